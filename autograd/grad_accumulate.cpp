@@ -1,0 +1,29 @@
+// autograd/grad_accumulate.cpp — checks around the gradient-sum kernel.
+#include "autograd/grad_accumulate.h"
+
+namespace ks {
+
+constinit KernelTable<GradAddKernel> grad_add_kernel("grad_add");
+
+namespace {
+void check_same(const Tensor& a, const Tensor& b) {
+  KS_CHECK(a.sizes() == b.sizes() && a.dtype() == b.dtype() && a.device() == b.device(),
+           "backward: cannot sum gradients ", describe(a), " and ", describe(b),
+           " (a backward function returned a gradient of the wrong shape or dtype)");
+}
+}  // namespace
+
+void grad_accumulate_(const Tensor& acc, const Tensor& g) {
+  check_same(acc, g);
+  if (acc.numel()) grad_add_kernel(acc.device(), acc, acc, g);
+  acc.bump_version();
+}
+
+Tensor grad_sum(const Tensor& a, const Tensor& b) {
+  check_same(a, b);
+  Tensor out = Tensor::empty(a.sizes(), a.dtype(), a.device());
+  if (out.numel()) grad_add_kernel(out.device(), out, a, b);
+  return out;
+}
+
+}  // namespace ks

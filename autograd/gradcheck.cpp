@@ -1,0 +1,116 @@
+// autograd/gradcheck.cpp — analytical vs numerical Jacobians.
+#include "autograd/gradcheck.h"
+
+#include <cmath>
+
+#include "autograd/engine.h"
+#include "core/factory.h"
+
+namespace ks {
+namespace {
+
+// Multi-index of flat position `flat` in `sizes` (row-major).
+Shape unravel(int64_t flat, const Shape& sizes) {
+  Shape idx(sizes.size());
+  for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
+    idx[d] = flat % sizes[d];
+    flat /= sizes[d];
+  }
+  return idx;
+}
+
+double* element_ptr(const Tensor& t, int64_t flat) {
+  Shape idx = unravel(flat, t.sizes());
+  int64_t off = 0;
+  for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * t.strides()[d];
+  return t.data<double>() + off;
+}
+
+std::vector<std::vector<double>> evaluate(const GradcheckFn& f, const std::vector<Tensor>& inputs) {
+  NoGradGuard no_grad;
+  std::vector<std::vector<double>> out;
+  for (const Tensor& o : f(inputs)) out.push_back(o.to_vector<double>());
+  return out;
+}
+
+}  // namespace
+
+GradcheckResult gradcheck(const GradcheckFn& f, const std::vector<Tensor>& inputs, GradcheckOptions opts) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& x = inputs[i];
+    if (!x.defined() || !x.requires_grad()) continue;
+    KS_CHECK(x.dtype() == kFloat64 && x.device().is_cpu(), "gradcheck: input ", i,
+             " must be a float64 CPU tensor, got ", describe(x));
+    KS_CHECK(x.is_leaf() && x.is_non_overlapping(), "gradcheck: input ", i,
+             " must be a leaf without overlapping elements (expand inside f instead)");
+  }
+
+  std::vector<Tensor> outputs = f(inputs);
+  // analytical[o][i][out_elem * n_in + in_elem]
+  std::vector<std::vector<std::vector<double>>> analytical(outputs.size());
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const Tensor& y = outputs[o];
+    analytical[o].resize(inputs.size());
+    if (!y.requires_grad()) continue;
+    KS_CHECK(y.dtype() == kFloat64, "gradcheck: output ", o, " must be float64, got ", describe(y));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].defined() && inputs[i].requires_grad())
+        analytical[o][i].assign(size_t(y.numel() * inputs[i].numel()), 0.0);
+    for (int64_t j = 0; j < y.numel(); ++j) {
+      for (const Tensor& x : inputs)
+        if (x.defined()) x.set_grad(Tensor());
+      Tensor onehot = zeros(y.sizes(), {.dtype = kFloat64});
+      onehot.data<double>()[j] = 1.0;
+      backward(y, onehot, /*retain_graph=*/true);
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (analytical[o][i].empty() || !inputs[i].grad().defined()) continue;
+        std::vector<double> g = inputs[i].grad().to_vector<double>();
+        for (size_t k = 0; k < g.size(); ++k) analytical[o][i][size_t(j) * g.size() + k] = g[k];
+      }
+    }
+  }
+  for (const Tensor& x : inputs)
+    if (x.defined()) x.set_grad(Tensor());
+
+  GradcheckResult result;
+  double worst_excess = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& x = inputs[i];
+    if (!x.defined() || !x.requires_grad()) continue;
+    for (int64_t k = 0; k < x.numel(); ++k) {
+      double* p = element_ptr(x, k);
+      const double orig = *p;
+      *p = orig + opts.eps;
+      auto plus = evaluate(f, inputs);
+      *p = orig - opts.eps;
+      auto minus = evaluate(f, inputs);
+      *p = orig;
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        if (analytical[o][i].empty()) continue;
+        for (size_t j = 0; j < plus[o].size(); ++j) {
+          double num = (plus[o][j] - minus[o][j]) / (2 * opts.eps);
+          double ana = analytical[o][i][j * size_t(x.numel()) + size_t(k)];
+          double tol = opts.atol + opts.rtol * std::fabs(num);
+          double diff = std::fabs(ana - num);
+          if (!(diff <= tol) && (diff - tol > worst_excess || result.ok)) {
+            result.ok = false;
+            worst_excess = std::isnan(diff) ? INFINITY : diff - tol;
+            result.message = str("gradcheck failed: input ", i, " (", describe(x), ") element ",
+                                 unravel(k, x.sizes()), ", output ", o, " element ",
+                                 unravel(int64_t(j), outputs[o].sizes()), ": analytical ", ana,
+                                 ", numerical ", num, ", |diff| ", diff, " > tolerance ", tol);
+          }
+        }
+      }
+    }
+  }
+  return result;
+}
+
+GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                          const std::vector<Tensor>& inputs, GradcheckOptions opts) {
+  return gradcheck(GradcheckFn([&](const std::vector<Tensor>& x) { return std::vector<Tensor>{f(x)}; }),
+                   inputs, opts);
+}
+
+}  // namespace ks

@@ -1,0 +1,97 @@
+// autograd/node.cpp — graph bookkeeping: record, saved tensors, AccumulateGrad.
+#include "autograd/node.h"
+
+#include <atomic>
+
+#include "autograd/grad_accumulate.h"
+#include "core/copy.h"
+
+namespace ks {
+namespace {
+std::atomic<uint64_t> g_next_sequence_nr{0};
+thread_local bool t_grad_enabled = true;
+}  // namespace
+
+bool GradMode::is_enabled() { return t_grad_enabled; }
+void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
+
+Node::Node() : sequence_nr(g_next_sequence_nr.fetch_add(1)) {}
+
+std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grad_outputs) {
+  KS_CHECK(fn_, "backward: trying to backward through the graph a second time (at ", name_,
+           "); its saved tensors were freed after the first backward. Pass retain_graph=true "
+           "to the first backward if you need to run it twice");
+  return fn_(grad_outputs);
+}
+
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
+  const Tensor& g = grad_outputs.at(0);
+  Tensor leaf(leaf_);
+  KS_CHECK(g.sizes() == leaf.sizes(), "backward: gradient ", describe(g), " does not match leaf ",
+           describe(leaf));
+  Tensor current = leaf.grad();
+  if (!current.defined()) {
+    // A fresh contiguous copy: the incoming tensor may be shared with other
+    // branches of the graph, and .grad is later updated in place.
+    Tensor fresh = Tensor::empty(leaf.sizes(), leaf.dtype(), leaf.device());
+    copy_(fresh, g);
+    leaf.set_grad(fresh);
+  } else {
+    grad_accumulate_(current, g);
+  }
+  return {};
+}
+
+SavedTensor::SavedTensor(const Tensor& t) {
+  if (!t.defined()) return;
+  data_ = t.alias(t.sizes(), t.strides(), t.storage_offset());
+  saved_version_ = t.version();
+}
+
+Tensor SavedTensor::unpack() const {
+  if (!data_.defined()) return data_;
+  KS_CHECK(data_.version() == saved_version_,
+           "backward: a tensor needed for gradient computation (", describe(data_),
+           ") was modified by an in-place operation: it is at version ", data_.version(),
+           "; expected version ", saved_version_,
+           ". Use an out-of-place op, or clone the tensor before changing it");
+  return data_;
+}
+
+bool needs_grad(const std::vector<Tensor>& inputs) {
+  if (!GradMode::is_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.requires_grad()) return {};
+  if (t.grad_fn()) return {t.grad_fn(), t.impl()->output_nr};
+  TensorImpl* impl = t.impl();
+  std::shared_ptr<Node> acc = impl->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+    acc->outputs.push_back({t.sizes(), t.dtype(), t.device()});
+    impl->grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+void record(std::string name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+            BackwardFn backward) {
+  auto node = std::make_shared<FunctionNode>(std::move(name), std::move(backward));
+  node->next_edges.reserve(inputs.size());
+  for (const Tensor& t : inputs) node->next_edges.push_back(gradient_edge(t));
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Tensor& out = outputs[k];
+    KS_ASSERT(out.is_leaf() && !out.impl()->requires_grad);
+    node->outputs.push_back({out.sizes(), out.dtype(), out.device()});
+    out.impl()->grad_fn = node;
+    out.impl()->output_nr = uint32_t(k);
+  }
+}
+
+Tensor detach(const Tensor& t) { return t.alias(t.sizes(), t.strides(), t.storage_offset()); }
+
+}  // namespace ks

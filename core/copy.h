@@ -1,0 +1,36 @@
+// core/copy.h — raw copies and fills: the data movement core itself needs
+// (contiguous(), to(device), item(), factories). No autograd here: the
+// differentiable forms (ks::contiguous, ks::to) are in ops/view.h.
+#pragma once
+
+#include "core/dispatch.h"
+#include "core/tensor.h"
+
+namespace ks {
+
+// dst[...] = src[...] with dtype conversion; src is broadcast to dst's shape.
+// Works across devices. Bumps dst's version.
+void copy_(const Tensor& dst, const Tensor& src);
+
+// Every element of t set to value (converted to t's dtype). Bumps t's version.
+void fill_(const Tensor& t, double value);
+
+// A contiguous tensor with t's values: t itself if already contiguous.
+Tensor contiguous_raw(const Tensor& t);
+
+// A new contiguous tensor on `device` with `dtype`, or t itself if it already
+// is one (same device, same dtype, contiguous).
+Tensor to_raw(const Tensor& t, Device device, DType dtype);
+
+// --- kernel tables, filled by each backend ---
+// Same-device strided copy with conversion; shapes already equal (src may have 0 strides).
+using CopyKernel = void(const Tensor& dst, const Tensor& src);
+extern KernelTable<CopyKernel> copy_kernel;
+using FillKernel = void(const Tensor& t, double value);
+extern KernelTable<FillKernel> fill_kernel;
+// Byte copy between devices (one side may be the CPU); both buffers contiguous.
+// Registered by a device backend under its own device type.
+using DeviceMemcpy = void(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
+extern KernelTable<DeviceMemcpy> device_memcpy;
+
+}  // namespace ks

@@ -1,0 +1,59 @@
+// core/dispatch.h — how an operator finds the kernel for a tensor's device.
+//
+// Each kernel family is a KernelTable: one function pointer per device type.
+// The operator (in ops/) calls `table(device, args...)`; each backend fills in
+// its own slot from its own source file with KS_REGISTER_KERNEL. A CUDA
+// backend therefore adds kernels without touching any operator definition:
+//
+//   // ops/elementwise.h (declaration, shared by all backends)
+//   using UnaryKernel = void(UnaryOp, const Tensor& out, const Tensor& in);
+//   extern KernelTable<UnaryKernel> unary_kernel;
+//   // ops/cpu/unary.cpp
+//   KS_REGISTER_KERNEL(unary_kernel, CPU, unary_cpu);
+//   // ops/cuda/unary.cu
+//   KS_REGISTER_KERNEL(unary_kernel, CUDA, unary_cuda);
+//
+// Tables are constant-initialised, so registration from any translation unit's
+// static initialiser is safe. Keystone is linked as one library (the layer
+// targets are object libraries), so no registering object file is dropped.
+#pragma once
+
+#include <utility>
+
+#include "core/device.h"
+#include "core/error.h"
+
+namespace ks {
+
+template <class Fn>
+class KernelTable {
+ public:
+  constexpr explicit KernelTable(const char* name) : name_(name), table_{} {}
+
+  void set(DeviceType type, Fn* fn) { table_[static_cast<int>(type)] = fn; }
+  bool has(DeviceType type) const { return table_[static_cast<int>(type)] != nullptr; }
+
+  Fn* get(Device device) const {
+    Fn* fn = table_[static_cast<int>(device.type)];
+    KS_CHECK(fn, name_, ": no kernel for device ", device.str(),
+             device.is_cuda() ? " (Keystone was built without the CUDA backend)" : "");
+    return fn;
+  }
+
+  template <class... Args>
+  decltype(auto) operator()(Device device, Args&&... args) const {
+    return get(device)(std::forward<Args>(args)...);
+  }
+
+ private:
+  const char* name_;
+  Fn* table_[kNumDeviceTypes];
+};
+
+}  // namespace ks
+
+#define KS_CONCAT_INNER(a, b) a##b
+#define KS_CONCAT(a, b) KS_CONCAT_INNER(a, b)
+#define KS_REGISTER_KERNEL(table, device_type, fn)                                   \
+  static const bool KS_CONCAT(ks_kernel_registered_, __LINE__) =                     \
+      ((table).set(::ks::DeviceType::device_type, (fn)), true)

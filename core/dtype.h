@@ -1,0 +1,138 @@
+// core/dtype.h — element types and the switch that turns a runtime dtype into
+// a C++ type inside a kernel.
+//
+// float32 is the working type; float64 serves gradcheck and references; int64
+// and int32 hold indices and labels; bool holds masks. bfloat16 and float16 are
+// storage types only (16-bit patterns with conversions), waiting for the CUDA
+// backend: CPU kernels reject them with a clear error.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <ostream>
+#include <string>
+
+#include "core/error.h"
+
+namespace ks {
+
+enum class DType : uint8_t { Float32, Float64, Int64, Int32, Bool, BFloat16, Float16 };
+
+size_t itemsize(DType t);
+const char* name(DType t);  // "float32", ...
+inline std::ostream& operator<<(std::ostream& os, DType t) { return os << name(t); }
+inline bool is_floating(DType t) {
+  return t == DType::Float32 || t == DType::Float64 || t == DType::BFloat16 || t == DType::Float16;
+}
+DType parse_dtype(const std::string& s);  // throws on an unknown name
+
+// 16-bit storage types. Conversion rounds to nearest even.
+struct BFloat16 {
+  uint16_t bits = 0;
+  BFloat16() = default;
+  explicit BFloat16(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) { bits = 0x7fc0; return; }  // NaN stays NaN
+    u += 0x7fffu + ((u >> 16) & 1u);
+    bits = static_cast<uint16_t>(u >> 16);
+  }
+  explicit operator float() const {
+    uint32_t u = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+};
+struct Float16 {
+  uint16_t bits = 0;
+  Float16() = default;
+  explicit Float16(float f);
+  explicit operator float() const;
+};
+
+// The C++ type stored for each dtype.
+template <DType D> struct CppType;
+template <> struct CppType<DType::Float32> { using type = float; };
+template <> struct CppType<DType::Float64> { using type = double; };
+template <> struct CppType<DType::Int64> { using type = int64_t; };
+template <> struct CppType<DType::Int32> { using type = int32_t; };
+template <> struct CppType<DType::Bool> { using type = bool; };
+template <> struct CppType<DType::BFloat16> { using type = BFloat16; };
+template <> struct CppType<DType::Float16> { using type = Float16; };
+
+template <class T> constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::Float32; }
+template <> constexpr DType dtype_of<double>() { return DType::Float64; }
+template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
+template <> constexpr DType dtype_of<int32_t>() { return DType::Int32; }
+template <> constexpr DType dtype_of<bool>() { return DType::Bool; }
+template <> constexpr DType dtype_of<BFloat16>() { return DType::BFloat16; }
+template <> constexpr DType dtype_of<Float16>() { return DType::Float16; }
+
+// A value-less carrier of a type, so a generic lambda can learn T:
+//   dispatch_floating(t.dtype(), "exp", [&](auto tag) { using T = typename decltype(tag)::type; ... });
+template <class T> struct TypeTag { using type = T; };
+
+// float32, float64.
+template <class F>
+decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::Float32: return f(TypeTag<float>{});
+    case DType::Float64: return f(TypeTag<double>{});
+    default: throw Error(str(op, ": expected a float32 or float64 tensor, got ", name(t)));
+  }
+}
+
+// float32, float64, int64, int32.
+template <class F>
+decltype(auto) dispatch_numeric(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::Float32: return f(TypeTag<float>{});
+    case DType::Float64: return f(TypeTag<double>{});
+    case DType::Int64: return f(TypeTag<int64_t>{});
+    case DType::Int32: return f(TypeTag<int32_t>{});
+    default: throw Error(str(op, ": expected a numeric tensor (float32, float64, int64, int32), got ", name(t)));
+  }
+}
+
+// Every CPU-computable dtype: the numeric ones and bool.
+template <class F>
+decltype(auto) dispatch_all(DType t, const char* op, F&& f) {
+  if (t == DType::Bool) return f(TypeTag<bool>{});
+  return dispatch_numeric(t, op, std::forward<F>(f));
+}
+
+// Every dtype including the 16-bit storage types (copies and conversions only).
+template <class F>
+decltype(auto) dispatch_storage(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::BFloat16: return f(TypeTag<BFloat16>{});
+    case DType::Float16: return f(TypeTag<Float16>{});
+    default: return dispatch_all(t, op, std::forward<F>(f));
+  }
+}
+
+// Converts between any two element types through float/double where needed.
+template <class To, class From>
+inline To convert(From v) {
+  if constexpr (std::is_same_v<From, BFloat16> || std::is_same_v<From, Float16>) {
+    return convert<To>(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, BFloat16> || std::is_same_v<To, Float16>) {
+    return To(static_cast<float>(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+}  // namespace ks
+
+namespace ks {
+constexpr DType kFloat32 = DType::Float32;
+constexpr DType kFloat64 = DType::Float64;
+constexpr DType kInt64 = DType::Int64;
+constexpr DType kInt32 = DType::Int32;
+constexpr DType kBool = DType::Bool;
+constexpr DType kBFloat16 = DType::BFloat16;
+constexpr DType kFloat16 = DType::Float16;
+}  // namespace ks

@@ -1,0 +1,11 @@
+// keystone.h — the whole public C++ API in one include.
+#pragma once
+#include "autograd/engine.h"
+#include "autograd/function.h"
+#include "autograd/gradcheck.h"
+#include "core/factory.h"
+#include "core/parallel.h"
+#include "core/tensor.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/view.h"

@@ -1,0 +1,52 @@
+// ops/cpu/loops.h — the elementwise loop templates every CPU kernel uses.
+//
+// cpu_map<T...>(f, out, in...) computes out[i] = f(in[i]...) over tensors of
+// one shape (inputs may be strided or broadcast views), in parallel, with a
+// plain contiguous loop that the compiler vectorises when every operand is
+// contiguous. Kernels supply only the scalar function.
+#pragma once
+
+#include <array>
+
+#include "core/strided_loop.h"
+#include "core/tensor.h"
+
+namespace ks::cpu {
+
+// out[i] = f(in_0[i], ..., in_{K-1}[i]); Out and In are the element types.
+template <class Out, class... In, class F>
+void cpu_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in) {
+  constexpr int K = sizeof...(In);
+  constexpr int N = K + 1;
+  if (out.numel() == 0) return;
+  std::array<Shape, N> strides;
+  std::array<size_t, N> sizes;
+  std::array<char*, N> base;
+  strides[0] = out.strides();
+  sizes[0] = sizeof(Out);
+  base[0] = static_cast<char*>(out.data_ptr());
+  for (int k = 0; k < K; ++k) {
+    KS_ASSERT(in[k].sizes() == out.sizes());
+    strides[k + 1] = in[k].strides();
+    sizes[k + 1] = in[k].element_size();
+    base[k + 1] = static_cast<char*>(in[k].data_ptr());
+  }
+  auto L = make_strided_layout<N>(out.sizes(), strides, sizes);
+  constexpr std::array<int64_t, N> item{int64_t(sizeof(Out)), int64_t(sizeof(In))...};
+  strided_for_each<N>(L, base, kElementwiseGrain, [&](std::array<char*, N> p, int64_t n, std::array<int64_t, N> s) {
+    if (s == item) {
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        Out* o = reinterpret_cast<Out*>(p[0]);
+        auto ptrs = std::make_tuple(reinterpret_cast<const In*>(p[I + 1])...);
+        for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(ptrs)[i]...);
+      }(std::index_sequence_for<In...>{});
+    } else {
+      [&]<size_t... I>(std::index_sequence<I...>) {
+        for (int64_t i = 0; i < n; ++i)
+          *reinterpret_cast<Out*>(p[0] + i * s[0]) = f(*reinterpret_cast<const In*>(p[I + 1] + i * s[I + 1])...);
+      }(std::index_sequence_for<In...>{});
+    }
+  });
+}
+
+}  // namespace ks::cpu
