@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# tools/run.sh — the two things a fresh Debian 12 machine needs, as root:
+#   bash tools/run.sh train   install what is missing, build (Release), train the default model
+#   bash tools/run.sh test    install what is missing, build, run every test (Release, then
+#                             AddressSanitizer + UndefinedBehaviorSanitizer in Debug)
+# Options through the environment: KS_JOBS (parallel build jobs, default: cores),
+# KS_SKIP_SANITIZE=1 (test: skip the sanitizer pass), KS_BUILD_DIR (default: build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode="${1:-}"
+case "$mode" in
+  train|test|build) ;;
+  *) echo "usage: bash tools/run.sh train|test|build" >&2; exit 2 ;;
+esac
+
+jobs="${KS_JOBS:-$(nproc)}"
+build="${KS_BUILD_DIR:-build}"
+
+# --- 1. Debian packages ------------------------------------------------------
+packages=(build-essential cmake libopenblas-dev libtbb-dev doctest-dev nlohmann-json3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "== installing: ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "error: packages missing (${missing[*]}) and not running as root to install them" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- 2. build -----------------------------------------------------------------
+configure_and_build() {  # dir, extra cmake args...
+  local dir="$1"; shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+echo "== building (Release) in $build"
+configure_and_build "$build"
+
+# --- 3. the job ---------------------------------------------------------------
+case "$mode" in
+  build) ;;
+  train)
+    echo "== training the default model"
+    "$build/ks_train_mlp"
+    ;;
+  test)
+    echo "== tests (Release)"
+    (cd "$build" && ctest --output-on-failure -j "$jobs")
+    if [ "${KS_SKIP_SANITIZE:-0}" != 1 ]; then
+      echo "== tests (Debug, AddressSanitizer + UndefinedBehaviorSanitizer)"
+      configure_and_build "$build-asan" -DCMAKE_BUILD_TYPE=Debug -DKS_SANITIZE=ON -DKS_CUDA=OFF
+      (cd "$build-asan" && KS_CPU_CACHE=0 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        ctest --output-on-failure -j "$jobs" -LE slow)
+    fi
+    ;;
+esac
