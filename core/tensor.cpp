@@ -82,6 +82,20 @@ Tensor Tensor::alias(Shape sizes, Shape strides, int64_t offset) const {
   return Tensor(std::move(impl));
 }
 
+void Tensor::set_data(const Tensor& value) const {
+  TensorImpl* self = checked();
+  KS_CHECK(value.defined(), "set_data: undefined value");
+  const bool same_geometry = self->sizes == value.sizes() && self->dtype == value.dtype() &&
+                             self->storage->device() == value.device();
+  self->storage = value.impl()->storage;
+  self->sizes = value.sizes();
+  self->strides = value.strides();
+  self->offset = value.storage_offset();
+  self->dtype = value.dtype();
+  self->version = value.impl()->version;
+  if (!same_geometry) self->grad.reset();
+}
+
 Tensor& Tensor::set_requires_grad(bool on) {
   KS_CHECK(is_leaf(), "set_requires_grad: only leaf tensors can be marked; this tensor was made by ",
            "an operation (use detach() to make a new leaf)");

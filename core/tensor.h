@@ -73,6 +73,11 @@ class Tensor {
   // counter. No autograd history: differentiable views are in ops/view.h.
   Tensor alias(Shape sizes, Shape strides, int64_t offset) const;
 
+  // Makes this tensor (and every handle to it) refer to `value`'s storage and
+  // geometry, keeping its identity and autograd flags; drops a stale .grad.
+  // For moving parameters between devices/dtypes in place (Module::to).
+  void set_data(const Tensor& value) const;
+
   // --- autograd fields (their logic is in autograd/) ---
   bool requires_grad() const { return checked()->requires_grad || checked()->grad_fn != nullptr; }
   // Marks a leaf as a parameter whose gradient is wanted; floating dtypes only.

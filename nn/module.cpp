@@ -1,0 +1,164 @@
+// nn/module.cpp — registration, traversal, placement and state dicts.
+#include "nn/module.h"
+
+#include <map>
+#include <sstream>
+
+#include "autograd/node.h"
+#include "core/copy.h"
+
+namespace ks::nn {
+
+void Module::check_name(const std::string& name) const {
+  KS_CHECK(!name.empty() && name.find('.') == std::string::npos, type_name_, ": invalid name '", name,
+           "' (names must be non-empty and contain no '.')");
+  auto taken = [&](const auto& list) {
+    for (const auto& [n, _] : list)
+      if (n == name) return true;
+    return false;
+  };
+  KS_CHECK(!taken(params_) && !taken(buffers_) && !taken(children_), type_name_, ": name '", name,
+           "' is already registered");
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor value) {
+  check_name(name);
+  KS_CHECK(value.defined(), type_name_, ": parameter '", name, "' is undefined");
+  if (!value.is_leaf()) value = detach(value);
+  value.set_requires_grad(true);
+  params_.emplace_back(name, value);
+  return value;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor value) {
+  check_name(name);
+  KS_CHECK(value.defined(), type_name_, ": buffer '", name, "' is undefined");
+  buffers_.emplace_back(name, value);
+  return value;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+  check_name(name);
+  KS_CHECK(module != nullptr, type_name_, ": submodule '", name, "' is null");
+  children_.emplace_back(name, std::move(module));
+}
+
+void Module::collect(const std::string& prefix, bool params, NamedTensors& out) const {
+  for (const auto& [n, t] : params ? params_ : buffers_) out.emplace_back(prefix + n, t);
+  for (const auto& [n, m] : children_) m->collect(prefix + n + ".", params, out);
+}
+
+NamedTensors Module::named_parameters() const {
+  NamedTensors out;
+  collect("", true, out);
+  return out;
+}
+
+NamedTensors Module::named_buffers() const {
+  NamedTensors out;
+  collect("", false, out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (auto& [_, t] : named_parameters()) out.push_back(t);
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const Tensor& t : parameters()) n += t.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [_, m] : children_) m->train(on);
+}
+
+void Module::to(Device device) {
+  for (auto& list : {named_parameters(), named_buffers()})
+    for (auto& [_, t] : list)
+      if (t.device() != device) t.set_data(to_raw(t, device, t.dtype()));
+}
+
+void Module::to(DType dtype) {
+  for (auto& list : {named_parameters(), named_buffers()})
+    for (auto& [_, t] : list)
+      if (is_floating(t.dtype()) && t.dtype() != dtype) t.set_data(to_raw(t, t.device(), dtype));
+}
+
+void Module::zero_grad() {
+  for (Tensor& t : parameters()) t.set_grad(Tensor());
+}
+
+NamedTensors Module::state_dict() const {
+  NamedTensors out = named_parameters();
+  for (auto& entry : named_buffers()) out.push_back(entry);
+  for (auto& [_, t] : out) t = detach(t);
+  return out;
+}
+
+void Module::load_state_dict(const NamedTensors& state, bool strict) {
+  std::map<std::string, Tensor> given(state.begin(), state.end());
+  std::vector<std::string> missing, mismatched;
+  NamedTensors own = named_parameters();
+  for (auto& entry : named_buffers()) own.push_back(entry);
+  for (auto& [name, t] : own) {
+    auto it = given.find(name);
+    if (it == given.end()) {
+      missing.push_back(name);
+      continue;
+    }
+    if (it->second.sizes() != t.sizes())
+      mismatched.push_back(str(name, " (checkpoint ", it->second.sizes(), ", model ", t.sizes(), ")"));
+    given.erase(it);
+  }
+  std::vector<std::string> problems;
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+    return s;
+  };
+  if (!missing.empty()) problems.push_back("missing keys: " + list(missing));
+  if (strict && !given.empty()) {
+    std::vector<std::string> unexpected;
+    for (auto& [n, _] : given) unexpected.push_back(n);
+    problems.push_back("unexpected keys: " + list(unexpected));
+  }
+  if (!mismatched.empty()) problems.push_back("shape mismatch: " + list(mismatched));
+  if (!problems.empty()) {
+    std::string msg = "load_state_dict(" + type_name_ + "): ";
+    for (size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];
+    throw Error(msg);
+  }
+  std::map<std::string, Tensor> by_name(state.begin(), state.end());
+  for (auto& [name, t] : own) copy_(t, by_name.at(name));
+}
+
+std::string Module::to_string() const {
+  std::ostringstream os;
+  os << type_name_;
+  if (children_.empty()) {
+    os << "(";
+    bool first = true;
+    for (auto& [n, t] : params_) {
+      os << (first ? "" : ", ") << n << "=" << str(t.sizes());
+      first = false;
+    }
+    os << ")";
+    return os.str();
+  }
+  os << "(\n";
+  for (auto& [n, m] : children_) {
+    std::string child = m->to_string();
+    std::string indented;
+    for (char c : child) indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
+    os << "  (" << n << "): " << indented << "\n";
+  }
+  os << ")";
+  return os.str();
+}
+
+}  // namespace ks::nn

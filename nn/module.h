@@ -1,0 +1,90 @@
+// nn/module.h — Module: a tree of named parameters, buffers and submodules.
+//
+// A layer subclasses Module, registers what it owns in its constructor, and
+// offers a forward() of its own signature:
+//
+//   struct Affine : nn::Module {
+//     Tensor weight, bias;
+//     Affine(int64_t n) : Module("Affine") {
+//       weight = register_parameter("weight", ones({n}));
+//       bias = register_parameter("bias", zeros({n}));
+//     }
+//     Tensor forward(const Tensor& x) { return add(mul(x, weight), bias); }
+//   };
+//
+// Names compose with dots through submodules (encoder.layers.0.attn.q.weight),
+// so state dicts have stable keys. The handles a layer keeps and the ones the
+// Module stores are the same tensors: to(device) rebinds them in place
+// (Tensor::set_data), so no layer ever holds a stale handle.
+// Not here: optimizers (nn/optim.h), checkpoint files (nn/checkpoint.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ks::nn {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;  // in registration order
+
+class Module {
+ public:
+  explicit Module(std::string type_name = "Module") : type_name_(std::move(type_name)) {}
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // --- registration (from constructors) ---
+  // Stores `value` as a parameter (marking it requires_grad) and returns it.
+  Tensor register_parameter(const std::string& name, Tensor value);
+  // Stores state that is saved and moved with the module but not trained.
+  Tensor register_buffer(const std::string& name, Tensor value);
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_child(name, module);
+    return module;
+  }
+
+  // --- traversal (recursive, dotted names) ---
+  std::vector<Tensor> parameters() const;
+  NamedTensors named_parameters() const;
+  NamedTensors named_buffers() const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
+  int64_t num_parameters() const;
+
+  // --- mode and placement ---
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  void to(Device device);
+  void to(DType dtype);  // floating parameters and buffers only
+  void zero_grad();      // drops every parameter's .grad
+
+  // --- state ---
+  // Parameters then buffers of the whole tree, by dotted name; the tensors
+  // are detached aliases of the live ones (no copy).
+  NamedTensors state_dict() const;
+  // Copies values in. Throws one ks::Error listing every missing key,
+  // unexpected key (when strict) and shape mismatch.
+  void load_state_dict(const NamedTensors& state, bool strict = true);
+
+  const std::string& type_name() const { return type_name_; }
+  // An indented tree: "Encoder(\n  (layers): ModuleList(...)...".
+  std::string to_string() const;
+
+ private:
+  void add_child(const std::string& name, std::shared_ptr<Module> module);
+  void check_name(const std::string& name) const;
+  void collect(const std::string& prefix, bool params, NamedTensors& out) const;
+
+  std::string type_name_;
+  bool training_ = true;
+  NamedTensors params_;
+  NamedTensors buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+}  // namespace ks::nn
