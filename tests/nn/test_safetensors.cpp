@@ -1,0 +1,88 @@
+// tests/nn/test_safetensors.cpp — the safetensors writer and reader: round
+// trips, byte layout, and a clear error for each kind of damaged file.
+#include "support/testing.h"
+
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+#include "nn/safetensors.h"
+
+using namespace ks;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return "/tmp/ks_test_" + std::to_string(::getpid()) + "_" + name;
+}
+std::string read_all(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+void write_all(const std::string& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f << bytes;
+}
+std::string with_header(const std::string& json, const std::string& data) {
+  std::string b(8, '\0');
+  for (int i = 0; i < 8; ++i) b[size_t(i)] = char((json.size() >> (8 * i)) & 0xff);
+  return b + json + data;
+}
+
+}  // namespace
+
+TEST_CASE("safetensors round trip keeps names, dtypes, shapes, values and metadata") {
+  std::string p = temp_path("rt.safetensors");
+  Tensor a = randn({3, 4});
+  Tensor b = arange(5, {.dtype = kInt64});
+  Tensor c = transpose(view(arange(6, {.dtype = kFloat64}), {2, 3}), 0, 1);  // non-contiguous
+  nn::save_safetensors(p, {{"a", a}, {"b", b}, {"c.weight", c}}, {{"step", "7"}});
+  auto r = nn::load_safetensors(p);
+  REQUIRE(r.tensors.size() == 3);
+  CHECK(r.tensors[0].first == "a");
+  CHECK(r.tensors[2].first == "c.weight");
+  CHECK(r.tensors[0].second.to_vector<float>() == a.to_vector<float>());
+  CHECK(r.tensors[1].second.dtype() == kInt64);
+  CHECK(r.tensors[2].second.sizes() == Shape{3, 2});
+  CHECK(r.tensors[2].second.to_vector<double>() == std::vector<double>{0, 3, 1, 4, 2, 5});
+  CHECK(r.metadata.at("step") == "7");
+  // Byte layout: header length, then a JSON header padded to 8 bytes.
+  std::string bytes = read_all(p);
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(bytes[size_t(i)])) << (8 * i);
+  CHECK(n % 8 == 0);
+  CHECK(bytes.size() == 8 + n + 12 * 4 + 5 * 8 + 6 * 8);
+  std::remove(p.c_str());
+}
+
+TEST_CASE("damaged safetensors files give errors naming the file and the problem") {
+  std::string p = temp_path("bad.safetensors");
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p + ".missing"), doctest::Contains("cannot open"), Error);
+  write_all(p, "abc");
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), ("safetensors: " + p + ": truncated: 3 bytes, too short for the 8-byte header length").c_str(), Error);
+  write_all(p, with_header("{\"a\": ", ""));
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("header is not valid JSON"), Error);
+  write_all(p, with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "1234"));
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("truncated: tensor 'a' ends at byte 8 of a 4-byte data section"), Error);
+  write_all(p, with_header(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", "12345678"));
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("needs 12 bytes but data_offsets span 8"), Error);
+  write_all(p, with_header(R"({"a":{"dtype":"Q7","shape":[2],"data_offsets":[0,8]}})", "12345678"));
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("unsupported dtype 'Q7'"), Error);
+  write_all(p, with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", "12345678"));
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("overlap"), Error);
+  write_all(p, with_header(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", "12345678"));
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("tensor 'a' has a malformed entry"), Error);
+  std::string big(8, '\xff');
+  write_all(p, big);
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("exceeds"), Error);
+  std::remove(p.c_str());
+}
+
+TEST_CASE("atomic writes leave no temporary file behind") {
+  std::string p = temp_path("atomic.bin");
+  nn::write_file_atomically(p, "hello");
+  CHECK(read_all(p) == "hello");
+  CHECK(access((p + ".tmp." + std::to_string(getpid())).c_str(), F_OK) != 0);
+  CHECK_THROWS_WITH_AS(nn::write_file_atomically("/nonexistent-dir/x", "y"), doctest::Contains("cannot write"), Error);
+  std::remove(p.c_str());
+}
