@@ -1,0 +1,159 @@
+// nn/optim.cpp — the optimizer loop, state bookkeeping and clipping; the
+// arithmetic is in the fused kernels of ops/optim.h.
+#include "nn/optim.h"
+
+#include <cmath>
+#include <map>
+
+#include "autograd/grad_mode.h"
+#include "core/copy.h"
+#include "core/factory.h"
+#include "ops/optim.h"
+
+namespace ks::nn {
+
+std::vector<ParamGroup> decay_groups(const NamedTensors& params, double weight_decay) {
+  ParamGroup decay, no_decay;
+  decay.weight_decay = weight_decay;
+  no_decay.weight_decay = 0;
+  for (const auto& [name, p] : params) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  std::vector<ParamGroup> out;
+  if (!decay.params.empty()) out.push_back(decay);
+  if (!no_decay.params.empty()) out.push_back(no_decay);
+  return out;
+}
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay, std::vector<std::string> slots)
+    : groups_(std::move(groups)), slots_(std::move(slots)) {
+  KS_CHECK(!groups_.empty(), "optimizer: no parameter groups");
+  for (ParamGroup& g : groups_) {
+    if (g.lr < 0) g.lr = lr;
+    if (g.weight_decay < 0) g.weight_decay = weight_decay;
+    KS_CHECK(g.lr >= 0 && std::isfinite(g.lr), "optimizer: learning rate must be finite and >= 0, got ", g.lr);
+    for (const Tensor& p : g.params)
+      KS_CHECK(p.defined() && p.is_leaf() && p.requires_grad(),
+               "optimizer: every parameter must be a leaf tensor that requires grad");
+    base_lr_.push_back(g.lr);
+    state_.emplace_back(g.params.size());
+  }
+}
+
+void Optimizer::step() {
+  NoGradGuard no_grad;
+  ++steps_;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const ParamGroup& group = groups_[gi];
+    for (size_t pi = 0; pi < group.params.size(); ++pi) {
+      const Tensor& p = group.params[pi];
+      Tensor grad = p.grad();
+      if (!grad.defined()) continue;
+      std::vector<Tensor>& state = state_[gi][pi];
+      const bool first = state.empty();
+      if (first)
+        for (size_t s = 0; s < slots_.size(); ++s) state.push_back(zeros_like(p));
+      update(p, grad.is_contiguous() ? grad : contiguous_raw(grad), state, group, first);
+    }
+  }
+}
+
+void Optimizer::zero_grad() {
+  for (ParamGroup& g : groups_)
+    for (Tensor& p : g.params) p.set_grad(Tensor());
+}
+
+void Optimizer::set_lr_factor(double factor) {
+  for (size_t i = 0; i < groups_.size(); ++i) groups_[i].lr = base_lr_[i] * factor;
+}
+
+NamedTensors Optimizer::state_dict() const {
+  NamedTensors out;
+  out.emplace_back("step", from_vector(std::vector<int64_t>{steps_}));
+  for (size_t gi = 0; gi < groups_.size(); ++gi)
+    for (size_t pi = 0; pi < state_[gi].size(); ++pi)
+      for (size_t s = 0; s < state_[gi][pi].size(); ++s)
+        out.emplace_back(str(gi, ".", pi, ".", slots_[s]), state_[gi][pi][s]);
+  return out;
+}
+
+void Optimizer::load_state_dict(const NamedTensors& state) {
+  std::map<std::string, Tensor> given(state.begin(), state.end());
+  auto step = given.find("step");
+  KS_CHECK(step != given.end() && step->second.numel() == 1, "optimizer load_state_dict: missing 'step'");
+  std::vector<std::vector<std::vector<Tensor>>> loaded(groups_.size());
+  size_t used = 1;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    loaded[gi].resize(groups_[gi].params.size());
+    for (size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      const Tensor& p = groups_[gi].params[pi];
+      std::vector<Tensor> slots;
+      for (const std::string& s : slots_) {
+        auto it = given.find(str(gi, ".", pi, ".", s));
+        if (it == given.end()) break;
+        KS_CHECK(it->second.sizes() == p.sizes(), "optimizer load_state_dict: '", it->first, "' has shape ",
+                 it->second.sizes(), " but its parameter has ", p.sizes());
+        Tensor slot = Tensor::empty(p.sizes(), p.dtype(), p.device());  // own copy, never shared
+        copy_(slot, it->second);
+        slots.push_back(slot);
+        ++used;
+      }
+      KS_CHECK(slots.empty() || slots.size() == slots_.size(), "optimizer load_state_dict: parameter ", gi, ".", pi,
+               " has only some of its state slots");
+      loaded[gi][pi] = std::move(slots);
+    }
+  }
+  KS_CHECK(used == given.size(), "optimizer load_state_dict: ", given.size() - used,
+           " entries do not belong to this optimizer's parameters (different model or groups?)");
+  state_ = std::move(loaded);
+  steps_ = step->second.item<int64_t>();
+}
+
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions opts)
+    : Optimizer(std::move(groups), opts.lr, opts.weight_decay,
+                opts.momentum != 0 ? std::vector<std::string>{"momentum_buffer"} : std::vector<std::string>{}),
+      opts_(opts) {
+  KS_CHECK(opts.momentum >= 0, "SGD: momentum must be >= 0, got ", opts.momentum);
+  KS_CHECK(!opts.nesterov || (opts.momentum > 0 && opts.dampening == 0),
+           "SGD: Nesterov momentum needs momentum > 0 and dampening 0");
+}
+
+void SGD::update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group,
+                 bool first_step) {
+  sgd_update_(p, grad, state.empty() ? Tensor() : state[0],
+              {group.lr, opts_.momentum, opts_.dampening, group.weight_decay, opts_.nesterov, first_step});
+}
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions opts, bool decoupled)
+    : Optimizer(std::move(groups), opts.lr, opts.weight_decay, {"exp_avg", "exp_avg_sq"}),
+      opts_(opts),
+      decoupled_(decoupled) {
+  KS_CHECK(opts.beta1 >= 0 && opts.beta1 < 1 && opts.beta2 >= 0 && opts.beta2 < 1,
+           "Adam: betas must be in [0, 1), got (", opts.beta1, ", ", opts.beta2, ")");
+  KS_CHECK(opts.eps >= 0, "Adam: eps must be >= 0, got ", opts.eps);
+}
+
+void Adam::update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group, bool) {
+  adam_update_(p, grad, state[0], state[1],
+               {group.lr, opts_.beta1, opts_.beta2, opts_.eps, group.weight_decay, decoupled_, steps_taken()});
+}
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  KS_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be > 0, got ", max_norm);
+  double total = 0;
+  for (const Tensor& p : params)
+    if (p.grad().defined()) total += sum_of_squares(p.grad());
+  const double norm = std::sqrt(total);
+  if (!std::isfinite(norm) || norm <= max_norm) return norm;
+  const double scale = max_norm / (norm + 1e-6);
+  for (const Tensor& p : params) {
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    if (!g.is_contiguous()) {
+      g = contiguous_raw(g);
+      p.set_grad(g);
+    }
+    scale_(g, scale);
+  }
+  return norm;
+}
+
+}  // namespace ks::nn

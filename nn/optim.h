@@ -1,0 +1,116 @@
+// nn/optim.h — optimizers: SGD (momentum, Nesterov, weight decay), Adam and
+// AdamW, with parameter groups, gradient clipping by global norm, and state
+// that can be saved and restored.
+//
+//   auto groups = nn::decay_groups(model.named_parameters(), 0.01);  // no decay on biases/norms
+//   nn::AdamW opt(groups, {.lr = 3e-4});
+//   ... backward(loss); nn::clip_grad_norm(model.parameters(), 1.0); opt.step(); opt.zero_grad();
+//
+// Each update is one fused kernel per parameter (ops/optim.h) and follows
+// torch.optim's formulas. Parameters without a gradient are skipped.
+// Not here: learning-rate schedules (nn/lr_schedule.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace ks::nn {
+
+struct ParamGroup {
+  std::vector<Tensor> params;
+  double lr = -1;            // < 0: the optimizer's default
+  double weight_decay = -1;  // < 0: the optimizer's default
+};
+
+// Two groups: weights with >= 2 dims get `weight_decay`; biases, norm scales
+// and other 1-d parameters get none (the usual Transformer recipe).
+std::vector<ParamGroup> decay_groups(const NamedTensors& params, double weight_decay);
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // One update of every parameter that has a gradient.
+  void step();
+  // Drops every parameter's .grad.
+  void zero_grad();
+  // Sets the learning rate of every group to base_lr(group) * factor (for schedules).
+  void set_lr_factor(double factor);
+  double lr(size_t group = 0) const { return groups_.at(group).lr; }
+  int64_t steps_taken() const { return steps_; }
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+
+  // Per-parameter state as named tensors ("<group>.<index>.<slot>") plus the
+  // step count under "step"; restores exactly, so a resumed run continues the
+  // same sequence of updates.
+  NamedTensors state_dict() const;
+  void load_state_dict(const NamedTensors& state);
+
+ protected:
+  Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay, std::vector<std::string> slots);
+  // Updates one parameter; `state` holds its slots in the order given to the constructor.
+  virtual void update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group,
+                      bool first_step) = 0;
+
+ private:
+  std::vector<ParamGroup> groups_;
+  std::vector<double> base_lr_;
+  std::vector<std::string> slots_;
+  std::vector<std::vector<std::vector<Tensor>>> state_;  // [group][param][slot]; empty until first used
+  int64_t steps_ = 0;
+};
+
+struct SGDOptions {
+  double lr = 0.01;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+};
+
+class SGD final : public Optimizer {
+ public:
+  SGD(std::vector<ParamGroup> groups, SGDOptions opts);
+  SGD(const std::vector<Tensor>& params, SGDOptions opts) : SGD(std::vector<ParamGroup>{{params}}, opts) {}
+
+ private:
+  void update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group,
+              bool first_step) override;
+  SGDOptions opts_;
+};
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0;  // Adam: L2 added to the gradient; AdamW: decoupled (default 0.01 there)
+};
+
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<ParamGroup> groups, AdamOptions opts) : Adam(std::move(groups), opts, false) {}
+  Adam(const std::vector<Tensor>& params, AdamOptions opts) : Adam(std::vector<ParamGroup>{{params}}, opts) {}
+
+ protected:
+  Adam(std::vector<ParamGroup> groups, AdamOptions opts, bool decoupled);
+
+ private:
+  void update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group,
+              bool first_step) override;
+  AdamOptions opts_;
+  bool decoupled_;
+};
+
+class AdamW final : public Adam {
+ public:
+  AdamW(std::vector<ParamGroup> groups, AdamOptions opts) : Adam(std::move(groups), opts, true) {}
+  AdamW(const std::vector<Tensor>& params, AdamOptions opts) : AdamW(std::vector<ParamGroup>{{params}}, opts) {}
+};
+
+// Scales all gradients so their joint L2 norm is at most max_norm; returns
+// the norm before clipping (inf/nan norms are returned and nothing is scaled).
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+
+}  // namespace ks::nn

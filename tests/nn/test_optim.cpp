@@ -1,0 +1,148 @@
+// tests/nn/test_optim.cpp — optimizers against scalar re-implementations of
+// torch.optim's formulas, state round trips, clipping and schedules.
+#include "support/testing.h"
+
+#include <cmath>
+
+#include "nn/lr_schedule.h"
+#include "nn/optim.h"
+
+using namespace ks;
+using namespace ks::testing;
+
+namespace {
+
+// Gradient of L = Σ c_i p_i² at p: 2 c_i p_i (a fixed, elementwise quadratic).
+std::vector<double> quad_grad(const std::vector<double>& p) {
+  std::vector<double> g(p.size());
+  for (size_t i = 0; i < p.size(); ++i) g[i] = 2.0 * double(i + 1) * p[i];
+  return g;
+}
+Tensor quad_loss(const Tensor& p) {
+  Tensor c = arange(1, double(p.numel()) + 1, 1, {.dtype = p.dtype()});
+  return sum(mul(mul(p, p), c));
+}
+
+}  // namespace
+
+TEST_CASE("Adam and AdamW follow torch.optim's update for ten steps") {
+  for (bool decoupled : {false, true}) {
+    CAPTURE(decoupled);
+    std::vector<double> ref = {0.5, -1.0, 2.0, 0.1};
+    Tensor p = from_vector(ref);
+    p.set_requires_grad(true);
+    nn::AdamOptions o{.lr = 0.1, .beta1 = 0.8, .beta2 = 0.9, .eps = 1e-6, .weight_decay = 0.05};
+    std::unique_ptr<nn::Optimizer> opt = decoupled ? std::unique_ptr<nn::Optimizer>(new nn::AdamW({p}, o))
+                                                   : std::unique_ptr<nn::Optimizer>(new nn::Adam({p}, o));
+    std::vector<double> m(4, 0), v(4, 0);
+    for (int t = 1; t <= 10; ++t) {
+      backward(quad_loss(p));
+      opt->step();
+      opt->zero_grad();
+      std::vector<double> g = quad_grad(ref);
+      for (size_t i = 0; i < 4; ++i) {
+        if (decoupled) ref[i] *= 1 - o.lr * o.weight_decay;
+        else g[i] += o.weight_decay * ref[i];
+        m[i] = o.beta1 * m[i] + (1 - o.beta1) * g[i];
+        v[i] = o.beta2 * v[i] + (1 - o.beta2) * g[i] * g[i];
+        double mhat = m[i] / (1 - std::pow(o.beta1, t));
+        double denom = std::sqrt(v[i]) / std::sqrt(1 - std::pow(o.beta2, t)) + o.eps;
+        ref[i] -= o.lr * mhat / denom;
+      }
+    }
+    check_close(p, ref, 1e-5, 1e-4);
+  }
+}
+
+TEST_CASE("SGD with momentum, Nesterov and weight decay follows torch.optim") {
+  for (bool nesterov : {false, true}) {
+    CAPTURE(nesterov);
+    std::vector<double> ref = {0.5, -1.0, 2.0};
+    Tensor p = from_vector(ref, {}, Device::cpu());
+    Tensor p64 = to_raw(p, Device::cpu(), kFloat64);
+    p64.set_requires_grad(true);
+    nn::SGD opt({p64}, {.lr = 0.05, .momentum = 0.9, .weight_decay = 0.1, .nesterov = nesterov});
+    std::vector<double> buf(3, 0);
+    for (int t = 1; t <= 10; ++t) {
+      backward(quad_loss(p64));
+      opt.step();
+      opt.zero_grad();
+      std::vector<double> g = quad_grad(ref);
+      for (size_t i = 0; i < 3; ++i) {
+        double d = g[i] + 0.1 * ref[i];
+        buf[i] = t == 1 ? d : 0.9 * buf[i] + d;
+        d = nesterov ? d + 0.9 * buf[i] : buf[i];
+        ref[i] -= 0.05 * d;
+      }
+    }
+    check_close(p64, ref, 1e-12, 1e-10);
+  }
+  Tensor q = zeros({2}, {.requires_grad = true});
+  CHECK_THROWS_WITH_AS(nn::SGD({q}, {.nesterov = true}), "SGD: Nesterov momentum needs momentum > 0 and dampening 0",
+                       Error);
+}
+
+TEST_CASE("optimizer state round trip continues the same trajectory") {
+  auto make = [] {
+    Tensor p = tensor({1, -2, 3}, {3}, {.requires_grad = true});
+    return p;
+  };
+  Tensor a = make(), b = make();
+  nn::AdamW oa({a}, {.lr = 0.05});
+  for (int i = 0; i < 3; ++i) { backward(quad_loss(a)); oa.step(); oa.zero_grad(); }
+  {
+    NoGradGuard g;
+    copy_(b, a);
+  }
+  nn::AdamW ob({b}, {.lr = 0.05});
+  ob.load_state_dict(oa.state_dict());
+  CHECK(ob.steps_taken() == 3);
+  for (int i = 0; i < 3; ++i) {
+    backward(quad_loss(a)); oa.step(); oa.zero_grad();
+    backward(quad_loss(b)); ob.step(); ob.zero_grad();
+  }
+  CHECK(a.to_vector<float>() == b.to_vector<float>());
+  nn::NamedTensors bad = oa.state_dict();
+  bad.emplace_back("7.0.exp_avg", zeros({3}));
+  CHECK_THROWS_WITH_AS(ob.load_state_dict(bad), doctest::Contains("do not belong"), Error);
+}
+
+TEST_CASE("decay groups leave biases and norms undecayed; lr factor scales each group") {
+  nn::NamedTensors named = {{"w", zeros({2, 2}, {.requires_grad = true})}, {"b", zeros({2}, {.requires_grad = true})}};
+  auto groups = nn::decay_groups(named, 0.1);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].weight_decay == 0.1);
+  CHECK(groups[1].weight_decay == 0);
+  groups[1].lr = 0.5;
+  nn::AdamW opt(groups, {.lr = 1.0});
+  opt.set_lr_factor(0.1);
+  CHECK(opt.lr(0) == doctest::Approx(0.1));
+  CHECK(opt.lr(1) == doctest::Approx(0.05));
+}
+
+TEST_CASE("clip_grad_norm scales to the max norm and returns the old norm") {
+  Tensor a = zeros({2}, {.requires_grad = true}), b = zeros({1}, {.requires_grad = true});
+  a.set_grad(tensor({3, 0}));
+  b.set_grad(tensor({4}));
+  CHECK(nn::clip_grad_norm({a, b}, 1.0) == doctest::Approx(5.0));
+  check_close(a.grad(), {0.6, 0}, 1e-6);
+  check_close(b.grad(), {0.8}, 1e-6);
+  CHECK(nn::clip_grad_norm({a, b}, 10.0) == doctest::Approx(1.0).epsilon(1e-5));  // below: untouched
+}
+
+TEST_CASE("learning-rate schedules") {
+  nn::LRSchedule cos{.kind = nn::LRSchedule::Kind::WarmupCosine, .warmup_steps = 10, .total_steps = 110, .min_factor = 0.1};
+  CHECK(cos.factor(5) == doctest::Approx(0.5));
+  CHECK(cos.factor(10) == doctest::Approx(1.0));
+  CHECK(cos.factor(60) == doctest::Approx(0.55));
+  CHECK(cos.factor(110) == doctest::Approx(0.1));
+  CHECK(cos.factor(500) == doctest::Approx(0.1));
+  nn::LRSchedule lin{.kind = nn::LRSchedule::Kind::WarmupLinear, .warmup_steps = 0, .total_steps = 100};
+  CHECK(lin.factor(50) == doctest::Approx(0.5));
+  nn::LRSchedule noam{.kind = nn::LRSchedule::Kind::InverseSqrt, .warmup_steps = 4000, .d_model = 512};
+  CHECK(noam.factor(4000) == doctest::Approx(std::pow(512, -0.5) * std::pow(4000, -0.5)));
+  CHECK(noam.factor(100) == doctest::Approx(std::pow(512, -0.5) * 100 * std::pow(4000, -1.5)));
+  CHECK_THROWS_WITH_AS((nn::LRSchedule{.kind = nn::LRSchedule::Kind::WarmupCosine, .warmup_steps = 10, .total_steps = 5}.validate()),
+                       "lr schedule: total_steps (5) must exceed warmup_steps (10)", Error);
+  CHECK_THROWS_AS(nn::parse_schedule_kind("step"), Error);
+}
