@@ -9,4 +9,5 @@
 #include "ops/elementwise.h"
 #include "ops/indexing.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
 #include "ops/view.h"
