@@ -10,4 +10,5 @@
 #include "ops/indexing.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
+#include "ops/shape.h"
 #include "ops/view.h"
