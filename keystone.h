@@ -7,5 +7,8 @@
 #include "core/parallel.h"
 #include "core/tensor.h"
 #include "ops/elementwise.h"
+#include "ops/indexing.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
+#include "ops/shape.h"
 #include "ops/view.h"

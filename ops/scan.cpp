@@ -1,0 +1,27 @@
+// ops/scan.cpp — cumsum's checks and backward; the loop is in cpu/scan.cpp.
+#include "ops/scan.h"
+
+#include "autograd/node.h"
+#include "ops/view.h"
+
+namespace ks {
+
+constinit KernelTable<CumsumKernel> cumsum_kernel("cumsum");
+
+Tensor cumsum(const Tensor& x, int64_t dim) {
+  KS_CHECK(x.defined(), "cumsum: undefined input");
+  const int64_t d = wrap_dim(dim, x.dim(), "cumsum");
+  if (x.dim() == 0) return clone(x);  // the running sum of one value
+  Tensor out = Tensor::empty(x.sizes(), x.dtype(), x.device());
+  cumsum_kernel(out.device(), out, x, d, false);
+  // d out[t] / d x[s] = [s <= t], so dx[s] = sum_{t >= s} g[t]: a reverse scan.
+  if (needs_grad({x}))
+    record("CumsumBackward", {x}, {out}, [d](const std::vector<Tensor>& g) {
+      Tensor gx = Tensor::empty(g[0].sizes(), g[0].dtype(), g[0].device());
+      cumsum_kernel(gx.device(), gx, g[0], d, true);
+      return std::vector<Tensor>{gx};
+    });
+  return out;
+}
+
+}  // namespace ks
