@@ -8,4 +8,5 @@
 #include "core/tensor.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "ops/softmax.h"
 #include "ops/view.h"
