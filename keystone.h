@@ -7,6 +7,7 @@
 #include "core/parallel.h"
 #include "core/tensor.h"
 #include "ops/elementwise.h"
+#include "ops/layer_norm.h"
 #include "ops/reduce.h"
 #include "ops/softmax.h"
 #include "ops/view.h"
