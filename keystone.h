@@ -6,6 +6,7 @@
 #include "core/factory.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
+#include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/layer_norm.h"
 #include "ops/reduce.h"
