@@ -8,6 +8,7 @@
 #include "core/tensor.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/embedding.h"
 #include "ops/layer_norm.h"
 #include "ops/reduce.h"
 #include "ops/softmax.h"
