@@ -10,6 +10,7 @@
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
+#include "ops/loss.h"
 #include "ops/reduce.h"
 #include "ops/softmax.h"
 #include "ops/view.h"
