@@ -54,11 +54,8 @@ void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
         const T ls = s == 0 ? T(0) : T(std::log(s));
         for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) - ls;
       } else {
-        const double s = lane_sum<double>(n, [&](int64_t i) {
-          const T v = vexp(xr[i] - m);
-          yr[i] = v;
-          return v;
-        });
+        for (int64_t i = 0; i < n; ++i) yr[i] = vexp(xr[i] - m);
+        const double s = lane_sum<double>(n, [&](int64_t i) { return yr[i]; });
         const T inv = s == 0 ? T(0) : T(1.0 / s);
         for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
       }
@@ -146,19 +143,21 @@ void backward_tiles(T* dx, const T* g, const T* y, const Geometry& G) {
   parallel_for(0, G.outer * per_outer, std::max<int64_t>(1, kGrain / (n * kTile)), [&](int64_t b, int64_t e) {
     double acc[kTile];
     T a[kTile];
-    bool live[kTile];  // log_softmax: the column has a finite output
+    // log_softmax: 1 if the column has a finite output, else 0 (a multiplier,
+    // not a branch, so that the loop below vectorises).
+    T live[kTile];
     for (int64_t t = b; t < e; ++t) {
       const int64_t o = t / per_outer, c0 = (t % per_outer) * kTile, w = std::min(kTile, inner - c0);
       const int64_t base = o * n * inner + c0;
       std::fill(acc, acc + w, 0.0);
-      std::fill(live, live + w, false);
+      std::fill(live, live + w, T(0));
       for (int64_t k = 0; k < n; ++k) {
         const T* gk = g + base + k * inner;
         const T* yk = y + base + k * inner;
         for (int64_t j = 0; j < w; ++j) {
           if constexpr (Log) {
             acc[j] += double(gk[j]);
-            live[j] = live[j] || yk[j] != kNegInf<T>;
+            live[j] = yk[j] != kNegInf<T> ? T(1) : live[j];
           } else {
             acc[j] += double(gk[j]) * double(yk[j]);
           }
@@ -170,7 +169,7 @@ void backward_tiles(T* dx, const T* g, const T* y, const Geometry& G) {
         const T* yk = y + base + k * inner;
         T* dk = dx + base + k * inner;
         for (int64_t j = 0; j < w; ++j) {
-          if constexpr (Log) dk[j] = live[j] ? gk[j] - vexp(yk[j]) * a[j] : T(0);
+          if constexpr (Log) dk[j] = (gk[j] - vexp(yk[j]) * a[j]) * live[j];
           else dk[j] = yk[j] * (gk[j] - a[j]);
         }
       }

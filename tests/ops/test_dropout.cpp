@@ -90,6 +90,11 @@ TEST_CASE("dropout backward multiplies by the saved mask and scale") {
       return dropout(a[0], 0.3, true, &fixed);
     }, {v});
   }
+  Tensor row = leaf64({1, 6}, 56);
+  CHECK_GRADCHECK([](V a) {
+    Generator fixed(57);
+    return dropout(expand(a[0], {4, 6}), 0.5, true, &fixed);
+  }, {row});
 }
 
 TEST_CASE("dropout rejects a bad p and non-floating inputs") {

@@ -151,6 +151,8 @@ TEST_CASE("nll_loss matches -x[target] and equals cross_entropy after log_softma
     for (Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None})
       CHECK_GRADCHECK([t3, r](V a) { return nll_loss(a[0], t3, 3, r); }, {x});
   }
+  Tensor row = leaf64({1, 4, 1}, 77);
+  CHECK_GRADCHECK([t3](V a) { return nll_loss(expand(a[0], {2, 4, 3}), t3); }, {row});
 }
 
 TEST_CASE("mse_loss matches a loop reference and gradchecks both inputs") {
@@ -168,7 +170,7 @@ TEST_CASE("mse_loss matches a loop reference and gradchecks both inputs") {
   CHECK(mse_loss(full({1 << 20}, 0.25), zeros({1 << 20}), Reduction::Sum).item() == doctest::Approx(65536.0));
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
-    Tensor x = leaf64({3, 4}, 77, l), y = leaf64({3, 4}, 78, l);
+    Tensor x = leaf64({3, 4}, 78, l), y = leaf64({3, 4}, 79, l);
     for (Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None}) {
       CHECK_GRADCHECK([r](V v) { return mse_loss(v[0], v[1], r); }, {x, y});
       CHECK_GRADCHECK([y, r](V v) { return mse_loss(v[0], detach(y), r); }, {x});

@@ -115,6 +115,10 @@ TEST_CASE("softmax of large logits is exact and fully masked rows give zeros, no
     backward(softmax(x, 1), g);
     check_close(x.grad(), {0, 0, 0, 0, -0.25, 0.25});
   }
+  // Long float32 rows still sum to 1 (the sums accumulate in double).
+  Generator gen(24);
+  Tensor wide = mul(randn({2, 50000}, {}, &gen), 10.0);
+  check_close(sum(softmax(wide, 1), {1}), {1, 1}, 1e-5);
   // NaN is not hidden by the masking rule.
   std::vector<double> nan_row = softmax(tensor({std::nan(""), 1.0}, {2}), 0).to_vector<double>();
   CHECK(std::isnan(nan_row[0]));
