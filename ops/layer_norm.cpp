@@ -37,8 +37,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 
   const int64_t rows = numel_of(Shape(x.sizes().begin(), x.sizes().end() - k));
   Tensor y = Tensor::empty(x.sizes(), x.dtype(), x.device());
-  Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
-  Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
+  Tensor mean = Tensor::empty({rows}, kFloat64, x.device());
+  Tensor rstd = Tensor::empty({rows}, kFloat64, x.device());
   layer_norm_kernel(y.device(), y, mean, rstd, x, weight, bias, eps);
 
   if (needs_grad({x, weight, bias})) {

@@ -9,8 +9,11 @@
 // share a large offset). weight and bias are optional (undefined Tensor()),
 // each of shape normalized_shape and x's dtype. The result has x's shape.
 //
-// Forward saves per-row mean and rstd (x's dtype) for backward, which
-// computes dx, dweight and dbias in one pass; dweight and dbias are summed
+// Forward saves per-row mean and rstd for backward, in float64 whatever x's
+// dtype (one number per row, so it costs nothing): rounded to float32, the
+// mean of a row near 1e4 is off by up to 5e-4, which shifts x - mean for every
+// element and puts percent-level errors into dweight when the rows' spread is
+// small. Backward computes dx, dweight and dbias in one pass; dweight and dbias are summed
 // over rows in a fixed order, so they do not depend on the thread count.
 // Gradients are first-order (the backward itself is not differentiable).
 // Not here: RMSNorm, batch/group norm, the nn::LayerNorm module.
@@ -26,7 +29,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 
 // --- kernels ---
 // x viewed as (M, N), N = numel(normalized_shape). y: (M, N) contiguous;
-// mean, rstd: (M) contiguous; x, weight (N), bias (N): any strides; weight
+// mean, rstd: (M) contiguous float64; x, weight (N), bias (N): any strides; weight
 // and bias may be undefined.
 using LayerNormKernel = void(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                              const Tensor& weight, const Tensor& bias, double eps);

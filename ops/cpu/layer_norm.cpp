@@ -29,7 +29,8 @@ const T* ptr_or_null(const Tensor& t) {
 }
 
 template <class T, bool HasW, bool HasB>
-void forward_rows(T* y, T* mean, T* rstd, const T* x, const T* w, const T* b, int64_t M, int64_t N, double eps) {
+void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, const T* b, int64_t M, int64_t N,
+                  double eps) {
   parallel_for(0, M, std::max<int64_t>(1, kGrain / std::max<int64_t>(N, 1)), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const T* xr = x + r * N;
@@ -41,8 +42,8 @@ void forward_rows(T* y, T* mean, T* rstd, const T* x, const T* w, const T* b, in
                            return d * d;
                          }) * inv_n;
       const double rs = 1.0 / std::sqrt(var + eps);
-      mean[r] = T(mu);
-      rstd[r] = T(rs);
+      mean[r] = mu;
+      rstd[r] = rs;
       for (int64_t i = 0; i < N; ++i) {
         T v = T((double(xr[i]) - mu) * rs);
         if constexpr (HasW) v *= w[i];
@@ -64,8 +65,9 @@ void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, con
   dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto run = [&](auto has_w, auto has_b) {
-      forward_rows<T, decltype(has_w)::value, decltype(has_b)::value>(y.data<T>(), mean.data<T>(), rstd.data<T>(), x.data<T>(), ptr_or_null<T>(w),
-                                        ptr_or_null<T>(b), M, N, eps);
+      forward_rows<T, decltype(has_w)::value, decltype(has_b)::value>(
+          y.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(), ptr_or_null<T>(w), ptr_or_null<T>(b), M,
+          N, eps);
     };
     using Y = std::true_type;
     using F = std::false_type;
@@ -78,13 +80,14 @@ void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, con
 
 // dx_i = rstd · (gw_i - mean(gw) - x̂_i · mean(gw · x̂)),  gw = g · weight, x̂ = (x - mean) · rstd.
 template <class T, bool HasW>
-void backward_rows(T* dx, double* pw, double* pb, const T* g, const T* x, const T* mean, const T* rstd, const T* w,
+void backward_rows(T* dx, double* pw, double* pb, const T* g, const T* x, const double* mean, const double* rstd,
+                   const T* w,
                    int64_t r0, int64_t r1, int64_t N) {
   const double inv_n = 1.0 / double(N);
   for (int64_t r = r0; r < r1; ++r) {
     const T* gr = g + r * N;
     const T* xr = x ? x + r * N : nullptr;
-    const double mu = double(mean[r]), rs = double(rstd[r]);
+    const double mu = mean[r], rs = rstd[r];
     auto gw = [&](int64_t i) {
       if constexpr (HasW) return double(gr[i]) * double(w[i]);
       else return double(gr[i]);
@@ -124,12 +127,12 @@ void layer_norm_backward_cpu(const Tensor& dx, const Tensor& dw, const Tensor& d
         const int64_t r0 = blk * per_block, r1 = std::min(M, r0 + per_block);
         double* pwb = pw.empty() ? nullptr : pw.data() + blk * N;
         double* pbb = pb.empty() ? nullptr : pb.data() + blk * N;
+        const double* mu = mean.data<double>();
+        const double* rs = rstd.data<double>();
         if (w.defined())
-          backward_rows<T, true>(dxp, pwb, pbb, g.data<T>(), ptr_or_null<T>(x), mean.data<T>(), rstd.data<T>(),
-                                 w.data<T>(), r0, r1, N);
+          backward_rows<T, true>(dxp, pwb, pbb, g.data<T>(), ptr_or_null<T>(x), mu, rs, w.data<T>(), r0, r1, N);
         else
-          backward_rows<T, false>(dxp, pwb, pbb, g.data<T>(), ptr_or_null<T>(x), mean.data<T>(), rstd.data<T>(),
-                                  nullptr, r0, r1, N);
+          backward_rows<T, false>(dxp, pwb, pbb, g.data<T>(), ptr_or_null<T>(x), mu, rs, nullptr, r0, r1, N);
       }
     });
     auto reduce_blocks = [&](const std::vector<double>& part, const Tensor& out) {

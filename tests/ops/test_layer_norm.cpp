@@ -91,6 +91,16 @@ TEST_CASE("layer_norm normalises rows with a large common offset in float32") {
   Tensor row_var = div(sum(mul(y, y), {1}), 256.0);
   check_close(row_mean, {0, 0, 0, 0}, 1e-5);
   check_close(row_var, {1, 1, 1, 1}, 1e-3);
+  // The gradients too: float32 against float64 on the same values, with a
+  // spread (0.01) far below the offset (a float32-rounded mean would be off by
+  // up to 5e-4 and put percent-level errors into dweight).
+  Tensor xs = add(mul(randn({16, 128}, {}, &gen), 0.01), 1e4), g = randn({16, 128}, {}, &gen);
+  Tensor x32 = detach(xs).set_requires_grad(true), x64 = detach(to(xs, kFloat64)).set_requires_grad(true);
+  Tensor w32 = ones({128}, {.requires_grad = true}), w64 = ones({128}, {.dtype = kFloat64, .requires_grad = true});
+  backward(layer_norm(x32, {128}, w32), g);
+  backward(layer_norm(x64, {128}, w64), to(g, kFloat64));
+  check_close(x32.grad(), x64.grad(), 1e-3, 1e-4);  // dx is O(rstd) = O(100)
+  check_close(w32.grad(), w64.grad(), 1e-4, 1e-5);
   // A constant row has zero variance: the output is 0, not NaN.
   check_close(layer_norm(full({1, 8}, 1e4), {8}), std::vector<double>(8, 0.0));
 }
