@@ -1,0 +1,157 @@
+// ops/cpu/layer_norm.cpp — CPU kernels for layer_norm.
+//
+// Rows are contiguous (inputs are made so at entry) and independent, so the
+// forward and the dx part of the backward run in parallel over rows. Row
+// statistics accumulate in double with lane accumulators (row_math.h), in two
+// passes. dweight and dbias are column sums over rows: rows are split into at
+// most kBlocks blocks fixed by the row count alone, each block sums its rows
+// into its own double partials, and the partials are added in block order —
+// deterministic for any number of threads, and without atomics.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "core/copy.h"
+#include "core/parallel.h"
+#include "ops/cpu/row_math.h"
+#include "ops/layer_norm.h"
+
+namespace ks::cpu {
+namespace {
+
+constexpr int64_t kGrain = 16384;  // elements per parallel chunk
+constexpr int64_t kBlocks = 64;    // row blocks for dweight / dbias partials
+
+template <class T>
+const T* ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+template <class T, bool HasW, bool HasB>
+void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, const T* b, int64_t M, int64_t N,
+                  double eps) {
+  parallel_for(0, M, std::max<int64_t>(1, kGrain / std::max<int64_t>(N, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = x + r * N;
+      T* yr = y + r * N;
+      const double inv_n = N > 0 ? 1.0 / double(N) : 0.0;
+      const double mu = lane_sum<double>(N, [&](int64_t i) { return xr[i]; }) * inv_n;
+      const double var = lane_sum<double>(N, [&](int64_t i) {
+                           const double d = double(xr[i]) - mu;
+                           return d * d;
+                         }) * inv_n;
+      const double rs = 1.0 / std::sqrt(var + eps);
+      mean[r] = mu;
+      rstd[r] = rs;
+      for (int64_t i = 0; i < N; ++i) {
+        T v = T((double(xr[i]) - mu) * rs);
+        if constexpr (HasW) v *= w[i];
+        if constexpr (HasB) v += b[i];
+        yr[i] = v;
+      }
+    }
+  });
+}
+
+void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x_in,
+                    const Tensor& w_in, const Tensor& b_in, double eps) {
+  const int64_t M = mean.numel();
+  if (M == 0) return;
+  const int64_t N = y.numel() / M;
+  const Tensor x = contiguous_raw(x_in);
+  const Tensor w = w_in.defined() ? contiguous_raw(w_in) : w_in;
+  const Tensor b = b_in.defined() ? contiguous_raw(b_in) : b_in;
+  dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto run = [&](auto has_w, auto has_b) {
+      forward_rows<T, decltype(has_w)::value, decltype(has_b)::value>(
+          y.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(), ptr_or_null<T>(w), ptr_or_null<T>(b), M,
+          N, eps);
+    };
+    using Y = std::true_type;
+    using F = std::false_type;
+    if (w.defined() && b.defined()) run(Y{}, Y{});
+    else if (w.defined()) run(Y{}, F{});
+    else if (b.defined()) run(F{}, Y{});
+    else run(F{}, F{});
+  });
+}
+
+// dx_i = rstd · (gw_i - mean(gw) - x̂_i · mean(gw · x̂)),  gw = g · weight, x̂ = (x - mean) · rstd.
+template <class T, bool HasW>
+void backward_rows(T* dx, double* pw, double* pb, const T* g, const T* x, const double* mean, const double* rstd,
+                   const T* w,
+                   int64_t r0, int64_t r1, int64_t N) {
+  const double inv_n = 1.0 / double(N);
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* gr = g + r * N;
+    const T* xr = x ? x + r * N : nullptr;
+    const double mu = mean[r], rs = rstd[r];
+    auto gw = [&](int64_t i) {
+      if constexpr (HasW) return double(gr[i]) * double(w[i]);
+      else return double(gr[i]);
+    };
+    if (dx) {
+      const double a = lane_sum<double>(N, gw) * inv_n;
+      const double c = lane_sum<double>(N, [&](int64_t i) { return gw(i) * ((double(xr[i]) - mu) * rs); }) * inv_n;
+      T* dr = dx + r * N;
+      for (int64_t i = 0; i < N; ++i) dr[i] = T(rs * (gw(i) - a - (double(xr[i]) - mu) * rs * c));
+    }
+    if (pw)
+      for (int64_t i = 0; i < N; ++i) pw[i] += double(gr[i]) * ((double(xr[i]) - mu) * rs);
+    if (pb)
+      for (int64_t i = 0; i < N; ++i) pb[i] += double(gr[i]);
+  }
+}
+
+void layer_norm_backward_cpu(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g_in,
+                             const Tensor& x_in, const Tensor& mean, const Tensor& rstd, const Tensor& w_in) {
+  const int64_t M = mean.numel();
+  const int64_t N = M > 0 ? g_in.numel() / M : 0;
+  if (N == 0 || M == 0) {  // nothing flows; parameter grads of an empty batch are zero
+    if (dw.defined()) fill_(dw, 0.0);
+    if (db.defined()) fill_(db, 0.0);
+    return;
+  }
+  const Tensor g = contiguous_raw(g_in);
+  const Tensor x = x_in.defined() ? contiguous_raw(x_in) : x_in;
+  const Tensor w = w_in.defined() ? contiguous_raw(w_in) : w_in;
+  const int64_t per_block = (M + kBlocks - 1) / kBlocks, blocks = (M + per_block - 1) / per_block;
+  std::vector<double> pw(dw.defined() ? size_t(blocks * N) : 0), pb(db.defined() ? size_t(blocks * N) : 0);
+  dispatch_floating(g.dtype(), "layer_norm backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* dxp = dx.defined() ? dx.data<T>() : nullptr;
+    parallel_for(0, blocks, std::max<int64_t>(1, kGrain / (per_block * N)), [&](int64_t b0, int64_t b1) {
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t r0 = blk * per_block, r1 = std::min(M, r0 + per_block);
+        double* pwb = pw.empty() ? nullptr : pw.data() + blk * N;
+        double* pbb = pb.empty() ? nullptr : pb.data() + blk * N;
+        const double* mu = mean.data<double>();
+        const double* rs = rstd.data<double>();
+        if (w.defined())
+          backward_rows<T, true>(dxp, pwb, pbb, g.data<T>(), ptr_or_null<T>(x), mu, rs, w.data<T>(), r0, r1, N);
+        else
+          backward_rows<T, false>(dxp, pwb, pbb, g.data<T>(), ptr_or_null<T>(x), mu, rs, nullptr, r0, r1, N);
+      }
+    });
+    auto reduce_blocks = [&](const std::vector<double>& part, const Tensor& out) {
+      if (part.empty()) return;
+      T* o = out.data<T>();
+      parallel_for(0, N, std::max<int64_t>(256, kGrain / blocks), [&](int64_t j0, int64_t j1) {
+        for (int64_t j = j0; j < j1; ++j) {
+          double s = 0;
+          for (int64_t blk = 0; blk < blocks; ++blk) s += part[size_t(blk * N + j)];
+          o[j] = T(s);
+        }
+      });
+    };
+    reduce_blocks(pw, dw);
+    reduce_blocks(pb, db);
+  });
+}
+
+}  // namespace
+KS_REGISTER_KERNEL(layer_norm_kernel, CPU, layer_norm_cpu);
+KS_REGISTER_KERNEL(layer_norm_backward_kernel, CPU, layer_norm_backward_cpu);
+}  // namespace ks::cpu

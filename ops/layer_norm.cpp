@@ -1,0 +1,66 @@
+// ops/layer_norm.cpp — layer_norm: argument checks and the backward node; the
+// loops are in cpu/layer_norm.cpp.
+#include "ops/layer_norm.h"
+
+#include "autograd/node.h"
+
+namespace ks {
+
+constinit KernelTable<LayerNormKernel> layer_norm_kernel("layer_norm");
+constinit KernelTable<LayerNormBackwardKernel> layer_norm_backward_kernel("layer_norm_backward");
+
+namespace {
+
+void check_affine(const Tensor& p, const char* what, const Tensor& x, const Shape& normalized_shape) {
+  if (!p.defined()) return;
+  KS_CHECK(p.sizes() == normalized_shape, "layer_norm: ", what, " ", describe(p), " does not match normalized_shape ",
+           normalized_shape);
+  KS_CHECK(p.dtype() == x.dtype(), "layer_norm: ", what, " ", describe(p), " has a different dtype from input ",
+           describe(x));
+  KS_CHECK(p.device() == x.device(), "layer_norm: ", what, " is on ", p.device().str(), " but input is on ",
+           x.device().str());
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  KS_CHECK(x.defined(), "layer_norm: undefined input");
+  KS_CHECK(is_floating(x.dtype()), "layer_norm: expected a floating tensor, got ", describe(x));
+  const int64_t k = int64_t(normalized_shape.size());
+  KS_CHECK(k >= 1 && k <= x.dim() && Shape(x.sizes().end() - k, x.sizes().end()) == normalized_shape,
+           "layer_norm: normalized_shape ", normalized_shape, " does not match the last dims of input ",
+           describe(x));
+  check_affine(weight, "weight", x, normalized_shape);
+  check_affine(bias, "bias", x, normalized_shape);
+  KS_CHECK(eps >= 0, "layer_norm: eps must be >= 0, got ", eps);
+
+  const int64_t rows = numel_of(Shape(x.sizes().begin(), x.sizes().end() - k));
+  Tensor y = Tensor::empty(x.sizes(), x.dtype(), x.device());
+  Tensor mean = Tensor::empty({rows}, kFloat64, x.device());
+  Tensor rstd = Tensor::empty({rows}, kFloat64, x.device());
+  layer_norm_kernel(y.device(), y, mean, rstd, x, weight, bias, eps);
+
+  if (needs_grad({x, weight, bias})) {
+    const bool gx = x.requires_grad();
+    const bool gw = weight.defined() && weight.requires_grad();
+    const bool gb = bias.defined() && bias.requires_grad();
+    // x is read for dx and dweight; weight only for dx.
+    record("LayerNormBackward", {x, weight, bias}, {y},
+           [gx, gw, gb, sx = SavedTensor(gx || gw ? x : Tensor()), sw = SavedTensor(gx ? weight : Tensor()),
+            smean = SavedTensor(mean), srstd = SavedTensor(rstd),
+            normalized_shape](const std::vector<Tensor>& g) {
+             const Tensor& gy = g[0];
+             Tensor dx, dw, db;
+             if (gx) dx = Tensor::empty(gy.sizes(), gy.dtype(), gy.device());
+             if (gw) dw = Tensor::empty(normalized_shape, gy.dtype(), gy.device());
+             if (gb) db = Tensor::empty(normalized_shape, gy.dtype(), gy.device());
+             layer_norm_backward_kernel(gy.device(), dx, dw, db, gy, sx.unpack(), smean.unpack(), srstd.unpack(),
+                                        sw.unpack());
+             return std::vector<Tensor>{dx, dw, db};
+           });
+  }
+  return y;
+}
+
+}  // namespace ks
