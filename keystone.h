@@ -7,5 +7,6 @@
 #include "core/parallel.h"
 #include "core/tensor.h"
 #include "ops/elementwise.h"
+#include "ops/linalg.h"
 #include "ops/reduce.h"
 #include "ops/view.h"
