@@ -7,7 +7,9 @@
 // backward's dA = dC·Bᵀ and dB = Aᵀ·dC run without moving B or A.
 #include "ops/linalg.h"
 
+#include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "autograd/node.h"
 #include "core/copy.h"
