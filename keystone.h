@@ -12,6 +12,7 @@
 #include "ops/embedding.h"
 #include "ops/indexing.h"
 #include "ops/layer_norm.h"
+#include "ops/linalg.h"
 #include "ops/loss.h"
 #include "ops/optim.h"
 #include "ops/reduce.h"

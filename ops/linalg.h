@@ -1,0 +1,37 @@
+// ops/linalg.h — matrix products: matmul (PyTorch semantics) and linear.
+//
+// Both are float32/float64 only and run on BLAS GEMM (cuBLAS on CUDA). They
+// never copy an operand whose matrix dims BLAS can read through a transpose
+// flag and a leading dimension, and never materialise broadcast batch dims.
+// Not here: elementwise or reduction ops, and no integer matrix products.
+#pragma once
+
+#include "core/dispatch.h"
+#include "core/tensor.h"
+
+namespace ks {
+
+// The matrix product of a and b, both at least 1-d, same floating dtype:
+//   (K) · (K)                  -> ()            dot product
+//   (M, K) · (K, N)            -> (M, N)
+//   (K) · (..., K, N)          -> (..., N)      a promoted to (1, K), that dim removed
+//   (..., M, K) · (K)          -> (..., M)      b promoted to (K, 1), that dim removed
+//   (..., M, K) · (..., K, N)  -> (..., M, N)   batch dims broadcast:
+//       (B, H, T, D) · (B, H, D, S) -> (B, H, T, S);  (B, T, C) · (C, N) -> (B, T, N);
+//       (1, H, T, D) · (B, 1, D, S) -> (B, H, T, S).
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// x · weightᵀ + bias: x (..., in), weight (out, in), bias (out) or an
+// undefined Tensor for none -> (..., out). x may be 1-d. One GEMM over all
+// leading dims of x, with the bias preloaded into the output.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// --- kernels ---
+// c (batch..., M, N) = a (batch..., M, K) · b (batch..., K, N), plus c's
+// previous values when `accumulate`. a, b and c have one rank >= 2 and the
+// same batch sizes; a and b may have any strides, 0 included (broadcast);
+// c is contiguous. Same floating dtype throughout.
+using GemmKernel = void(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate);
+extern KernelTable<GemmKernel> gemm_kernel;
+
+}  // namespace ks
