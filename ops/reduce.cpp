@@ -227,12 +227,12 @@ Tensor prod(const Tensor& x, const Dims& dims, bool keepdim) {
 
 // ---- var, stddev -----------------------------------------------------------
 
-Tensor var(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
-  return variance(x, dims, correction, keepdim, false);
+Tensor var(const Tensor& x, const Dims& dims, VarOptions opts) {
+  return variance(x, dims, opts.correction, opts.keepdim, false);
 }
 
-Tensor stddev(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
-  return variance(x, dims, correction, keepdim, true);
+Tensor stddev(const Tensor& x, const Dims& dims, VarOptions opts) {
+  return variance(x, dims, opts.correction, opts.keepdim, true);
 }
 
 // ---- max, min and friends -----------------------------------------------------
@@ -264,8 +264,9 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
   return out;
 }
 
-Tensor norm(const Tensor& x, double p_, const Dims& dims, bool keepdim) {
-  Plan p = make_plan(x, dims, keepdim, "norm");
+Tensor norm(const Tensor& x, const Dims& dims, NormOptions opts) {
+  const double p_ = opts.p;
+  Plan p = make_plan(x, dims, opts.keepdim, "norm");
   check_dtype(x, "norm", false, false);
   KS_CHECK(p_ >= 0 || p_ == -INFINITY, "norm: p must be positive, 0 or ±inf, got ", p_);
   Tensor y = run(ReduceOp::Norm, x, p, x.dtype(), false, {.p = p_}).first;

@@ -34,12 +34,20 @@ Tensor mean(const Tensor& x);
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim = false);
 
 // Σ (x - mean)² / (n - correction), like torch.var: correction 1 (the
-// default) is the unbiased (Bessel) estimate, 0 the population variance.
-// n - correction <= 0 gives NaN (0/0) or inf. Computed in two passes (mean,
-// then centred squares with a compensation term), never as E[x²] - E[x]².
-Tensor var(const Tensor& x, const Dims& dims = {}, double correction = 1, bool keepdim = false);
-// √var. Its gradient is 0 where the result is 0 (as PyTorch), not NaN.
-Tensor stddev(const Tensor& x, const Dims& dims = {}, double correction = 1, bool keepdim = false);
+// default) is the unbiased (Bessel) estimate, 0 the population variance
+// (torch's unbiased=false). n - correction <= 0 gives NaN (0/0) or inf.
+// Computed in two passes (mean, then centred squares with a compensation
+// term), never as E[x²] - E[x]². Options are named so that a bool keepdim
+// cannot silently become a correction:  var(x, {1}, {.correction = 0, .keepdim = true})
+struct VarOptions {
+  double correction = 1;
+  bool keepdim = false;
+};
+Tensor var(const Tensor& x, const Dims& dims = {}, VarOptions opts = {});
+// √var (torch.std; not named `std`, which would clash with namespace std
+// wherever `using namespace ks` is in effect). Its gradient is 0 where the
+// result is 0 (as PyTorch), not NaN.
+Tensor stddev(const Tensor& x, const Dims& dims = {}, VarOptions opts = {});
 
 // Π x. An empty reduction gives 1. The gradient is exact with zeros in x
 // (product of the other elements), not g·y/x.
@@ -76,10 +84,16 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim = false);
 
 // Vector p-norm over dims (torch.linalg.vector_norm): (Σ |x|^p)^(1/p) for
 // p > 0; p = inf: max |x|; p = -inf: min |x|; p = 0: number of nonzeros.
-// Negative finite p is rejected. Gradients: at a zero result the gradient is
-// 0 rather than NaN (p = 2 divides by the norm; PyTorch masks it the same
-// way); p = ±inf splits the gradient evenly among ties; p = 0 has gradient 0.
-Tensor norm(const Tensor& x, double p = 2, const Dims& dims = {}, bool keepdim = false);
+// Negative finite p is rejected. Accumulates in double without rescaling, so
+// float64 2-norms overflow past ~1e154 (as PyTorch). Gradients: at a zero
+// result the gradient is 0 rather than NaN (p = 2 divides by the norm;
+// PyTorch masks it the same way); p = ±inf splits the gradient evenly among
+// ties; p = 0 has gradient 0.  norm(x, {-1}, {.p = 1, .keepdim = true})
+struct NormOptions {
+  double p = 2;
+  bool keepdim = false;
+};
+Tensor norm(const Tensor& x, const Dims& dims = {}, NormOptions opts = {});
 
 // Sums g over the dims that broadcasting stretched, so that it has `shape`:
 // the backward of every broadcasting op. Returns g itself if it already fits.

@@ -7,6 +7,7 @@
 // var/stddev and logsumexp take two passes (mean or max first, then the
 // centred sum); the first pass's results stay in a double buffer.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -92,6 +93,36 @@ inline bool is_nan(T v) {
   else return false;
 }
 
+struct Identity {
+  template <class X>
+  X operator()(X x) const { return x; }
+};
+
+// The extreme of p[0, n), a NaN winning, over two 256-bit vectors of lanes
+// (GCC/Clang vector extensions: branch-free, vectorised for every T), in
+// which a NaN sticks once taken.
+template <bool kMax, class T>
+T lane_extreme(const T* p, int64_t n) {
+  constexpr int W = 32 / sizeof(T);
+  typedef T Vec __attribute__((vector_size(32)));
+  Vec best[2];
+  for (int u = 0; u < 2; ++u)
+    for (int k = 0; k < W; ++k) best[u][k] = p[0];
+  int64_t j = 0;
+  for (; j + 2 * W <= n; j += 2 * W)
+    for (int u = 0; u < 2; ++u) {
+      Vec v;
+      std::memcpy(&v, p + j + u * W, sizeof v);
+      best[u] = ((kMax ? v > best[u] : v < best[u]) | (v != v)) ? v : best[u];
+    }
+  T b = p[0];
+  auto fold = [&b](T v) { b = ((kMax ? v > b : v < b) || v != v) ? v : b; };
+  for (int u = 0; u < 2; ++u)
+    for (int k = 0; k < W; ++k) fold(best[u][k]);
+  for (; j < n; ++j) fold(p[j]);
+  return b;
+}
+
 // The largest (or smallest) f(x) and its first index; a NaN wins at once.
 // An empty reduction (only logsumexp's first pass and norm ±inf allow one)
 // gives `empty`.
@@ -118,6 +149,22 @@ struct Extreme {
   }
   void merge(Acc& a, const Acc& b) const {
     if (b.j >= 0 && (a.j < 0 || better(b.v, a.v))) a = b;
+  }
+  // Contiguous runs of the plain values: the extreme by vector lanes, then,
+  // if an index is wanted, a scan for its first occurrence.
+  void run(Acc& a, const T* p, int64_t n, int64_t j0) const
+    requires std::is_same_v<F, Identity>
+  {
+    if (n == 0) return;
+    const V b = lane_extreme<kMax>(p, n);
+    if (!index) {
+      merge(a, Acc{b, j0});
+      return;
+    }
+    const bool any_nan = is_nan(b);
+    int64_t first = 0;
+    while (any_nan ? !is_nan(f(p[first])) : !(f(p[first]) == b)) ++first;
+    merge(a, Acc{f(p[first]), j0 + first});
   }
   void finish(int64_t m, const Acc& a, int64_t) const {
     if constexpr (std::is_floating_point_v<Out>) out[m] = a.j < 0 ? Out(empty) : Out(a.v);
@@ -148,9 +195,24 @@ struct Centered2 {
     a.s2 += d * d;
   }
   void run(Acc& a, const T* p, int64_t n, int64_t) const {
+    constexpr int L = 8;
+    double s1[L] = {}, s2[L] = {};
     const double c = a.c;
-    a.s1 += lane_sum<double>(p, n, [c](T x) { return double(x) - c; });
-    a.s2 += lane_sum<double>(p, n, [c](T x) { double d = double(x) - c; return d * d; });
+    int64_t j = 0;
+    for (; j + L <= n; j += L)
+      for (int k = 0; k < L; ++k) {
+        double d = double(p[j + k]) - c;
+        s1[k] += d;
+        s2[k] += d * d;
+      }
+    for (int w = L / 2; w >= 1; w /= 2)
+      for (int k = 0; k < w; ++k) {
+        s1[k] += s1[k + w];
+        s2[k] += s2[k + w];
+      }
+    a.s1 += s1[0];
+    a.s2 += s2[0];
+    for (; j < n; ++j) step(a, p[j], 0);
   }
   void merge(Acc& a, const Acc& b) const {
     a.s1 += b.s1;
@@ -163,7 +225,9 @@ struct Centered2 {
   }
 };
 
-// Second pass of logsumexp: c + log Σ exp(x - c) around the max c.
+// Second pass of logsumexp: c + log Σ exp(x - c) around the max c. The
+// exponentials are taken in T (each term's rounding stays below T's
+// precision), summed in double.
 template <class T>
 struct CenteredExp {
   struct Acc {
@@ -172,11 +236,11 @@ struct CenteredExp {
   T* out;
   const double* centre;
   Acc init(int64_t m) const { return {centre[m], 0}; }
-  void step(Acc& a, T x, int64_t) const { a.s += std::exp(double(x) - a.c); }
+  void step(Acc& a, T x, int64_t) const { a.s += std::exp(x - T(a.c)); }
   void run(Acc& a, const T* p, int64_t n, int64_t) const {
     if (!std::isfinite(a.c)) return;  // the result is c itself
-    const double c = a.c;
-    a.s += lane_sum<double>(p, n, [c](T x) { return std::exp(double(x) - c); });
+    const T c = T(a.c);  // a max of T values: exact in T
+    a.s += lane_sum<double>(p, n, [c](T x) { return double(std::exp(x - c)); });
   }
   void merge(Acc& a, const Acc& b) const { a.s += b.s; }
   void finish(int64_t m, const Acc& a, int64_t) const {
@@ -185,7 +249,6 @@ struct CenteredExp {
   }
 };
 
-const auto identity = [](auto x) { return x; };
 
 template <class T>
 void norm_cpu(const ReduceGeometry& g, T* out, double p) {
@@ -227,8 +290,8 @@ void reduce_cpu(ReduceOp op, const Tensor& out, const Tensor& indices, const Ten
       dispatch_numeric(x.dtype(), "max/min", [&](auto tag) {
         using T = typename decltype(tag)::type;
         T* o = out.data<T>();
-        if (op == ReduceOp::Max || op == ReduceOp::ArgMax) reduce_with<T>(g, extreme<T, true>(o, idx, identity));
-        else reduce_with<T>(g, extreme<T, false>(o, idx, identity));
+        if (op == ReduceOp::Max || op == ReduceOp::ArgMax) reduce_with<T>(g, extreme<T, true>(o, idx, Identity{}));
+        else reduce_with<T>(g, extreme<T, false>(o, idx, Identity{}));
       });
       break;
     case ReduceOp::Mean:
@@ -248,7 +311,7 @@ void reduce_cpu(ReduceOp op, const Tensor& out, const Tensor& indices, const Ten
         } else {
           std::vector<double> centre(size_t(g.M));
           if (op == ReduceOp::LogSumExp) {
-            reduce_with<T>(g, extreme<T, true>(centre.data(), nullptr, as_double));
+            reduce_with<T>(g, extreme<T, true>(centre.data(), nullptr, Identity{}));
             reduce_with<T>(g, CenteredExp<T>{o, centre.data()});
           } else {
             reduce_with<T>(g, map_sum<T>(centre.data(), as_double, mean_of));

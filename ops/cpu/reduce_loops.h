@@ -32,7 +32,7 @@
 namespace ks::cpu {
 
 // A run longer than this is cut into chunks (one task each); ~10-30 µs of work.
-constexpr int64_t kReduceChunk = 1 <<15;
+constexpr int64_t kReduceChunk = 1 << 15;
 // Columns per column task: the accumulators stay in L1.
 constexpr int64_t kColumnBlock = 1024;
 // Column layouts with few outputs split the slabs until there are about this many
@@ -213,8 +213,24 @@ void reduce_columns(const ReduceGeometry& g, const R& r) {
       const int64_t r0 = c * slabs, r1 = std::min(N, r0 + slabs);
       Odometer slab(g.red_sizes, g.red_strides, r0);
       Acc* a = acc.data();
-      for (int64_t j = r0; j < r1; ++j, slab.next()) {
-        const T* s = base + in_o.off + slab.off + i0;
+      const T* col = base + in_o.off + i0;
+      int64_t j = r0;
+      // Four slabs per sweep, each column still folded in slab order: the
+      // accumulators are loaded and stored once per four elements.
+      for (; j + 4 <= r1; j += 4) {
+        const T* s[4];
+        for (int k = 0; k < 4; ++k, slab.next()) s[k] = col + slab.off;
+        for (int64_t i = 0; i < w; ++i) {
+          Acc ai = a[i];
+          r.step(ai, s[0][i], j);
+          r.step(ai, s[1][i], j + 1);
+          r.step(ai, s[2][i], j + 2);
+          r.step(ai, s[3][i], j + 3);
+          a[i] = ai;
+        }
+      }
+      for (; j < r1; ++j, slab.next()) {
+        const T* s = col + slab.off;
         for (int64_t i = 0; i < w; ++i) r.step(a[i], s[i], j);
       }
       for (int64_t i = 0; i < w; ++i) {

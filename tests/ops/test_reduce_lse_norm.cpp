@@ -36,14 +36,14 @@ TEST_CASE("logsumexp and norm match loop references") {
       check_close(logsumexp(x, d), reduce_reference(x, d, plain_lse), 1e-12);
       for (double p : {2.0, 1.0, 3.0, 0.5, 0.0, double(INFINITY), -double(INFINITY)}) {
         CAPTURE(p);
-        check_close(norm(x, p, d), reduce_reference(x, d, [p](auto& g) { return plain_norm(g, p); }), 1e-12);
+        check_close(norm(x, d, {.p = p}), reduce_reference(x, d, [p](auto& g) { return plain_norm(g, p); }), 1e-12);
       }
     }
   Tensor f = tensor({3, 4, 0, 0}, {2, 2});
-  check_close(norm(f, 2, {1}), {5, 0});
+  check_close(norm(f, {1}), {5, 0});
   CHECK(norm(f).item<float>() == 5);
-  CHECK(norm(f, 0).item<float>() == 2);
-  CHECK(norm(zeros({0}), INFINITY).item() == 0);
+  CHECK(norm(f, {}, {.p = 0}).item<float>() == 2);
+  CHECK(norm(zeros({0}), {}, {.p = INFINITY}).item() == 0);
 }
 
 TEST_CASE("logsumexp is stable and handles infinities") {
@@ -85,24 +85,24 @@ TEST_CASE("norm gradcheck for several p; zero norms give zero gradients") {
     Tensor y = leaf64({3, 4, 5}, 81, l, -1.2, 1.2);  // mixed signs, (almost surely) no zeros or ties
     for (double p : {2.0, 1.0, 3.0, 1.5, double(INFINITY), -double(INFINITY)}) {
       CAPTURE(p);
-      CHECK_GRADCHECK([p](V a) { return norm(a[0], p, {1}); }, {y});
-      CHECK_GRADCHECK([p](V a) { return norm(a[0], p, {0, 2}, true); }, {y});
+      CHECK_GRADCHECK([p](V a) { return norm(a[0], {1}, {.p = p}); }, {y});
+      CHECK_GRADCHECK([p](V a) { return norm(a[0], {0, 2}, {.p = p, .keepdim = true}); }, {y});
     }
     CHECK_GRADCHECK([](V a) { return norm(a[0]); }, {y});
   }
   Tensor v = leaf64({1, 4}, 82);
-  CHECK_GRADCHECK([](V a) { return norm(expand(a[0], {3, 4}), 2, {0}); }, {v});
+  CHECK_GRADCHECK([](V a) { return norm(expand(a[0], {3, 4}), {0}); }, {v});
   // At x = 0 the 2-norm is not differentiable; the gradient is defined as 0
   // (PyTorch's choice), never NaN. p = 0 has gradient 0 everywhere.
   for (double p : {2.0, 3.0, 0.5, 0.0}) {
     CAPTURE(p);
     Tensor z = zeros({2, 3}, {.dtype = kFloat64, .requires_grad = true});
-    backward(sum(norm(z, p, {1})));
+    backward(sum(norm(z, {1}, {.p = p})));
     for (double g : z.grad().to_vector<double>()) CHECK(g == 0);
   }
   // p = inf splits the gradient among ties, with the sign of each element.
   Tensor t = tensor({-2, 2, 1}, {3}, {.dtype = kFloat64, .requires_grad = true});
-  backward(norm(t, INFINITY));
+  backward(norm(t, {}, {.p = INFINITY}));
   check_close(t.grad(), {-0.5, 0.5, 0});
 }
 
@@ -110,7 +110,7 @@ TEST_CASE("logsumexp and norm reject bad dims, dtypes and p by name") {
   CHECK_THROWS_WITH_AS(logsumexp(zeros({2}, {.dtype = kInt64}), {0}),
                        "logsumexp: expected a float32 or float64 tensor, got int64 [2]", Error);
   CHECK_THROWS_WITH_AS(logsumexp(zeros({2, 3}), {5}), "logsumexp: dim 5 out of range for a 2-d tensor", Error);
-  CHECK_THROWS_WITH_AS(norm(zeros({2}), -1), "norm: p must be positive, 0 or ±inf, got -1", Error);
-  CHECK_THROWS_WITH_AS(norm(zeros({2}), NAN), doctest::Contains("norm: p must be positive"), Error);
-  CHECK_THROWS_WITH_AS(norm(zeros({2, 2}), 2, {1, 1}), "norm: dim 1 appears more than once in [1, 1]", Error);
+  CHECK_THROWS_WITH_AS(norm(zeros({2}), {}, {.p = -1}), "norm: p must be positive, 0 or ±inf, got -1", Error);
+  CHECK_THROWS_WITH_AS(norm(zeros({2}), {}, {.p = NAN}), doctest::Contains("norm: p must be positive"), Error);
+  CHECK_THROWS_WITH_AS(norm(zeros({2, 2}), {1, 1}), "norm: dim 1 appears more than once in [1, 1]", Error);
 }

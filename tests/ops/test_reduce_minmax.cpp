@@ -77,7 +77,23 @@ TEST_CASE("max/min: ties give the first index, NaN propagates, integers work") {
   CHECK(argmax(longrow).item<int64_t>() == 77777);
   Tensor longcol = zeros({100000, 3});
   longcol.data<float>()[3 * 60000 + 2] = 1;
-  CHECK(argmax(longcol, 0).to_vector<int64_t>() == std::vector<int64_t>{0, 0, 60000});
+  longcol.data<float>()[3 * 70000 + 1] = NAN;
+  CHECK(argmax(longcol, 0).to_vector<int64_t>() == std::vector<int64_t>{0, 70000, 60000});
+  // NaNs in long rows (vectorised, chunked path): the first NaN wins.
+  Tensor nanrow = zeros({2, 100000});
+  float* q = nanrow.data<float>();
+  q[50001] = q[60000] = NAN;
+  q[70000] = 9;
+  q[100000 + 3] = -0.0f;
+  auto [nv, ni] = max(nanrow, 1);
+  CHECK(ni.to_vector<int64_t>() == std::vector<int64_t>{50001, 0});
+  CHECK(std::isnan(nv.to_vector<float>()[0]));
+  CHECK(argmin(nanrow, 1).to_vector<int64_t>() == std::vector<int64_t>{50001, 0});
+  CHECK(std::isnan(amax(nanrow).item()));
+  CHECK(amin(nanrow, {1}).to_vector<float>()[1] == 0);
+  Tensor big = view(arange(-100000, 100000, 1, {.dtype = kInt64}), {2, 100000});
+  CHECK(amax(big, {1}).to_vector<int64_t>() == std::vector<int64_t>{-1, 99999});
+  CHECK(argmin(big).item<int64_t>() == 0);
 }
 
 TEST_CASE("max/min gradients: the selected index, or split among ties") {

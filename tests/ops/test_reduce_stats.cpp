@@ -35,18 +35,18 @@ TEST_CASE("mean, var, stddev and prod match loop references") {
       check_close(mean(x, d), reduce_reference(x, d, plain_mean), 1e-12);
       for (double c : {0.0, 1.0}) {
         CAPTURE(c);
-        check_close(var(x, d, c), reduce_reference(x, d, [c](auto& g) { return plain_var(g, c); }), 1e-12);
-        check_close(stddev(x, d, c), reduce_reference(x, d, [c](auto& g) { return std::sqrt(plain_var(g, c)); }),
+        check_close(var(x, d, {.correction = c}), reduce_reference(x, d, [c](auto& g) { return plain_var(g, c); }), 1e-12);
+        check_close(stddev(x, d, {.correction = c}), reduce_reference(x, d, [c](auto& g) { return std::sqrt(plain_var(g, c)); }),
                     1e-12);
-        CHECK(stddev(x, d, c, true).dim() == 3);
+        CHECK(stddev(x, d, {.correction = c, .keepdim = true}).dim() == 3);
       }
       check_close(prod(x, d), reduce_reference(x, d, plain_prod), 1e-12, 1e-10);
     }
   Tensor x = tensor({1, 2, 3, 4}, {2, 2});
   CHECK(mean(x).item() == 2.5);
   CHECK(var(x).item() == doctest::Approx(5.0 / 3));
-  check_close(var(x, {1}, 0, true), {0.25, 0.25});
-  CHECK(var(x, {1}, 0, true).sizes() == Shape{2, 1});
+  check_close(var(x, {1}, {.correction = 0, .keepdim = true}), {0.25, 0.25});
+  CHECK(var(x, {1}, {.correction = 0, .keepdim = true}).sizes() == Shape{2, 1});
   CHECK(prod(x).item() == 24);
   check_close(prod(x, {0}), {3, 8});
 }
@@ -55,7 +55,7 @@ TEST_CASE("reductions of empty and single-element ranges") {
   CHECK(std::isnan(mean(zeros({0})).item()));
   CHECK(prod(zeros({0, 2}), {0}).to_vector<float>() == std::vector<float>{1, 1});
   CHECK(std::isnan(var(ones({1})).item()));  // n - correction = 0
-  CHECK(var(ones({1}), {}, 0).item() == 0);
+  CHECK(var(ones({1}), {}, {.correction = 0}).item() == 0);
   CHECK(mean(scalar_tensor(3)).item() == 3);
   CHECK(mean(scalar_tensor(3), {0}).item() == 3);  // a 0-d tensor accepts dim 0
 }
@@ -84,15 +84,15 @@ TEST_CASE("mean, var, stddev and prod gradcheck") {
       CAPTURE(keep);
       CHECK_GRADCHECK([keep](V a) { return mean(a[0], {1}, keep); }, {x});
       CHECK_GRADCHECK([keep](V a) { return mean(a[0], {0, 2}, keep); }, {x});
-      CHECK_GRADCHECK([keep](V a) { return var(a[0], {2}, 1, keep); }, {x});
-      CHECK_GRADCHECK([keep](V a) { return var(a[0], {0, 1}, 0, keep); }, {x});
-      CHECK_GRADCHECK([keep](V a) { return stddev(a[0], {1}, 1, keep); }, {x});
+      CHECK_GRADCHECK([keep](V a) { return var(a[0], {2}, {.correction = 1, .keepdim = keep}); }, {x});
+      CHECK_GRADCHECK([keep](V a) { return var(a[0], {0, 1}, {.correction = 0, .keepdim = keep}); }, {x});
+      CHECK_GRADCHECK([keep](V a) { return stddev(a[0], {1}, {.keepdim = keep}); }, {x});
       CHECK_GRADCHECK([keep](V a) { return prod(a[0], {2}, keep); }, {x});
       CHECK_GRADCHECK([keep](V a) { return prod(a[0], {0, 1}, keep); }, {x});
     }
     CHECK_GRADCHECK([](V a) { return mean(a[0]); }, {x});
     CHECK_GRADCHECK([](V a) { return var(a[0]); }, {x});
-    CHECK_GRADCHECK([](V a) { return stddev(a[0], {}, 0); }, {x});
+    CHECK_GRADCHECK([](V a) { return stddev(a[0], {}, {.correction = 0}); }, {x});
   }
   // Expanded and broadcast inputs.
   Tensor v = leaf64({1, 4}, 32, 0.5, 1.5);
@@ -128,5 +128,5 @@ TEST_CASE("mean, var, stddev and prod reject bad dims and dtypes by name") {
                        Error);
   CHECK_THROWS_WITH_AS(stddev(zeros({2, 3}), {1, -1}), "stddev: dim -1 appears more than once in [1, -1]", Error);
   CHECK_THROWS_WITH_AS(prod(zeros({2, 3}), {-3}), "prod: dim -3 out of range for a 2-d tensor", Error);
-  CHECK_THROWS_WITH_AS(var(zeros({2}), {}, INFINITY), "var: correction must be finite, got inf", Error);
+  CHECK_THROWS_WITH_AS(var(zeros({2}), {}, {.correction = INFINITY}), "var: correction must be finite, got inf", Error);
 }
