@@ -1,6 +1,7 @@
 // tests/ops/test_reduce_minmax.cpp — max/min with indices, amax/amin,
 // argmax/argmin: loop references, ties, NaN, integers, gradchecks, errors.
 #include <cmath>
+#include <functional>
 
 #include "ops/reduce_reference.h"
 
@@ -128,13 +129,33 @@ TEST_CASE("max, min, amax and amin gradcheck") {
 }
 
 TEST_CASE("max/min family rejects bad dims, dtypes and empty dims by name") {
-  CHECK_THROWS_WITH_AS(max(zeros({2, 3}), 2), "max: dim 2 out of range for a 2-d tensor", Error);
+  using Op = std::function<Tensor(const Tensor&, int64_t)>;
+  const std::vector<std::pair<const char*, Op>> one_dim = {
+      {"max", [](const Tensor& x, int64_t d) { return max(x, d).values; }},
+      {"min", [](const Tensor& x, int64_t d) { return min(x, d).indices; }},
+      {"argmax", [](const Tensor& x, int64_t d) { return argmax(x, d); }},
+      {"argmin", [](const Tensor& x, int64_t d) { return argmin(x, d, true); }},
+      {"amax", [](const Tensor& x, int64_t d) { return amax(x, {d}); }},
+      {"amin", [](const Tensor& x, int64_t d) { return amin(x, {d}, true); }},
+  };
+  for (const auto& [name, op] : one_dim) {
+    CAPTURE(name);
+    CHECK_THROWS_WITH_AS(op(zeros({2, 3}), 2), str(name, ": dim 2 out of range for a 2-d tensor").c_str(), Error);
+    CHECK_THROWS_WITH_AS(op(zeros({2}, {.dtype = kBool}), 0),
+                         str(name, ": expected a float32, float64, int32 or int64 tensor, got bool [2]").c_str(), Error);
+    CHECK_THROWS_WITH_AS(op(zeros({0, 2}), 0),
+                         str(name, ": cannot reduce over a zero-size dim of float32 [0, 2] (the result would have no value)")
+                             .c_str(),
+                         Error);
+  }
   CHECK_THROWS_WITH_AS(amax(zeros({2, 3}), {0, -2}), "amax: dim -2 appears more than once in [0, -2]", Error);
-  CHECK_THROWS_WITH_AS(argmin(zeros({2}, {.dtype = kBool})),
-                       "argmin: expected a float32, float64, int32 or int64 tensor, got bool [2]", Error);
-  CHECK_THROWS_WITH_AS(min(zeros({2, 0}), 1),
-                       "min: cannot reduce over a zero-size dim of float32 [2, 0] (the result would have no value)",
-                       Error);
+  CHECK_THROWS_WITH_AS(amin(zeros({2, 3}), {1, 1}), "amin: dim 1 appears more than once in [1, 1]", Error);
   CHECK_THROWS_WITH_AS(max(zeros({0})), doctest::Contains("max: cannot reduce over a zero-size dim"), Error);
+  CHECK_THROWS_WITH_AS(min(zeros({2}, {.dtype = kFloat16})), doctest::Contains("min: expected a float32"), Error);
   CHECK(amax(zeros({0, 3}), {1}).sizes() == Shape{0});  // nothing to reduce into: fine
+  // argmax/argmin carry no gradient.
+  Tensor x = leaf64({2, 3}, 64);
+  CHECK_FALSE(argmax(x, 1).requires_grad());
+  CHECK_FALSE(max(x, 1).indices.requires_grad());
+  CHECK(max(x, 1).values.requires_grad());
 }

@@ -1,6 +1,7 @@
 // tests/ops/test_reduce_stats.cpp — mean, var, stddev and prod: loop
 // references over dim sets and layouts, numerics, gradchecks and errors.
 #include <cmath>
+#include <functional>
 
 #include "ops/reduce_reference.h"
 
@@ -122,11 +123,27 @@ TEST_CASE("prod and stddev gradients at zeros") {
 }
 
 TEST_CASE("mean, var, stddev and prod reject bad dims and dtypes by name") {
+  using Op = std::function<Tensor(const Tensor&, const Dims&)>;
+  const std::vector<std::pair<const char*, Op>> ops = {
+      {"mean", [](const Tensor& x, const Dims& d) { return mean(x, d); }},
+      {"var", [](const Tensor& x, const Dims& d) { return var(x, d); }},
+      {"stddev", [](const Tensor& x, const Dims& d) { return stddev(x, d); }},
+      {"prod", [](const Tensor& x, const Dims& d) { return prod(x, d); }},
+  };
+  for (const auto& [name, op] : ops) {
+    CAPTURE(name);
+    CHECK_THROWS_WITH_AS(op(zeros({2, 3}), {2}), str(name, ": dim 2 out of range for a 2-d tensor").c_str(), Error);
+    CHECK_THROWS_WITH_AS(op(zeros({2, 3}), {-3}), str(name, ": dim -3 out of range for a 2-d tensor").c_str(), Error);
+    CHECK_THROWS_WITH_AS(op(zeros({2, 3}), {1, -1}), str(name, ": dim -1 appears more than once in [1, -1]").c_str(),
+                         Error);
+  }
   CHECK_THROWS_WITH_AS(mean(zeros({2}, {.dtype = kInt64})), "mean: expected a float32 or float64 tensor, got int64 [2]",
                        Error);
   CHECK_THROWS_WITH_AS(var(zeros({2}, {.dtype = kInt32})), "var: expected a float32 or float64 tensor, got int32 [2]",
                        Error);
-  CHECK_THROWS_WITH_AS(stddev(zeros({2, 3}), {1, -1}), "stddev: dim -1 appears more than once in [1, -1]", Error);
-  CHECK_THROWS_WITH_AS(prod(zeros({2, 3}), {-3}), "prod: dim -3 out of range for a 2-d tensor", Error);
+  CHECK_THROWS_WITH_AS(stddev(zeros({2}, {.dtype = kBool})), "stddev: expected a float32 or float64 tensor, got bool [2]",
+                       Error);
+  CHECK_THROWS_WITH_AS(prod(zeros({2}, {.dtype = kFloat16})),
+                       "prod: expected a float32, float64, int32, int64 or bool tensor, got float16 [2]", Error);
   CHECK_THROWS_WITH_AS(var(zeros({2}), {}, {.correction = INFINITY}), "var: correction must be finite, got inf", Error);
 }
