@@ -1,12 +1,20 @@
 // ops/reduce.cpp — reduction ops: checks, output shapes, backward formulas.
+// The loops are in cpu/reduce.cpp. Backwards run with grad mode off and use
+// broadcast views (expand) of the reduced results and gradients, plus the
+// elementwise pieces of reduce_grad_kernel.
 #include "ops/reduce.h"
 
+#include <cmath>
+
 #include "autograd/node.h"
+#include "core/factory.h"
+#include "ops/elementwise.h"
 #include "ops/view.h"
 
 namespace ks {
 
 constinit KernelTable<ReduceKernel> reduce_kernel("reduce");
+constinit KernelTable<ReduceGradKernel> reduce_grad_kernel("reduce_grad");
 
 std::vector<bool> reduction_mask(const Dims& dims, int64_t ndim, const char* op) {
   std::vector<bool> mask(size_t(ndim), dims.empty());
@@ -28,21 +36,257 @@ Shape reduced_shape(const Shape& sizes, const std::vector<bool>& mask, bool keep
   return out;
 }
 
+namespace {
+
+// The geometry of one reduction of x.
+struct Plan {
+  std::vector<bool> mask;
+  Dims dims;      // the reduced dims, non-negative, ascending
+  Shape in;       // x's shape
+  Shape kept;     // x's rank with 1 at reduced dims: what the kernel writes
+  Shape result;   // kept, or without the reduced dims unless keepdim
+  int64_t n = 0;  // elements per reduction
+};
+
+Plan make_plan(const Tensor& x, const Dims& dims, bool keepdim, const char* op) {
+  KS_CHECK(x.defined(), op, ": undefined input");
+  Plan p;
+  p.mask = reduction_mask(dims, x.dim(), op);
+  p.in = x.sizes();
+  p.kept = reduced_shape(p.in, p.mask, true);
+  p.result = reduced_shape(p.in, p.mask, keepdim);
+  p.n = 1;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (p.mask[size_t(d)]) {
+      p.dims.push_back(d);
+      p.n *= p.in[size_t(d)];
+    }
+  return p;
+}
+
+void check_dtype(const Tensor& x, const char* op, bool allow_int, bool allow_bool) {
+  const DType t = x.dtype();
+  bool ok = t == kFloat32 || t == kFloat64 || (allow_int && (t == kInt32 || t == kInt64)) ||
+            (allow_bool && t == kBool);
+  KS_CHECK(ok, op, ": expected a ",
+           allow_bool ? "float32, float64, int32, int64 or bool" : allow_int ? "float32, float64, int32 or int64"
+                                                                             : "float32 or float64",
+           " tensor, got ", describe(x));
+}
+
+void check_nonempty(const Tensor& x, const Plan& p, const char* op) {
+  KS_CHECK(p.n > 0 || numel_of(p.kept) == 0, op, ": cannot reduce over a zero-size dim of ", describe(x),
+           " (the result would have no value)");
+}
+
+// Runs the kernel; returns (values, indices) in the kept shape.
+std::pair<Tensor, Tensor> run(ReduceOp op, const Tensor& x, const Plan& p, DType out_dtype, bool with_indices,
+                              ReduceParams params = {}) {
+  Tensor out = Tensor::empty(p.kept, out_dtype, x.device());
+  Tensor idx = with_indices ? Tensor::empty(p.kept, kInt64, x.device()) : Tensor();
+  reduce_kernel(x.device(), op, out, idx, x, p.mask, params);
+  return {out, idx};
+}
+
+// A kernel result (kept shape, fresh) as the user sees it.
+Tensor present(const Tensor& t, const Plan& p) {
+  return p.result == p.kept ? t : t.alias(p.result, contiguous_strides(p.result), t.storage_offset());
+}
+
+// A reduced-shape tensor (result or kept shape) broadcast back over the input.
+Tensor spread(const Tensor& t, const Plan& p) { return expand(reshape(t, p.kept), p.in); }
+
+Tensor grad_op(ReduceGradOp op, const Shape& shape, DType dtype, Device device, const std::vector<Tensor>& in,
+               double param = 0) {
+  Tensor out = Tensor::empty(shape, dtype, device);
+  reduce_grad_kernel(device, op, out, in, param);
+  return out;
+}
+
+DType sum_dtype(DType t) { return is_floating(t) ? t : kInt64; }
+
+// amax/amin/max()/min(): values with the gradient split among ties.
+Tensor extreme(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, const char* op) {
+  Plan p = make_plan(x, dims, keepdim, op);
+  check_dtype(x, op, true, false);
+  check_nonempty(x, p, op);
+  Tensor y = run(is_max ? ReduceOp::Max : ReduceOp::Min, x, p, x.dtype(), false).first;
+  Tensor out = present(y, p);
+  if (needs_grad({x}))
+    record(is_max ? "AmaxBackward" : "AminBackward", {x}, {out},
+           [p, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
+             Tensor x = sx.unpack();
+             Tensor tie = grad_op(ReduceGradOp::TieMask, p.in, x.dtype(), x.device(), {x, spread(sy.unpack(), p)});
+             Tensor share = div(reshape(g[0], p.kept), sum(tie, p.dims, true));
+             return std::vector<Tensor>{mul(tie, share)};
+           });
+  return out;
+}
+
+// max/min/argmax/argmin along one dim: (values, indices) in the kept shape.
+std::pair<Tensor, Tensor> along(const Tensor& x, const Plan& p, bool is_max, const char* op) {
+  check_dtype(x, op, true, false);
+  check_nonempty(x, p, op);
+  return run(is_max ? ReduceOp::ArgMax : ReduceOp::ArgMin, x, p, x.dtype(), true);
+}
+
+ValuesIndices select_along(const Tensor& x, int64_t dim, bool keepdim, bool is_max, const char* op) {
+  KS_CHECK(x.defined(), op, ": undefined input");
+  Plan p = make_plan(x, {dim}, keepdim, op);
+  auto [y, idx] = along(x, p, is_max, op);
+  ValuesIndices r{present(y, p), present(idx, p)};
+  if (needs_grad({x}))
+    record(is_max ? "MaxBackward" : "MinBackward", {x}, {r.values},
+           [p, si = SavedTensor(idx)](const std::vector<Tensor>& g) {
+             // pos: each element's index along the reduced dim, broadcast over the input.
+             Shape pos_shape(p.in.size(), 1);
+             if (!p.dims.empty()) pos_shape[size_t(p.dims[0])] = p.n;
+             Tensor pos = expand(reshape(arange(double(p.n), {.dtype = kInt64, .device = g[0].device()}), pos_shape), p.in);
+             return std::vector<Tensor>{grad_op(ReduceGradOp::SelectGrad, p.in, g[0].dtype(), g[0].device(),
+                                                {pos, spread(si.unpack(), p), spread(g[0], p)})};
+           });
+  return r;
+}
+
+Tensor arg_along(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, const char* op) {
+  Plan p = make_plan(x, dims, keepdim, op);
+  return present(along(x, p, is_max, op).second, p);
+}
+
+// var and stddev share their forward and most of their backward.
+Tensor variance(const Tensor& x, const Dims& dims, double correction, bool keepdim, bool take_sqrt) {
+  const char* op = take_sqrt ? "stddev" : "var";
+  Plan p = make_plan(x, dims, keepdim, op);
+  check_dtype(x, op, false, false);
+  KS_CHECK(std::isfinite(correction), op, ": correction must be finite, got ", correction);
+  Tensor y = run(take_sqrt ? ReduceOp::Std : ReduceOp::Var, x, p, x.dtype(), false, {.correction = correction}).first;
+  Tensor out = present(y, p);
+  if (needs_grad({x}))
+    record(take_sqrt ? "StdBackward" : "VarBackward", {x}, {out},
+           [p, correction, sx = SavedTensor(x), sy = SavedTensor(take_sqrt ? y : Tensor())](
+               const std::vector<Tensor>& g) {
+             // d var / dx = 2 (x - mean) / (n - c);  d std / dx = (x - mean) / ((n - c) std).
+             Tensor x = sx.unpack();
+             Tensor centred = sub(x, mean(x, p.dims, true));
+             Tensor gk = reshape(g[0], p.kept);
+             if (sy.defined()) {
+               Tensor s = sy.unpack();
+               gk = grad_op(ReduceGradOp::SafeDiv, p.kept, s.dtype(), s.device(), {expand(gk, p.kept), s});
+               return std::vector<Tensor>{mul(centred, mul(gk, 1.0 / (double(p.n) - correction)))};
+             }
+             return std::vector<Tensor>{mul(centred, mul(gk, 2.0 / (double(p.n) - correction)))};
+           });
+  return out;
+}
+
+}  // namespace
+
+// ---- sum, mean, prod -----------------------------------------------------------
+
 Tensor sum(const Tensor& x) { return sum(x, {}, false); }
 
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
-  KS_CHECK(x.defined(), "sum: undefined input");
-  std::vector<bool> mask = reduction_mask(dims, x.dim(), "sum");
-  Tensor out = Tensor::empty(reduced_shape(x.sizes(), mask, true), x.dtype(), x.device());
-  reduce_kernel(x.device(), ReduceOp::Sum, out, x, mask);
-  if (!keepdim) out = out.alias(reduced_shape(x.sizes(), mask, false), contiguous_strides(reduced_shape(x.sizes(), mask, false)), 0);
+  Plan p = make_plan(x, dims, keepdim, "sum");
+  check_dtype(x, "sum", true, true);
+  Tensor out = present(run(ReduceOp::Sum, x, p, sum_dtype(x.dtype()), false).first, p);
   if (needs_grad({x}))
-    record("SumBackward", {x}, {out}, [in_shape = x.sizes(), kept = reduced_shape(x.sizes(), mask, true)](
-                                          const std::vector<Tensor>& g) {
-      return std::vector<Tensor>{expand(reshape(g[0], kept), in_shape)};
+    record("SumBackward", {x}, {out}, [p](const std::vector<Tensor>& g) { return std::vector<Tensor>{spread(g[0], p)}; });
+  return out;
+}
+
+Tensor mean(const Tensor& x) { return mean(x, {}, false); }
+
+Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
+  Plan p = make_plan(x, dims, keepdim, "mean");
+  check_dtype(x, "mean", false, false);
+  Tensor out = present(run(ReduceOp::Mean, x, p, x.dtype(), false).first, p);
+  if (needs_grad({x}))
+    record("MeanBackward", {x}, {out}, [p](const std::vector<Tensor>& g) {
+      return std::vector<Tensor>{spread(mul(g[0], 1.0 / double(p.n)), p)};
     });
   return out;
 }
+
+Tensor prod(const Tensor& x) { return prod(x, {}, false); }
+
+Tensor prod(const Tensor& x, const Dims& dims, bool keepdim) {
+  Plan p = make_plan(x, dims, keepdim, "prod");
+  check_dtype(x, "prod", true, true);
+  Tensor out = present(run(ReduceOp::Prod, x, p, sum_dtype(x.dtype()), false).first, p);
+  if (needs_grad({x}))
+    record("ProdBackward", {x}, {out}, [p, sx = SavedTensor(x)](const std::vector<Tensor>& g) {
+      // With the product of the nonzero elements and the zero count, each
+      // element's derivative is the product of the others, even at zeros.
+      Tensor x = sx.unpack();
+      auto [nonzero, zero_count] = run(ReduceOp::ProdNonzero, x, p, x.dtype(), true);
+      return std::vector<Tensor>{grad_op(ReduceGradOp::ProdGrad, p.in, x.dtype(), x.device(),
+                                         {x, spread(nonzero, p), spread(zero_count, p), spread(g[0], p)})};
+    });
+  return out;
+}
+
+// ---- var, stddev -----------------------------------------------------------
+
+Tensor var(const Tensor& x, const Dims& dims, VarOptions opts) {
+  return variance(x, dims, opts.correction, opts.keepdim, false);
+}
+
+Tensor stddev(const Tensor& x, const Dims& dims, VarOptions opts) {
+  return variance(x, dims, opts.correction, opts.keepdim, true);
+}
+
+// ---- max, min and friends -----------------------------------------------------
+
+ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim) { return select_along(x, dim, keepdim, true, "max"); }
+ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim) { return select_along(x, dim, keepdim, false, "min"); }
+Tensor max(const Tensor& x) { return extreme(x, {}, false, true, "max"); }
+Tensor min(const Tensor& x) { return extreme(x, {}, false, false, "min"); }
+Tensor amax(const Tensor& x, const Dims& dims, bool keepdim) { return extreme(x, dims, keepdim, true, "amax"); }
+Tensor amin(const Tensor& x, const Dims& dims, bool keepdim) { return extreme(x, dims, keepdim, false, "amin"); }
+Tensor argmax(const Tensor& x) { return arg_along(x, {}, false, true, "argmax"); }
+Tensor argmin(const Tensor& x) { return arg_along(x, {}, false, false, "argmin"); }
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return arg_along(x, {dim}, keepdim, true, "argmax"); }
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return arg_along(x, {dim}, keepdim, false, "argmin"); }
+
+// ---- logsumexp, norm -----------------------------------------------------------
+
+Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
+  Plan p = make_plan(x, dims, keepdim, "logsumexp");
+  check_dtype(x, "logsumexp", false, false);
+  Tensor y = run(ReduceOp::LogSumExp, x, p, x.dtype(), false).first;
+  Tensor out = present(y, p);
+  if (needs_grad({x}))
+    record("LogSumExpBackward", {x}, {out}, [p, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
+      Tensor x = sx.unpack();
+      return std::vector<Tensor>{grad_op(ReduceGradOp::SoftmaxGrad, p.in, x.dtype(), x.device(),
+                                         {x, spread(sy.unpack(), p), spread(g[0], p)})};
+    });
+  return out;
+}
+
+Tensor norm(const Tensor& x, const Dims& dims, NormOptions opts) {
+  const double p_ = opts.p;
+  Plan p = make_plan(x, dims, opts.keepdim, "norm");
+  check_dtype(x, "norm", false, false);
+  KS_CHECK(p_ >= 0 || p_ == -INFINITY, "norm: p must be positive, 0 or ±inf, got ", p_);
+  Tensor y = run(ReduceOp::Norm, x, p, x.dtype(), false, {.p = p_}).first;
+  Tensor out = present(y, p);
+  if (needs_grad({x}))
+    record("NormBackward", {x}, {out}, [p, p_, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
+      Tensor x = sx.unpack();
+      if (p_ == 0) return std::vector<Tensor>{zeros(p.in, {.dtype = x.dtype(), .device = x.device()})};
+      Tensor yb = spread(sy.unpack(), p);
+      Tensor gk = reshape(g[0], p.kept);
+      if (std::isinf(p_)) {  // like amax of |x|: split among ties
+        Tensor tie = grad_op(ReduceGradOp::AbsTieMask, p.in, x.dtype(), x.device(), {x, yb});
+        gk = div(gk, sum(tie, p.dims, true));
+      }
+      return std::vector<Tensor>{grad_op(ReduceGradOp::NormGrad, p.in, x.dtype(), x.device(), {x, yb, expand(gk, p.in)}, p_)};
+    });
+  return out;
+}
+
+// ---- sum_to ---------------------------------------------------------------------
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {
   if (g.sizes() == shape) return g;

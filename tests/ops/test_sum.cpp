@@ -1,8 +1,27 @@
-// tests/ops/test_sum.cpp — sum over dims (row, column and strided layouts) and sum_to.
-#include "support/testing.h"
+// tests/ops/test_sum.cpp — sum over dims (row, column and copied layouts),
+// integer and bool sums, precision and thread-count independence, and sum_to.
+#include <cstring>
+
+#include "ops/reduce_reference.h"
 
 using namespace ks;
 using namespace ks::testing;
+
+namespace {
+double plain_sum(const std::vector<double>& g) {
+  double s = 0;
+  for (double v : g) s += v;
+  return s;
+}
+
+// The bit patterns of a float32 tensor's values.
+std::vector<uint32_t> bits_of(const Tensor& t) {
+  std::vector<float> v = t.to_vector<float>();
+  std::vector<uint32_t> b(v.size());
+  std::memcpy(b.data(), v.data(), v.size() * 4);
+  return b;
+}
+}  // namespace
 
 TEST_CASE("sum over any dims matches a loop reference") {
   Tensor x = view(arange(24, {.dtype = kFloat64}), {2, 3, 4});
@@ -13,23 +32,88 @@ TEST_CASE("sum over any dims matches a loop reference") {
   check_close(sum(x, {-1, 0}, true), {60, 92, 124});
   CHECK(sum(x, {1}, true).sizes() == Shape{2, 1, 4});
   check_close(sum(permute(x, {2, 0, 1}), {1}), {12, 20, 28, 14, 22, 30, 16, 24, 32, 18, 26, 34});
-  // A long float32 sum keeps its digits.
-  Tensor big = full({1 << 22}, 0.1);
-  CHECK(sum(big).item() == doctest::Approx(419430.4).epsilon(1e-6));
+  for (const Tensor& in : reduce_inputs(11))
+    for (const Dims& d : dim_sets()) {
+      CAPTURE(describe(in));
+      CAPTURE(dims_name(d));
+      check_close(sum(in, d), reduce_reference(in, d, plain_sum), 1e-12);
+      CHECK(sum(in, d, true).dim() == 3);
+    }
   CHECK(sum(zeros({0, 3}), {0}).sizes() == Shape{3});
+  check_close(sum(zeros({0, 3}), {0}), {0, 0, 0});
+}
+
+TEST_CASE("sum of big and strided float32 tensors keeps its digits") {
+  // float(0.1) * 2^22 needs 46 mantissa bits: exact in double, then rounded once.
+  Tensor big = full({1 << 22}, 0.1);
+  CHECK(sum(big).item<float>() == float(double(0.1f) * double(1 << 22)));
+  // Few outputs, long rows and long columns: chunked paths.
+  Tensor rows = full({3, 300000}, 0.1);
+  check_close(sum(rows, {1}), std::vector<double>(3, double(0.1f) * 300000), 0, 1e-7);
+  Tensor cols = full({300000, 3}, 0.1);
+  check_close(sum(cols, {0}), std::vector<double>(3, double(0.1f) * 300000), 0, 1e-7);
+  // A middle-dim reduction (kept dims not adjacent) and a copied layout.
+  Tensor m = randn({20, 3000, 7}, {.dtype = kFloat64});
+  check_close(sum(m, {1}), reduce_reference(m, {1}, plain_sum), 1e-9);
+  check_close(sum(m, {0, 2}), reduce_reference(m, {0, 2}, plain_sum), 1e-9);
+  check_close(sum(transpose(m, 0, 1), {1}), reduce_reference(transpose(m, 0, 1), {1}, plain_sum), 1e-9);
+}
+
+TEST_CASE("sum results do not depend on the thread count") {
+  const int saved = num_threads();
+  Generator gen(5);
+  Tensor flat = randn({1 << 22}, {}, &gen);
+  Tensor cols = randn({1 << 18, 5}, {}, &gen);
+  Tensor wide = randn({4, 1 << 18}, {}, &gen);
+  std::vector<std::vector<uint32_t>> runs[2];
+  for (int k = 0; k < 2; ++k) {
+    set_num_threads(k + 1);
+    runs[k] = {bits_of(sum(flat)), bits_of(sum(cols, {0})), bits_of(sum(wide, {1})), bits_of(mean(flat)),
+               bits_of(var(cols, {0})), bits_of(logsumexp(wide, {1})), bits_of(norm(flat))};
+  }
+  set_num_threads(saved);
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    CAPTURE(i);
+    CHECK(runs[0][i] == runs[1][i]);
+  }
+}
+
+TEST_CASE("integer and bool sums accumulate in int64") {
+  Tensor i32 = full({1000}, 3e6, {.dtype = kInt32});  // 3e9 overflows int32
+  Tensor s = sum(i32);
+  CHECK(s.dtype() == kInt64);
+  CHECK(s.item<int64_t>() == 3000000000LL);
+  Tensor i64 = view(arange(12, {.dtype = kInt64}), {3, 4});
+  CHECK(sum(i64, {0}).to_vector<int64_t>() == std::vector<int64_t>{12, 15, 18, 21});
+  CHECK(sum(transpose(i64, 0, 1), {1}).to_vector<int64_t>() == std::vector<int64_t>{12, 15, 18, 21});
+  Tensor mask = from_vector(std::vector<bool>{true, false, true, true}, {2, 2});
+  CHECK(sum(mask).item<int64_t>() == 3);
+  CHECK(sum(mask, {1}).to_vector<int64_t>() == std::vector<int64_t>{1, 2});
 }
 
 TEST_CASE("sum gradchecks and sum_to") {
+  using V = const std::vector<Tensor>&;
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
     Tensor x = leaf64({2, 3, 4}, 9, l);
-    using V = const std::vector<Tensor>&;
     CHECK_GRADCHECK([](V a) { return sum(a[0]); }, {x});
     CHECK_GRADCHECK([](V a) { return sum(a[0], {0, 2}); }, {x});
     CHECK_GRADCHECK([](V a) { return sum(a[0], {1}, true); }, {x});
+    CHECK_GRADCHECK([](V a) { return sum(a[0], {-1}, false); }, {x});
   }
+  // An expanded input and a broadcast product.
+  Tensor v = leaf64({1, 4}, 4);
+  Tensor w = leaf64({3, 1}, 5);
+  CHECK_GRADCHECK([](V a) { return sum(expand(a[0], {3, 4}), {1}); }, {v});
+  CHECK_GRADCHECK([](V a) { return sum(mul(a[0], a[1]), {0}, true); }, {v, w});
   Tensor g = ones({4, 2, 3});
   CHECK(sum_to(g, {2, 1}).sizes() == Shape{2, 1});
   check_close(sum_to(g, {2, 1}), {12, 12});
+}
+
+TEST_CASE("sum rejects bad dims and dtypes by name") {
   CHECK_THROWS_WITH_AS(sum(zeros({2}), {0, 0}), "sum: dim 0 appears more than once in [0, 0]", Error);
+  CHECK_THROWS_WITH_AS(sum(zeros({2, 3}), {2}), "sum: dim 2 out of range for a 2-d tensor", Error);
+  CHECK_THROWS_WITH_AS(sum(zeros({2}, {.dtype = kBFloat16})),
+                       "sum: expected a float32, float64, int32, int64 or bool tensor, got bfloat16 [2]", Error);
 }
