@@ -8,4 +8,5 @@
 #include "core/tensor.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "ops/unary.h"
 #include "ops/view.h"
