@@ -141,8 +141,10 @@ Tensor masked_fill_(const Tensor& t, const Tensor& mask, double value) {
   check_target("masked_fill_", t);
   KS_CHECK(mask.defined() && mask.dtype() == kBool, "masked_fill_: mask must be a bool tensor, got ", describe(mask));
   KS_CHECK(t.device() == mask.device(), "masked_fill_: device mismatch, ", describe(t), " and mask ", describe(mask));
-  check_numeric("masked_fill_", t);
+  KS_CHECK(t.dtype() != kBFloat16 && t.dtype() != kFloat16, "masked_fill_: unsupported dtype ", describe(t));
   check_scalar_fits("masked_fill_", t, value);
+  KS_CHECK(t.dtype() != kBool || value == 0 || value == 1, "masked_fill_: value ", value,
+           " is not 0 or 1 for a bool tensor");
   KS_CHECK(broadcast_shapes({t.sizes(), mask.sizes()}, "masked_fill_") == t.sizes(), "masked_fill_: mask ",
            describe(mask), " cannot be broadcast to the target's shape ", t.sizes());
   if (t.numel() > 0) masked_fill_kernel(t.device(), t, t, broadcast_raw(mask, t.sizes(), "masked_fill_"), value, true);

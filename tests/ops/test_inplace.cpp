@@ -87,6 +87,15 @@ TEST_CASE("in-place ops on strided targets and float32/integer dtypes") {
   sub_(i, 1.0);
   clamp_(i, {}, 150);
   check_close(i, {62, 125, 150}, 0);
+  // Bool masks can be edited in place too.
+  Tensor mask = to(tensor({0, 1, 0}), kBool);
+  masked_fill_(mask, to(tensor({1, 0, 0}), kBool), 1);
+  check_close(mask, {1, 1, 0}, 0);
+  // Empty targets are fine and still bump the version.
+  Tensor e = zeros({0, 3});
+  const uint64_t v = e.version();
+  add_(e, ones({3}));
+  CHECK(e.version() > v);
 }
 
 TEST_CASE("in-place ops refuse history and bump versions for saved-tensor checks") {
