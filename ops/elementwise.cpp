@@ -1,6 +1,8 @@
-// ops/elementwise.cpp — forward checks and backward formulas of the
-// elementwise ops; the loops are in cpu/elementwise.cpp.
+// ops/elementwise.cpp — forward checks and backward formulas of the binary
+// elementwise ops and their scalar forms; the loops are in cpu/elementwise.cpp.
 #include "ops/elementwise.h"
+
+#include <cmath>
 
 #include "autograd/node.h"
 #include "ops/broadcast.h"
@@ -10,6 +12,34 @@ namespace ks {
 
 constinit KernelTable<BinaryKernel> binary_kernel("binary");
 constinit KernelTable<ScalarKernel> scalar_kernel("scalar");
+constinit KernelTable<BinaryBackwardKernel> binary_backward_kernel("binary_backward");
+
+void check_numeric(const char* op, const Tensor& t) {
+  KS_CHECK(t.defined(), op, ": undefined input");
+  const DType d = t.dtype();
+  KS_CHECK(d == kFloat32 || d == kFloat64 || d == kInt64 || d == kInt32, op,
+           ": expected a numeric tensor (float32, float64, int64, int32), got ", describe(t));
+}
+
+void check_floating(const char* op, const Tensor& t) {
+  KS_CHECK(t.defined(), op, ": undefined input");
+  KS_CHECK(t.dtype() == kFloat32 || t.dtype() == kFloat64, op, ": expected a float32 or float64 tensor, got ",
+           describe(t));
+}
+
+void check_same_kind(const char* op, const Tensor& a, const Tensor& b) {
+  KS_CHECK(a.defined() && b.defined(), op, ": undefined input");
+  KS_CHECK(a.dtype() == b.dtype(), op, ": dtype mismatch, ", describe(a), " and ", describe(b));
+  KS_CHECK(a.device() == b.device(), op, ": device mismatch, ", describe(a), " and ", describe(b));
+}
+
+void check_scalar_fits(const char* op, const Tensor& t, double s) {
+  const DType d = t.dtype();
+  if (d != kInt64 && d != kInt32) return;
+  const double lim = d == kInt64 ? 9223372036854775808.0 : 2147483648.0;
+  KS_CHECK(std::isfinite(s) && std::trunc(s) == s && s >= -lim && s < lim, op, ": scalar ", s,
+           " does not fit the integer tensor ", describe(t), " (use an integer in range, or a float tensor)");
+}
 
 namespace {
 
@@ -19,25 +49,66 @@ const char* op_name(BinaryOp op) {
     case BinaryOp::Sub: return "sub";
     case BinaryOp::Mul: return "mul";
     case BinaryOp::Div: return "div";
+    case BinaryOp::Pow: return "pow";
+    case BinaryOp::Maximum: return "maximum";
+    case BinaryOp::Minimum: return "minimum";
   }
   return "?";
 }
 
+void check_div_dtype(const Tensor& t) {
+  KS_CHECK(!(t.dtype() == kInt64 || t.dtype() == kInt32), "div: integer division is not supported (",
+           describe(t), "); convert to float");
+  check_floating("div", t);
+}
+
 Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = op_name(op);
-  KS_CHECK(a.defined() && b.defined(), name, ": undefined input");
-  KS_CHECK(a.dtype() == b.dtype(), name, ": dtype mismatch, ", describe(a), " and ", describe(b));
-  KS_CHECK(a.device() == b.device(), name, ": device mismatch, ", describe(a), " and ", describe(b));
+  check_same_kind(name, a, b);
+  if (op == BinaryOp::Div) check_div_dtype(a);
+  else if (op == BinaryOp::Pow) check_floating(name, a);
+  else check_numeric(name, a);
   Shape shape = broadcast_shapes({a.sizes(), b.sizes()}, name);
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
-  binary_kernel(out.device(), op, out, broadcast_raw(a, shape, name), broadcast_raw(b, shape, name));
+  if (out.numel() > 0)
+    binary_kernel(out.device(), op, out, broadcast_raw(a, shape, name), broadcast_raw(b, shape, name));
   return out;
 }
 
-Tensor scalar_forward(ScalarOp op, double s, const Tensor& x) {
-  KS_CHECK(x.defined(), "scalar op: undefined input");
+// dL/d(input `which`) of a (op) b, reduced to that input's shape. `a` may be
+// undefined when the formula does not read it.
+Tensor binary_grad(BinaryOp op, int which, const Tensor& g, const Tensor& a, const Tensor& b, const Shape& shape_in) {
+  const Shape& shape = g.sizes();
+  Tensor grad = Tensor::empty(shape, g.dtype(), g.device());
+  if (grad.numel() > 0)
+    binary_backward_kernel(g.device(), op, which, grad, g, a.defined() ? broadcast_raw(a, shape, op_name(op)) : a,
+                           broadcast_raw(b, shape, op_name(op)));
+  return sum_to(grad, shape_in);
+}
+
+Tensor scalar_forward(const char* name, ScalarOp op, double s, const Tensor& x) {
+  check_numeric(name, x);
+  check_scalar_fits(name, x, s);
   Tensor out = Tensor::empty(x.sizes(), x.dtype(), x.device());
-  scalar_kernel(out.device(), op, s, out, x);
+  if (out.numel() > 0) scalar_kernel(out.device(), op, s, out, x);
+  return out;
+}
+
+Tensor negated(const Tensor& g) { return scalar_forward("neg", ScalarOp::Mul, -1.0, g); }
+
+// Forward for maximum, minimum and pow: backward reads both inputs.
+Tensor binary_with_saved_inputs(BinaryOp op, const char* node, const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward(op, a, b);
+  if (needs_grad({a, b}))
+    record(node, {a, b}, {out},
+           [op, sa = SavedTensor(a), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(),
+            ga = a.requires_grad(), gb = b.requires_grad()](const std::vector<Tensor>& g) {
+             Tensor a_ = sa.unpack(), b_ = sb.unpack();
+             Tensor da, db;
+             if (ga) da = binary_grad(op, 0, g[0], a_, b_, shape_a);
+             if (gb) db = binary_grad(op, 1, g[0], a_, b_, shape_b);
+             return std::vector<Tensor>{da, db};
+           });
   return out;
 }
 
@@ -55,9 +126,11 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(BinaryOp::Sub, a, b);
   if (needs_grad({a, b}))
-    record("SubBackward", {a, b}, {out}, [sa = a.sizes(), sb = b.sizes()](const std::vector<Tensor>& g) {
-      return std::vector<Tensor>{sum_to(g[0], sa), sum_to(scalar_forward(ScalarOp::Mul, -1.0, g[0]), sb)};
-    });
+    record("SubBackward", {a, b}, {out},
+           [sa = a.sizes(), sb = b.sizes(), gb = b.requires_grad()](const std::vector<Tensor>& g) {
+             // Reduce before negating: the reduced gradient may be much smaller.
+             return std::vector<Tensor>{sum_to(g[0], sa), gb ? negated(sum_to(g[0], sb)) : Tensor()};
+           });
   return out;
 }
 
@@ -81,38 +154,75 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(BinaryOp::Div, a, b);
   if (needs_grad({a, b})) {
-    const bool gb = b.requires_grad();
-    // d(a/b)/da = 1/b; d(a/b)/db = -a/b² = -out/b.
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    // d(a/b)/da = 1/b reads only b; d(a/b)/db = -a/b² reads both.
     record("DivBackward", {a, b}, {out},
-           [sb = SavedTensor(b), sout = SavedTensor(gb ? out : Tensor()), shape_a = a.sizes(),
-            shape_b = b.sizes(), ga = a.requires_grad()](const std::vector<Tensor>& g) {
-             Tensor b_ = sb.unpack();
-             Tensor g_over_b = div(g[0], b_);
+           [sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(),
+            ga, gb](const std::vector<Tensor>& g) {
+             Tensor a_ = sa.unpack(), b_ = sb.unpack();
              Tensor da, db;
-             if (ga) da = sum_to(g_over_b, shape_a);
-             if (sout.defined()) db = sum_to(mul(mul(g_over_b, sout.unpack()), -1.0), shape_b);
+             if (ga) da = binary_grad(BinaryOp::Div, 0, g[0], Tensor(), b_, shape_a);
+             if (gb) db = binary_grad(BinaryOp::Div, 1, g[0], a_, b_, shape_b);
              return std::vector<Tensor>{da, db};
            });
   }
   return out;
 }
 
-Tensor add(const Tensor& a, double b) {
-  Tensor out = scalar_forward(ScalarOp::Add, b, a);
+Tensor pow(const Tensor& a, const Tensor& b) { return binary_with_saved_inputs(BinaryOp::Pow, "PowBackward", a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return binary_with_saved_inputs(BinaryOp::Maximum, "MaximumBackward", a, b);
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return binary_with_saved_inputs(BinaryOp::Minimum, "MinimumBackward", a, b);
+}
+
+namespace {
+Tensor add_scalar(const char* name, const Tensor& a, double b) {
+  Tensor out = scalar_forward(name, ScalarOp::Add, b, a);
   if (needs_grad({a})) record("AddScalarBackward", {a}, {out}, [](const std::vector<Tensor>& g) { return g; });
   return out;
 }
-
-Tensor sub(const Tensor& a, double b) { return add(a, -b); }
-
-Tensor mul(const Tensor& a, double b) {
-  Tensor out = scalar_forward(ScalarOp::Mul, b, a);
+Tensor mul_scalar(const char* name, const Tensor& a, double b) {
+  Tensor out = scalar_forward(name, ScalarOp::Mul, b, a);
   if (needs_grad({a}))
     record("MulScalarBackward", {a}, {out},
            [b](const std::vector<Tensor>& g) { return std::vector<Tensor>{mul(g[0], b)}; });
   return out;
 }
+}  // namespace
 
-Tensor div(const Tensor& a, double b) { return mul(a, 1.0 / b); }
+Tensor add(const Tensor& a, double b) { return add_scalar("add", a, b); }
+Tensor sub(const Tensor& a, double b) { return add_scalar("sub", a, -b); }
+Tensor mul(const Tensor& a, double b) { return mul_scalar("mul", a, b); }
+Tensor div(const Tensor& a, double b) {
+  KS_CHECK(a.defined(), "div: undefined input");
+  check_div_dtype(a);
+  // Multiplying by the reciprocal may differ from true division by one ulp;
+  // it is what every framework's fast path does.
+  return mul_scalar("div", a, 1.0 / b);
+}
+Tensor add(double a, const Tensor& b) { return add_scalar("add", b, a); }
+Tensor mul(double a, const Tensor& b) { return mul_scalar("mul", b, a); }
+
+Tensor sub(double a, const Tensor& b) {
+  Tensor out = scalar_forward("sub", ScalarOp::RSub, a, b);
+  if (needs_grad({b}))
+    record("RSubScalarBackward", {b}, {out}, [](const std::vector<Tensor>& g) { return std::vector<Tensor>{negated(g[0])}; });
+  return out;
+}
+
+Tensor div(double a, const Tensor& b) {
+  KS_CHECK(b.defined(), "div: undefined input");
+  check_div_dtype(b);
+  Tensor out = scalar_forward("div", ScalarOp::RDiv, a, b);
+  if (needs_grad({b}))
+    // d(a/b)/db = -a/b² = -out/b.
+    record("RDivScalarBackward", {b}, {out}, [sb = SavedTensor(b), a](const std::vector<Tensor>& g) {
+      Tensor b_ = sb.unpack();
+      return std::vector<Tensor>{div(mul(g[0], -a), mul(b_, b_))};
+    });
+  return out;
+}
 
 }  // namespace ks

@@ -1,6 +1,7 @@
-// tests/ops/test_binary.cpp — add/sub/mul/div: forward against loops,
-// broadcasting, gradchecks over layouts, and errors.
-#include "support/testing.h"
+// tests/ops/test_binary.cpp — add/sub/mul/div/pow/maximum/minimum and the
+// scalar forms: forward against loops, broadcasting, gradchecks over
+// layouts, dtype rules and errors.
+#include "elementwise_ref.h"
 
 using namespace ks;
 using namespace ks::testing;
@@ -43,4 +44,134 @@ TEST_CASE("binary ops reject bad shapes and dtypes by name") {
                        "mul: dtype mismatch, float32 [2] and float64 [2]", Error);
   CHECK_THROWS_WITH_AS(div(zeros({2}, {.dtype = kInt64}), ones({2}, {.dtype = kInt64})),
                        doctest::Contains("integer division"), Error);
+}
+
+TEST_CASE("scalar overloads, reversed forms and operators match loops") {
+  Tensor x = tensor({-2, -0.5, 1, 4}, {2, 2}, {.dtype = kFloat64});
+  check_close(sub(3.0, x), ref_unary(x, [](double v) { return 3.0 - v; }));
+  check_close(div(2.0, x), ref_unary(x, [](double v) { return 2.0 / v; }));
+  check_close(1.0 - x, ref_unary(x, [](double v) { return 1.0 - v; }));
+  check_close(2.0 / x, ref_unary(x, [](double v) { return 2.0 / v; }));
+  check_close(3.0 * x, ref_unary(x, [](double v) { return 3.0 * v; }));
+  check_close(0.5 + x, ref_unary(x, [](double v) { return 0.5 + v; }));
+  check_close(x - 1.5, ref_unary(x, [](double v) { return v - 1.5; }));
+  check_close(-x, ref_unary(x, [](double v) { return -v; }));
+  check_close(x / 4.0, ref_unary(x, [](double v) { return v / 4.0; }));
+  // Integer tensors: integral scalars only.
+  Tensor i = tensor({-3, 0, 7}, {3}, {.dtype = kInt64});
+  CHECK((i * 2.0).dtype() == kInt64);
+  check_close(10.0 - i * 2.0 + 1.0, {17, 11, -3});
+  check_close(-i, {3, 0, -7});
+}
+
+TEST_CASE("scalar forms gradcheck") {
+  using V = const std::vector<Tensor>&;
+  for (Layout l : all_layouts()) {
+    CAPTURE(layout_name(l));
+    Tensor x = leaf64({3, 4}, 11, l);
+    Tensor p = leaf64({3, 4}, 12, l, 0.5, 2.0);
+    CHECK_GRADCHECK([](V a) { return sub(2.0, a[0]); }, {x});
+    CHECK_GRADCHECK([](V a) { return div(2.0, a[0]); }, {p});
+    CHECK_GRADCHECK([](V a) { return 1.0 - a[0] * 3.0 + (-a[0]) / 2.0; }, {x});
+    CHECK_GRADCHECK([](V a) { return 2.0 / a[0] - 4.0; }, {p});
+  }
+  Tensor v = leaf64({1, 4}, 13, 0.5, 2.0);
+  CHECK_GRADCHECK([](V a) { return 3.0 / expand(a[0], {3, 4}); }, {v});
+}
+
+TEST_CASE("pow(Tensor, Tensor) broadcasts and matches a loop") {
+  Tensor a = leaf64({2, 3}, 21, 0.5, 2.0), b = leaf64({3}, 22, -2.0, 2.0);
+  check_close(pow(a, b), ref_binary(a, b, {2, 3}, [](double x, double y) { return std::pow(x, y); }), 1e-12);
+  Tensor af = to(a, kFloat32), bf = to(b, kFloat32);
+  check_close(pow(af, bf), ref_binary(af, bf, {2, 3}, [](double x, double y) { return std::pow(x, y); }), 1e-6);
+  // 0 ** b: the gradient wrt b is 0 (not NaN) for b >= 0, wrt a follows b a^(b-1).
+  Tensor z = tensor({0, 0}, {2}, {.dtype = kFloat64, .requires_grad = true});
+  Tensor e = tensor({2, 0}, {2}, {.dtype = kFloat64, .requires_grad = true});
+  backward(sum(pow(z, e)));
+  check_close(z.grad(), {0, 0});
+  check_close(e.grad(), {0, 0});
+}
+
+TEST_CASE("pow(Tensor, Tensor) gradcheck") {
+  using V = const std::vector<Tensor>&;
+  for (Layout l : all_layouts()) {
+    CAPTURE(layout_name(l));
+    Tensor a = leaf64({3, 4}, 23, l, 0.5, 2.0);
+    Tensor b = leaf64({4}, 24, l, -1.5, 2.5);
+    Tensor c = leaf64({3, 1}, 25, l, 0.5, 2.0);
+    CHECK_GRADCHECK([](V x) { return pow(x[0], x[1]); }, {a, b});
+    CHECK_GRADCHECK([](V x) { return pow(x[1], x[0]); }, {c, a});
+  }
+  Tensor v = leaf64({1, 4}, 26, 0.5, 2.0), w = leaf64({3, 4}, 27, -1, 1);
+  CHECK_GRADCHECK([](V x) { return pow(expand(x[0], {3, 4}), x[1]); }, {v, w});
+}
+
+TEST_CASE("maximum and minimum: loops, NaN, ties, integers") {
+  Tensor a = leaf64({2, 3}, 31), b = leaf64({2, 1}, 32);
+  check_close(maximum(a, b), ref_binary(a, b, {2, 3}, [](double x, double y) { return std::max(x, y); }), 0);
+  check_close(minimum(b, a), ref_binary(b, a, {2, 3}, [](double x, double y) { return std::min(x, y); }), 0);
+  Tensor i = small_ints({4, 5}, 33, kInt64), j = small_ints({5}, 34, kInt64);
+  CHECK(maximum(i, j).dtype() == kInt64);
+  check_close(maximum(i, j), ref_binary(i, j, {4, 5}, [](double x, double y) { return std::max(x, y); }), 0);
+  check_close(minimum(i, j), ref_binary(i, j, {4, 5}, [](double x, double y) { return std::min(x, y); }), 0);
+  Tensor k = small_ints({3}, 35, kInt32);
+  check_close(minimum(k, k), k.to_vector<double>(), 0);
+  // NaN in either operand wins.
+  Tensor n = tensor({NAN, 1, 2}, {3}), m = tensor({0, NAN, 1}, {3});
+  check_close(maximum(n, m), {NAN, NAN, 2});
+  check_close(minimum(n, m), {NAN, NAN, 1});
+  // Ties split the gradient evenly.
+  Tensor p = tensor({1, 2, 3}, {3}, {.dtype = kFloat64, .requires_grad = true});
+  Tensor q = tensor({1, 5, 0}, {3}, {.dtype = kFloat64, .requires_grad = true});
+  backward(sum(maximum(p, q)));
+  check_close(p.grad(), {0.5, 0, 1});
+  check_close(q.grad(), {0.5, 1, 0});
+  p.set_grad(Tensor());
+  q.set_grad(Tensor());
+  backward(sum(minimum(p, q)));
+  check_close(p.grad(), {0.5, 1, 0});
+  check_close(q.grad(), {0.5, 0, 1});
+}
+
+TEST_CASE("maximum and minimum gradcheck") {
+  using V = const std::vector<Tensor>&;
+  for (Layout l : all_layouts()) {
+    CAPTURE(layout_name(l));
+    Tensor a = leaf64({3, 4}, 36, l), b = leaf64({4}, 37, l), c = leaf64({3, 1}, 38, l);
+    CHECK_GRADCHECK([](V x) { return maximum(x[0], x[1]); }, {a, b});
+    CHECK_GRADCHECK([](V x) { return minimum(x[0], x[1]); }, {a, c});
+  }
+  Tensor v = leaf64({1, 4}, 39), w = leaf64({3, 4}, 40);
+  CHECK_GRADCHECK([](V x) { return maximum(expand(x[0], {3, 4}), x[1]); }, {v, w});
+}
+
+TEST_CASE("integer arithmetic matches loops") {
+  for (DType dt : {kInt64, kInt32}) {
+    CAPTURE(name(dt));
+    Tensor a = small_ints({3, 4}, 41, dt, -50, 50), b = small_ints({4}, 42, dt, -50, 50);
+    CHECK(add(a, b).dtype() == dt);
+    check_close(add(a, b), ref_binary(a, b, {3, 4}, [](double x, double y) { return x + y; }), 0);
+    check_close(sub(a, b), ref_binary(a, b, {3, 4}, [](double x, double y) { return x - y; }), 0);
+    check_close(mul(a, b), ref_binary(a, b, {3, 4}, [](double x, double y) { return x * y; }), 0);
+  }
+}
+
+TEST_CASE("binary dtype rules name the op") {
+  Tensor bl = tensor({1, 0}, {2}, {.dtype = kBool});
+  CHECK_THROWS_WITH_AS(add(bl, bl), "add: expected a numeric tensor (float32, float64, int64, int32), got bool [2]",
+                       Error);
+  CHECK_THROWS_WITH_AS(maximum(bl, bl), doctest::Contains("maximum: expected a numeric tensor"), Error);
+  Tensor i = zeros({2}, {.dtype = kInt64});
+  CHECK_THROWS_WITH_AS(pow(i, i), "pow: expected a float32 or float64 tensor, got int64 [2]", Error);
+  CHECK_THROWS_WITH_AS(add(i, 2.5),
+                       "add: scalar 2.5 does not fit the integer tensor int64 [2] (use an integer in range, or a "
+                       "float tensor)",
+                       Error);
+  CHECK_THROWS_WITH_AS(div(i, 2.0), doctest::Contains("div: integer division is not supported"), Error);
+  CHECK_THROWS_WITH_AS(div(2.0, i), doctest::Contains("div: integer division is not supported"), Error);
+  CHECK_THROWS_WITH_AS(sub(1.0, bl), doctest::Contains("sub: expected a numeric tensor"), Error);
+  CHECK_THROWS_WITH_AS(maximum(zeros({2}), zeros({3})),
+                       "maximum: shapes [2] and [3] are not broadcastable (dim -1: 2 vs 3)", Error);
+  CHECK_THROWS_WITH_AS(pow(zeros({2}), zeros({2}, {.dtype = kFloat64})),
+                       "pow: dtype mismatch, float32 [2] and float64 [2]", Error);
 }

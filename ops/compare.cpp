@@ -1,0 +1,136 @@
+// ops/compare.cpp — checks and shapes of comparisons, logical ops, where and
+// masked_fill, and the backward of the last two; loops in cpu/compare.cpp.
+#include "ops/compare.h"
+
+#include "autograd/node.h"
+#include "ops/broadcast.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+
+namespace ks {
+
+constinit KernelTable<CompareKernel> compare_kernel("compare");
+constinit KernelTable<CompareScalarKernel> compare_scalar_kernel("compare_scalar");
+constinit KernelTable<LogicalKernel> logical_kernel("logical");
+constinit KernelTable<WhereKernel> where_kernel("where");
+constinit KernelTable<MaskedFillKernel> masked_fill_kernel("masked_fill");
+
+namespace {
+
+const char* op_name(CompareOp op) {
+  switch (op) {
+    case CompareOp::Eq: return "eq";
+    case CompareOp::Ne: return "ne";
+    case CompareOp::Lt: return "lt";
+    case CompareOp::Le: return "le";
+    case CompareOp::Gt: return "gt";
+    case CompareOp::Ge: return "ge";
+  }
+  return "?";
+}
+
+Tensor compare(CompareOp op, const Tensor& a, const Tensor& b) {
+  const char* name = op_name(op);
+  check_same_kind(name, a, b);
+  check_numeric(name, a);
+  Shape shape = broadcast_shapes({a.sizes(), b.sizes()}, name);
+  Tensor out = Tensor::empty(shape, kBool, a.device());
+  if (out.numel() > 0)
+    compare_kernel(out.device(), op, out, broadcast_raw(a, shape, name), broadcast_raw(b, shape, name));
+  return out;
+}
+
+Tensor compare(CompareOp op, const Tensor& a, double s) {
+  check_numeric(op_name(op), a);
+  Tensor out = Tensor::empty(a.sizes(), kBool, a.device());
+  if (out.numel() > 0) compare_scalar_kernel(out.device(), op, out, a, s);
+  return out;
+}
+
+void check_bool(const char* op, const char* what, const Tensor& t) {
+  KS_CHECK(t.defined(), op, ": undefined ", what);
+  KS_CHECK(t.dtype() == kBool, op, ": ", what, " must be a bool tensor, got ", describe(t));
+}
+
+Tensor logical(LogicalOp op, const char* name, const Tensor& a, const Tensor& b) {
+  check_bool(name, "input", a);
+  check_bool(name, "input", b);
+  KS_CHECK(a.device() == b.device(), name, ": device mismatch, ", describe(a), " and ", describe(b));
+  Shape shape = broadcast_shapes({a.sizes(), b.sizes()}, name);
+  Tensor out = Tensor::empty(shape, kBool, a.device());
+  if (out.numel() > 0)
+    logical_kernel(out.device(), op, out, broadcast_raw(a, shape, name), broadcast_raw(b, shape, name));
+  return out;
+}
+
+// A new tensor: g with 0 where (mask == fill_when); mask broadcasts to g.
+Tensor zero_where(const Tensor& g, const Tensor& mask, bool fill_when, const char* name) {
+  Tensor out = Tensor::empty(g.sizes(), g.dtype(), g.device());
+  if (out.numel() > 0) masked_fill_kernel(out.device(), out, g, broadcast_raw(mask, g.sizes(), name), 0.0, fill_when);
+  return out;
+}
+
+}  // namespace
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(CompareOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(CompareOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(CompareOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(CompareOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(CompareOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(CompareOp::Ge, a, b); }
+Tensor eq(const Tensor& a, double b) { return compare(CompareOp::Eq, a, b); }
+Tensor ne(const Tensor& a, double b) { return compare(CompareOp::Ne, a, b); }
+Tensor lt(const Tensor& a, double b) { return compare(CompareOp::Lt, a, b); }
+Tensor le(const Tensor& a, double b) { return compare(CompareOp::Le, a, b); }
+Tensor gt(const Tensor& a, double b) { return compare(CompareOp::Gt, a, b); }
+Tensor ge(const Tensor& a, double b) { return compare(CompareOp::Ge, a, b); }
+
+Tensor logical_not(const Tensor& a) { return logical(LogicalOp::Not, "logical_not", a, a); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return logical(LogicalOp::And, "logical_and", a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return logical(LogicalOp::Or, "logical_or", a, b); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_bool("where", "condition", cond);
+  check_same_kind("where", a, b);
+  KS_CHECK(cond.device() == a.device(), "where: device mismatch, condition ", describe(cond), " and ", describe(a));
+  KS_CHECK(a.dtype() != kBFloat16 && a.dtype() != kFloat16, "where: unsupported dtype ", describe(a));
+  Shape shape = broadcast_shapes({cond.sizes(), a.sizes(), b.sizes()}, "where");
+  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+  if (out.numel() > 0)
+    where_kernel(out.device(), out, broadcast_raw(cond, shape, "where"), broadcast_raw(a, shape, "where"),
+                 broadcast_raw(b, shape, "where"));
+  if (needs_grad({a, b}))
+    record("WhereBackward", {a, b}, {out},
+           [sc = SavedTensor(cond), shape_a = a.sizes(), shape_b = b.sizes(), ga = a.requires_grad(),
+            gb = b.requires_grad()](const std::vector<Tensor>& g) {
+             Tensor c = sc.unpack();
+             Tensor da, db;
+             if (ga) da = sum_to(zero_where(g[0], c, false, "where"), shape_a);
+             if (gb) db = sum_to(zero_where(g[0], c, true, "where"), shape_b);
+             return std::vector<Tensor>{da, db};
+           });
+  return out;
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  KS_CHECK(x.defined(), "masked_fill: undefined input");
+  check_bool("masked_fill", "mask", mask);
+  KS_CHECK(x.device() == mask.device(), "masked_fill: device mismatch, ", describe(x), " and mask ",
+           describe(mask));
+  KS_CHECK(x.dtype() != kBFloat16 && x.dtype() != kFloat16, "masked_fill: unsupported dtype ", describe(x));
+  KS_CHECK(broadcast_shapes({x.sizes(), mask.sizes()}, "masked_fill") == x.sizes(), "masked_fill: mask ",
+           describe(mask), " does not broadcast to the input's shape ", x.sizes());
+  check_scalar_fits("masked_fill", x, value);
+  KS_CHECK(x.dtype() != kBool || value == 0 || value == 1, "masked_fill: value ", value,
+           " is not 0 or 1 for a bool tensor");
+  Tensor out = Tensor::empty(x.sizes(), x.dtype(), x.device());
+  if (out.numel() > 0)
+    masked_fill_kernel(out.device(), out, x, broadcast_raw(mask, x.sizes(), "masked_fill"), value, true);
+  if (needs_grad({x}))
+    record("MaskedFillBackward", {x}, {out}, [sm = SavedTensor(mask)](const std::vector<Tensor>& g) {
+      return std::vector<Tensor>{zero_where(g[0], sm.unpack(), true, "masked_fill")};
+    });
+  return out;
+}
+
+}  // namespace ks

@@ -1,0 +1,224 @@
+// tests/ops/test_unary.cpp — the unary ops: the float32 fast math against
+// libm in double, forward against loops in both float dtypes, gradchecks over
+// layouts and an expanded input, gradients at kinks, integer forms, errors.
+#include <bit>
+#include <functional>
+
+#include "elementwise_ref.h"
+#include "ops/cpu/vec_math.h"
+
+using namespace ks;
+using namespace ks::testing;
+
+namespace {
+
+using V = const std::vector<Tensor>&;
+
+struct UnaryCase {
+  const char* name;
+  std::function<Tensor(const Tensor&)> op;
+  std::function<double(double)> ref;
+  double lo, hi;  // input range for the tests
+};
+
+double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh_ref(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
+
+std::vector<UnaryCase> unary_cases() {
+  return {
+      {"neg", [](const Tensor& x) { return neg(x); }, [](double v) { return -v; }, -3, 3},
+      {"exp", [](const Tensor& x) { return exp(x); }, [](double v) { return std::exp(v); }, -3, 3},
+      {"log", [](const Tensor& x) { return log(x); }, [](double v) { return std::log(v); }, 0.1, 4},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double v) { return std::sqrt(v); }, 0.1, 4},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double v) { return 1 / std::sqrt(v); }, 0.1, 4},
+      {"abs", [](const Tensor& x) { return abs(x); }, [](double v) { return std::fabs(v); }, -3, 3},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double v) { return std::tanh(v); }, -3, 3},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, sigmoid_ref, -6, 6},
+      {"relu", [](const Tensor& x) { return relu(x); }, [](double v) { return v > 0 ? v : 0; }, -3, 3},
+      {"silu", [](const Tensor& x) { return silu(x); }, [](double v) { return v * sigmoid_ref(v); }, -6, 6},
+      {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref, -4, 4},
+      {"gelu_tanh", [](const Tensor& x) { return gelu(x, GeluApprox::Tanh); }, gelu_tanh_ref, -4, 4},
+      {"elu", [](const Tensor& x) { return elu(x, 0.7); }, [](double v) { return v > 0 ? v : 0.7 * std::expm1(v); },
+       -3, 3},
+      {"clamp", [](const Tensor& x) { return clamp(x, -0.5, 0.8); },
+       [](double v) { return std::min(std::max(v, -0.5), 0.8); }, -2, 2},
+      {"clamp_min", [](const Tensor& x) { return clamp(x, 0.25, std::nullopt); },
+       [](double v) { return std::max(v, 0.25); }, -2, 2},
+      {"clamp_max", [](const Tensor& x) { return clamp(x, {}, -0.25); }, [](double v) { return std::min(v, -0.25); },
+       -2, 2},
+      {"pow2", [](const Tensor& x) { return pow(x, 2.0); }, [](double v) { return v * v; }, -3, 3},
+      {"pow3", [](const Tensor& x) { return pow(x, 3.0); }, [](double v) { return v * v * v; }, -3, 3},
+      {"pow_half", [](const Tensor& x) { return pow(x, 0.5); }, [](double v) { return std::sqrt(v); }, 0.1, 4},
+      {"pow_-1", [](const Tensor& x) { return pow(x, -1.0); }, [](double v) { return 1 / v; }, 0.1, 4},
+      {"pow_1.7", [](const Tensor& x) { return pow(x, 1.7); }, [](double v) { return std::pow(v, 1.7); }, 0.1, 4},
+      {"pow_-2.5", [](const Tensor& x) { return pow(x, -2.5); }, [](double v) { return std::pow(v, -2.5); }, 0.1, 4},
+  };
+}
+
+// max over a float32 sweep of |fast - libm| / (|libm| + tiny).
+double worst_rel_error(float (*fast)(float), double (*exact)(double), float lo, float hi, int n, double tiny) {
+  double worst = 0;
+  for (int i = 0; i <= n; ++i) {
+    float x = lo + (hi - lo) * float(i) / float(n);
+    double e = exact(double(x));
+    if (!std::isfinite(e)) continue;
+    worst = std::max(worst, std::fabs(double(fast(x)) - e) / (std::fabs(e) + tiny));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("float32 fast math matches libm to a few ulp, special values included") {
+  using namespace ks::cpu;
+  auto fexp = [](float x) { return vmath::exp(x); };
+  auto flog = [](float x) { return vmath::log(x); };
+  auto ftanh = [](float x) { return vmath::tanh(x); };
+  auto ferf = [](float x) { return vmath::erf(x); };
+  auto dexp = [](double x) { return std::exp(x); };
+  auto dlog = [](double x) { return std::log(x); };
+  auto dtanh = [](double x) { return std::tanh(x); };
+  auto derf = [](double x) { return std::erf(x); };
+  // exp is relative-accurate until results turn denormal (x < -87.3).
+  CHECK(worst_rel_error(fexp, dexp, -87.f, 88.7f, 400000, 0) < 3e-7);
+  CHECK(worst_rel_error(ftanh, dtanh, -12.f, 12.f, 400000, 1e-30) < 1e-6);
+  CHECK(worst_rel_error(ferf, derf, -6.f, 6.f, 400000, 1e-30) < 1e-6);
+  CHECK(worst_rel_error(ftanh, dtanh, -1e-3f, 1e-3f, 10000, 1e-30) < 1e-6);  // near 0, relative
+  CHECK(worst_rel_error(ferf, derf, -1e-3f, 1e-3f, 10000, 1e-30) < 1e-6);
+  // log over every 9973rd float32 bit pattern: denormals, normals, up to FLT_MAX.
+  double worst_log = 0;
+  for (uint32_t b = 1; b < 0x7f800000u; b += 9973) {
+    float x = std::bit_cast<float>(b);
+    double e = std::log(double(x));
+    worst_log = std::max(worst_log, std::fabs(double(flog(x)) - e) / std::max(std::fabs(e), 1e-3));
+  }
+  CHECK(worst_log < 3e-7);
+  CHECK(worst_rel_error(flog, dlog, 0.5f, 2.0f, 200000, 0) < 3e-7 * 20);  // log ~ 0 near 1: looser relative
+  // Special values behave like libm.
+  CHECK(fexp(-INFINITY) == 0.f);
+  CHECK(fexp(INFINITY) == INFINITY);
+  CHECK(fexp(89.f) == INFINITY);
+  CHECK(fexp(-104.f) == 0.f);
+  CHECK(fexp(-100.f) == doctest::Approx(std::exp(-100.0)).epsilon(1e-2));  // denormal range
+  CHECK(std::isnan(fexp(NAN)));
+  CHECK(fexp(0.f) == 1.f);
+  CHECK(flog(0.f) == -INFINITY);
+  CHECK(std::isnan(flog(-1.f)));
+  CHECK(flog(INFINITY) == INFINITY);
+  CHECK(std::isnan(flog(NAN)));
+  CHECK(flog(1.f) == 0.f);
+  CHECK(flog(1e-45f) == doctest::Approx(std::log(double(1e-45f))).epsilon(1e-6));  // smallest denormal
+  CHECK(ftanh(INFINITY) == doctest::Approx(1.0).epsilon(1e-7));
+  CHECK(ftanh(-INFINITY) == doctest::Approx(-1.0).epsilon(1e-7));
+  CHECK(std::isnan(ftanh(NAN)));
+  CHECK(ferf(INFINITY) == doctest::Approx(1.0).epsilon(1e-7));
+  CHECK(std::isnan(ferf(NAN)));
+}
+
+TEST_CASE("unary ops match a loop reference in float64 and float32") {
+  for (const UnaryCase& c : unary_cases()) {
+    const std::string op_name = c.name;
+    CAPTURE(op_name);
+    Tensor x64 = leaf64({5, 7}, 51, c.lo, c.hi);
+    Tensor y64 = c.op(x64);
+    CHECK(y64.sizes() == Shape{5, 7});
+    CHECK(y64.dtype() == kFloat64);
+    check_close(y64, ref_unary(x64, c.ref), 1e-12, 1e-12);
+    // float32 runs the vectorised path on a row long enough to be split
+    // across threads, and the strided path on a transposed view.
+    Tensor x32 = to(leaf64({2, 16500}, 52, c.lo, c.hi), kFloat32);  // > kElementwiseGrain
+    check_close(c.op(x32), ref_unary(x32, c.ref), 2e-6, 2e-6);
+    Tensor t32 = transpose(to(leaf64({3, 101}, 53, c.lo, c.hi), kFloat32), 0, 1);
+    check_close(c.op(t32), ref_unary(t32, c.ref), 2e-6, 2e-6);
+  }
+  // NaN passes through relu and clamp; relu(-0) and friends.
+  check_close(relu(tensor({NAN, -1, 0, 2})), {NAN, 0, 0, 2});
+  check_close(clamp(tensor({NAN, -5, 5}), -1, 1), {NAN, -1, 1});
+  check_close(sigmoid(tensor({-INFINITY, INFINITY, -100, 100})), {0, 1, std::exp(-100.0), 1}, 1e-30);
+  // The tanh approximation of gelu is selectable and differs from the exact form.
+  Tensor x = tensor({1.5}, {}, {.dtype = kFloat64});
+  CHECK(gelu(x).item() == doctest::Approx(gelu_ref(1.5)).epsilon(1e-14));
+  CHECK(gelu(x, GeluApprox::Tanh).item() == doctest::Approx(gelu_tanh_ref(1.5)).epsilon(1e-14));
+  CHECK(gelu(x).item() != gelu(x, GeluApprox::Tanh).item());
+}
+
+TEST_CASE("unary ops gradcheck over layouts and an expanded input") {
+  for (const UnaryCase& c : unary_cases()) {
+    const std::string op_name = c.name;
+    CAPTURE(op_name);
+    auto f = c.op;
+    for (Layout l : all_layouts()) {
+      CAPTURE(layout_name(l));
+      Tensor x = leaf64({3, 4}, 53, l, c.lo, c.hi);
+      CHECK_GRADCHECK([f](V a) { return f(a[0]); }, {x});
+    }
+    Tensor row = leaf64({1, 4}, 54, c.lo, c.hi);
+    CHECK_GRADCHECK([f](V a) { return f(expand(a[0], {3, 4})); }, {row});
+    // Composed with a broadcasting op.
+    Tensor y = leaf64({3, 1}, 55, -0.1, 0.1);
+    CHECK_GRADCHECK([f](V a) { return mul(f(a[0]), a[1]); }, {row, y});
+  }
+}
+
+TEST_CASE("unary gradients at kinks and bounds") {
+  Tensor x = tensor({-1, 0, 0.5, 1, 2}, {5}, {.dtype = kFloat64, .requires_grad = true});
+  backward(sum(relu(x)));
+  check_close(x.grad(), {0, 0, 1, 1, 1});
+  x.set_grad(Tensor());
+  backward(sum(abs(x)));
+  check_close(x.grad(), {-1, 0, 1, 1, 1});
+  x.set_grad(Tensor());
+  // Gradient passes on the bounds themselves, not outside.
+  backward(sum(clamp(x, 0.0, 1.0)));
+  check_close(x.grad(), {0, 1, 1, 1, 0});
+  x.set_grad(Tensor());
+  backward(sum(pow(x, 0.0)));
+  check_close(x.grad(), {0, 0, 0, 0, 0});
+  x.set_grad(Tensor());
+  backward(sum(elu(x, 2.0)));
+  check_close(x.grad(), {2 * std::exp(-1.0), 2, 1, 1, 1});
+}
+
+TEST_CASE("neg, abs, relu, clamp on integers") {
+  for (DType dt : {kInt64, kInt32}) {
+    CAPTURE(name(dt));
+    Tensor i = small_ints({4, 5}, 56, dt, -9, 10);
+    CHECK(neg(i).dtype() == dt);
+    check_close(neg(i), ref_unary(i, [](double v) { return -v; }), 0);
+    check_close(abs(i), ref_unary(i, [](double v) { return std::fabs(v); }), 0);
+    check_close(relu(i), ref_unary(i, [](double v) { return std::max(v, 0.0); }), 0);
+    check_close(clamp(i, -2, 3), ref_unary(i, [](double v) { return std::min(std::max(v, -2.0), 3.0); }), 0);
+    check_close(clamp(i, {}, 3), ref_unary(i, [](double v) { return std::min(v, 3.0); }), 0);
+    check_close(clamp(i, -2, {}), ref_unary(i, [](double v) { return std::max(v, -2.0); }), 0);
+  }
+}
+
+TEST_CASE("empty and 0-dim tensors") {
+  for (const UnaryCase& c : unary_cases()) {
+    const std::string op_name = c.name;
+    CAPTURE(op_name);
+    CHECK(c.op(zeros({0, 3})).sizes() == Shape{0, 3});
+    Tensor s = full({}, 0.5, {.dtype = kFloat64});
+    check_close(c.op(s), {c.ref(0.5)}, 1e-12);
+  }
+  CHECK(add(zeros({0, 3}), ones({3})).sizes() == Shape{0, 3});
+  CHECK(maximum(zeros({2, 0}), ones({1})).sizes() == Shape{2, 0});
+  CHECK(where(to(zeros({0}), kBool), ones({1}), ones({1})).sizes() == Shape{0});
+}
+
+TEST_CASE("unary errors name the op") {
+  Tensor i = zeros({3}, {.dtype = kInt64});
+  CHECK_THROWS_WITH_AS(exp(i), "exp: expected a float32 or float64 tensor, got int64 [3]", Error);
+  CHECK_THROWS_WITH_AS(gelu(i, GeluApprox::Tanh), "gelu: expected a float32 or float64 tensor, got int64 [3]", Error);
+  CHECK_THROWS_WITH_AS(pow(i, 2.0), "pow: expected a float32 or float64 tensor, got int64 [3]", Error);
+  CHECK_THROWS_WITH_AS(abs(zeros({2}, {.dtype = kBool})),
+                       "abs: expected a numeric tensor (float32, float64, int64, int32), got bool [2]", Error);
+  CHECK_THROWS_WITH_AS(clamp(zeros({2}), {}, {}), "clamp: at least one of min and max must be given", Error);
+  CHECK_THROWS_WITH_AS(clamp(zeros({2}), 2, 1), "clamp: min 2 is greater than max 1", Error);
+  CHECK_THROWS_WITH_AS(clamp(i, 0.5, {}), doctest::Contains("clamp: scalar 0.5 does not fit the integer tensor"),
+                       Error);
+  CHECK_THROWS_WITH_AS(neg(Tensor()), "neg: undefined input", Error);
+}
