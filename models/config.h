@@ -1,0 +1,58 @@
+// models/config.h — the JSON configuration of every model, with its defaults
+// documented in one place (here) and strict validation: an unknown key, a key
+// that does not apply to the chosen model, or a bad value is rejected with a
+// message naming the key.
+//
+//   {"model": "decoder_lm", "vocab_size": 8192, "d_model": 256, "layers": 4,
+//    "attention": {"type": "mgk", "heads": 4, "head_dim": 32, "keys": 2}}
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "nn/attention/attention.h"
+#include "nn/feed_forward.h"
+
+namespace ks::models {
+
+struct ModelConfig {
+  // --- every model ---
+  std::string model = "decoder_lm";  // decoder_lm | encoder_classifier | seq2seq
+  int64_t d_model = 256;
+  int64_t d_ff = 0;                  // 0: 4 * d_model
+  int64_t layers = 4;                // decoder_lm, encoder_classifier
+  int64_t max_len = 512;             // longest sequence (positions table size)
+  double dropout = 0.1;
+  bool pre_norm = true;              // seq2seq defaults to post-LN (Vaswani et al.) unless set
+  nn::Activation activation = nn::Activation::GELU;
+  std::string positions = "learned";  // learned | sinusoidal (seq2seq default: sinusoidal)
+  nn::AttentionConfig attention;     // d_model is filled in from d_model
+  // "head_dim": "seq" sets the head size to max_len (Bhojanapalli et al.'s p = n)
+
+  // --- decoder_lm and encoder_classifier ---
+  int64_t vocab_size = 0;            // required
+  bool tie_embeddings = false;       // decoder_lm: output layer shares the token embedding
+  int64_t pad_id = -1;               // < 0: no padding token
+
+  // --- encoder_classifier ---
+  int64_t num_classes = 0;           // required
+  std::string pooling = "mean";      // mean | cls (a learned [CLS] vector is prepended)
+  bool dual = false;                 // two documents encoded by one shared encoder, [u, v, |u-v|, u*v] -> head
+
+  // --- seq2seq ---
+  int64_t src_vocab_size = 0;        // required
+  int64_t tgt_vocab_size = 0;        // required
+  int64_t encoder_layers = 2;
+  int64_t decoder_layers = 2;
+  bool share_embeddings = false;     // needs src_vocab_size == tgt_vocab_size
+  double label_smoothing = 0.0;
+  int64_t bos_id = 1, eos_id = 2;    // seq2seq pad_id defaults to 0
+
+  int64_t resolved_d_ff() const { return d_ff > 0 ? d_ff : 4 * d_model; }
+  nlohmann::json to_json() const;  // the resolved config, every key explicit
+};
+
+// Parses and validates; throws ks::Error("config: <key>: <problem>").
+ModelConfig parse_model_config(const nlohmann::json& j);
+
+}  // namespace ks::models

@@ -1,0 +1,58 @@
+// nn/attention/attention.cpp — config validation and the family registry.
+#include "nn/attention/attention.h"
+
+#include <map>
+
+namespace ks::nn {
+namespace {
+std::map<std::string, AttentionFamily>& registry() {
+  static std::map<std::string, AttentionFamily> r;
+  return r;
+}
+}  // namespace
+
+bool register_attention_family(const std::string& type, AttentionFamily family) {
+  registry()[type] = family;
+  return true;
+}
+
+std::vector<std::string> attention_families() {
+  std::vector<std::string> out;
+  for (auto& [name, _] : registry()) out.push_back(name);
+  return out;
+}
+
+void AttentionConfig::validate() const {
+  std::string known;
+  for (const std::string& n : attention_families()) known += (known.empty() ? "" : ", ") + n;
+  KS_CHECK(registry().count(type), "attention.type: unknown family '", type, "' (expected one of: ", known, ")");
+  KS_CHECK(d_model > 0, "attention: d_model must be positive, got ", d_model);
+  KS_CHECK(heads > 0, "attention.heads must be positive, got ", heads);
+  KS_CHECK(kv_dim >= 0, "attention.kv_dim must be >= 0, got ", kv_dim);
+  KS_CHECK(head_dim >= 0, "attention.head_dim must be positive, got ", head_dim);
+  if (head_dim == 0)
+    KS_CHECK(d_model % heads == 0, "attention.heads: ", heads, " heads do not divide d_model ", d_model,
+             "; set attention.head_dim (the \"fixed\" family allows any head size)");
+  if (type == "softmax" && head_dim > 0)
+    KS_CHECK(head_dim * heads == d_model, "attention.head_dim: the \"softmax\" family uses d_model / heads = ",
+             d_model / heads, "; for head size ", head_dim, " use type \"fixed\"");
+  if (type == "fixed") KS_CHECK(head_dim > 0, "attention.head_dim: the \"fixed\" family needs an explicit head_dim");
+  KS_CHECK(keys >= 1, "attention.keys must be >= 1, got ", keys);
+  KS_CHECK(sigma2 >= 0, "attention.sigma2 must be >= 0 (0 means sqrt(head_dim)), got ", sigma2);
+  KS_CHECK(dropout >= 0 && dropout < 1, "attention.dropout must be in [0, 1), got ", dropout);
+  KS_CHECK(!(hard_e && soft_e), "attention: hard_e and soft_e cannot both be set");
+  const bool mixture = type == "mgk" || type == "smgk";
+  KS_CHECK(mixture || (!hard_e && !soft_e), "attention: hard_e/soft_e apply to mgk and smgk only, not '", type, "'");
+}
+
+std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg) {
+  cfg.validate();
+  return registry().at(cfg.type).make(cfg);
+}
+
+AttentionCost attention_cost(const AttentionConfig& cfg, int64_t seq_len, bool causal) {
+  cfg.validate();
+  return registry().at(cfg.type).cost(cfg, seq_len, causal);
+}
+
+}  // namespace ks::nn

@@ -1,0 +1,61 @@
+// nn/attention/heads.cpp — shared attention plumbing.
+#include "nn/attention/heads.h"
+
+#include "core/factory.h"
+#include "ops/compare.h"
+#include "ops/elementwise.h"
+#include "ops/shape.h"
+#include "ops/view.h"
+
+namespace ks::nn {
+
+Tensor split_heads(const Tensor& x, int64_t heads, int64_t head_dim) {
+  return transpose(view(x, {x.size(0), x.size(1), heads, head_dim}), 1, 2);
+}
+
+Tensor merge_heads(const Tensor& x) {
+  return reshape(transpose(x, 1, 2), {x.size(0), x.size(2), x.size(1) * x.size(3)});
+}
+
+Tensor attention_mask(const AttentionMask& mask, int64_t batch, int64_t t, int64_t s, int64_t offset, Device device) {
+  Tensor out;
+  if (mask.causal) {
+    Tensor c = Tensor::empty({1, 1, t, s}, kBool, Device::cpu());
+    bool* p = c.data<bool>();
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t j = 0; j < s; ++j) p[i * s + j] = j > offset + i;
+    out = device.is_cpu() ? c : to(c, device);
+  }
+  if (mask.key_padding.defined()) {
+    Tensor pad = view(mask.key_padding, {batch, 1, 1, s});
+    out = out.defined() ? logical_or(out, pad) : pad;
+  }
+  return out;
+}
+
+Tensor append_to_cache(const Tensor& stored, const Tensor& fresh, int64_t dim) {
+  return stored.defined() ? cat({stored, fresh}, dim) : fresh;
+}
+
+void check_attention_inputs(const AttentionConfig& cfg, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const AttentionMask& mask, const AttentionCache* cache) {
+  const char* who = cfg.type.c_str();
+  KS_CHECK(q.dim() == 3 && q.size(2) == cfg.d_model, who, " attention: query must be (B, T, ", cfg.d_model,
+           "), got ", describe(q));
+  const bool reuse = cache && cache->is_static && cache->length > 0;
+  if (!reuse) {
+    KS_CHECK(k.dim() == 3 && k.size(2) == cfg.resolved_kv_dim() && k.size(0) == q.size(0), who,
+             " attention: key must be (", q.size(0), ", S, ", cfg.resolved_kv_dim(), "), got ", describe(k));
+    KS_CHECK(v.sizes() == k.sizes(), who, " attention: value ", describe(v), " must match key ", describe(k));
+  }
+  if (mask.key_padding.defined()) {
+    const int64_t s = (reuse ? cache->length : k.size(1));
+    KS_CHECK(mask.key_padding.dtype() == kBool && mask.key_padding.dim() == 2 && mask.key_padding.size(0) == q.size(0),
+             who, " attention: key_padding must be bool (B, S) with B = ", q.size(0), ", got ",
+             describe(mask.key_padding));
+    KS_CHECK(mask.key_padding.size(1) == s || (cache && !cache->is_static), who,
+             " attention: key_padding covers ", mask.key_padding.size(1), " keys but there are ", s);
+  }
+}
+
+}  // namespace ks::nn

@@ -1,0 +1,31 @@
+// nn/attention/softmax_attention.h — multi-head softmax attention
+// (Vaswani et al.) and its fixed-head-size form (Bhojanapalli et al.).
+//
+//   Q = x W_q, K = m W_k, V = m W_v     W_q, W_k, W_v: d × h·p
+//   head_i = softmax(Q_i K_iᵀ / √p + mask) V_i
+//   out = concat(head_1..head_h) W_o    W_o: h·p × d
+//
+// "softmax" uses p = d/h; "fixed" sets p independently of h and d (h need not
+// divide d) — with p = d/h it is the same layer, output for output.
+// Parameters: 4·h·p·d weights plus 3·h·p + d biases (kv_dim = d).
+#pragma once
+
+#include <memory>
+
+#include "nn/attention/attention.h"
+#include "nn/layers.h"
+
+namespace ks::nn {
+
+class MultiHeadAttention : public Attention {
+ public:
+  explicit MultiHeadAttention(const AttentionConfig& cfg);
+  using Attention::forward;
+  Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMask& mask = {},
+                 AttentionCache* cache = nullptr) override;
+
+  std::shared_ptr<Linear> q, k, v, o;
+  std::shared_ptr<Dropout> attn_drop;
+};
+
+}  // namespace ks::nn

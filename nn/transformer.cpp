@@ -1,0 +1,72 @@
+// nn/transformer.cpp — residual wiring of the encoder and decoder layers.
+#include "nn/transformer.h"
+
+#include "ops/elementwise.h"
+
+namespace ks::nn {
+namespace {
+
+AttentionConfig attention_for(const LayerConfig& cfg) {
+  AttentionConfig a = cfg.attention;
+  a.d_model = cfg.d_model;
+  a.kv_dim = 0;
+  return a;
+}
+
+// Pre-LN: x + drop(f(LN(x))).  Post-LN: LN(x + drop(f(x))).
+template <class F>
+Tensor residual(const Tensor& x, LayerNorm& ln, Dropout& drop, bool pre_norm, F f) {
+  if (pre_norm) return add(x, drop.forward(f(ln.forward(x))));
+  return ln.forward(add(x, drop.forward(f(x))));
+}
+
+}  // namespace
+
+EncoderLayer::EncoderLayer(const LayerConfig& cfg) : Module("EncoderLayer"), pre_norm(cfg.pre_norm) {
+  attn = register_module("attn", make_attention(attention_for(cfg)));
+  ff = register_module("ff", std::make_shared<FeedForward>(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout));
+  ln1 = register_module("ln1", std::make_shared<LayerNorm>(cfg.d_model));
+  ln2 = register_module("ln2", std::make_shared<LayerNorm>(cfg.d_model));
+  drop = register_module("drop", std::make_shared<Dropout>(cfg.dropout));
+}
+
+Tensor EncoderLayer::forward(const Tensor& x, const Tensor& key_padding) {
+  AttentionMask mask{false, key_padding};
+  Tensor h = residual(x, *ln1, *drop, pre_norm, [&](const Tensor& y) { return attn->forward(y, mask); });
+  return residual(h, *ln2, *drop, pre_norm, [&](const Tensor& y) { return ff->forward(y); });
+}
+
+DecoderLayer::DecoderLayer(const LayerConfig& cfg, bool cross_attention)
+    : Module("DecoderLayer"), pre_norm(cfg.pre_norm) {
+  self_attn = register_module("self_attn", make_attention(attention_for(cfg)));
+  if (cross_attention) cross_attn = register_module("cross_attn", make_attention(attention_for(cfg)));
+  ff = register_module("ff", std::make_shared<FeedForward>(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout));
+  ln1 = register_module("ln1", std::make_shared<LayerNorm>(cfg.d_model));
+  if (cross_attention) ln2 = register_module("ln2", std::make_shared<LayerNorm>(cfg.d_model));
+  ln3 = register_module("ln3", std::make_shared<LayerNorm>(cfg.d_model));
+  drop = register_module("drop", std::make_shared<Dropout>(cfg.dropout));
+}
+
+Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Tensor& self_padding,
+                             const Tensor& memory_padding, DecoderLayerCache* cache) {
+  AttentionMask causal{true, self_padding};
+  Tensor h = residual(x, *ln1, *drop, pre_norm, [&](const Tensor& y) {
+    return self_attn->forward(y, y, y, causal, cache ? &cache->self : nullptr);
+  });
+  if (cross_attn) {
+    KS_CHECK(memory.defined() || (cache && cache->cross.length > 0),
+             "DecoderLayer: cross-attention needs the encoder memory");
+    AttentionMask cross{false, memory_padding};
+    AttentionCache* cross_cache = nullptr;
+    if (cache) {
+      cache->cross.is_static = true;
+      cross_cache = &cache->cross;
+    }
+    h = residual(h, *ln2, *drop, pre_norm, [&](const Tensor& y) {
+      return cross_attn->forward(y, memory, memory, cross, cross_cache);
+    });
+  }
+  return residual(h, *ln3, *drop, pre_norm, [&](const Tensor& y) { return ff->forward(y); });
+}
+
+}  // namespace ks::nn

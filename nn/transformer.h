@@ -1,0 +1,61 @@
+// nn/transformer.h — Transformer layers built on any attention family.
+//
+//   EncoderLayer:  self-attention, feed-forward
+//   DecoderLayer:  causal self-attention, optional cross-attention to an
+//                  encoder's memory, feed-forward
+// Each sub-block is wrapped in a residual connection with LayerNorm either
+// before it (pre-LN: x + f(LN(x)), stable without warm-up) or after it
+// (post-LN: LN(x + f(x)), as in Vaswani et al.).
+// Not here: embeddings, heads and decoding loops (models/).
+#pragma once
+
+#include <memory>
+
+#include "nn/attention/attention.h"
+#include "nn/feed_forward.h"
+#include "nn/layers.h"
+
+namespace ks::nn {
+
+struct LayerConfig {
+  int64_t d_model = 0;
+  int64_t d_ff = 0;
+  double dropout = 0.0;  // on each sub-block's output (residual dropout)
+  Activation activation = Activation::GELU;
+  bool pre_norm = true;
+  AttentionConfig attention;  // its d_model is set from d_model
+};
+
+class EncoderLayer : public Module {
+ public:
+  explicit EncoderLayer(const LayerConfig& cfg);
+  // x (B, T, d); key_padding (B, T) bool or undefined.
+  Tensor forward(const Tensor& x, const Tensor& key_padding = Tensor());
+  std::shared_ptr<Attention> attn;
+  std::shared_ptr<FeedForward> ff;
+  std::shared_ptr<LayerNorm> ln1, ln2;
+  std::shared_ptr<Dropout> drop;
+  bool pre_norm;
+};
+
+// Decoding state of one DecoderLayer.
+struct DecoderLayerCache {
+  AttentionCache self;
+  AttentionCache cross;  // is_static: the memory's keys/values, projected once
+};
+
+class DecoderLayer : public Module {
+ public:
+  DecoderLayer(const LayerConfig& cfg, bool cross_attention);
+  // x (B, T, d); memory (B, S, d) for cross-attention (else undefined);
+  // self_padding (B, T) and memory_padding (B, S) bool or undefined.
+  Tensor forward(const Tensor& x, const Tensor& memory = Tensor(), const Tensor& self_padding = Tensor(),
+                 const Tensor& memory_padding = Tensor(), DecoderLayerCache* cache = nullptr);
+  std::shared_ptr<Attention> self_attn, cross_attn;  // cross_attn null without cross-attention
+  std::shared_ptr<FeedForward> ff;
+  std::shared_ptr<LayerNorm> ln1, ln2, ln3;
+  std::shared_ptr<Dropout> drop;
+  bool pre_norm;
+};
+
+}  // namespace ks::nn

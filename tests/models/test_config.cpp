@@ -1,0 +1,48 @@
+// tests/models/test_config.cpp — model configs: defaults, and a message naming
+// the key for every kind of bad input.
+#include "support/testing.h"
+
+#include "models/config.h"
+
+using namespace ks;
+using json = nlohmann::json;
+
+TEST_CASE("defaults are filled in and the resolved config is explicit") {
+  auto m = models::parse_model_config(json::parse(R"({"vocab_size": 100})"));
+  CHECK(m.model == "decoder_lm");
+  CHECK(m.resolved_d_ff() == 1024);
+  CHECK(m.attention.type == "softmax");
+  CHECK(m.attention.d_model == 256);
+  json r = m.to_json();
+  CHECK(r["attention"]["head_dim"] == 32);
+  CHECK(models::parse_model_config(r).to_json() == r);  // round trip
+  auto s = models::parse_model_config(json::parse(R"({"model": "seq2seq", "src_vocab_size": 11, "tgt_vocab_size": 11})"));
+  CHECK_FALSE(s.pre_norm);
+  CHECK(s.positions == "sinusoidal");
+  auto f = models::parse_model_config(
+      json::parse(R"({"vocab_size": 10, "max_len": 64, "attention": {"type": "fixed", "heads": 3, "head_dim": "seq"}})"));
+  CHECK(f.attention.head_dim == 64);
+}
+
+TEST_CASE("bad configs name the key") {
+  auto bad = [](const char* text) { return models::parse_model_config(json::parse(text)); };
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "layerz": 3})"),
+                       "config: layerz: unknown key for model 'decoder_lm'", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "num_classes": 3})"),
+                       "config: num_classes: unknown key for model 'decoder_lm'", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": "big"})"), "config: vocab_size: expected an integer, got \"big\"", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10.5})"), "config: vocab_size: expected an integer, got 10.5", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"d_model": 8})"), "config: vocab_size: must be positive, got 0", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "dropout": 1.5})"), "config: dropout: must be in [0, 1), got 1.5", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"type": "sparse"}})"),
+                       doctest::Contains("config: attention.type: unknown family 'sparse'"), Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"heads": 3}})"),
+                       doctest::Contains("attention.heads: 3 heads do not divide d_model 256"), Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"kees": 3}})"), "config: attention.kees: unknown key", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"model": "gpt", "vocab_size": 10})"), doctest::Contains("config: model: unknown model 'gpt'"), Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"model": "encoder_classifier", "vocab_size": 10, "num_classes": 2, "pooling": "max"})"),
+                       "config: pooling: expected mean or cls, got 'max'", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"model": "seq2seq", "src_vocab_size": 11, "tgt_vocab_size": 12, "share_embeddings": true})"),
+                       doctest::Contains("config: share_embeddings"), Error);
+  CHECK_THROWS_WITH_AS(bad(R"([1, 2])"), doctest::Contains("config: expected a JSON object"), Error);
+}
