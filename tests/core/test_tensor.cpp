@@ -101,3 +101,8 @@ TEST_CASE("dtype helpers") {
   CHECK(parse_device("cuda:1") == Device::cuda(1));
   CHECK_THROWS_AS(parse_device("tpu"), Error);
 }
+
+TEST_CASE("empty tensors count as contiguous") {
+  CHECK(empty({4, 0, 2}).is_contiguous());
+  CHECK(zeros({0}).is_contiguous());
+}
