@@ -34,6 +34,15 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The test command also wants Debian's PyTorch: tests open our checkpoints in it
+# (skipped when absent), and the benchmarks compare against it. Best effort.
+if [ "$mode" = test ] && ! dpkg -s python3-torch >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  echo "== installing python3-torch (optional)"
+  apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch >/dev/null \
+    || echo "warning: python3-torch could not be installed; the Python interop test will be skipped"
+fi
+
 # --- 2. build -----------------------------------------------------------------
 configure_and_build() {  # dir, extra cmake args...
   local dir="$1"; shift

@@ -1,0 +1,38 @@
+// nn/checkpoint.cpp — model + optimizer state in one safetensors file.
+#include "nn/checkpoint.h"
+
+#include "nn/safetensors.h"
+
+namespace ks::nn {
+namespace {
+const std::string kOptimizerPrefix = "optimizer/";
+}
+
+void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer,
+                     const Metadata& metadata) {
+  NamedTensors all = model.state_dict();
+  if (optimizer)
+    for (auto& [key, t] : optimizer->state_dict()) all.emplace_back(kOptimizerPrefix + key, t);
+  save_safetensors(path, all, metadata);
+}
+
+Metadata load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer, bool strict) {
+  SafetensorsContent content = load_safetensors(path);
+  NamedTensors model_state, optim_state;
+  for (auto& [name, t] : content.tensors) {
+    if (name.rfind(kOptimizerPrefix, 0) == 0) optim_state.emplace_back(name.substr(kOptimizerPrefix.size()), t);
+    else model_state.emplace_back(name, t);
+  }
+  try {
+    model.load_state_dict(model_state, strict);
+    if (optimizer) {
+      KS_CHECK(!optim_state.empty(), "the file holds no optimizer state");
+      optimizer->load_state_dict(optim_state);
+    }
+  } catch (const Error& e) {
+    throw Error(str("checkpoint ", path, ": ", e.what()));
+  }
+  return content.metadata;
+}
+
+}  // namespace ks::nn

@@ -1,0 +1,24 @@
+// nn/checkpoint.h — a training checkpoint in one safetensors file: the
+// model's state dict under its own dotted names (so Python can load it as a
+// state dict directly), the optimizer's state under "optimizer/<key>", and
+// string metadata (step, config, ...). Written atomically.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "nn/module.h"
+#include "nn/optim.h"
+
+namespace ks::nn {
+
+using Metadata = std::map<std::string, std::string>;
+
+void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer = nullptr,
+                     const Metadata& metadata = {});
+
+// Loads into `model` (and `optimizer` if given, which then must find its
+// state in the file); returns the metadata. Every error names the file.
+Metadata load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer = nullptr, bool strict = true);
+
+}  // namespace ks::nn
