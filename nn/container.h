@@ -37,7 +37,8 @@ class Sequential : public Module {
     stages_.push_back([m](const Tensor& x) { return m->forward(x); });
     return *this;
   }
-  // A parameter-free stage (e.g. an activation); it gets no name in the state dict.
+  // A parameter-free stage (e.g. an activation). It takes an index, as in
+  // PyTorch, so the stage after it is named by its position in the chain.
   Sequential& add(std::function<Tensor(const Tensor&)> fn) {
     stages_.push_back(std::move(fn));
     return *this;
