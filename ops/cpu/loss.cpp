@@ -57,7 +57,7 @@ void class_loss_rows(T* loss, T* lse, const T* x, const int64_t* t, int64_t P, i
       }
       T m = row_max(xr, C);
       if (m == -std::numeric_limits<T>::infinity()) m = 0;
-      const double s = lane_sum<double>(C, [&](int64_t i) { return vexp(xr[i] - m); });
+      const double s = lane_sum<double>(C, [&](int64_t i) { return vmath::exp(xr[i] - m); });
       const double l = double(m) + std::log(s);
       double v = l - (1 - eps) * double(xr[t[p]]);
       if (eps > 0) v -= eps / double(C) * lane_sum<double>(C, [&](int64_t i) { return xr[i]; });
@@ -100,7 +100,7 @@ void class_loss_backward_rows(T* dx, const T* g, int64_t gs, const T* x, const T
       }
       const T* xr = x + p * C;
       const T l = lse[p];
-      for (int64_t c = 0; c < C; ++c) dr[c] = gp * (vexp(xr[c] - l) - smooth);
+      for (int64_t c = 0; c < C; ++c) dr[c] = gp * (vmath::exp(xr[c] - l) - smooth);
       dr[t[p]] -= gp * on;
     }
   });

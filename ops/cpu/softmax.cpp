@@ -50,11 +50,11 @@ void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
       T m = row_max(xr, n);
       if (m == kNegInf<T>) m = 0;
       if constexpr (Log) {
-        const double s = lane_sum<double>(n, [&](int64_t i) { return vexp(xr[i] - m); });
+        const double s = lane_sum<double>(n, [&](int64_t i) { return vmath::exp(xr[i] - m); });
         const T ls = s == 0 ? T(0) : T(std::log(s));
         for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) - ls;
       } else {
-        for (int64_t i = 0; i < n; ++i) yr[i] = vexp(xr[i] - m);
+        for (int64_t i = 0; i < n; ++i) yr[i] = vmath::exp(xr[i] - m);
         const double s = lane_sum<double>(n, [&](int64_t i) { return yr[i]; });
         const T inv = s == 0 ? T(0) : T(1.0 / s);
         for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
@@ -84,7 +84,7 @@ void forward_tiles(T* y, const T* x, const Geometry& G) {
         const T* xk = xo + k * inner;
         T* yk = yo + k * inner;
         for (int64_t j = 0; j < w; ++j) {
-          const T v = vexp(xk[j] - m[j]);
+          const T v = vmath::exp(xk[j] - m[j]);
           if constexpr (!Log) yk[j] = v;
           s[j] += double(v);
         }
@@ -128,7 +128,7 @@ void backward_rows(T* dx, const T* g, const T* y, int64_t rows, int64_t n) {
           continue;
         }
         const T sg = T(lane_sum<double>(n, [&](int64_t i) { return gr[i]; }));
-        for (int64_t i = 0; i < n; ++i) dr[i] = gr[i] - vexp(yr[i]) * sg;
+        for (int64_t i = 0; i < n; ++i) dr[i] = gr[i] - vmath::exp(yr[i]) * sg;
       } else {
         const T dot = T(lane_sum<double>(n, [&](int64_t i) { return double(gr[i]) * double(yr[i]); }));
         for (int64_t i = 0; i < n; ++i) dr[i] = yr[i] * (gr[i] - dot);
@@ -169,7 +169,7 @@ void backward_tiles(T* dx, const T* g, const T* y, const Geometry& G) {
         const T* yk = y + base + k * inner;
         T* dk = dx + base + k * inner;
         for (int64_t j = 0; j < w; ++j) {
-          if constexpr (Log) dk[j] = (gk[j] - vexp(yk[j]) * a[j]) * live[j];
+          if constexpr (Log) dk[j] = (gk[j] - vmath::exp(yk[j]) * a[j]) * live[j];
           else dk[j] = yk[j] * (gk[j] - a[j]);
         }
       }
