@@ -58,7 +58,13 @@ TEST_CASE("a 1000-iteration training loop keeps resident memory flat") {
   }
   CHECK(last_loss < first_loss);
   CHECK(in_use_at_end == in_use_after_warmup);
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine, so RSS grows by design;
+  // its leak checker and the allocator count above stand in for this check.
+  (void)rss_after_warmup;
+#else
   // Allow 1 MiB of noise (allocator bookkeeping, doctest); a leak of one
   // 64 KiB tensor per step would add ~56 MiB.
   CHECK(resident_bytes() <= rss_after_warmup + (1u << 20));
+#endif
 }
