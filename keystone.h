@@ -23,3 +23,4 @@
 #include "ops/softmax.h"
 #include "ops/unary.h"
 #include "ops/view.h"
+#include "models/seq2seq.h"
