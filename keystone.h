@@ -15,6 +15,7 @@
 #include "ops/inplace.h"
 #include "ops/layer_norm.h"
 #include "ops/linalg.h"
+#include "ops/linear_attention.h"
 #include "ops/loss.h"
 #include "ops/optim.h"
 #include "ops/reduce.h"
