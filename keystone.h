@@ -24,4 +24,3 @@
 #include "ops/softmax.h"
 #include "ops/unary.h"
 #include "ops/view.h"
-#include "models/seq2seq.h"
