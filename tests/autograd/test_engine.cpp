@@ -25,7 +25,7 @@ TEST_CASE("gradients accumulate across backward calls until reset") {
   CHECK_FALSE(w.grad().requires_grad());  // .grad never carries a graph
 }
 
-TEST_CASE("retain_graph allows a second backward; otherwise it is an error") {
+TEST_CASE("retain_graph allows a second backward, otherwise it is an error") {
   Tensor x = tensor({1.5}, {}, {.dtype = kFloat64, .requires_grad = true});
   Tensor y = x * x;
   backward(y, Tensor(), /*retain_graph=*/true);

@@ -40,7 +40,7 @@ TEST_CASE("parameters get stable dotted names in registration order") {
   CHECK(s.to_string().find("(first): Affine(weight=[3], bias=[3])") != std::string::npos);
 }
 
-TEST_CASE("train/eval propagate; zero_grad clears") {
+TEST_CASE("train/eval propagate, zero_grad clears") {
   Stack s;
   s.eval();
   CHECK_FALSE(s.first->is_training());

@@ -107,7 +107,7 @@ TEST_CASE("optimizer state round trip continues the same trajectory") {
   CHECK_THROWS_WITH_AS(ob.load_state_dict(bad), doctest::Contains("do not belong"), Error);
 }
 
-TEST_CASE("decay groups leave biases and norms undecayed; lr factor scales each group") {
+TEST_CASE("decay groups leave biases and norms undecayed, lr factor scales each group") {
   nn::NamedTensors named = {{"w", zeros({2, 2}, {.requires_grad = true})}, {"b", zeros({2}, {.requires_grad = true})}};
   auto groups = nn::decay_groups(named, 0.1);
   REQUIRE(groups.size() == 2);

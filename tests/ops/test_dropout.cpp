@@ -60,7 +60,7 @@ TEST_CASE("dropout keeps about 1 - p, preserves the expectation and is thread-co
   CHECK(serial == threaded);
 }
 
-TEST_CASE("dropout is the identity in eval mode and for p = 0; p = 1 gives zeros") {
+TEST_CASE("dropout is the identity in eval mode and for p = 0, p = 1 gives zeros") {
   Tensor x = leaf64({3, 4}, 51);
   CHECK(dropout(x, 0.5, false).is_same(x));
   CHECK(dropout(x, 0.0, true).is_same(x));

@@ -105,7 +105,7 @@ TEST_CASE("cross_entropy gradcheck over layouts with ignore_index, smoothing and
   CHECK_GRADCHECK([t](V a) { return cross_entropy(expand(a[0], {4, 5}), t, {.label_smoothing = 0.1}); }, {row});
 }
 
-TEST_CASE("cross_entropy gradient is (softmax - smoothed one-hot) / count; large logits; all ignored") {
+TEST_CASE("cross_entropy gradient is (softmax - smoothed one-hot) / count, large logits, all ignored") {
   Tensor x = tensor({1, 2, 3, 0, 0, 0, 5, -1, 2}, {3, 3}, {.dtype = kFloat64, .requires_grad = true});
   Tensor t = targets({2, -100, 0}, {3});
   backward(cross_entropy(x, t, {.label_smoothing = 0.3}));

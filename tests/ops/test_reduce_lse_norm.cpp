@@ -60,7 +60,7 @@ TEST_CASE("logsumexp is stable and handles infinities") {
   check_close(logsumexp(full({200000, 2}, 0.5), {0}), {0.5 + std::log(2e5), 0.5 + std::log(2e5)}, 1e-5);
 }
 
-TEST_CASE("logsumexp gradient is softmax; zero for an all -inf row") {
+TEST_CASE("logsumexp gradient is softmax, zero for an all -inf row") {
   Tensor x = tensor({0, std::log(3.0), -INFINITY, -INFINITY}, {2, 2}, {.dtype = kFloat64, .requires_grad = true});
   backward(sum(logsumexp(x, {1})));
   check_close(x.grad(), {0.25, 0.75, 0, 0});
@@ -79,7 +79,7 @@ TEST_CASE("logsumexp gradient is softmax; zero for an all -inf row") {
   CHECK_GRADCHECK([](V a) { return logsumexp(add(expand(a[0], {3, 4}), a[1]), {1}); }, {v, w});
 }
 
-TEST_CASE("norm gradcheck for several p; zero norms give zero gradients") {
+TEST_CASE("norm gradcheck for several p, zero norms give zero gradients") {
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
     Tensor y = leaf64({3, 4, 5}, 81, l, -1.2, 1.2);  // mixed signs, (almost surely) no zeros or ties

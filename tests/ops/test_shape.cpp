@@ -91,7 +91,7 @@ TEST_CASE("cat errors name the tensors and shapes") {
   CHECK_THROWS_WITH_AS(cat({scalar_tensor(1)}), "cat: tensor 0 is zero-dimensional and cannot be concatenated", Error);
 }
 
-TEST_CASE("stack adds a dim; gradchecks; errors") {
+TEST_CASE("stack adds a dim, gradchecks, errors") {
   Tensor a = seq({2, 3}), b = seq({2, 3}, 10);
   Tensor s = stack({a, b}, 1);  // (2, 2, 3): s[i][k][j] = (k ? b : a)[i][j]
   REQUIRE(s.sizes() == Shape{2, 2, 3});

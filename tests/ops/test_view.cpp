@@ -24,7 +24,7 @@ TEST_CASE("views share storage and match index arithmetic") {
   CHECK(view(x, {-1, 6}).sizes() == Shape{4, 6});
 }
 
-TEST_CASE("reshape copies only when it must; view refuses") {
+TEST_CASE("reshape copies only when it must, view refuses") {
   Tensor x = view(arange(6, {.dtype = kFloat64}), {2, 3});
   Tensor t = transpose(x, 0, 1);
   CHECK_THROWS_WITH_AS(view(t, {6}), doctest::Contains("use reshape"), Error);
