@@ -16,6 +16,7 @@
 #include "ops/layer_norm.h"
 #include "ops/linalg.h"
 #include "ops/loss.h"
+#include "ops/mixture.h"
 #include "ops/optim.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"
