@@ -94,8 +94,9 @@ std::pair<int64_t, int64_t> mask_row(T* add, const bool* row, int64_t step, int6
 
 // The mixture over n keys of one row. In: s and b, M component rows of
 // stride S. Out: x (M rows of stride n) holds exp(x_r − mx) (hard: the
-// one-hot choice), mx = max_r x_r as computed, u = Σ_r of x's rows (hard: 1).
-// lm (optional): mx + add, the masked maxima, taken before anything else.
+// one-hot choice of the first r with x_r = mx); mx = max_r x_r; soft only:
+// u = Σ_r exp(x_r − mx), in [1, M] (0 for a key whose every x_r is -inf).
+// lm (optional): mx + add, the masked maxima.
 template <class T>
 void components(T* x, T* mx, T* u, T* lm, const T* add, const T* s, const T* b, int64_t M, int64_t S, int64_t n,
                 T scale, bool hard) {
@@ -143,16 +144,6 @@ void components(T* x, T* mx, T* u, T* lm, const T* add, const T* s, const T* b, 
     }
   }
 }
-
-struct Scratch {
-  std::vector<char> bytes;
-  template <class T>
-  T* row(int64_t count, int64_t which) {  // `which`-th of several rows of `count` values
-    const size_t need = size_t((which + 1) * count) * sizeof(T);
-    if (bytes.size() < need) bytes.resize(need);
-    return reinterpret_cast<T*>(bytes.data()) + which * count;
-  }
-};
 
 template <class T>
 void forward_rows(T* a, T* g, const T* s, const T* bias, const Tensor& mask, const Geometry& G, T scale, bool hard) {

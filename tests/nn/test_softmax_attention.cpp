@@ -277,6 +277,8 @@ TEST_CASE("softmax attention config and input errors name the field") {
   CHECK_THROWS_WITH_AS(nn::make_attention(config("fixed", 8, 2)),
                        "attention.head_dim: the \"fixed\" family needs an explicit head_dim", Error);
   CHECK_THROWS_WITH_AS(nn::make_attention(config("softmax", 8, 0)), "attention.heads must be positive, got 0", Error);
+  CHECK_THROWS_WITH_AS(nn::make_attention(config("fixed", 8, 2, -1)),
+                       "attention.head_dim must be >= 0 (0 means d_model / heads), got -1", Error);
   auto c = config("softmax", 8, 2);
   c.hard_e = true;
   CHECK_THROWS_WITH_AS(nn::make_attention(c), "attention: hard_e/soft_e apply to mgk and smgk only, not 'softmax'",
