@@ -256,7 +256,7 @@ TEST_CASE("causal MGK attention never leaks: future tokens change no earlier out
   }
 }
 
-TEST_CASE("padded keys do not affect MGK outputs; a fully padded row gives the output bias") {
+TEST_CASE("padded keys do not affect MGK outputs, and a fully padded row gives the output bias") {
   for (const Variant& var : kVariants) {
     CAPTURE(variant_name(var));
     auto m = make(config(var, 8, 2));

@@ -152,7 +152,7 @@ TEST_CASE("causal softmax attention never leaks: future tokens change no earlier
   CHECK(sum(abs(narrow(xl.grad(), 1, 0, 3))).item() > 0);
 }
 
-TEST_CASE("padded keys do not affect any output; a fully padded row gives the output bias") {
+TEST_CASE("padded keys do not affect any output, and a fully padded row gives the output bias") {
   auto m = make(config("softmax", 8, 2));
   Tensor x = input({2, 5, 8}, 31);
   Tensor pad = bool_tensor({0, 1, 0, 0, 1, 0, 0, 0, 1, 1}, {2, 5});
