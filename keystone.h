@@ -17,6 +17,7 @@
 #include "ops/linalg.h"
 #include "ops/linear_attention.h"
 #include "ops/loss.h"
+#include "ops/mixture.h"
 #include "ops/optim.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"

@@ -29,7 +29,7 @@ void AttentionConfig::validate() const {
   KS_CHECK(d_model > 0, "attention: d_model must be positive, got ", d_model);
   KS_CHECK(heads > 0, "attention.heads must be positive, got ", heads);
   KS_CHECK(kv_dim >= 0, "attention.kv_dim must be >= 0, got ", kv_dim);
-  KS_CHECK(head_dim >= 0, "attention.head_dim must be positive, got ", head_dim);
+  KS_CHECK(head_dim >= 0, "attention.head_dim must be >= 0 (0 means d_model / heads), got ", head_dim);
   if (head_dim == 0)
     KS_CHECK(d_model % heads == 0, "attention.heads: ", heads, " heads do not divide d_model ", d_model,
              "; set attention.head_dim (the \"fixed\" family allows any head size)");

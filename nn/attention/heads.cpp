@@ -1,6 +1,8 @@
 // nn/attention/heads.cpp — shared attention plumbing.
 #include "nn/attention/heads.h"
 
+#include <tuple>
+
 #include "core/factory.h"
 #include "ops/compare.h"
 #include "ops/elementwise.h"
@@ -37,6 +39,38 @@ Tensor append_to_cache(const Tensor& stored, const Tensor& fresh, int64_t dim) {
   return stored.defined() ? cat({stored, fresh}, dim) : fresh;
 }
 
+CachedKeys keys_through_cache(AttentionCache* cache, const ProjectKeys& project, const Tensor& key_padding,
+                              int64_t batch, int64_t k_dim, Device device) {
+  CachedKeys out;
+  out.key_padding = key_padding;
+  if (cache && cache->is_static && cache->length > 0) {
+    out.k = cache->k;
+    out.v = cache->v;
+    if (!out.key_padding.defined()) out.key_padding = cache->key_padding;
+    return out;
+  }
+  std::tie(out.k, out.v) = project();
+  if (!cache) return out;
+  if (!cache->is_static) {
+    out.offset = cache->length;
+    out.k = append_to_cache(cache->k, out.k, k_dim);
+    out.v = append_to_cache(cache->v, out.v, 2);
+    if (key_padding.defined() || cache->key_padding.defined()) {
+      const int64_t fresh_len = out.v.size(2) - cache->length;
+      Tensor fresh = key_padding.defined() ? key_padding : zeros({batch, fresh_len}, {.dtype = kBool, .device = device});
+      Tensor old = cache->key_padding.defined() || cache->length == 0
+                       ? cache->key_padding
+                       : zeros({batch, cache->length}, {.dtype = kBool, .device = device});
+      out.key_padding = append_to_cache(old, fresh, 1);
+    }
+  }
+  cache->k = out.k;
+  cache->v = out.v;
+  cache->key_padding = out.key_padding;
+  cache->length = out.v.size(2);
+  return out;
+}
+
 void check_attention_inputs(const AttentionConfig& cfg, const Tensor& q, const Tensor& k, const Tensor& v,
                             const AttentionMask& mask, const AttentionCache* cache) {
   const char* who = cfg.type.c_str();
@@ -48,13 +82,19 @@ void check_attention_inputs(const AttentionConfig& cfg, const Tensor& q, const T
              " attention: key must be (", q.size(0), ", S, ", cfg.resolved_kv_dim(), "), got ", describe(k));
     KS_CHECK(v.sizes() == k.sizes(), who, " attention: value ", describe(v), " must match key ", describe(k));
   }
+  if (cache && cache->length > 0) {
+    const Tensor& held = cache->k.defined() ? cache->k : cache->state;
+    KS_CHECK(!held.defined() || held.size(0) == q.size(0), who, " attention: the cache holds batch size ",
+             held.size(0), ", got a query of batch size ", q.size(0));
+  }
   if (mask.key_padding.defined()) {
-    const int64_t s = (reuse ? cache->length : k.size(1));
     KS_CHECK(mask.key_padding.dtype() == kBool && mask.key_padding.dim() == 2 && mask.key_padding.size(0) == q.size(0),
              who, " attention: key_padding must be bool (B, S) with B = ", q.size(0), ", got ",
              describe(mask.key_padding));
-    KS_CHECK(mask.key_padding.size(1) == s || (cache && !cache->is_static), who,
-             " attention: key_padding covers ", mask.key_padding.size(1), " keys but there are ", s);
+    const bool growing = cache && !cache->is_static && cache->length > 0;
+    const int64_t s = reuse ? cache->length : k.size(1);
+    KS_CHECK(mask.key_padding.size(1) == s, who, " attention: key_padding covers ", mask.key_padding.size(1),
+             " keys but there are ", s, growing ? " new keys (a growing cache takes the padding of the new keys only)" : "");
   }
 }
 

@@ -3,6 +3,9 @@
 // turning an AttentionMask into one boolean "masked" tensor.
 #pragma once
 
+#include <functional>
+#include <utility>
+
 #include "nn/attention/attention.h"
 
 namespace ks::nn {
@@ -18,6 +21,21 @@ Tensor attention_mask(const AttentionMask& mask, int64_t batch, int64_t t, int64
 
 // Appends `fresh` (..., S_new, p) to `stored` along `dim` (a new tensor), or returns fresh.
 Tensor append_to_cache(const Tensor& stored, const Tensor& fresh, int64_t dim);
+
+// The projected keys and values one forward attends to, after the cache.
+struct CachedKeys {
+  Tensor k, v;          // as the family lays them out, with S along k_dim / dim 2
+  Tensor key_padding;   // (B, S) bool or undefined
+  int64_t offset = 0;   // keys before this call's first query (for the causal rule)
+};
+// Without a cache: project() and the given padding. A static cache projects
+// on its first call and is reused after that (project() is not called). A
+// growing cache appends project()'s keys along k_dim and values along dim 2,
+// and appends key_padding (which covers the new keys only; missing padding
+// counts as "not padded"). The cache is updated in place.
+using ProjectKeys = std::function<std::pair<Tensor, Tensor>()>;
+CachedKeys keys_through_cache(AttentionCache* cache, const ProjectKeys& project, const Tensor& key_padding,
+                              int64_t batch, int64_t k_dim, Device device);
 
 // Checks query/key/value shapes against the config; names the family.
 void check_attention_inputs(const AttentionConfig& cfg, const Tensor& q, const Tensor& k, const Tensor& v,

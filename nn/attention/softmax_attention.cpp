@@ -30,46 +30,21 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   const int64_t h = config.heads, p = config.resolved_head_dim();
   const int64_t B = query.size(0), T = query.size(1);
 
-  Tensor qh = split_heads(q->forward(query), h, p);  // (B, h, T, p)
-  Tensor kh, vh;                                    // (B, h, S, p)
-  Tensor key_padding = mask.key_padding;
-  int64_t offset = 0;  // keys that precede this call's queries
-  if (cache && cache->is_static && cache->length > 0) {
-    kh = cache->k;
-    vh = cache->v;
-    if (!key_padding.defined()) key_padding = cache->key_padding;
-  } else {
-    kh = split_heads(k->forward(key), h, p);
-    vh = split_heads(v->forward(value), h, p);
-    if (cache) {
-      offset = cache->is_static ? 0 : cache->length;
-      if (!cache->is_static) {
-        kh = append_to_cache(cache->k, kh, 2);
-        vh = append_to_cache(cache->v, vh, 2);
-        if (key_padding.defined() || cache->key_padding.defined()) {
-          Tensor fresh = key_padding.defined() ? key_padding : zeros({B, key.size(1)}, {.dtype = kBool});
-          Tensor old = cache->key_padding.defined() || cache->length == 0
-                           ? cache->key_padding
-                           : zeros({B, cache->length}, {.dtype = kBool});
-          key_padding = append_to_cache(old, fresh, 1);
-        }
-      }
-      cache->k = kh;
-      cache->v = vh;
-      cache->key_padding = key_padding;
-      cache->length = kh.size(2);
-    }
-  }
-  const int64_t S = kh.size(2);
+  // The 1/√p scale goes on the queries (T·p values) rather than the scores (T·S).
+  Tensor qh = split_heads(mul(q->forward(query), 1.0 / std::sqrt(double(p))), h, p);  // (B, h, T, p)
+  CachedKeys kv = keys_through_cache(
+      cache,
+      [&] { return std::pair{split_heads(k->forward(key), h, p), split_heads(v->forward(value), h, p)}; },
+      mask.key_padding, B, 2, query.device());  // k, v (B, h, S, p)
+  const int64_t S = kv.k.size(2);
 
-  Tensor scores = mul(matmul(qh, transpose(kh, -1, -2)), 1.0 / std::sqrt(double(p)));  // (B, h, T, S)
-  AttentionMask effective{mask.causal, key_padding};
-  Tensor masked = attention_mask(effective, B, T, S, offset, query.device());
+  Tensor scores = matmul(qh, transpose(kv.k, -1, -2));  // (B, h, T, S)
+  Tensor masked = attention_mask({mask.causal, kv.key_padding}, B, T, S, kv.offset, query.device());
   if (masked.defined()) scores = masked_fill(scores, masked, -INFINITY);
   Tensor weights = softmax(scores, -1);  // a fully masked row gives zeros
   if (return_weights) last_weights = detach(weights);
   weights = attn_drop->forward(weights);
-  return o->forward(merge_heads(matmul(weights, vh)));  // (B, T, d)
+  return o->forward(merge_heads(matmul(weights, kv.v)));  // (B, T, d)
 }
 
 namespace {

@@ -1,0 +1,125 @@
+// nn/attention/mgk_attention.cpp — MGK and sMGK attention: projections,
+// cache, the logits of the Gaussian mixture, and the soft-E update of π.
+#include "nn/attention/mgk_attention.h"
+
+#include <cmath>
+
+#include "autograd/grad_mode.h"
+#include "autograd/node.h"
+#include "core/factory.h"
+#include "nn/attention/heads.h"
+#include "nn/init.h"
+#include "ops/compare.h"
+#include "ops/elementwise.h"
+#include "ops/inplace.h"
+#include "ops/linalg.h"
+#include "ops/mixture.h"
+#include "ops/reduce.h"
+#include "ops/softmax.h"
+#include "ops/unary.h"
+#include "ops/view.h"
+
+namespace ks::nn {
+
+MixtureKeyAttention::MixtureKeyAttention(const AttentionConfig& cfg)
+    : Attention(cfg, cfg.type == "smgk" ? "ShiftedMixtureKeyAttention" : "MixtureKeyAttention"),
+      shifted(cfg.type == "smgk") {
+  const int64_t h = cfg.heads, p = cfg.resolved_head_dim(), M = cfg.keys, inner = h * p;
+  q = register_module("q", std::make_shared<Linear>(cfg.d_model, inner, cfg.bias));
+  k = register_module("k", std::make_shared<Linear>(cfg.resolved_kv_dim(), shifted ? inner : M * inner, cfg.bias));
+  v = register_module("v", std::make_shared<Linear>(cfg.resolved_kv_dim(), inner, cfg.bias));
+  o = register_module("o", std::make_shared<Linear>(inner, cfg.d_model, cfg.bias));
+  if (cfg.soft_e) pi = register_buffer("pi", full({h, M}, 1.0 / double(M)));
+  else pi_logits = register_parameter("pi_logits", zeros({h, M}));
+  if (shifted) {
+    mu = register_parameter("mu", empty({h, M, p}));
+    init::normal_(mu, 0.0, 0.02);
+  }
+  attn_drop = register_module("attn_drop", std::make_shared<Dropout>(cfg.dropout));
+}
+
+Tensor MixtureKeyAttention::log_pi() const { return config.soft_e ? log(pi) : log_softmax(pi_logits, -1); }
+
+double MixtureKeyAttention::inverse_sigma2() const {
+  return 1.0 / (config.sigma2 > 0 ? config.sigma2 : std::sqrt(double(config.resolved_head_dim())));
+}
+
+Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const AttentionMask& mask, AttentionCache* cache) {
+  check_attention_inputs(config, query, key, value, mask, cache);
+  const int64_t h = config.heads, p = config.resolved_head_dim(), M = config.keys;
+  const int64_t B = query.size(0), T = query.size(1);
+  const double inv_s2 = inverse_sigma2();
+
+  Tensor qh = split_heads(q->forward(query), h, p);  // (B, h, T, p)
+  CachedKeys kv = keys_through_cache(
+      cache,
+      [&] {
+        const int64_t S = key.size(1);
+        Tensor kr;  // (B, h, M, S, p), contiguous: the layout the score GEMM and the cache want
+        if (shifted) {
+          Tensor kj = unsqueeze(split_heads(k->forward(key), h, p), 2);  // (B, h, 1, S, p)
+          kr = sub(kj, view(mu, {1, h, M, 1, p}));
+        } else {
+          kr = contiguous(permute(view(k->forward(key), {B, S, M, h, p}), {0, 3, 2, 1, 4}));
+        }
+        return std::pair{kr, split_heads(v->forward(value), h, p)};
+      },
+      mask.key_padding, B, 3, query.device());
+  const Tensor& kr = kv.k;  // (B, h, M, S, p)
+  const int64_t S = kr.size(3);
+
+  // logits_ijr = log π_r − ‖q_i − k_jr‖²/2σ² = log π_r − ‖q_i‖²/2σ² + q_i·k_jr/σ² − ‖k_jr‖²/2σ².
+  // ‖q_i‖² is the same for every key j and component r, so it cancels in the
+  // softmax over j and is never computed: mixture_softmax gets the scores
+  // q·k_jr (one GEMM over all M·S keys) with scale 1/σ², and the per-key bias
+  // log π_r − ‖k_jr‖²/2σ². (The tests' loop reference keeps the full distance.)
+  Tensor scores = view(matmul(qh, transpose(reshape(kr, {B, h, M * S, p}), -1, -2)), {B, h, T, M, S});
+  Tensor bias = add(view(log_pi(), {1, h, M, 1}), mul(sum(mul(kr, kr), {-1}), -0.5 * inv_s2));  // (B, h, M, S)
+  Tensor masked = attention_mask({mask.causal, kv.key_padding}, B, T, S, kv.offset, query.device());
+  const bool estimate_pi = config.soft_e && is_training();
+  MixtureSoftmax mix = mixture_softmax(scores, bias, inv_s2, masked,
+                                       {.hard = config.hard_e, .responsibilities = estimate_pi});  // A (B, h, T, S)
+
+  if (estimate_pi) {
+    // E-step statistics: γ (B, h, T, M, S) is 0 at hidden keys and sums to 1
+    // over r at visible ones, so Σ_r of its totals counts the visible pairs.
+    NoGradGuard no_grad;
+    Tensor totals = sum(mix.responsibilities, {0, 2, 4});  // (h, M)
+    Tensor visible = sum(totals, {1}, true);               // (h, 1)
+    Tensor estimate = div(totals, maximum(visible, full_like(visible, 1e-30)));
+    // A head that saw no visible key keeps its π.
+    Tensor step = where(gt(visible, 0.0), sub(estimate, pi), zeros_like(pi));
+    add_(pi, step, pi_momentum);
+  }
+  if (return_weights) last_weights = detach(mix.weights);
+  Tensor weights = attn_drop->forward(mix.weights);
+  return o->forward(merge_heads(matmul(weights, kv.v)));  // (B, T, d)
+}
+
+namespace {
+
+std::shared_ptr<Attention> make_mgk(const AttentionConfig& cfg) { return std::make_shared<MixtureKeyAttention>(cfg); }
+
+AttentionCost mgk_cost(const AttentionConfig& cfg, int64_t n, bool causal) {
+  const int64_t d = cfg.d_model, kv = cfg.resolved_kv_dim(), h = cfg.heads, p = cfg.resolved_head_dim();
+  const int64_t M = cfg.keys, inner = h * p;
+  const bool shifted = cfg.type == "smgk";
+  const int64_t key_width = shifted ? inner : M * inner;
+  AttentionCost c;
+  c.params = inner * d + key_width * kv + inner * kv + inner * d +
+             (cfg.bias ? inner + key_width + inner + d : 0) + (cfg.soft_e ? 0 : h * M) + (shifted ? h * M * p : 0);
+  const double keys = causal ? (double(n) + 1) / 2 : double(n);
+  c.flops_per_token = 2.0 * (inner * d + key_width * kv + inner * kv + inner * d)  // projections
+                      + 2.0 * double(M * inner)                                  // ‖k_jr‖² of this token's keys
+                      + 2.0 * keys * double(M * inner)                           // q·k_jr
+                      + 2.0 * keys * double(inner);                              // A V
+  return c;
+}
+
+}  // namespace
+
+KS_REGISTER_ATTENTION("mgk", make_mgk, mgk_cost);
+KS_REGISTER_ATTENTION("smgk", make_mgk, mgk_cost);
+
+}  // namespace ks::nn

@@ -1,0 +1,64 @@
+// nn/attention/mgk_attention.h — attention with a mixture of Gaussian keys
+// (Nguyen et al., "Improving Transformers with Probabilistic Attention Keys"):
+// types "mgk" and "smgk".
+//
+// Each key position j carries M keys k_j1..k_jM (AttentionConfig::keys), and
+// query i attends to j in proportion to a Gaussian mixture likelihood:
+//   A_ij ∝ Σ_r π_r exp(−‖q_i − k_jr‖² / 2σ²),   normalised over the visible j,
+// per head, with σ² = √p (or AttentionConfig::sigma2 when > 0). Then, as in
+// softmax attention, out = concat_heads(A V) W_o.
+//   "mgk":  M key projections, k_jr = m_j W_k^(r). They are one Linear `k` of
+//           width M·h·p whose weight stacks them: rows [r·h·p, (r+1)·h·p)
+//           are W_k^(r), laid out by head like q's.
+//   "smgk": one key projection plus M learned shifts per head, k_jr = k_j − μ_r;
+//           `mu` (h, M, p) starts at N(0, 0.02²) — small, so every component
+//           starts near the unshifted key, but not zero, or the M components
+//           would get equal gradients and never separate.
+// Mixing weights π (h, M), one set per head:
+//   learned (default): `pi_logits` (h, M), zeros at start, π = softmax over M;
+//   hard_e:            max over r of log π_r − ‖q − k_r‖²/2σ² replaces the
+//                      log-sum-exp (each key uses its best component only);
+//   soft_e:            π is an EM estimate, not a parameter: the buffer `pi`
+//                      (h, M), 1/M at start, moves after each training forward
+//                      towards the mean posterior responsibility
+//                        γ_ijr = π_r N(q_i | k_jr) / Σ_r' π_r' N(q_i | k_jr')
+//                      over batch, queries and visible keys of that head:
+//                        π ← (1 − pi_momentum)·π + pi_momentum·mean γ
+//                      (an exponential moving average, as BatchNorm keeps its
+//                      statistics; pi_momentum = 0.1). Eval mode never updates it.
+// Attention dropout (AttentionConfig::dropout) acts on A. Decoding caches hold
+// keys (B, h, M, S, p) — the shifted keys for smgk — and values (B, h, S, p).
+// Parameters (kv_dim = d): mgk (M + 3)·h·p·d + (M + 2)·h·p + d + h·M (π
+// logits, absent with soft_e); smgk 4·h·p·d + 3·h·p + d + h·M·p (+ h·M).
+// Not here: the linear-attention form of MGK ("mlk").
+#pragma once
+
+#include <memory>
+
+#include "nn/attention/attention.h"
+#include "nn/layers.h"
+
+namespace ks::nn {
+
+class MixtureKeyAttention : public Attention {
+ public:
+  explicit MixtureKeyAttention(const AttentionConfig& cfg);
+  using Attention::forward;
+  Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMask& mask = {},
+                 AttentionCache* cache = nullptr) override;
+
+  // log π (h, M): from pi_logits, or from the soft-E buffer pi (no gradient).
+  Tensor log_pi() const;
+  // 1 / 2σ² is half of this: 1/σ², the scale of q·k in the logits.
+  double inverse_sigma2() const;
+
+  std::shared_ptr<Linear> q, k, v, o;
+  Tensor pi_logits;  // (h, M) parameter; undefined with soft_e
+  Tensor pi;         // (h, M) buffer; soft_e only
+  Tensor mu;         // (h, M, p) parameter; smgk only
+  std::shared_ptr<Dropout> attn_drop;
+  double pi_momentum = 0.1;  // soft_e: the EMA step towards each batch's mean responsibilities
+  const bool shifted;        // smgk
+};
+
+}  // namespace ks::nn
