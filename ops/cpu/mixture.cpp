@@ -120,7 +120,7 @@ void components(T* x, T* mx, T* u, T* lm, const T* add, const T* s, const T* b, 
   if (!hard) {
     for (int64_t r = 0; r < M; ++r) {
       T* xk = x + r * n;
-      for (int64_t j = 0; j < n; ++j) xk[j] = vexp(xk[j] - m0[j]);
+      for (int64_t j = 0; j < n; ++j) xk[j] = vmath::exp(xk[j] - m0[j]);
     }
   } else {
     for (int64_t r = 0; r < M; ++r) {  // x_r becomes 1 if r is the first component reaching the max
@@ -184,7 +184,7 @@ void forward_rows(T* a, T* g, const T* s, const T* bias, const Tensor& mask, con
       // u becomes γ's factor: 1/u (hard: 1) on visible keys, 0 on hidden ones.
       if (!hard) {
         for (int64_t j = 0; j < n; ++j) {
-          const T inv = T(1) / u[j], e = vexp(al[j] - m);
+          const T inv = T(1) / u[j], e = vmath::exp(al[j] - m);
           const bool live = al[j] != kNegInf<T>;
           al[j] = e * u[j];
           u[j] = live ? inv : T(0);
@@ -192,7 +192,7 @@ void forward_rows(T* a, T* g, const T* s, const T* bias, const Tensor& mask, con
       } else {
         for (int64_t j = 0; j < n; ++j) {
           u[j] = al[j] != kNegInf<T> ? T(1) : T(0);
-          al[j] = vexp(al[j] - m);
+          al[j] = vmath::exp(al[j] - m);
         }
       }
       const double sum = lane_sum<double>(n, [&](int64_t j) { return al[j]; });

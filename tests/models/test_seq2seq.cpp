@@ -76,15 +76,6 @@ double sequence_log_prob(Seq2Seq& m, const Tensor& src, const std::vector<int64_
 
 Tensor row(const Tensor& src, int64_t b) { return narrow(src, 0, b, 1); }
 
-// The MGK family lives in another branch until it is merged: its cases are
-// skipped, with a message, while it is not registered.
-bool built_in(const std::string& family) {
-  const auto known = nn::attention_families();
-  if (std::find(known.begin(), known.end(), family) != known.end()) return true;
-  MESSAGE("attention family '", family, "' is not built into this Keystone; its case is skipped");
-  return false;
-}
-
 }  // namespace
 
 TEST_CASE("seq2seq cost matches a count by hand") {
@@ -210,7 +201,6 @@ TEST_CASE("seq2seq decoding with caches equals decoding without") {
                      json{{"attention", {{"type", "fixed"}, {"heads", 3}, {"head_dim", 4}}}},
                      json{{"attention", {{"type", "mgk"}, {"heads", 2}}}}}) {
     CAPTURE(extra.dump());
-    if (!built_in(extra.value("attention", json::object()).value("type", "softmax"))) continue;
     auto m = make(extra);
     m->eval();
     NoGradGuard no_grad;
@@ -473,7 +463,6 @@ CopyResult train_copy(const json& attention, bool pre_norm, int64_t steps, int64
 // one (about 30x slower) a short run that checks the loss falls.
 void check_copy(const json& attention, bool pre_norm = false) {
   const std::string type = attention.value("type", "softmax");
-  if (!built_in(type)) return;
   if (kSlowBuild) {
     MESSAGE("sanitised or unoptimised build: copy task shortened to 12 steps at d = 32, batch 16");
     CopyResult r = train_copy(attention, pre_norm, 12, 32, 16, 2);
