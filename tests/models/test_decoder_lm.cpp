@@ -378,6 +378,8 @@ TEST_CASE("decoder_lm: errors name the problem") {
   CHECK_THROWS_WITH_AS(m->generate(ids({1, 2, 3}, {1, 3}), -1),
                        "decoder_lm: generate: max_new_tokens must be >= 0, got -1", Error);
   CHECK(m->generate(ids({1, 2, 3}, {1, 3}), 0).sizes() == Shape{1, 3});
+  c.pad_id = -2;  // any negative pad_id means none
+  CHECK(make_lm(c)->loss(ids({0, 1}, {1, 2}), ids({1, 0}, {1, 2})).item() > 0);
 
   NoGradGuard g;
   std::vector<nn::DecoderLayerCache> caches;
