@@ -31,7 +31,7 @@ Tensor Linear::forward(const Tensor& x) const {
 }
 
 Embedding::Embedding(int64_t num, int64_t d, int64_t pad)
-    : Module("Embedding"), num_embeddings(num), dim(d), padding_idx(pad) {
+    : Module("Embedding"), num_embeddings(num), dim(d), padding_idx(pad < 0 ? -1 : pad) {  // the op's "none" is -1
   KS_CHECK(num > 0 && d > 0, "Embedding: sizes must be positive, got ", num, " x ", d);
   KS_CHECK(pad < num, "Embedding: padding_idx ", pad, " out of range for ", num, " embeddings");
   weight = register_parameter("weight", empty({num, d}));

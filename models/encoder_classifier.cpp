@@ -1,0 +1,106 @@
+// models/encoder_classifier.cpp — encoding, pooling, the single and dual
+// heads, and the cost report.
+#include "models/encoder_classifier.h"
+
+#include "core/factory.h"
+#include "nn/init.h"
+#include "ops/compare.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+#include "ops/unary.h"
+#include "ops/view.h"
+
+namespace ks::models {
+
+EncoderClassifier::EncoderClassifier(const ModelConfig& cfg)
+    : Model(cfg, "EncoderClassifier"),
+      tok(register_module("tok", std::make_shared<nn::Embedding>(cfg.vocab_size, cfg.d_model, cfg.pad_id))),
+      pos(*this, cfg) {
+  KS_CHECK(cfg.layers > 0, "encoder_classifier: layers must be positive, got ", cfg.layers);
+  KS_CHECK(cfg.num_classes >= 2, "encoder_classifier: num_classes must be at least 2, got ", cfg.num_classes);
+  KS_CHECK(cfg.pooling == "mean" || cfg.pooling == "cls", "encoder_classifier: pooling must be mean or cls, got '",
+           cfg.pooling, "'");
+  if (cfg.pooling == "cls") {
+    cls = register_parameter("cls", empty({cfg.d_model}));
+    nn::init::normal_(cls, 0.0, 1.0);  // like a token embedding row
+  }
+  layers = register_module("layers", std::make_shared<nn::ModuleList<nn::EncoderLayer>>());
+  for (int64_t i = 0; i < cfg.layers; ++i) layers->push_back(std::make_shared<nn::EncoderLayer>(layer_config(cfg)));
+  if (cfg.pre_norm) ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(cfg.d_model));
+  const int64_t d = cfg.d_model;
+  if (cfg.dual) hidden = register_module("hidden", std::make_shared<nn::Linear>(4 * d, 2 * d));
+  head = register_module("head", std::make_shared<nn::Linear>(cfg.dual ? 2 * d : d, cfg.num_classes));
+}
+
+Tensor EncoderClassifier::encode(const Tensor& tokens) {
+  const bool use_cls = cls.defined();
+  check_tokens(tokens, config.vocab_size, config.max_len, use_cls ? 1 : 0, "encoder_classifier");
+  const int64_t B = tokens.size(0), d = config.d_model;
+  Tensor h = tok->forward(tokens);                          // (B, T, d)
+  Tensor padding = config.pad_id >= 0 ? eq(tokens, double(config.pad_id)) : Tensor();  // (B, T) bool
+  if (use_cls) {
+    h = cat({expand(view(cls, {1, 1, d}), {B, 1, d}), h}, 1);  // (B, 1 + T, d)
+    if (padding.defined()) padding = cat({zeros({B, 1}, {.dtype = kBool, .device = tokens.device()}), padding}, 1);
+  }
+  h = pos.add(h);
+  for (const auto& layer : *layers) h = layer->forward(h, padding);
+  if (ln_f) h = ln_f->forward(h);
+
+  if (use_cls) return select(h, 1, 0);  // (B, d)
+  if (!padding.defined()) return mean(h, {1});
+  // Mean over the real tokens; an all-padding row pools to zeros rather than 0/0.
+  Tensor keep = unsqueeze(ks::to(logical_not(padding), h.dtype()), 2);  // (B, T, 1)
+  return div(sum(mul(h, keep), {1}), clamp(sum(keep, {1}), 1.0, std::nullopt));
+}
+
+Tensor EncoderClassifier::forward(const Tensor& tokens) {
+  KS_CHECK(!config.dual, "encoder_classifier: this model is dual (config.dual); call forward(a, b)");
+  return head->forward(encode(tokens));
+}
+
+Tensor EncoderClassifier::forward(const Tensor& a, const Tensor& b) {
+  KS_CHECK(config.dual, "encoder_classifier: forward(a, b) needs a dual model (config.dual)");
+  KS_CHECK(a.defined() && b.defined() && a.dim() == 2 && b.dim() == 2 && a.size(0) == b.size(0),
+           "encoder_classifier: the two documents must be batches (B, T) of one size B, got ",
+           a.defined() ? describe(a) : "undefined", " and ", b.defined() ? describe(b) : "undefined");
+  Tensor u = encode(a), v = encode(b);  // (B, d) each, one shared encoder
+  Tensor features = cat({u, v, abs(sub(u, v)), mul(u, v)}, 1);  // (B, 4d)
+  Tensor z = hidden->forward(features);
+  z = config.activation == nn::Activation::GELU ? gelu(z) : relu(z);
+  return head->forward(z);
+}
+
+ModelCost EncoderClassifier::cost(int64_t seq_len) const {
+  const int64_t positions = seq_len + (cls.defined() ? 1 : 0);
+  KS_CHECK(seq_len > 0 && positions <= config.max_len, "encoder_classifier: cost: seq_len ", seq_len,
+           " needs ", positions, " positions; max_len is ", config.max_len);
+  const int64_t d = config.d_model, ff = config.resolved_d_ff(), V = config.vocab_size, C = config.num_classes;
+  nn::AttentionConfig a = config.attention;
+  a.d_model = d;
+  const nn::AttentionCost attn = nn::attention_cost(a, positions, /*causal=*/false);
+
+  ModelCost c;
+  c.embedding_params = V * d + pos.num_parameters() + (cls.defined() ? d : 0);
+  const int64_t ff_params = d * ff + ff + ff * d + d;
+  const int64_t per_layer = attn.params + ff_params + 2 * 2 * d;  // ln1, ln2
+  const int64_t head_params = config.dual ? (4 * d * 2 * d + 2 * d) + (2 * d * C + C) : d * C + C;
+  c.params = c.embedding_params + config.layers * per_layer + (config.pre_norm ? 2 * d : 0) + head_params;
+
+  const double per_sequence = double(positions) * double(config.layers) * (attn.flops_per_token + 2.0 * 2 * d * ff);
+  if (config.dual)
+    c.flops_per_token = (2 * per_sequence + 2.0 * (4 * d * 2 * d + 2 * d * C)) / double(2 * seq_len);
+  else
+    c.flops_per_token = (per_sequence + 2.0 * d * C) / double(seq_len);
+  return c;
+}
+
+namespace {
+std::shared_ptr<Model> make_encoder_classifier(const ModelConfig& cfg) {
+  return std::make_shared<EncoderClassifier>(cfg);
+}
+}  // namespace
+
+KS_REGISTER_MODEL("encoder_classifier", make_encoder_classifier);
+
+}  // namespace ks::models

@@ -1,0 +1,45 @@
+// models/shared.cpp — token checks, the position table, the layer config.
+#include "models/shared.h"
+
+#include "ops/reduce.h"
+
+namespace ks::models {
+
+nn::LayerConfig layer_config(const ModelConfig& cfg) {
+  nn::LayerConfig l;
+  l.d_model = cfg.d_model;
+  l.d_ff = cfg.resolved_d_ff();
+  l.dropout = cfg.dropout;
+  l.activation = cfg.activation;
+  l.pre_norm = cfg.pre_norm;
+  l.attention = cfg.attention;
+  l.attention.d_model = cfg.d_model;
+  return l;
+}
+
+void check_tokens(const Tensor& tokens, int64_t vocab_size, int64_t max_len, int64_t offset, const char* who) {
+  KS_CHECK(tokens.defined() && tokens.dtype() == kInt64 && tokens.dim() == 2, who,
+           ": tokens must be int64 (B, T), got ", tokens.defined() ? describe(tokens) : std::string("undefined"));
+  KS_CHECK(tokens.size(0) > 0 && tokens.size(1) > 0, who, ": tokens must not be empty, got ", describe(tokens));
+  const int64_t T = tokens.size(1);
+  if (offset == 0)
+    KS_CHECK(T <= max_len, who, ": a sequence of ", T, " tokens exceeds max_len ", max_len);
+  else
+    KS_CHECK(offset + T <= max_len, who, ": ", T, " tokens after ", offset, offset == 1 ? " position" : " positions",
+             " exceed max_len ", max_len);
+  const int64_t lo = amin(tokens).item<int64_t>(), hi = amax(tokens).item<int64_t>();
+  KS_CHECK(lo >= 0 && hi < vocab_size, who, ": token id ", lo < 0 ? lo : hi, " is outside [0, ", vocab_size, ")");
+}
+
+PositionTable::PositionTable(nn::Module& owner, const ModelConfig& cfg) {
+  if (cfg.positions == "learned")
+    learned_ = owner.register_module("pos", std::make_shared<nn::LearnedPositions>(cfg.max_len, cfg.d_model));
+  else
+    sinusoidal_ = owner.register_module("pos", std::make_shared<nn::SinusoidalPositions>(cfg.max_len, cfg.d_model));
+}
+
+Tensor PositionTable::add(const Tensor& x, int64_t offset) const {
+  return learned_ ? learned_->forward(x, offset) : sinusoidal_->forward(x, offset);
+}
+
+}  // namespace ks::models

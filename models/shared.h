@@ -1,0 +1,38 @@
+// models/shared.h — what the decoder LM and the encoder classifier share:
+// checking a token batch, the position table chosen by config.positions
+// (learned parameters or a fixed sinusoidal buffer), and the layer config
+// their Transformer layers are built from.
+//
+// Not here: the token Embedding itself (nn::Embedding), the models.
+#pragma once
+
+#include <memory>
+
+#include "models/config.h"
+#include "nn/feed_forward.h"
+#include "nn/transformer.h"
+
+namespace ks::models {
+
+// d_model, d_ff, dropout, activation, pre_norm and attention from the model config.
+nn::LayerConfig layer_config(const ModelConfig& cfg);
+
+// Throws "<who>: ..." unless tokens is int64 (B, T) with B, T >= 1, every id
+// in [0, vocab_size), and positions offset .. offset + T - 1 fit max_len.
+void check_tokens(const Tensor& tokens, int64_t vocab_size, int64_t max_len, int64_t offset, const char* who);
+
+// Registers itself on `owner` as "pos": nn::LearnedPositions (parameter
+// "pos.weight") or nn::SinusoidalPositions (buffer "pos.table").
+class PositionTable {
+ public:
+  PositionTable(nn::Module& owner, const ModelConfig& cfg);
+  // x (B, T, d) -> x + P[offset : offset + T]
+  Tensor add(const Tensor& x, int64_t offset = 0) const;
+  int64_t num_parameters() const { return learned_ ? learned_->weight.numel() : 0; }
+
+ private:
+  std::shared_ptr<nn::LearnedPositions> learned_;
+  std::shared_ptr<nn::SinusoidalPositions> sinusoidal_;
+};
+
+}  // namespace ks::models
