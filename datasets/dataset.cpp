@@ -1,0 +1,122 @@
+// datasets/dataset.cpp — validation and subsets of data sets, Philox-backed
+// random streams, permutations, ratio splits and language-model windows.
+#include "datasets/dataset.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/random.h"
+
+namespace ks::data {
+
+const char* task_name(Task t) {
+  switch (t) {
+    case Task::LanguageModel: return "language_model";
+    case Task::Classification: return "classification";
+    case Task::Seq2Seq: return "seq2seq";
+  }
+  return "?";
+}
+
+Ids compact_ids(const std::vector<int64_t>& ids) {
+  Ids out(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    KS_CHECK(ids[i] >= 0 && ids[i] <= INT32_MAX, "compact_ids: id ", ids[i], " at position ", i,
+             " does not fit in int32");
+    out[i] = int32_t(ids[i]);
+  }
+  return out;
+}
+
+void Dataset::validate(const std::string& name) const {
+  for (size_t i = 0; i < examples.size(); ++i) {
+    const Example& e = examples[i];
+    for (int64_t id : e.tokens)
+      KS_CHECK(id >= 0 && id < vocab_size, name, ": example ", i, " holds token id ", id, " outside the vocabulary [0, ",
+               vocab_size, ")");
+    for (int64_t id : e.target)
+      KS_CHECK(id >= 0 && id < target_vocab_size, name, ": example ", i, " holds target id ", id,
+               " outside the target vocabulary [0, ", target_vocab_size, ")");
+    if (task == Task::Classification)
+      KS_CHECK(e.label >= 0 && e.label < num_classes(), name, ": example ", i, " has label ", e.label, " but there are ",
+               num_classes(), " classes");
+    if (task == Task::LanguageModel)
+      KS_CHECK(e.target.size() == e.tokens.size(), name, ": example ", i, " has ", e.tokens.size(), " tokens but ",
+               e.target.size(), " targets");
+  }
+}
+
+Dataset Dataset::subset(const std::vector<int64_t>& indices) const {
+  Dataset out;
+  out.task = task;
+  out.vocab_size = vocab_size;
+  out.target_vocab_size = target_vocab_size;
+  out.classes = classes;
+  out.tokenizer = tokenizer;
+  out.target_tokenizer = target_tokenizer;
+  out.examples.reserve(indices.size());
+  for (int64_t i : indices) {
+    KS_CHECK(i >= 0 && i < size(), "Dataset::subset: index ", i, " out of range for ", size(), " examples");
+    out.examples.push_back(examples[size_t(i)]);
+  }
+  return out;
+}
+
+uint32_t Rng::next_u32() {
+  if (used_ == 4) {
+    auto w = philox4x32(seed_, stream_, block_++);
+    std::copy(w.begin(), w.end(), words_);
+    used_ = 0;
+  }
+  return words_[used_++];
+}
+
+double Rng::uniform() {
+  uint32_t hi = next_u32();
+  return uniform_double(hi, next_u32());
+}
+
+std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t stream) {
+  KS_CHECK(n >= 0, "permutation: n must be >= 0, got ", n);
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) p[size_t(i)] = i;
+  Rng rng(seed, stream);
+  for (int64_t i = n - 1; i > 0; --i) std::swap(p[size_t(i)], p[size_t(rng.below(i + 1))]);
+  return p;
+}
+
+SplitIndices split_by_ratio(int64_t n, double valid_fraction, double test_fraction, uint64_t seed) {
+  KS_CHECK(valid_fraction >= 0 && test_fraction >= 0 && valid_fraction + test_fraction <= 1, "split: fractions valid ",
+           valid_fraction, " and test ", test_fraction, " must be >= 0 and add up to at most 1");
+  int64_t n_test = std::llround(double(n) * test_fraction);
+  int64_t n_valid = std::min(n - n_test, int64_t(std::llround(double(n) * valid_fraction)));
+  std::vector<int64_t> p = permutation(n, seed, /*stream=*/0x5b117);
+  SplitIndices s;
+  s.test.assign(p.begin(), p.begin() + n_test);
+  s.valid.assign(p.begin() + n_test, p.begin() + n_test + n_valid);
+  s.train.assign(p.begin() + n_test + n_valid, p.end());
+  for (auto* v : {&s.train, &s.valid, &s.test}) std::sort(v->begin(), v->end());
+  return s;
+}
+
+Dataset language_model_windows(const Ids& stream, int64_t seq_len, int64_t vocab_size,
+                               std::shared_ptr<const Tokenizer> tokenizer) {
+  KS_CHECK(seq_len >= 1, "language model windows: seq_len must be >= 1, got ", seq_len);
+  Dataset d;
+  d.task = Task::LanguageModel;
+  d.vocab_size = d.target_vocab_size = vocab_size;
+  d.tokenizer = d.target_tokenizer = std::move(tokenizer);
+  // Window i predicts stream[start + 1 .. end]; the last one may be short.
+  for (int64_t start = 0; start + 1 < int64_t(stream.size()); start += seq_len) {
+    int64_t len = std::min(seq_len, int64_t(stream.size()) - 1 - start);
+    Example e;
+    e.tokens.assign(stream.begin() + start, stream.begin() + start + len);
+    e.target.assign(stream.begin() + start + 1, stream.begin() + start + 1 + len);
+    d.examples.push_back(std::move(e));
+  }
+  return d;
+}
+
+}  // namespace ks::data

@@ -1,0 +1,105 @@
+// datasets/dataset.h — what every data set in this folder produces: a list of
+// examples (token ids, optional target ids, optional class label) with the
+// vocabulary sizes and class names a model config needs, in train/valid/test
+// splits; and the seeded randomness (Philox streams) used to generate, split
+// and shuffle them.
+//
+// Examples hold plain vectors of ids; they become int64 Tensors only in
+// batches (datasets/loader.h). Ids are stored as int32 — every vocabulary is
+// far below 2^31 — which halves the memory of the large sets (LRA ListOps'
+// 96,000 training sequences of ~1,000 tokens; Fashion-MNIST's 60,000 x 784).
+// Nothing here computes gradients or touches a device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "datasets/tokenizer.h"
+
+namespace ks::data {
+
+enum class Task {
+  LanguageModel,   // tokens -> next tokens (target = tokens shifted by one)
+  Classification,  // tokens -> one label
+  Seq2Seq,         // tokens (source) -> target sequence
+};
+const char* task_name(Task t);  // "language_model", "classification", "seq2seq"
+
+using Ids = std::vector<int32_t>;
+
+// Tokenizer output (int64) as example storage; throws if an id is negative
+// or does not fit in 32 bits.
+Ids compact_ids(const std::vector<int64_t>& ids);
+
+struct Example {
+  Ids tokens;  // (T) the input
+  Ids target;  // (T) next tokens for Task::LanguageModel; (S) the target
+                                // sequence, without bos/eos, for Task::Seq2Seq; else empty
+  int64_t label = -1;           // the class for Task::Classification; else -1
+};
+
+struct Dataset {
+  Task task = Task::LanguageModel;
+  std::vector<Example> examples;
+  int64_t vocab_size = 0;         // ids in tokens are in [0, vocab_size)
+  int64_t target_vocab_size = 0;  // ids in target (seq2seq); equals vocab_size for LM
+  std::vector<std::string> classes;  // class names, index = label
+  // How the ids were made, for printing and for encoding new input; may be
+  // null (Fashion-MNIST pixels are their own ids).
+  std::shared_ptr<const Tokenizer> tokenizer, target_tokenizer;
+
+  int64_t size() const { return int64_t(examples.size()); }
+  int64_t num_classes() const { return int64_t(classes.size()); }
+  // Throws naming `name` and the first example whose ids or label are out of range.
+  void validate(const std::string& name) const;
+  // The same data set description with only the examples at `indices`.
+  Dataset subset(const std::vector<int64_t>& indices) const;
+};
+
+struct Splits {
+  Dataset train, valid, test;
+};
+
+// A stream of random numbers fixed by (seed, stream): the Philox4x32-10 block
+// sequence of core/random.h read word by word, so results never depend on
+// threads or on what else drew random numbers.
+class Rng {
+ public:
+  Rng(uint64_t seed, uint64_t stream) : seed_(seed), stream_(stream) {}
+  uint32_t next_u32();
+  uint64_t next_u64() { return uint64_t(next_u32()) << 32 | next_u32(); }
+  // Uniform in [0, n), n > 0 (the modulo bias, below 2^-32 for n < 2^32, is ignored).
+  int64_t below(int64_t n) { return int64_t(next_u64() % uint64_t(n)); }
+  // Uniform in [lo, hi], inclusive.
+  int64_t between(int64_t lo, int64_t hi) { return lo + below(hi - lo + 1); }
+  double uniform();  // [0, 1)
+
+ private:
+  uint64_t seed_, stream_;
+  uint64_t block_ = 0;
+  uint32_t words_[4] = {0, 0, 0, 0};
+  int used_ = 4;
+};
+
+// A permutation of 0..n-1 (Fisher-Yates) fixed by (seed, stream).
+std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t stream);
+
+// Assigns n items to train/valid/test: a seeded permutation, the first
+// round(n * test_fraction) to test, the next round(n * valid_fraction) to
+// valid, the rest to train; each list sorted ascending so the original order
+// (e.g. of lines in a file) survives inside a split.
+struct SplitIndices {
+  std::vector<int64_t> train, valid, test;
+};
+SplitIndices split_by_ratio(int64_t n, double valid_fraction, double test_fraction, uint64_t seed);
+
+// Language-modelling examples from one token stream: windows of seq_len
+// tokens, example i = stream[i*seq_len, (i+1)*seq_len) with target shifted by
+// one; the final window may be shorter (the loader pads it). Streams shorter
+// than two tokens give no examples.
+Dataset language_model_windows(const Ids& stream, int64_t seq_len, int64_t vocab_size,
+                               std::shared_ptr<const Tokenizer> tokenizer = nullptr);
+
+}  // namespace ks::data

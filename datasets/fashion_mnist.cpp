@@ -1,0 +1,114 @@
+// datasets/fashion_mnist.cpp — the IDX reader and the Fashion-MNIST splits.
+#include "datasets/fashion_mnist.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "datasets/io.h"
+
+namespace ks::data {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string load(const fs::path& path) {
+  return path.extension() == ".gz" ? gunzip_file(path, "idx") : read_file(path, "idx");
+}
+
+uint32_t be32(const std::string& b, size_t at) {
+  auto u = [&](size_t i) { return uint32_t(static_cast<unsigned char>(b[at + i])); };
+  return u(0) << 24 | u(1) << 16 | u(2) << 8 | u(3);
+}
+
+// Checks the header (magic + `dims` sizes) and that the payload is exactly
+// the product of the sizes; returns the sizes.
+std::vector<int64_t> header(const std::string& b, const fs::path& path, uint32_t magic, size_t dims,
+                            const char* what) {
+  size_t head = 4 * (1 + dims);
+  KS_CHECK(b.size() < 4 || be32(b, 0) == magic, "idx: ", path.string(), " has magic number ", be32(b, 0),
+           ", expected ", magic, " (IDX ", what, ")");
+  KS_CHECK(b.size() >= head, "idx: ", path.string(), " is truncated: ", b.size(), " bytes, shorter than the ", head,
+           "-byte header of an IDX ", what, " file");
+  std::vector<int64_t> sizes;
+  int64_t payload = 1;
+  for (size_t d = 0; d < dims; ++d) {
+    sizes.push_back(int64_t(be32(b, 4 * (1 + d))));
+    payload *= sizes.back();
+  }
+  KS_CHECK(int64_t(b.size() - head) == payload, "idx: ", path.string(), " holds ", b.size() - head,
+           " bytes after its header but the header promises ", sizes, " = ", payload,
+           int64_t(b.size() - head) < payload ? " (truncated)" : " (trailing data)");
+  return sizes;
+}
+
+// The examples at `indices` (sorted, cut to `limit` when > 0), moved out of `from`.
+Dataset take(Dataset& from, std::vector<int64_t> indices, int64_t limit) {
+  std::sort(indices.begin(), indices.end());
+  if (limit > 0 && int64_t(indices.size()) > limit) indices.resize(size_t(limit));
+  Dataset d = from.subset({});
+  for (int64_t i : indices) d.examples.push_back(std::move(from.examples[size_t(i)]));
+  return d;
+}
+
+}  // namespace
+
+IdxImages read_idx_images(const fs::path& path) {
+  std::string b = load(path);
+  std::vector<int64_t> s = header(b, path, 2051, 3, "images");
+  KS_CHECK(s[1] > 0 && s[2] > 0, "idx: ", path.string(), ": images of ", s[1], " x ", s[2], " pixels");
+  IdxImages img{s[0], s[1], s[2], {}};
+  img.pixels.assign(b.begin() + 16, b.end());
+  return img;
+}
+
+std::vector<uint8_t> read_idx_labels(const fs::path& path) {
+  std::string b = load(path);
+  header(b, path, 2049, 1, "labels");
+  return {b.begin() + 8, b.end()};
+}
+
+const std::vector<std::string>& fashion_mnist_classes() {
+  static const std::vector<std::string> c = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                             "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  return c;
+}
+
+Dataset idx_classification(const fs::path& images, const fs::path& labels) {
+  IdxImages img = read_idx_images(images);
+  std::vector<uint8_t> lab = read_idx_labels(labels);
+  KS_CHECK(int64_t(lab.size()) == img.count, "idx: ", images.string(), " holds ", img.count, " images but ",
+           labels.string(), " holds ", lab.size(), " labels");
+  Dataset d;
+  d.task = Task::Classification;
+  d.vocab_size = 256;
+  d.classes = fashion_mnist_classes();
+  int64_t len = img.rows * img.cols;
+  d.examples.resize(size_t(img.count));
+  for (int64_t i = 0; i < img.count; ++i) {
+    KS_CHECK(lab[size_t(i)] < 10, "idx: ", labels.string(), ": label ", int(lab[size_t(i)]), " of example ", i,
+             " is outside 0-9");
+    Example& e = d.examples[size_t(i)];
+    e.tokens.assign(img.pixels.begin() + i * len, img.pixels.begin() + (i + 1) * len);
+    e.label = lab[size_t(i)];
+  }
+  return d;
+}
+
+Splits fashion_mnist(const FashionMnistOptions& o) {
+  Dataset train = idx_classification(o.dir / "train-images-idx3-ubyte.gz", o.dir / "train-labels-idx1-ubyte.gz");
+  Dataset test = idx_classification(o.dir / "t10k-images-idx3-ubyte.gz", o.dir / "t10k-labels-idx1-ubyte.gz");
+  for (const Dataset* d : {&train, &test})
+    KS_CHECK(d->examples.empty() || d->examples[0].tokens.size() == 784, "fashion_mnist: expected 28 x 28 images in ",
+             o.dir.string(), ", got ", d->examples[0].tokens.size(), " pixels each");
+  KS_CHECK(o.valid_size >= 0 && o.valid_size <= train.size(), "fashion_mnist: valid_size ", o.valid_size,
+           " must be in [0, ", train.size(), "]");
+  std::vector<int64_t> p = permutation(train.size(), o.split_seed, 0xfa5);
+  std::vector<int64_t> valid(p.begin(), p.begin() + o.valid_size), rest(p.begin() + o.valid_size, p.end());
+  std::vector<int64_t> all_test(size_t(test.size()));
+  for (int64_t i = 0; i < test.size(); ++i) all_test[size_t(i)] = i;
+  Splits out{take(train, std::move(rest), o.limit), take(train, std::move(valid), o.limit),
+             take(test, std::move(all_test), o.limit)};
+  return out;
+}
+
+}  // namespace ks::data

@@ -1,0 +1,284 @@
+// datasets/loader.cpp — epoch plans, collation with padding, the producer
+// thread and its bounded queue, and loader state (de)serialisation.
+#include "datasets/loader.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/copy.h"
+#include "core/factory.h"
+#include "core/error.h"
+
+namespace ks::data {
+
+using json = nlohmann::json;
+
+// ---- batches ---------------------------------------------------------------------
+
+Batch Batch::to(Device device) const {
+  Batch b = *this;
+  for (Tensor* t : {&b.tokens, &b.padding, &b.targets, &b.decoder_input, &b.target_padding, &b.labels})
+    if (t->defined()) *t = to_raw(*t, device, t->dtype());
+  return b;
+}
+
+namespace {
+
+// Rows of ids, each optionally wrapped by `first`/`last`, padded to the longest.
+// Fills ids (B, L) and its padding mask (B, L).
+void pad_rows(const std::vector<const Ids*>& rows, int64_t first, int64_t last, int64_t pad,
+              Tensor& ids, Tensor& mask) {
+  int64_t b = int64_t(rows.size()), extra = (first >= 0) + (last >= 0), len = 0;
+  for (auto* r : rows) len = std::max(len, int64_t(r->size()) + extra);
+  ids = Tensor::empty({b, len}, kInt64, Device::cpu());
+  mask = Tensor::empty({b, len}, kBool, Device::cpu());
+  int64_t* p = ids.data<int64_t>();
+  bool* m = mask.data<bool>();
+  std::fill(p, p + b * len, pad);
+  std::fill(m, m + b * len, true);
+  for (int64_t i = 0; i < b; ++i) {
+    int64_t* row = p + i * len;
+    int64_t k = 0;
+    if (first >= 0) row[k++] = first;
+    for (int32_t id : *rows[size_t(i)]) row[k++] = id;
+    if (last >= 0) row[k++] = last;
+    std::fill(m + i * len, m + i * len + k, false);
+  }
+}
+
+}  // namespace
+
+Batch collate(const Dataset& data, const std::vector<int64_t>& indices, const LoaderOptions& o) {
+  Batch out;
+  out.index = indices;
+  std::vector<const Ids*> src, tgt;
+  for (int64_t i : indices) {
+    KS_CHECK(i >= 0 && i < data.size(), "collate: example ", i, " out of range for ", data.size(), " examples");
+    src.push_back(&data.examples[size_t(i)].tokens);
+    tgt.push_back(&data.examples[size_t(i)].target);
+  }
+  pad_rows(src, -1, -1, o.pad_id, out.tokens, out.padding);
+  switch (data.task) {
+    case Task::LanguageModel: {
+      Tensor unused;
+      pad_rows(tgt, -1, -1, o.pad_id, out.targets, unused);
+      KS_CHECK(out.targets.sizes() == out.tokens.sizes(), "collate: language-model targets ", out.targets.sizes(),
+               " do not match tokens ", out.tokens.sizes());
+      break;
+    }
+    case Task::Classification: {
+      std::vector<int64_t> labels;
+      for (int64_t i : indices) {
+        int64_t l = data.examples[size_t(i)].label;
+        KS_CHECK(l >= 0, "collate: example ", i, " of a classification set has no label");
+        labels.push_back(l);
+      }
+      out.labels = from_vector(labels, {int64_t(labels.size())});
+      break;
+    }
+    case Task::Seq2Seq:
+      pad_rows(tgt, o.bos_id, -1, o.pad_id, out.decoder_input, out.target_padding);
+      pad_rows(tgt, -1, o.eos_id, o.pad_id, out.targets, out.target_padding);
+      break;
+  }
+  return out;
+}
+
+// ---- state -----------------------------------------------------------------------
+
+std::string LoaderState::to_json() const {
+  return json{{"epoch", epoch}, {"position", position}, {"seed", seed}, {"examples", examples},
+              {"batch_size", batch_size}}
+      .dump();
+}
+
+LoaderState LoaderState::from_json(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(str("loader state: not valid JSON (", e.what(), ")"));
+  }
+  KS_CHECK(j.is_object(), "loader state: expected a JSON object, got ", j.dump().substr(0, 80));
+  LoaderState s;
+  auto get = [&](const char* key, auto& out) {
+    KS_CHECK(j.contains(key) && j.at(key).is_number_integer(), "loader state: field \"", key,
+             "\" must be an integer");
+    out = j.at(key).get<std::remove_reference_t<decltype(out)>>();
+  };
+  get("epoch", s.epoch);
+  get("position", s.position);
+  get("seed", s.seed);
+  get("examples", s.examples);
+  get("batch_size", s.batch_size);
+  return s;
+}
+
+// ---- the loader ------------------------------------------------------------------
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> data, LoaderOptions options)
+    : data_(std::move(data)), options_(options) {
+  KS_CHECK(data_, "DataLoader: no data set");
+  KS_CHECK(options_.batch_size >= 1, "DataLoader: batch_size must be >= 1, got ", options_.batch_size);
+  KS_CHECK(options_.bucket_batches >= 0, "DataLoader: bucket_batches must be >= 0, got ", options_.bucket_batches);
+  KS_CHECK(options_.prefetch >= 0, "DataLoader: prefetch must be >= 0, got ", options_.prefetch);
+  int64_t n = data_->size(), b = options_.batch_size;
+  batches_per_epoch_ = options_.drop_last ? n / b : (n + b - 1) / b;
+  start_producer();
+}
+
+DataLoader::~DataLoader() { stop_producer(); }
+
+std::vector<std::vector<int64_t>> DataLoader::plan(int64_t epoch) const {
+  int64_t n = data_->size(), b = options_.batch_size;
+  // Streams 2e and 2e + 1 of the seed: the example order and the batch order of epoch e.
+  std::vector<int64_t> order;
+  if (options_.shuffle) {
+    order = permutation(n, options_.seed, uint64_t(2 * epoch));
+  } else {
+    order.resize(size_t(n));
+    std::iota(order.begin(), order.end(), 0);
+  }
+  if (options_.drop_last) order.resize(size_t(n - n % b));
+  if (options_.bucket_batches > 0) {
+    auto length = [&](int64_t i) {
+      const Example& e = data_->examples[size_t(i)];
+      return std::pair(e.tokens.size(), e.target.size());
+    };
+    int64_t pool = b * options_.bucket_batches;
+    for (int64_t s = 0; s < int64_t(order.size()); s += pool) {
+      auto first = order.begin() + s, last = order.begin() + std::min<int64_t>(s + pool, int64_t(order.size()));
+      std::stable_sort(first, last, [&](int64_t x, int64_t y) { return length(x) < length(y); });
+    }
+  }
+  std::vector<std::vector<int64_t>> batches;
+  for (int64_t s = 0; s < int64_t(order.size()); s += b)
+    batches.emplace_back(order.begin() + s, order.begin() + std::min<int64_t>(s + b, int64_t(order.size())));
+  // Sorted pools would otherwise give short batches first in every pool.
+  if (options_.shuffle && options_.bucket_batches > 0) {
+    std::vector<int64_t> p = permutation(int64_t(batches.size()), options_.seed, uint64_t(2 * epoch + 1));
+    std::vector<std::vector<int64_t>> shuffled;
+    for (int64_t i : p) shuffled.push_back(std::move(batches[size_t(i)]));
+    batches = std::move(shuffled);
+  }
+  return batches;
+}
+
+int64_t DataLoader::epoch() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return epoch_;
+}
+
+LoaderState DataLoader::state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {epoch_, position_, options_.seed, data_->size(), options_.batch_size};
+}
+
+void DataLoader::restore(const LoaderState& s) {
+  KS_CHECK(s.seed == options_.seed && s.examples == data_->size() && s.batch_size == options_.batch_size,
+           "DataLoader: cannot resume: the state was saved for seed ", s.seed, ", ", s.examples,
+           " examples, batch size ", s.batch_size, " but this loader has seed ", options_.seed, ", ", data_->size(),
+           " examples, batch size ", options_.batch_size);
+  KS_CHECK(s.epoch >= 0 && s.position >= 0 && s.position <= batches_per_epoch_, "DataLoader: cannot resume at epoch ",
+           s.epoch, ", position ", s.position, " (an epoch has ", batches_per_epoch_, " batches)");
+  stop_producer();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    epoch_ = s.epoch;
+    position_ = s.position;
+  }
+  start_producer();
+}
+
+std::optional<Batch> DataLoader::next() {
+  if (options_.prefetch == 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (plan_epoch_ != epoch_) {
+      plan_ = plan(epoch_);
+      plan_epoch_ = epoch_;
+    }
+    if (position_ >= int64_t(plan_.size())) {
+      ++epoch_;
+      position_ = 0;
+      return std::nullopt;
+    }
+    Batch b = collate(*data_, plan_[size_t(position_)], options_);
+    b.epoch = epoch_;
+    b.position = position_++;
+    return b;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  not_empty_.wait(lock, [&] { return !queue_.empty(); });
+  // An error stays at the front, so every later call reports it too.
+  if (queue_.front().error) std::rethrow_exception(queue_.front().error);
+  Item item = std::move(queue_.front());
+  queue_.pop_front();
+  not_full_.notify_one();
+  if (!item.batch) {
+    ++epoch_;
+    position_ = 0;
+    return std::nullopt;
+  }
+  KS_ASSERT(item.batch->epoch == epoch_ && item.batch->position == position_);
+  ++position_;
+  return std::move(item.batch);
+}
+
+void DataLoader::start_producer() {
+  if (options_.prefetch == 0) return;
+  int64_t epoch, position;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = false;
+    queue_.clear();
+    epoch = epoch_;
+    position = position_;
+  }
+  producer_ = std::thread([this, epoch, position] { produce(epoch, position); });
+}
+
+void DataLoader::stop_producer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  not_full_.notify_all();
+  if (producer_.joinable()) producer_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.clear();
+}
+
+void DataLoader::produce(int64_t epoch, int64_t position) {
+  std::vector<std::vector<int64_t>> batches;
+  int64_t planned = -1;
+  for (;;) {
+    Item item;
+    try {
+      if (planned != epoch) {
+        batches = plan(epoch);
+        planned = epoch;
+      }
+      if (position >= int64_t(batches.size())) {
+        ++epoch;  // item.batch stays empty: the end-of-epoch marker
+        position = 0;
+      } else {
+        item.batch = collate(*data_, batches[size_t(position)], options_);
+        item.batch->epoch = epoch;
+        item.batch->position = position++;
+      }
+    } catch (...) {
+      item.error = std::current_exception();
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    not_full_.wait(lock, [&] { return stop_ || int64_t(queue_.size()) < options_.prefetch; });
+    if (stop_) return;
+    bool failed = item.error != nullptr;
+    queue_.push_back(std::move(item));
+    not_empty_.notify_one();
+    if (failed) return;
+  }
+}
+
+}  // namespace ks::data

@@ -1,0 +1,138 @@
+// datasets/loader.h — batches for training: seeded shuffling per epoch,
+// padding with masks, optional length bucketing, background loading, and a
+// state (epoch, position) that a checkpoint saves so a resumed run sees
+// exactly the batches an uninterrupted one would.
+//
+// The batch order of epoch e is a pure function of (seed, e, the data set,
+// the options): a Philox permutation of the examples (datasets/dataset.h),
+// optionally sorted by length inside pools of `bucket_batches` batches, cut
+// into batches, and the batches shuffled again. So the order never depends
+// on timing, threads, or on where a previous run stopped.
+//
+// With prefetch > 0 one producer thread builds the batches, in that order,
+// into a queue of at most `prefetch` ready batches; next() only pops. The
+// destructor (and restore) stops and joins it. An exception thrown while
+// building a batch is rethrown by the next() that would have returned it.
+//
+// One thread consumes: next(), state() and restore() are not meant to be
+// called concurrently. Batches are CPU tensors; Batch::to moves one to a
+// device. Not here: any model-specific shifting beyond the seq2seq bos/eos
+// convention below.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/tensor.h"
+#include "datasets/dataset.h"
+
+namespace ks::data {
+
+// One batch; B rows, padded to the longest row with pad_id. Which fields are
+// defined depends on the task:
+//   language model:  tokens, padding, targets (next tokens, pad_id past the end)
+//   classification:  tokens, padding, labels
+//   seq2seq:         tokens (source), padding, decoder_input (bos + target),
+//                    targets (target + eos), target_padding
+struct Batch {
+  Tensor tokens;          // (B, T) int64
+  Tensor padding;         // (B, T) bool, true at padding (the AttentionMask::key_padding convention)
+  Tensor targets;         // (B, T) int64 for LM; (B, S) int64 for seq2seq; pad_id past each
+                          // row's end, so give the loss ignore_index = pad_id
+  Tensor decoder_input;   // (B, S) int64, seq2seq only
+  Tensor target_padding;  // (B, S) bool, seq2seq only
+  Tensor labels;          // (B,) int64, classification only
+  std::vector<int64_t> index;  // (B) the examples' positions in the data set
+  int64_t epoch = 0;           // where the batch sits in the stream of batches
+  int64_t position = 0;
+
+  int64_t size() const { return int64_t(index.size()); }
+  // Every defined tensor copied to `device` (index and counters kept).
+  Batch to(Device device) const;
+};
+
+struct LoaderOptions {
+  int64_t batch_size = 32;
+  bool shuffle = true;        // false: examples in data-set order, batches in order
+  uint64_t seed = 0;
+  bool drop_last = false;     // drop the final short batch of each epoch
+  int64_t bucket_batches = 0; // > 0: sort by length inside pools of this many batches
+  int64_t prefetch = 0;       // > 0: a background thread keeps up to this many batches ready
+  int64_t pad_id = kPadId;
+  int64_t bos_id = kBosId;    // seq2seq decoder_input starts with it
+  int64_t eos_id = kEosId;    // seq2seq targets end with it
+};
+
+// Where a loader is in its stream of batches: `position` batches of `epoch`
+// have been handed out. The other fields identify the stream, so restoring
+// into a loader that would produce a different one fails clearly.
+struct LoaderState {
+  int64_t epoch = 0;
+  int64_t position = 0;
+  uint64_t seed = 0;
+  int64_t examples = 0;
+  int64_t batch_size = 0;
+
+  std::string to_json() const;
+  static LoaderState from_json(const std::string& text);  // throws naming the bad field
+  bool operator==(const LoaderState&) const = default;
+};
+
+// The rows `indices` of `data` as a batch (the padding rules above).
+Batch collate(const Dataset& data, const std::vector<int64_t>& indices, const LoaderOptions& options);
+
+class DataLoader {
+ public:
+  DataLoader(std::shared_ptr<const Dataset> data, LoaderOptions options);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  // The next batch of the current epoch, or nullopt once the epoch is over;
+  // the call that returns nullopt moves the loader to the next epoch.
+  std::optional<Batch> next();
+  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  int64_t epoch() const;
+
+  LoaderState state() const;
+  // Continues from `state` (made by state() of a loader over the same data
+  // with the same seed and batch size).
+  void restore(const LoaderState& state);
+
+  // The batches of epoch e, as example indices (the order described above).
+  std::vector<std::vector<int64_t>> plan(int64_t epoch) const;
+  const Dataset& dataset() const { return *data_; }
+  const LoaderOptions& options() const { return options_; }
+
+ private:
+  // One queue entry: a batch, the end of an epoch, or an error.
+  struct Item {
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+  };
+  void start_producer();
+  void stop_producer();
+  void produce(int64_t epoch, int64_t position);
+
+  std::shared_ptr<const Dataset> data_;
+  LoaderOptions options_;
+  int64_t batches_per_epoch_ = 0;
+
+  mutable std::mutex mu_;  // guards everything below
+  int64_t epoch_ = 0, position_ = 0;  // what the consumer has been handed
+  std::vector<std::vector<int64_t>> plan_;  // the consumer's epoch plan (synchronous mode)
+  int64_t plan_epoch_ = -1;
+  std::deque<Item> queue_;
+  bool stop_ = false;
+  std::condition_variable not_full_, not_empty_;
+  std::thread producer_;
+};
+
+}  // namespace ks::data

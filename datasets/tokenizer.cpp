@@ -1,0 +1,92 @@
+// datasets/tokenizer.cpp — special tokens, save/load dispatch by "type",
+// the byte-level tokenizer and train_tokenizer.
+#include "datasets/tokenizer.h"
+
+#include "datasets/io.h"
+#include "datasets/tokenizer_json.h"
+
+namespace ks::data {
+
+using detail::json;
+
+const std::vector<std::string>& special_tokens() {
+  static const std::vector<std::string> names = {"<pad>", "<bos>", "<eos>", "<unk>"};
+  return names;
+}
+
+void Tokenizer::save(const std::filesystem::path& path) const {
+  std::string text;
+  try {
+    text = to_json();
+  } catch (const Error& e) {
+    throw Error(str(e.what(), "; nothing was written to ", path.string()));
+  }
+  write_file_atomic(path, text + "\n", "tokenizer save");
+}
+
+std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw Error(str("load_tokenizer: ", where, ": not valid JSON (", e.what(), ")"));
+  }
+  KS_CHECK(j.is_object(), "load_tokenizer: ", where, ": expected a JSON object");
+  auto specials = detail::field<std::vector<std::string>>(j, "specials", where);
+  KS_CHECK(specials == special_tokens(), "load_tokenizer: ", where,
+           ": \"specials\" must be [\"<pad>\", \"<bos>\", \"<eos>\", \"<unk>\"] (Keystone's fixed ids 0-3)");
+  auto type = detail::field<std::string>(j, "type", where);
+  if (type == "byte") return std::make_unique<ByteTokenizer>();
+  if (type == "char") return std::make_unique<CharTokenizer>(detail::char_tokenizer_from_json(j, where));
+  if (type == "word") return std::make_unique<WordTokenizer>(detail::word_tokenizer_from_json(j, where));
+  if (type == "bpe") return std::make_unique<BpeTokenizer>(detail::bpe_tokenizer_from_json(j, where));
+  throw Error(str("load_tokenizer: ", where, ": unknown tokenizer type \"", type,
+                  "\" (expected byte, char, word or bpe)"));
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path) {
+  return tokenizer_from_json(read_file(path, "load_tokenizer"), path.string());
+}
+
+// ---- byte-level ----------------------------------------------------------------
+
+std::vector<int64_t> ByteTokenizer::encode(std::string_view text) const {
+  std::vector<int64_t> ids(text.size());
+  for (size_t i = 0; i < text.size(); ++i) ids[i] = kNumSpecial + static_cast<unsigned char>(text[i]);
+  return ids;
+}
+
+std::string ByteTokenizer::decode(const std::vector<int64_t>& ids) const {
+  std::string out;
+  out.reserve(ids.size());
+  for (int64_t id : ids) {
+    KS_CHECK(id >= 0 && id < vocab_size(), "tokenizer decode: id ", id, " is out of range for a byte tokenizer (",
+             vocab_size(), " ids)");
+    if (id >= kNumSpecial) out.push_back(static_cast<char>(id - kNumSpecial));
+    else if (id == kUnkId) out += special_tokens()[kUnkId];
+  }
+  return out;
+}
+
+std::string ByteTokenizer::token(int64_t id) const {
+  KS_CHECK(id >= 0 && id < vocab_size(), "tokenizer token: id ", id, " is out of range (", vocab_size(), " ids)");
+  return id < kNumSpecial ? special_tokens()[id] : std::string(1, static_cast<char>(id - kNumSpecial));
+}
+
+std::string ByteTokenizer::to_json() const { return detail::dump_tokenizer(detail::tokenizer_head("byte")); }
+
+// ---- from a recipe -------------------------------------------------------------
+
+std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& o, const std::vector<std::string>& corpus) {
+  KS_CHECK(o.vocab_size >= 0, "train_tokenizer: vocab_size must be >= 0, got ", o.vocab_size);
+  KS_CHECK(o.min_freq >= 1, "train_tokenizer: min_freq must be >= 1, got ", o.min_freq);
+  if (o.type == "byte") return std::make_unique<ByteTokenizer>();
+  if (o.type == "char") return std::make_unique<CharTokenizer>(CharTokenizer::build(corpus, o.min_freq, o.vocab_size));
+  if (o.type == "word")
+    return std::make_unique<WordTokenizer>(WordTokenizer::build(
+        corpus, {.lowercase = o.lowercase, .split_punctuation = o.split_punctuation}, o.min_freq, o.vocab_size));
+  if (o.type == "bpe") return std::make_unique<BpeTokenizer>(BpeTokenizer::train(corpus, o.vocab_size, o.min_freq));
+  throw Error(str("train_tokenizer: unknown tokenizer type \"", o.type, "\" (expected byte, char, word or bpe)"));
+}
+
+}  // namespace ks::data

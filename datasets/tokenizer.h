@@ -1,0 +1,86 @@
+// datasets/tokenizer.h — the interface every tokenizer implements, the
+// special tokens they all share, the byte-level tokenizer, and JSON save/load
+// for all of them.
+//
+// Every Keystone vocabulary starts with the same four special tokens at fixed
+// ids, so a model config can hard-code them (models/config.h: pad 0, bos 1,
+// eos 2) whatever the tokenizer:
+//   0 <pad>   1 <bos>   2 <eos>   3 <unk>
+// and the tokenizer's own symbols follow from id 4 (kNumSpecial).
+//
+// The concrete tokenizers: ByteTokenizer (here), CharTokenizer and
+// WordTokenizer (datasets/vocab.h), BpeTokenizer (datasets/bpe.h). A saved
+// tokenizer is one JSON object {"type": ..., "specials": [...], ...} that
+// load_tokenizer turns back into the right class.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ks::data {
+
+inline constexpr int64_t kPadId = 0;
+inline constexpr int64_t kBosId = 1;
+inline constexpr int64_t kEosId = 2;
+inline constexpr int64_t kUnkId = 3;
+inline constexpr int64_t kNumSpecial = 4;
+// {"<pad>", "<bos>", "<eos>", "<unk>"}, indexed by id.
+const std::vector<std::string>& special_tokens();
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  virtual std::string type() const = 0;  // "byte", "char", "word" or "bpe"
+  virtual int64_t vocab_size() const = 0;  // specials included
+  // Never emits pad, bos or eos (callers add those); emits unk only for text
+  // outside a char/word vocabulary.
+  virtual std::vector<int64_t> encode(std::string_view text) const = 0;
+  // pad, bos and eos decode to nothing and unk to "<unk>"; an id outside
+  // [0, vocab_size) throws.
+  virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  // The text of one id, for printing ("<eos>", "e", "the", " the").
+  virtual std::string token(int64_t id) const = 0;
+  // True when decode(encode(s)) == s for every string s (byte, bpe). Char is
+  // lossless only on its own characters; word never (it normalises spaces).
+  virtual bool lossless() const = 0;
+  // The whole tokenizer as one JSON object (see the file comment).
+  virtual std::string to_json() const = 0;
+  void save(const std::filesystem::path& path) const;
+};
+
+// Reads a file written by Tokenizer::save. Errors name the file and what is
+// wrong with it (not JSON, unknown type, bad specials, a bad field).
+std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path);
+// The same from JSON text; `where` names its origin in errors.
+std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, const std::string& where);
+
+// Byte-level: id = kNumSpecial + byte, vocabulary 260, lossless for any bytes.
+class ByteTokenizer : public Tokenizer {
+ public:
+  std::string type() const override { return "byte"; }
+  int64_t vocab_size() const override { return kNumSpecial + 256; }
+  std::vector<int64_t> encode(std::string_view text) const override;
+  std::string decode(const std::vector<int64_t>& ids) const override;
+  std::string token(int64_t id) const override;
+  bool lossless() const override { return true; }
+  std::string to_json() const override;
+};
+
+// What to build from a corpus: train_tokenizer's recipe, also the shape of a
+// tokenizer section in a training config.
+struct TokenizerOptions {
+  std::string type = "byte";      // byte | char | word | bpe
+  int64_t vocab_size = 0;         // the most ids, specials included; 0: no limit (char, word).
+                                  // bpe: required, at least 260 (the bytes) + merges
+  int64_t min_freq = 1;           // char/word: drop rarer symbols; bpe: stop merging below it
+  bool lowercase = false;         // word only (ASCII letters)
+  bool split_punctuation = true;  // word only: each ASCII punctuation mark is its own word
+};
+// Builds a tokenizer from training text (ignored for "byte").
+std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const std::vector<std::string>& corpus);
+
+}  // namespace ks::data

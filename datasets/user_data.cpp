@@ -1,0 +1,176 @@
+// datasets/user_data.cpp — reading users' text and TSV files into splits.
+#include "datasets/user_data.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include "core/error.h"
+#include "datasets/io.h"
+
+namespace ks::data {
+namespace fs = std::filesystem;
+
+namespace {
+
+// One non-blank line of a file, remembered with where it came from.
+struct Line {
+  std::string text;
+  const fs::path* file;
+  size_t number;  // 1-based
+};
+std::string at(const Line& l) { return str(l.file->string(), ":", l.number, ": "); }
+
+std::vector<Line> read_lines(const fs::path& path, bool header, const char* who) {
+  std::vector<std::string> raw = split_lines(read_file(path, who));
+  std::vector<Line> out;
+  for (size_t i = header ? 1 : 0; i < raw.size(); ++i)
+    if (!raw[i].empty()) out.push_back({std::move(raw[i]), &path, i + 1});
+  return out;
+}
+
+// The lines of train/valid/test: from their files, or cut from train's.
+struct SplitLines {
+  std::vector<Line> part[3];
+};
+SplitLines read_splits(const DataFiles& f, bool header, const char* who) {
+  KS_CHECK(!f.train.empty(), who, ": no training file given");
+  SplitLines s;
+  std::vector<Line> train = read_lines(f.train, header, who);
+  if (!f.valid.empty()) s.part[1] = read_lines(f.valid, header, who);
+  if (!f.test.empty()) s.part[2] = read_lines(f.test, header, who);
+  if (f.valid.empty() || f.test.empty()) {
+    SplitIndices idx = split_by_ratio(int64_t(train.size()), f.valid.empty() ? f.valid_fraction : 0,
+                                      f.test.empty() ? f.test_fraction : 0, f.split_seed);
+    for (int64_t i : idx.valid) s.part[1].push_back(train[size_t(i)]);
+    for (int64_t i : idx.test) s.part[2].push_back(train[size_t(i)]);
+    std::vector<Line> kept;
+    for (int64_t i : idx.train) kept.push_back(std::move(train[size_t(i)]));
+    train = std::move(kept);
+  }
+  s.part[0] = std::move(train);
+  return s;
+}
+
+std::shared_ptr<const Tokenizer> tokenizer_for(const TextOptions& o, const std::vector<std::string>& corpus) {
+  return o.tokenizer ? o.tokenizer : std::shared_ptr<const Tokenizer>(train_tokenizer(o.train_tokenizer, corpus));
+}
+
+Ids encode(const Tokenizer& tok, std::string_view text, int64_t max_length) {
+  Ids ids = compact_ids(tok.encode(text));
+  if (max_length > 0 && int64_t(ids.size()) > max_length) ids.resize(size_t(max_length));
+  return ids;
+}
+
+Dataset& part(Splits& s, int i) { return i == 0 ? s.train : i == 1 ? s.valid : s.test; }
+
+bool is_integer(const std::string& s) {
+  long long v;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
+
+Splits text_language_model(const DataFiles& f, const TextOptions& o) {
+  SplitLines lines = read_splits(f, false, "text data");
+  std::vector<std::string> corpus;
+  if (!o.tokenizer)
+    for (const Line& l : lines.part[0]) corpus.push_back(l.text);
+  auto tok = tokenizer_for(o, corpus);
+  Splits out;
+  for (int s = 0; s < 3; ++s) {
+    Ids stream;
+    for (const Line& l : lines.part[s]) {
+      Ids ids = encode(*tok, l.text, 0);
+      stream.insert(stream.end(), ids.begin(), ids.end());
+      stream.push_back(int32_t(kEosId));
+    }
+    part(out, s) = language_model_windows(stream, o.seq_len, tok->vocab_size(), tok);
+  }
+  return out;
+}
+
+Splits tsv_classification(const DataFiles& f, const TextOptions& o) {
+  SplitLines lines = read_splits(f, o.header, "tsv classification");
+  // Split every line at its last tab first, so a bad line fails before any work.
+  std::vector<std::pair<std::string, std::string>> rows[3];
+  for (int s = 0; s < 3; ++s)
+    for (const Line& l : lines.part[s]) {
+      size_t tab = l.text.rfind('\t');
+      KS_CHECK(tab != std::string::npos, "tsv classification: ", at(l), "expected \"text<TAB>label\", found no tab");
+      std::string label = l.text.substr(tab + 1);
+      KS_CHECK(!label.empty(), "tsv classification: ", at(l), "empty label");
+      rows[s].emplace_back(l.text.substr(0, tab), std::move(label));
+    }
+  std::vector<std::string> classes = o.classes;
+  if (classes.empty()) {
+    for (auto& [text, label] : rows[0]) classes.push_back(label);
+    std::sort(classes.begin(), classes.end());
+    classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+    if (std::all_of(classes.begin(), classes.end(), is_integer))
+      std::sort(classes.begin(), classes.end(),
+                [](const std::string& a, const std::string& b) { return std::stoll(a) < std::stoll(b); });
+  }
+  std::map<std::string, int64_t> index;
+  for (size_t i = 0; i < classes.size(); ++i) index.emplace(classes[i], int64_t(i));
+  std::vector<std::string> corpus;
+  if (!o.tokenizer)
+    for (auto& [text, label] : rows[0]) corpus.push_back(text);
+  auto tok = tokenizer_for(o, corpus);
+  Splits out;
+  for (int s = 0; s < 3; ++s) {
+    Dataset& d = part(out, s);
+    d.task = Task::Classification;
+    d.vocab_size = tok->vocab_size();
+    d.classes = classes;
+    d.tokenizer = tok;
+    for (size_t k = 0; k < rows[s].size(); ++k) {
+      auto it = index.find(rows[s][k].second);
+      if (it == index.end()) {
+        std::string known;
+        for (size_t c = 0; c < classes.size() && c < 20; ++c) known += (c ? ", " : "") + classes[c];
+        if (classes.size() > 20) known += ", ...";
+        throw Error(str("tsv classification: ", at(lines.part[s][k]), "unknown label \"", rows[s][k].second,
+                        "\" (known: ", known, ")"));
+      }
+      d.examples.push_back({encode(*tok, rows[s][k].first, o.max_length), {}, it->second});
+    }
+  }
+  return out;
+}
+
+Splits tsv_seq2seq(const DataFiles& f, const TextOptions& o) {
+  SplitLines lines = read_splits(f, o.header, "tsv seq2seq");
+  std::vector<std::pair<std::string, std::string>> rows[3];
+  for (int s = 0; s < 3; ++s)
+    for (const Line& l : lines.part[s]) {
+      size_t tab = l.text.find('\t');
+      KS_CHECK(tab != std::string::npos && l.text.find('\t', tab + 1) == std::string::npos, "tsv seq2seq: ", at(l),
+               "expected \"source<TAB>target\" with exactly one tab");
+      rows[s].emplace_back(l.text.substr(0, tab), l.text.substr(tab + 1));
+    }
+  // One tokenizer for both sides unless the targets have their own.
+  std::vector<std::string> corpus;
+  if (!o.tokenizer)
+    for (auto& [src, tgt] : rows[0]) {
+      corpus.push_back(src);
+      if (!o.target_tokenizer) corpus.push_back(tgt);
+    }
+  auto tok = tokenizer_for(o, corpus);
+  auto target_tok = o.target_tokenizer ? o.target_tokenizer : tok;
+  Splits out;
+  for (int s = 0; s < 3; ++s) {
+    Dataset& d = part(out, s);
+    d.task = Task::Seq2Seq;
+    d.vocab_size = tok->vocab_size();
+    d.target_vocab_size = target_tok->vocab_size();
+    d.tokenizer = tok;
+    d.target_tokenizer = target_tok;
+    for (auto& [src, tgt] : rows[s])
+      d.examples.push_back({encode(*tok, src, o.max_length), encode(*target_tok, tgt, o.max_length), -1});
+  }
+  return out;
+}
+
+}  // namespace ks::data

@@ -1,0 +1,53 @@
+// datasets/user_data.h — users' own data from plain files:
+//   text_language_model  a text file, one unit per line
+//   tsv_classification   lines "text<TAB>label" (split at the last tab)
+//   tsv_seq2seq          lines "source<TAB>target" (exactly one tab)
+// Splits come from separate files or are cut from the training file by a
+// seeded ratio (split_by_ratio over its lines, so a line is never in two
+// splits). Blank lines are skipped; a trailing '\r' is dropped.
+//
+// Text becomes ids through a tokenizer that is either given or trained on
+// the training split (TokenizerOptions, byte-level by default). For language
+// modelling every line is encoded and followed by <eos>, the lines of a split
+// forming one stream cut into windows (language_model_windows).
+//
+// Errors name the file and, for a bad line, its 1-based line number: a
+// missing file, a line without its tab, an empty label, a label that the
+// training split does not know.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "datasets/dataset.h"
+
+namespace ks::data {
+
+struct DataFiles {
+  std::filesystem::path train{};
+  std::filesystem::path valid{}, test{};  // empty: cut from train
+  double valid_fraction = 0.1;        // used only for a split not given as a file
+  double test_fraction = 0.1;
+  uint64_t split_seed = 0;
+};
+
+struct TextOptions {
+  std::shared_ptr<const Tokenizer> tokenizer{};  // null: train one on the training split
+  TokenizerOptions train_tokenizer{};            // how, when it is null
+  // seq2seq: the targets' tokenizer; null: the same as the sources'.
+  std::shared_ptr<const Tokenizer> target_tokenizer{};
+  int64_t seq_len = 256;    // language model: tokens per window
+  int64_t max_length = 0;   // classification/seq2seq: cut longer sequences to this (0: keep)
+  bool header = false;      // TSV: the first line is a header
+  // classification: the labels, index = class; empty: those of the training
+  // split, sorted (numerically when all are integers).
+  std::vector<std::string> classes{};
+};
+
+Splits text_language_model(const DataFiles& files, const TextOptions& options = {});
+Splits tsv_classification(const DataFiles& files, const TextOptions& options = {});
+Splits tsv_seq2seq(const DataFiles& files, const TextOptions& options = {});
+
+}  // namespace ks::data

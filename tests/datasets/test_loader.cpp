@@ -1,0 +1,231 @@
+// tests/datasets/test_loader.cpp — batching: padding and masks by hand for
+// each task, order reproducible by seed, every example once per epoch,
+// bucketing, the background producer (same batches, errors, shutdown), and
+// resuming from a saved state equals an uninterrupted run.
+#include "support/testing.h"
+
+#include <chrono>
+#include <numeric>
+#include <set>
+#include <thread>
+
+using namespace ks;
+using namespace ks::data;
+
+namespace {
+
+// n classification examples; example i has i % 7 + 1 tokens, all equal to i + 4, label i % 3.
+std::shared_ptr<Dataset> toy(int64_t n) {
+  auto d = std::make_shared<Dataset>();
+  d->task = Task::Classification;
+  d->vocab_size = n + 4;
+  d->classes = {"a", "b", "c"};
+  for (int64_t i = 0; i < n; ++i) d->examples.push_back({Ids(size_t(i % 7 + 1), int32_t(i + 4)), {}, i % 3});
+  return d;
+}
+
+std::vector<int64_t> ids_of(const Tensor& t) { return t.to_vector<int64_t>(); }
+std::vector<int64_t> mask_of(const Tensor& t) { return t.to_vector<int64_t>(); }
+
+// Every batch of `epochs` epochs as (epoch, position, indices, tokens).
+struct Seen {
+  int64_t epoch, position;
+  std::vector<int64_t> index, tokens;
+  bool operator==(const Seen&) const = default;
+};
+std::vector<Seen> drain(DataLoader& loader, int64_t epochs) {
+  std::vector<Seen> out;
+  for (int64_t e = 0; e < epochs; ++e)
+    while (auto b = loader.next()) out.push_back({b->epoch, b->position, b->index, ids_of(b->tokens)});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("collate: language-model rows padded with pad id, mask true at padding") {
+  Dataset d;
+  d.task = Task::LanguageModel;
+  d.vocab_size = d.target_vocab_size = 20;
+  d.examples = {{{5, 6, 7}, {6, 7, 8}, -1}, {{9}, {10}, -1}};
+  Batch b = collate(d, {1, 0}, {});
+  CHECK(b.tokens.sizes() == Shape{2, 3});
+  CHECK(b.tokens.dtype() == kInt64);
+  CHECK(b.padding.dtype() == kBool);
+  CHECK(ids_of(b.tokens) == std::vector<int64_t>{9, 0, 0, 5, 6, 7});
+  CHECK(ids_of(b.targets) == std::vector<int64_t>{10, 0, 0, 6, 7, 8});
+  CHECK(mask_of(b.padding) == std::vector<int64_t>{0, 1, 1, 0, 0, 0});
+  CHECK_FALSE(b.labels.defined());
+  CHECK_FALSE(b.decoder_input.defined());
+  CHECK(b.index == std::vector<int64_t>{1, 0});
+}
+
+TEST_CASE("collate: classification labels and a custom pad id") {
+  auto d = toy(3);
+  Batch b = collate(*d, {0, 1, 2}, {.pad_id = 99});
+  CHECK(b.tokens.sizes() == Shape{3, 3});
+  CHECK(ids_of(b.tokens) == std::vector<int64_t>{4, 99, 99, 5, 5, 99, 6, 6, 6});
+  CHECK(mask_of(b.padding) == std::vector<int64_t>{0, 1, 1, 0, 0, 1, 0, 0, 0});
+  CHECK(b.labels.sizes() == Shape{3});
+  CHECK(ids_of(b.labels) == std::vector<int64_t>{0, 1, 2});
+  CHECK_FALSE(b.targets.defined());
+  d->examples[1].label = -1;
+  CHECK_THROWS_WITH_AS(collate(*d, {1}, {}), "collate: example 1 of a classification set has no label", Error);
+}
+
+TEST_CASE("collate: seq2seq decoder input starts with bos, targets end with eos") {
+  Dataset d;
+  d.task = Task::Seq2Seq;
+  d.vocab_size = d.target_vocab_size = 20;
+  d.examples = {{{5, 6}, {7, 8, 9}, -1}, {{10, 11, 12}, {13}, -1}};
+  Batch b = collate(d, {0, 1}, {});
+  CHECK(ids_of(b.tokens) == std::vector<int64_t>{5, 6, 0, 10, 11, 12});
+  CHECK(mask_of(b.padding) == std::vector<int64_t>{0, 0, 1, 0, 0, 0});
+  CHECK(b.decoder_input.sizes() == Shape{2, 4});
+  CHECK(ids_of(b.decoder_input) == std::vector<int64_t>{1, 7, 8, 9, 1, 13, 0, 0});
+  CHECK(ids_of(b.targets) == std::vector<int64_t>{7, 8, 9, 2, 13, 2, 0, 0});
+  CHECK(mask_of(b.target_padding) == std::vector<int64_t>{0, 0, 0, 0, 0, 0, 1, 1});
+  Batch moved = b.to(Device::cpu());
+  CHECK(ids_of(moved.targets) == ids_of(b.targets));
+}
+
+TEST_CASE("loader: each epoch is a seeded permutation; same seed, same batches") {
+  auto d = toy(23);
+  DataLoader a(d, {.batch_size = 5, .seed = 7}), b(d, {.batch_size = 5, .seed = 7}), c(d, {.batch_size = 5, .seed = 8});
+  CHECK(a.batches_per_epoch() == 5);
+  std::vector<Seen> sa = drain(a, 3), sb = drain(b, 3), sc = drain(c, 3);
+  CHECK(sa == sb);
+  CHECK_FALSE(sa == sc);
+  std::vector<std::vector<int64_t>> orders(3);
+  for (const Seen& s : sa) orders[size_t(s.epoch)].insert(orders[size_t(s.epoch)].end(), s.index.begin(), s.index.end());
+  for (auto& o : orders) {
+    std::vector<int64_t> sorted = o;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int64_t> all(23);
+    std::iota(all.begin(), all.end(), 0);
+    CHECK(sorted == all);  // every example exactly once
+  }
+  CHECK(orders[0] != orders[1]);  // a new order every epoch
+  CHECK(a.epoch() == 3);
+}
+
+TEST_CASE("loader: no shuffle keeps data-set order; drop_last drops the short batch") {
+  auto d = toy(7);
+  DataLoader in_order(d, {.batch_size = 3, .shuffle = false});
+  std::vector<Seen> s = drain(in_order, 1);
+  REQUIRE(s.size() == 3);
+  CHECK(s[0].index == std::vector<int64_t>{0, 1, 2});
+  CHECK(s[2].index == std::vector<int64_t>{6});
+  DataLoader dropped(d, {.batch_size = 3, .shuffle = true, .drop_last = true});
+  CHECK(dropped.batches_per_epoch() == 2);
+  std::vector<Seen> t = drain(dropped, 2);
+  CHECK(t.size() == 4);
+  for (const Seen& x : t) CHECK(x.index.size() == 3);
+}
+
+TEST_CASE("loader: bucketing groups similar lengths and still covers every example") {
+  auto d = toy(70);  // lengths 1..7, ten of each
+  auto padding = [&](LoaderOptions o) {
+    DataLoader loader(d, o);
+    int64_t pads = 0, seen = 0;
+    while (auto b = loader.next()) {
+      for (int64_t m : mask_of(b->padding)) pads += m;
+      seen += b->size();
+    }
+    CHECK(seen == 70);
+    return pads;
+  };
+  int64_t plain = padding({.batch_size = 10, .seed = 1});
+  int64_t bucketed = padding({.batch_size = 10, .seed = 1, .bucket_batches = 7});
+  CHECK(bucketed == 0);  // one pool holds all: each batch is ten examples of one length
+  CHECK(plain > 0);
+  // Pools of 2 batches: lengths inside a batch are sorted neighbours within the pool.
+  DataLoader loader(d, {.batch_size = 10, .seed = 3, .bucket_batches = 2});
+  for (const auto& batch : loader.plan(0)) {
+    std::vector<size_t> lens;
+    for (int64_t i : batch) lens.push_back(d->examples[size_t(i)].tokens.size());
+    CHECK(std::is_sorted(lens.begin(), lens.end()));
+  }
+  CHECK(loader.plan(0) != loader.plan(1));
+}
+
+TEST_CASE("loader: background producer gives exactly the synchronous batches") {
+  auto d = toy(41);
+  DataLoader sync(d, {.batch_size = 4, .seed = 5, .bucket_batches = 3});
+  DataLoader async(d, {.batch_size = 4, .seed = 5, .bucket_batches = 3, .prefetch = 3});
+  std::vector<Seen> a = drain(sync, 3);
+  // A slow consumer: the producer fills the queue and waits.
+  std::vector<Seen> b;
+  for (int e = 0; e < 3; ++e)
+    while (auto batch = async.next()) {
+      if (b.size() % 7 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      b.push_back({batch->epoch, batch->position, batch->index, ids_of(batch->tokens)});
+    }
+  CHECK(a == b);
+}
+
+TEST_CASE("loader: the producer stops cleanly and reports errors in order") {
+  auto d = toy(30);
+  {
+    DataLoader loader(d, {.batch_size = 2, .prefetch = 2});
+    CHECK(loader.next().has_value());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the producer now blocks on a full queue
+  }  // the destructor must wake and join it
+  d->examples[9].label = -1;  // collating the batch with example 9 throws
+  DataLoader loader(d, {.batch_size = 3, .shuffle = false, .prefetch = 4});
+  CHECK(loader.next()->index == std::vector<int64_t>{0, 1, 2});
+  CHECK(loader.next()->index == std::vector<int64_t>{3, 4, 5});
+  CHECK(loader.next()->index == std::vector<int64_t>{6, 7, 8});
+  CHECK_THROWS_WITH_AS(loader.next(), "collate: example 9 of a classification set has no label", Error);
+  CHECK_THROWS_AS(loader.next(), Error);  // and again, not a hang
+}
+
+TEST_CASE("loader: a resumed run sees exactly the batches of an uninterrupted one") {
+  auto d = toy(29);
+  for (int64_t prefetch : {0, 2}) {
+    CAPTURE(prefetch);
+    LoaderOptions o{.batch_size = 4, .seed = 11, .bucket_batches = 2, .prefetch = prefetch};
+    DataLoader whole(d, o);
+    std::vector<Seen> expected = drain(whole, 3);
+
+    std::vector<Seen> got;
+    std::string saved;
+    {
+      DataLoader first(d, o);
+      got = drain(first, 1);
+      for (int k = 0; k < 3; ++k) {
+        auto b = first.next();
+        got.push_back({b->epoch, b->position, b->index, ids_of(b->tokens)});
+      }
+      saved = first.state().to_json();
+      CHECK(first.state().epoch == 1);
+      CHECK(first.state().position == 3);
+    }
+    DataLoader second(d, o);
+    second.next();  // whatever it did before restore does not matter
+    second.restore(LoaderState::from_json(saved));
+    while (auto b = second.next()) got.push_back({b->epoch, b->position, b->index, ids_of(b->tokens)});
+    std::vector<Seen> rest = drain(second, 1);
+    got.insert(got.end(), rest.begin(), rest.end());
+    CHECK(got == expected);
+  }
+}
+
+TEST_CASE("loader: bad states and options fail clearly") {
+  auto d = toy(10);
+  DataLoader loader(d, {.batch_size = 3, .seed = 1});
+  LoaderState s = loader.state();
+  s.seed = 2;
+  CHECK_THROWS_WITH_AS(loader.restore(s),
+                       "DataLoader: cannot resume: the state was saved for seed 2, 10 examples, batch size 3 but this "
+                       "loader has seed 1, 10 examples, batch size 3",
+                       Error);
+  s = loader.state();
+  s.position = 5;
+  CHECK_THROWS_WITH_AS(loader.restore(s), "DataLoader: cannot resume at epoch 0, position 5 (an epoch has 4 batches)",
+                       Error);
+  CHECK_THROWS_WITH_AS(LoaderState::from_json("{\"epoch\": 1}"), "loader state: field \"position\" must be an integer",
+                       Error);
+  CHECK_THROWS_WITH_AS(LoaderState::from_json("nope"), doctest::Contains("loader state: not valid JSON"), Error);
+  CHECK_THROWS_WITH_AS(DataLoader(d, {.batch_size = 0}), "DataLoader: batch_size must be >= 1, got 0", Error);
+  CHECK(LoaderState::from_json(loader.state().to_json()) == loader.state());
+}
