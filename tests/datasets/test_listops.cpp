@@ -84,7 +84,7 @@ TEST_CASE("listops: vocabulary and hand-evaluated expressions") {
                        Error);
 }
 
-TEST_CASE("listops: generated labels equal an independent evaluation; trees respect the limits") {
+TEST_CASE("listops: generated labels equal an independent evaluation, trees respect the limits") {
   ListOpsOptions o{.min_length = 20, .max_length = 80, .max_depth = 6, .max_args = 5, .seed = 3};
   Dataset d = generate_listops(300, o, 0);
   CHECK(d.task == Task::Classification);

@@ -88,7 +88,7 @@ TEST_CASE("collate: seq2seq decoder input starts with bos, targets end with eos"
   CHECK(ids_of(moved.targets) == ids_of(b.targets));
 }
 
-TEST_CASE("loader: each epoch is a seeded permutation; same seed, same batches") {
+TEST_CASE("loader: each epoch is a seeded permutation, same seed, same batches") {
   auto d = toy(23);
   DataLoader a(d, {.batch_size = 5, .seed = 7}), b(d, {.batch_size = 5, .seed = 7}), c(d, {.batch_size = 5, .seed = 8});
   CHECK(a.batches_per_epoch() == 5);
@@ -108,7 +108,7 @@ TEST_CASE("loader: each epoch is a seeded permutation; same seed, same batches")
   CHECK(a.epoch() == 3);
 }
 
-TEST_CASE("loader: no shuffle keeps data-set order; drop_last drops the short batch") {
+TEST_CASE("loader: no shuffle keeps data-set order, drop_last drops the short batch") {
   auto d = toy(7);
   DataLoader in_order(d, {.batch_size = 3, .shuffle = false});
   std::vector<Seen> s = drain(in_order, 1);

@@ -361,8 +361,8 @@ TEST_CASE("linear attention reports bad shapes, configs and cache use") {
   AttentionCache cache;
   m->forward(narrow(x, 1, 0, 2), {true, Tensor()}, &cache);
   CHECK_THROWS_WITH_AS(m->forward(narrow(x, 1, 2, 1), {true, padding({0, 0, 0, 0}, 2, 2)}, &cache),
-                       "linear attention: key_padding covers 2 keys but this call adds 1 (with a cache it covers only "
-                       "the new keys)",
+                       "linear attention: key_padding covers 2 keys but there are 1 new keys (a growing cache takes "
+                       "the padding of the new keys only)",
                        Error);
   m->return_weights = true;
   CHECK_THROWS_WITH_AS(m->forward(narrow(x, 1, 2, 1), {true, Tensor()}, &cache),
