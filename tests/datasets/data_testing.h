@@ -7,10 +7,23 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <string>
 
+#include "core/error.h"
+
 namespace ks::testing {
+
+// The message of the ks::Error that f throws, or "no error".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
 
 class TempDir {
  public:

@@ -11,6 +11,7 @@
 
 using namespace ks;
 using namespace ks::data;
+using namespace ks::testing;
 using ks::testing::TempDir;
 using ks::testing::write_text;
 namespace fs = std::filesystem;
@@ -46,14 +47,6 @@ fs::path fake_corpus(const fs::path& root) {
   return pkg;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 
 using namespace ks;
 using namespace ks::data;
+using namespace ks::testing;
 using ks::testing::TempDir;
 using ks::testing::write_text;
 namespace fs = std::filesystem;
@@ -40,14 +41,6 @@ void write_gz(const fs::path& path, const std::string& bytes) {
   write_text(raw, bytes);
   ks::testing::shell("gzip -f '" + raw.string() + "'");
   REQUIRE(fs::exists(path));
-}
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 using namespace ks;
 using namespace ks::data;
+using namespace ks::testing;
 using ks::testing::TempDir;
 using ks::testing::write_text;
 namespace fs = std::filesystem;
@@ -56,14 +57,6 @@ std::vector<std::string> words_of(const Example& e) {
 
 Ids encode(const std::string& text) { return compact_ids(listops_tokenizer()->encode(text)); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 }  // namespace
 

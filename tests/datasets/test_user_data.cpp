@@ -9,19 +9,12 @@
 
 using namespace ks;
 using namespace ks::data;
+using namespace ks::testing;
 using ks::testing::TempDir;
 using ks::testing::write_text;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 // The stream a language-model split was cut from.
 std::vector<int64_t> stream_of(const Dataset& d) {
