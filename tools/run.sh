@@ -34,13 +34,20 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The test command also wants Debian's PyTorch: tests open our checkpoints in it
-# (skipped when absent), and the benchmarks compare against it. Best effort.
-if [ "$mode" = test ] && ! dpkg -s python3-torch >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
-  echo "== installing python3-torch (optional)"
-  apt-get update -qq || true
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch >/dev/null \
-    || echo "warning: python3-torch could not be installed; the Python interop test will be skipped"
+# The test command also wants Debian's PyTorch (tests open our checkpoints in
+# it, and the benchmarks compare against it) and Fashion-MNIST (the IDX
+# reader's test on the real files). Best effort: those tests skip without them.
+if [ "$mode" = test ] && [ "$(id -u)" -eq 0 ]; then
+  optional=()
+  for p in python3-torch dataset-fashion-mnist; do
+    dpkg -s "$p" >/dev/null 2>&1 || optional+=("$p")
+  done
+  if ((${#optional[@]})); then
+    echo "== installing (optional): ${optional[*]}"
+    apt-get update -qq || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${optional[@]}" >/dev/null \
+      || echo "warning: could not install ${optional[*]}; the tests that need them will say they are skipped"
+  fi
 fi
 
 # --- 2. build -----------------------------------------------------------------
