@@ -1,0 +1,80 @@
+// tools/bench.cpp — `keystone bench`: times a training step of the same
+// pre-LN decoder LM that ../shared/bench/torch_lm_bench.py builds, so the two
+// can be run side by side: token embedding plus learned positions; blocks of
+// LayerNorm → attention → residual and LayerNorm → Linear → GELU → Linear →
+// residual; final LayerNorm; untied output layer without bias; AdamW at 3e-4
+// (weight decay 0.01, torch's default); random tokens; one warm-up step; then
+// the mean over --steps steps. Prints one JSON line, as that script does.
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/factory.h"
+#include "autograd/engine.h"
+#include "core/parallel.h"
+#include "models/decoder_lm.h"
+#include "nn/optim.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+
+namespace ks::tools {
+
+int bench(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::printf(
+        "usage: keystone bench [--attention softmax|fixed|mgk|smgk|linear|mlk] [--d-model 256] [--layers 4]\n"
+        "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
+        "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu]\n"
+        "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
+        "and prints one JSON line: tokens_per_s, step_ms, params, loss.\n");
+    return 0;
+  }
+  cli::Flags f(args, {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
+                      "threads", "keys", "device"});
+  const std::string attention = f.get("attention", "softmax");
+  const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
+  const int64_t heads = f.get_int_at_least("heads", 8, 1), head_dim = f.get_int_at_least("head-dim", 0, 0);
+  const int64_t d_ff = f.get_int_at_least("d-ff", 1024, 1), seq = f.get_int_at_least("seq", 256, 1);
+  const int64_t batch = f.get_int_at_least("batch", 16, 1), vocab = f.get_int_at_least("vocab", 8192, 2);
+  const int64_t steps = f.get_int_at_least("steps", 10, 1), threads = f.get_int_at_least("threads", 2, 1);
+  const int64_t keys = f.get_int_at_least("keys", 2, 1);
+  const std::string device = f.get("device", "cpu");
+  if (device != "cpu")
+    throw cli::UsageError("--device: only cpu is available in this build (the CUDA backend is not built yet)");
+  set_num_threads(int(threads));
+
+  nlohmann::json attn = {{"type", attention}, {"heads", heads}, {"keys", keys}};
+  // The torch script's head size: --head-dim, or d/h when it is 0.
+  if (head_dim > 0 && (attention != "softmax" || head_dim * heads != d)) attn["head_dim"] = head_dim;
+  nlohmann::json cfg = {{"model", "decoder_lm"}, {"vocab_size", vocab}, {"d_model", d},     {"layers", layers},
+                        {"d_ff", d_ff},          {"max_len", seq},      {"dropout", 0.0},   {"pre_norm", true},
+                        {"activation", "gelu"},  {"positions", "learned"}, {"attention", attn}};
+  manual_seed(0);
+  auto model = std::make_shared<models::DecoderLM>(models::parse_model_config(cfg));
+  nn::AdamW opt(model->parameters(), {.lr = 3e-4, .weight_decay = 0.01});
+  Tensor x = randint(0, vocab, {batch, seq}, {.dtype = kInt64});
+  Tensor y = randint(0, vocab, {batch, seq}, {.dtype = kInt64});
+
+  auto step = [&] {
+    Tensor loss = model->loss(x, y);
+    opt.zero_grad();
+    backward(loss);
+    opt.step();
+    return loss.item();
+  };
+  step();  // warm-up: allocator caches fill, OpenBLAS threads start
+  auto t0 = std::chrono::steady_clock::now();
+  double loss = 0;
+  for (int64_t i = 0; i < steps; ++i) loss = step();
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / double(steps);
+  nlohmann::json out = {{"framework", "keystone-0.1.0"},
+                        {"attention", attention},
+                        {"tokens_per_s", double(batch * seq) / dt},
+                        {"step_ms", dt * 1e3},
+                        {"params", model->num_parameters()},
+                        {"loss", loss}};
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
+
+}  // namespace ks::tools

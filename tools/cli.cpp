@@ -1,0 +1,65 @@
+// tools/cli.cpp — flag parsing for the keystone tool.
+#include "tools/cli.h"
+
+namespace ks::cli {
+
+Flags::Flags(const std::vector<std::string>& args, const std::set<std::string>& known,
+             const std::set<std::string>& switches) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0 || a.size() < 3) throw UsageError("unexpected argument '" + a + "'");
+    std::string name = a.substr(2);
+    if (!known.count(name) && !switches.count(name)) throw UsageError("unknown flag --" + name);
+    if (values_.count(name)) throw UsageError("flag --" + name + " given twice");
+    if (switches.count(name)) {
+      values_[name] = "true";
+      continue;
+    }
+    if (i + 1 >= args.size()) throw UsageError("flag --" + name + " needs a value");
+    values_[name] = args[++i];
+  }
+}
+
+std::string Flags::get(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+int64_t Flags::get_int(const std::string& name, int64_t fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != it->second.size() || it->second.empty())
+    throw UsageError("--" + name + ": expected an integer, got '" + it->second + "'");
+  return v;
+}
+
+double Flags::get_double(const std::string& name, double fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != it->second.size() || it->second.empty())
+    throw UsageError("--" + name + ": expected a number, got '" + it->second + "'");
+  return v;
+}
+
+int64_t Flags::get_int_at_least(const std::string& name, int64_t fallback, int64_t minimum) const {
+  int64_t v = get_int(name, fallback);
+  if (v < minimum)
+    throw UsageError("--" + name + ": must be at least " + std::to_string(minimum) + ", got " + std::to_string(v));
+  return v;
+}
+
+}  // namespace ks::cli

@@ -1,0 +1,36 @@
+// tools/cli.h — command-line flags for the `keystone` tool: `--name value`
+// pairs, typed reads with defaults, and a UsageError (exit code 2) for an
+// unknown flag, a missing value or a value of the wrong type, naming the flag.
+#pragma once
+
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ks::cli {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Flags {
+ public:
+  // args: everything after the subcommand; `known` lists the accepted flag
+  // names (without "--"); `switches` are flags that take no value.
+  Flags(const std::vector<std::string>& args, const std::set<std::string>& known,
+        const std::set<std::string>& switches = {});
+
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  std::string get(const std::string& name, const std::string& fallback) const;
+  int64_t get_int(const std::string& name, int64_t fallback) const;
+  double get_double(const std::string& name, double fallback) const;
+  // An integer flag that must be >= minimum.
+  int64_t get_int_at_least(const std::string& name, int64_t fallback, int64_t minimum) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+}  // namespace ks::cli

@@ -1,0 +1,52 @@
+// tools/keystone.cpp — the `keystone` binary: dispatches to a subcommand.
+// Exit codes: 0 success, 2 usage error, 1 runtime error; messages on stderr.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+
+namespace {
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: keystone <command> [flags]\n"
+               "commands:\n"
+               "  bench   time training steps of the reference decoder LM (one JSON line)\n"
+               "  info    parameters, FLOPs per token and training memory of a model config\n"
+               "Run `keystone <command> --help` for its flags.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    usage(stdout);
+    return 0;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (cmd == "bench") return ks::tools::bench(args);
+    if (cmd == "info") return ks::tools::info(args);
+    std::fprintf(stderr, "keystone: unknown command '%s'\n", cmd.c_str());
+    usage(stderr);
+    return 2;
+  } catch (const ks::cli::UsageError& e) {
+    std::fprintf(stderr, "keystone %s: %s (see keystone %s --help)\n", cmd.c_str(), e.what(), cmd.c_str());
+    return 2;
+  } catch (const ks::Error& e) {
+    std::fprintf(stderr, "keystone %s: %s\n", cmd.c_str(), e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "keystone %s: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+}
