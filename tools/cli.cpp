@@ -25,34 +25,34 @@ std::string Flags::get(const std::string& name, const std::string& fallback) con
   return it == values_.end() ? fallback : it->second;
 }
 
-int64_t Flags::get_int(const std::string& name, int64_t fallback) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return fallback;
+namespace {
+// Parses the whole of `text` with `conv` (std::stoll, std::stod, ...) or
+// throws a UsageError naming the flag and the expected kind of value.
+template <class Conv>
+auto parse_whole(const std::string& name, const std::string& text, Conv conv, const char* kind) {
   size_t used = 0;
-  int64_t v = 0;
+  decltype(conv(text, &used)) v{};
   try {
-    v = std::stoll(it->second, &used);
+    v = conv(text, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != it->second.size() || it->second.empty())
-    throw UsageError("--" + name + ": expected an integer, got '" + it->second + "'");
+  if (text.empty() || used != text.size())
+    throw UsageError("--" + name + ": expected " + kind + ", got '" + text + "'");
   return v;
+}
+}  // namespace
+
+int64_t Flags::get_int(const std::string& name, int64_t fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  return parse_whole(name, it->second, [](const std::string& t, size_t* n) { return std::stoll(t, n); }, "an integer");
 }
 
 double Flags::get_double(const std::string& name, double fallback) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(it->second, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != it->second.size() || it->second.empty())
-    throw UsageError("--" + name + ": expected a number, got '" + it->second + "'");
-  return v;
+  return parse_whole(name, it->second, [](const std::string& t, size_t* n) { return std::stod(t, n); }, "a number");
 }
 
 int64_t Flags::get_int_at_least(const std::string& name, int64_t fallback, int64_t minimum) const {
