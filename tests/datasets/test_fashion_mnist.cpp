@@ -12,8 +12,6 @@
 using namespace ks;
 using namespace ks::data;
 using namespace ks::testing;
-using ks::testing::TempDir;
-using ks::testing::write_text;
 namespace fs = std::filesystem;
 
 namespace {

@@ -10,8 +10,6 @@
 using namespace ks;
 using namespace ks::data;
 using namespace ks::testing;
-using ks::testing::TempDir;
-using ks::testing::write_text;
 
 namespace {
 

@@ -22,12 +22,6 @@ using json = nlohmann::json;
 
 namespace {
 
-#ifdef __SANITIZE_ADDRESS__
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // A text of "words": 8 fixed token strings of length 4-6 over ids 1..V-1
 // (ids repeat across words, so the next token may depend on more than the
 // previous one), concatenated in random order, with 2% of the tokens replaced

@@ -19,12 +19,6 @@ using json = nlohmann::json;
 
 namespace {
 
-#ifdef __SANITIZE_ADDRESS__
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // Ids: 0 pad, 1 and 2 the two marker values, 3..15 filler.
 constexpr int64_t kVocab = 16;
 

@@ -15,6 +15,13 @@
 
 namespace ks::testing {
 
+// True in AddressSanitizer builds, where training tests run shortened.
+#ifdef __SANITIZE_ADDRESS__
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // A float64 leaf with values in [-1, 1) (or [lo, hi)), requiring grad.
 inline Tensor leaf64(const Shape& shape, uint64_t seed, double lo = -1, double hi = 1) {
   Generator g(seed);
