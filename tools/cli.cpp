@@ -4,25 +4,31 @@
 namespace ks::cli {
 
 Flags::Flags(const std::vector<std::string>& args, const std::set<std::string>& known,
-             const std::set<std::string>& switches) {
+             const std::set<std::string>& switches, const std::set<std::string>& repeatable) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.rfind("--", 0) != 0 || a.size() < 3) throw UsageError("unexpected argument '" + a + "'");
     std::string name = a.substr(2);
     if (!known.count(name) && !switches.count(name)) throw UsageError("unknown flag --" + name);
-    if (values_.count(name)) throw UsageError("flag --" + name + " given twice");
+    if (values_.count(name) && !repeatable.count(name)) throw UsageError("flag --" + name + " given twice");
     if (switches.count(name)) {
       values_[name] = "true";
       continue;
     }
     if (i + 1 >= args.size()) throw UsageError("flag --" + name + " needs a value");
     values_[name] = args[++i];
+    all_values_[name].push_back(values_[name]);
   }
 }
 
 std::string Flags::get(const std::string& name, const std::string& fallback) const {
   auto it = values_.find(name);
   return it == values_.end() ? fallback : it->second;
+}
+
+std::vector<std::string> Flags::get_all(const std::string& name) const {
+  auto it = all_values_.find(name);
+  return it == all_values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 namespace {

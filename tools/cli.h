@@ -18,19 +18,23 @@ struct UsageError : std::runtime_error {
 class Flags {
  public:
   // args: everything after the subcommand; `known` lists the accepted flag
-  // names (without "--"); `switches` are flags that take no value.
+  // names (without "--"); `switches` are flags that take no value;
+  // `repeatable` flags (also in `known`) may be given more than once.
   Flags(const std::vector<std::string>& args, const std::set<std::string>& known,
-        const std::set<std::string>& switches = {});
+        const std::set<std::string>& switches = {}, const std::set<std::string>& repeatable = {});
 
   bool has(const std::string& name) const { return values_.count(name) > 0; }
   std::string get(const std::string& name, const std::string& fallback) const;
+  // Every value of a repeatable flag, in the order given.
+  std::vector<std::string> get_all(const std::string& name) const;
   int64_t get_int(const std::string& name, int64_t fallback) const;
   double get_double(const std::string& name, double fallback) const;
   // An integer flag that must be >= minimum.
   int64_t get_int_at_least(const std::string& name, int64_t fallback, int64_t minimum) const;
 
  private:
-  std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> values_;  // the last value of each flag
+  std::map<std::string, std::vector<std::string>> all_values_;
 };
 
 }  // namespace ks::cli

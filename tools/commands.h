@@ -10,5 +10,10 @@ namespace ks::tools {
 
 int bench(const std::vector<std::string>& args);  // time training steps of the reference decoder LM
 int info(const std::vector<std::string>& args);   // parameters, FLOPs and memory of a config
+int train(const std::vector<std::string>& args);  // train from a config into a run folder (tools/train.cpp)
+int evaluate(const std::vector<std::string>& args);   // metrics of a run's checkpoint on a split
+int generate(const std::vector<std::string>& args);   // sample text from a language-model run
+int translate(const std::vector<std::string>& args);  // greedy or beam decoding with a seq2seq run
+int plot(const std::vector<std::string>& args);       // SVG curves of runs (tools/plot.h)
 
 }  // namespace ks::tools

@@ -15,8 +15,13 @@ void usage(FILE* out) {
   std::fprintf(out,
                "usage: keystone <command> [flags]\n"
                "commands:\n"
-               "  bench   time training steps of the reference decoder LM (one JSON line)\n"
-               "  info    parameters, FLOPs per token and training memory of a model config\n"
+               "  train      train a model from a JSON config into a run folder\n"
+               "  eval       loss, perplexity and accuracy of a run's checkpoint on a split\n"
+               "  generate   sample text from a language-model run\n"
+               "  translate  greedy or beam-search decoding with a seq2seq run\n"
+               "  plot       loss and accuracy curves of runs, in one SVG\n"
+               "  bench      time training steps of the reference decoder LM (one JSON line)\n"
+               "  info       parameters, FLOPs per token and training memory of a model config\n"
                "Run `keystone <command> --help` for its flags.\n");
 }
 
@@ -34,6 +39,11 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
+    if (cmd == "train") return ks::tools::train(args);
+    if (cmd == "eval") return ks::tools::evaluate(args);
+    if (cmd == "generate") return ks::tools::generate(args);
+    if (cmd == "translate") return ks::tools::translate(args);
+    if (cmd == "plot") return ks::tools::plot(args);
     if (cmd == "bench") return ks::tools::bench(args);
     if (cmd == "info") return ks::tools::info(args);
     std::fprintf(stderr, "keystone: unknown command '%s'\n", cmd.c_str());

@@ -1,0 +1,288 @@
+// tests/tools/test_plot.cpp — `keystone plot`: run folders with metrics.jsonl
+// to SVG (curves per run and split, panels, log axis, escaping, names), the
+// errors naming folder, file and line, and the command's flags and output file.
+// Not here: how the SVG looks (checked by eye), the trainer writing metrics.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "core/error.h"
+#include "tools/cli.h"
+#include "tools/plot.h"
+
+using namespace ks::tools;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh folder under the system temp directory, removed with its contents.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+    path = fs::temp_directory_path() / ("ks_test_plot_" + std::to_string(now) + "_" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A run folder `root/folder` with the given metrics.jsonl and, when not empty, config.json.
+fs::path make_run(const fs::path& root, const std::string& folder, const std::string& metrics,
+                  const std::string& config = "") {
+  fs::path dir = root / folder;
+  fs::create_directories(dir);
+  write_file(dir / "metrics.jsonl", metrics);
+  if (!config.empty()) write_file(dir / "config.json", config);
+  return dir;
+}
+
+const std::string kMetrics =
+    R"({"split": "train", "step": 100, "epoch": 0, "loss": 3.2, "lr": 3e-4, "elapsed_s": 60})"
+    "\n"
+    R"({"split": "train", "step": 200, "epoch": 0, "loss": 2.9, "lr": 3e-4, "elapsed_s": 120})"
+    "\n"
+    R"({"split": "valid", "step": 200, "loss": 3.0, "accuracy": 0.3, "elapsed_s": 130})"
+    "\n"
+    R"({"split": "train", "step": 300, "epoch": 1, "loss": 2.7, "lr": 3e-4, "elapsed_s": 180})"
+    "\n"
+    R"({"split": "valid", "step": 400, "loss": 2.8, "accuracy": 0.35, "elapsed_s": 250})"
+    "\n"
+    R"({"split": "test", "step": 400, "loss": 2.85, "accuracy": 0.34, "elapsed_s": 260})"
+    "\n";
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + what.size())) ++n;
+  return n;
+}
+
+// The SVG before the legend, whose line-style samples would be counted too.
+std::string curves(const std::string& svg) { return svg.substr(0, svg.find("<g class=\"legend\"")); }
+
+// std::cout into a string while in scope, restored even when the command throws.
+struct CoutCapture {
+  std::ostringstream text;
+  std::streambuf* old = std::cout.rdbuf(text.rdbuf());
+  ~CoutCapture() { std::cout.rdbuf(old); }
+};
+
+// The message of the ks::Error that `f` throws, or "" when it throws none.
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const ks::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("plot: two runs give each split its own curves in both panels") {
+  TempDir tmp;
+  fs::path a = make_run(tmp.path, "a", kMetrics), b = make_run(tmp.path, "b", kMetrics);
+  std::string svg = render_plot_svg({a, b});
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("viewBox=\"0 0 1000 ") != std::string::npos);
+  CHECK(svg.find(">a</text>") != std::string::npos);
+  CHECK(svg.find(">b</text>") != std::string::npos);
+  CHECK(svg.find(">accuracy</text>") != std::string::npos);
+  CHECK(svg.find(">step</text>") != std::string::npos);
+  CHECK(svg.find("loss (log)") == std::string::npos);
+  std::string c = curves(svg);
+  CHECK(count(c, "<polyline") == 6);           // per run: train loss, valid loss, valid accuracy
+  CHECK(count(c, "class=\"train\"") == 2);
+  CHECK(count(c, "class=\"valid\"") == 4);
+  CHECK(count(c, "<path class=\"test\"") == 4);  // per run: test loss and test accuracy
+  CHECK(count(c, "<circle") == 8);             // valid markers: 2 points × 2 panels × 2 runs
+  CHECK(count(c, "#1f77b4") > 0);              // the first two palette colours
+  CHECK(count(c, "#ff7f0e") > 0);
+  CHECK(svg.find("exact match") == std::string::npos);
+}
+
+TEST_CASE("plot: without accuracy only the loss panel is drawn, full width") {
+  TempDir tmp;
+  fs::path a = make_run(tmp.path, "a",
+                        "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0}\n"
+                        "{\"split\": \"train\", \"step\": 2, \"loss\": 1.5}\n");
+  std::string svg = render_plot_svg({a});
+  CHECK(svg.find(">accuracy</text>") == std::string::npos);
+  CHECK(svg.find(">loss</text>") != std::string::npos);
+  CHECK(svg.find("width=\"905\"") != std::string::npos);
+  CHECK(count(curves(svg), "<polyline") == 1);
+}
+
+TEST_CASE("plot: exact match gets a dotted curve and a legend entry") {
+  TempDir tmp;
+  fs::path a = make_run(tmp.path, "a",
+                        "{\"split\": \"valid\", \"step\": 10, \"loss\": 2.0, \"accuracy\": 0.5, \"exact_match\": 0.1}\n"
+                        "{\"split\": \"valid\", \"step\": 20, \"loss\": 1.5, \"accuracy\": 0.7, \"exact_match\": 0.3}\n");
+  std::string svg = render_plot_svg({a});
+  CHECK(count(curves(svg), "class=\"exact\"") == 1);
+  CHECK(svg.find("stroke-dasharray=\"2 3\"") != std::string::npos);
+  CHECK(svg.find(">exact match</text>") != std::string::npos);
+}
+
+TEST_CASE("plot: run names come from config.json or the folder, escaped and made unique") {
+  TempDir tmp;
+  fs::path odd = make_run(tmp.path, "odd", kMetrics, R"({"name": "a<b & \"c\""})");
+  fs::path s1 = make_run(tmp.path, "s1", kMetrics, R"({"name": "same"})");
+  fs::path s2 = make_run(tmp.path, "s2", kMetrics, R"({"name": "same"})");
+  fs::path plain = make_run(tmp.path, "plainrun", kMetrics, "not json");
+  std::string svg = render_plot_svg({odd, s1, s2, fs::path(plain.string() + "/")});
+  CHECK(svg.find(">a&lt;b &amp; &quot;c&quot;</text>") != std::string::npos);
+  CHECK(svg.find("a<b") == std::string::npos);
+  CHECK(svg.find(">same</text>") != std::string::npos);
+  CHECK(svg.find(">same (2)</text>") != std::string::npos);
+  CHECK(svg.find(">plainrun</text>") != std::string::npos);
+  // The default title lists the runs; a given one is used (escaped) instead.
+  CHECK(svg.find("a&lt;b &amp; &quot;c&quot;, same, same (2), plainrun</text>") != std::string::npos);
+  std::string titled = render_plot_svg({s1}, {.x_axis = "step", .title = "x < y"});
+  CHECK(titled.find(">x &lt; y</text>") != std::string::npos);
+}
+
+TEST_CASE("plot: a loss range over 20x gets a log axis, a narrow one stays linear") {
+  TempDir tmp;
+  fs::path wide = make_run(tmp.path, "wide",
+                           "{\"split\": \"train\", \"step\": 1, \"loss\": 100}\n"
+                           "{\"split\": \"train\", \"step\": 2, \"loss\": 0.5}\n");
+  std::string svg = render_plot_svg({wide});
+  CHECK(svg.find(">loss (log)</text>") != std::string::npos);
+  CHECK(svg.find(">0.1</text>") != std::string::npos);  // decade ticks 0.1 .. 100
+  CHECK(svg.find(">100</text>") != std::string::npos);
+  fs::path narrow = make_run(tmp.path, "narrow",
+                             "{\"split\": \"train\", \"step\": 1, \"loss\": 10}\n"
+                             "{\"split\": \"train\", \"step\": 2, \"loss\": 1}\n");
+  CHECK(render_plot_svg({narrow}).find("(log)") == std::string::npos);
+}
+
+TEST_CASE("plot: steps get compact nice tick labels") {
+  TempDir tmp;
+  fs::path a = make_run(tmp.path, "a",
+                        "{\"split\": \"train\", \"step\": 0, \"loss\": 2.0}\n"
+                        "{\"split\": \"train\", \"step\": 9500, \"loss\": 1.0}\n");
+  std::string svg = render_plot_svg({a});
+  for (const char* tick : {">0</text>", ">2k</text>", ">4k</text>", ">10k</text>", ">1.5</text>"})
+    CHECK_MESSAGE(svg.find(tick) != std::string::npos, tick);
+  CHECK(svg.find(">2000</text>") == std::string::npos);
+}
+
+TEST_CASE("plot: non-finite losses are skipped and a lone point is still drawn") {
+  TempDir tmp;
+  // nlohmann writes NaN and infinities as null.
+  fs::path a = make_run(tmp.path, "a",
+                        "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0}\n"
+                        "\n"
+                        "{\"split\": \"train\", \"step\": 2, \"loss\": null}\n"
+                        "{\"split\": \"train\", \"step\": 3, \"loss\": 1.0}\n");
+  std::string c = curves(render_plot_svg({a}));
+  REQUIRE(count(c, "<polyline") == 1);
+  size_t at = c.find("points=\"", c.find("<polyline"));
+  std::string points = c.substr(at + 8, c.find('"', at + 8) - at - 8);
+  CHECK(count(points, ",") == 2);
+  CHECK(points.find("nan") == std::string::npos);
+
+  fs::path lone = make_run(tmp.path, "lone", "{\"split\": \"train\", \"step\": 5, \"loss\": 1.0}\n");
+  std::string one = curves(render_plot_svg({lone}));
+  CHECK(count(one, "<polyline") == 0);
+  CHECK(count(one, "<circle") == 1);
+}
+
+TEST_CASE("plot: --x time puts elapsed minutes on the x axis") {
+  TempDir tmp;
+  fs::path a = make_run(tmp.path, "a",
+                        "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0, \"elapsed_s\": 60}\n"
+                        "{\"split\": \"train\", \"step\": 2, \"loss\": 1.0, \"elapsed_s\": 540}\n");
+  std::string svg = render_plot_svg({a}, {.x_axis = "time"});
+  CHECK(svg.find(">minutes</text>") != std::string::npos);
+  CHECK(svg.find(">10</text>") != std::string::npos);  // 1..9 minutes: ticks 0, 2, .. 10
+  CHECK(svg.find(">step</text>") == std::string::npos);
+}
+
+TEST_CASE("plot: errors name the folder, file and line") {
+  TempDir tmp;
+  fs::path missing = tmp.path / "nope";
+  CHECK(error_of([&] { render_plot_svg({missing}); }) ==
+        "plot: run folder " + missing.string() + " does not exist");
+
+  fs::create_directories(tmp.path / "empty");
+  CHECK(error_of([&] { render_plot_svg({tmp.path / "empty"}); }) ==
+        "plot: no metrics.jsonl in " + (tmp.path / "empty").string());
+
+  fs::path bad = make_run(tmp.path, "bad", "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0}\n\n{oops\n");
+  std::string file = (bad / "metrics.jsonl").string();
+  CHECK(error_of([&] { render_plot_svg({bad}); }) == "plot: " + file + ":3: not JSON");
+
+  fs::path no_loss = make_run(tmp.path, "noloss",
+                              "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0}\n"
+                              "{\"split\": \"valid\", \"step\": 1}\n");
+  CHECK(error_of([&] { render_plot_svg({no_loss}); }) ==
+        "plot: " + (no_loss / "metrics.jsonl").string() + ":2: no \"loss\"");
+  fs::path no_split = make_run(tmp.path, "nosplit", "{\"step\": 1, \"loss\": 2.0}\n");
+  CHECK(error_of([&] { render_plot_svg({no_split}); }).find(":1: no \"split\"") != std::string::npos);
+  fs::path no_step = make_run(tmp.path, "nostep", "{\"split\": \"train\", \"loss\": 2.0}\n");
+  CHECK(error_of([&] { render_plot_svg({no_step}); }).find(":1: no \"step\"") != std::string::npos);
+
+  fs::path blank = make_run(tmp.path, "blank", "\n  \n");
+  CHECK(error_of([&] { render_plot_svg({blank}); }) == "plot: no metrics in " + (blank / "metrics.jsonl").string());
+
+  fs::path ok = make_run(tmp.path, "ok", kMetrics);
+  fs::path unwritable = tmp.path / "no_such_dir" / "out.svg";
+  CHECK(error_of([&] { write_plot_svg({ok}, unwritable); }) == "plot: cannot write " + unwritable.string());
+}
+
+TEST_CASE("plot: the command writes RUN_DIR/plot.svg for one run and says so") {
+  TempDir tmp;
+  fs::path a = make_run(tmp.path, "a", kMetrics);
+  CoutCapture out;
+  CHECK(plot({a.string()}) == 0);
+  CHECK(out.text.str() == "wrote " + (a / "plot.svg").string() + "\n");
+  CHECK(read_file(a / "plot.svg").rfind("<svg", 0) == 0);
+  CHECK(!fs::exists(a / "plot.svg.tmp"));
+}
+
+TEST_CASE("plot: the command takes --out, --x and --title around the run folders") {
+  TempDir tmp;
+  fs::path a = make_run(tmp.path, "a", kMetrics), b = make_run(tmp.path, "b", kMetrics);
+  fs::path out = tmp.path / "both.svg";
+  CoutCapture captured;
+  CHECK(plot({a.string(), "--x", "time", "--title", "A & B", b.string(), "--out", out.string()}) == 0);
+  CHECK(captured.text.str() == "wrote " + out.string() + "\n");
+  std::string svg = read_file(out);
+  CHECK(svg.find(">A &amp; B</text>") != std::string::npos);
+  CHECK(svg.find(">minutes</text>") != std::string::npos);
+}
+
+TEST_CASE("plot: the command's usage errors and --help") {
+  TempDir tmp;
+  fs::path a = make_run(tmp.path, "a", kMetrics);
+  CHECK_THROWS_AS(plot({"--x", "bogus", a.string()}), ks::cli::UsageError);
+  CHECK_THROWS_WITH_AS(plot({}), "give at least one RUN_DIR", ks::cli::UsageError);
+  CHECK_THROWS_WITH_AS(plot({"--out", "x.svg"}), "give at least one RUN_DIR", ks::cli::UsageError);
+  CHECK_THROWS_AS(plot({a.string(), "--colour", "red"}), ks::cli::UsageError);
+  CHECK_THROWS_AS(plot({a.string(), "--out"}), ks::cli::UsageError);
+  CoutCapture captured;
+  CHECK(plot({"--help"}) == 0);
+  CHECK(captured.text.str().rfind("usage: keystone plot RUN_DIR...", 0) == 0);
+  CHECK(!fs::exists(a / "plot.svg"));
+}

@@ -1,0 +1,50 @@
+// tools/data_setup.h — the "data" section of a training config: which data
+// set, built how. Every data set of datasets/ has a name here:
+//
+//   "seq2seq"            generated copy/reverse/sort/addition (datasets/seq2seq_tasks.h)
+//                        task, min_length, max_length, num_symbols, seed, train_size, valid_size, test_size
+//   "listops"            generated ListOps, cached (datasets/listops.h)
+//                        min_length, max_length, max_depth, max_args, seed, train_size, valid_size, test_size
+//   "brown_lm"           Brown word-level LM (datasets/brown.h)
+//                        seq_len, lowercase, min_freq, max_vocab, split_seed, cache_dir
+//   "brown_genre"        Brown genre classification over byte windows
+//                        window, split_seed, cache_dir
+//   "fashion_mnist"      sequential Fashion-MNIST (datasets/fashion_mnist.h)
+//                        dir, valid_size, split_seed, limit
+//   "text"               a user's text file for language modelling (datasets/user_data.h)
+//   "tsv_classification" a user's text<TAB>label file
+//   "tsv_seq2seq"        a user's source<TAB>target file
+//                        train, valid, test (paths; empty: cut from train), valid_fraction,
+//                        test_fraction, split_seed, header, max_length (tsv), seq_len (text),
+//                        tokenizer {type, vocab_size, min_freq, lowercase, split_punctuation}
+//
+// A generator's seed defaults to the run's seed. Relative paths are taken
+// from the working directory and stored absolute in the resolved config, so
+// `keystone eval` finds the files from anywhere.
+//
+// Also here: filling the model section's sizes that the data fixes
+// (vocabularies, classes, padding id, max_len), so configs need not repeat them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "datasets/dataset.h"
+
+namespace ks::tools {
+
+struct TrainingData {
+  data::Splits splits;
+  nlohmann::json resolved;  // the data section with every default explicit
+};
+
+// Builds the three splits; errors name the key or the file that is wrong.
+TrainingData build_data(const nlohmann::json& section, uint64_t run_seed);
+
+// The model section completed from the data: the model type from the task
+// when absent; vocab_size / num_classes / src_vocab_size / tgt_vocab_size,
+// pad_id and max_len when absent. A given value that cannot hold the data
+// (a vocabulary smaller than the data's ids, a max_len shorter than its
+// longest sequence, a model that does not fit the task) is an error naming it.
+nlohmann::json complete_model_section(nlohmann::json model, const data::Splits& splits);
+
+}  // namespace ks::tools

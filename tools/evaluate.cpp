@@ -1,0 +1,43 @@
+// tools/evaluate.cpp — `keystone eval`: a run's checkpoint measured on one
+// split of its data (rebuilt from the run's resolved config, so the split is
+// exactly the one it was trained and validated on). Prints one JSON object.
+#include <cstdio>
+
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "tools/data_setup.h"
+#include "tools/run_dir.h"
+#include "tools/task.h"
+
+namespace ks::tools {
+
+int evaluate(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::printf(
+        "usage: keystone eval --run DIR [--split valid|test|train] [--checkpoint best|latest|FILE]\n"
+        "                     [--batch N] [--batches N] [--decode N]\n"
+        "Loss per prediction, perplexity (token tasks) and accuracy of a run's checkpoint on a split\n"
+        "(default: test with the best checkpoint), as one JSON object. --batches limits the batches\n"
+        "read (0: all); --decode N also greedily decodes N examples of a seq2seq run (exact match).\n");
+    return 0;
+  }
+  cli::Flags f(args, {"run", "split", "checkpoint", "batch", "batches", "decode"});
+  if (!f.has("run")) throw cli::UsageError("--run DIR is required");
+  const std::string split = f.get("split", "test");
+  if (split != "train" && split != "valid" && split != "test")
+    throw cli::UsageError("--split: expected train, valid or test, got '" + split + "'");
+  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"));
+  EvalOptions eo{.batch_size = f.get_int_at_least("batch", run.config.train.batch_size, 1),
+                 .max_batches = f.get_int_at_least("batches", 0, 0),
+                 .decode_examples = f.get_int_at_least("decode", 0, 0)};
+  TrainingData data = build_data(run.config.data, run.config.seed);
+  const data::Dataset& set = split == "train" ? data.splits.train : split == "valid" ? data.splits.valid : data.splits.test;
+  nlohmann::json out = evaluate(*run.model, set, eo).to_json(set.task);
+  out["split"] = split;
+  out["checkpoint"] = run.checkpoint.string();
+  if (run.metadata.count("keystone.step")) out["step"] = std::stoll(run.metadata.at("keystone.step"));
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
+
+}  // namespace ks::tools

@@ -1,0 +1,95 @@
+// tools/json_section.h — strict reading of one JSON object of a training
+// config: typed reads with defaults, errors that name the key by its dotted
+// path ("train.steps: expected an integer, got \"ten\""), and a final check
+// that rejects every key nobody read, so a typo never passes silently.
+//
+// Not here: what the keys mean (tools/run_config.h) or the model section,
+// which models/config.h validates itself.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <type_traits>
+
+#include "core/error.h"
+
+namespace ks::tools {
+
+class JsonSection {
+ public:
+  // `path` is the section's dotted name ("data", "train") for messages.
+  JsonSection(const nlohmann::json& j, std::string path) : j_(j), path_(std::move(path)) {
+    KS_CHECK(j_.is_object(), "config: ", path_, ": expected an object, got ", j_.dump());
+  }
+
+  std::string where(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  bool has(const std::string& key) const { return j_.contains(key); }
+
+  // The value at `key` or `fallback` when absent; a value of the wrong type
+  // (or a real where an integer is expected) is an error naming the key.
+  template <class T>
+  T get(const std::string& key, const T& fallback) {
+    read_.insert(key);
+    if (!j_.contains(key)) {
+      resolved_[key] = fallback;
+      return fallback;
+    }
+    const nlohmann::json& v = j_.at(key);
+    const bool ok = std::is_same_v<T, bool>             ? v.is_boolean()
+                    : std::is_same_v<T, std::string>    ? v.is_string()
+                    : std::is_integral_v<T>             ? v.is_number_integer()
+                    : std::is_floating_point_v<T>       ? v.is_number()
+                                                        : true;
+    KS_CHECK(ok, "config: ", where(key), ": expected ", kind<T>(), ", got ", v.dump());
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      KS_CHECK(!(std::is_unsigned_v<T> && v.is_number_integer() && v.get<int64_t>() < 0), "config: ",
+               where(key), ": must not be negative, got ", v.dump());
+    resolved_[key] = v;
+    return v.get<T>();
+  }
+  // An integer at least `minimum`.
+  int64_t get_at_least(const std::string& key, int64_t fallback, int64_t minimum) {
+    int64_t v = get<int64_t>(key, fallback);
+    KS_CHECK(v >= minimum, "config: ", where(key), ": must be at least ", minimum, ", got ", v);
+    return v;
+  }
+  // A number in [lo, hi].
+  double get_in(const std::string& key, double fallback, double lo, double hi) {
+    double v = get<double>(key, fallback);
+    KS_CHECK(v >= lo && v <= hi, "config: ", where(key), ": must be in [", lo, ", ", hi, "], got ", v);
+    return v;
+  }
+  // A nested object (an empty one when absent).
+  nlohmann::json object(const std::string& key) {
+    read_.insert(key);
+    if (!j_.contains(key)) return nlohmann::json::object();
+    resolved_[key] = j_.at(key);
+    KS_CHECK(j_.at(key).is_object(), "config: ", where(key), ": expected an object, got ", j_.at(key).dump());
+    return j_.at(key);
+  }
+  // Every key read so far with the value used, defaults included: the
+  // section as a resolved config shows it.
+  const nlohmann::json& resolved() const { return resolved_; }
+  // Throws for the first key that no get/object call asked for; `context`
+  // (e.g. " for dataset 'listops'") is added to the message.
+  void finish(const std::string& context = "") const {
+    for (auto& [key, _] : j_.items())
+      KS_CHECK(read_.count(key), "config: ", where(key), ": unknown key", context);
+  }
+
+ private:
+  template <class T>
+  static const char* kind() {
+    if constexpr (std::is_same_v<T, bool>) return "true or false";
+    else if constexpr (std::is_same_v<T, std::string>) return "a string";
+    else if constexpr (std::is_integral_v<T>) return "an integer";
+    else return "a number";
+  }
+  const nlohmann::json& j_;
+  std::string path_;
+  std::set<std::string> read_;
+  nlohmann::json resolved_ = nlohmann::json::object();
+};
+
+}  // namespace ks::tools

@@ -1,0 +1,421 @@
+// tools/plot.cpp — `keystone plot`: the metrics.jsonl files of training runs
+// drawn as one self-contained SVG (a loss panel, and an accuracy panel when
+// any run measured accuracy), with nice axis ticks and a legend.
+// Not here: writing metrics (tools/trainer.h), raster output, interactivity.
+#include "tools/plot.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "core/error.h"
+#include "tools/cli.h"
+
+namespace ks::tools {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Point { double x, y; };
+using Series = std::vector<Point>;
+
+// One run's curves in plot coordinates (x: step or minutes). Test series hold
+// at most one point: the last test record is the run's final result.
+struct Run {
+  std::string name;
+  Series train_loss, valid_loss, valid_acc, valid_em, test_loss, test_acc, test_em;
+};
+
+// A finite number, or nullopt when absent, null (how nlohmann writes NaN),
+// not a number or infinite: such points are skipped rather than drawn.
+std::optional<double> finite(const json& rec, const char* key) {
+  auto it = rec.find(key);
+  if (it == rec.end() || !it->is_number()) return std::nullopt;
+  double v = it->get<double>();
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+json parse_record(const std::string& line, const std::string& where) {
+  json rec = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  KS_CHECK(!rec.is_discarded(), where, ": not JSON");
+  KS_CHECK(rec.is_object(), where, ": not a JSON object");
+  for (const char* key : {"split", "step", "loss"}) KS_CHECK(rec.contains(key), where, ": no \"", key, "\"");
+  KS_CHECK(rec["split"].is_string(), where, ": \"split\" is not a string");
+  // A null loss is how nlohmann writes NaN: allowed here, skipped when drawn.
+  for (const char* key : {"step", "loss"})
+    KS_CHECK(rec[key].is_number() || rec[key].is_null(), where, ": \"", key, "\" is not a number");
+  return rec;
+}
+
+void add_record(Run& run, const json& rec, const std::string& x_axis) {
+  std::optional<double> x = finite(rec, x_axis == "time" ? "elapsed_s" : "step");
+  if (!x) return;  // e.g. no elapsed_s: the record has no place on a time axis
+  if (x_axis == "time") *x /= 60;
+  auto put = [&](Series& s, const char* key, bool last_only) {
+    std::optional<double> y = finite(rec, key);
+    if (!y) return;
+    if (last_only) s.clear();
+    s.push_back({*x, *y});
+  };
+  const std::string split = rec["split"];
+  if (split == "train") {
+    put(run.train_loss, "loss", false);
+  } else if (split == "valid" || split == "test") {  // other splits: newer writers, not drawn
+    const bool test = split == "test";
+    put(test ? run.test_loss : run.valid_loss, "loss", test);
+    put(test ? run.test_acc : run.valid_acc, "accuracy", test);
+    put(test ? run.test_em : run.valid_em, "exact_match", test);
+  }
+}
+
+// config.json's "name" when there is one, else the folder's own name.
+std::string run_name(const fs::path& dir) {
+  std::ifstream in(dir / "config.json");
+  if (in) {
+    json config = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (config.is_object() && config.contains("name") && config["name"].is_string() &&
+        !config["name"].get<std::string>().empty())
+      return config["name"];
+  }
+  fs::path p = fs::absolute(dir).lexically_normal();  // "run/" and "." name their folder too
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().empty() ? p.string() : p.filename().string();
+}
+
+Run read_run(const fs::path& dir, const std::string& x_axis) {
+  KS_CHECK(fs::exists(dir), "plot: run folder ", dir.string(), " does not exist");
+  KS_CHECK(fs::is_directory(dir), "plot: run folder ", dir.string(), " is not a folder");
+  const fs::path file = dir / "metrics.jsonl";
+  std::ifstream in(file);
+  KS_CHECK(fs::is_regular_file(file) && in, "plot: no metrics.jsonl in ", dir.string());
+  Run run;
+  run.name = run_name(dir);
+  size_t records = 0;
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    add_record(run, parse_record(line, str("plot: ", file.string(), ":", n)), x_axis);
+    ++records;
+  }
+  KS_CHECK(records > 0, "plot: no metrics in ", file.string());
+  return run;
+}
+
+// Two runs both named "base" become "base" and "base (2)".
+void make_names_unique(std::vector<Run>& runs) {
+  std::map<std::string, int> seen;
+  for (Run& r : runs)
+    if (int k = ++seen[r.name]; k > 1) r.name += " (" + std::to_string(k) + ")";
+}
+
+// ---- axes ----
+
+struct Axis {
+  double lo = 0, hi = 1;
+  bool log = false;
+  std::vector<double> ticks;
+  double fraction(double v) const {  // where v lies between lo (0) and hi (1)
+    return log ? std::log10(v / lo) / std::log10(hi / lo) : (v - lo) / (hi - lo);
+  }
+};
+
+// The 1, 2 or 5 × 10^k step that cuts `range` into about five parts.
+double nice_step(double range) {
+  const double raw = range / 5, magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (m * magnitude >= raw) return m * magnitude;
+  return 10 * magnitude;
+}
+
+Axis linear_axis(double lo, double hi) {
+  if (hi - lo <= 1e-9 * std::max(1.0, std::abs(hi))) {  // one value: give it room
+    const double pad = lo == 0 ? 1 : std::abs(lo) * 0.1;
+    lo -= pad, hi += pad;
+  }
+  const double step = nice_step(hi - lo);
+  Axis a{std::floor(lo / step) * step, std::ceil(hi / step) * step, false, {}};
+  // Ticks as whole multiples of the step, so 0 prints as "0", not "-2.8e-17".
+  for (double k = std::round(a.lo / step); k * step <= a.hi + step * 1e-6; ++k) a.ticks.push_back(k * step);
+  return a;
+}
+
+// Whole decades; with few decades also the 2s and 5s, so there are enough ticks.
+Axis log_axis(double lo, double hi) {
+  Axis a{std::pow(10.0, std::floor(std::log10(lo))), std::pow(10.0, std::ceil(std::log10(hi))), true, {}};
+  const bool few = a.hi / a.lo <= 1000;
+  for (double d = a.lo; d <= a.hi * 1.001; d *= 10)
+    for (double m : {1.0, 2.0, 5.0})
+      if ((m == 1 || few) && d * m <= a.hi * 1.001) a.ticks.push_back(d * m);
+  return a;
+}
+
+// The [min, max] of one coordinate over all points; nullopt when there are none.
+std::optional<std::pair<double, double>> extent(const std::vector<const Series*>& all, double Point::*c) {
+  std::optional<std::pair<double, double>> e;
+  for (const Series* s : all)
+    for (const Point& p : *s)
+      e = e ? std::pair(std::min(e->first, p.*c), std::max(e->second, p.*c)) : std::pair(p.*c, p.*c);
+  return e;
+}
+
+Axis value_axis(const std::vector<const Series*>& all, double Point::*c, bool log_if_wide) {
+  auto e = extent(all, c);
+  if (!e) return linear_axis(0, 1);
+  // Loss often falls by orders of magnitude; a log axis keeps the late curve readable.
+  if (log_if_wide && e->first > 0 && e->second / e->first > 20) return log_axis(e->first, e->second);
+  return linear_axis(e->first, e->second);
+}
+
+// ---- drawing ----
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+std::string px(double v) { return fmt("%.1f", v); }
+
+void line(std::ostream& os, double x1, double y1, double x2, double y2, const std::string& attrs) {
+  os << "<line x1=\"" << px(x1) << "\" y1=\"" << px(y1) << "\" x2=\"" << px(x2) << "\" y2=\"" << px(y2) << "\" "
+     << attrs << "/>\n";
+}
+// `s` is XML already (escaped by the caller where it comes from the user).
+void text(std::ostream& os, double x, double y, const std::string& s, const std::string& attrs = "") {
+  os << "<text x=\"" << px(x) << "\" y=\"" << px(y) << "\" " << attrs << ">" << s << "</text>\n";
+}
+
+// Compact tick labels: 2k, 10k, 1.5M for steps; up to 3 significant digits else.
+std::string tick_label(double v) {
+  if (std::abs(v) >= 1e6) return fmt("%.3gM", v / 1e6);
+  if (std::abs(v) >= 1e3) return fmt("%.3gk", v / 1e3);
+  return fmt("%.3g", v);
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '&') out += "&amp;";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '"') out += "&quot;";
+    else if (static_cast<unsigned char>(c) < 0x20) out += ' ';  // control characters are not XML
+    else out += c;
+  }
+  return out;
+}
+
+// Matplotlib's tab10: distinct, colour-blind-friendlier than pure hues.
+const char* colour(size_t i) {
+  static const char* tab10[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  return tab10[i % 10];
+}
+
+// A run's curves share its colour and differ in style: train thin and solid
+// (dense and noisy), valid thick and dashed, exact match dotted, test a diamond.
+enum class Style { Train, Valid, Exact, Test };
+const char* line_attrs(Style s) {
+  if (s == Style::Train) return R"(class="train" stroke-width="1.2" stroke-opacity="0.75")";
+  if (s == Style::Valid) return R"(class="valid" stroke-width="2.2" stroke-dasharray="7 4")";
+  return R"(class="exact" stroke-width="2" stroke-dasharray="2 3")";
+}
+
+void marker(std::ostream& os, Point p, const std::string& c, Style s) {
+  if (s == Style::Test) {
+    os << "<path class=\"test\" d=\"M" << px(p.x) << ',' << px(p.y - 7) << " l6,7 l-6,7 l-6,-7 z\" fill=\"" << c
+       << "\" stroke=\"white\" stroke-width=\"1\"/>\n";
+  } else {
+    os << "<circle cx=\"" << px(p.x) << "\" cy=\"" << px(p.y) << "\" r=\"" << (s == Style::Valid ? 3 : 2)
+       << "\" fill=\"" << c << "\"/>\n";
+  }
+}
+
+struct Box { double x0, y0, x1, y1; };
+struct Panel {
+  Box box;
+  Axis x, y;
+  Point to_px(Point p) const {
+    return {box.x0 + x.fraction(p.x) * (box.x1 - box.x0), box.y1 - y.fraction(p.y) * (box.y1 - box.y0)};
+  }
+};
+
+void draw_series(std::ostream& os, const Panel& panel, const Series& s, const std::string& c, Style style) {
+  if (s.size() >= 2 && style != Style::Test) {
+    os << "<polyline fill=\"none\" stroke=\"" << c << "\" " << line_attrs(style) << " points=\"";
+    for (const Point& p : s) os << px(panel.to_px(p).x) << ',' << px(panel.to_px(p).y) << ' ';
+    os << "\"/>\n";
+  }
+  // Train curves are dense, so no markers, unless a lone point would vanish.
+  if (style != Style::Train || s.size() == 1)
+    for (const Point& p : s) marker(os, panel.to_px(p), c, style);
+}
+
+void draw_frame(std::ostream& os, const Panel& p, const std::string& title, const std::string& xlabel,
+                const std::string& ylabel) {
+  const Box& b = p.box;
+  for (double t : p.y.ticks) {
+    const double y = p.to_px({p.x.lo, t}).y;
+    line(os, b.x0, y, b.x1, y, R"(stroke="#e6e6e6")");
+    text(os, b.x0 - 6, y + 4, tick_label(t), R"(text-anchor="end")");
+  }
+  for (double t : p.x.ticks) {
+    const double x = p.to_px({t, p.y.lo}).x;
+    line(os, x, b.y0, x, b.y1, R"(stroke="#e6e6e6")");
+    text(os, x, b.y1 + 18, tick_label(t), R"(text-anchor="middle")");
+  }
+  os << "<rect x=\"" << b.x0 << "\" y=\"" << b.y0 << "\" width=\"" << b.x1 - b.x0 << "\" height=\"" << b.y1 - b.y0
+     << "\" fill=\"none\" stroke=\"#888\"/>\n";
+  text(os, b.x0, b.y0 - 8, title, R"(font-size="14" font-weight="bold")");
+  text(os, (b.x0 + b.x1) / 2, b.y1 + 40, xlabel, R"(text-anchor="middle")");
+  os << "<text transform=\"translate(" << b.x0 - 48 << ',' << (b.y0 + b.y1) / 2
+     << ") rotate(-90)\" text-anchor=\"middle\">" << ylabel << "</text>\n";
+}
+
+// The legend under the panels: the line styles in grey, then each run's
+// colour, flowed into rows of 20 px from y = top. Returns the rows used.
+int draw_legend(std::ostream& os, const std::vector<Run>& runs, bool any_exact, double top) {
+  struct Entry {
+    std::optional<Style> style;  // nullopt: a run's colour swatch
+    std::string colour, label;
+  };
+  std::vector<Entry> entries = {{Style::Train, "#555", "train"}, {Style::Valid, "#555", "valid"},
+                                {Style::Test, "#555", "test"}};
+  if (any_exact) entries.push_back({Style::Exact, "#555", "exact match"});
+  for (size_t i = 0; i < runs.size(); ++i) entries.push_back({std::nullopt, colour(i), runs[i].name});
+  os << "<g class=\"legend\">\n";
+  double x = 70;
+  int row = 0;
+  for (const Entry& e : entries) {
+    const double width = 34 + 7 * e.label.size();  // ~7 px per character at 12 px
+    if (x + width > 980 && x > 70) x = 70, ++row;
+    const double y = top + 20 * row;
+    if (!e.style) {
+      os << "<rect x=\"" << x + 5 << "\" y=\"" << y - 6 << "\" width=\"14\" height=\"12\" fill=\"" << e.colour << "\"/>\n";
+    } else {
+      if (*e.style != Style::Test)
+        line(os, x, y, x + 24, y, "stroke=\"" + e.colour + "\" " + line_attrs(*e.style));
+      if (*e.style != Style::Train) marker(os, {x + 12, y}, e.colour, *e.style);
+    }
+    text(os, x + 30, y + 4, xml_escape(e.label));
+    x += width;
+  }
+  os << "</g>\n";
+  return row + 1;
+}
+
+std::string draw_svg(const std::vector<Run>& runs, const PlotOptions& o) {
+  std::vector<const Series*> loss, acc;
+  bool any_exact = false;
+  for (const Run& r : runs) {
+    loss.insert(loss.end(), {&r.train_loss, &r.valid_loss, &r.test_loss});
+    acc.insert(acc.end(), {&r.valid_acc, &r.valid_em, &r.test_acc, &r.test_em});
+    any_exact = any_exact || !r.valid_em.empty() || !r.test_em.empty();
+  }
+  const bool has_acc = extent(acc, &Point::y).has_value();
+  std::vector<const Series*> all = loss;
+  all.insert(all.end(), acc.begin(), acc.end());
+  // One x axis for both panels, so a step lines up across them.
+  const Axis x = value_axis(all, &Point::x, false);
+  const Panel lp{{70, 60, has_acc ? 470.0 : 975.0, 330}, x, value_axis(loss, &Point::y, true)};
+  const Panel ap{{575, 60, 975, 330}, x, value_axis(acc, &Point::y, false)};
+  const std::string xlabel = o.x_axis == "time" ? "minutes" : "step";
+
+  std::ostringstream body;
+  draw_frame(body, lp, "loss", xlabel, lp.y.log ? "loss (log)" : "loss");
+  if (has_acc) draw_frame(body, ap, "accuracy", xlabel, "accuracy");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Run& r = runs[i];
+    draw_series(body, lp, r.train_loss, colour(i), Style::Train);
+    draw_series(body, lp, r.valid_loss, colour(i), Style::Valid);
+    draw_series(body, lp, r.test_loss, colour(i), Style::Test);
+    if (!has_acc) continue;
+    draw_series(body, ap, r.valid_acc, colour(i), Style::Valid);
+    draw_series(body, ap, r.valid_em, colour(i), Style::Exact);
+    draw_series(body, ap, r.test_acc, colour(i), Style::Test);
+    draw_series(body, ap, r.test_em, colour(i), Style::Test);
+  }
+  const int legend_rows = draw_legend(body, runs, any_exact, 392);
+  std::string title = o.title;
+  for (size_t i = 0; o.title.empty() && i < runs.size(); ++i) title += (i ? ", " : "") + runs[i].name;
+
+  const int height = 392 + 20 * legend_rows;
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"" << height << "\" viewBox=\"0 0 1000 "
+      << height << "\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#222\">\n"
+      << "<rect width=\"1000\" height=\"" << height << "\" fill=\"white\"/>\n";
+  text(svg, 500, 26, xml_escape(title), R"(text-anchor="middle" font-size="16" font-weight="bold")");
+  svg << body.str() << "</svg>\n";
+  return svg.str();
+}
+
+const char* kUsage =
+    "usage: keystone plot RUN_DIR... [--out FILE] [--x step|time] [--title TEXT]\n"
+    "Draws the loss and accuracy curves of training runs (each RUN_DIR's metrics.jsonl) into one SVG.\n"
+    "  --out FILE    where to write (default: RUN_DIR/plot.svg for one run, else ./plot.svg)\n"
+    "  --x AXIS      step (default) or time (elapsed minutes)\n"
+    "  --title TEXT  the plot's title (default: the run names)\n";
+
+}  // namespace
+
+std::string render_plot_svg(const std::vector<fs::path>& run_dirs, const PlotOptions& options) {
+  KS_CHECK(!run_dirs.empty(), "plot: no run folders given");
+  KS_CHECK(options.x_axis == "step" || options.x_axis == "time",
+           "plot: x axis must be step or time, got '", options.x_axis, "'");
+  std::vector<Run> runs;
+  for (const fs::path& dir : run_dirs) runs.push_back(read_run(dir, options.x_axis));
+  make_names_unique(runs);
+  return draw_svg(runs, options);
+}
+
+void write_plot_svg(const std::vector<fs::path>& run_dirs, const fs::path& out, const PlotOptions& options) {
+  const std::string svg = render_plot_svg(run_dirs, options);  // before touching `out`: errors leave it as it was
+  fs::path tmp = out;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << svg;
+    KS_CHECK(f.flush(), "plot: cannot write ", out.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, out, ec);
+  if (ec) fs::remove(tmp, ec);
+  KS_CHECK(!ec, "plot: cannot write ", out.string(), " (", ec.message(), ")");
+}
+
+int plot(const std::vector<std::string>& args) {
+  // Flags takes only --name value pairs, so the run folders are picked out first.
+  std::vector<std::string> dirs, flag_args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (a.rfind("--", 0) == 0) {
+      flag_args.push_back(a);
+      if (i + 1 < args.size()) flag_args.push_back(args[++i]);
+    } else {
+      dirs.push_back(a);
+    }
+  }
+  cli::Flags flags(flag_args, {"out", "x", "title"});
+  if (dirs.empty()) throw cli::UsageError("give at least one RUN_DIR");
+  PlotOptions options;
+  options.x_axis = flags.get("x", "step");
+  if (options.x_axis != "step" && options.x_axis != "time")
+    throw cli::UsageError("--x: expected step or time, got '" + options.x_axis + "'");
+  options.title = flags.get("title", "");
+  const fs::path out = flags.get("out", dirs.size() == 1 ? (fs::path(dirs[0]) / "plot.svg").string() : "plot.svg");
+  write_plot_svg({dirs.begin(), dirs.end()}, out, options);
+  std::cout << "wrote " << out.string() << "\n";
+  return 0;
+}
+
+}  // namespace ks::tools

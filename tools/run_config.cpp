@@ -1,0 +1,170 @@
+// tools/run_config.cpp — parsing, overriding and printing training configs.
+#include "tools/run_config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "tools/json_section.h"
+
+namespace ks::tools {
+
+using json = nlohmann::json;
+
+json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  KS_CHECK(in.good(), "cannot open config file ", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  KS_CHECK(!in.bad(), "cannot read config file ", path);
+  try {
+    return json::parse(text.str());
+  } catch (const json::exception& e) {
+    throw Error(str(path, " is not valid JSON (", e.what(), ")"));
+  }
+}
+
+void apply_override(json& config, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  KS_CHECK(eq != std::string::npos && eq > 0, "--set ", assignment, ": expected key=value (e.g. train.steps=100)");
+  const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  json value;
+  try {
+    value = json::parse(text);
+  } catch (const json::exception&) {
+    value = text;  // a bare word: a string ("model.attention.type=mgk")
+  }
+  json* node = &config;
+  std::string part;
+  std::stringstream parts(key);
+  std::vector<std::string> path;
+  while (std::getline(parts, part, '.')) {
+    KS_CHECK(!part.empty(), "--set ", assignment, ": empty part in the key '", key, "'");
+    path.push_back(part);
+  }
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    if (!node->contains(path[i])) (*node)[path[i]] = json::object();
+    node = &(*node)[path[i]];
+    KS_CHECK(node->is_object(), "--set ", assignment, ": '", path[i], "' is not a section");
+  }
+  (*node)[path.back()] = value;
+}
+
+namespace {
+
+OptimizerConfig parse_optimizer(const json& j) {
+  JsonSection s(j, "optimizer");
+  OptimizerConfig o;
+  o.type = s.get<std::string>("type", o.type);
+  KS_CHECK(o.type == "adamw" || o.type == "adam" || o.type == "sgd", "config: optimizer.type: expected adamw, adam "
+           "or sgd, got '", o.type, "'");
+  o.lr = s.get<double>("lr", o.lr);
+  KS_CHECK(o.lr > 0, "config: optimizer.lr: must be positive, got ", o.lr);
+  o.weight_decay = s.get_in("weight_decay", o.type == "adamw" ? o.weight_decay : 0.0, 0.0, 1e3);
+  if (o.type != "sgd") {
+    o.beta1 = s.get_in("beta1", o.beta1, 0.0, 0.999999);
+    o.beta2 = s.get_in("beta2", o.beta2, 0.0, 0.999999999);
+    o.eps = s.get<double>("eps", o.eps);
+    KS_CHECK(o.eps > 0, "config: optimizer.eps: must be positive, got ", o.eps);
+    s.finish(str(" for optimizer '", o.type, "'"));
+  } else {
+    o.momentum = s.get_in("momentum", o.momentum, 0.0, 1.0);
+    o.nesterov = s.get<bool>("nesterov", o.nesterov);
+    s.finish(" for optimizer 'sgd'");
+  }
+  return o;
+}
+
+TrainOptions parse_train(const json& j) {
+  JsonSection s(j, "train");
+  TrainOptions t;
+  t.steps = s.get_at_least("steps", t.steps, 1);
+  t.batch_size = s.get_at_least("batch_size", t.batch_size, 1);
+  t.eval_every = s.get_at_least("eval_every", t.eval_every, 1);
+  t.eval_batches = s.get_at_least("eval_batches", t.eval_batches, 0);
+  t.log_every = s.get_at_least("log_every", t.log_every, 1);
+  t.checkpoint_every = s.get_at_least("checkpoint_every", t.checkpoint_every, 0);
+  t.clip_grad_norm = s.get_in("clip_grad_norm", t.clip_grad_norm, 0.0, 1e30);
+  t.threads = s.get_at_least("threads", t.threads, 0);
+  t.bucket_batches = s.get_at_least("bucket_batches", t.bucket_batches, 0);
+  t.prefetch = s.get_at_least("prefetch", t.prefetch, 0);
+  t.device = s.get<std::string>("device", t.device);
+  KS_CHECK(t.device == "cpu" || t.device == "cuda", "config: train.device: expected cpu or cuda, got '", t.device, "'");
+  t.decode_examples = s.get_at_least("decode_examples", t.decode_examples, 0);
+  s.finish();
+  return t;
+}
+
+}  // namespace
+
+TrainConfig parse_train_config(const json& j) {
+  JsonSection root(j, "");
+  TrainConfig c;
+  c.name = root.get<std::string>("name", c.name);
+  KS_CHECK(!c.name.empty() && c.name.find('/') == std::string::npos, "config: name: must be a non-empty file name, got '",
+           c.name, "'");
+  c.seed = root.get<uint64_t>("seed", c.seed);
+  c.data = root.object("data");
+  KS_CHECK(c.data.contains("dataset"), "config: data.dataset: missing (which data set to train on)");
+  c.model = root.object("model");
+  c.optimizer = parse_optimizer(root.object("optimizer"));
+  c.train = parse_train(root.object("train"));
+
+  json sched_json = root.object("schedule");
+  JsonSection sched(sched_json, "schedule");
+  c.schedule_type = sched.get<std::string>("type", c.schedule_type);
+  try {
+    c.schedule.kind = nn::parse_schedule_kind(c.schedule_type);
+  } catch (const Error& e) {
+    throw Error(str("config: schedule.type: ", e.what()));
+  }
+  c.schedule.warmup_steps = sched.get_at_least("warmup_steps", 0, 0);
+  c.schedule.min_factor = sched.get_in("min_factor", 0.0, 0.0, 1.0);
+  c.schedule.noam_scale = sched.get<double>("noam_scale", 1.0);
+  sched.finish();
+  c.schedule.total_steps = c.train.steps;
+  c.schedule.d_model = c.model.value("d_model", int64_t(256));
+  try {
+    c.schedule.validate();
+  } catch (const Error& e) {
+    throw Error(str("config: schedule: ", e.what()));
+  }
+  root.finish();
+  return c;
+}
+
+json TrainConfig::to_json() const {
+  json opt = {{"type", optimizer.type}, {"lr", optimizer.lr}, {"weight_decay", optimizer.weight_decay}};
+  if (optimizer.type == "sgd") {
+    opt["momentum"] = optimizer.momentum;
+    opt["nesterov"] = optimizer.nesterov;
+  } else {
+    opt["beta1"] = optimizer.beta1;
+    opt["beta2"] = optimizer.beta2;
+    opt["eps"] = optimizer.eps;
+  }
+  return {{"name", name},
+          {"seed", seed},
+          {"data", data},
+          {"model", model},
+          {"optimizer", opt},
+          {"schedule",
+           {{"type", schedule_type},
+            {"warmup_steps", schedule.warmup_steps},
+            {"min_factor", schedule.min_factor},
+            {"noam_scale", schedule.noam_scale}}},
+          {"train",
+           {{"steps", train.steps},
+            {"batch_size", train.batch_size},
+            {"eval_every", train.eval_every},
+            {"eval_batches", train.eval_batches},
+            {"log_every", train.log_every},
+            {"checkpoint_every", train.checkpoint_every},
+            {"clip_grad_norm", train.clip_grad_norm},
+            {"threads", train.threads},
+            {"bucket_batches", train.bucket_batches},
+            {"prefetch", train.prefetch},
+            {"device", train.device},
+            {"decode_examples", train.decode_examples}}}};
+}
+
+}  // namespace ks::tools

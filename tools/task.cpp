@@ -1,0 +1,122 @@
+// tools/task.cpp — losses and metrics per model family.
+#include "tools/task.h"
+
+#include <cmath>
+
+#include "autograd/grad_mode.h"
+#include "models/decoder_lm.h"
+#include "models/encoder_classifier.h"
+#include "models/seq2seq.h"
+#include "ops/compare.h"
+#include "ops/loss.h"
+#include "ops/reduce.h"
+#include "ops/view.h"
+
+namespace ks::tools {
+
+namespace {
+
+int64_t count_true(const Tensor& mask) { return sum(to(mask, kInt64)).item<int64_t>(); }
+
+// Sums of loss and of correct predictions for logits (N, V) against targets
+// (N), rows whose target is `ignore` left out.
+struct Sums {
+  double loss = 0;
+  int64_t correct = 0, count = 0;
+};
+Sums score(const Tensor& logits, const Tensor& targets, int64_t ignore) {
+  Sums s;
+  s.loss = cross_entropy(logits, targets, {.ignore_index = ignore, .reduction = Reduction::Sum}).item<double>();
+  Tensor valid = ne(targets, double(ignore));
+  s.count = count_true(valid);
+  s.correct = count_true(logical_and(eq(argmax(logits, 1), targets), valid));
+  return s;
+}
+
+// Restores the training mode on scope exit.
+struct EvalMode {
+  explicit EvalMode(nn::Module& m) : module(m), was_training(m.is_training()) { m.eval(); }
+  ~EvalMode() { module.train(was_training); }
+  nn::Module& module;
+  bool was_training;
+};
+
+}  // namespace
+
+Tensor batch_loss(models::Model& model, const data::Batch& b) {
+  if (auto* lm = dynamic_cast<models::DecoderLM*>(&model)) return lm->loss(b.tokens, b.targets);
+  if (auto* clf = dynamic_cast<models::EncoderClassifier*>(&model)) return cross_entropy(clf->forward(b.tokens), b.labels);
+  if (auto* s2s = dynamic_cast<models::Seq2Seq*>(&model)) return s2s->loss(b.tokens, b.decoder_input, b.targets);
+  throw Error(str("no training task for model '", model.config.model, "'"));
+}
+
+int64_t batch_tokens(const data::Batch& b) {
+  int64_t n = b.padding.defined() ? count_true(logical_not(b.padding)) : b.tokens.numel();
+  if (b.target_padding.defined()) n += count_true(logical_not(b.target_padding));
+  return n;
+}
+
+nlohmann::json EvalResult::to_json(data::Task task) const {
+  nlohmann::json j = {{"loss", loss}, {"accuracy", accuracy}, {"predictions", predictions}};
+  if (task != data::Task::Classification) j["ppl"] = std::exp(std::min(loss, 700.0));
+  if (exact_match >= 0) {
+    j["exact_match"] = exact_match;
+    j["decoded"] = decoded;
+  }
+  return j;
+}
+
+EvalResult evaluate(models::Model& model, const data::Dataset& split, const EvalOptions& options) {
+  NoGradGuard no_grad;
+  EvalMode eval_mode(model);
+  data::LoaderOptions lo{.batch_size = options.batch_size, .shuffle = false};
+  data::DataLoader loader(std::make_shared<const data::Dataset>(split), lo);
+  const int64_t pad = model.config.pad_id >= 0 ? model.config.pad_id : -100;
+  Sums total;
+  int64_t batches = 0;
+  while (auto b = loader.next()) {
+    if (options.max_batches > 0 && batches == options.max_batches) break;
+    ++batches;
+    Sums s;
+    if (auto* lm = dynamic_cast<models::DecoderLM*>(&model)) {
+      Tensor logits = lm->forward(b->tokens);
+      s = score(reshape(logits, {-1, logits.size(2)}), reshape(b->targets, {-1}), pad);
+    } else if (auto* clf = dynamic_cast<models::EncoderClassifier*>(&model)) {
+      s = score(clf->forward(b->tokens), b->labels, -100);
+    } else if (auto* s2s = dynamic_cast<models::Seq2Seq*>(&model)) {
+      Tensor logits = s2s->forward(b->tokens, b->decoder_input);
+      s = score(reshape(logits, {-1, logits.size(2)}), reshape(b->targets, {-1}), pad);
+    } else {
+      throw Error(str("no evaluation for model '", model.config.model, "'"));
+    }
+    total.loss += s.loss;
+    total.correct += s.correct;
+    total.count += s.count;
+  }
+  EvalResult r;
+  r.predictions = total.count;
+  if (total.count > 0) {
+    r.loss = total.loss / double(total.count);
+    r.accuracy = double(total.correct) / double(total.count);
+  }
+  auto* s2s = dynamic_cast<models::Seq2Seq*>(&model);
+  if (s2s && options.decode_examples > 0) {
+    const int64_t n = std::min(options.decode_examples, split.size());
+    int64_t exact = 0;
+    for (int64_t start = 0; start < n; start += options.batch_size) {
+      std::vector<int64_t> rows;
+      for (int64_t i = start; i < std::min(n, start + options.batch_size); ++i) rows.push_back(i);
+      data::Batch b = data::collate(split, rows, lo);
+      auto outputs = s2s->greedy_decode(b.tokens, s2s->config.max_len);
+      for (size_t k = 0; k < rows.size(); ++k) {
+        const data::Ids& want = split.examples[size_t(rows[k])].target;
+        exact += std::equal(want.begin(), want.end(), outputs[k].begin(), outputs[k].end());
+      }
+    }
+    r.decoded = n;
+    r.exact_match = n > 0 ? double(exact) / double(n) : 0.0;
+  }
+  return r;
+}
+
+}  // namespace ks::tools

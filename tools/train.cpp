@@ -1,0 +1,69 @@
+// tools/train.cpp — `keystone train`: flags to a config, then the Trainer.
+// Exit codes: 0 finished, 130 stopped by Ctrl-C/SIGTERM after saving
+// (as shells report a SIGINT), 2 usage error, 1 runtime error.
+#include <cstdio>
+
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "tools/trainer.h"
+
+namespace ks::tools {
+
+namespace {
+
+const char* kUsage =
+    "usage: keystone train --config FILE [--set key=value ...] [--out DIR] [--device cpu] [--quiet]\n"
+    "       keystone train --out DIR --resume [--set train.key=value ...]\n"
+    "\n"
+    "Trains the model a JSON config describes (see tools/configs/ and tools/run_config.h) and\n"
+    "writes a run folder (default runs/<name>): config.json, metrics.jsonl, latest.safetensors,\n"
+    "best.safetensors (lowest validation loss), tokenizer.json and plot.svg.\n"
+    "\n"
+    "  --config FILE      the training config\n"
+    "  --set key=value    override one config key by its dotted path, e.g. --set train.steps=500\n"
+    "                     --set model.attention.type=mgk (repeatable; the value is JSON or a string)\n"
+    "  --out DIR          the run folder\n"
+    "  --resume           continue the run in --out DIR from its latest checkpoint, exactly as if\n"
+    "                     it had not stopped; only train.* keys may be overridden\n"
+    "  --device cpu       where to train (cuda needs a CUDA build)\n"
+    "  --quiet            no progress line\n"
+    "\n"
+    "Ctrl-C (or SIGTERM) saves a checkpoint after the current step and exits with status 130.\n";
+
+}  // namespace
+
+int train(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  cli::Flags f(args, {"config", "set", "out", "device"}, {"resume", "quiet"}, {"set"});
+  const bool resume = f.has("resume");
+  nlohmann::json raw;
+  std::string out = f.get("out", "");
+  if (resume) {
+    if (out.empty()) throw cli::UsageError("--resume needs --out DIR (the run folder to continue)");
+    if (f.has("config")) throw cli::UsageError("--resume takes the run's own config.json; drop --config");
+    RunPaths paths{out};
+    raw = read_json_file(paths.config().string());
+    for (const std::string& s : f.get_all("set")) {
+      if (s.rfind("train.", 0) != 0)
+        throw cli::UsageError("--set " + s + ": a resumed run may only change train.* keys");
+      apply_override(raw, s);
+    }
+  } else {
+    if (!f.has("config")) throw cli::UsageError("--config FILE is required (or --out DIR --resume)");
+    raw = read_json_file(f.get("config", ""));
+    for (const std::string& s : f.get_all("set")) apply_override(raw, s);
+  }
+  if (f.has("device")) apply_override(raw, "train.device=" + f.get("device", ""));
+  TrainConfig config = parse_train_config(raw);
+  if (out.empty()) out = "runs/" + config.name;
+
+  TrainerOptions options{.run_dir = out, .resume = resume, .progress = !f.has("quiet")};
+  Trainer trainer(config, options);
+  StopSignalScope signals;
+  return trainer.run() == TrainOutcome::Finished ? 0 : 130;
+}
+
+}  // namespace ks::tools
