@@ -4,6 +4,7 @@
 // Not here: writing metrics (tools/trainer.h), raster output, interactivity.
 #include "tools/plot.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -90,8 +91,8 @@ std::string run_name(const fs::path& dir) {
 }
 
 Run read_run(const fs::path& dir, const std::string& x_axis) {
-  KS_CHECK(fs::exists(dir), "plot: run folder ", dir.string(), " does not exist");
-  KS_CHECK(fs::is_directory(dir), "plot: run folder ", dir.string(), " is not a folder");
+  KS_CHECK(fs::is_directory(dir), "plot: run folder ", dir.string(),
+           fs::exists(dir) ? " is not a folder" : " does not exist");
   const fs::path file = dir / "metrics.jsonl";
   std::ifstream in(file);
   KS_CHECK(fs::is_regular_file(file) && in, "plot: no metrics.jsonl in ", dir.string());
@@ -126,9 +127,9 @@ struct Axis {
   }
 };
 
-// The 1, 2 or 5 × 10^k step that cuts `range` into about five parts.
+// The 1, 2 or 5 × 10^k step that cuts `range` into about six parts.
 double nice_step(double range) {
-  const double raw = range / 5, magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double raw = range / 6, magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   for (double m : {1.0, 2.0, 5.0})
     if (m * magnitude >= raw) return m * magnitude;
   return 10 * magnitude;
@@ -146,13 +147,17 @@ Axis linear_axis(double lo, double hi) {
   return a;
 }
 
-// Whole decades; with few decades also the 2s and 5s, so there are enough ticks.
+// Bounds at the 1, 2 or 5 × 10^k just outside the data, so little space is
+// wasted; ticks at whole decades, and with few decades also at the 2s and 5s.
 Axis log_axis(double lo, double hi) {
-  Axis a{std::pow(10.0, std::floor(std::log10(lo))), std::pow(10.0, std::ceil(std::log10(hi))), true, {}};
-  const bool few = a.hi / a.lo <= 1000;
-  for (double d = a.lo; d <= a.hi * 1.001; d *= 10)
-    for (double m : {1.0, 2.0, 5.0})
-      if ((m == 1 || few) && d * m <= a.hi * 1.001) a.ticks.push_back(d * m);
+  std::vector<double> grid;  // 1, 2, 5 × 10^k: every third one a decade
+  for (int k = int(std::floor(std::log10(lo))); k <= int(std::ceil(std::log10(hi))); ++k)
+    for (double m : {1.0, 2.0, 5.0}) grid.push_back(m * std::pow(10.0, k));
+  Axis a{*std::prev(std::upper_bound(grid.begin(), grid.end(), lo)), *std::lower_bound(grid.begin(), grid.end(), hi),
+         true, {}};
+  const bool few_decades = a.hi / a.lo <= 1000;
+  for (size_t i = 0; i < grid.size(); ++i)
+    if (grid[i] >= a.lo && grid[i] <= a.hi && (few_decades || i % 3 == 0)) a.ticks.push_back(grid[i]);
   return a;
 }
 
@@ -297,7 +302,8 @@ int draw_legend(std::ostream& os, const std::vector<Run>& runs, bool any_exact, 
     if (x + width > 980 && x > 70) x = 70, ++row;
     const double y = top + 20 * row;
     if (!e.style) {
-      os << "<rect x=\"" << x + 5 << "\" y=\"" << y - 6 << "\" width=\"14\" height=\"12\" fill=\"" << e.colour << "\"/>\n";
+      os << "<rect x=\"" << x + 5 << "\" y=\"" << y - 6 << "\" width=\"14\" height=\"12\" fill=\"" << e.colour
+         << "\"/>\n";
     } else {
       if (*e.style != Style::Test)
         line(os, x, y, x + 24, y, "stroke=\"" + e.colour + "\" " + line_attrs(*e.style));
@@ -376,8 +382,7 @@ std::string render_plot_svg(const std::vector<fs::path>& run_dirs, const PlotOpt
 
 void write_plot_svg(const std::vector<fs::path>& run_dirs, const fs::path& out, const PlotOptions& options) {
   const std::string svg = render_plot_svg(run_dirs, options);  // before touching `out`: errors leave it as it was
-  fs::path tmp = out;
-  tmp += ".tmp";
+  const fs::path tmp = fs::path(out) += ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary);
     f << svg;

@@ -1,27 +1,11 @@
-// tools/run_dir.cpp — run folders: atomic writes and loading a trained run.
+// tools/run_dir.cpp — loading a trained run from its folder.
 #include "tools/run_dir.h"
-
-#include <fstream>
 
 #include "core/error.h"
 
 namespace ks::tools {
 
 namespace fs = std::filesystem;
-
-void write_file_atomic(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    KS_CHECK(out.good(), "cannot write ", tmp.string());
-    out << text;
-    out.flush();
-    KS_CHECK(out.good(), "cannot write ", tmp.string(), " (disk full?)");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  KS_CHECK(!ec, "cannot rename ", tmp.string(), " to ", path.string(), ": ", ec.message());
-}
 
 LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint) {
   LoadedRun run;

@@ -49,8 +49,4 @@ struct LoadedRun {
 // "latest", or a path to a .safetensors file. Errors name the folder or file.
 LoadedRun load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best");
 
-// Writes `text` to `path` through a temporary file and a rename, so a reader
-// (or a crash) never sees half a file.
-void write_file_atomic(const std::filesystem::path& path, const std::string& text);
-
 }  // namespace ks::tools

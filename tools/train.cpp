@@ -30,6 +30,15 @@ const char* kUsage =
     "\n"
     "Ctrl-C (or SIGTERM) saves a checkpoint after the current step and exits with status 130.\n";
 
+// A malformed --set is a usage error (exit 2), not a runtime one.
+void apply_set(nlohmann::json& raw, const std::string& assignment) {
+  try {
+    apply_override(raw, assignment);
+  } catch (const Error& e) {
+    throw cli::UsageError(e.what());
+  }
+}
+
 }  // namespace
 
 int train(const std::vector<std::string>& args) {
@@ -49,14 +58,14 @@ int train(const std::vector<std::string>& args) {
     for (const std::string& s : f.get_all("set")) {
       if (s.rfind("train.", 0) != 0)
         throw cli::UsageError("--set " + s + ": a resumed run may only change train.* keys");
-      apply_override(raw, s);
+      apply_set(raw, s);
     }
   } else {
     if (!f.has("config")) throw cli::UsageError("--config FILE is required (or --out DIR --resume)");
     raw = read_json_file(f.get("config", ""));
-    for (const std::string& s : f.get_all("set")) apply_override(raw, s);
+    for (const std::string& s : f.get_all("set")) apply_set(raw, s);
   }
-  if (f.has("device")) apply_override(raw, "train.device=" + f.get("device", ""));
+  if (f.has("device")) apply_set(raw, "train.device=" + f.get("device", ""));
   TrainConfig config = parse_train_config(raw);
   if (out.empty()) out = "runs/" + config.name;
 

@@ -13,6 +13,7 @@
 #include "autograd/engine.h"
 #include "core/parallel.h"
 #include "core/random.h"
+#include "nn/safetensors.h"
 #include "tools/plot.h"
 #include "tools/progress.h"
 
@@ -98,6 +99,7 @@ StopSignalScope::~StopSignalScope() {
 
 Trainer::Trainer(const TrainConfig& config, TrainerOptions options)
     : config_(config), options_(std::move(options)) {
+  g_stop_requested = false;  // a request belongs to the run it was made for
   paths_.dir = options_.run_dir;
   KS_CHECK(config_.train.device == "cpu", "train.device: 'cuda' needs the CUDA backend, which this build does "
            "not have; use \"cpu\"");
@@ -136,11 +138,11 @@ void Trainer::build(bool resume) {
   if (resume) {
     restore_from_latest();
   } else {
-    write_file_atomic(paths_.config(), config_.to_json().dump(2) + "\n");
+    nn::write_file_atomically(paths_.config().string(), config_.to_json().dump(2) + "\n");
     if (splits_.train.tokenizer) splits_.train.tokenizer->save(paths_.tokenizer());
     if (splits_.train.target_tokenizer && splits_.train.target_tokenizer != splits_.train.tokenizer)
       splits_.train.target_tokenizer->save(paths_.target_tokenizer());
-    write_file_atomic(paths_.metrics(), "");
+    nn::write_file_atomically(paths_.metrics().string(), "");
   }
 }
 
@@ -174,7 +176,7 @@ void Trainer::restore_from_latest() {
     }
     if (r.value("step", int64_t(0)) <= step_ && r.value("split", std::string()) != "test") kept += line + "\n";
   }
-  write_file_atomic(paths_.metrics(), kept);
+  nn::write_file_atomically(paths_.metrics().string(), kept);
 }
 
 void Trainer::append_metrics(json record) {
@@ -205,6 +207,7 @@ void Trainer::save(const fs::path& path) {
 void Trainer::log_train_record() {
   if (interval_steps_ == 0) return;
   const double seconds = std::max(now_s() - interval_start_, 1e-9);
+  shown_rate_ = double(interval_tokens_) / seconds;
   append_metrics({{"split", "train"},
                   {"step", step_},
                   {"epoch", loader_->epoch()},
@@ -259,7 +262,7 @@ void Trainer::print_progress(bool force) {
   const double session = t - session_start_;
   const int64_t done = step_ - session_first_step_;
   ProgressLine p{.step = step_, .total = config_.train.steps, .loss = shown_loss_, .lr = optimizer_->lr(),
-                 .tokens_per_s = interval_tokens_ > 0 ? double(interval_tokens_) / std::max(t - interval_start_, 1e-9) : -1,
+                 .tokens_per_s = shown_rate_,
                  .elapsed_s = elapsed_before_ + session,
                  .eta_s = done > 0 ? session / double(done) * double(config_.train.steps - step_) : -1};
   if (tty) std::fprintf(stderr, "\r%s", pad_line(format_progress(p)).c_str());

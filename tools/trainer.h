@@ -101,6 +101,7 @@ class Trainer {
   double session_start_ = 0, interval_start_ = 0, last_print_ = -1e9;
   int64_t session_first_step_ = 0;
   double shown_loss_ = -1;  // smoothed loss for the progress line only
+  double shown_rate_ = -1;  // tokens/s of the last train record, for the progress line
   nlohmann::json last_valid_, last_test_;
 };
 

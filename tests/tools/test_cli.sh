@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/tools/test_cli.sh — the keystone binary's usage and error paths: exit
 # 0 on success, 2 on a usage error, 1 on a runtime error, each with a message
-# that names the problem; and a tiny bench run printing its JSON fields.
+# that names the problem; a tiny bench run printing its JSON fields; and the
+# train -> eval / generate / translate / plot path on tiny runs, including a
+# real Ctrl-C (SIGINT) and --resume reproducing the uninterrupted losses.
 set -u
 ks="$1"
 tmp=$(mktemp -d)
@@ -36,5 +38,69 @@ expect 1 "config: layerz: unknown key" -- "$ks" info --config "$tmp/key.json"
 echo '{"model": "decoder_lm", "vocab_size": 100, "d_model": 16, "layers": 1, "max_len": 32, "attention": {"heads": 2}}' > "$tmp/ok.json"
 expect 0 '"params": [0-9]+' -- "$ks" info --config "$tmp/ok.json"
 expect 0 '"forward_flops_per_token"' -- "$ks" info --config "$tmp/ok.json" --seq 16
+
+# --- train and the commands that read its run folders ---------------------------
+for c in train eval generate translate plot; do expect 0 "usage: keystone $c" -- "$ks" $c --help; done
+expect 2 "--config FILE is required" -- "$ks" train
+expect 2 "--resume needs --out DIR" -- "$ks" train --resume
+expect 1 "cannot open config file $tmp/none.json" -- "$ks" train --config "$tmp/none.json"
+cat > "$tmp/copy.json" <<'JSON'
+{"name": "tiny-copy", "seed": 1,
+ "data": {"dataset": "seq2seq", "task": "reverse", "max_length": 5, "train_size": 200, "valid_size": 20, "test_size": 20},
+ "model": {"d_model": 16, "encoder_layers": 1, "decoder_layers": 1, "dropout": 0.1, "attention": {"heads": 2}},
+ "schedule": {"type": "cosine", "warmup_steps": 2},
+ "train": {"steps": 200, "batch_size": 8, "eval_every": 50, "log_every": 1, "decode_examples": 5, "threads": 1}}
+JSON
+expect 2 "--set train.steps: expected key=value" -- "$ks" train --config "$tmp/copy.json" --set train.steps
+expect 1 "config: train.stepz: unknown key" -- "$ks" train --config "$tmp/copy.json" --set train.stepz=3
+expect 1 "config: data.lenght: unknown key for dataset 'seq2seq'" -- "$ks" train --config "$tmp/copy.json" --set data.lenght=3
+expect 1 "config: model.max_len: 3 is too small" -- "$ks" train --config "$tmp/copy.json" --set model.max_len=3 --out "$tmp/small"
+expect 1 "train.device: 'cuda' needs the CUDA backend" -- "$ks" train --config "$tmp/copy.json" --device cuda --out "$tmp/cuda"
+expect 0 "plot: +$tmp/whole/plot.svg" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/whole" --quiet
+for f in config.json metrics.jsonl latest.safetensors best.safetensors tokenizer.json plot.svg; do
+  [ -s "$tmp/whole/$f" ] || { echo "FAIL: run folder lacks $f"; fails=$((fails + 1)); }
+done
+expect 1 "already holds a run; continue it with --resume" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/whole"
+expect 2 "drop --config" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/whole" --resume
+expect 2 "may only change train.\* keys" -- "$ks" train --out "$tmp/whole" --resume --set model.d_model=8
+expect 0 "already finished at step 200" -- "$ks" train --out "$tmp/whole" --resume
+expect 0 '"exact_match".*"split":"test"' -- "$ks" eval --run "$tmp/whole" --decode 5
+expect 0 '"split":"valid"' -- "$ks" eval --run "$tmp/whole" --split valid --checkpoint latest
+expect 2 "--split: expected train, valid or test" -- "$ks" eval --run "$tmp/whole" --split dev
+expect 1 "run folder $tmp/nowhere does not exist" -- "$ks" eval --run "$tmp/nowhere"
+expect 0 "exact match: [0-9]+ of 4" -- "$ks" translate --run "$tmp/whole" --split test --limit 4 --beam 2
+expect 0 "^[0-9]*$" -- "$ks" translate --run "$tmp/whole" --input "123"
+expect 2 "exactly one of --input, --file or --split" -- "$ks" translate --run "$tmp/whole"
+expect 1 "needs a decoder_lm run" -- "$ks" generate --run "$tmp/whole"
+expect 0 "wrote $tmp/both.svg" -- "$ks" plot "$tmp/whole" "$tmp/whole" --out "$tmp/both.svg"
+expect 1 "no metrics.jsonl" -- "$ks" plot "$tmp"
+
+# Ctrl-C: a real SIGINT saves and exits 130; --resume then reproduces the
+# losses of the uninterrupted run above, record for record.
+"$ks" train --config "$tmp/copy.json" --out "$tmp/split" --quiet > "$tmp/split.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 500); do [ -s "$tmp/split/metrics.jsonl" ] && break; sleep 0.01; done
+kill -INT "$pid"; wait "$pid"; rc=$?
+if [ "$rc" != 130 ] || ! grep -q "stopped at step" "$tmp/split.log"; then
+  echo "FAIL: SIGINT -> exit $rc (want 130): $(cat "$tmp/split.log")"; fails=$((fails + 1))
+fi
+expect 0 "finished 200 steps" -- "$ks" train --out "$tmp/split" --resume --quiet
+losses() { grep -v '"split":"test"' "$1/metrics.jsonl" | grep -o '"loss":[^,]*,'; }
+if ! diff <(losses "$tmp/whole") <(losses "$tmp/split") > /dev/null; then
+  echo "FAIL: the resumed run's losses differ from the uninterrupted run's (exit $rc before resuming)"; fails=$((fails + 1))
+fi
+
+# A language model on a user's text file, for generate.
+for i in $(seq 1 200); do echo "the cat sat on the mat $((i % 5))"; done > "$tmp/lines.txt"
+cat > "$tmp/lm.json" <<JSON
+{"name": "tiny-lm", "data": {"dataset": "text", "train": "$tmp/lines.txt", "seq_len": 16, "tokenizer": {"type": "word"}},
+ "model": {"d_model": 16, "layers": 1, "attention": {"type": "linear", "heads": 2}},
+ "schedule": {"type": "constant"}, "train": {"steps": 20, "batch_size": 8, "eval_every": 10, "threads": 1}}
+JSON
+expect 0 "finished 20 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm" --quiet
+expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm" --prompt "the cat" --tokens 5 --top-k 3 --samples 2
+expect 2 "--tokens: at most 15" -- "$ks" generate --run "$tmp/lm" --tokens 16
+expect 2 "--temperature: must be positive" -- "$ks" generate --run "$tmp/lm" --temperature 0
+expect 1 "needs a seq2seq run" -- "$ks" translate --run "$tmp/lm" --input "x"
 if [ "$fails" -ne 0 ]; then echo "$fails checks failed"; exit 1; fi
 echo "all keystone CLI checks passed"

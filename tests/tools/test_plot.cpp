@@ -135,8 +135,10 @@ TEST_CASE("plot: without accuracy only the loss panel is drawn, full width") {
 TEST_CASE("plot: exact match gets a dotted curve and a legend entry") {
   TempDir tmp;
   fs::path a = make_run(tmp.path, "a",
-                        "{\"split\": \"valid\", \"step\": 10, \"loss\": 2.0, \"accuracy\": 0.5, \"exact_match\": 0.1}\n"
-                        "{\"split\": \"valid\", \"step\": 20, \"loss\": 1.5, \"accuracy\": 0.7, \"exact_match\": 0.3}\n");
+                        R"({"split": "valid", "step": 10, "loss": 2.0, "accuracy": 0.5, "exact_match": 0.1})"
+                        "\n"
+                        R"({"split": "valid", "step": 20, "loss": 1.5, "accuracy": 0.7, "exact_match": 0.3})"
+                        "\n");
   std::string svg = render_plot_svg({a});
   CHECK(count(curves(svg), "class=\"exact\"") == 1);
   CHECK(svg.find("stroke-dasharray=\"2 3\"") != std::string::npos);
@@ -168,8 +170,17 @@ TEST_CASE("plot: a loss range over 20x gets a log axis, a narrow one stays linea
                            "{\"split\": \"train\", \"step\": 2, \"loss\": 0.5}\n");
   std::string svg = render_plot_svg({wide});
   CHECK(svg.find(">loss (log)</text>") != std::string::npos);
-  CHECK(svg.find(">0.1</text>") != std::string::npos);  // decade ticks 0.1 .. 100
-  CHECK(svg.find(">100</text>") != std::string::npos);
+  // Bounds at the 1-2-5 values around the data; with few decades ticks at 1, 2 and 5.
+  for (const char* tick : {">0.5</text>", ">1</text>", ">2</text>", ">20</text>", ">100</text>"})
+    CHECK_MESSAGE(svg.find(tick) != std::string::npos, std::string(tick));
+  CHECK(svg.find(">0.2</text>") == std::string::npos);
+  fs::path many = make_run(tmp.path, "many",
+                           "{\"split\": \"train\", \"step\": 1, \"loss\": 8}\n"
+                           "{\"split\": \"train\", \"step\": 2, \"loss\": 0.0003}\n");
+  std::string decades = render_plot_svg({many});  // five decades: whole decades only
+  CHECK(decades.find(">0.001</text>") != std::string::npos);
+  CHECK(decades.find(">10</text>") != std::string::npos);
+  CHECK(decades.find(">0.002</text>") == std::string::npos);
   fs::path narrow = make_run(tmp.path, "narrow",
                              "{\"split\": \"train\", \"step\": 1, \"loss\": 10}\n"
                              "{\"split\": \"train\", \"step\": 2, \"loss\": 1}\n");
@@ -182,8 +193,8 @@ TEST_CASE("plot: steps get compact nice tick labels") {
                         "{\"split\": \"train\", \"step\": 0, \"loss\": 2.0}\n"
                         "{\"split\": \"train\", \"step\": 9500, \"loss\": 1.0}\n");
   std::string svg = render_plot_svg({a});
-  for (const char* tick : {">0</text>", ">2k</text>", ">4k</text>", ">10k</text>", ">1.5</text>"})
-    CHECK_MESSAGE(svg.find(tick) != std::string::npos, tick);
+  for (const char* tick : {">0</text>", ">2k</text>", ">4k</text>", ">10k</text>", ">1.2</text>", ">1.8</text>"})
+    CHECK_MESSAGE(svg.find(tick) != std::string::npos, std::string(tick));
   CHECK(svg.find(">2000</text>") == std::string::npos);
 }
 
@@ -213,7 +224,9 @@ TEST_CASE("plot: --x time puts elapsed minutes on the x axis") {
   fs::path a = make_run(tmp.path, "a",
                         "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0, \"elapsed_s\": 60}\n"
                         "{\"split\": \"train\", \"step\": 2, \"loss\": 1.0, \"elapsed_s\": 540}\n");
-  std::string svg = render_plot_svg({a}, {.x_axis = "time"});
+  PlotOptions time;
+  time.x_axis = "time";
+  std::string svg = render_plot_svg({a}, time);
   CHECK(svg.find(">minutes</text>") != std::string::npos);
   CHECK(svg.find(">10</text>") != std::string::npos);  // 1..9 minutes: ticks 0, 2, .. 10
   CHECK(svg.find(">step</text>") == std::string::npos);
@@ -224,6 +237,10 @@ TEST_CASE("plot: errors name the folder, file and line") {
   fs::path missing = tmp.path / "nope";
   CHECK(error_of([&] { render_plot_svg({missing}); }) ==
         "plot: run folder " + missing.string() + " does not exist");
+
+  write_file(tmp.path / "file", "");
+  CHECK(error_of([&] { render_plot_svg({tmp.path / "file"}); }) ==
+        "plot: run folder " + (tmp.path / "file").string() + " is not a folder");
 
   fs::create_directories(tmp.path / "empty");
   CHECK(error_of([&] { render_plot_svg({tmp.path / "empty"}); }) ==

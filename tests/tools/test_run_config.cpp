@@ -1,0 +1,137 @@
+// tests/tools/test_run_config.cpp — training configs: defaults, strict
+// validation with the key named, --set overrides, data sections, and the
+// model sizes taken from the data.
+#include <doctest/doctest.h>
+
+#include "datasets/data_testing.h"
+#include "tools/data_setup.h"
+#include "tools/progress.h"
+#include "tools/run_config.h"
+
+using namespace ks;
+using namespace ks::tools;
+using ks::testing::error_of;
+using json = nlohmann::json;
+
+namespace {
+json minimal() { return {{"data", {{"dataset", "seq2seq"}}}}; }
+std::string config_error(json j) {
+  return error_of([&] { parse_train_config(j); });
+}
+}  // namespace
+
+TEST_CASE("run config: defaults are filled in and printed back") {
+  TrainConfig c = parse_train_config(minimal());
+  CHECK(c.optimizer.type == "adamw");
+  CHECK(c.train.steps == 1000);
+  CHECK(c.schedule.total_steps == 1000);
+  json back = c.to_json();
+  CHECK(back["train"]["batch_size"] == 32);
+  CHECK(back["schedule"]["type"] == "cosine");
+  CHECK(parse_train_config(back).to_json() == back);  // the resolved form parses to itself
+}
+
+TEST_CASE("run config: every wrong key or value is named") {
+  json j = minimal();
+  j["trian"] = json::object();
+  CHECK(config_error(j) == "config: trian: unknown key");
+  j = minimal();
+  j["train"] = {{"stepz", 3}};
+  CHECK(config_error(j) == "config: train.stepz: unknown key");
+  j = minimal();
+  j["train"] = {{"steps", "ten"}};
+  CHECK(config_error(j) == "config: train.steps: expected an integer, got \"ten\"");
+  j["train"] = {{"steps", 0}};
+  CHECK(config_error(j) == "config: train.steps: must be at least 1, got 0");
+  j["train"] = {{"steps", 2.5}};
+  CHECK(config_error(j) == "config: train.steps: expected an integer, got 2.5");
+  j = minimal();
+  j["optimizer"] = {{"type", "lion"}};
+  CHECK(config_error(j).find("config: optimizer.type: expected adamw, adam or sgd, got 'lion'") == 0);
+  j["optimizer"] = {{"type", "sgd"}, {"beta1", 0.9}};
+  CHECK(config_error(j) == "config: optimizer.beta1: unknown key for optimizer 'sgd'");
+  j = minimal();
+  j["schedule"] = {{"type", "cosine"}, {"warmup_steps", 2000}};
+  CHECK(config_error(j).find("config: schedule: lr schedule: total_steps (1000) must exceed warmup_steps (2000)") == 0);
+  j = minimal();
+  j["data"] = json::object();
+  CHECK(config_error(j) == "config: data.dataset: missing (which data set to train on)");
+  j = minimal();
+  j["train"] = {{"device", "tpu"}};
+  CHECK(config_error(j) == "config: train.device: expected cpu or cuda, got 'tpu'");
+  j = minimal();
+  j["name"] = "a/b";
+  CHECK(config_error(j).find("config: name: must be a non-empty file name") == 0);
+}
+
+TEST_CASE("run config: --set edits nested keys with JSON or string values") {
+  json j = minimal();
+  apply_override(j, "train.steps=20");
+  apply_override(j, "model.attention.type=mgk");
+  apply_override(j, "optimizer.lr=3e-4");
+  apply_override(j, "model.tie_embeddings=true");
+  CHECK(j["train"]["steps"] == 20);
+  CHECK(j["model"]["attention"]["type"] == "mgk");
+  CHECK(j["optimizer"]["lr"] == 3e-4);
+  CHECK(j["model"]["tie_embeddings"] == true);
+  CHECK(error_of([&] { apply_override(j, "train.steps"); }).find("expected key=value") != std::string::npos);
+  CHECK(error_of([&] { apply_override(j, "=3"); }).find("expected key=value") != std::string::npos);
+  CHECK(error_of([&] { apply_override(j, "train..steps=3"); }).find("empty part") != std::string::npos);
+  CHECK(error_of([&] { apply_override(j, "train.steps.x=3"); }) == "--set train.steps.x=3: 'steps' is not a section");
+}
+
+TEST_CASE("data setup: unknown data sets and keys are named, generators resolve their defaults") {
+  CHECK(error_of([] { build_data({{"dataset", "imagenet"}}, 0); }).find("config: data.dataset: unknown data set 'imagenet' "
+                                                                        "(known: brown_genre,") == 0);
+  CHECK(error_of([] { build_data({{"dataset", "seq2seq"}, {"lenght", 3}}, 0); }) ==
+        "config: data.lenght: unknown key for dataset 'seq2seq'");
+  CHECK(error_of([] { build_data({{"dataset", "seq2seq"}, {"task", "fly"}}, 0); }).find("fly") != std::string::npos);
+  CHECK(error_of([] { build_data({{"dataset", "text"}}, 0); }) == "config: data.train: required (a file path)");
+  CHECK(error_of([] { build_data({{"dataset", "text"}, {"train", "/nonexistent/x.txt"}}, 0); })
+            .find("/nonexistent/x.txt") != std::string::npos);
+  CHECK(error_of([] { build_data({{"dataset", "fashion_mnist"}, {"dir", "/nonexistent"}}, 0); })
+            .find("/nonexistent") != std::string::npos);
+
+  TrainingData d = build_data({{"dataset", "seq2seq"}, {"task", "sort"}, {"train_size", 20}, {"valid_size", 5},
+                               {"test_size", 5}}, 7);
+  CHECK(d.splits.train.size() == 20);
+  CHECK(d.resolved["seed"] == 7);  // a generator's seed defaults to the run's
+  CHECK(d.resolved["max_length"] == 10);
+  CHECK(d.resolved["task"] == "sort");
+}
+
+TEST_CASE("data setup: the model section gets its sizes from the data, and too-small ones are refused") {
+  TrainingData d = build_data({{"dataset", "seq2seq"}, {"task", "copy"}, {"max_length", 7}, {"train_size", 20},
+                               {"valid_size", 5}, {"test_size", 5}}, 0);
+  json m = complete_model_section(json::object(), d.splits);
+  CHECK(m["model"] == "seq2seq");
+  CHECK(m["src_vocab_size"] == d.splits.train.vocab_size);
+  CHECK(m["max_len"] == 8);  // 7 symbols + eos
+  CHECK(error_of([&] { complete_model_section({{"model", "decoder_lm"}}, d.splits); })
+            .find("config: model.model: \"decoder_lm\" cannot be trained on a seq2seq data set") == 0);
+  CHECK(error_of([&] { complete_model_section({{"max_len", 4}}, d.splits); }) ==
+        "config: model.max_len: 4 is too small; the data's longest sequence (plus bos/eos) needs at least 8");
+
+  ks::testing::TempDir cache;
+  TrainingData lo = build_data({{"dataset", "listops"}, {"min_length", 5}, {"max_length", 20}, {"max_depth", 3},
+                                {"train_size", 10}, {"valid_size", 2}, {"test_size", 2}, {"cache_dir", cache.path().string()}}, 0);
+  json c = complete_model_section({{"pooling", "cls"}}, lo.splits);
+  CHECK(c["model"] == "encoder_classifier");
+  CHECK(c["num_classes"] == 10);
+  CHECK(c["pad_id"] == 0);
+  CHECK(c["vocab_size"] == 19);
+  CHECK(c["max_len"].get<int64_t>() <= 21);
+}
+
+TEST_CASE("progress: durations, counts and the progress line") {
+  CHECK(format_duration(45) == "45s");
+  CHECK(format_duration(192) == "3m12s");
+  CHECK(format_duration(7500) == "2h05m");
+  CHECK(format_count(950) == "950");
+  CHECK(format_count(5100) == "5.1k");
+  CHECK(format_count(2.3e6) == "2.3M");
+  std::string line = format_progress({.step = 50, .total = 200, .loss = 1.5, .lr = 3e-4, .tokens_per_s = 5100,
+                                      .elapsed_s = 10, .eta_s = 30});
+  CHECK(line == "[#####...............] 50/200  25% | loss 1.5000 | 5.1k tok/s | lr 3.00e-04 | 10s | ETA 30s");
+  CHECK(format_metrics({{"loss", 2.0}, {"ppl", 7.389}, {"accuracy", 0.5}}) == "loss 2.0000 | ppl 7.4 | acc 50.00%");
+}

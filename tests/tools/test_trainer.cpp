@@ -1,0 +1,140 @@
+// tests/tools/test_trainer.cpp — the training loop of `keystone train`:
+// resuming after a stop gives exactly the losses (and weights) of a run that
+// never stopped, for each model family; run folders are never overwritten;
+// a resume without a checkpoint fails clearly.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "datasets/data_testing.h"
+#include "nn/safetensors.h"
+#include "ops/view.h"
+#include "tools/trainer.h"
+
+using namespace ks;
+using namespace ks::tools;
+using ks::testing::error_of;
+using ks::testing::TempDir;
+using json = nlohmann::json;
+
+namespace {
+
+// A few seconds of training at most: small models, small data; dropout on
+// so that the generator's state has to survive the stop.
+json tiny_config(const std::string& family, const std::string& text_file) {
+  json c = {{"name", "tiny"},
+            {"seed", 3},
+            {"optimizer", {{"type", "adamw"}, {"lr", 3e-3}}},
+            {"schedule", {{"type", "cosine"}, {"warmup_steps", 2}}},
+            {"train", {{"steps", 12}, {"batch_size", 8}, {"eval_every", 4}, {"log_every", 1}, {"eval_batches", 2},
+                       {"prefetch", 2}, {"decode_examples", 4}, {"threads", 1}}}};
+  json attention = {{"type", "softmax"}, {"heads", 2}};
+  if (family == "seq2seq") {
+    c["data"] = {{"dataset", "seq2seq"}, {"task", "reverse"}, {"max_length", 6}, {"train_size", 96},
+                 {"valid_size", 16}, {"test_size", 16}};
+    c["model"] = {{"d_model", 16}, {"encoder_layers", 1}, {"decoder_layers", 1}, {"dropout", 0.2}, {"attention", attention}};
+  } else if (family == "classifier") {
+    c["data"] = {{"dataset", "listops"}, {"min_length", 5}, {"max_length", 30}, {"max_depth", 3}, {"train_size", 96},
+                 {"valid_size", 16}, {"test_size", 16}, {"cache_dir", text_file + ".cache"}};
+    c["model"] = {{"d_model", 16}, {"layers", 1}, {"dropout", 0.2}, {"pooling", "cls"}, {"attention", attention}};
+  } else {
+    c["data"] = {{"dataset", "text"}, {"train", text_file}, {"seq_len", 16}, {"tokenizer", {{"type", "char"}}}};
+    c["model"] = {{"d_model", 16}, {"layers", 1}, {"dropout", 0.2}, {"attention", {{"type", "mgk"}, {"heads", 2}}}};
+  }
+  return c;
+}
+
+std::string write_text(const std::filesystem::path& dir) {
+  const std::filesystem::path p = dir / "lines.txt";
+  std::ofstream out(p);
+  for (int i = 0; i < 120; ++i) out << "the quick brown fox " << i % 7 << " jumps over the lazy dog\n";
+  return p.string();
+}
+
+// (split, step, loss, accuracy) of every train/valid record.
+std::vector<std::string> loss_records(const RunPaths& paths) {
+  std::ifstream in(paths.metrics());
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    json r = json::parse(line);
+    if (r["split"] == "test") continue;
+    out.push_back(str(r["split"].get<std::string>(), " ", r["step"].get<int64_t>(), " ", json(r["loss"]).dump(), " ",
+                      r.value("accuracy", -1.0)));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("trainer: a stopped and resumed run writes exactly the losses and weights of one that never stopped") {
+  for (const std::string family : {"seq2seq", "classifier", "lm"}) {
+    CAPTURE(family);
+    TempDir tmp;
+    const std::string text = write_text(tmp.path());
+    TrainConfig cfg = parse_train_config(tiny_config(family, text));
+
+    Trainer whole(cfg, {.run_dir = tmp.path() / "whole", .progress = false});
+    CHECK(whole.run() == TrainOutcome::Finished);
+    CHECK(whole.step() == 12);
+
+    // Stop after step 5, in the middle of an evaluation period, as Ctrl-C would.
+    {
+      Trainer first(cfg, {.run_dir = tmp.path() / "split", .progress = false,
+                          .on_step = [](int64_t step, double) { if (step == 5) request_training_stop(); }});
+      CHECK(first.run() == TrainOutcome::Stopped);
+      CHECK(first.step() == 5);
+    }
+    request_training_stop();  // a stale request must not stop the resumed run: the Trainer clears it
+    TrainConfig saved = parse_train_config(read_json_file((tmp.path() / "split" / "config.json").string()));
+    Trainer second(saved, {.run_dir = tmp.path() / "split", .resume = true, .progress = false});
+    CHECK(second.step() == 5);
+    CHECK(second.run() == TrainOutcome::Finished);
+
+    const auto a = loss_records(whole.paths()), b = loss_records(second.paths());
+    CHECK(a.size() == 12 + 3);  // a train record per step, a valid record per 4 steps
+    CHECK(a == b);
+    auto wa = nn::load_safetensors(whole.paths().latest().string()).tensors;
+    auto wb = nn::load_safetensors(second.paths().latest().string()).tensors;
+    REQUIRE(wa.size() == wb.size());
+    for (size_t i = 0; i < wa.size(); ++i) {
+      CAPTURE(wa[i].first);
+      CHECK(wa[i].first == wb[i].first);
+      CHECK(to(wa[i].second, kFloat64).to_vector<double>() == to(wb[i].second, kFloat64).to_vector<double>());
+    }
+    CHECK(std::filesystem::exists(second.paths().best()));
+    CHECK(std::filesystem::exists(second.paths().plot()));
+  }
+}
+
+TEST_CASE("trainer: a folder that holds a run is not overwritten, and resume needs a checkpoint") {
+  TempDir tmp;
+  TrainConfig cfg = parse_train_config(tiny_config("seq2seq", ""));
+  cfg.train.steps = 2;
+  cfg.schedule.warmup_steps = 0;
+  Trainer(cfg, {.run_dir = tmp.path() / "run", .progress = false}).run();
+  CHECK(error_of([&] { Trainer(cfg, {.run_dir = tmp.path() / "run", .progress = false}); }).find("already holds a run") !=
+        std::string::npos);
+  CHECK(error_of([&] { Trainer(cfg, {.run_dir = tmp.path() / "none", .resume = true, .progress = false}); })
+            .find("cannot resume: " + (tmp.path() / "none").string() + " has no latest.safetensors") != std::string::npos);
+}
+
+TEST_CASE("trainer: metrics name the run's task, and an LM valid record has perplexity") {
+  TempDir tmp;
+  TrainConfig cfg = parse_train_config(tiny_config("lm", write_text(tmp.path())));
+  cfg.train.steps = 4;
+  cfg.schedule.warmup_steps = 0;
+  Trainer t(cfg, {.run_dir = tmp.path() / "run", .progress = false});
+  t.run();
+  REQUIRE(t.last_valid().contains("ppl"));
+  CHECK(t.last_valid()["ppl"].get<double>() == doctest::Approx(std::exp(t.last_valid()["loss"].get<double>())));
+  CHECK(t.last_test().contains("accuracy"));
+  // The resolved config names every default and the sizes taken from the data.
+  json resolved = read_json_file(t.paths().config().string());
+  CHECK(resolved["model"]["model"] == "decoder_lm");
+  CHECK(resolved["model"]["vocab_size"].get<int64_t>() > 4);
+  CHECK(resolved["data"]["seq_len"] == 16);
+  CHECK(resolved["data"]["valid_fraction"] == 0.1);
+  CHECK(resolved["train"]["clip_grad_norm"] == 1.0);
+}
