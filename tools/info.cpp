@@ -5,18 +5,20 @@
 // Activation memory depends on the batch and the attention family and is not
 // estimated here.
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "models/model.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "tools/data_setup.h"
+#include "tools/run_config.h"
 
 namespace ks::tools {
 
 int info(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::printf("usage: keystone info --config FILE [--seq N]\n"
+                "FILE is a model config, or a training config (whose data then fills in the sizes).\n"
                 "Prints parameters, forward FLOPs per token at sequence length N (default: the config's\n"
                 "max_len) and the memory that training with AdamW needs for weights and optimizer state.\n");
     return 0;
@@ -24,15 +26,12 @@ int info(const std::vector<std::string>& args) {
   cli::Flags f(args, {"config", "seq"});
   if (!f.has("config")) throw cli::UsageError("--config FILE is required");
   const std::string path = f.get("config", "");
-  std::ifstream in(path);
-  if (!in) throw Error(str("info: cannot open config ", path));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(str("info: ", path, " is not valid JSON (", e.what(), ")"));
+  nlohmann::json j = read_json_file(path);
+  if (j.contains("data") && j.contains("model")) {
+    // A training config: the data fixes the vocabulary, classes and max_len.
+    TrainConfig run = parse_train_config(j);
+    j = complete_model_section(run.model, build_data(run.data, run.seed).splits);
   }
-  if (j.contains("model") && j["model"].is_object()) j = j["model"];  // a training config's model section
   models::ModelConfig cfg = models::parse_model_config(j);
   const int64_t seq = f.get_int_at_least("seq", cfg.max_len, 1);
   auto model = models::build_model(cfg);

@@ -4,7 +4,8 @@
 #   bash tools/run.sh test    install what is missing, build, run every test (Release, then
 #                             AddressSanitizer + UndefinedBehaviorSanitizer in Debug)
 # Options through the environment: KS_JOBS (parallel build jobs, default: cores),
-# KS_SKIP_SANITIZE=1 (test: skip the sanitizer pass), KS_BUILD_DIR (default: build).
+# KS_SKIP_SANITIZE=1 (test: skip the sanitizer pass), KS_BUILD_DIR (default: build),
+# KS_CONFIG (train: the config, default tools/configs/default.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,17 +55,25 @@ fi
 configure_and_build() {  # dir, extra cmake args...
   local dir="$1"; shift
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-  cmake --build "$dir" -j "$jobs"
+  cmake --build "$dir" -j "$jobs" ${target:+--target "$target"}
 }
 echo "== building (Release) in $build"
+target=""
+[ "$mode" = train ] && target=keystone_cli  # training needs only the binary
 configure_and_build "$build"
+target=""
 
 # --- 3. the job ---------------------------------------------------------------
 case "$mode" in
   build) ;;
   train)
-    echo "== training the default model"
-    "$build/ks_train_mlp"
+    # A new run folder each time: runs/default, then runs/default-2, ...
+    config="${KS_CONFIG:-tools/configs/default.json}"
+    out="runs/$(basename "$config" .json)"
+    n=1
+    while [ -e "$out" ]; do n=$((n + 1)); out="runs/$(basename "$config" .json)-$n"; done
+    echo "== training $config into $out"
+    "$build/keystone" train --config "$config" --out "$out"
     ;;
   test)
     echo "== tests (Release)"

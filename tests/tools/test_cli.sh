@@ -30,7 +30,7 @@ expect 2 "--device: only cpu" -- "$ks" bench --device cuda
 expect 1 "unknown family 'sparse'" -- "$ks" bench --attention sparse --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8
 expect 0 '"tokens_per_s":' -- "$ks" bench --attention mgk --steps 1 --layers 1 --seq 8 --batch 2 --vocab 16 --d-model 8 --heads 2 --d-ff 16 --threads 1
 expect 2 "--config FILE is required" -- "$ks" info
-expect 1 "cannot open config $tmp/none.json" -- "$ks" info --config "$tmp/none.json"
+expect 1 "cannot open config file $tmp/none.json" -- "$ks" info --config "$tmp/none.json"
 echo '{"model": "decoder_lm", "vocab_size": 10,' > "$tmp/bad.json"
 expect 1 "is not valid JSON" -- "$ks" info --config "$tmp/bad.json"
 echo '{"model": "decoder_lm", "vocab_size": 10, "layerz": 2}' > "$tmp/key.json"
