@@ -90,6 +90,15 @@ if ! diff <(losses "$tmp/whole") <(losses "$tmp/split") > /dev/null; then
   echo "FAIL: the resumed run's losses differ from the uninterrupted run's (exit $rc before resuming)"; fails=$((fails + 1))
 fi
 
+# A damaged run folder: errors name the file.
+cp -r "$tmp/whole" "$tmp/damaged"
+head -c 100 "$tmp/whole/latest.safetensors" > "$tmp/damaged/latest.safetensors"
+expect 1 "$tmp/damaged/latest.safetensors" -- "$ks" train --out "$tmp/damaged" --resume --set train.steps=300
+expect 1 "$tmp/damaged/latest.safetensors" -- "$ks" eval --run "$tmp/damaged" --checkpoint latest
+rm "$tmp/damaged/config.json"
+expect 1 "cannot open config file $tmp/damaged/config.json" -- "$ks" train --out "$tmp/damaged" --resume
+expect 1 "$tmp/damaged is not a run folder \(no config.json\)" -- "$ks" eval --run "$tmp/damaged"
+
 # A language model on a user's text file, for generate.
 for i in $(seq 1 200); do echo "the cat sat on the mat $((i % 5))"; done > "$tmp/lines.txt"
 cat > "$tmp/lm.json" <<JSON

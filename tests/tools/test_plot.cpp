@@ -4,54 +4,30 @@
 // Not here: how the SVG looks (checked by eye), the trainer writing metrics.
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "core/error.h"
+#include "datasets/data_testing.h"
 #include "tools/cli.h"
 #include "tools/plot.h"
 
 using namespace ks::tools;
 namespace fs = std::filesystem;
+using ks::testing::read_text;
+using ks::testing::TempDir;
+using ks::testing::write_text;
 
 namespace {
-
-// A fresh folder under the system temp directory, removed with its contents.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    auto now = std::chrono::steady_clock::now().time_since_epoch().count();
-    path = fs::temp_directory_path() / ("ks_test_plot_" + std::to_string(now) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-void write_file(const fs::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary);
-  f << text;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // A run folder `root/folder` with the given metrics.jsonl and, when not empty, config.json.
 fs::path make_run(const fs::path& root, const std::string& folder, const std::string& metrics,
                   const std::string& config = "") {
   fs::path dir = root / folder;
   fs::create_directories(dir);
-  write_file(dir / "metrics.jsonl", metrics);
-  if (!config.empty()) write_file(dir / "config.json", config);
+  write_text(dir / "metrics.jsonl", metrics);
+  if (!config.empty()) write_text(dir / "config.json", config);
   return dir;
 }
 
@@ -100,7 +76,7 @@ std::string error_of(F f) {
 
 TEST_CASE("plot: two runs give each split its own curves in both panels") {
   TempDir tmp;
-  fs::path a = make_run(tmp.path, "a", kMetrics), b = make_run(tmp.path, "b", kMetrics);
+  fs::path a = make_run(tmp.path(), "a", kMetrics), b = make_run(tmp.path(), "b", kMetrics);
   std::string svg = render_plot_svg({a, b});
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK(svg.find("viewBox=\"0 0 1000 ") != std::string::npos);
@@ -122,7 +98,7 @@ TEST_CASE("plot: two runs give each split its own curves in both panels") {
 
 TEST_CASE("plot: without accuracy only the loss panel is drawn, full width") {
   TempDir tmp;
-  fs::path a = make_run(tmp.path, "a",
+  fs::path a = make_run(tmp.path(), "a",
                         "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0}\n"
                         "{\"split\": \"train\", \"step\": 2, \"loss\": 1.5}\n");
   std::string svg = render_plot_svg({a});
@@ -134,7 +110,7 @@ TEST_CASE("plot: without accuracy only the loss panel is drawn, full width") {
 
 TEST_CASE("plot: exact match gets a dotted curve and a legend entry") {
   TempDir tmp;
-  fs::path a = make_run(tmp.path, "a",
+  fs::path a = make_run(tmp.path(), "a",
                         R"({"split": "valid", "step": 10, "loss": 2.0, "accuracy": 0.5, "exact_match": 0.1})"
                         "\n"
                         R"({"split": "valid", "step": 20, "loss": 1.5, "accuracy": 0.7, "exact_match": 0.3})"
@@ -147,10 +123,10 @@ TEST_CASE("plot: exact match gets a dotted curve and a legend entry") {
 
 TEST_CASE("plot: run names come from config.json or the folder, escaped and made unique") {
   TempDir tmp;
-  fs::path odd = make_run(tmp.path, "odd", kMetrics, R"({"name": "a<b & \"c\""})");
-  fs::path s1 = make_run(tmp.path, "s1", kMetrics, R"({"name": "same"})");
-  fs::path s2 = make_run(tmp.path, "s2", kMetrics, R"({"name": "same"})");
-  fs::path plain = make_run(tmp.path, "plainrun", kMetrics, "not json");
+  fs::path odd = make_run(tmp.path(), "odd", kMetrics, R"({"name": "a<b & \"c\""})");
+  fs::path s1 = make_run(tmp.path(), "s1", kMetrics, R"({"name": "same"})");
+  fs::path s2 = make_run(tmp.path(), "s2", kMetrics, R"({"name": "same"})");
+  fs::path plain = make_run(tmp.path(), "plainrun", kMetrics, "not json");
   std::string svg = render_plot_svg({odd, s1, s2, fs::path(plain.string() + "/")});
   CHECK(svg.find(">a&lt;b &amp; &quot;c&quot;</text>") != std::string::npos);
   CHECK(svg.find("a<b") == std::string::npos);
@@ -165,7 +141,7 @@ TEST_CASE("plot: run names come from config.json or the folder, escaped and made
 
 TEST_CASE("plot: a loss range over 20x gets a log axis, a narrow one stays linear") {
   TempDir tmp;
-  fs::path wide = make_run(tmp.path, "wide",
+  fs::path wide = make_run(tmp.path(), "wide",
                            "{\"split\": \"train\", \"step\": 1, \"loss\": 100}\n"
                            "{\"split\": \"train\", \"step\": 2, \"loss\": 0.5}\n");
   std::string svg = render_plot_svg({wide});
@@ -174,14 +150,14 @@ TEST_CASE("plot: a loss range over 20x gets a log axis, a narrow one stays linea
   for (const char* tick : {">0.5</text>", ">1</text>", ">2</text>", ">20</text>", ">100</text>"})
     CHECK_MESSAGE(svg.find(tick) != std::string::npos, std::string(tick));
   CHECK(svg.find(">0.2</text>") == std::string::npos);
-  fs::path many = make_run(tmp.path, "many",
+  fs::path many = make_run(tmp.path(), "many",
                            "{\"split\": \"train\", \"step\": 1, \"loss\": 8}\n"
                            "{\"split\": \"train\", \"step\": 2, \"loss\": 0.0003}\n");
   std::string decades = render_plot_svg({many});  // five decades: whole decades only
   CHECK(decades.find(">0.001</text>") != std::string::npos);
   CHECK(decades.find(">10</text>") != std::string::npos);
   CHECK(decades.find(">0.002</text>") == std::string::npos);
-  fs::path narrow = make_run(tmp.path, "narrow",
+  fs::path narrow = make_run(tmp.path(), "narrow",
                              "{\"split\": \"train\", \"step\": 1, \"loss\": 10}\n"
                              "{\"split\": \"train\", \"step\": 2, \"loss\": 1}\n");
   CHECK(render_plot_svg({narrow}).find("(log)") == std::string::npos);
@@ -189,7 +165,7 @@ TEST_CASE("plot: a loss range over 20x gets a log axis, a narrow one stays linea
 
 TEST_CASE("plot: steps get compact nice tick labels") {
   TempDir tmp;
-  fs::path a = make_run(tmp.path, "a",
+  fs::path a = make_run(tmp.path(), "a",
                         "{\"split\": \"train\", \"step\": 0, \"loss\": 2.0}\n"
                         "{\"split\": \"train\", \"step\": 9500, \"loss\": 1.0}\n");
   std::string svg = render_plot_svg({a});
@@ -201,7 +177,7 @@ TEST_CASE("plot: steps get compact nice tick labels") {
 TEST_CASE("plot: non-finite losses are skipped and a lone point is still drawn") {
   TempDir tmp;
   // nlohmann writes NaN and infinities as null.
-  fs::path a = make_run(tmp.path, "a",
+  fs::path a = make_run(tmp.path(), "a",
                         "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0}\n"
                         "\n"
                         "{\"split\": \"train\", \"step\": 2, \"loss\": null}\n"
@@ -213,7 +189,7 @@ TEST_CASE("plot: non-finite losses are skipped and a lone point is still drawn")
   CHECK(count(points, ",") == 2);
   CHECK(points.find("nan") == std::string::npos);
 
-  fs::path lone = make_run(tmp.path, "lone", "{\"split\": \"train\", \"step\": 5, \"loss\": 1.0}\n");
+  fs::path lone = make_run(tmp.path(), "lone", "{\"split\": \"train\", \"step\": 5, \"loss\": 1.0}\n");
   std::string one = curves(render_plot_svg({lone}));
   CHECK(count(one, "<polyline") == 0);
   CHECK(count(one, "<circle") == 1);
@@ -221,7 +197,7 @@ TEST_CASE("plot: non-finite losses are skipped and a lone point is still drawn")
 
 TEST_CASE("plot: --x time puts elapsed minutes on the x axis") {
   TempDir tmp;
-  fs::path a = make_run(tmp.path, "a",
+  fs::path a = make_run(tmp.path(), "a",
                         "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0, \"elapsed_s\": 60}\n"
                         "{\"split\": \"train\", \"step\": 2, \"loss\": 1.0, \"elapsed_s\": 540}\n");
   PlotOptions time;
@@ -234,65 +210,65 @@ TEST_CASE("plot: --x time puts elapsed minutes on the x axis") {
 
 TEST_CASE("plot: errors name the folder, file and line") {
   TempDir tmp;
-  fs::path missing = tmp.path / "nope";
+  fs::path missing = tmp.path() / "nope";
   CHECK(error_of([&] { render_plot_svg({missing}); }) ==
         "plot: run folder " + missing.string() + " does not exist");
 
-  write_file(tmp.path / "file", "");
-  CHECK(error_of([&] { render_plot_svg({tmp.path / "file"}); }) ==
-        "plot: run folder " + (tmp.path / "file").string() + " is not a folder");
+  write_text(tmp.path() / "file", "");
+  CHECK(error_of([&] { render_plot_svg({tmp.path() / "file"}); }) ==
+        "plot: run folder " + (tmp.path() / "file").string() + " is not a folder");
 
-  fs::create_directories(tmp.path / "empty");
-  CHECK(error_of([&] { render_plot_svg({tmp.path / "empty"}); }) ==
-        "plot: no metrics.jsonl in " + (tmp.path / "empty").string());
+  fs::create_directories(tmp.path() / "empty");
+  CHECK(error_of([&] { render_plot_svg({tmp.path() / "empty"}); }) ==
+        "plot: no metrics.jsonl in " + (tmp.path() / "empty").string());
 
-  fs::path bad = make_run(tmp.path, "bad", "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0}\n\n{oops\n");
+  fs::path bad = make_run(tmp.path(), "bad", "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0}\n\n{oops\n");
   std::string file = (bad / "metrics.jsonl").string();
   CHECK(error_of([&] { render_plot_svg({bad}); }) == "plot: " + file + ":3: not JSON");
 
-  fs::path no_loss = make_run(tmp.path, "noloss",
+  fs::path no_loss = make_run(tmp.path(), "noloss",
                               "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0}\n"
                               "{\"split\": \"valid\", \"step\": 1}\n");
   CHECK(error_of([&] { render_plot_svg({no_loss}); }) ==
         "plot: " + (no_loss / "metrics.jsonl").string() + ":2: no \"loss\"");
-  fs::path no_split = make_run(tmp.path, "nosplit", "{\"step\": 1, \"loss\": 2.0}\n");
+  fs::path no_split = make_run(tmp.path(), "nosplit", "{\"step\": 1, \"loss\": 2.0}\n");
   CHECK(error_of([&] { render_plot_svg({no_split}); }).find(":1: no \"split\"") != std::string::npos);
-  fs::path no_step = make_run(tmp.path, "nostep", "{\"split\": \"train\", \"loss\": 2.0}\n");
+  fs::path no_step = make_run(tmp.path(), "nostep", "{\"split\": \"train\", \"loss\": 2.0}\n");
   CHECK(error_of([&] { render_plot_svg({no_step}); }).find(":1: no \"step\"") != std::string::npos);
 
-  fs::path blank = make_run(tmp.path, "blank", "\n  \n");
+  fs::path blank = make_run(tmp.path(), "blank", "\n  \n");
   CHECK(error_of([&] { render_plot_svg({blank}); }) == "plot: no metrics in " + (blank / "metrics.jsonl").string());
 
-  fs::path ok = make_run(tmp.path, "ok", kMetrics);
-  fs::path unwritable = tmp.path / "no_such_dir" / "out.svg";
+  fs::path ok = make_run(tmp.path(), "ok", kMetrics);
+  fs::path unwritable = tmp.path() / "no_such_dir" / "out.svg";
   CHECK(error_of([&] { write_plot_svg({ok}, unwritable); }) == "plot: cannot write " + unwritable.string());
 }
 
 TEST_CASE("plot: the command writes RUN_DIR/plot.svg for one run and says so") {
   TempDir tmp;
-  fs::path a = make_run(tmp.path, "a", kMetrics);
+  fs::path a = make_run(tmp.path(), "a", kMetrics);
   CoutCapture out;
   CHECK(plot({a.string()}) == 0);
   CHECK(out.text.str() == "wrote " + (a / "plot.svg").string() + "\n");
-  CHECK(read_file(a / "plot.svg").rfind("<svg", 0) == 0);
+  CHECK(read_text(a / "plot.svg").rfind("<svg", 0) == 0);
   CHECK(!fs::exists(a / "plot.svg.tmp"));
 }
 
 TEST_CASE("plot: the command takes --out, --x and --title around the run folders") {
   TempDir tmp;
-  fs::path a = make_run(tmp.path, "a", kMetrics), b = make_run(tmp.path, "b", kMetrics);
-  fs::path out = tmp.path / "both.svg";
+  fs::path a = make_run(tmp.path(), "a", kMetrics), b = make_run(tmp.path(), "b", kMetrics);
+  fs::path out = tmp.path() / "both.svg";
   CoutCapture captured;
   CHECK(plot({a.string(), "--x", "time", "--title", "A & B", b.string(), "--out", out.string()}) == 0);
   CHECK(captured.text.str() == "wrote " + out.string() + "\n");
-  std::string svg = read_file(out);
+  std::string svg = read_text(out);
   CHECK(svg.find(">A &amp; B</text>") != std::string::npos);
   CHECK(svg.find(">minutes</text>") != std::string::npos);
 }
 
 TEST_CASE("plot: the command's usage errors and --help") {
   TempDir tmp;
-  fs::path a = make_run(tmp.path, "a", kMetrics);
+  fs::path a = make_run(tmp.path(), "a", kMetrics);
   CHECK_THROWS_AS(plot({"--x", "bogus", a.string()}), ks::cli::UsageError);
   CHECK_THROWS_WITH_AS(plot({}), "give at least one RUN_DIR", ks::cli::UsageError);
   CHECK_THROWS_WITH_AS(plot({"--out", "x.svg"}), "give at least one RUN_DIR", ks::cli::UsageError);
