@@ -4,6 +4,7 @@
 #include "autograd/engine.h"
 #include "autograd/function.h"
 #include "autograd/gradcheck.h"
+#include "core/cuda.h"
 #include "core/factory.h"
 #include "core/parallel.h"
 #include "core/tensor.h"

@@ -1,9 +1,11 @@
-// core/factory.cpp — tensor factories and the CPU random kernel.
+// core/factory.cpp — tensor factories and the CPU random kernel (its values
+// come from random_values.h, shared with the CUDA kernel).
 #include "core/factory.h"
 
 #include <cmath>
 
 #include "core/parallel.h"
+#include "core/random_values.h"
 
 namespace ks {
 
@@ -16,16 +18,8 @@ Tensor finish(Tensor t, const TensorOptions& opts) {
   return t;
 }
 
-// Box–Muller on two uniforms in (0, 1].
-inline void box_muller(double u1, double u2, double& z0, double& z1) {
-  double r = std::sqrt(-2.0 * std::log(1.0 - u1));  // 1 - u1 in (0, 1]
-  double th = 6.283185307179586 * u2;
-  z0 = r * std::cos(th);
-  z1 = r * std::sin(th);
-}
-
 void random_cpu(const Tensor& t, const RandomSpec& s) {
-  const int64_t per = random_values_per_block(s.kind, t.dtype());
+  const int per = int(random_values_per_block(s.kind, t.dtype()));
   const int64_t n = t.numel();
   const int64_t blocks = (n + per - 1) / per;
   dispatch_numeric(t.dtype(), "random", [&](auto tag) {
@@ -33,32 +27,8 @@ void random_cpu(const Tensor& t, const RandomSpec& s) {
     T* out = static_cast<T*>(t.data_ptr());
     parallel_for(0, blocks, 4096, [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) {
-        auto w = philox4x32(s.seed, 0, s.first_block + uint64_t(b));
         double vals[4];
-        switch (s.kind) {
-          case RandomKind::Normal: {
-            double z0, z1;
-            box_muller(uniform_double(w[0], w[1]), uniform_double(w[2], w[3]), z0, z1);
-            vals[0] = s.a + s.b * z0;
-            vals[1] = s.a + s.b * z1;
-            break;
-          }
-          case RandomKind::Uniform:
-            if (per == 4) for (int k = 0; k < 4; ++k) vals[k] = s.a + (s.b - s.a) * uniform_float(w[k]);
-            else for (int k = 0; k < 2; ++k) vals[k] = s.a + (s.b - s.a) * uniform_double(w[2 * k], w[2 * k + 1]);
-            break;
-          case RandomKind::Bernoulli:
-            for (int k = 0; k < 4; ++k) vals[k] = uniform_double(w[k], w[(k + 1) % 4]) < s.a ? 1.0 : 0.0;
-            break;
-          case RandomKind::IntRange: {
-            uint64_t range = uint64_t(s.b - s.a);
-            for (int k = 0; k < 4; ++k) {
-              uint64_t x = uint64_t(w[k]) << 32 | w[(k + 1) % 4];
-              vals[k] = s.a + double(x % range);
-            }
-            break;
-          }
-        }
+        random_block_values(s, per, uint64_t(b), vals);
         for (int64_t k = 0; k < per; ++k) {
           int64_t i = b * per + k;
           if (i < n) out[i] = static_cast<T>(vals[k]);

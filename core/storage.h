@@ -19,6 +19,12 @@ class StorageImpl {
       : nbytes_(nbytes), device_(device), allocator_(&allocator_for(device.type)) {
     data_ = allocator_->allocate(nbytes, device);
   }
+  // Bytes from a particular allocator rather than the device's default one
+  // (pinned host memory is CPU memory from the CUDA backend's allocator).
+  StorageImpl(size_t nbytes, Device device, Allocator* allocator)
+      : nbytes_(nbytes), device_(device), allocator_(allocator) {
+    data_ = allocator_->allocate(nbytes, device);
+  }
   ~StorageImpl() { allocator_->deallocate(data_, nbytes_, device_); }
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;

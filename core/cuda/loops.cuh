@@ -1,0 +1,168 @@
+// core/cuda/loops.cuh — the elementwise launch under every CUDA kernel that
+// maps tensors element by element (copies, fills, binary/unary ops, masks),
+// and device-side dtype conversions.
+//
+//   cuda_map<Out, In...>(f, out, {in...});   // out[i] = f(in_0[i], ...), f a __device__ functor
+//
+// All operands have out's shape (inputs may be strided, permuted or
+// broadcast views). Dims are first coalesced on the host exactly as the CPU
+// loop does (core/strided_loop.h). If every operand is then one contiguous
+// run, a flat kernel indexes the arrays directly; otherwise each thread turns
+// its linear (row-major) index into per-operand byte offsets, with 32-bit
+// index arithmetic when the element count fits (64-bit division is slow on
+// the GPU). Either way a grid-stride loop covers any int64 element count.
+// Launches go to the device's stream and are checked. nvcc only (.cu files);
+// this is not where reductions live (ops/cuda/reduce.cu).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/runtime.h"
+#include "core/dtype.h"
+#include "core/strided_loop.h"
+#include "core/tensor.h"
+
+namespace ks::cuda {
+
+// --- dtype conversion on the device, matching ks::convert (core/dtype.h) ---
+template <class T>
+__device__ inline float to_float16_source(T v) {
+  if constexpr (std::is_same_v<T, BFloat16>) return __bfloat162float(__ushort_as_bfloat16(v.bits));
+  else return __half2float(__ushort_as_half(v.bits));
+}
+
+template <class To, class From>
+__device__ inline To dconvert(From v) {
+  if constexpr (std::is_same_v<From, BFloat16> || std::is_same_v<From, Float16>) {
+    return dconvert<To>(to_float16_source(v));
+  } else if constexpr (std::is_same_v<To, BFloat16>) {
+    To out;
+    out.bits = __bfloat16_as_ushort(__float2bfloat16_rn(static_cast<float>(v)));
+    return out;
+  } else if constexpr (std::is_same_v<To, Float16>) {
+    To out;
+    out.bits = __half_as_ushort(__float2half_rn(static_cast<float>(v)));
+    return out;
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+// --- geometry ---
+constexpr int kMaxDims = 12;
+constexpr int kThreads = 256;
+
+// Linear index -> byte offset of each of N operands, over coalesced dims.
+template <int N>
+struct OffsetCalc {
+  int ndim = 0;
+  int64_t sizes[kMaxDims];       // innermost first
+  int64_t strides[kMaxDims][N];  // bytes, innermost first
+
+  template <class Index>
+  __device__ void offsets(Index i, int64_t (&off)[N]) const {
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = 0; d < ndim; ++d) {
+      const Index size = Index(sizes[d]);
+      const Index q = i / size;
+      const int64_t idx = int64_t(i - q * size);
+      i = q;
+      for (int k = 0; k < N; ++k) off[k] += idx * strides[d][k];
+    }
+  }
+};
+
+template <int N>
+struct Pointers {
+  char* p[N];
+};
+
+// The coalesced layout of n operands over `sizes`; true if every operand is
+// one contiguous run of its own element size.
+template <int N>
+bool make_offset_calc(const Shape& sizes, const std::array<Shape, N>& elem_strides,
+                      const std::array<size_t, N>& itemsizes, OffsetCalc<N>& oc) {
+  const StridedLayout<N> L = make_strided_layout<N>(sizes, elem_strides, itemsizes);
+  const int nd = int(L.sizes.size());
+  KS_CHECK(nd <= kMaxDims, "cuda: tensors with more than ", kMaxDims, " non-mergeable dims are not supported (",
+           sizes, ")");
+  oc.ndim = nd;
+  for (int d = 0; d < nd; ++d) {
+    oc.sizes[d] = L.sizes[size_t(nd - 1 - d)];
+    for (int k = 0; k < N; ++k) oc.strides[d][k] = L.strides[k][size_t(nd - 1 - d)];
+  }
+  bool contiguous = nd == 1;
+  for (int k = 0; k < N && contiguous; ++k) contiguous = L.strides[k][0] == int64_t(itemsizes[k]);
+  return contiguous;
+}
+
+template <class F, class Out, class... In, size_t... I>
+__device__ inline void apply_at(F& f, const Pointers<sizeof...(In) + 1>& ptr, const int64_t* off,
+                                std::index_sequence<I...>) {
+  *reinterpret_cast<Out*>(ptr.p[0] + off[0]) = f(*reinterpret_cast<const In*>(ptr.p[I + 1] + off[I + 1])...);
+}
+
+template <class F, class Out, class... In>
+__global__ void map_contiguous_kernel(int64_t n, F f, Out* out, const In*... in) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = f(in[i]...);
+}
+
+template <class Index, class F, class Out, class... In>
+__global__ void map_strided_kernel(Index n, F f, OffsetCalc<sizeof...(In) + 1> oc,
+                                   Pointers<sizeof...(In) + 1> ptr) {
+  constexpr int N = sizeof...(In) + 1;
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += Index(gridDim.x) * blockDim.x) {
+    int64_t off[N];
+    oc.offsets(i, off);
+    apply_at<F, Out, In...>(f, ptr, off, std::index_sequence_for<In...>{});
+  }
+}
+
+// out[i] = f(in[i]...) on out's device; Out and In are the element types.
+template <class Out, class... In, class F>
+void cuda_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in) {
+  constexpr int K = sizeof...(In);
+  constexpr int N = K + 1;
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const int dev = out.device().index;
+  std::array<Shape, N> strides;
+  std::array<size_t, N> sizes;
+  Pointers<N> ptr;
+  strides[0] = out.strides();
+  sizes[0] = sizeof(Out);
+  ptr.p[0] = static_cast<char*>(out.data_ptr());
+  for (int k = 0; k < K; ++k) {
+    KS_ASSERT(in[size_t(k)].sizes() == out.sizes() && in[size_t(k)].device() == out.device());
+    strides[size_t(k + 1)] = in[size_t(k)].strides();
+    sizes[size_t(k + 1)] = in[size_t(k)].element_size();
+    ptr.p[k + 1] = static_cast<char*>(in[size_t(k)].data_ptr());
+  }
+  OffsetCalc<N> oc;
+  const bool contiguous = make_offset_calc<N>(out.sizes(), strides, sizes, oc);
+  DeviceGuard guard(out.device());
+  const cudaStream_t s = stream(dev);
+  const unsigned grid = grid_for(n, kThreads, dev);
+  if (contiguous) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      map_contiguous_kernel<F, Out, In...><<<grid, kThreads, 0, s>>>(
+          n, f, reinterpret_cast<Out*>(ptr.p[0]), reinterpret_cast<const In*>(ptr.p[I + 1])...);
+    }(std::index_sequence_for<In...>{});
+  } else if (n <= int64_t(std::numeric_limits<int32_t>::max())) {
+    map_strided_kernel<uint32_t, F, Out, In...><<<grid, kThreads, 0, s>>>(uint32_t(n), f, oc, ptr);
+  } else {
+    map_strided_kernel<int64_t, F, Out, In...><<<grid, kThreads, 0, s>>>(n, f, oc, ptr);
+  }
+  KS_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace ks::cuda

@@ -1,0 +1,173 @@
+// ops/cuda/linalg.cpp — the CUDA GEMM kernel: cuBLAS strided-batched
+// sgemm/dgemm, one handle per device bound to the device's stream.
+//
+// Layout. cuBLAS is column-major; a row-major (M, N) matrix is the
+// column-major (N, M) matrix with the same bytes. So the row-major
+// C = A·B is computed as the column-major Cᵀ = Bᵀ·Aᵀ: B goes first, then A,
+// with m = N, n = M. A matrix BLAS can read in place — last two strides
+// (ld, 1) or, for a transposed view, (1, ld) — keeps its bytes and gets
+// CUBLAS_OP_N or CUBLAS_OP_T with that ld (the same test as the CPU kernel).
+// Anything else is copied once per distinct matrix, keeping stride-0
+// (broadcast) batch dims unmaterialised.
+//
+// Batches. Batch dims are merged where a, b and c all nest, and the innermost
+// merged dim becomes one strided-batched call (stride 0 for a broadcast
+// operand); any outer batch dims are looped on the host.
+//
+// float32 runs in full FP32 (cuBLAS's default math mode, no TF32), so results
+// agree with the CPU's to float32 rounding. The handles are not guarded by a
+// lock: like every CUDA kernel here, GEMMs are issued from one host thread.
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <climits>
+#include <mutex>
+#include <optional>
+
+#include "core/copy.h"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/runtime.h"
+#include "ops/linalg.h"
+
+namespace ks::cuda {
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+cublasHandle_t handle(int device) {
+  static std::once_flag once[kMaxDevices];
+  static cublasHandle_t handles[kMaxDevices] = {};
+  KS_CHECK(device >= 0 && device < kMaxDevices, "gemm: bad device index ", device);
+  std::call_once(once[device], [&] {
+    const cudaStream_t s = stream(device);
+    DeviceGuard guard(device);
+    KS_CUBLAS_CHECK(cublasCreate(&handles[device]));
+    KS_CUBLAS_CHECK(cublasSetStream(handles[device], s));
+  });
+  return handles[device];
+}
+
+struct BlasMatrix {
+  cublasOperation_t op;
+  int64_t ld;
+};
+
+// How cuBLAS reads a row-major (rows, cols) matrix with element strides
+// (sr, sc) in place, as the column-major transpose: see the file comment.
+std::optional<BlasMatrix> blas_view(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+  const int64_t r = std::max<int64_t>(rows, 1), c = std::max<int64_t>(cols, 1);
+  if (cols == 1 || sc == 1) {
+    const int64_t ld = rows == 1 ? c : sr;
+    if (ld >= c) return BlasMatrix{CUBLAS_OP_N, ld};
+  }
+  if (rows == 1 || sr == 1) {
+    const int64_t ld = cols == 1 ? r : sc;
+    if (ld >= r) return BlasMatrix{CUBLAS_OP_T, ld};
+  }
+  return std::nullopt;
+}
+
+// t with BLAS-readable matrices: t itself, or a contiguous copy of its
+// distinct matrices, re-broadcast over its stride-0 batch dims.
+Tensor blas_ready(const Tensor& t) {
+  if (blas_view(t.size(-2), t.size(-1), t.stride(-2), t.stride(-1))) return t;
+  const int64_t batch_dims = t.dim() - 2;
+  Shape distinct = t.sizes();
+  for (int64_t d = 0; d < batch_dims; ++d)
+    if (t.stride(d) == 0) distinct[size_t(d)] = 1;
+  Tensor dense = contiguous_raw(t.alias(distinct, t.strides(), t.storage_offset()));
+  Shape strides = dense.strides();
+  for (int64_t d = 0; d < batch_dims; ++d)
+    if (t.stride(d) == 0) strides[size_t(d)] = 0;
+  return dense.alias(t.sizes(), strides, dense.storage_offset());
+}
+
+// One batch dim after merging: its size and the element stride of a, b, c.
+struct BatchDim {
+  int64_t size, sa, sb, sc;
+};
+
+std::vector<BatchDim> merged_batch(const Tensor& a, const Tensor& b, const Tensor& c) {
+  std::vector<BatchDim> dims;  // outermost first
+  for (int64_t d = 0; d + 2 < c.dim(); ++d) {
+    const BatchDim cur{c.size(d), a.stride(d), b.stride(d), c.stride(d)};
+    if (cur.size == 1) continue;
+    if (!dims.empty()) {
+      BatchDim& prev = dims.back();
+      if (prev.sa == cur.sa * cur.size && prev.sb == cur.sb * cur.size && prev.sc == cur.sc * cur.size) {
+        prev = {prev.size * cur.size, cur.sa, cur.sb, cur.sc};
+        continue;
+      }
+    }
+    dims.push_back(cur);
+  }
+  return dims;
+}
+
+inline cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                   const float* alpha, const float* A, int lda, long long sa, const float* B, int ldb,
+                                   long long sb, const float* beta, float* C, int ldc, long long sc, int count) {
+  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, count);
+}
+inline cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                   const double* alpha, const double* A, int lda, long long sa, const double* B,
+                                   int ldb, long long sb, const double* beta, double* C, int ldc, long long sc,
+                                   int count) {
+  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, count);
+}
+
+template <class T>
+void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate) {
+  if (c.numel() == 0) return;
+  KS_ASSERT(c.is_contiguous() && a.dim() == c.dim() && b.dim() == c.dim());
+  const int64_t M = c.size(-2), N = c.size(-1), K = a.size(-1);
+  if (K == 0) {  // an empty sum
+    if (!accumulate) fill_(c, 0.0);
+    return;
+  }
+  const Tensor A = blas_ready(a), B = blas_ready(b);
+  const BlasMatrix la = *blas_view(M, K, A.stride(-2), A.stride(-1));
+  const BlasMatrix lb = *blas_view(K, N, B.stride(-2), B.stride(-1));
+  KS_CHECK(std::max({M, N, K, la.ld, lb.ld}) <= INT_MAX, "gemm: matrices ", A.sizes(), " and ", B.sizes(),
+           " exceed cuBLAS's 32-bit sizes");
+
+  std::vector<BatchDim> dims = merged_batch(A, B, c);
+  const BatchDim inner = dims.empty() ? BatchDim{1, 0, 0, M * N} : dims.back();
+  if (!dims.empty()) dims.pop_back();
+  KS_CHECK(inner.size <= INT_MAX, "gemm: batch of ", inner.size, " exceeds cuBLAS's 32-bit batch count");
+  int64_t outer = 1;
+  for (const BatchDim& d : dims) outer *= d.size;
+
+  const int dev = c.device().index;
+  const cublasHandle_t h = handle(dev);
+  DeviceGuard guard(c.device());
+  const T alpha = T(1), beta = accumulate ? T(1) : T(0);
+  const T* pa = A.data<T>();
+  const T* pb = B.data<T>();
+  T* pc = c.data<T>();
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t oa = 0, ob = 0, oc = 0, rest = o;
+    for (int64_t d = int64_t(dims.size()) - 1; d >= 0; --d) {
+      const int64_t i = rest % dims[size_t(d)].size;
+      rest /= dims[size_t(d)].size;
+      oa += i * dims[size_t(d)].sa;
+      ob += i * dims[size_t(d)].sb;
+      oc += i * dims[size_t(d)].sc;
+    }
+    // Column-major Cᵀ (N, M) = Bᵀ (N, K) · Aᵀ (K, M).
+    KS_CUBLAS_CHECK(gemm_batched(h, lb.op, la.op, int(N), int(M), int(K), &alpha, pb + ob, int(lb.ld), inner.sb,
+                                 pa + oa, int(la.ld), inner.sa, &beta, pc + oc, int(N), inner.sc, int(inner.size)));
+  }
+  if (sync_launches()) KS_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void gemm_cuda(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate) {
+  dispatch_floating(c.dtype(), "gemm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gemm_typed<T>(c, a, b, accumulate);
+  });
+}
+
+}  // namespace
+KS_REGISTER_KERNEL(gemm_kernel, CUDA, gemm_cuda);
+}  // namespace ks::cuda

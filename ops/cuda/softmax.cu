@@ -1,0 +1,193 @@
+// ops/cuda/softmax.cu — fused CUDA kernels for softmax / log_softmax,
+// forward and backward, with the numerics of ops/cpu/softmax.cpp.
+//
+// Inputs are made contiguous and seen as (outer, n, inner) around the dim.
+// inner == 1 (the last dim): one warp per row for rows up to 1024, else one
+// block per row; the row's max, Σexp and Σg·y are combined across the
+// threads (block_reduce.cuh), accumulated in double. inner > 1: one thread
+// per (outer, inner) column walking the dim, so neighbouring threads read
+// neighbouring memory. A fully masked row (all -inf) uses max 0, so every
+// exp is 0: softmax gives zeros and log_softmax -inf, with zero gradient.
+#include <cmath>
+
+#include "core/copy.h"
+#include "ops/cuda/block_reduce.cuh"
+#include "ops/softmax.h"
+
+namespace ks::cuda {
+namespace {
+
+struct Geometry {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+Geometry geometry(const Shape& sizes, int64_t dim) {
+  Geometry g;
+  if (sizes.empty()) return g;  // a 0-d tensor is one row of one element
+  for (int64_t d = 0; d < int64_t(sizes.size()); ++d) {
+    if (d < dim) g.outer *= sizes[size_t(d)];
+    else if (d == dim) g.n = sizes[size_t(d)];
+    else g.inner *= sizes[size_t(d)];
+  }
+  return g;
+}
+
+template <class T, bool Log, int TPR>
+__global__ void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
+  const int lane = row_lane<TPR>();
+  for (int64_t r = first_row<TPR>(); r < rows; r += row_stride<TPR>()) {
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
+    T m = T(-INFINITY);
+    for (int64_t i = lane; i < n; i += TPR) m = xr[i] > m ? xr[i] : m;
+    m = row_max<TPR>(m);
+    if (m == T(-INFINITY)) m = T(0);
+    double s = 0;
+    for (int64_t i = lane; i < n; i += TPR) s += double(std::exp(xr[i] - m));
+    s = row_sum<TPR>(s);
+    if constexpr (Log) {
+      const T ls = s == 0 ? T(0) : T(std::log(s));
+      for (int64_t i = lane; i < n; i += TPR) yr[i] = (xr[i] - m) - ls;
+    } else {
+      const T inv = s == 0 ? T(0) : T(1.0 / s);
+      for (int64_t i = lane; i < n; i += TPR) yr[i] = std::exp(xr[i] - m) * inv;
+    }
+  }
+}
+
+template <class T, bool Log>
+__global__ void forward_columns(T* y, const T* x, Geometry G) {
+  const int64_t cols = G.outer * G.inner;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = c / G.inner, j = c - o * G.inner;
+    const T* xc = x + o * G.n * G.inner + j;
+    T* yc = y + o * G.n * G.inner + j;
+    T m = T(-INFINITY);
+    for (int64_t k = 0; k < G.n; ++k) m = xc[k * G.inner] > m ? xc[k * G.inner] : m;
+    if (m == T(-INFINITY)) m = T(0);
+    double s = 0;
+    for (int64_t k = 0; k < G.n; ++k) s += double(std::exp(xc[k * G.inner] - m));
+    if constexpr (Log) {
+      const T ls = s == 0 ? T(0) : T(std::log(s));
+      for (int64_t k = 0; k < G.n; ++k) yc[k * G.inner] = (xc[k * G.inner] - m) - ls;
+    } else {
+      const T inv = s == 0 ? T(0) : T(1.0 / s);
+      for (int64_t k = 0; k < G.n; ++k) yc[k * G.inner] = std::exp(xc[k * G.inner] - m) * inv;
+    }
+  }
+}
+
+template <class T, bool Log, int TPR>
+__global__ void backward_rows(T* dx, const T* g, const T* y, int64_t rows, int64_t n) {
+  const int lane = row_lane<TPR>();
+  for (int64_t r = first_row<TPR>(); r < rows; r += row_stride<TPR>()) {
+    const T* gr = g + r * n;
+    const T* yr = y + r * n;
+    T* dr = dx + r * n;
+    if constexpr (Log) {
+      // A row of -inf outputs came from a fully masked row: its gradient is 0.
+      double sg = 0, live = 0;
+      for (int64_t i = lane; i < n; i += TPR) {
+        sg += double(gr[i]);
+        live += yr[i] != T(-INFINITY) ? 1.0 : 0.0;
+      }
+      sg = row_sum<TPR>(sg);
+      live = row_sum<TPR>(live);
+      const T a = T(sg);
+      for (int64_t i = lane; i < n; i += TPR) dr[i] = live > 0 ? T(gr[i] - std::exp(yr[i]) * a) : T(0);
+    } else {
+      double dot = 0;
+      for (int64_t i = lane; i < n; i += TPR) dot += double(gr[i]) * double(yr[i]);
+      const T a = T(row_sum<TPR>(dot));
+      for (int64_t i = lane; i < n; i += TPR) dr[i] = yr[i] * (gr[i] - a);
+    }
+  }
+}
+
+template <class T, bool Log>
+__global__ void backward_columns(T* dx, const T* g, const T* y, Geometry G) {
+  const int64_t cols = G.outer * G.inner;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = c / G.inner, j = c - o * G.inner;
+    const int64_t base = o * G.n * G.inner + j;
+    double acc = 0;
+    bool live = false;
+    for (int64_t k = 0; k < G.n; ++k) {
+      const int64_t e = base + k * G.inner;
+      if constexpr (Log) {
+        acc += double(g[e]);
+        live = live || y[e] != T(-INFINITY);
+      } else {
+        acc += double(g[e]) * double(y[e]);
+      }
+    }
+    const T a = T(acc);
+    for (int64_t k = 0; k < G.n; ++k) {
+      const int64_t e = base + k * G.inner;
+      if constexpr (Log) dx[e] = live ? T(g[e] - std::exp(y[e]) * a) : T(0);
+      else dx[e] = y[e] * (g[e] - a);
+    }
+  }
+}
+
+template <class T, bool Log>
+void run_forward(const Tensor& out, const Tensor& x, const Geometry& G) {
+  const int dev = x.device().index;
+  const cudaStream_t s = stream(dev);
+  DeviceGuard guard(x.device());
+  T* yp = out.data<T>();
+  const T* xp = x.data<T>();
+  if (G.inner == 1) {
+    const RowLaunch L = row_launch(G.outer, G.n, dev);
+    if (L.warp_rows) forward_rows<T, Log, kWarp><<<L.grid, kThreads, 0, s>>>(yp, xp, G.outer, G.n);
+    else forward_rows<T, Log, kThreads><<<L.grid, kThreads, 0, s>>>(yp, xp, G.outer, G.n);
+  } else {
+    forward_columns<T, Log><<<grid_for(G.outer * G.inner, kThreads, dev), kThreads, 0, s>>>(yp, xp, G);
+  }
+  KS_CUDA_LAUNCH_CHECK();
+}
+
+template <class T, bool Log>
+void run_backward(const Tensor& dx, const Tensor& g, const Tensor& y, const Geometry& G) {
+  const int dev = y.device().index;
+  const cudaStream_t s = stream(dev);
+  DeviceGuard guard(y.device());
+  T* dp = dx.data<T>();
+  const T* gp = g.data<T>();
+  const T* yp = y.data<T>();
+  if (G.inner == 1) {
+    const RowLaunch L = row_launch(G.outer, G.n, dev);
+    if (L.warp_rows) backward_rows<T, Log, kWarp><<<L.grid, kThreads, 0, s>>>(dp, gp, yp, G.outer, G.n);
+    else backward_rows<T, Log, kThreads><<<L.grid, kThreads, 0, s>>>(dp, gp, yp, G.outer, G.n);
+  } else {
+    backward_columns<T, Log><<<grid_for(G.outer * G.inner, kThreads, dev), kThreads, 0, s>>>(dp, gp, yp, G);
+  }
+  KS_CUDA_LAUNCH_CHECK();
+}
+
+void softmax_cuda(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
+  if (out.numel() == 0) return;
+  const Tensor x = contiguous_raw(x_in);
+  const Geometry G = geometry(x.sizes(), dim);
+  dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (log) run_forward<T, true>(out, x, G);
+    else run_forward<T, false>(out, x, G);
+  });
+}
+
+void softmax_backward_cuda(bool log, const Tensor& dx, const Tensor& g_in, const Tensor& y_in, int64_t dim) {
+  if (dx.numel() == 0) return;
+  const Tensor g = contiguous_raw(g_in), y = contiguous_raw(y_in);
+  const Geometry G = geometry(y.sizes(), dim);
+  dispatch_floating(y.dtype(), log ? "log_softmax backward" : "softmax backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (log) run_backward<T, true>(dx, g, y, G);
+    else run_backward<T, false>(dx, g, y, G);
+  });
+}
+
+}  // namespace
+KS_REGISTER_KERNEL(softmax_kernel, CUDA, softmax_cuda);
+KS_REGISTER_KERNEL(softmax_backward_kernel, CUDA, softmax_backward_cuda);
+}  // namespace ks::cuda
