@@ -4,7 +4,12 @@
 // LayerNorm → attention → residual and LayerNorm → Linear → GELU → Linear →
 // residual; final LayerNorm; untied output layer without bias; AdamW at 3e-4
 // (weight decay 0.01, torch's default); random tokens; one warm-up step; then
-// the mean over --steps steps. Prints one JSON line, as that script does.
+// the mean over --steps steps. Prints one JSON line, as that script does,
+// plus first_loss (the warm-up step's), which depends only on the weights and
+// the data, so two runs of one model can be checked against each other.
+// --device cuda runs it on the GPU (float32 GEMMs in full FP32, no TF32),
+// the model initialised on the CPU and moved; each step ends in loss.item(),
+// which waits for the GPU, so the time is the GPU's.
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -14,8 +19,10 @@
 #include "core/parallel.h"
 #include "models/decoder_lm.h"
 #include "nn/optim.h"
+#include "ops/view.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
+#include "tools/task.h"
 
 namespace ks::tools {
 
@@ -24,9 +31,9 @@ int bench(const std::vector<std::string>& args) {
     std::printf(
         "usage: keystone bench [--attention softmax|fixed|mgk|smgk|linear|mlk] [--d-model 256] [--layers 4]\n"
         "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
-        "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu]\n"
+        "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
         "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
-        "and prints one JSON line: tokens_per_s, step_ms, params, loss.\n");
+        "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device.\n");
     return 0;
   }
   cli::Flags f(args, {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
@@ -38,9 +45,10 @@ int bench(const std::vector<std::string>& args) {
   const int64_t batch = f.get_int_at_least("batch", 16, 1), vocab = f.get_int_at_least("vocab", 8192, 2);
   const int64_t steps = f.get_int_at_least("steps", 10, 1), threads = f.get_int_at_least("threads", 2, 1);
   const int64_t keys = f.get_int_at_least("keys", 2, 1);
-  const std::string device = f.get("device", "cpu");
-  if (device != "cpu")
-    throw cli::UsageError("--device: only cpu is available in this build (the CUDA backend is not built yet)");
+  const std::string device_name = f.get("device", "cpu");
+  if (device_name != "cpu" && device_name != "cuda")
+    throw cli::UsageError("--device: expected cpu or cuda, got '" + device_name + "'");
+  const Device device = resolve_device(device_name, "--device");
   set_num_threads(int(threads));
 
   nlohmann::json attn = {{"type", attention}, {"heads", heads}, {"keys", keys}};
@@ -51,9 +59,10 @@ int bench(const std::vector<std::string>& args) {
                         {"activation", "gelu"},  {"positions", "learned"}, {"attention", attn}};
   manual_seed(0);
   auto model = std::make_shared<models::DecoderLM>(models::parse_model_config(cfg));
+  model->to(device);
   nn::AdamW opt(model->parameters(), {.lr = 3e-4, .weight_decay = 0.01});
-  Tensor x = randint(0, vocab, {batch, seq}, {.dtype = kInt64});
-  Tensor y = randint(0, vocab, {batch, seq}, {.dtype = kInt64});
+  Tensor x = to(randint(0, vocab, {batch, seq}, {.dtype = kInt64}), device);
+  Tensor y = to(randint(0, vocab, {batch, seq}, {.dtype = kInt64}), device);
 
   auto step = [&] {
     Tensor loss = model->loss(x, y);
@@ -62,7 +71,7 @@ int bench(const std::vector<std::string>& args) {
     opt.step();
     return loss.item();
   };
-  step();  // warm-up: allocator caches fill, OpenBLAS threads start
+  const double first_loss = step();  // warm-up: allocator caches fill, OpenBLAS threads start, cuBLAS loads
   auto t0 = std::chrono::steady_clock::now();
   double loss = 0;
   for (int64_t i = 0; i < steps; ++i) loss = step();
@@ -72,7 +81,9 @@ int bench(const std::vector<std::string>& args) {
                         {"tokens_per_s", double(batch * seq) / dt},
                         {"step_ms", dt * 1e3},
                         {"params", model->num_parameters()},
-                        {"loss", loss}};
+                        {"loss", loss},
+                        {"first_loss", first_loss},
+                        {"device", device.str()}};
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

@@ -2,8 +2,10 @@
 #include "tools/task.h"
 
 #include <cmath>
+#include <optional>
 
 #include "autograd/grad_mode.h"
+#include "core/cuda.h"
 #include "models/decoder_lm.h"
 #include "models/encoder_classifier.h"
 #include "models/seq2seq.h"
@@ -43,6 +45,19 @@ struct EvalMode {
 
 }  // namespace
 
+Device resolve_device(const std::string& name, const std::string& what) {
+  if (name == "cpu") return Device::cpu();
+  KS_CHECK(name == "cuda", what, ": expected cpu or cuda, got '", name, "'");
+  KS_CHECK(cuda_compiled(), what, ": cuda: this build has no CUDA backend (configure with -DKS_CUDA=ON); use cpu");
+  KS_CHECK(cuda_available(), what, ": cuda: no CUDA device is available (no GPU or no driver found); use cpu");
+  return Device::cuda(0);
+}
+
+Device model_device(const nn::Module& model) {
+  const std::vector<Tensor> params = model.parameters();
+  return params.empty() ? Device::cpu() : params.front().device();
+}
+
 Tensor batch_loss(models::Model& model, const data::Batch& b) {
   if (auto* lm = dynamic_cast<models::DecoderLM*>(&model)) return lm->loss(b.tokens, b.targets);
   if (auto* clf = dynamic_cast<models::EncoderClassifier*>(&model)) return cross_entropy(clf->forward(b.tokens), b.labels);
@@ -72,11 +87,13 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
   data::LoaderOptions lo{.batch_size = options.batch_size, .shuffle = false};
   data::DataLoader loader(std::make_shared<const data::Dataset>(split), lo);
   const int64_t pad = model.config.pad_id >= 0 ? model.config.pad_id : -100;
+  const Device device = model_device(model);
   Sums total;
   int64_t batches = 0;
-  while (auto b = loader.next()) {
+  while (auto next = loader.next()) {
     if (options.max_batches > 0 && batches == options.max_batches) break;
     ++batches;
+    const std::optional<data::Batch> b = device.is_cpu() ? std::move(next) : next->to(device);
     Sums s;
     if (auto* lm = dynamic_cast<models::DecoderLM*>(&model)) {
       Tensor logits = lm->forward(b->tokens);
@@ -107,7 +124,7 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
       std::vector<int64_t> rows;
       for (int64_t i = start; i < std::min(n, start + options.batch_size); ++i) rows.push_back(i);
       data::Batch b = data::collate(split, rows, lo);
-      auto outputs = s2s->greedy_decode(b.tokens, s2s->config.max_len);
+      auto outputs = s2s->greedy_decode(device.is_cpu() ? b.tokens : to(b.tokens, device), s2s->config.max_len);
       for (size_t k = 0; k < rows.size(); ++k) {
         const data::Ids& want = split.examples[size_t(rows[k])].target;
         exact += std::equal(want.begin(), want.end(), outputs[k].begin(), outputs[k].end());

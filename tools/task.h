@@ -7,6 +7,8 @@
 //   encoder_classifier  predictions: one label per sequence
 //   seq2seq             predictions: every target token and eos (teacher forcing)
 //
+// Batches come from the loader on the CPU; evaluate copies each to the
+// model's device (model_device), so a model moved to a GPU is evaluated there.
 // Not here: the loop, logging or checkpoints (tools/trainer.h).
 #pragma once
 
@@ -17,6 +19,14 @@
 #include "models/model.h"
 
 namespace ks::tools {
+
+// The device named by a config or flag ("cpu" or "cuda"), checked: "cuda"
+// throws "<what>: cuda: this build has no CUDA backend ..." in a CPU-only
+// build and "<what>: cuda: no CUDA device is available ..." where no GPU (or
+// driver) is present. `what` names the setting, e.g. "train.device".
+Device resolve_device(const std::string& name, const std::string& what);
+// Where the model's parameters live (the CPU for a model without any).
+Device model_device(const nn::Module& model);
 
 // The mean training loss of one batch (0-dim, with a graph for backward).
 Tensor batch_loss(models::Model& model, const data::Batch& batch);

@@ -12,7 +12,7 @@ namespace ks::tools {
 namespace {
 
 const char* kUsage =
-    "usage: keystone train --config FILE [--set key=value ...] [--out DIR] [--device cpu] [--quiet]\n"
+    "usage: keystone train --config FILE [--set key=value ...] [--out DIR] [--device cpu|cuda] [--quiet]\n"
     "       keystone train --out DIR --resume [--set train.key=value ...]\n"
     "\n"
     "Trains the model a JSON config describes (see tools/configs/ and tools/run_config.h) and\n"
@@ -25,7 +25,7 @@ const char* kUsage =
     "  --out DIR          the run folder\n"
     "  --resume           continue the run in --out DIR from its latest checkpoint, exactly as if\n"
     "                     it had not stopped; only train.* keys may be overridden\n"
-    "  --device cpu       where to train (cuda needs a CUDA build)\n"
+    "  --device cpu|cuda  where to train (cuda needs a CUDA build and a GPU)\n"
     "  --quiet            no progress line\n"
     "\n"
     "Ctrl-C (or SIGTERM) saves a checkpoint after the current step and exits with status 130.\n";

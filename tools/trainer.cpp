@@ -101,8 +101,7 @@ Trainer::Trainer(const TrainConfig& config, TrainerOptions options)
     : config_(config), options_(std::move(options)) {
   g_stop_requested = false;  // a request belongs to the run it was made for
   paths_.dir = options_.run_dir;
-  KS_CHECK(config_.train.device == "cpu", "train.device: 'cuda' needs the CUDA backend, which this build does "
-           "not have; use \"cpu\"");
+  device_ = resolve_device(config_.train.device, "train.device");
   build(options_.resume);
 }
 
@@ -129,6 +128,9 @@ void Trainer::build(bool resume) {
 
   manual_seed(config_.seed);
   model_ = models::build_model(model_config);
+  // Initialised on the CPU (the same weights for a seed on every device), then moved; the
+  // optimizer's state is made on the parameters' device, and checkpoints load into them there.
+  model_->to(device_);
   model_->train();
   optimizer_ = make_optimizer(config_.optimizer, *model_);
   data::LoaderOptions lo{.batch_size = config_.train.batch_size, .shuffle = true, .seed = config_.seed,
@@ -299,7 +301,7 @@ TrainOutcome Trainer::run() {
     KS_CHECK(batch.has_value(), "the training split yields no batches");
     ++step_;
     optimizer_->set_lr_factor(schedule.factor(step_));
-    Tensor loss = batch_loss(*model_, *batch);
+    Tensor loss = batch_loss(*model_, device_.is_cpu() ? *batch : batch->to(device_));
     const double value = loss.item<double>();
     KS_CHECK(std::isfinite(value), "training diverged: the loss is ", value, " at step ", step_,
              " (try a lower optimizer.lr or train.clip_grad_norm); the last checkpoint is ",

@@ -87,6 +87,7 @@ class Trainer {
   TrainerOptions options_;
   RunPaths paths_;
   data::Splits splits_;
+  Device device_ = Device::cpu();  // train.device: the model, its optimizer state and each batch live there
   std::shared_ptr<models::Model> model_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<data::DataLoader> loader_;
