@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# tools/gpu_check.sh — the prepared check for a session with a GPU (issue 5):
+# builds Keystone with CUDA, runs the CUDA test suite, then times
+# `keystone bench --device cuda` beside the same model in PyTorch eager on the
+# same GPU, and writes a markdown results table — all within 8 minutes.
+#
+#   bash tools/gpu_check.sh            # from the repository root
+#
+# Needs: nvcc (CUDA 12+, sm_90 by default), cmake, a C++20 compiler, 16 cores
+# (JOBS=16; set JOBS to change), and python3 with a CUDA build of torch
+# (PYTHON=... to pick the interpreter). The table goes to $OUT/gpu_results.md
+# when $OUT is set, else to stdout; logs of every phase sit beside it
+# ($OUT/gpu_logs/ or build-gpu/gpu_logs/).
+#
+# The benchmark model is GPT-2-small sized: 12 layers, d_model 768, 12 heads
+# of 64, d_ff 3072, seq 1024, vocab 50257 (GPT-2's), batch 8, softmax
+# attention with learned positions and an untied output layer — the model of
+# tools/gpu/torch_lm_bench_cuda.py (a copy of shared/bench/torch_lm_bench.py),
+# float32 on both sides with TF32 off (Keystone's GEMMs are full FP32). One
+# warm-up step, then the mean over BENCH_STEPS (5) steps. Override the shape
+# with BENCH_ARGS (e.g. BENCH_ARGS="--layers 4 --seq 256 --batch 16 ...").
+#
+# Time budget (every phase under `timeout`, each capped by what is left of
+# 470 s): configure+build <= 300 s (only test_cuda, the probe and the CLI),
+# tests <= 150 s, each bench <= 120 s. A phase that fails or times out is
+# reported in the table and the script goes on; it exits non-zero if any
+# phase failed. Not here: the CPU suites (ctest in a CPU build), training runs.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+START=$(date +%s)
+BUDGET=${BUDGET:-470}
+JOBS=${JOBS:-16}
+BUILD=${BUILD:-build-gpu}
+PYTHON=${PYTHON:-python3}
+BENCH_STEPS=${BENCH_STEPS:-5}
+BENCH_ARGS=${BENCH_ARGS:---layers 12 --d-model 768 --heads 12 --d-ff 3072 --seq 1024 --batch 8 --vocab 50257}
+if [ -n "${OUT:-}" ]; then
+  RESULTS="$OUT/gpu_results.md"
+  LOGS="$OUT/gpu_logs"
+else
+  RESULTS=""
+  LOGS="$BUILD/gpu_logs"
+fi
+mkdir -p "$LOGS"
+failed=0
+phases=""  # markdown rows: | phase | result | seconds |
+
+left() { echo $((BUDGET - ($(date +%s) - START))); }
+# run_phase NAME CAP LOG command... : runs under timeout min(CAP, time left); records a row.
+run_phase() {
+  local name="$1" cap="$2" log="$3"; shift 3
+  local limit t0 rc result
+  limit=$(left)
+  [ "$limit" -gt "$cap" ] && limit=$cap
+  if [ "$limit" -le 5 ]; then
+    phases+="| $name | not run: out of time | 0 |"$'\n'
+    failed=1
+    return 1
+  fi
+  t0=$(date +%s)
+  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then result="ok"
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then result="TIMED OUT after ${limit} s"
+  else result="FAILED (exit $rc)"
+  fi
+  [ $rc -eq 0 ] || failed=1
+  phases+="| $name | $result (log: $(basename "$log")) | $(($(date +%s) - t0)) |"$'\n'
+  return $rc
+}
+
+{ nvidia-smi -L; nvcc --version | tail -2; "$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'; } >"$LOGS/machine.txt" 2>&1
+
+build_ok=0
+if run_phase "configure + build (Release, KS_CUDA=ON, -j$JOBS)" 300 "$LOGS/build.log" \
+     bash -c "cmake -S . -B '$BUILD' -DCMAKE_BUILD_TYPE=Release -DKS_CUDA=ON && \
+              cmake --build '$BUILD' -j$JOBS --target test_cuda ks_cuda_probe keystone_cli"; then
+  build_ok=1
+fi
+
+tests_summary="not run"
+if [ $build_ok -eq 1 ]; then
+  run_phase "CUDA probe" 30 "$LOGS/probe.log" "$BUILD/tests/ks_cuda_probe"
+  run_phase "test_cuda (every CUDA test case)" 150 "$LOGS/test_cuda.log" "$BUILD/tests/test_cuda" --duration=true
+  tests_summary=$(grep -E "^\[doctest\] (test cases|assertions)" "$LOGS/test_cuda.log" | tr '\n' ' ')
+  [ -n "$tests_summary" ] || tests_summary="no doctest summary (see test_cuda.log)"
+fi
+
+ours_json="" torch_json=""
+if [ $build_ok -eq 1 ]; then
+  # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
+  if run_phase "keystone bench --device cuda" 120 "$LOGS/bench_keystone.log" \
+       "$BUILD/keystone" bench --device cuda --steps "$BENCH_STEPS" $BENCH_ARGS; then
+    ours_json=$(grep -E '^\{' "$LOGS/bench_keystone.log" | tail -1)
+  fi
+fi
+# shellcheck disable=SC2086
+if run_phase "PyTorch eager bench --device cuda" 120 "$LOGS/bench_torch.log" \
+     "$PYTHON" tools/gpu/torch_lm_bench_cuda.py --device cuda --steps "$BENCH_STEPS" --threads "$JOBS" $BENCH_ARGS; then
+  torch_json=$(grep -E '^\{' "$LOGS/bench_torch.log" | tail -1)
+fi
+
+# The table. python3 only formats JSON here (any python3 will do).
+table=$(OURS="$ours_json" TORCH="$torch_json" ARGS="$BENCH_ARGS" STEPS="$BENCH_STEPS" python3 - <<'PY'
+import json, os
+def load(s):
+    try:
+        return json.loads(s) if s else None
+    except ValueError:
+        return None
+ours, torch = load(os.environ["OURS"]), load(os.environ["TORCH"])
+def cell(d, k, fmt):
+    return fmt.format(d[k]) if d and k in d else "—"
+print("| | Keystone | PyTorch eager |")
+print("|---|---|---|")
+print("| framework | {} | {} |".format(cell(ours, "framework", "{}"), cell(torch, "framework", "{}")))
+print("| device | {} | {} |".format(cell(ours, "device", "{}"), cell(torch, "device", "{}")))
+print("| tokens/s | {} | {} |".format(cell(ours, "tokens_per_s", "{:,.0f}"), cell(torch, "tokens_per_s", "{:,.0f}")))
+print("| step (ms) | {} | {} |".format(cell(ours, "step_ms", "{:.1f}"), cell(torch, "step_ms", "{:.1f}")))
+print("| parameters | {} | {} |".format(cell(ours, "params", "{:,}"), cell(torch, "params", "{:,}")))
+print("| first loss (warm-up step) | {} | {} |".format(cell(ours, "first_loss", "{:.4f}"), cell(torch, "first_loss", "{:.4f}")))
+print("| last loss | {} | {} |".format(cell(ours, "loss", "{:.4f}"), cell(torch, "loss", "{:.4f}")))
+if ours and torch and torch.get("tokens_per_s"):
+    print()
+    print("Keystone / PyTorch tokens/s: **{:.2f}x**".format(ours["tokens_per_s"] / torch["tokens_per_s"]))
+print()
+print("Model: `{}`, softmax attention, float32 (TF32 off), AdamW; mean of {} steps after one warm-up step.".format(
+    os.environ["ARGS"], os.environ["STEPS"]))
+print("Both first losses should be near ln(vocab) (random init, random tokens); the weights differ "
+      "(each framework draws its own), so they are not expected to be equal.")
+PY
+)
+
+report="# Keystone GPU check
+
+$(date -u '+%Y-%m-%d %H:%M UTC'), $(head -1 "$LOGS/machine.txt"), $(($(date +%s) - START)) s in all.
+
+| phase | result | seconds |
+|---|---|---|
+$phases
+CUDA tests: $tests_summary
+
+$table
+"
+if [ -n "$RESULTS" ]; then
+  printf '%s\n' "$report" >"$RESULTS"
+  echo "wrote $RESULTS"
+fi
+printf '%s\n' "$report"
+exit $failed
