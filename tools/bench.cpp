@@ -7,13 +7,15 @@
 // the mean over --steps steps. Prints one JSON line, as that script does,
 // plus first_loss (the warm-up step's), which depends only on the weights and
 // the data, so two runs of one model can be checked against each other.
-// --device cuda runs it on the GPU (float32 GEMMs in full FP32, no TF32),
+// --device cuda runs it on the GPU (float32 GEMMs in full FP32 unless
+// --precision tf32 or bf16 says otherwise: core/cuda.h),
 // the model initialised on the CPU and moved; each step ends in loss.item(),
 // which waits for the GPU, so the time is the GPU's.
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/cuda.h"
 #include "core/factory.h"
 #include "autograd/engine.h"
 #include "core/parallel.h"
@@ -32,12 +34,13 @@ int bench(const std::vector<std::string>& args) {
         "usage: keystone bench [--attention softmax|fixed|mgk|smgk|linear|mlk] [--d-model 256] [--layers 4]\n"
         "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
         "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
+        "                      [--precision float32|tf32|bf16]  (tf32/bf16: GEMMs on cuda only)\n"
         "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
-        "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device.\n");
+        "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision.\n");
     return 0;
   }
   cli::Flags f(args, {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
-                      "threads", "keys", "device"});
+                      "threads", "keys", "device", "precision"});
   const std::string attention = f.get("attention", "softmax");
   const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
   const int64_t heads = f.get_int_at_least("heads", 8, 1), head_dim = f.get_int_at_least("head-dim", 0, 0);
@@ -48,7 +51,17 @@ int bench(const std::vector<std::string>& args) {
   const std::string device_name = f.get("device", "cpu");
   if (device_name != "cpu" && device_name != "cuda")
     throw cli::UsageError("--device: expected cpu or cuda, got '" + device_name + "'");
+  const std::string precision_name = f.get("precision", "float32");
+  MatmulPrecision precision;
+  try {
+    precision = parse_matmul_precision(precision_name, "--precision");
+  } catch (const Error& e) {
+    throw cli::UsageError(e.what());
+  }
+  if (precision != MatmulPrecision::Float32 && device_name != "cuda")
+    throw cli::UsageError("--precision " + precision_name + " needs --device cuda (CPU matrix products are float32)");
   const Device device = resolve_device(device_name, "--device");
+  cuda_set_matmul_precision(precision);
   set_num_threads(int(threads));
 
   nlohmann::json attn = {{"type", attention}, {"heads", heads}, {"keys", keys}};
@@ -83,7 +96,8 @@ int bench(const std::vector<std::string>& args) {
                         {"params", model->num_parameters()},
                         {"loss", loss},
                         {"first_loss", first_loss},
-                        {"device", device.str()}};
+                        {"device", device.str()},
+                        {"precision", precision_name}};
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

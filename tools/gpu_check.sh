@@ -16,13 +16,16 @@
 # of 64, d_ff 3072, seq 1024, vocab 50257 (GPT-2's), batch 8, softmax
 # attention with learned positions and an untied output layer — the model of
 # tools/gpu/torch_lm_bench_cuda.py (a copy of shared/bench/torch_lm_bench.py),
-# float32 on both sides with TF32 off (Keystone's GEMMs are full FP32). One
-# warm-up step, then the mean over BENCH_STEPS (5) steps. Override the shape
-# with BENCH_ARGS (e.g. BENCH_ARGS="--layers 4 --seq 256 --batch 16 ...").
+# once per precision in BENCH_PRECISIONS (default "float32 bf16"): float32
+# with TF32 off on both sides (Keystone's default GEMMs are full FP32), then
+# bfloat16 GEMMs with float32 weights (Keystone --precision bf16; torch
+# autocast bf16). One warm-up step, then the mean over BENCH_STEPS (5) steps.
+# Override the shape with BENCH_ARGS (e.g. BENCH_ARGS="--layers 4 --seq 256").
 #
 # Time budget (every phase under `timeout`, each capped by what is left of
 # 470 s): configure+build <= 300 s (only test_cuda, the probe and the CLI),
-# tests <= 150 s, each bench <= 120 s. A phase that fails or times out is
+# tests <= 150 s, each bench <= 90 s (float32 first: the later precisions are
+# the first to be dropped when time runs short). A phase that fails or times out is
 # reported in the table and the script goes on; it exits non-zero if any
 # phase failed. Not here: the CPU suites (ctest in a CPU build), training runs.
 set -u
@@ -34,6 +37,7 @@ JOBS=${JOBS:-16}
 BUILD=${BUILD:-build-gpu}
 PYTHON=${PYTHON:-python3}
 BENCH_STEPS=${BENCH_STEPS:-5}
+BENCH_PRECISIONS=${BENCH_PRECISIONS:-float32 bf16}
 BENCH_ARGS=${BENCH_ARGS:---layers 12 --d-model 768 --heads 12 --d-ff 3072 --seq 1024 --batch 8 --vocab 50257}
 if [ -n "${OUT:-}" ]; then
   RESULTS="$OUT/gpu_results.md"
@@ -70,7 +74,7 @@ run_phase() {
   return $rc
 }
 
-{ nvidia-smi -L; nvcc --version | tail -2; "$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'; } >"$LOGS/machine.txt" 2>&1
+{ timeout 20 nvidia-smi -L; nvcc --version | tail -2; timeout 60 "$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'; } >"$LOGS/machine.txt" 2>&1
 
 build_ok=0
 if run_phase "configure + build (Release, KS_CUDA=ON, -j$JOBS)" 300 "$LOGS/build.log" \
@@ -87,47 +91,59 @@ if [ $build_ok -eq 1 ]; then
   [ -n "$tests_summary" ] || tests_summary="no doctest summary (see test_cuda.log)"
 fi
 
-ours_json="" torch_json=""
-if [ $build_ok -eq 1 ]; then
-  # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
-  if run_phase "keystone bench --device cuda" 120 "$LOGS/bench_keystone.log" \
-       "$BUILD/keystone" bench --device cuda --steps "$BENCH_STEPS" $BENCH_ARGS; then
-    ours_json=$(grep -E '^\{' "$LOGS/bench_keystone.log" | tail -1)
+bench_lines=""  # one "precision<TAB>keystone json<TAB>torch json" line per precision
+for prec in $BENCH_PRECISIONS; do
+  ours_json="" torch_json=""
+  if [ $build_ok -eq 1 ]; then
+    # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
+    if run_phase "keystone bench --device cuda --precision $prec" 90 "$LOGS/bench_keystone_$prec.log" \
+         "$BUILD/keystone" bench --device cuda --precision "$prec" --steps "$BENCH_STEPS" $BENCH_ARGS; then
+      ours_json=$(grep -E '^\{' "$LOGS/bench_keystone_$prec.log" | tail -1)
+    fi
   fi
-fi
-# shellcheck disable=SC2086
-if run_phase "PyTorch eager bench --device cuda" 120 "$LOGS/bench_torch.log" \
-     "$PYTHON" tools/gpu/torch_lm_bench_cuda.py --device cuda --steps "$BENCH_STEPS" --threads "$JOBS" $BENCH_ARGS; then
-  torch_json=$(grep -E '^\{' "$LOGS/bench_torch.log" | tail -1)
-fi
+  # shellcheck disable=SC2086
+  if run_phase "PyTorch eager bench --device cuda --precision $prec" 90 "$LOGS/bench_torch_$prec.log" \
+       "$PYTHON" tools/gpu/torch_lm_bench_cuda.py --device cuda --precision "$prec" --steps "$BENCH_STEPS" \
+       --threads "$JOBS" $BENCH_ARGS; then
+    torch_json=$(grep -E '^\{' "$LOGS/bench_torch_$prec.log" | tail -1)
+  fi
+  bench_lines+="$prec"$'\t'"$ours_json"$'\t'"$torch_json"$'\n'
+done
 
 # The table. python3 only formats JSON here (any python3 will do).
-table=$(OURS="$ours_json" TORCH="$torch_json" ARGS="$BENCH_ARGS" STEPS="$BENCH_STEPS" python3 - <<'PY'
+table=$(LINES="$bench_lines" ARGS="$BENCH_ARGS" STEPS="$BENCH_STEPS" python3 - <<'PY'
 import json, os
 def load(s):
     try:
         return json.loads(s) if s else None
     except ValueError:
         return None
-ours, torch = load(os.environ["OURS"]), load(os.environ["TORCH"])
 def cell(d, k, fmt):
     return fmt.format(d[k]) if d and k in d else "—"
-print("| | Keystone | PyTorch eager |")
-print("|---|---|---|")
-print("| framework | {} | {} |".format(cell(ours, "framework", "{}"), cell(torch, "framework", "{}")))
-print("| device | {} | {} |".format(cell(ours, "device", "{}"), cell(torch, "device", "{}")))
-print("| tokens/s | {} | {} |".format(cell(ours, "tokens_per_s", "{:,.0f}"), cell(torch, "tokens_per_s", "{:,.0f}")))
-print("| step (ms) | {} | {} |".format(cell(ours, "step_ms", "{:.1f}"), cell(torch, "step_ms", "{:.1f}")))
-print("| parameters | {} | {} |".format(cell(ours, "params", "{:,}"), cell(torch, "params", "{:,}")))
-print("| first loss (warm-up step) | {} | {} |".format(cell(ours, "first_loss", "{:.4f}"), cell(torch, "first_loss", "{:.4f}")))
-print("| last loss | {} | {} |".format(cell(ours, "loss", "{:.4f}"), cell(torch, "loss", "{:.4f}")))
-if ours and torch and torch.get("tokens_per_s"):
-    print()
-    print("Keystone / PyTorch tokens/s: **{:.2f}x**".format(ours["tokens_per_s"] / torch["tokens_per_s"]))
+print("| precision | Keystone tokens/s | PyTorch tokens/s | Keystone / PyTorch | Keystone step ms | PyTorch step ms "
+      "| params (Keystone / PyTorch) | first loss Keystone | first loss PyTorch |")
+print("|---|---|---|---|---|---|---|---|---|")
+versions = set()
+for line in os.environ["LINES"].splitlines():
+    if not line.strip():
+        continue
+    prec, ours, torch = (line.split("\t") + ["", ""])[:3]
+    ours, torch = load(ours), load(torch)
+    for d in (ours, torch):
+        if d:
+            versions.add(d.get("framework", "?"))
+    ratio = "—"
+    if ours and torch and torch.get("tokens_per_s"):
+        ratio = "**{:.2f}x**".format(ours["tokens_per_s"] / torch["tokens_per_s"])
+    print("| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |".format(
+        prec, cell(ours, "tokens_per_s", "{:,.0f}"), cell(torch, "tokens_per_s", "{:,.0f}"), ratio,
+        cell(ours, "step_ms", "{:.1f}"), cell(torch, "step_ms", "{:.1f}"), cell(ours, "params", "{:,}"),
+        cell(torch, "params", "{:,}"), cell(ours, "first_loss", "{:.4f}"), cell(torch, "first_loss", "{:.4f}")))
 print()
-print("Model: `{}`, softmax attention, float32 (TF32 off), AdamW; mean of {} steps after one warm-up step.".format(
-    os.environ["ARGS"], os.environ["STEPS"]))
-print("Both first losses should be near ln(vocab) (random init, random tokens); the weights differ "
+print("Model: `{}`, softmax attention, AdamW; mean of {} steps after one warm-up step; {}.".format(
+    os.environ["ARGS"], os.environ["STEPS"], ", ".join(sorted(versions)) or "no run finished"))
+print("float32: TF32 off on both sides. bf16: bfloat16 GEMMs with float32 weights (torch: autocast).")
+print("First losses should both be near ln(vocab) (random init, random tokens); the weights differ "
       "(each framework draws its own), so they are not expected to be equal.")
 PY
 )

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/cuda.h"
 #include "tools/json_section.h"
 
 namespace ks::tools {
@@ -89,6 +90,10 @@ TrainOptions parse_train(const json& j) {
   t.prefetch = s.get_at_least("prefetch", t.prefetch, 0);
   t.device = s.get<std::string>("device", t.device);
   KS_CHECK(t.device == "cpu" || t.device == "cuda", "config: train.device: expected cpu or cuda, got '", t.device, "'");
+  t.precision = s.get<std::string>("precision", t.precision);
+  parse_matmul_precision(t.precision, "config: train.precision");
+  KS_CHECK(t.precision == "float32" || t.device == "cuda", "config: train.precision: ", t.precision,
+           " needs train.device cuda (CPU matrix products are always float32)");
   t.decode_examples = s.get_at_least("decode_examples", t.decode_examples, 0);
   s.finish();
   return t;
@@ -164,6 +169,7 @@ json TrainConfig::to_json() const {
             {"bucket_batches", train.bucket_batches},
             {"prefetch", train.prefetch},
             {"device", train.device},
+            {"precision", train.precision},
             {"decode_examples", train.decode_examples}}}};
 }
 

@@ -14,7 +14,7 @@
 //     "train":     {"steps": 1000, "batch_size": 32, "eval_every": 200, "eval_batches": 0,
 //                   "log_every": 10, "checkpoint_every": 0, "clip_grad_norm": 1.0,
 //                   "threads": 0, "bucket_batches": 0, "prefetch": 4, "device": "cpu",
-//                   "decode_examples": 100}
+//                   "precision": "float32", "decode_examples": 100}
 //   }
 //
 // `--set key=value` edits the JSON before validation: the key is a dotted
@@ -53,6 +53,7 @@ struct TrainOptions {
   int64_t bucket_batches = 0;    // > 0: length bucketing (datasets/loader.h)
   int64_t prefetch = 4;          // batches the background loader keeps ready
   std::string device = "cpu";
+  std::string precision = "float32";  // float32 | tf32 | bf16: how GEMMs run on cuda (core/cuda.h)
   int64_t decode_examples = 100; // seq2seq: valid examples greedily decoded per evaluation (exact match)
 };
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "autograd/engine.h"
+#include "core/cuda.h"
 #include "core/parallel.h"
 #include "core/random.h"
 #include "nn/safetensors.h"
@@ -102,6 +103,8 @@ Trainer::Trainer(const TrainConfig& config, TrainerOptions options)
   g_stop_requested = false;  // a request belongs to the run it was made for
   paths_.dir = options_.run_dir;
   device_ = resolve_device(config_.train.device, "train.device");
+  // Process-wide, so set on every run: a float32 run after a bf16 one must not inherit it.
+  cuda_set_matmul_precision(parse_matmul_precision(config_.train.precision, "train.precision"));
   build(options_.resume);
 }
 

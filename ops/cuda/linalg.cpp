@@ -14,17 +14,24 @@
 // merged dim becomes one strided-batched call (stride 0 for a broadcast
 // operand); any outer batch dims are looped on the host.
 //
-// float32 runs in full FP32 (cuBLAS's default math mode, no TF32), so results
-// agree with the CPU's to float32 rounding. The handles are not guarded by a
-// lock: like every CUDA kernel here, GEMMs are issued from one host thread.
+// float32 runs in full FP32 by default (cuBLAS's default math mode, no TF32),
+// so results agree with the CPU's to float32 rounding. cuda_matmul_precision()
+// (core/cuda.h) selects TF32 (the handle's math mode, set per call) or
+// bfloat16: each operand's distinct matrices are rounded to a contiguous
+// bfloat16 copy (the stride-0 batch dims stay unmaterialised) and
+// cublasGemmStridedBatchedEx sums in float32 into the float32 result. float64
+// ignores the setting. The handles are not guarded by a lock: like every CUDA
+// kernel here, GEMMs are issued from one host thread.
 #include <cublas_v2.h>
 
 #include <algorithm>
 #include <climits>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 
 #include "core/copy.h"
+#include "core/cuda.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/runtime.h"
 #include "ops/linalg.h"
@@ -82,6 +89,20 @@ Tensor blas_ready(const Tensor& t) {
   return dense.alias(t.sizes(), strides, dense.storage_offset());
 }
 
+// t's distinct matrices rounded to a contiguous bfloat16 copy, re-broadcast
+// over its stride-0 batch dims (always BLAS-readable: contiguous matrices).
+Tensor bf16_ready(const Tensor& t) {
+  const int64_t batch_dims = t.dim() - 2;
+  Shape distinct = t.sizes();
+  for (int64_t d = 0; d < batch_dims; ++d)
+    if (t.stride(d) == 0) distinct[size_t(d)] = 1;
+  Tensor dense = to_raw(t.alias(distinct, t.strides(), t.storage_offset()), t.device(), kBFloat16);
+  Shape strides = dense.strides();
+  for (int64_t d = 0; d < batch_dims; ++d)
+    if (t.stride(d) == 0) strides[size_t(d)] = 0;
+  return dense.alias(t.sizes(), strides, dense.storage_offset());
+}
+
 // One batch dim after merging: its size and the element stride of a, b, c.
 struct BatchDim {
   int64_t size, sa, sb, sc;
@@ -116,6 +137,15 @@ inline cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cubla
   return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, count);
 }
 
+// bfloat16 operands, float32 result and sums. A and B point at bfloat16 bytes.
+inline cublasStatus_t gemm_batched_bf16(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                        int k, const float* alpha, const void* A, int lda, long long sa,
+                                        const void* B, int ldb, long long sb, const float* beta, float* C, int ldc,
+                                        long long sc, int count) {
+  return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, CUDA_R_16BF, lda, sa, B, CUDA_R_16BF, ldb, sb, beta,
+                                    C, CUDA_R_32F, ldc, sc, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
 template <class T>
 void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate) {
   if (c.numel() == 0) return;
@@ -125,7 +155,9 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
     if (!accumulate) fill_(c, 0.0);
     return;
   }
-  const Tensor A = blas_ready(a), B = blas_ready(b);
+  const MatmulPrecision precision = std::is_same_v<T, float> ? cuda_matmul_precision() : MatmulPrecision::Float32;
+  const bool bf16 = precision == MatmulPrecision::BFloat16;
+  const Tensor A = bf16 ? bf16_ready(a) : blas_ready(a), B = bf16 ? bf16_ready(b) : blas_ready(b);
   const BlasMatrix la = *blas_view(M, K, A.stride(-2), A.stride(-1));
   const BlasMatrix lb = *blas_view(K, N, B.stride(-2), B.stride(-1));
   KS_CHECK(std::max({M, N, K, la.ld, lb.ld}) <= INT_MAX, "gemm: matrices ", A.sizes(), " and ", B.sizes(),
@@ -141,9 +173,13 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
   const int dev = c.device().index;
   const cublasHandle_t h = handle(dev);
   DeviceGuard guard(c.device());
+  KS_CUBLAS_CHECK(cublasSetMathMode(
+      h, precision == MatmulPrecision::TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   const T alpha = T(1), beta = accumulate ? T(1) : T(0);
-  const T* pa = A.data<T>();
-  const T* pb = B.data<T>();
+  // Element offsets below apply to either element type: both operands are T, or both bfloat16.
+  const size_t item = A.element_size();
+  const char* pa = static_cast<const char*>(A.data_ptr());
+  const char* pb = static_cast<const char*>(B.data_ptr());
   T* pc = c.data<T>();
   for (int64_t o = 0; o < outer; ++o) {
     int64_t oa = 0, ob = 0, oc = 0, rest = o;
@@ -155,8 +191,19 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
       oc += i * dims[size_t(d)].sc;
     }
     // Column-major Cᵀ (N, M) = Bᵀ (N, K) · Aᵀ (K, M).
-    KS_CUBLAS_CHECK(gemm_batched(h, lb.op, la.op, int(N), int(M), int(K), &alpha, pb + ob, int(lb.ld), inner.sb,
-                                 pa + oa, int(la.ld), inner.sa, &beta, pc + oc, int(N), inner.sc, int(inner.size)));
+    const char* qa = pa + size_t(oa) * item;
+    const char* qb = pb + size_t(ob) * item;
+    if constexpr (std::is_same_v<T, float>) {
+      if (bf16) {
+        KS_CUBLAS_CHECK(gemm_batched_bf16(h, lb.op, la.op, int(N), int(M), int(K), &alpha, qb, int(lb.ld), inner.sb,
+                                          qa, int(la.ld), inner.sa, &beta, pc + oc, int(N), inner.sc,
+                                          int(inner.size)));
+        continue;
+      }
+    }
+    KS_CUBLAS_CHECK(gemm_batched(h, lb.op, la.op, int(N), int(M), int(K), &alpha, reinterpret_cast<const T*>(qb),
+                                 int(lb.ld), inner.sb, reinterpret_cast<const T*>(qa), int(la.ld), inner.sa, &beta,
+                                 pc + oc, int(N), inner.sc, int(inner.size)));
   }
   if (sync_launches()) KS_CUDA_CHECK(cudaDeviceSynchronize());
 }

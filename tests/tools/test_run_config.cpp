@@ -60,6 +60,13 @@ TEST_CASE("run config: every wrong key or value is named") {
   j["train"] = {{"device", "tpu"}};
   CHECK(config_error(j) == "config: train.device: expected cpu or cuda, got 'tpu'");
   j = minimal();
+  j["train"] = {{"device", "cuda"}, {"precision", "fp8"}};
+  CHECK(config_error(j) == "config: train.precision: expected float32, tf32 or bf16, got 'fp8'");
+  j["train"] = {{"precision", "bf16"}};
+  CHECK(config_error(j) == "config: train.precision: bf16 needs train.device cuda (CPU matrix products are always float32)");
+  j["train"] = {{"device", "cuda"}, {"precision", "tf32"}};
+  CHECK(parse_train_config(j).train.precision == "tf32");
+  j = minimal();
   j["name"] = "a/b";
   CHECK(config_error(j).find("config: name: must be a non-empty file name") == 0);
 }

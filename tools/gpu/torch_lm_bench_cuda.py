@@ -10,8 +10,11 @@ the softmax/fixed/mgk attention, AdamW at 3e-4, random tokens, one warm-up
 step and the mean over --steps steps are the same lines as there. Added:
 --device (cpu or cuda; tensors and the causal mask are made on it, the
 tokens are drawn on the CPU first so they are the same on either device),
-full-FP32 matmuls on the GPU (TF32 off, as Keystone's GEMMs), a wait for the
-GPU before the clock stops, and "first_loss" and "device" in the output.
+full-FP32 matmuls on the GPU (TF32 off, as Keystone's GEMMs by default),
+--precision tf32 (TF32 on) or bf16 (forward and loss under torch.autocast
+with bfloat16, Keystone's --precision bf16 counterpart: bfloat16 GEMMs,
+float32 weights), a wait for the GPU before the clock stops, and
+"first_loss", "device" and "precision" in the output.
 Imports nothing from shared/. Prints one JSON line. Not a benchmark harness:
 gpu_check.sh runs it beside keystone and writes the table.
 """
@@ -34,6 +37,7 @@ p.add_argument("--steps", type=int, default=10)
 p.add_argument("--threads", type=int, default=2)
 p.add_argument("--keys", type=int, default=2)
 p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+p.add_argument("--precision", default="float32", choices=["float32", "tf32", "bf16"])
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
@@ -41,9 +45,11 @@ dev = torch.device(a.device)
 if a.device == "cuda":
     if not torch.cuda.is_available():
         raise SystemExit("--device cuda: torch sees no CUDA device")
-    # Keystone's float32 GEMMs run in full FP32; so do these.
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    # Keystone's float32 GEMMs run in full FP32 unless asked for TF32; so do these.
+    torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
+elif a.precision != "float32":
+    raise SystemExit("--precision " + a.precision + " needs --device cuda")
 
 
 class Attn(nn.Module):
@@ -116,7 +122,8 @@ y = torch.randint(0, a.vocab, (a.batch, a.seq)).to(dev)
 
 
 def step():
-    loss = F.cross_entropy(m(x).view(-1, a.vocab), y.view(-1))
+    with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+        loss = F.cross_entropy(m(x).view(-1, a.vocab), y.view(-1))
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
@@ -133,4 +140,5 @@ dt = (time.perf_counter() - t) / a.steps
 params = sum(p.numel() for p in m.parameters())
 print(json.dumps({"framework": "pytorch-" + torch.__version__, "attention": a.attention,
                   "tokens_per_s": a.batch * a.seq / dt, "step_ms": dt * 1e3,
-                  "params": params, "loss": loss, "first_loss": first_loss, "device": str(dev)}))
+                  "params": params, "loss": loss, "first_loss": first_loss, "device": str(dev),
+                  "precision": a.precision}))

@@ -1,0 +1,119 @@
+// tests/cuda/test_precision.cpp — the float32 GEMM precisions of the CUDA
+// backend (core/cuda.h MatmulPrecision): bfloat16 GEMMs equal a float32
+// product of bfloat16-rounded operands (so the rounding really happens, and
+// nothing else is lost), in every operand layout and in linear's backward;
+// TF32 stays within TF32's rounding; float64 ignores the switch; and a
+// decoder LM trained with bfloat16 GEMMs tracks the float32 CPU run.
+#include <random>
+
+#include "cuda/cuda_testing.h"
+#include "models/decoder_lm.h"
+#include "nn/optim.h"
+
+using namespace ks;
+using namespace ks::testing;
+
+namespace {
+
+// Sets the precision for the scope; the previous one comes back after.
+struct PrecisionScope {
+  MatmulPrecision previous = cuda_matmul_precision();
+  explicit PrecisionScope(MatmulPrecision p) { cuda_set_matmul_precision(p); }
+  ~PrecisionScope() { cuda_set_matmul_precision(previous); }
+};
+
+// x rounded to bfloat16 and back (a CPU copy).
+Tensor bf16_rounded(const Tensor& x) { return to_raw(to_raw(x, Device::cpu(), kBFloat16), Device::cpu(), kFloat32); }
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  double m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("cuda: bfloat16 GEMMs are float32 products of bfloat16-rounded operands" * needs_gpu()) {
+  PrecisionScope scope(MatmulPrecision::BFloat16);
+  for (Layout la : all_layouts()) {
+    for (Layout lb : {Layout::Contiguous, Layout::Permuted}) {
+      CAPTURE(layout_name(la));
+      CAPTURE(layout_name(lb));
+      Twin a = twin({3, 40, 200}, 700, la), b = twin({200, 48}, 701, lb);
+      Tensor got = matmul(a.gpu, b.gpu);  // b broadcast over the batch
+      Tensor want = matmul(bf16_rounded(a.cpu), bf16_rounded(b.cpu));
+      check_matches(got, want, 1e-4, 1e-4);
+      // The operands really were rounded: the plain float32 product is farther off.
+      CHECK(max_abs_diff(got, matmul(a.cpu, b.cpu)) > 1e-3);
+    }
+  }
+  // linear forward and backward (the weight's gradient accumulates through the GEMM).
+  Twin x = twin({4, 7, 96}, 702), w = twin({80, 96}, 703), g = twin({4, 7, 80}, 704);
+  Tensor xg = detach(x.gpu).set_requires_grad(true), wg = detach(w.gpu).set_requires_grad(true);
+  Tensor y = linear(xg, wg);
+  check_matches(y, matmul(bf16_rounded(x.cpu), transpose(bf16_rounded(w.cpu), 0, 1)), 1e-4, 1e-4);
+  backward(sum(mul(y, g.gpu)));
+  // dW = gᵀ x over the batch, both rounded; dx = g W.
+  Tensor gx = reshape(bf16_rounded(g.cpu), {28, 80}), xx = reshape(bf16_rounded(x.cpu), {28, 96});
+  check_matches(wg.grad(), matmul(transpose(gx, 0, 1), xx), 1e-4, 1e-4);
+  check_matches(xg.grad(), matmul(bf16_rounded(g.cpu), bf16_rounded(w.cpu)), 1e-4, 1e-4);
+  // float64 ignores the switch.
+  Twin a64 = twin({30, 50}, 705, Layout::Contiguous, kFloat64), b64 = twin({50, 20}, 706, Layout::Contiguous, kFloat64);
+  check_matches(matmul(a64.gpu, b64.gpu), matmul(a64.cpu, b64.cpu), 1e-12, 1e-12);
+}
+
+TEST_CASE("cuda: TF32 GEMMs stay within TF32 rounding, and float32 is restored exactly" * needs_gpu()) {
+  Twin a = twin({2, 64, 256}, 710, Layout::Permuted), b = twin({2, 256, 32}, 711);
+  {
+    PrecisionScope scope(MatmulPrecision::TF32);
+    // 10-bit mantissas: each product is off by up to ~2^-10 relative; over 256 terms of |a b| <= 1 with
+    // random signs the error's spread is ~5e-3, so 3e-2 is several spreads (a float32-only bound would be 1e-5).
+    check_matches(matmul(a.gpu, b.gpu), matmul(a.cpu, b.cpu), 1e-2, 3e-2);
+  }
+  CHECK(cuda_matmul_precision() == MatmulPrecision::Float32);
+  check_matches(matmul(a.gpu, b.gpu), matmul(a.cpu, b.cpu), 1e-5, 1e-5);
+}
+
+TEST_CASE("cuda: a decoder LM trained with bfloat16 GEMMs tracks the float32 CPU run" * needs_gpu()) {
+  models::ModelConfig c;
+  c.model = "decoder_lm";
+  c.vocab_size = 40;
+  c.d_model = 64;
+  c.d_ff = 128;
+  c.layers = 2;
+  c.max_len = 32;
+  c.dropout = 0;
+  c.attention.heads = 4;
+  c.attention.d_model = 64;
+  manual_seed(21);
+  auto cpu_model = std::dynamic_pointer_cast<models::DecoderLM>(models::build_model(c));
+  manual_seed(21);
+  auto gpu_model = std::dynamic_pointer_cast<models::DecoderLM>(models::build_model(c));
+  REQUIRE(cpu_model);
+  REQUIRE(gpu_model);
+  gpu_model->to(gpu());
+  nn::AdamW cpu_opt(cpu_model->parameters(), {.lr = 3e-3}), gpu_opt(gpu_model->parameters(), {.lr = 3e-3});
+  PrecisionScope scope(MatmulPrecision::BFloat16);
+  Generator gen(22);
+  Tensor x = randint(0, 40, {8, 24}, {.dtype = kInt64}, &gen), y = randint(0, 40, {8, 24}, {.dtype = kInt64}, &gen);
+  double first_cpu = 0, last_cpu = 0, last_gpu = 0;
+  for (int s = 0; s < 20; ++s) {  // one batch, learned by heart: the loss falls well below ln(40)
+    Tensor lc = cpu_model->loss(x, y), lg = gpu_model->loss(on_gpu(x), on_gpu(y));
+    const double a = lc.item<double>(), b = lg.item<double>();
+    CAPTURE(s);
+    // bfloat16 operands carry ~3 significant digits; the runs drift apart slowly as they train.
+    CHECK(std::fabs(a - b) <= 5e-2 * std::fabs(a) + 2e-2);
+    if (s == 0) first_cpu = a;
+    last_cpu = a;
+    last_gpu = b;
+    backward(lc);
+    backward(lg);
+    cpu_opt.step();
+    gpu_opt.step();
+    cpu_opt.zero_grad();
+    gpu_opt.zero_grad();
+  }
+  CHECK(last_cpu < 0.8 * first_cpu);
+  CHECK(last_gpu < 0.8 * first_cpu);
+}
