@@ -25,7 +25,7 @@
 // float32 state does not drift over long sequences. Gradients are
 // first-order (the backward itself records nothing).
 // Not here: the feature map, masks (zero a padded key's φk and v first), the
-// non-causal form (two matmuls, see the module), the CUDA kernel.
+// non-causal form (two matmuls, see the module). The kernels: ops/cpu/ and ops/cuda/.
 #pragma once
 
 #include "core/dispatch.h"
