@@ -67,7 +67,8 @@ run_phase() {
   rc=$?
   if [ $rc -eq 0 ]; then result="ok"
   elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then result="TIMED OUT after ${limit} s"
-  else result="FAILED (exit $rc)"
+  elif [ $rc -eq 77 ]; then result="SKIPPED: no CUDA device (exit 77)"
+  else result="FAILED (exit $rc): $(tail -1 "$log" | cut -c1-200 | tr '|' '/')"
   fi
   [ $rc -eq 0 ] || failed=1
   phases+="| $name | $result (log: $(basename "$log")) | $(($(date +%s) - t0)) |"$'\n'
