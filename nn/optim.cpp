@@ -51,6 +51,9 @@ void Optimizer::step() {
       const bool first = state.empty();
       if (first)
         for (size_t s = 0; s < slots_.size(); ++s) state.push_back(zeros_like(p));
+      // The model was moved (Module::to) after earlier steps: the state follows its parameter.
+      for (Tensor& slot : state)
+        if (slot.device() != p.device()) slot = to_raw(slot, p.device(), slot.dtype());
       update(p, grad.is_contiguous() ? grad : contiguous_raw(grad), state, group, first);
     }
   }

@@ -147,3 +147,27 @@ TEST_CASE("cuda: seq2seq gives the CPU's loss, gradients and training losses" * 
     return m.loss(src, tin, tout);
   }, 3);
 }
+
+TEST_CASE("cuda: optimizer state follows a model moved to the GPU after training steps" * needs_gpu()) {
+  const models::ModelConfig c = lm_config("softmax");
+  auto stay = build<models::DecoderLM>(c, 12), moved = build<models::DecoderLM>(c, 12);
+  nn::AdamW stay_opt(stay->parameters(), {.lr = 3e-3}), moved_opt(moved->parameters(), {.lr = 3e-3});
+  Tensor x = random_tokens({2, 10}, 50, 1200), y = random_tokens({2, 10}, 50, 1201);
+  for (int s = 0; s < 4; ++s) {
+    CAPTURE(s);
+    if (s == 2) moved->to(gpu());  // Adam's moments exist by now, on the CPU
+    const bool on = s >= 2;
+    Tensor ls = stay->loss(x, y), lm = moved->loss(on ? on_gpu(x) : x, on ? on_gpu(y) : y);
+    CHECK(std::fabs(ls.item<double>() - lm.item<double>()) <= 1e-4 * std::fabs(ls.item<double>()));
+    backward(ls);
+    backward(lm);
+    stay_opt.step();
+    moved_opt.step();
+    stay_opt.zero_grad();
+    moved_opt.zero_grad();
+  }
+  for (const auto& [name, t] : moved_opt.state_dict()) {
+    CAPTURE(name);
+    if (name != "step") CHECK(t.device().is_cuda());
+  }
+}
