@@ -23,8 +23,8 @@
 # Override the shape with BENCH_ARGS (e.g. BENCH_ARGS="--layers 4 --seq 256").
 #
 # Time budget (every phase under `timeout`, each capped by what is left of
-# 470 s): configure <= 120 s, build <= 300 s (only test_cuda, the probe and the CLI),
-# tests <= 150 s, each bench <= 90 s (float32 first: the later precisions are
+# 470 s): configure <= 120 s, build <= 300 s (only test_cuda, test_tools, the
+# probe and the CLI), test_cuda <= 150 s, the trainer's GPU cases <= 90 s, each bench <= 90 s (float32 first: the later precisions are
 # the first to be dropped when time runs short). A phase that fails or times out is
 # reported in the table and the script goes on; it exits non-zero if any
 # phase failed. Not here: the CPU suites (ctest in a CPU build), training runs.
@@ -80,7 +80,7 @@ run_phase() {
 # Without doctest (the test suites' one extra dependency) the tests cannot be
 # built; the benchmark still can, so configure again without them.
 build_ok=0 tests_built=1
-targets="test_cuda ks_cuda_probe keystone_cli"
+targets="test_cuda test_tools ks_cuda_probe keystone_cli"
 if ! run_phase "configure (Release, KS_CUDA=ON)" 120 "$LOGS/configure.log" \
        cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DKS_CUDA=ON -DKS_BUILD_TESTS=ON; then
   tests_built=0
@@ -98,8 +98,10 @@ tests_summary="not run"
 if [ $build_ok -eq 1 ] && [ $tests_built -eq 1 ]; then
   run_phase "CUDA probe" 30 "$LOGS/probe.log" "$BUILD/tests/ks_cuda_probe"
   run_phase "test_cuda (every CUDA test case)" 150 "$LOGS/test_cuda.log" "$BUILD/tests/test_cuda" --duration=true
-  tests_summary=$(grep -E "^\[doctest\] (test cases|assertions)" "$LOGS/test_cuda.log" | tr '\n' ' ')
-  [ -n "$tests_summary" ] || tests_summary="no doctest summary (see test_cuda.log)"
+  run_phase "test_tools cuda cases (keystone train on the GPU)" 90 "$LOGS/test_tools_cuda.log" \
+    "$BUILD/tests/test_tools" --test-case="cuda:*"
+  tests_summary="test_cuda: $(grep -E "^\[doctest\] (test cases|assertions)" "$LOGS/test_cuda.log" | tr '\n' ' ')"
+  tests_summary+=" — test_tools cuda cases: $(grep -E "^\[doctest\] test cases" "$LOGS/test_tools_cuda.log")"
 fi
 
 bench_lines=""  # one "precision<TAB>keystone json<TAB>torch json" line per precision
