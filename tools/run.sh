@@ -5,7 +5,8 @@
 #                             AddressSanitizer + UndefinedBehaviorSanitizer in Debug)
 # Options through the environment: KS_JOBS (parallel build jobs, default: cores),
 # KS_SKIP_SANITIZE=1 (test: skip the sanitizer pass), KS_BUILD_DIR (default: build),
-# KS_CONFIG (train: the config, default tools/configs/default.json).
+# KS_CONFIG (train: the config, default tools/configs/default.json), KS_CUDA (the
+# CMake switch: AUTO for test, OFF for train, whose default model runs on the CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,8 +60,12 @@ configure_and_build() {  # dir, extra cmake args...
 }
 echo "== building (Release) in $build"
 target=""
-[ "$mode" = train ] && target=keystone_cli  # training needs only the binary
-configure_and_build "$build"
+cuda="${KS_CUDA:-AUTO}"
+if [ "$mode" = train ]; then
+  target=keystone_cli          # training needs only the binary,
+  cuda="${KS_CUDA:-OFF}"       # and the default model trains on the CPU
+fi
+configure_and_build "$build" -DKS_CUDA="$cuda"
 target=""
 
 # --- 3. the job ---------------------------------------------------------------
