@@ -71,7 +71,9 @@ std::string format_metrics(const nlohmann::json& m) {
 
 std::string pad_line(const std::string& text) {
   constexpr size_t kWidth = 110;
-  return text.size() >= kWidth ? text : text + std::string(kWidth - text.size(), ' ');
+  std::string line = text;
+  if (line.size() < kWidth) line.resize(kWidth, ' ');
+  return line;
 }
 
 }  // namespace ks::tools

@@ -32,6 +32,7 @@
 
 #include "core/copy.h"
 #include "core/parallel.h"
+#include "ops/gemm_layout.h"
 #include "ops/linalg.h"
 
 // Exported by DYNAMIC_ARCH builds of OpenBLAS only, hence weak.
@@ -70,41 +71,7 @@ void use_blas_threads(int n) {
   if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
 }
 
-struct BlasMatrix {
-  CBLAS_TRANSPOSE trans;
-  int64_t ld;
-};
-
-// How BLAS reads a (rows, cols) matrix with element strides (sr, sc) in
-// place, if it can: row-major with ld = sr, or as the transpose of a
-// row-major (cols, rows) matrix with ld = sc. A size-1 dim's stride is free.
-std::optional<BlasMatrix> blas_view(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
-  const int64_t r = std::max<int64_t>(rows, 1), c = std::max<int64_t>(cols, 1);
-  if (cols == 1 || sc == 1) {
-    const int64_t ld = rows == 1 ? c : sr;
-    if (ld >= c) return BlasMatrix{CblasNoTrans, ld};
-  }
-  if (rows == 1 || sr == 1) {
-    const int64_t ld = cols == 1 ? r : sc;
-    if (ld >= r) return BlasMatrix{CblasTrans, ld};
-  }
-  return std::nullopt;
-}
-
-// t with BLAS-readable matrices: t itself, or a contiguous copy of its
-// distinct matrices, re-broadcast over its stride-0 batch dims.
-Tensor blas_ready(const Tensor& t) {
-  if (blas_view(t.size(-2), t.size(-1), t.stride(-2), t.stride(-1))) return t;
-  const int64_t batch_dims = t.dim() - 2;
-  Shape distinct = t.sizes();
-  for (int64_t d = 0; d < batch_dims; ++d)
-    if (t.stride(d) == 0) distinct[size_t(d)] = 1;
-  Tensor dense = contiguous_raw(t.alias(distinct, t.strides(), t.storage_offset()));
-  Shape strides = dense.strides();
-  for (int64_t d = 0; d < batch_dims; ++d)
-    if (t.stride(d) == 0) strides[size_t(d)] = 0;
-  return dense.alias(t.sizes(), strides, dense.storage_offset());
-}
+CBLAS_TRANSPOSE cblas_op(const GemmOperand& g) { return g.transposed ? CblasTrans : CblasNoTrans; }
 
 inline void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float* a, int lda,
                       const float* b, int ldb, float beta, float* c, int ldc) {
@@ -124,9 +91,9 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
     if (!accumulate) fill_(c, 0.0);
     return;
   }
-  const Tensor A = blas_ready(a), B = blas_ready(b);
-  const BlasMatrix la = *blas_view(M, K, A.stride(-2), A.stride(-1));
-  const BlasMatrix lb = *blas_view(K, N, B.stride(-2), B.stride(-1));
+  const Tensor A = gemm_ready(a), B = gemm_ready(b);
+  const GemmOperand la = *gemm_operand(M, K, A.stride(-2), A.stride(-1));
+  const GemmOperand lb = *gemm_operand(K, N, B.stride(-2), B.stride(-1));
   KS_CHECK(std::max({M, N, K, la.ld, lb.ld}) <= INT_MAX, "gemm: matrices ", A.sizes(), " and ", B.sizes(),
            " exceed BLAS's 32-bit sizes");
 
@@ -145,7 +112,7 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
       oa += idx * sa[size_t(d)];
       ob += idx * sb[size_t(d)];
     }
-    blas_gemm(la.trans, lb.trans, int(M), int(N), int(K), pa + oa, int(la.ld), pb + ob, int(lb.ld), beta,
+    blas_gemm(cblas_op(la), cblas_op(lb), int(M), int(N), int(K), pa + oa, int(la.ld), pb + ob, int(lb.ld), beta,
               pc + i * M * N, int(N));
   };
 

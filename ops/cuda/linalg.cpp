@@ -4,11 +4,9 @@
 // Layout. cuBLAS is column-major; a row-major (M, N) matrix is the
 // column-major (N, M) matrix with the same bytes. So the row-major
 // C = A·B is computed as the column-major Cᵀ = Bᵀ·Aᵀ: B goes first, then A,
-// with m = N, n = M. A matrix BLAS can read in place — last two strides
-// (ld, 1) or, for a transposed view, (1, ld) — keeps its bytes and gets
-// CUBLAS_OP_N or CUBLAS_OP_T with that ld (the same test as the CPU kernel).
-// Anything else is copied once per distinct matrix, keeping stride-0
-// (broadcast) batch dims unmaterialised.
+// with m = N, n = M. Whether an operand is read in place (CUBLAS_OP_N or
+// CUBLAS_OP_T with its ld) or copied first is ops/gemm_layout.h's decision,
+// the same as the CPU kernel's.
 //
 // Batches. Batch dims are merged where a, b and c all nest, and the innermost
 // merged dim becomes one strided-batched call (stride 0 for a broadcast
@@ -34,6 +32,7 @@
 #include "core/cuda.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/runtime.h"
+#include "ops/gemm_layout.h"
 #include "ops/linalg.h"
 
 namespace ks::cuda {
@@ -54,54 +53,7 @@ cublasHandle_t handle(int device) {
   return handles[device];
 }
 
-struct BlasMatrix {
-  cublasOperation_t op;
-  int64_t ld;
-};
-
-// How cuBLAS reads a row-major (rows, cols) matrix with element strides
-// (sr, sc) in place, as the column-major transpose: see the file comment.
-std::optional<BlasMatrix> blas_view(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
-  const int64_t r = std::max<int64_t>(rows, 1), c = std::max<int64_t>(cols, 1);
-  if (cols == 1 || sc == 1) {
-    const int64_t ld = rows == 1 ? c : sr;
-    if (ld >= c) return BlasMatrix{CUBLAS_OP_N, ld};
-  }
-  if (rows == 1 || sr == 1) {
-    const int64_t ld = cols == 1 ? r : sc;
-    if (ld >= r) return BlasMatrix{CUBLAS_OP_T, ld};
-  }
-  return std::nullopt;
-}
-
-// t with BLAS-readable matrices: t itself, or a contiguous copy of its
-// distinct matrices, re-broadcast over its stride-0 batch dims.
-Tensor blas_ready(const Tensor& t) {
-  if (blas_view(t.size(-2), t.size(-1), t.stride(-2), t.stride(-1))) return t;
-  const int64_t batch_dims = t.dim() - 2;
-  Shape distinct = t.sizes();
-  for (int64_t d = 0; d < batch_dims; ++d)
-    if (t.stride(d) == 0) distinct[size_t(d)] = 1;
-  Tensor dense = contiguous_raw(t.alias(distinct, t.strides(), t.storage_offset()));
-  Shape strides = dense.strides();
-  for (int64_t d = 0; d < batch_dims; ++d)
-    if (t.stride(d) == 0) strides[size_t(d)] = 0;
-  return dense.alias(t.sizes(), strides, dense.storage_offset());
-}
-
-// t's distinct matrices rounded to a contiguous bfloat16 copy, re-broadcast
-// over its stride-0 batch dims (always BLAS-readable: contiguous matrices).
-Tensor bf16_ready(const Tensor& t) {
-  const int64_t batch_dims = t.dim() - 2;
-  Shape distinct = t.sizes();
-  for (int64_t d = 0; d < batch_dims; ++d)
-    if (t.stride(d) == 0) distinct[size_t(d)] = 1;
-  Tensor dense = to_raw(t.alias(distinct, t.strides(), t.storage_offset()), t.device(), kBFloat16);
-  Shape strides = dense.strides();
-  for (int64_t d = 0; d < batch_dims; ++d)
-    if (t.stride(d) == 0) strides[size_t(d)] = 0;
-  return dense.alias(t.sizes(), strides, dense.storage_offset());
-}
+cublasOperation_t cublas_op(const GemmOperand& g) { return g.transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 // One batch dim after merging: its size and the element stride of a, b, c.
 struct BatchDim {
@@ -157,9 +109,11 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
   }
   const MatmulPrecision precision = std::is_same_v<T, float> ? cuda_matmul_precision() : MatmulPrecision::Float32;
   const bool bf16 = precision == MatmulPrecision::BFloat16;
-  const Tensor A = bf16 ? bf16_ready(a) : blas_ready(a), B = bf16 ? bf16_ready(b) : blas_ready(b);
-  const BlasMatrix la = *blas_view(M, K, A.stride(-2), A.stride(-1));
-  const BlasMatrix lb = *blas_view(K, N, B.stride(-2), B.stride(-1));
+  // bfloat16 operands are always fresh rounded copies (contiguous, so readable in place).
+  const DType operand_dtype = bf16 ? kBFloat16 : c.dtype();
+  const Tensor A = gemm_ready(a, operand_dtype), B = gemm_ready(b, operand_dtype);
+  const GemmOperand la = *gemm_operand(M, K, A.stride(-2), A.stride(-1));
+  const GemmOperand lb = *gemm_operand(K, N, B.stride(-2), B.stride(-1));
   KS_CHECK(std::max({M, N, K, la.ld, lb.ld}) <= INT_MAX, "gemm: matrices ", A.sizes(), " and ", B.sizes(),
            " exceed cuBLAS's 32-bit sizes");
 
@@ -195,13 +149,13 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
     const char* qb = pb + size_t(ob) * item;
     if constexpr (std::is_same_v<T, float>) {
       if (bf16) {
-        KS_CUBLAS_CHECK(gemm_batched_bf16(h, lb.op, la.op, int(N), int(M), int(K), &alpha, qb, int(lb.ld), inner.sb,
+        KS_CUBLAS_CHECK(gemm_batched_bf16(h, cublas_op(lb), cublas_op(la), int(N), int(M), int(K), &alpha, qb, int(lb.ld), inner.sb,
                                           qa, int(la.ld), inner.sa, &beta, pc + oc, int(N), inner.sc,
                                           int(inner.size)));
         continue;
       }
     }
-    KS_CUBLAS_CHECK(gemm_batched(h, lb.op, la.op, int(N), int(M), int(K), &alpha, reinterpret_cast<const T*>(qb),
+    KS_CUBLAS_CHECK(gemm_batched(h, cublas_op(lb), cublas_op(la), int(N), int(M), int(K), &alpha, reinterpret_cast<const T*>(qb),
                                  int(lb.ld), inner.sb, reinterpret_cast<const T*>(qa), int(la.ld), inner.sa, &beta,
                                  pc + oc, int(N), inner.sc, int(inner.size)));
   }

@@ -105,8 +105,7 @@ TEST_CASE("Transformer layers: shapes, pre/post norm, and decoder caching equals
   manual_seed(2);
   for (bool pre : {true, false}) {
     CAPTURE(pre);
-    nn::LayerConfig cfg{.d_model = 8, .d_ff = 16, .dropout = 0.0, .pre_norm = pre};
-    cfg.attention.heads = 2;
+    nn::LayerConfig cfg{.d_model = 8, .d_ff = 16, .dropout = 0.0, .pre_norm = pre, .attention = {.heads = 2}};
     nn::EncoderLayer enc(cfg);
     Tensor memory = enc.forward(randn({2, 5, 8}));
     CHECK(memory.sizes() == Shape{2, 5, 8});
