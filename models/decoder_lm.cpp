@@ -75,12 +75,7 @@ Tensor DecoderLM::generate(const Tensor& prompt, int64_t max_new_tokens, const S
   if (max_new_tokens == 0) return prompt;
 
   NoGradGuard no_grad;
-  struct EvalGuard {  // dropout off while generating; the caller's mode comes back even on a throw
-    DecoderLM& m;
-    const bool was_training = m.is_training();
-    ~EvalGuard() { m.train(was_training); }
-  } eval_guard{*this};
-  eval();
+  nn::EvalModeGuard eval_mode(*this);  // dropout off while generating
 
   std::vector<Tensor> pieces{prompt};
   std::vector<nn::DecoderLayerCache> caches;

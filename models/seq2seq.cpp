@@ -56,20 +56,6 @@ void check_tokens(const Tensor& tokens, const char* what, int64_t vocab, int64_t
            ", outside the vocabulary [0, ", vocab, ")");
 }
 
-// Generation runs in eval mode without gradients; the mode comes back after.
-class GenerationGuard {
- public:
-  explicit GenerationGuard(nn::Module& m) : module_(m), was_training_(m.is_training()) { m.eval(); }
-  ~GenerationGuard() { module_.train(was_training_); }
-  GenerationGuard(const GenerationGuard&) = delete;
-  GenerationGuard& operator=(const GenerationGuard&) = delete;
-
- private:
-  nn::Module& module_;
-  bool was_training_;
-  NoGradGuard no_grad_;
-};
-
 Tensor int64_tensor(const std::vector<int64_t>& values, Shape shape, Device device) {
   Tensor t = from_vector(values, std::move(shape));
   return device.is_cpu() ? t : to(t, device);
@@ -189,7 +175,8 @@ Tensor Seq2Seq::loss(const Tensor& src, const Tensor& tgt_in, const Tensor& tgt_
 std::vector<std::vector<int64_t>> Seq2Seq::greedy_decode(const Tensor& src, int64_t max_len) {
   KS_CHECK(max_len >= 1 && max_len <= config.max_len, "seq2seq: greedy_decode: max_len must be in [1, ",
            config.max_len, "], got ", max_len);
-  GenerationGuard guard(*this);
+  NoGradGuard no_grad;  // generation runs in eval mode without gradients
+  nn::EvalModeGuard eval_mode(*this);
   Encoded e = encode(src);
   const int64_t B = src.size(0);
   const Device device = e.memory.device();
@@ -221,7 +208,8 @@ std::vector<Hypothesis> Seq2Seq::beam_search(const Tensor& src, int64_t beam_siz
   KS_CHECK(max_len >= 1 && max_len <= config.max_len, "seq2seq: beam_search: max_len must be in [1, ",
            config.max_len, "], got ", max_len);
   KS_CHECK(beam_size >= 1, "seq2seq: beam_search: beam_size must be >= 1, got ", beam_size);
-  GenerationGuard guard(*this);
+  NoGradGuard no_grad;  // generation runs in eval mode without gradients
+  nn::EvalModeGuard eval_mode(*this);
   Encoded e = encode(src);
   const int64_t B = src.size(0), K = beam_size;
   const Device device = e.memory.device();

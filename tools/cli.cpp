@@ -32,33 +32,42 @@ std::vector<std::string> Flags::get_all(const std::string& name) const {
 }
 
 namespace {
-// Parses the whole of `text` with `conv` (std::stoll, std::stod, ...) or
-// throws a UsageError naming the flag and the expected kind of value.
+// Parses the whole of `text` with `conv` (std::stoll, std::stod, ...).
 template <class Conv>
-auto parse_whole(const std::string& name, const std::string& text, Conv conv, const char* kind) {
+auto parse_whole(const std::string& text, Conv conv) -> std::optional<decltype(conv(text, nullptr))> {
   size_t used = 0;
-  decltype(conv(text, &used)) v{};
   try {
-    v = conv(text, &used);
+    auto v = conv(text, &used);
+    if (used == text.size()) return v;
   } catch (const std::exception&) {
-    used = 0;
   }
-  if (text.empty() || used != text.size())
-    throw UsageError("--" + name + ": expected " + kind + ", got '" + text + "'");
-  return v;
+  return std::nullopt;
+}
+
+template <class T>
+T flag_value(const std::string& name, const std::string& text, std::optional<T> v, const char* kind) {
+  if (!v) throw UsageError("--" + name + ": expected " + kind + ", got '" + text + "'");
+  return *v;
 }
 }  // namespace
+
+std::optional<int64_t> parse_int(const std::string& text) {
+  return parse_whole(text, [](const std::string& t, size_t* n) -> int64_t { return std::stoll(t, n); });
+}
+std::optional<double> parse_double(const std::string& text) {
+  return parse_whole(text, [](const std::string& t, size_t* n) { return std::stod(t, n); });
+}
 
 int64_t Flags::get_int(const std::string& name, int64_t fallback) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
-  return parse_whole(name, it->second, [](const std::string& t, size_t* n) { return std::stoll(t, n); }, "an integer");
+  return flag_value(name, it->second, parse_int(it->second), "an integer");
 }
 
 double Flags::get_double(const std::string& name, double fallback) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
-  return parse_whole(name, it->second, [](const std::string& t, size_t* n) { return std::stod(t, n); }, "a number");
+  return flag_value(name, it->second, parse_double(it->second), "a number");
 }
 
 int64_t Flags::get_int_at_least(const std::string& name, int64_t fallback, int64_t minimum) const {

@@ -3,7 +3,9 @@
 // unknown flag, a missing value or a value of the wrong type, naming the flag.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -14,6 +16,11 @@ namespace ks::cli {
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// The whole of `text` as a number, or nullopt (empty, trailing characters,
+// out of range). The callers word their own errors.
+std::optional<int64_t> parse_int(const std::string& text);
+std::optional<double> parse_double(const std::string& text);
 
 class Flags {
  public:

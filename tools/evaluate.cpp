@@ -35,7 +35,8 @@ int evaluate(const std::vector<std::string>& args) {
   nlohmann::json out = evaluate(*run.model, set, eo).to_json(set.task);
   out["split"] = split;
   out["checkpoint"] = run.checkpoint.string();
-  if (run.metadata.count("keystone.step")) out["step"] = std::stoll(run.metadata.at("keystone.step"));
+  if (run.metadata.count("keystone.step"))
+    if (auto step = cli::parse_int(run.metadata.at("keystone.step"))) out["step"] = *step;
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

@@ -1,8 +1,9 @@
-// tools/mlp_example.h — the small end-to-end job that exercises the
-// foundation before the nn/ layer exists: a 2-64-64-3 MLP trained with SGD and
-// momentum on the classic three-arm spiral, using only tensors, ops and
-// autograd. `ks_train_mlp` runs it for people; tests/training checks the
-// accuracy it reaches. Not a general trainer: nn/ and models/ will be.
+// tools/mlp_example.h — a small end-to-end job written against the
+// foundation alone: a 2-64-64-3 MLP trained with SGD and momentum on the
+// classic three-arm spiral, using only tensors, ops and autograd (no nn/), so
+// a reader sees every step of a training loop. `ks_train_mlp` runs it;
+// tests/training checks the accuracy it reaches. Not a general trainer: that
+// is nn/, models/ and `keystone train`.
 #pragma once
 
 #include <cmath>

@@ -35,14 +35,6 @@ Sums score(const Tensor& logits, const Tensor& targets, int64_t ignore) {
   return s;
 }
 
-// Restores the training mode on scope exit.
-struct EvalMode {
-  explicit EvalMode(nn::Module& m) : module(m), was_training(m.is_training()) { m.eval(); }
-  ~EvalMode() { module.train(was_training); }
-  nn::Module& module;
-  bool was_training;
-};
-
 }  // namespace
 
 Device resolve_device(const std::string& name, const std::string& what) {
@@ -83,7 +75,7 @@ nlohmann::json EvalResult::to_json(data::Task task) const {
 
 EvalResult evaluate(models::Model& model, const data::Dataset& split, const EvalOptions& options) {
   NoGradGuard no_grad;
-  EvalMode eval_mode(model);
+  nn::EvalModeGuard eval_mode(model);
   data::LoaderOptions lo{.batch_size = options.batch_size, .shuffle = false};
   data::DataLoader loader(std::make_shared<const data::Dataset>(split), lo);
   const int64_t pad = model.config.pad_id >= 0 ? model.config.pad_id : -100;

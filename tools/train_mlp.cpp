@@ -1,6 +1,6 @@
 // tools/train_mlp.cpp — `ks_train_mlp`: trains the spiral MLP of
-// tools/mlp_example.h and prints its progress and accuracy. The README's
-// first command runs it; `keystone train` will replace it once models exist.
+// tools/mlp_example.h and prints its progress and accuracy: a training loop
+// on the C++ API alone, for readers. Not the training tool (`keystone train`).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

@@ -15,6 +15,7 @@
 #include "core/parallel.h"
 #include "core/random.h"
 #include "nn/safetensors.h"
+#include "tools/cli.h"
 #include "tools/plot.h"
 #include "tools/progress.h"
 
@@ -57,20 +58,12 @@ const std::string& meta(const nn::Metadata& m, const std::string& key, const fs:
 }
 double meta_double(const nn::Metadata& m, const std::string& key, const fs::path& file) {
   const std::string& v = meta(m, key, file);
-  try {
-    return std::stod(v);
-  } catch (const std::exception&) {
-    throw Error(str("checkpoint ", file.string(), ": training state '", key, "' is not a number: '", v, "'"));
-  }
+  if (auto x = cli::parse_double(v)) return *x;
+  throw Error(str("checkpoint ", file.string(), ": training state '", key, "' is not a number: '", v, "'"));
 }
 int64_t meta_int(const nn::Metadata& m, const std::string& key, const fs::path& file) {
   const std::string& v = meta(m, key, file);
-  try {
-    size_t used = 0;
-    int64_t x = std::stoll(v, &used);
-    if (used == v.size()) return x;
-  } catch (const std::exception&) {
-  }
+  if (auto x = cli::parse_int(v)) return *x;
   throw Error(str("checkpoint ", file.string(), ": training state '", key, "' is not an integer: '", v, "'"));
 }
 

@@ -52,6 +52,21 @@ TEST_CASE("train/eval propagate, zero_grad clears") {
   CHECK_FALSE(s.first->weight.grad().defined());
 }
 
+TEST_CASE("EvalModeGuard gives back the caller's mode, also after a throw") {
+  Stack s;
+  for (bool was_training : {true, false}) {
+    s.train(was_training);
+    try {
+      nn::EvalModeGuard eval_mode(s);
+      CHECK_FALSE(s.first->is_training());
+      throw Error("stop");
+    } catch (const Error&) {
+    }
+    CHECK(s.is_training() == was_training);
+    CHECK(s.second->is_training() == was_training);
+  }
+}
+
 TEST_CASE("to(dtype) rebinds the layer's own handles in place") {
   Affine a(2);
   a.to(kFloat64);
