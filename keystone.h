@@ -6,6 +6,7 @@
 #include "autograd/gradcheck.h"
 #include "core/cuda.h"
 #include "core/factory.h"
+#include "core/denormals.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 #include "ops/broadcast.h"

@@ -10,6 +10,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include "core/denormals.h"
 #include "core/error.h"
 
 namespace ks {
@@ -62,6 +63,7 @@ void parallel_for_impl(int64_t begin, int64_t end, int64_t grain,
   state().get().execute([&] {
     tbb::parallel_for(tbb::blocked_range<int64_t>(begin, end, grain),
                       [&](const tbb::blocked_range<int64_t>& r) {
+                        apply_denormal_mode();  // TBB's workers start with the default float mode
                         ++t_parallel_depth;
                         try {
                           body(r.begin(), r.end());

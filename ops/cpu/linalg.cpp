@@ -15,6 +15,10 @@
 //     calling single-threaded BLAS;
 //   - any call from inside a parallel region: single-threaded BLAS.
 // OpenBLAS and TBB threads therefore never compete for the cores.
+// OpenBLAS's workers keep the float mode (FTZ/DAZ, core/denormals.h) of the
+// thread that started them, at library load, before Keystone set it; after
+// any change of that mode they are shut down, and OpenBLAS starts them again
+// from the next threaded call's thread, whose mode they copy.
 //
 // Kernels. A DYNAMIC_ARCH OpenBLAS picks its kernels from the CPU model at
 // load time and falls back to "Prescott" (SSE3) for models it does not know:
@@ -25,12 +29,14 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 
 #include "core/copy.h"
+#include "core/denormals.h"
 #include "core/parallel.h"
 #include "ops/gemm_layout.h"
 #include "ops/linalg.h"
@@ -38,6 +44,8 @@
 // Exported by DYNAMIC_ARCH builds of OpenBLAS only, hence weak.
 extern "C" void gotoblas_dynamic_init(void) __attribute__((weak));
 extern "C" void gotoblas_dynamic_quit(void) __attribute__((weak));
+// The pthreads server's shutdown; the next threaded call restarts the workers.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
 namespace ks::cpu {
 namespace {
@@ -67,7 +75,14 @@ constexpr double kSmallGemm = double(1 << 24);
 // tiny GEMMs stays on one thread.
 constexpr double kTaskWork = double(1 << 20);
 
+std::atomic<uint64_t> g_blas_workers_epoch{0};  // the denormal mode the workers were started under
+
 void use_blas_threads(int n) {
+  if (n > 1 && g_blas_workers_epoch.load() != denormal_mode_epoch()) {
+    apply_denormal_mode();
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+    g_blas_workers_epoch = denormal_mode_epoch();
+  }
   if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
 }
 
