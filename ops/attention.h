@@ -44,7 +44,7 @@ struct SdpaOptions {
   double scale = 0;           // <= 0: 1/√p
   bool causal = false;
   int64_t causal_offset = 0;  // query i sees key j iff j <= causal_offset + i
-  Tensor key_padding;         // (B, S) bool, true = hidden; or undefined
+  Tensor key_padding{};       // (B, S) bool, true = hidden; or undefined
   double dropout_p = 0;       // in [0, 1]
   bool training = false;
   Generator* gen = nullptr;   // null: the global generator

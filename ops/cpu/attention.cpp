@@ -19,7 +19,8 @@
 // GEMMs go to OpenBLAS single-threaded (the tasks are the parallelism; the
 // process-wide thread count is set to 1 first, as ops/cpu/linalg.cpp does
 // inside parallel regions). float32 inputs compute in float32 (BLAS and the
-// running sums), float64 in float64. The inputs are made contiguous at entry.
+// running sums), float64 in float64. Inputs are read where they lie when
+// BLAS can (unit column stride; see Mat), else copied contiguous once.
 // The dropout mask is drawn element by element from Philox exactly as
 // ops/cpu/dropout.cpp draws it for the (B, h, T, S) weights.
 #include <cblas.h>
@@ -45,7 +46,7 @@ namespace {
 constexpr int64_t kBr = 64;
 constexpr int64_t kBc = 256;
 // Backward: smaller key tiles, since dK/dV of a tile are revisited per query tile.
-constexpr int64_t kBcBack = 128;
+constexpr int64_t kBcBack = 64;
 
 inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
@@ -60,6 +61,28 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha
 
 struct Geometry {
   int64_t B, H, T, S, P, E;
+};
+
+// A (B, h, rows, cols) operand as BLAS reads it: each (b, h) matrix
+// row-major with unit column stride and row stride ld >= cols. The module's
+// split heads (a transposed (B, T, h, p) view) qualify as they lie, and so
+// do operands expanded over b or h; anything else is copied once.
+template <class T>
+struct Mat {
+  Tensor held;  // the input, or its contiguous copy
+  const T* base = nullptr;
+  int64_t sb = 0, sh = 0, ld = 1, H = 1;
+  explicit Mat(const Tensor& t) : H(t.size(1)) {
+    const int64_t cols = t.size(3);
+    const bool ready = (t.stride(3) == 1 || cols <= 1) && t.stride(2) >= std::max<int64_t>(1, cols);
+    held = ready ? t : contiguous_raw(t);
+    base = held.data<T>();
+    sb = held.stride(0);
+    sh = held.stride(1);
+    ld = std::max<int64_t>(1, ready ? held.stride(2) : cols);
+  }
+  // Row `row` of the matrix of pair = b·h + head.
+  const T* at(int64_t pair, int64_t row) const { return base + (pair / H) * sb + (pair % H) * sh + row * ld; }
 };
 
 // How many keys of tile [j0, j0 + cols) query i sees under the causal rule
@@ -105,10 +128,9 @@ T mask_row(T* s, int64_t lim, int64_t cols, const bool* pad) {
 template <class T>
 void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                    const Tensor& pad_in, const SdpaParams& prm) {
-  const Tensor q = contiguous_raw(q_in), k = contiguous_raw(k_in), v = contiguous_raw(v_in);
+  const Mat<T> Q(q_in), K(k_in), V(v_in);
   const Tensor pad = pad_in.defined() ? contiguous_raw(pad_in) : Tensor();
-  const Geometry d{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
-  const T *Q = q.data<T>(), *K = k.data<T>(), *V = v.data<T>();
+  const Geometry d{q_in.size(0), q_in.size(1), q_in.size(2), k_in.size(2), q_in.size(3), v_in.size(3)};
   const bool* PAD = pad.defined() ? pad.data<bool>() : nullptr;
   T *O = out.data<T>(), *L = lse.data<T>();
   const int64_t tiles = (d.T + kBr - 1) / kBr;
@@ -121,7 +143,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t pair = task / tiles, i0 = (task % tiles) * kBr, rows = std::min(kBr, d.T - i0);
       const int64_t b = pair / d.H;
-      const T* Qi = Q + (pair * d.T + i0) * d.P;
+      const T* Qi = Q.at(pair, i0);
       const bool* pad_b = PAD ? PAD + b * d.S : nullptr;
       std::fill(acc.begin(), acc.end(), T(0));
       std::fill(m.begin(), m.end(), kNegInf);
@@ -129,10 +151,9 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
       const int64_t jend = key_end(prm, i0 + rows, d.S);
       for (int64_t j0 = 0; j0 < jend; j0 += kBc) {
         const int64_t cols = std::min(kBc, jend - j0);
-        const T* Kj = K + (pair * d.S + j0) * d.P;
-        const T* Vj = V + (pair * d.S + j0) * d.E;
+        const T *Kj = K.at(pair, j0), *Vj = V.at(pair, j0);
         T* s = sbuf.data();
-        gemm(false, true, rows, cols, d.P, scale, Qi, d.P, Kj, d.P, T(0), s, cols);  // (rows, cols)
+        gemm(false, true, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld, T(0), s, cols);  // (rows, cols)
         for (int64_t r = 0; r < rows; ++r) {
           T* sr = s + r * cols;
           const int64_t lim = visible_prefix(prm, i0 + r, j0, cols);
@@ -160,7 +181,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
             for (int64_t c = 0; c < cols; ++c) sr[c] *= f[c];
           }
         }
-        gemm(false, false, rows, d.E, cols, T(1), s, cols, Vj, d.E, T(1), acc.data(), d.E);  // acc += p v
+        gemm(false, false, rows, d.E, cols, T(1), s, cols, Vj, V.ld, T(1), acc.data(), d.E);  // acc += p v
       }
       T* Oi = O + (pair * d.T + i0) * d.E;
       T* Li = L + pair * d.T + i0;
@@ -178,10 +199,10 @@ template <class T>
 void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& g_in, const Tensor& q_in,
                     const Tensor& k_in, const Tensor& v_in, const Tensor& out, const Tensor& lse,
                     const Tensor& pad_in, const SdpaParams& prm) {
-  const Tensor q = contiguous_raw(q_in), k = contiguous_raw(k_in), v = contiguous_raw(v_in), g = contiguous_raw(g_in);
+  const Mat<T> Q(q_in), K(k_in), V(v_in), G(g_in);
   const Tensor pad = pad_in.defined() ? contiguous_raw(pad_in) : Tensor();
-  const Geometry d{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
-  const T *Q = q.data<T>(), *K = k.data<T>(), *V = v.data<T>(), *G = g.data<T>(), *O = out.data<T>();
+  const Geometry d{q_in.size(0), q_in.size(1), q_in.size(2), k_in.size(2), q_in.size(3), v_in.size(3)};
+  const T* O = out.data<T>();
   const T* L = lse.data<T>();
   const bool* PAD = pad.defined() ? pad.data<bool>() : nullptr;
   T *dQ = dq.data<T>(), *dK = dk.data<T>(), *dV = dv.data<T>();
@@ -193,13 +214,13 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
     T *P = buf.data(), *dP = P + kBr * kBcBack, *W = dP + kBr * kBcBack, *D = W + kBr * kBcBack;
     for (int64_t pair = p0; pair < p1; ++pair) {
       const int64_t b = pair / d.H;
-      const T *Qp = Q + pair * d.T * d.P, *Kp = K + pair * d.S * d.P, *Vp = V + pair * d.S * d.E;
-      const T *Gp = G + pair * d.T * d.E, *Op = O + pair * d.T * d.E, *Lp = L + pair * d.T;
+      const T *Op = O + pair * d.T * d.E, *Lp = L + pair * d.T;
       T *dQp = dQ + pair * d.T * d.P, *dKp = dK + pair * d.S * d.P, *dVp = dV + pair * d.S * d.E;
       const bool* pad_b = PAD ? PAD + b * d.S : nullptr;
       for (int64_t i = 0; i < d.T; ++i) {
         T acc = 0;
-        for (int64_t c = 0; c < d.E; ++c) acc += Gp[i * d.E + c] * Op[i * d.E + c];
+        const T* gi = G.at(pair, i);
+        for (int64_t c = 0; c < d.E; ++c) acc += gi[c] * Op[i * d.E + c];
         D[i] = acc;
       }
       std::fill(dQp, dQp + d.T * d.P, T(0));
@@ -207,14 +228,14 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
       std::fill(dVp, dVp + d.S * d.E, T(0));
       for (int64_t j0 = 0; j0 < d.S; j0 += kBcBack) {
         const int64_t cols = std::min(kBcBack, d.S - j0);
-        const T *Kj = Kp + j0 * d.P, *Vj = Vp + j0 * d.E;
+        const T *Kj = K.at(pair, j0), *Vj = V.at(pair, j0);
         T *dKj = dKp + j0 * d.P, *dVj = dVp + j0 * d.E;
         // Under the causal rule, query i sees key j0 only from i = j0 − offset on.
         const int64_t first_row = prm.causal ? std::clamp<int64_t>(j0 - prm.causal_offset, 0, d.T) : 0;
         for (int64_t i0 = first_row / kBr * kBr; i0 < d.T; i0 += kBr) {
           const int64_t rows = std::min(kBr, d.T - i0);
-          const T *Qi = Qp + i0 * d.P, *Gi = Gp + i0 * d.E;
-          gemm(false, true, rows, cols, d.P, scale, Qi, d.P, Kj, d.P, T(0), P, cols);  // scores
+          const T *Qi = Q.at(pair, i0), *Gi = G.at(pair, i0);
+          gemm(false, true, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld, T(0), P, cols);  // scores
           for (int64_t r = 0; r < rows; ++r) {
             T* pr = P + r * cols;
             const T lr = Lp[i0 + r];
@@ -224,21 +245,21 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
             if (lim == 0) std::fill(pr, pr + cols, T(0));  // lse = -inf would give NaN above
             if (prm.dropout) dropout_factors(W + r * cols, cols, uint64_t((pair * d.T + i0 + r) * d.S + j0), prm);
           }
-          gemm(false, true, rows, cols, d.E, T(1), Gi, d.E, Vj, d.E, T(0), dP, cols);  // dO Vᵀ
+          gemm(false, true, rows, cols, d.E, T(1), Gi, G.ld, Vj, V.ld, T(0), dP, cols);  // dO Vᵀ
           if (prm.dropout)
             for (int64_t x = 0; x < rows * cols; ++x) {
               dP[x] *= W[x];
               W[x] *= P[x];
             }
           const T* Wd = prm.dropout ? W : P;
-          gemm(true, false, cols, d.E, rows, T(1), Wd, cols, Gi, d.E, T(1), dVj, d.E);  // dV += Wᵀ dO
+          gemm(true, false, cols, d.E, rows, T(1), Wd, cols, Gi, G.ld, T(1), dVj, d.E);  // dV += Wᵀ dO
           for (int64_t r = 0; r < rows; ++r) {
             const T Dr = D[i0 + r];
             T *dsr = dP + r * cols, *pr = P + r * cols;
             for (int64_t c = 0; c < cols; ++c) dsr[c] = pr[c] * (dsr[c] - Dr);
           }
-          gemm(false, false, rows, d.P, cols, scale, dP, cols, Kj, d.P, T(1), dQp + i0 * d.P, d.P);  // dQ += dS K
-          gemm(true, false, cols, d.P, rows, scale, dP, cols, Qi, d.P, T(1), dKj, d.P);             // dK += dSᵀ Q
+          gemm(false, false, rows, d.P, cols, scale, dP, cols, Kj, K.ld, T(1), dQp + i0 * d.P, d.P);  // dQ += dS K
+          gemm(true, false, cols, d.P, rows, scale, dP, cols, Qi, Q.ld, T(1), dKj, d.P);             // dK += dSᵀ Q
         }
       }
     }

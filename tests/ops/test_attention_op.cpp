@@ -117,6 +117,14 @@ TEST_CASE("scaled_dot_product_attention matches explicit loops in every layout")
     SdpaOptions o{.scale = 0.3, .causal = true, .causal_offset = 2, .key_padding = padding(2, 7, {{0, 1}, {1, 6}})};
     check_close(scaled_dot_product_attention(q, k, v, o), reference(q, k, v, o), 1e-12, 1e-10);
   }
+  // Heads split from (B, T, h·p) as the modules do: rows with a stride of h·p, read in place.
+  {
+    Tensor x = detach(lf({2, 5, 3 * 4}, 7)), m = detach(lf({2, 7, 3 * 6}, 8));
+    Tensor q = transpose(view(x, {2, 5, 3, 4}), 1, 2), v = transpose(view(m, {2, 7, 3, 6}), 1, 2);
+    Tensor k = transpose(view(narrow(m, 2, 0, 12), {2, 7, 3, 4}), 1, 2);
+    SdpaOptions o{.causal = true, .causal_offset = 1};
+    check_close(scaled_dot_product_attention(q, k, v, o), reference(q, k, v, o), 1e-12, 1e-10);
+  }
   // float32, T and S across several tiles, e != p.
   Tensor q = detach(lf({2, 2, 70, 8}, 4)), k = detach(lf({2, 2, 300, 8}, 5)), v = detach(lf({2, 2, 300, 5}, 6));
   for (bool causal : {false, true}) {
