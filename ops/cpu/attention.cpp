@@ -63,6 +63,13 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha
               alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
+// Multiply-adds per parallel chunk: tiny inputs (gradchecks, single decoding
+// steps) stay on the calling thread; a training layer's tasks each get one.
+constexpr int64_t kGrainWork = 1 << 18;
+inline int64_t grain_for(int64_t work_per_task) {
+  return std::max<int64_t>(1, kGrainWork / std::max<int64_t>(1, work_per_task));
+}
+
 struct Geometry {
   int64_t B, H, T, S, P, E;
 };
@@ -140,8 +147,8 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
   const int64_t tiles = (d.T + kBr - 1) / kBr;
   const T scale = T(prm.scale);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  // ~2·kBr·kBc·(p + e) multiply-adds per task: each task is worth a thread.
-  parallel_for(0, d.B * d.H * tiles, 1, [&](int64_t t0, int64_t t1) {
+  const int64_t task_work = std::min(kBr, d.T) * d.S * (d.P + d.E);  // multiply-adds, at most
+  parallel_for(0, d.B * d.H * tiles, grain_for(task_work), [&](int64_t t0, int64_t t1) {
     std::vector<T> sbuf(size_t(kBr * kBc)), fbuf(prm.dropout ? size_t(kBc) : 0), acc(size_t(kBr * d.E));
     std::vector<T> m(static_cast<size_t>(kBr)), l(static_cast<size_t>(kBr));
     for (int64_t task = t0; task < t1; ++task) {
@@ -212,7 +219,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
   T *dQ = dq.data<T>(), *dK = dk.data<T>(), *dV = dv.data<T>();
   const T scale = T(prm.scale);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  parallel_for(0, d.B * d.H, 1, [&](int64_t p0, int64_t p1) {
+  parallel_for(0, d.B * d.H, grain_for(d.T * d.S * (2 * d.P + 3 * d.E)), [&](int64_t p0, int64_t p1) {
     // P | dP | W (dropout: the factors, then P ∘ factors) | D (T)
     std::vector<T> buf(size_t(3 * kBr * kBcBack + d.T));
     T *P = buf.data(), *dP = P + kBr * kBcBack, *W = dP + kBr * kBcBack, *D = W + kBr * kBcBack;
