@@ -9,6 +9,7 @@
 #include "core/denormals.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
+#include "ops/attention.h"
 #include "ops/broadcast.h"
 #include "ops/compare.h"
 #include "ops/dropout.h"

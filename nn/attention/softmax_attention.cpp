@@ -1,4 +1,6 @@
-// nn/attention/softmax_attention.cpp — scaled dot-product attention per head.
+// nn/attention/softmax_attention.cpp — scaled dot-product attention per head:
+// the fused ops/attention.h op, or, when return_weights asks for the
+// probabilities, the composed matmul → mask → softmax → dropout → matmul.
 #include "nn/attention/softmax_attention.h"
 
 #include <cmath>
@@ -6,6 +8,7 @@
 #include "autograd/node.h"
 #include "core/factory.h"
 #include "nn/attention/heads.h"
+#include "ops/attention.h"
 #include "ops/compare.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
@@ -30,19 +33,31 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   const int64_t h = config.heads, p = config.resolved_head_dim();
   const int64_t B = query.size(0), T = query.size(1);
 
-  // The 1/√p scale goes on the queries (T·p values) rather than the scores (T·S).
-  Tensor qh = split_heads(mul(q->forward(query), 1.0 / std::sqrt(double(p))), h, p);  // (B, h, T, p)
+  const double scale = 1.0 / std::sqrt(double(p));
+  Tensor qh = split_heads(q->forward(query), h, p);  // (B, h, T, p)
   CachedKeys kv = keys_through_cache(
       cache,
       [&] { return std::pair{split_heads(k->forward(key), h, p), split_heads(v->forward(value), h, p)}; },
       mask.key_padding, B, 2, query.device());  // k, v (B, h, S, p)
-  const int64_t S = kv.k.size(2);
 
-  Tensor scores = matmul(qh, transpose(kv.k, -1, -2));  // (B, h, T, S)
+  if (!return_weights) {
+    // The fused op: no (B, h, T, S) tensor is formed, forward or backward.
+    const SdpaOptions opt{.scale = scale,
+                          .causal = mask.causal,
+                          .causal_offset = kv.offset,
+                          .key_padding = kv.key_padding,
+                          .dropout_p = attn_drop->p,
+                          .training = attn_drop->is_training()};
+    return o->forward(merge_heads(scaled_dot_product_attention(qh, kv.k, kv.v, opt)));  // (B, T, d)
+  }
+  // The weights are wanted: materialise them, op by op, with the fused op's semantics.
+  const int64_t S = kv.k.size(2);
+  // The scale goes on the queries (T·p values) rather than the scores (T·S).
+  Tensor scores = matmul(mul(qh, scale), transpose(kv.k, -1, -2));  // (B, h, T, S)
   Tensor masked = attention_mask({mask.causal, kv.key_padding}, B, T, S, kv.offset, query.device());
   if (masked.defined()) scores = masked_fill(scores, masked, -INFINITY);
   Tensor weights = softmax(scores, -1);  // a fully masked row gives zeros
-  if (return_weights) last_weights = detach(weights);
+  last_weights = detach(weights);
   weights = attn_drop->forward(weights);
   return o->forward(merge_heads(matmul(weights, kv.v)));  // (B, T, d)
 }

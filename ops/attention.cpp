@@ -1,0 +1,96 @@
+// ops/attention.cpp — scaled_dot_product_attention: argument checks, the
+// dropout generator's bookkeeping and the backward node; the tiled kernels
+// are in cpu/attention.cpp and cuda/attention.cu.
+#include "ops/attention.h"
+
+#include <cmath>
+
+#include "autograd/node.h"
+#include "core/factory.h"
+#include "core/copy.h"
+#include "ops/elementwise.h"
+
+namespace ks {
+
+constinit KernelTable<SdpaForwardKernel> sdpa_forward_kernel("scaled_dot_product_attention");
+constinit KernelTable<SdpaBackwardKernel> sdpa_backward_kernel("scaled_dot_product_attention_backward");
+
+namespace {
+
+constexpr const char* kOp = "scaled_dot_product_attention";
+
+void check_operand(const char* what, const Tensor& t, const Tensor& q) {
+  KS_CHECK(t.defined(), kOp, ": undefined ", what);
+  KS_CHECK(t.dtype() == q.dtype(), kOp, ": ", what, " ", describe(t), " has a different dtype from q ", describe(q));
+  KS_CHECK(t.device() == q.device(), kOp, ": ", what, " is on ", t.device().str(), " but q is on ", q.device().str());
+}
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& opt) {
+  KS_CHECK(q.defined(), kOp, ": undefined q");
+  check_floating(kOp, q);
+  KS_CHECK(q.dim() == 4, kOp, ": q must be (B, h, T, p), got ", describe(q));
+  check_operand("k", k, q);
+  check_operand("v", v, q);
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), P = q.size(3);
+  KS_CHECK(k.dim() == 4 && k.size(0) == B && k.size(1) == H && k.size(3) == P, kOp, ": k must be (", B, ", ", H,
+           ", S, ", P, ") to match q ", describe(q), ", got ", describe(k));
+  const int64_t S = k.size(2);
+  KS_CHECK(v.dim() == 4 && v.size(0) == B && v.size(1) == H && v.size(2) == S, kOp, ": v must be (", B, ", ", H,
+           ", ", S, ", e) to match k ", describe(k), ", got ", describe(v));
+  const int64_t E = v.size(3);
+  const Tensor& pad = opt.key_padding;
+  if (pad.defined()) {
+    KS_CHECK(pad.dtype() == kBool && pad.dim() == 2 && pad.size(0) == B && pad.size(1) == S, kOp,
+             ": key_padding must be bool (", B, ", ", S, "), got ", describe(pad));
+    KS_CHECK(pad.device() == q.device(), kOp, ": key_padding is on ", pad.device().str(), " but q is on ",
+             q.device().str());
+  }
+  KS_CHECK(opt.dropout_p >= 0 && opt.dropout_p <= 1, kOp, ": dropout_p must be in [0, 1], got ", opt.dropout_p);
+  KS_CHECK(std::isfinite(opt.scale), kOp, ": scale must be finite, got ", opt.scale);
+
+  SdpaParams prm;
+  prm.scale = opt.scale > 0 ? opt.scale : 1.0 / std::sqrt(double(P > 0 ? P : 1));
+  prm.causal = opt.causal;
+  prm.causal_offset = opt.causal_offset;
+  if (opt.training && opt.dropout_p > 0) {
+    // Exactly what dropout() reserves for the (B, h, T, S) weights.
+    Generator& g = opt.gen ? *opt.gen : default_generator();
+    const int64_t per_block = random_values_per_block(RandomKind::Bernoulli, q.dtype());
+    KS_CHECK(per_block == 4, kOp, ": the kernels assume 4 Bernoulli draws per Philox block, got ", per_block);
+    const int64_t n = B * H * T * S;
+    prm.dropout = true;
+    prm.keep = 1.0 - opt.dropout_p;
+    prm.drop_scale = opt.dropout_p < 1 ? 1.0 / (1.0 - opt.dropout_p) : 0.0;
+    prm.seed = g.seed();
+    prm.first_block = g.reserve(uint64_t((n + per_block - 1) / per_block));
+  }
+
+  Tensor out = Tensor::empty({B, H, T, E}, q.dtype(), q.device());
+  Tensor lse = Tensor::empty({B, H, T}, q.dtype(), q.device());
+  if (out.numel() > 0) sdpa_forward_kernel(out.device(), out, lse, q, k, v, pad, prm);
+
+  if (needs_grad({q, k, v})) {
+    // Every gradient reads q, k (the probabilities), v (dP) and out, lse.
+    record("ScaledDotProductAttentionBackward", {q, k, v}, {out},
+           [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), so = SavedTensor(out),
+            sl = SavedTensor(lse), spad = SavedTensor(pad), gq = q.requires_grad(), gk = k.requires_grad(),
+            gv = v.requires_grad(), prm](const std::vector<Tensor>& g) {
+             const Tensor q_ = sq.unpack(), k_ = sk.unpack(), v_ = sv.unpack();
+             Tensor dq = Tensor::empty(q_.sizes(), q_.dtype(), q_.device());
+             Tensor dk = Tensor::empty(k_.sizes(), k_.dtype(), k_.device());
+             Tensor dv = Tensor::empty(v_.sizes(), v_.dtype(), v_.device());
+             if (g[0].numel() > 0) {
+               sdpa_backward_kernel(g[0].device(), dq, dk, dv, g[0], q_, k_, v_, so.unpack(), sl.unpack(),
+                                    spad.unpack(), prm);
+             } else {  // no query row or no value column: nothing flows back
+               for (const Tensor& d : {dq, dk, dv}) fill_(d, 0.0);
+             }
+             return std::vector<Tensor>{gq ? dq : Tensor(), gk ? dk : Tensor(), gv ? dv : Tensor()};
+           });
+  }
+  return out;
+}
+
+}  // namespace ks

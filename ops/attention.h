@@ -1,0 +1,81 @@
+// ops/attention.h — fused scaled-dot-product (softmax) attention that never
+// forms the (T, S) score matrix in memory (FlashAttention-2 style).
+//
+//   out = dropout(softmax(q kᵀ · scale + mask), p) @ v
+//
+//   q (B, h, T, p), k (B, h, S, p), v (B, h, S, e)  ->  out (B, h, T, e), contiguous
+//
+// One dtype (float32 or float64) and device throughout; any strides (stride-0
+// expanded inputs included). Options (SdpaOptions):
+//   scale          <= 0 means 1/√p.
+//   causal         query i sees key j only if j <= causal_offset + i
+//                  (causal_offset: the keys a decoding cache held before).
+//   key_padding    (B, S) bool, true where a key is hidden; or undefined.
+//   dropout_p      on the weights, when training; the mask is the one
+//                  dropout(weights (B, h, T, S), p, training, gen) would draw
+//                  (element (b, n, i, j) is number ((b·h + n)·T + i)·S + j of
+//                  that tensor's Philox stream) and the generator (the global
+//                  one if gen is null) advances by as much, so the fused and
+//                  the composed path agree mask for mask. Nothing is drawn
+//                  when !training or p == 0.
+// A query that sees no key at all gives a row of zeros and zero gradient, as
+// ops/softmax.h does for a fully masked row.
+//
+// Forward keeps a running max and sum per query row (the max starts at -inf)
+// over key tiles and saves q, k, v, out and the row log-sum-exp lse (B, h, T)
+// (-inf for a fully masked row). Backward recomputes the probabilities tile by
+// tile: D_i = rowsum(dO∘O); P = exp(s − lse); with dropout W = P·mask/(1−p);
+// dV = Wᵀ dO; dP = mask/(1−p) ∘ (dO Vᵀ); dS = P∘(dP − D); dQ = dS K·scale;
+// dK = dSᵀ Q·scale. First-order gradients only (backward records nothing).
+// Not here: the projections and head splitting (nn/attention/), returning the
+// weights (the module composes matmul/softmax for that). Kernels: ops/cpu/
+// and ops/cuda/attention.*.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dispatch.h"
+#include "core/random.h"
+#include "core/tensor.h"
+
+namespace ks {
+
+struct SdpaOptions {
+  double scale = 0;           // <= 0: 1/√p
+  bool causal = false;
+  int64_t causal_offset = 0;  // query i sees key j iff j <= causal_offset + i
+  Tensor key_padding{};       // (B, S) bool, true = hidden; or undefined
+  double dropout_p = 0;       // in [0, 1]
+  bool training = false;
+  Generator* gen = nullptr;   // null: the global generator
+};
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const SdpaOptions& opt = {});
+
+// --- kernels ---
+// What the kernels need of the options, resolved by the op.
+struct SdpaParams {
+  double scale = 1;
+  bool causal = false;
+  int64_t causal_offset = 0;
+  bool dropout = false;      // draw a mask (training and p > 0)
+  double keep = 1;           // 1 − p: element kept iff its uniform draw < keep
+  double drop_scale = 1;     // 1 / (1 − p), 0 for p = 1
+  uint64_t seed = 0;
+  uint64_t first_block = 0;  // Philox block of element 0; element n uses first_block + n / 4
+};
+
+// out (B, h, T, e) and lse (B, h, T): contiguous, of q's dtype. q, k, v any
+// strides; key_padding (B, S) bool any strides, or undefined. Shapes checked.
+using SdpaForwardKernel = void(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                               const Tensor& v, const Tensor& key_padding, const SdpaParams& prm);
+extern KernelTable<SdpaForwardKernel> sdpa_forward_kernel;
+// dq, dk, dv contiguous, shaped like q, k, v (every one defined); g (B, h, T, e)
+// any strides; out and lse as the forward wrote them.
+using SdpaBackwardKernel = void(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& g,
+                                const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                const Tensor& lse, const Tensor& key_padding, const SdpaParams& prm);
+extern KernelTable<SdpaBackwardKernel> sdpa_backward_kernel;
+
+}  // namespace ks
