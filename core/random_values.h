@@ -20,6 +20,21 @@
 
 namespace ks {
 
+// Draw k (0..3) of a Bernoulli(p_one) Philox block w: true with probability
+// p_one. Dropout masks use this same draw, so a seed gives the same mask from
+// bernoulli() and from dropout() on every device.
+KS_HOST_DEVICE inline bool bernoulli_draw(const uint32_t w[4], int k, double p_one) {
+  return uniform_double(w[k], w[(k + 1) % 4]) < p_one;
+}
+
+// Element i of a Bernoulli(p_one) stream whose element 0 is draw 0 of Philox
+// block first_block: for kernels that visit elements out of block order.
+KS_HOST_DEVICE inline bool bernoulli_element(uint64_t seed, uint64_t first_block, uint64_t i, double p_one) {
+  uint32_t w[4];
+  philox4x32_10(seed, 0, first_block + i / 4, w);
+  return bernoulli_draw(w, int(i % 4), p_one);
+}
+
 // Writes the `per` values of Philox block `block` (random_values_per_block)
 // into vals[0, per).
 KS_HOST_DEVICE inline void random_block_values(const RandomSpec& s, int per, uint64_t block, double vals[4]) {
@@ -42,7 +57,7 @@ KS_HOST_DEVICE inline void random_block_values(const RandomSpec& s, int per, uin
         for (int k = 0; k < 2; ++k) vals[k] = std::fma(s.b - s.a, uniform_double(w[2 * k], w[2 * k + 1]), s.a);
       break;
     case RandomKind::Bernoulli:
-      for (int k = 0; k < 4; ++k) vals[k] = uniform_double(w[k], w[(k + 1) % 4]) < s.a ? 1.0 : 0.0;
+      for (int k = 0; k < 4; ++k) vals[k] = bernoulli_draw(w, k, s.a) ? 1.0 : 0.0;
       break;
     case RandomKind::IntRange: {
       const uint64_t range = uint64_t(s.b - s.a);

@@ -8,6 +8,7 @@
 #include "autograd/node.h"
 #include "core/factory.h"
 #include "core/copy.h"
+#include "ops/dropout.h"
 #include "ops/elementwise.h"
 
 namespace ks {
@@ -55,16 +56,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   prm.causal = opt.causal;
   prm.causal_offset = opt.causal_offset;
   if (opt.training && opt.dropout_p > 0) {
-    // Exactly what dropout() reserves for the (B, h, T, S) weights.
     Generator& g = opt.gen ? *opt.gen : default_generator();
-    const int64_t per_block = random_values_per_block(RandomKind::Bernoulli, q.dtype());
-    KS_CHECK(per_block == 4, kOp, ": the kernels assume 4 Bernoulli draws per Philox block, got ", per_block);
-    const int64_t n = B * H * T * S;
     prm.dropout = true;
     prm.keep = 1.0 - opt.dropout_p;
     prm.drop_scale = opt.dropout_p < 1 ? 1.0 / (1.0 - opt.dropout_p) : 0.0;
     prm.seed = g.seed();
-    prm.first_block = g.reserve(uint64_t((n + per_block - 1) / per_block));
+    prm.first_block = reserve_dropout_blocks(B * H * T * S, g);  // dropout()'s mask of the (B, h, T, S) weights
   }
 
   Tensor out = Tensor::empty({B, H, T, E}, q.dtype(), q.device());

@@ -10,6 +10,13 @@ namespace ks {
 constinit KernelTable<DropoutKernel> dropout_kernel("dropout");
 constinit KernelTable<DropoutBackwardKernel> dropout_backward_kernel("dropout_backward");
 
+uint64_t reserve_dropout_blocks(int64_t n, Generator& g) {
+  constexpr int64_t kPerBlock = 4;  // the draws of one block, every dtype
+  KS_ASSERT(random_values_per_block(RandomKind::Bernoulli, kFloat32) == kPerBlock &&
+            random_values_per_block(RandomKind::Bernoulli, kFloat64) == kPerBlock);
+  return g.reserve(uint64_t((n + kPerBlock - 1) / kPerBlock));
+}
+
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   KS_CHECK(x.defined(), "dropout: undefined input");
   KS_CHECK(p >= 0 && p <= 1, "dropout: p must be in [0, 1], got ", p);
@@ -17,8 +24,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   if (!training || p == 0) return x;
 
   Generator& g = gen ? *gen : default_generator();
-  const int64_t per_block = random_values_per_block(RandomKind::Bernoulli, x.dtype());
-  const uint64_t first_block = g.reserve(uint64_t((x.numel() + per_block - 1) / per_block));
+  const uint64_t first_block = reserve_dropout_blocks(x.numel(), g);
   const double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
   Tensor out = Tensor::empty(x.sizes(), x.dtype(), x.device());
   Tensor mask = Tensor::empty(x.sizes(), kBool, x.device());

@@ -22,10 +22,16 @@ namespace ks {
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
 
+// Reserves from g the Philox blocks of a mask of n elements (4 draws per
+// block, core/random_values.h's bernoulli_draw) and returns the first. Fused
+// ops that apply dropout inside (scaled_dot_product_attention) reserve
+// through here, so they draw exactly dropout()'s mask.
+uint64_t reserve_dropout_blocks(int64_t n, Generator& g);
+
 // --- kernels ---
 // out (x's dtype) and mask (bool): contiguous, x's shape; x: any strides.
-// Element i draws Philox block first_block + i / 4 as RandomKind::Bernoulli
-// does, keeps with probability `keep`, and then out_i = x_i · scale, else 0.
+// Element i is kept when bernoulli_element(seed, first_block, i, keep)
+// (core/random_values.h), and then out_i = x_i · scale, else 0.
 using DropoutKernel = void(const Tensor& out, const Tensor& mask, const Tensor& x, double keep, double scale,
                            uint64_t seed, uint64_t first_block);
 extern KernelTable<DropoutKernel> dropout_kernel;

@@ -18,15 +18,12 @@
 // Scratch per task: forward one (kBr, kBc) block and the (kBr, e) output
 // accumulator; backward three (kBr, kBcBack) blocks and T values of D.
 //
-// GEMMs go to OpenBLAS single-threaded (the tasks are the parallelism; the
-// process-wide thread count is set to 1 first, as ops/cpu/linalg.cpp does
-// inside parallel regions). float32 inputs compute in float32 (BLAS and the
+// GEMMs go to OpenBLAS single-threaded (ops/cpu/blas.h): the tasks are the
+// parallelism. float32 inputs compute in float32 (BLAS and the
 // running sums), float64 in float64. Inputs are read where they lie when
 // BLAS can (unit column stride; see Mat), else copied contiguous once.
 // The dropout mask is drawn element by element from Philox exactly as
 // ops/cpu/dropout.cpp draws it for the (B, h, T, S) weights.
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -34,8 +31,9 @@
 
 #include "core/copy.h"
 #include "core/parallel.h"
-#include "core/random.h"
+#include "core/random_values.h"
 #include "ops/attention.h"
+#include "ops/cpu/blas.h"
 #include "ops/cpu/row_math.h"
 #include "ops/cpu/vec_math.h"
 
@@ -51,17 +49,6 @@ constexpr int64_t kBc = 256;
 // tile) blocks (10 of 16 are visited at T = S = 256, against 6 of 8 with 128);
 // measured ~5% faster than 128 on the bench shapes.
 constexpr int64_t kBcBack = 64;
-
-inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
-}
-inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
-                 const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
-}
 
 // Multiply-adds per parallel chunk: tiny inputs (gradchecks, single decoding
 // steps) stay on the calling thread; a training layer's tasks each get one.
@@ -110,8 +97,8 @@ inline int64_t key_end(const SdpaParams& prm, int64_t i1, int64_t S) {
 }
 
 // f[c] = (kept ? drop_scale : 0) for the n elements from flat index idx0 of
-// the (B, h, T, S) weights: element n draws Philox block first_block + n / 4,
-// word n % 4, as ops/cpu/dropout.cpp does.
+// the (B, h, T, S) weights, drawn as ops/cpu/dropout.cpp draws them (one
+// Philox block per 4 elements, bernoulli_draw of core/random_values.h).
 template <class T>
 void dropout_factors(T* f, int64_t n, uint64_t idx0, const SdpaParams& prm) {
   const T scale = T(prm.drop_scale);
@@ -120,8 +107,7 @@ void dropout_factors(T* f, int64_t n, uint64_t idx0, const SdpaParams& prm) {
     const uint64_t idx = idx0 + uint64_t(c);
     uint32_t w[4];
     philox4x32_10(prm.seed, 0, prm.first_block + idx / 4, w);
-    for (uint64_t k = idx % 4; k < 4 && c < n; ++k, ++c)
-      f[c] = uniform_double(w[k], w[(k + 1) % 4]) < prm.keep ? scale : T(0);
+    for (int k = int(idx % 4); k < 4 && c < n; ++k, ++c) f[c] = bernoulli_draw(w, k, prm.keep) ? scale : T(0);
   }
 }
 
@@ -164,7 +150,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
         const int64_t cols = std::min(kBc, jend - j0);
         const T *Kj = K.at(pair, j0), *Vj = V.at(pair, j0);
         T* s = sbuf.data();
-        gemm(false, true, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld, T(0), s, cols);  // (rows, cols)
+        blas_gemm(false, true, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld, T(0), s, cols);  // (rows, cols)
         for (int64_t r = 0; r < rows; ++r) {
           T* sr = s + r * cols;
           const int64_t lim = visible_prefix(prm, i0 + r, j0, cols);
@@ -192,7 +178,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
             for (int64_t c = 0; c < cols; ++c) sr[c] *= f[c];
           }
         }
-        gemm(false, false, rows, d.E, cols, T(1), s, cols, Vj, V.ld, T(1), acc.data(), d.E);  // acc += p v
+        blas_gemm(false, false, rows, d.E, cols, T(1), s, cols, Vj, V.ld, T(1), acc.data(), d.E);  // acc += p v
       }
       T* Oi = O + (pair * d.T + i0) * d.E;
       T* Li = L + pair * d.T + i0;
@@ -246,7 +232,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
         for (int64_t i0 = first_row / kBr * kBr; i0 < d.T; i0 += kBr) {
           const int64_t rows = std::min(kBr, d.T - i0);
           const T *Qi = Q.at(pair, i0), *Gi = G.at(pair, i0);
-          gemm(false, true, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld, T(0), P, cols);  // scores
+          blas_gemm(false, true, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld, T(0), P, cols);  // scores
           for (int64_t r = 0; r < rows; ++r) {
             T* pr = P + r * cols;
             const T lr = Lp[i0 + r];
@@ -256,34 +242,31 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
             if (lim == 0) std::fill(pr, pr + cols, T(0));  // lse = -inf would give NaN above
             if (prm.dropout) dropout_factors(W + r * cols, cols, uint64_t((pair * d.T + i0 + r) * d.S + j0), prm);
           }
-          gemm(false, true, rows, cols, d.E, T(1), Gi, G.ld, Vj, V.ld, T(0), dP, cols);  // dO Vᵀ
+          blas_gemm(false, true, rows, cols, d.E, T(1), Gi, G.ld, Vj, V.ld, T(0), dP, cols);  // dO Vᵀ
           if (prm.dropout)
             for (int64_t x = 0; x < rows * cols; ++x) {
               dP[x] *= W[x];
               W[x] *= P[x];
             }
           const T* Wd = prm.dropout ? W : P;
-          gemm(true, false, cols, d.E, rows, T(1), Wd, cols, Gi, G.ld, T(1), dVj, d.E);  // dV += Wᵀ dO
+          blas_gemm(true, false, cols, d.E, rows, T(1), Wd, cols, Gi, G.ld, T(1), dVj, d.E);  // dV += Wᵀ dO
           for (int64_t r = 0; r < rows; ++r) {
             const T Dr = D[i0 + r];
             T *dsr = dP + r * cols, *pr = P + r * cols;
             for (int64_t c = 0; c < cols; ++c) dsr[c] = pr[c] * (dsr[c] - Dr);
           }
-          gemm(false, false, rows, d.P, cols, scale, dP, cols, Kj, K.ld, T(1), dQp + i0 * d.P, d.P);  // dQ += dS K
-          gemm(true, false, cols, d.P, rows, scale, dP, cols, Qi, Q.ld, T(1), dKj, d.P);             // dK += dSᵀ Q
+          // dQ += dS K, dK += dSᵀ Q
+          blas_gemm(false, false, rows, d.P, cols, scale, dP, cols, Kj, K.ld, T(1), dQp + i0 * d.P, d.P);
+          blas_gemm(true, false, cols, d.P, rows, scale, dP, cols, Qi, Q.ld, T(1), dKj, d.P);
         }
       }
     }
   });
 }
 
-void use_single_threaded_blas() {
-  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
-}
-
 void sdpa_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& key_padding, const SdpaParams& prm) {
-  use_single_threaded_blas();
+  use_blas_threads(1);
   dispatch_floating(out.dtype(), "scaled_dot_product_attention", [&](auto tag) {
     forward_typed<typename decltype(tag)::type>(out, lse, q, k, v, key_padding, prm);
   });
@@ -292,7 +275,7 @@ void sdpa_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& q, con
 void sdpa_backward_cpu(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& g, const Tensor& q,
                        const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                        const Tensor& key_padding, const SdpaParams& prm) {
-  use_single_threaded_blas();
+  use_blas_threads(1);
   dispatch_floating(g.dtype(), "scaled_dot_product_attention backward", [&](auto tag) {
     backward_typed<typename decltype(tag)::type>(dq, dk, dv, g, q, k, v, out, lse, key_padding, prm);
   });

@@ -2,7 +2,7 @@
 // from Philox and applies it, and the masked scale of the backward.
 #include "core/copy.h"
 #include "core/parallel.h"
-#include "core/random.h"
+#include "core/random_values.h"
 #include "ops/cpu/loops.h"
 #include "ops/dropout.h"
 
@@ -24,12 +24,12 @@ void dropout_cpu(const Tensor& out, const Tensor& mask, const Tensor& x_in, doub
     const T s = T(scale);
     parallel_for(0, (n + 3) / 4, kBlockGrain, [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) {
-        const auto w = philox4x32(seed, 0, first_block + uint64_t(b));
-        for (int64_t k = 0; k < 4; ++k) {
+        uint32_t w[4];
+        philox4x32_10(seed, 0, first_block + uint64_t(b), w);
+        for (int k = 0; k < 4; ++k) {
           const int64_t i = b * 4 + k;
           if (i >= n) break;
-          // The same draw as RandomKind::Bernoulli in core/factory.cpp.
-          const bool kept = uniform_double(w[size_t(k)], w[size_t((k + 1) % 4)]) < keep;
+          const bool kept = bernoulli_draw(w, k, keep);
           m[i] = kept;
           o[i] = kept ? xp[i] * s : T(0);
         }

@@ -30,7 +30,7 @@
 
 #include "core/copy.h"
 #include "core/cuda/loops.cuh"
-#include "core/random.h"
+#include "core/random_values.h"
 #include "ops/attention.h"
 #include "ops/cuda/block_reduce.cuh"
 
@@ -60,10 +60,7 @@ __device__ inline double dlog(double x) { return log(x); }
 // The factor (kept ? 1/(1−p) : 0) of element n of the (B, h, T, S) weights.
 template <class T>
 __device__ inline T drop_factor(const SdpaParams& prm, uint64_t n) {
-  uint32_t w[4];
-  philox4x32_10(prm.seed, 0, prm.first_block + n / 4, w);
-  const int k = int(n % 4);
-  return uniform_double(w[k], w[(k + 1) % 4]) < prm.keep ? T(prm.drop_scale) : T(0);
+  return bernoulli_element(prm.seed, prm.first_block, n, prm.keep) ? T(prm.drop_scale) : T(0);
 }
 
 // Whether query i sees key j (j < S assumed).

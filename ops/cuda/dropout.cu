@@ -1,14 +1,14 @@
 // ops/cuda/dropout.cu — CUDA kernels for dropout: one pass that draws the
 // mask from Philox and applies it, and the masked scale of the backward.
 //
-// Element i draws Philox block first_block + i / 4 and keeps itself exactly
-// as ops/cpu/dropout.cpp does (the Bernoulli recipe of core/random_values.h,
-// with core/random.h's own Philox and uniform_double), so a seed gives the
-// same mask on the CPU and on every GPU: the draw is integer arithmetic and
-// one exact conversion, nothing a compiler can round differently.
+// Element i draws Philox block first_block + i / 4 and keeps itself by
+// core/random_values.h's bernoulli_draw, as ops/cpu/dropout.cpp does, so a
+// seed gives the same mask on the CPU and on every GPU: the draw is integer
+// arithmetic and one exact conversion, nothing a compiler can round
+// differently.
 #include "core/copy.h"
 #include "core/cuda/loops.cuh"
-#include "core/random.h"
+#include "core/random_values.h"
 #include "ops/dropout.h"
 
 namespace ks::cuda {
@@ -25,7 +25,7 @@ __global__ void dropout_kernel_impl(T* out, bool* mask, const T* x, int64_t n, d
     for (int k = 0; k < 4; ++k) {
       const int64_t i = b * 4 + k;
       if (i >= n) break;
-      const bool kept = uniform_double(w[k], w[(k + 1) % 4]) < keep;
+      const bool kept = bernoulli_draw(w, k, keep);
       mask[i] = kept;
       out[i] = kept ? T(x[i] * scale) : T(0);
     }
