@@ -7,22 +7,24 @@
 //     models use (0, 1, 2, 3, ±½, -1) written out so those loops vectorise
 //
 // Each is a small struct whose call operator is KS_HOST_DEVICE, so the same
-// object goes to cpu_map (ops/cpu/loops.h) and to cuda_map
-// (core/cuda/loops.cuh). with_unary_forward / with_unary_backward turn the
-// run-time op into its functor and hand it to the backend's loop:
-//
-//   with_unary_forward<T>(op, p, [&](auto f) { cpu_map<T, T>(f, out, {x}); });
+// object runs in the CPU's loop and in the GPU's. The kernels themselves,
+// unary_forward<Loops> and unary_backward<Loops>, are written here once too:
+// they turn the run-time op into its functor and hand it to Loops::map, which
+// is cpu_map for CpuLoops (ops/cpu/loops.h) and cuda_map for CudaLoops
+// (core/cuda/loops.cuh); the backends' files only register them.
 //
 // Selects are written `cond ? a : b` over values computed either way, so the
 // CPU loops become blends, not branches. Math functions are ks::kmath's
 // (ops/kernel_math.h): vec_math.h on the CPU, CUDA's libm on the GPU.
-// Not here: argument checks and autograd (unary.cpp), loops (the backends).
+// Not here: argument checks and autograd (unary.cpp), the loops (backends).
 #pragma once
 
 #include <limits>
 #include <type_traits>
 
+#include "core/dtype.h"
 #include "core/error.h"
+#include "core/tensor.h"
 #include "ops/kernel_math.h"
 #include "ops/unary.h"
 
@@ -223,6 +225,24 @@ void with_unary_backward(UnaryOp op, const UnaryParams& p, Run&& run) {
     case UnaryOp::Neg: break;
   }
   KS_ASSERT(false);
+}
+
+// The unary kernel of ops/unary.h for the backend whose loop is Loops.
+template <class Loops>
+void unary_forward(UnaryOp op, const UnaryParams& p, const Tensor& out, const Tensor& x) {
+  dispatch_numeric(out.dtype(), "unary op", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    with_unary_forward<T>(op, p, [&](auto f) { Loops::template map<T, T>(f, out, {x}); });
+  });
+}
+
+// The unary backward kernel of ops/unary.h for the backend whose loop is Loops.
+template <class Loops>
+void unary_backward(UnaryOp op, const UnaryParams& p, const Tensor& gi, const Tensor& go, const Tensor& s) {
+  dispatch_floating(gi.dtype(), "unary backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    with_unary_backward<T>(op, p, [&](auto f) { Loops::template map<T, T, T>(f, gi, {go, s}); });
+  });
 }
 
 }  // namespace ks::unary_formulas

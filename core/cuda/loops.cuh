@@ -165,4 +165,13 @@ void cuda_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& i
   KS_CUDA_LAUNCH_CHECK();
 }
 
+// cuda_map as a type: the loop that the kernels written once for every
+// backend (ops/*_formulas.h) are instantiated with, as `unary_forward<CudaLoops>`.
+struct CudaLoops {
+  template <class Out, class... In, class F>
+  static void map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in) {
+    cuda_map<Out, In...>(f, out, in);
+  }
+};
+
 }  // namespace ks::cuda

@@ -49,4 +49,13 @@ void cpu_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in
   });
 }
 
+// cpu_map as a type: the loop that the kernels written once for every backend
+// (ops/*_formulas.h) are instantiated with, as `unary_forward<CpuLoops>`.
+struct CpuLoops {
+  template <class Out, class... In, class F>
+  static void map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in) {
+    cpu_map<Out, In...>(f, out, in);
+  }
+};
+
 }  // namespace ks::cpu
