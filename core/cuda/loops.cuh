@@ -165,6 +165,22 @@ void cuda_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& i
   KS_CUDA_LAUNCH_CHECK();
 }
 
+template <class F>
+__global__ void for_each_index_kernel(int64_t n, F f) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) f(i);
+}
+
+// f(i) for every i in [0, n) on `device`, one thread per index: for updates
+// that read and write several arrays per element (the optimizer steps), which
+// the one-output cuda_map cannot express. f carries its own pointers.
+template <class F>
+void cuda_for_each_index(const Device& device, int64_t n, F f) {
+  if (n == 0) return;
+  DeviceGuard guard(device);
+  for_each_index_kernel<<<grid_for(n, kThreads, device.index), kThreads, 0, stream(device.index)>>>(n, f);
+  KS_CUDA_LAUNCH_CHECK();
+}
+
 // cuda_map as a type: the loop that the kernels written once for every
 // backend (ops/*_formulas.h) are instantiated with, as `unary_forward<CudaLoops>`.
 struct CudaLoops {

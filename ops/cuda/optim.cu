@@ -1,76 +1,32 @@
 // ops/cuda/optim.cu — CUDA kernels for the fused optimizer updates (one pass
-// per parameter, the formulas of ops/cpu/optim.cpp, PyTorch's non-foreach
-// Adam/AdamW/SGD) and for gradient clipping's scale and sum of squares. The
+// per parameter applying the update of ops/optim_formulas.h, PyTorch's
+// non-foreach Adam/AdamW/SGD) and for gradient clipping's scale and sum of
+// squares. The
 // sum of squares is deterministic (block_reduce.cuh) and comes back to the
 // host as a double, which synchronises the stream.
 #include <cmath>
 
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/optim.h"
+#include "ops/optim_formulas.h"
 
 namespace ks::cuda {
 namespace {
 
-template <class T>
-__global__ void adam_kernel_impl(T* p, const T* g, T* m, T* v, int64_t n, T b1, T b2, T one_b1, T one_b2,
-                                 T step_size, T inv_sqrt_bc2, T eps, T decay, T wd, bool decoupled) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    T grad = g[i];
-    T param = p[i];
-    if (decoupled) param *= decay;
-    else grad += wd * param;
-    const T mi = b1 * m[i] + one_b1 * grad;
-    const T vi = b2 * v[i] + one_b2 * grad * grad;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = param - step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps);
-  }
-}
+using namespace optim_formulas;
 
 void adam_cuda(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const AdamHyper& h) {
-  const int64_t n = p.numel();
-  if (n == 0) return;
-  const double bc1 = 1.0 - std::pow(h.beta1, double(h.step));
-  const double bc2 = 1.0 - std::pow(h.beta2, double(h.step));
-  const int dev = p.device().index;
   dispatch_floating(p.dtype(), "adam_update_", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const cudaStream_t s = stream(dev);
-    DeviceGuard guard(p.device());
-    adam_kernel_impl<T><<<grid_for(n, kThreads, dev), kThreads, 0, s>>>(
-        p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), n, T(h.beta1), T(h.beta2), T(1 - h.beta1),
-        T(1 - h.beta2), T(h.lr / bc1), T(1.0 / std::sqrt(bc2)), T(h.eps), T(1.0 - h.lr * h.weight_decay),
-        T(h.weight_decay), h.decoupled);
-    KS_CUDA_LAUNCH_CHECK();
+    cuda_for_each_index(p.device(), p.numel(), AdamStep<T>(h, p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>()));
   });
 }
 
-template <class T>
-__global__ void sgd_kernel_impl(T* p, const T* g, T* buf, int64_t n, T lr, T mu, T damp, T wd, bool nesterov,
-                                bool first_step) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    T d = g[i] + wd * p[i];
-    if (buf) {
-      const T bi = first_step ? d : mu * buf[i] + damp * d;
-      buf[i] = bi;
-      d = nesterov ? d + mu * bi : bi;
-    }
-    p[i] -= lr * d;
-  }
-}
-
 void sgd_cuda(const Tensor& p, const Tensor& g, const Tensor& buf, const SgdHyper& h) {
-  const int64_t n = p.numel();
-  if (n == 0) return;
-  const int dev = p.device().index;
   dispatch_floating(p.dtype(), "sgd_update_", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const cudaStream_t s = stream(dev);
-    DeviceGuard guard(p.device());
-    sgd_kernel_impl<T><<<grid_for(n, kThreads, dev), kThreads, 0, s>>>(
-        p.data<T>(), g.data<T>(), h.momentum != 0 ? buf.data<T>() : nullptr, n, T(h.lr), T(h.momentum),
-        T(1 - h.dampening), T(h.weight_decay), h.nesterov, h.first_step);
-    KS_CUDA_LAUNCH_CHECK();
+    T* b = h.momentum != 0 ? buf.data<T>() : nullptr;
+    cuda_for_each_index(p.device(), p.numel(), SgdStep<T>(h, p.data<T>(), g.data<T>(), b));
   });
 }
 

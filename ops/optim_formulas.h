@@ -1,0 +1,74 @@
+// ops/optim_formulas.h — the per-element updates of the fused optimizers
+// (ops/optim.h), written once for the CPU and the CUDA kernels: each is a
+// struct built on the host from the hyperparameters and the arrays, with a
+// KS_HOST_DEVICE call operator that updates element i in place; the CPU runs
+// it under parallel_for, the GPU under cuda_for_each_index. The formulas follow
+// PyTorch's torch.optim.Adam/AdamW/SGD (non-foreach) exactly, including where
+// eps goes. Not here: the loops (ops/cpu/optim.cpp, ops/cuda/optim.cu).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/host_device.h"
+#include "ops/kernel_math.h"
+#include "ops/optim.h"
+
+namespace ks::optim_formulas {
+
+// Adam (decoupled = false: L2 added to the gradient) and AdamW (decoupled:
+// the weights decay directly), with bias correction folded into two scalars.
+template <class T>
+struct AdamStep {
+  T *p, *m, *v;  // parameter, first and second moments: (n,) each
+  const T* g;
+  T b1, b2, one_b1, one_b2, step_size, inv_sqrt_bc2, eps, decay, wd;
+  bool decoupled;
+
+  AdamStep(const AdamHyper& h, T* p_, const T* g_, T* m_, T* v_) : p(p_), m(m_), v(v_), g(g_) {
+    const double bc1 = 1.0 - std::pow(h.beta1, double(h.step));
+    const double bc2 = 1.0 - std::pow(h.beta2, double(h.step));
+    b1 = T(h.beta1), b2 = T(h.beta2), one_b1 = T(1 - h.beta1), one_b2 = T(1 - h.beta2);
+    step_size = T(h.lr / bc1), inv_sqrt_bc2 = T(1.0 / std::sqrt(bc2)), eps = T(h.eps);
+    decay = T(1.0 - h.lr * h.weight_decay), wd = T(h.weight_decay);
+    decoupled = h.decoupled;
+  }
+
+  KS_HOST_DEVICE void operator()(int64_t i) const {
+    T grad = g[i];
+    T param = p[i];
+    if (decoupled) param *= decay;
+    else grad += wd * param;
+    const T mi = b1 * m[i] + one_b1 * grad;
+    const T vi = b2 * v[i] + one_b2 * grad * grad;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = param - step_size * mi / (kmath::sqrt(vi) * inv_sqrt_bc2 + eps);
+  }
+};
+
+// SGD with optional momentum (buf null when momentum = 0), dampening, Nesterov
+// and L2 weight decay.
+template <class T>
+struct SgdStep {
+  T *p, *buf;  // parameter and momentum buffer (null without momentum): (n,) each
+  const T* g;
+  T lr, mu, damp, wd;
+  bool nesterov, first_step;
+
+  SgdStep(const SgdHyper& h, T* p_, const T* g_, T* buf_)
+      : p(p_), buf(buf_), g(g_), lr(T(h.lr)), mu(T(h.momentum)), damp(T(1 - h.dampening)), wd(T(h.weight_decay)),
+        nesterov(h.nesterov), first_step(h.first_step) {}
+
+  KS_HOST_DEVICE void operator()(int64_t i) const {
+    T d = g[i] + wd * p[i];
+    if (buf) {
+      const T bi = first_step ? d : mu * buf[i] + damp * d;
+      buf[i] = bi;
+      d = nesterov ? d + mu * bi : bi;
+    }
+    p[i] -= lr * d;
+  }
+};
+
+}  // namespace ks::optim_formulas
