@@ -19,6 +19,7 @@
 #include "ops/cpu/loops.h"
 #include "ops/cpu/row_math.h"
 #include "ops/loss.h"
+#include "ops/loss_formulas.h"
 
 namespace ks::cpu {
 namespace {
@@ -26,15 +27,14 @@ namespace {
 constexpr int64_t kGrain = 16384;  // elements per parallel chunk
 constexpr int64_t kChunk = 16384;  // elements per partial sum of the mse reduction
 
-const char* op_name(const ClassLossSpec& s) { return s.from_logits ? "cross_entropy" : "nll_loss"; }
+using namespace loss_formulas;
 
 // Checks every target and returns how many are not ignored.
 int64_t check_targets(const int64_t* t, int64_t P, int64_t C, const ClassLossSpec& spec) {
   int64_t count = 0;
   for (int64_t p = 0; p < P; ++p) {
     if (t[p] == spec.ignore_index) continue;
-    KS_CHECK(t[p] >= 0 && t[p] < C, op_name(spec), ": target ", t[p], " at position ", p,
-             " is out of range for ", C, " classes (ignore_index is ", spec.ignore_index, ")");
+    if (t[p] < 0 || t[p] >= C) throw_bad_target(spec, t[p], p, C);
     ++count;
   }
   return count;
@@ -59,9 +59,8 @@ void class_loss_rows(T* loss, T* lse, const T* x, const int64_t* t, int64_t P, i
       if (m == -std::numeric_limits<T>::infinity()) m = 0;
       const double s = lane_sum<double>(C, [&](int64_t i) { return vmath::exp(xr[i] - m); });
       const double l = double(m) + std::log(s);
-      double v = l - (1 - eps) * double(xr[t[p]]);
-      if (eps > 0) v -= eps / double(C) * lane_sum<double>(C, [&](int64_t i) { return xr[i]; });
-      loss[p] = T(v);
+      const double sum_x = eps > 0 ? lane_sum<double>(C, [&](int64_t i) { return xr[i]; }) : 0.0;
+      loss[p] = T(class_row_loss(l, double(xr[t[p]]), sum_x, eps, C));
       lse[p] = T(l);
     }
   });
@@ -73,7 +72,7 @@ void class_loss_cpu(const Tensor& loss, const Tensor& lse, const Tensor& denom, 
   const int64_t P = x.size(0), C = x.size(1);
   const int64_t count = check_targets(targets.data<int64_t>(), P, C, spec);
   fill_(denom, double(std::max<int64_t>(count, 1)));
-  dispatch_floating(x.dtype(), op_name(spec), [&](auto tag) {
+  dispatch_floating(x.dtype(), class_loss_name(spec), [&](auto tag) {
     using T = typename decltype(tag)::type;
     class_loss_rows<T>(loss.data<T>(), lse.defined() ? lse.data<T>() : nullptr, x.data<T>(),
                        targets.data<int64_t>(), P, C, spec);
@@ -84,7 +83,7 @@ void class_loss_cpu(const Tensor& loss, const Tensor& lse, const Tensor& denom, 
 template <class T>
 void class_loss_backward_rows(T* dx, const T* g, int64_t gs, const T* x, const T* lse, const int64_t* t, int64_t P,
                               int64_t C, const ClassLossSpec& spec) {
-  const T smooth = T(spec.label_smoothing / double(C)), on = T(1 - spec.label_smoothing);
+  const CrossEntropyGrad<T> grad{T(spec.label_smoothing / double(C)), T(1 - spec.label_smoothing)};
   parallel_for(0, P, std::max<int64_t>(1, kGrain / C), [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       T* dr = dx + p * C;
@@ -100,8 +99,8 @@ void class_loss_backward_rows(T* dx, const T* g, int64_t gs, const T* x, const T
       }
       const T* xr = x + p * C;
       const T l = lse[p];
-      for (int64_t c = 0; c < C; ++c) dr[c] = gp * (vmath::exp(xr[c] - l) - smooth);
-      dr[t[p]] -= gp * on;
+      for (int64_t c = 0; c < C; ++c) dr[c] = grad(gp, xr[c], l);
+      dr[t[p]] -= gp * grad.on;
     }
   });
 }
@@ -111,7 +110,7 @@ void class_loss_backward_cpu(const Tensor& dx, const Tensor& gpos, const Tensor&
   const Tensor targets = contiguous_raw(targets_in);
   const Tensor x = spec.from_logits ? contiguous_raw(x_in) : x_in;
   const int64_t P = dx.size(0), C = dx.size(1);
-  dispatch_floating(dx.dtype(), op_name(spec), [&](auto tag) {
+  dispatch_floating(dx.dtype(), class_loss_name(spec), [&](auto tag) {
     using T = typename decltype(tag)::type;
     class_loss_backward_rows<T>(dx.data<T>(), gpos.data<T>(), gpos.stride(0), x.defined() ? x.data<T>() : nullptr,
                                 lse.defined() ? lse.data<T>() : nullptr, targets.data<int64_t>(), P, C, spec);
@@ -121,10 +120,7 @@ void class_loss_backward_cpu(const Tensor& dx, const Tensor& gpos, const Tensor&
 void mse_cpu(const Tensor& out, const Tensor& a_in, const Tensor& b_in, bool reduce, double scale) {
   dispatch_floating(out.dtype(), "mse_loss", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (!reduce) {
-      cpu_map<T, T, T>([](T a, T b) { return (a - b) * (a - b); }, out, {a_in, b_in});
-      return;
-    }
+    if (!reduce) return mse_maps<CpuLoops>::squared_diff<T>(out, a_in, b_in);
     const Tensor a = contiguous_raw(a_in), b = contiguous_raw(b_in);
     const T* ap = a.data<T>();
     const T* bp = b.data<T>();
@@ -145,19 +141,9 @@ void mse_cpu(const Tensor& out, const Tensor& a_in, const Tensor& b_in, bool red
   });
 }
 
-void mse_backward_cpu(const Tensor& da, const Tensor& db, const Tensor& a, const Tensor& b, const Tensor& g,
-                      double scale) {
-  dispatch_floating(a.dtype(), "mse_loss backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T c = T(2 * scale);
-    if (da.defined()) cpu_map<T, T, T, T>([c](T x, T y, T gv) { return c * (x - y) * gv; }, da, {a, b, g});
-    if (db.defined()) cpu_map<T, T, T, T>([c](T x, T y, T gv) { return c * (y - x) * gv; }, db, {a, b, g});
-  });
-}
-
 }  // namespace
 KS_REGISTER_KERNEL(class_loss_kernel, CPU, class_loss_cpu);
 KS_REGISTER_KERNEL(class_loss_backward_kernel, CPU, class_loss_backward_cpu);
 KS_REGISTER_KERNEL(mse_kernel, CPU, mse_cpu);
-KS_REGISTER_KERNEL(mse_backward_kernel, CPU, mse_backward_cpu);
+KS_REGISTER_KERNEL(mse_backward_kernel, CPU, loss_formulas::mse_maps<CpuLoops>::backward);
 }  // namespace ks::cpu

@@ -14,11 +14,12 @@
 #include "core/copy.h"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/loss.h"
+#include "ops/loss_formulas.h"
 
 namespace ks::cuda {
 namespace {
 
-const char* op_name(const ClassLossSpec& s) { return s.from_logits ? "cross_entropy" : "nll_loss"; }
+using namespace loss_formulas;
 
 // stats[0] += non-ignored count; stats[1] = min over invalid positions (P if none).
 __global__ void check_targets_kernel(const int64_t* t, int64_t P, int64_t C, int64_t ignore_index,
@@ -48,8 +49,7 @@ int64_t check_targets(const Tensor& targets, int64_t P, int64_t C, const ClassLo
   const std::vector<int64_t> host = stats.to_vector<int64_t>();  // synchronises the stream
   if (host[1] < P) {
     const int64_t bad = Tensor(targets).alias({}, {}, targets.storage_offset() + host[1]).item<int64_t>();
-    throw Error(str(op_name(spec), ": target ", bad, " at position ", host[1], " is out of range for ", C,
-                    " classes (ignore_index is ", spec.ignore_index, ")"));
+    throw_bad_target(spec, bad, host[1], C);
   }
   return host[0];
 }
@@ -85,9 +85,7 @@ __global__ void class_loss_rows(T* loss, T* lse, const T* x, const int64_t* t, i
     if (eps > 0) sx = row_sum<TPR>(sx);
     if (lane == 0) {
       const double l = double(m) + std::log(s);
-      double v = l - (1 - eps) * double(xr[tp]);
-      if (eps > 0) v -= eps / double(C) * sx;
-      loss[p] = T(v);
+      loss[p] = T(class_row_loss(l, double(xr[tp]), sx, eps, C));
       lse[p] = T(l);
     }
   }
@@ -101,7 +99,7 @@ void class_loss_cuda(const Tensor& loss, const Tensor& lse, const Tensor& denom,
   fill_(denom, double(std::max<int64_t>(count, 1)));
   if (P == 0) return;
   const int dev = x.device().index;
-  dispatch_floating(x.dtype(), op_name(spec), [&](auto tag) {
+  dispatch_floating(x.dtype(), class_loss_name(spec), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* lp = lse.defined() ? lse.data<T>() : nullptr;
     const cudaStream_t s = stream(dev);
@@ -124,7 +122,7 @@ void class_loss_cuda(const Tensor& loss, const Tensor& lse, const Tensor& denom,
 template <class T>
 __global__ void class_loss_backward_kernel_impl(T* dx, const T* g, int64_t gs, const T* x, const T* lse,
                                                 const int64_t* t, int64_t P, int64_t C, int64_t ignore_index,
-                                                bool from_logits, T smooth, T on) {
+                                                bool from_logits, CrossEntropyGrad<T> grad) {
   const int64_t n = P * C;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t p = e / C, c = e - p * C;
@@ -138,8 +136,8 @@ __global__ void class_loss_backward_kernel_impl(T* dx, const T* g, int64_t gs, c
       dx[e] = c == tp ? T(-gp) : T(0);
       continue;
     }
-    T v = gp * (std::exp(x[e] - lse[p]) - smooth);
-    if (c == tp) v -= gp * on;
+    T v = grad(gp, x[e], lse[p]);
+    if (c == tp) v -= gp * grad.on;
     dx[e] = v;
   }
 }
@@ -151,24 +149,21 @@ void class_loss_backward_cuda(const Tensor& dx, const Tensor& gpos, const Tensor
   const int64_t P = dx.size(0), C = dx.size(1);
   if (P * C == 0) return;
   const int dev = dx.device().index;
-  dispatch_floating(dx.dtype(), op_name(spec), [&](auto tag) {
+  dispatch_floating(dx.dtype(), class_loss_name(spec), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const cudaStream_t s = stream(dev);
     DeviceGuard guard(dx.device());
     class_loss_backward_kernel_impl<T><<<grid_for(P * C, kThreads, dev), kThreads, 0, s>>>(
         dx.data<T>(), gpos.data<T>(), gpos.stride(0), x.defined() ? x.data<T>() : nullptr,
         lse.defined() ? lse.data<T>() : nullptr, targets.data<int64_t>(), P, C, spec.ignore_index, spec.from_logits,
-        T(spec.label_smoothing / double(C)), T(1 - spec.label_smoothing));
+        CrossEntropyGrad<T>{T(spec.label_smoothing / double(C)), T(1 - spec.label_smoothing)});
     KS_CUDA_LAUNCH_CHECK();
   });
 }
 
 template <class T>
 void mse_typed(const Tensor& out, const Tensor& a_in, const Tensor& b_in, bool reduce, double scale) {
-  if (!reduce) {
-    cuda_map<T, T, T>([] __device__(T a, T b) { return (a - b) * (a - b); }, out, {a_in, b_in});
-    return;
-  }
+  if (!reduce) return mse_maps<CudaLoops>::squared_diff<T>(out, a_in, b_in);
   const Tensor a = contiguous_raw(a_in), b = contiguous_raw(b_in);
   const T* ap = a.data<T>();
   const T* bp = b.data<T>();
@@ -186,24 +181,9 @@ void mse_cuda(const Tensor& out, const Tensor& a, const Tensor& b, bool reduce, 
   dispatch_floating(out.dtype(), "mse_loss", [&](auto tag) { mse_typed<typename decltype(tag)::type>(out, a, b, reduce, scale); });
 }
 
-template <class T>
-void mse_backward_typed(const Tensor& da, const Tensor& db, const Tensor& a, const Tensor& b, const Tensor& g,
-                        double scale) {
-  const T c = T(2 * scale);
-  if (da.defined()) cuda_map<T, T, T, T>([c] __device__(T x, T y, T gv) { return c * (x - y) * gv; }, da, {a, b, g});
-  if (db.defined()) cuda_map<T, T, T, T>([c] __device__(T x, T y, T gv) { return c * (y - x) * gv; }, db, {a, b, g});
-}
-
-void mse_backward_cuda(const Tensor& da, const Tensor& db, const Tensor& a, const Tensor& b, const Tensor& g,
-                       double scale) {
-  dispatch_floating(a.dtype(), "mse_loss backward", [&](auto tag) {
-    mse_backward_typed<typename decltype(tag)::type>(da, db, a, b, g, scale);
-  });
-}
-
 }  // namespace
 KS_REGISTER_KERNEL(class_loss_kernel, CUDA, class_loss_cuda);
 KS_REGISTER_KERNEL(class_loss_backward_kernel, CUDA, class_loss_backward_cuda);
 KS_REGISTER_KERNEL(mse_kernel, CUDA, mse_cuda);
-KS_REGISTER_KERNEL(mse_backward_kernel, CUDA, mse_backward_cuda);
+KS_REGISTER_KERNEL(mse_backward_kernel, CUDA, loss_formulas::mse_maps<CudaLoops>::backward);
 }  // namespace ks::cuda
