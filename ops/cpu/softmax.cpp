@@ -16,6 +16,7 @@
 #include "core/parallel.h"
 #include "ops/cpu/row_math.h"
 #include "ops/softmax.h"
+#include "ops/softmax_formulas.h"
 
 namespace ks::cpu {
 namespace {
@@ -23,20 +24,7 @@ namespace {
 constexpr int64_t kGrain = 8192;  // elements per parallel chunk
 constexpr int64_t kTile = 64;     // columns per tile when the dim is not the last
 
-struct Geometry {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-Geometry geometry(const Shape& sizes, int64_t dim) {
-  Geometry g;
-  if (sizes.empty()) return g;  // a 0-d tensor is one row of one element
-  for (int64_t d = 0; d < int64_t(sizes.size()); ++d) {
-    if (d < dim) g.outer *= sizes[size_t(d)];
-    else if (d == dim) g.n = sizes[size_t(d)];
-    else g.inner *= sizes[size_t(d)];
-  }
-  return g;
-}
+using namespace softmax_formulas;
 
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
@@ -47,16 +35,16 @@ void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
     for (int64_t r = b; r < e; ++r) {
       const T* xr = x + r * n;
       T* yr = y + r * n;
-      T m = row_max(xr, n);
-      if (m == kNegInf<T>) m = 0;
+      const T m = row_shift(row_max(xr, n));
       if constexpr (Log) {
-        const double s = lane_sum<double>(n, [&](int64_t i) { return vmath::exp(xr[i] - m); });
-        const T ls = s == 0 ? T(0) : T(std::log(s));
-        for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) - ls;
+        const double s = lane_sum<double>(n, [&](int64_t i) { return kmath::exp(xr[i] - m); });
+        const T ls = row_norm<T, true>(s);
+        for (int64_t i = 0; i < n; ++i) yr[i] = softmax_out<T, true>(xr[i], m, ls);
       } else {
-        for (int64_t i = 0; i < n; ++i) yr[i] = vmath::exp(xr[i] - m);
+        // exp is taken once: stored, summed, then scaled in place.
+        for (int64_t i = 0; i < n; ++i) yr[i] = kmath::exp(xr[i] - m);
         const double s = lane_sum<double>(n, [&](int64_t i) { return yr[i]; });
-        const T inv = s == 0 ? T(0) : T(1.0 / s);
+        const T inv = row_norm<T, false>(s);
         for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
       }
     }
@@ -78,26 +66,26 @@ void forward_tiles(T* y, const T* x, const Geometry& G) {
         const T* xk = xo + k * inner;
         for (int64_t j = 0; j < w; ++j) m[j] = xk[j] > m[j] ? xk[j] : m[j];
       }
-      for (int64_t j = 0; j < w; ++j) m[j] = m[j] == kNegInf<T> ? T(0) : m[j];
+      for (int64_t j = 0; j < w; ++j) m[j] = row_shift(m[j]);
       std::fill(s, s + w, 0.0);
       for (int64_t k = 0; k < n; ++k) {
         const T* xk = xo + k * inner;
         T* yk = yo + k * inner;
         for (int64_t j = 0; j < w; ++j) {
-          const T v = vmath::exp(xk[j] - m[j]);
+          const T v = kmath::exp(xk[j] - m[j]);
           if constexpr (!Log) yk[j] = v;
           s[j] += double(v);
         }
       }
       if constexpr (Log) {
-        for (int64_t j = 0; j < w; ++j) ls[j] = s[j] == 0 ? T(0) : T(std::log(s[j]));
+        for (int64_t j = 0; j < w; ++j) ls[j] = row_norm<T, true>(s[j]);
         for (int64_t k = 0; k < n; ++k) {
           const T* xk = xo + k * inner;
           T* yk = yo + k * inner;
-          for (int64_t j = 0; j < w; ++j) yk[j] = (xk[j] - m[j]) - ls[j];
+          for (int64_t j = 0; j < w; ++j) yk[j] = softmax_out<T, true>(xk[j], m[j], ls[j]);
         }
       } else {
-        for (int64_t j = 0; j < w; ++j) ls[j] = s[j] == 0 ? T(0) : T(1.0 / s[j]);  // 1 / Σ
+        for (int64_t j = 0; j < w; ++j) ls[j] = row_norm<T, false>(s[j]);  // 1 / Σ
         for (int64_t k = 0; k < n; ++k) {
           T* yk = yo + k * inner;
           for (int64_t j = 0; j < w; ++j) yk[j] *= ls[j];
@@ -128,10 +116,10 @@ void backward_rows(T* dx, const T* g, const T* y, int64_t rows, int64_t n) {
           continue;
         }
         const T sg = T(lane_sum<double>(n, [&](int64_t i) { return gr[i]; }));
-        for (int64_t i = 0; i < n; ++i) dr[i] = gr[i] - vmath::exp(yr[i]) * sg;
+        for (int64_t i = 0; i < n; ++i) dr[i] = softmax_grad<T, true>(gr[i], yr[i], sg);
       } else {
         const T dot = T(lane_sum<double>(n, [&](int64_t i) { return double(gr[i]) * double(yr[i]); }));
-        for (int64_t i = 0; i < n; ++i) dr[i] = yr[i] * (gr[i] - dot);
+        for (int64_t i = 0; i < n; ++i) dr[i] = softmax_grad<T, false>(gr[i], yr[i], dot);
       }
     }
   });
@@ -169,8 +157,8 @@ void backward_tiles(T* dx, const T* g, const T* y, const Geometry& G) {
         const T* yk = y + base + k * inner;
         T* dk = dx + base + k * inner;
         for (int64_t j = 0; j < w; ++j) {
-          if constexpr (Log) dk[j] = (gk[j] - vmath::exp(yk[j]) * a[j]) * live[j];
-          else dk[j] = yk[j] * (gk[j] - a[j]);
+          if constexpr (Log) dk[j] = softmax_grad<T, true>(gk[j], yk[j], a[j]) * live[j];
+          else dk[j] = softmax_grad<T, false>(gk[j], yk[j], a[j]);
         }
       }
     }

@@ -13,24 +13,12 @@
 #include "core/copy.h"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/softmax.h"
+#include "ops/softmax_formulas.h"
 
 namespace ks::cuda {
 namespace {
 
-struct Geometry {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-Geometry geometry(const Shape& sizes, int64_t dim) {
-  Geometry g;
-  if (sizes.empty()) return g;  // a 0-d tensor is one row of one element
-  for (int64_t d = 0; d < int64_t(sizes.size()); ++d) {
-    if (d < dim) g.outer *= sizes[size_t(d)];
-    else if (d == dim) g.n = sizes[size_t(d)];
-    else g.inner *= sizes[size_t(d)];
-  }
-  return g;
-}
+using namespace softmax_formulas;
 
 template <class T, bool Log, int TPR>
 __global__ void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
@@ -40,18 +28,11 @@ __global__ void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
     T* yr = y + r * n;
     T m = T(-INFINITY);
     for (int64_t i = lane; i < n; i += TPR) m = xr[i] > m ? xr[i] : m;
-    m = row_max<TPR>(m);
-    if (m == T(-INFINITY)) m = T(0);
+    m = row_shift(row_max<TPR>(m));
     double s = 0;
-    for (int64_t i = lane; i < n; i += TPR) s += double(std::exp(xr[i] - m));
-    s = row_sum<TPR>(s);
-    if constexpr (Log) {
-      const T ls = s == 0 ? T(0) : T(std::log(s));
-      for (int64_t i = lane; i < n; i += TPR) yr[i] = (xr[i] - m) - ls;
-    } else {
-      const T inv = s == 0 ? T(0) : T(1.0 / s);
-      for (int64_t i = lane; i < n; i += TPR) yr[i] = std::exp(xr[i] - m) * inv;
-    }
+    for (int64_t i = lane; i < n; i += TPR) s += double(kmath::exp(xr[i] - m));
+    const T norm = row_norm<T, Log>(row_sum<TPR>(s));
+    for (int64_t i = lane; i < n; i += TPR) yr[i] = softmax_out<T, Log>(xr[i], m, norm);
   }
 }
 
@@ -64,16 +45,11 @@ __global__ void forward_columns(T* y, const T* x, Geometry G) {
     T* yc = y + o * G.n * G.inner + j;
     T m = T(-INFINITY);
     for (int64_t k = 0; k < G.n; ++k) m = xc[k * G.inner] > m ? xc[k * G.inner] : m;
-    if (m == T(-INFINITY)) m = T(0);
+    m = row_shift(m);
     double s = 0;
-    for (int64_t k = 0; k < G.n; ++k) s += double(std::exp(xc[k * G.inner] - m));
-    if constexpr (Log) {
-      const T ls = s == 0 ? T(0) : T(std::log(s));
-      for (int64_t k = 0; k < G.n; ++k) yc[k * G.inner] = (xc[k * G.inner] - m) - ls;
-    } else {
-      const T inv = s == 0 ? T(0) : T(1.0 / s);
-      for (int64_t k = 0; k < G.n; ++k) yc[k * G.inner] = std::exp(xc[k * G.inner] - m) * inv;
-    }
+    for (int64_t k = 0; k < G.n; ++k) s += double(kmath::exp(xc[k * G.inner] - m));
+    const T norm = row_norm<T, Log>(s);
+    for (int64_t k = 0; k < G.n; ++k) yc[k * G.inner] = softmax_out<T, Log>(xc[k * G.inner], m, norm);
   }
 }
 
@@ -94,12 +70,12 @@ __global__ void backward_rows(T* dx, const T* g, const T* y, int64_t rows, int64
       sg = row_sum<TPR>(sg);
       live = row_sum<TPR>(live);
       const T a = T(sg);
-      for (int64_t i = lane; i < n; i += TPR) dr[i] = live > 0 ? T(gr[i] - std::exp(yr[i]) * a) : T(0);
+      for (int64_t i = lane; i < n; i += TPR) dr[i] = live > 0 ? softmax_grad<T, true>(gr[i], yr[i], a) : T(0);
     } else {
       double dot = 0;
       for (int64_t i = lane; i < n; i += TPR) dot += double(gr[i]) * double(yr[i]);
       const T a = T(row_sum<TPR>(dot));
-      for (int64_t i = lane; i < n; i += TPR) dr[i] = yr[i] * (gr[i] - a);
+      for (int64_t i = lane; i < n; i += TPR) dr[i] = softmax_grad<T, false>(gr[i], yr[i], a);
     }
   }
 }
@@ -124,8 +100,7 @@ __global__ void backward_columns(T* dx, const T* g, const T* y, Geometry G) {
     const T a = T(acc);
     for (int64_t k = 0; k < G.n; ++k) {
       const int64_t e = base + k * G.inner;
-      if constexpr (Log) dx[e] = live ? T(g[e] - std::exp(y[e]) * a) : T(0);
-      else dx[e] = y[e] * (g[e] - a);
+      dx[e] = (!Log || live) ? softmax_grad<T, Log>(g[e], y[e], a) : T(0);
     }
   }
 }
