@@ -16,9 +16,12 @@
 #include "core/parallel.h"
 #include "ops/cpu/row_math.h"
 #include "ops/layer_norm.h"
+#include "ops/layer_norm_formulas.h"
 
 namespace ks::cpu {
 namespace {
+
+using namespace layer_norm_formulas;
 
 constexpr int64_t kGrain = 16384;  // elements per parallel chunk
 constexpr int64_t kBlocks = 64;    // row blocks for dweight / dbias partials
@@ -41,15 +44,10 @@ void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, cons
                            const double d = double(xr[i]) - mu;
                            return d * d;
                          }) * inv_n;
-      const double rs = 1.0 / std::sqrt(var + eps);
+      const double rs = rstd_of(var, eps);
       mean[r] = mu;
       rstd[r] = rs;
-      for (int64_t i = 0; i < N; ++i) {
-        T v = T((double(xr[i]) - mu) * rs);
-        if constexpr (HasW) v *= w[i];
-        if constexpr (HasB) v += b[i];
-        yr[i] = v;
-      }
+      for (int64_t i = 0; i < N; ++i) yr[i] = affine<T, HasW, HasB>(normalized(double(xr[i]), mu, rs), w, b, i);
     }
   });
 }
@@ -94,12 +92,13 @@ void backward_rows(T* dx, double* pw, double* pb, const T* g, const T* x, const 
     };
     if (dx) {
       const double a = lane_sum<double>(N, gw) * inv_n;
-      const double c = lane_sum<double>(N, [&](int64_t i) { return gw(i) * ((double(xr[i]) - mu) * rs); }) * inv_n;
+      auto xhat = [&](int64_t i) { return normalized(double(xr[i]), mu, rs); };
+      const double c = lane_sum<double>(N, [&](int64_t i) { return gw(i) * xhat(i); }) * inv_n;
       T* dr = dx + r * N;
-      for (int64_t i = 0; i < N; ++i) dr[i] = T(rs * (gw(i) - a - (double(xr[i]) - mu) * rs * c));
+      for (int64_t i = 0; i < N; ++i) dr[i] = T(input_grad(gw(i), xhat(i), a, c, rs));
     }
     if (pw)
-      for (int64_t i = 0; i < N; ++i) pw[i] += double(gr[i]) * ((double(xr[i]) - mu) * rs);
+      for (int64_t i = 0; i < N; ++i) pw[i] += double(gr[i]) * normalized(double(xr[i]), mu, rs);
     if (pb)
       for (int64_t i = 0; i < N; ++i) pb[i] += double(gr[i]);
   }
@@ -107,16 +106,10 @@ void backward_rows(T* dx, double* pw, double* pb, const T* g, const T* x, const 
 
 void layer_norm_backward_cpu(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g_in,
                              const Tensor& x_in, const Tensor& mean, const Tensor& rstd, const Tensor& w_in) {
-  const int64_t M = mean.numel();
-  const int64_t N = M > 0 ? g_in.numel() / M : 0;
-  if (N == 0 || M == 0) {  // nothing flows; parameter grads of an empty batch are zero
-    if (dw.defined()) fill_(dw, 0.0);
-    if (db.defined()) fill_(db, 0.0);
-    return;
-  }
-  const Tensor g = contiguous_raw(g_in);
-  const Tensor x = x_in.defined() ? contiguous_raw(x_in) : x_in;
-  const Tensor w = w_in.defined() ? contiguous_raw(w_in) : w_in;
+  const BackwardInputs in = backward_inputs(dw, db, g_in, x_in, mean, w_in);
+  if (in.empty) return;
+  const Tensor &g = in.g, &x = in.x, &w = in.w;
+  const int64_t M = in.M, N = in.N;
   const int64_t per_block = (M + kBlocks - 1) / kBlocks, blocks = (M + per_block - 1) / per_block;
   std::vector<double> pw(dw.defined() ? size_t(blocks * N) : 0), pb(db.defined() ? size_t(blocks * N) : 0);
   dispatch_floating(g.dtype(), "layer_norm backward", [&](auto tag) {

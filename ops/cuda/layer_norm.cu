@@ -9,15 +9,19 @@
 // (chunk, column) thread sums its rows in order into a double partial, and a
 // second kernel adds the partials in chunk order — deterministic, no atomics.
 #include <cmath>
+#include <type_traits>
 
 #include "core/copy.h"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/layer_norm.h"
+#include "ops/layer_norm_formulas.h"
 
 namespace ks::cuda {
 namespace {
 
-template <class T, int TPR>
+using namespace layer_norm_formulas;
+
+template <class T, int TPR, bool HasW, bool HasB>
 __global__ void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, const T* b, int64_t M,
                              int64_t N, double eps) {
   const int lane = row_lane<TPR>();
@@ -34,17 +38,12 @@ __global__ void forward_rows(T* y, double* mean, double* rstd, const T* x, const
       q += d * d;
     }
     const double var = row_sum<TPR>(q) * inv_n;
-    const double rs = 1.0 / std::sqrt(var + eps);
+    const double rs = rstd_of(var, eps);
     if (lane == 0) {
       mean[r] = mu;
       rstd[r] = rs;
     }
-    for (int64_t i = lane; i < N; i += TPR) {
-      T v = T((double(xr[i]) - mu) * rs);
-      if (w) v *= w[i];
-      if (b) v += b[i];
-      yr[i] = v;
-    }
+    for (int64_t i = lane; i < N; i += TPR) yr[i] = affine<T, HasW, HasB>(normalized(double(xr[i]), mu, rs), w, b, i);
   }
 }
 
@@ -64,12 +63,21 @@ void layer_norm_cuda(const Tensor& y, const Tensor& mean, const Tensor& rstd, co
     const cudaStream_t s = stream(dev);
     DeviceGuard guard(x.device());
     const RowLaunch L = row_launch(M, N, dev);
-    if (L.warp_rows)
-      forward_rows<T, kWarp><<<L.grid, kThreads, 0, s>>>(y.data<T>(), mean.data<double>(), rstd.data<double>(),
-                                                          x.data<T>(), wp, bp, M, N, eps);
-    else
-      forward_rows<T, kThreads><<<L.grid, kThreads, 0, s>>>(y.data<T>(), mean.data<double>(), rstd.data<double>(),
-                                                             x.data<T>(), wp, bp, M, N, eps);
+    auto launch = [&](auto tpr, auto has_w, auto has_b) {
+      forward_rows<T, decltype(tpr)::value, decltype(has_w)::value, decltype(has_b)::value>
+          <<<L.grid, kThreads, 0, s>>>(y.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(), wp, bp, M,
+                                       N, eps);
+    };
+    auto with_affine = [&](auto tpr) {
+      using Y = std::true_type;
+      using F = std::false_type;
+      if (wp && bp) launch(tpr, Y{}, Y{});
+      else if (wp) launch(tpr, Y{}, F{});
+      else if (bp) launch(tpr, F{}, Y{});
+      else launch(tpr, F{}, F{});
+    };
+    if (L.warp_rows) with_affine(std::integral_constant<int, kWarp>{});
+    else with_affine(std::integral_constant<int, kThreads>{});
     KS_CUDA_LAUNCH_CHECK();
   });
 }
@@ -88,14 +96,14 @@ __global__ void backward_dx_rows(T* dx, const T* g, const T* x, const double* me
     for (int64_t i = lane; i < N; i += TPR) {
       const double gw = w ? double(gr[i]) * double(w[i]) : double(gr[i]);
       sa += gw;
-      sc += gw * ((double(xr[i]) - mu) * rs);
+      sc += gw * normalized(double(xr[i]), mu, rs);
     }
     const double a = row_sum<TPR>(sa) * inv_n;
     const double c = row_sum<TPR>(sc) * inv_n;
     T* dr = dx + r * N;
     for (int64_t i = lane; i < N; i += TPR) {
       const double gw = w ? double(gr[i]) * double(w[i]) : double(gr[i]);
-      dr[i] = T(rs * (gw - a - (double(xr[i]) - mu) * rs * c));
+      dr[i] = T(input_grad(gw, normalized(double(xr[i]), mu, rs), a, c, rs));
     }
   }
 }
@@ -110,7 +118,7 @@ __global__ void param_partials(double* pw, double* pb, const T* g, const T* x, c
     double aw = 0, ab = 0;
     for (int64_t r = r0; r < r1; ++r) {
       const double gv = double(g[r * N + j]);
-      if (pw) aw += gv * ((double(x[r * N + j]) - mean[r]) * rstd[r]);
+      if (pw) aw += gv * normalized(double(x[r * N + j]), mean[r], rstd[r]);
       ab += gv;
     }
     if (pw) pw[chunk * N + j] = aw;
@@ -129,16 +137,10 @@ __global__ void sum_partials(T* out, const double* part, int64_t chunks, int64_t
 
 void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g_in,
                               const Tensor& x_in, const Tensor& mean, const Tensor& rstd, const Tensor& w_in) {
-  const int64_t M = mean.numel();
-  const int64_t N = M > 0 ? g_in.numel() / M : 0;
-  if (N == 0 || M == 0) {  // nothing flows; parameter grads of an empty batch are zero
-    if (dw.defined()) fill_(dw, 0.0);
-    if (db.defined()) fill_(db, 0.0);
-    return;
-  }
-  const Tensor g = contiguous_raw(g_in);
-  const Tensor x = x_in.defined() ? contiguous_raw(x_in) : x_in;
-  const Tensor w = w_in.defined() ? contiguous_raw(w_in) : w_in;
+  const BackwardInputs in = backward_inputs(dw, db, g_in, x_in, mean, w_in);
+  if (in.empty) return;
+  const Tensor &g = in.g, &x = in.x, &w = in.w;
+  const int64_t M = in.M, N = in.N;
   const int dev = g.device().index;
   // Chunks of rows for the parameter partials: a function of M alone.
   const int64_t rows_per_chunk = std::max<int64_t>(16, (M + 255) / 256);
