@@ -31,6 +31,7 @@
 #include "core/parallel.h"
 #include "ops/cpu/row_math.h"
 #include "ops/mixture.h"
+#include "ops/mixture_formulas.h"
 
 namespace ks::cpu {
 namespace {
@@ -40,37 +41,7 @@ constexpr int64_t kGrain = 16384;  // score elements per parallel chunk
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
-struct Geometry {
-  int64_t N = 1, T = 1, M = 1, S = 1;  // N: the batch dims flattened
-};
-
-Geometry geometry(const Tensor& scores) {
-  const Shape& ss = scores.sizes();
-  const size_t nd = ss.size();
-  Geometry g;
-  for (size_t d = 0; d + 3 < nd; ++d) g.N *= ss[d];
-  g.T = ss[nd - 3];
-  g.M = ss[nd - 2];
-  g.S = ss[nd - 1];
-  return g;
-}
-
-// For a bool view (..., T, S): the offset of row (n, i = 0) for every flat batch index n.
-std::vector<int64_t> batch_offsets(const Tensor& view) {
-  const int64_t nb = view.dim() - 2;
-  int64_t n_total = 1;
-  for (int64_t d = 0; d < nb; ++d) n_total *= view.size(d);
-  std::vector<int64_t> off(static_cast<size_t>(n_total));
-  for (int64_t n = 0; n < n_total; ++n) {
-    int64_t rem = n, o = 0;
-    for (int64_t d = nb - 1; d >= 0; --d) {
-      o += (rem % view.size(d)) * view.stride(d);
-      rem /= view.size(d);
-    }
-    off[size_t(n)] = o;
-  }
-  return off;
-}
+using namespace mixture_formulas;
 
 // add[j] = 0 where key j is visible, -inf where masked, for a row of bools
 // with stride `step`; returns the visible span [lo, hi) (empty: lo == hi).
@@ -106,7 +77,7 @@ void components(T* x, T* mx, T* u, T* lm, const T* add, const T* s, const T* b, 
     const T* bk = b + r * S;
     T* xk = x + r * n;
     for (int64_t j = 0; j < n; ++j) {
-      const T v = scale * sk[j] + bk[j];
+      const T v = component_logit(scale, sk[j], bk[j]);
       xk[j] = v;
       mx[j] = v > mx[j] ? v : mx[j];
     }
@@ -243,14 +214,11 @@ void backward_rows(T* ds, T* db, const T* ga, const T* a, const T* s, const T* b
           }
         if (n == 0) continue;
         components<T>(x, mx, u, nullptr, nullptr, s + row * MS + lo, bias + nb * MS + lo, M, S, n, scale, hard);
-        // dℓ_j = A_j (g_j − Σ g·A), and γ_r = x_r / u: w = dℓ / u (0 where u = 0, a key no component reaches).
+        // w = dℓ / u per key (key_weight), with dℓ_j = A_j (g_j − Σ g·A).
         const T* al = ar + lo;
         const T* gl = gr + lo;
         const T dot = T(lane_sum<double>(n, [&](int64_t j) { return double(gl[j]) * double(al[j]); }));
-        for (int64_t j = 0; j < n; ++j) {
-          const T dl = al[j] * (gl[j] - dot);
-          w[j] = hard ? dl : (u[j] > T(0) ? dl / u[j] : T(0));
-        }
+        for (int64_t j = 0; j < n; ++j) w[j] = key_weight(al[j], gl[j], dot, u[j], hard);
         for (int64_t r = 0; r < M; ++r) {
           const T* xk = x + r * n;
           if (dsr) {

@@ -26,24 +26,12 @@
 #include "core/factory.h"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/mixture.h"
+#include "ops/mixture_formulas.h"
 
 namespace ks::cuda {
 namespace {
 
-struct Geometry {
-  int64_t N = 1, T = 1, M = 1, S = 1;  // N: the batch dims flattened
-};
-
-Geometry geometry(const Tensor& scores) {
-  const Shape& ss = scores.sizes();
-  const size_t nd = ss.size();
-  Geometry g;
-  for (size_t d = 0; d + 3 < nd; ++d) g.N *= ss[d];
-  g.T = ss[nd - 3];
-  g.M = ss[nd - 2];
-  g.S = ss[nd - 1];
-  return g;
-}
+using namespace mixture_formulas;
 
 // The mask as the kernels read it: row (n, i) key j is at base[n] + i·st + j·ss.
 struct MaskView {
@@ -65,7 +53,7 @@ template <class T>
 __device__ inline Key<T> key_at(const T* s, const T* b, int64_t M, int64_t S, int64_t j, T scale, bool hard) {
   Key<T> k{T(-INFINITY), T(0), T(0), 0};
   for (int64_t r = 0; r < M; ++r) {
-    const T v = scale * s[r * S + j] + b[r * S + j];
+    const T v = component_logit(scale, s[r * S + j], b[r * S + j]);
     if (v > k.mx) {
       k.mx = v;
       k.first = r;
@@ -75,7 +63,7 @@ __device__ inline Key<T> key_at(const T* s, const T* b, int64_t M, int64_t S, in
   if (k.mx == T(-INFINITY)) k.first = 0;
   k.m0 = k.mx == T(-INFINITY) ? T(0) : k.mx;
   if (!hard)
-    for (int64_t r = 0; r < M; ++r) k.u += std::exp(scale * s[r * S + j] + b[r * S + j] - k.m0);
+    for (int64_t r = 0; r < M; ++r) k.u += kmath::exp(component_logit(scale, s[r * S + j], b[r * S + j]) - k.m0);
   return k;
 }
 
@@ -84,7 +72,7 @@ template <class T>
 __device__ inline T component(const Key<T>& k, const T* s, const T* b, int64_t S, int64_t r, int64_t j, T scale,
                               bool hard) {
   if (hard) return r == k.first ? T(1) : T(0);
-  return std::exp(scale * s[r * S + j] + b[r * S + j] - k.m0);
+  return kmath::exp(component_logit(scale, s[r * S + j], b[r * S + j]) - k.m0);
 }
 
 template <class T>
@@ -109,7 +97,7 @@ __global__ void forward_rows(T* a, T* resp, const T* scores, const T* bias, Mask
     for (int64_t j = lane; j < S; j += TPR) {
       T mx = T(-INFINITY);
       for (int64_t r = 0; r < M; ++r) {
-        const T v = scale * s[r * S + j] + b[r * S + j];
+        const T v = component_logit(scale, s[r * S + j], b[r * S + j]);
         mx = v > mx ? v : mx;
       }
       const T l = mx + mask_add<T>(mask, n, i, j);
@@ -178,31 +166,13 @@ __global__ void backward_columns(T* ds, T* db, const T* g, const T* a, const T* 
       }
       const T* s = scores + row * MS;
       const Key<T> k = key_at(s, b, M, S, j, scale, hard);
-      const T dl = al * (g[row * S + j] - dot[row]);
-      const T w = hard ? dl : (k.u > T(0) ? dl / k.u : T(0));
+      const T w = key_weight(al, g[row * S + j], dot[row], k.u, hard);
       const T x = component(k, s, b, S, r, j, scale, hard);
       if (dsp) *dsp = scale * (x * w);
       acc += double(x) * double(w);
     }
     if (db) db[e] = T(acc);
   }
-}
-
-// Per flat batch index n, the offset of mask row (n, i = 0) (as the CPU kernel computes it).
-std::vector<int64_t> batch_offsets(const Tensor& view) {
-  const int64_t nb = view.dim() - 2;
-  int64_t n_total = 1;
-  for (int64_t d = 0; d < nb; ++d) n_total *= view.size(d);
-  std::vector<int64_t> off(static_cast<size_t>(n_total));
-  for (int64_t n = 0; n < n_total; ++n) {
-    int64_t rem = n, o = 0;
-    for (int64_t d = nb - 1; d >= 0; --d) {
-      o += (rem % view.size(d)) * view.stride(d);
-      rem /= view.size(d);
-    }
-    off[size_t(n)] = o;
-  }
-  return off;
 }
 
 template <class T>
