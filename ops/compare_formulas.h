@@ -3,7 +3,7 @@
 // element rules are functors with KS_HOST_DEVICE call operators, and each
 // kernel is a template over the backend's elementwise loop (Loops::map:
 // cpu_map for CpuLoops, cuda_map for CudaLoops); the backends only register
-// compare_kernels<CpuLoops>::... and compare_kernels<CudaLoops>::....
+// them (register_compare_kernels).
 //
 // Masks are read as uint8_t (a bool tensor holds 0 or 1 per byte): GCC
 // vectorises selects on uint8_t lanes but not on bool.
@@ -149,5 +149,17 @@ struct compare_kernels {
     });
   }
 };
+
+// Registers compare_kernels<Loops> as `device`'s kernels of ops/compare.h.
+template <class Loops>
+bool register_compare_kernels(DeviceType device) {
+  using K = compare_kernels<Loops>;
+  compare_kernel.set(device, K::compare);
+  compare_scalar_kernel.set(device, K::compare_scalar);
+  logical_kernel.set(device, K::logical);
+  where_kernel.set(device, K::where);
+  masked_fill_kernel.set(device, K::masked_fill);
+  return true;
+}
 
 }  // namespace ks::compare_formulas

@@ -6,7 +6,8 @@
 // Each formula is a functor with a KS_HOST_DEVICE call operator; each kernel
 // is a template over the backend's elementwise loop (Loops::map: cpu_map for
 // CpuLoops, cuda_map for CudaLoops), which runs it over any strides and
-// broadcast views. The backends' files only register the kernels.
+// broadcast views. The backends' files only register the kernels
+// (register_elementwise_kernels).
 // Dtypes were checked by the ops; a dtype reaching a branch it cannot run is
 // an internal error. pow has no vectorised form (libm's pow per element).
 // In-place updates pass the target as both output and first input: each
@@ -184,5 +185,17 @@ struct elementwise_kernels {
     });
   }
 };
+
+// Registers elementwise_kernels<Loops> as `device`'s kernels of
+// ops/elementwise.h and ops/inplace.h.
+template <class Loops>
+bool register_elementwise_kernels(DeviceType device) {
+  using K = elementwise_kernels<Loops>;
+  binary_kernel.set(device, K::binary);
+  scalar_kernel.set(device, K::scalar);
+  binary_backward_kernel.set(device, K::binary_backward);
+  inplace_kernel.set(device, K::inplace);
+  return true;
+}
 
 }  // namespace ks::elementwise_formulas

@@ -1,16 +1,20 @@
 // ops/optim_formulas.h — the per-element updates of the fused optimizers
 // (ops/optim.h), written once for the CPU and the CUDA kernels: each is a
 // struct built on the host from the hyperparameters and the arrays, with a
-// KS_HOST_DEVICE call operator that updates element i in place; the CPU runs
-// it under parallel_for, the GPU under cuda_for_each_index. The formulas follow
+// KS_HOST_DEVICE call operator that updates element i in place; the kernels
+// run it through the backend's Loops::for_each_index (parallel_for on the
+// CPU, a thread per element on the GPU). The formulas follow
 // PyTorch's torch.optim.Adam/AdamW/SGD (non-foreach) exactly, including where
-// eps goes. Not here: the loops (ops/cpu/optim.cpp, ops/cuda/optim.cu).
+// eps goes. Not here: gradient clipping's sum of squares (each backend's own
+// deterministic reduction).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "core/host_device.h"
+#include "core/tensor.h"
 #include "ops/kernel_math.h"
 #include "ops/optim.h"
 
@@ -70,5 +74,48 @@ struct SgdStep {
     p[i] -= lr * d;
   }
 };
+
+template <class T>
+struct Scale {
+  T c;
+  KS_HOST_DEVICE T operator()(T x) const { return T(x * c); }
+};
+
+// The fused update kernels of ops/optim.h, and gradient clipping's scale,
+// for the backend whose loops are Loops.
+template <class Loops>
+struct optim_kernels {
+  static void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const AdamHyper& h) {
+    dispatch_floating(p.dtype(), "adam_update_", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const AdamStep<T> step(h, p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>());
+      Loops::for_each_index(p.device(), p.numel(), kElementwiseGrain / 4, step);
+    });
+  }
+
+  static void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const SgdHyper& h) {
+    dispatch_floating(p.dtype(), "sgd_update_", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const SgdStep<T> step(h, p.data<T>(), g.data<T>(), h.momentum != 0 ? buf.data<T>() : nullptr);
+      Loops::for_each_index(p.device(), p.numel(), kElementwiseGrain / 2, step);
+    });
+  }
+
+  static void scale(const Tensor& t, double s) {
+    dispatch_floating(t.dtype(), "scale_", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Loops::template map<T, T>(Scale<T>{T(s)}, t, {t});
+    });
+  }
+};
+
+// Registers optim_kernels<Loops> as `device`'s Adam, SGD and scale kernels.
+template <class Loops>
+bool register_optim_kernels(DeviceType device) {
+  adam_kernel.set(device, optim_kernels<Loops>::adam);
+  sgd_kernel.set(device, optim_kernels<Loops>::sgd);
+  scale_kernel.set(device, optim_kernels<Loops>::scale);
+  return true;
+}
 
 }  // namespace ks::optim_formulas

@@ -11,7 +11,8 @@
 // unary_forward<Loops> and unary_backward<Loops>, are written here once too:
 // they turn the run-time op into its functor and hand it to Loops::map, which
 // is cpu_map for CpuLoops (ops/cpu/loops.h) and cuda_map for CudaLoops
-// (core/cuda/loops.cuh); the backends' files only register them.
+// (core/cuda/loops.cuh); the backends' files only register them
+// (register_unary_kernels).
 //
 // Selects are written `cond ? a : b` over values computed either way, so the
 // CPU loops become blends, not branches. Math functions are ks::kmath's
@@ -243,6 +244,14 @@ void unary_backward(UnaryOp op, const UnaryParams& p, const Tensor& gi, const Te
     using T = typename decltype(tag)::type;
     with_unary_backward<T>(op, p, [&](auto f) { Loops::template map<T, T, T>(f, gi, {go, s}); });
   });
+}
+
+// Registers unary_forward/unary_backward<Loops> as `device`'s kernels of ops/unary.h.
+template <class Loops>
+bool register_unary_kernels(DeviceType device) {
+  unary_kernel.set(device, unary_forward<Loops>);
+  unary_backward_kernel.set(device, unary_backward<Loops>);
+  return true;
 }
 
 }  // namespace ks::unary_formulas

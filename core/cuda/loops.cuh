@@ -181,12 +181,20 @@ void cuda_for_each_index(const Device& device, int64_t n, F f) {
   KS_CUDA_LAUNCH_CHECK();
 }
 
-// cuda_map as a type: the loop that the kernels written once for every
-// backend (ops/*_formulas.h) are instantiated with, as `unary_forward<CudaLoops>`.
+// The GPU's loops as a type, for the kernels written once for every backend
+// (ops/*_formulas.h), instantiated as `unary_forward<CudaLoops>`; the same
+// interface as ops/cpu/loops.h's CpuLoops:
+//   map<Out, In...>(f, out, in)          cuda_map
+//   for_each_index(device, n, grain, f)  cuda_for_each_index (one thread per
+//                                        index; grain is the CPU's chunking)
 struct CudaLoops {
   template <class Out, class... In, class F>
   static void map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in) {
     cuda_map<Out, In...>(f, out, in);
+  }
+  template <class F>
+  static void for_each_index(const Device& device, int64_t n, int64_t, F f) {
+    cuda_for_each_index(device, n, f);
   }
 };
 

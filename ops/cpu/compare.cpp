@@ -5,10 +5,6 @@
 #include "ops/cpu/loops.h"
 
 namespace ks::cpu {
-using Kernels = compare_formulas::compare_kernels<CpuLoops>;
-KS_REGISTER_KERNEL(compare_kernel, CPU, Kernels::compare);
-KS_REGISTER_KERNEL(compare_scalar_kernel, CPU, Kernels::compare_scalar);
-KS_REGISTER_KERNEL(logical_kernel, CPU, Kernels::logical);
-KS_REGISTER_KERNEL(where_kernel, CPU, Kernels::where);
-KS_REGISTER_KERNEL(masked_fill_kernel, CPU, Kernels::masked_fill);
+[[maybe_unused]] const bool compare_kernels_registered =
+    compare_formulas::register_compare_kernels<CpuLoops>(DeviceType::CPU);
 }  // namespace ks::cpu

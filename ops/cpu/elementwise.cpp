@@ -5,9 +5,6 @@
 #include "ops/elementwise_formulas.h"
 
 namespace ks::cpu {
-using Kernels = elementwise_formulas::elementwise_kernels<CpuLoops>;
-KS_REGISTER_KERNEL(binary_kernel, CPU, Kernels::binary);
-KS_REGISTER_KERNEL(scalar_kernel, CPU, Kernels::scalar);
-KS_REGISTER_KERNEL(binary_backward_kernel, CPU, Kernels::binary_backward);
-KS_REGISTER_KERNEL(inplace_kernel, CPU, Kernels::inplace);
+[[maybe_unused]] const bool elementwise_kernels_registered =
+    elementwise_formulas::register_elementwise_kernels<CpuLoops>(DeviceType::CPU);
 }  // namespace ks::cpu

@@ -8,6 +8,7 @@
 
 #include <array>
 
+#include "core/parallel.h"
 #include "core/strided_loop.h"
 #include "core/tensor.h"
 
@@ -49,12 +50,21 @@ void cpu_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in
   });
 }
 
-// cpu_map as a type: the loop that the kernels written once for every backend
-// (ops/*_formulas.h) are instantiated with, as `unary_forward<CpuLoops>`.
+// The CPU's loops as a type, for the kernels written once for every backend
+// (ops/*_formulas.h), instantiated as `unary_forward<CpuLoops>`:
+//   map<Out, In...>(f, out, in)      cpu_map
+//   for_each_index(device, n, grain, f)  f(i) for i in [0, n), in parallel
+//                                        chunks of at least `grain` indices
 struct CpuLoops {
   template <class Out, class... In, class F>
   static void map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in) {
     cpu_map<Out, In...>(f, out, in);
+  }
+  template <class F>
+  static void for_each_index(const Device&, int64_t n, int64_t grain, F f) {
+    parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) f(i);
+    });
   }
 };
 

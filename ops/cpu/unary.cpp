@@ -7,6 +7,6 @@
 #include "ops/unary_formulas.h"
 
 namespace ks::cpu {
-KS_REGISTER_KERNEL(unary_kernel, CPU, unary_formulas::unary_forward<CpuLoops>);
-KS_REGISTER_KERNEL(unary_backward_kernel, CPU, unary_formulas::unary_backward<CpuLoops>);
+[[maybe_unused]] const bool unary_kernels_registered =
+    unary_formulas::register_unary_kernels<CpuLoops>(DeviceType::CPU);
 }  // namespace ks::cpu

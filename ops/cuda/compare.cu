@@ -5,10 +5,6 @@
 #include "ops/compare_formulas.h"
 
 namespace ks::cuda {
-using Kernels = compare_formulas::compare_kernels<CudaLoops>;
-KS_REGISTER_KERNEL(compare_kernel, CUDA, Kernels::compare);
-KS_REGISTER_KERNEL(compare_scalar_kernel, CUDA, Kernels::compare_scalar);
-KS_REGISTER_KERNEL(logical_kernel, CUDA, Kernels::logical);
-KS_REGISTER_KERNEL(where_kernel, CUDA, Kernels::where);
-KS_REGISTER_KERNEL(masked_fill_kernel, CUDA, Kernels::masked_fill);
+[[maybe_unused]] const bool compare_kernels_registered =
+    compare_formulas::register_compare_kernels<CudaLoops>(DeviceType::CUDA);
 }  // namespace ks::cuda

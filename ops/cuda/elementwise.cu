@@ -5,9 +5,6 @@
 #include "ops/elementwise_formulas.h"
 
 namespace ks::cuda {
-using Kernels = elementwise_formulas::elementwise_kernels<CudaLoops>;
-KS_REGISTER_KERNEL(binary_kernel, CUDA, Kernels::binary);
-KS_REGISTER_KERNEL(scalar_kernel, CUDA, Kernels::scalar);
-KS_REGISTER_KERNEL(binary_backward_kernel, CUDA, Kernels::binary_backward);
-KS_REGISTER_KERNEL(inplace_kernel, CUDA, Kernels::inplace);
+[[maybe_unused]] const bool elementwise_kernels_registered =
+    elementwise_formulas::register_elementwise_kernels<CudaLoops>(DeviceType::CUDA);
 }  // namespace ks::cuda

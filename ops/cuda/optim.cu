@@ -1,9 +1,8 @@
-// ops/cuda/optim.cu — CUDA kernels for the fused optimizer updates (one pass
-// per parameter applying the update of ops/optim_formulas.h, PyTorch's
-// non-foreach Adam/AdamW/SGD) and for gradient clipping's scale and sum of
-// squares. The
-// sum of squares is deterministic (block_reduce.cuh) and comes back to the
-// host as a double, which synchronises the stream.
+// ops/cuda/optim.cu — the GPU's optimizer kernels: registers the fused
+// Adam/SGD updates and the scale of ops/optim_formulas.h (a thread per
+// element), and holds gradient clipping's sum of squares, deterministic
+// (block_reduce.cuh) and returned to the host as a double, which
+// synchronises the stream.
 #include <cmath>
 
 #include "ops/cuda/block_reduce.cuh"
@@ -12,33 +11,6 @@
 
 namespace ks::cuda {
 namespace {
-
-using namespace optim_formulas;
-
-void adam_cuda(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const AdamHyper& h) {
-  dispatch_floating(p.dtype(), "adam_update_", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    cuda_for_each_index(p.device(), p.numel(), AdamStep<T>(h, p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>()));
-  });
-}
-
-void sgd_cuda(const Tensor& p, const Tensor& g, const Tensor& buf, const SgdHyper& h) {
-  dispatch_floating(p.dtype(), "sgd_update_", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* b = h.momentum != 0 ? buf.data<T>() : nullptr;
-    cuda_for_each_index(p.device(), p.numel(), SgdStep<T>(h, p.data<T>(), g.data<T>(), b));
-  });
-}
-
-template <class T>
-void scale_typed(const Tensor& t, double s) {
-  const T c = T(s);
-  cuda_map<T, T>([c] __device__(T x) { return T(x * c); }, t, {t});
-}
-
-void scale_cuda(const Tensor& t, double s) {
-  dispatch_floating(t.dtype(), "scale_", [&](auto tag) { scale_typed<typename decltype(tag)::type>(t, s); });
-}
 
 template <class T>
 double sum_squares_typed(const Tensor& t) {
@@ -57,8 +29,7 @@ double sum_squares_cuda(const Tensor& t) {
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(adam_kernel, CUDA, adam_cuda);
-KS_REGISTER_KERNEL(sgd_kernel, CUDA, sgd_cuda);
-KS_REGISTER_KERNEL(scale_kernel, CUDA, scale_cuda);
+[[maybe_unused]] const bool optim_kernels_registered =
+    optim_formulas::register_optim_kernels<CudaLoops>(DeviceType::CUDA);
 KS_REGISTER_KERNEL(sum_squares_kernel, CUDA, sum_squares_cuda);
 }  // namespace ks::cuda

@@ -7,6 +7,6 @@
 #include "ops/unary_formulas.h"
 
 namespace ks::cuda {
-KS_REGISTER_KERNEL(unary_kernel, CUDA, unary_formulas::unary_forward<CudaLoops>);
-KS_REGISTER_KERNEL(unary_backward_kernel, CUDA, unary_formulas::unary_backward<CudaLoops>);
+[[maybe_unused]] const bool unary_kernels_registered =
+    unary_formulas::register_unary_kernels<CudaLoops>(DeviceType::CUDA);
 }  // namespace ks::cuda

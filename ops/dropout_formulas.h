@@ -1,0 +1,85 @@
+// ops/dropout_formulas.h — the dropout kernels of ops/dropout.h, written once
+// for the CPU and the GPU over the backend's loops (CpuLoops, CudaLoops):
+// the forward runs one Philox block of 4 elements per index (parallel_for
+// chunks on the CPU, a thread per block on the GPU), so both draw the same
+// mask from a seed (bernoulli_draw, core/random_values.h); the backward is an
+// elementwise map. Not here: the checks and the generator (ops/dropout.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "core/copy.h"
+#include "core/dtype.h"
+#include "core/host_device.h"
+#include "core/random_values.h"
+#include "core/tensor.h"
+#include "ops/dropout.h"
+
+namespace ks::dropout_formulas {
+
+// Elements 4b .. 4b+3 (those below n): kept with probability keep, then
+// out = x·scale, else 0; mask records the draw. x, out, mask contiguous.
+template <class T>
+struct DropoutBlock {
+  T* out;
+  bool* mask;
+  const T* x;
+  int64_t n;
+  double keep;
+  T scale;
+  uint64_t seed, first_block;
+
+  KS_HOST_DEVICE void operator()(int64_t b) const {
+    uint32_t w[4];
+    philox4x32_10(seed, 0, first_block + uint64_t(b), w);
+    for (int k = 0; k < 4; ++k) {
+      const int64_t i = b * 4 + k;
+      if (i >= n) break;
+      const bool kept = bernoulli_draw(w, k, keep);
+      mask[i] = kept;
+      out[i] = kept ? T(x[i] * scale) : T(0);
+    }
+  }
+};
+
+// g·scale where the element was kept, else 0.
+template <class T>
+struct MaskedScale {
+  T scale;
+  KS_HOST_DEVICE T operator()(T g, bool kept) const { return kept ? T(g * scale) : T(0); }
+};
+
+constexpr int64_t kBlockGrain = 2048;  // Philox blocks per parallel chunk on the CPU
+
+// The dropout kernels of ops/dropout.h for the backend whose loops are Loops.
+template <class Loops>
+struct dropout_kernels {
+  static void forward(const Tensor& out, const Tensor& mask, const Tensor& x_in, double keep, double scale,
+                      uint64_t seed, uint64_t first_block) {
+    const int64_t n = out.numel();
+    if (n == 0) return;
+    const Tensor x = contiguous_raw(x_in);
+    dispatch_floating(x.dtype(), "dropout", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const DropoutBlock<T> block{out.data<T>(), mask.data<bool>(), x.data<T>(), n, keep, T(scale), seed, first_block};
+      Loops::for_each_index(x.device(), (n + 3) / 4, kBlockGrain, block);
+    });
+  }
+
+  static void backward(const Tensor& dx, const Tensor& g, const Tensor& mask, double scale) {
+    dispatch_floating(dx.dtype(), "dropout backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Loops::template map<T, T, bool>(MaskedScale<T>{T(scale)}, dx, {g, mask});
+    });
+  }
+};
+
+// Registers dropout_kernels<Loops> as `device`'s kernels of ops/dropout.h.
+template <class Loops>
+bool register_dropout_kernels(DeviceType device) {
+  dropout_kernel.set(device, dropout_kernels<Loops>::forward);
+  dropout_backward_kernel.set(device, dropout_kernels<Loops>::backward);
+  return true;
+}
+
+}  // namespace ks::dropout_formulas
