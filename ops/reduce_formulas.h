@@ -66,8 +66,8 @@ KS_HOST_DEVICE inline bool is_nan(T v) {
 
 KS_HOST_DEVICE inline bool is_finite(double v) { return !is_nan(v) && v != INFINITY && v != -INFINITY; }
 
-// max(0, v), as std::max(0.0, v).
-KS_HOST_DEVICE inline double clamp_below_zero(double v) { return 0.0 < v ? v : 0.0; }
+// max(0, v) that lets a NaN through (a NaN input must give a NaN variance).
+KS_HOST_DEVICE inline double clamp_below_zero(double v) { return is_nan(v) || 0.0 < v ? v : 0.0; }
 
 // libm's exp in T on both sides (CUDA's expf/exp on the device). Not
 // kmath::exp, whose float32 CPU version (vec_math.h) rounds differently:
