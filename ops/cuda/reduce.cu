@@ -43,29 +43,15 @@ struct IndexMap {
   }
 };
 
-// Coalesces dims (outermost first, size-1 dims dropped) into an IndexMap.
+// Coalesces dims (as every strided loop does, core/strided_loop.h) into an IndexMap.
 IndexMap index_map(const Shape& sizes, const Shape& strides) {
-  Shape s2, st2;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 1) continue;
-    if (!s2.empty() && st2.back() == strides[d] * sizes[d]) {
-      s2.back() *= sizes[d];
-      st2.back() = strides[d];
-    } else {
-      s2.push_back(sizes[d]);
-      st2.push_back(strides[d]);
-    }
-  }
-  if (s2.empty()) {
-    s2.push_back(1);
-    st2.push_back(1);
-  }
-  KS_CHECK(int(s2.size()) <= kMaxDims, "reduce: more than ", kMaxDims, " non-mergeable dims (", sizes, ")");
+  const StridedLayout<1> L = make_strided_layout<1>(sizes, {strides}, {1});
+  KS_CHECK(int(L.sizes.size()) <= kMaxDims, "reduce: more than ", kMaxDims, " non-mergeable dims (", sizes, ")");
   IndexMap m;
-  m.ndim = int(s2.size());
+  m.ndim = int(L.sizes.size());
   for (int d = 0; d < m.ndim; ++d) {
-    m.sizes[d] = s2[size_t(m.ndim - 1 - d)];
-    m.strides[d] = st2[size_t(m.ndim - 1 - d)];
+    m.sizes[d] = L.sizes[size_t(m.ndim - 1 - d)];
+    m.strides[d] = L.strides[0][size_t(m.ndim - 1 - d)];
   }
   return m;
 }
