@@ -27,6 +27,7 @@
 
 #include "core/copy.h"
 #include "core/parallel.h"
+#include "core/strided_loop.h"
 #include "core/tensor.h"
 
 namespace ks::cpu {
@@ -78,22 +79,12 @@ struct ReduceGeometry {
   Shape red_sizes, red_strides;
 };
 
-// Merges neighbouring dims (outermost first) whose strides nest; drops size-1 dims.
+// Merges neighbouring dims whose strides nest and drops size-1 dims, as every
+// strided loop does (core/strided_loop.h); at least one dim remains.
 inline void coalesce_dims(Shape& sizes, Shape& strides) {
-  Shape s2, st2;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 1) continue;
-    if (!s2.empty() && st2.back() == strides[d] * sizes[d]) {
-      s2.back() *= sizes[d];
-      st2.back() = strides[d];
-    } else {
-      s2.push_back(sizes[d]);
-      st2.push_back(strides[d]);
-    }
-  }
-  if (s2.empty()) { s2.push_back(1); st2.push_back(1); }
-  sizes = std::move(s2);
-  strides = std::move(st2);
+  StridedLayout<1> L = make_strided_layout<1>(sizes, {strides}, {1});
+  sizes = std::move(L.sizes);
+  strides = std::move(L.strides[0]);
 }
 
 inline ReduceGeometry reduce_geometry(const Tensor& x, const std::vector<bool>& mask) {

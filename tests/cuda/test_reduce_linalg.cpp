@@ -37,6 +37,38 @@ TEST_CASE("cuda: sums, means, var, std, norms and logsumexp match the CPU" * nee
   check_matches(sum(big.gpu), sum(big.cpu), 1e-5, 1e-5);
 }
 
+TEST_CASE("cuda: reductions over NaN, ±inf and -0 match the CPU" * needs_gpu()) {
+  // The values that tell the shared formulas (ops/reduce_formulas.h) apart:
+  // var/stddev give NaN, logsumexp passes NaN and ±inf through (and -inf for
+  // an all -inf slice), norm ±inf takes |x| (an all -0 slice gives +0),
+  // max/argmax take the first NaN. Over dim 1: rows of 200, one block per
+  // output; over dim 0: one thread per output.
+  for (DType d : {kFloat32, kFloat64}) {
+    CAPTURE(d);
+    std::vector<double> v(6 * 200);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = double(int(i % 11) - 5) * 0.25;
+    v[3] = NAN;  // row 0
+    v[250] = INFINITY;
+    v[260] = -INFINITY;  // row 1
+    v[700] = NAN;
+    v[710] = NAN;  // row 3
+    for (size_t i = 800; i < 1000; ++i) v[i] = -INFINITY;  // row 4
+    for (size_t i = 1000; i < 1200; ++i) v[i] = -0.0;      // row 5
+    const Tensor cpu = to(from_vector(v, {6, 200}), d);
+    const Tensor gpu = on_gpu(cpu);
+    for (int64_t dim : {1, 0}) {
+      CAPTURE(dim);
+      check_matches(var(gpu, {dim}), var(cpu, {dim}));
+      check_matches(stddev(gpu, {dim}, {.correction = 0}), stddev(cpu, {dim}, {.correction = 0}));
+      check_matches(logsumexp(gpu, {dim}), logsumexp(cpu, {dim}));
+      check_matches(norm(gpu, {dim}, {.p = INFINITY}), norm(cpu, {dim}, {.p = INFINITY}));
+      check_matches(amax(gpu, {dim}), amax(cpu, {dim}));
+      check_matches(argmax(gpu, dim), argmax(cpu, dim));
+    }
+    CHECK(!std::signbit(to(norm(gpu, {1}, {.p = INFINITY}), kFloat64).to_vector<double>()[5]));
+  }
+}
+
 TEST_CASE("cuda: max, min, argmax, prod and integer sums match the CPU" * needs_gpu()) {
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));

@@ -61,6 +61,26 @@ TEST_CASE("reductions of empty and single-element ranges") {
   CHECK(mean(scalar_tensor(3), {0}).item() == 3);  // a 0-d tensor accepts dim 0
 }
 
+TEST_CASE("var and stddev of a slice holding NaN or inf are NaN, as PyTorch") {
+  // The centred sums are NaN there (x - mean is NaN or inf - inf); clamping
+  // M2 at 0 must not turn that into 0. Rows (x (2, 40) over dim 1, the
+  // contiguous fast path) and columns (over dim 0); the clean slice stays finite.
+  for (DType dt : {kFloat32, kFloat64})
+    for (double bad : {double(NAN), double(INFINITY), -double(INFINITY)}) {
+      CAPTURE(bad);
+      std::vector<double> v(80);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = double(i % 7);
+      v[13] = bad;  // row 0, column 13
+      Tensor x = to(from_vector(v, {2, 40}), dt);
+      for (const Tensor& y : {var(x, {1}), stddev(x, {1}, {.correction = 0}), var(transpose(x, 0, 1), {0})}) {
+        CAPTURE(describe(y));
+        std::vector<double> r = to(y, kFloat64).to_vector<double>();
+        CHECK(std::isnan(r[0]));
+        CHECK(std::isfinite(r[1]));
+      }
+    }
+}
+
 TEST_CASE("var is two-pass: a large offset does not cancel its digits") {
   // E[x²] - E[x]² would lose every digit here even in double (x² ~ 1e18 with
   // ulp 128, var ~ 1); two passes keep them. Rows and columns both.
