@@ -29,7 +29,10 @@ std::string format_progress(const ProgressLine& p) {
   constexpr int kWidth = 20;
   const double frac = p.total > 0 ? std::clamp(double(p.step) / double(p.total), 0.0, 1.0) : 0.0;
   const int filled = int(frac * kWidth);
-  std::string bar = "[" + std::string(size_t(filled), '#') + std::string(size_t(kWidth - filled), '.') + "]";
+  std::string bar(size_t(kWidth + 2), '.');  // "[####......]"
+  bar.front() = '[';
+  bar.back() = ']';
+  std::fill_n(bar.begin() + 1, filled, '#');
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s %lld/%lld %3.0f%%", bar.c_str(), (long long)p.step, (long long)p.total, 100 * frac);
   std::string line = buf;
