@@ -16,8 +16,8 @@
 //                 [&](auto tag, const auto& r) { reduce_with<typename decltype(tag)::type>(g, r); });
 //
 // float32/float64 accumulate in double, integers and bools in int64, wrapping
-// like two's complement (as PyTorch). The grad functors (ReduceGradOp) go to
-// cpu_map / cuda_map through with_reduce_grad. Math functions are
+// like two's complement (as PyTorch). The grad functors (ReduceGradOp) and
+// their kernel, reduce_grad<Loops>, are written once for both backends. Math functions are
 // ks::kmath's (ops/kernel_math.h), except exp: see libm_exp.
 // Not here: loops, chunking, thread or block structure, and the CPU's
 // contiguous fast paths (lane sums, ops/cpu/reduce.cpp): those are per backend.
@@ -401,9 +401,7 @@ std::array<Tensor, K> first_inputs(const std::vector<Tensor>& in) {
 }
 
 // Calls run(f, TypeTag<In>{}...) with the functor of op (floating T) and the
-// element types of its inputs:
-//   with_reduce_grad<T>(op, p, [&](auto f, auto... in) {
-//     cpu_map<T, typename decltype(in)::type...>(f, out, first_inputs<sizeof...(in)>(inputs)); });
+// element types of its inputs.
 template <class T, class Run>
 void with_reduce_grad(ReduceGradOp op, double p, Run&& run) {
   const TypeTag<T> t;
@@ -422,6 +420,18 @@ void with_reduce_grad(ReduceGradOp op, double p, Run&& run) {
     case ReduceGradOp::SafeDiv: return run(SafeDiv<T>{}, t, t);
   }
   KS_ASSERT(false);
+}
+
+// The reduce_grad kernel of ops/reduce.h for the backend whose loops are
+// Loops (CpuLoops, CudaLoops): the functor of op run by Loops::map.
+template <class Loops>
+void reduce_grad(ReduceGradOp op, const Tensor& out, const std::vector<Tensor>& in, double p) {
+  dispatch_floating(out.dtype(), "reduce backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    with_reduce_grad<T>(op, p, [&](auto f, auto... types) {
+      Loops::template map<T, typename decltype(types)::type...>(f, out, first_inputs<sizeof...(types)>(in));
+    });
+  });
 }
 
 }  // namespace ks::reduce_formulas

@@ -1,5 +1,6 @@
 // ops/cuda/reduce.cu — CUDA reduction kernels (every ReduceOp of
-// ops/reduce.h) and the elementwise pieces of their backwards.
+// ops/reduce.h), and the registration of their backwards' elementwise pieces
+// (reduce_grad<CudaLoops>, ops/reduce_formulas.h).
 //
 // The input is seen as M outputs × N reduced elements, each side a set of
 // coalesced dims with x's own strides, so no layout needs a copy. One op is a
@@ -146,16 +147,7 @@ void reduce_cuda(ReduceOp op, const Tensor& out, const Tensor& indices, const Te
                 [&](auto tag, const auto& r) { reduce_with<typename decltype(tag)::type>(x, g, r); });
 }
 
-void reduce_grad_cuda(ReduceGradOp op, const Tensor& out, const std::vector<Tensor>& in, double p) {
-  dispatch_floating(out.dtype(), "reduce backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    with_reduce_grad<T>(op, p, [&](auto f, auto... types) {
-      cuda_map<T, typename decltype(types)::type...>(f, out, first_inputs<sizeof...(types)>(in));
-    });
-  });
-}
-
 }  // namespace
 KS_REGISTER_KERNEL(reduce_kernel, CUDA, reduce_cuda);
-KS_REGISTER_KERNEL(reduce_grad_kernel, CUDA, reduce_grad_cuda);
+KS_REGISTER_KERNEL(reduce_grad_kernel, CUDA, reduce_formulas::reduce_grad<CudaLoops>);
 }  // namespace ks::cuda
