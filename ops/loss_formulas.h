@@ -46,19 +46,19 @@ struct CrossEntropyGrad {
   KS_HOST_DEVICE T operator()(T g, T x, T lse) const { return g * (kmath::exp(x - lse) - smooth); }
 };
 
+template <class T>
+struct SquaredDiff {  // (a − b)²
+  KS_HOST_DEVICE T operator()(T a, T b) const { return (a - b) * (a - b); }
+};
+template <class T>
+struct ScaledDiff {  // c·(x − y)·g
+  T c;
+  KS_HOST_DEVICE T operator()(T x, T y, T g) const { return c * (x - y) * g; }
+};
+
 // The mse kernels that need no reduction, for the backend whose loop is Loops.
 template <class Loops>
 struct mse_maps {
-  template <class T>
-  struct SquaredDiff {
-    KS_HOST_DEVICE T operator()(T a, T b) const { return (a - b) * (a - b); }
-  };
-  template <class T>
-  struct ScaledDiff {  // c·(x − y)·g
-    T c;
-    KS_HOST_DEVICE T operator()(T x, T y, T g) const { return c * (x - y) * g; }
-  };
-
   // out = (a − b)², elementwise.
   template <class T>
   static void squared_diff(const Tensor& out, const Tensor& a, const Tensor& b) {

@@ -8,7 +8,6 @@
 // into its own double partials, and the partials are added in block order —
 // deterministic for any number of threads, and without atomics.
 #include <algorithm>
-#include <cmath>
 #include <type_traits>
 #include <vector>
 

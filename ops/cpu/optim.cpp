@@ -1,7 +1,7 @@
 // ops/cpu/optim.cpp — the CPU's optimizer kernels: registers the fused
 // Adam/SGD updates and the scale of ops/optim_formulas.h, and holds gradient
 // clipping's sum of squares (fixed chunks added in order: deterministic).
-#include <cmath>
+#include <algorithm>
 #include <vector>
 
 #include "core/parallel.h"

@@ -9,7 +9,6 @@
 // accumulate in double; a fully masked row uses max = 0 so that every
 // exp(-inf - 0) is 0 and no -inf - -inf NaN appears.
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "core/copy.h"

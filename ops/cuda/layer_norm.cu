@@ -8,7 +8,6 @@
 // are column sums over rows: rows are cut into chunks fixed by M alone, each
 // (chunk, column) thread sums its rows in order into a double partial, and a
 // second kernel adds the partials in chunk order — deterministic, no atomics.
-#include <cmath>
 #include <type_traits>
 
 #include "core/copy.h"

@@ -3,8 +3,6 @@
 // element), and holds gradient clipping's sum of squares, deterministic
 // (block_reduce.cuh) and returned to the host as a double, which
 // synchronises the stream.
-#include <cmath>
-
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/optim.h"
 #include "ops/optim_formulas.h"
