@@ -32,6 +32,9 @@ void reject_unknown(const json& j, const std::set<std::string>& allowed, const s
 }
 
 void positive(int64_t v, const char* key) { KS_CHECK(v > 0, "config: ", key, ": must be positive, got ", v); }
+void at_most(int64_t v, int64_t most, const char* key) {
+  KS_CHECK(v <= most, "config: ", key, ": at most ", most, ", got ", v);
+}
 
 nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m) {
   KS_CHECK(j.is_object(), "config: attention: expected an object, got ", j.dump());
@@ -115,8 +118,17 @@ ModelConfig parse_model_config(const json& j) {
   read(j, "eos_id", m.eos_id);
 
   positive(m.d_model, "d_model");
+  at_most(m.d_model, kMaxWidth, "d_model");
   KS_CHECK(m.d_ff >= 0, "config: d_ff: must be >= 0 (0 means 4 * d_model), got ", m.d_ff);
+  at_most(m.d_ff, 64 * kMaxWidth, "d_ff");
   positive(m.max_len, "max_len");
+  at_most(m.max_len, kMaxLength, "max_len");
+  for (auto [v, key] : {std::pair{m.vocab_size, "vocab_size"}, {m.src_vocab_size, "src_vocab_size"},
+                        {m.tgt_vocab_size, "tgt_vocab_size"}, {m.num_classes, "num_classes"}})
+    at_most(v, kMaxVocabSize, key);
+  for (auto [v, key] : {std::pair{m.layers, "layers"}, {m.encoder_layers, "encoder_layers"},
+                        {m.decoder_layers, "decoder_layers"}})
+    at_most(v, kMaxLayers, key);
   KS_CHECK(m.dropout >= 0 && m.dropout < 1, "config: dropout: must be in [0, 1), got ", m.dropout);
   KS_CHECK(m.positions == "learned" || m.positions == "sinusoidal",
            "config: positions: expected learned or sinusoidal, got '", m.positions, "'");
