@@ -1,7 +1,6 @@
 // nn/checkpoint.cpp — model + optimizer state in one safetensors file.
 #include "nn/checkpoint.h"
 
-#include "nn/safetensors.h"
 
 namespace ks::nn {
 namespace {
@@ -17,7 +16,11 @@ void save_checkpoint(const std::string& path, const Module& model, const Optimiz
 }
 
 Metadata load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer, bool strict) {
-  SafetensorsContent content = load_safetensors(path);
+  return load_checkpoint(load_safetensors(path), path, model, optimizer, strict);
+}
+
+Metadata load_checkpoint(const SafetensorsContent& content, const std::string& path, Module& model,
+                         Optimizer* optimizer, bool strict) {
   NamedTensors model_state, optim_state;
   for (auto& [name, t] : content.tensors) {
     if (name.rfind(kOptimizerPrefix, 0) == 0) optim_state.emplace_back(name.substr(kOptimizerPrefix.size()), t);

@@ -9,6 +9,7 @@
 
 #include "nn/module.h"
 #include "nn/optim.h"
+#include "nn/safetensors.h"
 
 namespace ks::nn {
 
@@ -20,5 +21,9 @@ void save_checkpoint(const std::string& path, const Module& model, const Optimiz
 // Loads into `model` (and `optimizer` if given, which then must find its
 // state in the file); returns the metadata. Every error names the file.
 Metadata load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer = nullptr, bool strict = true);
+// The same from a file already read (load_safetensors(path)), for callers that
+// check its metadata before they load it.
+Metadata load_checkpoint(const SafetensorsContent& content, const std::string& path, Module& model,
+                         Optimizer* optimizer = nullptr, bool strict = true);
 
 }  // namespace ks::nn

@@ -102,7 +102,7 @@ NamedTensors Module::state_dict() const {
 
 void Module::load_state_dict(const NamedTensors& state, bool strict) {
   std::map<std::string, Tensor> given(state.begin(), state.end());
-  std::vector<std::string> missing, mismatched;
+  std::vector<std::string> missing, mismatched, mistyped;
   NamedTensors own = named_parameters();
   for (auto& entry : named_buffers()) own.push_back(entry);
   for (auto& [name, t] : own) {
@@ -113,6 +113,9 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
     }
     if (it->second.sizes() != t.sizes())
       mismatched.push_back(str(name, " (checkpoint ", it->second.sizes(), ", model ", t.sizes(), ")"));
+    // No silent conversion: a tensor of another dtype is another model's (or a damaged file's).
+    else if (it->second.dtype() != t.dtype())
+      mistyped.push_back(str(name, " (checkpoint ", ks::name(it->second.dtype()), ", model ", ks::name(t.dtype()), ")"));
     given.erase(it);
   }
   std::vector<std::string> problems;
@@ -128,6 +131,7 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
     problems.push_back("unexpected keys: " + list(unexpected));
   }
   if (!mismatched.empty()) problems.push_back("shape mismatch: " + list(mismatched));
+  if (!mistyped.empty()) problems.push_back("dtype mismatch: " + list(mistyped));
   if (!problems.empty()) {
     std::string msg = "load_state_dict(" + type_name_ + "): ";
     for (size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];

@@ -94,6 +94,8 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
         if (it == given.end()) break;
         KS_CHECK(it->second.sizes() == p.sizes(), "optimizer load_state_dict: '", it->first, "' has shape ",
                  it->second.sizes(), " but its parameter has ", p.sizes());
+        KS_CHECK(it->second.dtype() == p.dtype(), "optimizer load_state_dict: '", it->first, "' is ",
+                 name(it->second.dtype()), " but its parameter is ", name(p.dtype()));
         Tensor slot = Tensor::empty(p.sizes(), p.dtype(), p.device());  // own copy, never shared
         copy_(slot, it->second);
         slots.push_back(slot);
@@ -107,7 +109,10 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
   KS_CHECK(used == given.size(), "optimizer load_state_dict: ", given.size() - used,
            " entries do not belong to this optimizer's parameters (different model or groups?)");
   state_ = std::move(loaded);
-  steps_ = step->second.item<int64_t>();
+  const double steps = step->second.item<double>();
+  KS_CHECK(steps >= 0 && steps <= 9.0e15 && steps == std::floor(steps),
+           "optimizer load_state_dict: 'step' must be a whole number >= 0, got ", steps);
+  steps_ = int64_t(steps);
 }
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions opts)

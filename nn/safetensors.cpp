@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -68,6 +69,14 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
     ::unlink(tmp.c_str());
     throw Error(str("cannot write ", path, ": ", why));
   }
+  // The rename lives in the folder's own blocks: until they reach the disk a
+  // power cut can bring back the old file (or none).
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  const bool synced = dfd >= 0 && ::fsync(dfd) == 0;
+  const std::string why = std::strerror(errno);
+  if (dfd >= 0) ::close(dfd);
+  KS_CHECK(synced, "cannot sync the folder of ", path, ": ", why);
 }
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors,

@@ -31,7 +31,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 // Loads every tensor into CPU memory.
 SafetensorsContent load_safetensors(const std::string& path);
 
-// Writes `bytes` to `path` atomically (temporary file + fsync + rename).
+// Writes `bytes` to `path` atomically: a temporary file "<path>.tmp.<pid>",
+// fsync, rename over `path`, fsync of the folder.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
 }  // namespace ks::nn
