@@ -151,14 +151,19 @@ Splits tsv_seq2seq(const DataFiles& f, const TextOptions& o) {
       rows[s].emplace_back(l.text.substr(0, tab), l.text.substr(tab + 1));
     }
   // One tokenizer for both sides unless the targets have their own.
-  std::vector<std::string> corpus;
-  if (!o.tokenizer)
-    for (auto& [src, tgt] : rows[0]) {
-      corpus.push_back(src);
-      if (!o.target_tokenizer) corpus.push_back(tgt);
-    }
+  const bool own_targets = o.target_tokenizer || o.train_target_tokenizer;
+  std::vector<std::string> corpus, target_corpus;
+  for (auto& [src, tgt] : rows[0]) {
+    if (!o.tokenizer) corpus.push_back(src);
+    if (!o.tokenizer && !own_targets) corpus.push_back(tgt);
+    if (!o.target_tokenizer && o.train_target_tokenizer) target_corpus.push_back(tgt);
+  }
   auto tok = tokenizer_for(o, corpus);
-  auto target_tok = o.target_tokenizer ? o.target_tokenizer : tok;
+  std::shared_ptr<const Tokenizer> target_tok = o.target_tokenizer ? o.target_tokenizer
+                                                : o.train_target_tokenizer
+                                                    ? std::shared_ptr<const Tokenizer>(
+                                                          train_tokenizer(*o.train_target_tokenizer, target_corpus))
+                                                    : tok;
   Splits out;
   for (int s = 0; s < 3; ++s) {
     Dataset& d = part(out, s);

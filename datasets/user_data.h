@@ -18,6 +18,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,10 @@ struct DataFiles {
 struct TextOptions {
   std::shared_ptr<const Tokenizer> tokenizer{};  // null: train one on the training split
   TokenizerOptions train_tokenizer{};            // how, when it is null
-  // seq2seq: the targets' tokenizer; null: the same as the sources'.
+  // seq2seq: the targets' tokenizer; null: one trained on the targets when
+  // train_target_tokenizer is set, else the sources' (trained on both sides).
   std::shared_ptr<const Tokenizer> target_tokenizer{};
+  std::optional<TokenizerOptions> train_target_tokenizer{};
   int64_t seq_len = 256;    // language model: tokens per window
   int64_t max_length = 0;   // classification/seq2seq: cut longer sequences to this (0: keep)
   bool header = false;      // TSV: the first line is a header

@@ -10,6 +10,7 @@ namespace ks::tools {
 
 int bench(const std::vector<std::string>& args);  // time training steps of the reference decoder LM
 int info(const std::vector<std::string>& args);   // parameters, FLOPs and memory of a config
+int config(const std::vector<std::string>& args); // a training config with every key explicit (tools/config_cmd.cpp)
 int train(const std::vector<std::string>& args);  // train from a config into a run folder (tools/train.cpp)
 int evaluate(const std::vector<std::string>& args);   // metrics of a run's checkpoint on a split
 int generate(const std::vector<std::string>& args);   // sample text from a language-model run

@@ -16,17 +16,30 @@
 //   "tsv_seq2seq"        a user's source<TAB>target file
 //                        train, valid, test (paths; empty: cut from train), valid_fraction,
 //                        test_fraction, split_seed, header, max_length (tsv), seq_len (text),
-//                        tokenizer {type, vocab_size, min_freq, lowercase, split_punctuation}
+//                        tokenizer {type, vocab_size, min_freq, lowercase, split_punctuation},
+//                        target_tokenizer (tsv_seq2seq only; the same keys; absent: one
+//                        tokenizer trained on both sides), fingerprints (written by train)
 //
 // A generator's seed defaults to the run's seed. Relative paths are taken
 // from the working directory and stored absolute in the resolved config, so
 // `keystone eval` finds the files from anywhere.
 //
+// A run must read its data exactly as it was trained on it, so:
+//   - a run's saved tokenizers (RunTokenizers) replace training new ones: a
+//     user file whose character frequencies changed would otherwise give new
+//     ids to the same characters, and a model fed them scores nonsense;
+//   - the resolved section records each user file's content hash
+//     ("fingerprints": {"train": "fnv1a64:<16 hex digits>", ...}); a later
+//     build from that section warns when a file changed.
+//
 // Also here: filling the model section's sizes that the data fixes
 // (vocabularies, classes, padding id, max_len), so configs need not repeat them.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "datasets/dataset.h"
 
@@ -35,10 +48,33 @@ namespace ks::tools {
 struct TrainingData {
   data::Splits splits;
   nlohmann::json resolved;  // the data section with every default explicit
+  // What the caller should print before going on: a data file that changed
+  // since its fingerprint was taken, a split that is mostly <unk>.
+  std::vector<std::string> warnings;
+};
+
+// The tokenizers a run saved (tokenizer.json, target_tokenizer.json); null
+// members: none saved (pixel data), or a fresh run.
+struct RunTokenizers {
+  std::shared_ptr<const data::Tokenizer> source, target;
 };
 
 // Builds the three splits; errors name the key or the file that is wrong.
-TrainingData build_data(const nlohmann::json& section, uint64_t run_seed);
+// With `saved` tokenizers the user-file data sets encode with them instead
+// of training new ones; the other data sets build their own fixed
+// tokenizers, which must then equal the saved ones (an error otherwise).
+TrainingData build_data(const nlohmann::json& section, uint64_t run_seed, const RunTokenizers& saved = {});
+
+// The data section with every key of its data set and its default, without
+// reading or generating any data (`keystone config --defaults`); a required
+// path shows as "<required: a file path>". The seed of a generator shows as 0
+// here; a run's default is the run's seed.
+nlohmann::json describe_data(const nlohmann::json& section);
+// The model family a data set's task trains ("decoder_lm", ...).
+std::string model_for_data_set(const std::string& name);
+
+// Prints each warning to stderr as "warning: ...".
+void print_warnings(const std::vector<std::string>& warnings);
 
 // The model section completed from the data: the model type from the task
 // when absent; vocab_size / num_classes / src_vocab_size / tgt_vocab_size,

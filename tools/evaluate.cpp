@@ -1,6 +1,7 @@
 // tools/evaluate.cpp — `keystone eval`: a run's checkpoint measured on one
-// split of its data (rebuilt from the run's resolved config, so the split is
-// exactly the one it was trained and validated on). Prints one JSON object.
+// split of its data (rebuilt from the run's resolved config with its saved
+// tokenizers, so the split is exactly the one it was trained and validated
+// on). Prints one JSON object.
 #include <cstdio>
 
 #include "tools/cli.h"
@@ -30,7 +31,7 @@ int evaluate(const std::vector<std::string>& args) {
   EvalOptions eo{.batch_size = f.get_int_at_least("batch", run.config.train.batch_size, 1),
                  .max_batches = f.get_int_at_least("batches", 0, 0),
                  .decode_examples = f.get_int_at_least("decode", 0, 0)};
-  TrainingData data = build_data(run.config.data, run.config.seed);
+  TrainingData data = run_data(run);
   const data::Dataset& set = split == "train" ? data.splits.train : split == "valid" ? data.splits.valid : data.splits.test;
   nlohmann::json out = evaluate(*run.model, set, eo).to_json(set.task);
   out["split"] = split;

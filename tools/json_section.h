@@ -8,6 +8,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -42,9 +43,16 @@ class JsonSection {
                     : std::is_floating_point_v<T>       ? v.is_number()
                                                         : true;
     KS_CHECK(ok, "config: ", where(key), ": expected ", kind<T>(), ", got ", v.dump());
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-      KS_CHECK(!(std::is_unsigned_v<T> && v.is_number_integer() && v.get<int64_t>() < 0), "config: ",
-               where(key), ": must not be negative, got ", v.dump());
+    // nlohmann keeps integers >= 2^63 as unsigned: only a signed one can be negative,
+    // and only an unsigned target can hold the large ones.
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if constexpr (std::is_unsigned_v<T>)
+        KS_CHECK(v.is_number_unsigned() || v.get<int64_t>() >= 0, "config: ", where(key),
+                 ": must not be negative, got ", v.dump());
+      else
+        KS_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX), "config: ", where(key),
+                 ": too large, got ", v.dump());
+    }
     resolved_[key] = v;
     return v.get<T>();
   }
@@ -52,6 +60,13 @@ class JsonSection {
   int64_t get_at_least(const std::string& key, int64_t fallback, int64_t minimum) {
     int64_t v = get<int64_t>(key, fallback);
     KS_CHECK(v >= minimum, "config: ", where(key), ": must be at least ", minimum, ", got ", v);
+    return v;
+  }
+  // An integer in [lo, hi]: the bound for sizes that allocate, so a typo of
+  // a few digits is an error rather than an hour of swapping.
+  int64_t get_between(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
+    int64_t v = get<int64_t>(key, fallback);
+    KS_CHECK(v >= lo && v <= hi, "config: ", where(key), ": must be in [", lo, ", ", hi, "], got ", v);
     return v;
   }
   // A number in [lo, hi].
@@ -68,6 +83,9 @@ class JsonSection {
     KS_CHECK(j_.at(key).is_object(), "config: ", where(key), ": expected an object, got ", j_.at(key).dump());
     return j_.at(key);
   }
+  // Replaces what resolved() shows for `key` (read already): a value the
+  // reader normalised, such as a relative path made absolute.
+  void set_resolved(const std::string& key, nlohmann::json value) { resolved_[key] = std::move(value); }
   // Every key read so far with the value used, defaults included: the
   // section as a resolved config shows it.
   const nlohmann::json& resolved() const { return resolved_; }

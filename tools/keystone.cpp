@@ -22,6 +22,7 @@ void usage(FILE* out) {
                "  plot       loss and accuracy curves of runs, in one SVG\n"
                "  bench      time training steps of the reference decoder LM (one JSON line)\n"
                "  info       parameters, FLOPs per token and training memory of a model config\n"
+               "  config     a training config with every key and default explicit\n"
                "Run `keystone <command> --help` for its flags.\n");
 }
 
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     if (cmd == "plot") return ks::tools::plot(args);
     if (cmd == "bench") return ks::tools::bench(args);
     if (cmd == "info") return ks::tools::info(args);
+    if (cmd == "config") return ks::tools::config(args);
     std::fprintf(stderr, "keystone: unknown command '%s'\n", cmd.c_str());
     usage(stderr);
     return 2;

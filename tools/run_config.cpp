@@ -1,6 +1,7 @@
 // tools/run_config.cpp — parsing, overriding and printing training configs.
 #include "tools/run_config.h"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -78,18 +79,22 @@ OptimizerConfig parse_optimizer(const json& j) {
 TrainOptions parse_train(const json& j) {
   JsonSection s(j, "train");
   TrainOptions t;
-  t.steps = s.get_at_least("steps", t.steps, 1);
-  t.batch_size = s.get_at_least("batch_size", t.batch_size, 1);
+  t.steps = s.get_between("steps", t.steps, 1, int64_t(1) << 40);
+  t.batch_size = s.get_between("batch_size", t.batch_size, 1, int64_t(1) << 20);
+  t.accumulate_steps = s.get_between("accumulate_steps", t.accumulate_steps, 1, 1 << 16);
   t.eval_every = s.get_at_least("eval_every", t.eval_every, 1);
   t.eval_batches = s.get_at_least("eval_batches", t.eval_batches, 0);
   t.log_every = s.get_at_least("log_every", t.log_every, 1);
   t.checkpoint_every = s.get_at_least("checkpoint_every", t.checkpoint_every, 0);
   t.clip_grad_norm = s.get_in("clip_grad_norm", t.clip_grad_norm, 0.0, 1e30);
-  t.threads = s.get_at_least("threads", t.threads, 0);
-  t.bucket_batches = s.get_at_least("bucket_batches", t.bucket_batches, 0);
-  t.prefetch = s.get_at_least("prefetch", t.prefetch, 0);
+  t.max_time = s.get_in("max_time", t.max_time, 0.0, 1e9);
+  t.patience = s.get_at_least("patience", t.patience, 0);
+  t.threads = s.get_between("threads", t.threads, 0, kMaxThreads);
+  t.bucket_batches = s.get_between("bucket_batches", t.bucket_batches, 0, int64_t(1) << 20);
+  t.prefetch = s.get_between("prefetch", t.prefetch, 0, kMaxPrefetch);
   t.device = s.get<std::string>("device", t.device);
-  KS_CHECK(t.device == "cpu" || t.device == "cuda", "config: train.device: expected cpu or cuda, got '", t.device, "'");
+  KS_CHECK(t.device == "cpu" || t.device == "cuda", "config: train.device: expected cpu or cuda, got '",
+           t.device.substr(0, 64), "'");
   t.precision = s.get<std::string>("precision", t.precision);
   parse_matmul_precision(t.precision, "config: train.precision");
   KS_CHECK(t.precision == "float32" || t.device == "cuda", "config: train.precision: ", t.precision,
@@ -125,8 +130,20 @@ TrainConfig parse_train_config(const json& j) {
   c.schedule.warmup_steps = sched.get_at_least("warmup_steps", 0, 0);
   c.schedule.min_factor = sched.get_in("min_factor", 0.0, 0.0, 1.0);
   c.schedule.noam_scale = sched.get<double>("noam_scale", 1.0);
+  KS_CHECK(c.schedule.noam_scale > 0 && std::isfinite(c.schedule.noam_scale),
+           "config: schedule.noam_scale: must be positive, got ", c.schedule.noam_scale);
   sched.finish();
   c.schedule.total_steps = c.train.steps;
+  // A warm-up as long as the run would leave nothing to decay; a run cut
+  // short with --set train.steps should still train, so clip it and say so.
+  const bool decays = c.schedule.kind == nn::LRSchedule::Kind::WarmupCosine ||
+                      c.schedule.kind == nn::LRSchedule::Kind::WarmupLinear;
+  if (decays && c.schedule.warmup_steps >= c.train.steps) {
+    const int64_t clipped = c.train.steps - 1;
+    c.warnings.push_back(str("schedule.warmup_steps ", c.schedule.warmup_steps, " is not below train.steps ",
+                             c.train.steps, "; warming up over ", clipped, " steps instead"));
+    c.schedule.warmup_steps = clipped;
+  }
   c.schedule.d_model = c.model.value("d_model", int64_t(256));
   try {
     c.schedule.validate();
@@ -165,6 +182,9 @@ json TrainConfig::to_json() const {
             {"log_every", train.log_every},
             {"checkpoint_every", train.checkpoint_every},
             {"clip_grad_norm", train.clip_grad_norm},
+            {"accumulate_steps", train.accumulate_steps},
+            {"max_time", train.max_time},
+            {"patience", train.patience},
             {"threads", train.threads},
             {"bucket_batches", train.bucket_batches},
             {"prefetch", train.prefetch},

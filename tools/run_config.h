@@ -11,9 +11,10 @@
 //                   "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
 //                   "momentum": 0.9, "nesterov": false}         (momentum/nesterov: sgd only)
 //     "schedule":  {"type": "cosine", "warmup_steps": 0, "min_factor": 0.0, "noam_scale": 1.0}
-//     "train":     {"steps": 1000, "batch_size": 32, "eval_every": 200, "eval_batches": 0,
-//                   "log_every": 10, "checkpoint_every": 0, "clip_grad_norm": 1.0,
-//                   "threads": 0, "bucket_batches": 0, "prefetch": 4, "device": "cpu",
+//     "train":     {"steps": 1000, "batch_size": 32, "accumulate_steps": 1, "eval_every": 200,
+//                   "eval_batches": 0, "log_every": 10, "checkpoint_every": 0,
+//                   "clip_grad_norm": 1.0, "max_time": 0, "patience": 0, "threads": 0,
+//                   "bucket_batches": 0, "prefetch": 4, "device": "cpu",
 //                   "precision": "float32", "decode_examples": 100}
 //   }
 //
@@ -41,9 +42,17 @@ struct OptimizerConfig {
   bool nesterov = false;  // sgd
 };
 
+inline constexpr int64_t kMaxThreads = 1024;  // train.threads
+inline constexpr int64_t kMaxPrefetch = 256;  // train.prefetch (batches held in memory)
+
 struct TrainOptions {
   int64_t steps = 1000;          // optimizer steps in the whole run
-  int64_t batch_size = 32;
+  int64_t batch_size = 32;       // examples per micro-batch
+  int64_t accumulate_steps = 1;  // micro-batches whose gradients one optimizer step sums (their
+                                 // losses averaged): a batch of batch_size × accumulate_steps
+  double max_time = 0;           // > 0: a wall-clock budget in seconds (all sessions of the run); the
+                                 // run ends cleanly when it is spent, and the schedule anneals to it
+  int64_t patience = 0;          // > 0: stop after this many evaluations without a new best valid loss
   int64_t eval_every = 200;      // steps between evaluations on the valid split (and at the end)
   int64_t eval_batches = 0;      // 0: the whole valid split
   int64_t log_every = 10;        // steps per train record in metrics.jsonl
@@ -66,6 +75,8 @@ struct TrainConfig {
   nn::LRSchedule schedule;  // total_steps = train.steps, d_model from the model (noam)
   std::string schedule_type = "cosine";  // constant | cosine | linear | noam
   TrainOptions train;
+  // What parsing adjusted and the user should hear (not part of the config).
+  std::vector<std::string> warnings;
 
   // Every section with its defaults explicit (model and data as stored).
   nlohmann::json to_json() const;

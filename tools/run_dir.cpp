@@ -1,18 +1,113 @@
-// tools/run_dir.cpp — loading a trained run from its folder.
+// tools/run_dir.cpp — loading a trained run from its folder, the folder's
+// lock, and the checks that its files belong together.
 #include "tools/run_dir.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "core/error.h"
 
 namespace ks::tools {
 
 namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+RunLock::RunLock(const RunPaths& paths) {
+  const std::string file = paths.lock().string();
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  KS_CHECK(fd_ >= 0, "cannot open the lock file ", file, ": ", std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char holder[32] = {0};
+    ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK)
+      throw Error(str("run folder ", paths.dir.string(), " is in use by another keystone train (pid ",
+                      n > 0 ? std::string(holder, size_t(n)) : std::string("?"),
+                      "); wait for it to finish or stop it first"));
+    throw Error(str("cannot lock ", file, ": ", std::strerror(err)));
+  }
+  // The holder's pid, for the message above; the lock itself is the flock.
+  // A failed write costs only the pid in a second process's message.
+  const std::string pid = std::to_string(::getpid());
+  const bool written = ::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) == ssize_t(pid.size());
+  (void)written;
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing drops the flock
+}
+
+void remove_stale_temporaries(const RunPaths& paths) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(paths.dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find(".tmp.") != std::string::npos && e.is_regular_file(ec)) fs::remove(e.path(), ec);
+  }
+}
+
+namespace {
+
+// Dotted paths where a and b differ (objects compared key by key).
+void differing_keys(const json& a, const json& b, const std::string& prefix, std::vector<std::string>& out) {
+  if (a.is_object() && b.is_object()) {
+    for (auto& [k, v] : a.items()) {
+      const std::string key = prefix.empty() ? k : prefix + "." + k;
+      if (!b.contains(k)) out.push_back(key);
+      else differing_keys(v, b.at(k), key, out);
+    }
+    for (auto& [k, _] : b.items())
+      if (!a.contains(k)) out.push_back(prefix.empty() ? k : prefix + "." + k);
+    return;
+  }
+  if (a != b) out.push_back(prefix);
+}
+
+}  // namespace
+
+void check_checkpoint_config(const nn::Metadata& metadata, const json& config_json, const fs::path& checkpoint) {
+  auto it = metadata.find("keystone.config");
+  if (it == metadata.end()) return;  // a checkpoint not written by keystone train
+  json stored = json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  KS_CHECK(stored.is_object(), "checkpoint ", checkpoint.string(), ": its stored config ('keystone.config') is not "
+           "a JSON object");
+  json now = config_json;
+  // train.* may change between sessions (--resume --set), and the name is a label.
+  for (json* j : {&stored, &now}) {
+    j->erase("train");
+    j->erase("name");
+  }
+  std::vector<std::string> keys;
+  differing_keys(stored, now, "", keys);
+  if (keys.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < keys.size() && i < 10; ++i) list += (i ? ", " : "") + keys[i];
+  if (keys.size() > 10) list += str(", ... (", keys.size(), " in all)");
+  throw Error(str("checkpoint ", checkpoint.string(), " was trained with another config than config.json: ", list,
+                  " differ. Restore config.json (the checkpoint's own copy is its 'keystone.config' metadata), "
+                  "or train a new run; only train.* keys may change, with --resume --set"));
+}
+
+RunTokenizers load_run_tokenizers(const RunPaths& paths) {
+  RunTokenizers t;
+  if (fs::exists(paths.tokenizer())) t.source = data::load_tokenizer(paths.tokenizer());
+  t.target = t.source;
+  if (fs::exists(paths.target_tokenizer())) t.target = data::load_tokenizer(paths.target_tokenizer());
+  return t;
+}
 
 LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint) {
   LoadedRun run;
   run.paths.dir = run_dir;
   KS_CHECK(fs::is_directory(run_dir), "run folder ", run_dir.string(), " does not exist");
   KS_CHECK(fs::exists(run.paths.config()), run_dir.string(), " is not a run folder (no config.json)");
-  run.config = parse_train_config(read_json_file(run.paths.config().string()));
+  const json config_json = read_json_file(run.paths.config().string());
+  run.config = parse_train_config(config_json);
   if (checkpoint == "best" || checkpoint == "latest") {
     run.checkpoint = checkpoint == "best" && fs::exists(run.paths.best()) ? run.paths.best() : run.paths.latest();
     KS_CHECK(fs::exists(run.checkpoint), "run folder ", run_dir.string(), " has no checkpoint yet (",
@@ -21,15 +116,24 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint) {
     run.checkpoint = checkpoint;
     KS_CHECK(fs::exists(run.checkpoint), "checkpoint ", checkpoint, " does not exist");
   }
+  KS_CHECK(fs::is_regular_file(run.checkpoint), "checkpoint ", run.checkpoint.string(), " is not a file");
   models::ModelConfig cfg = models::parse_model_config(run.config.model);
   run.model = models::build_model(cfg);
-  run.metadata = nn::load_checkpoint(run.checkpoint.string(), *run.model);
+  // The config first: another family's weights would fail to load with a less telling message.
+  const nn::SafetensorsContent content = nn::load_safetensors(run.checkpoint.string());
+  check_checkpoint_config(content.metadata, config_json, run.checkpoint);
+  run.metadata = nn::load_checkpoint(content, run.checkpoint.string(), *run.model);
   run.model->eval();
-  if (fs::exists(run.paths.tokenizer())) run.tokenizer = data::load_tokenizer(run.paths.tokenizer());
-  run.target_tokenizer = run.tokenizer;
-  if (fs::exists(run.paths.target_tokenizer()))
-    run.target_tokenizer = data::load_tokenizer(run.paths.target_tokenizer());
+  RunTokenizers tokenizers = load_run_tokenizers(run.paths);
+  run.tokenizer = tokenizers.source;
+  run.target_tokenizer = tokenizers.target;
   return run;
+}
+
+TrainingData run_data(const LoadedRun& run) {
+  TrainingData data = build_data(run.config.data, run.config.seed, {run.tokenizer, run.target_tokenizer});
+  print_warnings(data.warnings);
+  return data;
 }
 
 }  // namespace ks::tools

@@ -8,9 +8,13 @@
 //   tokenizer.json          how text becomes ids (absent for pixel data)
 //   target_tokenizer.json   seq2seq only, when the targets have their own tokenizer
 //   plot.svg                loss and accuracy curves (keystone plot)
+//   .lock                   held (flock) by the one keystone train using the folder
 //
 // and load_run, which rebuilds the model of a run from its config and loads
-// a checkpoint into it, for eval, generate and translate.
+// a checkpoint into it, for eval, generate and translate; run_data, which
+// rebuilds its splits with its own tokenizers; and the checks that a folder's
+// files still belong together (the checkpoint's stored config against
+// config.json, its training state in range).
 // Not here: the training loop (tools/trainer.h).
 #pragma once
 
@@ -21,6 +25,7 @@
 #include "datasets/tokenizer.h"
 #include "models/model.h"
 #include "nn/checkpoint.h"
+#include "tools/data_setup.h"
 #include "tools/run_config.h"
 
 namespace ks::tools {
@@ -34,7 +39,36 @@ struct RunPaths {
   std::filesystem::path tokenizer() const { return dir / "tokenizer.json"; }
   std::filesystem::path target_tokenizer() const { return dir / "target_tokenizer.json"; }
   std::filesystem::path plot() const { return dir / "plot.svg"; }
+  std::filesystem::path lock() const { return dir / ".lock"; }
 };
+
+// An exclusive lock on a run folder for as long as it lives: a second
+// `keystone train` on the same --out (or a --resume of a folder still
+// training) fails with an error naming the folder and the holder's pid. The
+// lock is flock(2) on RunPaths::lock(), so the kernel drops it when the
+// holder dies, however it dies: a kill -9 leaves no stale lock behind.
+class RunLock {
+ public:
+  explicit RunLock(const RunPaths& paths);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Deletes the temporary files of writes that a killed process left behind
+// ("<name>.tmp.<pid>", nn::write_file_atomically). Call with the RunLock held.
+void remove_stale_temporaries(const RunPaths& paths);
+
+// Throws unless the config stored in a checkpoint (metadata "keystone.config",
+// when present) equals the folder's config.json in everything but train.* and
+// the name, naming every key that differs: an edited config.json would
+// otherwise rebuild a different model (another activation or family with the
+// same shapes) or other data around the trained weights.
+void check_checkpoint_config(const nn::Metadata& metadata, const nlohmann::json& config_json,
+                             const std::filesystem::path& checkpoint);
 
 struct LoadedRun {
   RunPaths paths;
@@ -48,5 +82,12 @@ struct LoadedRun {
 // `checkpoint`: "best" (falling back to latest when a run has no best yet),
 // "latest", or a path to a .safetensors file. Errors name the folder or file.
 LoadedRun load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best");
+
+// The run's saved tokenizers (null where it has none).
+RunTokenizers load_run_tokenizers(const RunPaths& paths);
+
+// The run's splits, built from its resolved data section with its saved
+// tokenizers (tools/data_setup.h); warnings are printed to stderr.
+TrainingData run_data(const LoadedRun& run);
 
 }  // namespace ks::tools

@@ -8,14 +8,15 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "autograd/engine.h"
+#include "ops/elementwise.h"
 #include "core/cuda.h"
 #include "core/parallel.h"
 #include "core/random.h"
 #include "nn/safetensors.h"
-#include "tools/cli.h"
 #include "tools/plot.h"
 #include "tools/progress.h"
 
@@ -43,30 +44,6 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Doubles in checkpoint metadata keep all their bits.
-std::string exact(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-const std::string& meta(const nn::Metadata& m, const std::string& key, const fs::path& file) {
-  auto it = m.find(key);
-  KS_CHECK(it != m.end(), "checkpoint ", file.string(), " has no training state '", key,
-           "' (was it written by keystone train?)");
-  return it->second;
-}
-double meta_double(const nn::Metadata& m, const std::string& key, const fs::path& file) {
-  const std::string& v = meta(m, key, file);
-  if (auto x = cli::parse_double(v)) return *x;
-  throw Error(str("checkpoint ", file.string(), ": training state '", key, "' is not a number: '", v, "'"));
-}
-int64_t meta_int(const nn::Metadata& m, const std::string& key, const fs::path& file) {
-  const std::string& v = meta(m, key, file);
-  if (auto x = cli::parse_int(v)) return *x;
-  throw Error(str("checkpoint ", file.string(), ": training state '", key, "' is not an integer: '", v, "'"));
-}
-
 std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& o, const nn::Module& model) {
   auto groups = nn::decay_groups(model.named_parameters(), o.weight_decay);
   if (o.type == "sgd")
@@ -75,6 +52,13 @@ std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& o, const nn
   nn::AdamOptions a{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay};
   if (o.type == "adam") return std::make_unique<nn::Adam>(groups, a);
   return std::make_unique<nn::AdamW>(groups, a);
+}
+
+// Tokens (sources and targets) in a split, for the start-of-run summary.
+int64_t split_tokens(const data::Dataset& d) {
+  int64_t n = 0;
+  for (const data::Example& e : d.examples) n += int64_t(e.tokens.size() + e.target.size());
+  return n;
 }
 
 }  // namespace
@@ -105,18 +89,35 @@ Trainer::~Trainer() = default;
 
 void Trainer::build(bool resume) {
   if (resume) {
-    KS_CHECK(fs::exists(paths_.latest()), "cannot resume: ", paths_.dir.string(), " has no ",
-             paths_.latest().filename().string());
+    KS_CHECK(fs::is_directory(paths_.dir), "cannot resume: run folder ", paths_.dir.string(), " does not exist");
   } else {
-    KS_CHECK(!fs::exists(paths_.config()) && !fs::exists(paths_.latest()), "run folder ", paths_.dir.string(),
-             " already holds a run; continue it with --resume, or choose a new folder with --out");
     std::error_code ec;
     fs::create_directories(paths_.dir, ec);
     KS_CHECK(!ec, "cannot create run folder ", paths_.dir.string(), ": ", ec.message());
   }
+  lock_ = std::make_unique<RunLock>(paths_);
+  remove_stale_temporaries(paths_);
+  const bool saved = fs::exists(paths_.latest()) || fs::exists(paths_.best());
+  if (!resume) {
+    KS_CHECK(!saved, "run folder ", paths_.dir.string(),
+             " already holds a run; continue it with --resume, or choose a new folder with --out");
+    if (fs::exists(paths_.config()))
+      std::printf("note: %s holds a run that stopped before its first checkpoint; starting it afresh\n",
+                  paths_.dir.string().c_str());
+  } else if (!fs::exists(paths_.latest())) {
+    KS_CHECK(!saved, "cannot resume: ", paths_.dir.string(), " has ", paths_.best().filename().string(), " but no ",
+             paths_.latest().filename().string(), "; evaluate it with keystone eval --checkpoint best");
+    std::printf("note: %s has no checkpoint yet (it stopped before its first one); starting it from step 0\n",
+                paths_.dir.string().c_str());
+    resume = false;
+  }
+  for (const std::string& w : config_.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (config_.train.threads > 0) set_num_threads(int(config_.train.threads));
 
-  TrainingData data = build_data(config_.data, config_.seed);
+  // A resumed run reads its data with the tokenizers it was trained with.
+  const json config_as_given = config_.to_json();
+  TrainingData data = build_data(config_.data, config_.seed, resume ? load_run_tokenizers(paths_) : RunTokenizers{});
+  print_warnings(data.warnings);
   splits_ = std::move(data.splits);
   config_.data = data.resolved;
   models::ModelConfig model_config = models::parse_model_config(complete_model_section(config_.model, splits_));
@@ -132,31 +133,55 @@ void Trainer::build(bool resume) {
   data::LoaderOptions lo{.batch_size = config_.train.batch_size, .shuffle = true, .seed = config_.seed,
                          .bucket_batches = config_.train.bucket_batches, .prefetch = config_.train.prefetch};
   loader_ = std::make_unique<data::DataLoader>(std::make_shared<const data::Dataset>(splits_.train), lo);
+  schedule_ = config_.schedule;
+  schedule_.total_steps = config_.train.steps;
 
-  if (resume) {
-    restore_from_latest();
-  } else {
-    nn::write_file_atomically(paths_.config().string(), config_.to_json().dump(2) + "\n");
+  if (resume) restore_from_latest(config_as_given);
+  write_run_files(resume);
+}
+
+void Trainer::write_run_files(bool resumed) {
+  // A resumed run keeps the tokenizers it loaded. A new one writes its own
+  // first: one that cannot be saved must fail before config.json exists.
+  if (!resumed) {
+    std::error_code ec;
+    fs::remove(paths_.target_tokenizer(), ec);  // left by an earlier attempt with another config
     if (splits_.train.tokenizer) splits_.train.tokenizer->save(paths_.tokenizer());
     if (splits_.train.target_tokenizer && splits_.train.target_tokenizer != splits_.train.tokenizer)
       splits_.train.target_tokenizer->save(paths_.target_tokenizer());
     nn::write_file_atomically(paths_.metrics().string(), "");
   }
+  // On resume too: the folder's config shows the train.* keys now in force.
+  nn::write_file_atomically(paths_.config().string(), config_.to_json().dump(2) + "\n");
 }
 
-void Trainer::restore_from_latest() {
+void Trainer::restore_from_latest(const json& config_as_given) {
   const fs::path file = paths_.latest();
-  nn::Metadata m = nn::load_checkpoint(file.string(), *model_, optimizer_.get());
-  step_ = meta_int(m, "keystone.step", file);
-  loader_->restore(data::LoaderState::from_json(meta(m, "keystone.loader", file)));
-  default_generator().set_state(uint64_t(meta_int(m, "keystone.rng_seed", file)),
-                                uint64_t(meta_int(m, "keystone.rng_offset", file)));
-  best_loss_ = meta_double(m, "keystone.best_loss", file);
-  best_step_ = meta_int(m, "keystone.best_step", file);
-  interval_loss_ = meta_double(m, "keystone.interval_loss", file);
-  interval_steps_ = meta_int(m, "keystone.interval_steps", file);
-  interval_tokens_ = meta_int(m, "keystone.interval_tokens", file);
-  elapsed_before_ = meta_double(m, "keystone.elapsed_s", file);
+  // The config first: another family's weights would fail to load with a less telling message.
+  const nn::SafetensorsContent content = nn::load_safetensors(file.string());
+  check_checkpoint_config(content.metadata, config_as_given, file);
+  nn::Metadata m = nn::load_checkpoint(content, file.string(), *model_, optimizer_.get());
+  state_ = TrainState::from_metadata(m, file);
+  loader_->restore(data::LoaderState::from_json(state_.loader));
+  default_generator().set_state(state_.rng_seed, state_.rng_offset);
+  elapsed_before_ = state_.elapsed_s;
+
+  // A longer or shorter run stretches the schedule: say so, with the rate's jump.
+  if (auto it = m.find("keystone.config"); it != m.end()) {
+    json stored = json::parse(it->second, nullptr, false);
+    const int64_t before = stored.is_object() ? stored["train"].value("steps", int64_t(0)) : 0;
+    if (before > 0 && before != config_.train.steps && schedule_.kind != nn::LRSchedule::Kind::Constant &&
+        schedule_.kind != nn::LRSchedule::Kind::InverseSqrt) {
+      nn::LRSchedule old = schedule_;
+      old.total_steps = before;
+      const int64_t next = state_.step + 1;
+      std::printf("note: train.steps %lld -> %lld: the %s schedule now ends at step %lld, so the learning rate at "
+                  "step %lld goes from %.3g to %.3g of optimizer.lr\n",
+                  (long long)before, (long long)config_.train.steps, config_.schedule_type.c_str(),
+                  (long long)config_.train.steps, (long long)next, old.factor(std::min(next, before)),
+                  schedule_.factor(next));
+    }
+  }
 
   // Records past the checkpoint came from steps that will now run again;
   // test records belong to a run's end, which is still ahead.
@@ -166,19 +191,38 @@ void Trainer::restore_from_latest() {
   while (std::getline(in, line)) {
     ++line_no;
     if (line.empty()) continue;
-    json r;
-    try {
-      r = json::parse(line);
-    } catch (const json::exception&) {
-      throw Error(str(paths_.metrics().string(), ":", line_no, ": not JSON; fix or delete the line to resume"));
-    }
-    if (r.value("step", int64_t(0)) <= step_ && r.value("split", std::string()) != "test") kept += line + "\n";
+    json r = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    KS_CHECK(r.is_object(), paths_.metrics().string(), ":", line_no, ": not a JSON record; fix or delete the line "
+             "to resume");
+    const json& step = r.contains("step") ? r["step"] : json(0);
+    KS_CHECK(step.is_number_integer(), paths_.metrics().string(), ":", line_no, ": 'step' is not an integer");
+    if (step.get<int64_t>() <= state_.step && r.value("split", std::string()) != "test") kept += line + "\n";
   }
   nn::write_file_atomically(paths_.metrics().string(), kept);
 }
 
+double Trainer::elapsed() const { return elapsed_before_ + (now_s() - session_start_); }
+
+int64_t Trainer::schedule_step() const {
+  const TrainOptions& t = config_.train;
+  if (t.max_time <= 0) return state_.step;
+  const double by_time = elapsed() / t.max_time * double(t.steps);
+  return std::clamp<int64_t>(int64_t(std::ceil(by_time)), state_.step, t.steps);
+}
+
+std::string Trainer::finished_reason() const {
+  const TrainOptions& t = config_.train;
+  if (state_.step >= t.steps) return str("finished at step ", state_.step, " of ", t.steps);
+  if (t.max_time > 0 && elapsed() >= t.max_time)
+    return str("spent its time budget (train.max_time ", t.max_time, " s) at step ", state_.step);
+  if (t.patience > 0 && state_.evals_since_best >= t.patience)
+    return str("stopped early at step ", state_.step, " (", state_.evals_since_best,
+               " evaluations without a better valid loss, train.patience ", t.patience, ")");
+  return "";
+}
+
 void Trainer::append_metrics(json record) {
-  record["elapsed_s"] = elapsed_before_ + (now_s() - session_start_);
+  record["elapsed_s"] = elapsed();
   std::ofstream out(paths_.metrics(), std::ios::app);
   out << record.dump() << "\n";
   out.flush();
@@ -186,67 +230,67 @@ void Trainer::append_metrics(json record) {
 }
 
 void Trainer::save(const fs::path& path) {
-  nn::Metadata m = {
-      {"keystone.step", std::to_string(step_)},
-      {"keystone.loader", loader_->state().to_json()},
-      {"keystone.rng_seed", std::to_string(default_generator().seed())},
-      {"keystone.rng_offset", std::to_string(default_generator().offset())},
-      {"keystone.best_loss", exact(best_loss_)},
-      {"keystone.best_step", std::to_string(best_step_)},
-      {"keystone.interval_loss", exact(interval_loss_)},
-      {"keystone.interval_steps", std::to_string(interval_steps_)},
-      {"keystone.interval_tokens", std::to_string(interval_tokens_)},
-      {"keystone.elapsed_s", exact(elapsed_before_ + (now_s() - session_start_))},
-      {"keystone.config", config_.to_json().dump()},
-  };
+  state_.loader = loader_->state().to_json();
+  state_.rng_seed = default_generator().seed();
+  state_.rng_offset = default_generator().offset();
+  state_.elapsed_s = elapsed();
+  nn::Metadata m = state_.to_metadata();
+  m["keystone.config"] = config_.to_json().dump();
   nn::save_checkpoint(path.string(), *model_, optimizer_.get(), m);
 }
 
 void Trainer::log_train_record() {
-  if (interval_steps_ == 0) return;
+  if (state_.interval_steps == 0) return;
   const double seconds = std::max(now_s() - interval_start_, 1e-9);
-  shown_rate_ = double(interval_tokens_) / seconds;
+  const double steps = double(state_.interval_steps);
+  shown_rate_ = double(state_.interval_tokens) / seconds;
   append_metrics({{"split", "train"},
-                  {"step", step_},
+                  {"step", state_.step},
                   {"epoch", loader_->epoch()},
-                  {"loss", interval_loss_ / double(interval_steps_)},
+                  {"loss", state_.interval_loss / steps},
+                  {"grad_norm", state_.interval_grad_norm / steps},
                   {"lr", optimizer_->lr()},
-                  {"tokens_per_s", double(interval_tokens_) / seconds}});
-  interval_loss_ = 0;
-  interval_steps_ = interval_tokens_ = 0;
+                  {"tokens_per_s", shown_rate_}});
+  state_.interval_loss = state_.interval_grad_norm = 0;
+  state_.interval_steps = state_.interval_tokens = 0;
   interval_start_ = now_s();
 }
 
-void Trainer::evaluate_valid() {
+bool Trainer::evaluate_valid() {
   EvalOptions eo{.batch_size = config_.train.batch_size, .max_batches = config_.train.eval_batches,
                  .decode_examples = config_.train.decode_examples};
   EvalResult r = evaluate(*model_, splits_.valid, eo);
   last_valid_ = r.to_json(splits_.valid.task);
   json record = last_valid_;
   record["split"] = "valid";
-  record["step"] = step_;
+  record["step"] = state_.step;
   append_metrics(record);
-  const bool improved = std::isfinite(r.loss) && (best_step_ == 0 || r.loss < best_loss_);
+  const bool improved = std::isfinite(r.loss) && (state_.best_step == 0 || r.loss < state_.best_loss);
   if (improved) {
-    best_loss_ = r.loss;
-    best_step_ = step_;
+    state_.best_loss = r.loss;
+    state_.best_step = state_.step;
+    state_.evals_since_best = 0;
+  } else {
+    ++state_.evals_since_best;
   }
   if (options_.progress) {
-    std::fprintf(stderr, "%s\n", pad_line(str("step ", step_, ": valid ", format_metrics(last_valid_),
+    std::fprintf(stderr, "%s\n", pad_line(str("step ", state_.step, ": valid ", format_metrics(last_valid_),
                                               improved ? "  (best so far)" : "")).c_str());
   }
   if (improved) save(paths_.best());
+  return improved;
 }
 
 void Trainer::evaluate_test_with_best() {
   if (fs::exists(paths_.best())) nn::load_checkpoint(paths_.best().string(), *model_);
-  EvalOptions eo{.batch_size = config_.train.batch_size, .decode_examples = config_.train.decode_examples};
+  // The whole split, every example decoded: the run's final word.
+  EvalOptions eo{.batch_size = config_.train.batch_size, .decode_examples = splits_.test.size()};
   EvalResult r = evaluate(*model_, splits_.test, eo);
   last_test_ = r.to_json(splits_.test.task);
   json record = last_test_;
   record["split"] = "test";
-  record["step"] = step_;
-  record["checkpoint_step"] = best_step_;
+  record["step"] = state_.step;
+  record["checkpoint_step"] = state_.best_step;
   append_metrics(record);
 }
 
@@ -258,29 +302,53 @@ void Trainer::print_progress(bool force) {
   if (!force && t - last_print_ < (tty ? 0.1 : 30.0)) return;
   last_print_ = t;
   const double session = t - session_start_;
-  const int64_t done = step_ - session_first_step_;
-  ProgressLine p{.step = step_, .total = config_.train.steps, .loss = shown_loss_, .lr = optimizer_->lr(),
-                 .tokens_per_s = shown_rate_,
-                 .elapsed_s = elapsed_before_ + session,
-                 .eta_s = done > 0 ? session / double(done) * double(config_.train.steps - step_) : -1};
+  const int64_t done = state_.step - session_first_step_;
+  double eta = done > 0 ? session / double(done) * double(config_.train.steps - state_.step) : -1;
+  if (config_.train.max_time > 0) eta = eta < 0 ? config_.train.max_time - elapsed()
+                                                : std::min(eta, config_.train.max_time - elapsed());
+  ProgressLine p{.step = state_.step, .total = config_.train.steps, .loss = shown_loss_, .lr = optimizer_->lr(),
+                 .tokens_per_s = shown_rate_, .elapsed_s = elapsed(), .eta_s = eta};
   if (tty) std::fprintf(stderr, "\r%s", pad_line(format_progress(p)).c_str());
   else std::fprintf(stderr, "%s\n", format_progress(p).c_str());
   std::fflush(stderr);
 }
 
+void Trainer::print_start() const {
+  if (!options_.progress) return;
+  const TrainOptions& t = config_.train;
+  int64_t params = 0;
+  for (const Tensor& p : model_->parameters()) params += p.numel();
+  std::string vocab = str(splits_.train.vocab_size);
+  if (splits_.train.task == data::Task::Seq2Seq) vocab = str(splits_.train.vocab_size, " source, ",
+                                                             splits_.train.target_vocab_size, " target");
+  if (splits_.train.task == data::Task::Classification) vocab += str(", ", splits_.train.num_classes(), " classes");
+  const int64_t per_epoch = std::max<int64_t>(1, loader_->batches_per_epoch());
+  const double epochs = double(t.steps * t.accumulate_steps) / double(per_epoch);
+  std::fprintf(stderr, "run %s: %s, %s parameters, vocabulary %s\n", paths_.dir.string().c_str(),
+               config_.model.value("model", "?").c_str(), format_count(params).c_str(), vocab.c_str());
+  const char* names[] = {"train", "valid", "test"};
+  const data::Dataset* sets[] = {&splits_.train, &splits_.valid, &splits_.test};
+  for (int i = 0; i < 3; ++i)
+    std::fprintf(stderr, "  %-5s %s examples, %s tokens\n", names[i], format_count(sets[i]->size()).c_str(),
+                 format_count(split_tokens(*sets[i])).c_str());
+  std::fprintf(stderr, "  %lld steps of %lld x %lld examples: %lld batches per epoch, %.2f epochs%s\n",
+               (long long)t.steps, (long long)t.accumulate_steps, (long long)t.batch_size, (long long)per_epoch,
+               epochs, t.max_time > 0 ? str(", at most ", format_duration(t.max_time)).c_str() : "");
+}
+
 TrainOutcome Trainer::run() {
   session_start_ = interval_start_ = now_s();
-  session_first_step_ = step_;
+  session_first_step_ = state_.step;
   const TrainOptions& t = config_.train;
-  if (step_ >= t.steps) {
-    std::printf("run %s already finished at step %lld of %lld; raise train.steps (--set train.steps=N) to go on\n",
-                paths_.dir.string().c_str(), (long long)step_, (long long)t.steps);
+  if (std::string why = finished_reason(); !why.empty()) {
+    std::printf("run %s already %s; raise train.steps (or train.max_time, train.patience) with --set to go on\n",
+                paths_.dir.string().c_str(), why.c_str());
     return TrainOutcome::Finished;
   }
-  nn::LRSchedule schedule = config_.schedule;
-  schedule.total_steps = t.steps;
+  print_start();
   const std::vector<Tensor> params = model_->parameters();
-  while (step_ < t.steps) {
+  const double max_norm = t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
+  while (state_.step < t.steps) {
     if (g_stop_requested) {
       save(paths_.latest());
       if (options_.progress) std::fprintf(stderr, "\n");
@@ -289,41 +357,56 @@ TrainOutcome Trainer::run() {
       } catch (const Error&) {  // a run stopped before its first record has nothing to plot
       }
       std::printf("stopped at step %lld; saved %s\ncontinue with: keystone train --out %s --resume\n",
-                  (long long)step_, paths_.latest().string().c_str(), paths_.dir.string().c_str());
+                  (long long)state_.step, paths_.latest().string().c_str(), paths_.dir.string().c_str());
       return TrainOutcome::Stopped;
     }
-    std::optional<data::Batch> batch = loader_->next();
-    if (!batch) batch = loader_->next();  // the epoch ended; the next one starts
-    KS_CHECK(batch.has_value(), "the training split yields no batches");
-    ++step_;
-    optimizer_->set_lr_factor(schedule.factor(step_));
-    Tensor loss = batch_loss(*model_, device_.is_cpu() ? *batch : batch->to(device_));
-    const double value = loss.item<double>();
-    KS_CHECK(std::isfinite(value), "training diverged: the loss is ", value, " at step ", step_,
-             " (try a lower optimizer.lr or train.clip_grad_norm); the last checkpoint is ",
-             paths_.latest().string());
-    backward(loss);
-    if (t.clip_grad_norm > 0) nn::clip_grad_norm(params, t.clip_grad_norm);
+    ++state_.step;
+    optimizer_->set_lr_factor(schedule_.factor(std::max<int64_t>(1, schedule_step())));
+    // accumulate_steps micro-batches, each loss scaled so the gradients sum to the mean's.
+    double value = 0;
+    for (int64_t micro = 0; micro < t.accumulate_steps; ++micro) {
+      std::optional<data::Batch> batch = loader_->next();
+      if (!batch) batch = loader_->next();  // the epoch ended; the next one starts
+      KS_CHECK(batch.has_value(), "the training split yields no batches");
+      Tensor loss = batch_loss(*model_, device_.is_cpu() ? *batch : batch->to(device_));
+      const double micro_value = loss.item<double>();
+      KS_CHECK(std::isfinite(micro_value), "training diverged: the loss is ", micro_value, " at step ",
+               state_.step, " (try a lower optimizer.lr or train.clip_grad_norm); the last checkpoint is ",
+               paths_.latest().string());
+      backward(t.accumulate_steps > 1 ? mul(loss, 1.0 / double(t.accumulate_steps)) : loss);
+      value += micro_value / double(t.accumulate_steps);
+      state_.interval_tokens += batch_tokens(*batch);
+    }
+    const double grad_norm = nn::clip_grad_norm(params, max_norm);
+    KS_CHECK(std::isfinite(grad_norm), "training diverged: the gradient norm is ", grad_norm, " at step ",
+             state_.step, " (try a lower optimizer.lr); the last checkpoint is ", paths_.latest().string());
     optimizer_->step();
     optimizer_->zero_grad();
 
-    interval_loss_ += value;
-    ++interval_steps_;
-    interval_tokens_ += batch_tokens(*batch);
+    state_.interval_loss += value;
+    state_.interval_grad_norm += grad_norm;
+    ++state_.interval_steps;
     shown_loss_ = shown_loss_ < 0 ? value : 0.9 * shown_loss_ + 0.1 * value;
-    if (options_.on_step) options_.on_step(step_, value);
+    if (options_.on_step) options_.on_step(state_.step, value);
 
-    const bool last = step_ == t.steps;
-    if (step_ % t.log_every == 0 || last) log_train_record();
-    const bool eval_now = step_ % t.eval_every == 0 || last;
+    const bool out_of_time = t.max_time > 0 && elapsed() >= t.max_time;
+    bool last = state_.step == t.steps || out_of_time;
+    if (state_.step % t.log_every == 0 || last) log_train_record();
+    const bool eval_now = state_.step % t.eval_every == 0 || last;
     if (eval_now) {
       if (options_.progress && isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%s\r", pad_line("").c_str());
       evaluate_valid();
+      if (t.patience > 0 && state_.evals_since_best >= t.patience) {
+        if (!last) log_train_record();
+        last = true;
+      }
     }
-    if ((t.checkpoint_every > 0 ? step_ % t.checkpoint_every == 0 : eval_now) || last) save(paths_.latest());
+    if ((t.checkpoint_every > 0 ? state_.step % t.checkpoint_every == 0 : eval_now) || last) save(paths_.latest());
     print_progress(last);
+    if (last) break;
   }
   if (options_.progress) std::fprintf(stderr, "\n");
+  if (state_.step < t.steps) std::printf("%s\n", finished_reason().c_str());
   evaluate_test_with_best();
   write_plot_svg({paths_.dir}, paths_.plot());
   print_summary();
@@ -331,10 +414,9 @@ TrainOutcome Trainer::run() {
 }
 
 void Trainer::print_summary() const {
-  std::printf("finished %lld steps in %s\n", (long long)step_,
-              format_duration(elapsed_before_ + (now_s() - session_start_)).c_str());
+  std::printf("finished %lld steps in %s\n", (long long)state_.step, format_duration(elapsed()).c_str());
   if (!last_valid_.empty()) std::printf("  last valid:  %s\n", format_metrics(last_valid_).c_str());
-  std::printf("  best valid loss %.4f at step %lld\n", best_loss_, (long long)best_step_);
+  std::printf("  best valid loss %.4f at step %lld\n", state_.best_loss, (long long)state_.best_step);
   if (!last_test_.empty()) std::printf("  test (best checkpoint): %s\n", format_metrics(last_test_).c_str());
   std::printf("  run folder:  %s\n", paths_.dir.string().c_str());
   std::printf("  checkpoint:  %s (latest: %s)\n", paths_.best().string().c_str(), paths_.latest().string().c_str());

@@ -6,6 +6,7 @@
 # real Ctrl-C (SIGINT) and --resume reproducing the uninterrupted losses.
 set -u
 ks="$1"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -120,5 +121,32 @@ expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm" --prompt "the cat" --token
 expect 2 "--tokens: at most 15" -- "$ks" generate --run "$tmp/lm" --tokens 16
 expect 2 "--temperature: must be positive" -- "$ks" generate --run "$tmp/lm" --temperature 0
 expect 1 "needs a seq2seq run" -- "$ks" translate --run "$tmp/lm" --input "x"
+expect 0 '"split":"valid"' -- env -C / "$ks" eval --run "$tmp/lm" --split valid  # paths stored absolute
+
+# keystone config: every key explicit, for every data set and the shipped configs for one's own data.
+expect 0 "usage: keystone config" -- "$ks" config --help
+expect 2 "exactly one of --config FILE or --defaults" -- "$ks" config
+for d in seq2seq listops brown_lm brown_genre fashion_mnist text tsv_classification tsv_seq2seq; do
+  expect 0 '"warmup_steps": 0' -- "$ks" config --defaults --dataset "$d"
+done
+expect 0 '"train": "<required: a file path>"' -- "$ks" config --defaults --dataset tsv_seq2seq
+expect 0 '"vocab_size": "<from the data>"' -- "$ks" config --defaults --dataset text --set model.attention.type=mgk
+expect 1 "unknown data set 'imagenet'" -- "$ks" config --defaults --dataset imagenet
+expect 0 '"fingerprints"' -- "$ks" config --config "$tmp/lm.json"
+for i in $(seq 1 120); do echo -e "good day number $i\tpos"; echo -e "bad night number $i\tneg"; done > "$tmp/cls.tsv"
+for i in $(seq 1 200); do echo -e "abc$((i % 9))\tcba$((i % 9))"; done > "$tmp/pairs.tsv"
+expect 0 '"num_classes": 2' -- "$ks" config --config $root/tools/configs/my_tsv_classifier.json --set data.train="$tmp/cls.tsv"
+expect 0 '"tgt_vocab_size"' -- "$ks" config --config $root/tools/configs/my_tsv_seq2seq.json --set data.train="$tmp/pairs.tsv"
+if [ -r /usr/share/common-licenses/GPL-3 ]; then
+  expect 0 '"vocab_size": 1024' -- "$ks" config --config $root/tools/configs/my_text_lm.json
+fi
+
+# One train per run folder: a second one (or a --resume) on a folder in training is refused.
+"$ks" train --config "$tmp/copy.json" --out "$tmp/locked" --set train.steps=100000 --quiet > "$tmp/locked.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 500); do [ -s "$tmp/locked/config.json" ] && break; sleep 0.01; done
+expect 1 "is in use by another keystone train \(pid $pid\)" -- "$ks" train --out "$tmp/locked" --resume
+kill -INT "$pid"; wait "$pid"
+
 if [ "$fails" -ne 0 ]; then echo "$fails checks failed"; exit 1; fi
 echo "all keystone CLI checks passed"

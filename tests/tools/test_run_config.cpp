@@ -42,7 +42,7 @@ TEST_CASE("run config: every wrong key or value is named") {
   j["train"] = {{"steps", "ten"}};
   CHECK(config_error(j) == "config: train.steps: expected an integer, got \"ten\"");
   j["train"] = {{"steps", 0}};
-  CHECK(config_error(j) == "config: train.steps: must be at least 1, got 0");
+  CHECK(config_error(j) == "config: train.steps: must be in [1, 1099511627776], got 0");
   j["train"] = {{"steps", 2.5}};
   CHECK(config_error(j) == "config: train.steps: expected an integer, got 2.5");
   j = minimal();
@@ -51,8 +51,8 @@ TEST_CASE("run config: every wrong key or value is named") {
   j["optimizer"] = {{"type", "sgd"}, {"beta1", 0.9}};
   CHECK(config_error(j) == "config: optimizer.beta1: unknown key for optimizer 'sgd'");
   j = minimal();
-  j["schedule"] = {{"type", "cosine"}, {"warmup_steps", 2000}};
-  CHECK(config_error(j).find("config: schedule: lr schedule: total_steps (1000) must exceed warmup_steps (2000)") == 0);
+  j["schedule"] = {{"type", "noam"}, {"warmup_steps", 0}};
+  CHECK(config_error(j) == "config: schedule: lr schedule: noam needs warmup_steps > 0");
   j = minimal();
   j["data"] = json::object();
   CHECK(config_error(j) == "config: data.dataset: missing (which data set to train on)");
@@ -69,6 +69,43 @@ TEST_CASE("run config: every wrong key or value is named") {
   j = minimal();
   j["name"] = "a/b";
   CHECK(config_error(j).find("config: name: must be a non-empty file name") == 0);
+}
+
+TEST_CASE("run config: sizes and counts that allocate or loop are bounded, and nothing may be negative") {
+  auto with = [](const char* section, const char* key, json value) {
+    json j = minimal();
+    j[section] = {{key, value}};
+    return config_error(j);
+  };
+  CHECK(with("train", "threads", 1LL << 32) == "config: train.threads: must be in [0, 1024], got 4294967296");
+  CHECK(with("train", "prefetch", 100000) == "config: train.prefetch: must be in [0, 256], got 100000");
+  CHECK(with("train", "batch_size", 1LL << 40).find("config: train.batch_size: must be in [1, 1048576]") == 0);
+  CHECK(with("train", "bucket_batches", 1LL << 40).find("config: train.bucket_batches: must be in [0, 1048576]") == 0);
+  CHECK(with("train", "accumulate_steps", 0).find("config: train.accumulate_steps: must be in [1, 65536]") == 0);
+  CHECK(with("train", "patience", -1) == "config: train.patience: must be at least 0, got -1");
+  CHECK(with("train", "max_time", -5).find("config: train.max_time: must be in [0, ") == 0);
+  CHECK(with("schedule", "noam_scale", -1) == "config: schedule.noam_scale: must be positive, got -1");
+  CHECK(with("schedule", "noam_scale", 0) == "config: schedule.noam_scale: must be positive, got 0");
+  // A uint64 seed of 2^63 or more is a valid seed, not "negative".
+  json j = minimal();
+  j["seed"] = 18446744073709551615ull;
+  CHECK(parse_train_config(j).seed == 18446744073709551615ull);
+  j["seed"] = -1;
+  CHECK(config_error(j) == "config: seed: must not be negative, got -1");
+  // ... and a signed key is never handed a wrapped 2^63.
+  CHECK(with("train", "steps", 9223372036854775808ull) == "config: train.steps: too large, got 9223372036854775808");
+}
+
+TEST_CASE("run config: a warm-up as long as the run is clipped with a warning") {
+  json j = minimal();
+  j["schedule"] = {{"type", "cosine"}, {"warmup_steps", 2000}};
+  TrainConfig c = parse_train_config(j);
+  CHECK(c.schedule.warmup_steps == 999);
+  REQUIRE(c.warnings.size() == 1);
+  CHECK(c.warnings[0] == "schedule.warmup_steps 2000 is not below train.steps 1000; warming up over 999 steps instead");
+  CHECK(c.to_json()["schedule"]["warmup_steps"] == 999);  // the resolved config says what runs
+  j["schedule"]["warmup_steps"] = 10;
+  CHECK(parse_train_config(j).warnings.empty());
 }
 
 TEST_CASE("run config: --set edits nested keys with JSON or string values") {

@@ -1,0 +1,281 @@
+// tests/tools/test_run_safety.cpp — a run folder's files stay one run's, and
+// nothing a user edits or damages is silently accepted: eval and resume read
+// the data with the run's own tokenizer and warn when a file changed; an
+// edited config.json or a retyped tensor is refused by name; training state
+// out of range is refused; paths are stored absolute; the folder is locked;
+// a run killed before its first checkpoint can be retrained or resumed; stale
+// temporaries are removed. Also the training-loop options that end or shape a
+// run: accumulate_steps (resumed exactly), patience, max_time, the gradient
+// norm in metrics, and the whole test split at the end.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "datasets/data_testing.h"
+#include "nn/safetensors.h"
+#include "ops/view.h"
+#include "tools/run_dir.h"
+#include "tools/train_state.h"
+#include "tools/trainer.h"
+
+using namespace ks;
+using namespace ks::tools;
+using ks::testing::error_of;
+using ks::testing::read_text;
+using ks::testing::TempDir;
+using ks::testing::write_text;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A char-level LM on a small text file: seconds to train.
+json lm_config(const fs::path& train_file, int64_t steps = 6) {
+  return {{"name", "safety"},
+          {"seed", 5},
+          {"data", {{"dataset", "text"}, {"train", train_file.string()}, {"seq_len", 16},
+                    {"tokenizer", {{"type", "char"}}}}},
+          {"model", {{"d_model", 16}, {"layers", 1}, {"dropout", 0.1}, {"attention", {{"type", "softmax"}, {"heads", 2}}}}},
+          {"optimizer", {{"lr", 3e-3}}},
+          {"schedule", {{"type", "cosine"}, {"warmup_steps", 1}}},
+          {"train", {{"steps", steps}, {"batch_size", 8}, {"eval_every", 2}, {"log_every", 1}, {"eval_batches", 2},
+                     {"prefetch", 2}, {"threads", 1}}}};
+}
+
+// Lines over the characters "abcde ", with `common` the most frequent one.
+fs::path write_corpus(const fs::path& path, char common) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) {
+    std::string line = "abcde ";
+    line += std::string(size_t(1 + i % 5), common);
+    text += line + "\n";
+  }
+  write_text(path, text);
+  return path;
+}
+
+void train(const json& config, const fs::path& dir) {
+  Trainer(parse_train_config(config), {.run_dir = dir, .progress = false}).run();
+}
+
+std::vector<json> records(const RunPaths& paths) {
+  std::ifstream in(paths.metrics());
+  std::vector<json> out;
+  std::string line;
+  while (std::getline(in, line)) out.push_back(json::parse(line));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("run folder: eval rebuilds the data with the run's tokenizer, and warns when a data file changed") {
+  TempDir tmp;
+  const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
+  train(lm_config(file), tmp.path() / "run");
+  LoadedRun run = load_run(tmp.path() / "run");
+  const std::vector<int32_t> before = run_data(run).splits.valid.examples.at(0).tokens;
+
+  // Same characters, other frequencies: a newly trained char vocabulary would number them otherwise.
+  write_corpus(file, 'e');
+  TrainingData fresh = build_data(parse_train_config(lm_config(file)).data, 5);
+  CHECK(fresh.splits.train.tokenizer->to_json() != run.tokenizer->to_json());  // the trap this guards against
+  TrainingData again = build_data(run.config.data, run.config.seed, {run.tokenizer, run.target_tokenizer});
+  CHECK(again.splits.train.tokenizer->to_json() == run.tokenizer->to_json());
+  REQUIRE(again.warnings.size() == 1);
+  CHECK(again.warnings[0].find("data.train: " + file.string() + " changed since the run recorded it") == 0);
+  // The valid split is cut from the file again; with the saved tokenizer, an
+  // unchanged line keeps its ids (here every window differs, so compare the vocabulary's use).
+  CHECK(again.splits.valid.examples.at(0).tokens.size() == before.size());
+}
+
+TEST_CASE("run folder: the resolved config stores data paths absolute and records the files' fingerprints") {
+  TempDir tmp;
+  write_corpus(tmp.path() / "corpus.txt", 'a');
+  const fs::path cwd = fs::current_path();
+  fs::current_path(tmp.path());
+  json c = lm_config("corpus.txt");
+  std::string error;
+  try {
+    train(c, "run");
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  fs::current_path(cwd);
+  REQUIRE(error.empty());
+  json saved = json::parse(read_text(tmp.path() / "run" / "config.json"));
+  CHECK(saved["data"]["train"] == (tmp.path() / "corpus.txt").lexically_normal().string());
+  CHECK(saved["data"]["fingerprints"]["train"].get<std::string>().rfind("fnv1a64:", 0) == 0);
+  // ... so another working directory still finds them, without a warning.
+  TrainingData d = run_data(load_run(tmp.path() / "run"));
+  CHECK(d.warnings.empty());
+}
+
+TEST_CASE("run folder: an edited config.json or a retyped tensor is refused by name") {
+  TempDir tmp;
+  const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
+  train(lm_config(file), tmp.path() / "run");
+  const fs::path config = tmp.path() / "run" / "config.json";
+  const std::string original = read_text(config);
+  json edited = json::parse(original);
+  edited["model"]["activation"] = "relu";
+  edited["model"]["attention"]["type"] = "mgk";
+  edited["train"]["steps"] = 99;  // train.* may change
+  write_text(config, edited.dump(2));
+  std::string e = error_of([&] { load_run(tmp.path() / "run"); });
+  CHECK(e.find("was trained with another config than config.json: model.activation, model.attention.type differ") !=
+        std::string::npos);
+  CHECK(error_of([&] {
+          Trainer(parse_train_config(edited), {.run_dir = tmp.path() / "run", .resume = true, .progress = false});
+        }).find("model.activation, model.attention.type differ") != std::string::npos);
+  write_text(config, original);
+  CHECK_NOTHROW(load_run(tmp.path() / "run"));
+
+  // A parameter stored as float64 would load by conversion; refuse it.
+  const fs::path best = tmp.path() / "run" / "best.safetensors";
+  nn::SafetensorsContent content = nn::load_safetensors(best.string());
+  for (auto& [name, t] : content.tensors)
+    if (name == "tok.weight") t = to(t, kFloat64);
+  nn::save_safetensors(best.string(), content.tensors, content.metadata);
+  CHECK(error_of([&] { load_run(tmp.path() / "run"); }).find("dtype mismatch: tok.weight (checkpoint float64, model "
+                                                               "float32)") != std::string::npos);
+}
+
+TEST_CASE("run folder: training state out of range is refused by field") {
+  TrainState s;
+  s.step = 10;
+  s.loader = "{}";
+  s.best_step = 4;
+  s.best_loss = 1.5;
+  s.interval_steps = 2;
+  s.interval_loss = 3.0;
+  s.rng_seed = 18446744073709551615ull;  // all 64 bits survive
+  nn::Metadata good = s.to_metadata();
+  CHECK(TrainState::from_metadata(good, "ck").rng_seed == 18446744073709551615ull);
+  auto bad = [&](const std::string& field, const std::string& value) {
+    nn::Metadata m = good;
+    m["keystone." + field] = value;
+    return error_of([&] { TrainState::from_metadata(m, "ck"); });
+  };
+  CHECK(bad("step", "-3") == "checkpoint ck: training state 'keystone.step' is -3, outside [0, 9223372036854775807]");
+  CHECK(bad("interval_steps", "-1") == "checkpoint ck: training state 'keystone.interval_steps' is -1, outside [0, 10]");
+  CHECK(bad("interval_tokens", "-5").find("'keystone.interval_tokens' is -5") != std::string::npos);
+  CHECK(bad("interval_loss", "-1.37") ==
+        "checkpoint ck: training state 'keystone.interval_loss' is -1.37; it must be finite and at least 0");
+  CHECK(bad("best_loss", "nan").find("'keystone.best_loss' is nan; it must be finite") != std::string::npos);
+  CHECK(bad("best_step", "11").find("'keystone.best_step' is 11, outside [0, 10]") != std::string::npos);
+  CHECK(bad("elapsed_s", "inf").find("'keystone.elapsed_s' is inf") != std::string::npos);
+  CHECK(bad("step", "ten") == "checkpoint ck: training state 'keystone.step' is not an integer: 'ten'");
+}
+
+TEST_CASE("run folder: one keystone train at a time, however the other one is started") {
+  TempDir tmp;
+  const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
+  fs::create_directories(tmp.path() / "run");
+  RunPaths paths{tmp.path() / "run"};
+  {
+    RunLock held(paths);  // as a running train holds it
+    const std::string e = error_of([&] { train(lm_config(file), paths.dir); });
+    CHECK(e == "run folder " + paths.dir.string() + " is in use by another keystone train (pid " +
+                   std::to_string(::getpid()) + "); wait for it to finish or stop it first");
+    CHECK_FALSE(fs::exists(paths.config()));  // nothing written
+  }
+  CHECK_NOTHROW(train(lm_config(file), paths.dir));  // released with its holder
+}
+
+TEST_CASE("run folder: a run killed before its first checkpoint can be retrained or resumed; stale temporaries go") {
+  TempDir tmp;
+  const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
+  RunPaths paths{tmp.path() / "run"};
+  fs::create_directories(paths.dir);
+  json resolved = lm_config(file);
+  write_text(paths.config(), resolved.dump());  // what a kill right after config.json leaves
+  write_text(paths.dir / "latest.safetensors.tmp.99999", "half a checkpoint");
+  CHECK_NOTHROW(train(resolved, paths.dir));
+  CHECK(fs::exists(paths.latest()));
+  CHECK_FALSE(fs::exists(paths.dir / "latest.safetensors.tmp.99999"));
+
+  RunPaths second{tmp.path() / "second"};
+  fs::create_directories(second.dir);
+  write_text(second.config(), resolved.dump());
+  Trainer resumed(parse_train_config(resolved), {.run_dir = second.dir, .resume = true, .progress = false});
+  CHECK(resumed.step() == 0);
+  CHECK(resumed.run() == TrainOutcome::Finished);
+  CHECK(resumed.step() == 6);
+}
+
+TEST_CASE("trainer: accumulate_steps sums micro-batches into one step and resumes exactly") {
+  TempDir tmp;
+  const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
+  json c = lm_config(file, 8);
+  c["train"]["accumulate_steps"] = 3;
+  c["train"]["batch_size"] = 4;
+  TrainConfig cfg = parse_train_config(c);
+  Trainer whole(cfg, {.run_dir = tmp.path() / "whole", .progress = false});
+  whole.run();
+  {
+    Trainer first(cfg, {.run_dir = tmp.path() / "split", .progress = false,
+                        .on_step = [](int64_t step, double) { if (step == 3) request_training_stop(); }});
+    CHECK(first.run() == TrainOutcome::Stopped);
+  }
+  Trainer second(parse_train_config(json::parse(read_text(tmp.path() / "split" / "config.json"))),
+                 {.run_dir = tmp.path() / "split", .resume = true, .progress = false});
+  second.run();
+  auto a = records(whole.paths()), b = records(second.paths());
+  REQUIRE(a.size() == b.size());
+  int64_t train_records = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i]["split"] != "train") continue;
+    ++train_records;
+    CHECK(a[i]["loss"] == b[i]["loss"]);
+    CHECK(a[i]["grad_norm"] == b[i]["grad_norm"]);
+    CHECK(a[i]["grad_norm"].get<double>() > 0);
+  }
+  CHECK(train_records == 8);
+}
+
+TEST_CASE("trainer: patience stops a run that no longer improves, max_time one that is out of time") {
+  TempDir tmp;
+  const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
+  // A learning rate below float32's resolution leaves the weights as they are:
+  // every evaluation after the first is no better.
+  json c = lm_config(file, 40);
+  c["optimizer"]["lr"] = 1e-30;
+  c["train"]["patience"] = 2;
+  const fs::path dir = tmp.path() / "patience";
+  {
+    Trainer t(parse_train_config(c), {.run_dir = dir, .progress = false});
+    CHECK(t.run() == TrainOutcome::Finished);
+    CHECK(t.step() == 6);  // evaluations at 2 (best), 4, 6: two without improvement
+    CHECK_FALSE(t.last_test().empty());
+  }
+  Trainer again(parse_train_config(json::parse(read_text(dir / "config.json"))),
+                {.run_dir = dir, .resume = true, .progress = false});
+  CHECK(again.run() == TrainOutcome::Finished);  // already stopped early: nothing more
+  CHECK(again.step() == 6);
+
+  json timed = lm_config(file, 100000);
+  timed["train"]["max_time"] = 1e-3;
+  Trainer u(parse_train_config(timed), {.run_dir = tmp.path() / "timed", .progress = false});
+  CHECK(u.run() == TrainOutcome::Finished);
+  CHECK(u.step() >= 1);
+  CHECK(u.step() < 100000);  // ended by the clock, with its checkpoint and test record
+  CHECK(fs::exists(u.paths().latest()));
+  CHECK_FALSE(u.last_test().empty());
+}
+
+TEST_CASE("trainer: the test record covers the whole test split, every example decoded") {
+  TempDir tmp;
+  json c = {{"name", "s2s"},
+            {"data", {{"dataset", "seq2seq"}, {"task", "copy"}, {"max_length", 5}, {"train_size", 64},
+                      {"valid_size", 8}, {"test_size", 37}}},
+            {"model", {{"d_model", 16}, {"encoder_layers", 1}, {"decoder_layers", 1}, {"attention", {{"heads", 2}}}}},
+            {"train", {{"steps", 2}, {"batch_size", 8}, {"decode_examples", 4}, {"threads", 1}}}};
+  Trainer t(parse_train_config(c), {.run_dir = tmp.path() / "run", .progress = false});
+  t.run();
+  CHECK(t.last_test()["predictions"].get<int64_t>() > 37);
+  CHECK(t.last_test()["decoded"] == 37);
+  CHECK(t.last_valid()["decoded"] == 4);
+}
