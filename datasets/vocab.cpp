@@ -263,7 +263,18 @@ std::string WordTokenizer::to_json() const {
   json j = detail::tokenizer_head("word");
   j["lowercase"] = options_.lowercase;
   j["split_punctuation"] = options_.split_punctuation;
-  j["words"] = words_;
+  // JSON text holds only UTF-8; a word of other bytes (a Latin-1 file read as
+  // bytes) is written as {"bytes": [...]}, so every vocabulary can be saved.
+  json words = json::array();
+  for (const std::string& w : words_) {
+    try {
+      (void)json(w).dump();
+      words.push_back(w);
+    } catch (const json::exception&) {
+      words.push_back({{"bytes", std::vector<uint8_t>(w.begin(), w.end())}});
+    }
+  }
+  j["words"] = std::move(words);
   return detail::dump_tokenizer(j);
 }
 
@@ -289,7 +300,24 @@ CharTokenizer char_tokenizer_from_json(const json& j, const std::string& where) 
 WordTokenizer word_tokenizer_from_json(const json& j, const std::string& where) {
   WordOptions o{.lowercase = field<bool>(j, "lowercase", where),
                 .split_punctuation = field<bool>(j, "split_punctuation", where)};
-  auto words = field<std::vector<std::string>>(j, "words", where);
+  const json list = field<json>(j, "words", where);
+  KS_CHECK(list.is_array(), "load_tokenizer: ", where, ": field \"words\" must be a list");
+  std::vector<std::string> words;
+  for (const json& w : list) {
+    if (w.is_string()) {
+      words.push_back(w.get<std::string>());
+      continue;
+    }
+    KS_CHECK(w.is_object() && w.contains("bytes") && w["bytes"].is_array(), "load_tokenizer: ", where,
+             ": a word must be a string or {\"bytes\": [...]}");
+    std::string bytes;
+    for (const json& b : w["bytes"]) {
+      KS_CHECK(b.is_number_unsigned() && b.get<uint64_t>() < 256, "load_tokenizer: ", where,
+               ": a word's \"bytes\" must be numbers 0..255");
+      bytes.push_back(char(b.get<uint64_t>()));
+    }
+    words.push_back(std::move(bytes));
+  }
   try {
     return WordTokenizer(std::move(words), o);
   } catch (const Error& e) {

@@ -130,12 +130,15 @@ TEST_CASE("word tokenizer: splitting, <unk>, frequency cut-off and max vocab") {
   CHECK(lower.encode("tHe") == std::vector<int64_t>{kNumSpecial});
   WordTokenizer whole = WordTokenizer::build({"don't stop"}, {.split_punctuation = false});
   CHECK(whole.words().size() == 2);
-  // A vocabulary that is not UTF-8 cannot be JSON text: the error says so, and nothing is written.
-  TempDir dir;
-  WordTokenizer raw({"ok", "\xff"}, {});
-  CHECK_THROWS_WITH_AS(raw.save(dir / "raw.json"), doctest::Contains("tokenizer save: the vocabulary cannot be written as JSON"),
-                       Error);
-  CHECK_FALSE(std::filesystem::exists(dir / "raw.json"));
+  // Words that are not UTF-8 (a Latin-1 file) are saved as their bytes and load back exactly.
+  WordTokenizer raw = WordTokenizer::build({"caf\xe9 ok caf\xe9 \xff\xfe"});
+  CHECK(raw.id("caf\xe9") == kNumSpecial);
+  check_save_load(raw);
+  CHECK(raw.to_json().find("\"bytes\"") != std::string::npos);
+  CHECK_THROWS_WITH_AS(tokenizer_from_json(R"({"type": "word", "specials": ["<pad>", "<bos>", "<eos>", "<unk>"],
+                                               "lowercase": false, "split_punctuation": true, "words": [{"bytes": [300]}]})",
+                                           "t.json"),
+                       doctest::Contains("a word's \"bytes\" must be numbers 0..255"), Error);
   check_save_load(tok);
   check_save_load(lower);
 }
