@@ -185,7 +185,7 @@ TEST_CASE("run folder: one keystone train at a time, however the other one is st
   CHECK_NOTHROW(train(lm_config(file), paths.dir));  // released with its holder
 }
 
-TEST_CASE("run folder: a run killed before its first checkpoint can be retrained or resumed; stale temporaries go") {
+TEST_CASE("run folder: a run killed before its first checkpoint can be retrained or resumed, and stale temporaries go") {
   TempDir tmp;
   const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
   RunPaths paths{tmp.path() / "run"};
@@ -278,4 +278,49 @@ TEST_CASE("trainer: the test record covers the whole test split, every example d
   CHECK(t.last_test()["predictions"].get<int64_t>() > 37);
   CHECK(t.last_test()["decoded"] == 37);
   CHECK(t.last_valid()["decoded"] == 4);
+}
+
+TEST_CASE("trainer: --resume with more steps continues, and config.json shows the steps now in force") {
+  TempDir tmp;
+  const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
+  train(lm_config(file, 4), tmp.path() / "run");
+  json c = json::parse(read_text(tmp.path() / "run" / "config.json"));
+  c["train"]["steps"] = 7;
+  Trainer t(parse_train_config(c), {.run_dir = tmp.path() / "run", .resume = true, .progress = false});
+  CHECK(t.step() == 4);
+  CHECK(t.run() == TrainOutcome::Finished);
+  CHECK(t.step() == 7);
+  CHECK(json::parse(read_text(tmp.path() / "run" / "config.json"))["train"]["steps"] == 7);
+}
+
+TEST_CASE("data: tsv_seq2seq takes a target_tokenizer of its own, and the run saves both") {
+  TempDir tmp;
+  std::string pairs;
+  for (int i = 0; i < 60; ++i) pairs += "abc" + std::to_string(i % 7) + "\tthe word " + std::to_string(i % 5) + "\n";
+  write_text(tmp.path() / "pairs.tsv", pairs);
+  json c = {{"name", "pairs"},
+            {"data", {{"dataset", "tsv_seq2seq"}, {"train", (tmp.path() / "pairs.tsv").string()},
+                      {"tokenizer", {{"type", "char"}}}, {"target_tokenizer", {{"type", "word"}}}}},
+            {"model", {{"d_model", 16}, {"encoder_layers", 1}, {"decoder_layers", 1}, {"attention", {{"heads", 2}}}}},
+            {"train", {{"steps", 2}, {"batch_size", 8}, {"threads", 1}}}};
+  TrainingData d = build_data(parse_train_config(c).data, 0);
+  CHECK(d.splits.train.tokenizer->type() == "char");
+  CHECK(d.splits.train.target_tokenizer->type() == "word");
+  CHECK(d.splits.train.target_vocab_size == 4 + 2 + 5);  // specials, "the", "word", five digits
+  CHECK(d.resolved["target_tokenizer"]["type"] == "word");
+  train(c, tmp.path() / "run");
+  LoadedRun run = load_run(tmp.path() / "run");
+  CHECK(run.target_tokenizer->type() == "word");
+  CHECK(run_data(run).splits.test.target_tokenizer->to_json() == run.target_tokenizer->to_json());
+  // A split that is mostly outside the vocabulary gets a warning.
+  RunTokenizers foreign{std::make_shared<data::ByteTokenizer>(), run.target_tokenizer};
+  std::string other;
+  for (int i = 0; i < 60; ++i) other += "x\tzebra quagga okapi\n";
+  write_text(tmp.path() / "other.tsv", other);
+  json section = run.config.data;
+  section["train"] = (tmp.path() / "other.tsv").string();
+  section.erase("fingerprints");
+  TrainingData odd = build_data(section, 0, foreign);
+  REQUIRE_FALSE(odd.warnings.empty());
+  CHECK(odd.warnings[0].find("% of the train split's tokens are <unk>") != std::string::npos);
 }
