@@ -8,10 +8,10 @@
 
 #include "autograd/grad_mode.h"
 #include "core/cuda.h"
+#include "core/factory.h"
 #include "datasets/vocab.h"
 #include "models/decoder_lm.h"
 #include "models/encoder_classifier.h"
-#include "models/seq2seq.h"
 #include "ops/compare.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"
@@ -110,6 +110,36 @@ std::optional<double> bits_per_byte_factor(const data::Dataset& split) {
   return double(predictions) / (double(bytes) * std::numbers::ln2);
 }
 
+std::vector<std::vector<int64_t>> decode_sources(models::Seq2Seq& model, const std::vector<std::vector<int64_t>>& sources,
+                                                 const DecodeOptions& o) {
+  const int64_t max_len = o.max_len > 0 ? o.max_len : model.config.max_len;
+  KS_CHECK(o.batch_size >= 1, "decode: batch_size must be >= 1, got ", o.batch_size);
+  const int64_t pad = model.config.pad_id, batch = pad >= 0 ? o.batch_size : 1;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    KS_CHECK(!sources[i].empty(), "decode: source ", i, " is empty");
+    KS_CHECK(int64_t(sources[i].size()) <= model.config.max_len, "decode: source ", i, " has ", sources[i].size(),
+             " tokens, more than the model's max_len ", model.config.max_len);
+  }
+  const Device device = model_device(model);
+  std::vector<std::vector<int64_t>> out;
+  out.reserve(sources.size());
+  for (size_t start = 0; start < sources.size(); start += size_t(batch)) {
+    const size_t end = std::min(sources.size(), start + size_t(batch));
+    size_t width = 0;
+    for (size_t i = start; i < end; ++i) width = std::max(width, sources[i].size());
+    std::vector<int64_t> ids((end - start) * width, pad);
+    for (size_t i = start; i < end; ++i) std::copy(sources[i].begin(), sources[i].end(), ids.begin() + (i - start) * width);
+    Tensor src = from_vector(ids, {int64_t(end - start), int64_t(width)});
+    if (!device.is_cpu()) src = to(src, device);
+    if (o.beam <= 1) {
+      for (auto& tokens : model.greedy_decode(src, max_len)) out.push_back(std::move(tokens));
+    } else {
+      for (auto& h : model.beam_search(src, o.beam, max_len, o.alpha)) out.push_back(std::move(h.tokens));
+    }
+  }
+  return out;
+}
+
 Device resolve_device(const std::string& name, const std::string& what) {
   if (name == "cpu") return Device::cpu();
   KS_CHECK(name == "cuda", what, ": expected cpu or cuda, got '", name, "'");
@@ -201,16 +231,16 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
   auto* s2s = dynamic_cast<models::Seq2Seq*>(&model);
   if (s2s && options.decode_examples > 0) {
     const int64_t n = std::min(options.decode_examples, split.size());
+    std::vector<std::vector<int64_t>> sources;
+    for (int64_t i = 0; i < n; ++i) {
+      const data::Ids& src = split.examples[size_t(i)].tokens;
+      sources.emplace_back(src.begin(), src.end());
+    }
+    const auto outputs = decode_sources(*s2s, sources, {.batch_size = options.batch_size});
     DecodeScore decodes;
-    for (int64_t start = 0; start < n; start += options.batch_size) {
-      std::vector<int64_t> rows;
-      for (int64_t i = start; i < std::min(n, start + options.batch_size); ++i) rows.push_back(i);
-      data::Batch b = data::collate(split, rows, lo);
-      auto outputs = s2s->greedy_decode(device.is_cpu() ? b.tokens : to(b.tokens, device), s2s->config.max_len);
-      for (size_t k = 0; k < rows.size(); ++k) {
-        const data::Ids& want = split.examples[size_t(rows[k])].target;
-        decodes.add(outputs[k], {want.begin(), want.end()}, split.target_tokenizer.get());
-      }
+    for (int64_t i = 0; i < n; ++i) {
+      const data::Ids& want = split.examples[size_t(i)].target;
+      decodes.add(outputs[size_t(i)], {want.begin(), want.end()}, split.target_tokenizer.get());
     }
     r.decoded = n;
     r.exact_match = decodes.exact_match();

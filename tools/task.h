@@ -38,6 +38,7 @@
 #include "datasets/dataset.h"
 #include "datasets/loader.h"
 #include "models/model.h"
+#include "models/seq2seq.h"
 
 namespace ks::tools {
 
@@ -82,6 +83,23 @@ struct DecodeScore {
   double ter() const;          // -1 when the references hold no token
   double cer() const;          // -1 when they hold no character (or none were counted)
 };
+
+struct DecodeOptions {
+  int64_t beam = 1;         // 1: greedy_decode, else beam_search with the GNMT length penalty alpha
+  double alpha = 0.6;
+  int64_t max_len = 0;      // most tokens generated per source (eos included); 0: the model's max_len
+  int64_t batch_size = 32;  // sources decoded together
+};
+
+// The outputs (target ids, without bos and eos) of `sources` (ids, neither
+// bos nor eos; none empty, none over the model's max_len — each error names
+// the source by its index), decoded batch_size at a time: each batch is
+// right-padded with the model's pad_id, which the encoder masks as keys and
+// which leaves the positions of the real tokens as they are, so every output
+// is the one its source gets alone. A model without a pad_id decodes one
+// source at a time.
+std::vector<std::vector<int64_t>> decode_sources(models::Seq2Seq& model, const std::vector<std::vector<int64_t>>& sources,
+                                                 const DecodeOptions& options);
 
 struct EvalResult {
   double loss = 0;          // mean cross-entropy per prediction, nats (no label smoothing)

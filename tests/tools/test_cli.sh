@@ -78,7 +78,22 @@ expect 0 '"split":"valid"' -- "$ks" eval --run "$tmp/whole" --split valid --chec
 expect 2 "--split: expected train, valid or test" -- "$ks" eval --run "$tmp/whole" --split dev
 expect 1 "run folder $tmp/nowhere does not exist" -- "$ks" eval --run "$tmp/nowhere"
 expect 0 "exact match: [0-9]+ of 4" -- "$ks" translate --run "$tmp/whole" --split test --limit 4 --beam 2
+expect 0 "exact match: [0-9]+ of 20 \([0-9.]+%\) \| TER [0-9.]+% \| CER [0-9.]+%" -- "$ks" translate --run "$tmp/whole" --split test
+expect 2 "--limit goes with --split" -- "$ks" translate --run "$tmp/whole" --input "123" --limit 3
 expect 0 "^[0-9]*$" -- "$ks" translate --run "$tmp/whole" --input "123"
+expect 0 "warning: --input: 3 of 4 tokens are unknown" -- "$ks" translate --run "$tmp/whole" --input "zzz1"
+# --file decodes in batches of 32: 40 lines give 40 outputs, each the one --input gives.
+for i in $(seq 1 40); do echo "$((i * 7919 % 100000))"; done > "$tmp/sources.txt"
+"$ks" translate --run "$tmp/whole" --file "$tmp/sources.txt" > "$tmp/outputs.txt" 2>&1
+for i in 1 33 40; do
+  want=$("$ks" translate --run "$tmp/whole" --input "$(sed -n "${i}p" "$tmp/sources.txt")")
+  if [ "$(wc -l < "$tmp/outputs.txt")" != 40 ] || [ "$(sed -n "${i}p" "$tmp/outputs.txt")" != "$want" ]; then
+    echo "FAIL: translate --file line $i: $(sed -n "${i}p" "$tmp/outputs.txt") (want $want, of $(wc -l < "$tmp/outputs.txt") lines)"
+    fails=$((fails + 1))
+  fi
+done
+printf '12\n\n3\n' > "$tmp/blank.txt"
+expect 1 "translate: $tmp/blank.txt:2: an empty source" -- "$ks" translate --run "$tmp/whole" --file "$tmp/blank.txt"
 expect 2 "exactly one of --input, --file or --split" -- "$ks" translate --run "$tmp/whole"
 expect 1 "needs a decoder_lm run" -- "$ks" generate --run "$tmp/whole"
 expect 0 "wrote $tmp/both.svg" -- "$ks" plot "$tmp/whole" "$tmp/whole" --out "$tmp/both.svg"
