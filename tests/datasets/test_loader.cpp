@@ -232,7 +232,7 @@ TEST_CASE("loader: bad states and options fail clearly") {
   CHECK(LoaderState::from_json(loader.state().to_json()) == loader.state());
 }
 
-TEST_CASE("loader: a bucket pool beyond the data is the whole data; an overflowing product is refused") {
+TEST_CASE("loader: a bucket pool beyond the data is the whole data, and an overflowing product is refused") {
   auto d = toy(70);
   // batch_size × bucket_batches fits int64 but exceeds the split: one pool of all 70, as bucket_batches 7.
   DataLoader whole(d, {.batch_size = 10, .seed = 1, .bucket_batches = 7});
