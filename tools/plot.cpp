@@ -45,14 +45,17 @@ struct Run {
   }
 };
 
+// The largest magnitude drawn: beyond it an axis's range could overflow.
+constexpr double kMaxDrawn = 1e300;
+
 // A drawable number, or nullopt when absent, null (how nlohmann writes NaN),
-// not a number, infinite or beyond ±1e300 (where an axis's range would
-// overflow): such points are skipped rather than drawn.
+// not a number, infinite or beyond ±kMaxDrawn: such points are skipped
+// rather than drawn.
 std::optional<double> finite(const json& rec, const char* key) {
   auto it = rec.find(key);
   if (it == rec.end() || !it->is_number()) return std::nullopt;
   double v = it->get<double>();
-  return std::abs(v) <= 1e300 ? std::optional<double>(v) : std::nullopt;  // false for NaN too
+  return std::abs(v) <= kMaxDrawn ? std::optional<double>(v) : std::nullopt;  // false for NaN too
 }
 
 json parse_record(const std::string& line, const std::string& where) {
@@ -158,12 +161,13 @@ Axis linear_axis(double lo, double hi) {
   return a;
 }
 
-// The smallest and largest values a log axis shows; others are not drawn.
-constexpr double kLogMin = 1e-300, kLogMax = 1e300;
+// The smallest value a log axis shows (with kMaxDrawn the largest); smaller
+// ones, zero and negative values are not drawn there.
+constexpr double kLogMin = 1e-300;
 
 // Bounds at the 1, 2 or 5 × 10^k just outside the data, so little space is
 // wasted; ticks at whole decades, and with few decades also at the 2s and 5s.
-// 0 < lo <= hi, both in [kLogMin, kLogMax].
+// kLogMin <= lo <= hi <= kMaxDrawn.
 Axis log_axis(double lo, double hi) {
   // 1, 2, 5 × 10^k, every third one a decade, with a decade to spare at each
   // end: log10 rounds, so floor(log10(0.09999999999999999)) is -1, and the
@@ -180,7 +184,7 @@ Axis log_axis(double lo, double hi) {
   return a;
 }
 
-bool on_log_axis(double v) { return v >= kLogMin && v <= kLogMax; }
+bool on_log_axis(double v) { return v >= kLogMin; }  // every value is <= kMaxDrawn already (finite)
 
 // The [min, max] of one coordinate over all points (with `log_only`, those a
 // log axis can show); nullopt when there are none.
