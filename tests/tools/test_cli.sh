@@ -97,6 +97,9 @@ expect 1 "translate: $tmp/blank.txt:2: an empty source" -- "$ks" translate --run
 expect 2 "exactly one of --input, --file or --split" -- "$ks" translate --run "$tmp/whole"
 expect 1 "needs a decoder_lm run" -- "$ks" generate --run "$tmp/whole"
 expect 0 "wrote $tmp/both.svg" -- "$ks" plot "$tmp/whole" "$tmp/whole" --out "$tmp/both.svg"
+expect 0 "wrote $tmp/labelled.svg" -- "$ks" plot "$tmp/whole" --log-y "$tmp/whole" --labels first,second --out "$tmp/labelled.svg"
+grep -q ">second</text>" "$tmp/labelled.svg" || { echo "FAIL: plot --labels: no 'second' in the legend"; fails=$((fails + 1)); }
+expect 2 "--labels: 1 labels for 2 run folders" -- "$ks" plot "$tmp/whole" "$tmp/whole" --labels one
 expect 1 "no metrics.jsonl" -- "$ks" plot "$tmp"
 
 # Ctrl-C: a real SIGINT saves and exits 130; --resume then reproduces the
@@ -132,6 +135,7 @@ cat > "$tmp/lm.json" <<JSON
 JSON
 expect 0 "finished 20 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm" --quiet
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm" --prompt "the cat" --tokens 5 --top-k 3 --samples 2
+expect 0 '"bpb":[0-9.]+,"bytes":[0-9]+' -- "$ks" eval --run "$tmp/lm"
 expect 2 "--tokens: at most 15" -- "$ks" generate --run "$tmp/lm" --tokens 16
 expect 2 "--temperature: must be positive" -- "$ks" generate --run "$tmp/lm" --temperature 0
 expect 1 "needs a seq2seq run" -- "$ks" translate --run "$tmp/lm" --input "x"
