@@ -114,18 +114,18 @@ std::vector<std::vector<int64_t>> decode_sources(models::Seq2Seq& model, const s
                                                  const DecodeOptions& o) {
   const int64_t max_len = o.max_len > 0 ? o.max_len : model.config.max_len;
   KS_CHECK(o.batch_size >= 1, "decode: batch_size must be >= 1, got ", o.batch_size);
-  const int64_t pad = model.config.pad_id, batch = pad >= 0 ? o.batch_size : 1;
+  const int64_t pad = model.config.pad_id;
+  KS_ASSERT(pad >= 0);  // the Seq2Seq constructor requires one
   for (size_t i = 0; i < sources.size(); ++i) {
-    KS_CHECK(!sources[i].empty(), "decode: source ", i, " is empty");
     KS_CHECK(int64_t(sources[i].size()) <= model.config.max_len, "decode: source ", i, " has ", sources[i].size(),
              " tokens, more than the model's max_len ", model.config.max_len);
   }
   const Device device = model_device(model);
   std::vector<std::vector<int64_t>> out;
   out.reserve(sources.size());
-  for (size_t start = 0; start < sources.size(); start += size_t(batch)) {
-    const size_t end = std::min(sources.size(), start + size_t(batch));
-    size_t width = 0;
+  for (size_t start = 0; start < sources.size(); start += size_t(o.batch_size)) {
+    const size_t end = std::min(sources.size(), start + size_t(o.batch_size));
+    size_t width = 1;  // an empty source is one pad: no key to attend to, a well-defined decode
     for (size_t i = start; i < end; ++i) width = std::max(width, sources[i].size());
     std::vector<int64_t> ids((end - start) * width, pad);
     for (size_t i = start; i < end; ++i) std::copy(sources[i].begin(), sources[i].end(), ids.begin() + (i - start) * width);

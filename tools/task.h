@@ -92,12 +92,12 @@ struct DecodeOptions {
 };
 
 // The outputs (target ids, without bos and eos) of `sources` (ids, neither
-// bos nor eos; none empty, none over the model's max_len — each error names
-// the source by its index), decoded batch_size at a time: each batch is
+// bos nor eos; none over the model's max_len, which is an error naming the
+// source by its index), decoded batch_size at a time: each batch is
 // right-padded with the model's pad_id, which the encoder masks as keys and
 // which leaves the positions of the real tokens as they are, so every output
-// is the one its source gets alone. A model without a pad_id decodes one
-// source at a time.
+// is the one its source gets alone; an empty source is a lone pad, which the
+// encoder masks entirely.
 std::vector<std::vector<int64_t>> decode_sources(models::Seq2Seq& model, const std::vector<std::vector<int64_t>>& sources,
                                                  const DecodeOptions& options);
 
