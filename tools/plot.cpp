@@ -488,10 +488,13 @@ int plot(const std::vector<std::string>& args) {
   options.title = flags.get("title", "");
   options.log_y = flags.has("log-y");
   if (flags.has("labels")) {
-    std::stringstream list(flags.get("labels", ""));
-    for (std::string label; std::getline(list, label, ',');) {
-      if (label.empty()) throw cli::UsageError("--labels: an empty label in '" + flags.get("labels", "") + "'");
-      options.labels.push_back(label);
+    const std::string list = flags.get("labels", "");
+    for (size_t start = 0;;) {  // "a,,b", ",a" and "a," hold an empty label
+      const size_t comma = std::min(list.find(',', start), list.size());
+      if (comma == start) throw cli::UsageError("--labels: an empty label in '" + list + "'");
+      options.labels.push_back(list.substr(start, comma - start));
+      if (comma == list.size()) break;
+      start = comma + 1;
     }
     if (options.labels.size() != dirs.size())
       throw cli::UsageError(str("--labels: ", options.labels.size(), " labels for ", dirs.size(), " run folders"));

@@ -423,6 +423,7 @@ TEST_CASE("plot: --labels names the runs in the legend, one per run folder") {
   CHECK(plot({"--log-y", a.string(), "--out", out.string()}) == 0);  // a switch takes no value: a is a run folder
   CHECK_THROWS_WITH_AS(plot({a.string(), b.string(), "--labels", "x"}), "--labels: 1 labels for 2 run folders",
                        ks::cli::UsageError);
-  CHECK_THROWS_WITH_AS(plot({a.string(), b.string(), "--labels", "x,,y"}), "--labels: an empty label in 'x,,y'",
-                       ks::cli::UsageError);
+  for (const char* bad : {"x,,y", "x,", ",y", ""})
+    CHECK_THROWS_WITH_AS(plot({a.string(), b.string(), "--labels", bad}),
+                         ("--labels: an empty label in '" + std::string(bad) + "'").c_str(), ks::cli::UsageError);
 }
