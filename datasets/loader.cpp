@@ -5,7 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
+#include <type_traits>
+#include <utility>
 
 #include "core/copy.h"
 #include "core/factory.h"
@@ -94,6 +97,30 @@ std::string LoaderState::to_json() const {
       .dump();
 }
 
+namespace {
+
+// Batches in an epoch of n examples without drop_last: ceil(n / b), written
+// so that it cannot overflow for any b >= 1.
+int64_t batches_of(int64_t n, int64_t b) { return n / b + (n % b != 0); }
+
+// Examples per length-sorting pool: batch_size × bucket_batches, at most the
+// n examples there are; a product beyond int64 is refused as absurd.
+int64_t pool_size(const LoaderOptions& o, int64_t n) {
+  int64_t pool = 0;
+  KS_CHECK(!__builtin_mul_overflow(o.batch_size, o.bucket_batches, &pool), "DataLoader: batch_size ",
+           o.batch_size, " x bucket_batches ", o.bucket_batches, " overflows int64; bucket_batches ",
+           batches_of(n, o.batch_size), " already sorts all ", n, " examples as one pool");
+  return std::min(pool, n);
+}
+
+// e + 1, refusing to go past kMaxEpoch (whose streams 2e, 2e + 1 are the last that fit).
+int64_t next_epoch(int64_t e) {
+  KS_CHECK(e < kMaxEpoch, "DataLoader: epoch ", e, " is the last one a loader can reach (kMaxEpoch)");
+  return e + 1;
+}
+
+}  // namespace
+
 LoaderState LoaderState::from_json(const std::string& text) {
   json j;
   try {
@@ -103,16 +130,31 @@ LoaderState LoaderState::from_json(const std::string& text) {
   }
   KS_CHECK(j.is_object(), "loader state: expected a JSON object, got ", j.dump().substr(0, 80));
   LoaderState s;
+  // Integers only, and in range of the field's type: nlohmann would wrap -1
+  // into a uint64 seed and 2^63 into a negative int64.
   auto get = [&](const char* key, auto& out) {
+    using T = std::remove_reference_t<decltype(out)>;
     KS_CHECK(j.contains(key) && j.at(key).is_number_integer(), "loader state: field \"", key,
              "\" must be an integer");
-    out = j.at(key).get<std::remove_reference_t<decltype(out)>>();
+    const json& v = j.at(key);
+    const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
+                                             : std::is_signed_v<T> || v.get<int64_t>() >= 0;
+    KS_CHECK(fits, "loader state: field \"", key, "\" is ", v.dump(), ", outside ", std::numeric_limits<T>::min(),
+             "..", std::numeric_limits<T>::max());
+    out = v.get<T>();
   };
   get("epoch", s.epoch);
   get("position", s.position);
   get("seed", s.seed);
   get("examples", s.examples);
   get("batch_size", s.batch_size);
+  KS_CHECK(s.examples >= 0, "loader state: field \"examples\" is ", s.examples, ", expected >= 0");
+  KS_CHECK(s.batch_size >= 1, "loader state: field \"batch_size\" is ", s.batch_size, ", expected >= 1");
+  KS_CHECK(s.epoch >= 0 && s.epoch <= kMaxEpoch, "loader state: field \"epoch\" is ", s.epoch, ", expected 0..",
+           kMaxEpoch);
+  const int64_t batches = batches_of(s.examples, s.batch_size);
+  KS_CHECK(s.position >= 0 && s.position <= batches, "loader state: field \"position\" is ", s.position,
+           ", expected 0..", batches, " (", s.examples, " examples in batches of ", s.batch_size, ")");
   return s;
 }
 
@@ -123,9 +165,12 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> data, LoaderOptions option
   KS_CHECK(data_, "DataLoader: no data set");
   KS_CHECK(options_.batch_size >= 1, "DataLoader: batch_size must be >= 1, got ", options_.batch_size);
   KS_CHECK(options_.bucket_batches >= 0, "DataLoader: bucket_batches must be >= 0, got ", options_.bucket_batches);
-  KS_CHECK(options_.prefetch >= 0, "DataLoader: prefetch must be >= 0, got ", options_.prefetch);
-  int64_t n = data_->size(), b = options_.batch_size;
-  batches_per_epoch_ = options_.drop_last ? n / b : (n + b - 1) / b;
+  KS_CHECK(options_.prefetch >= 0 && options_.prefetch <= kMaxPrefetch, "DataLoader: prefetch must be in 0..",
+           kMaxPrefetch, ", got ", options_.prefetch);
+  const int64_t n = data_->size(), b = options_.batch_size;
+  pool_size(options_, n);  // refuses an absurd bucket_batches now rather than in the first plan()
+  batches_per_epoch_ = options_.drop_last ? n / b : batches_of(n, b);
+  queue_.resize(size_t(options_.prefetch));
   start_producer();
 }
 
@@ -133,10 +178,12 @@ DataLoader::~DataLoader() { stop_producer(); }
 
 std::vector<std::vector<int64_t>> DataLoader::plan(int64_t epoch) const {
   int64_t n = data_->size(), b = options_.batch_size;
+  KS_CHECK(epoch >= 0 && epoch <= kMaxEpoch, "DataLoader: plan: epoch ", epoch, " is outside 0..", kMaxEpoch);
   // Streams 2e and 2e + 1 of the seed: the example order and the batch order of epoch e.
+  const uint64_t stream = 2 * uint64_t(epoch);
   std::vector<int64_t> order;
   if (options_.shuffle) {
-    order = permutation(n, options_.seed, uint64_t(2 * epoch));
+    order = permutation(n, options_.seed, stream);
   } else {
     order.resize(size_t(n));
     std::iota(order.begin(), order.end(), 0);
@@ -147,18 +194,18 @@ std::vector<std::vector<int64_t>> DataLoader::plan(int64_t epoch) const {
       const Example& e = data_->examples[size_t(i)];
       return std::pair(e.tokens.size(), e.target.size());
     };
-    int64_t pool = b * options_.bucket_batches;
-    for (int64_t s = 0; s < int64_t(order.size()); s += pool) {
-      auto first = order.begin() + s, last = order.begin() + std::min<int64_t>(s + pool, int64_t(order.size()));
+    const int64_t size = int64_t(order.size()), pool = pool_size(options_, size);
+    for (int64_t s = 0; s < size; s += pool) {
+      auto first = order.begin() + s, last = order.begin() + s + std::min(pool, size - s);
       std::stable_sort(first, last, [&](int64_t x, int64_t y) { return length(x) < length(y); });
     }
   }
   std::vector<std::vector<int64_t>> batches;
-  for (int64_t s = 0; s < int64_t(order.size()); s += b)
-    batches.emplace_back(order.begin() + s, order.begin() + std::min<int64_t>(s + b, int64_t(order.size())));
+  for (int64_t s = 0, size = int64_t(order.size()); s < size; s += std::min(b, size - s))
+    batches.emplace_back(order.begin() + s, order.begin() + s + std::min(b, size - s));
   // Sorted pools would otherwise give short batches first in every pool.
   if (options_.shuffle && options_.bucket_batches > 0) {
-    std::vector<int64_t> p = permutation(int64_t(batches.size()), options_.seed, uint64_t(2 * epoch + 1));
+    std::vector<int64_t> p = permutation(int64_t(batches.size()), options_.seed, stream + 1);
     std::vector<std::vector<int64_t>> shuffled;
     for (int64_t i : p) shuffled.push_back(std::move(batches[size_t(i)]));
     batches = std::move(shuffled);
@@ -181,7 +228,8 @@ void DataLoader::restore(const LoaderState& s) {
            "DataLoader: cannot resume: the state was saved for seed ", s.seed, ", ", s.examples,
            " examples, batch size ", s.batch_size, " but this loader has seed ", options_.seed, ", ", data_->size(),
            " examples, batch size ", options_.batch_size);
-  KS_CHECK(s.epoch >= 0 && s.position >= 0 && s.position <= batches_per_epoch_, "DataLoader: cannot resume at epoch ",
+  KS_CHECK(s.epoch >= 0 && s.epoch <= kMaxEpoch && s.position >= 0 && s.position <= batches_per_epoch_,
+           "DataLoader: cannot resume at epoch ",
            s.epoch, ", position ", s.position, " (an epoch has ", batches_per_epoch_, " batches)");
   stop_producer();
   {
@@ -200,7 +248,7 @@ std::optional<Batch> DataLoader::next() {
       plan_epoch_ = epoch_;
     }
     if (position_ >= int64_t(plan_.size())) {
-      ++epoch_;
+      epoch_ = next_epoch(epoch_);
       position_ = 0;
       return std::nullopt;
     }
@@ -210,11 +258,12 @@ std::optional<Batch> DataLoader::next() {
     return b;
   }
   std::unique_lock<std::mutex> lock(mu_);
-  not_empty_.wait(lock, [&] { return !queue_.empty(); });
+  not_empty_.wait(lock, [&] { return count_ > 0; });
   // An error stays at the front, so every later call reports it too.
-  if (queue_.front().error) std::rethrow_exception(queue_.front().error);
-  Item item = std::move(queue_.front());
-  queue_.pop_front();
+  if (queue_[head_].error) std::rethrow_exception(queue_[head_].error);
+  Item item = std::exchange(queue_[head_], Item{});
+  head_ = (head_ + 1) % queue_.size();
+  --count_;
   not_full_.notify_one();
   if (!item.batch) {
     ++epoch_;
@@ -232,7 +281,7 @@ void DataLoader::start_producer() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = false;
-    queue_.clear();
+    clear_queue();
     epoch = epoch_;
     position = position_;
   }
@@ -247,8 +296,18 @@ void DataLoader::stop_producer() {
   not_full_.notify_all();
   if (producer_.joinable()) producer_.join();
   std::lock_guard<std::mutex> lock(mu_);
-  queue_.clear();
+  clear_queue();
 }
+
+void DataLoader::clear_queue() {
+  for (Item& item : queue_) item = Item{};
+  head_ = count_ = 0;
+}
+
+// Handing an item over must not throw: an exception escaping the producer
+// thread would terminate the process instead of reaching next().
+static_assert(std::is_nothrow_move_assignable_v<std::optional<Batch>> &&
+              std::is_nothrow_move_assignable_v<std::exception_ptr>);
 
 void DataLoader::produce(int64_t epoch, int64_t position) {
   std::vector<std::vector<int64_t>> batches;
@@ -261,7 +320,7 @@ void DataLoader::produce(int64_t epoch, int64_t position) {
         planned = epoch;
       }
       if (position >= int64_t(batches.size())) {
-        ++epoch;  // item.batch stays empty: the end-of-epoch marker
+        epoch = next_epoch(epoch);  // item.batch stays empty: the end-of-epoch marker
         position = 0;
       } else {
         item.batch = collate(*data_, batches[size_t(position)], options_);
@@ -272,10 +331,11 @@ void DataLoader::produce(int64_t epoch, int64_t position) {
       item.error = std::current_exception();
     }
     std::unique_lock<std::mutex> lock(mu_);
-    not_full_.wait(lock, [&] { return stop_ || int64_t(queue_.size()) < options_.prefetch; });
+    not_full_.wait(lock, [&] { return stop_ || count_ < queue_.size(); });
     if (stop_) return;
-    bool failed = item.error != nullptr;
-    queue_.push_back(std::move(item));
+    const bool failed = item.error != nullptr;
+    queue_[(head_ + count_) % queue_.size()] = std::move(item);  // a slot allocated up front: nothing can throw
+    ++count_;
     not_empty_.notify_one();
     if (failed) return;
   }

@@ -12,7 +12,15 @@
 // With prefetch > 0 one producer thread builds the batches, in that order,
 // into a queue of at most `prefetch` ready batches; next() only pops. The
 // destructor (and restore) stops and joins it. An exception thrown while
-// building a batch is rethrown by the next() that would have returned it.
+// building a batch (std::bad_alloc included) is rethrown by the next() that
+// would have returned it: the queue's slots are allocated up front, so
+// handing a batch or an error over allocates nothing.
+//
+// The loader checks its own options (it is used without the CLI): batch_size
+// >= 1, 0 <= prefetch <= kMaxPrefetch, bucket_batches >= 0 with batch_size ×
+// bucket_batches representable (a pool larger than the data is the whole
+// data), and epochs up to kMaxEpoch, so that the streams 2e and 2e + 1 stay
+// distinct.
 //
 // One thread consumes: next(), state() and restore() are not meant to be
 // called concurrently. Batches are CPU tensors; Batch::to moves one to a
@@ -21,7 +29,7 @@
 #pragma once
 
 #include <condition_variable>
-#include <deque>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -58,13 +66,19 @@ struct Batch {
   Batch to(Device device) const;
 };
 
+// The most batches a background producer keeps ready: each holds a whole
+// batch in memory, and a few already hide the time to build one.
+inline constexpr int64_t kMaxPrefetch = 1024;
+// The last epoch a loader reaches: epoch e reads Philox streams 2e and 2e + 1.
+inline constexpr int64_t kMaxEpoch = (INT64_MAX - 1) / 2;
+
 struct LoaderOptions {
   int64_t batch_size = 32;
   bool shuffle = true;        // false: examples in data-set order, batches in order
   uint64_t seed = 0;
   bool drop_last = false;     // drop the final short batch of each epoch
   int64_t bucket_batches = 0; // > 0: sort by length inside pools of this many batches
-  int64_t prefetch = 0;       // > 0: a background thread keeps up to this many batches ready
+  int64_t prefetch = 0;       // > 0: a background thread keeps up to this many (<= kMaxPrefetch) ready
   int64_t pad_id = kPadId;
   int64_t bos_id = kBosId;    // seq2seq decoder_input starts with it
   int64_t eos_id = kEosId;    // seq2seq targets end with it
@@ -81,7 +95,9 @@ struct LoaderState {
   int64_t batch_size = 0;
 
   std::string to_json() const;
-  static LoaderState from_json(const std::string& text);  // throws naming the bad field
+  // Throws naming the bad field: a missing or non-integer one, a negative
+  // count, an epoch above kMaxEpoch, a position beyond the epoch's batches.
+  static LoaderState from_json(const std::string& text);
   bool operator==(const LoaderState&) const = default;
 };
 
@@ -119,6 +135,7 @@ class DataLoader {
   };
   void start_producer();
   void stop_producer();
+  void clear_queue();  // with mu_ held
   void produce(int64_t epoch, int64_t position);
 
   std::shared_ptr<const Dataset> data_;
@@ -129,7 +146,10 @@ class DataLoader {
   int64_t epoch_ = 0, position_ = 0;  // what the consumer has been handed
   std::vector<std::vector<int64_t>> plan_;  // the consumer's epoch plan (synchronous mode)
   int64_t plan_epoch_ = -1;
-  std::deque<Item> queue_;
+  // The producer's queue: a ring of `prefetch` slots, allocated before the
+  // producer starts; `count_` entries from `head_` are full.
+  std::vector<Item> queue_;
+  size_t head_ = 0, count_ = 0;
   bool stop_ = false;
   std::condition_variable not_full_, not_empty_;
   std::thread producer_;

@@ -1,6 +1,7 @@
 // tools/plot.cpp — `keystone plot`: the metrics.jsonl files of training runs
-// drawn as one self-contained SVG (a loss panel, and an accuracy panel when
-// any run measured accuracy), with nice axis ticks and a legend.
+// drawn as one self-contained SVG (a loss panel, and panels for accuracy,
+// bits per byte and the gradient norm when any run recorded them), with nice
+// axis ticks and a legend.
 // Not here: writing metrics (tools/trainer.h), raster output, interactivity.
 #include "tools/plot.h"
 
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -27,20 +29,33 @@ namespace {
 struct Point { double x, y; };
 using Series = std::vector<Point>;
 
-// One run's curves in plot coordinates (x: step or minutes). Test series hold
-// at most one point: the last test record is the run's final result.
+enum class Split { Train, Valid, Test };
+
+// One run's curves in plot coordinates (x: step or minutes), by split and
+// record key ("loss", "accuracy", "exact_match", "bpb", "grad_norm"). A test
+// series holds at most one point: the last test record, measured on the
+// whole test split, is the run's final result.
 struct Run {
   std::string name;
-  Series train_loss, valid_loss, valid_acc, valid_em, test_loss, test_acc, test_em;
+  std::map<std::pair<Split, std::string>, Series> series;
+  const Series& at(Split split, const std::string& key) const {
+    static const Series none;
+    auto it = series.find({split, key});
+    return it == series.end() ? none : it->second;
+  }
 };
 
-// A finite number, or nullopt when absent, null (how nlohmann writes NaN),
-// not a number or infinite: such points are skipped rather than drawn.
+// The largest magnitude drawn: beyond it an axis's range could overflow.
+constexpr double kMaxDrawn = 1e300;
+
+// A drawable number, or nullopt when absent, null (how nlohmann writes NaN),
+// not a number, infinite or beyond ±kMaxDrawn: such points are skipped
+// rather than drawn.
 std::optional<double> finite(const json& rec, const char* key) {
   auto it = rec.find(key);
   if (it == rec.end() || !it->is_number()) return std::nullopt;
   double v = it->get<double>();
-  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+  return std::abs(v) <= kMaxDrawn ? std::optional<double>(v) : std::nullopt;  // false for NaN too
 }
 
 json parse_record(const std::string& line, const std::string& where) {
@@ -59,20 +74,18 @@ void add_record(Run& run, const json& rec, const std::string& x_axis) {
   std::optional<double> x = finite(rec, x_axis == "time" ? "elapsed_s" : "step");
   if (!x) return;  // e.g. no elapsed_s: the record has no place on a time axis
   if (x_axis == "time") *x /= 60;
-  auto put = [&](Series& s, const char* key, bool last_only) {
+  const std::string name = rec["split"];
+  if (name != "train" && name != "valid" && name != "test") return;  // other splits: newer writers, not drawn
+  const Split split = name == "train" ? Split::Train : name == "valid" ? Split::Valid : Split::Test;
+  const std::vector<const char*> keys = split == Split::Train
+                                            ? std::vector<const char*>{"loss", "bpb", "grad_norm"}
+                                            : std::vector<const char*>{"loss", "accuracy", "exact_match", "bpb"};
+  for (const char* key : keys) {
     std::optional<double> y = finite(rec, key);
-    if (!y) return;
-    if (last_only) s.clear();
+    if (!y) continue;
+    Series& s = run.series[{split, key}];
+    if (split == Split::Test) s.clear();
     s.push_back({*x, *y});
-  };
-  const std::string split = rec["split"];
-  if (split == "train") {
-    put(run.train_loss, "loss", false);
-  } else if (split == "valid" || split == "test") {  // other splits: newer writers, not drawn
-    const bool test = split == "test";
-    put(test ? run.test_loss : run.valid_loss, "loss", test);
-    put(test ? run.test_acc : run.valid_acc, "accuracy", test);
-    put(test ? run.test_em : run.valid_em, "exact_match", test);
   }
 }
 
@@ -136,7 +149,8 @@ double nice_step(double range) {
 }
 
 Axis linear_axis(double lo, double hi) {
-  if (hi - lo <= 1e-9 * std::max(1.0, std::abs(hi))) {  // one value: give it room
+  // One value (relatively: 1e-5 and 2e-5 are two): give it room.
+  if (hi - lo <= 1e-9 * std::max(std::abs(lo), std::abs(hi))) {
     const double pad = lo == 0 ? 1 : std::abs(lo) * 0.1;
     lo -= pad, hi += pad;
   }
@@ -147,34 +161,58 @@ Axis linear_axis(double lo, double hi) {
   return a;
 }
 
+// The smallest value a log axis shows (with kMaxDrawn the largest); smaller
+// ones, zero and negative values are not drawn there.
+constexpr double kLogMin = 1e-300;
+
 // Bounds at the 1, 2 or 5 × 10^k just outside the data, so little space is
 // wasted; ticks at whole decades, and with few decades also at the 2s and 5s.
+// kLogMin <= lo <= hi <= kMaxDrawn.
 Axis log_axis(double lo, double hi) {
-  std::vector<double> grid;  // 1, 2, 5 × 10^k: every third one a decade
-  for (int k = int(std::floor(std::log10(lo))); k <= int(std::ceil(std::log10(hi))); ++k)
+  // 1, 2, 5 × 10^k, every third one a decade, with a decade to spare at each
+  // end: log10 rounds, so floor(log10(0.09999999999999999)) is -1, and the
+  // grid must still hold a value below lo and one above hi.
+  std::vector<double> grid;
+  for (int k = int(std::floor(std::log10(lo))) - 1; k <= int(std::ceil(std::log10(hi))) + 1; ++k)
     for (double m : {1.0, 2.0, 5.0}) grid.push_back(m * std::pow(10.0, k));
-  Axis a{*std::prev(std::upper_bound(grid.begin(), grid.end(), lo)), *std::lower_bound(grid.begin(), grid.end(), hi),
-         true, {}};
+  const auto top = std::lower_bound(grid.begin(), grid.end(), hi);
+  Axis a{*std::prev(std::upper_bound(grid.begin(), grid.end(), lo)), *top, true, {}};
+  if (a.hi == a.lo) a.hi = *std::next(top);  // one value, on the grid: the axis runs to the next grid value
   const bool few_decades = a.hi / a.lo <= 1000;
   for (size_t i = 0; i < grid.size(); ++i)
     if (grid[i] >= a.lo && grid[i] <= a.hi && (few_decades || i % 3 == 0)) a.ticks.push_back(grid[i]);
   return a;
 }
 
-// The [min, max] of one coordinate over all points; nullopt when there are none.
-std::optional<std::pair<double, double>> extent(const std::vector<const Series*>& all, double Point::*c) {
+bool on_log_axis(double v) { return v >= kLogMin; }  // every value is <= kMaxDrawn already (finite)
+
+// The [min, max] of one coordinate over all points (with `log_only`, those a
+// log axis can show); nullopt when there are none.
+std::optional<std::pair<double, double>> extent(const std::vector<const Series*>& all, double Point::*c,
+                                                bool log_only = false) {
   std::optional<std::pair<double, double>> e;
   for (const Series* s : all)
     for (const Point& p : *s)
-      e = e ? std::pair(std::min(e->first, p.*c), std::max(e->second, p.*c)) : std::pair(p.*c, p.*c);
+      if (!log_only || on_log_axis(p.*c))
+        e = e ? std::pair(std::min(e->first, p.*c), std::max(e->second, p.*c)) : std::pair(p.*c, p.*c);
   return e;
 }
 
-Axis value_axis(const std::vector<const Series*>& all, double Point::*c, bool log_if_wide) {
+// Linear; log when the values span over 20x (loss often falls by orders of
+// magnitude, and a log axis keeps the late curve readable); or log, where
+// values a log axis cannot show (zero, negative) are left out, and linear
+// only when no value is left.
+enum class Scale { Linear, LogIfWide, Log };
+
+Axis value_axis(const std::vector<const Series*>& all, double Point::*c, Scale scale) {
   auto e = extent(all, c);
   if (!e) return linear_axis(0, 1);
-  // Loss often falls by orders of magnitude; a log axis keeps the late curve readable.
-  if (log_if_wide && e->first > 0 && e->second / e->first > 20) return log_axis(e->first, e->second);
+  if (scale == Scale::Log) {
+    if (auto positive = extent(all, c, true)) return log_axis(positive->first, positive->second);
+  } else if (scale == Scale::LogIfWide && on_log_axis(e->first) && on_log_axis(e->second) &&
+             e->second / e->first > 20) {
+    return log_axis(e->first, e->second);
+  }
   return linear_axis(e->first, e->second);
 }
 
@@ -251,7 +289,9 @@ struct Panel {
   }
 };
 
-void draw_series(std::ostream& os, const Panel& panel, const Series& s, const std::string& c, Style style) {
+void draw_series(std::ostream& os, const Panel& panel, const Series& all, const std::string& c, Style style) {
+  Series s;  // on a log axis, without the values it cannot show (zero, negative)
+  std::copy_if(all.begin(), all.end(), std::back_inserter(s), [&](Point p) { return !panel.y.log || on_log_axis(p.y); });
   if (s.size() >= 2 && style != Style::Test) {
     os << "<polyline fill=\"none\" stroke=\"" << c << "\" " << line_attrs(style) << " points=\"";
     for (const Point& p : s) os << px(panel.to_px(p).x) << ',' << px(panel.to_px(p).y) << ' ';
@@ -316,42 +356,64 @@ int draw_legend(std::ostream& os, const std::vector<Run>& runs, bool any_exact, 
   return row + 1;
 }
 
-std::string draw_svg(const std::vector<Run>& runs, const PlotOptions& o) {
-  std::vector<const Series*> loss, acc;
-  bool any_exact = false;
-  for (const Run& r : runs) {
-    loss.insert(loss.end(), {&r.train_loss, &r.valid_loss, &r.test_loss});
-    acc.insert(acc.end(), {&r.valid_acc, &r.valid_em, &r.test_acc, &r.test_em});
-    any_exact = any_exact || !r.valid_em.empty() || !r.test_em.empty();
-  }
-  const bool has_acc = extent(acc, &Point::y).has_value();
-  std::vector<const Series*> all = loss;
-  all.insert(all.end(), acc.begin(), acc.end());
-  // One x axis for both panels, so a step lines up across them.
-  const Axis x = value_axis(all, &Point::x, false);
-  const Panel lp{{70, 60, has_acc ? 470.0 : 975.0, 330}, x, value_axis(loss, &Point::y, true)};
-  const Panel ap{{575, 60, 975, 330}, x, value_axis(acc, &Point::y, false)};
-  const std::string xlabel = o.x_axis == "time" ? "minutes" : "step";
+// A panel's curves: which record key of which split, drawn in which style.
+struct Curve {
+  Split split;
+  const char* key;
+  Style style;
+};
+struct PanelSpec {
+  const char* title;
+  Scale scale;
+  std::vector<Curve> curves;
+};
 
-  std::ostringstream body;
-  draw_frame(body, lp, "loss", xlabel, lp.y.log ? "loss (log)" : "loss");
-  if (has_acc) draw_frame(body, ap, "accuracy", xlabel, "accuracy");
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const Run& r = runs[i];
-    draw_series(body, lp, r.train_loss, colour(i), Style::Train);
-    draw_series(body, lp, r.valid_loss, colour(i), Style::Valid);
-    draw_series(body, lp, r.test_loss, colour(i), Style::Test);
-    if (!has_acc) continue;
-    draw_series(body, ap, r.valid_acc, colour(i), Style::Valid);
-    draw_series(body, ap, r.valid_em, colour(i), Style::Exact);
-    draw_series(body, ap, r.test_acc, colour(i), Style::Test);
-    draw_series(body, ap, r.test_em, colour(i), Style::Test);
+std::string draw_svg(const std::vector<Run>& runs, const PlotOptions& o) {
+  // Loss and bits per byte (a rescaled loss) take --log-y; the gradient norm
+  // spans decades early in training, so it goes to log when wide, as loss does.
+  const Scale loss_scale = o.log_y ? Scale::Log : Scale::LogIfWide;
+  const std::vector<PanelSpec> specs = {
+      {"loss", loss_scale, {{Split::Train, "loss", Style::Train}, {Split::Valid, "loss", Style::Valid},
+                            {Split::Test, "loss", Style::Test}}},
+      {"accuracy", Scale::Linear, {{Split::Valid, "accuracy", Style::Valid}, {Split::Valid, "exact_match", Style::Exact},
+                                   {Split::Test, "accuracy", Style::Test}, {Split::Test, "exact_match", Style::Test}}},
+      {"bits per byte", loss_scale, {{Split::Train, "bpb", Style::Train}, {Split::Valid, "bpb", Style::Valid},
+                                     {Split::Test, "bpb", Style::Test}}},
+      {"gradient norm", Scale::LogIfWide, {{Split::Train, "grad_norm", Style::Train}}},
+  };
+  // The loss panel always; the others when some run has a value for them.
+  std::vector<std::pair<const PanelSpec*, std::vector<const Series*>>> shown;
+  std::vector<const Series*> all;
+  bool any_exact = false;
+  for (const PanelSpec& spec : specs) {
+    std::vector<const Series*> panel;
+    for (const Run& r : runs)
+      for (const Curve& c : spec.curves) panel.push_back(&r.at(c.split, c.key));
+    all.insert(all.end(), panel.begin(), panel.end());
+    if (&spec == &specs.front() || extent(panel, &Point::y)) shown.emplace_back(&spec, std::move(panel));
   }
-  const int legend_rows = draw_legend(body, runs, any_exact, 392);
+  for (const Run& r : runs) any_exact = any_exact || !r.at(Split::Valid, "exact_match").empty() ||
+                                        !r.at(Split::Test, "exact_match").empty();
+  // One x axis for every panel, so a step lines up across them. One panel
+  // takes the full width; more go two to a row.
+  const Axis x = value_axis(all, &Point::x, Scale::Linear);
+  const std::string xlabel = o.x_axis == "time" ? "minutes" : "step";
+  std::ostringstream body;
+  for (size_t k = 0; k < shown.size(); ++k) {
+    const auto& [spec, panel] = shown[k];
+    const double top = 60 + 340.0 * double(k / 2), left = k % 2 ? 575 : 70;
+    const Panel p{{left, top, shown.size() == 1 ? 975.0 : left + 400, top + 270}, x,
+                  value_axis(panel, &Point::y, spec->scale)};
+    draw_frame(body, p, spec->title, xlabel, p.y.log ? std::string(spec->title) + " (log)" : spec->title);
+    for (size_t i = 0; i < runs.size(); ++i)
+      for (const Curve& c : spec->curves) draw_series(body, p, runs[i].at(c.split, c.key), colour(i), c.style);
+  }
+  const double legend_top = 392 + 340.0 * double((shown.size() - 1) / 2);
+  const int legend_rows = draw_legend(body, runs, any_exact, legend_top);
   std::string title = o.title;
   for (size_t i = 0; o.title.empty() && i < runs.size(); ++i) title += (i ? ", " : "") + runs[i].name;
 
-  const int height = 392 + 20 * legend_rows;
+  const int height = int(legend_top) + 20 * legend_rows;
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"" << height << "\" viewBox=\"0 0 1000 "
       << height << "\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#222\">\n"
@@ -362,11 +424,14 @@ std::string draw_svg(const std::vector<Run>& runs, const PlotOptions& o) {
 }
 
 const char* kUsage =
-    "usage: keystone plot RUN_DIR... [--out FILE] [--x step|time] [--title TEXT]\n"
-    "Draws the loss and accuracy curves of training runs (each RUN_DIR's metrics.jsonl) into one SVG.\n"
-    "  --out FILE    where to write (default: RUN_DIR/plot.svg for one run, else ./plot.svg)\n"
-    "  --x AXIS      step (default) or time (elapsed minutes)\n"
-    "  --title TEXT  the plot's title (default: the run names)\n";
+    "usage: keystone plot RUN_DIR... [--out FILE] [--x step|time] [--title TEXT] [--labels A,B,...] [--log-y]\n"
+    "Draws the curves of training runs (each RUN_DIR's metrics.jsonl) into one SVG: loss, and accuracy,\n"
+    "bits per byte and gradient norm where the runs recorded them.\n"
+    "  --out FILE        where to write (default: RUN_DIR/plot.svg for one run, else ./plot.svg)\n"
+    "  --x AXIS          step (default) or time (elapsed minutes)\n"
+    "  --title TEXT      the plot's title (default: the run names)\n"
+    "  --labels A,B,...  the runs' names in the legend, one per RUN_DIR in order (default: config.json's name)\n"
+    "  --log-y           a log scale for loss and bits per byte (default: log only when they span over 20x)\n";
 
 }  // namespace
 
@@ -374,8 +439,11 @@ std::string render_plot_svg(const std::vector<fs::path>& run_dirs, const PlotOpt
   KS_CHECK(!run_dirs.empty(), "plot: no run folders given");
   KS_CHECK(options.x_axis == "step" || options.x_axis == "time",
            "plot: x axis must be step or time, got '", options.x_axis, "'");
+  KS_CHECK(options.labels.empty() || options.labels.size() == run_dirs.size(), "plot: ", options.labels.size(),
+           " labels for ", run_dirs.size(), " run folders; give one per run");
   std::vector<Run> runs;
   for (const fs::path& dir : run_dirs) runs.push_back(read_run(dir, options.x_axis));
+  for (size_t i = 0; i < options.labels.size(); ++i) runs[i].name = options.labels[i];
   make_names_unique(runs);
   return draw_svg(runs, options);
 }
@@ -395,7 +463,8 @@ void write_plot_svg(const std::vector<fs::path>& run_dirs, const fs::path& out, 
 }
 
 int plot(const std::vector<std::string>& args) {
-  // Flags takes only --name value pairs, so the run folders are picked out first.
+  // Flags takes only flags, so the run folders are picked out first: every
+  // flag but the switch --log-y takes the next argument as its value.
   std::vector<std::string> dirs, flag_args;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -405,18 +474,31 @@ int plot(const std::vector<std::string>& args) {
     }
     if (a.rfind("--", 0) == 0) {
       flag_args.push_back(a);
-      if (i + 1 < args.size()) flag_args.push_back(args[++i]);
+      if (a != "--log-y" && i + 1 < args.size()) flag_args.push_back(args[++i]);
     } else {
       dirs.push_back(a);
     }
   }
-  cli::Flags flags(flag_args, {"out", "x", "title"});
+  cli::Flags flags(flag_args, {"out", "x", "title", "labels", "log-y"}, {"log-y"});
   if (dirs.empty()) throw cli::UsageError("give at least one RUN_DIR");
   PlotOptions options;
   options.x_axis = flags.get("x", "step");
   if (options.x_axis != "step" && options.x_axis != "time")
     throw cli::UsageError("--x: expected step or time, got '" + options.x_axis + "'");
   options.title = flags.get("title", "");
+  options.log_y = flags.has("log-y");
+  if (flags.has("labels")) {
+    const std::string list = flags.get("labels", "");
+    for (size_t start = 0;;) {  // "a,,b", ",a" and "a," hold an empty label
+      const size_t comma = std::min(list.find(',', start), list.size());
+      if (comma == start) throw cli::UsageError("--labels: an empty label in '" + list + "'");
+      options.labels.push_back(list.substr(start, comma - start));
+      if (comma == list.size()) break;
+      start = comma + 1;
+    }
+    if (options.labels.size() != dirs.size())
+      throw cli::UsageError(str("--labels: ", options.labels.size(), " labels for ", dirs.size(), " run folders"));
+  }
   const fs::path out = flags.get("out", dirs.size() == 1 ? (fs::path(dirs[0]) / "plot.svg").string() : "plot.svg");
   write_plot_svg({dirs.begin(), dirs.end()}, out, options);
   std::cout << "wrote " << out.string() << "\n";

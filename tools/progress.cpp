@@ -60,6 +60,10 @@ std::string format_metrics(const nlohmann::json& m) {
     std::snprintf(buf, sizeof buf, "ppl %.1f", m["ppl"].get<double>());
     add(buf);
   }
+  if (m.contains("bpb")) {
+    std::snprintf(buf, sizeof buf, "bpb %.3f", m["bpb"].get<double>());
+    add(buf);
+  }
   if (m.contains("accuracy")) {
     std::snprintf(buf, sizeof buf, "acc %.2f%%", 100 * m["accuracy"].get<double>());
     add(buf);
@@ -69,6 +73,11 @@ std::string format_metrics(const nlohmann::json& m) {
                   (long long)m.value("decoded", int64_t(0)));
     add(buf);
   }
+  for (const char* key : {"ter", "cer"})
+    if (m.contains(key)) {
+      std::snprintf(buf, sizeof buf, "%s %.1f%%", key, 100 * m[key].get<double>());
+      add(buf);
+    }
   return out;
 }
 

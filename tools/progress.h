@@ -20,7 +20,8 @@ struct ProgressLine {
 
 // "[#######.............]  1200/5000  24% | loss 4.812 | 5.1k tok/s | lr 2.70e-04 | 3m12s | ETA 10m05s"
 std::string format_progress(const ProgressLine& p);
-// "loss 4.9012 | ppl 134.4 | acc 31.2%" (+ "| exact 95.0%"), from an EvalResult::to_json.
+// "loss 4.9012 | ppl 134.4 | bpb 1.872 | acc 31.20%" (+ "| exact 95.0% of 200 | ter 1.2% | cer 0.8%"),
+// from an EvalResult::to_json: each part only when its key is there.
 std::string format_metrics(const nlohmann::json& metrics);
 // "45s", "3m12s", "2h05m".
 std::string format_duration(double seconds);

@@ -1,14 +1,17 @@
 // tools/task.cpp — losses and metrics per model family.
 #include "tools/task.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <optional>
 
 #include "autograd/grad_mode.h"
 #include "core/cuda.h"
+#include "core/factory.h"
+#include "datasets/vocab.h"
 #include "models/decoder_lm.h"
 #include "models/encoder_classifier.h"
-#include "models/seq2seq.h"
 #include "ops/compare.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"
@@ -35,7 +38,107 @@ Sums score(const Tensor& logits, const Tensor& targets, int64_t ignore) {
   return s;
 }
 
+// The Levenshtein distance by the one-row dynamic programme.
+template <class T>
+int64_t levenshtein(const std::vector<T>& a, const std::vector<T>& b) {
+  std::vector<int64_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = int64_t(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    int64_t diagonal = row[0];  // row[i-1][j-1]
+    row[0] = int64_t(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const int64_t above = row[j];
+      row[j] = std::min({above + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The tokenizer a split's targets decode with (language models may set only `tokenizer`).
+const data::Tokenizer* target_tokenizer_of(const data::Dataset& split) {
+  return split.target_tokenizer ? split.target_tokenizer.get() : split.tokenizer.get();
+}
+
 }  // namespace
+
+int64_t edit_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) { return levenshtein(a, b); }
+int64_t edit_distance(const std::vector<char32_t>& a, const std::vector<char32_t>& b) { return levenshtein(a, b); }
+
+void DecodeScore::add(const std::vector<int64_t>& output, const std::vector<int64_t>& reference,
+                      const data::Tokenizer* target_tokenizer) {
+  ++examples;
+  exact += output == reference;
+  token_edits += edit_distance(output, reference);
+  reference_tokens += int64_t(reference.size());
+  if (target_tokenizer) {
+    const std::vector<char32_t> got = data::utf8_decode(target_tokenizer->decode(output));
+    const std::vector<char32_t> want = data::utf8_decode(target_tokenizer->decode(reference));
+    char_edits += edit_distance(got, want);
+    reference_chars += int64_t(want.size());
+  }
+}
+
+double DecodeScore::exact_match() const { return examples > 0 ? double(exact) / double(examples) : 0.0; }
+double DecodeScore::ter() const { return reference_tokens > 0 ? double(token_edits) / double(reference_tokens) : -1; }
+double DecodeScore::cer() const { return reference_chars > 0 ? double(char_edits) / double(reference_chars) : -1; }
+
+int64_t target_bytes(const data::Tokenizer& tokenizer, const data::Example& e) {
+  KS_CHECK(e.tokens.size() == e.target.size(), "bits per byte: a language-model example with ", e.tokens.size(),
+           " tokens but ", e.target.size(), " targets");
+  int64_t bytes = 0;
+  for (size_t j = 0; j < e.target.size(); ++j) {
+    const int64_t p = e.tokens[j], t = e.target[j];
+    if (t == data::kEosId) {
+      ++bytes;  // the newline it stands for
+    } else {
+      bytes += int64_t(tokenizer.decode({p, t}).size()) - int64_t(tokenizer.decode({p}).size());
+    }
+  }
+  return bytes;
+}
+
+std::optional<double> bits_per_byte_factor(const data::Dataset& split) {
+  const data::Tokenizer* tok = target_tokenizer_of(split);
+  if (split.task != data::Task::LanguageModel || !tok) return std::nullopt;
+  int64_t predictions = 0, bytes = 0;
+  for (const data::Example& e : split.examples) {
+    predictions += int64_t(e.target.size());
+    bytes += target_bytes(*tok, e);
+  }
+  if (bytes <= 0) return std::nullopt;
+  return double(predictions) / (double(bytes) * std::numbers::ln2);
+}
+
+std::vector<std::vector<int64_t>> decode_sources(models::Seq2Seq& model, const std::vector<std::vector<int64_t>>& sources,
+                                                 const DecodeOptions& o) {
+  const int64_t max_len = o.max_len > 0 ? o.max_len : model.config.max_len;
+  KS_CHECK(o.batch_size >= 1, "decode: batch_size must be >= 1, got ", o.batch_size);
+  const int64_t pad = model.config.pad_id;
+  KS_ASSERT(pad >= 0);  // the Seq2Seq constructor requires one
+  for (size_t i = 0; i < sources.size(); ++i) {
+    KS_CHECK(int64_t(sources[i].size()) <= model.config.max_len, "decode: source ", i, " has ", sources[i].size(),
+             " tokens, more than the model's max_len ", model.config.max_len);
+  }
+  const Device device = model_device(model);
+  std::vector<std::vector<int64_t>> out;
+  out.reserve(sources.size());
+  for (size_t start = 0; start < sources.size(); start += size_t(o.batch_size)) {
+    const size_t end = std::min(sources.size(), start + size_t(o.batch_size));
+    size_t width = 1;  // an empty source is one pad: no key to attend to, a well-defined decode
+    for (size_t i = start; i < end; ++i) width = std::max(width, sources[i].size());
+    std::vector<int64_t> ids((end - start) * width, pad);
+    for (size_t i = start; i < end; ++i) std::copy(sources[i].begin(), sources[i].end(), ids.begin() + (i - start) * width);
+    Tensor src = from_vector(ids, {int64_t(end - start), int64_t(width)});
+    if (!device.is_cpu()) src = to(src, device);
+    if (o.beam <= 1) {
+      for (auto& tokens : model.greedy_decode(src, max_len)) out.push_back(std::move(tokens));
+    } else {
+      for (auto& h : model.beam_search(src, o.beam, max_len, o.alpha)) out.push_back(std::move(h.tokens));
+    }
+  }
+  return out;
+}
 
 Device resolve_device(const std::string& name, const std::string& what) {
   if (name == "cpu") return Device::cpu();
@@ -66,8 +169,14 @@ int64_t batch_tokens(const data::Batch& b) {
 nlohmann::json EvalResult::to_json(data::Task task) const {
   nlohmann::json j = {{"loss", loss}, {"accuracy", accuracy}, {"predictions", predictions}};
   if (task != data::Task::Classification) j["ppl"] = std::exp(std::min(loss, 700.0));
+  if (bpb >= 0) {
+    j["bpb"] = bpb;
+    j["bytes"] = bytes;
+  }
   if (exact_match >= 0) {
     j["exact_match"] = exact_match;
+    if (ter >= 0) j["ter"] = ter;
+    if (cer >= 0) j["cer"] = cer;
     j["decoded"] = decoded;
   }
   return j;
@@ -80,11 +189,18 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
   data::DataLoader loader(std::make_shared<const data::Dataset>(split), lo);
   const int64_t pad = model.config.pad_id >= 0 ? model.config.pad_id : -100;
   const Device device = model_device(model);
+  // Bits per byte: the bytes of the evaluated examples, as the loss is summed over them.
+  const data::Tokenizer* bpb_tokenizer =
+      split.task == data::Task::LanguageModel && dynamic_cast<models::DecoderLM*>(&model) ? target_tokenizer_of(split)
+                                                                                          : nullptr;
+  int64_t bytes = 0;
   Sums total;
   int64_t batches = 0;
   while (auto next = loader.next()) {
     if (options.max_batches > 0 && batches == options.max_batches) break;
     ++batches;
+    if (bpb_tokenizer)
+      for (int64_t i : next->index) bytes += target_bytes(*bpb_tokenizer, split.examples[size_t(i)]);
     const std::optional<data::Batch> b = device.is_cpu() ? std::move(next) : next->to(device);
     Sums s;
     if (auto* lm = dynamic_cast<models::DecoderLM*>(&model)) {
@@ -108,22 +224,28 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
     r.loss = total.loss / double(total.count);
     r.accuracy = double(total.correct) / double(total.count);
   }
+  if (bpb_tokenizer && bytes > 0) {
+    r.bpb = total.loss / std::numbers::ln2 / double(bytes);
+    r.bytes = bytes;
+  }
   auto* s2s = dynamic_cast<models::Seq2Seq*>(&model);
   if (s2s && options.decode_examples > 0) {
     const int64_t n = std::min(options.decode_examples, split.size());
-    int64_t exact = 0;
-    for (int64_t start = 0; start < n; start += options.batch_size) {
-      std::vector<int64_t> rows;
-      for (int64_t i = start; i < std::min(n, start + options.batch_size); ++i) rows.push_back(i);
-      data::Batch b = data::collate(split, rows, lo);
-      auto outputs = s2s->greedy_decode(device.is_cpu() ? b.tokens : to(b.tokens, device), s2s->config.max_len);
-      for (size_t k = 0; k < rows.size(); ++k) {
-        const data::Ids& want = split.examples[size_t(rows[k])].target;
-        exact += std::equal(want.begin(), want.end(), outputs[k].begin(), outputs[k].end());
-      }
+    std::vector<std::vector<int64_t>> sources;
+    for (int64_t i = 0; i < n; ++i) {
+      const data::Ids& src = split.examples[size_t(i)].tokens;
+      sources.emplace_back(src.begin(), src.end());
+    }
+    const auto outputs = decode_sources(*s2s, sources, {.batch_size = options.batch_size});
+    DecodeScore decodes;
+    for (int64_t i = 0; i < n; ++i) {
+      const data::Ids& want = split.examples[size_t(i)].target;
+      decodes.add(outputs[size_t(i)], {want.begin(), want.end()}, split.target_tokenizer.get());
     }
     r.decoded = n;
-    r.exact_match = n > 0 ? double(exact) / double(n) : 0.0;
+    r.exact_match = decodes.exact_match();
+    r.ter = decodes.ter();
+    r.cer = decodes.cer();
   }
   return r;
 }

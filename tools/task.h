@@ -1,7 +1,8 @@
 // tools/task.h — what training and evaluation do with a batch, per model
 // family: the loss the optimizer minimises, and the metrics reported for a
-// split (loss per prediction, perplexity, accuracy and, for seq2seq, exact
-// match of greedy decodes).
+// split (loss per prediction, perplexity, accuracy, bits per byte for
+// language models and, for seq2seq, exact match and token / character error
+// rates of greedy decodes).
 //
 //   decoder_lm          predictions: every non-pad next token
 //   encoder_classifier  predictions: one label per sequence
@@ -9,14 +10,35 @@
 //
 // Batches come from the loader on the CPU; evaluate copies each to the
 // model's device (model_device), so a model moved to a GPU is evaluated there.
+//
+// Bits per byte (bpb), the language-model measure that compares across
+// tokenizers: the split's total cross-entropy in nats / ln 2 / the number of
+// UTF-8 bytes of the text its predicted tokens decode to. A predicted token t
+// whose predecessor in the stream is p adds
+//   |decode({p, t})| - |decode({p})|  bytes,
+// the bytes it appends to the decoded text (for a word tokenizer that
+// includes the space before the word, which decode inserts), except that eos
+// counts as 1: the newline it stands for. pad and bos add nothing; an unknown
+// token adds the "<unk>" it decodes to. In a language-model window the
+// predecessor of targets[j] is tokens[j], so each window is counted on its
+// own, and windows cut from one stream count exactly the bytes of its text
+// after the first token.
+// Splits without a tokenizer (Fashion-MNIST pixels) have no bpb.
+//
+// Error rates of decodes (seq2seq): the Levenshtein distance between output
+// and reference, summed over the decoded examples, over the summed reference
+// lengths — in target tokens (TER), and in Unicode characters of the
+// decoded texts (CER, with a target tokenizer).
 // Not here: the loop, logging or checkpoints (tools/trainer.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "datasets/dataset.h"
 #include "datasets/loader.h"
 #include "models/model.h"
+#include "models/seq2seq.h"
 
 namespace ks::tools {
 
@@ -35,20 +57,68 @@ Tensor batch_loss(models::Model& model, const data::Batch& batch);
 // decoder's), for tokens/s.
 int64_t batch_tokens(const data::Batch& batch);
 
+// The UTF-8 bytes that the targets of language-model example `e` add to the
+// decoded text (the definition above).
+int64_t target_bytes(const data::Tokenizer& tokenizer, const data::Example& e);
+// Nats per predicted token -> bits per byte on `split`: predictions / (bytes
+// · ln 2) over the whole split, so that bpb = loss × factor. nullopt unless
+// the split is a language model with a tokenizer and a byte to predict. The
+// trainer puts train records' "bpb" as the interval's mean loss × this factor
+// of the train split (its average bytes per token, not the interval's own).
+std::optional<double> bits_per_byte_factor(const data::Dataset& split);
+
+// The Levenshtein distance (insertions, deletions, substitutions, each 1).
+int64_t edit_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+int64_t edit_distance(const std::vector<char32_t>& a, const std::vector<char32_t>& b);
+
+// Exact match and error rates over decodes, one example at a time.
+struct DecodeScore {
+  int64_t examples = 0, exact = 0;
+  int64_t token_edits = 0, reference_tokens = 0;
+  int64_t char_edits = 0, reference_chars = 0;  // with a target tokenizer only
+  // `target_tokenizer` may be null: then no characters are counted.
+  void add(const std::vector<int64_t>& output, const std::vector<int64_t>& reference,
+           const data::Tokenizer* target_tokenizer);
+  double exact_match() const;  // 0 for no examples
+  double ter() const;          // -1 when the references hold no token
+  double cer() const;          // -1 when they hold no character (or none were counted)
+};
+
+struct DecodeOptions {
+  int64_t beam = 1;         // 1: greedy_decode, else beam_search with the GNMT length penalty alpha
+  double alpha = 0.6;
+  int64_t max_len = 0;      // most tokens generated per source (eos included); 0: the model's max_len
+  int64_t batch_size = 32;  // sources decoded together
+};
+
+// The outputs (target ids, without bos and eos) of `sources` (ids, neither
+// bos nor eos; none over the model's max_len, which is an error naming the
+// source by its index), decoded batch_size at a time: each batch is
+// right-padded with the model's pad_id, which the encoder masks as keys and
+// which leaves the positions of the real tokens as they are, so every output
+// is the one its source gets alone; an empty source is a lone pad, which the
+// encoder masks entirely.
+std::vector<std::vector<int64_t>> decode_sources(models::Seq2Seq& model, const std::vector<std::vector<int64_t>>& sources,
+                                                 const DecodeOptions& options);
+
 struct EvalResult {
   double loss = 0;          // mean cross-entropy per prediction, nats (no label smoothing)
   double accuracy = 0;      // argmax == target, over the predictions
   int64_t predictions = 0;
+  double bpb = -1;          // language model with a tokenizer: bits per byte (above); -1: not measured
+  int64_t bytes = 0;        // the bytes bpb divides by
   double exact_match = -1;  // seq2seq: fraction of greedy decodes equal to the target; -1: not measured
+  double ter = -1, cer = -1;  // seq2seq: error rates of the greedy decodes (above); -1: not measured
   int64_t decoded = 0;
-  // {"loss", "accuracy", "predictions"} plus "ppl" for token tasks and "exact_match" when measured.
+  // {"loss", "accuracy", "predictions"} plus "ppl" for token tasks, "bpb"
+  // and "bytes", and "exact_match", "ter", "cer", "decoded", when measured.
   nlohmann::json to_json(data::Task task) const;
 };
 
 struct EvalOptions {
   int64_t batch_size = 32;
   int64_t max_batches = 0;      // 0: the whole split
-  int64_t decode_examples = 0;  // seq2seq: greedily decode the first this many examples
+  int64_t decode_examples = 0;  // seq2seq: greedily decode the first this many examples (exact match, TER, CER)
 };
 
 // Evaluates `split` in order, without gradients and in eval mode (the

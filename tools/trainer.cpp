@@ -135,6 +135,7 @@ void Trainer::build(bool resume) {
   loader_ = std::make_unique<data::DataLoader>(std::make_shared<const data::Dataset>(splits_.train), lo);
   schedule_ = config_.schedule;
   schedule_.total_steps = config_.train.steps;
+  bpb_factor_ = bits_per_byte_factor(splits_.train);
 
   if (resume) restore_from_latest(config_as_given);
   write_run_files(resume);
@@ -244,13 +245,15 @@ void Trainer::log_train_record() {
   const double seconds = std::max(now_s() - interval_start_, 1e-9);
   const double steps = double(state_.interval_steps);
   shown_rate_ = double(state_.interval_tokens) / seconds;
-  append_metrics({{"split", "train"},
-                  {"step", state_.step},
-                  {"epoch", loader_->epoch()},
-                  {"loss", state_.interval_loss / steps},
-                  {"grad_norm", state_.interval_grad_norm / steps},
-                  {"lr", optimizer_->lr()},
-                  {"tokens_per_s", shown_rate_}});
+  json record = {{"split", "train"},
+                 {"step", state_.step},
+                 {"epoch", loader_->epoch()},
+                 {"loss", state_.interval_loss / steps},
+                 {"grad_norm", state_.interval_grad_norm / steps},
+                 {"lr", optimizer_->lr()},
+                 {"tokens_per_s", shown_rate_}};
+  if (bpb_factor_) record["bpb"] = state_.interval_loss / steps * *bpb_factor_;
+  append_metrics(record);
   state_.interval_loss = state_.interval_grad_norm = 0;
   state_.interval_steps = state_.interval_tokens = 0;
   interval_start_ = now_s();

@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "datasets/loader.h"
@@ -110,6 +111,7 @@ class Trainer {
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<data::DataLoader> loader_;
   nn::LRSchedule schedule_;
+  std::optional<double> bpb_factor_;  // nats per token -> bits per byte on the train split (LMs with text)
 
   TrainState state_;  // what a checkpoint carries besides the weights (tools/train_state.h)
   double session_start_ = 0, interval_start_ = 0, last_print_ = -1e9;

@@ -1,10 +1,12 @@
 // tests/datasets/test_loader.cpp — batching: padding and masks by hand for
 // each task, order reproducible by seed, every example once per epoch,
-// bucketing, the background producer (same batches, errors, shutdown), and
-// resuming from a saved state equals an uninterrupted run.
+// bucketing, the background producer (same batches, errors, shutdown),
+// resuming from a saved state equals an uninterrupted run, and the limits on
+// options and saved states (overflowing products, prefetch, the last epoch).
 #include "support/testing.h"
 
 #include <chrono>
+#include <cstdint>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -228,4 +230,78 @@ TEST_CASE("loader: bad states and options fail clearly") {
   CHECK_THROWS_WITH_AS(LoaderState::from_json("nope"), doctest::Contains("loader state: not valid JSON"), Error);
   CHECK_THROWS_WITH_AS(DataLoader(d, {.batch_size = 0}), "DataLoader: batch_size must be >= 1, got 0", Error);
   CHECK(LoaderState::from_json(loader.state().to_json()) == loader.state());
+}
+
+TEST_CASE("loader: a bucket pool beyond the data is the whole data, and an overflowing product is refused") {
+  auto d = toy(70);
+  // batch_size × bucket_batches fits int64 but exceeds the split: one pool of all 70, as bucket_batches 7.
+  DataLoader whole(d, {.batch_size = 10, .seed = 1, .bucket_batches = 7});
+  DataLoader huge(d, {.batch_size = 10, .seed = 1, .bucket_batches = INT64_MAX / 10});
+  CHECK(huge.plan(0) == whole.plan(0));
+  // The product overflows int64: before, the pool went negative and the sort loop never ended.
+  CHECK_THROWS_WITH_AS(DataLoader(d, {.batch_size = 4, .bucket_batches = INT64_MAX / 2}),
+                       "DataLoader: batch_size 4 x bucket_batches 4611686018427387903 overflows int64; "
+                       "bucket_batches 18 already sorts all 70 examples as one pool",
+                       Error);
+  // A batch size near INT64_MAX is one batch of everything, not an overflowed count.
+  for (bool drop_last : {false, true}) {
+    CAPTURE(drop_last);
+    DataLoader one(d, {.batch_size = INT64_MAX, .drop_last = drop_last, .bucket_batches = 1});
+    CHECK(one.batches_per_epoch() == (drop_last ? 0 : 1));
+    std::vector<Seen> s = drain(one, 1);
+    REQUIRE(s.size() == size_t(one.batches_per_epoch()));
+    if (!drop_last) CHECK(s[0].index.size() == 70);
+  }
+}
+
+TEST_CASE("loader: prefetch is bounded by kMaxPrefetch") {
+  auto d = toy(20);
+  CHECK_THROWS_WITH_AS(DataLoader(d, {.prefetch = kMaxPrefetch + 1}), "DataLoader: prefetch must be in 0..1024, got 1025",
+                       Error);
+  CHECK_THROWS_WITH_AS(DataLoader(d, {.prefetch = INT64_MAX}),
+                       "DataLoader: prefetch must be in 0..1024, got 9223372036854775807", Error);
+  DataLoader sync(d, {.batch_size = 3, .seed = 2}), most(d, {.batch_size = 3, .seed = 2, .prefetch = kMaxPrefetch});
+  CHECK(drain(sync, 3) == drain(most, 3));
+}
+
+TEST_CASE("loader: the last epoch is kMaxEpoch, and going past it is an error, not an overflow") {
+  auto d = toy(7);
+  for (int64_t prefetch : {0, 2}) {
+    CAPTURE(prefetch);
+    DataLoader loader(d, {.batch_size = 3, .seed = 4, .prefetch = prefetch});
+    LoaderState s = loader.state();
+    s.epoch = kMaxEpoch + 1;
+    CHECK_THROWS_WITH_AS(loader.restore(s),
+                         "DataLoader: cannot resume at epoch 4611686018427387904, position 0 (an epoch has 3 batches)",
+                         Error);
+    s.epoch = kMaxEpoch;
+    loader.restore(s);
+    for (int k = 0; k < 3; ++k) CHECK(loader.next()->epoch == kMaxEpoch);
+    CHECK_THROWS_WITH_AS(loader.next(), "DataLoader: epoch 4611686018427387903 is the last one a loader can reach (kMaxEpoch)",
+                         Error);
+  }
+}
+
+TEST_CASE("loader: a saved state out of range is refused by name") {
+  auto state = [](const std::string& fields) { return LoaderState::from_json("{" + fields + "}"); };
+  const std::string rest = R"("seed": 1, "examples": 10, "batch_size": 3)";
+  CHECK(state(R"("epoch": 2, "position": 4, )" + rest) == LoaderState{2, 4, 1, 10, 3});  // 4 batches: all handed out
+  CHECK_THROWS_WITH_AS(state(R"("epoch": -1, "position": 0, )" + rest),
+                       "loader state: field \"epoch\" is -1, expected 0..4611686018427387903", Error);
+  CHECK_THROWS_WITH_AS(state(R"("epoch": 0, "position": -2, )" + rest),
+                       "loader state: field \"position\" is -2, expected 0..4 (10 examples in batches of 3)", Error);
+  CHECK_THROWS_WITH_AS(state(R"("epoch": 0, "position": 5, )" + rest),
+                       "loader state: field \"position\" is 5, expected 0..4 (10 examples in batches of 3)", Error);
+  CHECK_THROWS_WITH_AS(state(R"("epoch": 9223372036854775808, "position": 0, )" + rest),
+                       "loader state: field \"epoch\" is 9223372036854775808, outside "
+                       "-9223372036854775808..9223372036854775807",
+                       Error);
+  CHECK_THROWS_WITH_AS(state(R"("epoch": 0, "position": 0, "seed": -1, "examples": 10, "batch_size": 3)"),
+                       "loader state: field \"seed\" is -1, outside 0..18446744073709551615", Error);
+  CHECK_THROWS_WITH_AS(state(R"("epoch": 0, "position": 0, "seed": 1, "examples": -10, "batch_size": 3)"),
+                       "loader state: field \"examples\" is -10, expected >= 0", Error);
+  CHECK_THROWS_WITH_AS(state(R"("epoch": 0, "position": 0, "seed": 1, "examples": 10, "batch_size": 0)"),
+                       "loader state: field \"batch_size\" is 0, expected >= 1", Error);
+  CHECK_THROWS_WITH_AS(state(R"("epoch": 0.5, "position": 0, )" + rest),
+                       "loader state: field \"epoch\" must be an integer", Error);
 }

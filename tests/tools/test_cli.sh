@@ -79,10 +79,28 @@ expect 0 '"split":"valid"' -- "$ks" eval --run "$tmp/whole" --split valid --chec
 expect 2 "--split: expected train, valid or test" -- "$ks" eval --run "$tmp/whole" --split dev
 expect 1 "run folder $tmp/nowhere does not exist" -- "$ks" eval --run "$tmp/nowhere"
 expect 0 "exact match: [0-9]+ of 4" -- "$ks" translate --run "$tmp/whole" --split test --limit 4 --beam 2
+expect 0 "exact match: [0-9]+ of 20 \([0-9.]+%\) \| TER [0-9.]+% \| CER [0-9.]+%" -- "$ks" translate --run "$tmp/whole" --split test
+expect 2 "--limit goes with --split" -- "$ks" translate --run "$tmp/whole" --input "123" --limit 3
 expect 0 "^[0-9]*$" -- "$ks" translate --run "$tmp/whole" --input "123"
+expect 0 "warning: --input: 3 of 4 tokens are unknown" -- "$ks" translate --run "$tmp/whole" --input "zzz1"
+# --file decodes in batches of 32: 40 lines give 40 outputs, each the one --input gives.
+for i in $(seq 1 40); do echo "$((i * 7919 % 100000))"; done > "$tmp/sources.txt"
+"$ks" translate --run "$tmp/whole" --file "$tmp/sources.txt" > "$tmp/outputs.txt" 2>&1
+for i in 1 33 40; do
+  want=$("$ks" translate --run "$tmp/whole" --input "$(sed -n "${i}p" "$tmp/sources.txt")")
+  if [ "$(wc -l < "$tmp/outputs.txt")" != 40 ] || [ "$(sed -n "${i}p" "$tmp/outputs.txt")" != "$want" ]; then
+    echo "FAIL: translate --file line $i: $(sed -n "${i}p" "$tmp/outputs.txt") (want $want, of $(wc -l < "$tmp/outputs.txt") lines)"
+    fails=$((fails + 1))
+  fi
+done
+printf '12\n\n3\n' > "$tmp/blank.txt"
+expect 1 "translate: $tmp/blank.txt:2: an empty source" -- "$ks" translate --run "$tmp/whole" --file "$tmp/blank.txt"
 expect 2 "exactly one of --input, --file or --split" -- "$ks" translate --run "$tmp/whole"
 expect 1 "needs a decoder_lm run" -- "$ks" generate --run "$tmp/whole"
 expect 0 "wrote $tmp/both.svg" -- "$ks" plot "$tmp/whole" "$tmp/whole" --out "$tmp/both.svg"
+expect 0 "wrote $tmp/labelled.svg" -- "$ks" plot "$tmp/whole" --log-y "$tmp/whole" --labels first,second --out "$tmp/labelled.svg"
+grep -q ">second</text>" "$tmp/labelled.svg" || { echo "FAIL: plot --labels: no 'second' in the legend"; fails=$((fails + 1)); }
+expect 2 "--labels: 1 labels for 2 run folders" -- "$ks" plot "$tmp/whole" "$tmp/whole" --labels one
 expect 1 "no metrics.jsonl" -- "$ks" plot "$tmp"
 
 # Ctrl-C: a real SIGINT saves and exits 130; --resume then reproduces the
@@ -118,6 +136,7 @@ cat > "$tmp/lm.json" <<JSON
 JSON
 expect 0 "finished 20 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm" --quiet
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm" --prompt "the cat" --tokens 5 --top-k 3 --samples 2
+expect 0 '"bpb":[0-9.]+,"bytes":[0-9]+' -- "$ks" eval --run "$tmp/lm"
 expect 2 "--tokens: at most 15" -- "$ks" generate --run "$tmp/lm" --tokens 16
 expect 2 "--temperature: must be positive" -- "$ks" generate --run "$tmp/lm" --temperature 0
 expect 1 "needs a seq2seq run" -- "$ks" translate --run "$tmp/lm" --input "x"

@@ -1,6 +1,8 @@
 // tests/tools/test_plot.cpp — `keystone plot`: run folders with metrics.jsonl
-// to SVG (curves per run and split, panels, log axis, escaping, names), the
-// errors naming folder, file and line, and the command's flags and output file.
+// to SVG (curves per run and split, panels, log axes on awkward data — values
+// just below a power of ten, single points, zero, negative — escaping, names,
+// labels), the errors naming folder, file and line, and the command's flags
+// and output file.
 // Not here: how the SVG looks (checked by eye), the trainer writing metrics.
 #include <doctest/doctest.h>
 
@@ -53,6 +55,45 @@ size_t count(const std::string& s, const std::string& what) {
 
 // The SVG before the legend, whose line-style samples would be counted too.
 std::string curves(const std::string& svg) { return svg.substr(0, svg.find("<g class=\"legend\"")); }
+
+// Every data point drawn before the legend (polyline vertices, circles, and
+// the test diamonds' centres) as (x, y) pixels.
+std::vector<std::pair<double, double>> drawn_points(const std::string& svg) {
+  const std::string c = curves(svg);
+  std::vector<std::pair<double, double>> out;
+  auto after = [&](size_t at, const std::string& key) { return std::stod(c.substr(c.find(key, at) + key.size())); };
+  for (size_t at = c.find("points=\""); at != std::string::npos; at = c.find("points=\"", at + 1)) {
+    std::istringstream list(c.substr(at + 8, c.find('"', at + 8) - at - 8));
+    double x, y;
+    char comma;
+    while (list >> x >> comma >> y) out.emplace_back(x, y);
+  }
+  for (size_t at = c.find("<circle"); at != std::string::npos; at = c.find("<circle", at + 1))
+    out.emplace_back(after(at, "cx=\""), after(at, "cy=\""));
+  for (size_t at = c.find("<path class=\"test\" d=\"M"); at != std::string::npos;
+       at = c.find("<path class=\"test\"", at + 1)) {
+    const size_t m = c.find('M', at) + 1;
+    out.emplace_back(std::stod(c.substr(m)), after(m, ",") + 7);
+  }
+  return out;
+}
+
+// True when the SVG has no NaN or infinity and every point lies in the box
+// x0..x1, y0..y1 (by default the single loss panel's).
+bool drawn_inside(const std::string& svg, double x0 = 70, double y0 = 60, double x1 = 975, double y1 = 330) {
+  if (svg.find("nan") != std::string::npos || svg.find("inf") != std::string::npos) return false;
+  for (auto [x, y] : drawn_points(svg))
+    if (!(x >= x0 - 0.05 && x <= x1 + 0.05 && y >= y0 - 0.05 && y <= y1 + 0.05)) return false;
+  return true;
+}
+
+// A train record per loss, at steps 1, 2, ...
+std::string train_losses(const std::vector<std::string>& losses) {
+  std::string out;
+  for (size_t i = 0; i < losses.size(); ++i)
+    out += "{\"split\": \"train\", \"step\": " + std::to_string(i + 1) + ", \"loss\": " + losses[i] + "}\n";
+  return out;
+}
 
 // std::cout into a string while in scope, restored even when the command throws.
 struct CoutCapture {
@@ -135,7 +176,9 @@ TEST_CASE("plot: run names come from config.json or the folder, escaped and made
   CHECK(svg.find(">plainrun</text>") != std::string::npos);
   // The default title lists the runs; a given one is used (escaped) instead.
   CHECK(svg.find("a&lt;b &amp; &quot;c&quot;, same, same (2), plainrun</text>") != std::string::npos);
-  std::string titled = render_plot_svg({s1}, {.x_axis = "step", .title = "x < y"});
+  PlotOptions titled_options;
+  titled_options.title = "x < y";
+  std::string titled = render_plot_svg({s1}, titled_options);
   CHECK(titled.find(">x &lt; y</text>") != std::string::npos);
 }
 
@@ -278,4 +321,109 @@ TEST_CASE("plot: the command's usage errors and --help") {
   CHECK(plot({"--help"}) == 0);
   CHECK(captured.text.str().rfind("usage: keystone plot RUN_DIR...", 0) == 0);
   CHECK(!fs::exists(a / "plot.svg"));
+}
+
+TEST_CASE("plot: a log axis holds values just below a power of ten, below 1, and over many decades") {
+  TempDir tmp;
+  // floor(log10(0.09999999999999999)) is -1: the axis's grid once began above
+  // the data, and the lower bound was read from before the grid (ASan:
+  // heap-buffer-overflow; this runs at the end of every training).
+  for (const char* lo : {"0.09999999999999999", "9.999999999999999e-05", "9.999999999999999e-300", "0.0003"}) {
+    CAPTURE(std::string(lo));
+    fs::path dir = make_run(tmp.path(), std::string("r") + lo, train_losses({"5", lo, "0.7"}));
+    std::string svg = render_plot_svg({dir});
+    CHECK(svg.find(">loss (log)</text>") != std::string::npos);
+    CHECK(drawn_inside(svg));
+  }
+  std::string svg = render_plot_svg({make_run(tmp.path(), "below", train_losses({"5", "0.09999999999999999"}))});
+  CHECK(svg.find(">0.05</text>") != std::string::npos);  // the 1-2-5 value below the data
+  CHECK(svg.find(">5</text>") != std::string::npos);
+}
+
+TEST_CASE("plot: --log-y draws single points, equal values, and leaves out what a log axis cannot show") {
+  TempDir tmp;
+  PlotOptions log;
+  log.log_y = true;
+  const std::vector<std::vector<std::string>> cases = {
+      {"0.3"},                      // a single point
+      {"2", "2", "2"},              // equal values, on a 1-2-5 grid value
+      {"0.37", "0.37"},             // equal values between grid values
+      {"3", "0", "-1", "0.5"},      // zero and negative: not drawn
+      {"3", "null", "1e-320", "1"}, // NaN (written as null) and a value below 1e-300: not drawn
+  };
+  for (const auto& losses : cases) {
+    CAPTURE(losses.size());
+    CAPTURE(losses[0]);
+    std::string svg = render_plot_svg({make_run(tmp.path(), "run" + losses[0] + std::to_string(losses.size()),
+                                                train_losses(losses))},
+                                      log);
+    CHECK(svg.find(">loss (log)</text>") != std::string::npos);
+    CHECK(drawn_inside(svg));
+  }
+  std::string svg = render_plot_svg({make_run(tmp.path(), "mixed", train_losses({"3", "0", "-1", "0.5"}))}, log);
+  size_t at = svg.find("points=\"");
+  REQUIRE(at != std::string::npos);
+  CHECK(count(svg.substr(at, svg.find('"', at + 8) - at), ",") == 2);  // 3 and 0.5 only
+  // Nothing positive: a log axis has nothing to show, so the values get a linear one.
+  std::string none = render_plot_svg({make_run(tmp.path(), "none", train_losses({"0", "-2"}))}, log);
+  CHECK(none.find("(log)") == std::string::npos);
+  CHECK(drawn_inside(none));
+  // Without --log-y a narrow range stays linear; negative values never go log.
+  CHECK(render_plot_svg({make_run(tmp.path(), "neg", train_losses({"-5", "100"}))}).find("(log)") ==
+        std::string::npos);
+}
+
+TEST_CASE("plot: gradient norm and bits per byte get their own panels, two to a row") {
+  TempDir tmp;
+  fs::path lm = make_run(tmp.path(), "lm",
+                         R"({"split": "train", "step": 10, "loss": 5.0, "bpb": 2.5, "grad_norm": 40.0})"
+                         "\n"
+                         R"({"split": "train", "step": 20, "loss": 4.0, "bpb": 2.0, "grad_norm": 1.5})"
+                         "\n"
+                         R"({"split": "valid", "step": 20, "loss": 4.2, "ppl": 66.7, "bpb": 2.1})"
+                         "\n"
+                         R"({"split": "test", "step": 20, "loss": 4.3, "ppl": 73.7, "bpb": 2.15})"
+                         "\n");
+  std::string svg = render_plot_svg({lm});
+  CHECK(svg.find(">bits per byte</text>") != std::string::npos);
+  CHECK(svg.find(">gradient norm</text>") != std::string::npos);
+  CHECK(svg.find(">gradient norm (log)</text>") != std::string::npos);  // 1.5..40 spans over 20x
+  CHECK(svg.find(">accuracy</text>") == std::string::npos);
+  // loss | bits per byte on the first row, gradient norm below; the legend after them.
+  CHECK(svg.find("<rect x=\"70\" y=\"60\" width=\"400\" height=\"270\"") != std::string::npos);
+  CHECK(svg.find("<rect x=\"575\" y=\"60\" width=\"400\" height=\"270\"") != std::string::npos);
+  CHECK(svg.find("<rect x=\"70\" y=\"400\" width=\"400\" height=\"270\"") != std::string::npos);
+  CHECK(svg.find("height=\"752\"") != std::string::npos);
+  std::string c = curves(svg);
+  CHECK(count(c, "<polyline") == 3);              // train loss, train bpb, grad norm
+  CHECK(count(c, "<path class=\"test\"") == 2);   // test loss and test bpb: the whole test split's point
+  CHECK(drawn_inside(svg, 70, 60, 975, 670));
+  // A run without them keeps its single loss panel.
+  CHECK(render_plot_svg({make_run(tmp.path(), "plain", kMetrics)}).find("gradient norm") == std::string::npos);
+}
+
+TEST_CASE("plot: --labels names the runs in the legend, one per run folder") {
+  TempDir tmp;
+  fs::path a = make_run(tmp.path(), "a", kMetrics, R"({"name": "from-config"})"), b = make_run(tmp.path(), "b", kMetrics);
+  PlotOptions o;
+  o.labels = {"softmax <4k>", "linear"};
+  std::string svg = render_plot_svg({a, b}, o);
+  CHECK(svg.find(">softmax &lt;4k&gt;</text>") != std::string::npos);
+  CHECK(svg.find(">linear</text>") != std::string::npos);
+  CHECK(svg.find("from-config") == std::string::npos);
+  o.labels = {"only one"};
+  CHECK(error_of([&] { render_plot_svg({a, b}, o); }) == "plot: 1 labels for 2 run folders; give one per run");
+
+  fs::path out = tmp.path() / "l.svg";
+  CoutCapture captured;
+  CHECK(plot({a.string(), b.string(), "--labels", "x,y", "--log-y", "--out", out.string()}) == 0);
+  std::string written = read_text(out);
+  CHECK(written.find(">x</text>") != std::string::npos);
+  CHECK(written.find(">loss (log)</text>") != std::string::npos);
+  CHECK(plot({"--log-y", a.string(), "--out", out.string()}) == 0);  // a switch takes no value: a is a run folder
+  CHECK_THROWS_WITH_AS(plot({a.string(), b.string(), "--labels", "x"}), "--labels: 1 labels for 2 run folders",
+                       ks::cli::UsageError);
+  for (const char* bad : {"x,,y", "x,", ",y", ""})
+    CHECK_THROWS_WITH_AS(plot({a.string(), b.string(), "--labels", bad}),
+                         ("--labels: an empty label in '" + std::string(bad) + "'").c_str(), ks::cli::UsageError);
 }

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -232,6 +233,8 @@ TEST_CASE("trainer: accumulate_steps sums micro-batches into one step and resume
     CHECK(a[i]["loss"] == b[i]["loss"]);
     CHECK(a[i]["grad_norm"] == b[i]["grad_norm"]);
     CHECK(a[i]["grad_norm"].get<double>() > 0);
+    // A char LM: a token is a byte or a newline, so bits per byte = nats per token / ln 2 here.
+    CHECK(a[i]["bpb"].get<double>() == doctest::Approx(a[i]["loss"].get<double>() / std::log(2.0)));
   }
   CHECK(train_records == 8);
 }
