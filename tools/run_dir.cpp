@@ -77,10 +77,12 @@ void check_checkpoint_config(const nn::Metadata& metadata, const json& config_js
   KS_CHECK(stored.is_object(), "checkpoint ", checkpoint.string(), ": its stored config ('keystone.config') is not "
            "a JSON object");
   json now = config_json;
-  // train.* may change between sessions (--resume --set), and the name is a label.
+  // train.* may change between sessions (--resume --set), the name is a label,
+  // and a data file's changed fingerprint is a warning of its own (data_setup.h).
   for (json* j : {&stored, &now}) {
     j->erase("train");
     j->erase("name");
+    if (j->contains("data") && (*j)["data"].is_object()) (*j)["data"].erase("fingerprints");
   }
   std::vector<std::string> keys;
   differing_keys(stored, now, "", keys);

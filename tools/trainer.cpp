@@ -170,7 +170,9 @@ void Trainer::restore_from_latest(const json& config_as_given) {
   // A longer or shorter run stretches the schedule: say so, with the rate's jump.
   if (auto it = m.find("keystone.config"); it != m.end()) {
     json stored = json::parse(it->second, nullptr, false);
-    const int64_t before = stored.is_object() ? stored["train"].value("steps", int64_t(0)) : 0;
+    const bool has_steps = stored.is_object() && stored.contains("train") && stored["train"].is_object() &&
+                           stored["train"].contains("steps") && stored["train"]["steps"].is_number_integer();
+    const int64_t before = has_steps ? stored["train"]["steps"].get<int64_t>() : 0;
     if (before > 0 && before != config_.train.steps && schedule_.kind != nn::LRSchedule::Kind::Constant &&
         schedule_.kind != nn::LRSchedule::Kind::InverseSqrt) {
       nn::LRSchedule old = schedule_;
@@ -197,7 +199,7 @@ void Trainer::restore_from_latest(const json& config_as_given) {
              "to resume");
     const json& step = r.contains("step") ? r["step"] : json(0);
     KS_CHECK(step.is_number_integer(), paths_.metrics().string(), ":", line_no, ": 'step' is not an integer");
-    if (step.get<int64_t>() <= state_.step && r.value("split", std::string()) != "test") kept += line + "\n";
+    if (step.get<int64_t>() <= state_.step && !(r.contains("split") && r["split"] == "test")) kept += line + "\n";
   }
   nn::write_file_atomically(paths_.metrics().string(), kept);
 }

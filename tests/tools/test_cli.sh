@@ -118,6 +118,10 @@ if ! diff <(losses "$tmp/whole") <(losses "$tmp/split") > /dev/null; then
   echo "FAIL: the resumed run's losses differ from the uninterrupted run's (exit $rc before resuming)"; fails=$((fails + 1))
 fi
 
+# A longer run after the fact: resume says what the schedule does.
+expect 0 "note: train.steps 200 -> 240: the cosine schedule now ends at step 240" -- "$ks" train --out "$tmp/whole" --resume --set train.steps=240 --quiet
+expect 1 "checkpoint $tmp is not a file" -- "$ks" eval --run "$tmp/whole" --checkpoint "$tmp"
+
 # A damaged run folder: errors name the file.
 cp -r "$tmp/whole" "$tmp/damaged"
 head -c 100 "$tmp/whole/latest.safetensors" > "$tmp/damaged/latest.safetensors"
@@ -141,6 +145,11 @@ expect 2 "--tokens: at most 15" -- "$ks" generate --run "$tmp/lm" --tokens 16
 expect 2 "--temperature: must be positive" -- "$ks" generate --run "$tmp/lm" --temperature 0
 expect 1 "needs a seq2seq run" -- "$ks" translate --run "$tmp/lm" --input "x"
 expect 0 '"split":"valid"' -- env -C / "$ks" eval --run "$tmp/lm" --split valid  # paths stored absolute
+expect 0 "batches per epoch, [0-9.]+ epochs" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-summary" --set train.steps=2
+cp "$tmp/lines.txt" "$tmp/lines.orig"
+echo "a line added later" >> "$tmp/lines.txt"
+expect 0 "warning: data.train: $tmp/lines.txt changed since the run recorded it" -- "$ks" eval --run "$tmp/lm" --split valid
+mv "$tmp/lines.orig" "$tmp/lines.txt"
 
 # keystone config: every key explicit, for every data set and the shipped configs for one's own data.
 expect 0 "usage: keystone config" -- "$ks" config --help
