@@ -272,6 +272,7 @@ std::string WordTokenizer::to_json() const {
 namespace detail {
 
 CharTokenizer char_tokenizer_from_json(const json& j, const std::string& where) {
+  entries(j, "chars", where);
   auto codes = field<std::vector<int64_t>>(j, "chars", where);
   std::vector<char32_t> chars;
   for (int64_t c : codes) {
@@ -289,6 +290,7 @@ CharTokenizer char_tokenizer_from_json(const json& j, const std::string& where) 
 WordTokenizer word_tokenizer_from_json(const json& j, const std::string& where) {
   WordOptions o{.lowercase = field<bool>(j, "lowercase", where),
                 .split_punctuation = field<bool>(j, "split_punctuation", where)};
+  entries(j, "words", where);
   auto words = field<std::vector<std::string>>(j, "words", where);
   try {
     return WordTokenizer(std::move(words), o);
