@@ -10,6 +10,7 @@
 #include "core/copy.h"
 #include "core/factory.h"
 #include "core/error.h"
+#include "nn/user_input.h"
 
 namespace ks::data {
 
@@ -95,18 +96,20 @@ std::string LoaderState::to_json() const {
 }
 
 LoaderState LoaderState::from_json(const std::string& text) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(str("loader state: not valid JSON (", e.what(), ")"));
-  }
-  KS_CHECK(j.is_object(), "loader state: expected a JSON object, got ", j.dump().substr(0, 80));
+  json j = nn::parse_json(text, "loader state");
+  KS_CHECK(j.is_object(), "loader state: expected a JSON object, got ", nn::json_excerpt(j));
   LoaderState s;
+  // Exactly representable or refused: get<T> would wrap -1 into a huge seed.
   auto get = [&](const char* key, auto& out) {
-    KS_CHECK(j.contains(key) && j.at(key).is_number_integer(), "loader state: field \"", key,
-             "\" must be an integer");
-    out = j.at(key).get<std::remove_reference_t<decltype(out)>>();
+    using T = std::remove_reference_t<decltype(out)>;
+    KS_CHECK(j.contains(key), "loader state: field \"", key, "\" is missing");
+    const json& v = j.at(key);
+    const bool ok = std::is_unsigned_v<T> ? v.is_number_unsigned()
+                                          : v.is_number_integer() && (!v.is_number_unsigned() ||
+                                                                      v.get<uint64_t>() <= uint64_t(INT64_MAX));
+    KS_CHECK(ok, "loader state: field \"", key, "\" must be ", std::is_unsigned_v<T> ? "an integer >= 0" : "an integer",
+             " of 64 bits, got ", nn::json_excerpt(v));
+    out = v.get<T>();
   };
   get("epoch", s.epoch);
   get("position", s.position);

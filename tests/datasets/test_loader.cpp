@@ -223,9 +223,27 @@ TEST_CASE("loader: bad states and options fail clearly") {
   s.position = 5;
   CHECK_THROWS_WITH_AS(loader.restore(s), "DataLoader: cannot resume at epoch 0, position 5 (an epoch has 4 batches)",
                        Error);
-  CHECK_THROWS_WITH_AS(LoaderState::from_json("{\"epoch\": 1}"), "loader state: field \"position\" must be an integer",
-                       Error);
+  CHECK_THROWS_WITH_AS(LoaderState::from_json("{\"epoch\": 1}"), "loader state: field \"position\" is missing", Error);
   CHECK_THROWS_WITH_AS(LoaderState::from_json("nope"), doctest::Contains("loader state: not valid JSON"), Error);
   CHECK_THROWS_WITH_AS(DataLoader(d, {.batch_size = 0}), "DataLoader: batch_size must be >= 1, got 0", Error);
   CHECK(LoaderState::from_json(loader.state().to_json()) == loader.state());
+}
+
+TEST_CASE("loader state from a damaged checkpoint: wrong types and deep nesting give plain errors") {
+  auto state = [](const std::string& seed) {
+    return R"({"epoch": 0, "position": 0, "examples": 4, "batch_size": 2, "seed": )" + seed + "}";
+  };
+  CHECK(LoaderState::from_json(state("18446744073709551615")).seed == UINT64_MAX);
+  // get<uint64_t> would have wrapped -1 into 2^64 - 1 without a word.
+  CHECK_THROWS_WITH_AS(LoaderState::from_json(state("-1")),
+                       "loader state: field \"seed\" must be an integer >= 0 of 64 bits, got -1", Error);
+  CHECK_THROWS_WITH_AS(LoaderState::from_json(state("\"" + std::string(1 << 20, '7') + "\"")),
+                       ("loader state: field \"seed\" must be an integer >= 0 of 64 bits, got \"" +
+                        std::string(79, '7') + "...").c_str(),
+                       Error);
+  CHECK_THROWS_WITH_AS(
+      LoaderState::from_json(R"({"epoch": 9223372036854775808, "position": 0, "examples": 4, "batch_size": 2, "seed": 0})"),
+      "loader state: field \"epoch\" must be an integer of 64 bits, got 9223372036854775808", Error);
+  CHECK_THROWS_WITH_AS(LoaderState::from_json(std::string(100000, '[')),
+                       "loader state: JSON nested deeper than 64 levels of arrays and objects", Error);
 }
