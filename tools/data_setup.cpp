@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <new>
 
 #include "datasets/brown.h"
 #include "datasets/fashion_mnist.h"
@@ -140,7 +141,7 @@ data::Splits tsv_classification_set(JsonSection& s, uint64_t) {
   if (s.has("classes")) {
     json classes = s.get<json>("classes", json::array());
     KS_CHECK(classes.is_array() && std::all_of(classes.begin(), classes.end(), [](const json& c) { return c.is_string(); }),
-             "config: ", s.where("classes"), ": expected a list of strings, got ", classes.dump());
+             "config: ", s.where("classes"), ": expected a list of strings, got ", nn::json_excerpt(classes));
     o.classes = classes.get<std::vector<std::string>>();
   }
   return data::tsv_classification(f, o);
@@ -172,7 +173,7 @@ void fill_at_least(json& model, const std::string& key, int64_t value, int64_t m
     model[key] = value;
     return;
   }
-  KS_CHECK(model[key].is_number_integer(), "config: model.", key, ": expected an integer, got ", model[key].dump());
+  KS_CHECK(model[key].is_number_integer(), "config: model.", key, ": expected an integer, got ", nn::json_excerpt(model[key]));
   KS_CHECK(model[key].get<int64_t>() >= minimum, "config: model.", key, ": ", model[key].get<int64_t>(), " is too small; ",
            why, " needs at least ", minimum);
 }
@@ -194,6 +195,8 @@ TrainingData build_data(const json& section, uint64_t run_seed) {
   } catch (const Error& e) {
     const std::string what = e.what();
     throw Error(what.rfind("config: ", 0) == 0 ? what : str("data set '", name, "': ", what));
+  } catch (const std::bad_alloc&) {
+    throw Error(str("data set '", name, "': out of memory while building it (are the split sizes too large?)"));
   }
   s.finish(str(" for dataset '", name, "'"));
   out.resolved = s.resolved();
@@ -212,7 +215,7 @@ json complete_model_section(json model, const data::Splits& splits) {
                            : train.task == data::Task::Classification ? "encoder_classifier"
                                                                        : "seq2seq";
   if (!model.contains("model")) model["model"] = task_model;
-  KS_CHECK(model["model"] == task_model, "config: model.model: ", model["model"].dump(), " cannot be trained on a ",
+  KS_CHECK(model["model"] == task_model, "config: model.model: ", nn::json_excerpt(model["model"]), " cannot be trained on a ",
            data::task_name(train.task), " data set (use \"", task_model, "\")");
   // Tokenized data reserves id 0 for padding; raw pixel ids have no padding.
   const bool has_pad = train.tokenizer != nullptr;

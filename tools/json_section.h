@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "nn/user_input.h"
 
 namespace ks::tools {
 
@@ -20,7 +21,7 @@ class JsonSection {
  public:
   // `path` is the section's dotted name ("data", "train") for messages.
   JsonSection(const nlohmann::json& j, std::string path) : j_(j), path_(std::move(path)) {
-    KS_CHECK(j_.is_object(), "config: ", path_, ": expected an object, got ", j_.dump());
+    KS_CHECK(j_.is_object(), "config: ", path_, ": expected an object, got ", nn::json_excerpt(j_));
   }
 
   std::string where(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
@@ -41,10 +42,10 @@ class JsonSection {
                     : std::is_integral_v<T>             ? v.is_number_integer()
                     : std::is_floating_point_v<T>       ? v.is_number()
                                                         : true;
-    KS_CHECK(ok, "config: ", where(key), ": expected ", kind<T>(), ", got ", v.dump());
+    KS_CHECK(ok, "config: ", where(key), ": expected ", kind<T>(), ", got ", nn::json_excerpt(v));
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
       KS_CHECK(!(std::is_unsigned_v<T> && v.is_number_integer() && v.get<int64_t>() < 0), "config: ",
-               where(key), ": must not be negative, got ", v.dump());
+               where(key), ": must not be negative, got ", nn::json_excerpt(v));
     resolved_[key] = v;
     return v.get<T>();
   }
@@ -65,7 +66,7 @@ class JsonSection {
     read_.insert(key);
     if (!j_.contains(key)) return nlohmann::json::object();
     resolved_[key] = j_.at(key);
-    KS_CHECK(j_.at(key).is_object(), "config: ", where(key), ": expected an object, got ", j_.at(key).dump());
+    KS_CHECK(j_.at(key).is_object(), "config: ", where(key), ": expected an object, got ", nn::json_excerpt(j_.at(key)));
     return j_.at(key);
   }
   // Every key read so far with the value used, defaults included: the

@@ -15,6 +15,7 @@
 #include "core/parallel.h"
 #include "core/random.h"
 #include "nn/safetensors.h"
+#include "nn/user_input.h"
 #include "tools/cli.h"
 #include "tools/plot.h"
 #include "tools/progress.h"
@@ -168,8 +169,8 @@ void Trainer::restore_from_latest() {
     if (line.empty()) continue;
     json r;
     try {
-      r = json::parse(line);
-    } catch (const json::exception&) {
+      r = nn::parse_json(line, "metrics");
+    } catch (const Error&) {
       throw Error(str(paths_.metrics().string(), ":", line_no, ": not JSON; fix or delete the line to resume"));
     }
     if (r.value("step", int64_t(0)) <= step_ && r.value("split", std::string()) != "test") kept += line + "\n";
