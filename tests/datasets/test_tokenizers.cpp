@@ -293,6 +293,11 @@ TEST_CASE("load_tokenizer: merges must be pairs of integers and lists stay under
       tokenizer_from_json(R"({"type": "char", "specials": ["<pad>", "<bos>", "<eos>", "<unk>"], "chars": )" + chars + "]}",
                           "t.json"),
       "load_tokenizer: t.json: field \"chars\" holds 1048577 entries, over the vocabulary limit of 1048576", Error);
+  // Found by tests/fuzz/fuzz_tokenizer: get<int64_t> of 5e71 was undefined behaviour.
+  CHECK_THROWS_WITH_AS(
+      tokenizer_from_json(R"({"type": "char", "specials": ["<pad>", "<bos>", "<eos>", "<unk>"], "chars": [97, 5e71]})",
+                          "t.json"),
+      "load_tokenizer: t.json: \"chars\" holds 5e+71, which is not a Unicode code point", Error);
   // A wrong-typed megabyte value gives a short message.
   std::string e;
   try {
