@@ -25,6 +25,11 @@ void read(const json& j, const std::string& key, T& out, const std::string& wher
                                                    : std::is_same_v<T, std::string> ? "a string"
                                                    : std::is_integral_v<T> ? "an integer" : "a number",
            ", got ", nn::json_excerpt(v));
+  // Every integer of a model config is a size or an id: within 32 bits, so
+  // the product of two (heads * head_dim, 4 * d_model) never overflows.
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    KS_CHECK(v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT32_MAX) : v.get<int64_t>() >= INT32_MIN,
+             "config: ", where, key, ": ", nn::json_excerpt(v), " is out of range (sizes and ids fit in 32 bits)");
   out = v.get<T>();
 }
 

@@ -21,6 +21,7 @@ void apply_override(json& config, const std::string& assignment) {
   const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
   json value = nn::try_parse_json(text, "--set " + key);
   if (value.is_discarded()) value = text;  // a bare word: a string ("model.attention.type=mgk")
+  KS_CHECK(config.is_object(), "--set ", assignment, ": the config is not a JSON object");
   json* node = &config;
   std::string part;
   std::stringstream parts(key);
@@ -114,7 +115,10 @@ TrainConfig parse_train_config(const json& j) {
   c.schedule.noam_scale = sched.get<double>("noam_scale", 1.0);
   sched.finish();
   c.schedule.total_steps = c.train.steps;
-  c.schedule.d_model = c.model.value("d_model", int64_t(256));
+  // The model section is validated later (models/config.h), which names a
+  // wrong-typed d_model; value() would throw nlohmann's type_error here.
+  const json* d_model = c.model.contains("d_model") ? &c.model.at("d_model") : nullptr;
+  c.schedule.d_model = d_model && d_model->is_number_integer() ? d_model->get<int64_t>() : 256;
   try {
     c.schedule.validate();
   } catch (const Error& e) {

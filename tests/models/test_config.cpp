@@ -42,6 +42,11 @@ TEST_CASE("bad configs name the key") {
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": "big"})"), "config: vocab_size: expected an integer, got \"big\"", Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10.5})"), "config: vocab_size: expected an integer, got 10.5", Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 1e30})"), "config: vocab_size: expected an integer, got 1e+30", Error);
+  // heads * head_dim and 4 * d_model overflowed int64 (undefined behaviour) for sizes near 2^62.
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "d_model": 4611686018427387904})"),
+                       "config: d_model: 4611686018427387904 is out of range (sizes and ids fit in 32 bits)", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"heads": -4294967296}})"),
+                       "config: attention.heads: -4294967296 is out of range (sizes and ids fit in 32 bits)", Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "model": 5})"), "config: model: expected a string, got 5", Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "pre_norm": 1})"), "config: pre_norm: expected true or false, got 1",
                        Error);
