@@ -128,7 +128,7 @@ SafetensorsContent safetensors_from_bytes(std::string_view bytes, const std::str
       }
       continue;
     }
-    auto about = [&](const std::string& problem) { return str("tensor '", name, "': ", problem); };
+    auto about = [&tensor = name](const std::string& problem) { return str("tensor '", tensor, "': ", problem); };
     if (!entry.is_object()) fail(path, about("expected an object with dtype, shape and data_offsets"));
     for (const char* key : {"dtype", "shape", "data_offsets"})
       if (!entry.contains(key)) fail(path, about(str("missing \"", key, "\"")));
