@@ -6,8 +6,17 @@
 namespace ks {
 
 int64_t numel_of(const Shape& sizes) {
+  // Shapes come from files and configs too: a wrapped product would "match"
+  // a small buffer, so every step is checked (a zero size makes any shape empty).
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  bool overflow = false, empty = false;
+  for (int64_t s : sizes) {
+    KS_CHECK(s >= 0, "numel: negative size in shape ", sizes);
+    overflow |= __builtin_mul_overflow(n, s, &n);
+    empty |= s == 0;
+  }
+  if (empty) return 0;
+  KS_CHECK(!overflow, "numel: shape ", sizes, " has more than 2^63 elements");
   return n;
 }
 
@@ -16,7 +25,9 @@ Shape contiguous_strides(const Shape& sizes) {
   int64_t acc = 1;
   for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
     st[d] = acc;
-    acc *= std::max<int64_t>(sizes[d], 1);
+    // Only an empty shape ([2^40, 2^40, 0]) can overflow here (numel_of checks
+    // the others); its strides are never followed, so saturate.
+    if (__builtin_mul_overflow(acc, std::max<int64_t>(sizes[d], 1), &acc)) acc = INT64_MAX;
   }
   return st;
 }
@@ -29,8 +40,11 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
 
 Tensor Tensor::empty(const Shape& sizes, DType dtype, Device device) {
   for (int64_t s : sizes) KS_CHECK(s >= 0, "empty: negative size in shape ", sizes);
+  size_t nbytes = 0;
+  KS_CHECK(!__builtin_mul_overflow(size_t(numel_of(sizes)), itemsize(dtype), &nbytes), "empty: shape ", sizes,
+           " of ", itemsize(dtype), "-byte elements needs more than 2^64 bytes");
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = make_storage(size_t(numel_of(sizes)) * itemsize(dtype), device);
+  impl->storage = make_storage(nbytes, device);
   impl->sizes = sizes;
   impl->strides = contiguous_strides(sizes);
   impl->dtype = dtype;

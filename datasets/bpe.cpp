@@ -64,6 +64,9 @@ BpeTokenizer::BpeTokenizer(std::vector<std::pair<int64_t, int64_t>> merges) : me
              ") must join two earlier non-special ids, each in [", kNumSpecial, ", ", id, ")");
     KS_CHECK(rank_.emplace(key(a, b), int64_t(i)).second, "bpe tokenizer: merge ", i, " (", a, ", ", b,
              ") repeats an earlier merge");
+    const size_t len = bytes_[size_t(a)].size() + bytes_[size_t(b)].size();
+    KS_CHECK(len <= kMaxTokenBytes, "bpe tokenizer: merge ", i, " (", a, ", ", b, ") makes a token of ", len,
+             " bytes, over the ", kMaxTokenBytes, "-byte limit");
     bytes_.push_back(bytes_[size_t(a)] + bytes_[size_t(b)]);
   }
 }
@@ -100,6 +103,7 @@ BpeTokenizer BpeTokenizer::train(const std::vector<std::string>& corpus, int64_t
   for (auto& [p, n] : pair_count) heap.emplace(n, p);
 
   std::vector<std::pair<int64_t, int64_t>> merges;
+  std::vector<size_t> length(size_t(kFirstMerge), 1);  // id -> bytes of its token
   while (kFirstMerge + int64_t(merges.size()) < vocab_size && !heap.empty()) {
     auto [count, p] = heap.top();
     heap.pop();
@@ -107,6 +111,13 @@ BpeTokenizer BpeTokenizer::train(const std::vector<std::string>& corpus, int64_t
     if (it == pair_count.end() || it->second != count) continue;
     if (count < min_freq) break;
     int32_t a = int32_t(p >> 32), b = int32_t(p & 0xffffffffu);
+    if (length[size_t(a)] + length[size_t(b)] > kMaxTokenBytes) {
+      // Never learnable (a and b keep their lengths): drop it for good.
+      pair_count.erase(it);
+      where.erase(p);
+      continue;
+    }
+    length.push_back(length[size_t(a)] + length[size_t(b)]);
     int32_t id = int32_t(kFirstMerge + int64_t(merges.size()));
     merges.emplace_back(a, b);
     std::vector<int32_t> touched = std::move(where[p]);
@@ -208,7 +219,14 @@ std::string BpeTokenizer::to_json() const {
 namespace detail {
 
 BpeTokenizer bpe_tokenizer_from_json(const json& j, const std::string& where) {
-  auto merges = field<std::vector<std::pair<int64_t, int64_t>>>(j, "merges", where);
+  const json& list = entries(j, "merges", where);
+  std::vector<std::pair<int64_t, int64_t>> merges;
+  for (const json& m : list) {
+    KS_CHECK(m.is_array() && m.size() == 2 && m[0].is_number_integer() && m[1].is_number_integer(),
+             "load_tokenizer: ", where, ": merge ", merges.size(), " must be [left id, right id], got ",
+             nn::json_excerpt(m));
+    merges.emplace_back(m[0].get<int64_t>(), m[1].get<int64_t>());
+  }
   try {
     return BpeTokenizer(std::move(merges));
   } catch (const Error& e) {

@@ -9,6 +9,10 @@
 // the chunks and repeatedly merges the most frequent pair (ties: the pair of
 // smaller ids); encoding applies the learned merges by rank, lowest first.
 // Saved JSON holds the merges as [left id, right id] pairs.
+//
+// A merged token is at most kMaxTokenBytes long: each merge can double a
+// token's length, so 500 merges in a tiny file would otherwise ask for 2^500
+// bytes. Training never learns a longer merge; loading refuses one.
 #pragma once
 
 #include <string_view>
@@ -23,11 +27,13 @@ namespace ks::data {
 class BpeTokenizer : public Tokenizer {
  public:
   static constexpr int64_t kFirstMerge = kNumSpecial + 256;
+  static constexpr size_t kMaxTokenBytes = 1024;
 
   // Learns merges until the vocabulary has vocab_size ids or the most
   // frequent pair occurs fewer than min_freq times.
   static BpeTokenizer train(const std::vector<std::string>& corpus, int64_t vocab_size, int64_t min_freq = 2);
-  // merges[i] = (left, right) makes id kFirstMerge + i; both must be smaller ids.
+  // merges[i] = (left, right) makes id kFirstMerge + i; both must be smaller
+  // ids, and their bytes together at most kMaxTokenBytes.
   explicit BpeTokenizer(std::vector<std::pair<int64_t, int64_t>> merges);
 
   std::string type() const override { return "bpe"; }

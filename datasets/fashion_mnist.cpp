@@ -12,30 +12,31 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string load(const fs::path& path) {
-  return path.extension() == ".gz" ? gunzip_file(path, "idx") : read_file(path, "idx");
+  return path.extension() == ".gz" ? gunzip_file(path, "idx", kMaxIdxBytes) : read_file(path, "idx", kMaxIdxBytes);
 }
 
-uint32_t be32(const std::string& b, size_t at) {
+uint32_t be32(std::string_view b, size_t at) {
   auto u = [&](size_t i) { return uint32_t(static_cast<unsigned char>(b[at + i])); };
   return u(0) << 24 | u(1) << 16 | u(2) << 8 | u(3);
 }
 
 // Checks the header (magic + `dims` sizes) and that the payload is exactly
 // the product of the sizes; returns the sizes.
-std::vector<int64_t> header(const std::string& b, const fs::path& path, uint32_t magic, size_t dims,
+std::vector<int64_t> header(std::string_view b, const std::string& path, uint32_t magic, size_t dims,
                             const char* what) {
   size_t head = 4 * (1 + dims);
-  KS_CHECK(b.size() < 4 || be32(b, 0) == magic, "idx: ", path.string(), " has magic number ", be32(b, 0),
+  KS_CHECK(b.size() < 4 || be32(b, 0) == magic, "idx: ", path, " has magic number ", be32(b, 0),
            ", expected ", magic, " (IDX ", what, ")");
-  KS_CHECK(b.size() >= head, "idx: ", path.string(), " is truncated: ", b.size(), " bytes, shorter than the ", head,
+  KS_CHECK(b.size() >= head, "idx: ", path, " is truncated: ", b.size(), " bytes, shorter than the ", head,
            "-byte header of an IDX ", what, " file");
   std::vector<int64_t> sizes;
-  int64_t payload = 1;
+  int64_t payload = 1;  // checked: sizes whose product wraps to 0 would "match" an empty payload
   for (size_t d = 0; d < dims; ++d) {
     sizes.push_back(int64_t(be32(b, 4 * (1 + d))));
-    payload *= sizes.back();
+    KS_CHECK(!__builtin_mul_overflow(payload, sizes.back(), &payload), "idx: ", path, ": header sizes ",
+             sizes, "... promise more than 2^63 bytes");
   }
-  KS_CHECK(int64_t(b.size() - head) == payload, "idx: ", path.string(), " holds ", b.size() - head,
+  KS_CHECK(int64_t(b.size() - head) == payload, "idx: ", path, " holds ", b.size() - head,
            " bytes after its header but the header promises ", sizes, " = ", payload,
            int64_t(b.size() - head) < payload ? " (truncated)" : " (trailing data)");
   return sizes;
@@ -52,17 +53,19 @@ Dataset take(Dataset& from, std::vector<int64_t> indices, int64_t limit) {
 
 }  // namespace
 
-IdxImages read_idx_images(const fs::path& path) {
-  std::string b = load(path);
+IdxImages read_idx_images(const fs::path& path) { return idx_images_from_bytes(load(path), path.string()); }
+
+std::vector<uint8_t> read_idx_labels(const fs::path& path) { return idx_labels_from_bytes(load(path), path.string()); }
+
+IdxImages idx_images_from_bytes(std::string_view b, const std::string& path) {
   std::vector<int64_t> s = header(b, path, 2051, 3, "images");
-  KS_CHECK(s[1] > 0 && s[2] > 0, "idx: ", path.string(), ": images of ", s[1], " x ", s[2], " pixels");
+  KS_CHECK(s[1] > 0 && s[2] > 0, "idx: ", path, ": images of ", s[1], " x ", s[2], " pixels");
   IdxImages img{s[0], s[1], s[2], {}};
   img.pixels.assign(b.begin() + 16, b.end());
   return img;
 }
 
-std::vector<uint8_t> read_idx_labels(const fs::path& path) {
-  std::string b = load(path);
+std::vector<uint8_t> idx_labels_from_bytes(std::string_view b, const std::string& path) {
   header(b, path, 2049, 1, "labels");
   return {b.begin() + 8, b.end()};
 }

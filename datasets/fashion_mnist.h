@@ -11,17 +11,23 @@
 //   labels: magic 2049 (0x00000801), count, then count bytes
 // The files are decompressed with `gzip -dc` (datasets/io.h). Errors name the
 // file: missing, not gzip, corrupt or truncated, wrong magic, a size that
-// disagrees with the header, a label outside 0-9, image/label count mismatch.
+// disagrees with the header (or header sizes whose product overflows), over
+// kMaxIdxBytes (decompressed), a label outside 0-9, image/label count mismatch.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "datasets/dataset.h"
 
 namespace ks::data {
+
+// The largest IDX file read (after decompression): EMNIST, the largest IDX
+// set in use, is about 0.7 GB; a gzip bomb is stopped here.
+inline constexpr uint64_t kMaxIdxBytes = uint64_t(1) << 30;
 
 struct IdxImages {
   int64_t count = 0, rows = 0, cols = 0;
@@ -30,6 +36,9 @@ struct IdxImages {
 // A .gz path is gunzipped first; any other is read as raw IDX.
 IdxImages read_idx_images(const std::filesystem::path& path);
 std::vector<uint8_t> read_idx_labels(const std::filesystem::path& path);
+// The same from raw (decompressed) IDX bytes; `name` names them in errors.
+IdxImages idx_images_from_bytes(std::string_view bytes, const std::string& name);
+std::vector<uint8_t> idx_labels_from_bytes(std::string_view bytes, const std::string& name);
 
 // The ten class names, index = label ("T-shirt/top", "Trouser", ...).
 const std::vector<std::string>& fashion_mnist_classes();

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,25 +13,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "nn/user_input.h"
 
 extern char** environ;
 
 namespace ks::data {
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& path, const std::string& who) {
-  std::error_code ec;
-  KS_CHECK(fs::exists(path, ec), who, ": file not found: ", path.string());
-  KS_CHECK(!fs::is_directory(path, ec), who, ": ", path.string(), " is a directory, expected a file");
-  std::ifstream in(path, std::ios::binary);
-  KS_CHECK(in, who, ": cannot open ", path.string(), ": ", std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  KS_CHECK(!in.bad(), who, ": error reading ", path.string());
-  return buf.str();
+std::string read_file(const fs::path& path, const std::string& who, uint64_t max_bytes) {
+  return nn::read_regular_file(path.string(), max_bytes, who);
 }
 
 void write_file_atomic(const fs::path& path, const std::string& bytes, const std::string& who) {
@@ -88,7 +81,7 @@ struct Pipe {
 
 }  // namespace
 
-CommandResult run_command(const std::vector<std::string>& argv, const fs::path& cwd) {
+CommandResult run_command(const std::vector<std::string>& argv, const fs::path& cwd, size_t max_out) {
   KS_CHECK(!argv.empty(), "run_command: empty command");
   Pipe out, err;
   posix_spawn_file_actions_t actions;
@@ -124,7 +117,13 @@ CommandResult run_command(const std::vector<std::string>& argv, const fs::path& 
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
+      if (n > 0 && i == 0 && result.out.size() + size_t(n) > max_out) {
+        // Over the cap: stop the child rather than hold its output (a gzip bomb).
+        result.out_overflow = true;
+        ::kill(pid, SIGKILL);
+        fds[0].fd = fds[1].fd = -1;
+        open = 0;
+      } else if (n > 0) {
         sinks[i]->append(buf, size_t(n));
       } else if (n == 0 || errno != EINTR) {
         fds[i].fd = -1;
@@ -142,9 +141,8 @@ CommandResult run_command(const std::vector<std::string>& argv, const fs::path& 
   return result;
 }
 
-std::string gunzip_file(const fs::path& path, const std::string& who) {
-  std::error_code ec;
-  KS_CHECK(fs::exists(path, ec), who, ": file not found: ", path.string());
+std::string gunzip_file(const fs::path& path, const std::string& who, size_t max_bytes) {
+  nn::check_regular_file(path.string(), who);
   {
     std::ifstream in(path, std::ios::binary);
     KS_CHECK(in, who, ": cannot open ", path.string(), ": ", std::strerror(errno));
@@ -154,7 +152,9 @@ std::string gunzip_file(const fs::path& path, const std::string& who) {
              " is not a gzip file (bad magic bytes)");
   }
   std::vector<std::string> argv = {"gzip", "-dc", path.string()};
-  CommandResult r = run_command(argv);
+  CommandResult r = run_command(argv, {}, max_bytes);
+  KS_CHECK(!r.out_overflow, who, ": ", path.string(), " decompresses to more than ", max_bytes,
+           " bytes, the limit for this file");
   std::string why = r.err;
   while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
   KS_CHECK(r.status == 0, who, ": ", path.string(), " is corrupt or truncated: `", command_text(argv),

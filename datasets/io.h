@@ -15,8 +15,14 @@
 
 namespace ks::data {
 
-// The whole file as bytes; `who` starts the error message ("brown: ...").
-std::string read_file(const std::filesystem::path& path, const std::string& who);
+// The largest file (or decompressed .gz) a data set reads into memory:
+// above any corpus Keystone trains on, below what would exhaust the machine.
+inline constexpr uint64_t kMaxDataFileBytes = uint64_t(8) << 30;
+
+// The whole regular file as bytes (nn/user_input.h: no FIFOs, devices or
+// directories, at most max_bytes); `who` starts the error message ("brown: ...").
+std::string read_file(const std::filesystem::path& path, const std::string& who,
+                      uint64_t max_bytes = kMaxDataFileBytes);
 // Writes through a temporary file renamed into place, so a killed process
 // never leaves a half-written cache behind.
 void write_file_atomic(const std::filesystem::path& path, const std::string& bytes, const std::string& who);
@@ -28,19 +34,24 @@ struct CommandResult {
   int status = 0;       // the exit status; 127 when the program could not be started
   std::string out;      // everything it wrote to stdout
   std::string err;      // everything it wrote to stderr
+  bool out_overflow = false;  // stdout passed max_out: the child was killed, `out` is partial
 };
 // Runs argv[0] (looked up on PATH) with the arguments, in directory `cwd`
 // when given, capturing both streams. Never goes through a shell, so paths
-// need no quoting.
-CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& cwd = {});
+// need no quoting. Output past max_out bytes on stdout kills the child.
+CommandResult run_command(const std::vector<std::string>& argv, const std::filesystem::path& cwd = {},
+                          size_t max_out = SIZE_MAX);
 // "gzip -dc /a/b.gz", for error messages.
 std::string command_text(const std::vector<std::string>& argv);
 
 // The decompressed content of a .gz file, via `gzip -dc` (zlib is not a
 // Keystone dependency, and the gzip program is on every Debian system).
-// Errors name the file: missing, not gzip (bad magic bytes), or corrupt /
-// truncated (gzip's own message is included).
-std::string gunzip_file(const std::filesystem::path& path, const std::string& who);
+// Errors name the file: missing or not a regular file, not gzip (bad magic
+// bytes), corrupt / truncated (gzip's own message is included), or
+// decompressing to more than max_bytes (a few KB of gzip can expand to
+// terabytes; gzip is stopped at the cap).
+std::string gunzip_file(const std::filesystem::path& path, const std::string& who,
+                        size_t max_bytes = kMaxDataFileBytes);
 
 // Where downloaded data lives: $KEYSTONE_DATA if set, else ~/.cache/keystone.
 std::filesystem::path data_cache_dir();

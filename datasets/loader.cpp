@@ -13,6 +13,7 @@
 #include "core/copy.h"
 #include "core/factory.h"
 #include "core/error.h"
+#include "nn/user_input.h"
 
 namespace ks::data {
 
@@ -122,24 +123,19 @@ int64_t next_epoch(int64_t e) {
 }  // namespace
 
 LoaderState LoaderState::from_json(const std::string& text) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(str("loader state: not valid JSON (", e.what(), ")"));
-  }
-  KS_CHECK(j.is_object(), "loader state: expected a JSON object, got ", j.dump().substr(0, 80));
+  json j = nn::parse_json(text, "loader state");
+  KS_CHECK(j.is_object(), "loader state: expected a JSON object, got ", nn::json_excerpt(j));
   LoaderState s;
   // Integers only, and in range of the field's type: nlohmann would wrap -1
   // into a uint64 seed and 2^63 into a negative int64.
   auto get = [&](const char* key, auto& out) {
     using T = std::remove_reference_t<decltype(out)>;
-    KS_CHECK(j.contains(key) && j.at(key).is_number_integer(), "loader state: field \"", key,
-             "\" must be an integer");
+    KS_CHECK(j.contains(key), "loader state: field \"", key, "\" is missing");
+    KS_CHECK(j.at(key).is_number_integer(), "loader state: field \"", key, "\" must be an integer");
     const json& v = j.at(key);
     const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
                                              : std::is_signed_v<T> || v.get<int64_t>() >= 0;
-    KS_CHECK(fits, "loader state: field \"", key, "\" is ", v.dump(), ", outside ", std::numeric_limits<T>::min(),
+    KS_CHECK(fits, "loader state: field \"", key, "\" is ", nn::json_excerpt(v), ", outside ", std::numeric_limits<T>::min(),
              "..", std::numeric_limits<T>::max());
     out = v.get<T>();
   };

@@ -25,12 +25,7 @@ void Tokenizer::save(const std::filesystem::path& path) const {
 }
 
 std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw Error(str("load_tokenizer: ", where, ": not valid JSON (", e.what(), ")"));
-  }
+  json j = nn::parse_json(json_text, str("load_tokenizer: ", where));
   KS_CHECK(j.is_object(), "load_tokenizer: ", where, ": expected a JSON object");
   auto specials = detail::field<std::vector<std::string>>(j, "specials", where);
   KS_CHECK(specials == special_tokens(), "load_tokenizer: ", where,
@@ -45,7 +40,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, con
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path) {
-  return tokenizer_from_json(read_file(path, "load_tokenizer"), path.string());
+  return tokenizer_from_json(read_file(path, "load_tokenizer", kMaxTokenizerFileBytes), path.string());
 }
 
 // ---- byte-level ----------------------------------------------------------------

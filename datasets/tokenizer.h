@@ -28,6 +28,11 @@ inline constexpr int64_t kBosId = 1;
 inline constexpr int64_t kEosId = 2;
 inline constexpr int64_t kUnkId = 3;
 inline constexpr int64_t kNumSpecial = 4;
+// The most entries a loaded tokenizer may list (merges, chars or words):
+// 2^20, four times the largest vocabularies in use; and the largest
+// tokenizer file read.
+inline constexpr int64_t kMaxVocabSize = int64_t(1) << 20;
+inline constexpr uint64_t kMaxTokenizerFileBytes = uint64_t(256) << 20;
 // {"<pad>", "<bos>", "<eos>", "<unk>"}, indexed by id.
 const std::vector<std::string>& special_tokens();
 
@@ -53,7 +58,8 @@ class Tokenizer {
 };
 
 // Reads a file written by Tokenizer::save. Errors name the file and what is
-// wrong with it (not JSON, unknown type, bad specials, a bad field).
+// wrong with it (not a regular file, too large, not JSON or nested too deep,
+// unknown type, bad specials, a bad field, a list over kMaxVocabSize).
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path);
 // The same from JSON text; `where` names its origin in errors.
 std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, const std::string& where);

@@ -12,6 +12,7 @@
 #include "datasets/bpe.h"
 #include "datasets/tokenizer.h"
 #include "datasets/vocab.h"
+#include "nn/user_input.h"
 
 namespace ks::data::detail {
 
@@ -39,8 +40,20 @@ T field(const json& j, const char* key, const std::string& where) {
     return j.at(key).get<T>();
   } catch (const json::exception&) {
     throw Error(str("load_tokenizer: ", where, ": field \"", key, "\" has the wrong type: ",
-                    j.at(key).dump().substr(0, 80)));
+                    nn::json_excerpt(j.at(key))));
   }
+}
+
+// The list at `key` (merges, chars, words), at most kMaxVocabSize long, so a
+// file cannot make a loader build a vocabulary of any size it likes.
+inline const json& entries(const json& j, const char* key, const std::string& where) {
+  KS_CHECK(j.contains(key), "load_tokenizer: ", where, ": missing field \"", key, "\"");
+  const json& list = j.at(key);
+  KS_CHECK(list.is_array(), "load_tokenizer: ", where, ": field \"", key, "\" has the wrong type: ",
+           nn::json_excerpt(list));
+  KS_CHECK(list.size() <= size_t(kMaxVocabSize), "load_tokenizer: ", where, ": field \"", key, "\" holds ",
+           list.size(), " entries, over the vocabulary limit of ", kMaxVocabSize);
+  return list;
 }
 
 // Each class's own fields; the head ("type", "specials") is checked by the caller.

@@ -283,12 +283,12 @@ std::string WordTokenizer::to_json() const {
 namespace detail {
 
 CharTokenizer char_tokenizer_from_json(const json& j, const std::string& where) {
-  auto codes = field<std::vector<int64_t>>(j, "chars", where);
   std::vector<char32_t> chars;
-  for (int64_t c : codes) {
-    KS_CHECK(c >= 0 && c <= 0x10FFFF, "load_tokenizer: ", where, ": \"chars\" holds ", c,
-             ", which is not a Unicode code point");
-    chars.push_back(char32_t(c));
+  for (const json& c : entries(j, "chars", where)) {
+    // Checked before get: converting 5e71 to an integer is undefined behaviour.
+    KS_CHECK(c.is_number_integer() && c.get<int64_t>() >= 0 && c.get<int64_t>() <= 0x10FFFF, "load_tokenizer: ",
+             where, ": \"chars\" holds ", nn::json_excerpt(c), ", which is not a Unicode code point");
+    chars.push_back(char32_t(c.get<int64_t>()));
   }
   try {
     return CharTokenizer(std::move(chars));
@@ -300,8 +300,7 @@ CharTokenizer char_tokenizer_from_json(const json& j, const std::string& where) 
 WordTokenizer word_tokenizer_from_json(const json& j, const std::string& where) {
   WordOptions o{.lowercase = field<bool>(j, "lowercase", where),
                 .split_punctuation = field<bool>(j, "split_punctuation", where)};
-  const json list = field<json>(j, "words", where);
-  KS_CHECK(list.is_array(), "load_tokenizer: ", where, ": field \"words\" must be a list");
+  const json& list = entries(j, "words", where);
   std::vector<std::string> words;
   for (const json& w : list) {
     if (w.is_string()) {

@@ -3,25 +3,34 @@
 
 #include <set>
 
+#include "nn/user_input.h"
+
 namespace ks::models {
 namespace {
 
 using json = nlohmann::json;
 
-// Reads one typed key if present; names the key on a type error.
+// Reads one typed key if present; names the key on a type error. The type
+// is checked before get<T>: nlohmann would truncate 10.5 to 10, and casting
+// 1e30 to an integer is undefined behaviour.
 template <class T>
 void read(const json& j, const std::string& key, T& out, const std::string& where = "") {
   if (!j.contains(key)) return;
-  try {
-    out = j.at(key).get<T>();
-  } catch (const json::exception&) {
-    throw Error(str("config: ", where, key, ": expected ", std::is_same_v<T, bool> ? "true or false"
-                                                         : std::is_same_v<T, std::string> ? "a string"
-                                                         : std::is_integral_v<T> ? "an integer" : "a number",
-                    ", got ", j.at(key).dump()));
-  }
+  const json& v = j.at(key);
+  const bool ok = std::is_same_v<T, bool>          ? v.is_boolean()
+                  : std::is_same_v<T, std::string> ? v.is_string()
+                  : std::is_integral_v<T>          ? v.is_number_integer()
+                                                   : v.is_number();
+  KS_CHECK(ok, "config: ", where, key, ": expected ", std::is_same_v<T, bool> ? "true or false"
+                                                   : std::is_same_v<T, std::string> ? "a string"
+                                                   : std::is_integral_v<T> ? "an integer" : "a number",
+           ", got ", nn::json_excerpt(v));
+  // Every integer of a model config is a size or an id: within 32 bits, so
+  // the product of two (heads * head_dim, 4 * d_model) never overflows.
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-    KS_CHECK(j.at(key).is_number_integer(), "config: ", where, key, ": expected an integer, got ", j.at(key).dump());
+    KS_CHECK(v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT32_MAX) : v.get<int64_t>() >= INT32_MIN,
+             "config: ", where, key, ": ", nn::json_excerpt(v), " is out of range (sizes and ids fit in 32 bits)");
+  out = v.get<T>();
 }
 
 void reject_unknown(const json& j, const std::set<std::string>& allowed, const std::string& where,
@@ -37,7 +46,7 @@ void at_most(int64_t v, int64_t most, const char* key) {
 }
 
 nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m) {
-  KS_CHECK(j.is_object(), "config: attention: expected an object, got ", j.dump());
+  KS_CHECK(j.is_object(), "config: attention: expected an object, got ", nn::json_excerpt(j));
   reject_unknown(j, {"type", "heads", "head_dim", "keys", "hard_e", "soft_e", "sigma2", "dropout", "bias"},
                  "attention.", m.model);
   nn::AttentionConfig a;
@@ -45,7 +54,7 @@ nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m) {
   read(j, "heads", a.heads, "attention.");
   if (j.contains("head_dim") && j.at("head_dim").is_string()) {
     KS_CHECK(j.at("head_dim") == "seq", "config: attention.head_dim: expected an integer or \"seq\", got ",
-             j.at("head_dim").dump());
+             nn::json_excerpt(j.at("head_dim")));
     a.head_dim = m.max_len;
   } else {
     read(j, "head_dim", a.head_dim, "attention.");
@@ -68,7 +77,7 @@ nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m) {
 }  // namespace
 
 ModelConfig parse_model_config(const json& j) {
-  KS_CHECK(j.is_object(), "config: expected a JSON object, got ", j.dump());
+  KS_CHECK(j.is_object(), "config: expected a JSON object, got ", nn::json_excerpt(j));
   ModelConfig m;
   read(j, "model", m.model);
   const std::set<std::string> common = {"model",   "d_model",    "d_ff",      "max_len",  "dropout",

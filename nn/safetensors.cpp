@@ -8,11 +8,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/copy.h"
+#include "nn/user_input.h"
 
 namespace ks::nn {
 namespace {
@@ -107,20 +106,18 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 }
 
 SafetensorsContent load_safetensors(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return safetensors_from_bytes(read_regular_file(path, kMaxSafetensorsBytes, "safetensors"), path);
+}
+
+SafetensorsContent safetensors_from_bytes(std::string_view bytes, const std::string& path) {
   if (bytes.size() < 8) fail(path, str("truncated: ", bytes.size(), " bytes, too short for the 8-byte header length"));
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(bytes[size_t(i)])) << (8 * i);
   if (n > bytes.size() - 8)
     fail(path, str("truncated: header length ", n, " exceeds the ", bytes.size() - 8, " bytes after it"));
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(bytes.substr(8, size_t(n)));
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, str("header is not valid JSON (", e.what(), ")"));
-  }
+  if (n > kMaxSafetensorsHeaderBytes)
+    fail(path, str("header of ", n, " bytes is over the ", kMaxSafetensorsHeaderBytes, "-byte limit"));
+  nlohmann::json header = parse_json(bytes.substr(8, size_t(n)), str("safetensors: ", path, ": header"));
   if (!header.is_object()) fail(path, "header is not a JSON object");
   const size_t data_begin = 8 + size_t(n), data_size = bytes.size() - data_begin;
 
@@ -140,28 +137,43 @@ SafetensorsContent load_safetensors(const std::string& path) {
       }
       continue;
     }
-    try {
-      DType dtype;
-      std::string code = entry.at("dtype").get<std::string>();
-      if (!dtype_of_code(code, dtype)) fail(path, str("tensor '", name, "' has unsupported dtype '", code, "'"));
-      Shape shape = entry.at("shape").get<Shape>();
-      auto offs = entry.at("data_offsets").get<std::vector<uint64_t>>();
-      if (offs.size() != 2 || offs[0] > offs[1]) fail(path, str("tensor '", name, "' has bad data_offsets"));
-      for (int64_t s : shape)
-        if (s < 0) fail(path, str("tensor '", name, "' has a negative size in shape ", shape));
-      size_t expect = size_t(numel_of(shape)) * itemsize(dtype);
-      if (offs[1] - offs[0] != expect)
-        fail(path, str("tensor '", name, "' (", code, " ", shape, ") needs ", expect, " bytes but data_offsets span ",
-                       offs[1] - offs[0]));
-      if (offs[1] > data_size)
-        fail(path, str("truncated: tensor '", name, "' ends at byte ", offs[1], " of a ", data_size,
-                       "-byte data section"));
-      Tensor t = Tensor::empty(shape, dtype, Device::cpu());
-      std::memcpy(t.data_ptr(), bytes.data() + data_begin + offs[0], expect);
-      entries.push_back({size_t(offs[0]), size_t(offs[1]), name, t});
-    } catch (const nlohmann::json::exception& e) {
-      fail(path, str("tensor '", name, "' has a malformed entry (", e.what(), ")"));
+    auto about = [&tensor = name](const std::string& problem) { return str("tensor '", tensor, "': ", problem); };
+    if (!entry.is_object()) fail(path, about("expected an object with dtype, shape and data_offsets"));
+    for (const char* key : {"dtype", "shape", "data_offsets"})
+      if (!entry.contains(key)) fail(path, about(str("missing \"", key, "\"")));
+    const auto& code_json = entry.at("dtype");
+    DType dtype;
+    if (!code_json.is_string() || !dtype_of_code(code_json.get<std::string>(), dtype))
+      fail(path, about(str("unsupported dtype ", json_excerpt(code_json))));
+    const std::string code = code_json.get<std::string>();
+    const auto& shape_json = entry.at("shape");
+    if (!shape_json.is_array()) fail(path, about(str("shape is not a list: ", json_excerpt(shape_json))));
+    // The byte count of the shape, each step checked: a product that wraps
+    // could otherwise "match" a short data range (a zero size makes any shape empty).
+    Shape shape;
+    uint64_t expect = itemsize(dtype);
+    bool overflow = false, empty = false;
+    for (const auto& d : shape_json) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0)
+        fail(path, about(str("shape ", json_excerpt(shape_json), " is not a list of sizes >= 0")));
+      shape.push_back(d.get<int64_t>());
+      overflow |= __builtin_mul_overflow(expect, uint64_t(shape.back()), &expect);
+      empty |= shape.back() == 0;
     }
+    if (empty) expect = 0;
+    if (overflow && !empty) fail(path, about(str("shape ", shape, " of ", code, " needs more than 2^64 bytes")));
+    const auto& offs_json = entry.at("data_offsets");
+    if (!offs_json.is_array() || offs_json.size() != 2 || !offs_json[0].is_number_unsigned() ||
+        !offs_json[1].is_number_unsigned() || offs_json[0].get<uint64_t>() > offs_json[1].get<uint64_t>())
+      fail(path, about(str("data_offsets must be [begin, end] with 0 <= begin <= end, got ", json_excerpt(offs_json))));
+    const uint64_t begin = offs_json[0].get<uint64_t>(), end = offs_json[1].get<uint64_t>();
+    if (end - begin != expect)
+      fail(path, about(str("(", code, " ", shape, ") needs ", expect, " bytes but data_offsets span ", end - begin)));
+    if (end > data_size)
+      fail(path, str("truncated: tensor '", name, "' ends at byte ", end, " of a ", data_size, "-byte data section"));
+    Tensor t = Tensor::empty(shape, dtype, Device::cpu());
+    std::memcpy(t.data_ptr(), bytes.data() + data_begin + begin, size_t(expect));
+    entries.push_back({size_t(begin), size_t(end), name, t});
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   for (size_t i = 0; i < entries.size(); ++i) {

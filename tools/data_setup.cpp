@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <new>
 
 #include "datasets/brown.h"
 #include "datasets/fashion_mnist.h"
@@ -228,7 +229,7 @@ data::Splits tsv_classification_set(JsonSection& s, BuildContext& ctx) {
   if (s.has("classes")) {
     json classes = s.get<json>("classes", json::array());
     KS_CHECK(classes.is_array() && std::all_of(classes.begin(), classes.end(), [](const json& c) { return c.is_string(); }),
-             "config: ", s.where("classes"), ": expected a list of strings");
+             "config: ", s.where("classes"), ": expected a list of strings, got ", nn::json_excerpt(classes));
     o.classes = classes.get<std::vector<std::string>>();
   }
   if (ctx.describe_only) return {};
@@ -295,7 +296,7 @@ void fill_at_least(json& model, const std::string& key, int64_t value, int64_t m
     model[key] = value;
     return;
   }
-  KS_CHECK(model[key].is_number_integer(), "config: model.", key, ": expected an integer, got ", model[key].dump());
+  KS_CHECK(model[key].is_number_integer(), "config: model.", key, ": expected an integer, got ", nn::json_excerpt(model[key]));
   KS_CHECK(model[key].get<int64_t>() >= minimum, "config: model.", key, ": ", model[key].get<int64_t>(), " is too small; ",
            why, " needs at least ", minimum);
 }
@@ -366,7 +367,7 @@ json complete_model_section(json model, const data::Splits& splits) {
                            : train.task == data::Task::Classification ? "encoder_classifier"
                                                                        : "seq2seq";
   if (!model.contains("model")) model["model"] = task_model;
-  KS_CHECK(model["model"] == task_model, "config: model.model: ", model["model"].dump(), " cannot be trained on a ",
+  KS_CHECK(model["model"] == task_model, "config: model.model: ", nn::json_excerpt(model["model"]), " cannot be trained on a ",
            data::task_name(train.task), " data set (use \"", task_model, "\")");
   // Tokenized data reserves id 0 for padding; raw pixel ids have no padding.
   const bool has_pad = train.tokenizer != nullptr;

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "nn/user_input.h"
 
 namespace ks::tools {
 
@@ -21,7 +22,7 @@ class JsonSection {
  public:
   // `path` is the section's dotted name ("data", "train") for messages.
   JsonSection(const nlohmann::json& j, std::string path) : j_(j), path_(std::move(path)) {
-    KS_CHECK(j_.is_object(), "config: ", path_, ": expected an object, got ", j_.dump());
+    KS_CHECK(j_.is_object(), "config: ", path_, ": expected an object, got ", nn::json_excerpt(j_));
   }
 
   std::string where(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
@@ -42,16 +43,16 @@ class JsonSection {
                     : std::is_integral_v<T>             ? v.is_number_integer()
                     : std::is_floating_point_v<T>       ? v.is_number()
                                                         : true;
-    KS_CHECK(ok, "config: ", where(key), ": expected ", kind<T>(), ", got ", v.dump());
+    KS_CHECK(ok, "config: ", where(key), ": expected ", kind<T>(), ", got ", nn::json_excerpt(v));
     // nlohmann keeps integers >= 2^63 as unsigned: only a signed one can be negative,
     // and only an unsigned target can hold the large ones.
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       if constexpr (std::is_unsigned_v<T>)
         KS_CHECK(v.is_number_unsigned() || v.get<int64_t>() >= 0, "config: ", where(key),
-                 ": must not be negative, got ", v.dump());
+                 ": must not be negative, got ", nn::json_excerpt(v));
       else
         KS_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX), "config: ", where(key),
-                 ": too large, got ", v.dump());
+                 ": too large, got ", nn::json_excerpt(v));
     }
     resolved_[key] = v;
     return v.get<T>();
@@ -80,7 +81,7 @@ class JsonSection {
     read_.insert(key);
     if (!j_.contains(key)) return nlohmann::json::object();
     resolved_[key] = j_.at(key);
-    KS_CHECK(j_.at(key).is_object(), "config: ", where(key), ": expected an object, got ", j_.at(key).dump());
+    KS_CHECK(j_.at(key).is_object(), "config: ", where(key), ": expected an object, got ", nn::json_excerpt(j_.at(key)));
     return j_.at(key);
   }
   // Replaces what resolved() shows for `key` (read already): a value the

@@ -2,6 +2,7 @@
 // Exit codes: 0 success, 2 usage error, 1 runtime error; messages on stderr.
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,12 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const ks::Error& e) {
     std::fprintf(stderr, "keystone %s: %s\n", cmd.c_str(), e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // An allocation no reader caught (a model or data set too large for the
+    // machine): say so plainly rather than "std::bad_alloc".
+    std::fprintf(stderr, "keystone %s: out of memory (the model, data or batch is too large for this machine)\n",
+                 cmd.c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "keystone %s: %s\n", cmd.c_str(), e.what());

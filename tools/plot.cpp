@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "nn/user_input.h"
 #include "tools/cli.h"
 
 namespace ks::tools {
@@ -59,7 +60,7 @@ std::optional<double> finite(const json& rec, const char* key) {
 }
 
 json parse_record(const std::string& line, const std::string& where) {
-  json rec = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  json rec = nn::try_parse_json(line, where);
   KS_CHECK(!rec.is_discarded(), where, ": not JSON");
   KS_CHECK(rec.is_object(), where, ": not a JSON object");
   for (const char* key : {"split", "step", "loss"}) KS_CHECK(rec.contains(key), where, ": no \"", key, "\"");
@@ -93,7 +94,7 @@ void add_record(Run& run, const json& rec, const std::string& x_axis) {
 std::string run_name(const fs::path& dir) {
   std::ifstream in(dir / "config.json");
   if (in) {
-    json config = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    json config = nn::try_parse_json(std::string(std::istreambuf_iterator<char>(in), {}), "config.json");
     if (config.is_object() && config.contains("name") && config["name"].is_string() &&
         !config["name"].get<std::string>().empty())
       return config["name"];

@@ -2,10 +2,10 @@
 #include "tools/run_config.h"
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "core/cuda.h"
+#include "nn/user_input.h"
 #include "tools/json_section.h"
 
 namespace ks::tools {
@@ -13,28 +13,16 @@ namespace ks::tools {
 using json = nlohmann::json;
 
 json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  KS_CHECK(in.good(), "cannot open config file ", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  KS_CHECK(!in.bad(), "cannot read config file ", path);
-  try {
-    return json::parse(text.str());
-  } catch (const json::exception& e) {
-    throw Error(str(path, " is not valid JSON (", e.what(), ")"));
-  }
+  return nn::parse_json(nn::read_regular_file(path, kMaxConfigBytes, "config"), path);
 }
 
 void apply_override(json& config, const std::string& assignment) {
   const size_t eq = assignment.find('=');
   KS_CHECK(eq != std::string::npos && eq > 0, "--set ", assignment, ": expected key=value (e.g. train.steps=100)");
   const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
-  json value;
-  try {
-    value = json::parse(text);
-  } catch (const json::exception&) {
-    value = text;  // a bare word: a string ("model.attention.type=mgk")
-  }
+  json value = nn::try_parse_json(text, "--set " + key);
+  if (value.is_discarded()) value = text;  // a bare word: a string ("model.attention.type=mgk")
+  KS_CHECK(config.is_object(), "--set ", assignment, ": the config is not a JSON object");
   json* node = &config;
   std::string part;
   std::stringstream parts(key);
@@ -144,7 +132,10 @@ TrainConfig parse_train_config(const json& j) {
                              c.train.steps, "; warming up over ", clipped, " steps instead"));
     c.schedule.warmup_steps = clipped;
   }
-  c.schedule.d_model = c.model.value("d_model", int64_t(256));
+  // The model section is validated later (models/config.h), which names a
+  // wrong-typed d_model; value() would throw nlohmann's type_error here.
+  const json* d_model = c.model.contains("d_model") ? &c.model.at("d_model") : nullptr;
+  c.schedule.d_model = d_model && d_model->is_number_integer() ? d_model->get<int64_t>() : 256;
   try {
     c.schedule.validate();
   } catch (const Error& e) {

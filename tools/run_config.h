@@ -82,7 +82,12 @@ struct TrainConfig {
   nlohmann::json to_json() const;
 };
 
-// Reads a JSON file; errors name the file (missing, unreadable, not JSON).
+// The largest config file read: real configs are a few KB.
+inline constexpr uint64_t kMaxConfigBytes = uint64_t(64) << 20;
+
+// Reads a JSON file (nn/user_input.h: a regular file of at most
+// kMaxConfigBytes, nesting at most nn::kMaxJsonDepth); errors name the file
+// (missing, not a regular file, too large, not JSON, too deep).
 nlohmann::json read_json_file(const std::string& path);
 // Applies one "dotted.key=value" override; a malformed one is an error naming it.
 void apply_override(nlohmann::json& config, const std::string& assignment);

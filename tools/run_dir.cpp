@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "nn/user_input.h"
 
 namespace ks::tools {
 
@@ -73,7 +74,7 @@ void differing_keys(const json& a, const json& b, const std::string& prefix, std
 void check_checkpoint_config(const nn::Metadata& metadata, const json& config_json, const fs::path& checkpoint) {
   auto it = metadata.find("keystone.config");
   if (it == metadata.end()) return;  // a checkpoint not written by keystone train
-  json stored = json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  json stored = nn::try_parse_json(it->second, str("checkpoint ", checkpoint.string(), ": keystone.config"));
   KS_CHECK(stored.is_object(), "checkpoint ", checkpoint.string(), ": its stored config ('keystone.config') is not "
            "a JSON object");
   json now = config_json;

@@ -17,6 +17,7 @@
 #include "core/parallel.h"
 #include "core/random.h"
 #include "nn/safetensors.h"
+#include "nn/user_input.h"
 #include "tools/plot.h"
 #include "tools/progress.h"
 
@@ -169,7 +170,7 @@ void Trainer::restore_from_latest(const json& config_as_given) {
 
   // A longer or shorter run stretches the schedule: say so, with the rate's jump.
   if (auto it = m.find("keystone.config"); it != m.end()) {
-    json stored = json::parse(it->second, nullptr, false);
+    json stored = nn::try_parse_json(it->second, "checkpoint config");
     const bool has_steps = stored.is_object() && stored.contains("train") && stored["train"].is_object() &&
                            stored["train"].contains("steps") && stored["train"]["steps"].is_number_integer();
     const int64_t before = has_steps ? stored["train"]["steps"].get<int64_t>() : 0;
@@ -194,7 +195,12 @@ void Trainer::restore_from_latest(const json& config_as_given) {
   while (std::getline(in, line)) {
     ++line_no;
     if (line.empty()) continue;
-    json r = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    json r;
+    try {
+      r = nn::parse_json(line, "metrics");
+    } catch (const Error&) {
+      throw Error(str(paths_.metrics().string(), ":", line_no, ": not JSON; fix or delete the line to resume"));
+    }
     KS_CHECK(r.is_object(), paths_.metrics().string(), ":", line_no, ": not a JSON record; fix or delete the line "
              "to resume");
     const json& step = r.contains("step") ? r["step"] : json(0);

@@ -106,3 +106,14 @@ TEST_CASE("empty tensors count as contiguous") {
   CHECK(empty({4, 0, 2}).is_contiguous());
   CHECK(zeros({0}).is_contiguous());
 }
+
+TEST_CASE("sizes from files cannot overflow: numel and byte counts are checked") {
+  // 2^40 * 2^40 wraps to 0 in 64 bits, which would "fit" an empty buffer.
+  CHECK_THROWS_WITH_AS(numel_of({int64_t(1) << 40, int64_t(1) << 40}),
+                       "numel: shape [1099511627776, 1099511627776] has more than 2^63 elements", Error);
+  CHECK_THROWS_WITH_AS(numel_of({2, -3}), "numel: negative size in shape [2, -3]", Error);
+  CHECK(numel_of({0, int64_t(1) << 40, int64_t(1) << 40}) == 0);
+  CHECK(numel_of({int64_t(1) << 40, int64_t(1) << 40, 0}) == 0);  // empty, whatever the other sizes
+  CHECK_THROWS_WITH_AS(Tensor::empty({int64_t(1) << 61, 2}, kFloat32, Device::cpu()),
+                       "empty: shape [2305843009213693952, 2] of 4-byte elements needs more than 2^64 bytes", Error);
+}

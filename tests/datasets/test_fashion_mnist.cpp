@@ -5,9 +5,12 @@
 // they are installed.
 #include "support/testing.h"
 
+#include <sys/stat.h>
+
 #include <set>
 
 #include "datasets/data_testing.h"
+#include "datasets/io.h"
 
 using namespace ks;
 using namespace ks::data;
@@ -102,6 +105,30 @@ TEST_CASE("idx: malformed files fail naming the file") {
   write_gz(dir / "three.gz", idx_labels({3, 1, 2}));
   CHECK(error_of([&] { idx_classification(dir / "img.gz", dir / "three.gz"); }) ==
         "idx: " + p("img.gz") + " holds 2 images but " + p("three.gz") + " holds 3 labels");
+}
+
+TEST_CASE("idx: header sizes whose product wraps are refused, not matched to an empty payload") {
+  TempDir dir;
+  // 2^16 * 2^24 * 2^24 = 2^64, which wraps to 0: a bare 16-byte header "held" every image.
+  write_text(dir / "wrap.idx", be32(2051) + be32(1u << 16) + be32(1u << 24) + be32(1u << 24));
+  CHECK(error_of([&] { read_idx_images(dir / "wrap.idx"); }) ==
+        "idx: " + (dir / "wrap.idx").string() + ": header sizes [65536, 16777216, 16777216]... promise more than 2^63 bytes");
+}
+
+TEST_CASE("idx: a gzip bomb stops at the size cap, and only regular files are read") {
+  TempDir dir;
+  write_gz(dir / "zeros.gz", std::string(1 << 20, '\0'));  // 1 MiB from about 1 KB of gzip
+  CHECK(error_of([&] { gunzip_file(dir / "zeros.gz", "idx", 4096); }) ==
+        "idx: " + (dir / "zeros.gz").string() + " decompresses to more than 4096 bytes, the limit for this file");
+  CHECK(gunzip_file(dir / "zeros.gz", "idx", 1 << 20).size() == 1 << 20);  // exactly at the cap is fine
+  fs::create_directory(dir / "d.gz");
+  CHECK(error_of([&] { read_idx_images(dir / "d.gz"); }) ==
+        "idx: " + (dir / "d.gz").string() + " is a directory, expected a file");
+  REQUIRE(::mkfifo((dir / "f.gz").c_str(), 0600) == 0);  // no writer: opening it plainly would block
+  CHECK(error_of([&] { read_idx_images(dir / "f.gz"); }) ==
+        "idx: " + (dir / "f.gz").string() + " is not a regular file (it is a FIFO)");
+  CHECK(error_of([&] { read_idx_images("/dev/zero"); }) ==
+        "idx: /dev/zero is not a regular file (it is a character device)");
 }
 
 TEST_CASE("fashion_mnist: splits from the four files, valid cut from train by seed") {

@@ -225,8 +225,7 @@ TEST_CASE("loader: bad states and options fail clearly") {
   s.position = 5;
   CHECK_THROWS_WITH_AS(loader.restore(s), "DataLoader: cannot resume at epoch 0, position 5 (an epoch has 4 batches)",
                        Error);
-  CHECK_THROWS_WITH_AS(LoaderState::from_json("{\"epoch\": 1}"), "loader state: field \"position\" must be an integer",
-                       Error);
+  CHECK_THROWS_WITH_AS(LoaderState::from_json("{\"epoch\": 1}"), "loader state: field \"position\" is missing", Error);
   CHECK_THROWS_WITH_AS(LoaderState::from_json("nope"), doctest::Contains("loader state: not valid JSON"), Error);
   CHECK_THROWS_WITH_AS(DataLoader(d, {.batch_size = 0}), "DataLoader: batch_size must be >= 1, got 0", Error);
   CHECK(LoaderState::from_json(loader.state().to_json()) == loader.state());
@@ -304,4 +303,22 @@ TEST_CASE("loader: a saved state out of range is refused by name") {
                        "loader state: field \"batch_size\" is 0, expected >= 1", Error);
   CHECK_THROWS_WITH_AS(state(R"("epoch": 0.5, "position": 0, )" + rest),
                        "loader state: field \"epoch\" must be an integer", Error);
+}
+
+TEST_CASE("loader state from a damaged checkpoint: wrong types and deep nesting give plain errors") {
+  auto state = [](const std::string& seed) {
+    return R"({"epoch": 0, "position": 0, "examples": 4, "batch_size": 2, "seed": )" + seed + "}";
+  };
+  CHECK(LoaderState::from_json(state("18446744073709551615")).seed == UINT64_MAX);
+  // get<uint64_t> would have wrapped -1 into 2^64 - 1 without a word.
+  CHECK_THROWS_WITH_AS(LoaderState::from_json(state("-1")),
+                       "loader state: field \"seed\" is -1, outside 0..18446744073709551615", Error);
+  CHECK_THROWS_WITH_AS(LoaderState::from_json(state("\"" + std::string(1 << 20, '7') + "\"")),
+                       "loader state: field \"seed\" must be an integer",
+                       Error);
+  CHECK_THROWS_WITH_AS(
+      LoaderState::from_json(R"({"epoch": 9223372036854775808, "position": 0, "examples": 4, "batch_size": 2, "seed": 0})"),
+      "loader state: field \"epoch\" is 9223372036854775808, outside -9223372036854775808..9223372036854775807", Error);
+  CHECK_THROWS_WITH_AS(LoaderState::from_json(std::string(100000, '[')),
+                       "loader state: JSON nested deeper than 64 levels of arrays and objects", Error);
 }

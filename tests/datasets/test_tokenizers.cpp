@@ -267,3 +267,59 @@ TEST_CASE("load_tokenizer: bad files fail naming the file and the problem") {
   CHECK(load_error("{\"type\": \"bpe\", " + specials + ", \"merges\": [[4, 5], [300, 4]]}")
             .find(path.string() + ": bpe tokenizer: merge 1 (300, 4) must join two earlier") != std::string::npos);
 }
+
+TEST_CASE("load_tokenizer: a 600-byte file of doubling merges is refused, not allocated") {
+  // Merge i joins id 259 + i with itself ('a' is id 101), so token i has 2^(i+1) bytes: the last would ask
+  // for 2 TB.
+  std::string merges = "[101, 101]";
+  for (int i = 0; i < 40; ++i) merges += ", [" + std::to_string(260 + i) + ", " + std::to_string(260 + i) + "]";
+  const std::string text = R"({"type": "bpe", "specials": ["<pad>", "<bos>", "<eos>", "<unk>"], "merges": [)" + merges + "]}";
+  CHECK(text.size() < 600);
+  CHECK_THROWS_WITH_AS(tokenizer_from_json(text, "t.json"),
+                       "load_tokenizer: t.json: bpe tokenizer: merge 10 (269, 269) makes a token of 2048 bytes, over "
+                       "the 1024-byte limit",
+                       Error);
+}
+
+TEST_CASE("load_tokenizer: merges must be pairs of integers and lists stay under the vocabulary limit") {
+  const std::string head = R"({"type": "bpe", "specials": ["<pad>", "<bos>", "<eos>", "<unk>"], )";
+  // nlohmann's pair conversion ignored a third element and truncated 4.5 to 4.
+  CHECK_THROWS_WITH_AS(tokenizer_from_json(head + R"("merges": [[4, 5, 6]]})", "t.json"),
+                       "load_tokenizer: t.json: merge 0 must be [left id, right id], got [4,5,6]", Error);
+  CHECK_THROWS_WITH_AS(tokenizer_from_json(head + R"("merges": [[4, 5], [4.5, 5]]})", "t.json"),
+                       "load_tokenizer: t.json: merge 1 must be [left id, right id], got [4.5,5]", Error);
+  CHECK_THROWS_WITH_AS(tokenizer_from_json(head + R"("merges": {"a": 1}})", "t.json"),
+                       "load_tokenizer: t.json: field \"merges\" has the wrong type: {\"a\":1}", Error);
+  std::string chars = "[0";
+  for (int64_t i = 0; i < kMaxVocabSize; ++i) chars += ",0";
+  CHECK_THROWS_WITH_AS(
+      tokenizer_from_json(R"({"type": "char", "specials": ["<pad>", "<bos>", "<eos>", "<unk>"], "chars": )" + chars + "]}",
+                          "t.json"),
+      "load_tokenizer: t.json: field \"chars\" holds 1048577 entries, over the vocabulary limit of 1048576", Error);
+  // Found by tests/fuzz/fuzz_tokenizer: get<int64_t> of 5e71 was undefined behaviour.
+  CHECK_THROWS_WITH_AS(
+      tokenizer_from_json(R"({"type": "char", "specials": ["<pad>", "<bos>", "<eos>", "<unk>"], "chars": [97, 5e71]})",
+                          "t.json"),
+      "load_tokenizer: t.json: \"chars\" holds 5e+71, which is not a Unicode code point", Error);
+  // A wrong-typed megabyte value gives a short message.
+  std::string e;
+  try {
+    tokenizer_from_json(R"({"type": "char", "specials": ["<pad>", "<bos>", "<eos>", "<unk>"], "chars": ")" +
+                            std::string(1 << 20, 'x') + "\"}",
+                        "t.json");
+  } catch (const Error& err) {
+    e = err.what();
+  }
+  CHECK(e == "load_tokenizer: t.json: field \"chars\" has the wrong type: \"" + std::string(79, 'x') + "...");
+  CHECK_THROWS_WITH_AS(tokenizer_from_json(std::string(200000, '['), "t.json"),
+                       "load_tokenizer: t.json: JSON nested deeper than 64 levels of arrays and objects", Error);
+}
+
+TEST_CASE("bpe: training on a long repeated word stops growing tokens at the length limit") {
+  BpeTokenizer tok = BpeTokenizer::train({std::string(4096, 'a')}, 400, 1);
+  size_t longest = 0;
+  for (int64_t id = 0; id < tok.vocab_size(); ++id) longest = std::max(longest, tok.token(id).size());
+  CHECK(longest == BpeTokenizer::kMaxTokenBytes);
+  check_round_trip(tok, std::string(4096, 'a'));
+  check_save_load(tok);
+}

@@ -24,6 +24,15 @@ TEST_CASE("defaults are filled in and the resolved config is explicit") {
   CHECK(f.attention.head_dim == 64);
 }
 
+TEST_CASE("a megabyte value of the wrong type gives a short message") {
+  json j = {{"vocab_size", std::string(1 << 20, 'x')}};
+  CHECK_THROWS_WITH_AS(models::parse_model_config(j),
+                       ("config: vocab_size: expected an integer, got \"" + std::string(79, 'x') + "...").c_str(), Error);
+  json a = {{"vocab_size", 10}, {"attention", json::array({std::string(1 << 20, 'y')})}};
+  CHECK_THROWS_WITH_AS(models::parse_model_config(a),
+                       ("config: attention: expected an object, got [\"" + std::string(78, 'y') + "...").c_str(), Error);
+}
+
 TEST_CASE("bad configs name the key") {
   auto bad = [](const char* text) { return models::parse_model_config(json::parse(text)); };
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "layerz": 3})"),
@@ -32,6 +41,15 @@ TEST_CASE("bad configs name the key") {
                        "config: num_classes: unknown key for model 'decoder_lm'", Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": "big"})"), "config: vocab_size: expected an integer, got \"big\"", Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10.5})"), "config: vocab_size: expected an integer, got 10.5", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 1e30})"), "config: vocab_size: expected an integer, got 1e+30", Error);
+  // heads * head_dim and 4 * d_model overflowed int64 (undefined behaviour) for sizes near 2^62.
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "d_model": 4611686018427387904})"),
+                       "config: d_model: 4611686018427387904 is out of range (sizes and ids fit in 32 bits)", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"heads": -4294967296}})"),
+                       "config: attention.heads: -4294967296 is out of range (sizes and ids fit in 32 bits)", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "model": 5})"), "config: model: expected a string, got 5", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "pre_norm": 1})"), "config: pre_norm: expected true or false, got 1",
+                       Error);
   CHECK_THROWS_WITH_AS(bad(R"({"d_model": 8})"), "config: vocab_size: must be positive, got 0", Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "dropout": 1.5})"), "config: dropout: must be in [0, 1), got 1.5", Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"type": "sparse"}})"),

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nn/safetensors.h"
@@ -57,25 +58,69 @@ TEST_CASE("safetensors round trip keeps names, dtypes, shapes, values and metada
 
 TEST_CASE("damaged safetensors files give errors naming the file and the problem") {
   std::string p = temp_path("bad.safetensors");
-  CHECK_THROWS_WITH_AS(nn::load_safetensors(p + ".missing"), doctest::Contains("cannot open"), Error);
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p + ".missing"), ("safetensors: file not found: " + p + ".missing").c_str(), Error);
   write_all(p, "abc");
   CHECK_THROWS_WITH_AS(nn::load_safetensors(p), ("safetensors: " + p + ": truncated: 3 bytes, too short for the 8-byte header length").c_str(), Error);
   write_all(p, with_header("{\"a\": ", ""));
-  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("header is not valid JSON"), Error);
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains((p + ": header: not valid JSON: line 1, column 7").c_str()), Error);
   write_all(p, with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "1234"));
   CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("truncated: tensor 'a' ends at byte 8 of a 4-byte data section"), Error);
   write_all(p, with_header(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", "12345678"));
   CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("needs 12 bytes but data_offsets span 8"), Error);
   write_all(p, with_header(R"({"a":{"dtype":"Q7","shape":[2],"data_offsets":[0,8]}})", "12345678"));
-  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("unsupported dtype 'Q7'"), Error);
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("tensor 'a': unsupported dtype \"Q7\""), Error);
   write_all(p, with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", "12345678"));
   CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("overlap"), Error);
   write_all(p, with_header(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", "12345678"));
-  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("tensor 'a' has a malformed entry"), Error);
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("tensor 'a': missing \"dtype\""), Error);
   std::string big(8, '\xff');
   write_all(p, big);
   CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("exceeds"), Error);
   std::remove(p.c_str());
+}
+
+TEST_CASE("safetensors headers from a hostile file are refused without overflow or internals") {
+  std::string p = temp_path("hostile.safetensors");
+  auto error_of = [&](const std::string& header, const std::string& data) {
+    write_all(p, with_header(header, data));
+    try {
+      nn::load_safetensors(p);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // 2^32 * 2^32 * 4 bytes wraps to 0 in 64 bits and would "match" an empty range.
+  CHECK(error_of(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", "") ==
+        "safetensors: " + p + ": tensor 'a': shape [4294967296, 4294967296] of F32 needs more than 2^64 bytes");
+  // Empty whatever the other sizes: loads.
+  CHECK(error_of(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}})", "") == "no error");
+  CHECK(error_of(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", "") ==
+        "safetensors: " + p + ": tensor 'a': shape [-1] is not a list of sizes >= 0");
+  CHECK(error_of(R"({"a":{"dtype":"F32","shape":["2"],"data_offsets":[0,8]}})", "12345678") ==
+        "safetensors: " + p + ": tensor 'a': shape [\"2\"] is not a list of sizes >= 0");
+  CHECK(error_of(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8.5]}})", "12345678") ==
+        "safetensors: " + p + ": tensor 'a': data_offsets must be [begin, end] with 0 <= begin <= end, got [0,8.5]");
+  CHECK(error_of(R"({"a":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})", "12345678") ==
+        "safetensors: " + p + ": tensor 'a': unsupported dtype 7");
+  CHECK(error_of(R"({"a":[1]})", "") ==
+        "safetensors: " + p + ": tensor 'a': expected an object with dtype, shape and data_offsets");
+  // No nlohmann exception text anywhere.
+  CHECK(error_of(R"({"a":{"dtype":"F32","shape":2,"data_offsets":[0,8]}})", "12345678").find("json.exception") ==
+        std::string::npos);
+  CHECK(error_of(std::string(100000, '[') + std::string(100000, ']'), "").find("nested deeper than 64") !=
+        std::string::npos);
+  std::remove(p.c_str());
+}
+
+TEST_CASE("safetensors reads only regular files") {
+  std::string dir = temp_path("dir.safetensors");
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(dir), ("safetensors: " + dir + " is a directory, expected a file").c_str(),
+                       Error);
+  ::rmdir(dir.c_str());
+  CHECK_THROWS_WITH_AS(nn::load_safetensors("/dev/zero"),
+                       "safetensors: /dev/zero is not a regular file (it is a character device)", Error);
 }
 
 TEST_CASE("atomic writes leave no temporary file behind") {

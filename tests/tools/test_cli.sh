@@ -38,9 +38,17 @@ expect 2 "--device: expected cpu or cuda, got 'tpu'" -- "$ks" bench --device tpu
 expect 1 "unknown family 'sparse'" -- "$ks" bench --attention sparse --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8
 expect 0 '"tokens_per_s":' -- "$ks" bench --attention mgk --steps 1 --layers 1 --seq 8 --batch 2 --vocab 16 --d-model 8 --heads 2 --d-ff 16 --threads 1
 expect 2 "--config FILE is required" -- "$ks" info
-expect 1 "cannot open config file $tmp/none.json" -- "$ks" info --config "$tmp/none.json"
+expect 1 "config: file not found: $tmp/none.json" -- "$ks" info --config "$tmp/none.json"
 echo '{"model": "decoder_lm", "vocab_size": 10,' > "$tmp/bad.json"
-expect 1 "is not valid JSON" -- "$ks" info --config "$tmp/bad.json"
+expect 1 "$tmp/bad.json: not valid JSON: line 2, column 1: syntax error" -- "$ks" info --config "$tmp/bad.json"
+# Config files: only regular files (a FIFO would block, /dev/zero never end), nested at most 64 deep.
+mkdir "$tmp/cfgdir"
+expect 1 "config: $tmp/cfgdir is a directory, expected a file" -- "$ks" info --config "$tmp/cfgdir"
+expect 1 "config: /dev/zero is not a regular file \(it is a character device\)" -- "$ks" info --config /dev/zero
+mkfifo "$tmp/cfg.fifo"
+expect 1 "config: $tmp/cfg.fifo is not a regular file \(it is a FIFO\)" -- timeout 20 "$ks" info --config "$tmp/cfg.fifo"
+head -c 200000 /dev/zero | tr '\0' '[' > "$tmp/deep.json"
+expect 1 "$tmp/deep.json: JSON nested deeper than 64 levels" -- "$ks" info --config "$tmp/deep.json"
 echo '{"model": "decoder_lm", "vocab_size": 10, "layerz": 2}' > "$tmp/key.json"
 expect 1 "config: layerz: unknown key" -- "$ks" info --config "$tmp/key.json"
 echo '{"model": "decoder_lm", "vocab_size": 100, "d_model": 16, "layers": 1, "max_len": 32, "attention": {"heads": 2}}' > "$tmp/ok.json"
@@ -51,7 +59,7 @@ expect 0 '"forward_flops_per_token"' -- "$ks" info --config "$tmp/ok.json" --seq
 for c in train eval generate translate plot; do expect 0 "usage: keystone $c" -- "$ks" $c --help; done
 expect 2 "--config FILE is required" -- "$ks" train
 expect 2 "--resume needs --out DIR" -- "$ks" train --resume
-expect 1 "cannot open config file $tmp/none.json" -- "$ks" train --config "$tmp/none.json"
+expect 1 "config: file not found: $tmp/none.json" -- "$ks" train --config "$tmp/none.json"
 cat > "$tmp/copy.json" <<'JSON'
 {"name": "tiny-copy", "seed": 1,
  "data": {"dataset": "seq2seq", "task": "reverse", "max_length": 5, "train_size": 200, "valid_size": 20, "test_size": 20},
@@ -59,6 +67,14 @@ cat > "$tmp/copy.json" <<'JSON'
  "schedule": {"type": "cosine", "warmup_steps": 2},
  "train": {"steps": 200, "batch_size": 8, "eval_every": 50, "log_every": 1, "decode_examples": 5, "threads": 1}}
 JSON
+# A size past its cap is refused by key before anything is allocated.
+expect 1 "config: data.train_size: must be in \[1, 100000000\], got 10000000000000" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/oom" --set data.train_size=10000000000000
+# Out of memory within the caps is named, not a bare std::bad_alloc (not under
+# AddressSanitizer, which needs more address space than the limit leaves).
+if ! ldd "$ks" 2>/dev/null | grep -q libasan; then
+  expect 1 "data set 'seq2seq': out of memory while building the splits" -- bash -c "ulimit -v 1500000; exec \"\$0\" \"\$@\"" \
+    "$ks" train --config "$tmp/copy.json" --out "$tmp/oom" --set data.train_size=100000000 --set train.threads=1
+fi
 expect 2 "--set train.steps: expected key=value" -- "$ks" train --config "$tmp/copy.json" --set train.steps
 expect 1 "config: train.stepz: unknown key" -- "$ks" train --config "$tmp/copy.json" --set train.stepz=3
 expect 1 "config: data.lenght: unknown key for dataset 'seq2seq'" -- "$ks" train --config "$tmp/copy.json" --set data.lenght=3
@@ -128,7 +144,7 @@ head -c 100 "$tmp/whole/latest.safetensors" > "$tmp/damaged/latest.safetensors"
 expect 1 "$tmp/damaged/latest.safetensors" -- "$ks" train --out "$tmp/damaged" --resume --set train.steps=300
 expect 1 "$tmp/damaged/latest.safetensors" -- "$ks" eval --run "$tmp/damaged" --checkpoint latest
 rm "$tmp/damaged/config.json"
-expect 1 "cannot open config file $tmp/damaged/config.json" -- "$ks" train --out "$tmp/damaged" --resume
+expect 1 "config: file not found: $tmp/damaged/config.json" -- "$ks" train --out "$tmp/damaged" --resume
 expect 1 "$tmp/damaged is not a run folder \(no config.json\)" -- "$ks" eval --run "$tmp/damaged"
 
 # A language model on a user's text file, for generate.

@@ -2,6 +2,7 @@
 // validation with the key named, --set overrides, data sections, and the
 // model sizes taken from the data.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include "datasets/data_testing.h"
 #include "tools/data_setup.h"
@@ -122,6 +123,51 @@ TEST_CASE("run config: --set edits nested keys with JSON or string values") {
   CHECK(error_of([&] { apply_override(j, "=3"); }).find("expected key=value") != std::string::npos);
   CHECK(error_of([&] { apply_override(j, "train..steps=3"); }).find("empty part") != std::string::npos);
   CHECK(error_of([&] { apply_override(j, "train.steps.x=3"); }) == "--set train.steps.x=3: 'steps' is not a section");
+  json number = 5;  // found by tests/fuzz/fuzz_config: nlohmann's type_error 305 escaped
+  CHECK(error_of([&] { apply_override(number, "a=1"); }) == "--set a=1: the config is not a JSON object");
+}
+
+TEST_CASE("run config: --set values nested too deep are refused, not kept as strings") {
+  json j = minimal();
+  CHECK(error_of([&] { apply_override(j, "train.steps=" + std::string(100000, '[')); }) ==
+        "--set train.steps: JSON nested deeper than 64 levels of arrays and objects");
+  apply_override(j, "name=[unclosed");  // not JSON: a bare word, as before
+  CHECK(j["name"] == "[unclosed");
+}
+
+TEST_CASE("run config: config files must be regular files of JSON nested at most 64 deep") {
+  ks::testing::TempDir dir;
+  const std::string d = dir.path().string();
+  CHECK(error_of([&] { read_json_file(d); }) == "config: " + d + " is a directory, expected a file");
+  CHECK(error_of([] { read_json_file("/dev/zero"); }) == "config: /dev/zero is not a regular file (it is a character device)");
+  const std::string fifo = d + "/c.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(error_of([&] { read_json_file(fifo); }) == "config: " + fifo + " is not a regular file (it is a FIFO)");
+  ks::testing::write_text(dir / "deep.json", std::string(200000, '[') + std::string(200000, ']'));
+  CHECK(error_of([&] { read_json_file(d + "/deep.json"); }) ==
+        d + "/deep.json: JSON nested deeper than 64 levels of arrays and objects");
+  ks::testing::write_text(dir / "bad.json", "{\"a\": tru}");
+  CHECK(error_of([&] { read_json_file(d + "/bad.json"); }) ==
+        d + "/bad.json: not valid JSON: line 1, column 10: syntax error while parsing value - invalid literal; last "
+            "read: '\"a\": tru}'");
+}
+
+TEST_CASE("run config: a wrong-typed model.d_model is left to the model's validation, not a type_error") {
+  json j = minimal();
+  j["model"] = {{"d_model", "big"}};
+  CHECK(config_error(j) == "no error");
+}
+
+TEST_CASE("run config: a megabyte value of the wrong type gives a short message") {
+  const std::string big(1 << 20, 'x');
+  std::string cut(80, 'x');  // the excerpt: a quote, 79 characters and "..."
+  cut[0] = '"';
+  cut += "...";
+  CHECK(config_error({{"data", {{"dataset", "seq2seq"}}}, {"train", {{"steps", big}}}}) ==
+        "config: train.steps: expected an integer, got " + cut);
+  CHECK(config_error({{"data", {{"dataset", "seq2seq"}}}, {"train", big}}) == "config: train: expected an object, got " + cut);
+  CHECK(error_of([&] { build_data({{"dataset", "tsv_classification"}, {"train", "/x"}, {"classes", big}}, 0); }) ==
+        "config: data.classes: expected a list of strings, got " + cut);
 }
 
 TEST_CASE("data setup: unknown data sets and keys are named, generators resolve their defaults") {

@@ -1,0 +1,159 @@
+// nn/user_input.cpp — bounded reads of regular files, depth-limited JSON
+// parsing with plain messages, and bounded excerpts of JSON values.
+#include "nn/user_input.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "core/error.h"
+
+namespace ks::nn {
+namespace {
+
+using json = nlohmann::json;
+
+// Throws unless `st` describes a regular file.
+void require_regular(const struct stat& st, const std::string& path, const std::string& who) {
+  if (S_ISREG(st.st_mode)) return;
+  KS_CHECK(!S_ISDIR(st.st_mode), who, ": ", path, " is a directory, expected a file");
+  const char* kind = S_ISFIFO(st.st_mode)  ? "a FIFO"
+                     : S_ISCHR(st.st_mode) ? "a character device"
+                     : S_ISBLK(st.st_mode) ? "a block device"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a plain file";
+  throw Error(str(who, ": ", path, " is not a regular file (it is ", kind, ")"));
+}
+
+[[noreturn]] void fail_open(int err, const std::string& path, const std::string& who) {
+  KS_CHECK(err != ENOENT, who, ": file not found: ", path);
+  throw Error(str(who, ": cannot open ", path, ": ", std::strerror(err)));
+}
+
+struct Fd {
+  int fd;
+  ~Fd() { ::close(fd); }
+};
+
+// Raised by the parser callback; turned into a ks::Error by parse().
+struct TooDeep {};
+
+// nlohmann's message without its "[json.exception.parse_error.101] parse error
+// at " prefix, and cut short: its "last read: '...'" can quote a whole token.
+std::string plain(const char* what) {
+  std::string s = what;
+  if (size_t end = s.find("] "); s.rfind("[json.exception.", 0) == 0 && end != std::string::npos) s.erase(0, end + 2);
+  if (s.rfind("parse error at ", 0) == 0) s.erase(0, 15);
+  if (s.size() > 2 * kExcerptChars) s = s.substr(0, 2 * kExcerptChars) + "...";
+  return s;
+}
+
+json parse(std::string_view text, const std::string& what, int max_depth, bool allow_exceptions) {
+  // depth counts the arrays/objects around the one being started (0 at the top).
+  auto guard = [max_depth](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= max_depth)
+      throw TooDeep{};
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), guard, allow_exceptions);
+  } catch (const TooDeep&) {
+    throw Error(str(what, ": JSON nested deeper than ", max_depth, " levels of arrays and objects"));
+  } catch (const json::exception& e) {
+    throw Error(str(what, ": not valid JSON: ", plain(e.what())));
+  } catch (const std::bad_alloc&) {
+    throw Error(str(what, ": out of memory while parsing ", text.size(), " bytes of JSON"));
+  }
+}
+
+void dump_to(std::string& out, const json& v) { out += v.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Appends v as compact JSON (as dump() writes it), stopping soon after `limit` characters.
+void excerpt(const json& v, std::string& out, size_t limit) {
+  if (v.is_object() || v.is_array()) {
+    out += v.is_object() ? '{' : '[';
+    bool first = true;
+    for (auto it = v.begin(); it != v.end() && out.size() <= limit; ++it, first = false) {
+      if (!first) out += ',';
+      if (v.is_object()) {
+        excerpt(it.key(), out, limit);
+        out += ':';
+      }
+      excerpt(*it, out, limit);
+    }
+    out += v.is_object() ? '}' : ']';
+  } else if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    size_t room = out.size() < limit ? limit - out.size() + 1 : 1;
+    dump_to(out, json(s.substr(0, room)));
+  } else {
+    dump_to(out, v);
+  }
+}
+
+}  // namespace
+
+void check_regular_file(const std::string& path, const std::string& who) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) fail_open(errno, path, who);
+  require_regular(st, path, who);
+}
+
+std::string read_regular_file(const std::string& path, uint64_t max_bytes, const std::string& who) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer before fstat refuses it.
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  if (f.fd < 0) fail_open(errno, path, who);
+  struct stat st;
+  KS_CHECK(::fstat(f.fd, &st) == 0, who, ": cannot stat ", path, ": ", std::strerror(errno));
+  require_regular(st, path, who);
+  auto over = [&](uint64_t n) {
+    return Error(str(who, ": ", path, " is ", n, " bytes, over the ", max_bytes, "-byte limit for this file"));
+  };
+  if (uint64_t(st.st_size) > max_bytes) throw over(uint64_t(st.st_size));
+  std::string bytes;
+  try {
+    // One byte more than the size, so reaching end of file needs no second allocation.
+    bytes.resize(size_t(st.st_size) + 1);
+    size_t done = 0;
+    for (;;) {
+      if (done == bytes.size()) {  // the file grew while being read
+        if (done > max_bytes) throw over(done);
+        bytes.resize(done + done / 2 + 4096);
+      }
+      ssize_t n = ::read(f.fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      KS_CHECK(n >= 0, who, ": error reading ", path, ": ", std::strerror(errno));
+      if (n == 0) break;
+      done += size_t(n);
+    }
+    if (done > max_bytes) throw over(done);
+    bytes.resize(done);
+  } catch (const std::bad_alloc&) {
+    throw Error(str(who, ": out of memory while reading ", path, " (", st.st_size, " bytes)"));
+  }
+  return bytes;
+}
+
+json parse_json(std::string_view text, const std::string& what, int max_depth) {
+  return parse(text, what, max_depth, true);
+}
+
+json try_parse_json(std::string_view text, const std::string& what, int max_depth) {
+  return parse(text, what, max_depth, false);
+}
+
+std::string json_excerpt(const json& v, size_t max_chars) {
+  std::string out;
+  excerpt(v, out, max_chars);
+  if (out.size() <= max_chars) return out;
+  size_t cut = max_chars;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+  return out.substr(0, cut) + "...";
+}
+
+}  // namespace ks::nn

@@ -1,0 +1,54 @@
+// nn/user_input.h — the one way Keystone takes in user files and user JSON:
+// regular files only, of a bounded size; JSON of a bounded nesting depth;
+// error messages of a bounded length that name the file or key and never
+// leak nlohmann's internals ("[json.exception.parse_error.101]").
+//
+// Why here: nn is the lowest layer that reads user files (safetensors) and
+// the lowest that uses nlohmann; core has neither file I/O nor nlohmann, and
+// adding nlohmann to core would put it into every layer's build. The layers
+// above (models, datasets, tools) call these instead of std::ifstream and
+// json::parse, so every reader gets the same limits and the same messages.
+// Not here: what any file means (its own reader checks that).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ks::nn {
+
+// Nested arrays/objects allowed in user JSON. Keystone's deepest file (a
+// training config) nests 3 levels; nlohmann copies, compares and prints
+// values recursively, so depth 200,000 would overflow the stack there.
+inline constexpr int kMaxJsonDepth = 64;
+// Length of a JSON value quoted in an error message (json_excerpt).
+inline constexpr size_t kExcerptChars = 80;
+
+// The bytes of the regular file `path`, which must hold at most max_bytes.
+// Errors start with `who` and name the path: "who: file not found: p",
+// "who: p is a directory, expected a file", "who: p is not a regular file"
+// (a FIFO, a device such as /dev/zero, a socket: reading one could block or
+// never end), "who: p is N bytes, over the M-byte limit", and out of memory.
+std::string read_regular_file(const std::string& path, uint64_t max_bytes, const std::string& who);
+// The same checks without reading, for files another program reads (gzip).
+void check_regular_file(const std::string& path, const std::string& who);
+
+// Parses user JSON. Nesting deeper than max_depth is rejected while parsing,
+// before the value is built. Errors start with `what` (a file name, "--set
+// train.steps"): "what: not valid JSON: line 1, column 5: syntax error ..."
+// or "what: JSON nested deeper than 64 levels (at byte 65)".
+nlohmann::json parse_json(std::string_view text, const std::string& what, int max_depth = kMaxJsonDepth);
+// As parse_json, but text that is not JSON gives a discarded value (as
+// json::parse(text, nullptr, false) does), for callers with their own message
+// or a fallback. Too deep still throws: it is JSON, just more than Keystone
+// accepts, and treating it as "not JSON" would hide why it was refused.
+nlohmann::json try_parse_json(std::string_view text, const std::string& what, int max_depth = kMaxJsonDepth);
+
+// `v` as JSON text for an error message, cut to about max_chars with "..."
+// (a 100 MB value must not make a 100 MB message). Never throws for bytes
+// that are not UTF-8 (they print as U+FFFD).
+std::string json_excerpt(const nlohmann::json& v, size_t max_chars = kExcerptChars);
+
+}  // namespace ks::nn
