@@ -267,6 +267,21 @@ TEST_CASE("trainer: patience stops a run that no longer improves, max_time one t
   CHECK(u.step() < 100000);  // ended by the clock, with its checkpoint and test record
   CHECK(fs::exists(u.paths().latest()));
   CHECK_FALSE(u.last_test().empty());
+
+  // The cosine schedule anneals to the clock: by the last step the rate is near its floor.
+  json annealed = lm_config(file, 1000000);
+  annealed["train"]["max_time"] = 0.5;
+  annealed["schedule"]["warmup_steps"] = 0;
+  Trainer w(parse_train_config(annealed), {.run_dir = tmp.path() / "annealed", .progress = false});
+  w.run();
+  double first_lr = -1, last_lr = -1;
+  for (const json& r : records(w.paths()))
+    if (r["split"] == "train") {
+      if (first_lr < 0) first_lr = r["lr"].get<double>();
+      last_lr = r["lr"].get<double>();
+    }
+  CHECK(first_lr > 0.9 * 3e-3);
+  CHECK(last_lr < 0.05 * 3e-3);
 }
 
 TEST_CASE("trainer: the test record covers the whole test split, every example decoded") {
