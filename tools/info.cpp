@@ -19,8 +19,8 @@ int info(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::printf("usage: keystone info --config FILE [--seq N]\n"
                 "FILE is a model config, or a training config (whose data then fills in the sizes).\n"
-                "Prints parameters, forward FLOPs per token at sequence length N (default: the config's\n"
-                "max_len) and the memory that training with AdamW needs for weights and optimizer state.\n");
+                "Prints parameters, forward FLOPs per token at sequence length N (default: the longest\n"
+                "input the config's max_len allows) and the memory that training with AdamW needs for weights and optimizer state.\n");
     return 0;
   }
   cli::Flags f(args, {"config", "seq"});
@@ -33,7 +33,9 @@ int info(const std::vector<std::string>& args) {
     j = complete_model_section(run.model, build_data(run.data, run.seed).splits);
   }
   models::ModelConfig cfg = models::parse_model_config(j);
-  const int64_t seq = f.get_int_at_least("seq", cfg.max_len, 1);
+  // The longest input the model takes: a [CLS] token uses one of the positions.
+  const bool cls = cfg.model == "encoder_classifier" && cfg.pooling == "cls";
+  const int64_t seq = f.get_int_at_least("seq", cfg.max_len - (cls ? 1 : 0), 1);
   auto model = models::build_model(cfg);
   models::ModelCost c = model->cost(seq);
   const double mib = 1024.0 * 1024.0;
