@@ -54,6 +54,12 @@ expect 1 "config: layerz: unknown key" -- "$ks" info --config "$tmp/key.json"
 echo '{"model": "decoder_lm", "vocab_size": 100, "d_model": 16, "layers": 1, "max_len": 32, "attention": {"heads": 2}}' > "$tmp/ok.json"
 expect 0 '"params": [0-9]+' -- "$ks" info --config "$tmp/ok.json"
 expect 0 '"forward_flops_per_token"' -- "$ks" info --config "$tmp/ok.json" --seq 16
+cat > "$tmp/listops.json" <<JSON
+{"data": {"dataset": "listops", "min_length": 5, "max_length": 40, "train_size": 20, "valid_size": 5, "test_size": 5,
+          "cache_dir": "$tmp/listops-cache"},
+ "model": {"d_model": 16, "layers": 1, "pooling": "cls", "attention": {"heads": 2}}}
+JSON
+expect 0 '"params": [0-9]+' -- "$ks" info --config "$tmp/listops.json"  # [CLS] takes a position of max_len
 
 # --- train and the commands that read its run folders ---------------------------
 for c in train eval generate translate plot; do expect 0 "usage: keystone $c" -- "$ks" $c --help; done
