@@ -342,9 +342,10 @@ void Trainer::print_start() const {
   for (int i = 0; i < 3; ++i)
     std::fprintf(stderr, "  %-5s %s examples, %s tokens\n", names[i], format_count(sets[i]->size()).c_str(),
                  format_count(split_tokens(*sets[i])).c_str());
-  std::fprintf(stderr, "  %lld steps of %lld x %lld examples: %lld batches per epoch, %.2f epochs%s\n",
-               (long long)t.steps, (long long)t.accumulate_steps, (long long)t.batch_size, (long long)per_epoch,
-               epochs, t.max_time > 0 ? str(", at most ", format_duration(t.max_time)).c_str() : "");
+  const std::string batch = t.accumulate_steps > 1 ? str(t.accumulate_steps, " x ", t.batch_size) : str(t.batch_size);
+  std::fprintf(stderr, "  %lld steps of %s examples: %lld batches per epoch, %.2f epochs%s\n", (long long)t.steps,
+               batch.c_str(), (long long)per_epoch, epochs,
+               t.max_time > 0 ? str(", at most ", format_duration(t.max_time)).c_str() : "");
 }
 
 TrainOutcome Trainer::run() {
