@@ -54,7 +54,7 @@ Tensor DecoderLM::forward(const Tensor& tokens, std::vector<nn::DecoderLayerCach
   for (size_t i = 0; i < layers->size(); ++i)
     h = (*layers)[i].forward(h, Tensor(), Tensor(), Tensor(), caches ? &(*caches)[i] : nullptr);
   if (ln_f) h = ln_f->forward(h);
-  return head ? head->forward(h) : tied_logits(h, tok->weight);  // (B, T, V)
+  return head ? head->forward(h) : matmul(h, transpose(tok->weight, 0, 1));  // (B, T, V)
 }
 
 Tensor DecoderLM::loss(const Tensor& tokens, const Tensor& targets) {

@@ -4,11 +4,10 @@
 //     -> config.layers × nn::DecoderLayer (causal self-attention of config.attention, no
 //        cross-attention) -> final LayerNorm (pre-LN only; post-LN layers end normalised)
 //     -> logits (B, T, V): a Linear(d, V) without bias, or, with tie_embeddings,
-//        h · Eᵀ / √d with E the token embedding's own weight (one tensor, two uses;
-//        models/shared.h tied_logits says why the 1/√d).
+//        h · Eᵀ with E the token embedding's own weight (one tensor, two uses).
 // Tied tables are initialised N(0, 1/d) and their lookups scaled by √d
-// (Vaswani et al. §3.4), so both uses start at unit scale and the first loss
-// is near ln V; untied ones are N(0, 1) and not scaled.
+// (Vaswani et al. §3.4), so both uses start at unit scale; untied ones are
+// N(0, 1) and not scaled.
 //
 // Batches are right-padded: the causal mask already keeps pad tokens at the
 // end from affecting earlier positions, and loss() ignores pad targets, so no

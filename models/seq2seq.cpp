@@ -5,7 +5,6 @@
 
 #include "autograd/grad_mode.h"
 #include "core/factory.h"
-#include "models/shared.h"
 #include "nn/init.h"
 #include "ops/compare.h"
 #include "ops/elementwise.h"
@@ -151,7 +150,7 @@ Tensor Seq2Seq::decode(const Tensor& tgt_in, const Tensor& memory, const Tensor&
     h = (*decoder)[i].forward(h, memory, padding, memory_padding, cache ? &cache->layers[i] : nullptr);
   if (decoder_norm) h = decoder_norm->forward(h);
   if (cache) cache->length += tgt_in.size(1);
-  return out ? out->forward(h) : tied_logits(h, tgt_embed->weight);  // (B, T, V)
+  return out ? out->forward(h) : linear(h, tgt_embed->weight, Tensor());  // (B, T, V)
 }
 
 Tensor Seq2Seq::forward(const Tensor& src, const Tensor& tgt_in) {

@@ -15,8 +15,8 @@
 // - token tables start as N(0, 1/d), so that after the √d scale they are of
 //   unit size like the positions; the pad row is zero and gets no gradient.
 // - share_embeddings (fairseq's share_all_embeddings): one table for source
-//   and target, which is also the output projection (logits = h Eᵀ / √d, no
-//   bias; models/shared.h tied_logits), as in section 3.4 of the paper. Without it, source and target have their
+//   and target, which is also the output projection (logits = h Eᵀ, no bias),
+//   as in section 3.4 of the paper. Without it, source and target have their
 //   own tables and the output is a separate Linear(d, V_tgt) with bias.
 // - key padding: positions holding pad_id are masked as keys on both sides
 //   (the encoder's self-attention, the decoder's self- and cross-attention);

@@ -1,10 +1,6 @@
-// models/shared.cpp — token checks, the position table, the layer config, tied logits.
+// models/shared.cpp — token checks, the position table, the layer config.
 #include "models/shared.h"
 
-#include <cmath>
-
-#include "ops/elementwise.h"
-#include "ops/linalg.h"
 #include "ops/reduce.h"
 
 namespace ks::models {
@@ -33,11 +29,6 @@ void check_tokens(const Tensor& tokens, int64_t vocab_size, int64_t max_len, int
              " exceed max_len ", max_len);
   const int64_t lo = amin(tokens).item<int64_t>(), hi = amax(tokens).item<int64_t>();
   KS_CHECK(lo >= 0 && hi < vocab_size, who, ": token id ", lo < 0 ? lo : hi, " is outside [0, ", vocab_size, ")");
-}
-
-Tensor tied_logits(const Tensor& h, const Tensor& table) {
-  // Scaling the (B, T, d) states costs less than scaling the (B, T, V) logits.
-  return linear(mul(h, 1.0 / std::sqrt(double(table.size(1)))), table, Tensor());
 }
 
 PositionTable::PositionTable(nn::Module& owner, const ModelConfig& cfg) {

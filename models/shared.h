@@ -1,7 +1,7 @@
-// models/shared.h — what the models share: checking a token batch, the
-// position table chosen by config.positions (learned parameters or a fixed
-// sinusoidal buffer), the layer config their Transformer layers are built
-// from, and the output layer of a tied embedding table.
+// models/shared.h — what the decoder LM and the encoder classifier share:
+// checking a token batch, the position table chosen by config.positions
+// (learned parameters or a fixed sinusoidal buffer), and the layer config
+// their Transformer layers are built from.
 //
 // Not here: the token Embedding itself (nn::Embedding), the models.
 #pragma once
@@ -20,13 +20,6 @@ nn::LayerConfig layer_config(const ModelConfig& cfg);
 // Throws "<who>: ..." unless tokens is int64 (B, T) with B, T >= 1, every id
 // in [0, vocab_size), and positions offset .. offset + T - 1 fit max_len.
 void check_tokens(const Tensor& tokens, int64_t vocab_size, int64_t max_len, int64_t offset, const char* who);
-
-// Logits through a tied table E (V, d): h (B, T, d) -> h · Eᵀ / √d (B, T, V).
-// Tied tables start N(0, 1/d) (unit-norm rows) and their lookups are scaled
-// by √d, so a state still close to its own input lookup is √d · e_own; without
-// the 1/√d its own token would get a logit near √d (8 at d = 64) and the first
-// loss would be far above ln V (tests/models/test_initial_loss.cpp).
-Tensor tied_logits(const Tensor& h, const Tensor& table);
 
 // Registers itself on `owner` as "pos": nn::LearnedPositions (parameter
 // "pos.weight") or nn::SinusoidalPositions (buffer "pos.table").

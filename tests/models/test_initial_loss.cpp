@@ -1,13 +1,22 @@
 // tests/models/test_initial_loss.cpp — every model kind with every attention
 // family starts near the loss of a uniform guess, ln V (or ln C for a
-// classifier): an untrained model should know nothing. A model that starts far
-// above it (tied embeddings once started at 10.4 nats on a 66-symbol
-// vocabulary, ln 66 = 4.2) spends its first steps unlearning its own init.
+// classifier): an untrained model should know nothing.
 //
 // The bound: within 0.5 nats of ln V. Unit-variance logits cost about half a
-// nat over ln V (E[logsumexp] of V standard normals is ln V + 1/2), so an init
-// giving logits of variance <= 1 passes and one whose own-token logit grows
-// with √d fails.
+// nat over ln V (E[logsumexp] of V standard normals is ln V + 1/2).
+//
+// Tied tables (decoder_lm tie_embeddings, seq2seq share_embeddings) are the
+// exception, measured and kept: their lookups are scaled by √d and the
+// output is h · Eᵀ, so a state still close to its own input lookup gives its
+// own token a logit near √d, and the first loss starts above ln V (1.5 to 2.4
+// nats at d = 64 here; 10.9 against ln V = 9.58 for brown_lm_softmax8 at d = 256).
+// Two fixes that start at ln V were tried on brown_lm_softmax8 (seed 0, valid
+// perplexity at step 400): logits h · Eᵀ / √d gave 374.1 and unscaled lookups
+// 365.4, against 213.8 for this init (and 219.7 against 153.3 after all 1600
+// steps for the first). A tied model needs logits of a large range early, so
+// the init that starts high trains far better; the tied cases here bound how
+// far above ln V it may start (3 nats at d = 64), so that it cannot grow
+// unnoticed.
 #include "support/testing.h"
 
 #include <cmath>
@@ -37,16 +46,23 @@ Tensor random_tokens(int64_t B, int64_t T, int64_t V, uint64_t seed) {
   return randint(1, V, {B, T}, {.dtype = kInt64}, &g);
 }
 
-// The first loss in nats must be within 0.5 of ln V.
-void check_near_uniform(double loss, int64_t V, const std::string& what) {
+// The first loss in nats must be within 0.5 of ln V; with a tied table, at
+// most 3 above it (see the file comment).
+void check_near_uniform(double loss, int64_t V, const std::string& what, bool tied = false) {
   INFO(what, ": first loss ", loss, ", ln V = ", std::log(double(V)));
   CHECK(std::isfinite(loss));
-  CHECK(std::abs(loss - std::log(double(V))) < 0.5);
+  const double excess = loss - std::log(double(V));
+  if (tied) {
+    CHECK(excess > -0.5);
+    CHECK(excess < 3.0);
+  } else {
+    CHECK(std::abs(excess) < 0.5);
+  }
 }
 
 }  // namespace
 
-TEST_CASE("decoder_lm starts near ln V with every family, tied or not, pre- or post-LN") {
+TEST_CASE("decoder_lm starts near ln V with every family, pre- or post-LN (tied: a bounded excess)") {
   const int64_t V = 66, B = 4, T = 48;
   for (const char* family : kFamilies)
     for (bool tied : {true, false})
@@ -61,11 +77,12 @@ TEST_CASE("decoder_lm starts near ln V with every family, tied or not, pre- or p
         Tensor x = random_tokens(B, T + 1, V, 11);
         Tensor in = contiguous(slice(x, 1, 0, T)), out = contiguous(slice(x, 1, 1, T + 1));
         check_near_uniform(model->loss(in, out).item<double>(), V,
-                           str("decoder_lm ", family, tied ? " tied" : " untied", pre_norm ? " pre-LN" : " post-LN"));
+                           str("decoder_lm ", family, tied ? " tied" : " untied", pre_norm ? " pre-LN" : " post-LN"),
+                           tied);
       }
 }
 
-TEST_CASE("seq2seq starts near ln V with every family, shared embeddings or not") {
+TEST_CASE("seq2seq starts near ln V with every family (shared embeddings: a bounded excess)") {
   const int64_t V = 40, B = 4, S = 20, T = 16;
   for (const char* family : kFamilies)
     for (bool shared : {true, false}) {
@@ -79,7 +96,7 @@ TEST_CASE("seq2seq starts near ln V with every family, shared embeddings or not"
       Tensor src = random_tokens(B, S, V, 12), tgt = random_tokens(B, T + 1, V, 13);
       Tensor tgt_in = contiguous(slice(tgt, 1, 0, T)), tgt_out = contiguous(slice(tgt, 1, 1, T + 1));
       check_near_uniform(model->loss(src, tgt_in, tgt_out).item<double>(), V,
-                         str("seq2seq ", family, shared ? " shared" : " separate"));
+                         str("seq2seq ", family, shared ? " shared" : " separate"), shared);
     }
 }
 
