@@ -18,7 +18,7 @@ namespace ks::models {
 // Upper bounds on the sizes that allocate, far above any model trained here,
 // so that a mistyped size fails in validation with its key named, not as an
 // allocation of terabytes.
-inline constexpr int64_t kMaxVocabSize = int64_t(1) << 24;  // ids, also for tokenizers
+inline constexpr int64_t kMaxVocabSize = int64_t(1) << 24;  // a model's ids (a tokenizer has its own cap, data::kMaxVocabSize)
 inline constexpr int64_t kMaxLength = int64_t(1) << 20;     // positions (max_len), tokens per sequence
 inline constexpr int64_t kMaxWidth = int64_t(1) << 16;      // d_model; d_ff up to 64 of these
 inline constexpr int64_t kMaxLayers = 1024;

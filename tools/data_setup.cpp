@@ -193,7 +193,7 @@ data::TokenizerOptions read_tokenizer_options(JsonSection& s, const std::string&
   o.type = tok.get<std::string>("type", o.type);
   KS_CHECK(o.type == "byte" || o.type == "char" || o.type == "word" || o.type == "bpe", "config: ", tok.where("type"),
            ": expected byte, char, word or bpe, got '", o.type, "'");
-  o.vocab_size = tok.get_between("vocab_size", o.vocab_size, 0, models::kMaxVocabSize);
+  o.vocab_size = tok.get_between("vocab_size", o.vocab_size, 0, data::kMaxVocabSize);  // what load_tokenizer accepts
   o.min_freq = tok.get_at_least("min_freq", o.min_freq, 1);
   o.lowercase = tok.get<bool>("lowercase", o.lowercase);
   o.split_punctuation = tok.get<bool>("split_punctuation", o.split_punctuation);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/cuda.h"
+#include "datasets/loader.h"
 #include "nn/user_input.h"
 #include "tools/json_section.h"
 
@@ -79,7 +80,7 @@ TrainOptions parse_train(const json& j) {
   t.patience = s.get_at_least("patience", t.patience, 0);
   t.threads = s.get_between("threads", t.threads, 0, kMaxThreads);
   t.bucket_batches = s.get_between("bucket_batches", t.bucket_batches, 0, int64_t(1) << 20);
-  t.prefetch = s.get_between("prefetch", t.prefetch, 0, kMaxPrefetch);
+  t.prefetch = s.get_between("prefetch", t.prefetch, 0, data::kMaxPrefetch);  // the loader's own bound
   t.device = s.get<std::string>("device", t.device);
   KS_CHECK(t.device == "cpu" || t.device == "cuda", "config: train.device: expected cpu or cuda, got '",
            t.device.substr(0, 64), "'");

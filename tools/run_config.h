@@ -43,7 +43,6 @@ struct OptimizerConfig {
 };
 
 inline constexpr int64_t kMaxThreads = 1024;  // train.threads
-inline constexpr int64_t kMaxPrefetch = 256;  // train.prefetch (batches held in memory)
 
 struct TrainOptions {
   int64_t steps = 1000;          // optimizer steps in the whole run

@@ -79,7 +79,7 @@ TEST_CASE("run config: sizes and counts that allocate or loop are bounded, and n
     return config_error(j);
   };
   CHECK(with("train", "threads", 1LL << 32) == "config: train.threads: must be in [0, 1024], got 4294967296");
-  CHECK(with("train", "prefetch", 100000) == "config: train.prefetch: must be in [0, 256], got 100000");
+  CHECK(with("train", "prefetch", 100000) == "config: train.prefetch: must be in [0, 1024], got 100000");
   CHECK(with("train", "batch_size", 1LL << 40).find("config: train.batch_size: must be in [1, 1048576]") == 0);
   CHECK(with("train", "bucket_batches", 1LL << 40).find("config: train.bucket_batches: must be in [0, 1048576]") == 0);
   CHECK(with("train", "accumulate_steps", 0).find("config: train.accumulate_steps: must be in [1, 65536]") == 0);
@@ -95,6 +95,12 @@ TEST_CASE("run config: sizes and counts that allocate or loop are bounded, and n
   CHECK(config_error(j) == "config: seed: must not be negative, got -1");
   // ... and a signed key is never handed a wrapped 2^63.
   CHECK(with("train", "steps", 9223372036854775808ull) == "config: train.steps: too large, got 9223372036854775808");
+}
+
+TEST_CASE("run config: a tokenizer's vocabulary is bounded by what load_tokenizer accepts") {
+  // A bigger one would train and save, then fail to load in eval and resume.
+  json d = {{"dataset", "text"}, {"train", "/nonexistent.txt"}, {"tokenizer", {{"type", "bpe"}, {"vocab_size", 1 << 21}}}};
+  CHECK(error_of([&] { build_data(d, 0); }) == "config: data.tokenizer.vocab_size: must be in [0, 1048576], got 2097152");
 }
 
 TEST_CASE("run config: a warm-up as long as the run is clipped with a warning") {
