@@ -71,23 +71,23 @@ void differing_keys(const json& a, const json& b, const std::string& prefix, std
 
 }  // namespace
 
-void check_checkpoint_config(const nn::Metadata& metadata, const json& config_json, const fs::path& checkpoint) {
+json check_checkpoint_config(const nn::Metadata& metadata, const json& config_json, const fs::path& checkpoint) {
   auto it = metadata.find("keystone.config");
-  if (it == metadata.end()) return;  // a checkpoint not written by keystone train
-  json stored = nn::try_parse_json(it->second, str("checkpoint ", checkpoint.string(), ": keystone.config"));
+  if (it == metadata.end()) return nullptr;  // a checkpoint not written by keystone train
+  const json stored = nn::try_parse_json(it->second, str("checkpoint ", checkpoint.string(), ": keystone.config"));
   KS_CHECK(stored.is_object(), "checkpoint ", checkpoint.string(), ": its stored config ('keystone.config') is not "
            "a JSON object");
-  json now = config_json;
+  json was = stored, now = config_json;
   // train.* may change between sessions (--resume --set), the name is a label,
   // and a data file's changed fingerprint is a warning of its own (data_setup.h).
-  for (json* j : {&stored, &now}) {
+  for (json* j : {&was, &now}) {
     j->erase("train");
     j->erase("name");
     if (j->contains("data") && (*j)["data"].is_object()) (*j)["data"].erase("fingerprints");
   }
   std::vector<std::string> keys;
-  differing_keys(stored, now, "", keys);
-  if (keys.empty()) return;
+  differing_keys(was, now, "", keys);
+  if (keys.empty()) return stored;
   std::string list;
   for (size_t i = 0; i < keys.size() && i < 10; ++i) list += (i ? ", " : "") + keys[i];
   if (keys.size() > 10) list += str(", ... (", keys.size(), " in all)");

@@ -64,11 +64,12 @@ void remove_stale_temporaries(const RunPaths& paths);
 
 // Throws unless the config stored in a checkpoint (metadata "keystone.config",
 // when present) equals the folder's config.json in everything but train.*, the
-// name and the data files' fingerprints, naming every key that differs: an edited config.json would
-// otherwise rebuild a different model (another activation or family with the
-// same shapes) or other data around the trained weights.
-void check_checkpoint_config(const nn::Metadata& metadata, const nlohmann::json& config_json,
-                             const std::filesystem::path& checkpoint);
+// name and the data files' fingerprints, naming every key that differs: an
+// edited config.json would otherwise rebuild a different model (another
+// activation or family with the same shapes) or other data around the trained
+// weights. Returns the stored config (null when the checkpoint has none).
+nlohmann::json check_checkpoint_config(const nn::Metadata& metadata, const nlohmann::json& config_json,
+                                       const std::filesystem::path& checkpoint);
 
 struct LoadedRun {
   RunPaths paths;

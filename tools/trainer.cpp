@@ -161,7 +161,7 @@ void Trainer::restore_from_latest(const json& config_as_given) {
   const fs::path file = paths_.latest();
   // The config first: another family's weights would fail to load with a less telling message.
   const nn::SafetensorsContent content = nn::load_safetensors(file.string());
-  check_checkpoint_config(content.metadata, config_as_given, file);
+  const json stored = check_checkpoint_config(content.metadata, config_as_given, file);
   nn::Metadata m = nn::load_checkpoint(content, file.string(), *model_, optimizer_.get());
   state_ = TrainState::from_metadata(m, file);
   loader_->restore(data::LoaderState::from_json(state_.loader));
@@ -169,8 +169,7 @@ void Trainer::restore_from_latest(const json& config_as_given) {
   elapsed_before_ = state_.elapsed_s;
 
   // A longer or shorter run stretches the schedule: say so, with the rate's jump.
-  if (auto it = m.find("keystone.config"); it != m.end()) {
-    json stored = nn::try_parse_json(it->second, "checkpoint config");
+  {
     const bool has_steps = stored.is_object() && stored.contains("train") && stored["train"].is_object() &&
                            stored["train"].contains("steps") && stored["train"]["steps"].is_number_integer();
     const int64_t before = has_steps ? stored["train"]["steps"].get<int64_t>() : 0;
