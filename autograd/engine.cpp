@@ -7,6 +7,7 @@
 
 #include "autograd/grad_accumulate.h"
 #include "core/factory.h"
+#include "core/profiler.h"
 
 namespace ks {
 namespace {
@@ -31,6 +32,7 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph) {
   KS_CHECK(roots.size() == grads.size(), "backward: ", roots.size(), " roots but ", grads.size(), " gradients");
   NoGradGuard no_grad;
+  profiler::Phase phase("backward");  // kernels below are charged to the backward pass
 
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
   std::unordered_map<Node*, int> deps;

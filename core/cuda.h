@@ -41,21 +41,6 @@ void cuda_synchronize(int device = 0);
 void cuda_set_deterministic(bool on);
 bool cuda_deterministic();
 
-// How float32 matrix products (matmul, linear, their backwards) run on CUDA
-// devices. Float32 (the default): full FP32, the CPU's results to float32
-// rounding. TF32: tensor cores with 10-bit mantissa inputs (cuBLAS's TF32
-// math mode), float32 sums. BFloat16: both operands rounded to bfloat16,
-// products summed in float32 into a float32 result (cublasGemmEx with
-// CUBLAS_COMPUTE_32F) — mixed precision with float32 weights and optimizer
-// state. Everything but GEMMs stays float32 either way; float64 GEMMs and
-// the CPU ignore the setting. A process-wide switch, like PyTorch's
-// torch.backends.cuda.matmul.allow_tf32.
-enum class MatmulPrecision { Float32, TF32, BFloat16 };
-void cuda_set_matmul_precision(MatmulPrecision p);
-MatmulPrecision cuda_matmul_precision();
-// "float32", "tf32", "bf16" (the config's words) and back; parse throws naming `what` and the word.
-const char* matmul_precision_name(MatmulPrecision p);
-MatmulPrecision parse_matmul_precision(const std::string& name, const std::string& what);
 
 // A new contiguous CPU tensor in page-locked (pinned) memory: copies from it
 // to a CUDA device run asynchronously, so a loader can stage the next batch

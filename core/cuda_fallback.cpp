@@ -14,12 +14,6 @@ void cuda_empty_cache(int) {}
 void cuda_synchronize(int) {}
 void cuda_set_deterministic(bool) {}
 bool cuda_deterministic() { return true; }
-// Without a CUDA device there is no GEMM the setting could change; it is kept so a caller can read it back.
-namespace {
-MatmulPrecision g_matmul_precision = MatmulPrecision::Float32;
-}
-void cuda_set_matmul_precision(MatmulPrecision p) { g_matmul_precision = p; }
-MatmulPrecision cuda_matmul_precision() { return g_matmul_precision; }
 
 Tensor pinned_empty(const Shape&, DType) {
   throw Error("pinned_empty: pinned host memory needs the CUDA backend (Keystone was built with KS_CUDA=OFF)");

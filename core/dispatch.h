@@ -14,7 +14,8 @@
 //   KS_REGISTER_KERNEL(unary_kernel, CUDA, unary_cuda);
 //
 // Tables are constant-initialised, so registration from any translation unit's
-// static initialiser is safe. Keystone is linked as one library (the layer
+// static initialiser is safe. Every call is timed while profiling is on
+// (core/profiler.h). Keystone is linked as one library (the layer
 // targets are object libraries), so no registering object file is dropped.
 #pragma once
 
@@ -22,6 +23,7 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/profiler.h"
 
 namespace ks {
 
@@ -42,6 +44,10 @@ class KernelTable {
 
   template <class... Args>
   decltype(auto) operator()(Device device, Args&&... args) const {
+    if (profiler::enabled()) {  // core/profiler.h: this call's time, charged to the table's name
+      profiler::Scope scope(name_);
+      return get(device)(std::forward<Args>(args)...);
+    }
     return get(device)(std::forward<Args>(args)...);
   }
 

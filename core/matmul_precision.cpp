@@ -1,10 +1,20 @@
-// core/matmul_precision.cpp — the config words of MatmulPrecision (core/cuda.h),
-// in every build. The switch itself lives with the backend (core/cuda/runtime.cpp)
-// or its stand-in (core/cuda_fallback.cpp); the GEMM that reads it is
+// core/matmul_precision.cpp — the process-wide GEMM precision switch of
+// core/matmul_precision.h and its config words. The GEMMs that read it are
+// ops/cpu/linalg.cpp, ops/cpu/attention.cpp (through ops/cpu/gemm_bf16.h) and
 // ops/cuda/linalg.cpp.
-#include "core/cuda.h"
+#include "core/matmul_precision.h"
+
+#include <atomic>
+
+#include "core/error.h"
 
 namespace ks {
+namespace {
+std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::Float32};
+}
+
+void set_matmul_precision(MatmulPrecision p) { g_matmul_precision = p; }
+MatmulPrecision matmul_precision() { return g_matmul_precision; }
 
 const char* matmul_precision_name(MatmulPrecision p) {
   switch (p) {

@@ -7,18 +7,22 @@
 // the mean over --steps steps. Prints one JSON line, as that script does,
 // plus first_loss (the warm-up step's), which depends only on the weights and
 // the data, so two runs of one model can be checked against each other.
-// --device cuda runs it on the GPU (float32 GEMMs in full FP32 unless
-// --precision tf32 or bf16 says otherwise: core/cuda.h),
+// --precision bf16 runs the GEMMs with bfloat16 operands (CPU: AMX or
+// AVX512-BF16 kernels, reported as cpu_gemm; core/matmul_precision.h);
+// --device cuda runs it on the GPU (tf32 there too),
 // the model initialised on the CPU and moved; each step ends in loss.item(),
 // which waits for the GPU, so the time is the GPU's.
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/cpu_features.h"
 #include "core/cuda.h"
+#include "core/matmul_precision.h"
 #include "core/factory.h"
 #include "autograd/engine.h"
 #include "core/parallel.h"
+#include "core/profiler.h"
 #include "models/decoder_lm.h"
 #include "nn/optim.h"
 #include "ops/view.h"
@@ -28,19 +32,41 @@
 
 namespace ks::tools {
 
+namespace {
+
+// The profiler's rows as a table, per step, with the time outside every kernel last.
+void print_profile(double step_s, int64_t steps) {
+  const std::vector<profiler::Row> rows = profiler::rows();
+  double in_kernels = 0;
+  for (const profiler::Row& r : rows) in_kernels += r.seconds;
+  std::printf("%-10s %-40s %10s %10s %7s\n", "pass", "kernel", "calls/step", "ms/step", "%step");
+  for (const profiler::Row& r : rows)
+    std::printf("%-10s %-40s %10.1f %10.2f %6.1f%%\n", r.phase.c_str(), r.kernel.c_str(), double(r.calls) / double(steps),
+                r.seconds / double(steps) * 1e3, r.seconds / double(steps) / step_s * 100);
+  const double outside = step_s - in_kernels / double(steps);
+  std::printf("%-10s %-40s %10s %10.2f %6.1f%%\n", "-", "(outside kernels: graph, allocation, glue)", "",
+              outside * 1e3, outside / step_s * 100);
+}
+
+}  // namespace
+
 int bench(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::printf(
         "usage: keystone bench [--attention softmax|fixed|mgk|smgk|linear|mlk] [--d-model 256] [--layers 4]\n"
         "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
         "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
-        "                      [--precision float32|tf32|bf16]  (tf32/bf16: GEMMs on cuda only)\n"
+        "                      [--precision float32|tf32|bf16]  (tf32: cuda only)\n"
         "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
-        "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision.\n");
+        "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
+        "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one).\n"
+        "--profile also prints, after the JSON line, the time per kernel and pass (forward, backward,\n"
+        "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n");
     return 0;
   }
   cli::Flags f(args, {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
-                      "threads", "keys", "device", "precision"});
+                      "threads", "keys", "device", "precision"},
+                 {"profile"});
   const std::string attention = f.get("attention", "softmax");
   const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
   const int64_t heads = f.get_int_at_least("heads", 8, 1), head_dim = f.get_int_at_least("head-dim", 0, 0);
@@ -58,10 +84,10 @@ int bench(const std::vector<std::string>& args) {
   } catch (const Error& e) {
     throw cli::UsageError(e.what());
   }
-  if (precision != MatmulPrecision::Float32 && device_name != "cuda")
-    throw cli::UsageError("--precision " + precision_name + " needs --device cuda (CPU matrix products are float32)");
+  if (precision == MatmulPrecision::TF32 && device_name != "cuda")
+    throw cli::UsageError("--precision tf32 needs --device cuda (the CPU has no TF32 unit; bf16 runs on both)");
   const Device device = resolve_device(device_name, "--device");
-  cuda_set_matmul_precision(precision);
+  set_matmul_precision(precision);
   set_num_threads(int(threads));
 
   nlohmann::json attn = {{"type", attention}, {"heads", heads}, {"keys", keys}};
@@ -79,16 +105,24 @@ int bench(const std::vector<std::string>& args) {
 
   auto step = [&] {
     Tensor loss = model->loss(x, y);
-    opt.zero_grad();
+    {
+      profiler::Phase phase("optimizer");
+      opt.zero_grad();
+    }
     backward(loss);
+    profiler::Phase phase("optimizer");
     opt.step();
     return loss.item();
   };
   const double first_loss = step();  // warm-up: allocator caches fill, OpenBLAS threads start, cuBLAS loads
+  const bool profile = f.has("profile");
+  profiler::reset();
+  profiler::enable(profile);
   auto t0 = std::chrono::steady_clock::now();
   double loss = 0;
   for (int64_t i = 0; i < steps; ++i) loss = step();
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / double(steps);
+  profiler::enable(false);
   nlohmann::json out = {{"framework", "keystone-0.1.0"},
                         {"attention", attention},
                         {"tokens_per_s", double(batch * seq) / dt},
@@ -97,8 +131,10 @@ int bench(const std::vector<std::string>& args) {
                         {"loss", loss},
                         {"first_loss", first_loss},
                         {"device", device.str()},
-                        {"precision", precision_name}};
+                        {"precision", precision_name},
+                        {"cpu_gemm", cpu_gemm_path_name(cpu_gemm_path())}};
   std::printf("%s\n", out.dump().c_str());
+  if (profile) print_profile(dt, steps);
   return 0;
 }
 

@@ -4,7 +4,11 @@
 //      direct cblas_sgemm on the same data into a preallocated buffer;
 //   2. 128 attention-head GEMMs (8, 16, 256, 32) @ (8, 16, 32, 256) vs a plain
 //      loop of threaded cblas_sgemm calls;
-//   3. ks::add of 16M floats (output allocated per call, as a user sees it,
+//   3. bf16 GEMMs (MatmulPrecision::BFloat16) on every CPU path this machine
+//      has, at 1024³ and at the reference LM's shapes (4096 tokens), beside
+//      the tile-resident AMX peak measured on the same threads
+//      (../shared/bench/amx_peak.c's loop) and float32 sgemm;
+//   4. ks::add of 16M floats (output allocated per call, as a user sees it,
 //      and into a preallocated output through the kernel table) vs memcpy of
 //      the same 64 MiB.
 // Times are best-of-N wall clock. Each result is dropped before the next call,
@@ -17,7 +21,9 @@
 //
 // Not a test: it prints figures and exits 0; the acceptance lines say "ok" or "LOW".
 #include <cblas.h>
+#include <immintrin.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
+#include "core/matmul_precision.h"
 #include "keystone.h"
 
 namespace {
@@ -80,6 +88,89 @@ void bench_attention(int threads, int reps) {
               T, T, D, flop / ours * 1e-9, flop / loop * 1e-9, loop / ours);
 }
 
+struct alignas(64) TileConfig {
+  uint8_t palette_id, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+
+// amx_peak.c's loop: four accumulator tiles, _tile_dpbf16ps with no memory traffic.
+__attribute__((target("amx-tile,amx-bf16"))) void amx_tile_loop(long iters) {
+  TileConfig c;
+  std::memset(&c, 0, sizeof c);
+  c.palette_id = 1;
+  for (int i = 0; i < 8; i++) {
+    c.rows[i] = 16;
+    c.colsb[i] = 64;
+  }
+  _tile_loadconfig(&c);
+  alignas(64) static uint16_t A[16 * 32], B[16 * 32];
+  for (int i = 0; i < 16 * 32; i++) A[i] = B[i] = 0x3c00;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, A, 64);
+  _tile_loadd(5, A, 64);
+  _tile_loadd(6, B, 64);
+  _tile_loadd(7, B, 64);
+  for (long i = 0; i < iters; i++) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float C[16 * 16];
+  _tile_stored(0, C, 64);
+  // Every kernel of this process keeps its tile configuration: load it back as the GEMMs expect.
+  for (int i = 0; i < 8; i++) c.rows[i] = 16;
+  _tile_loadconfig(&c);
+}
+
+void bench_bf16(int threads, int reps) {
+  struct Shape3 {
+    const char* what;
+    int64_t m, n, k;
+    bool ta;
+  };
+  const Shape3 shapes[] = {{"1024^3", 1024, 1024, 1024, false},
+                           {"qkv  x(4096,256) W(256,768)", 4096, 768, 256, false},
+                           {"ff1  x(4096,256) W(256,1024)", 4096, 1024, 256, false},
+                           {"ff2  x(4096,1024) W(1024,256)", 4096, 256, 1024, false},
+                           {"head x(4096,256) E(256,8192)", 4096, 8192, 256, false},
+                           {"dW   xT(256,4096) g(4096,1024)", 256, 1024, 4096, true}};
+  if (ks::cpu_gemm_path_available(ks::CpuGemmPath::Amx)) {
+    const long iters = 2000000;
+    std::atomic<int> done{0};
+    auto t0 = std::chrono::steady_clock::now();
+    ks::parallel_for(0, threads, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) amx_tile_loop(iters), ++done;
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("AMX tile-resident peak   %7.1f GFLOP/s on %d threads (%.1f per thread)\n",
+                4.0 * iters * 16 * 16 * 32 * 2 * done / s * 1e-9, done.load(),
+                4.0 * iters * 16 * 16 * 32 * 2 / s * 1e-9);
+  }
+  const ks::CpuGemmPath original = ks::cpu_gemm_path();
+  for (const Shape3& sh : shapes) {
+    ks::Generator g(3);
+    ks::Tensor a = sh.ta ? ks::transpose(ks::randn({sh.k, sh.m}, {}, &g), 0, 1) : ks::randn({sh.m, sh.k}, {}, &g);
+    ks::Tensor b = ks::randn({sh.k, sh.n}, {}, &g);
+    const double flop = 2.0 * double(sh.m) * double(sh.n) * double(sh.k);
+    const double f32 = best_seconds(reps, [&] { ks::matmul(a, b); });
+    std::printf("%-32s float32 %7.1f", sh.what, flop / f32 * 1e-9);
+    for (ks::CpuGemmPath p : {ks::CpuGemmPath::Amx, ks::CpuGemmPath::Avx512Bf16, ks::CpuGemmPath::Float32}) {
+      if (!ks::cpu_gemm_path_available(p)) continue;
+      ks::set_cpu_gemm_path(p);
+      ks::MatmulPrecisionScope bf16(ks::MatmulPrecision::BFloat16);
+      const double t = best_seconds(reps, [&] { ks::matmul(a, b); });
+      std::printf("  bf16/%s %7.1f", ks::cpu_gemm_path_name(p), flop / t * 1e-9);
+    }
+    std::printf("  GFLOP/s\n");
+  }
+  ks::set_cpu_gemm_path(original);
+}
+
 void bench_add(int reps) {
   const int64_t n = int64_t(1) << 24;
   const double bytes = double(n) * sizeof(float);
@@ -122,6 +213,7 @@ int main(int argc, char** argv) {
   std::printf("Keystone kernel bench: %d threads, best of %d (%s)\n", threads, reps, openblas_get_config());
   bench_matmul(threads, reps);
   bench_attention(threads, reps);
+  bench_bf16(threads, std::max(3, reps / 4));
   bench_add(reps);
   return 0;
 }

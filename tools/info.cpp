@@ -3,10 +3,15 @@
 // FLOPs per token at a sequence length, and a memory estimate for training
 // with AdamW (weights, gradients and two moment buffers, all float32).
 // Activation memory depends on the batch and the attention family and is not
-// estimated here.
+// estimated here. `keystone info --machine` prints what the CPU offers
+// instead: the bf16 GEMM paths (core/cpu_features.h), which one bf16 GEMMs
+// use, and the thread count.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/cpu_features.h"
+#include "core/cuda.h"
+#include "core/parallel.h"
 #include "models/model.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -18,13 +23,30 @@ namespace ks::tools {
 int info(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     std::printf("usage: keystone info --config FILE [--seq N]\n"
+                "       keystone info --machine\n"
                 "FILE is a model config, or a training config (whose data then fills in the sizes).\n"
                 "Prints parameters, forward FLOPs per token at sequence length N (default: the longest\n"
-                "input the config's max_len allows) and the memory that training with AdamW needs for weights and optimizer state.\n");
+                "input the config's max_len allows) and the memory that training with AdamW needs for weights and optimizer state.\n"
+                "--machine prints the CPU's bf16 GEMM paths (amx, avx512bf16, float32), the one bf16 GEMMs use\n"
+                "(KS_CPU_GEMM forces one), and the thread count.\n");
     return 0;
   }
-  cli::Flags f(args, {"config", "seq"});
-  if (!f.has("config")) throw cli::UsageError("--config FILE is required");
+  cli::Flags f(args, {"config", "seq"}, {"machine"});
+  if (f.has("machine")) {
+    if (f.has("config")) throw cli::UsageError("--machine takes no --config");
+    nlohmann::json paths = nlohmann::json::object();
+    for (CpuGemmPath p : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16, CpuGemmPath::Float32}) {
+      std::string why;
+      paths[cpu_gemm_path_name(p)] = cpu_gemm_path_available(p, &why) ? std::string("available") : why;
+    }
+    nlohmann::json out = {{"threads", num_threads()},
+                          {"cpu_gemm_paths", paths},
+                          {"bf16_gemm_path", cpu_gemm_path_name(cpu_gemm_path())},
+                          {"cuda_devices", cuda_device_count()}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  if (!f.has("config")) throw cli::UsageError("--config FILE (or --machine) is required");
   const std::string path = f.get("config", "");
   nlohmann::json j = read_json_file(path);
   if (j.contains("data") && j.contains("model")) {

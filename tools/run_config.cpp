@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/cuda.h"
+#include "core/matmul_precision.h"
 #include "datasets/loader.h"
 #include "nn/user_input.h"
 #include "tools/json_section.h"
@@ -86,8 +87,8 @@ TrainOptions parse_train(const json& j) {
            t.device.substr(0, 64), "'");
   t.precision = s.get<std::string>("precision", t.precision);
   parse_matmul_precision(t.precision, "config: train.precision");
-  KS_CHECK(t.precision == "float32" || t.device == "cuda", "config: train.precision: ", t.precision,
-           " needs train.device cuda (CPU matrix products are always float32)");
+  KS_CHECK(t.precision != "tf32" || t.device == "cuda", "config: train.precision: tf32 needs train.device cuda "
+           "(the CPU has no TF32 unit; bf16 runs on both)");
   t.decode_examples = s.get_at_least("decode_examples", t.decode_examples, 0);
   s.finish();
   return t;

@@ -14,6 +14,7 @@
 #include "autograd/engine.h"
 #include "ops/elementwise.h"
 #include "core/cuda.h"
+#include "core/matmul_precision.h"
 #include "core/parallel.h"
 #include "core/random.h"
 #include "nn/safetensors.h"
@@ -82,7 +83,7 @@ Trainer::Trainer(const TrainConfig& config, TrainerOptions options)
   paths_.dir = options_.run_dir;
   device_ = resolve_device(config_.train.device, "train.device");
   // Process-wide, so set on every run: a float32 run after a bf16 one must not inherit it.
-  cuda_set_matmul_precision(parse_matmul_precision(config_.train.precision, "train.precision"));
+  set_matmul_precision(parse_matmul_precision(config_.train.precision, "train.precision"));
   build(options_.resume);
 }
 

@@ -129,12 +129,6 @@ std::atomic<bool> g_deterministic{true};
 void cuda_set_deterministic(bool on) { g_deterministic = on; }
 bool cuda_deterministic() { return g_deterministic; }
 
-namespace {
-std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::Float32};
-}
-void cuda_set_matmul_precision(MatmulPrecision p) { g_matmul_precision = p; }
-MatmulPrecision cuda_matmul_precision() { return g_matmul_precision; }
-
 void cuda_synchronize(int device) {
   cudaStream_t s = cuda::stream(device);  // checks that the device exists
   cuda::DeviceGuard guard(device);

@@ -20,7 +20,8 @@
 //
 // GEMMs go to OpenBLAS single-threaded (ops/cpu/blas.h): the tasks are the
 // parallelism. float32 inputs compute in float32 (BLAS and the
-// running sums), float64 in float64. Inputs are read where they lie when
+// running sums), float64 in float64; under MatmulPrecision::BFloat16 the
+// float32 tile products are bf16 GEMMs (tile_gemm), the softmax float32. Inputs are read where they lie when
 // BLAS can (unit column stride; see Mat), else copied contiguous once.
 // The dropout mask is drawn element by element from Philox exactly as
 // ops/cpu/dropout.cpp draws it for the (B, h, T, S) weights.
@@ -34,11 +35,24 @@
 #include "core/random_values.h"
 #include "ops/attention.h"
 #include "ops/cpu/blas.h"
+#include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/row_math.h"
 #include "ops/cpu/vec_math.h"
 
 namespace ks::cpu {
 namespace {
+
+// Every tile product of these kernels: single-threaded (the tasks are the
+// parallelism); float32 follows the process's matmul precision (bf16 tiles
+// under MatmulPrecision::BFloat16, ops/cpu/gemm_bf16.h), float64 is exact.
+inline void tile_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                      const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  gemm_f32(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, /*threaded=*/false);
+}
+inline void tile_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+                      const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
 
 // Query rows per tile and keys per tile. A (64, 256) float block is 64 KiB:
 // the three blocks of a task stay in L2, and one key tile covers a whole
@@ -150,7 +164,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
         const int64_t cols = std::min(kBc, jend - j0);
         const T *Kj = K.at(pair, j0), *Vj = V.at(pair, j0);
         T* s = sbuf.data();
-        blas_gemm(false, true, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld, T(0), s, cols);  // (rows, cols)
+        tile_gemm(false, true, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld, T(0), s, cols);  // (rows, cols)
         for (int64_t r = 0; r < rows; ++r) {
           T* sr = s + r * cols;
           const int64_t lim = visible_prefix(prm, i0 + r, j0, cols);
@@ -178,7 +192,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
             for (int64_t c = 0; c < cols; ++c) sr[c] *= f[c];
           }
         }
-        blas_gemm(false, false, rows, d.E, cols, T(1), s, cols, Vj, V.ld, T(1), acc.data(), d.E);  // acc += p v
+        tile_gemm(false, false, rows, d.E, cols, T(1), s, cols, Vj, V.ld, T(1), acc.data(), d.E);  // acc += p v
       }
       T* Oi = O + (pair * d.T + i0) * d.E;
       T* Li = L + pair * d.T + i0;
@@ -232,7 +246,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
         for (int64_t i0 = first_row / kBr * kBr; i0 < d.T; i0 += kBr) {
           const int64_t rows = std::min(kBr, d.T - i0);
           const T *Qi = Q.at(pair, i0), *Gi = G.at(pair, i0);
-          blas_gemm(false, true, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld, T(0), P, cols);  // scores
+          tile_gemm(false, true, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld, T(0), P, cols);  // scores
           for (int64_t r = 0; r < rows; ++r) {
             T* pr = P + r * cols;
             const T lr = Lp[i0 + r];
@@ -242,22 +256,22 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
             if (lim == 0) std::fill(pr, pr + cols, T(0));  // lse = -inf would give NaN above
             if (prm.dropout) dropout_factors(W + r * cols, cols, uint64_t((pair * d.T + i0 + r) * d.S + j0), prm);
           }
-          blas_gemm(false, true, rows, cols, d.E, T(1), Gi, G.ld, Vj, V.ld, T(0), dP, cols);  // dO Vᵀ
+          tile_gemm(false, true, rows, cols, d.E, T(1), Gi, G.ld, Vj, V.ld, T(0), dP, cols);  // dO Vᵀ
           if (prm.dropout)
             for (int64_t x = 0; x < rows * cols; ++x) {
               dP[x] *= W[x];
               W[x] *= P[x];
             }
           const T* Wd = prm.dropout ? W : P;
-          blas_gemm(true, false, cols, d.E, rows, T(1), Wd, cols, Gi, G.ld, T(1), dVj, d.E);  // dV += Wᵀ dO
+          tile_gemm(true, false, cols, d.E, rows, T(1), Wd, cols, Gi, G.ld, T(1), dVj, d.E);  // dV += Wᵀ dO
           for (int64_t r = 0; r < rows; ++r) {
             const T Dr = D[i0 + r];
             T *dsr = dP + r * cols, *pr = P + r * cols;
             for (int64_t c = 0; c < cols; ++c) dsr[c] = pr[c] * (dsr[c] - Dr);
           }
           // dQ += dS K, dK += dSᵀ Q
-          blas_gemm(false, false, rows, d.P, cols, scale, dP, cols, Kj, K.ld, T(1), dQp + i0 * d.P, d.P);
-          blas_gemm(true, false, cols, d.P, rows, scale, dP, cols, Qi, Q.ld, T(1), dKj, d.P);
+          tile_gemm(false, false, rows, d.P, cols, scale, dP, cols, Kj, K.ld, T(1), dQp + i0 * d.P, d.P);
+          tile_gemm(true, false, cols, d.P, rows, scale, dP, cols, Qi, Q.ld, T(1), dKj, d.P);
         }
       }
     }

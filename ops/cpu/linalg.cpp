@@ -1,4 +1,6 @@
-// ops/cpu/linalg.cpp — the CPU GEMM kernel: batched OpenBLAS GEMMs (ops/cpu/blas.h).
+// ops/cpu/linalg.cpp — the CPU GEMM kernel: batched OpenBLAS GEMMs (ops/cpu/blas.h),
+// or, for float32 under MatmulPrecision::BFloat16, Keystone's bf16 GEMMs
+// (ops/cpu/gemm_bf16.h), which parallelise a single GEMM on oneTBB themselves.
 //
 // Operands. A matrix goes to BLAS where it lies when its last two strides are
 // (ld, 1) (row-major) or (1, ld) (a transposed view, passed transposed).
@@ -16,10 +18,12 @@
 // OpenBLAS and TBB threads therefore never compete for the cores.
 #include <algorithm>
 #include <climits>
+#include <type_traits>
 
 #include "core/copy.h"
 #include "core/parallel.h"
 #include "ops/cpu/blas.h"
+#include "ops/cpu/gemm_bf16.h"
 #include "ops/gemm_layout.h"
 #include "ops/linalg.h"
 
@@ -55,7 +59,7 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
   const T* pb = B.data<T>();
   T* pc = c.data<T>();
   const T beta = accumulate ? T(1) : T(0);
-  auto run = [&](int64_t i) {  // GEMM number i of the batch (row-major order)
+  auto run = [&](int64_t i, bool threaded) {  // GEMM number i of the batch (row-major order)
     int64_t oa = 0, ob = 0, rest = i;
     for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
       const int64_t idx = rest % batch[size_t(d)];
@@ -63,14 +67,19 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
       oa += idx * sa[size_t(d)];
       ob += idx * sb[size_t(d)];
     }
-    blas_gemm(la.transposed, lb.transposed, M, N, K, T(1), pa + oa, la.ld, pb + ob, lb.ld, beta, pc + i * M * N, N);
+    if constexpr (std::is_same_v<T, float>)
+      gemm_f32(la.transposed, lb.transposed, M, N, K, 1.f, pa + oa, la.ld, pb + ob, lb.ld, beta, pc + i * M * N, N,
+               threaded);
+    else
+      blas_gemm(la.transposed, lb.transposed, M, N, K, T(1), pa + oa, la.ld, pb + ob, lb.ld, beta, pc + i * M * N, N);
   };
 
   const int threads = num_threads();
   const int64_t count = numel_of(batch);
   if (count == 1) {
-    use_blas_threads(in_parallel_region() ? 1 : threads);
-    run(0);
+    const bool threaded = !in_parallel_region() && threads > 1;
+    use_blas_threads(threaded ? threads : 1);
+    run(0, threaded);
     return;
   }
   // One GEMM per task wins unless a few big GEMMs would leave a thread idle
@@ -82,11 +91,11 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
     use_blas_threads(1);
     const int64_t grain = std::max<int64_t>(1, int64_t(kTaskWork / mnk));
     parallel_for(0, count, grain, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) run(i);
+      for (int64_t i = lo; i < hi; ++i) run(i, false);
     });
   } else {
     use_blas_threads(threads);
-    for (int64_t i = 0; i < count; ++i) run(i);
+    for (int64_t i = 0; i < count; ++i) run(i, true);
   }
 }
 

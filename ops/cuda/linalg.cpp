@@ -13,8 +13,8 @@
 // operand); any outer batch dims are looped on the host.
 //
 // float32 runs in full FP32 by default (cuBLAS's default math mode, no TF32),
-// so results agree with the CPU's to float32 rounding. cuda_matmul_precision()
-// (core/cuda.h) selects TF32 (the handle's math mode, set per call) or
+// so results agree with the CPU's to float32 rounding. matmul_precision()
+// (core/matmul_precision.h) selects TF32 (the handle's math mode, set per call) or
 // bfloat16: each operand's distinct matrices are rounded to a contiguous
 // bfloat16 copy (the stride-0 batch dims stay unmaterialised) and
 // cublasGemmStridedBatchedEx sums in float32 into the float32 result. float64
@@ -32,6 +32,7 @@
 #include "core/cuda.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/runtime.h"
+#include "core/matmul_precision.h"
 #include "ops/gemm_layout.h"
 #include "ops/linalg.h"
 
@@ -107,7 +108,7 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
     if (!accumulate) fill_(c, 0.0);
     return;
   }
-  const MatmulPrecision precision = std::is_same_v<T, float> ? cuda_matmul_precision() : MatmulPrecision::Float32;
+  const MatmulPrecision precision = std::is_same_v<T, float> ? matmul_precision() : MatmulPrecision::Float32;
   const bool bf16 = precision == MatmulPrecision::BFloat16;
   // bfloat16 operands are always fresh rounded copies (contiguous, so readable in place).
   const DType operand_dtype = bf16 ? kBFloat16 : c.dtype();

@@ -1,11 +1,12 @@
 // tests/cuda/test_precision.cpp — the float32 GEMM precisions of the CUDA
-// backend (core/cuda.h MatmulPrecision): bfloat16 GEMMs equal a float32
+// backend (core/matmul_precision.h): bfloat16 GEMMs equal a float32
 // product of bfloat16-rounded operands (so the rounding really happens, and
 // nothing else is lost), in every operand layout and in linear's backward;
 // TF32 stays within TF32's rounding; float64 ignores the switch; and a
 // decoder LM trained with bfloat16 GEMMs tracks the float32 CPU run.
 #include <random>
 
+#include "core/matmul_precision.h"
 #include "cuda/cuda_testing.h"
 #include "models/decoder_lm.h"
 #include "nn/optim.h"
@@ -15,12 +16,7 @@ using namespace ks::testing;
 
 namespace {
 
-// Sets the precision for the scope; the previous one comes back after.
-struct PrecisionScope {
-  MatmulPrecision previous = cuda_matmul_precision();
-  explicit PrecisionScope(MatmulPrecision p) { cuda_set_matmul_precision(p); }
-  ~PrecisionScope() { cuda_set_matmul_precision(previous); }
-};
+using PrecisionScope = MatmulPrecisionScope;
 
 // x rounded to bfloat16 and back (a CPU copy).
 Tensor bf16_rounded(const Tensor& x) { return to_raw(to_raw(x, Device::cpu(), kBFloat16), Device::cpu(), kFloat32); }
@@ -71,7 +67,7 @@ TEST_CASE("cuda: TF32 GEMMs stay within TF32 rounding, and float32 is restored e
     // random signs the error's spread is ~5e-3, so 3e-2 is several spreads (a float32-only bound would be 1e-5).
     check_matches(matmul(a.gpu, b.gpu), matmul(a.cpu, b.cpu), 1e-2, 3e-2);
   }
-  CHECK(cuda_matmul_precision() == MatmulPrecision::Float32);
+  CHECK(matmul_precision() == MatmulPrecision::Float32);
   check_matches(matmul(a.gpu, b.gpu), matmul(a.cpu, b.cpu), 1e-5, 1e-5);
 }
 

@@ -1,0 +1,45 @@
+// core/matmul_precision.h — how float32 matrix products run, on every device:
+// one process-wide switch, like PyTorch's torch.backends.*.matmul settings.
+//
+//   Float32   (the default) full float32 products; the CPU path is OpenBLAS
+//             sgemm and stays bit-for-bit what it always was.
+//   TF32      CUDA only: tensor cores with 10-bit mantissa inputs (cuBLAS's
+//             TF32 math mode), float32 sums. The CPU has no such unit; the
+//             configs refuse tf32 on the CPU, and CPU GEMMs run it as Float32.
+//   BFloat16  both operands rounded to bfloat16 (nearest even), products
+//             summed in float32 into a float32 result: mixed precision with
+//             float32 weights and optimizer state. On CUDA cublasGemmEx with
+//             CUBLAS_COMPUTE_32F; on the CPU Keystone's own kernels
+//             (ops/cpu/gemm_bf16.h: AMX tiles, AVX512-BF16, or a float32
+//             fallback on the rounded operands, so every path means the same).
+//
+// Everything but GEMMs (and the GEMM tiles inside fused attention) stays
+// float32 either way; float64 GEMMs ignore the setting.
+// Not here: which CPU kernel runs a bf16 GEMM (core/cpu_features.h).
+#pragma once
+
+#include <string>
+
+namespace ks {
+
+enum class MatmulPrecision { Float32, TF32, BFloat16 };
+void set_matmul_precision(MatmulPrecision p);
+MatmulPrecision matmul_precision();
+
+// "float32", "tf32", "bf16" (the config's words) and back; parse throws naming `what` and the word.
+const char* matmul_precision_name(MatmulPrecision p);
+MatmulPrecision parse_matmul_precision(const std::string& name, const std::string& what);
+
+// Sets the precision for a scope (a bench, a test); the previous one comes back after.
+class MatmulPrecisionScope {
+ public:
+  explicit MatmulPrecisionScope(MatmulPrecision p) : previous_(matmul_precision()) { set_matmul_precision(p); }
+  ~MatmulPrecisionScope() { set_matmul_precision(previous_); }
+  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
+
+ private:
+  MatmulPrecision previous_;
+};
+
+}  // namespace ks

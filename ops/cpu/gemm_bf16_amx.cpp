@@ -1,0 +1,82 @@
+// ops/cpu/gemm_bf16_amx.cpp — the AMX block kernel of ops/cpu/gemm_bf16_pack.h:
+// a (32, 32) float32 block as a 2 × 2 grid of 16 × 16 accumulator tiles.
+//
+// Tiles: tmm0-3 accumulate C (16 rows × 16 float32), tmm4-5 hold two 16-row
+// A tiles (16 rows × 32 bf16), tmm6-7 two B tiles (16 pair-rows × 16 pairs of
+// one panel). Each k step of 32 loads four tiles and issues four
+// _tile_dpbf16ps, each 16·16·32 multiply-adds. Every thread that runs the
+// kernel loads the tile configuration once (thread_local); the permission to
+// use tile state was requested for the process by core/cpu_features.cpp
+// before any path could choose this kernel.
+// Compiled for AMX by function attribute only, so nothing else in the
+// library can pick up AMX instructions.
+// Not here: packing, blocking, the float32 write-back (gemm_bf16.cpp).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "ops/cpu/gemm_bf16_pack.h"
+
+namespace ks::cpu::bf16 {
+namespace {
+
+struct alignas(64) TileConfig {
+  uint8_t palette_id;
+  uint8_t start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];  // bytes per row of tile i
+  uint8_t rows[16];
+};
+
+__attribute__((target("amx-tile"))) void configure_tiles() {
+  thread_local bool configured = false;
+  if (configured) return;
+  TileConfig cfg;
+  std::memset(&cfg, 0, sizeof cfg);
+  cfg.palette_id = 1;
+  for (int t = 0; t < 8; ++t) {  // every tile: 16 rows of 64 bytes
+    cfg.rows[t] = 16;
+    cfg.colsb[t] = 64;
+  }
+  _tile_loadconfig(&cfg);
+  configured = true;
+}
+
+}  // namespace
+
+__attribute__((target("amx-tile,amx-bf16"))) void amx_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0,
+                                                             const uint16_t* b1, int64_t kc, float* c,
+                                                             int64_t ldc, bool load_c) {
+  configure_tiles();
+  const int64_t a_stride = lda_p * int64_t(sizeof(uint16_t));
+  const uint16_t* a1 = a + kPanel * lda_p;  // rows 16..31 of the block
+  const int64_t c_stride = ldc * int64_t(sizeof(float));
+  float* c1 = c + kPanel * ldc;
+  if (load_c) {
+    _tile_loadd(0, c, c_stride);
+    _tile_loadd(1, c + kPanel, c_stride);
+    _tile_loadd(2, c1, c_stride);
+    _tile_loadd(3, c1 + kPanel, c_stride);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  for (int64_t k = 0; k < kc; k += kKStep) {
+    _tile_loadd(4, a + k, a_stride);
+    _tile_loadd(5, a1 + k, a_stride);
+    _tile_loadd(6, b0 + k * kPanel, 64);  // rows k/2 .. k/2+15 of the panel
+    _tile_loadd(7, b1 + k * kPanel, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c, c_stride);
+  _tile_stored(1, c + kPanel, c_stride);
+  _tile_stored(2, c1, c_stride);
+  _tile_stored(3, c1 + kPanel, c_stride);
+}
+
+}  // namespace ks::cpu::bf16

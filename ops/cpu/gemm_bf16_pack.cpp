@@ -1,0 +1,156 @@
+// ops/cpu/gemm_bf16_pack.cpp — rounding float32 operands to bfloat16 and
+// packing them into the layouts of ops/cpu/gemm_bf16_pack.h, with AVX-512
+// (every CPU with an AMX or AVX512-BF16 path has AVX-512F/BW).
+//
+// Rounding is ks::BFloat16's, bit for bit: nearest even on the integer
+// pattern, NaN to 0x7fc0 (vcvtne2ps2bf16 would flush denormals instead).
+// Four cases, each reading its source along memory:
+//   A rows contiguous      convert 16 floats, store 16 bf16;
+//   A rows strided (op(A) = Xᵀ): 16 × 16 blocks transposed in registers,
+//                          then converted row by row;
+//   B rows contiguous      rows k and k+1 converted and interleaved into one
+//                          64-byte panel row;
+//   B columns contiguous (op(B) = Wᵀ): per column 32 consecutive k become
+//                          16 (k, k+1) pairs, and a 16 × 16 transpose of
+//                          those pairs gives 16 panel rows.
+// Edges (fewer than 16 rows, columns or k left) go element by element.
+// Not here: the kernels and the blocking (gemm_bf16_*.cpp, gemm_bf16.cpp).
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "core/dtype.h"
+#include "ops/cpu/gemm_bf16_pack.h"
+
+#define KS_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+// GCC 12 reports the "undefined" source operand inside its own AVX-512
+// intrinsics as uninitialised when they are inlined into target-attribute
+// functions; the warning is about the header, not this code.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace ks::cpu::bf16 {
+namespace {
+
+inline uint16_t to_bf16(float x) { return BFloat16(x).bits; }
+
+// The rounded bfloat16 of each lane, in the lane's high 16 bits (low bits garbage).
+KS_AVX512 inline __m512i rounded_high(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  return _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7fc00000));
+}
+// 16 floats to 16 bf16.
+KS_AVX512 inline __m256i to_bf16x16(__m512 x) { return _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded_high(x), 16)); }
+
+// Rows of r transposed in place: r[i] lane j <-> r[j] lane i.
+KS_AVX512 void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 4) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    t[i + 2] = _mm512_unpacklo_ps(r[i + 2], r[i + 3]);
+    t[i + 3] = _mm512_unpackhi_ps(r[i + 2], r[i + 3]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+
+}  // namespace
+
+KS_AVX512 void pack_a(const float* a, bool transposed, int64_t lda, int64_t m, int64_t k, int64_t kp, int64_t r0,
+                      int64_t r1, uint16_t* out) {
+  const int64_t k16 = k / 16 * 16;
+  int64_t i = r0;
+  if (transposed) {  // element (i, c) at a[c·lda + i]
+    for (; i + 16 <= std::min(r1, m); i += 16) {
+      for (int64_t c = 0; c < k16; c += 16) {
+        __m512 r[16];
+        for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(a + (c + j) * lda + i);  // column c+j, rows i..i+15
+        transpose16(r);                                                             // r[row] = columns c..c+15
+        for (int j = 0; j < 16; ++j) _mm256_storeu_si256((__m256i*)(out + (i + j) * kp + c), to_bf16x16(r[j]));
+      }
+      for (int j = 0; j < 16; ++j) {
+        uint16_t* row = out + (i + j) * kp;
+        for (int64_t c = k16; c < k; ++c) row[c] = to_bf16(a[c * lda + i + j]);
+        std::fill(row + k, row + kp, uint16_t(0));
+      }
+    }
+  }
+  for (; i < r1; ++i) {
+    uint16_t* row = out + i * kp;
+    if (i >= m) {
+      std::fill(row, row + kp, uint16_t(0));
+      continue;
+    }
+    if (transposed) {
+      for (int64_t c = 0; c < k; ++c) row[c] = to_bf16(a[c * lda + i]);
+    } else {
+      const float* src = a + i * lda;
+      int64_t c = 0;
+      for (; c < k16; c += 16) _mm256_storeu_si256((__m256i*)(row + c), to_bf16x16(_mm512_loadu_ps(src + c)));
+      for (; c < k; ++c) row[c] = to_bf16(src[c]);
+    }
+    std::fill(row + k, row + kp, uint16_t(0));
+  }
+}
+
+KS_AVX512 void pack_b(const float* b, bool transposed, int64_t ldb, int64_t k, int64_t n, int64_t kp, int64_t p0,
+                      int64_t p1, uint16_t* out) {
+  const __m512i high_halves = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29,
+                                               27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  const __m512i low16 = _mm512_set1_epi32(0xffff);
+  const int64_t full_end = std::min(p1, n / kPanel);  // panels with 16 real columns
+  if (!transposed && p0 < full_end) {  // element (r, c) at b[r·ldb + c]: row pairs outside, panels inside
+    for (int64_t r = 0; r + 2 <= k; r += 2)
+      for (int64_t p = p0; p < full_end; ++p) {
+        const float* src = b + r * ldb + p * kPanel;
+        const __m512i lo = _mm512_srli_epi32(rounded_high(_mm512_loadu_ps(src)), 16);
+        const __m512i hi = _mm512_andnot_si512(low16, rounded_high(_mm512_loadu_ps(src + ldb)));
+        _mm512_storeu_si512(out + p * kp * kPanel + r * kPanel, _mm512_or_si512(lo, hi));
+      }
+  }
+  for (int64_t p = p0; p < p1; ++p) {
+    uint16_t* panel = out + p * kp * kPanel;
+    const int64_t n0 = p * kPanel, cols = std::clamp<int64_t>(n - n0, 0, kPanel);
+    auto at = [&](int64_t r, int64_t c) { return transposed ? b[(n0 + c) * ldb + r] : b[r * ldb + n0 + c]; };
+    int64_t r = 0;  // k rows done by the vector loops
+    if (cols == kPanel && !transposed) {
+      r = k / 2 * 2;  // done above
+    } else if (cols == kPanel) {  // element (r, c) at b[(n0 + c)·ldb + r]
+      for (; r + 32 <= k; r += 32) {
+        __m512 pairs[16];  // pairs[c] lane t = (k = r+2t, r+2t+1) of column c
+        for (int c = 0; c < 16; ++c) {
+          const float* src = b + (n0 + c) * ldb + r;
+          const __m512i x = rounded_high(_mm512_loadu_ps(src)), y = rounded_high(_mm512_loadu_ps(src + 16));
+          pairs[c] = _mm512_castsi512_ps(_mm512_permutex2var_epi16(x, high_halves, y));
+        }
+        transpose16(pairs);  // pairs[t] lane c: panel row r/2 + t
+        for (int t = 0; t < 16; ++t) _mm512_storeu_ps((float*)(panel + (r + 2 * t) * kPanel), pairs[t]);
+      }
+    }
+    // what is left: a partial panel, the last k rows, and the zero padding
+    for (int64_t rr = r; rr < kp; ++rr)
+      for (int64_t c = 0; c < kPanel; ++c)
+        panel[(rr / 2) * 2 * kPanel + 2 * c + (rr % 2)] = rr < k && c < cols ? to_bf16(at(rr, c)) : uint16_t(0);
+  }
+}
+
+}  // namespace ks::cpu::bf16

@@ -1,0 +1,44 @@
+// ops/cpu/gemm_bf16_pack.h — the packed bfloat16 operand layouts that the AMX
+// and AVX512-BF16 block kernels read, and the 32×32 block kernels themselves.
+//
+// Packed A: op(A) (m, k) rounded to bf16, row-major with row stride kp =
+// k rounded up to 32, rows padded to a multiple of 32; padding is zero.
+// Packed B: op(B) (k, n) in panels of 16 columns, each panel kp/2 rows of
+// 16 bf16 pairs (64 bytes): element (k, n) at
+//   panel n/16, row k/2, pair n%16, half k%2
+// — the "VNNI" layout both _tile_dpbf16ps and vdpbf16ps consume (a B tile is
+// 16 consecutive rows of a panel). Columns padded to a multiple of 32.
+// A block kernel computes one (32, 32) float32 block over `kc` (a multiple
+// of 32) of the k dim: c = (load_c ? c : 0) + A[32 rows, kc] · [panel0 |
+// panel1][kc, 32], c with row stride ldc.
+// Not here: the blocking over a whole GEMM and the float32 path (gemm_bf16.cpp).
+// Packing: gemm_bf16_pack.cpp; kernels: gemm_bf16_amx.cpp, gemm_bf16_avx512.cpp.
+#pragma once
+
+#include <cstdint>
+
+namespace ks::cpu::bf16 {
+
+constexpr int64_t kBlock = 32;  // rows and columns of one block kernel call
+constexpr int64_t kPanel = 16;  // columns per B panel
+constexpr int64_t kKStep = 32;  // k per tile step (a 64-byte tile row of bf16)
+
+inline int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+// Rows [r0, r1) of packed A from op(A) (m, k): element (i, c) at a[i·lda + c],
+// or at a[c·lda + i] when transposed. kp: the packed row stride.
+void pack_a(const float* a, bool transposed, int64_t lda, int64_t m, int64_t k, int64_t kp, int64_t r0, int64_t r1,
+            uint16_t* out);
+// Panels [p0, p1) of packed B from op(B) (k, n): element (r, c) at b[r·ldb + c],
+// or at b[c·ldb + r] when transposed.
+void pack_b(const float* b, bool transposed, int64_t ldb, int64_t k, int64_t n, int64_t kp, int64_t p0, int64_t p1,
+            uint16_t* out);
+
+// a: packed A at the block's first row and k offset, lda_p its row stride (kp);
+// b0, b1: the two panels at the same k offset.
+void amx_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c,
+               int64_t ldc, bool load_c);
+void avx512bf16_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c,
+                      int64_t ldc, bool load_c);
+
+}  // namespace ks::cpu::bf16

@@ -1,0 +1,240 @@
+// tests/ops/test_gemm_bf16.cpp — float32 GEMMs with bfloat16 operands
+// (MatmulPrecision::BFloat16, ops/cpu/gemm_bf16.h) on every CPU path this
+// machine has, each forced in turn (a path the CPU lacks is skipped with a
+// message): results equal the float64 product of the bf16-rounded operands
+// within float32 summation error, over ragged shapes, both transposes,
+// batched and broadcast operands, strided views, alpha/beta, threads; and
+// MatmulPrecision::Float32 stays OpenBLAS bit for bit.
+#include <cblas.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/matmul_precision.h"
+#include "ops/cpu/gemm_bf16.h"
+#include "support/testing.h"
+
+using namespace ks;
+using namespace ks::testing;
+
+namespace {
+
+const CpuGemmPath kPaths[] = {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16, CpuGemmPath::Float32};
+
+// Forces each path this CPU can run for the body; the process's own choice comes back after.
+template <class F>
+void for_each_path(F&& body) {
+  const CpuGemmPath original = cpu_gemm_path();
+  for (CpuGemmPath p : kPaths) {
+    std::string why;
+    if (!cpu_gemm_path_available(p, &why)) {
+      MESSAGE("skipped the ", cpu_gemm_path_name(p), " path: ", why);
+      continue;
+    }
+    set_cpu_gemm_path(p);
+    const std::string path = cpu_gemm_path_name(p);
+    CAPTURE(path);
+    body();
+  }
+  set_cpu_gemm_path(original);
+}
+
+double bf16_round(double x) { return double(float(BFloat16(float(x)))); }
+
+// For op(A) (m, k) and op(B) (k, n) as row-major double vectors: the float64
+// product of the rounded operands, and Σ_k |a b| (the scale of float32's error).
+void rounded_reference(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t n, int64_t k,
+                       std::vector<double>& ref, std::vector<double>& scale) {
+  ref.assign(size_t(m * n), 0.0);
+  scale.assign(size_t(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t t = 0; t < k; ++t) {
+      const double x = bf16_round(a[size_t(i * k + t)]);
+      for (int64_t j = 0; j < n; ++j) {
+        const double y = bf16_round(b[size_t(t * n + j)]);
+        ref[size_t(i * n + j)] += x * y;
+        scale[size_t(i * n + j)] += std::fabs(x * y);
+      }
+    }
+}
+
+// |got - ref| within float32 summation of k terms: k·2^-24·Σ|a b| (plus a hair for alpha/beta).
+void check_within_f32(const std::vector<double>& got, const std::vector<double>& ref, const std::vector<double>& scale,
+                 int64_t k) {
+  REQUIRE(got.size() == ref.size());
+  const double u = std::ldexp(1.0, -24);
+  int64_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - ref[i]) <= (double(k) + 4) * u * scale[i] + 1e-30)) {
+      if (bad++ < 3) CHECK_MESSAGE(false, "element ", i, ": got ", got[i], ", want ", ref[i]);
+    }
+  CHECK(bad == 0);
+}
+
+// matmul of a (…, m, k) and b (…, k, n) under bf16 against the reference, per batch matrix.
+void check_matmul(const Tensor& a, const Tensor& b) {
+  Tensor c;
+  {
+    MatmulPrecisionScope bf16(MatmulPrecision::BFloat16);
+    c = matmul(a, b);
+  }
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  Shape sa(c.sizes().begin(), c.sizes().end() - 2), sb = sa;
+  sa.insert(sa.end(), {m, k});
+  sb.insert(sb.end(), {k, n});
+  const Tensor ae = contiguous(expand(a, sa)), be = contiguous(expand(b, sb));
+  const int64_t count = c.numel() / (m * n);
+  const std::vector<double> va = ae.to_vector<double>(), vb = be.to_vector<double>(), vc = c.to_vector<double>();
+  for (int64_t i = 0; i < count; ++i) {
+    std::vector<double> ref, scale;
+    rounded_reference({va.begin() + i * m * k, va.begin() + (i + 1) * m * k},
+                      {vb.begin() + i * k * n, vb.begin() + (i + 1) * k * n}, m, n, k, ref, scale);
+    check_within_f32({vc.begin() + i * m * n, vc.begin() + (i + 1) * m * n}, ref, scale, k);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bf16 gemm: ragged shapes equal the float64 product of the rounded operands, on every path") {
+  const int64_t sizes[] = {1, 15, 17, 33, 100};
+  for_each_path([&] {
+    for (int64_t m : sizes)
+      for (int64_t n : sizes)
+        for (int64_t k : sizes) {
+          CAPTURE(m);
+          CAPTURE(n);
+          CAPTURE(k);
+          check_matmul(randn({m, k}), randn({k, n}));
+        }
+    // 1000 along each dim in turn (1000³ in float64 loops would dominate the suite)
+    check_matmul(randn({1000, 33}), randn({33, 17}));
+    check_matmul(randn({17, 33}), randn({33, 1000}));
+    check_matmul(randn({15, 1000}), randn({1000, 17}));
+  });
+}
+
+TEST_CASE("bf16 gemm: transposes, batches, broadcast batches and strided views") {
+  for_each_path([&] {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        Tensor a = ta ? transpose(randn({3, 40, 33}), -1, -2) : randn({3, 33, 40});  // (3, 33, 40)
+        Tensor b = tb ? transpose(randn({3, 17, 40}), -1, -2) : randn({3, 40, 17});  // (3, 40, 17)
+        check_matmul(a, b);
+      }
+    check_matmul(expand(randn({1, 20, 36}), {4, 20, 36}), randn({4, 36, 50}));  // stride-0 batch dim
+    check_matmul(randn({2, 3, 20, 36}), randn({36, 50}));                         // broadcast matrix
+    check_matmul(slice(randn({20, 72}), -1, 0, 72, 2), slice(randn({36, 100}), -1, 0, 50));  // column strides
+    check_matmul(randn({1, 36}), randn({36, 19}));  // one row
+  });
+}
+
+TEST_CASE("bf16 gemm: the operands really are rounded (a float32 product would differ)") {
+  for_each_path([&] {
+    // 1 + 2^-9 rounds to 1 (a tie, to even); 1 + 3·2^-9 rounds to 1 + 2^-7... both exact in float32.
+    const float x = 1.f + std::ldexp(1.f, -9), y = 1.f + 3 * std::ldexp(1.f, -9);
+    Tensor a = full({5, 64}, x), b = full({64, 7}, y);
+    MatmulPrecisionScope bf16(MatmulPrecision::BFloat16);
+    const double want = 64.0 * double(float(BFloat16(x))) * double(float(BFloat16(y)));
+    for (double v : matmul(a, b).to_vector<double>()) CHECK(v == want);
+  });
+}
+
+TEST_CASE("bf16 gemm: alpha, beta and leading dimensions, threaded or not, as blas_gemm means them") {
+  for_each_path([&] {
+    for (int64_t m : {1, 31, 70})
+      for (int64_t n : {1, 33, 65})
+        for (int64_t k : {1, 32, 47, 600}) {
+          CAPTURE(m);
+          CAPTURE(n);
+          CAPTURE(k);
+          const int64_t lda = k + 3, ldb = n + 5, ldc = n + 2;
+          std::vector<float> a(size_t(m * lda)), b(size_t(k * ldb)), c0(size_t(m * ldc));
+          Generator g(uint64_t(m * 1000 + n * 10 + k));
+          auto fill = [&](std::vector<float>& v) {
+            Tensor t = randn({int64_t(v.size())}, {}, &g);
+            std::vector<double> d = t.to_vector<double>();
+            for (size_t i = 0; i < v.size(); ++i) v[i] = float(d[i]);
+          };
+          fill(a);
+          fill(b);
+          fill(c0);
+          std::vector<float> c1 = c0, c2 = c0;
+          cpu::bf16_gemm(false, false, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 0.25f, c1.data(), ldc, false);
+          cpu::bf16_gemm(false, false, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 0.25f, c2.data(), ldc, true);
+          CHECK(c1 == c2);  // the same blocks and sums on any number of threads
+          std::vector<double> va(size_t(m * k)), vb(size_t(k * n)), got(size_t(m * n)), ref, scale;
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t t = 0; t < k; ++t) va[size_t(i * k + t)] = a[size_t(i * lda + t)];
+          for (int64_t t = 0; t < k; ++t)
+            for (int64_t j = 0; j < n; ++j) vb[size_t(t * n + j)] = b[size_t(t * ldb + j)];
+          rounded_reference(va, vb, m, n, k, ref, scale);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              const size_t e = size_t(i * n + j);
+              got[e] = c1[size_t(i * ldc + j)];
+              ref[e] = 0.5 * ref[e] + 0.25 * double(c0[size_t(i * ldc + j)]);
+              scale[e] = 0.5 * scale[e] + 0.25 * std::fabs(double(c0[size_t(i * ldc + j)]));
+            }
+          check_within_f32(got, ref, scale, k);
+          for (int64_t i = 0; i < m; ++i)  // the padding between rows is never written
+            for (int64_t j = n; j < ldc; ++j) CHECK(c1[size_t(i * ldc + j)] == c0[size_t(i * ldc + j)]);
+        }
+  });
+}
+
+TEST_CASE("bf16 gemm: gradients of matmul run with rounded operands too, and float64 ignores the switch") {
+  for_each_path([&] {
+    Tensor a = randn({24, 40}), b = randn({40, 18});
+    a.set_requires_grad(true);
+    b.set_requires_grad(true);
+    Tensor g = randn({24, 18});
+    {
+      MatmulPrecisionScope bf16(MatmulPrecision::BFloat16);
+      backward(sum(mul(matmul(a, b), g)));
+    }
+    // dA = g bᵀ and dB = aᵀ g, each a bf16 GEMM of its own operands
+    std::vector<double> ref, scale;
+    const std::vector<double> vg = g.to_vector<double>(), vbt = contiguous(transpose(b, 0, 1)).to_vector<double>();
+    rounded_reference(vg, vbt, 24, 40, 18, ref, scale);
+    check_within_f32(a.grad().to_vector<double>(), ref, scale, 18);
+    const std::vector<double> vat = contiguous(transpose(a, 0, 1)).to_vector<double>();
+    rounded_reference(vat, vg, 40, 18, 24, ref, scale);
+    check_within_f32(b.grad().to_vector<double>(), ref, scale, 24);
+  });
+  Tensor a = randn({9, 30}, {.dtype = kFloat64}), b = randn({30, 11}, {.dtype = kFloat64});
+  Tensor want = matmul(a, b);
+  MatmulPrecisionScope bf16(MatmulPrecision::BFloat16);
+  CHECK(matmul(a, b).to_vector<double>() == want.to_vector<double>());
+}
+
+TEST_CASE("bf16 gemm: float32 precision stays OpenBLAS sgemm bit for bit") {
+  REQUIRE(matmul_precision() == MatmulPrecision::Float32);
+  Tensor a = randn({70, 130}), b = randn({130, 90});
+  std::vector<float> fa(70 * 130), fb(130 * 90), want(70 * 90);
+  const std::vector<double> da = a.to_vector<double>(), db = b.to_vector<double>();
+  for (size_t i = 0; i < fa.size(); ++i) fa[i] = float(da[i]);
+  for (size_t i = 0; i < fb.size(); ++i) fb[i] = float(db[i]);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 70, 90, 130, 1.f, fa.data(), 130, fb.data(), 90, 0.f,
+              want.data(), 90);
+  const std::vector<double> got = matmul(a, b).to_vector<double>();
+  int64_t differ = 0;
+  for (size_t i = 0; i < want.size(); ++i) differ += got[i] != double(want[i]);
+  CHECK(differ == 0);
+}
+
+TEST_CASE("bf16 gemm: KS_CPU_GEMM and set_cpu_gemm_path name what is missing") {
+  const CpuFeatures& f = cpu_features();
+  MESSAGE("this CPU: avx512 ", f.avx512, ", avx512_bf16 ", f.avx512_bf16, ", amx_bf16 ", f.amx_bf16,
+          ", amx permitted ", f.amx_permitted, "; bf16 GEMMs use ", std::string(cpu_gemm_path_name(cpu_gemm_path())));
+  CHECK(cpu_gemm_path_available(CpuGemmPath::Float32));
+  for (CpuGemmPath p : kPaths) {
+    std::string why;
+    if (cpu_gemm_path_available(p, &why)) continue;
+    CHECK(!why.empty());
+    CHECK_THROWS_WITH_AS(set_cpu_gemm_path(p), doctest::Contains(why.c_str()), Error);
+  }
+}
