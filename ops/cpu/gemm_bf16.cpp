@@ -3,17 +3,17 @@
 // the float32 path.
 //
 // Blocking. op(A) and op(B) are rounded and packed whole (gemm_bf16_pack.h),
-// in parallel when threaded. Then for each k chunk of kKc and each column
-// chunk of kNc (so a chunk of packed B, kKc × kNc bf16 = 512 KiB, stays in
-// the core's L2 while the 32-row A blocks, 32 KiB, stay in L1), the
-// (32, 32) output blocks of the chunk are the parallel tasks; consecutive
-// tasks share their A block. With alpha = 1 and beta 0 or 1 (every GEMM of
-// a training step) a whole block accumulates straight into C: the kernel
-// loads C's block into its accumulators (beta = 1, or any k chunk after the
-// first) and stores them back. Blocks on C's edge, and other alpha/beta, sum
-// the chunk from zero into a local block, then C = alpha·block + beta·C for
-// the first chunk, C += alpha·block after — float32 sums throughout.
-// Scratch (the packed operands) is thread_local to the calling thread and
+// in parallel when threaded. C is cut into macro tiles of kMc × kNc (fewer
+// rows or columns when there would be too few tiles for the threads); a
+// tile is one parallel task. Within a tile, for each k chunk of kKc, the
+// (32, 32) blocks run with columns fastest, so consecutive blocks share
+// their A block (16 KiB, in L1) and each block kernel call prefetches the
+// next one's B (and A, when it changes) into L1. The tile's sums live in a
+// float32 scratch tile (512 KiB, in L2, with a row stride 16 floats off a
+// power of two so that tile rows do not collide in L1 sets) across the k
+// chunks; at the end C = alpha·scratch + beta·C, the only pass over C.
+// Float32 sums throughout.
+// Scratch (the packed operands, the scratch tiles) is thread_local to the calling thread and
 // grows to the largest GEMM seen, so steady-state training allocates nothing.
 #include "ops/cpu/gemm_bf16.h"
 
@@ -34,10 +34,9 @@ using bf16::kBlock;
 using bf16::kPanel;
 using bf16::round_up;
 
-constexpr int64_t kKc = 512;  // k per chunk
-constexpr int64_t kNc = 512;  // columns per chunk
-// Multiply-adds per parallel task, so that small GEMMs stay on one thread.
-constexpr int64_t kTaskWork = int64_t(1) << 21;
+constexpr int64_t kKc = 256;  // k per chunk: a block's A and B (16 KiB each) fit L1
+constexpr int64_t kMc = 256;  // rows per macro tile
+constexpr int64_t kNc = 512;  // columns per macro tile
 
 inline float rounded(float x) { return float(BFloat16(x)); }
 
@@ -85,53 +84,77 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   if (path == CpuGemmPath::Float32) return rounded_sgemm(A, B, m, n, k, alpha, beta, c, ldc);
 
   const int64_t kp = round_up(k, bf16::kKStep), mp = round_up(m, kBlock), np = round_up(n, kBlock);
+  // Packed A's row stride: one cache line more than kp, so that the 16 rows
+  // of an A tile do not share a few L1 sets when kp is a power of two.
+  const int64_t ka = kp + 32;
   thread_local std::vector<uint16_t> packed_a, packed_b;
-  if (packed_a.size() < size_t(mp * kp)) packed_a.resize(size_t(mp * kp));
+  if (packed_a.size() < size_t(mp * ka)) packed_a.resize(size_t(mp * ka));
   if (packed_b.size() < size_t(np * kp)) packed_b.resize(size_t(np * kp));
   uint16_t* pa = packed_a.data();
   uint16_t* pb = packed_b.data();
   // A in groups of 16 rows, the unit of pack_a's transposing loop
-  maybe_parallel(threaded, mp / kPanel, std::max<int64_t>(1, (1 << 16) / (kp * kPanel)), [&](int64_t g0, int64_t g1) {
-    bf16::pack_a(a, trans_a, lda, m, k, kp, g0 * kPanel, g1 * kPanel, pa);
+  maybe_parallel(threaded, mp / kPanel, std::max<int64_t>(1, (1 << 16) / (ka * kPanel)), [&](int64_t g0, int64_t g1) {
+    bf16::pack_a(a, trans_a, lda, m, k, ka, g0 * kPanel, g1 * kPanel, pa);
   });
   maybe_parallel(threaded, np / kPanel, std::max<int64_t>(1, (1 << 16) / (kp * kPanel)),
                  [&](int64_t p0, int64_t p1) { bf16::pack_b(b, trans_b, ldb, k, n, kp, p0, p1, pb); });
 
   const auto block = path == CpuGemmPath::Amx ? bf16::amx_block : bf16::avx512bf16_block;
-  const int64_t m_blocks = mp / kBlock;
-  const bool direct = alpha == 1 && (beta == 0 || beta == 1);
-  for (int64_t k0 = 0; k0 < kp; k0 += kKc) {
-    const int64_t kc = std::min(kKc, kp - k0);
-    const bool first = k0 == 0;
-    for (int64_t n0 = 0; n0 < np; n0 += kNc) {
-      const int64_t n_blocks = std::min(kNc, np - n0) / kBlock;
-      const int64_t grain = std::max<int64_t>(1, kTaskWork / (kBlock * kBlock * kc));
-      maybe_parallel(threaded, m_blocks * n_blocks, grain, [&](int64_t t0, int64_t t1) {
-        alignas(64) float out[kBlock * kBlock];
-        for (int64_t t = t0; t < t1; ++t) {
-          const int64_t i0 = (t / n_blocks) * kBlock, j0 = n0 + (t % n_blocks) * kBlock;
-          const uint16_t* panel0 = pb + (j0 / kPanel) * kp * kPanel + k0 * kPanel;
-          const int64_t rows = std::min(kBlock, m - i0), cols = std::min(kBlock, n - j0);
-          if (direct && rows == kBlock && cols == kBlock) {  // C itself is the accumulator
-            block(pa + i0 * kp + k0, kp, panel0, panel0 + kp * kPanel, kc, c + i0 * ldc + j0, ldc,
-                  !first || beta == 1);
-            continue;
-          }
-          block(pa + i0 * kp + k0, kp, panel0, panel0 + kp * kPanel, kc, out, kBlock, false);
-          for (int64_t i = 0; i < rows; ++i) {
-            float* dst = c + (i0 + i) * ldc + j0;
-            const float* src = out + i * kBlock;
-            if (!first || beta == 1)
-              for (int64_t j = 0; j < cols; ++j) dst[j] += alpha * src[j];
-            else if (beta == 0)
-              for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j];
-            else
-              for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j] + beta * dst[j];
+  // Macro tiles: smaller where there would be too few to keep every thread busy.
+  const int64_t threads = threaded ? num_threads() : 1;
+  int64_t mc = kMc, nc = kNc;
+  auto tiles = [&] { return ((mp + mc - 1) / mc) * ((np + nc - 1) / nc); };
+  while (tiles() < 2 * threads && mc > kBlock) mc /= 2;
+  while (tiles() < 2 * threads && nc > kBlock) nc /= 2;
+  const int64_t m_tiles = (mp + mc - 1) / mc, n_tiles = (np + nc - 1) / nc;
+
+  maybe_parallel(threaded, m_tiles * n_tiles, 1, [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<float> scratch;
+    const int64_t lds = nc + kBlock / 2;  // 16 floats off a power of two
+    if (scratch.size() < size_t(mc * lds)) scratch.resize(size_t(mc * lds));
+    float* acc = scratch.data();
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i_base = (t / n_tiles) * mc, j_base = (t % n_tiles) * nc;
+      const int64_t m_blocks = std::min(mc, mp - i_base) / kBlock, n_blocks = std::min(nc, np - j_base) / kBlock;
+      const int64_t per_chunk = m_blocks * n_blocks, chunks = (kp + kKc - 1) / kKc;
+      // Block number q of this tile: k chunk q / per_chunk, then rows, then columns (fastest).
+      auto a_of = [&](int64_t q) {
+        return pa + (i_base + (q % per_chunk) / n_blocks * kBlock) * ka + (q / per_chunk) * kKc;
+      };
+      auto b_of = [&](int64_t q) {
+        return pb + (j_base + (q % n_blocks) * kBlock) / kPanel * kp * kPanel + (q / per_chunk) * kKc * kPanel;
+      };
+      for (int64_t q = 0; q < chunks * per_chunk; ++q) {
+        const int64_t k0 = (q / per_chunk) * kKc, kc = std::min(kKc, kp - k0);
+        const int64_t ib = (q % per_chunk) / n_blocks, jb = q % n_blocks;
+        bf16::BlockOperands next;
+        if (q + 1 < chunks * per_chunk) {
+          if ((q + 1) % per_chunk / n_blocks != ib || q + 1 == (q / per_chunk + 1) * per_chunk) next.a = a_of(q + 1);
+          next.b0 = b_of(q + 1);
+          next.b1 = next.b0 + kp * kPanel;
+          if (q + 1 >= per_chunk) {  // after the first chunk every block starts from its sums
+            const int64_t nq = (q + 1) % per_chunk;
+            next.c = acc + (nq / n_blocks) * kBlock * lds + (nq % n_blocks) * kBlock;
+            next.ldc = lds;
           }
         }
-      });
+        const uint16_t* b0 = b_of(q);
+        block(a_of(q), ka, b0, b0 + kp * kPanel, kc, acc + ib * kBlock * lds + jb * kBlock, lds, k0 > 0, next);
+      }
+      // C = alpha·acc + beta·C on the tile's real rows and columns (beta = 0 never reads C)
+      const int64_t rows = std::min(mc, m - i_base), cols = std::min(nc, n - j_base);
+      for (int64_t i = 0; i < rows; ++i) {
+        float* dst = c + (i_base + i) * ldc + j_base;
+        const float* src = acc + i * lds;
+        if (beta == 0 && alpha == 1)
+          std::copy(src, src + cols, dst);
+        else if (beta == 0)
+          for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j];
+        else
+          for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j] + beta * dst[j];
+      }
     }
-  }
+  });
 }
 
 void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,

@@ -46,7 +46,7 @@ __attribute__((target("amx-tile"))) void configure_tiles() {
 
 __attribute__((target("amx-tile,amx-bf16"))) void amx_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0,
                                                              const uint16_t* b1, int64_t kc, float* c,
-                                                             int64_t ldc, bool load_c) {
+                                                             int64_t ldc, bool load_c, const BlockOperands& next) {
   configure_tiles();
   const int64_t a_stride = lda_p * int64_t(sizeof(uint16_t));
   const uint16_t* a1 = a + kPanel * lda_p;  // rows 16..31 of the block
@@ -63,12 +63,39 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_block(const uint16_t* a, i
     _tile_zero(2);
     _tile_zero(3);
   }
-  for (int64_t k = 0; k < kc; k += kKStep) {
+  // Tiles are not renamed, so a tile load waits for the products still
+  // reading its register, and a load that misses L1 stalls them all. Each k
+  // step therefore prefetches, kAhead steps ahead, the A rows and B rows it
+  // will load — running on into the next block's operands (`next`) at the
+  // end — so that tile loads hit L1. Loads are interleaved with the
+  // products that free their registers.
+  constexpr int64_t kAhead = 4;
+  const int64_t steps = kc / kKStep;
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t k = s * kKStep;
+    const bool wraps = s + kAhead >= steps;
+    const int64_t kf = (wraps ? s + kAhead - steps : s + kAhead) * kKStep;
+    const bool in_range = kf < kc;  // a block shorter than kAhead steps prefetches less
+    const uint16_t* fa = !in_range || !wraps ? nullptr : next.a;  // a block's own A rows stay in L1
+    const uint16_t* fb0 = !in_range ? nullptr : wraps ? next.b0 : b0;
+    const uint16_t* fb1 = !in_range ? nullptr : wraps ? next.b1 : b1;
+    if (fb0)
+      for (int line = 0; line < 16; ++line) {
+        _mm_prefetch((const char*)(fb0 + kf * kPanel) + 64 * line, _MM_HINT_T0);
+        _mm_prefetch((const char*)(fb1 + kf * kPanel) + 64 * line, _MM_HINT_T0);
+      }
+    if (fa)
+      for (int row = 0; row < 32; ++row) _mm_prefetch((const char*)(fa + row * lda_p + kf), _MM_HINT_T0);
+    if (next.c)  // the next block's 32 rows of accumulators (128 bytes each), spread over the steps
+      for (int64_t row = s; row < kBlock; row += steps) {
+        _mm_prefetch((const char*)(next.c + row * next.ldc), _MM_HINT_T0);
+        _mm_prefetch((const char*)(next.c + row * next.ldc + kPanel), _MM_HINT_T0);
+      }
     _tile_loadd(4, a + k, a_stride);
-    _tile_loadd(5, a1 + k, a_stride);
     _tile_loadd(6, b0 + k * kPanel, 64);  // rows k/2 .. k/2+15 of the panel
     _tile_loadd(7, b1 + k * kPanel, 64);
     _tile_dpbf16ps(0, 4, 6);
+    _tile_loadd(5, a1 + k, a_stride);
     _tile_dpbf16ps(1, 4, 7);
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);

@@ -18,7 +18,7 @@ namespace ks::cpu::bf16 {
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void avx512bf16_block(
     const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c, int64_t ldc,
-    bool load_c) {
+    bool load_c, const BlockOperands&) {
   constexpr int kRows = 8;
   for (int64_t g = 0; g < kBlock; g += kRows) {
     __m512 acc0[kRows], acc1[kRows];

@@ -80,19 +80,26 @@ KS_AVX512 void pack_a(const float* a, bool transposed, int64_t lda, int64_t m, i
   const int64_t k16 = k / 16 * 16;
   int64_t i = r0;
   if (transposed) {  // element (i, c) at a[c·lda + i]
-    for (; i + 16 <= std::min(r1, m); i += 16) {
-      for (int64_t c = 0; c < k16; c += 16) {
-        __m512 r[16];
-        for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(a + (c + j) * lda + i);  // column c+j, rows i..i+15
-        transpose16(r);                                                             // r[row] = columns c..c+15
-        for (int j = 0; j < 16; ++j) _mm256_storeu_si256((__m256i*)(out + (i + j) * kp + c), to_bf16x16(r[j]));
-      }
-      for (int j = 0; j < 16; ++j) {
-        uint16_t* row = out + (i + j) * kp;
-        for (int64_t c = k16; c < k; ++c) row[c] = to_bf16(a[c * lda + i + j]);
+    // Bands of up to 256 rows: each step reads 16 memory rows of 1 KiB, not
+    // 16 lines scattered over 16 pages per 16 × 16 block.
+    constexpr int64_t kBand = 256;
+    const int64_t full_end = r0 + (std::min(r1, m) - r0) / 16 * 16;
+    for (int64_t band = r0; band < full_end; band += kBand) {
+      const int64_t band_end = std::min(band + kBand, full_end);
+      for (int64_t c = 0; c < k16; c += 16)
+        for (int64_t g = band; g < band_end; g += 16) {
+          __m512 r[16];
+          for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(a + (c + j) * lda + g);  // column c+j, rows g..g+15
+          transpose16(r);                                                             // r[row] = columns c..c+15
+          for (int j = 0; j < 16; ++j) _mm256_storeu_si256((__m256i*)(out + (g + j) * kp + c), to_bf16x16(r[j]));
+        }
+      for (int64_t g = band; g < band_end; ++g) {
+        uint16_t* row = out + g * kp;
+        for (int64_t c = k16; c < k; ++c) row[c] = to_bf16(a[c * lda + g]);
         std::fill(row + k, row + kp, uint16_t(0));
       }
     }
+    i = full_end;
   }
   for (; i < r1; ++i) {
     uint16_t* row = out + i * kp;

@@ -1,8 +1,9 @@
 // ops/cpu/gemm_bf16_pack.h — the packed bfloat16 operand layouts that the AMX
 // and AVX512-BF16 block kernels read, and the 32×32 block kernels themselves.
 //
-// Packed A: op(A) (m, k) rounded to bf16, row-major with row stride kp =
-// k rounded up to 32, rows padded to a multiple of 32; padding is zero.
+// Packed A: op(A) (m, k) rounded to bf16, row-major with a row stride of
+// at least kp = k rounded up to 32 (the driver adds a cache line), rows
+// padded to a multiple of 32; padding is zero.
 // Packed B: op(B) (k, n) in panels of 16 columns, each panel kp/2 rows of
 // 16 bf16 pairs (64 bytes): element (k, n) at
 //   panel n/16, row k/2, pair n%16, half k%2
@@ -26,7 +27,7 @@ constexpr int64_t kKStep = 32;  // k per tile step (a 64-byte tile row of bf16)
 inline int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 // Rows [r0, r1) of packed A from op(A) (m, k): element (i, c) at a[i·lda + c],
-// or at a[c·lda + i] when transposed. kp: the packed row stride.
+// or at a[c·lda + i] when transposed. kp: the packed row stride (>= k; zeros after k).
 void pack_a(const float* a, bool transposed, int64_t lda, int64_t m, int64_t k, int64_t kp, int64_t r0, int64_t r1,
             uint16_t* out);
 // Panels [p0, p1) of packed B from op(B) (k, n): element (r, c) at b[r·ldb + c],
@@ -36,9 +37,18 @@ void pack_b(const float* b, bool transposed, int64_t ldb, int64_t k, int64_t n, 
 
 // a: packed A at the block's first row and k offset, lda_p its row stride (kp);
 // b0, b1: the two panels at the same k offset.
+// next: the operands of the block that will follow on this thread (null
+// where they are the current ones, or there is none), prefetched into L1.
+struct BlockOperands {
+  const uint16_t* a = nullptr;
+  const uint16_t* b0 = nullptr;
+  const uint16_t* b1 = nullptr;
+  const float* c = nullptr;  // the next block's accumulators, when it will load them
+  int64_t ldc = 0;
+};
 void amx_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c,
-               int64_t ldc, bool load_c);
+               int64_t ldc, bool load_c, const BlockOperands& next);
 void avx512bf16_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c,
-                      int64_t ldc, bool load_c);
+                      int64_t ldc, bool load_c, const BlockOperands& next);
 
 }  // namespace ks::cpu::bf16
