@@ -11,7 +11,11 @@
 // next one's B (and A, when it changes) into L1. The tile's sums live in a
 // float32 scratch tile (512 KiB, in L2, with a row stride 16 floats off a
 // power of two so that tile rows do not collide in L1 sets) across the k
-// chunks; at the end C = alpha·scratch + beta·C, the only pass over C.
+// chunks; after a block's last chunk C = alpha·scratch + beta·C, the only
+// pass over C. With one k chunk and alpha = 1, beta = 0, whole blocks are
+// stored straight into C instead. A weight gradient (op(A) = Xᵀ, op(B) = Y)
+// runs as Cᵀ = Yᵀ·X when that puts the transposing pack on the smaller
+// operand, C then written transposed.
 // Float32 sums throughout.
 // Scratch (the packed operands, the scratch tiles) is thread_local to the calling thread and
 // grows to the largest GEMM seen, so steady-state training allocates nothing.
@@ -69,6 +73,10 @@ void rounded_sgemm(const Operand& a, const Operand& b, int64_t m, int64_t n, int
   blas_gemm(false, false, m, n, k, alpha, ra.data(), k, rb.data(), n, beta, c, ldc);
 }
 
+void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                 bool threaded, bool c_transposed);
+
 }  // namespace
 
 void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
@@ -79,10 +87,24 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.f : beta * c[i * ldc + j];
     return;
   }
-  const Operand A{a, trans_a, lda}, B{b, trans_b, ldb};
   const CpuGemmPath path = cpu_gemm_path();
-  if (path == CpuGemmPath::Float32) return rounded_sgemm(A, B, m, n, k, alpha, beta, c, ldc);
+  if (path == CpuGemmPath::Float32)
+    return rounded_sgemm(Operand{a, trans_a, lda}, Operand{b, trans_b, ldb}, m, n, k, alpha, beta, c, ldc);
+  // A weight gradient (op(A) = Xᵀ, op(B) = Y, both strided along k) needs one
+  // transposing pack, the slow kind: give it the smaller operand by computing
+  // Cᵀ = Yᵀ·X and writing C transposed.
+  if (trans_a && !trans_b && m > n)
+    return packed_gemm(path, true, false, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc, threaded, true);
+  packed_gemm(path, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded, false);
+}
 
+namespace {
+
+// The AMX / AVX512-BF16 GEMM of op(A) (m, k) and op(B) (k, n); with c_transposed
+// the result (m, n) is written into C as its transpose.
+void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                 bool threaded, bool c_transposed) {
   const int64_t kp = round_up(k, bf16::kKStep), mp = round_up(m, kBlock), np = round_up(n, kBlock);
   // Packed A's row stride: one cache line more than kp, so that the 16 rows
   // of an A tile do not share a few L1 sets when kp is a power of two.
@@ -124,6 +146,31 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
       auto b_of = [&](int64_t q) {
         return pb + (j_base + (q % n_blocks) * kBlock) / kPanel * kp * kPanel + (q / per_chunk) * kKc * kPanel;
       };
+      // C = alpha·sums + beta·C for block (ib, jb)'s real rows and columns (beta = 0 never reads C).
+      auto write_back = [&](int64_t ib, int64_t jb) {
+        const int64_t i0 = ib * kBlock, j0 = jb * kBlock;
+        const int64_t rows = std::min(kBlock, m - i_base - i0), cols = std::min(kBlock, n - j_base - j0);
+        for (int64_t i = 0; i < rows; ++i) {
+          const float* src = acc + (i0 + i) * lds + j0;
+          const int64_t row = i_base + i0 + i, col = j_base + j0;
+          if (c_transposed) {
+            for (int64_t j = 0; j < cols; ++j) {
+              float& dst = c[(col + j) * ldc + row];
+              dst = beta == 0 ? alpha * src[j] : alpha * src[j] + beta * dst;
+            }
+          } else {
+            float* dst = c + row * ldc + col;
+            if (beta == 0 && alpha == 1)
+              std::copy(src, src + cols, dst);
+            else if (beta == 0)
+              for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j];
+            else
+              for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j] + beta * dst[j];
+          }
+        }
+      };
+      // One k chunk and a plain product: whole blocks go straight to C (no pass over scratch).
+      const bool direct = chunks == 1 && alpha == 1 && beta == 0 && !c_transposed;
       for (int64_t q = 0; q < chunks * per_chunk; ++q) {
         const int64_t k0 = (q / per_chunk) * kKc, kc = std::min(kKc, kp - k0);
         const int64_t ib = (q % per_chunk) / n_blocks, jb = q % n_blocks;
@@ -139,23 +186,19 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
           }
         }
         const uint16_t* b0 = b_of(q);
+        const int64_t row = i_base + ib * kBlock, col = j_base + jb * kBlock;
+        if (direct && row + kBlock <= m && col + kBlock <= n) {
+          block(a_of(q), ka, b0, b0 + kp * kPanel, kc, c + row * ldc + col, ldc, false, next);
+          continue;
+        }
         block(a_of(q), ka, b0, b0 + kp * kPanel, kc, acc + ib * kBlock * lds + jb * kBlock, lds, k0 > 0, next);
-      }
-      // C = alpha·acc + beta·C on the tile's real rows and columns (beta = 0 never reads C)
-      const int64_t rows = std::min(mc, m - i_base), cols = std::min(nc, n - j_base);
-      for (int64_t i = 0; i < rows; ++i) {
-        float* dst = c + (i_base + i) * ldc + j_base;
-        const float* src = acc + i * lds;
-        if (beta == 0 && alpha == 1)
-          std::copy(src, src + cols, dst);
-        else if (beta == 0)
-          for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j];
-        else
-          for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j] + beta * dst[j];
+        if (q >= (chunks - 1) * per_chunk) write_back(ib, jb);  // the block's last chunk
       }
     }
   });
 }
+
+}  // namespace
 
 void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded) {

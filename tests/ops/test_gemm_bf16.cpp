@@ -143,46 +143,50 @@ TEST_CASE("bf16 gemm: the operands really are rounded (a float32 product would d
   });
 }
 
-TEST_CASE("bf16 gemm: alpha, beta and leading dimensions, threaded or not, as blas_gemm means them") {
+TEST_CASE("bf16 gemm: alpha, beta, transposes and leading dimensions, threaded or not, as blas_gemm means them") {
   for_each_path([&] {
-    for (int64_t m : {1, 31, 70})
-      for (int64_t n : {1, 33, 65})
-        for (int64_t k : {1, 32, 47, 600}) {
-          CAPTURE(m);
-          CAPTURE(n);
-          CAPTURE(k);
-          const int64_t lda = k + 3, ldb = n + 5, ldc = n + 2;
-          std::vector<float> a(size_t(m * lda)), b(size_t(k * ldb)), c0(size_t(m * ldc));
-          Generator g(uint64_t(m * 1000 + n * 10 + k));
-          auto fill = [&](std::vector<float>& v) {
-            Tensor t = randn({int64_t(v.size())}, {}, &g);
-            std::vector<double> d = t.to_vector<double>();
-            for (size_t i = 0; i < v.size(); ++i) v[i] = float(d[i]);
-          };
-          fill(a);
-          fill(b);
-          fill(c0);
-          std::vector<float> c1 = c0, c2 = c0;
-          cpu::bf16_gemm(false, false, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 0.25f, c1.data(), ldc, false);
-          cpu::bf16_gemm(false, false, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 0.25f, c2.data(), ldc, true);
-          CHECK(c1 == c2);  // the same blocks and sums on any number of threads
-          std::vector<double> va(size_t(m * k)), vb(size_t(k * n)), got(size_t(m * n)), ref, scale;
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t t = 0; t < k; ++t) va[size_t(i * k + t)] = a[size_t(i * lda + t)];
-          for (int64_t t = 0; t < k; ++t)
-            for (int64_t j = 0; j < n; ++j) vb[size_t(t * n + j)] = b[size_t(t * ldb + j)];
-          rounded_reference(va, vb, m, n, k, ref, scale);
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) {
-              const size_t e = size_t(i * n + j);
-              got[e] = c1[size_t(i * ldc + j)];
-              ref[e] = 0.5 * ref[e] + 0.25 * double(c0[size_t(i * ldc + j)]);
-              scale[e] = 0.5 * scale[e] + 0.25 * std::fabs(double(c0[size_t(i * ldc + j)]));
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (int64_t m : {1, 31, 70})
+          for (int64_t n : {1, 33, 65})
+            for (int64_t k : {1, 47, 600}) {
+              CAPTURE(ta);
+              CAPTURE(tb);
+              CAPTURE(m);
+              CAPTURE(n);
+              CAPTURE(k);
+              // stored shapes: A (m, k) or (k, m), B (k, n) or (n, k), each row padded
+              const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 2;
+              std::vector<float> a(size_t((ta ? k : m) * lda)), b(size_t((tb ? n : k) * ldb)), c0(size_t(m * ldc));
+              Generator g(uint64_t(m * 1000 + n * 10 + k));
+              auto fill = [&](std::vector<float>& v) {
+                const std::vector<double> d = randn({int64_t(v.size())}, {}, &g).to_vector<double>();
+                for (size_t i = 0; i < v.size(); ++i) v[i] = float(d[i]);
+              };
+              fill(a);
+              fill(b);
+              fill(c0);
+              std::vector<float> c1 = c0, c2 = c0;
+              cpu::bf16_gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 0.25f, c1.data(), ldc, false);
+              cpu::bf16_gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 0.25f, c2.data(), ldc, true);
+              CHECK(c1 == c2);  // the same blocks and sums on any number of threads
+              std::vector<double> va(size_t(m * k)), vb(size_t(k * n)), got(size_t(m * n)), ref, scale;
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t t = 0; t < k; ++t) va[size_t(i * k + t)] = ta ? a[size_t(t * lda + i)] : a[size_t(i * lda + t)];
+              for (int64_t t = 0; t < k; ++t)
+                for (int64_t j = 0; j < n; ++j) vb[size_t(t * n + j)] = tb ? b[size_t(j * ldb + t)] : b[size_t(t * ldb + j)];
+              rounded_reference(va, vb, m, n, k, ref, scale);
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j) {
+                  const size_t e = size_t(i * n + j);
+                  got[e] = c1[size_t(i * ldc + j)];
+                  ref[e] = 0.5 * ref[e] + 0.25 * double(c0[size_t(i * ldc + j)]);
+                  scale[e] = 0.5 * scale[e] + 0.25 * std::fabs(double(c0[size_t(i * ldc + j)]));
+                }
+              check_within_f32(got, ref, scale, k);
+              for (int64_t i = 0; i < m; ++i)  // the padding between rows is never written
+                for (int64_t j = n; j < ldc; ++j) CHECK(c1[size_t(i * ldc + j)] == c0[size_t(i * ldc + j)]);
             }
-          check_within_f32(got, ref, scale, k);
-          for (int64_t i = 0; i < m; ++i)  // the padding between rows is never written
-            for (int64_t j = n; j < ldc; ++j) CHECK(c1[size_t(i * ldc + j)] == c0[size_t(i * ldc + j)]);
-        }
   });
 }
 
@@ -237,4 +241,33 @@ TEST_CASE("bf16 gemm: KS_CPU_GEMM and set_cpu_gemm_path name what is missing") {
     CHECK(!why.empty());
     CHECK_THROWS_WITH_AS(set_cpu_gemm_path(p), doctest::Contains(why.c_str()), Error);
   }
+}
+
+TEST_CASE("bf16 gemm: the fused attention's tile products run in bf16 too, forward and backward") {
+  for_each_path([&] {
+    Generator g(7);
+    Tensor q = randn({2, 3, 70, 32}, {}, &g), k = randn({2, 3, 90, 32}, {}, &g), v = randn({2, 3, 90, 16}, {}, &g);
+    Tensor dout = randn({2, 3, 70, 16}, {}, &g);
+    auto run = [&](MatmulPrecision p) {
+      MatmulPrecisionScope scope(p);
+      Tensor ql = detach(q), kl = detach(k), vl = detach(v);
+      for (Tensor* t : {&ql, &kl, &vl}) t->set_requires_grad(true);
+      Tensor out = scaled_dot_product_attention(ql, kl, vl, {.causal = true});
+      backward(sum(mul(out, dout)));
+      return std::vector<Tensor>{out, ql.grad(), kl.grad(), vl.grad()};
+    };
+    const std::vector<Tensor> f32 = run(MatmulPrecision::Float32), b16 = run(MatmulPrecision::BFloat16);
+    for (size_t i = 0; i < f32.size(); ++i) {
+      CAPTURE(i);
+      const std::vector<double> x = f32[i].to_vector<double>(), y = b16[i].to_vector<double>();
+      double worst = 0, norm = 0;
+      for (size_t e = 0; e < x.size(); ++e) {
+        worst = std::max(worst, std::fabs(x[e] - y[e]));
+        norm = std::max(norm, std::fabs(x[e]));
+      }
+      // bf16 operands (8-bit mantissas) move results by ~2^-8 relative: visibly, but not more
+      CHECK(worst > 1e-5 * norm);
+      CHECK(worst < 5e-2 * norm);
+    }
+  });
 }
