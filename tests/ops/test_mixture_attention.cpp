@@ -2,7 +2,7 @@
 // attention): values and the gradients of q, k, bias and v against the
 // composed path matmul → mixture_softmax → dropout → matmul, soft and hard,
 // M = 1..3, under causal masks with offsets, key padding and fully masked
-// rows; T and S across tile edges; dropout masks and generator offsets equal
+// rows; hard-E ties; T and S across tile edges; dropout masks and generator offsets equal
 // to dropout()'s; soft-E totals against mixture_softmax's responsibilities;
 // strided, permuted and broadcast (stride-0) inputs; sMGK-shaped keys;
 // float64 gradchecks; error texts.
@@ -187,6 +187,21 @@ TEST_CASE("mixture_attention across tile edges: T, S in {1, 15, 17, 65, 300}, fl
                               .key_padding = padding(2, 133, {{0, 5}, {1, 130}})};
     check_against_composed(to32(in), o, 3e-5);
   }
+}
+
+TEST_CASE("mixture_attention hard-E: a tie goes to the first component, as in mixture_softmax") {
+  // Every component of every key equal: only component 0 gets gradient and responsibility.
+  const int64_t B = 2, H = 2, T = 5, S = 7, M = 3, P = 4;
+  Inputs in = inputs(B, H, T, S, 1, P, 3, 80);
+  in.k = detach(contiguous(expand(in.k, {B, H, M, S, P}))).set_requires_grad(true);
+  in.bias = detach(contiguous(expand(in.bias, {B, H, M, S}))).set_requires_grad(true);
+  MixtureAttentionOptions o{.hard = true, .totals = true, .causal = true, .causal_offset = 1};
+  check_against_composed(in, o, 1e-12);
+  Tensor k = detach(in.k).set_requires_grad(true);
+  MixtureAttention y = mixture_attention(in.q, k, in.bias, in.v, o);
+  backward(sum(y.out));
+  check_close(narrow(k.grad(), 2, 1, 2), std::vector<double>(size_t(B * H * 2 * S * P), 0.0), 0, 0);
+  check_close(narrow(y.totals, 2, 1, 2), std::vector<double>(size_t(B * H * 2), 0.0), 0, 0);
 }
 
 TEST_CASE("mixture_attention: dropout draws dropout()'s mask and advances the generator as much") {
