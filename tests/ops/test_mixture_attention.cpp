@@ -2,10 +2,12 @@
 // attention): values and the gradients of q, k, bias and v against the
 // composed path matmul → mixture_softmax → dropout → matmul, soft and hard,
 // M = 1..3, under causal masks with offsets, key padding and fully masked
-// rows; hard-E ties; T and S across tile edges; dropout masks and generator offsets equal
-// to dropout()'s; soft-E totals against mixture_softmax's responsibilities;
-// strided, permuted and broadcast (stride-0) inputs; sMGK-shaped keys;
-// float64 gradchecks; error texts.
+// rows; hard-E ties; T and S across tile edges; dropout masks and generator
+// offsets equal to dropout()'s; soft-E totals against mixture_softmax's
+// responsibilities; strided, permuted and broadcast (stride-0) inputs;
+// sMGK-shaped keys; float64 gradchecks; thread-count independence; error texts.
+// Not here: the CUDA kernels (tests/cuda/test_mixture_attention.cpp), the
+// module (tests/nn/test_mgk_attention.cpp).
 #include <cmath>
 #include <limits>
 
@@ -353,6 +355,26 @@ TEST_CASE("mixture_attention gradchecks in float64 over layouts, masks, dropout,
                   {in.q, in.k, b1, in.v});
   Tensor qc = detach(in.q), vc = detach(in.v), bc = detach(in.bias);
   CHECK_GRADCHECK([&](V t) { return mixture_attention(qc, t[0], bc, vc).out; }, {in.k});
+}
+
+TEST_CASE("mixture_attention results do not depend on the thread count") {
+  const Inputs in = to32(inputs(3, 2, 130, 150, 2, 8, 6, 90));
+  auto run = [&] {
+    Tensor q = detach(in.q).set_requires_grad(true), k = detach(in.k).set_requires_grad(true),
+           b = detach(in.bias).set_requires_grad(true), v = detach(in.v).set_requires_grad(true);
+    MixtureAttention y = mixture_attention(q, k, b, v, {.totals = true, .causal = true, .causal_offset = 20});
+    backward(sum(mul(y.out, y.out)));
+    std::vector<std::vector<float>> r{y.out.to_vector<float>(), y.totals.to_vector<float>()};
+    for (const Tensor& t : {q, k, b, v}) r.push_back(t.grad().to_vector<float>());
+    return r;
+  };
+  const int before = num_threads();
+  set_num_threads(1);
+  auto one = run();
+  set_num_threads(std::max(2, before));
+  auto many = run();
+  set_num_threads(before);
+  CHECK(one == many);
 }
 
 TEST_CASE("mixture_attention reports bad shapes and dtypes") {
