@@ -22,6 +22,7 @@
 #include "ops/linear_attention.h"
 #include "ops/loss.h"
 #include "ops/mixture.h"
+#include "ops/mixture_attention.h"
 #include "ops/optim.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"

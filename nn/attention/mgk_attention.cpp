@@ -1,5 +1,7 @@
 // nn/attention/mgk_attention.cpp — MGK and sMGK attention: projections,
-// cache, the logits of the Gaussian mixture, and the soft-E update of π.
+// cache, the bias of the Gaussian mixture, the fused ops/mixture_attention.h
+// op (or, when return_weights asks for the weights, the composed matmul →
+// mixture_softmax → dropout → matmul) and the soft-E update of π.
 #include "nn/attention/mgk_attention.h"
 
 #include <cmath>
@@ -14,6 +16,7 @@
 #include "ops/inplace.h"
 #include "ops/linalg.h"
 #include "ops/mixture.h"
+#include "ops/mixture_attention.h"
 #include "ops/reduce.h"
 #include "ops/softmax.h"
 #include "ops/unary.h"
@@ -71,30 +74,54 @@ Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, cons
 
   // logits_ijr = log π_r − ‖q_i − k_jr‖²/2σ² = log π_r − ‖q_i‖²/2σ² + q_i·k_jr/σ² − ‖k_jr‖²/2σ².
   // ‖q_i‖² is the same for every key j and component r, so it cancels in the
-  // softmax over j and is never computed: mixture_softmax gets the scores
-  // q·k_jr (one GEMM over all M·S keys) with scale 1/σ², and the per-key bias
-  // log π_r − ‖k_jr‖²/2σ². (The tests' loop reference keeps the full distance.)
-  Tensor scores = view(matmul(qh, transpose(reshape(kr, {B, h, M * S, p}), -1, -2)), {B, h, T, M, S});
+  // softmax over j and is never computed: the attention gets the scores
+  // q·k_jr with scale 1/σ², and the per-key bias log π_r − ‖k_jr‖²/2σ².
+  // (The tests' loop reference keeps the full distance.)
   Tensor bias = add(view(log_pi(), {1, h, M, 1}), mul(sum(mul(kr, kr), {-1}), -0.5 * inv_s2));  // (B, h, M, S)
-  Tensor masked = attention_mask({mask.causal, kv.key_padding}, B, T, S, kv.offset, query.device());
   const bool estimate_pi = config.soft_e && is_training();
-  MixtureSoftmax mix = mixture_softmax(scores, bias, inv_s2, masked,
-                                       {.hard = config.hard_e, .responsibilities = estimate_pi});  // A (B, h, T, S)
+  Tensor heads_out;    // (B, h, T, p)
+  Tensor resp_totals;  // Σ over queries and visible keys of γ (B, h, M); soft-E training only
+  if (!return_weights) {
+    // The fused op: neither the (B, h, T, M, S) scores nor the (B, h, T, S)
+    // weights are formed, forward or backward.
+    MixtureAttention fused = mixture_attention(qh, kr, bias, kv.v,
+                                               {.scale = inv_s2,
+                                                .hard = config.hard_e,
+                                                .totals = estimate_pi,
+                                                .causal = mask.causal,
+                                                .causal_offset = kv.offset,
+                                                .key_padding = kv.key_padding,
+                                                .dropout_p = attn_drop->p,
+                                                .training = attn_drop->is_training()});
+    heads_out = fused.out;
+    resp_totals = fused.totals;
+  } else {
+    // The weights are wanted: one GEMM over all M·S keys, mixture_softmax,
+    // dropout, weights @ v — the fused op's semantics, op by op.
+    Tensor scores = view(matmul(qh, transpose(reshape(kr, {B, h, M * S, p}), -1, -2)), {B, h, T, M, S});
+    Tensor masked = attention_mask({mask.causal, kv.key_padding}, B, T, S, kv.offset, query.device());
+    MixtureSoftmax mix = mixture_softmax(scores, bias, inv_s2, masked,
+                                         {.hard = config.hard_e, .responsibilities = estimate_pi});  // A (B, h, T, S)
+    if (estimate_pi) {
+      NoGradGuard no_grad;
+      resp_totals = sum(mix.responsibilities, {2, 4});  // (B, h, M)
+    }
+    last_weights = detach(mix.weights);
+    heads_out = matmul(attn_drop->forward(mix.weights), kv.v);
+  }
 
   if (estimate_pi) {
-    // E-step statistics: γ (B, h, T, M, S) is 0 at hidden keys and sums to 1
-    // over r at visible ones, so Σ_r of its totals counts the visible pairs.
+    // E-step statistics: γ is 0 at hidden keys and sums to 1 over r at
+    // visible ones, so Σ_r of its totals counts the visible pairs.
     NoGradGuard no_grad;
-    Tensor totals = sum(mix.responsibilities, {0, 2, 4});  // (h, M)
-    Tensor visible = sum(totals, {1}, true);               // (h, 1)
+    Tensor totals = sum(resp_totals, {0});          // (h, M)
+    Tensor visible = sum(totals, {1}, true);        // (h, 1)
     Tensor estimate = div(totals, maximum(visible, full_like(visible, 1e-30)));
     // A head that saw no visible key keeps its π.
     Tensor step = where(gt(visible, 0.0), sub(estimate, pi), zeros_like(pi));
     add_(pi, step, pi_momentum);
   }
-  if (return_weights) last_weights = detach(mix.weights);
-  Tensor weights = attn_drop->forward(mix.weights);
-  return o->forward(merge_heads(matmul(weights, kv.v)));  // (B, T, d)
+  return o->forward(merge_heads(heads_out));  // (B, T, d)
 }
 
 namespace {

@@ -26,6 +26,11 @@
 //                        π ← (1 − pi_momentum)·π + pi_momentum·mean γ
 //                      (an exponential moving average, as BatchNorm keeps its
 //                      statistics; pi_momentum = 0.1). Eval mode never updates it.
+// Computed by the fused ops/mixture_attention.h (no (B, h, T, M, S) scores or
+// (B, h, T, S) weights in memory, forward or backward; soft-E's totals come
+// from its tiles); when return_weights is set, by the composed matmul →
+// mixture_softmax → dropout → matmul, which fills last_weights — the same
+// values, gradients and dropout masks.
 // Attention dropout (AttentionConfig::dropout) acts on A. Decoding caches hold
 // keys (B, h, M, S, p) — the shifted keys for smgk — and values (B, h, S, p).
 // Parameters (kv_dim = d): mgk (M + 3)·h·p·d + (M + 2)·h·p + d + h·M (π

@@ -3,7 +3,9 @@
 // formula (‖q − k_jr‖² in full, log-sum-exp or max over r), float64 gradchecks
 // of the whole module, causal and padding masks, cached decoding (growing and
 // static caches), returned weights, M = 1 as plain Gaussian-kernel attention,
-// the soft-E update of π, parameter counts and state-dict names, config errors.
+// the soft-E update of π, the fused path against the composed return_weights
+// path (outputs, gradients, π, dropout), parameter counts and state-dict names,
+// config errors.
 #include <cmath>
 
 #include "nn/attention/mgk_attention.h"
@@ -325,6 +327,44 @@ TEST_CASE("MGK return_weights stores (B, h, T, S) probabilities whose rows sum t
     CHECK_FALSE(w.requires_grad());
     check_close(sum(w, {-1}), Vec(20, 1.0), 1e-12, 0);
     check_close(w, mgk_ref(*m, x, x, x, either(causal_mask(), padding_mask(pad))).weights, 1e-12, 1e-10);
+  }
+}
+
+TEST_CASE("MGK's fused path equals its composed return_weights path: outputs, every gradient, soft-E π, dropout") {
+  for (const Variant& var : kVariants) {
+    CAPTURE(variant_name(var));
+    auto c = config(var, 8, 2, 3);
+    c.dropout = 0.3;
+    Tensor x = input({2, 7, 8}, 95);
+    Tensor pad = bool_tensor({0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0}, {2, 7});  // batch 1: rows 0-2 see nothing
+    std::vector<Tensor> outs, pis;
+    std::vector<std::vector<Tensor>> grads;
+    for (bool weights : {false, true}) {
+      auto m = make(c);
+      m->train();  // dropout on, and the soft-E update of π
+      m->return_weights = weights;
+      Tensor xl = detach(x);
+      xl.set_requires_grad(true);
+      manual_seed(1234);  // the same dropout mask on both paths
+      Tensor y = m->forward(xl, {.causal = true, .key_padding = pad});
+      CHECK(m->last_weights.defined() == weights);
+      backward(sum(mul(y, input({2, 7, 8}, 96))));
+      outs.push_back(y);
+      grads.push_back({xl.grad()});
+      for (const Tensor& p : m->parameters()) grads.back().push_back(p.grad());
+      if (m->pi.defined()) pis.push_back(detach(m->pi));
+    }
+    check_close(outs[0], outs[1], 1e-12, 1e-10);
+    REQUIRE(grads[0].size() == grads[1].size());
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      CAPTURE(i);
+      REQUIRE(grads[0][i].defined());
+      check_close(grads[0][i], grads[1][i], 1e-12, 1e-10);
+    }
+    if (var.soft_e) {
+      REQUIRE(pis.size() == 2);
+      check_close(pis[0], pis[1], 1e-12, 1e-10);
+    }
   }
 }
 
