@@ -28,12 +28,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/copy.h"
 #include "core/parallel.h"
 #include "core/random_values.h"
 #include "ops/cpu/blas.h"
+#include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/row_math.h"
 #include "ops/mixture_attention.h"
 #include "ops/mixture_attention_formulas.h"
@@ -60,8 +62,8 @@ constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
 // Every tile product of these kernels: C ← alpha·op(A)·op(B) + beta·C,
 // row-major, on the calling thread (the tasks are the parallelism; the entry
-// points set BLAS to one thread). Kept as the one door so that the tile
-// products can move to other kernels (bf16, say) in one place.
+// points set BLAS to one thread). float32 tiles are bf16 GEMMs under
+// MatmulPrecision::BFloat16 (ops/cpu/gemm_bf16.h), as the softmax kernel's are.
 template <class T>
 void tile_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
@@ -71,7 +73,10 @@ void tile_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
   }
-  blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if constexpr (std::is_same_v<T, float>)  // float32 follows the matmul precision (bf16 tiles under BFloat16)
+    gemm_f32(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, /*threaded=*/false);
+  else
+    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 // A (B, h, rows, cols) or (B, h, M, rows, cols) operand as BLAS reads it:

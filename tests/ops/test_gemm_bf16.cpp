@@ -3,7 +3,8 @@
 // machine has, each forced in turn (a path the CPU lacks is skipped with a
 // message): results equal the float64 product of the bf16-rounded operands
 // within float32 summation error, over ragged shapes, both transposes,
-// batched and broadcast operands, strided views, alpha/beta, threads; and
+// batched and broadcast operands, strided views, alpha/beta, threads, and
+// inside the fused softmax and MGK attention kernels; and
 // MatmulPrecision::Float32 stays OpenBLAS bit for bit.
 #include <cblas.h>
 
@@ -243,6 +244,9 @@ TEST_CASE("bf16 gemm: KS_CPU_GEMM and set_cpu_gemm_path name what is missing") {
   }
 }
 
+// k (B, h, S, p) as M = 2 keys per position (B, h, 2, S, p): k and k/2.
+static Tensor stack_keys(const Tensor& k) { return contiguous(stack({k, mul(k, 0.5)}, 2)); }
+
 TEST_CASE("bf16 gemm: the fused attention's tile products run in bf16 too, forward and backward") {
   for_each_path([&] {
     Generator g(7);
@@ -254,7 +258,12 @@ TEST_CASE("bf16 gemm: the fused attention's tile products run in bf16 too, forwa
       for (Tensor* t : {&ql, &kl, &vl}) t->set_requires_grad(true);
       Tensor out = scaled_dot_product_attention(ql, kl, vl, {.causal = true});
       backward(sum(mul(out, dout)));
-      return std::vector<Tensor>{out, ql.grad(), kl.grad(), vl.grad()};
+      // MGK's fused kernel: two keys per position from the same k, shifted
+      Tensor qm = detach(q), km = detach(stack_keys(k)), bias = zeros({1, 3, 2, 90});
+      for (Tensor* t : {&qm, &km}) t->set_requires_grad(true);
+      Tensor mout = mixture_attention(qm, km, bias, v, {.causal = true}).out;
+      backward(sum(mul(mout, dout)));
+      return std::vector<Tensor>{out, ql.grad(), kl.grad(), vl.grad(), mout, qm.grad(), km.grad()};
     };
     const std::vector<Tensor> f32 = run(MatmulPrecision::Float32), b16 = run(MatmulPrecision::BFloat16);
     for (size_t i = 0; i < f32.size(); ++i) {
