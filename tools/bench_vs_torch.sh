@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-3}"
 torch_bench=../shared/bench/torch_lm_bench.py
-shapes=("softmax --heads 8" "fixed --heads 8 --head-dim 64" "mgk --heads 4" "mgk --heads 8")
+shapes=("softmax --heads 8" "fixed --heads 8 --head-dim 64" "mgk --heads 4 --head-dim 32" "mgk --heads 8")
 tps() { sed -n 's/.*"tokens_per_s": *\([0-9.]*\).*/\1/p' | head -1; }
 printf "%-36s %-8s %5s %12s %12s %7s\n" shape precision round keystone torch ratio
 for shape in "${shapes[@]}"; do

@@ -150,23 +150,20 @@ void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_
       auto write_back = [&](int64_t ib, int64_t jb) {
         const int64_t i0 = ib * kBlock, j0 = jb * kBlock;
         const int64_t rows = std::min(kBlock, m - i_base - i0), cols = std::min(kBlock, n - j_base - j0);
+        if (c_transposed) {
+          bf16::store_transposed(acc + i0 * lds + j0, lds, rows, cols, alpha, beta,
+                                 c + (j_base + j0) * ldc + i_base + i0, ldc);
+          return;
+        }
         for (int64_t i = 0; i < rows; ++i) {
           const float* src = acc + (i0 + i) * lds + j0;
-          const int64_t row = i_base + i0 + i, col = j_base + j0;
-          if (c_transposed) {
-            for (int64_t j = 0; j < cols; ++j) {
-              float& dst = c[(col + j) * ldc + row];
-              dst = beta == 0 ? alpha * src[j] : alpha * src[j] + beta * dst;
-            }
-          } else {
-            float* dst = c + row * ldc + col;
-            if (beta == 0 && alpha == 1)
-              std::copy(src, src + cols, dst);
-            else if (beta == 0)
-              for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j];
-            else
-              for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j] + beta * dst[j];
-          }
+          float* dst = c + (i_base + i0 + i) * ldc + j_base + j0;
+          if (beta == 0 && alpha == 1)
+            std::copy(src, src + cols, dst);
+          else if (beta == 0)
+            for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j];
+          else
+            for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j] + beta * dst[j];
         }
       };
       // One k chunk and a plain product: whole blocks go straight to C (no pass over scratch).

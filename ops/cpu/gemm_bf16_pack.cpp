@@ -161,3 +161,30 @@ KS_AVX512 void pack_b(const float* b, bool transposed, int64_t ldb, int64_t k, i
 }
 
 }  // namespace ks::cpu::bf16
+
+namespace ks::cpu::bf16 {
+
+KS_AVX512 void store_transposed(const float* src, int64_t lds, int64_t rows, int64_t cols, float alpha, float beta,
+                                float* dst, int64_t ldd) {
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  const int64_t rows16 = rows / 16 * 16, cols16 = cols / 16 * 16;
+  for (int64_t i = 0; i < rows16; i += 16)
+    for (int64_t j = 0; j < cols16; j += 16) {
+      __m512 r[16];
+      for (int t = 0; t < 16; ++t) r[t] = _mm512_loadu_ps(src + (i + t) * lds + j);
+      transpose16(r);  // r[t] = column j + t of the block: destination row j + t
+      for (int t = 0; t < 16; ++t) {
+        float* d = dst + (j + t) * ldd + i;
+        const __m512 x = _mm512_mul_ps(va, r[t]);
+        _mm512_storeu_ps(d, beta == 0 ? x : _mm512_fmadd_ps(vb, _mm512_loadu_ps(d), x));
+      }
+    }
+  // the edges, element by element
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = (i < rows16 ? cols16 : 0); j < cols; ++j) {
+      float& d = dst[j * ldd + i];
+      d = beta == 0 ? alpha * src[i * lds + j] : alpha * src[i * lds + j] + beta * d;
+    }
+}
+
+}  // namespace ks::cpu::bf16

@@ -37,6 +37,12 @@ void pack_b(const float* b, bool transposed, int64_t ldb, int64_t k, int64_t n, 
 
 // a: packed A at the block's first row and k offset, lda_p its row stride (kp);
 // b0, b1: the two panels at the same k offset.
+// dst[j·ldd + i] = alpha·src[i·lds + j] + beta·dst[j·ldd + i] for i < rows,
+// j < cols (beta = 0 never reads dst): a result block written transposed,
+// 16 × 16 at a time through registers.
+void store_transposed(const float* src, int64_t lds, int64_t rows, int64_t cols, float alpha, float beta, float* dst,
+                      int64_t ldd);
+
 // next: the operands of the block that will follow on this thread (null
 // where they are the current ones, or there is none), prefetched into L1.
 struct BlockOperands {
