@@ -12,8 +12,8 @@
 // float32 scratch tile (512 KiB, in L2, with a row stride 16 floats off a
 // power of two so that tile rows do not collide in L1 sets) across the k
 // chunks; after a block's last chunk C = alpha·scratch + beta·C, the only
-// pass over C. With one k chunk and alpha = 1, beta = 0, whole blocks are
-// stored straight into C instead. A weight gradient (op(A) = Xᵀ, op(B) = Y)
+// pass over C. With one k chunk, alpha = 1 and beta 0 or 1, whole blocks
+// are summed straight into C instead. A weight gradient (op(A) = Xᵀ, op(B) = Y)
 // runs as Cᵀ = Yᵀ·X when that puts the transposing pack on the smaller
 // operand, C then written transposed.
 // Float32 sums throughout.
@@ -166,8 +166,9 @@ void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_
             for (int64_t j = 0; j < cols; ++j) dst[j] = alpha * src[j] + beta * dst[j];
         }
       };
-      // One k chunk and a plain product: whole blocks go straight to C (no pass over scratch).
-      const bool direct = chunks == 1 && alpha == 1 && beta == 0 && !c_transposed;
+      // One k chunk, alpha = 1 and beta 0 or 1 (a product, or one added to a
+      // bias already in C): whole blocks go straight to C, no pass over scratch.
+      const bool direct = chunks == 1 && alpha == 1 && (beta == 0 || beta == 1) && !c_transposed;
       for (int64_t q = 0; q < chunks * per_chunk; ++q) {
         const int64_t k0 = (q / per_chunk) * kKc, kc = std::min(kKc, kp - k0);
         const int64_t ib = (q % per_chunk) / n_blocks, jb = q % n_blocks;
@@ -185,7 +186,7 @@ void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_
         const uint16_t* b0 = b_of(q);
         const int64_t row = i_base + ib * kBlock, col = j_base + jb * kBlock;
         if (direct && row + kBlock <= m && col + kBlock <= n) {
-          block(a_of(q), ka, b0, b0 + kp * kPanel, kc, c + row * ldc + col, ldc, false, next);
+          block(a_of(q), ka, b0, b0 + kp * kPanel, kc, c + row * ldc + col, ldc, beta == 1, next);
           continue;
         }
         block(a_of(q), ka, b0, b0 + kp * kPanel, kc, acc + ib * kBlock * lds + jb * kBlock, lds, k0 > 0, next);

@@ -146,11 +146,14 @@ TEST_CASE("bf16 gemm: the operands really are rounded (a float32 product would d
 
 TEST_CASE("bf16 gemm: alpha, beta, transposes and leading dimensions, threaded or not, as blas_gemm means them") {
   for_each_path([&] {
+    for (auto [alpha, beta] : {std::pair{0.5f, 0.25f}, std::pair{1.f, 1.f}, std::pair{1.f, 0.f}})
     for (bool ta : {false, true})
       for (bool tb : {false, true})
         for (int64_t m : {1, 31, 70})
           for (int64_t n : {1, 33, 65})
             for (int64_t k : {1, 47, 600}) {
+              CAPTURE(alpha);
+              CAPTURE(beta);
               CAPTURE(ta);
               CAPTURE(tb);
               CAPTURE(m);
@@ -168,8 +171,8 @@ TEST_CASE("bf16 gemm: alpha, beta, transposes and leading dimensions, threaded o
               fill(b);
               fill(c0);
               std::vector<float> c1 = c0, c2 = c0;
-              cpu::bf16_gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 0.25f, c1.data(), ldc, false);
-              cpu::bf16_gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 0.25f, c2.data(), ldc, true);
+              cpu::bf16_gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c1.data(), ldc, false);
+              cpu::bf16_gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c2.data(), ldc, true);
               CHECK(c1 == c2);  // the same blocks and sums on any number of threads
               std::vector<double> va(size_t(m * k)), vb(size_t(k * n)), got(size_t(m * n)), ref, scale;
               for (int64_t i = 0; i < m; ++i)
@@ -181,8 +184,8 @@ TEST_CASE("bf16 gemm: alpha, beta, transposes and leading dimensions, threaded o
                 for (int64_t j = 0; j < n; ++j) {
                   const size_t e = size_t(i * n + j);
                   got[e] = c1[size_t(i * ldc + j)];
-                  ref[e] = 0.5 * ref[e] + 0.25 * double(c0[size_t(i * ldc + j)]);
-                  scale[e] = 0.5 * scale[e] + 0.25 * std::fabs(double(c0[size_t(i * ldc + j)]));
+                  ref[e] = alpha * ref[e] + beta * double(c0[size_t(i * ldc + j)]);
+                  scale[e] = alpha * scale[e] + beta * std::fabs(double(c0[size_t(i * ldc + j)]));
                 }
               check_within_f32(got, ref, scale, k);
               for (int64_t i = 0; i < m; ++i)  // the padding between rows is never written
