@@ -66,9 +66,12 @@ CpuGemmPath parse_path(const std::string& s) {
   throw Error(str("KS_CPU_GEMM: expected amx, avx512bf16 or float32, got '", s.substr(0, 64), "'"));
 }
 
+// AMX when there is AMX. Without it the float32 path: on the machine
+// measured (docs/performance.md) OpenBLAS sgemm on the rounded operands ran
+// 1.4× faster than our AVX512-BF16 kernel, which stays available through
+// KS_CPU_GEMM=avx512bf16.
 CpuGemmPath best_path() {
   if (cpu_gemm_path_available(CpuGemmPath::Amx)) return CpuGemmPath::Amx;
-  if (cpu_gemm_path_available(CpuGemmPath::Avx512Bf16)) return CpuGemmPath::Avx512Bf16;
   return CpuGemmPath::Float32;
 }
 

@@ -1,7 +1,7 @@
 // core/cpu_features.h — what this CPU can do for bfloat16 GEMMs, found at run
 // time, and which kernel the CPU's bf16 GEMMs use (ops/cpu/gemm_bf16.h).
 //
-// Paths, best first:
+// Paths:
 //   amx         Advanced Matrix Extensions: TMUL tiles, _tile_dpbf16ps (16×16
 //               float32 results per instruction). Needs cpuid's AMX-TILE and
 //               AMX-BF16, the OS enabling tile state in XCR0, and Linux's
@@ -10,6 +10,8 @@
 //   avx512bf16  vdpbf16ps on 512-bit vectors (AVX512-BF16 with AVX512F/BW).
 //   float32     the operands rounded to bfloat16, then OpenBLAS sgemm: the
 //               same results, to float32 summation order, on any x86-64.
+// The default is amx where available, else float32 (our AVX512-BF16 kernel
+// is slower than OpenBLAS on the rounded operands: docs/performance.md).
 // KS_CPU_GEMM=amx|avx512bf16|float32 forces a path (tests exercise each one);
 // forcing one the CPU lacks is an error naming what is missing.
 // Not here: whether GEMMs run in bf16 at all (core/matmul_precision.h).
@@ -35,7 +37,7 @@ const char* cpu_gemm_path_name(CpuGemmPath p);  // "amx", "avx512bf16", "float32
 // Whether this CPU (and OS) can run the path; `why` gets the reason when not.
 bool cpu_gemm_path_available(CpuGemmPath p, std::string* why = nullptr);
 // The path bf16 GEMMs use: set_cpu_gemm_path's, else KS_CPU_GEMM's (checked
-// on first use), else the best available.
+// on first use), else the default above.
 CpuGemmPath cpu_gemm_path();
 // Forces a path for the process (tests); throws if it is not available.
 void set_cpu_gemm_path(CpuGemmPath p);

@@ -8,13 +8,17 @@
 // large logits do not overflow) and never materialises log-softmax; its
 // backward recomputes softmax from the logits and that one number per row.
 // The mse sum uses fixed chunks added in order: deterministic for any thread
-// count.
+// count. The float32 class rows also have AVX-512 clones (row_math.h's
+// KS_AVX512_CLONE), taken where the CPU has AVX-512: the same operations in
+// wider registers, so the same bits.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/copy.h"
+#include "core/cpu_features.h"
 #include "core/parallel.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/row_math.h"
@@ -40,29 +44,43 @@ int64_t check_targets(const int64_t* t, int64_t P, int64_t C, const ClassLossSpe
   return count;
 }
 
+// Rows [b, e) of the loss. KS_ROWS_INLINE so that the AVX-512 clones below
+// compile the whole row, its exp and sums included, for 512-bit vectors.
+template <class T>
+KS_ROWS_INLINE void class_loss_range(T* loss, T* lse, const T* x, const int64_t* t, int64_t C,
+                                     const ClassLossSpec& spec, int64_t b, int64_t e) {
+  const double eps = spec.label_smoothing;
+  for (int64_t p = b; p < e; ++p) {
+    if (t[p] == spec.ignore_index) {
+      loss[p] = T(0);
+      if (lse) lse[p] = T(0);
+      continue;
+    }
+    const T* xr = x + p * C;
+    if (!spec.from_logits) {
+      loss[p] = -xr[t[p]];
+      continue;
+    }
+    T m = row_max(xr, C);
+    if (m == -std::numeric_limits<T>::infinity()) m = 0;
+    const double s = lane_sum<double>(C, [&](int64_t i) { return vmath::exp(xr[i] - m); });
+    const double l = double(m) + std::log(s);
+    const double sum_x = eps > 0 ? lane_sum<double>(C, [&](int64_t i) { return xr[i]; }) : 0.0;
+    loss[p] = T(class_row_loss(l, double(xr[t[p]]), sum_x, eps, C));
+    lse[p] = T(l);
+  }
+}
+KS_AVX512_CLONE void class_loss_range_avx512(float* loss, float* lse, const float* x, const int64_t* t, int64_t C,
+                                             const ClassLossSpec& spec, int64_t b, int64_t e) {
+  class_loss_range(loss, lse, x, t, C, spec, b, e);
+}
+
 template <class T>
 void class_loss_rows(T* loss, T* lse, const T* x, const int64_t* t, int64_t P, int64_t C, const ClassLossSpec& spec) {
-  const double eps = spec.label_smoothing;
   parallel_for(0, P, std::max<int64_t>(1, kGrain / C), [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) {
-      if (t[p] == spec.ignore_index) {
-        loss[p] = T(0);
-        if (lse) lse[p] = T(0);
-        continue;
-      }
-      const T* xr = x + p * C;
-      if (!spec.from_logits) {
-        loss[p] = -xr[t[p]];
-        continue;
-      }
-      T m = row_max(xr, C);
-      if (m == -std::numeric_limits<T>::infinity()) m = 0;
-      const double s = lane_sum<double>(C, [&](int64_t i) { return vmath::exp(xr[i] - m); });
-      const double l = double(m) + std::log(s);
-      const double sum_x = eps > 0 ? lane_sum<double>(C, [&](int64_t i) { return xr[i]; }) : 0.0;
-      loss[p] = T(class_row_loss(l, double(xr[t[p]]), sum_x, eps, C));
-      lse[p] = T(l);
-    }
+    if constexpr (std::is_same_v<T, float>)
+      if (cpu_features().avx512) return class_loss_range_avx512(loss, lse, x, t, C, spec, b, e);
+    class_loss_range(loss, lse, x, t, C, spec, b, e);
   });
 }
 
@@ -79,29 +97,43 @@ void class_loss_cpu(const Tensor& loss, const Tensor& lse, const Tensor& denom, 
   });
 }
 
-// dx_c = g · (softmax_c - q_c), q = (1 - ε)·onehot(t) + ε/C; for nll_loss dx = -g·onehot(t).
+// dx_c = g · (softmax_c - q_c), q = (1 - ε)·onehot(t) + ε/C; for nll_loss dx = -g·onehot(t). Rows [b, e).
+template <class T>
+KS_ROWS_INLINE void class_loss_backward_range(T* dx, const T* g, int64_t gs, const T* x, const T* lse,
+                                              const int64_t* t, int64_t C, const ClassLossSpec& spec, int64_t b,
+                                              int64_t e) {
+  const CrossEntropyGrad<T> grad{T(spec.label_smoothing / double(C)), T(1 - spec.label_smoothing)};
+  for (int64_t p = b; p < e; ++p) {
+    T* dr = dx + p * C;
+    if (t[p] == spec.ignore_index) {
+      std::fill(dr, dr + C, T(0));
+      continue;
+    }
+    const T gp = g[p * gs];
+    if (!spec.from_logits) {
+      std::fill(dr, dr + C, T(0));
+      dr[t[p]] = -gp;
+      continue;
+    }
+    const T* xr = x + p * C;
+    const T l = lse[p];
+    for (int64_t c = 0; c < C; ++c) dr[c] = grad(gp, xr[c], l);
+    dr[t[p]] -= gp * grad.on;
+  }
+}
+KS_AVX512_CLONE void class_loss_backward_range_avx512(float* dx, const float* g, int64_t gs, const float* x,
+                                                      const float* lse, const int64_t* t, int64_t C,
+                                                      const ClassLossSpec& spec, int64_t b, int64_t e) {
+  class_loss_backward_range(dx, g, gs, x, lse, t, C, spec, b, e);
+}
+
 template <class T>
 void class_loss_backward_rows(T* dx, const T* g, int64_t gs, const T* x, const T* lse, const int64_t* t, int64_t P,
                               int64_t C, const ClassLossSpec& spec) {
-  const CrossEntropyGrad<T> grad{T(spec.label_smoothing / double(C)), T(1 - spec.label_smoothing)};
   parallel_for(0, P, std::max<int64_t>(1, kGrain / C), [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) {
-      T* dr = dx + p * C;
-      if (t[p] == spec.ignore_index) {
-        std::fill(dr, dr + C, T(0));
-        continue;
-      }
-      const T gp = g[p * gs];
-      if (!spec.from_logits) {
-        std::fill(dr, dr + C, T(0));
-        dr[t[p]] = -gp;
-        continue;
-      }
-      const T* xr = x + p * C;
-      const T l = lse[p];
-      for (int64_t c = 0; c < C; ++c) dr[c] = grad(gp, xr[c], l);
-      dr[t[p]] -= gp * grad.on;
-    }
+    if constexpr (std::is_same_v<T, float>)
+      if (cpu_features().avx512) return class_loss_backward_range_avx512(dx, g, gs, x, lse, t, C, spec, b, e);
+    class_loss_backward_range(dx, g, gs, x, lse, t, C, spec, b, e);
   });
 }
 

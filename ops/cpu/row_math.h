@@ -18,13 +18,22 @@
 
 #include "ops/cpu/vec_math.h"
 
+// A row kernel may also be compiled for AVX-512: a function marked
+// KS_AVX512_CLONE that calls the kernel's KS_ROWS_INLINE body, chosen at run
+// time where core/cpu_features.h reports AVX-512. Everything the body calls
+// here and in vec_math.h is forced inline, so the clone runs the same
+// operations in the same order in 512-bit registers: the same bits, faster.
+// (Without the clone the library targets AVX2.)
+#define KS_ROWS_INLINE [[gnu::always_inline]] inline
+#define KS_AVX512_CLONE __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+
 namespace ks::cpu {
 
 constexpr int kLanes = 8;
 
 // Σ f(i) for i in [0, n), accumulated in Acc (double for float32 rows).
 template <class Acc, class F>
-inline Acc lane_sum(int64_t n, F&& f) {
+KS_ROWS_INLINE Acc lane_sum(int64_t n, F&& f) {
   Acc acc[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -39,7 +48,7 @@ inline Acc lane_sum(int64_t n, F&& f) {
 // integer max reductions vectorise where float ones (NaN rules) do not. NaN
 // may or may not win; every caller lets it reach the result through a sum.
 template <class T>
-inline T row_max(const T* x, int64_t n) {
+KS_ROWS_INLINE T row_max(const T* x, int64_t n) {
   using I = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
   constexpr I flip = std::numeric_limits<I>::max();
   auto key = [](I b) { return b ^ ((b >> (sizeof(I) * 8 - 1)) & flip); };  // its own inverse
