@@ -28,6 +28,35 @@ void check_operand(const char* what, const Tensor& t, const Tensor& q) {
 
 }  // namespace
 
+SdpaParams resolve_attention_params(const char* op, const Tensor& q, int64_t S, const Tensor& key_padding,
+                                    double scale, bool causal, int64_t causal_offset, double dropout_p, bool training,
+                                    Generator* gen) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), P = q.size(3);
+  if (key_padding.defined()) {
+    KS_CHECK(key_padding.dtype() == kBool && key_padding.dim() == 2 && key_padding.size(0) == B &&
+                 key_padding.size(1) == S,
+             op, ": key_padding must be bool (", B, ", ", S, "), got ", describe(key_padding));
+    KS_CHECK(key_padding.device() == q.device(), op, ": key_padding is on ", key_padding.device().str(),
+             " but q is on ", q.device().str());
+  }
+  KS_CHECK(dropout_p >= 0 && dropout_p <= 1, op, ": dropout_p must be in [0, 1], got ", dropout_p);
+  KS_CHECK(std::isfinite(scale), op, ": scale must be finite, got ", scale);
+
+  SdpaParams prm;
+  prm.scale = scale > 0 ? scale : 1.0 / std::sqrt(double(P > 0 ? P : 1));
+  prm.causal = causal;
+  prm.causal_offset = causal_offset;
+  if (training && dropout_p > 0) {
+    Generator& g = gen ? *gen : default_generator();
+    prm.dropout = true;
+    prm.keep = 1.0 - dropout_p;
+    prm.drop_scale = dropout_p < 1 ? 1.0 / (1.0 - dropout_p) : 0.0;
+    prm.seed = g.seed();
+    prm.first_block = reserve_dropout_blocks(B * H * T * S, g);  // dropout()'s mask of the (B, h, T, S) weights
+  }
+  return prm;
+}
+
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& opt) {
   KS_CHECK(q.defined(), kOp, ": undefined q");
   check_floating(kOp, q);
@@ -42,27 +71,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
            ", ", S, ", e) to match k ", describe(k), ", got ", describe(v));
   const int64_t E = v.size(3);
   const Tensor& pad = opt.key_padding;
-  if (pad.defined()) {
-    KS_CHECK(pad.dtype() == kBool && pad.dim() == 2 && pad.size(0) == B && pad.size(1) == S, kOp,
-             ": key_padding must be bool (", B, ", ", S, "), got ", describe(pad));
-    KS_CHECK(pad.device() == q.device(), kOp, ": key_padding is on ", pad.device().str(), " but q is on ",
-             q.device().str());
-  }
-  KS_CHECK(opt.dropout_p >= 0 && opt.dropout_p <= 1, kOp, ": dropout_p must be in [0, 1], got ", opt.dropout_p);
-  KS_CHECK(std::isfinite(opt.scale), kOp, ": scale must be finite, got ", opt.scale);
-
-  SdpaParams prm;
-  prm.scale = opt.scale > 0 ? opt.scale : 1.0 / std::sqrt(double(P > 0 ? P : 1));
-  prm.causal = opt.causal;
-  prm.causal_offset = opt.causal_offset;
-  if (opt.training && opt.dropout_p > 0) {
-    Generator& g = opt.gen ? *opt.gen : default_generator();
-    prm.dropout = true;
-    prm.keep = 1.0 - opt.dropout_p;
-    prm.drop_scale = opt.dropout_p < 1 ? 1.0 / (1.0 - opt.dropout_p) : 0.0;
-    prm.seed = g.seed();
-    prm.first_block = reserve_dropout_blocks(B * H * T * S, g);  // dropout()'s mask of the (B, h, T, S) weights
-  }
+  const SdpaParams prm = resolve_attention_params(kOp, q, S, pad, opt.scale, opt.causal, opt.causal_offset,
+                                                  opt.dropout_p, opt.training, opt.gen);
 
   Tensor out = Tensor::empty({B, H, T, E}, q.dtype(), q.device());
   Tensor lse = Tensor::empty({B, H, T}, q.dtype(), q.device());

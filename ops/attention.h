@@ -66,6 +66,15 @@ struct SdpaParams {
   uint64_t first_block = 0;  // Philox block of element 0; element n uses first_block + n / 4
 };
 
+// The checks and resolution every fused attention op shares (this one and
+// ops/mixture_attention.h): key_padding must be bool (B, S) on q's device,
+// dropout_p in [0, 1], scale finite (<= 0: 1/√p); when training with
+// dropout, the generator's blocks for dropout()'s mask of the (B, h, T, S)
+// weights are reserved. Errors name `op`.
+SdpaParams resolve_attention_params(const char* op, const Tensor& q, int64_t S, const Tensor& key_padding,
+                                    double scale, bool causal, int64_t causal_offset, double dropout_p, bool training,
+                                    Generator* gen);
+
 // out (B, h, T, e) and lse (B, h, T): contiguous, of q's dtype. q, k, v any
 // strides; key_padding (B, S) bool any strides, or undefined. Shapes checked.
 using SdpaForwardKernel = void(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,

@@ -10,7 +10,6 @@
 #include "core/copy.h"
 #include "core/factory.h"
 #include "ops/broadcast.h"
-#include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 
@@ -62,27 +61,8 @@ MixtureAttention mixture_attention(const Tensor& q, const Tensor& k, const Tenso
            ", ", S, ", e) to match k ", describe(k), ", got ", describe(v));
   const int64_t E = v.size(3);
   const Tensor& pad = opt.key_padding;
-  if (pad.defined()) {
-    KS_CHECK(pad.dtype() == kBool && pad.dim() == 2 && pad.size(0) == B && pad.size(1) == S, kOp,
-             ": key_padding must be bool (", B, ", ", S, "), got ", describe(pad));
-    KS_CHECK(pad.device() == q.device(), kOp, ": key_padding is on ", pad.device().str(), " but q is on ",
-             q.device().str());
-  }
-  KS_CHECK(opt.dropout_p >= 0 && opt.dropout_p <= 1, kOp, ": dropout_p must be in [0, 1], got ", opt.dropout_p);
-  KS_CHECK(std::isfinite(opt.scale), kOp, ": scale must be finite, got ", opt.scale);
-
-  SdpaParams prm;
-  prm.scale = opt.scale > 0 ? opt.scale : 1.0 / std::sqrt(double(P > 0 ? P : 1));
-  prm.causal = opt.causal;
-  prm.causal_offset = opt.causal_offset;
-  if (opt.training && opt.dropout_p > 0) {
-    Generator& g = opt.gen ? *opt.gen : default_generator();
-    prm.dropout = true;
-    prm.keep = 1.0 - opt.dropout_p;
-    prm.drop_scale = opt.dropout_p < 1 ? 1.0 / (1.0 - opt.dropout_p) : 0.0;
-    prm.seed = g.seed();
-    prm.first_block = reserve_dropout_blocks(B * H * T * S, g);  // dropout()'s mask of the (B, h, T, S) weights
-  }
+  const SdpaParams prm = resolve_attention_params(kOp, q, S, pad, opt.scale, opt.causal, opt.causal_offset,
+                                                  opt.dropout_p, opt.training, opt.gen);
   const bool hard = opt.hard;
   const Tensor bias_view = broadcast_raw(bias, bias_shape, kOp);  // (B, h, M, S), stride 0 where broadcast
 

@@ -1,7 +1,7 @@
 // ops/mixture_attention_formulas.h — what the CPU and CUDA kernels of
-// mixture_attention share (ops/mixture_attention.h for the math): which keys
-// a query sees, the index of a weight in dropout's numbering, and the per-key
-// formulas of the forward's online softmax, of the soft-E responsibilities
+// mixture_attention share (ops/mixture_attention.h for the math), beyond
+// ops/attention_formulas.h (which keys a query sees, dropout's numbering): the
+// per-key formulas of the forward's online softmax, of the soft-E responsibilities
 // and of the backward.
 // Not here: the tile loops, the tile products (BLAS on the CPU, dot products
 // from shared memory on the GPU) and the reductions across lanes or tiles.
@@ -13,43 +13,12 @@
 #include "core/host_device.h"
 #include "core/random_values.h"
 #include "ops/attention.h"
+#include "ops/attention_formulas.h"
 #include "ops/kernel_math.h"
 
 namespace ks::mixture_attention_formulas {
 
-// How many keys of the tile [j0, j0 + cols) query i sees under the causal
-// rule (j <= causal_offset + i): always a prefix of the tile.
-KS_HOST_DEVICE inline int64_t visible_prefix(const SdpaParams& prm, int64_t i, int64_t j0, int64_t cols) {
-  if (!prm.causal) return cols;
-  const int64_t n = prm.causal_offset + i + 1 - j0;
-  return n < 0 ? 0 : (n > cols ? cols : n);
-}
-
-// One past the last key any of the queries below i1 sees.
-KS_HOST_DEVICE inline int64_t key_end(const SdpaParams& prm, int64_t i1, int64_t S) {
-  if (!prm.causal) return S;
-  const int64_t n = prm.causal_offset + i1;
-  return n < 0 ? 0 : (n > S ? S : n);
-}
-
-// The first query that sees key j0 (T if none does).
-KS_HOST_DEVICE inline int64_t first_query(const SdpaParams& prm, int64_t j0, int64_t T) {
-  if (!prm.causal) return 0;
-  const int64_t i = j0 - prm.causal_offset;
-  return i < 0 ? 0 : (i > T ? T : i);
-}
-
-// Weight (pair = b·h + head, i, j) of the (B, h, T, S) weights, as dropout()
-// numbers its elements: element n is word n % 4 of Philox block first_block + n / 4.
-KS_HOST_DEVICE inline uint64_t weight_index(int64_t pair, int64_t T, int64_t S, int64_t i, int64_t j) {
-  return uint64_t((pair * T + i) * S + j);
-}
-
-// The dropout factor of weight n: 1/(1 − p) if kept, else 0.
-template <class T>
-KS_HOST_DEVICE inline T drop_factor(const SdpaParams& prm, uint64_t n) {
-  return bernoulli_element(prm.seed, prm.first_block, n, prm.keep) ? T(prm.drop_scale) : T(0);
-}
+using namespace attention_formulas;  // visibility, dropout numbering
 
 // Component r's logit from its scaled score scale·q·k_r and its bias.
 template <class T>

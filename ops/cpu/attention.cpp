@@ -32,8 +32,9 @@
 
 #include "core/copy.h"
 #include "core/parallel.h"
-#include "core/random_values.h"
 #include "ops/attention.h"
+#include "ops/attention_formulas.h"
+#include "ops/cpu/attention_tiles.h"
 #include "ops/cpu/blas.h"
 #include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/row_math.h"
@@ -41,6 +42,8 @@
 
 namespace ks::cpu {
 namespace {
+
+using namespace attention_formulas;  // visible_prefix, key_end, weight_index
 
 // Every tile product of these kernels: single-threaded (the tasks are the
 // parallelism); float32 follows the process's matmul precision (bf16 tiles
@@ -96,34 +99,6 @@ struct Mat {
   // Row `row` of the matrix of pair = b·h + head.
   const T* at(int64_t pair, int64_t row) const { return base + (pair / H) * sb + (pair % H) * sh + row * ld; }
 };
-
-// How many keys of tile [j0, j0 + cols) query i sees under the causal rule
-// (a prefix of the tile); the whole tile without it.
-inline int64_t visible_prefix(const SdpaParams& prm, int64_t i, int64_t j0, int64_t cols) {
-  if (!prm.causal) return cols;
-  return std::clamp<int64_t>(prm.causal_offset + i + 1 - j0, 0, cols);
-}
-
-// One past the last key any of the query rows [i0, i1) sees.
-inline int64_t key_end(const SdpaParams& prm, int64_t i1, int64_t S) {
-  if (!prm.causal) return S;
-  return std::clamp<int64_t>(prm.causal_offset + i1, 0, S);
-}
-
-// f[c] = (kept ? drop_scale : 0) for the n elements from flat index idx0 of
-// the (B, h, T, S) weights, drawn as ops/cpu/dropout.cpp draws them (one
-// Philox block per 4 elements, bernoulli_draw of core/random_values.h).
-template <class T>
-void dropout_factors(T* f, int64_t n, uint64_t idx0, const SdpaParams& prm) {
-  const T scale = T(prm.drop_scale);
-  int64_t c = 0;
-  while (c < n) {
-    const uint64_t idx = idx0 + uint64_t(c);
-    uint32_t w[4];
-    philox4x32_10(prm.seed, 0, prm.first_block + idx / 4, w);
-    for (int k = int(idx % 4); k < 4 && c < n; ++k, ++c) f[c] = bernoulli_draw(w, k, prm.keep) ? scale : T(0);
-  }
-}
 
 // Sets row entries [lim, cols) and padded keys to -inf; returns the row max.
 template <class T>
@@ -188,7 +163,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
           }
           if (prm.dropout) {
             T* f = fbuf.data();
-            dropout_factors(f, cols, uint64_t(((pair * d.T) + i0 + r) * d.S + j0), prm);
+            dropout_factors(f, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
             for (int64_t c = 0; c < cols; ++c) sr[c] *= f[c];
           }
         }
@@ -254,7 +229,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
             mask_row(pr, lim, cols, pad_b ? pad_b + j0 : nullptr);
             for (int64_t c = 0; c < cols; ++c) pr[c] = vmath::exp(pr[c] - lr);  // -inf -> 0
             if (lim == 0) std::fill(pr, pr + cols, T(0));  // lse = -inf would give NaN above
-            if (prm.dropout) dropout_factors(W + r * cols, cols, uint64_t((pair * d.T + i0 + r) * d.S + j0), prm);
+            if (prm.dropout) dropout_factors(W + r * cols, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
           }
           tile_gemm(false, true, rows, cols, d.E, T(1), Gi, G.ld, Vj, V.ld, T(0), dP, cols);  // dO Vᵀ
           if (prm.dropout)

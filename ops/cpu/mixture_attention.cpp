@@ -33,8 +33,8 @@
 
 #include "core/copy.h"
 #include "core/parallel.h"
-#include "core/random_values.h"
 #include "ops/cpu/blas.h"
+#include "ops/cpu/attention_tiles.h"
 #include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/row_math.h"
 #include "ops/mixture_attention.h"
@@ -120,20 +120,6 @@ struct BiasRows {
   }
   const T* at(int64_t pair, int64_t r, int64_t j) const { return base + (pair / H) * sb + (pair % H) * sh + r * sm + j; }
 };
-
-// f[c] = the dropout factor of the n weights from flat index idx0 (one
-// Philox block per 4 weights, as ops/cpu/dropout.cpp draws them).
-template <class T>
-void dropout_factors(T* f, int64_t n, uint64_t idx0, const SdpaParams& prm) {
-  const T scale = T(prm.drop_scale);
-  int64_t c = 0;
-  while (c < n) {
-    const uint64_t idx = idx0 + uint64_t(c);
-    uint32_t w[4];
-    philox4x32_10(prm.seed, 0, prm.first_block + idx / 4, w);
-    for (int k = int(idx % 4); k < 4 && c < n; ++k, ++c) f[c] = bernoulli_draw(w, k, prm.keep) ? scale : T(0);
-  }
-}
 
 // One row of the M logit tiles (component r's row at x + r·blk): adds the
 // bias, sets the keys the row does not see ([lim, cols) and padded ones) to

@@ -32,10 +32,13 @@
 #include "core/cuda/loops.cuh"
 #include "core/random_values.h"
 #include "ops/attention.h"
+#include "ops/attention_formulas.h"
 #include "ops/cuda/block_reduce.cuh"
 
 namespace ks::cuda {
 namespace {
+
+using namespace attention_formulas;  // key_end, weight_index, drop_factor
 
 constexpr int kWarps = 4;
 constexpr int kBlock = kWarps * kWarp;  // threads per block
@@ -57,22 +60,10 @@ __device__ inline double dexp(double x) { return exp(x); }
 __device__ inline float dlog(float x) { return logf(x); }
 __device__ inline double dlog(double x) { return log(x); }
 
-// The factor (kept ? 1/(1−p) : 0) of element n of the (B, h, T, S) weights.
-template <class T>
-__device__ inline T drop_factor(const SdpaParams& prm, uint64_t n) {
-  return bernoulli_element(prm.seed, prm.first_block, n, prm.keep) ? T(prm.drop_scale) : T(0);
-}
-
 // Whether query i sees key j (j < S assumed).
 __device__ inline bool sees(const SdpaParams& prm, const bool* pad_b, int64_t i, int64_t j) {
   if (prm.causal && j > prm.causal_offset + i) return false;
   return !(pad_b && pad_b[j]);
-}
-
-// One past the last key any query row below i1 sees.
-__device__ inline int64_t key_end(const SdpaParams& prm, int64_t i1, int64_t S) {
-  if (!prm.causal) return S;
-  return min(max(prm.causal_offset + i1, int64_t(0)), S);
 }
 
 // Rows (n, w) to shared memory with row stride ld.
@@ -135,7 +126,7 @@ __global__ void __launch_bounds__(kBlock) sdpa_forward(T* out, T* lse, const T* 
       T p = visible ? dexp(s - m_new) : T(0);
       const T sum = warp_sum(p);
       const T alpha = dexp(m_old - m_new);  // 0 while m_old = -inf
-      if (prm.dropout && visible) p *= drop_factor<T>(prm, uint64_t((pair * d.T + i) * d.S + j0 + lane));
+      if (prm.dropout && visible) p *= drop_factor<T>(prm, weight_index(pair, d.T, d.S, i, j0 + lane));
       Ps[r * kBC + lane] = p;
       __syncwarp();
       for (int64_t e = lane; e < E; e += kWarp) {
