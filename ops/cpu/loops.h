@@ -3,16 +3,29 @@
 // cpu_map<T...>(f, out, in...) computes out[i] = f(in[i]...) over tensors of
 // one shape (inputs may be strided or broadcast views), in parallel, with a
 // plain contiguous loop that the compiler vectorises when every operand is
-// contiguous. Kernels supply only the scalar function.
+// contiguous (for float32 results also in an AVX-512 twin, avx512_clone.h).
+// Kernels supply only the scalar function.
 #pragma once
 
 #include <array>
+#include <type_traits>
 
 #include "core/parallel.h"
 #include "core/strided_loop.h"
 #include "core/tensor.h"
+#include "ops/cpu/avx512_clone.h"
 
 namespace ks::cpu {
+
+// The contiguous loop, and its AVX-512 twin (avx512_clone.h) for float32.
+template <class Out, class F, class... In>
+KS_ROWS_INLINE void map_contiguous(const F& f, Out* o, int64_t n, const In*... in) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]...);
+}
+template <class Out, class F, class... In>
+KS_AVX512_CLONE void map_contiguous_avx512(const F& f, Out* o, int64_t n, const In*... in) {
+  map_contiguous(f, o, n, in...);
+}
 
 // out[i] = f(in_0[i], ..., in_{K-1}[i]); Out and In are the element types.
 template <class Out, class... In, class F>
@@ -38,8 +51,9 @@ void cpu_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in
     if (s == item) {
       [&]<size_t... I>(std::index_sequence<I...>) {
         Out* o = reinterpret_cast<Out*>(p[0]);
-        auto ptrs = std::make_tuple(reinterpret_cast<const In*>(p[I + 1])...);
-        for (int64_t i = 0; i < n; ++i) o[i] = f(std::get<I>(ptrs)[i]...);
+        if constexpr (std::is_same_v<Out, float>)
+          if (has_avx512()) return map_contiguous_avx512(f, o, n, reinterpret_cast<const In*>(p[I + 1])...);
+        map_contiguous(f, o, n, reinterpret_cast<const In*>(p[I + 1])...);
       }(std::index_sequence_for<In...>{});
     } else {
       [&]<size_t... I>(std::index_sequence<I...>) {

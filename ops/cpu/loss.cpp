@@ -8,8 +8,7 @@
 // large logits do not overflow) and never materialises log-softmax; its
 // backward recomputes softmax from the logits and that one number per row.
 // The mse sum uses fixed chunks added in order: deterministic for any thread
-// count. The float32 class rows also have AVX-512 clones (row_math.h's
-// KS_AVX512_CLONE), taken where the CPU has AVX-512: the same operations in
+// count. The float32 class rows also have AVX-512 clones (avx512_clone.h), taken where the CPU has AVX-512: the same operations in
 // wider registers, so the same bits.
 #include <algorithm>
 #include <cmath>
@@ -18,7 +17,6 @@
 #include <vector>
 
 #include "core/copy.h"
-#include "core/cpu_features.h"
 #include "core/parallel.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/row_math.h"
@@ -79,7 +77,7 @@ template <class T>
 void class_loss_rows(T* loss, T* lse, const T* x, const int64_t* t, int64_t P, int64_t C, const ClassLossSpec& spec) {
   parallel_for(0, P, std::max<int64_t>(1, kGrain / C), [&](int64_t b, int64_t e) {
     if constexpr (std::is_same_v<T, float>)
-      if (cpu_features().avx512) return class_loss_range_avx512(loss, lse, x, t, C, spec, b, e);
+      if (has_avx512()) return class_loss_range_avx512(loss, lse, x, t, C, spec, b, e);
     class_loss_range(loss, lse, x, t, C, spec, b, e);
   });
 }
@@ -132,7 +130,7 @@ void class_loss_backward_rows(T* dx, const T* g, int64_t gs, const T* x, const T
                               int64_t C, const ClassLossSpec& spec) {
   parallel_for(0, P, std::max<int64_t>(1, kGrain / C), [&](int64_t b, int64_t e) {
     if constexpr (std::is_same_v<T, float>)
-      if (cpu_features().avx512) return class_loss_backward_range_avx512(dx, g, gs, x, lse, t, C, spec, b, e);
+      if (has_avx512()) return class_loss_backward_range_avx512(dx, g, gs, x, lse, t, C, spec, b, e);
     class_loss_backward_range(dx, g, gs, x, lse, t, C, spec, b, e);
   });
 }

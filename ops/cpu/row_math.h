@@ -16,16 +16,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/cpu/avx512_clone.h"
 #include "ops/cpu/vec_math.h"
-
-// A row kernel may also be compiled for AVX-512: a function marked
-// KS_AVX512_CLONE that calls the kernel's KS_ROWS_INLINE body, chosen at run
-// time where core/cpu_features.h reports AVX-512. Everything the body calls
-// here and in vec_math.h is forced inline, so the clone runs the same
-// operations in the same order in 512-bit registers: the same bits, faster.
-// (Without the clone the library targets AVX2.)
-#define KS_ROWS_INLINE [[gnu::always_inline]] inline
-#define KS_AVX512_CLONE __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 
 namespace ks::cpu {
 
