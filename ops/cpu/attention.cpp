@@ -149,11 +149,11 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
             std::fill(sr, sr + cols, T(0));
             continue;
           }
+          // exp in one loop (vectorised), the sum in order in another: a
+          // running sum inside the exp loop kept it scalar.
+          for (int64_t c = 0; c < cols; ++c) sr[c] = vmath::exp(sr[c] - m_new);  // -inf -> 0
           T sum = 0;
-          for (int64_t c = 0; c < cols; ++c) {
-            sr[c] = vmath::exp(sr[c] - m_new);  // -inf -> 0
-            sum += sr[c];
-          }
+          for (int64_t c = 0; c < cols; ++c) sum += sr[c];
           const T alpha = vmath::exp(m[size_t(r)] - m_new);  // 0 while m was -inf
           l[size_t(r)] = l[size_t(r)] * alpha + sum;
           m[size_t(r)] = m_new;
