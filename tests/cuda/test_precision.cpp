@@ -90,12 +90,16 @@ TEST_CASE("cuda: a decoder LM trained with bfloat16 GEMMs tracks the float32 CPU
   REQUIRE(gpu_model);
   gpu_model->to(gpu());
   nn::AdamW cpu_opt(cpu_model->parameters(), {.lr = 3e-3}), gpu_opt(gpu_model->parameters(), {.lr = 3e-3});
-  PrecisionScope scope(MatmulPrecision::BFloat16);
   Generator gen(22);
   Tensor x = randint(0, 40, {8, 24}, {.dtype = kInt64}, &gen), y = randint(0, 40, {8, 24}, {.dtype = kInt64}, &gen);
   double first_cpu = 0, last_cpu = 0, last_gpu = 0;
+  // The precision is process-wide: only the GPU's forward and backward run under bf16, the CPU's stay float32.
   for (int s = 0; s < 20; ++s) {  // one batch, learned by heart: the loss falls well below ln(40)
-    Tensor lc = cpu_model->loss(x, y), lg = gpu_model->loss(on_gpu(x), on_gpu(y));
+    Tensor lc = cpu_model->loss(x, y), lg;
+    {
+      PrecisionScope scope(MatmulPrecision::BFloat16);
+      lg = gpu_model->loss(on_gpu(x), on_gpu(y));
+    }
     const double a = lc.item<double>(), b = lg.item<double>();
     CAPTURE(s);
     // bfloat16 operands carry ~3 significant digits; the runs drift apart slowly as they train.
@@ -104,7 +108,10 @@ TEST_CASE("cuda: a decoder LM trained with bfloat16 GEMMs tracks the float32 CPU
     last_cpu = a;
     last_gpu = b;
     backward(lc);
-    backward(lg);
+    {
+      PrecisionScope scope(MatmulPrecision::BFloat16);
+      backward(lg);
+    }
     cpu_opt.step();
     gpu_opt.step();
     cpu_opt.zero_grad();
