@@ -20,13 +20,13 @@ namespace {
 
 constexpr const char* kOp = "scaled_dot_product_attention";
 
-void check_operand(const char* what, const Tensor& t, const Tensor& q) {
-  KS_CHECK(t.defined(), kOp, ": undefined ", what);
-  KS_CHECK(t.dtype() == q.dtype(), kOp, ": ", what, " ", describe(t), " has a different dtype from q ", describe(q));
-  KS_CHECK(t.device() == q.device(), kOp, ": ", what, " is on ", t.device().str(), " but q is on ", q.device().str());
-}
-
 }  // namespace
+
+void check_attention_operand(const char* op, const char* what, const Tensor& t, const Tensor& q) {
+  KS_CHECK(t.defined(), op, ": undefined ", what);
+  KS_CHECK(t.dtype() == q.dtype(), op, ": ", what, " ", describe(t), " has a different dtype from q ", describe(q));
+  KS_CHECK(t.device() == q.device(), op, ": ", what, " is on ", t.device().str(), " but q is on ", q.device().str());
+}
 
 SdpaParams resolve_attention_params(const char* op, const Tensor& q, int64_t S, const Tensor& key_padding,
                                     double scale, bool causal, int64_t causal_offset, double dropout_p, bool training,
@@ -61,8 +61,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   KS_CHECK(q.defined(), kOp, ": undefined q");
   check_floating(kOp, q);
   KS_CHECK(q.dim() == 4, kOp, ": q must be (B, h, T, p), got ", describe(q));
-  check_operand("k", k, q);
-  check_operand("v", v, q);
+  check_attention_operand(kOp, "k", k, q);
+  check_attention_operand(kOp, "v", v, q);
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), P = q.size(3);
   KS_CHECK(k.dim() == 4 && k.size(0) == B && k.size(1) == H && k.size(3) == P, kOp, ": k must be (", B, ", ", H,
            ", S, ", P, ") to match q ", describe(q), ", got ", describe(k));

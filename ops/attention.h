@@ -66,6 +66,9 @@ struct SdpaParams {
   uint64_t first_block = 0;  // Philox block of element 0; element n uses first_block + n / 4
 };
 
+// Throws "<op>: ..." unless operand `what` is defined, of q's dtype and on q's device.
+void check_attention_operand(const char* op, const char* what, const Tensor& t, const Tensor& q);
+
 // The checks and resolution every fused attention op shares (this one and
 // ops/mixture_attention.h): key_padding must be bool (B, S) on q's device,
 // dropout_p in [0, 1], scale finite (<= 0: 1/√p); when training with

@@ -37,4 +37,13 @@ Tensor broadcast_raw(const Tensor& t, const Shape& shape, const char* op) {
   return t.alias(shape, strides, t.storage_offset());
 }
 
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t k = 1; k <= from.size(); ++k) {
+    const int64_t f = from[from.size() - k], t = to[to.size() - k];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+
 }  // namespace ks

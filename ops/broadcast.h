@@ -18,4 +18,7 @@ Shape broadcast_shapes(const std::vector<Shape>& shapes, const char* op);
 // dims). No autograd: for kernels. Throws if t does not broadcast to shape.
 Tensor broadcast_raw(const Tensor& t, const Shape& shape, const char* op);
 
+// True if `from` broadcasts to exactly `to` (right-aligned, size-1 dims stretch).
+bool broadcasts_to(const Shape& from, const Shape& to);
+
 }  // namespace ks

@@ -13,19 +13,6 @@ namespace ks {
 constinit KernelTable<MixtureSoftmaxKernel> mixture_softmax_kernel("mixture_softmax");
 constinit KernelTable<MixtureSoftmaxBackwardKernel> mixture_softmax_backward_kernel("mixture_softmax_backward");
 
-namespace {
-
-// True if `from` broadcasts to exactly `to` (right-aligned, size-1 dims stretch).
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  for (size_t k = 1; k <= from.size(); ++k) {
-    const int64_t f = from[from.size() - k], t = to[to.size() - k];
-    if (f != t && f != 1) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 MixtureSoftmax mixture_softmax(const Tensor& scores, const Tensor& bias, double scale, const Tensor& mask,
                                MixtureOptions opts) {

@@ -23,22 +23,6 @@ namespace {
 
 constexpr const char* kOp = "mixture_attention";
 
-void check_operand(const char* what, const Tensor& t, const Tensor& q) {
-  KS_CHECK(t.defined(), kOp, ": undefined ", what);
-  KS_CHECK(t.dtype() == q.dtype(), kOp, ": ", what, " ", describe(t), " has a different dtype from q ", describe(q));
-  KS_CHECK(t.device() == q.device(), kOp, ": ", what, " is on ", t.device().str(), " but q is on ", q.device().str());
-}
-
-// True if `from` broadcasts to exactly `to` (right-aligned, size-1 dims stretch).
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  for (size_t k = 1; k <= from.size(); ++k) {
-    const int64_t f = from[from.size() - k], t = to[to.size() - k];
-    if (f != t && f != 1) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 MixtureAttention mixture_attention(const Tensor& q, const Tensor& k, const Tensor& bias, const Tensor& v,
@@ -46,9 +30,9 @@ MixtureAttention mixture_attention(const Tensor& q, const Tensor& k, const Tenso
   KS_CHECK(q.defined(), kOp, ": undefined q");
   check_floating(kOp, q);
   KS_CHECK(q.dim() == 4, kOp, ": q must be (B, h, T, p), got ", describe(q));
-  check_operand("k", k, q);
-  check_operand("bias", bias, q);
-  check_operand("v", v, q);
+  check_attention_operand(kOp, "k", k, q);
+  check_attention_operand(kOp, "bias", bias, q);
+  check_attention_operand(kOp, "v", v, q);
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), P = q.size(3);
   KS_CHECK(k.dim() == 5 && k.size(0) == B && k.size(1) == H && k.size(4) == P, kOp, ": k must be (", B, ", ", H,
            ", M, S, ", P, ") to match q ", describe(q), ", got ", describe(k));
