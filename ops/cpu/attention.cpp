@@ -21,8 +21,11 @@
 // GEMMs go to OpenBLAS single-threaded (ops/cpu/blas.h): the tasks are the
 // parallelism. float32 inputs compute in float32 (BLAS and the
 // running sums), float64 in float64; under MatmulPrecision::BFloat16 the
-// float32 tile products are bf16 GEMMs (tile_gemm), the softmax float32. Inputs are read where they lie when
-// BLAS can (unit column stride; see Mat), else copied contiguous once.
+// float32 tile products are bf16 GEMMs, the softmax float32: on a packed bf16
+// path (AMX, AVX512-BF16) by ops/cpu/attention_bf16.cpp, which packs each
+// (b, h)'s operands once, else here through tile_gemm. Inputs are read where
+// they lie when BLAS can (unit column stride; see Mat), else copied
+// contiguous once.
 // The dropout mask is drawn element by element from Philox exactly as
 // ops/cpu/dropout.cpp draws it for the (B, h, T, S) weights.
 #include <algorithm>
@@ -34,6 +37,7 @@
 #include "core/parallel.h"
 #include "ops/attention.h"
 #include "ops/attention_formulas.h"
+#include "ops/cpu/attention_bf16.h"
 #include "ops/cpu/attention_tiles.h"
 #include "ops/cpu/blas.h"
 #include "ops/cpu/gemm_bf16.h"
@@ -45,18 +49,6 @@ namespace {
 
 using namespace attention_formulas;  // visible_prefix, key_end, weight_index
 
-// Every tile product of these kernels: single-threaded (the tasks are the
-// parallelism); float32 follows the process's matmul precision (bf16 tiles
-// under MatmulPrecision::BFloat16, ops/cpu/gemm_bf16.h), float64 is exact.
-inline void tile_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-                      const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  gemm_f32(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, /*threaded=*/false);
-}
-inline void tile_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
-                      const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  blas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
 // Query rows per tile and keys per tile. A (64, 256) float block is 64 KiB:
 // the three blocks of a task stay in L2, and one key tile covers a whole
 // 256-long sequence, so the common case rescales nothing.
@@ -67,49 +59,9 @@ constexpr int64_t kBc = 256;
 // measured ~5% faster than 128 on the bench shapes.
 constexpr int64_t kBcBack = 64;
 
-// Multiply-adds per parallel chunk: tiny inputs (gradchecks, single decoding
-// steps) stay on the calling thread; a training layer's tasks each get one.
-constexpr int64_t kGrainWork = 1 << 18;
-inline int64_t grain_for(int64_t work_per_task) {
-  return std::max<int64_t>(1, kGrainWork / std::max<int64_t>(1, work_per_task));
-}
-
 struct Geometry {
   int64_t B, H, T, S, P, E;
 };
-
-// A (B, h, rows, cols) operand as BLAS reads it: each (b, h) matrix
-// row-major with unit column stride and row stride ld >= cols. The module's
-// split heads (a transposed (B, T, h, p) view) qualify as they lie, and so
-// do operands expanded over b or h; anything else is copied once.
-template <class T>
-struct Mat {
-  Tensor held;  // the input, or its contiguous copy
-  const T* base = nullptr;
-  int64_t sb = 0, sh = 0, ld = 1, H = 1;
-  explicit Mat(const Tensor& t) : H(t.size(1)) {
-    const int64_t cols = t.size(3);
-    const bool ready = (t.stride(3) == 1 || cols <= 1) && t.stride(2) >= std::max<int64_t>(1, cols);
-    held = ready ? t : contiguous_raw(t);
-    base = held.data<T>();
-    sb = held.stride(0);
-    sh = held.stride(1);
-    ld = std::max<int64_t>(1, ready ? held.stride(2) : cols);
-  }
-  // Row `row` of the matrix of pair = b·h + head.
-  const T* at(int64_t pair, int64_t row) const { return base + (pair / H) * sb + (pair % H) * sh + row * ld; }
-};
-
-// Sets row entries [lim, cols) and padded keys to -inf; returns the row max.
-template <class T>
-T mask_row(T* s, int64_t lim, int64_t cols, const bool* pad) {
-  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  for (int64_t c = lim; c < cols; ++c) s[c] = kNegInf;
-  if (pad)
-    for (int64_t c = 0; c < lim; ++c)
-      if (pad[c]) s[c] = kNegInf;
-  return row_max(s, lim);
-}
 
 template <class T>
 void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
@@ -123,7 +75,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
   const T scale = T(prm.scale);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const int64_t task_work = std::min(kBr, d.T) * d.S * (d.P + d.E);  // multiply-adds, at most
-  parallel_for(0, d.B * d.H * tiles, grain_for(task_work), [&](int64_t t0, int64_t t1) {
+  parallel_for(0, d.B * d.H * tiles, attention_grain(task_work), [&](int64_t t0, int64_t t1) {
     std::vector<T> sbuf(size_t(kBr * kBc)), fbuf(prm.dropout ? size_t(kBc) : 0), acc(size_t(kBr * d.E));
     std::vector<T> m(static_cast<size_t>(kBr)), l(static_cast<size_t>(kBr));
     for (int64_t task = t0; task < t1; ++task) {
@@ -194,7 +146,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
   T *dQ = dq.data<T>(), *dK = dk.data<T>(), *dV = dv.data<T>();
   const T scale = T(prm.scale);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  parallel_for(0, d.B * d.H, grain_for(d.T * d.S * (2 * d.P + 3 * d.E)), [&](int64_t p0, int64_t p1) {
+  parallel_for(0, d.B * d.H, attention_grain(d.T * d.S * (2 * d.P + 3 * d.E)), [&](int64_t p0, int64_t p1) {
     // P | dP | W (dropout: the factors, then P ∘ factors) | D (T)
     std::vector<T> buf(size_t(3 * kBr * kBcBack + d.T));
     T *P = buf.data(), *dP = P + kBr * kBcBack, *W = dP + kBr * kBcBack, *D = W + kBr * kBcBack;
@@ -255,7 +207,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
 
 void sdpa_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& key_padding, const SdpaParams& prm) {
-  use_blas_threads(1);
+  if (out.dtype() == DType::Float32 && sdpa_bf16_applies()) return sdpa_forward_bf16(out, lse, q, k, v, key_padding, prm);
   dispatch_floating(out.dtype(), "scaled_dot_product_attention", [&](auto tag) {
     forward_typed<typename decltype(tag)::type>(out, lse, q, k, v, key_padding, prm);
   });
@@ -264,7 +216,8 @@ void sdpa_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& q, con
 void sdpa_backward_cpu(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& g, const Tensor& q,
                        const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                        const Tensor& key_padding, const SdpaParams& prm) {
-  use_blas_threads(1);
+  if (g.dtype() == DType::Float32 && sdpa_bf16_applies())
+    return sdpa_backward_bf16(dq, dk, dv, g, q, k, v, out, lse, key_padding, prm);
   dispatch_floating(g.dtype(), "scaled_dot_product_attention backward", [&](auto tag) {
     backward_typed<typename decltype(tag)::type>(dq, dk, dv, g, q, k, v, out, lse, key_padding, prm);
   });

@@ -1,18 +1,89 @@
 // ops/cpu/attention_tiles.h — what the CPU kernels of the fused attention
-// ops (cpu/attention.cpp, cpu/mixture_attention.cpp) share beyond
-// ops/attention_formulas.h: a row of dropout factors drawn in dropout()'s
-// numbering, one Philox block per 4 weights as ops/cpu/dropout.cpp draws them.
-// Not here: the tile loops, the operand views (each kernel's own).
+// ops (cpu/attention.cpp, cpu/attention_bf16.cpp, cpu/mixture_attention.cpp)
+// share beyond ops/attention_formulas.h: the operand view each (b, h) matrix
+// is read through, the tile product, the parallel grain, a masked score row,
+// and a row of dropout factors drawn in dropout()'s numbering.
+// Not here: the tile loops (each kernel's own).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
+#include "core/copy.h"
 #include "core/random_values.h"
 #include "ops/attention.h"
+#include "ops/cpu/blas.h"
+#include "ops/cpu/gemm_bf16.h"
+#include "ops/cpu/row_math.h"
 
 namespace ks::cpu {
 
-// f[c] = (kept ? drop_scale : 0) for the n weights from flat index idx0.
+// Multiply-adds per parallel chunk: tiny inputs (gradchecks, single decoding
+// steps) stay on the calling thread; a training layer's tasks each get one.
+inline int64_t attention_grain(int64_t work_per_task) {
+  constexpr int64_t kGrainWork = 1 << 18;
+  return std::max<int64_t>(1, kGrainWork / std::max<int64_t>(1, work_per_task));
+}
+
+// A (B, h, rows, cols) or (B, h, M, rows, cols) operand as BLAS reads it:
+// each matrix row-major with unit column stride and row stride ld >= cols.
+// The module's split heads (a transposed (B, T, h, p) view) and operands
+// expanded over b or h qualify as they lie; anything else is copied once.
+template <class T>
+struct Mat {
+  Tensor held;  // the input, or its contiguous copy
+  const T* base = nullptr;
+  int64_t sb = 0, sh = 0, sm = 0, ld = 1, H = 1;
+  explicit Mat(const Tensor& t) : H(t.size(1)) {
+    const int64_t nd = t.dim(), cols = t.size(nd - 1);
+    const bool ready = (t.stride(nd - 1) == 1 || cols <= 1) && t.stride(nd - 2) >= std::max<int64_t>(1, cols);
+    held = ready ? t : contiguous_raw(t);
+    base = held.data<T>();
+    sb = held.stride(0);
+    sh = held.stride(1);
+    sm = nd == 5 ? held.stride(2) : 0;
+    ld = std::max<int64_t>(1, ready ? held.stride(nd - 2) : cols);
+  }
+  // Row `row` of matrix (pair = b·h + head, component r).
+  const T* at(int64_t pair, int64_t row, int64_t r = 0) const {
+    return base + (pair / H) * sb + (pair % H) * sh + r * sm + row * ld;
+  }
+};
+
+// Every tile product of these kernels: C ← alpha·op(A)·op(B) + beta·C,
+// row-major, on the calling thread (the tasks are the parallelism). float32 follows the process's matmul
+// precision (bf16 tiles under MatmulPrecision::BFloat16, ops/cpu/gemm_bf16.h);
+// float64 is exact.
+template <class T>
+void tile_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty product: BLAS implementations differ on whether they still scale C
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>)
+    gemm_f32(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, /*threaded=*/false);
+  else
+    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Sets score row entries [lim, cols) and padded keys to -inf; returns the row max.
+template <class T>
+T mask_row(T* s, int64_t lim, int64_t cols, const bool* pad) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  for (int64_t c = lim; c < cols; ++c) s[c] = kNegInf;
+  if (pad)
+    for (int64_t c = 0; c < lim; ++c)
+      if (pad[c]) s[c] = kNegInf;
+  return row_max(s, lim);
+}
+
+// f[c] = (kept ? drop_scale : 0) for the n weights from flat index idx0,
+// one Philox block per 4 weights as ops/cpu/dropout.cpp draws them.
 template <class T>
 void dropout_factors(T* f, int64_t n, uint64_t idx0, const SdpaParams& prm) {
   const T scale = T(prm.drop_scale);

@@ -1,5 +1,5 @@
-// ops/cpu/blas.cpp — the OpenBLAS wrappers of blas.h, the thread count with
-// its worker restart, and the DYNAMIC_ARCH kernel re-selection.
+// ops/cpu/blas.cpp — the OpenBLAS wrappers of blas.h, their threading on
+// oneTBB, and the DYNAMIC_ARCH kernel re-selection.
 //
 // Kernels. A DYNAMIC_ARCH OpenBLAS picks its kernels from the CPU model at
 // load time and falls back to "Prescott" (SSE3) for models it does not know:
@@ -8,26 +8,27 @@
 // re-selects by instruction set (SkylakeX for AVX-512, Haswell for AVX2+FMA)
 // once at load time, through OpenBLAS's own OPENBLAS_CORETYPE mechanism.
 //
-// Workers. OpenBLAS's pthreads server copies the float mode of the thread
-// that creates its workers, which happens at library load, before Keystone
-// sets FTZ/DAZ. After any change of that mode (denormal_mode_epoch) the
-// workers are shut down through the server's own shutdown; OpenBLAS starts
-// them again from the next threaded call's thread, whose mode they copy.
+// Threads. OpenBLAS always runs single-threaded here; a threaded GEMM is cut
+// into bands of C, one single-threaded OpenBLAS call per oneTBB task. Its
+// own pthreads server was the alternative, and its workers, after each
+// threaded call, spin on sched_yield for about 2^28 cycles (the default
+// OPENBLAS_THREAD_TIMEOUT, read once at library load): on two cores they
+// took the CPU from the oneTBB work that follows (about 10% of a float32
+// training step in perf). The results are the same bits: OpenBLAS's threads
+// also split C, never k.
 #include "ops/cpu/blas.h"
 
 #include <cblas.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
-#include "core/denormals.h"
+#include "core/parallel.h"
 
 // Exported by DYNAMIC_ARCH builds of OpenBLAS only, hence weak.
 extern "C" void gotoblas_dynamic_init(void) __attribute__((weak));
 extern "C" void gotoblas_dynamic_quit(void) __attribute__((weak));
-// The pthreads server's shutdown; the next threaded call restarts the workers.
-extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
 namespace ks::cpu {
 namespace {
@@ -50,31 +51,64 @@ bool reselect_blas_kernels() {
 }
 [[maybe_unused]] const bool g_blas_kernels_reselected = reselect_blas_kernels();
 
-std::atomic<uint64_t> g_blas_workers_epoch{0};  // the denormal mode the workers were started under
+// Before any GEMM: OpenBLAS's own threads stay idle for the process's life.
+[[maybe_unused]] const bool g_blas_single_threaded = [] {
+  openblas_set_num_threads(1);
+  return true;
+}();
 
 CBLAS_TRANSPOSE op(bool transposed) { return transposed ? CblasTrans : CblasNoTrans; }
+
+void call(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+          float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void call(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, int lda, const double* b, int ldb,
+          double beta, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Below this many multiply-adds a GEMM runs on the calling thread.
+constexpr double kThreadedGemm = double(1 << 22);
+// Band edges fall on multiples of this (OpenBLAS's register blocks divide it).
+constexpr int64_t kBandAlign = 64;
+
+template <class T>
+void gemm_bands(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+                int64_t ldb, T beta, T* c, int64_t ldc, bool threaded) {
+  const int threads = num_threads();
+  if (!threaded || threads == 1 || in_parallel_region() || double(m) * double(n) * double(k) < kThreadedGemm)
+    return call(ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  // Every task packs the operand its band does not cut: cut the larger one's
+  // dim, so that the one packed twice is the smaller (rows when m >= n).
+  const bool by_rows = m >= n;
+  const int64_t extent = by_rows ? m : n;
+  const int64_t per_thread = (extent + threads - 1) / threads;
+  const int64_t band = (per_thread + kBandAlign - 1) / kBandAlign * kBandAlign;
+  const int64_t bands = (extent + band - 1) / band;
+  parallel_for(0, bands, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t x0 = t * band, len = std::min(band, extent - x0);
+      if (by_rows)  // rows x0.. of op(A) and of C
+        call(ta, tb, int(len), int(n), int(k), alpha, ta ? a + x0 : a + x0 * lda, int(lda), b, int(ldb), beta,
+             c + x0 * ldc, int(ldc));
+      else  // columns x0.. of op(B) and of C
+        call(ta, tb, int(m), int(len), int(k), alpha, a, int(lda), tb ? b + x0 * ldb : b + x0, int(ldb), beta,
+             c + x0, int(ldc));
+    }
+  });
+}
 
 }  // namespace
 
 void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta,
-              c, int(ldc));
+               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded) {
+  gemm_bands(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded);
 }
 
 void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-               int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta,
-              c, int(ldc));
-}
-
-void use_blas_threads(int n) {
-  if (n > 1 && g_blas_workers_epoch.load() != denormal_mode_epoch()) {
-    apply_denormal_mode();
-    if (blas_thread_shutdown_) blas_thread_shutdown_();
-    g_blas_workers_epoch = denormal_mode_epoch();
-  }
-  if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
+               int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc, bool threaded) {
+  gemm_bands(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded);
 }
 
 }  // namespace ks::cpu

@@ -62,7 +62,7 @@ void maybe_parallel(bool threaded, int64_t count, int64_t grain, F&& body) {
 
 // The float32 path: rounded copies of the operands, then OpenBLAS.
 void rounded_sgemm(const Operand& a, const Operand& b, int64_t m, int64_t n, int64_t k, float alpha, float beta,
-                   float* c, int64_t ldc) {
+                   float* c, int64_t ldc, bool threaded) {
   thread_local std::vector<float> ra, rb;
   ra.resize(size_t(m * k));
   rb.resize(size_t(k * n));
@@ -70,7 +70,7 @@ void rounded_sgemm(const Operand& a, const Operand& b, int64_t m, int64_t n, int
     for (int64_t j = 0; j < k; ++j) ra[size_t(i * k + j)] = rounded(a.at(i, j));
   for (int64_t i = 0; i < k; ++i)
     for (int64_t j = 0; j < n; ++j) rb[size_t(i * n + j)] = rounded(b.at(i, j));
-  blas_gemm(false, false, m, n, k, alpha, ra.data(), k, rb.data(), n, beta, c, ldc);
+  blas_gemm(false, false, m, n, k, alpha, ra.data(), k, rb.data(), n, beta, c, ldc, threaded);
 }
 
 void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -89,7 +89,7 @@ void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   }
   const CpuGemmPath path = cpu_gemm_path();
   if (path == CpuGemmPath::Float32)
-    return rounded_sgemm(Operand{a, trans_a, lda}, Operand{b, trans_b, ldb}, m, n, k, alpha, beta, c, ldc);
+    return rounded_sgemm(Operand{a, trans_a, lda}, Operand{b, trans_b, ldb}, m, n, k, alpha, beta, c, ldc, threaded);
   // A weight gradient (op(A) = Xᵀ, op(B) = Y, both strided along k) needs one
   // transposing pack, the slow kind: give it the smaller operand by computing
   // Cᵀ = Yᵀ·X and writing C transposed.
@@ -198,12 +198,49 @@ void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_
 
 }  // namespace
 
+namespace bf16 {
+
+void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const uint16_t* b, int64_t panel_stride,
+                    int64_t m, int64_t n, int64_t kc, float* c, int64_t ldc, bool accumulate) {
+  const auto block = path == CpuGemmPath::Amx ? amx_block : avx512bf16_block;
+  const int64_t m_blocks = round_up(m, kBlock) / kBlock, n_blocks = round_up(n, kBlock) / kBlock;
+  auto a_of = [&](int64_t ib) { return a + ib * kBlock * lda_p; };
+  auto b_of = [&](int64_t jb) { return b + 2 * jb * panel_stride; };
+  for (int64_t ib = 0; ib < m_blocks; ++ib)
+    for (int64_t jb = 0; jb < n_blocks; ++jb) {
+      BlockOperands next;  // columns fastest: the next block shares A unless the row changes
+      const bool last_col = jb + 1 == n_blocks;
+      if (!last_col || ib + 1 < m_blocks) {
+        next.b0 = b_of(last_col ? 0 : jb + 1);
+        next.b1 = next.b0 + panel_stride;
+        if (last_col) next.a = a_of(ib + 1);
+      }
+      const int64_t i0 = ib * kBlock, j0 = jb * kBlock;
+      const uint16_t* b0 = b_of(jb);
+      if (i0 + kBlock <= m && j0 + kBlock <= n) {
+        block(a_of(ib), lda_p, b0, b0 + panel_stride, kc, c + i0 * ldc + j0, ldc, accumulate, next);
+        continue;
+      }
+      // an edge block: through a local tile, only its real part touching C
+      const int64_t rows = std::min(kBlock, m - i0), cols = std::min(kBlock, n - j0);
+      alignas(64) float tile[kBlock * kBlock];
+      if (accumulate) {
+        std::fill(tile, tile + kBlock * kBlock, 0.f);
+        for (int64_t i = 0; i < rows; ++i) std::copy(c + (i0 + i) * ldc + j0, c + (i0 + i) * ldc + j0 + cols, tile + i * kBlock);
+      }
+      block(a_of(ib), lda_p, b0, b0 + panel_stride, kc, tile, kBlock, accumulate, next);
+      for (int64_t i = 0; i < rows; ++i) std::copy(tile + i * kBlock, tile + i * kBlock + cols, c + (i0 + i) * ldc + j0);
+    }
+}
+
+}  // namespace bf16
+
 void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded) {
   if (matmul_precision() == MatmulPrecision::BFloat16)
     bf16_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded);
   else
-    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded);
 }
 
 }  // namespace ks::cpu

@@ -13,7 +13,7 @@
 //
 // gemm_f32 is the one entry a CPU kernel calls for a float32 GEMM: OpenBLAS
 // under MatmulPrecision::Float32 (bit-for-bit as before), bf16_gemm under
-// BFloat16. OpenBLAS's thread count is the caller's (use_blas_threads).
+// BFloat16, `threaded` meaning the same for both.
 // Not here: batching and strided layouts (ops/cpu/linalg.cpp), packing and
 // the kernels (ops/cpu/gemm_bf16_pack.h, gemm_bf16_*.cpp).
 #pragma once

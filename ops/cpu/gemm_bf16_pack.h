@@ -12,11 +12,14 @@
 // A block kernel computes one (32, 32) float32 block over `kc` (a multiple
 // of 32) of the k dim: c = (load_c ? c : 0) + A[32 rows, kc] · [panel0 |
 // panel1][kc, 32], c with row stride ldc.
-// Not here: the blocking over a whole GEMM and the float32 path (gemm_bf16.cpp).
+// Not here: the blocking over a whole GEMM and the float32 path (gemm_bf16.cpp,
+// which also holds packed_product).
 // Packing: gemm_bf16_pack.cpp; kernels: gemm_bf16_amx.cpp, gemm_bf16_avx512.cpp.
 #pragma once
 
 #include <cstdint>
+
+#include "core/cpu_features.h"
 
 namespace ks::cpu::bf16 {
 
@@ -56,5 +59,16 @@ void amx_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint1
                int64_t ldc, bool load_c, const BlockOperands& next);
 void avx512bf16_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c,
                       int64_t ldc, bool load_c, const BlockOperands& next);
+
+// For kernels that pack their own operands once and multiply them many times
+// (the fused attention, ops/cpu/attention_bf16.cpp): C (m, n) = A·B, or
+// C += A·B when `accumulate`, on the calling thread, with the block kernel of
+// `path` (Amx or Avx512Bf16). a: packed A at its first row and k offset, row
+// stride lda_p, round_up(m, 32) rows readable; b: packed B's first panel at
+// the same k offset, panels panel_stride elements apart, round_up(n, 32) / 16
+// panels readable; kc: a multiple of 32, the padding zero in A or B. Blocks
+// crossing C's last row or column go through a local (32, 32) tile.
+void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const uint16_t* b, int64_t panel_stride,
+                    int64_t m, int64_t n, int64_t kc, float* c, int64_t ldc, bool accumulate);
 
 }  // namespace ks::cpu::bf16

@@ -8,14 +8,11 @@
 // one copy per distinct matrix: broadcast batch dims keep stride 0. Batches
 // are walked by pointer offsets, so broadcast operands are read in place.
 //
-// Threads. OpenBLAS has one process-wide thread count (ops/cpu/blas.h), so
-// each call first sets it to what that call should use:
-//   - one GEMM, or a few big ones: ks::num_threads() OpenBLAS threads, while
-//     the TBB workers sleep;
-//   - many GEMMs (attention heads): ks::parallel_for over the batch, each task
-//     calling single-threaded BLAS;
-//   - any call from inside a parallel region: single-threaded BLAS.
-// OpenBLAS and TBB threads therefore never compete for the cores.
+// Threads, all oneTBB's (OpenBLAS itself runs single-threaded, ops/cpu/blas.h):
+//   - one GEMM, or a few big ones: each GEMM threaded, cut into bands of C;
+//   - many GEMMs (attention heads): ks::parallel_for over the batch, one
+//     single-threaded GEMM per task;
+//   - any call from inside a parallel region: single-threaded.
 #include <algorithm>
 #include <climits>
 #include <type_traits>
@@ -30,8 +27,8 @@
 namespace ks::cpu {
 namespace {
 
-// A GEMM below this many multiply-adds gains little from OpenBLAS's own
-// threads; batches of them run one GEMM per task instead.
+// A GEMM below this many multiply-adds gains little from being cut into
+// bands; batches of them run one GEMM per task instead.
 constexpr double kSmallGemm = double(1 << 24);
 // Multiply-adds per parallel task (~20-40 us on one core), so that a batch of
 // tiny GEMMs stays on one thread.
@@ -71,30 +68,27 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
       gemm_f32(la.transposed, lb.transposed, M, N, K, 1.f, pa + oa, la.ld, pb + ob, lb.ld, beta, pc + i * M * N, N,
                threaded);
     else
-      blas_gemm(la.transposed, lb.transposed, M, N, K, T(1), pa + oa, la.ld, pb + ob, lb.ld, beta, pc + i * M * N, N);
+      blas_gemm(la.transposed, lb.transposed, M, N, K, T(1), pa + oa, la.ld, pb + ob, lb.ld, beta, pc + i * M * N, N,
+                threaded);
   };
 
   const int threads = num_threads();
   const int64_t count = numel_of(batch);
   if (count == 1) {
-    const bool threaded = !in_parallel_region() && threads > 1;
-    use_blas_threads(threaded ? threads : 1);
-    run(0, threaded);
+    run(0, !in_parallel_region() && threads > 1);
     return;
   }
   // One GEMM per task wins unless a few big GEMMs would leave a thread idle
-  // in the last round (3 GEMMs on 2 threads): those use OpenBLAS's threads.
+  // in the last round (3 GEMMs on 2 threads): those are each threaded.
   const double mnk = double(M) * double(N) * double(K);
   const int64_t rounds = (count + threads - 1) / threads;
   const bool balanced = count * 10 >= rounds * threads * 9;
   if (in_parallel_region() || (threads > 1 && (balanced || mnk < kSmallGemm))) {
-    use_blas_threads(1);
     const int64_t grain = std::max<int64_t>(1, int64_t(kTaskWork / mnk));
     parallel_for(0, count, grain, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) run(i, false);
     });
   } else {
-    use_blas_threads(threads);
     for (int64_t i = 0; i < count; ++i) run(i, true);
   }
 }

@@ -18,7 +18,8 @@
 // dA = f∘(dO vᵀ), W = A∘f, dx_r = P_r∘(dA − D); dV += Wᵀ dO, dq += scale·dx_r k_r,
 // dk_r += scale·dx_rᵀ q, dbias_r += Σ_i dx_r (in double).
 // That is M + 1 GEMMs per tile forward and 3M + 2 backward; every one of
-// them goes through tile_gemm (below), the one place to change their precision.
+// them goes through tile_gemm (ops/cpu/attention_tiles.h), the one place
+// to change their precision.
 //
 // float32 inputs compute in float32 (BLAS and the running sums), float64 in
 // float64. Operands are read where they lie when BLAS can (unit column
@@ -51,58 +52,8 @@ constexpr int64_t kBr = 64;
 constexpr int64_t kBc = 128;
 constexpr int64_t kBcBack = 64;
 
-// Multiply-adds per parallel chunk: tiny inputs stay on the calling thread.
-constexpr int64_t kGrainWork = 1 << 18;
-inline int64_t grain_for(int64_t work_per_task) {
-  return std::max<int64_t>(1, kGrainWork / std::max<int64_t>(1, work_per_task));
-}
-
 template <class T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-
-// Every tile product of these kernels: C ← alpha·op(A)·op(B) + beta·C,
-// row-major, on the calling thread (the tasks are the parallelism; the entry
-// points set BLAS to one thread). float32 tiles are bf16 GEMMs under
-// MatmulPrecision::BFloat16 (ops/cpu/gemm_bf16.h), as the softmax kernel's are.
-template <class T>
-void tile_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {  // an empty product: BLAS implementations differ on whether they still scale C
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
-    return;
-  }
-  if constexpr (std::is_same_v<T, float>)  // float32 follows the matmul precision (bf16 tiles under BFloat16)
-    gemm_f32(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, /*threaded=*/false);
-  else
-    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-// A (B, h, rows, cols) or (B, h, M, rows, cols) operand as BLAS reads it:
-// each matrix row-major with unit column stride and row stride ld >= cols.
-// The module's split heads (a transposed (B, T, h, p) view) and expanded
-// operands qualify as they lie; anything else is copied once.
-template <class T>
-struct Mat {
-  Tensor held;  // the input, or its contiguous copy
-  const T* base = nullptr;
-  int64_t sb = 0, sh = 0, sm = 0, ld = 1, H = 1;
-  explicit Mat(const Tensor& t) : H(t.size(1)) {
-    const int64_t nd = t.dim(), cols = t.size(nd - 1);
-    const bool ready = (t.stride(nd - 1) == 1 || cols <= 1) && t.stride(nd - 2) >= std::max<int64_t>(1, cols);
-    held = ready ? t : contiguous_raw(t);
-    base = held.data<T>();
-    sb = held.stride(0);
-    sh = held.stride(1);
-    sm = nd == 5 ? held.stride(2) : 0;
-    ld = std::max<int64_t>(1, ready ? held.stride(nd - 2) : cols);
-  }
-  // Row `row` of matrix (pair = b·h + head, component r).
-  const T* at(int64_t pair, int64_t row, int64_t r = 0) const {
-    return base + (pair / H) * sb + (pair % H) * sh + r * sm + row * ld;
-  }
-};
 
 // The bias (B, h, M, S) view, each (b, h, r) row with unit stride (stride-0
 // broadcasts over b, h or r are read in place).
@@ -182,7 +133,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& totals, c
   std::vector<double> partial(want_totals ? size_t(B * H * tiles * M) : 0);  // per task, added in order below
   const int64_t blk = kBr * kBc;
   const int64_t task_work = std::min(kBr, T_) * S * (M * P + E);  // multiply-adds, at most
-  parallel_for(0, B * H * tiles, grain_for(task_work), [&](int64_t t0, int64_t t1) {
+  parallel_for(0, B * H * tiles, attention_grain(task_work), [&](int64_t t0, int64_t t1) {
     // x: M logit blocks | w: the key weights | mx, f, u: one row each
     std::vector<T> buf(size_t((M + 1) * blk + 3 * kBc)), acc(size_t(kBr * E));
     T *X = buf.data(), *W = X + M * blk, *mx = W + blk, *f = mx + kBc, *u = f + kBc;
@@ -270,7 +221,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dbias, con
   T *dQ = dq.data<T>(), *dK = dk.data<T>(), *dB = dbias.data<T>(), *dV = dv.data<T>();
   const T scale = T(prm.scale);
   const int64_t blk = kBr * kBcBack;
-  parallel_for(0, B * H, grain_for(T_ * S * (3 * M * P + 2 * E)), [&](int64_t p0, int64_t p1) {
+  parallel_for(0, B * H, attention_grain(T_ * S * (3 * M * P + 2 * E)), [&](int64_t p0, int64_t p1) {
     // x: M blocks (logits, then P_r, then dx_r) | dA | W | mx, f: one row each | D (T)
     std::vector<T> buf(size_t((M + 2) * blk + 2 * kBcBack + T_));
     T *X = buf.data(), *dA = X + M * blk, *W = dA + blk, *mx = W + blk, *f = mx + kBcBack, *D = f + kBcBack;
@@ -364,7 +315,6 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dbias, con
 void mixture_attention_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& totals, const Tensor& q,
                                    const Tensor& k, const Tensor& bias, const Tensor& v, const Tensor& key_padding,
                                    const SdpaParams& prm, bool hard) {
-  use_blas_threads(1);
   dispatch_floating(out.dtype(), "mixture_attention", [&](auto tag) {
     forward_typed<typename decltype(tag)::type>(out, lse, totals, q, k, bias, v, key_padding, prm, hard);
   });
@@ -374,7 +324,6 @@ void mixture_attention_backward_cpu(const Tensor& dq, const Tensor& dk, const Te
                                     const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& bias,
                                     const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& key_padding,
                                     const SdpaParams& prm, bool hard) {
-  use_blas_threads(1);
   dispatch_floating(g.dtype(), "mixture_attention backward", [&](auto tag) {
     backward_typed<typename decltype(tag)::type>(dq, dk, dbias, dv, g, q, k, bias, v, out, lse, key_padding, prm,
                                                  hard);

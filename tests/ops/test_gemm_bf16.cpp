@@ -4,7 +4,8 @@
 // message): results equal the float64 product of the bf16-rounded operands
 // within float32 summation error, over ragged shapes, both transposes,
 // batched and broadcast operands, strided views, alpha/beta, threads, and
-// inside the fused softmax and MGK attention kernels; and
+// inside the fused softmax and MGK attention kernels, where the packed
+// attention kernels also match the per-tile ones; and
 // MatmulPrecision::Float32 stays OpenBLAS bit for bit.
 #include <cblas.h>
 
@@ -282,4 +283,75 @@ TEST_CASE("bf16 gemm: the fused attention's tile products run in bf16 too, forwa
       CHECK(worst < 5e-2 * norm);
     }
   });
+}
+
+TEST_CASE("bf16 attention: the packed kernels equal the per-tile bf16 GEMMs up to float32 summation order") {
+  // ops/cpu/attention_bf16.cpp packs each (b, h)'s operands once; the generic
+  // kernel (forced by the float32 path) rounds the same operands per tile
+  // product. Both round every GEMM operand the same way, so they differ by
+  // float32 summation order only: far below the bf16 error the test above
+  // allows. Ragged T and S (tile and 32-block edges), head sizes that are not
+  // multiples of 32, a causal offset that cuts key chunks mid-way, padding,
+  // dropout.
+  struct Case {
+    int64_t T, S, p, e;
+    SdpaOptions opt;
+  };
+  Generator mask_gen(3);
+  Tensor pad = lt(rand({2, 90}, {}, &mask_gen), 0.2);
+  const std::vector<Case> cases = {
+      {70, 90, 32, 16, {.causal = true}},
+      {70, 90, 40, 24, {.causal = true, .causal_offset = 5}},
+      {33, 33, 64, 64, {.causal = true}},
+      {1, 90, 8, 8, {.causal = true, .causal_offset = 89}},
+      {70, 90, 32, 48, {.key_padding = pad}},
+      {300, 90, 16, 16, {.causal = true, .causal_offset = -7, .key_padding = pad}},
+      {70, 90, 32, 16, {.causal = true, .dropout_p = 0.25, .training = true}},
+  };
+  const CpuGemmPath original = cpu_gemm_path();
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    CAPTURE(ci);
+    Generator g(11);
+    Tensor q = randn({2, 3, c.T, c.p}, {}, &g), k = randn({2, 3, c.S, c.p}, {}, &g), v = randn({2, 3, c.S, c.e}, {}, &g);
+    Tensor dout = randn({2, 3, c.T, c.e}, {}, &g);
+    auto run = [&](CpuGemmPath path) {
+      set_cpu_gemm_path(path);
+      MatmulPrecisionScope scope(MatmulPrecision::BFloat16);
+      Tensor ql = detach(q), kl = detach(k), vl = detach(v);
+      for (Tensor* t : {&ql, &kl, &vl}) t->set_requires_grad(true);
+      Generator drop(5);
+      SdpaOptions opt = c.opt;
+      opt.gen = &drop;
+      Tensor out = scaled_dot_product_attention(ql, kl, vl, opt);
+      backward(sum(mul(out, dout)));
+      return std::vector<Tensor>{out, ql.grad(), kl.grad(), vl.grad()};
+    };
+    const std::vector<Tensor> generic = run(CpuGemmPath::Float32);
+    for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
+      std::string why;
+      if (!cpu_gemm_path_available(path, &why)) {
+        MESSAGE("skipped the ", cpu_gemm_path_name(path), " path: ", why);
+        continue;
+      }
+      const std::string name = cpu_gemm_path_name(path);
+      CAPTURE(name);
+      const std::vector<Tensor> packed = run(path);
+      for (size_t i = 0; i < generic.size(); ++i) {
+        CAPTURE(i);
+        const std::vector<double> x = generic[i].to_vector<double>(), y = packed[i].to_vector<double>();
+        double worst = 0, norm = 0;
+        for (size_t e = 0; e < x.size(); ++e) {
+          worst = std::max(worst, std::fabs(x[e] - y[e]));
+          norm = std::max(norm, std::fabs(x[e]));
+        }
+        // a float32 reordering can still flip the bf16 rounding of a P or dS
+        // entry (2^-8 of that entry; 1e-5 of the norm seen): 2e-4 allows a
+        // few of those, where bf16's own error is ~1e-2 (the test above)
+        CHECK(worst <= 2e-4 * norm);
+        CHECK(std::isfinite(worst));
+      }
+    }
+  }
+  set_cpu_gemm_path(original);
 }
