@@ -22,7 +22,6 @@ std::atomic<bool>& flag() {
   static std::atomic<bool> on{default_flush()};
   return on;
 }
-std::atomic<uint64_t> g_epoch{1};
 
 #ifdef KS_HAS_MXCSR
 constexpr unsigned kFlushToZero = 0x8000;      // MXCSR.FTZ: denormal results become 0
@@ -37,7 +36,7 @@ constexpr unsigned kDenormalsAreZero = 0x0040;  // MXCSR.DAZ: denormal inputs re
 bool flush_denormals() { return flag().load(std::memory_order_relaxed); }
 
 void set_flush_denormals(bool on) {
-  if (flag().exchange(on) != on) g_epoch.fetch_add(1);
+  flag().store(on);
   apply_denormal_mode();
 }
 
@@ -49,7 +48,5 @@ void apply_denormal_mode() {
   if (want != csr) _mm_setcsr(want);
 #endif
 }
-
-uint64_t denormal_mode_epoch() { return g_epoch.load(); }
 
 }  // namespace ks

@@ -17,15 +17,13 @@
 // environment, or set_flush_denormals(false), turns it off.
 //
 // Where the setting reaches: the thread that loads Keystone (at start-up),
-// the thread that calls set_flush_denormals, every parallel_for task (each
-// applies it on entry), and OpenBLAS's worker threads (the GEMM kernel
-// restarts them after a change, since a thread copies the mode of the thread
-// that creates it). Threads you create inherit their creator's mode. Only
+// the thread that calls set_flush_denormals, and every parallel_for task (each
+// applies it on entry; OpenBLAS runs single-threaded inside them, so it has
+// no threads of its own to reach, ops/cpu/blas.h). Threads you create
+// inherit their creator's mode. Only
 // x86 has the switch; elsewhere these functions do nothing. Not here: the GPU
 // (CUDA kernels follow their compile flags).
 #pragma once
-
-#include <cstdint>
 
 namespace ks {
 
@@ -34,10 +32,6 @@ void set_flush_denormals(bool on);
 
 // Makes the calling thread follow the setting (cheap when it already does).
 void apply_denormal_mode();
-
-// Counts the changes of the setting, so that thread pools outside Keystone
-// (OpenBLAS's) can tell when their threads are out of date.
-uint64_t denormal_mode_epoch();
 
 // Sets the mode for a scope and restores the previous one after.
 class DenormalModeGuard {
