@@ -19,16 +19,21 @@
 #include "core/error.h"
 #include "nn/user_input.h"
 #include "tools/cli.h"
+#include "tools/svg.h"
 
 namespace ks::tools {
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
+using svg::Axis;
+using svg::on_log_axis;
+using svg::Panel;
+using svg::Point;
+using svg::px;
+using svg::Scale;
+using svg::Series;
 
 namespace {
-
-struct Point { double x, y; };
-using Series = std::vector<Point>;
 
 enum class Split { Train, Valid, Test };
 
@@ -46,17 +51,14 @@ struct Run {
   }
 };
 
-// The largest magnitude drawn: beyond it an axis's range could overflow.
-constexpr double kMaxDrawn = 1e300;
-
-// A drawable number, or nullopt when absent, null (how nlohmann writes NaN),
-// not a number, infinite or beyond ±kMaxDrawn: such points are skipped
-// rather than drawn.
+// A drawable number (svg::drawable), or nullopt when absent, null (how
+// nlohmann writes NaN), not a number, infinite or too large: such points are
+// skipped rather than drawn.
 std::optional<double> finite(const json& rec, const char* key) {
   auto it = rec.find(key);
   if (it == rec.end() || !it->is_number()) return std::nullopt;
   double v = it->get<double>();
-  return std::abs(v) <= kMaxDrawn ? std::optional<double>(v) : std::nullopt;  // false for NaN too
+  return svg::drawable(v) ? std::optional<double>(v) : std::nullopt;
 }
 
 json parse_record(const std::string& line, const std::string& where) {
@@ -130,138 +132,6 @@ void make_names_unique(std::vector<Run>& runs) {
     if (int k = ++seen[r.name]; k > 1) r.name += " (" + std::to_string(k) + ")";
 }
 
-// ---- axes ----
-
-struct Axis {
-  double lo = 0, hi = 1;
-  bool log = false;
-  std::vector<double> ticks;
-  double fraction(double v) const {  // where v lies between lo (0) and hi (1)
-    return log ? std::log10(v / lo) / std::log10(hi / lo) : (v - lo) / (hi - lo);
-  }
-};
-
-// The 1, 2 or 5 × 10^k step that cuts `range` into about six parts.
-double nice_step(double range) {
-  const double raw = range / 6, magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0})
-    if (m * magnitude >= raw) return m * magnitude;
-  return 10 * magnitude;
-}
-
-Axis linear_axis(double lo, double hi) {
-  // One value (relatively: 1e-5 and 2e-5 are two): give it room.
-  if (hi - lo <= 1e-9 * std::max(std::abs(lo), std::abs(hi))) {
-    const double pad = lo == 0 ? 1 : std::abs(lo) * 0.1;
-    lo -= pad, hi += pad;
-  }
-  const double step = nice_step(hi - lo);
-  Axis a{std::floor(lo / step) * step, std::ceil(hi / step) * step, false, {}};
-  // Ticks as whole multiples of the step, so 0 prints as "0", not "-2.8e-17".
-  for (double k = std::round(a.lo / step); k * step <= a.hi + step * 1e-6; ++k) a.ticks.push_back(k * step);
-  return a;
-}
-
-// The smallest value a log axis shows (with kMaxDrawn the largest); smaller
-// ones, zero and negative values are not drawn there.
-constexpr double kLogMin = 1e-300;
-
-// Bounds at the 1, 2 or 5 × 10^k just outside the data, so little space is
-// wasted; ticks at whole decades, and with few decades also at the 2s and 5s.
-// kLogMin <= lo <= hi <= kMaxDrawn.
-Axis log_axis(double lo, double hi) {
-  // 1, 2, 5 × 10^k, every third one a decade, with a decade to spare at each
-  // end: log10 rounds, so floor(log10(0.09999999999999999)) is -1, and the
-  // grid must still hold a value below lo and one above hi.
-  std::vector<double> grid;
-  for (int k = int(std::floor(std::log10(lo))) - 1; k <= int(std::ceil(std::log10(hi))) + 1; ++k)
-    for (double m : {1.0, 2.0, 5.0}) grid.push_back(m * std::pow(10.0, k));
-  const auto top = std::lower_bound(grid.begin(), grid.end(), hi);
-  Axis a{*std::prev(std::upper_bound(grid.begin(), grid.end(), lo)), *top, true, {}};
-  if (a.hi == a.lo) a.hi = *std::next(top);  // one value, on the grid: the axis runs to the next grid value
-  const bool few_decades = a.hi / a.lo <= 1000;
-  for (size_t i = 0; i < grid.size(); ++i)
-    if (grid[i] >= a.lo && grid[i] <= a.hi && (few_decades || i % 3 == 0)) a.ticks.push_back(grid[i]);
-  return a;
-}
-
-bool on_log_axis(double v) { return v >= kLogMin; }  // every value is <= kMaxDrawn already (finite)
-
-// The [min, max] of one coordinate over all points (with `log_only`, those a
-// log axis can show); nullopt when there are none.
-std::optional<std::pair<double, double>> extent(const std::vector<const Series*>& all, double Point::*c,
-                                                bool log_only = false) {
-  std::optional<std::pair<double, double>> e;
-  for (const Series* s : all)
-    for (const Point& p : *s)
-      if (!log_only || on_log_axis(p.*c))
-        e = e ? std::pair(std::min(e->first, p.*c), std::max(e->second, p.*c)) : std::pair(p.*c, p.*c);
-  return e;
-}
-
-// Linear; log when the values span over 20x (loss often falls by orders of
-// magnitude, and a log axis keeps the late curve readable); or log, where
-// values a log axis cannot show (zero, negative) are left out, and linear
-// only when no value is left.
-enum class Scale { Linear, LogIfWide, Log };
-
-Axis value_axis(const std::vector<const Series*>& all, double Point::*c, Scale scale) {
-  auto e = extent(all, c);
-  if (!e) return linear_axis(0, 1);
-  if (scale == Scale::Log) {
-    if (auto positive = extent(all, c, true)) return log_axis(positive->first, positive->second);
-  } else if (scale == Scale::LogIfWide && on_log_axis(e->first) && on_log_axis(e->second) &&
-             e->second / e->first > 20) {
-    return log_axis(e->first, e->second);
-  }
-  return linear_axis(e->first, e->second);
-}
-
-// ---- drawing ----
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-std::string px(double v) { return fmt("%.1f", v); }
-
-void line(std::ostream& os, double x1, double y1, double x2, double y2, const std::string& attrs) {
-  os << "<line x1=\"" << px(x1) << "\" y1=\"" << px(y1) << "\" x2=\"" << px(x2) << "\" y2=\"" << px(y2) << "\" "
-     << attrs << "/>\n";
-}
-// `s` is XML already (escaped by the caller where it comes from the user).
-void text(std::ostream& os, double x, double y, const std::string& s, const std::string& attrs = "") {
-  os << "<text x=\"" << px(x) << "\" y=\"" << px(y) << "\" " << attrs << ">" << s << "</text>\n";
-}
-
-// Compact tick labels: 2k, 10k, 1.5M for steps; up to 3 significant digits else.
-std::string tick_label(double v) {
-  if (std::abs(v) >= 1e6) return fmt("%.3gM", v / 1e6);
-  if (std::abs(v) >= 1e3) return fmt("%.3gk", v / 1e3);
-  return fmt("%.3g", v);
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '"') out += "&quot;";
-    else if (static_cast<unsigned char>(c) < 0x20) out += ' ';  // control characters are not XML
-    else out += c;
-  }
-  return out;
-}
-
-// Matplotlib's tab10: distinct, colour-blind-friendlier than pure hues.
-const char* colour(size_t i) {
-  static const char* tab10[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-  return tab10[i % 10];
-}
-
 // A run's curves share its colour and differ in style: train thin and solid
 // (dense and noisy), valid thick and dashed, exact match dotted, test a diamond.
 enum class Style { Train, Valid, Exact, Test };
@@ -276,85 +146,43 @@ void marker(std::ostream& os, Point p, const std::string& c, Style s) {
     os << "<path class=\"test\" d=\"M" << px(p.x) << ',' << px(p.y - 7) << " l6,7 l-6,7 l-6,-7 z\" fill=\"" << c
        << "\" stroke=\"white\" stroke-width=\"1\"/>\n";
   } else {
-    os << "<circle cx=\"" << px(p.x) << "\" cy=\"" << px(p.y) << "\" r=\"" << (s == Style::Valid ? 3 : 2)
-       << "\" fill=\"" << c << "\"/>\n";
+    svg::circle(os, p.x, p.y, s == Style::Valid ? 3 : 2, c);
   }
 }
-
-struct Box { double x0, y0, x1, y1; };
-struct Panel {
-  Box box;
-  Axis x, y;
-  Point to_px(Point p) const {
-    return {box.x0 + x.fraction(p.x) * (box.x1 - box.x0), box.y1 - y.fraction(p.y) * (box.y1 - box.y0)};
-  }
-};
 
 void draw_series(std::ostream& os, const Panel& panel, const Series& all, const std::string& c, Style style) {
   Series s;  // on a log axis, without the values it cannot show (zero, negative)
   std::copy_if(all.begin(), all.end(), std::back_inserter(s), [&](Point p) { return !panel.y.log || on_log_axis(p.y); });
   if (s.size() >= 2 && style != Style::Test) {
-    os << "<polyline fill=\"none\" stroke=\"" << c << "\" " << line_attrs(style) << " points=\"";
-    for (const Point& p : s) os << px(panel.to_px(p).x) << ',' << px(panel.to_px(p).y) << ' ';
-    os << "\"/>\n";
+    Series pixels;
+    for (const Point& p : s) pixels.push_back(panel.to_px(p));
+    svg::polyline(os, pixels, c, line_attrs(style));
   }
   // Train curves are dense, so no markers, unless a lone point would vanish.
   if (style != Style::Train || s.size() == 1)
     for (const Point& p : s) marker(os, panel.to_px(p), c, style);
 }
 
-void draw_frame(std::ostream& os, const Panel& p, const std::string& title, const std::string& xlabel,
-                const std::string& ylabel) {
-  const Box& b = p.box;
-  for (double t : p.y.ticks) {
-    const double y = p.to_px({p.x.lo, t}).y;
-    line(os, b.x0, y, b.x1, y, R"(stroke="#e6e6e6")");
-    text(os, b.x0 - 6, y + 4, tick_label(t), R"(text-anchor="end")");
-  }
-  for (double t : p.x.ticks) {
-    const double x = p.to_px({t, p.y.lo}).x;
-    line(os, x, b.y0, x, b.y1, R"(stroke="#e6e6e6")");
-    text(os, x, b.y1 + 18, tick_label(t), R"(text-anchor="middle")");
-  }
-  os << "<rect x=\"" << b.x0 << "\" y=\"" << b.y0 << "\" width=\"" << b.x1 - b.x0 << "\" height=\"" << b.y1 - b.y0
-     << "\" fill=\"none\" stroke=\"#888\"/>\n";
-  text(os, b.x0, b.y0 - 8, title, R"(font-size="14" font-weight="bold")");
-  text(os, (b.x0 + b.x1) / 2, b.y1 + 40, xlabel, R"(text-anchor="middle")");
-  os << "<text transform=\"translate(" << b.x0 - 48 << ',' << (b.y0 + b.y1) / 2
-     << ") rotate(-90)\" text-anchor=\"middle\">" << ylabel << "</text>\n";
-}
-
-// The legend under the panels: the line styles in grey, then each run's
-// colour, flowed into rows of 20 px from y = top. Returns the rows used.
+// The legend under the panels: the line styles in grey, then each run's colour.
 int draw_legend(std::ostream& os, const std::vector<Run>& runs, bool any_exact, double top) {
-  struct Entry {
-    std::optional<Style> style;  // nullopt: a run's colour swatch
-    std::string colour, label;
+  auto style_sample = [](Style style) {
+    return [style](std::ostream& os, double x, double y) {
+      if (style != Style::Test) svg::line(os, x, y, x + 24, y, std::string("stroke=\"#555\" ") + line_attrs(style));
+      if (style != Style::Train) marker(os, {x + 12, y}, "#555", style);
+    };
   };
-  std::vector<Entry> entries = {{Style::Train, "#555", "train"}, {Style::Valid, "#555", "valid"},
-                                {Style::Test, "#555", "test"}};
-  if (any_exact) entries.push_back({Style::Exact, "#555", "exact match"});
-  for (size_t i = 0; i < runs.size(); ++i) entries.push_back({std::nullopt, colour(i), runs[i].name});
-  os << "<g class=\"legend\">\n";
-  double x = 70;
-  int row = 0;
-  for (const Entry& e : entries) {
-    const double width = 34 + 7 * e.label.size();  // ~7 px per character at 12 px
-    if (x + width > 980 && x > 70) x = 70, ++row;
-    const double y = top + 20 * row;
-    if (!e.style) {
-      os << "<rect x=\"" << x + 5 << "\" y=\"" << y - 6 << "\" width=\"14\" height=\"12\" fill=\"" << e.colour
-         << "\"/>\n";
-    } else {
-      if (*e.style != Style::Test)
-        line(os, x, y, x + 24, y, "stroke=\"" + e.colour + "\" " + line_attrs(*e.style));
-      if (*e.style != Style::Train) marker(os, {x + 12, y}, e.colour, *e.style);
-    }
-    text(os, x + 30, y + 4, xml_escape(e.label));
-    x += width;
+  std::vector<svg::LegendEntry> entries = {
+      {style_sample(Style::Train), "train"},
+      {style_sample(Style::Valid), "valid"},
+      {style_sample(Style::Test), "test"}};
+  if (any_exact) entries.push_back({style_sample(Style::Exact), "exact match"});
+  for (size_t i = 0; i < runs.size(); ++i) {
+    auto swatch = [c = std::string(svg::colour(i))](std::ostream& os, double x, double y) {
+      svg::rect(os, x + 5, y - 6, 14, 12, "fill=\"" + c + "\"");
+    };
+    entries.push_back({swatch, runs[i].name});
   }
-  os << "</g>\n";
-  return row + 1;
+  return svg::legend(os, entries, top);
 }
 
 // A panel's curves: which record key of which split, drawn in which style.
@@ -391,7 +219,7 @@ std::string draw_svg(const std::vector<Run>& runs, const PlotOptions& o) {
     for (const Run& r : runs)
       for (const Curve& c : spec.curves) panel.push_back(&r.at(c.split, c.key));
     all.insert(all.end(), panel.begin(), panel.end());
-    if (&spec == &specs.front() || extent(panel, &Point::y)) shown.emplace_back(&spec, std::move(panel));
+    if (&spec == &specs.front() || svg::extent(panel, &Point::y)) shown.emplace_back(&spec, std::move(panel));
   }
   for (const Run& r : runs) any_exact = any_exact || !r.at(Split::Valid, "exact_match").empty() ||
                                         !r.at(Split::Test, "exact_match").empty();
@@ -399,29 +227,20 @@ std::string draw_svg(const std::vector<Run>& runs, const PlotOptions& o) {
   // takes the full width; more go two to a row.
   const Axis x = value_axis(all, &Point::x, Scale::Linear);
   const std::string xlabel = o.x_axis == "time" ? "minutes" : "step";
+  const size_t columns = shown.size() == 1 ? 1 : 2;
   std::ostringstream body;
   for (size_t k = 0; k < shown.size(); ++k) {
     const auto& [spec, panel] = shown[k];
-    const double top = 60 + 340.0 * double(k / 2), left = k % 2 ? 575 : 70;
-    const Panel p{{left, top, shown.size() == 1 ? 975.0 : left + 400, top + 270}, x,
-                  value_axis(panel, &Point::y, spec->scale)};
-    draw_frame(body, p, spec->title, xlabel, p.y.log ? std::string(spec->title) + " (log)" : spec->title);
+    const Panel p{svg::panel_box(k, columns), x, value_axis(panel, &Point::y, spec->scale)};
+    svg::frame(body, p, spec->title, xlabel, p.y.log ? std::string(spec->title) + " (log)" : spec->title);
     for (size_t i = 0; i < runs.size(); ++i)
-      for (const Curve& c : spec->curves) draw_series(body, p, runs[i].at(c.split, c.key), colour(i), c.style);
+      for (const Curve& c : spec->curves) draw_series(body, p, runs[i].at(c.split, c.key), svg::colour(i), c.style);
   }
-  const double legend_top = 392 + 340.0 * double((shown.size() - 1) / 2);
+  const double legend_top = svg::legend_top(shown.size(), columns);
   const int legend_rows = draw_legend(body, runs, any_exact, legend_top);
   std::string title = o.title;
   for (size_t i = 0; o.title.empty() && i < runs.size(); ++i) title += (i ? ", " : "") + runs[i].name;
-
-  const int height = int(legend_top) + 20 * legend_rows;
-  std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"" << height << "\" viewBox=\"0 0 1000 "
-      << height << "\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#222\">\n"
-      << "<rect width=\"1000\" height=\"" << height << "\" fill=\"white\"/>\n";
-  text(svg, 500, 26, xml_escape(title), R"(text-anchor="middle" font-size="16" font-weight="bold")");
-  svg << body.str() << "</svg>\n";
-  return svg.str();
+  return svg::document(1000, int(legend_top) + 20 * legend_rows, svg::xml_escape(title), body.str());
 }
 
 const char* kUsage =
