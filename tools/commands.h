@@ -16,5 +16,6 @@ int evaluate(const std::vector<std::string>& args);   // metrics of a run's chec
 int generate(const std::vector<std::string>& args);   // sample text from a language-model run
 int translate(const std::vector<std::string>& args);  // greedy or beam decoding with a seq2seq run
 int plot(const std::vector<std::string>& args);       // SVG curves of runs (tools/plot.h)
+int analyze(const std::vector<std::string>& args);    // attention maps, head redundancy, importance, rank (tools/analyze.h)
 
 }  // namespace ks::tools

@@ -21,6 +21,7 @@ void usage(FILE* out) {
                "  generate   sample text from a language-model run\n"
                "  translate  greedy or beam-search decoding with a seq2seq run\n"
                "  plot       loss and accuracy curves of runs, in one SVG\n"
+               "  analyze    attention maps, head redundancy, importance, pruning and rank of a run\n"
                "  bench      time training steps of the reference decoder LM (one JSON line)\n"
                "  info       parameters, FLOPs per token and training memory of a model config\n"
                "  config     a training config with every key and default explicit\n"
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     if (cmd == "generate") return ks::tools::generate(args);
     if (cmd == "translate") return ks::tools::translate(args);
     if (cmd == "plot") return ks::tools::plot(args);
+    if (cmd == "analyze") return ks::tools::analyze(args);
     if (cmd == "bench") return ks::tools::bench(args);
     if (cmd == "info") return ks::tools::info(args);
     if (cmd == "config") return ks::tools::config(args);

@@ -1,4 +1,5 @@
-// nn/attention/attention.cpp — config validation and the family registry.
+// nn/attention/attention.cpp — config validation, the family registry, and
+// finding the attention modules of a model.
 #include "nn/attention/attention.h"
 
 #include <map>
@@ -48,6 +49,19 @@ void AttentionConfig::validate() const {
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg) {
   cfg.validate();
   return registry().at(cfg.type).make(cfg);
+}
+
+namespace {
+void collect_attention(Module& m, const std::string& path, std::vector<std::pair<std::string, Attention*>>& out) {
+  if (auto* a = dynamic_cast<Attention*>(&m)) out.emplace_back(path, a);
+  for (auto& [name, child] : m.named_children()) collect_attention(*child, path.empty() ? name : path + "." + name, out);
+}
+}  // namespace
+
+std::vector<std::pair<std::string, Attention*>> named_attention(Module& root) {
+  std::vector<std::pair<std::string, Attention*>> out;
+  collect_attention(root, "", out);
+  return out;
 }
 
 AttentionCost attention_cost(const AttentionConfig& cfg, int64_t seq_len, bool causal) {

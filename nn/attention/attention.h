@@ -73,12 +73,30 @@ class Attention : public Module {
   Tensor forward(const Tensor& x, const AttentionMask& mask = {}, AttentionCache* cache = nullptr) {
     return forward(x, x, x, mask, cache);
   }
-  // When true, forward stores the attention probabilities (B, h, T, S) in
-  // last_weights (detached), for analysis.
+  // When true, forward also stores, detached, what an analysis reads
+  // (tools/analyze.h), computing the weights explicitly (op by op) instead of
+  // through the fused kernels:
+  //   last_weights (B, h, T, S)  the attention probabilities; for linear/mlk
+  //                              the matrix their sums stand for, built explicitly
+  //   last_scores  (B, h, T, S)  what the weights normalise: softmax/fixed the
+  //                              scaled q·k (before masks), linear/mlk φ(q)·φ(k)
+  //                              (0 where masked); mgk/smgk (B, h, M, T, S), each
+  //                              component's logit without the per-query −‖q‖²/2σ²
+  //   last_heads   (B, h, T, e)  each head's output before the output
+  //                              projection, the head gate applied
   bool return_weights = false;
-  Tensor last_weights;
+  Tensor last_weights, last_scores, last_heads;
+  // Head gates ξ (h,): head i's output is multiplied by ξ_i before the output
+  // projection (Michel et al., 2019). Undefined: every gate 1, at no cost.
+  // 0 masks a head; with requires_grad, backward gives ∂L/∂ξ, the importance.
+  Tensor head_gate;
   const AttentionConfig config;
 };
+
+// Every attention module under `root`, with its path of child names
+// ("layers.0.self_attn"), in registration order (depth first): the "sites"
+// that analyses and head masks name.
+std::vector<std::pair<std::string, Attention*>> named_attention(Module& root);
 
 // Parameters and forward FLOPs per query token (2 per multiply-add) for
 // self-attention over `seq_len` keys, so families can be compared as the

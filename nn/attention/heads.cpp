@@ -3,6 +3,7 @@
 
 #include <tuple>
 
+#include "autograd/node.h"
 #include "core/factory.h"
 #include "ops/compare.h"
 #include "ops/elementwise.h"
@@ -17,6 +18,21 @@ Tensor split_heads(const Tensor& x, int64_t heads, int64_t head_dim) {
 
 Tensor merge_heads(const Tensor& x) {
   return reshape(transpose(x, 1, 2), {x.size(0), x.size(2), x.size(1) * x.size(3)});
+}
+
+Tensor gate_and_merge_heads(Attention& attn, const Tensor& heads) {
+  Tensor gated = heads;
+  if (attn.head_gate.defined()) {
+    const Tensor& g = attn.head_gate;
+    const int64_t h = heads.size(1);
+    KS_CHECK(g.dim() == 1 && g.size(0) == h, attn.type_name(), ": head_gate must be (", h, ",), one gate per head, got ",
+             describe(g));
+    KS_CHECK(g.dtype() == heads.dtype() && g.device() == heads.device(), attn.type_name(), ": head_gate is ",
+             describe(g), " but the heads are ", describe(heads));
+    gated = mul(heads, view(g, {1, h, 1, 1}));
+  }
+  if (attn.return_weights) attn.last_heads = detach(gated);
+  return merge_heads(gated);
 }
 
 Tensor attention_mask(const AttentionMask& mask, int64_t batch, int64_t t, int64_t s, int64_t offset, Device device) {

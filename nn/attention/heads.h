@@ -1,5 +1,5 @@
 // nn/attention/heads.h — helpers every attention family shares: splitting
-// the projection output into heads and back, growing a decoding cache, and
+// the projection output into heads and back (through the head gates), growing a decoding cache, and
 // turning an AttentionMask into one boolean "masked" tensor.
 #pragma once
 
@@ -14,6 +14,11 @@ namespace ks::nn {
 Tensor split_heads(const Tensor& x, int64_t heads, int64_t head_dim);
 // (B, h, T, p) -> (B, T, h*p).
 Tensor merge_heads(const Tensor& x);
+// Every family's last step before its output projection: the heads (B, h, T, e)
+// times attn.head_gate (when defined; checked to be (h,) on the heads' device
+// and dtype), kept in attn.last_heads when attn.return_weights, then merged
+// to (B, T, h·e).
+Tensor gate_and_merge_heads(Attention& attn, const Tensor& heads);
 
 // Bool (B or 1, 1, T, S), true where query i must not see key j: the causal
 // rule (j > offset + i) and/or key padding (B, S). Undefined if nothing is masked.

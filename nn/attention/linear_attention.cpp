@@ -105,6 +105,7 @@ Tensor LinearAttention::forward(const Tensor& query, const Tensor& key, const Te
     const int64_t S = fk.size(2);
     Tensor scores = matmul(fq, transpose(fk, -1, -2));  // (B, h, T, S); padded keys are already 0
     if (mask.causal) scores = masked_fill(scores, attention_mask({true, Tensor()}, B, T, S, 0, query.device()), 0.0);
+    last_scores = scores;
     last_weights = div(scores, add(sum(scores, {3}, true), kEps));
   }
   if (cache && !reuse) {
@@ -112,7 +113,7 @@ Tensor LinearAttention::forward(const Tensor& query, const Tensor& key, const Te
     cache->norm = norm;
     cache->length += fk.size(2);
   }
-  return o->forward(merge_heads(heads_out));  // (B, T, d)
+  return o->forward(gate_and_merge_heads(*this, heads_out));  // (B, T, d)
 }
 
 namespace {

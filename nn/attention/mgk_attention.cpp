@@ -107,6 +107,11 @@ Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, cons
       resp_totals = sum(mix.responsibilities, {2, 4});  // (B, h, M)
     }
     last_weights = detach(mix.weights);
+    last_keys = detach(kr);
+    {
+      NoGradGuard no_grad;  // each component's logits (B, h, M, T, S)
+      last_scores = permute(add(mul(scores, inv_s2), unsqueeze(bias, 2)), {0, 1, 3, 2, 4});
+    }
     heads_out = matmul(attn_drop->forward(mix.weights), kv.v);
   }
 
@@ -121,7 +126,7 @@ Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, cons
     Tensor step = where(gt(visible, 0.0), sub(estimate, pi), zeros_like(pi));
     add_(pi, step, pi_momentum);
   }
-  return o->forward(merge_heads(heads_out));  // (B, T, d)
+  return o->forward(gate_and_merge_heads(*this, heads_out));  // (B, T, d)
 }
 
 namespace {

@@ -62,6 +62,9 @@ class MixtureKeyAttention : public Attention {
   Tensor pi;         // (h, M) buffer; soft_e only
   Tensor mu;         // (h, M, p) parameter; smgk only
   std::shared_ptr<Dropout> attn_drop;
+  // With return_weights: the component keys k_jr (B, h, M, S, p) the last
+  // forward attended to, detached (for the distance between a position's keys).
+  Tensor last_keys;
   double pi_momentum = 0.1;  // soft_e: the EMA step towards each batch's mean responsibilities
   const bool shifted;        // smgk
 };

@@ -48,18 +48,19 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
                           .key_padding = kv.key_padding,
                           .dropout_p = attn_drop->p,
                           .training = attn_drop->is_training()};
-    return o->forward(merge_heads(scaled_dot_product_attention(qh, kv.k, kv.v, opt)));  // (B, T, d)
+    return o->forward(gate_and_merge_heads(*this, scaled_dot_product_attention(qh, kv.k, kv.v, opt)));  // (B, T, d)
   }
   // The weights are wanted: materialise them, op by op, with the fused op's semantics.
   const int64_t S = kv.k.size(2);
   // The scale goes on the queries (T·p values) rather than the scores (T·S).
   Tensor scores = matmul(mul(qh, scale), transpose(kv.k, -1, -2));  // (B, h, T, S)
+  last_scores = detach(scores);
   Tensor masked = attention_mask({mask.causal, kv.key_padding}, B, T, S, kv.offset, query.device());
   if (masked.defined()) scores = masked_fill(scores, masked, -INFINITY);
   Tensor weights = softmax(scores, -1);  // a fully masked row gives zeros
   last_weights = detach(weights);
   weights = attn_drop->forward(weights);
-  return o->forward(merge_heads(matmul(weights, kv.v)));  // (B, T, d)
+  return o->forward(gate_and_merge_heads(*this, matmul(weights, kv.v)));  // (B, T, d)
 }
 
 namespace {

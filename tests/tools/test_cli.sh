@@ -2,7 +2,7 @@
 # tests/tools/test_cli.sh — the keystone binary's usage and error paths: exit
 # 0 on success, 2 on a usage error, 1 on a runtime error, each with a message
 # that names the problem; a tiny bench run printing its JSON fields; and the
-# train -> eval / generate / translate / plot path on tiny runs, including a
+# train -> eval / generate / translate / plot / analyze path on tiny runs, including a
 # real Ctrl-C (SIGINT) and --resume reproducing the uninterrupted losses.
 set -u
 ks="$1"
@@ -66,7 +66,7 @@ JSON
 expect 0 '"params": [0-9]+' -- "$ks" info --config "$tmp/listops.json"  # [CLS] takes a position of max_len
 
 # --- train and the commands that read its run folders ---------------------------
-for c in train eval generate translate plot; do expect 0 "usage: keystone $c" -- "$ks" $c --help; done
+for c in train eval generate translate plot analyze; do expect 0 "usage: keystone $c" -- "$ks" $c --help; done
 expect 2 "--config FILE is required" -- "$ks" train
 expect 2 "--resume needs --out DIR" -- "$ks" train --resume
 expect 1 "config: file not found: $tmp/none.json" -- "$ks" train --config "$tmp/none.json"
@@ -176,6 +176,36 @@ cp "$tmp/lines.txt" "$tmp/lines.orig"
 echo "a line added later" >> "$tmp/lines.txt"
 expect 0 "warning: data.train: $tmp/lines.txt changed since the run recorded it" -- "$ks" eval --run "$tmp/lm" --split valid
 mv "$tmp/lines.orig" "$tmp/lines.txt"
+
+# keystone analyze on the seq2seq run (encoder self-, decoder self- and cross-attention)
+# and the linear-attention LM (whose attention matrix is built explicitly); eval --mask-heads.
+expect 0 "usage: keystone analyze" -- "$ks" analyze --help
+expect 2 "--run DIR is required" -- "$ks" analyze
+expect 2 "--run $tmp/nowhere: no such run folder" -- "$ks" analyze --run "$tmp/nowhere"
+expect 2 "--split: expected train, valid or test, got 'dev'" -- "$ks" analyze --run "$tmp/lm" --split dev
+expect 2 "--tolerance: expected a number in \(0, 1\)" -- "$ks" analyze --run "$tmp/lm" --tolerance 2
+expect 0 "decoder.0.cross_attn +2 " -- "$ks" analyze --run "$tmp/whole" --batches 2
+for f in analysis.json attention_maps.safetensors maps_example0.svg maps_example1.svg redundancy_js.svg \
+         redundancy_cosine.svg pruning.svg spectra.svg; do
+  [ -s "$tmp/whole/analysis/$f" ] || { echo "FAIL: analyze wrote no $f"; fails=$((fails + 1)); }
+done
+grep -q '"schema": "keystone.analysis/1"' "$tmp/whole/analysis/analysis.json" || { echo "FAIL: analysis.json schema"; fails=$((fails + 1)); }
+expect 0 "pruning \(by importance\): loss" -- "$ks" analyze --run "$tmp/lm" --batches 2 --examples 1 --out "$tmp/lm-analysis"
+expect 0 "wrote .*compare_pruning.svg" -- "$ks" analyze --compare "$tmp/whole" "$tmp/lm-analysis" --labels s2s,lm --out "$tmp/cmp"
+[ -s "$tmp/cmp/compare_sites.svg" ] || { echo "FAIL: analyze --compare wrote no compare_sites.svg"; fails=$((fails + 1)); }
+expect 2 "--compare needs at least two" -- "$ks" analyze --compare "$tmp/whole"
+expect 2 "--compare: $tmp/lm: no analysis found" -- "$ks" analyze --compare "$tmp/whole" "$tmp/lm"
+expect 2 "--labels: 1 labels for 2 analyses" -- "$ks" analyze --compare "$tmp/whole" "$tmp/lm-analysis" --labels x
+cp -r "$tmp/lm" "$tmp/lm-edited"
+python3 -c "import json,sys; p=sys.argv[1]; c=json.load(open(p)); c['model']['activation']='relu'; json.dump(c, open(p,'w'))" \
+  "$tmp/lm-edited/config.json"
+expect 2 "was trained with another config than config.json: model.activation differ" -- "$ks" analyze --run "$tmp/lm-edited"
+# (the data builders never leave a split empty; analyze still refuses one by name)
+expect 0 '"masked_heads":\[\{"head":1,"site":"layers.0.self_attn"\}\]' -- "$ks" eval --run "$tmp/lm" --split valid --mask-heads 0:1
+expect 0 '"masked_heads"' -- "$ks" eval --run "$tmp/whole" --split valid --mask-heads decoder.0.cross_attn:0,0:1
+expect 2 "--mask-heads: entry '0-1' is not SITE:HEAD" -- "$ks" eval --run "$tmp/lm" --mask-heads 0-1
+expect 2 "--mask-heads: entry '0:5': head '5' is not one of site 0's 2 heads" -- "$ks" eval --run "$tmp/lm" --mask-heads 0:5
+expect 2 "--mask-heads: entry '9:0': site 9 does not exist" -- "$ks" eval --run "$tmp/lm" --mask-heads 9:0
 
 # keystone config: every key explicit, for every data set and the shipped configs for one's own data.
 expect 0 "usage: keystone config" -- "$ks" config --help

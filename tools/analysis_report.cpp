@@ -1,0 +1,315 @@
+// tools/analysis_report.cpp — analysis.json to figures, and --compare
+// (tools/analysis_report.h).
+#include "tools/analysis_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+#include "nn/safetensors.h"
+#include "tools/analysis_figures.h"
+#include "tools/cli.h"
+
+namespace ks::tools {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+const HeatmapCell kBlank{1, 1, {kNaN}};  // a grid position without a matrix (a site with fewer heads)
+
+void write(const fs::path& path, const std::string& text) { nn::write_file_atomically(path.string(), text); }
+
+// One example's maps: rows = sites, columns = heads.
+std::string map_figure(const std::vector<const AttentionMap*>& maps, int64_t example) {
+  HeatmapGrid g;
+  g.title = "attention weights, example " + std::to_string(example) + " (rows: sites, columns: heads)";
+  g.rows = int64_t(maps.size());
+  for (const AttentionMap* m : maps) g.cols = std::max(g.cols, m->heads);
+  for (int64_t h = 0; h < g.cols; ++h) g.col_labels.push_back("head " + std::to_string(h));
+  bool tokens = true, shared = true;
+  for (const AttentionMap* m : maps) {
+    g.row_labels.push_back(m->site);
+    tokens = tokens && !m->row_tokens.empty() && !m->col_tokens.empty();
+    shared = shared && m->row_tokens == maps[0]->row_tokens && m->col_tokens == maps[0]->col_tokens &&
+             m->row_tokens == m->col_tokens && m->heads == g.cols;
+  }
+  for (const AttentionMap* m : maps)
+    for (int64_t h = 0; h < g.cols; ++h) {
+      if (h >= m->heads) {
+        g.cells.push_back(kBlank);
+        if (tokens && !shared) g.x_tokens.push_back({""}), g.y_tokens.push_back({""});
+        continue;
+      }
+      HeatmapCell c{m->rows, m->cols, {}};
+      const size_t n = size_t(m->rows * m->cols);
+      c.values.assign(m->weights.begin() + h * n, m->weights.begin() + (h + 1) * n);
+      g.cells.push_back(std::move(c));
+      if (tokens && !shared) g.x_tokens.push_back(m->col_tokens), g.y_tokens.push_back(m->row_tokens);
+    }
+  if (tokens && shared) {
+    g.x_tokens = {maps[0]->col_tokens};
+    g.y_tokens = {maps[0]->row_tokens};
+  }
+  return heatmap_grid_svg(g);
+}
+
+// Every site's head × head matrix of `key` ("js" or "cosine"), sites side by side.
+std::string matrix_figure(const json& sites, const std::string& key, const std::string& title, double lo, double hi) {
+  HeatmapGrid g;
+  g.title = title;
+  g.rows = 1;
+  g.cols = int64_t(sites.size());
+  g.lo = lo;
+  g.hi = hi;
+  g.print_values = true;  // drawn only in cells of at most 16 × 16
+  for (const json& site : sites) {
+    const json& m = site[key];
+    const int64_t h = int64_t(m.size());
+    HeatmapCell c{h, h, {}};
+    for (const json& row : m)
+      for (const json& v : row) c.values.push_back(v.get<double>());
+    g.cells.push_back(std::move(c));
+    g.col_labels.push_back(site["name"].get<std::string>());
+  }
+  return heatmap_grid_svg(g);
+}
+
+std::string pruning_figure(const json& a) {
+  const json& pr = a["pruning"];
+  const std::string metric = pr["metric"];
+  LineSeries loss{"loss", {}}, value{metric, {}};
+  for (const json& p : pr["points"]) {
+    const double x = p["masked"].get<double>();
+    loss.points.push_back({x, p["loss"].get<double>()});
+    value.points.push_back({x, p[metric].is_number() ? p[metric].get<double>() : kNaN});
+  }
+  LineChart c;
+  c.title = "pruning heads in increasing importance (" + a["split"].get<std::string>() + " split)";
+  c.panels.push_back({"loss", "heads masked", "loss (nats per prediction)", false, {loss}});
+  c.panels.push_back({metric, "heads masked", metric, false, {value}});
+  return line_chart_svg(c);
+}
+
+// σ_i / σ_1 of each head, first example: one panel per site for the score
+// matrix (MGK: the mixture logits) and one for the attention matrix.
+std::string spectra_figure(const json& sites) {
+  LineChart c;
+  c.title = "singular values of each head's matrices, first example (sigma_i / sigma_1)";
+  c.columns = 2;
+  for (const json& s : sites) {
+    const json& examples = s["rank"]["examples"];
+    if (examples.empty()) continue;
+    const json& ex = examples[0];
+    for (const std::string kind : {"scores", "attention"}) {
+      LinePanel p{s["name"].get<std::string>() + ": " + (kind == "scores" ? "scores" : "attention"), "index i",
+                  "sigma_i / sigma_1", true, {}};
+      int64_t head = 0;
+      for (const json& hj : ex["heads"]) {
+        const json* spec = hj.contains(kind) ? &hj[kind] : kind == "scores" && hj.contains("mixture") ? &hj["mixture"] : nullptr;
+        if (spec) {
+          LineSeries series{"head " + std::to_string(head), {}};
+          const json& sv = (*spec)["singular_values"];
+          const double top = sv.empty() ? 0 : sv[0].get<double>();
+          for (size_t i = 0; i < sv.size(); ++i)
+            series.points.push_back({double(i + 1), top > 0 ? sv[i].get<double>() / top : kNaN});
+          p.series.push_back(std::move(series));
+        }
+        ++head;
+      }
+      c.panels.push_back(std::move(p));
+    }
+  }
+  if (c.panels.empty()) c.panels.push_back({"no spectra (--examples 0)", "index i", "sigma_i / sigma_1", false, {}});
+  return line_chart_svg(c);
+}
+
+// ---- --compare ----
+
+struct Loaded {
+  std::string label;
+  json a;
+};
+
+json read_analysis(const std::string& given) {
+  fs::path p = given;
+  if (fs::is_directory(p)) p = fs::exists(p / "analysis" / "analysis.json") ? p / "analysis" / "analysis.json" : p / "analysis.json";
+  if (!fs::is_regular_file(p))
+    throw cli::UsageError("--compare: " + given + ": no analysis found (looked for " + p.string() +
+                          "; run `keystone analyze --run " + given + "` first)");
+  std::ifstream in(p);
+  json a = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (a.is_discarded() || !a.is_object() || a.value("schema", "") != "keystone.analysis/1" || !a.contains("sites") ||
+      !a.contains("pruning"))
+    throw cli::UsageError("--compare: " + p.string() + " is not an analysis.json of keystone analyze (schema keystone.analysis/1)");
+  return a;
+}
+
+double site_mean(const json& a, const std::function<double(const json&)>& f) {
+  double s = 0;
+  for (const json& site : a["sites"]) s += f(site);
+  return a["sites"].empty() ? 0 : s / double(a["sites"].size());
+}
+
+double effective_rank_mean(const json& site, const std::string& kind) {
+  double s = 0;
+  int64_t n = 0;
+  for (const json& ex : site["rank"]["examples"])
+    for (const json& h : ex["heads"]) {
+      const json* spec = h.contains(kind) ? &h[kind] : kind == "scores" && h.contains("mixture") ? &h["mixture"] : nullptr;
+      if (spec) s += (*spec)["effective_rank"].get<double>(), ++n;
+    }
+  return n > 0 ? s / double(n) : kNaN;
+}
+
+// Heads masked before the loss first exceeds 1.01 × the unmasked loss.
+int64_t maskable_within_1pct(const json& a) {
+  const json& pts = a["pruning"]["points"];
+  if (pts.empty()) return 0;
+  const double base = pts[0]["loss"].get<double>();
+  int64_t n = 0;
+  for (const json& p : pts) {
+    if (p["loss"].get<double>() > base * 1.01) break;
+    n = p["masked"].get<int64_t>();
+  }
+  return n;
+}
+
+}  // namespace
+
+json write_analysis_figures(const json& a, const std::vector<AttentionMap>& maps, const fs::path& out) {
+  json files = {{"maps", json::array()}};
+  std::map<int64_t, std::vector<const AttentionMap*>> by_example;
+  std::vector<int64_t> order;
+  for (const AttentionMap& m : maps) {
+    if (!by_example.count(m.example)) order.push_back(m.example);
+    by_example[m.example].push_back(&m);
+  }
+  for (int64_t e : order) {
+    const std::string name = "maps_example" + std::to_string(e) + ".svg";
+    write(out / name, map_figure(by_example[e], e));
+    files["maps"].push_back(name);
+  }
+  write(out / "redundancy_js.svg",
+        matrix_figure(a["sites"], "js", "mean Jensen-Shannon divergence between heads' attention (nats, 0 .. ln 2)", 0,
+                      std::log(2.0)));
+  write(out / "redundancy_cosine.svg",
+        matrix_figure(a["sites"], "cosine", "mean cosine similarity of heads' outputs", -1, 1));
+  files["redundancy"] = {"redundancy_js.svg", "redundancy_cosine.svg"};
+  write(out / "pruning.svg", pruning_figure(a));
+  files["pruning"] = "pruning.svg";
+  write(out / "spectra.svg", spectra_figure(a["sites"]));
+  files["spectra"] = "spectra.svg";
+  return files;
+}
+
+int compare_analyses(const std::vector<std::string>& args) {
+  std::vector<std::string> given, labels;
+  fs::path out = ".";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& x = args[i];
+    if (x == "--labels" || x == "--out") {
+      if (i + 1 >= args.size()) throw cli::UsageError(x + " needs a value");
+      const std::string v = args[++i];
+      if (x == "--out") {
+        out = v;
+        continue;
+      }
+      for (size_t start = 0;;) {
+        const size_t comma = std::min(v.find(',', start), v.size());
+        if (comma == start) throw cli::UsageError("--labels: an empty label in '" + v + "'");
+        labels.push_back(v.substr(start, comma - start));
+        if (comma == v.size()) break;
+        start = comma + 1;
+      }
+    } else if (x.rfind("--", 0) == 0) {
+      throw cli::UsageError("--compare: unknown flag " + x + " (expected --labels or --out)");
+    } else {
+      given.push_back(x);
+    }
+  }
+  if (given.size() < 2) throw cli::UsageError("--compare needs at least two runs or analyses");
+  if (!labels.empty() && labels.size() != given.size())
+    throw cli::UsageError(str("--labels: ", labels.size(), " labels for ", given.size(), " analyses"));
+  std::vector<Loaded> runs;
+  for (size_t i = 0; i < given.size(); ++i) {
+    json a = read_analysis(given[i]);
+    const json& m = a["model"];
+    const std::string label = labels.empty() ? str(m["attention"].get<std::string>(), " ", m["heads"].get<int64_t>(), "x",
+                                                   m["head_dim"].get<int64_t>(), " (", fs::path(a["run"].get<std::string>()).filename().string(), ")")
+                                             : labels[i];
+    runs.push_back({label, std::move(a)});
+  }
+
+  std::printf("%-36s %9s %7s %9s %8s %8s %8s %8s %9s\n", "run", "params", "loss", "metric", "JS", "cosine",
+              "erank sc", "erank at", "maskable");
+  for (const Loaded& r : runs) {
+    const json& pts = r.a["pruning"]["points"];
+    const std::string metric = r.a["pruning"]["metric"];
+    std::printf("%-36s %9lld %7.4f %9.4g %8.4f %8.4f %8.2f %8.2f %4lld/%-4lld\n", r.label.c_str(),
+                (long long)r.a["model"]["params"].get<int64_t>(), pts.empty() ? kNaN : pts[0]["loss"].get<double>(),
+                pts.empty() ? kNaN : pts[0][metric].get<double>(),
+                site_mean(r.a, [](const json& s) { return s["js_mean_off_diagonal"].get<double>(); }),
+                site_mean(r.a, [](const json& s) { return s["cosine_mean_off_diagonal"].get<double>(); }),
+                site_mean(r.a, [](const json& s) { return effective_rank_mean(s, "scores"); }),
+                site_mean(r.a, [](const json& s) { return effective_rank_mean(s, "attention"); }),
+                (long long)maskable_within_1pct(r.a), (long long)r.a["model"]["total_heads"].get<int64_t>());
+  }
+  std::printf("(metric: the first run's %s; JS, cosine: mean over sites of the mean off-diagonal entry; erank: mean "
+              "effective rank of score / attention matrices; maskable: heads masked before the loss rises over 1%%)\n",
+              runs[0].a["pruning"]["metric"].get<std::string>().c_str());
+
+  LineChart pruning;
+  pruning.title = "pruning curves, heads masked in increasing importance";
+  LinePanel loss{"loss", "fraction of heads masked", "loss (nats per prediction)", false, {}};
+  LinePanel rel{"loss / unmasked loss", "fraction of heads masked", "relative loss", false, {}};
+  LineChart per_site;
+  per_site.title = "per attention site";
+  per_site.columns = 2;
+  LinePanel js{"head redundancy: mean JS divergence", "site", "nats", false, {}};
+  LinePanel cosine{"head redundancy: mean cosine of outputs", "site", "cosine", false, {}};
+  LinePanel er_s{"effective rank of score matrices", "site", "effective rank", false, {}};
+  LinePanel er_a{"effective rank of attention matrices", "site", "effective rank", false, {}};
+  for (const Loaded& r : runs) {
+    const json& pts = r.a["pruning"]["points"];
+    const double total = double(std::max<int64_t>(1, r.a["model"]["total_heads"].get<int64_t>()));
+    LineSeries l{r.label, {}}, q{r.label, {}};
+    const double base = pts.empty() ? 1 : pts[0]["loss"].get<double>();
+    for (const json& p : pts) {
+      l.points.push_back({p["masked"].get<double>() / total, p["loss"].get<double>()});
+      q.points.push_back({p["masked"].get<double>() / total, p["loss"].get<double>() / base});
+    }
+    loss.series.push_back(std::move(l));
+    rel.series.push_back(std::move(q));
+    LineSeries a{r.label, {}}, b{r.label, {}}, c{r.label, {}}, d{r.label, {}};
+    double x = 0;
+    for (const json& s : r.a["sites"]) {
+      a.points.push_back({x, s["js_mean_off_diagonal"].get<double>()});
+      b.points.push_back({x, s["cosine_mean_off_diagonal"].get<double>()});
+      c.points.push_back({x, effective_rank_mean(s, "scores")});
+      d.points.push_back({x, effective_rank_mean(s, "attention")});
+      x += 1;
+    }
+    js.series.push_back(std::move(a));
+    cosine.series.push_back(std::move(b));
+    er_s.series.push_back(std::move(c));
+    er_a.series.push_back(std::move(d));
+  }
+  pruning.panels = {loss, rel};
+  per_site.panels = {js, cosine, er_s, er_a};
+  fs::create_directories(out);
+  write(out / "compare_pruning.svg", line_chart_svg(pruning));
+  write(out / "compare_sites.svg", line_chart_svg(per_site));
+  std::printf("wrote %s and %s\n", (out / "compare_pruning.svg").string().c_str(),
+              (out / "compare_sites.svg").string().c_str());
+  return 0;
+}
+
+}  // namespace ks::tools

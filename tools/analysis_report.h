@@ -1,0 +1,37 @@
+// tools/analysis_report.h — the figures of `keystone analyze` and its
+// --compare mode (tools/analyze.h), drawn from an analysis.json document.
+//
+//   maps_example<E>.svg   one example's weights: rows = sites, columns = heads,
+//                         tokens on the axes where the data has text
+//   redundancy_js.svg,    per site, the head × head JS and cosine matrices
+//   redundancy_cosine.svg
+//   pruning.svg           loss, and the headline metric, against heads masked
+//   spectra.svg           per site, σ_i / σ_1 of each head's score matrix and
+//                         of its attention matrix (first example), log scale
+//   compare_pruning.svg   several runs' pruning curves, by fraction of heads masked
+//   compare_sites.svg     several runs' per-site JS, cosine and effective rank
+// Not here: the measurements (analysis_collect.h, analysis_pruning.h), the
+// SVG primitives (svg.h, analysis_figures.h).
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tools/analysis_collect.h"
+
+namespace ks::tools {
+
+// Writes the figures of one analysis into `out`; returns {"maps": [...],
+// "redundancy": ..., "pruning": ..., "spectra": ...}, the file names written.
+nlohmann::json write_analysis_figures(const nlohmann::json& analysis, const std::vector<AttentionMap>& maps,
+                                      const std::filesystem::path& out);
+
+// `keystone analyze --compare RUN_OR_ANALYSIS... [--labels A,B] [--out DIR]`:
+// prints a table of the analyses side by side and writes the compare figures
+// into --out (default: the working directory). Returns the exit code; throws
+// cli::UsageError (exit 2) for a missing or malformed analysis.
+int compare_analyses(const std::vector<std::string>& args);
+
+}  // namespace ks::tools
