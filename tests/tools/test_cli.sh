@@ -189,7 +189,14 @@ for f in analysis.json attention_maps.safetensors maps_example0.svg maps_example
          redundancy_cosine.svg pruning.svg spectra.svg; do
   [ -s "$tmp/whole/analysis/$f" ] || { echo "FAIL: analyze wrote no $f"; fails=$((fails + 1)); }
 done
+python3 -c "import sys, xml.dom.minidom as m; [m.parse(f) for f in sys.argv[1:]]" "$tmp"/whole/analysis/*.svg ||
+  { echo "FAIL: analyze's figures are not well-formed XML"; fails=$((fails + 1)); }
 grep -q '"schema": "keystone.analysis/1"' "$tmp/whole/analysis/analysis.json" || { echo "FAIL: analysis.json schema"; fails=$((fails + 1)); }
+# an encoder classifier (ListOps, a [CLS] position first), analysed on its test split
+expect 0 "finished 4 steps" -- "$ks" train --config "$tmp/listops.json" --out "$tmp/listops-run" --quiet \
+  --set train.steps=4 --set train.batch_size=4 --set train.eval_every=4 --set train.threads=1
+expect 0 "layers.0.attn +2 " -- "$ks" analyze --run "$tmp/listops-run" --split test --batches 1
+grep -q '"metric": "accuracy"' "$tmp/listops-run/analysis/analysis.json" || { echo "FAIL: a classifier's pruning metric is accuracy"; fails=$((fails + 1)); }
 expect 0 "pruning \(by importance\): loss" -- "$ks" analyze --run "$tmp/lm" --batches 2 --examples 1 --out "$tmp/lm-analysis"
 expect 0 "wrote .*compare_pruning.svg" -- "$ks" analyze --compare "$tmp/whole" "$tmp/lm-analysis" --labels s2s,lm --out "$tmp/cmp"
 [ -s "$tmp/cmp/compare_sites.svg" ] || { echo "FAIL: analyze --compare wrote no compare_sites.svg"; fails=$((fails + 1)); }
@@ -224,6 +231,22 @@ expect 0 '"tgt_vocab_size"' -- "$ks" config --config $root/tools/configs/my_tsv_
 if [ -r /usr/share/common-licenses/GPL-3 ]; then
   expect 0 '"vocab_size": 1024' -- "$ks" config --config $root/tools/configs/my_text_lm.json
 fi
+
+# tools/experiments/run.sh: stopped mid-run it resumes the run; finished runs are skipped.
+printf '1 tiny %s train.steps=300 train.eval_every=100 train.threads=1\n' "$tmp/copy.json" > "$tmp/claims.txt"
+exp_env=(env CLAIMS="$tmp/claims.txt" SEEDS=0 KS_EXPERIMENTS="$tmp/exp" KEYSTONE="$ks")
+"${exp_env[@]}" bash "$root/tools/experiments/run.sh" > "$tmp/exp1.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 1000); do [ -s "$tmp/exp/claim1/tiny-seed0/metrics.jsonl" ] && break; sleep 0.01; done
+kill -TERM "$pid"; wait "$pid"
+if [ -f "$tmp/exp/claim1/tiny-seed0/latest.safetensors" ]; then
+  expect 0 "resume $tmp/exp/claim1/tiny-seed0" -- "${exp_env[@]}" bash "$root/tools/experiments/run.sh"
+else
+  expect 0 "start  $tmp/exp/claim1/tiny-seed0" -- "${exp_env[@]}" bash "$root/tools/experiments/run.sh"
+fi
+expect 0 "every run is finished" -- "${exp_env[@]}" bash "$root/tools/experiments/run.sh"
+grep -q '"seed": 0' "$tmp/exp/claim1/tiny-seed0/config.json" || { echo "FAIL: run.sh did not set the seed"; fails=$((fails + 1)); }
+expect 2 "is not an executable keystone binary" -- env KEYSTONE="$tmp/none" bash "$root/tools/experiments/run.sh"
 
 # One train per run folder: a second one (or a --resume) on a folder in training is refused.
 "$ks" train --config "$tmp/copy.json" --out "$tmp/locked" --set train.steps=100000 --quiet > "$tmp/locked.log" 2>&1 &
