@@ -20,6 +20,7 @@
 namespace ks {
 
 constinit KernelTable<GemmKernel> gemm_kernel("gemm");
+constinit KernelTable<GemmBiasKernel> gemm_bias_kernel("gemm");
 
 namespace {
 
@@ -76,21 +77,30 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias = Tensor()) {
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   const Shape batch = broadcast_shapes({batch_of(a), batch_of(b)}, "matmul");
   Tensor out = Tensor::empty(with_matrix(batch, M, N), a.dtype(), a.device());
-  const bool accumulate = bias.defined();
+  // A bias row (N,) goes to a device's gemm_bias kernel where it has one;
+  // otherwise, and for any other bias shape, it is copied into the output
+  // and the product accumulated.
+  const bool row_bias = bias.defined() && bias.dim() == 1 && bias.size(0) == N && bias.is_contiguous() &&
+                        gemm_bias_kernel.has(out.device().type);
+  const bool accumulate = bias.defined() && !row_bias;
   if (accumulate) copy_(out, bias);
+  auto run = [&](const Tensor& c, const Tensor& x, const Tensor& y) {
+    if (row_bias)
+      gemm_bias_kernel(out.device(), c, x, y, bias);
+    else
+      gemm_kernel(out.device(), c, x, y, accumulate);
+  };
   // When b has no batch of its own, a's batch and row dims may fold into one
   // row dim: (B, T, C) · (C, N) becomes a single (B*T, C) · (C, N) GEMM.
   if (!batch.empty() && numel_of(batch_of(b)) == 1) {
     if (std::optional<int64_t> row_stride = fold_stride(a, a.dim() - 2)) {
       const int64_t rows = numel_of(batch) * M;
-      gemm_kernel(out.device(), out.alias({rows, N}, {N, 1}, 0),
-                  a.alias({rows, K}, {*row_stride, a.stride(-1)}, a.storage_offset()),
-                  b.alias({K, N}, {b.stride(-2), b.stride(-1)}, b.storage_offset()), accumulate);
+      run(out.alias({rows, N}, {N, 1}, 0), a.alias({rows, K}, {*row_stride, a.stride(-1)}, a.storage_offset()),
+          b.alias({K, N}, {b.stride(-2), b.stride(-1)}, b.storage_offset()));
       return out;
     }
   }
-  gemm_kernel(out.device(), out, broadcast_raw(a, with_matrix(batch, M, K), "matmul"),
-              broadcast_raw(b, with_matrix(batch, K, N), "matmul"), accumulate);
+  run(out, broadcast_raw(a, with_matrix(batch, M, K), "matmul"), broadcast_raw(b, with_matrix(batch, K, N), "matmul"));
   return out;
 }
 

@@ -33,5 +33,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // c is contiguous. Same floating dtype throughout.
 using GemmKernel = void(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate);
 extern KernelTable<GemmKernel> gemm_kernel;
+// The same with a bias (N,) added to every row of c (c's previous values
+// unused): c = a·b + bias, as if the bias were copied into c and the product
+// accumulated into it, which is what gemm does where a device has no such
+// kernel. A device may instead start its sums from the bias (the CPU's bf16
+// GEMMs do), sparing a pass over c.
+using GemmBiasKernel = void(const Tensor& c, const Tensor& a, const Tensor& b, const Tensor& bias);
+extern KernelTable<GemmBiasKernel> gemm_bias_kernel;
 
 }  // namespace ks

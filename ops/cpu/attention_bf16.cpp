@@ -28,6 +28,7 @@
 #include "core/parallel.h"
 #include "ops/attention_formulas.h"
 #include "ops/cpu/attention_tiles.h"
+#include "ops/cpu/avx512_clone.h"
 #include "ops/cpu/gemm_bf16_pack.h"
 #include "ops/cpu/vec_math.h"
 
@@ -96,7 +97,7 @@ void sdpa_forward_bf16(const Tensor& out, const Tensor& lse, const Tensor& q_in,
   const CpuGemmPath path = cpu_gemm_path();
   const float scale = float(prm.scale);
   const int64_t lq = a_stride(d.P), lp = a_stride(kBc);
-  parallel_for(0, d.B * d.H, attention_grain(d.T * d.S * (d.P + d.E)), [&](int64_t p0, int64_t p1) {
+  parallel_for(0, d.B * d.H, attention_grain(d.T * d.S * (d.P + d.E)), [&](int64_t p0, int64_t p1) KS_AVX512_CLONE {
     // packed: Q (T, p) as A | Kᵀ (p, S) as B | V (S, e) as B | one tile's
     // probabilities (kBr, kBc) as A | V's last partial chunk of 32 keys as B
     thread_local std::vector<uint16_t> qa, kt, vb, pa, vtail;
@@ -190,7 +191,7 @@ void sdpa_backward_bf16(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
   const float scale = float(prm.scale);
   const int64_t lq = a_stride(d.P), lg = a_stride(d.E), lr = a_stride(kBr), lc = a_stride(kBcBack);
   const int64_t tp = d.tp(), sp = d.sp(), pp = d.pp(), ep = d.ep();
-  parallel_for(0, d.B * d.H, attention_grain(d.T * d.S * (2 * d.P + 3 * d.E)), [&](int64_t p0, int64_t p1) {
+  parallel_for(0, d.B * d.H, attention_grain(d.T * d.S * (2 * d.P + 3 * d.E)), [&](int64_t p0, int64_t p1) KS_AVX512_CLONE {
     // packed, once per (b, h): Q and dO as A; Kᵀ, Vᵀ, K, Q, dO as B; per tile: Wᵀ, dS, dSᵀ as A
     thread_local std::vector<uint16_t> qa, ga, kt, vt, kb, qb, gb, wt, dsa, dst;
     grow(qa, tp * lq);

@@ -26,6 +26,7 @@
 
 #include "core/cpu_features.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/matmul_precision.h"
 #include "core/parallel.h"
 #include "ops/cpu/blas.h"
@@ -75,27 +76,34 @@ void rounded_sgemm(const Operand& a, const Operand& b, int64_t m, int64_t n, int
 
 void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                 bool threaded, bool c_transposed);
+                 bool threaded, bool c_transposed, const float* row_bias);
 
 }  // namespace
 
 void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded) {
+               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded, const float* row_bias) {
   if (m <= 0 || n <= 0) return;
-  if (k <= 0) {  // an empty sum: C = beta·C (BLAS leaves 0·NaN to beta == 0 as 0)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.f : beta * c[i * ldc + j];
-    return;
-  }
+  KS_ASSERT(!row_bias || (alpha == 1 && beta == 0));
   const CpuGemmPath path = cpu_gemm_path();
-  if (path == CpuGemmPath::Float32)
-    return rounded_sgemm(Operand{a, trans_a, lda}, Operand{b, trans_b, ldb}, m, n, k, alpha, beta, c, ldc, threaded);
+  if (k <= 0 || path == CpuGemmPath::Float32) {
+    // With a bias: C starts as the bias rows, and the product is added (beta 1).
+    if (row_bias)
+      for (int64_t i = 0; i < m; ++i) std::copy(row_bias, row_bias + n, c + i * ldc);
+    const float b_eff = row_bias ? 1.f : beta;
+    if (k <= 0) {  // an empty sum: C = beta·C (BLAS leaves 0·NaN to beta == 0 as 0)
+      if (!row_bias)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.f : beta * c[i * ldc + j];
+      return;
+    }
+    return rounded_sgemm(Operand{a, trans_a, lda}, Operand{b, trans_b, ldb}, m, n, k, alpha, b_eff, c, ldc, threaded);
+  }
   // A weight gradient (op(A) = Xᵀ, op(B) = Y, both strided along k) needs one
   // transposing pack, the slow kind: give it the smaller operand by computing
-  // Cᵀ = Yᵀ·X and writing C transposed.
-  if (trans_a && !trans_b && m > n)
-    return packed_gemm(path, true, false, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc, threaded, true);
-  packed_gemm(path, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded, false);
+  // Cᵀ = Yᵀ·X and writing C transposed. (Weight gradients have no bias.)
+  if (trans_a && !trans_b && m > n && !row_bias)
+    return packed_gemm(path, true, false, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc, threaded, true, nullptr);
+  packed_gemm(path, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded, false, row_bias);
 }
 
 namespace {
@@ -104,7 +112,7 @@ namespace {
 // the result (m, n) is written into C as its transpose.
 void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                 bool threaded, bool c_transposed) {
+                 bool threaded, bool c_transposed, const float* row_bias) {
   const int64_t kp = round_up(k, bf16::kKStep), mp = round_up(m, kBlock), np = round_up(n, kBlock);
   // Packed A's row stride: one cache line more than kp, so that the 16 rows
   // of an A tile do not share a few L1 sets when kp is a power of two.
@@ -186,10 +194,27 @@ void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_
         const uint16_t* b0 = b_of(q);
         const int64_t row = i_base + ib * kBlock, col = j_base + jb * kBlock;
         if (direct && row + kBlock <= m && col + kBlock <= n) {
-          block(a_of(q), ka, b0, b0 + kp * kPanel, kc, c + row * ldc + col, ldc, beta == 1, next);
+          float* cb = c + row * ldc + col;
+          if (row_bias)
+            block(a_of(q), ka, b0, b0 + kp * kPanel, kc, cb, ldc, row_bias + col, 0, next);
+          else
+            block(a_of(q), ka, b0, b0 + kp * kPanel, kc, cb, ldc, beta == 1 ? cb : nullptr, ldc, next);
           continue;
         }
-        block(a_of(q), ka, b0, b0 + kp * kPanel, kc, acc + ib * kBlock * lds + jb * kBlock, lds, k0 > 0, next);
+        // Through the scratch tile: the first chunk starts from 0 or the bias
+        // (one row repeated, stride 0; its columns past n are in the padding
+        // the write-back leaves out), later chunks from the sums.
+        float* ab = acc + ib * kBlock * lds + jb * kBlock;
+        if (k0 > 0)
+          block(a_of(q), ka, b0, b0 + kp * kPanel, kc, ab, lds, ab, lds, next);
+        else if (row_bias && col + kBlock <= n)
+          block(a_of(q), ka, b0, b0 + kp * kPanel, kc, ab, lds, row_bias + col, 0, next);
+        else if (row_bias) {  // the bias's last, partial block: a padded copy
+          alignas(64) float edge[kBlock] = {};
+          std::copy(row_bias + col, row_bias + n, edge);
+          block(a_of(q), ka, b0, b0 + kp * kPanel, kc, ab, lds, edge, 0, next);
+        } else
+          block(a_of(q), ka, b0, b0 + kp * kPanel, kc, ab, lds, nullptr, 0, next);
         if (q >= (chunks - 1) * per_chunk) write_back(ib, jb);  // the block's last chunk
       }
     }
@@ -218,7 +243,8 @@ void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const ui
       const int64_t i0 = ib * kBlock, j0 = jb * kBlock;
       const uint16_t* b0 = b_of(jb);
       if (i0 + kBlock <= m && j0 + kBlock <= n) {
-        block(a_of(ib), lda_p, b0, b0 + panel_stride, kc, c + i0 * ldc + j0, ldc, accumulate, next);
+        block(a_of(ib), lda_p, b0, b0 + panel_stride, kc, c + i0 * ldc + j0, ldc, accumulate ? c + i0 * ldc + j0 : nullptr,
+              ldc, next);
         continue;
       }
       // an edge block: through a local tile, only its real part touching C
@@ -228,7 +254,7 @@ void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const ui
         std::fill(tile, tile + kBlock * kBlock, 0.f);
         for (int64_t i = 0; i < rows; ++i) std::copy(c + (i0 + i) * ldc + j0, c + (i0 + i) * ldc + j0 + cols, tile + i * kBlock);
       }
-      block(a_of(ib), lda_p, b0, b0 + panel_stride, kc, tile, kBlock, accumulate, next);
+      block(a_of(ib), lda_p, b0, b0 + panel_stride, kc, tile, kBlock, accumulate ? tile : nullptr, kBlock, next);
       for (int64_t i = 0; i < rows; ++i) std::copy(tile + i * kBlock, tile + i * kBlock + cols, c + (i0 + i) * ldc + j0);
     }
 }
@@ -236,11 +262,14 @@ void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const ui
 }  // namespace bf16
 
 void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded) {
+              const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded, const float* row_bias) {
   if (matmul_precision() == MatmulPrecision::BFloat16)
-    bf16_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded);
-  else
-    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded);
+    return bf16_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded, row_bias);
+  KS_ASSERT(!row_bias || (alpha == 1 && beta == 0));
+  // Float32: the bias copied into C, then C += A·B, as OpenBLAS always did it.
+  if (row_bias)
+    for (int64_t i = 0; i < m; ++i) std::copy(row_bias, row_bias + n, c + i * ldc);
+  blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, row_bias ? 1.f : beta, c, ldc, threaded);
 }
 
 }  // namespace ks::cpu

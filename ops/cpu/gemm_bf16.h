@@ -22,10 +22,16 @@
 
 namespace ks::cpu {
 
+// row_bias (n values, or null): C = op(A)·op(B) + row_bias in every row
+// (alpha 1, beta 0), as if the bias were copied into C and the product added;
+// the bf16 kernels start their sums from it instead of making that extra
+// pass over C.
 void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded);
+               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded,
+               const float* row_bias = nullptr);
 
 void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded);
+              const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded,
+              const float* row_bias = nullptr);
 
 }  // namespace ks::cpu

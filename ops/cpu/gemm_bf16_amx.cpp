@@ -46,17 +46,20 @@ __attribute__((target("amx-tile"))) void configure_tiles() {
 
 __attribute__((target("amx-tile,amx-bf16"))) void amx_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0,
                                                              const uint16_t* b1, int64_t kc, float* c,
-                                                             int64_t ldc, bool load_c, const BlockOperands& next) {
+                                                             int64_t ldc, const float* c_in, int64_t ldc_in,
+                                                             const BlockOperands& next) {
   configure_tiles();
   const int64_t a_stride = lda_p * int64_t(sizeof(uint16_t));
   const uint16_t* a1 = a + kPanel * lda_p;  // rows 16..31 of the block
   const int64_t c_stride = ldc * int64_t(sizeof(float));
   float* c1 = c + kPanel * ldc;
-  if (load_c) {
-    _tile_loadd(0, c, c_stride);
-    _tile_loadd(1, c + kPanel, c_stride);
-    _tile_loadd(2, c1, c_stride);
-    _tile_loadd(3, c1 + kPanel, c_stride);
+  if (c_in) {  // a stride of 0 loads the same row into all 16 tile rows (a bias)
+    const int64_t in_stride = ldc_in * int64_t(sizeof(float));
+    const float* in1 = c_in + kPanel * ldc_in;
+    _tile_loadd(0, c_in, in_stride);
+    _tile_loadd(1, c_in + kPanel, in_stride);
+    _tile_loadd(2, in1, in_stride);
+    _tile_loadd(3, in1 + kPanel, in_stride);
   } else {
     _tile_zero(0);
     _tile_zero(1);

@@ -18,13 +18,13 @@ namespace ks::cpu::bf16 {
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void avx512bf16_block(
     const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c, int64_t ldc,
-    bool load_c, const BlockOperands&) {
+    const float* c_in, int64_t ldc_in, const BlockOperands&) {
   constexpr int kRows = 8;
   for (int64_t g = 0; g < kBlock; g += kRows) {
     __m512 acc0[kRows], acc1[kRows];
     for (int r = 0; r < kRows; ++r) {
-      acc0[r] = load_c ? _mm512_loadu_ps(c + (g + r) * ldc) : _mm512_setzero_ps();
-      acc1[r] = load_c ? _mm512_loadu_ps(c + (g + r) * ldc + kPanel) : _mm512_setzero_ps();
+      acc0[r] = c_in ? _mm512_loadu_ps(c_in + (g + r) * ldc_in) : _mm512_setzero_ps();
+      acc1[r] = c_in ? _mm512_loadu_ps(c_in + (g + r) * ldc_in + kPanel) : _mm512_setzero_ps();
     }
     const uint16_t* ag = a + g * lda_p;
     for (int64_t k = 0; k < kc; k += 2) {

@@ -10,8 +10,10 @@
 // — the "VNNI" layout both _tile_dpbf16ps and vdpbf16ps consume (a B tile is
 // 16 consecutive rows of a panel). Columns padded to a multiple of 32.
 // A block kernel computes one (32, 32) float32 block over `kc` (a multiple
-// of 32) of the k dim: c = (load_c ? c : 0) + A[32 rows, kc] · [panel0 |
-// panel1][kc, 32], c with row stride ldc.
+// of 32) of the k dim: c = init + A[32 rows, kc] · [panel0 | panel1][kc, 32],
+// c with row stride ldc; init is the 32 rows at c_in with row stride ldc_in
+// (c_in = c to accumulate; ldc_in = 0 repeats one row, a bias), or 0 when
+// c_in is null.
 // Not here: the blocking over a whole GEMM and the float32 path (gemm_bf16.cpp,
 // which also holds packed_product).
 // Packing: gemm_bf16_pack.cpp; kernels: gemm_bf16_amx.cpp, gemm_bf16_avx512.cpp.
@@ -56,9 +58,9 @@ struct BlockOperands {
   int64_t ldc = 0;
 };
 void amx_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c,
-               int64_t ldc, bool load_c, const BlockOperands& next);
+               int64_t ldc, const float* c_in, int64_t ldc_in, const BlockOperands& next);
 void avx512bf16_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c,
-                      int64_t ldc, bool load_c, const BlockOperands& next);
+                      int64_t ldc, const float* c_in, int64_t ldc_in, const BlockOperands& next);
 
 // For kernels that pack their own operands once and multiply them many times
 // (the fused attention, ops/cpu/attention_bf16.cpp): C (m, n) = A·B, or

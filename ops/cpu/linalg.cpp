@@ -34,14 +34,21 @@ constexpr double kSmallGemm = double(1 << 24);
 // tiny GEMMs stays on one thread.
 constexpr double kTaskWork = double(1 << 20);
 
+// `bias` (N,), contiguous, or undefined: see GemmBiasKernel (ops/linalg.h).
 template <class T>
-void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate) {
+void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate, const Tensor& bias = Tensor()) {
   if (c.numel() == 0) return;
   KS_ASSERT(c.is_contiguous() && a.dim() == c.dim() && b.dim() == c.dim());
   const int64_t M = c.size(-2), N = c.size(-1), K = a.size(-1);
-  if (K == 0) {  // an empty sum
-    if (!accumulate) fill_(c, 0.0);
-    return;
+  if (K == 0 || (bias.defined() && !std::is_same_v<T, float>)) {  // an empty sum, or float64 with a bias
+    if (bias.defined()) {
+      copy_(c, bias);  // broadcast over the rows
+      accumulate = true;
+    }
+    if (K == 0) {
+      if (!accumulate) fill_(c, 0.0);
+      return;
+    }
   }
   const Tensor A = gemm_ready(a), B = gemm_ready(b);
   const GemmOperand la = *gemm_operand(M, K, A.stride(-2), A.stride(-1));
@@ -56,6 +63,9 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
   const T* pb = B.data<T>();
   T* pc = c.data<T>();
   const T beta = accumulate ? T(1) : T(0);
+  const float* row_bias = nullptr;
+  if constexpr (std::is_same_v<T, float>)
+    if (bias.defined() && !accumulate) row_bias = bias.data<float>();
   auto run = [&](int64_t i, bool threaded) {  // GEMM number i of the batch (row-major order)
     int64_t oa = 0, ob = 0, rest = i;
     for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
@@ -66,7 +76,7 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
     }
     if constexpr (std::is_same_v<T, float>)
       gemm_f32(la.transposed, lb.transposed, M, N, K, 1.f, pa + oa, la.ld, pb + ob, lb.ld, beta, pc + i * M * N, N,
-               threaded);
+               threaded, row_bias);
     else
       blas_gemm(la.transposed, lb.transposed, M, N, K, T(1), pa + oa, la.ld, pb + ob, lb.ld, beta, pc + i * M * N, N,
                 threaded);
@@ -100,6 +110,15 @@ void gemm_cpu(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate
   });
 }
 
+void gemm_bias_cpu(const Tensor& c, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  KS_ASSERT(bias.dim() == 1 && bias.is_contiguous() && bias.size(0) == c.size(-1));
+  dispatch_floating(c.dtype(), "gemm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gemm_typed<T>(c, a, b, /*accumulate=*/false, bias);
+  });
+}
+
 }  // namespace
 KS_REGISTER_KERNEL(gemm_kernel, CPU, gemm_cpu);
+KS_REGISTER_KERNEL(gemm_bias_kernel, CPU, gemm_bias_cpu);
 }  // namespace ks::cpu

@@ -9,6 +9,7 @@
 // MatmulPrecision::Float32 stays OpenBLAS bit for bit.
 #include <cblas.h>
 
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -131,6 +132,35 @@ TEST_CASE("bf16 gemm: transposes, batches, broadcast batches and strided views")
     check_matmul(randn({2, 3, 20, 36}), randn({36, 50}));                         // broadcast matrix
     check_matmul(slice(randn({20, 72}), -1, 0, 72, 2), slice(randn({36, 100}), -1, 0, 50));  // column strides
     check_matmul(randn({1, 36}), randn({36, 19}));  // one row
+  });
+}
+
+TEST_CASE("bf16 gemm: linear's bias starts the sums (no copy), same products, every path and block edge") {
+  // (m, n, k): partial 32-blocks in rows and columns, one k chunk (the direct
+  // path) and several (the scratch tile, whose last bias block is partial),
+  // and a batched x.
+  const std::vector<std::array<int64_t, 3>> shapes = {{100, 33, 17}, {70, 100, 300}, {64, 64, 64}, {1, 15, 1000}, {33, 47, 600}};
+  for_each_path([&] {
+    for (const auto& [m, n, k] : shapes) {
+      CAPTURE(m);
+      CAPTURE(n);
+      CAPTURE(k);
+      Tensor x = randn({m, k}), w = randn({n, k}), bias = mul(randn({n}), 10.0);
+      Tensor y;
+      {
+        MatmulPrecisionScope bf16(MatmulPrecision::BFloat16);
+        y = linear(reshape(x, {1, m, k}), w, bias);  // (1, m, n): the folded path
+      }
+      std::vector<double> ref, scale;
+      rounded_reference(x.to_vector<double>(), contiguous(transpose(w, 0, 1)).to_vector<double>(), m, n, k, ref, scale);
+      const std::vector<double> b = bias.to_vector<double>();
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          ref[size_t(i * n + j)] += b[size_t(j)];
+          scale[size_t(i * n + j)] += std::fabs(b[size_t(j)]);
+        }
+      check_within_f32(y.to_vector<double>(), ref, scale, k + 1);
+    }
   });
 }
 
