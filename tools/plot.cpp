@@ -44,6 +44,8 @@ enum class Split { Train, Valid, Test };
 struct Run {
   std::string name;
   std::map<std::pair<Split, std::string>, Series> series;
+  // With --seeds: per series, the standard deviation over the seeds at each point (y), for the band.
+  std::map<std::pair<Split, std::string>, Series> spread;
   const Series& at(Split split, const std::string& key) const {
     static const Series none;
     auto it = series.find({split, key});
@@ -125,6 +127,50 @@ Run read_run(const fs::path& dir, const std::string& x_axis) {
   return run;
 }
 
+// --seeds: runs named NAME-seedN merged into one run NAME per group (in the
+// order groups first appear), each series the mean over the seeds at the x
+// values every seed has, its spread the sample standard deviation there.
+std::vector<Run> group_seeds(const std::vector<Run>& runs) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const Run*>> groups;
+  for (const Run& r : runs) {
+    const size_t at = r.name.rfind("-seed");
+    const bool seeded = at != std::string::npos && at + 5 < r.name.size() &&
+                        r.name.find_first_not_of("0123456789", at + 5) == std::string::npos;
+    const std::string key = seeded ? r.name.substr(0, at) : r.name;
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(&r);
+  }
+  std::vector<Run> out;
+  for (const std::string& key : order) {
+    const std::vector<const Run*>& members = groups[key];
+    Run merged;
+    merged.name = members.size() > 1 ? str(key, " (", members.size(), " seeds)") : key;
+    for (const auto& [id, first] : members.front()->series) {
+      Series mean, spread;
+      for (const Point& p : first) {
+        std::vector<double> ys;
+        for (const Run* m : members) {
+          const Series& s = m->at(id.first, id.second);
+          auto hit = std::find_if(s.begin(), s.end(), [&](const Point& q) { return q.x == p.x; });
+          if (hit != s.end()) ys.push_back(hit->y);
+        }
+        if (ys.size() != members.size()) continue;  // a step not every seed reached
+        double mu = 0, var = 0;
+        for (double y : ys) mu += y;
+        mu /= double(ys.size());
+        for (double y : ys) var += (y - mu) * (y - mu);
+        mean.push_back({p.x, mu});
+        spread.push_back({p.x, ys.size() > 1 ? std::sqrt(var / double(ys.size() - 1)) : 0.0});
+      }
+      merged.series[id] = std::move(mean);
+      if (members.size() > 1) merged.spread[id] = std::move(spread);
+    }
+    out.push_back(std::move(merged));
+  }
+  return out;
+}
+
 // Two runs both named "base" become "base" and "base (2)".
 void make_names_unique(std::vector<Run>& runs) {
   std::map<std::string, int> seen;
@@ -148,6 +194,19 @@ void marker(std::ostream& os, Point p, const std::string& c, Style s) {
   } else {
     svg::circle(os, p.x, p.y, s == Style::Valid ? 3 : 2, c);
   }
+}
+
+// A ± std band behind a series (--seeds): mean ± spread at each point, clipped
+// to what a log axis can show.
+void draw_band(std::ostream& os, const Panel& panel, const Series& mean, const Series& spread, const std::string& c) {
+  if (mean.size() < 2 || spread.size() != mean.size()) return;
+  Series edge;
+  for (size_t i = 0; i < mean.size(); ++i) edge.push_back(panel.to_px({mean[i].x, mean[i].y + spread[i].y}));
+  for (size_t i = mean.size(); i-- > 0;) {
+    const double lo = mean[i].y - spread[i].y;
+    edge.push_back(panel.to_px({mean[i].x, panel.y.log && !on_log_axis(lo) ? panel.y.lo : lo}));
+  }
+  svg::polygon(os, edge, c, "fill-opacity=\"0.18\"");
 }
 
 void draw_series(std::ostream& os, const Panel& panel, const Series& all, const std::string& c, Style style) {
@@ -234,7 +293,12 @@ std::string draw_svg(const std::vector<Run>& runs, const PlotOptions& o) {
     const Panel p{svg::panel_box(k, columns), x, value_axis(panel, &Point::y, spec->scale)};
     svg::frame(body, p, spec->title, xlabel, p.y.log ? std::string(spec->title) + " (log)" : spec->title);
     for (size_t i = 0; i < runs.size(); ++i)
-      for (const Curve& c : spec->curves) draw_series(body, p, runs[i].at(c.split, c.key), svg::colour(i), c.style);
+      for (const Curve& c : spec->curves) {
+        auto band = runs[i].spread.find({c.split, c.key});
+        if (band != runs[i].spread.end() && c.style != Style::Train)
+          draw_band(body, p, runs[i].at(c.split, c.key), band->second, svg::colour(i));
+        draw_series(body, p, runs[i].at(c.split, c.key), svg::colour(i), c.style);
+      }
   }
   const double legend_top = svg::legend_top(shown.size(), columns);
   const int legend_rows = draw_legend(body, runs, any_exact, legend_top);
@@ -245,13 +309,16 @@ std::string draw_svg(const std::vector<Run>& runs, const PlotOptions& o) {
 
 const char* kUsage =
     "usage: keystone plot RUN_DIR... [--out FILE] [--x step|time] [--title TEXT] [--labels A,B,...] [--log-y]\n"
+    "                     [--seeds]\n"
     "Draws the curves of training runs (each RUN_DIR's metrics.jsonl) into one SVG: loss, and accuracy,\n"
     "bits per byte and gradient norm where the runs recorded them.\n"
     "  --out FILE        where to write (default: RUN_DIR/plot.svg for one run, else ./plot.svg)\n"
     "  --x AXIS          step (default) or time (elapsed minutes)\n"
     "  --title TEXT      the plot's title (default: the run names)\n"
     "  --labels A,B,...  the runs' names in the legend, one per RUN_DIR in order (default: config.json's name)\n"
-    "  --log-y           a log scale for loss and bits per byte (default: log only when they span over 20x)\n";
+    "  --log-y           a log scale for loss and bits per byte (default: log only when they span over 20x)\n"
+    "  --seeds           runs named NAME-seedN drawn as one curve per NAME: the mean over the seeds,\n"
+    "                    in a band of +- one standard deviation (valid and test curves)\n";
 
 }  // namespace
 
@@ -264,6 +331,7 @@ std::string render_plot_svg(const std::vector<fs::path>& run_dirs, const PlotOpt
   std::vector<Run> runs;
   for (const fs::path& dir : run_dirs) runs.push_back(read_run(dir, options.x_axis));
   for (size_t i = 0; i < options.labels.size(); ++i) runs[i].name = options.labels[i];
+  if (options.group_seeds) runs = group_seeds(runs);
   make_names_unique(runs);
   return draw_svg(runs, options);
 }
@@ -294,12 +362,12 @@ int plot(const std::vector<std::string>& args) {
     }
     if (a.rfind("--", 0) == 0) {
       flag_args.push_back(a);
-      if (a != "--log-y" && i + 1 < args.size()) flag_args.push_back(args[++i]);
+      if (a != "--log-y" && a != "--seeds" && i + 1 < args.size()) flag_args.push_back(args[++i]);
     } else {
       dirs.push_back(a);
     }
   }
-  cli::Flags flags(flag_args, {"out", "x", "title", "labels", "log-y"}, {"log-y"});
+  cli::Flags flags(flag_args, {"out", "x", "title", "labels", "log-y", "seeds"}, {"log-y", "seeds"});
   if (dirs.empty()) throw cli::UsageError("give at least one RUN_DIR");
   PlotOptions options;
   options.x_axis = flags.get("x", "step");
@@ -307,6 +375,7 @@ int plot(const std::vector<std::string>& args) {
     throw cli::UsageError("--x: expected step or time, got '" + options.x_axis + "'");
   options.title = flags.get("title", "");
   options.log_y = flags.has("log-y");
+  options.group_seeds = flags.has("seeds");
   if (flags.has("labels")) {
     const std::string list = flags.get("labels", "");
     for (size_t start = 0;;) {  // "a,,b", ",a" and "a," hold an empty label

@@ -32,6 +32,10 @@ struct PlotOptions {
   std::string title;            // empty: the run names
   std::vector<std::string> labels;  // empty, or one legend name per run folder, in order
   bool log_y = false;               // loss and bits per byte on a log axis (else log only when over 20x wide)
+  // Runs named NAME-seedN (after --labels) become one curve per NAME: the
+  // mean over its seeds at the x values they all recorded, in a band of ± one
+  // sample standard deviation (with two seeds or more).
+  bool group_seeds = false;
 };
 
 // Renders the runs' curves as SVG text. Errors (ks::Error) name the folder or

@@ -163,6 +163,12 @@ void polyline(std::ostream& os, const Series& pixels, const std::string& stroke,
   os << "\"/>\n";
 }
 
+void polygon(std::ostream& os, const Series& pixels, const std::string& fill, const std::string& attrs) {
+  os << "<polygon stroke=\"none\" fill=\"" << fill << "\" " << attrs << " points=\"";
+  for (const Point& p : pixels) os << px(p.x) << ',' << px(p.y) << ' ';
+  os << "\"/>\n";
+}
+
 void rect(std::ostream& os, double x, double y, double width, double height, const std::string& attrs) {
   os << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << width << "\" height=\"" << height << "\" " << attrs
      << "/>\n";

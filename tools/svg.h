@@ -101,6 +101,8 @@ void circle(std::ostream& os, double cx, double cy, int r, const std::string& fi
 void polyline(std::ostream& os, const Series& pixels, const std::string& stroke, const std::string& attrs);
 // Coordinates printed as the stream prints doubles (integers without ".0").
 void rect(std::ostream& os, double x, double y, double width, double height, const std::string& attrs);
+// A filled polygon through `pixels` (e.g. a ± std band: the upper edge, then the lower one reversed).
+void polygon(std::ostream& os, const Series& pixels, const std::string& fill, const std::string& attrs);
 
 // A whole figure: an <svg> of width × height on white, `title` centred on
 // top, then `body`.

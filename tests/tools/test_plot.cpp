@@ -16,6 +16,7 @@
 #include "tools/plot.h"
 
 using namespace ks::tools;
+using ks::str;
 namespace fs = std::filesystem;
 using ks::testing::read_text;
 using ks::testing::TempDir;
@@ -426,4 +427,37 @@ TEST_CASE("plot: --labels names the runs in the legend, one per run folder") {
   for (const char* bad : {"x,,y", "x,", ",y", ""})
     CHECK_THROWS_WITH_AS(plot({a.string(), b.string(), "--labels", bad}),
                          ("--labels: an empty label in '" + std::string(bad) + "'").c_str(), ks::cli::UsageError);
+}
+
+TEST_CASE("plot: --seeds draws one mean curve per NAME-seedN group in a +- std band") {
+  TempDir tmp;
+  auto valid = [](double a, double b) {
+    return str(R"({"split": "valid", "step": 100, "loss": )", a, "}\n", R"({"split": "valid", "step": 200, "loss": )", b,
+               "}\n");
+  };
+  const fs::path s0 = make_run(tmp.path(), "x0", valid(3.0, 2.0), R"({"name": "mgk-seed0"})");
+  const fs::path s1 = make_run(tmp.path(), "x1", valid(4.0, 2.0) + R"({"split": "valid", "step": 300, "loss": 1.0})" "\n",
+                               R"({"name": "mgk-seed1"})");
+  const fs::path other = make_run(tmp.path(), "y", valid(3.5, 2.5), R"({"name": "softmax-seed0"})");
+  PlotOptions o;
+  o.group_seeds = true;
+  const std::string svg = render_plot_svg({s0, s1, other}, o);
+  CHECK(svg.find("mgk (2 seeds)") != std::string::npos);
+  CHECK(svg.find(">softmax<") != std::string::npos);  // a group of one keeps its name, draws no band
+  CHECK(count(curves(svg), "<polygon") == 1);          // mgk's valid band only
+  // without --seeds: three runs, no band
+  const std::string plain = render_plot_svg({s0, s1, other});
+  CHECK(count(curves(plain), "<polygon") == 0);
+  CHECK(plain.find("mgk-seed1") != std::string::npos);
+  // the mean is drawn at the steps both seeds reached (100, 200): one polyline of 2 points for mgk
+  const std::string c = curves(svg);
+  const size_t band = c.find("<polygon");
+  REQUIRE(band != std::string::npos);
+  std::istringstream pts(c.substr(c.find("points=\"", band) + 8, c.find('"', c.find("points=\"", band) + 8) -
+                                                                  c.find("points=\"", band) - 8));
+  int corners = 0;
+  double x, y;
+  char comma;
+  while (pts >> x >> comma >> y) ++corners;
+  CHECK(corners == 4);  // upper edge and lower edge at steps 100 and 200
 }

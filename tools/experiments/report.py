@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""tools/experiments/report.py — the tables of docs/RESULTS.md, made from the
+run folders of tools/experiments/run.sh alone (metrics.jsonl and config.json,
+plus `keystone info` for parameters and FLOPs).
+
+  python3 tools/experiments/report.py [--runs runs/experiments] [--claims FILE]
+                                      [--keystone build/keystone] [CLAIM...]
+
+Prints, per claim, a markdown table with one row per run name of claims.txt:
+the seeds finished, parameters (all, and without the embedding tables),
+forward FLOPs per token, the median training tokens/s of the seeds (noisy
+on a shared machine: the bench in docs/performance.md is the speed figure),
+the best validation perplexity and the test perplexity of the best checkpoint
+as mean ± sample standard deviation over the seeds, and the machine time.
+A run still in progress or not started is counted as missing, never guessed.
+Not here: training (run.sh), the figures (`keystone plot`).
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+
+def read_claims(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if not parts or parts[0].startswith("#"):
+                continue
+            rows.append((parts[0], parts[1]))
+    return rows
+
+
+def read_metrics(path):
+    records = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                sys.exit(f"report.py: {path}:{number}: not JSON ({e})")
+    return records
+
+
+def mean_std(values):
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.1f} (one seed)"
+    return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f}"
+
+
+def run_summary(run_dir):
+    """None unless the run is finished (its final test record is written)."""
+    metrics = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.isfile(metrics):
+        return None
+    records = read_metrics(metrics)
+    tests = [r for r in records if r.get("split") == "test"]
+    if not tests:
+        return None
+    valid = [r["ppl"] for r in records if r.get("split") == "valid" and isinstance(r.get("ppl"), (int, float))]
+    speed = [r["tokens_per_s"] for r in records if r.get("split") == "train" and r.get("tokens_per_s")]
+    return {
+        "test_ppl": tests[-1].get("ppl"),
+        "best_valid_ppl": min(valid) if valid else None,
+        "tokens_per_s": statistics.median(speed) if speed else None,
+        "elapsed_s": max(r.get("elapsed_s", 0) for r in records),
+    }
+
+
+def model_cost(keystone, config):
+    out = subprocess.run([keystone, "info", "--config", config], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"report.py: keystone info --config {config} failed: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", default="runs/experiments")
+    p.add_argument("--claims", default="tools/experiments/claims.txt")
+    p.add_argument("--keystone", default="build/keystone")
+    p.add_argument("claim", nargs="*")
+    a = p.parse_args()
+    rows = read_claims(a.claims)
+    claims = sorted({c for c, _ in rows}, key=lambda c: (len(c), c))
+    total = 0.0
+    for claim in claims:
+        if a.claim and claim not in a.claim:
+            continue
+        print(f"\n### Claim {claim}\n")
+        print("| run | seeds | params (non-embedding) | FLOPs/token | tokens/s | best valid ppl | test ppl | machine time |")
+        print("|---|---|---|---|---|---|---|---|")
+        for c, name in rows:
+            if c != claim:
+                continue
+            folder = os.path.join(a.runs, f"claim{claim}")
+            seeds = []
+            if os.path.isdir(folder):
+                for entry in sorted(os.listdir(folder)):
+                    if entry.startswith(name + "-seed") and os.path.isdir(os.path.join(folder, entry)):
+                        s = run_summary(os.path.join(folder, entry))
+                        if s:
+                            seeds.append((entry, s))
+            if not seeds:
+                print(f"| {name} | 0 | | | | | | |")
+                continue
+            cost = model_cost(a.keystone, os.path.join(folder, seeds[0][0], "config.json"))
+            minutes = sum(s["elapsed_s"] for _, s in seeds) / 60
+            total += minutes
+            speed = [s["tokens_per_s"] for _, s in seeds if s["tokens_per_s"]]
+            print(f"| {name} | {len(seeds)} | {cost['params'] / 1e6:.2f} M ({cost['non_embedding_params'] / 1e6:.2f} M) "
+                  f"| {cost['forward_flops_per_token'] / 1e6:.1f} M | {statistics.median(speed):,.0f} "
+                  f"| {mean_std([s['best_valid_ppl'] for _, s in seeds if s['best_valid_ppl']])} "
+                  f"| {mean_std([s['test_ppl'] for _, s in seeds if s['test_ppl']])} | {minutes:.0f} min |")
+    print(f"\nMachine time of the finished runs: {total / 60:.1f} h")
+
+
+if __name__ == "__main__":
+    main()
