@@ -238,3 +238,48 @@ TEST_CASE("head masks: SITE:HEAD by number or name, and errors that name the ent
   CHECK(error("0:x").find("head 'x'") != std::string::npos);
   CHECK(error("0:1,0:1").find("is given twice") != std::string::npos);
 }
+
+TEST_CASE("analysis: every attention family and MGK variant gives in-range statistics and spectra") {
+  struct Variant {
+    std::string family;
+    bool hard = false, soft = false;
+  };
+  for (const Variant& v : {Variant{"softmax"}, Variant{"fixed"}, Variant{"mgk"}, Variant{"mgk", true},
+                           Variant{"mgk", false, true}, Variant{"smgk"}, Variant{"linear"}, Variant{"mlk"}}) {
+    CAPTURE(v.family);
+    CAPTURE(v.hard);
+    CAPTURE(v.soft);
+    models::ModelConfig c;
+    c.d_model = 16;
+    c.layers = 1;
+    c.max_len = 32;
+    c.vocab_size = 23;
+    c.dropout = 0;
+    c.attention.type = v.family;
+    c.attention.heads = 2;
+    c.attention.head_dim = v.family == "fixed" ? 3 : 0;
+    c.attention.hard_e = v.hard;
+    c.attention.soft_e = v.soft;
+    manual_seed(9);
+    auto model = models::build_model(c);
+    model->eval();
+    const data::Dataset d = lm_split(2, 9, 6);
+    AttentionCollector col(*model, {.map_examples = 1, .rank_examples = 1}, nullptr, nullptr);
+    col.add(batch_of(d, 2));
+    const json site = col.site_summaries()[0];
+    CHECK(site["queries"].get<int64_t>() == 18);
+    const double js = site["js"][0][1].get<double>();
+    CHECK(js >= 0);
+    CHECK(js <= std::log(2.0) + 1e-12);
+    const json& head = site["rank"]["examples"][0]["heads"][0];
+    CHECK(head["attention"]["singular_values"].size() == 9);
+    const bool mixture = v.family == "mgk" || v.family == "smgk";
+    CHECK(head.contains(mixture ? "mixture" : "scores"));
+    if (v.family == "fixed") CHECK(head["scores"]["numerical_rank"].get<int64_t>() <= 3);
+    CHECK(site.contains("mgk") == (mixture || v.family == "mlk"));
+    REQUIRE(col.maps().size() == 1);
+    for (float w : col.maps()[0].weights) CHECK((w >= 0 && w <= 1));
+    const auto importance = head_importance(*model, attention_sites(*model), d, 2, 1);
+    CHECK(importance[0].size() == 2);
+  }
+}
