@@ -94,25 +94,8 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
         tile_gemm(false, true, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld, T(0), s, cols);  // (rows, cols)
         for (int64_t r = 0; r < rows; ++r) {
           T* sr = s + r * cols;
-          const int64_t lim = visible_prefix(prm, i0 + r, j0, cols);
-          const T m_tile = mask_row(sr, lim, cols, pad_b ? pad_b + j0 : nullptr);
-          const T m_new = std::max(m[size_t(r)], m_tile);
-          if (m_new == kNegInf) {  // nothing seen yet: this tile adds nothing to the row
-            std::fill(sr, sr + cols, T(0));
-            continue;
-          }
-          // exp in one loop (vectorised), the sum in order in another: a
-          // running sum inside the exp loop kept it scalar.
-          for (int64_t c = 0; c < cols; ++c) sr[c] = vmath::exp(sr[c] - m_new);  // -inf -> 0
-          T sum = 0;
-          for (int64_t c = 0; c < cols; ++c) sum += sr[c];
-          const T alpha = vmath::exp(m[size_t(r)] - m_new);  // 0 while m was -inf
-          l[size_t(r)] = l[size_t(r)] * alpha + sum;
-          m[size_t(r)] = m_new;
-          if (alpha != T(1)) {
-            T* ar = acc.data() + r * d.E;
-            for (int64_t c = 0; c < d.E; ++c) ar[c] *= alpha;
-          }
+          online_softmax_row(sr, cols, visible_prefix(prm, i0 + r, j0, cols), pad_b ? pad_b + j0 : nullptr,
+                             m[size_t(r)], l[size_t(r)], acc.data() + r * d.E, d.E);
           if (prm.dropout) {
             T* f = fbuf.data();
             dropout_factors(f, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
@@ -121,14 +104,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
         }
         tile_gemm(false, false, rows, d.E, cols, T(1), s, cols, Vj, V.ld, T(1), acc.data(), d.E);  // acc += p v
       }
-      T* Oi = O + (pair * d.T + i0) * d.E;
-      T* Li = L + pair * d.T + i0;
-      for (int64_t r = 0; r < rows; ++r) {
-        const T lr = l[size_t(r)];
-        const T inv = lr > T(0) ? T(1) / lr : T(0);
-        for (int64_t c = 0; c < d.E; ++c) Oi[r * d.E + c] = acc[size_t(r * d.E + c)] * inv;
-        Li[r] = lr > T(0) ? m[size_t(r)] + std::log(lr) : kNegInf;
-      }
+      finish_rows(O + (pair * d.T + i0) * d.E, L + pair * d.T + i0, acc.data(), m.data(), l.data(), rows, d.E);
     }
   });
 }
@@ -155,12 +131,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
       const T *Op = O + pair * d.T * d.E, *Lp = L + pair * d.T;
       T *dQp = dQ + pair * d.T * d.P, *dKp = dK + pair * d.S * d.P, *dVp = dV + pair * d.S * d.E;
       const bool* pad_b = PAD ? PAD + b * d.S : nullptr;
-      for (int64_t i = 0; i < d.T; ++i) {
-        T acc = 0;
-        const T* gi = G.at(pair, i);
-        for (int64_t c = 0; c < d.E; ++c) acc += gi[c] * Op[i * d.E + c];
-        D[i] = acc;
-      }
+      row_dots(D, G.at(pair, 0), G.ld, Op, d.T, d.E);
       std::fill(dQp, dQp + d.T * d.P, T(0));
       std::fill(dKp, dKp + d.S * d.P, T(0));
       std::fill(dVp, dVp + d.S * d.E, T(0));
@@ -177,10 +148,8 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
           for (int64_t r = 0; r < rows; ++r) {
             T* pr = P + r * cols;
             const T lr = Lp[i0 + r];
-            const int64_t lim = lr == kNegInf ? 0 : visible_prefix(prm, i0 + r, j0, cols);
-            mask_row(pr, lim, cols, pad_b ? pad_b + j0 : nullptr);
-            for (int64_t c = 0; c < cols; ++c) pr[c] = vmath::exp(pr[c] - lr);  // -inf -> 0
-            if (lim == 0) std::fill(pr, pr + cols, T(0));  // lse = -inf would give NaN above
+            probability_row(pr, cols, lr == kNegInf ? 0 : visible_prefix(prm, i0 + r, j0, cols),
+                            pad_b ? pad_b + j0 : nullptr, lr);
             if (prm.dropout) dropout_factors(W + r * cols, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
           }
           tile_gemm(false, true, rows, cols, d.E, T(1), Gi, G.ld, Vj, V.ld, T(0), dP, cols);  // dO Vᵀ
@@ -191,11 +160,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
             }
           const T* Wd = prm.dropout ? W : P;
           tile_gemm(true, false, cols, d.E, rows, T(1), Wd, cols, Gi, G.ld, T(1), dVj, d.E);  // dV += Wᵀ dO
-          for (int64_t r = 0; r < rows; ++r) {
-            const T Dr = D[i0 + r];
-            T *dsr = dP + r * cols, *pr = P + r * cols;
-            for (int64_t c = 0; c < cols; ++c) dsr[c] = pr[c] * (dsr[c] - Dr);
-          }
+          score_gradient(dP, P, D + i0, rows, cols);
           // dQ += dS K, dK += dSᵀ Q
           tile_gemm(false, false, rows, d.P, cols, scale, dP, cols, Kj, K.ld, T(1), dQp + i0 * d.P, d.P);
           tile_gemm(true, false, cols, d.P, rows, scale, dP, cols, Qi, Q.ld, T(1), dKj, d.P);

@@ -127,23 +127,8 @@ void sdpa_forward_bf16(const Tensor& out, const Tensor& lse, const Tensor& q_in,
           for (int64_t r = 0; r < rows; ++r) {
             float* sr = s + r * cols;
             for (int64_t c = 0; c < cols; ++c) sr[c] *= scale;
-            const int64_t lim = visible_prefix(prm, i0 + r, j0, cols);
-            const float m_tile = mask_row(sr, lim, cols, pad_b ? pad_b + j0 : nullptr);
-            const float m_new = std::max(m[size_t(r)], m_tile);
-            if (m_new == kNegInf) {  // nothing seen yet: this tile adds nothing to the row
-              std::fill(sr, sr + cols, 0.f);
-              continue;
-            }
-            for (int64_t c = 0; c < cols; ++c) sr[c] = vmath::exp(sr[c] - m_new);  // -inf -> 0
-            float sum = 0;
-            for (int64_t c = 0; c < cols; ++c) sum += sr[c];
-            const float alpha = vmath::exp(m[size_t(r)] - m_new);  // 0 while m was -inf
-            l[size_t(r)] = l[size_t(r)] * alpha + sum;
-            m[size_t(r)] = m_new;
-            if (alpha != 1.f) {
-              float* ar = acc.data() + r * d.E;
-              for (int64_t c = 0; c < d.E; ++c) ar[c] *= alpha;
-            }
+            online_softmax_row(sr, cols, visible_prefix(prm, i0 + r, j0, cols), pad_b ? pad_b + j0 : nullptr,
+                               m[size_t(r)], l[size_t(r)], acc.data() + r * d.E, d.E);
             if (prm.dropout) {
               float* f = fbuf.data();
               dropout_factors(f, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
@@ -164,14 +149,7 @@ void sdpa_forward_bf16(const Tensor& out, const Tensor& lse, const Tensor& q_in,
                            acc.data(), d.E, true);
           }
         }
-        float* Oi = O + (pair * d.T + i0) * d.E;
-        float* Li = L + pair * d.T + i0;
-        for (int64_t r = 0; r < rows; ++r) {
-          const float lr = l[size_t(r)];
-          const float inv = lr > 0.f ? 1.f / lr : 0.f;
-          for (int64_t c = 0; c < d.E; ++c) Oi[r * d.E + c] = acc[size_t(r * d.E + c)] * inv;
-          Li[r] = lr > 0.f ? m[size_t(r)] + std::log(lr) : kNegInf;
-        }
+        finish_rows(O + (pair * d.T + i0) * d.E, L + pair * d.T + i0, acc.data(), m.data(), l.data(), rows, d.E);
       }
     }
   });
@@ -211,12 +189,7 @@ void sdpa_backward_bf16(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
       const float *Op = O + pair * d.T * d.E, *Lp = L + pair * d.T;
       float *dQp = dQ + pair * d.T * d.P, *dKp = dK + pair * d.S * d.P, *dVp = dV + pair * d.S * d.E;
       const bool* pad_b = PAD ? PAD + (pair / d.H) * d.S : nullptr;
-      for (int64_t i = 0; i < d.T; ++i) {
-        float acc = 0;
-        const float* gi = G.at(pair, i);
-        for (int64_t c = 0; c < d.E; ++c) acc += gi[c] * Op[i * d.E + c];
-        D[i] = acc;
-      }
+      row_dots(D, G.at(pair, 0), G.ld, Op, d.T, d.E);
       pack_rows(Q.at(pair, 0), Q.ld, d.T, d.P, lq, qa.data());
       pack_rows(G.at(pair, 0), G.ld, d.T, d.E, lg, ga.data());
       pack_cols(K.at(pair, 0), true, K.ld, d.P, d.S, kt.data());
@@ -237,11 +210,9 @@ void sdpa_backward_bf16(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
           for (int64_t r = 0; r < rows; ++r) {
             float* pr = P + r * cols;
             const float lse_r = Lp[i0 + r];
-            const int64_t lim = lse_r == kNegInf ? 0 : visible_prefix(prm, i0 + r, j0, cols);
             for (int64_t c = 0; c < cols; ++c) pr[c] *= scale;
-            mask_row(pr, lim, cols, pad_b ? pad_b + j0 : nullptr);
-            for (int64_t c = 0; c < cols; ++c) pr[c] = vmath::exp(pr[c] - lse_r);  // -inf -> 0
-            if (lim == 0) std::fill(pr, pr + cols, 0.f);  // lse = -inf would give NaN above
+            probability_row(pr, cols, lse_r == kNegInf ? 0 : visible_prefix(prm, i0 + r, j0, cols),
+                            pad_b ? pad_b + j0 : nullptr, lse_r);
             if (prm.dropout) dropout_factors(W + r * cols, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
           }
           packed_product(path, ga.data() + i0 * lg, lg, vt.data() + j0 * ep, ep * kPanel, rows, cols, ep, dP, cols,
@@ -254,11 +225,7 @@ void sdpa_backward_bf16(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
           pack_rows_transposed(prm.dropout ? W : P, cols, rows, cols, lr, wt.data());
           packed_product(path, wt.data(), lr, gb.data() + i0 * kPanel, tp * kPanel, cols, d.E, rows_p, dVj, d.E,
                          true);  // dV += Wᵀ dO
-          for (int64_t r = 0; r < rows; ++r) {
-            const float Dr = D[i0 + r];
-            float *dsr = dP + r * cols, *pr = P + r * cols;
-            for (int64_t c = 0; c < cols; ++c) dsr[c] = pr[c] * (dsr[c] - Dr);
-          }
+          score_gradient(dP, P, D + i0, rows, cols);
           pack_rows(dP, cols, rows, cols, lc, dsa.data());
           pack_rows_transposed(dP, cols, rows, cols, lr, dst.data());
           packed_product(path, dsa.data(), lc, kb.data() + j0 * kPanel, sp * kPanel, rows, d.P, cols_p,

@@ -2,11 +2,13 @@
 // ops (cpu/attention.cpp, cpu/attention_bf16.cpp, cpu/mixture_attention.cpp)
 // share beyond ops/attention_formulas.h: the operand view each (b, h) matrix
 // is read through, the tile product, the parallel grain, a masked score row,
-// and a row of dropout factors drawn in dropout()'s numbering.
+// the softmax kernels' row steps (online softmax, finishing, probabilities,
+// score gradients), and a row of dropout factors drawn in dropout()'s numbering.
 // Not here: the tile loops (each kernel's own).
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -17,6 +19,7 @@
 #include "ops/cpu/blas.h"
 #include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/row_math.h"
+#include "ops/cpu/vec_math.h"
 
 namespace ks::cpu {
 
@@ -80,6 +83,83 @@ T mask_row(T* s, int64_t lim, int64_t cols, const bool* pad) {
     for (int64_t c = 0; c < lim; ++c)
       if (pad[c]) s[c] = kNegInf;
   return row_max(s, lim);
+}
+
+// The row steps both softmax attention kernels take (cpu/attention.cpp and
+// cpu/attention_bf16.cpp), forced inline so that each kernel runs them in its
+// own instruction set (the bf16 one compiles for AVX-512) with the same
+// operations in the same order.
+
+// Forward, one score row s (cols keys of a key tile, the first lim visible)
+// through the online softmax: masked, turned into p = exp(s − m_new) in
+// place, its sum folded into the row's running sum l (the running max m
+// updated), the row's output accumulator acc (E values) rescaled. A row that
+// has seen no key yet comes out as zeros.
+template <class T>
+[[gnu::always_inline]] inline void online_softmax_row(T* s, int64_t cols, int64_t lim, const bool* pad, T& m, T& l,
+                                                      T* acc, int64_t E) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  const T m_tile = mask_row(s, lim, cols, pad);
+  const T m_new = std::max(m, m_tile);
+  if (m_new == kNegInf) {  // nothing seen yet: this tile adds nothing to the row
+    std::fill(s, s + cols, T(0));
+    return;
+  }
+  // exp in one loop (vectorised), the sum in order in another: a running sum
+  // inside the exp loop kept it scalar.
+  for (int64_t c = 0; c < cols; ++c) s[c] = vmath::exp(s[c] - m_new);  // -inf -> 0
+  T sum = 0;
+  for (int64_t c = 0; c < cols; ++c) sum += s[c];
+  const T alpha = vmath::exp(m - m_new);  // 0 while m was -inf
+  l = l * alpha + sum;
+  m = m_new;
+  if (alpha != T(1))
+    for (int64_t c = 0; c < E; ++c) acc[c] *= alpha;
+}
+
+// Forward, the end of a query tile: out = acc / l, lse = m + log l per row (a
+// row that saw no key: out 0, lse -inf). acc (rows, E); out rows E apart.
+template <class T>
+[[gnu::always_inline]] inline void finish_rows(T* out, T* lse, const T* acc, const T* m, const T* l, int64_t rows,
+                                               int64_t E) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    const T lr = l[r];
+    const T inv = lr > T(0) ? T(1) / lr : T(0);
+    for (int64_t c = 0; c < E; ++c) out[r * E + c] = acc[r * E + c] * inv;
+    lse[r] = lr > T(0) ? m[r] + std::log(lr) : kNegInf;
+  }
+}
+
+// Backward: D_i = dO_i · O_i for the T rows of one (b, h); g rows at ld_g.
+template <class T>
+[[gnu::always_inline]] inline void row_dots(T* D, const T* g, int64_t ld_g, const T* o, int64_t T_rows, int64_t E) {
+  for (int64_t i = 0; i < T_rows; ++i) {
+    T acc = 0;
+    for (int64_t c = 0; c < E; ++c) acc += g[i * ld_g + c] * o[i * E + c];
+    D[i] = acc;
+  }
+}
+
+// Backward, one recomputed score row (scaled, unmasked) to its probabilities
+// P = exp(s − lse) at the visible keys, 0 elsewhere (and everywhere for a row
+// that saw no key, whose lse is -inf).
+template <class T>
+[[gnu::always_inline]] inline void probability_row(T* p, int64_t cols, int64_t lim, const bool* pad, T lse) {
+  mask_row(p, lim, cols, pad);
+  for (int64_t c = 0; c < cols; ++c) p[c] = vmath::exp(p[c] - lse);  // -inf -> 0
+  if (lim == 0) std::fill(p, p + cols, T(0));  // lse = -inf would give NaN above
+}
+
+// Backward: dS = P ∘ (dP − D_i) in place of dP, for a (rows, cols) tile.
+template <class T>
+[[gnu::always_inline]] inline void score_gradient(T* dP, const T* P, const T* D, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T Dr = D[r];
+    T* dsr = dP + r * cols;
+    const T* pr = P + r * cols;
+    for (int64_t c = 0; c < cols; ++c) dsr[c] = pr[c] * (dsr[c] - Dr);
+  }
 }
 
 // f[c] = (kept ? drop_scale : 0) for the n weights from flat index idx0,

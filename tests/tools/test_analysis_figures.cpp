@@ -21,6 +21,7 @@
 #include "tools/plot.h"
 
 using namespace ks::tools;
+using ks::testing::error_of;
 
 namespace {
 
@@ -160,17 +161,6 @@ std::string path_of(const std::string& svg, const std::string& colour) {
   if (at == std::string::npos) return "";
   const size_t start = at + key.size();
   return svg.substr(start, svg.find('"', start) - start);
-}
-
-// The message of the ks::Error that `f` throws, or "" when it throws none.
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const ks::Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // The colour map's ends and NaN's grey (tools/analysis_figures.cpp).

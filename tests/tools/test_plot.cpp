@@ -19,6 +19,7 @@ using namespace ks::tools;
 using ks::str;
 namespace fs = std::filesystem;
 using ks::testing::read_text;
+using ks::testing::error_of;
 using ks::testing::TempDir;
 using ks::testing::write_text;
 
@@ -102,17 +103,6 @@ struct CoutCapture {
   std::streambuf* old = std::cout.rdbuf(text.rdbuf());
   ~CoutCapture() { std::cout.rdbuf(old); }
 };
-
-// The message of the ks::Error that `f` throws, or "" when it throws none.
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const ks::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
