@@ -16,7 +16,16 @@ std::vector<ParamGroup> decay_groups(const NamedTensors& params, double weight_d
   ParamGroup decay, no_decay;
   decay.weight_decay = weight_decay;
   no_decay.weight_decay = 0;
-  for (const auto& [name, p] : params) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  for (const auto& [name, p] : params) {
+    // MGK's mixture logits and sMGK's shifts: not weights of a projection,
+    // and decay would pull π to uniform and the components together (the
+    // official MGK code does not decay them either).
+    const bool mixture = ends_with(name, "pi_logits") || ends_with(name, ".mu") || name == "mu";
+    (p.dim() >= 2 && !mixture ? decay : no_decay).params.push_back(p);
+  }
   std::vector<ParamGroup> out;
   if (!decay.params.empty()) out.push_back(decay);
   if (!no_decay.params.empty()) out.push_back(no_decay);

@@ -25,7 +25,8 @@ struct ParamGroup {
 };
 
 // Two groups: weights with >= 2 dims get `weight_decay`; biases, norm scales
-// and other 1-d parameters get none (the usual Transformer recipe).
+// and other 1-d parameters get none (the usual Transformer recipe), nor do
+// MGK's mixture logits ("pi_logits") and sMGK's shifts ("mu").
 std::vector<ParamGroup> decay_groups(const NamedTensors& params, double weight_decay);
 
 class Optimizer {

@@ -44,6 +44,11 @@ void AttentionConfig::validate() const {
   KS_CHECK(!(hard_e && soft_e), "attention: hard_e and soft_e cannot both be set");
   const bool mixture = type == "mgk" || type == "smgk";
   KS_CHECK(mixture || (!hard_e && !soft_e), "attention: hard_e/soft_e apply to mgk and smgk only, not '", type, "'");
+  KS_CHECK(pi_momentum > 0 && pi_momentum <= 1, "attention.pi_momentum must be in (0, 1], got ", pi_momentum);
+  KS_CHECK(pi_momentum == 0.1 || soft_e, "attention.pi_momentum applies to soft_e only (π is learned otherwise)");
+  KS_CHECK(shift_init == "small" || shift_init == "official", "attention.shift_init: expected \"small\" or ",
+           "\"official\", got '", shift_init, "'");
+  KS_CHECK(shift_init == "small" || type == "smgk", "attention.shift_init applies to smgk only, not '", type, "'");
 }
 
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg) {

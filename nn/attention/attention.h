@@ -36,6 +36,13 @@ struct AttentionConfig {
   bool hard_e = false;   // mgk/smgk: max over the M keys instead of the π-weighted sum
   bool soft_e = false;   // mgk/smgk: π re-estimated from posterior responsibilities (a buffer), not learned
   double sigma2 = 0;     // mgk/smgk: 0 means sqrt(p), the papers' choice
+  // soft_e: the step of π towards each training batch's mean responsibilities
+  // (1: replace π by that estimate, the official MGK code's rule)
+  double pi_momentum = 0.1;
+  // smgk: how the shifts μ_r start. "small": every μ_r ~ N(0, 0.02²);
+  // "official": μ_1 = 0 and μ_r ~ N(0, 0.5²) for r >= 2 (the MGK code's), so
+  // the components differ from the first step.
+  std::string shift_init = "small";
   double dropout = 0;    // on attention weights (softmax/fixed/mgk)
   bool bias = true;      // biases of the projections
 

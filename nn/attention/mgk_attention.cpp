@@ -8,6 +8,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "core/copy.h"
 #include "core/factory.h"
 #include "nn/attention/heads.h"
 #include "nn/init.h"
@@ -36,7 +37,13 @@ MixtureKeyAttention::MixtureKeyAttention(const AttentionConfig& cfg)
   else pi_logits = register_parameter("pi_logits", zeros({h, M}));
   if (shifted) {
     mu = register_parameter("mu", empty({h, M, p}));
-    init::normal_(mu, 0.0, 0.02);
+    if (cfg.shift_init == "official") {  // μ_1 = 0, the others N(0, 0.5²)
+      init::normal_(mu, 0.0, 0.5);
+      NoGradGuard no_grad;
+      fill_(select(mu, 1, 0), 0.0);
+    } else {
+      init::normal_(mu, 0.0, 0.02);
+    }
   }
   attn_drop = register_module("attn_drop", std::make_shared<Dropout>(cfg.dropout));
 }
@@ -124,7 +131,7 @@ Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, cons
     Tensor estimate = div(totals, maximum(visible, full_like(visible, 1e-30)));
     // A head that saw no visible key keeps its π.
     Tensor step = where(gt(visible, 0.0), sub(estimate, pi), zeros_like(pi));
-    add_(pi, step, pi_momentum);
+    add_(pi, step, config.pi_momentum);
   }
   return o->forward(gate_and_merge_heads(*this, heads_out));  // (B, T, d)
 }

@@ -13,7 +13,8 @@
 //   "smgk": one key projection plus M learned shifts per head, k_jr = k_j − μ_r;
 //           `mu` (h, M, p) starts at N(0, 0.02²) — small, so every component
 //           starts near the unshifted key, but not zero, or the M components
-//           would get equal gradients and never separate.
+//           would get equal gradients and never separate (shift_init
+//           "official": μ_1 = 0 and the others N(0, 0.5²), as the MGK code).
 // Mixing weights π (h, M), one set per head:
 //   learned (default): `pi_logits` (h, M), zeros at start, π = softmax over M;
 //   hard_e:            max over r of log π_r − ‖q − k_r‖²/2σ² replaces the
@@ -25,7 +26,8 @@
 //                      over batch, queries and visible keys of that head:
 //                        π ← (1 − pi_momentum)·π + pi_momentum·mean γ
 //                      (an exponential moving average, as BatchNorm keeps its
-//                      statistics; pi_momentum = 0.1). Eval mode never updates it.
+//                      statistics; AttentionConfig::pi_momentum, 0.1 by
+//                      default, 1 in the official code). Eval mode never updates it.
 // Computed by the fused ops/mixture_attention.h (no (B, h, T, M, S) scores or
 // (B, h, T, S) weights in memory, forward or backward; soft-E's totals come
 // from its tiles); when return_weights is set, by the composed matmul →
@@ -65,7 +67,6 @@ class MixtureKeyAttention : public Attention {
   // With return_weights: the component keys k_jr (B, h, M, S, p) the last
   // forward attended to, detached (for the distance between a position's keys).
   Tensor last_keys;
-  double pi_momentum = 0.1;  // soft_e: the EMA step towards each batch's mean responsibilities
   const bool shifted;        // smgk
 };
 

@@ -473,3 +473,47 @@ TEST_CASE("MGK config and input errors name the field") {
   CHECK_THROWS_WITH_AS(s->forward(input({2, 5, 8}, 1), {.key_padding = zeros({2, 4}, {.dtype = kBool})}),
                        "smgk attention: key_padding covers 4 keys but there are 5", Error);
 }
+
+TEST_CASE("MGK fidelity switches: pi_momentum 1 replaces π by the batch estimate, shift_init official") {
+  // soft-E with the official step: π after one training forward is the batch's mean γ
+  auto c = config({"mgk", false, true}, 8, 2, 3);
+  c.pi_momentum = 1;
+  auto m = make(c);
+  m->train();
+  Tensor x = input({2, 5, 8}, 82);
+  const MgkRef ref = mgk_ref(*m, x, x, x, causal_mask());
+  m->forward(x, {true, Tensor()});
+  check_close(m->pi, ref.mean_gamma, 1e-12, 1e-10);
+
+  // sMGK's official shifts: μ_1 = 0, the others N(0, 0.5²) (sample std over 2·64 values)
+  auto sc = config({"smgk"}, 256, 2, 2);
+  sc.shift_init = "official";
+  manual_seed(4);
+  auto s = std::dynamic_pointer_cast<nn::MixtureKeyAttention>(nn::make_attention(sc));
+  REQUIRE(s);
+  const std::vector<double> mu = s->mu.to_vector<double>();  // (h, M, p)
+  const int64_t p = 128;
+  double first = 0, sq = 0;
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < p; ++i) {
+      first = std::max(first, std::fabs(mu[size_t((h * 2 + 0) * p + i)]));
+      sq += mu[size_t((h * 2 + 1) * p + i)] * mu[size_t((h * 2 + 1) * p + i)];
+    }
+  CHECK(first == 0);
+  CHECK(std::sqrt(sq / double(2 * p)) == doctest::Approx(0.5).epsilon(0.15));
+
+  // errors name the key
+  auto bad = config({"mgk"}, 8, 2);
+  bad.pi_momentum = 0.5;
+  CHECK_THROWS_WITH_AS(nn::make_attention(bad), "attention.pi_momentum applies to soft_e only (π is learned otherwise)",
+                       Error);
+  bad = config({"mgk", false, true}, 8, 2);
+  bad.pi_momentum = 0;
+  CHECK_THROWS_WITH_AS(nn::make_attention(bad), "attention.pi_momentum must be in (0, 1], got 0", Error);
+  bad = config({"mgk"}, 8, 2);
+  bad.shift_init = "official";
+  CHECK_THROWS_WITH_AS(nn::make_attention(bad), "attention.shift_init applies to smgk only, not 'mgk'", Error);
+  bad = config({"smgk"}, 8, 2);
+  bad.shift_init = "zeros";
+  CHECK_THROWS_WITH_AS(nn::make_attention(bad), doctest::Contains("attention.shift_init: expected"), Error);
+}

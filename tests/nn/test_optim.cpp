@@ -120,6 +120,17 @@ TEST_CASE("decay groups leave biases and norms undecayed, lr factor scales each 
   CHECK(opt.lr(1) == doctest::Approx(0.05));
 }
 
+TEST_CASE("decay groups do not decay MGK's mixture logits or sMGK's shifts") {
+  nn::NamedTensors named = {{"layers.0.attn.k.weight", zeros({4, 2}, {.requires_grad = true})},
+                            {"layers.0.attn.pi_logits", zeros({2, 2}, {.requires_grad = true})},
+                            {"layers.0.attn.mu", zeros({2, 2, 3}, {.requires_grad = true})}};
+  auto groups = nn::decay_groups(named, 0.1);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].params.size() == 1);
+  CHECK(groups[0].params[0].is_same(named[0].second));
+  CHECK(groups[1].params.size() == 2);
+}
+
 TEST_CASE("clip_grad_norm scales to the max norm and returns the old norm") {
   Tensor a = zeros({2}, {.requires_grad = true}), b = zeros({1}, {.requires_grad = true});
   a.set_grad(tensor({3, 0}));
