@@ -47,8 +47,8 @@ void at_most(int64_t v, int64_t most, const char* key) {
 
 nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m) {
   KS_CHECK(j.is_object(), "config: attention: expected an object, got ", nn::json_excerpt(j));
-  reject_unknown(j, {"type", "heads", "head_dim", "keys", "hard_e", "soft_e", "sigma2", "pi_momentum", "shift_init",
-                     "dropout", "bias"},
+  reject_unknown(j, {"type", "heads", "head_dim", "keys", "hard_e", "soft_e", "sigma2", "sigma2_keys", "learn_pi",
+                     "pi_momentum", "shift_init", "dropout", "bias"},
                  "attention.", m.model);
   nn::AttentionConfig a;
   read(j, "type", a.type, "attention.");
@@ -64,6 +64,15 @@ nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m) {
   read(j, "hard_e", a.hard_e, "attention.");
   read(j, "soft_e", a.soft_e, "attention.");
   read(j, "sigma2", a.sigma2, "attention.");
+  if (j.contains("sigma2_keys")) {
+    const json& v = j.at("sigma2_keys");
+    KS_CHECK(v.is_array(), "config: attention.sigma2_keys: expected an array of numbers, got ", nn::json_excerpt(v));
+    for (const json& x : v) {
+      KS_CHECK(x.is_number(), "config: attention.sigma2_keys: expected numbers, got ", nn::json_excerpt(x));
+      a.sigma2_keys.push_back(x.get<double>());
+    }
+  }
+  read(j, "learn_pi", a.learn_pi, "attention.");
   read(j, "pi_momentum", a.pi_momentum, "attention.");
   read(j, "shift_init", a.shift_init, "attention.");
   read(j, "dropout", a.dropout, "attention.");
@@ -173,7 +182,8 @@ ModelConfig parse_model_config(const json& j) {
 nlohmann::json ModelConfig::to_json() const {
   json a = {{"type", attention.type},   {"heads", attention.heads},   {"head_dim", attention.resolved_head_dim()},
             {"keys", attention.keys},   {"hard_e", attention.hard_e}, {"soft_e", attention.soft_e},
-            {"sigma2", attention.sigma2}, {"pi_momentum", attention.pi_momentum},
+            {"sigma2", attention.sigma2}, {"sigma2_keys", attention.sigma2_keys}, {"learn_pi", attention.learn_pi},
+            {"pi_momentum", attention.pi_momentum},
             {"shift_init", attention.shift_init}, {"dropout", attention.dropout}, {"bias", attention.bias}};
   json j = {{"model", model},       {"d_model", d_model},   {"d_ff", resolved_d_ff()},
             {"max_len", max_len},   {"dropout", dropout},   {"pre_norm", pre_norm},

@@ -2,6 +2,7 @@
 // finding the attention modules of a model.
 #include "nn/attention/attention.h"
 
+#include <cmath>
 #include <map>
 
 namespace ks::nn {
@@ -44,6 +45,13 @@ void AttentionConfig::validate() const {
   KS_CHECK(!(hard_e && soft_e), "attention: hard_e and soft_e cannot both be set");
   const bool mixture = type == "mgk" || type == "smgk";
   KS_CHECK(mixture || (!hard_e && !soft_e), "attention: hard_e/soft_e apply to mgk and smgk only, not '", type, "'");
+  KS_CHECK(sigma2_keys.empty() || mixture, "attention.sigma2_keys applies to mgk and smgk only, not '", type, "'");
+  KS_CHECK(sigma2_keys.empty() || int64_t(sigma2_keys.size()) == keys, "attention.sigma2_keys: ", sigma2_keys.size(),
+           " values for ", keys, " keys; give one per key");
+  for (double s2 : sigma2_keys)
+    KS_CHECK(s2 > 0 && std::isfinite(s2), "attention.sigma2_keys: every value must be positive, got ", s2);
+  KS_CHECK(learn_pi || mixture, "attention.learn_pi applies to mgk and smgk only, not '", type, "'");
+  KS_CHECK(learn_pi || !soft_e, "attention: learn_pi false and soft_e cannot both be set (soft-E estimates π)");
   KS_CHECK(pi_momentum > 0 && pi_momentum <= 1, "attention.pi_momentum must be in (0, 1], got ", pi_momentum);
   KS_CHECK(pi_momentum == 0.1 || soft_e, "attention.pi_momentum applies to soft_e only (π is learned otherwise)");
   KS_CHECK(shift_init == "small" || shift_init == "official", "attention.shift_init: expected \"small\" or ",

@@ -36,6 +36,12 @@ struct AttentionConfig {
   bool hard_e = false;   // mgk/smgk: max over the M keys instead of the π-weighted sum
   bool soft_e = false;   // mgk/smgk: π re-estimated from posterior responsibilities (a buffer), not learned
   double sigma2 = 0;     // mgk/smgk: 0 means sqrt(p), the papers' choice
+  // mgk/smgk: σ² per key component (M values > 0), e.g. the official language
+  // model's {√p, √p/3}; empty: every component uses sigma2.
+  std::vector<double> sigma2_keys{};
+  // mgk/smgk: false fixes π at 1/M, which drops it from the logits (the
+  // official hard-E has no π); needs learned π, so not with soft_e.
+  bool learn_pi = true;
   // soft_e: the step of π towards each training batch's mean responsibilities
   // (1: replace π by that estimate, the official MGK code's rule)
   double pi_momentum = 0.1;

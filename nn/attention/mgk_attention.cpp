@@ -4,6 +4,7 @@
 // mixture_softmax → dropout → matmul) and the soft-E update of π.
 #include "nn/attention/mgk_attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/grad_mode.h"
@@ -19,6 +20,7 @@
 #include "ops/mixture.h"
 #include "ops/mixture_attention.h"
 #include "ops/reduce.h"
+#include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/unary.h"
 #include "ops/view.h"
@@ -34,7 +36,7 @@ MixtureKeyAttention::MixtureKeyAttention(const AttentionConfig& cfg)
   v = register_module("v", std::make_shared<Linear>(cfg.resolved_kv_dim(), inner, cfg.bias));
   o = register_module("o", std::make_shared<Linear>(inner, cfg.d_model, cfg.bias));
   if (cfg.soft_e) pi = register_buffer("pi", full({h, M}, 1.0 / double(M)));
-  else pi_logits = register_parameter("pi_logits", zeros({h, M}));
+  else if (cfg.learn_pi) pi_logits = register_parameter("pi_logits", zeros({h, M}));
   if (shifted) {
     mu = register_parameter("mu", empty({h, M, p}));
     if (cfg.shift_init == "official") {  // μ_1 = 0, the others N(0, 0.5²)
@@ -48,10 +50,18 @@ MixtureKeyAttention::MixtureKeyAttention(const AttentionConfig& cfg)
   attn_drop = register_module("attn_drop", std::make_shared<Dropout>(cfg.dropout));
 }
 
-Tensor MixtureKeyAttention::log_pi() const { return config.soft_e ? log(pi) : log_softmax(pi_logits, -1); }
+Tensor MixtureKeyAttention::log_pi() const {
+  if (config.soft_e) return log(pi);
+  if (pi_logits.defined()) return log_softmax(pi_logits, -1);
+  const Tensor ref = q->weight;  // π fixed at 1/M, on the module's device and dtype
+  return full({config.heads, config.keys}, -std::log(double(config.keys)), {.dtype = ref.dtype(), .device = ref.device()});
+}
 
-double MixtureKeyAttention::inverse_sigma2() const {
-  return 1.0 / (config.sigma2 > 0 ? config.sigma2 : std::sqrt(double(config.resolved_head_dim())));
+std::vector<double> MixtureKeyAttention::inverse_sigma2() const {
+  const double base = config.sigma2 > 0 ? config.sigma2 : std::sqrt(double(config.resolved_head_dim()));
+  std::vector<double> inv(size_t(config.keys), 1.0 / base);
+  for (size_t r = 0; r < config.sigma2_keys.size(); ++r) inv[r] = 1.0 / config.sigma2_keys[r];
+  return inv;
 }
 
 Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
@@ -59,7 +69,8 @@ Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, cons
   check_attention_inputs(config, query, key, value, mask, cache);
   const int64_t h = config.heads, p = config.resolved_head_dim(), M = config.keys;
   const int64_t B = query.size(0), T = query.size(1);
-  const double inv_s2 = inverse_sigma2();
+  const std::vector<double> inv_s2 = inverse_sigma2();
+  const bool one_sigma = std::all_of(inv_s2.begin(), inv_s2.end(), [&](double x) { return x == inv_s2[0]; });
 
   Tensor qh = split_heads(q->forward(query), h, p);  // (B, h, T, p)
   CachedKeys kv = keys_through_cache(
@@ -78,21 +89,42 @@ Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, cons
       mask.key_padding, B, 3, query.device());
   const Tensor& kr = kv.k;  // (B, h, M, S, p)
   const int64_t S = kr.size(3);
+  // One σ² for every component: the scores q·k_r take the scale 1/σ².
+  // Per component, −‖q_i‖²/2σ_r² no longer cancels over r: with the common
+  // −‖q_i‖²/2σ_1² dropped (constant over keys), the rest rides on one more
+  // feature, q' = [q, ‖q‖²] and k'_r = [k_r/σ_r², −(1/σ_r² − 1/σ_1²)/2], so
+  // q'·k'_r = q·k_r/σ_r² − ‖q‖²(1/σ_r² − 1/σ_1²)/2, at score scale 1.
+  Tensor inv_col;  // (1, 1, M, 1) of 1/σ_r², per-component σ² only
+  Tensor score_queries = qh, score_keys = kr;
+  if (!one_sigma) {
+    auto constant = [&](const std::vector<double>& v) {
+      return ks::to(ks::to(from_vector(v, {1, 1, M, 1}), kr.dtype()), kr.device());
+    };
+    inv_col = constant(inv_s2);
+    std::vector<double> extra(static_cast<size_t>(M));
+    for (int64_t r = 0; r < M; ++r) extra[size_t(r)] = -0.5 * (inv_s2[size_t(r)] - inv_s2[0]);
+    score_queries = cat({qh, sum(mul(qh, qh), {-1}, true)}, -1);  // (B, h, T, p + 1)
+    score_keys = cat({mul(kr, unsqueeze(inv_col, -1)), expand(unsqueeze(constant(extra), -1), {B, h, M, S, 1})},
+                     -1);  // (B, h, M, S, p + 1)
+  }
+  const int64_t ps = score_keys.size(-1);
+  const double score_scale = one_sigma ? inv_s2[0] : 1.0;
 
   // logits_ijr = log π_r − ‖q_i − k_jr‖²/2σ² = log π_r − ‖q_i‖²/2σ² + q_i·k_jr/σ² − ‖k_jr‖²/2σ².
   // ‖q_i‖² is the same for every key j and component r, so it cancels in the
   // softmax over j and is never computed: the attention gets the scores
   // q·k_jr with scale 1/σ², and the per-key bias log π_r − ‖k_jr‖²/2σ².
   // (The tests' loop reference keeps the full distance.)
-  Tensor bias = add(view(log_pi(), {1, h, M, 1}), mul(sum(mul(kr, kr), {-1}), -0.5 * inv_s2));  // (B, h, M, S)
+  Tensor sq = sum(mul(kr, kr), {-1});  // ‖k_jr‖² (B, h, M, S)
+  Tensor bias = add(view(log_pi(), {1, h, M, 1}), one_sigma ? mul(sq, -0.5 * inv_s2[0]) : mul(mul(sq, inv_col), -0.5));
   const bool estimate_pi = config.soft_e && is_training();
   Tensor heads_out;    // (B, h, T, p)
   Tensor resp_totals;  // Σ over queries and visible keys of γ (B, h, M); soft-E training only
   if (!return_weights) {
     // The fused op: neither the (B, h, T, M, S) scores nor the (B, h, T, S)
     // weights are formed, forward or backward.
-    MixtureAttention fused = mixture_attention(qh, kr, bias, kv.v,
-                                               {.scale = inv_s2,
+    MixtureAttention fused = mixture_attention(score_queries, score_keys, bias, kv.v,
+                                               {.scale = score_scale,
                                                 .hard = config.hard_e,
                                                 .totals = estimate_pi,
                                                 .causal = mask.causal,
@@ -105,9 +137,10 @@ Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, cons
   } else {
     // The weights are wanted: one GEMM over all M·S keys, mixture_softmax,
     // dropout, weights @ v — the fused op's semantics, op by op.
-    Tensor scores = view(matmul(qh, transpose(reshape(kr, {B, h, M * S, p}), -1, -2)), {B, h, T, M, S});
+    Tensor scores =
+        view(matmul(score_queries, transpose(reshape(score_keys, {B, h, M * S, ps}), -1, -2)), {B, h, T, M, S});
     Tensor masked = attention_mask({mask.causal, kv.key_padding}, B, T, S, kv.offset, query.device());
-    MixtureSoftmax mix = mixture_softmax(scores, bias, inv_s2, masked,
+    MixtureSoftmax mix = mixture_softmax(scores, bias, score_scale, masked,
                                          {.hard = config.hard_e, .responsibilities = estimate_pi});  // A (B, h, T, S)
     if (estimate_pi) {
       NoGradGuard no_grad;
@@ -117,7 +150,7 @@ Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, cons
     last_keys = detach(kr);
     {
       NoGradGuard no_grad;  // each component's logits (B, h, M, T, S)
-      last_scores = permute(add(mul(scores, inv_s2), unsqueeze(bias, 2)), {0, 1, 3, 2, 4});
+      last_scores = permute(add(mul(scores, score_scale), unsqueeze(bias, 2)), {0, 1, 3, 2, 4});
     }
     heads_out = matmul(attn_drop->forward(mix.weights), kv.v);
   }
@@ -147,7 +180,7 @@ AttentionCost mgk_cost(const AttentionConfig& cfg, int64_t n, bool causal) {
   const int64_t key_width = shifted ? inner : M * inner;
   AttentionCost c;
   c.params = inner * d + key_width * kv + inner * kv + inner * d +
-             (cfg.bias ? inner + key_width + inner + d : 0) + (cfg.soft_e ? 0 : h * M) + (shifted ? h * M * p : 0);
+             (cfg.bias ? inner + key_width + inner + d : 0) + (cfg.soft_e || !cfg.learn_pi ? 0 : h * M) + (shifted ? h * M * p : 0);
   const double keys = causal ? (double(n) + 1) / 2 : double(n);
   c.flops_per_token = 2.0 * (inner * d + key_width * kv + inner * kv + inner * d)  // projections
                       + 2.0 * double(M * inner)                                  // ‖k_jr‖² of this token's keys

@@ -17,8 +17,11 @@
 //           "official": μ_1 = 0 and the others N(0, 0.5²), as the MGK code).
 // Mixing weights π (h, M), one set per head:
 //   learned (default): `pi_logits` (h, M), zeros at start, π = softmax over M;
+//   learn_pi false:    π fixed at 1/M, so no π at all (the official hard-E);
 //   hard_e:            max over r of log π_r − ‖q − k_r‖²/2σ² replaces the
 //                      log-sum-exp (each key uses its best component only);
+//                      Keystone keeps the learned log π inside the max, the
+//                      official code has none (hard_e with learn_pi false);
 //   soft_e:            π is an EM estimate, not a parameter: the buffer `pi`
 //                      (h, M), 1/M at start, moves after each training forward
 //                      towards the mean posterior responsibility
@@ -56,8 +59,9 @@ class MixtureKeyAttention : public Attention {
 
   // log π (h, M): from pi_logits, or from the soft-E buffer pi (no gradient).
   Tensor log_pi() const;
-  // 1 / 2σ² is half of this: 1/σ², the scale of q·k in the logits.
-  double inverse_sigma2() const;
+  // 1/σ_r² per component (M values; all equal unless sigma2_keys is set):
+  // the scale of q·k_r in the logits, half of it that of −‖k_r‖².
+  std::vector<double> inverse_sigma2() const;
 
   std::shared_ptr<Linear> q, k, v, o;
   Tensor pi_logits;  // (h, M) parameter; undefined with soft_e

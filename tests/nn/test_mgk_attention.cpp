@@ -22,11 +22,22 @@ const nn::AttentionMask kCausal{true, Tensor()};
 struct Variant {
   const char* type;
   bool hard_e = false, soft_e = false;
+  bool sigma_per_key = false;  // σ_r² = {√p, √p/3, ...}: the official language model's second key
+  bool fixed_pi = false;       // learn_pi false: no π (the official hard-E)
 };
-const std::vector<Variant> kVariants = {{"mgk"}, {"smgk"}, {"mgk", true, false}, {"smgk", true, false},
-                                        {"mgk", false, true}, {"smgk", false, true}};
+const std::vector<Variant> kVariants = {{"mgk"},
+                                        {"smgk"},
+                                        {"mgk", true, false},
+                                        {"smgk", true, false},
+                                        {"mgk", false, true},
+                                        {"smgk", false, true},
+                                        {"mgk", false, false, true},
+                                        {"smgk", false, true, true},
+                                        {"mgk", true, false, false, true},
+                                        {"smgk", false, false, true, true}};
 std::string variant_name(const Variant& v) {
-  return std::string(v.type) + (v.hard_e ? " hard_e" : "") + (v.soft_e ? " soft_e" : "");
+  return std::string(v.type) + (v.hard_e ? " hard_e" : "") + (v.soft_e ? " soft_e" : "") +
+         (v.sigma_per_key ? " sigma2_keys" : "") + (v.fixed_pi ? " fixed pi" : "");
 }
 
 nn::AttentionConfig config(const Variant& var, int64_t d, int64_t h, int64_t M = 2, int64_t p = 0, int64_t kv = 0) {
@@ -39,6 +50,11 @@ nn::AttentionConfig config(const Variant& var, int64_t d, int64_t h, int64_t M =
   c.kv_dim = kv;
   c.hard_e = var.hard_e;
   c.soft_e = var.soft_e;
+  c.learn_pi = !var.fixed_pi;
+  if (var.sigma_per_key) {
+    const double base = std::sqrt(double(p > 0 ? p : d / h));
+    for (int64_t r = 0; r < M; ++r) c.sigma2_keys.push_back(base / (r == 0 ? 1.0 : 3.0 * double(r)));
+  }
   return c;
 }
 
@@ -97,7 +113,10 @@ MgkRef mgk_ref(const nn::MixtureKeyAttention& m, const Tensor& query, const Tens
   const bool smgk = c.type == "smgk";
   const int64_t B = query.size(0), T = query.size(1), S = key.size(1);
   const int64_t h = c.heads, p = c.resolved_head_dim(), M = c.keys, hp = h * p;
-  const double sigma2 = c.sigma2 > 0 ? c.sigma2 : std::sqrt(double(p));
+  auto sigma2_of = [&](int64_t r) {
+    if (!c.sigma2_keys.empty()) return c.sigma2_keys[size_t(r)];
+    return c.sigma2 > 0 ? c.sigma2 : std::sqrt(double(p));
+  };
   const Vec Q = linear_ref(query.to_vector<double>(), B * T, *m.q);
   const Vec K = linear_ref(key.to_vector<double>(), B * S, *m.k);  // (B, S, M·h·p) or (B, S, h·p)
   const Vec Vv = linear_ref(value.to_vector<double>(), B * S, *m.v);
@@ -105,6 +124,8 @@ MgkRef mgk_ref(const nn::MixtureKeyAttention& m, const Tensor& query, const Tens
   Vec pi(static_cast<size_t>(h * M));
   if (c.soft_e) {
     pi = m.pi.to_vector<double>();
+  } else if (!c.learn_pi) {
+    std::fill(pi.begin(), pi.end(), 1.0 / double(M));
   } else {
     const Vec logits = m.pi_logits.to_vector<double>();
     for (int64_t hd = 0; hd < h; ++hd) {
@@ -136,7 +157,7 @@ MgkRef mgk_ref(const nn::MixtureKeyAttention& m, const Tensor& query, const Tens
               const double diff = Q[size_t((b * T + i) * hp + hd * p + ch)] - k_at(b, j, hd, r, ch);
               dist += diff * diff;
             }
-            logit[size_t(r)] = std::log(pi[size_t(hd * M + r)]) - dist / (2 * sigma2);
+            logit[size_t(r)] = std::log(pi[size_t(hd * M + r)]) - dist / (2 * sigma2_of(r));
             best = std::max(best, logit[size_t(r)]);
           }
           for (int64_t r = 0; r < M; ++r) z += std::exp(logit[size_t(r)] - best);

@@ -14,6 +14,7 @@
 # Not here: the tables and figures (docs/RESULTS.md, made from the run
 # folders' metrics alone).
 set -euo pipefail
+set -f  # no globbing: an override such as key=[1,2] is a value, not a pattern
 cd "$(dirname "$0")/../.."
 seeds="${SEEDS:-0 1 2}"
 root="${KS_EXPERIMENTS:-runs/experiments}"
