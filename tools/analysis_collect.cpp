@@ -153,19 +153,30 @@ void AttentionCollector::add(const data::Batch& batch) {
           ok = ok && layer_self->last_query_valid[size_t(b)][size_t(i)];
         valid[size_t(b)][size_t(i)] = ok;
       }
-    // Counted keys: self sites the counted queries; else keys some counted query weighs.
-    auto key_valid = [&](int64_t b) {
-      std::vector<bool> k(size_t(S), false);
+    // Counted keys: self sites the counted queries; else keys some counted
+    // query weighs. Found once per example, for the examples that use them
+    // (maps and spectra of the first ones; every one for MGK's key distances).
+    auto* mgk = dynamic_cast<nn::MixtureKeyAttention*>(site.attn);
+    const bool key_stats = mgk && M > 1;
+    std::vector<std::vector<bool>> key_valid(size_t(key_stats ? B : std::max(map_n, rank_n)));
+    for (size_t b = 0; b < key_valid.size(); ++b) {
+      std::vector<bool>& k = key_valid[b];
+      k.assign(size_t(S), false);
       for (int64_t j = 0; j < S; ++j) {
         if (self) {
-          k[size_t(j)] = valid[size_t(b)][size_t(j)];
+          k[size_t(j)] = valid[b][size_t(j)];
           continue;
         }
         for (int64_t i = 0; i < T && !k[size_t(j)]; ++i)
-          if (valid[size_t(b)][size_t(i)])
-            for (int64_t head = 0; head < h; ++head) k[size_t(j)] = k[size_t(j)] || w(b, head, i, j) > 0;
+          if (valid[b][size_t(i)])
+            for (int64_t head = 0; head < h; ++head) k[size_t(j)] = k[size_t(j)] || w(int64_t(b), head, i, j) > 0;
       }
-      return k;
+    }
+    auto indices = [](const std::vector<bool>& counted) {  // the positions counted, in order
+      std::vector<int64_t> out;
+      for (size_t i = 0; i < counted.size(); ++i)
+        if (counted[i]) out.push_back(int64_t(i));
+      return out;
     };
 
     // Redundancy: JS between attention rows, cosine between head outputs.
@@ -210,17 +221,12 @@ void AttentionCollector::add(const data::Batch& batch) {
 
     // Maps of the first examples.
     for (int64_t b = 0; b < map_n; ++b) {
-      const std::vector<bool> kv = key_valid(b);
       const std::vector<std::string> rl = labels(b, true), cl = labels(b, false);
       AttentionMap map;
       map.example = batch.index[size_t(b)];
       map.site = site.name;
       map.heads = h;
-      std::vector<int64_t> rows, cols;
-      for (int64_t i = 0; i < T; ++i)
-        if (valid[size_t(b)][size_t(i)]) rows.push_back(i);
-      for (int64_t j = 0; j < S; ++j)
-        if (kv[size_t(j)]) cols.push_back(j);
+      const std::vector<int64_t> rows = indices(valid[size_t(b)]), cols = indices(key_valid[size_t(b)]);
       map.rows = int64_t(rows.size());
       map.cols = int64_t(cols.size());
       for (int64_t head = 0; head < h; ++head)
@@ -237,12 +243,7 @@ void AttentionCollector::add(const data::Batch& batch) {
     std::vector<double> Sc;
     if (rank_n > 0 && attn.last_scores.defined()) Sc = host_values(contiguous(attn.last_scores));
     for (int64_t b = 0; b < rank_n; ++b) {
-      const std::vector<bool> kv = key_valid(b);
-      std::vector<int64_t> rows, cols;
-      for (int64_t i = 0; i < T; ++i)
-        if (valid[size_t(b)][size_t(i)]) rows.push_back(i);
-      for (int64_t j = 0; j < S; ++j)
-        if (kv[size_t(j)]) cols.push_back(j);
+      const std::vector<int64_t> rows = indices(valid[size_t(b)]), cols = indices(key_valid[size_t(b)]);
       const int64_t R = int64_t(rows.size()), C = int64_t(cols.size());
       nlohmann::json heads_json = nlohmann::json::array();
       std::vector<double> mat(size_t(R * C));
@@ -288,14 +289,13 @@ void AttentionCollector::add(const data::Batch& batch) {
     }
 
     // MGK/sMGK: responsibilities at weighted pairs, distances between a position's keys.
-    auto* mgk = dynamic_cast<nn::MixtureKeyAttention*>(site.attn);
-    if (mgk && M > 1) {
+    if (key_stats) {
       if (Sc.empty()) Sc = host_values(contiguous(attn.last_scores));
       const std::vector<double> K = host_values(contiguous(mgk->last_keys));  // (B, h, M, S, p)
       const int64_t P = mgk->last_keys.size(4);
       std::vector<double> g(static_cast<size_t>(M));
       for (int64_t b = 0; b < B; ++b) {
-        const std::vector<bool> kv = key_valid(b);
+        const std::vector<bool>& kv = key_valid[size_t(b)];
         for (int64_t head = 0; head < h; ++head) {
           for (int64_t i = 0; i < T; ++i) {
             if (!valid[size_t(b)][size_t(i)]) continue;

@@ -113,8 +113,7 @@ std::string spectra_figure(const json& sites) {
                   "sigma_i / sigma_1", true, {}};
       int64_t head = 0;
       for (const json& hj : ex["heads"]) {
-        const json* spec = hj.contains(kind) ? &hj[kind] : kind == "scores" && hj.contains("mixture") ? &hj["mixture"] : nullptr;
-        if (spec) {
+        if (const json* spec = head_spectrum(hj, kind)) {
           LineSeries series{"head " + std::to_string(head), {}};
           const json& sv = (*spec)["singular_values"];
           const double top = sv.empty() ? 0 : sv[0].get<double>();
@@ -158,31 +157,33 @@ double site_mean(const json& a, const std::function<double(const json&)>& f) {
   return a["sites"].empty() ? 0 : s / double(a["sites"].size());
 }
 
-double effective_rank_mean(const json& site, const std::string& kind) {
+}  // namespace
+
+const json* head_spectrum(const json& head, const std::string& kind) {
+  if (head.contains(kind)) return &head[kind];
+  return kind == "scores" && head.contains("mixture") ? &head["mixture"] : nullptr;
+}
+
+double mean_effective_rank(const json& site, const std::string& kind) {
   double s = 0;
   int64_t n = 0;
   for (const json& ex : site["rank"]["examples"])
-    for (const json& h : ex["heads"]) {
-      const json* spec = h.contains(kind) ? &h[kind] : kind == "scores" && h.contains("mixture") ? &h["mixture"] : nullptr;
-      if (spec) s += (*spec)["effective_rank"].get<double>(), ++n;
-    }
+    for (const json& h : ex["heads"])
+      if (const json* spec = head_spectrum(h, kind)) s += (*spec)["effective_rank"].get<double>(), ++n;
   return n > 0 ? s / double(n) : kNaN;
 }
 
-// Heads masked before the loss first exceeds 1.01 × the unmasked loss.
-int64_t maskable_within_1pct(const json& a) {
+int64_t heads_maskable(const json& a, double rise) {
   const json& pts = a["pruning"]["points"];
   if (pts.empty()) return 0;
   const double base = pts[0]["loss"].get<double>();
   int64_t n = 0;
   for (const json& p : pts) {
-    if (p["loss"].get<double>() > base * 1.01) break;
+    if (p["loss"].get<double>() > base * (1 + rise)) break;
     n = p["masked"].get<int64_t>();
   }
   return n;
 }
-
-}  // namespace
 
 json write_analysis_figures(const json& a, const std::vector<AttentionMap>& maps, const fs::path& out) {
   json files = {{"maps", json::array()}};
@@ -258,9 +259,9 @@ int compare_analyses(const std::vector<std::string>& args) {
                 pts.empty() ? kNaN : pts[0][metric].get<double>(),
                 site_mean(r.a, [](const json& s) { return s["js_mean_off_diagonal"].get<double>(); }),
                 site_mean(r.a, [](const json& s) { return s["cosine_mean_off_diagonal"].get<double>(); }),
-                site_mean(r.a, [](const json& s) { return effective_rank_mean(s, "scores"); }),
-                site_mean(r.a, [](const json& s) { return effective_rank_mean(s, "attention"); }),
-                (long long)maskable_within_1pct(r.a), (long long)r.a["model"]["total_heads"].get<int64_t>());
+                site_mean(r.a, [](const json& s) { return mean_effective_rank(s, "scores"); }),
+                site_mean(r.a, [](const json& s) { return mean_effective_rank(s, "attention"); }),
+                (long long)heads_maskable(r.a, 0.01), (long long)r.a["model"]["total_heads"].get<int64_t>());
   }
   std::printf("(metric: the first run's %s; JS, cosine: mean over sites of the mean off-diagonal entry; erank: mean "
               "effective rank of score / attention matrices; maskable: heads masked before the loss rises over 1%%)\n",
@@ -293,8 +294,8 @@ int compare_analyses(const std::vector<std::string>& args) {
     for (const json& s : r.a["sites"]) {
       a.points.push_back({x, s["js_mean_off_diagonal"].get<double>()});
       b.points.push_back({x, s["cosine_mean_off_diagonal"].get<double>()});
-      c.points.push_back({x, effective_rank_mean(s, "scores")});
-      d.points.push_back({x, effective_rank_mean(s, "attention")});
+      c.points.push_back({x, mean_effective_rank(s, "scores")});
+      d.points.push_back({x, mean_effective_rank(s, "attention")});
       x += 1;
     }
     js.series.push_back(std::move(a));

@@ -23,6 +23,17 @@
 
 namespace ks::tools {
 
+// Reading an analysis.json (the printed summary, --compare and the figures
+// share these).
+// One head's spectrum of `kind` ("scores" or "attention") in a rank entry;
+// an MGK head's scores are its mixture logits. Null when not measured.
+const nlohmann::json* head_spectrum(const nlohmann::json& head, const std::string& kind);
+// The mean effective rank of that spectrum over a site's heads and examples (NaN: none).
+double mean_effective_rank(const nlohmann::json& site, const std::string& kind);
+// Heads masked along the pruning curve before the loss first rises above
+// (1 + rise) × the unmasked loss.
+int64_t heads_maskable(const nlohmann::json& analysis, double rise);
+
 // Writes the figures of one analysis into `out`; returns {"maps": [...],
 // "redundancy": ..., "pruning": ..., "spectra": ...}, the file names written.
 nlohmann::json write_analysis_figures(const nlohmann::json& analysis, const std::vector<AttentionMap>& maps,

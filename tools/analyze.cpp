@@ -35,24 +35,6 @@ std::pair<std::string, double> headline_metric(const EvalResult& r, data::Task t
   return {"ppl", std::exp(std::min(r.loss, 700.0))};
 }
 
-// Mean effective rank of one spectrum kind ("scores", "attention") over a
-// site's heads and examples; -1 when none was measured.
-double mean_effective_rank(const json& site, const std::string& kind) {
-  double s = 0;
-  int64_t n = 0;
-  for (const json& ex : site["rank"]["examples"])
-    for (const json& head : ex["heads"]) {
-      if (head.contains(kind)) {
-        s += head[kind]["effective_rank"].get<double>();
-        ++n;
-      } else if (kind == "scores" && head.contains("mixture")) {
-        s += head["mixture"]["effective_rank"].get<double>();
-        ++n;
-      }
-    }
-  return n > 0 ? s / double(n) : -1;
-}
-
 void write_text_file(const fs::path& path, const std::string& text) {
   nn::write_file_atomically(path.string(), text);
 }
@@ -78,13 +60,10 @@ void print_summary(const json& a) {
   if (!points.empty()) {
     const std::string metric = a["pruning"]["metric"];
     const double base = points[0]["loss"].get<double>();
-    int64_t within = 0;
-    for (const json& p : points)
-      if (p["loss"].get<double>() <= base * 1.01) within = std::max(within, p["masked"].get<int64_t>());
     const json& last = points.back();
-    std::printf("pruning (by importance): loss %.4f, %s %.4g with every head; up to %lld of %lld heads masked "
-                "keep the loss within 1%%; with %lld masked: loss %.4f, %s %.4g\n",
-                base, metric.c_str(), points[0][metric].get<double>(), (long long)within,
+    std::printf("pruning (by importance): loss %.4f, %s %.4g with every head; %lld of %lld heads masked before "
+                "the loss first rises over 1%%; with %lld masked: loss %.4f, %s %.4g\n",
+                base, metric.c_str(), points[0][metric].get<double>(), (long long)heads_maskable(a, 0.01),
                 (long long)a["model"]["total_heads"].get<int64_t>(), (long long)last["masked"].get<int64_t>(),
                 last["loss"].get<double>(), metric.c_str(), last[metric].get<double>());
   }
