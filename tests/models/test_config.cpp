@@ -64,3 +64,32 @@ TEST_CASE("bad configs name the key") {
                        doctest::Contains("config: share_embeddings"), Error);
   CHECK_THROWS_WITH_AS(bad(R"([1, 2])"), doctest::Contains("config: expected a JSON object"), Error);
 }
+
+TEST_CASE("the MGK fidelity keys parse, round-trip, and name the key when bad") {
+  auto parse = [](const char* text) { return models::parse_model_config(json::parse(text)); };
+  auto m = parse(R"({"vocab_size": 10, "attention": {"type": "smgk", "heads": 2, "sigma2_keys": [5.6, 1.9],
+                     "shift_init": "official"}})");
+  CHECK(m.attention.sigma2_keys == std::vector<double>{5.6, 1.9});
+  CHECK(m.attention.shift_init == "official");
+  CHECK(parse(m.to_json().dump().c_str()).to_json() == m.to_json());
+  auto s = parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "soft_e": true, "pi_momentum": 1}})");
+  CHECK(s.attention.pi_momentum == 1);
+  CHECK_FALSE(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "hard_e": true, "learn_pi": false}})")
+                  .attention.learn_pi);
+  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "sigma2_keys": 3}})"),
+                       "config: attention.sigma2_keys: expected an array of numbers, got 3", Error);
+  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "sigma2_keys": ["a", 1]}})"),
+                       "config: attention.sigma2_keys: expected numbers, got \"a\"", Error);
+  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "sigma2_keys": [1, 2, 3]}})"),
+                       "config: attention.sigma2_keys: 3 values for 2 keys; give one per key", Error);
+  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "sigma2_keys": [1, -2]}})"),
+                       "config: attention.sigma2_keys: every value must be positive, got -2", Error);
+  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "softmax", "sigma2_keys": [1]}})"),
+                       "config: attention.sigma2_keys applies to mgk and smgk only, not 'softmax'", Error);
+  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "soft_e": true, "learn_pi": false}})"),
+                       "config: attention: learn_pi false and soft_e cannot both be set (soft-E estimates π)", Error);
+  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "linear", "learn_pi": false}})"),
+                       "config: attention.learn_pi applies to mgk and smgk only, not 'linear'", Error);
+  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "learn_pi": "no"}})"),
+                       doctest::Contains("attention.learn_pi"), Error);
+}
