@@ -1,4 +1,4 @@
-// tools/analysis_report.h — the figures of `keystone analyze` and its
+// tools/analysis_report.h — reading an analysis.json, and the figures of `keystone analyze` and its
 // --compare mode (tools/analyze.h), drawn from an analysis.json document.
 //
 //   maps_example<E>.svg   one example's weights: rows = sites, columns = heads,
