@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "autograd/grad_accumulate.h"
+#include "autograd/hooks.h"
 #include "core/copy.h"
 
 namespace ks {
@@ -39,6 +40,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   } else {
     grad_accumulate_(current, g);
   }
+  if (!leaf_->post_accumulate_hooks.empty()) run_post_accumulate_grad_hooks(leaf);
   return {};
 }
 

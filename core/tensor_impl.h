@@ -12,7 +12,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -22,7 +24,8 @@ namespace ks {
 
 using Shape = std::vector<int64_t>;
 
-class Node;  // autograd/node.h
+class Node;    // autograd/node.h
+class Tensor;  // core/tensor.h
 
 struct VersionCounter {
   std::atomic<uint64_t> value{0};
@@ -42,6 +45,9 @@ struct TensorImpl {
   std::shared_ptr<Node> grad_fn;           // the node that made this tensor; null for leaves
   uint32_t output_nr = 0;                  // which output of grad_fn this is
   std::weak_ptr<Node> grad_accumulator;    // a leaf's AccumulateGrad node, shared by its uses
+  // Called, in order, once the leaf's .grad has taken a backward's gradient
+  // (autograd/hooks.h); each with its id for removal.
+  std::vector<std::pair<uint64_t, std::function<void(const Tensor&)>>> post_accumulate_hooks;
 };
 
 }  // namespace ks
