@@ -21,6 +21,8 @@ build="${KS_BUILD_DIR:-build}"
 
 # --- 1. Debian packages ------------------------------------------------------
 packages=(build-essential cmake libopenblas-dev libtbb-dev doctest-dev nlohmann-json3-dev)
+# Data-parallel training (KS_MPI) and its tests under mpirun need Open MPI.
+[ "$mode" = test ] && packages+=(openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
