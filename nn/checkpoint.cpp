@@ -9,10 +9,21 @@ const std::string kOptimizerPrefix = "optimizer/";
 
 void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer,
                      const Metadata& metadata) {
+  save_checkpoint(path, model, optimizer ? optimizer->state_dict() : NamedTensors{}, metadata);
+}
+
+void save_checkpoint(const std::string& path, const Module& model, const NamedTensors& optimizer_state,
+                     const Metadata& metadata) {
   NamedTensors all = model.state_dict();
-  if (optimizer)
-    for (auto& [key, t] : optimizer->state_dict()) all.emplace_back(kOptimizerPrefix + key, t);
+  for (auto& [key, t] : optimizer_state) all.emplace_back(kOptimizerPrefix + key, t);
   save_safetensors(path, all, metadata);
+}
+
+NamedTensors checkpoint_optimizer_state(const SafetensorsContent& content) {
+  NamedTensors out;
+  for (auto& [name, t] : content.tensors)
+    if (name.rfind(kOptimizerPrefix, 0) == 0) out.emplace_back(name.substr(kOptimizerPrefix.size()), t);
+  return out;
 }
 
 Metadata load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer, bool strict) {

@@ -17,6 +17,10 @@ using Metadata = std::map<std::string, std::string>;
 
 void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer = nullptr,
                      const Metadata& metadata = {});
+// The same with the optimizer's state given as named tensors (empty: none),
+// e.g. ZeRO's gathered state (nn/zero.h).
+void save_checkpoint(const std::string& path, const Module& model, const NamedTensors& optimizer_state,
+                     const Metadata& metadata);
 
 // Loads into `model` (and `optimizer` if given, which then must find its
 // state in the file); returns the metadata. Every error names the file.
@@ -25,5 +29,8 @@ Metadata load_checkpoint(const std::string& path, Module& model, Optimizer* opti
 // check its metadata before they load it.
 Metadata load_checkpoint(const SafetensorsContent& content, const std::string& path, Module& model,
                          Optimizer* optimizer = nullptr, bool strict = true);
+// The optimizer's entries of a checkpoint, without their "optimizer/" prefix
+// (for a caller that places them itself, as ZeRO does).
+NamedTensors checkpoint_optimizer_state(const SafetensorsContent& content);
 
 }  // namespace ks::nn

@@ -55,7 +55,7 @@ void Optimizer::step() {
     for (size_t pi = 0; pi < group.params.size(); ++pi) {
       const Tensor& p = group.params[pi];
       Tensor grad = p.grad();
-      if (!grad.defined()) continue;
+      if (!grad.defined() || !owns(gi, pi)) continue;
       std::vector<Tensor>& state = state_[gi][pi];
       const bool first = state.empty();
       if (first)
@@ -66,6 +66,20 @@ void Optimizer::step() {
       update(p, grad.is_contiguous() ? grad : contiguous_raw(grad), state, group, first);
     }
   }
+}
+
+void Optimizer::set_owned(std::vector<std::vector<bool>> owned) {
+  if (!owned.empty()) {
+    KS_CHECK(owned.size() == groups_.size(), "optimizer set_owned: ", owned.size(), " groups for ", groups_.size());
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      KS_CHECK(owned[gi].size() == groups_[gi].params.size(), "optimizer set_owned: group ", gi, " has ",
+               groups_[gi].params.size(), " parameters, got ", owned[gi].size(), " marks");
+    // State of parameters given away is dropped (their owners hold it).
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      for (size_t pi = 0; pi < groups_[gi].params.size(); ++pi)
+        if (!owned[gi][pi]) state_[gi][pi].clear();
+  }
+  owned_ = std::move(owned);
 }
 
 void Optimizer::zero_grad() {

@@ -47,6 +47,17 @@ class Optimizer {
   // same sequence of updates.
   NamedTensors state_dict() const;
   void load_state_dict(const NamedTensors& state);
+  // The per-parameter state slots, in the order of update()'s `state`
+  // ("exp_avg", "exp_avg_sq" for Adam).
+  const std::vector<std::string>& slot_names() const { return slots_; }
+
+  // ZeRO-1 (nn/zero.h): owned[group][index] marks the parameters this
+  // optimizer updates and keeps state for; step() skips the others, whose
+  // owners on other ranks update them. Empty (the default): all.
+  void set_owned(std::vector<std::vector<bool>> owned);
+  bool owns(size_t group, size_t index) const {
+    return owned_.empty() || owned_[group][index];
+  }
 
  protected:
   Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay, std::vector<std::string> slots);
@@ -59,6 +70,7 @@ class Optimizer {
   std::vector<double> base_lr_;
   std::vector<std::string> slots_;
   std::vector<std::vector<std::vector<Tensor>>> state_;  // [group][param][slot]; empty until first used
+  std::vector<std::vector<bool>> owned_;                   // set_owned; empty: every parameter
   int64_t steps_ = 0;
 };
 
