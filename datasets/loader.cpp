@@ -160,6 +160,10 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> data, LoaderOptions option
     : data_(std::move(data)), options_(options) {
   KS_CHECK(data_, "DataLoader: no data set");
   KS_CHECK(options_.batch_size >= 1, "DataLoader: batch_size must be >= 1, got ", options_.batch_size);
+  KS_CHECK(options_.shards >= 1 && options_.shard >= 0 && options_.shard < options_.shards &&
+               options_.shards <= options_.batch_size,
+           "DataLoader: shard ", options_.shard, " of ", options_.shards, " does not fit batches of ",
+           options_.batch_size, " (1 <= shards <= batch_size, 0 <= shard < shards)");
   KS_CHECK(options_.bucket_batches >= 0, "DataLoader: bucket_batches must be >= 0, got ", options_.bucket_batches);
   KS_CHECK(options_.prefetch >= 0 && options_.prefetch <= kMaxPrefetch, "DataLoader: prefetch must be in 0..",
            kMaxPrefetch, ", got ", options_.prefetch);
@@ -236,6 +240,15 @@ void DataLoader::restore(const LoaderState& s) {
   start_producer();
 }
 
+Batch DataLoader::take(const std::vector<int64_t>& planned) const {
+  if (options_.shards == 1) return collate(*data_, planned, options_);
+  const int64_t n = int64_t(planned.size());
+  const auto first = planned.begin() + n * options_.shard / options_.shards;
+  const auto last = planned.begin() + n * (options_.shard + 1) / options_.shards;
+  if (first == last) return Batch{};
+  return collate(*data_, std::vector<int64_t>(first, last), options_);
+}
+
 std::optional<Batch> DataLoader::next() {
   if (options_.prefetch == 0) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -248,7 +261,7 @@ std::optional<Batch> DataLoader::next() {
       position_ = 0;
       return std::nullopt;
     }
-    Batch b = collate(*data_, plan_[size_t(position_)], options_);
+    Batch b = take(plan_[size_t(position_)]);
     b.epoch = epoch_;
     b.position = position_++;
     return b;
@@ -319,7 +332,7 @@ void DataLoader::produce(int64_t epoch, int64_t position) {
         epoch = next_epoch(epoch);  // item.batch stays empty: the end-of-epoch marker
         position = 0;
       } else {
-        item.batch = collate(*data_, batches[size_t(position)], options_);
+        item.batch = take(batches[size_t(position)]);
         item.batch->epoch = epoch;
         item.batch->position = position++;
       }

@@ -80,6 +80,14 @@ struct LoaderOptions {
   int64_t bucket_batches = 0; // > 0: sort by length inside pools of this many batches
   int64_t prefetch = 0;       // > 0: a background thread keeps up to this many (<= kMaxPrefetch) ready
   int64_t pad_id = kPadId;
+  // Data parallelism: the planned batches (of batch_size, the global batch)
+  // are cut into `shards` contiguous slices, and next() returns slice `shard`
+  // only: rows [shard·n/shards, (shard+1)·n/shards) of a batch of n. Every
+  // rank plans the same batches, so the shares are disjoint and together the
+  // whole batch; a slice of a short last batch may be empty (a Batch of size
+  // 0, its tensors undefined).
+  int64_t shards = 1;
+  int64_t shard = 0;
   int64_t bos_id = kBosId;    // seq2seq decoder_input starts with it
   int64_t eos_id = kEosId;    // seq2seq targets end with it
 };
@@ -137,6 +145,8 @@ class DataLoader {
   void stop_producer();
   void clear_queue();  // with mu_ held
   void produce(int64_t epoch, int64_t position);
+  // This shard's rows of a planned batch, collated.
+  Batch take(const std::vector<int64_t>& planned) const;
 
   std::shared_ptr<const Dataset> data_;
   LoaderOptions options_;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/distributed.h"
 #include "core/error.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -28,6 +29,34 @@ void usage(FILE* out) {
                "Run `keystone <command> --help` for its flags.\n");
 }
 
+// Prints a failure and returns its exit code; in a data-parallel job it ends
+// every rank instead (the others would wait for this one in their next
+// collective), naming this rank.
+int fail(const std::string& cmd, const std::string& message, int code) {
+  if (ks::dist::world_is_distributed()) {
+    ks::dist::ProcessGroup* g = ks::dist::existing_world();
+    std::fprintf(stderr, "keystone %s: rank %d of %d: %s\n", cmd.c_str(), g->rank(), g->size(), message.c_str());
+    g->abort(code);
+  }
+  std::fprintf(stderr, "keystone %s: %s\n", cmd.c_str(), message.c_str());
+  return code;
+}
+
+int run(const std::string& cmd, const std::vector<std::string>& args) {
+  if (cmd == "train") return ks::tools::train(args);
+  if (cmd == "eval") return ks::tools::evaluate(args);
+  if (cmd == "generate") return ks::tools::generate(args);
+  if (cmd == "translate") return ks::tools::translate(args);
+  if (cmd == "plot") return ks::tools::plot(args);
+  if (cmd == "analyze") return ks::tools::analyze(args);
+  if (cmd == "bench") return ks::tools::bench(args);
+  if (cmd == "info") return ks::tools::info(args);
+  if (cmd == "config") return ks::tools::config(args);
+  std::fprintf(stderr, "keystone: unknown command '%s'\n", cmd.c_str());
+  usage(stderr);
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,32 +71,18 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
-    if (cmd == "train") return ks::tools::train(args);
-    if (cmd == "eval") return ks::tools::evaluate(args);
-    if (cmd == "generate") return ks::tools::generate(args);
-    if (cmd == "translate") return ks::tools::translate(args);
-    if (cmd == "plot") return ks::tools::plot(args);
-    if (cmd == "analyze") return ks::tools::analyze(args);
-    if (cmd == "bench") return ks::tools::bench(args);
-    if (cmd == "info") return ks::tools::info(args);
-    if (cmd == "config") return ks::tools::config(args);
-    std::fprintf(stderr, "keystone: unknown command '%s'\n", cmd.c_str());
-    usage(stderr);
-    return 2;
+    const int code = run(cmd, args);
+    ks::dist::shutdown();  // MPI_Finalize after a data-parallel run; nothing otherwise
+    return code;
   } catch (const ks::cli::UsageError& e) {
-    std::fprintf(stderr, "keystone %s: %s (see keystone %s --help)\n", cmd.c_str(), e.what(), cmd.c_str());
-    return 2;
+    return fail(cmd, ks::str(e.what(), " (see keystone ", cmd, " --help)"), 2);
   } catch (const ks::Error& e) {
-    std::fprintf(stderr, "keystone %s: %s\n", cmd.c_str(), e.what());
-    return 1;
+    return fail(cmd, e.what(), 1);
   } catch (const std::bad_alloc&) {
     // An allocation no reader caught (a model or data set too large for the
     // machine): say so plainly rather than "std::bad_alloc".
-    std::fprintf(stderr, "keystone %s: out of memory (the model, data or batch is too large for this machine)\n",
-                 cmd.c_str());
-    return 1;
+    return fail(cmd, "out of memory (the model, data or batch is too large for this machine)", 1);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "keystone %s: %s\n", cmd.c_str(), e.what());
-    return 1;
+    return fail(cmd, e.what(), 1);
   }
 }

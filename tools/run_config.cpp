@@ -90,6 +90,9 @@ TrainOptions parse_train(const json& j) {
   KS_CHECK(t.precision != "tf32" || t.device == "cuda", "config: train.precision: tf32 needs train.device cuda "
            "(the CPU has no TF32 unit; bf16 runs on both)");
   t.decode_examples = s.get_at_least("decode_examples", t.decode_examples, 0);
+  t.zero = s.get<bool>("zero", t.zero);
+  t.bucket_mb = s.get_in("bucket_mb", t.bucket_mb, 1e-3, 1 << 16);
+  t.collective_timeout = s.get_in("collective_timeout", t.collective_timeout, 0.1, 1e7);
   s.finish();
   return t;
 }
@@ -183,7 +186,10 @@ json TrainConfig::to_json() const {
             {"prefetch", train.prefetch},
             {"device", train.device},
             {"precision", train.precision},
-            {"decode_examples", train.decode_examples}}}};
+            {"decode_examples", train.decode_examples},
+            {"zero", train.zero},
+            {"bucket_mb", train.bucket_mb},
+            {"collective_timeout", train.collective_timeout}}}};
 }
 
 }  // namespace ks::tools

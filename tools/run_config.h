@@ -63,6 +63,10 @@ struct TrainOptions {
   std::string device = "cpu";
   std::string precision = "float32";  // float32 | tf32 (cuda only) | bf16: how GEMMs run (core/matmul_precision.h)
   int64_t decode_examples = 100; // seq2seq: valid examples greedily decoded per evaluation (exact match)
+  // Data-parallel runs (mpirun -np N; tools/trainer.h), ignored by one process:
+  bool zero = false;              // ZeRO-1: AdamW/SGD state sharded over the ranks (nn/zero.h)
+  double bucket_mb = 25;          // gradient all-reduce bucket size (nn/data_parallel.h)
+  double collective_timeout = 300;  // seconds a rank waits in a collective before naming the ranks missing
 };
 
 struct TrainConfig {

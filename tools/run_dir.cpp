@@ -54,7 +54,6 @@ void remove_stale_temporaries(const RunPaths& paths) {
 
 namespace {
 
-// Dotted paths where a and b differ (objects compared key by key).
 void differing_keys(const json& a, const json& b, const std::string& prefix, std::vector<std::string>& out) {
   if (a.is_object() && b.is_object()) {
     for (auto& [k, v] : a.items()) {
@@ -70,6 +69,12 @@ void differing_keys(const json& a, const json& b, const std::string& prefix, std
 }
 
 }  // namespace
+
+std::vector<std::string> differing_keys(const json& a, const json& b) {
+  std::vector<std::string> out;
+  differing_keys(a, b, "", out);
+  return out;
+}
 
 json check_checkpoint_config(const nn::Metadata& metadata, const json& config_json, const fs::path& checkpoint) {
   auto it = metadata.find("keystone.config");

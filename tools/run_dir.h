@@ -62,6 +62,10 @@ class RunLock {
 // ("<name>.tmp.<pid>", nn::write_file_atomically). Call with the RunLock held.
 void remove_stale_temporaries(const RunPaths& paths);
 
+// Dotted paths where two JSON values differ (objects compared key by key;
+// "" when the roots themselves differ).
+std::vector<std::string> differing_keys(const nlohmann::json& a, const nlohmann::json& b);
+
 // Throws unless the config stored in a checkpoint (metadata "keystone.config",
 // when present) equals the folder's config.json in everything but train.*, the
 // name and the data files' fingerprints, naming every key that differs: an

@@ -160,7 +160,15 @@ Tensor batch_loss(models::Model& model, const data::Batch& b) {
   throw Error(str("no training task for model '", model.config.model, "'"));
 }
 
+int64_t batch_predictions(const models::Model& model, const data::Batch& b) {
+  if (b.size() == 0) return 0;
+  if (b.labels.defined()) return b.labels.numel();
+  const int64_t pad = model.config.pad_id;
+  return pad >= 0 ? count_true(ne(b.targets, double(pad))) : b.targets.numel();
+}
+
 int64_t batch_tokens(const data::Batch& b) {
+  if (b.size() == 0) return 0;
   int64_t n = b.padding.defined() ? count_true(logical_not(b.padding)) : b.tokens.numel();
   if (b.target_padding.defined()) n += count_true(logical_not(b.target_padding));
   return n;
@@ -196,9 +204,10 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
   int64_t bytes = 0;
   Sums total;
   int64_t batches = 0;
+  const int ranks = options.group ? options.group->size() : 1, rank = options.group ? options.group->rank() : 0;
   while (auto next = loader.next()) {
     if (options.max_batches > 0 && batches == options.max_batches) break;
-    ++batches;
+    if (batches++ % ranks != rank) continue;
     if (bpb_tokenizer)
       for (int64_t i : next->index) bytes += target_bytes(*bpb_tokenizer, split.examples[size_t(i)]);
     const std::optional<data::Batch> b = device.is_cpu() ? std::move(next) : next->to(device);
@@ -218,6 +227,41 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
     total.correct += s.correct;
     total.count += s.count;
   }
+  auto* s2s = dynamic_cast<models::Seq2Seq*>(&model);
+  DecodeScore decodes;
+  const int64_t n_decode = s2s ? std::min(options.decode_examples, split.size()) : 0;
+  if (n_decode > 0) {
+    std::vector<int64_t> mine;
+    std::vector<std::vector<int64_t>> sources;
+    for (int64_t i = rank; i < n_decode; i += ranks) {
+      const data::Ids& src = split.examples[size_t(i)].tokens;
+      sources.emplace_back(src.begin(), src.end());
+      mine.push_back(i);
+    }
+    const auto outputs = sources.empty() ? std::vector<std::vector<int64_t>>{}
+                                         : decode_sources(*s2s, sources, {.batch_size = options.batch_size});
+    for (size_t k = 0; k < mine.size(); ++k) {
+      const data::Ids& want = split.examples[size_t(mine[k])].target;
+      decodes.add(outputs[k], {want.begin(), want.end()}, split.target_tokenizer.get());
+    }
+  }
+  if (ranks > 1) {
+    // Every count is an integer below 2^53, so the float64 sums are exact.
+    const std::vector<double> sum = options.group->all_reduce(
+        {total.loss, double(total.correct), double(total.count), double(bytes), double(decodes.examples),
+         double(decodes.exact), double(decodes.token_edits), double(decodes.reference_tokens),
+         double(decodes.char_edits), double(decodes.reference_chars)});
+    total.loss = sum[0];
+    total.correct = int64_t(sum[1]);
+    total.count = int64_t(sum[2]);
+    bytes = int64_t(sum[3]);
+    decodes.examples = int64_t(sum[4]);
+    decodes.exact = int64_t(sum[5]);
+    decodes.token_edits = int64_t(sum[6]);
+    decodes.reference_tokens = int64_t(sum[7]);
+    decodes.char_edits = int64_t(sum[8]);
+    decodes.reference_chars = int64_t(sum[9]);
+  }
   EvalResult r;
   r.predictions = total.count;
   if (total.count > 0) {
@@ -228,21 +272,8 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
     r.bpb = total.loss / std::numbers::ln2 / double(bytes);
     r.bytes = bytes;
   }
-  auto* s2s = dynamic_cast<models::Seq2Seq*>(&model);
-  if (s2s && options.decode_examples > 0) {
-    const int64_t n = std::min(options.decode_examples, split.size());
-    std::vector<std::vector<int64_t>> sources;
-    for (int64_t i = 0; i < n; ++i) {
-      const data::Ids& src = split.examples[size_t(i)].tokens;
-      sources.emplace_back(src.begin(), src.end());
-    }
-    const auto outputs = decode_sources(*s2s, sources, {.batch_size = options.batch_size});
-    DecodeScore decodes;
-    for (int64_t i = 0; i < n; ++i) {
-      const data::Ids& want = split.examples[size_t(i)].target;
-      decodes.add(outputs[size_t(i)], {want.begin(), want.end()}, split.target_tokenizer.get());
-    }
-    r.decoded = n;
+  if (n_decode > 0) {
+    r.decoded = n_decode;
     r.exact_match = decodes.exact_match();
     r.ter = decodes.ter();
     r.cer = decodes.cer();

@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/distributed.h"
 #include "datasets/dataset.h"
 #include "datasets/loader.h"
 #include "models/model.h"
@@ -52,6 +53,11 @@ Device model_device(const nn::Module& model);
 
 // The mean training loss of one batch (0-dim, with a graph for backward).
 Tensor batch_loss(models::Model& model, const data::Batch& batch);
+
+// Predictions the batch's mean training loss averages over: non-pad targets
+// (language model, seq2seq) or examples (classification). A data-parallel
+// step weights each rank's mean by its share of these.
+int64_t batch_predictions(const models::Model& model, const data::Batch& batch);
 
 // Tokens the model reads in the batch (non-pad inputs; seq2seq adds the
 // decoder's), for tokens/s.
@@ -119,6 +125,10 @@ struct EvalOptions {
   int64_t batch_size = 32;
   int64_t max_batches = 0;      // 0: the whole split
   int64_t decode_examples = 0;  // seq2seq: greedily decode the first this many examples (exact match, TER, CER)
+  // A data-parallel job's host group (core/distributed.h): rank r takes the
+  // batches b and decodes i with b, i ≡ r (mod size), and the sums are
+  // all-reduced, so every rank returns the whole split's result. Null: alone.
+  dist::ProcessGroup* group = nullptr;
 };
 
 // Evaluates `split` in order, without gradients and in eval mode (the

@@ -4,7 +4,10 @@
 #include <cstdio>
 
 #include "tools/cli.h"
+#include "core/distributed.h"
+#include "nn/user_input.h"
 #include "tools/commands.h"
+#include "tools/distributed_run.h"
 #include "tools/trainer.h"
 
 namespace ks::tools {
@@ -28,7 +31,10 @@ const char* kUsage =
     "  --device cpu|cuda  where to train (cuda needs a CUDA build and a GPU)\n"
     "  --quiet            no progress line\n"
     "\n"
-    "Ctrl-C (or SIGTERM) saves a checkpoint after the current step and exits with status 130.\n";
+    "Ctrl-C (or SIGTERM) saves a checkpoint after the current step and exits with status 130.\n"
+    "\n"
+    "Data parallel: mpirun -np N keystone train ... runs N ranks, each on train.batch_size\n"
+    "examples of every global batch of N x train.batch_size (docs/distributed.md).\n";
 
 // A malformed --set is a usage error (exit 2), not a runtime one.
 void apply_set(nlohmann::json& raw, const std::string& assignment) {
@@ -54,7 +60,15 @@ int train(const std::vector<std::string>& args) {
     if (out.empty()) throw cli::UsageError("--resume needs --out DIR (the run folder to continue)");
     if (f.has("config")) throw cli::UsageError("--resume takes the run's own config.json; drop --config");
     RunPaths paths{out};
-    raw = read_json_file(paths.config().string());
+    // In a data-parallel run only rank 0 reads the folder; the others get its text.
+    dist::ProcessGroup& ranks = dist::world();
+    if (ranks.size() == 1) {
+      raw = read_json_file(paths.config().string());
+    } else {
+      const std::optional<std::string> text = file_from_rank0(ranks, paths.config());
+      KS_CHECK(text.has_value(), "cannot resume: rank 0 finds no ", paths.config().string());
+      raw = nn::parse_json(*text, paths.config().string());
+    }
     for (const std::string& s : f.get_all("set")) {
       if (s.rfind("train.", 0) != 0)
         throw cli::UsageError("--set " + s + ": a resumed run may only change train.* keys");

@@ -17,8 +17,11 @@
 #include "core/matmul_precision.h"
 #include "core/parallel.h"
 #include "core/random.h"
+#include "datasets/tokenizer.h"
+#include "nn/checkpoint.h"
 #include "nn/safetensors.h"
 #include "nn/user_input.h"
+#include "tools/distributed_run.h"
 #include "tools/plot.h"
 #include "tools/progress.h"
 
@@ -82,6 +85,7 @@ Trainer::Trainer(const TrainConfig& config, TrainerOptions options)
   g_stop_requested = false;  // a request belongs to the run it was made for
   paths_.dir = options_.run_dir;
   device_ = resolve_device(config_.train.device, "train.device");
+  setup_ranks();
   // Process-wide, so set on every run: a float32 run after a bf16 one must not inherit it.
   set_matmul_precision(parse_matmul_precision(config_.train.precision, "train.precision"));
   build(options_.resume);
@@ -89,7 +93,32 @@ Trainer::Trainer(const TrainConfig& config, TrainerOptions options)
 
 Trainer::~Trainer() = default;
 
+void Trainer::setup_ranks() {
+  host_ = &dist::world(Device::cpu());
+  lead_ = host_->rank() == 0;
+  tensors_ = host_;
+  if (!distributed()) return;
+  host_->set_timeout(config_.train.collective_timeout);
+  // One GPU per rank: the rank's place on its machine picks it.
+  if (device_.is_cuda()) device_ = Device::cuda(dist::launch_info().local_rank % std::max(1, cuda_device_count()));
+  tensors_ = &dist::world(device_);
+  tensors_->set_timeout(config_.train.collective_timeout);
+}
+
+std::optional<std::string> Trainer::run_file(const fs::path& path) const { return file_from_rank0(*host_, path); }
+
+RunTokenizers Trainer::run_tokenizers() const {
+  if (!distributed()) return load_run_tokenizers(paths_);
+  RunTokenizers t;
+  if (auto text = run_file(paths_.tokenizer())) t.source = data::tokenizer_from_json(*text, paths_.tokenizer().string());
+  t.target = t.source;
+  if (auto text = run_file(paths_.target_tokenizer()))
+    t.target = data::tokenizer_from_json(*text, paths_.target_tokenizer().string());
+  return t;
+}
+
 void Trainer::build(bool resume) {
+  if (lead_) {
   if (resume) {
     KS_CHECK(fs::is_directory(paths_.dir), "cannot resume: run folder ", paths_.dir.string(), " does not exist");
   } else {
@@ -114,16 +143,31 @@ void Trainer::build(bool resume) {
     resume = false;
   }
   for (const std::string& w : config_.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  }
+  const int ranks = host_->size(), rank = host_->rank();
+  if (distributed()) {
+    std::string flag = resume ? "1" : "0";  // rank 0 has looked at the folder
+    host_->broadcast_bytes(flag, 0);
+    resume = flag == "1";
+  }
   if (config_.train.threads > 0) set_num_threads(int(config_.train.threads));
+  else if (distributed()) set_num_threads(threads_per_rank());
 
   // A resumed run reads its data with the tokenizers it was trained with.
   const json config_as_given = config_.to_json();
-  TrainingData data = build_data(config_.data, config_.seed, resume ? load_run_tokenizers(paths_) : RunTokenizers{});
-  print_warnings(data.warnings);
+  TrainingData data = build_data(config_.data, config_.seed, resume ? run_tokenizers() : RunTokenizers{});
+  if (lead_) print_warnings(data.warnings);
   splits_ = std::move(data.splits);
   config_.data = data.resolved;
   models::ModelConfig model_config = models::parse_model_config(complete_model_section(config_.model, splits_));
   config_.model = model_config.to_json();
+  check_same_config_on_every_rank(*host_, config_.to_json());
+  if (distributed()) {
+    const int64_t global = int64_t(ranks) * config_.train.batch_size;
+    KS_CHECK(global <= splits_.train.size(), "distributed: ", ranks, " ranks x train.batch_size ",
+             config_.train.batch_size, " = ", global, " examples per step, but the training split has only ",
+             splits_.train.size(), ": launch fewer ranks or lower train.batch_size");
+  }
 
   manual_seed(config_.seed);
   model_ = models::build_model(model_config);
@@ -132,15 +176,24 @@ void Trainer::build(bool resume) {
   model_->to(device_);
   model_->train();
   optimizer_ = make_optimizer(config_.optimizer, *model_);
-  data::LoaderOptions lo{.batch_size = config_.train.batch_size, .shuffle = true, .seed = config_.seed,
-                         .bucket_batches = config_.train.bucket_batches, .prefetch = config_.train.prefetch};
+  if (distributed()) {
+    ddp_ = std::make_unique<nn::DistributedDataParallel>(*model_, *tensors_,
+                                                         nn::DataParallelOptions{.bucket_mb = config_.train.bucket_mb});
+    if (config_.train.zero) zero_ = std::make_unique<nn::ZeroOptimizer>(*optimizer_, *tensors_);
+    // Rank 0 keeps the run's dropout stream; the others get streams of their own.
+    if (rank > 0) default_generator().set_state(rank_seed(config_.seed, rank), 0);
+  }
+  // The loader plans global batches (one rank's batch times the ranks) and hands this rank its slice.
+  data::LoaderOptions lo{.batch_size = config_.train.batch_size * ranks, .shuffle = true, .seed = config_.seed,
+                         .bucket_batches = config_.train.bucket_batches, .prefetch = config_.train.prefetch,
+                         .shards = ranks, .shard = rank};
   loader_ = std::make_unique<data::DataLoader>(std::make_shared<const data::Dataset>(splits_.train), lo);
   schedule_ = config_.schedule;
   schedule_.total_steps = config_.train.steps;
   bpb_factor_ = bits_per_byte_factor(splits_.train);
 
   if (resume) restore_from_latest(config_as_given);
-  write_run_files(resume);
+  if (lead_) write_run_files(resume);
 }
 
 void Trainer::write_run_files(bool resumed) {
@@ -161,13 +214,40 @@ void Trainer::write_run_files(bool resumed) {
 void Trainer::restore_from_latest(const json& config_as_given) {
   const fs::path file = paths_.latest();
   // The config first: another family's weights would fail to load with a less telling message.
-  const nn::SafetensorsContent content = nn::load_safetensors(file.string());
+  nn::SafetensorsContent content;
+  if (!distributed()) {
+    content = nn::load_safetensors(file.string());
+  } else {
+    std::optional<std::string> bytes = file_from_rank0(*host_, file);
+    KS_CHECK(bytes.has_value(), "cannot resume: rank 0 finds no ", file.string());
+    content = nn::safetensors_from_bytes(*bytes, file.string());
+  }
   const json stored = check_checkpoint_config(content.metadata, config_as_given, file);
-  nn::Metadata m = nn::load_checkpoint(content, file.string(), *model_, optimizer_.get());
+  // A checkpoint of N ranks holds N dropout streams and the batch split of N.
+  const auto world = content.metadata.find("keystone.world_size");
+  const std::string saved_ranks = world == content.metadata.end() ? "1" : world->second;
+  KS_CHECK(saved_ranks == std::to_string(host_->size()), "cannot resume: ", file.string(), " was written by a run of ",
+           saved_ranks, " rank(s), and this one has ", host_->size(), "; resume it with mpirun -np ", saved_ranks,
+           " (another count would change the dropout streams and which rank reads which examples)");
+  nn::Metadata m = nn::load_checkpoint(content, file.string(), *model_, zero_ ? nullptr : optimizer_.get());
+  if (zero_) {
+    const nn::NamedTensors optim_state = nn::checkpoint_optimizer_state(content);
+    KS_CHECK(!optim_state.empty(), "checkpoint ", file.string(), ": the file holds no optimizer state");
+    zero_->load_full_state_dict(optim_state);
+  }
   state_ = TrainState::from_metadata(m, file);
   loader_->restore(data::LoaderState::from_json(state_.loader));
   default_generator().set_state(state_.rng_seed, state_.rng_offset);
+  if (distributed() && host_->rank() > 0) {
+    const auto streams = m.find("keystone.rank_rng");
+    KS_CHECK(streams != m.end(), "checkpoint ", file.string(), ": no 'keystone.rank_rng' for the ranks' streams");
+    const json all = nn::parse_json(streams->second, "keystone.rank_rng");
+    const json& mine = all.at(size_t(host_->rank()));
+    default_generator().set_state(mine.at(0).get<uint64_t>(), mine.at(1).get<uint64_t>());
+  }
   elapsed_before_ = state_.elapsed_s;
+  agreed_elapsed_ = elapsed_before_;
+  if (!lead_) return;
 
   // A longer or shorter run stretches the schedule: say so, with the rate's jump.
   {
@@ -215,14 +295,14 @@ double Trainer::elapsed() const { return elapsed_before_ + (now_s() - session_st
 int64_t Trainer::schedule_step() const {
   const TrainOptions& t = config_.train;
   if (t.max_time <= 0) return state_.step;
-  const double by_time = elapsed() / t.max_time * double(t.steps);
+  const double by_time = clock() / t.max_time * double(t.steps);
   return std::clamp<int64_t>(int64_t(std::ceil(by_time)), state_.step, t.steps);
 }
 
 std::string Trainer::finished_reason() const {
   const TrainOptions& t = config_.train;
   if (state_.step >= t.steps) return str("finished at step ", state_.step, " of ", t.steps);
-  if (t.max_time > 0 && elapsed() >= t.max_time)
+  if (t.max_time > 0 && clock() >= t.max_time)
     return str("spent its time budget (train.max_time ", t.max_time, " s) at step ", state_.step);
   if (t.patience > 0 && state_.evals_since_best >= t.patience)
     return str("stopped early at step ", state_.step, " (", state_.evals_since_best,
@@ -231,7 +311,8 @@ std::string Trainer::finished_reason() const {
 }
 
 void Trainer::append_metrics(json record) {
-  record["elapsed_s"] = elapsed();
+  if (!lead_) return;
+  record["elapsed_s"] = clock();
   std::ofstream out(paths_.metrics(), std::ios::app);
   out << record.dump() << "\n";
   out.flush();
@@ -242,10 +323,26 @@ void Trainer::save(const fs::path& path) {
   state_.loader = loader_->state().to_json();
   state_.rng_seed = default_generator().seed();
   state_.rng_offset = default_generator().offset();
-  state_.elapsed_s = elapsed();
+  state_.elapsed_s = clock();
   nn::Metadata m = state_.to_metadata();
   m["keystone.config"] = config_.to_json().dump();
-  nn::save_checkpoint(path.string(), *model_, optimizer_.get(), m);
+  if (!distributed()) {
+    nn::save_checkpoint(path.string(), *model_, optimizer_.get(), m);
+    return;
+  }
+  // A collective: every rank's dropout stream, and ZeRO's shards, to rank 0.
+  const std::vector<std::string> streams = host_->all_gather_bytes(
+      json::array({default_generator().seed(), default_generator().offset()}).dump());
+  json all = json::array();
+  for (const std::string& s : streams) all.push_back(json::parse(s));
+  const nn::NamedTensors optim_state = zero_ ? zero_->full_state_dict() : nn::NamedTensors{};
+  if (lead_) {
+    m["keystone.world_size"] = std::to_string(host_->size());
+    m["keystone.rank_rng"] = all.dump();
+    nn::save_checkpoint(path.string(), *model_, zero_ ? optim_state : optimizer_->state_dict(), m);
+  }
+  // No rank goes on (or exits, which makes mpirun end the job) before the file is in place.
+  host_->barrier();
 }
 
 void Trainer::log_train_record() {
@@ -269,7 +366,7 @@ void Trainer::log_train_record() {
 
 bool Trainer::evaluate_valid() {
   EvalOptions eo{.batch_size = config_.train.batch_size, .max_batches = config_.train.eval_batches,
-                 .decode_examples = config_.train.decode_examples};
+                 .decode_examples = config_.train.decode_examples, .group = distributed() ? host_ : nullptr};
   EvalResult r = evaluate(*model_, splits_.valid, eo);
   last_valid_ = r.to_json(splits_.valid.task);
   json record = last_valid_;
@@ -284,7 +381,7 @@ bool Trainer::evaluate_valid() {
   } else {
     ++state_.evals_since_best;
   }
-  if (options_.progress) {
+  if (options_.progress && lead_) {
     std::fprintf(stderr, "%s\n", pad_line(str("step ", state_.step, ": valid ", format_metrics(last_valid_),
                                               improved ? "  (best so far)" : "")).c_str());
   }
@@ -293,9 +390,11 @@ bool Trainer::evaluate_valid() {
 }
 
 void Trainer::evaluate_test_with_best() {
-  if (fs::exists(paths_.best())) nn::load_checkpoint(paths_.best().string(), *model_);
+  if (lead_ && fs::exists(paths_.best())) nn::load_checkpoint(paths_.best().string(), *model_);
+  if (distributed()) nn::broadcast_module(*model_, *tensors_, 0);
   // The whole split, every example decoded: the run's final word.
-  EvalOptions eo{.batch_size = config_.train.batch_size, .decode_examples = splits_.test.size()};
+  EvalOptions eo{.batch_size = config_.train.batch_size, .decode_examples = splits_.test.size(),
+                 .group = distributed() ? host_ : nullptr};
   EvalResult r = evaluate(*model_, splits_.test, eo);
   last_test_ = r.to_json(splits_.test.task);
   json record = last_test_;
@@ -306,7 +405,7 @@ void Trainer::evaluate_test_with_best() {
 }
 
 void Trainer::print_progress(bool force) {
-  if (!options_.progress) return;
+  if (!options_.progress || !lead_) return;
   const double t = now_s();
   const bool tty = isatty(STDERR_FILENO);
   // A terminal gets a live line ten times a second; a log file a line every half minute.
@@ -325,7 +424,7 @@ void Trainer::print_progress(bool force) {
 }
 
 void Trainer::print_start() const {
-  if (!options_.progress) return;
+  if (!options_.progress || !lead_) return;
   const TrainOptions& t = config_.train;
   int64_t params = 0;
   for (const Tensor& p : model_->parameters()) params += p.numel();
@@ -342,10 +441,16 @@ void Trainer::print_start() const {
   for (int i = 0; i < 3; ++i)
     std::fprintf(stderr, "  %-5s %s examples, %s tokens\n", names[i], format_count(sets[i]->size()).c_str(),
                  format_count(split_tokens(*sets[i])).c_str());
-  const std::string batch = t.accumulate_steps > 1 ? str(t.accumulate_steps, " x ", t.batch_size) : str(t.batch_size);
+  std::string batch = str(t.batch_size);
+  if (distributed()) batch = str(host_->size(), " x ", batch);  // ranks x each rank's share
+  if (t.accumulate_steps > 1) batch = str(t.accumulate_steps, " x ", batch);
   std::fprintf(stderr, "  %lld steps of %s examples: %lld batches per epoch, %.2f epochs%s\n", (long long)t.steps,
                batch.c_str(), (long long)per_epoch, epochs,
                t.max_time > 0 ? str(", at most ", format_duration(t.max_time)).c_str() : "");
+  if (distributed())
+    std::fprintf(stderr, "  data parallel: %d ranks over %s, %d thread(s) each; %lld gradient bucket(s) of at most "
+                 "%g MB%s\n", host_->size(), tensors_->backend().c_str(), num_threads(),
+                 (long long)ddp_->stats().buckets, t.bucket_mb, zero_ ? "; ZeRO-1 optimizer state" : "");
 }
 
 TrainOutcome Trainer::run() {
@@ -358,50 +463,29 @@ TrainOutcome Trainer::run() {
     return TrainOutcome::Finished;
   }
   print_start();
-  const std::vector<Tensor> params = model_->parameters();
-  const double max_norm = t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
   while (state_.step < t.steps) {
-    if (g_stop_requested) {
+    if (distributed() ? agreed_stop_ : g_stop_requested.load()) {
       save(paths_.latest());
-      if (options_.progress) std::fprintf(stderr, "\n");
-      try {
-        write_plot_svg({paths_.dir}, paths_.plot());
-      } catch (const Error&) {  // a run stopped before its first record has nothing to plot
+      if (lead_) {
+        if (options_.progress) std::fprintf(stderr, "\n");
+        try {
+          write_plot_svg({paths_.dir}, paths_.plot());
+        } catch (const Error&) {  // a run stopped before its first record has nothing to plot
+        }
+        std::printf("stopped at step %lld; saved %s\ncontinue with: %skeystone train --out %s --resume\n",
+                    (long long)state_.step, paths_.latest().string().c_str(),
+                    distributed() ? str("mpirun -np ", host_->size(), " ").c_str() : "", paths_.dir.string().c_str());
+        std::fflush(stdout);
       }
-      std::printf("stopped at step %lld; saved %s\ncontinue with: keystone train --out %s --resume\n",
-                  (long long)state_.step, paths_.latest().string().c_str(), paths_.dir.string().c_str());
+      if (distributed()) host_->barrier();  // a rank's exit status 130 makes mpirun end the others
       return TrainOutcome::Stopped;
     }
     ++state_.step;
-    optimizer_->set_lr_factor(schedule_.factor(std::max<int64_t>(1, schedule_step())));
-    // accumulate_steps micro-batches, each loss scaled so the gradients sum to the mean's.
-    double value = 0;
-    for (int64_t micro = 0; micro < t.accumulate_steps; ++micro) {
-      std::optional<data::Batch> batch = loader_->next();
-      if (!batch) batch = loader_->next();  // the epoch ended; the next one starts
-      KS_CHECK(batch.has_value(), "the training split yields no batches");
-      Tensor loss = batch_loss(*model_, device_.is_cpu() ? *batch : batch->to(device_));
-      const double micro_value = loss.item<double>();
-      KS_CHECK(std::isfinite(micro_value), "training diverged: the loss is ", micro_value, " at step ",
-               state_.step, " (try a lower optimizer.lr or train.clip_grad_norm); the last checkpoint is ",
-               paths_.latest().string());
-      backward(t.accumulate_steps > 1 ? mul(loss, 1.0 / double(t.accumulate_steps)) : loss);
-      value += micro_value / double(t.accumulate_steps);
-      state_.interval_tokens += batch_tokens(*batch);
-    }
-    const double grad_norm = nn::clip_grad_norm(params, max_norm);
-    KS_CHECK(std::isfinite(grad_norm), "training diverged: the gradient norm is ", grad_norm, " at step ",
-             state_.step, " (try a lower optimizer.lr); the last checkpoint is ", paths_.latest().string());
-    optimizer_->step();
-    optimizer_->zero_grad();
-
-    state_.interval_loss += value;
-    state_.interval_grad_norm += grad_norm;
-    ++state_.interval_steps;
+    const double value = train_step();
     shown_loss_ = shown_loss_ < 0 ? value : 0.9 * shown_loss_ + 0.1 * value;
     if (options_.on_step) options_.on_step(state_.step, value);
 
-    const bool out_of_time = t.max_time > 0 && elapsed() >= t.max_time;
+    const bool out_of_time = t.max_time > 0 && clock() >= t.max_time;
     bool last = state_.step == t.steps || out_of_time;
     if (state_.step % t.log_every == 0 || last) log_train_record();
     const bool eval_now = state_.step % t.eval_every == 0 || last;
@@ -417,12 +501,73 @@ TrainOutcome Trainer::run() {
     print_progress(last);
     if (last) break;
   }
-  if (options_.progress) std::fprintf(stderr, "\n");
-  if (state_.step < t.steps) std::printf("%s\n", finished_reason().c_str());
+  if (options_.progress && lead_) std::fprintf(stderr, "\n");
+  if (state_.step < t.steps && lead_) std::printf("%s\n", finished_reason().c_str());
   evaluate_test_with_best();
+  if (!lead_) return TrainOutcome::Finished;
   write_plot_svg({paths_.dir}, paths_.plot());
   print_summary();
   return TrainOutcome::Finished;
+}
+
+double Trainer::train_step() {
+  const TrainOptions& t = config_.train;
+  optimizer_->set_lr_factor(schedule_.factor(std::max<int64_t>(1, schedule_step())));
+  const double micro_weight = 1.0 / double(t.accumulate_steps);
+  const int ranks = host_->size();
+  // accumulate_steps micro-batches, each loss scaled so the gradients sum to the mean's.
+  double value = 0;
+  int64_t tokens = 0;
+  if (ddp_) ddp_->broadcast_buffers();  // rank 0's running statistics (soft-E's π), as PyTorch's DDP
+  for (int64_t micro = 0; micro < t.accumulate_steps; ++micro) {
+    std::optional<data::Batch> batch = loader_->next();
+    if (!batch) batch = loader_->next();  // the epoch ended; the next one starts
+    KS_CHECK(batch.has_value(), "the training split yields no batches");
+    tokens += batch_tokens(*batch);
+    // Data parallel: this rank's mean counts by its share of the global batch's
+    // predictions, times the ranks (the gradient reduction averages).
+    double share = 1;
+    if (distributed()) {
+      const double mine = double(batch_predictions(*model_, *batch));
+      const double all = host_->all_reduce(std::vector<double>{mine})[0];
+      share = all > 0 ? mine / all : 0;
+      ddp_->set_sync(micro + 1 == t.accumulate_steps);
+      if (mine == 0) continue;  // nothing here for this rank (a short last batch); it adds zeros
+    }
+    Tensor loss = batch_loss(*model_, device_.is_cpu() ? *batch : batch->to(device_));
+    const double micro_value = loss.item<double>();
+    KS_CHECK(std::isfinite(micro_value), "training diverged: the loss is ", micro_value, " at step ", state_.step,
+             " (try a lower optimizer.lr or train.clip_grad_norm); the last checkpoint is ",
+             paths_.latest().string());
+    const double scale = micro_weight * (distributed() ? share * ranks : 1);
+    backward(scale != 1 ? mul(loss, scale) : loss);
+    value += micro_value / double(t.accumulate_steps) * share;
+  }
+  if (ddp_) ddp_->finish_gradient_sync();
+  if (distributed()) {
+    // One reduction for what every rank must agree on: the loss, the tokens,
+    // a stop request (a signal reaches ranks at different steps) and rank 0's clock.
+    const std::vector<double> sum = host_->all_reduce(
+        {value, double(tokens), g_stop_requested ? 1.0 : 0.0, lead_ ? elapsed() : 0.0});
+    value = sum[0];
+    tokens = int64_t(sum[1]);
+    agreed_stop_ = sum[2] > 0;
+    agreed_elapsed_ = sum[3];
+  }
+  const std::vector<Tensor> params = model_->parameters();
+  const double max_norm = t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
+  const double grad_norm = nn::clip_grad_norm(params, max_norm);
+  KS_CHECK(std::isfinite(grad_norm), "training diverged: the gradient norm is ", grad_norm, " at step ", state_.step,
+           " (try a lower optimizer.lr); the last checkpoint is ", paths_.latest().string());
+  if (zero_) zero_->step();
+  else optimizer_->step();
+  optimizer_->zero_grad();
+
+  state_.interval_loss += value;
+  state_.interval_grad_norm += grad_norm;
+  state_.interval_tokens += tokens;
+  ++state_.interval_steps;
+  return value;
 }
 
 void Trainer::print_summary() const {

@@ -19,6 +19,20 @@
 //
 // The best checkpoint is the one with the lowest validation loss. After the
 // last step the whole test split is evaluated with it.
+//
+// Data parallel (`mpirun -np N keystone train ...`, ranks from the
+// launcher's environment): every rank builds the same model (rank 0's
+// weights are broadcast) and reads its own slice of each global batch of
+// N × train.batch_size examples (datasets/loader.h shards). Each rank's mean
+// loss is weighted by its share of the global batch's predictions, and
+// nn::DistributedDataParallel averages the gradients during backward, so a
+// step equals one process's step on the global batch (to float32 reduction
+// order). The loss, token counts, stop requests and the clock are reduced
+// every step, so all ranks take the same decisions (stop, time budget,
+// patience); evaluation is split over the ranks and summed. Rank 0 alone
+// writes the run folder and prints; a checkpoint holds every rank's dropout
+// stream and (with train.zero) the gathered optimizer state, so --resume
+// with the same N continues exactly; another N is refused.
 // Not here: the folder layout and loading runs (tools/run_dir.h), the
 // command-line flags (tools/train.cpp), how a model computes its loss
 // (tools/task.h).
@@ -32,8 +46,11 @@
 #include <nlohmann/json.hpp>
 
 #include "datasets/loader.h"
+#include "core/distributed.h"
 #include "models/model.h"
+#include "nn/data_parallel.h"
 #include "nn/optim.h"
+#include "nn/zero.h"
 #include "tools/data_setup.h"
 #include "tools/run_dir.h"
 #include "tools/task.h"
@@ -94,7 +111,17 @@ class Trainer {
   void print_progress(bool force);
   void print_start() const;
   void print_summary() const;
+  void setup_ranks();
+  bool distributed() const { return host_->size() > 1; }
+  // Rank 0's copy of a run-folder file, on every rank (nullopt: none).
+  std::optional<std::string> run_file(const std::filesystem::path& path) const;
+  RunTokenizers run_tokenizers() const;
+  // One optimizer step: forward and backward of every micro-batch, the
+  // gradient reduction, clipping and the update; returns the step's loss.
+  double train_step();
   double elapsed() const;
+  // The clock every decision uses: elapsed(), or rank 0's in a data-parallel run.
+  double clock() const { return distributed() ? agreed_elapsed_ : elapsed(); }
   // The step the schedule is evaluated at: the real step, or further along
   // when train.max_time will end the run before train.steps.
   int64_t schedule_step() const;
@@ -112,6 +139,14 @@ class Trainer {
   std::unique_ptr<data::DataLoader> loader_;
   nn::LRSchedule schedule_;
   std::optional<double> bpb_factor_;  // nats per token -> bits per byte on the train split (LMs with text)
+
+  dist::ProcessGroup* host_ = nullptr;     // the job's ranks, for host values (single when alone)
+  dist::ProcessGroup* tensors_ = nullptr;  // for tensors on device_: MPI on the CPU, NCCL on CUDA
+  bool lead_ = true;                       // rank 0: writes the run folder and prints
+  std::unique_ptr<nn::DistributedDataParallel> ddp_;
+  std::unique_ptr<nn::ZeroOptimizer> zero_;
+  double agreed_elapsed_ = 0;  // rank 0's clock after the last step
+  bool agreed_stop_ = false;   // some rank was asked to stop
 
   TrainState state_;  // what a checkpoint carries besides the weights (tools/train_state.h)
   double session_start_ = 0, interval_start_ = 0, last_print_ = -1e9;

@@ -1,0 +1,62 @@
+// tools/distributed_run.cpp — cross-rank checks and rank-0 files.
+#include "tools/distributed_run.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+#include "nn/safetensors.h"
+#include "nn/user_input.h"
+#include "tools/run_dir.h"
+
+namespace ks::tools {
+
+using json = nlohmann::json;
+
+void check_same_config_on_every_rank(dist::ProcessGroup& group, const json& config) {
+  if (group.size() == 1) return;
+  const std::vector<std::string> all = group.all_gather_bytes(config.dump());
+  const json lead = json::parse(all[0]);
+  std::string ranks, keys;
+  for (size_t r = 1; r < all.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    ranks += str(ranks.empty() ? "" : ", ", r);
+    if (keys.empty())
+      for (const std::string& k : differing_keys(lead, json::parse(all[r]))) {
+        if (!keys.empty()) keys += ", ";
+        keys += k;
+      }
+  }
+  KS_CHECK(ranks.empty(), "distributed: the config of rank(s) ", ranks, " differs from rank 0's (", keys,
+           "); every rank must train the same config on the same data files (the fingerprints in data.* "
+           "compare their contents)");
+}
+
+std::optional<std::string> file_from_rank0(dist::ProcessGroup& group, const std::filesystem::path& path) {
+  const bool have = group.rank() == 0 && std::filesystem::exists(path);
+  std::string flag(1, have ? '1' : '0');
+  std::string bytes = have ? nn::read_regular_file(path.string(), nn::kMaxSafetensorsBytes, "rank 0") : "";
+  if (group.size() > 1) {
+    group.broadcast_bytes(flag, 0);
+    group.broadcast_bytes(bytes, 0);
+  }
+  if (flag != "1") return std::nullopt;
+  return bytes;
+}
+
+uint64_t rank_seed(uint64_t seed, int rank) {
+  // splitmix64 of (seed, rank): distinct, well-mixed seeds for every rank.
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * uint64_t(rank + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+int threads_per_rank() {
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  int local = 1;
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(v));
+  return std::max(1, cores / local);
+}
+
+}  // namespace ks::tools
