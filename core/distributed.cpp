@@ -112,6 +112,37 @@ std::vector<double> ProcessGroup::all_reduce(std::vector<double> values, ReduceO
 
 std::unique_ptr<ProcessGroup> make_single_group() { return std::make_unique<SingleGroup>(); }
 
+std::unique_ptr<ProcessGroup> new_group(const std::string& backend, Device device) {
+  KS_CHECK(backend == "mpi" || backend == "nccl", "distributed: unknown backend '", backend.substr(0, 40),
+           "' (mpi or nccl)");
+#if KS_WITH_MPI
+  LaunchInfo info = launch_info();
+  if (!info.launched) info.size = 1;
+  if (backend == "mpi") return make_mpi_group(info);
+#if KS_WITH_NCCL
+  KS_CHECK(device.is_cuda(), "distributed: the nccl backend takes a CUDA device, got ", device.str());
+  // The bootstrap: world()'s MPI group when the job has one, else a singleton kept here.
+  static std::unique_ptr<ProcessGroup> singleton;
+  ProcessGroup* mpi = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_groups.find(DeviceType::CPU);
+    if (it != g_groups.end() && it->second->backend() == "mpi") mpi = it->second.get();
+  }
+  if (!mpi) {
+    if (!singleton) singleton = make_mpi_group(info);
+    mpi = singleton.get();
+  }
+  return make_nccl_group(*mpi, device);
+#else
+  throw Error("distributed: this build has no NCCL backend (it needs KS_CUDA=ON with the CUDA toolkit's NCCL, and KS_MPI)");
+#endif
+#else
+  (void)device;
+  throw Error(str("distributed: this build has no ", backend, " backend (KS_MPI=OFF, or Open MPI was not found)"));
+#endif
+}
+
 ProcessGroup& world(Device device) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_groups.find(device.type);

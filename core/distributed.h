@@ -122,5 +122,11 @@ void shutdown();
 
 // The single-process group (size 1): what world() returns without a launcher.
 std::unique_ptr<ProcessGroup> make_single_group();
+// A group of a named backend over this job's ranks, also at size 1 (MPI
+// starts as a singleton without a launcher): "mpi", or "nccl" for CUDA
+// tensors on `device`, bootstrapped over world()'s MPI (or a singleton MPI
+// group kept for the process). For comparing backends and for tests; what
+// training uses is world(). Destroy it before shutdown().
+std::unique_ptr<ProcessGroup> new_group(const std::string& backend, Device device = Device::cpu());
 
 }  // namespace ks::dist

@@ -358,6 +358,11 @@ void Trainer::log_train_record() {
                  {"lr", optimizer_->lr()},
                  {"tokens_per_s", shown_rate_}};
   if (bpb_factor_) record["bpb"] = state_.interval_loss / steps * *bpb_factor_;
+  if (ddp_) {
+    // Time rank 0 waited for gradient all-reduces after its backward: the communication overlap did not hide.
+    record["allreduce_wait_s"] = ddp_->stats().wait_s - wait_logged_;
+    wait_logged_ = ddp_->stats().wait_s;
+  }
   append_metrics(record);
   state_.interval_loss = state_.interval_grad_norm = 0;
   state_.interval_steps = state_.interval_tokens = 0;
@@ -574,6 +579,12 @@ void Trainer::print_summary() const {
   std::printf("finished %lld steps in %s\n", (long long)state_.step, format_duration(elapsed()).c_str());
   if (!last_valid_.empty()) std::printf("  last valid:  %s\n", format_metrics(last_valid_).c_str());
   std::printf("  best valid loss %.4f at step %lld\n", state_.best_loss, (long long)state_.best_step);
+  if (ddp_ && ddp_->stats().syncs > 0)
+    std::printf("  data parallel: %d ranks; rank 0 waited %.1f s for gradient all-reduces (%.1f%% of this session), "
+                "%lld of %lld bucket launches overlapped with backward\n", host_->size(), ddp_->stats().wait_s,
+                100.0 * ddp_->stats().wait_s / std::max(1e-9, now_s() - session_start_),
+                (long long)ddp_->stats().launched_in_backward,
+                (long long)(ddp_->stats().launched_in_backward + ddp_->stats().launched_at_finish));
   if (!last_test_.empty()) std::printf("  test (best checkpoint): %s\n", format_metrics(last_test_).c_str());
   std::printf("  run folder:  %s\n", paths_.dir.string().c_str());
   std::printf("  checkpoint:  %s (latest: %s)\n", paths_.best().string().c_str(), paths_.latest().string().c_str());

@@ -147,6 +147,7 @@ class Trainer {
   std::unique_ptr<nn::ZeroOptimizer> zero_;
   double agreed_elapsed_ = 0;  // rank 0's clock after the last step
   bool agreed_stop_ = false;   // some rank was asked to stop
+  double wait_logged_ = 0;     // ddp_'s wait_s at the last train record
 
   TrainState state_;  // what a checkpoint carries besides the weights (tools/train_state.h)
   double session_start_ = 0, interval_start_ = 0, last_print_ = -1e9;

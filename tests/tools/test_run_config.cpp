@@ -88,6 +88,20 @@ TEST_CASE("run config: sizes and counts that allocate or loop are bounded, and n
   CHECK(with("train", "accumulate_steps", 0).find("config: train.accumulate_steps: must be in [1, 65536]") == 0);
   CHECK(with("train", "patience", -1) == "config: train.patience: must be at least 0, got -1");
   CHECK(with("train", "max_time", -5).find("config: train.max_time: must be in [0, ") == 0);
+  // The data-parallel keys (ignored by one process, still checked).
+  CHECK(with("train", "bucket_mb", 0).find("config: train.bucket_mb: must be in [0.001, ") == 0);
+  CHECK(with("train", "collective_timeout", 0).find("config: train.collective_timeout: must be in [0.1, ") == 0);
+  CHECK(config_error([] { json j = minimal(); j["train"] = {{"zero", "yes"}}; return j; }())
+            .find("config: train.zero") == 0);
+  {
+    json j = minimal();
+    j["train"] = {{"zero", true}, {"bucket_mb", 4}, {"collective_timeout", 30}};
+    const TrainConfig c = parse_train_config(j);
+    CHECK(c.train.zero);
+    CHECK(c.train.bucket_mb == 4);
+    CHECK(c.train.collective_timeout == 30);
+    CHECK(parse_train_config(c.to_json()).to_json() == c.to_json());
+  }
   CHECK(with("schedule", "noam_scale", -1) == "config: schedule.noam_scale: must be positive, got -1");
   CHECK(with("schedule", "noam_scale", 0) == "config: schedule.noam_scale: must be positive, got 0");
   // A uint64 seed of 2^63 or more is a valid seed, not "negative".
