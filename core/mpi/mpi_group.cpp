@@ -53,6 +53,21 @@ int int_count(int64_t n, const std::string& what) {
   return int(n);
 }
 
+// An all-gather's per-rank counts and offsets, as MPI's int arguments.
+struct Layout {
+  std::vector<int> counts, offsets;
+  int64_t total = 0;
+};
+Layout layout(const std::vector<int64_t>& counts) {
+  Layout l;
+  for (int64_t c : counts) {
+    l.counts.push_back(int_count(c, "an all-gather"));
+    l.offsets.push_back(int_count(l.total, "an all-gather"));
+    l.total += c;
+  }
+  return l;
+}
+
 // The bf16 reductions: inout[i] = op(in[i], inout[i]).
 template <class F>
 void bf16_reduce(void* in, void* inout, int* len, F op) {
@@ -150,13 +165,10 @@ class MpiGroup final : public ProcessGroup {
     KS_CHECK(in.dtype() == out.dtype(), "all_gather: in is ", name(in.dtype()), ", out is ", name(out.dtype()));
     KS_CHECK(counts[size_t(rank())] == in.numel(), "all_gather: rank ", rank(), " gives ", in.numel(),
              " elements but counts say ", counts[size_t(rank())]);
-    std::vector<int> n(counts.size()), at(counts.size());
-    int64_t total = 0;
-    for (size_t r = 0; r < counts.size(); ++r) {
-      n[r] = int_count(counts[r], "an all-gather");
-      at[r] = int_count(total, "an all-gather");
-      total += counts[r];
-    }
+    const Layout l = layout(counts);
+    const std::vector<int>& n = l.counts;
+    const std::vector<int>& at = l.offsets;
+    const int64_t total = l.total;
     KS_CHECK(out.numel() == total, "all_gather: out has ", out.numel(), " elements for ", total, " gathered");
     const MPI_Datatype type = mpi_type(in.dtype(), "all_gather");
     MPI_Request req;
@@ -193,13 +205,10 @@ class MpiGroup final : public ProcessGroup {
     MPI_Request req;
     check_mpi(MPI_Iallgather(&mine, 1, MPI_INT64_T, lengths.data(), 1, MPI_INT64_T, comm_, &req), "all_gather");
     wait_request(req, "an all-gather of lengths");
-    std::vector<int> n(lengths.size()), at(lengths.size());
-    int64_t total = 0;
-    for (size_t r = 0; r < lengths.size(); ++r) {
-      n[r] = int_count(lengths[r], "an all-gather");
-      at[r] = int_count(total, "an all-gather");
-      total += lengths[r];
-    }
+    const Layout l = layout(lengths);
+    const std::vector<int>& n = l.counts;
+    const std::vector<int>& at = l.offsets;
+    const int64_t total = l.total;
     std::string all(size_t(total), '\0');
     check_mpi(MPI_Iallgatherv(bytes.data(), int(mine), MPI_BYTE, all.data(), n.data(), at.data(), MPI_BYTE, comm_,
                               &req),
