@@ -95,11 +95,12 @@ ModelConfig parse_model_config(const json& j) {
   const std::set<std::string> common = {"model",   "d_model",    "d_ff",      "max_len",  "dropout",
                                         "pre_norm", "activation", "positions", "attention"};
   std::set<std::string> allowed = common;
-  if (m.model == "decoder_lm") allowed.insert({"layers", "vocab_size", "tie_embeddings", "pad_id"});
+  if (m.model == "decoder_lm") allowed.insert({"layers", "vocab_size", "tie_embeddings", "tied_lookup_reversed", "pad_id"});
   else if (m.model == "encoder_classifier")
     allowed.insert({"layers", "vocab_size", "pad_id", "num_classes", "pooling", "dual"});
   else if (m.model == "seq2seq") {
     allowed.insert({"src_vocab_size", "tgt_vocab_size", "encoder_layers", "decoder_layers", "share_embeddings",
+                    "tied_lookup_reversed",
                     "label_smoothing", "pad_id", "bos_id", "eos_id"});
     m.pre_norm = false;
     m.positions = "sinusoidal";
@@ -125,6 +126,7 @@ ModelConfig parse_model_config(const json& j) {
   read(j, "positions", m.positions);
   read(j, "vocab_size", m.vocab_size);
   read(j, "tie_embeddings", m.tie_embeddings);
+  read(j, "tied_lookup_reversed", m.tied_lookup_reversed);
   read(j, "pad_id", m.pad_id);
   read(j, "num_classes", m.num_classes);
   read(j, "pooling", m.pooling);
@@ -192,11 +194,12 @@ nlohmann::json ModelConfig::to_json() const {
   if (model == "seq2seq") {
     j.update({{"src_vocab_size", src_vocab_size}, {"tgt_vocab_size", tgt_vocab_size},
               {"encoder_layers", encoder_layers}, {"decoder_layers", decoder_layers},
-              {"share_embeddings", share_embeddings}, {"label_smoothing", label_smoothing},
+              {"share_embeddings", share_embeddings}, {"tied_lookup_reversed", tied_lookup_reversed},
+              {"label_smoothing", label_smoothing},
               {"pad_id", pad_id}, {"bos_id", bos_id}, {"eos_id", eos_id}});
   } else {
     j.update({{"layers", layers}, {"vocab_size", vocab_size}, {"pad_id", pad_id}});
-    if (model == "decoder_lm") j["tie_embeddings"] = tie_embeddings;
+    if (model == "decoder_lm") j.update({{"tie_embeddings", tie_embeddings}, {"tied_lookup_reversed", tied_lookup_reversed}});
     else j.update({{"num_classes", num_classes}, {"pooling", pooling}, {"dual", dual}});
   }
   return j;

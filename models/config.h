@@ -37,6 +37,17 @@ struct ModelConfig {
   nn::AttentionConfig attention;     // d_model is filled in from d_model
   // "head_dim": "seq" sets the head size to max_len (Bhojanapalli et al.'s p = n)
 
+  // A tied table (decoder_lm tie_embeddings, seq2seq share_embeddings) is
+  // both the input lookup and the output layer. With this on, the lookups
+  // enter the model with their features reversed (a fixed permutation, so
+  // nothing is lost): otherwise an untrained model's state, still mostly its
+  // own √d-scaled input row, gives the current token a logit near √d and the
+  // first loss starts far above ln V (10.9 nats against 9.58 on the Brown
+  // LM); reversed, the first loss is ln V + 0.4 and training is better at
+  // every evaluation measured (README, "Configs and measured runs"). Run
+  // folders from before this key mean false (tools/run_dir.h).
+  bool tied_lookup_reversed = true;
+
   // --- decoder_lm and encoder_classifier ---
   int64_t vocab_size = 0;            // required
   bool tie_embeddings = false;       // decoder_lm: output layer shares the token embedding

@@ -49,7 +49,8 @@ Tensor DecoderLM::forward(const Tensor& tokens, std::vector<nn::DecoderLayerCach
   }
 
   Tensor e = tok->forward(tokens);  // (B, T, d)
-  if (!head) e = mul(e, std::sqrt(double(config.d_model)));
+  // A tied table's lookup: √d-scaled, features reversed (models/config.h tied_lookup_reversed).
+  if (!head) e = mul(config.tied_lookup_reversed ? flip(e, {-1}) : e, std::sqrt(double(config.d_model)));
   Tensor h = pos.add(e, offset);
   for (size_t i = 0; i < layers->size(); ++i)
     h = (*layers)[i].forward(h, Tensor(), Tensor(), Tensor(), caches ? &(*caches)[i] : nullptr);

@@ -6,8 +6,10 @@
 //     -> logits (B, T, V): a Linear(d, V) without bias, or, with tie_embeddings,
 //        h · Eᵀ with E the token embedding's own weight (one tensor, two uses).
 // Tied tables are initialised N(0, 1/d) and their lookups scaled by √d
-// (Vaswani et al. §3.4), so both uses start at unit scale; untied ones are
-// N(0, 1) and not scaled.
+// (Vaswani et al. §3.4), so both uses start at unit scale, and the lookups
+// enter with their features reversed (tied_lookup_reversed, models/config.h)
+// so that an untrained state does not point at its own token's output row;
+// untied ones are N(0, 1) and not scaled.
 //
 // Batches are right-padded: the causal mask already keeps pad tokens at the
 // end from affecting earlier positions, and loss() ignores pad targets, so no

@@ -12,6 +12,7 @@
 #include "ops/linalg.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"
+#include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/view.h"
 
@@ -113,7 +114,10 @@ Seq2Seq::Seq2Seq(const ModelConfig& cfg) : Model(cfg, "Seq2Seq") {
 
 Tensor Seq2Seq::embed(const nn::Embedding& table, const nn::Module& positions, const Tensor& tokens,
                       int64_t offset) {
-  Tensor x = mul(table.forward(tokens), std::sqrt(double(config.d_model)));  // (B, T, d)
+  Tensor x = table.forward(tokens);  // (B, T, d)
+  // A shared table is also the output layer: its lookups enter reversed (models/config.h tied_lookup_reversed).
+  if (config.share_embeddings && config.tied_lookup_reversed) x = flip(x, {-1});
+  x = mul(x, std::sqrt(double(config.d_model)));
   if (auto* s = dynamic_cast<const nn::SinusoidalPositions*>(&positions)) x = s->forward(x, offset);
   else x = dynamic_cast<const nn::LearnedPositions&>(positions).forward(x, offset);
   return drop->forward(x);

@@ -16,7 +16,9 @@
 //   unit size like the positions; the pad row is zero and gets no gradient.
 // - share_embeddings (fairseq's share_all_embeddings): one table for source
 //   and target, which is also the output projection (logits = h Eᵀ, no bias),
-//   as in section 3.4 of the paper. Without it, source and target have their
+//   as in section 3.4 of the paper; its lookups enter with their features
+//   reversed (tied_lookup_reversed, models/config.h), so the decoder does not
+//   start by predicting its own input token. Without it, source and target have their
 //   own tables and the output is a separate Linear(d, V_tgt) with bias.
 // - key padding: positions holding pad_id are masked as keys on both sides
 //   (the encoder's self-attention, the decoder's self- and cross-attention);

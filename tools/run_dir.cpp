@@ -70,6 +70,13 @@ void differing_keys(const json& a, const json& b, const std::string& prefix, std
 
 }  // namespace
 
+void upgrade_stored_config(json& config) {
+  if (!config.is_object() || !config.contains("model") || !config["model"].is_object()) return;
+  json& m = config["model"];
+  const std::string kind = m.contains("model") && m["model"].is_string() ? m["model"].get<std::string>() : "";
+  if ((kind == "decoder_lm" || kind == "seq2seq") && !m.contains("tied_lookup_reversed")) m["tied_lookup_reversed"] = false;
+}
+
 std::vector<std::string> differing_keys(const json& a, const json& b) {
   std::vector<std::string> out;
   differing_keys(a, b, "", out);
@@ -83,6 +90,8 @@ json check_checkpoint_config(const nn::Metadata& metadata, const json& config_js
   KS_CHECK(stored.is_object(), "checkpoint ", checkpoint.string(), ": its stored config ('keystone.config') is not "
            "a JSON object");
   json was = stored, now = config_json;
+  upgrade_stored_config(was);
+  upgrade_stored_config(now);
   // train.* may change between sessions (--resume --set), the name is a label,
   // and a data file's changed fingerprint is a warning of its own (data_setup.h).
   for (json* j : {&was, &now}) {
@@ -114,7 +123,8 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint) {
   run.paths.dir = run_dir;
   KS_CHECK(fs::is_directory(run_dir), "run folder ", run_dir.string(), " does not exist");
   KS_CHECK(fs::exists(run.paths.config()), run_dir.string(), " is not a run folder (no config.json)");
-  const json config_json = read_json_file(run.paths.config().string());
+  json config_json = read_json_file(run.paths.config().string());
+  upgrade_stored_config(config_json);
   run.config = parse_train_config(config_json);
   if (checkpoint == "best" || checkpoint == "latest") {
     run.checkpoint = checkpoint == "best" && fs::exists(run.paths.best()) ? run.paths.best() : run.paths.latest();

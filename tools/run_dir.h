@@ -62,6 +62,13 @@ class RunLock {
 // ("<name>.tmp.<pid>", nn::write_file_atomically). Call with the RunLock held.
 void remove_stale_temporaries(const RunPaths& paths);
 
+// A run's stored config (its config.json, or a checkpoint's keystone.config)
+// as today's code must read it: a key added after the run was written gets
+// the value that reproduces the behaviour it was trained with, where that is
+// not the key's new default. Today: model.tied_lookup_reversed = false (tied
+// lookups were not reversed before the key existed).
+void upgrade_stored_config(nlohmann::json& config);
+
 // Dotted paths where two JSON values differ (objects compared key by key;
 // "" when the roots themselves differ).
 std::vector<std::string> differing_keys(const nlohmann::json& a, const nlohmann::json& b);

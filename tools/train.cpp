@@ -69,6 +69,7 @@ int train(const std::vector<std::string>& args) {
       KS_CHECK(text.has_value(), "cannot resume: rank 0 finds no ", paths.config().string());
       raw = nn::parse_json(*text, paths.config().string());
     }
+    upgrade_stored_config(raw);
     for (const std::string& s : f.get_all("set")) {
       if (s.rfind("train.", 0) != 0)
         throw cli::UsageError("--set " + s + ": a resumed run may only change train.* keys");

@@ -342,3 +342,29 @@ TEST_CASE("data: tsv_seq2seq takes a target_tokenizer of its own, and the run sa
   REQUIRE_FALSE(odd.warnings.empty());
   CHECK(odd.warnings[0].find("% of the train split's tokens are <unk>") != std::string::npos);
 }
+
+TEST_CASE("run folders written before tied_lookup_reversed read it as false, so their weights keep their meaning") {
+  const json old_lm = {{"name", "r"}, {"model", {{"model", "decoder_lm"}, {"tie_embeddings", true}}}};
+  json upgraded = old_lm;
+  upgrade_stored_config(upgraded);
+  CHECK(upgraded["model"]["tied_lookup_reversed"] == false);
+  // A new run states the key; it is left as it is.
+  json fresh = {{"model", {{"model", "seq2seq"}, {"tied_lookup_reversed", true}}}};
+  upgrade_stored_config(fresh);
+  CHECK(fresh["model"]["tied_lookup_reversed"] == true);
+  json classifier = {{"model", {{"model", "encoder_classifier"}}}};
+  upgrade_stored_config(classifier);
+  CHECK_FALSE(classifier["model"].contains("tied_lookup_reversed"));
+  // An old checkpoint's stored config (without the key) matches its upgraded config.json...
+  const nn::Metadata stored = {{"keystone.config", old_lm.dump()}};
+  CHECK_NOTHROW(check_checkpoint_config(stored, upgraded, "old.safetensors"));
+  // ... and a config.json edited to the new behaviour is refused by key.
+  json edited = upgraded;
+  edited["model"]["tied_lookup_reversed"] = true;
+  CHECK_THROWS_WITH_AS(check_checkpoint_config(stored, edited, "old.safetensors"),
+                       doctest::Contains("model.tied_lookup_reversed"), Error);
+  // Today's default for a config that does not say: reversed.
+  CHECK(models::parse_model_config({{"model", "decoder_lm"}, {"vocab_size", 10}, {"d_model", 8}, {"layers", 1},
+                                    {"attention", {{"heads", 2}}}})
+            .tied_lookup_reversed);
+}
