@@ -90,6 +90,11 @@ grep -q "stopped at step" "$tmp/cut.log" || fail "resume: the ranks did not stop
 run2 "$ks" train --out "$tmp/cut" --resume --set train.checkpoint_every=0 --quiet > "$tmp/resume.log" 2>&1 \
   || fail "resume: $(tail -5 "$tmp/resume.log")"
 losses "$tmp/whole" > "$tmp/whole.loss"; losses "$tmp/cut" > "$tmp/cut.loss"
+# Every rank's dropout stream is in the checkpoint, and the two differ.
+streams=$(head -c 100000 "$tmp/whole/latest.safetensors" | tr -d '\0' | grep -ao '"keystone.rank_rng":"[^"]*"' | head -1)
+seeds=$(sed -E 's/.*\[\[([0-9]+),[0-9]+\],\[([0-9]+),[0-9]+\]\].*/\1 \2/' <<<"$streams")
+read -r s0 s1 <<<"$seeds"
+[ -n "$s0" ] && [ -n "$s1" ] && [ "$s0" != "$s1" ] || fail "resume: the checkpoint's rank streams are not two distinct ones: $streams"
 cmp -s "$tmp/whole.loss" "$tmp/cut.loss" || fail "resume: the resumed 2-rank run's losses differ from the uninterrupted one"
 expect_out() {  # expect_out CODE PATTERN LOG
   [ "$1" = "$4" ] && grep -qE -- "$2" "$3" || fail "want exit $1 and /$2/, got exit $4: $(tail -6 "$3")"
