@@ -11,7 +11,9 @@ the seeds finished, parameters (all, and without the embedding tables),
 forward FLOPs per token, the median training tokens/s of the seeds (noisy
 on a shared machine: the bench in docs/performance.md is the speed figure),
 the best validation perplexity and the test perplexity of the best checkpoint
-as mean ± sample standard deviation over the seeds, and the machine time.
+(for a classifier, such as claim 4's ListOps, accuracy in % instead: the
+best validation accuracy and the test accuracy) as mean ± sample standard
+deviation over the seeds, and the machine time.
 A run still in progress or not started is counted as missing, never guessed.
 Not here: training (run.sh), the figures (`keystone plot`).
 """
@@ -66,11 +68,17 @@ def run_summary(run_dir):
     tests = [r for r in records if r.get("split") == "test"]
     if not tests:
         return None
-    valid = [r["ppl"] for r in records if r.get("split") == "valid" and isinstance(r.get("ppl"), (int, float))]
+    # Perplexity for token tasks; a classifier's records have accuracy only.
+    metric = "ppl" if "ppl" in tests[-1] else "accuracy"
+    scale = 1 if metric == "ppl" else 100
+    valid = [r[metric] * scale for r in records
+             if r.get("split") == "valid" and isinstance(r.get(metric), (int, float))]
     speed = [r["tokens_per_s"] for r in records if r.get("split") == "train" and r.get("tokens_per_s")]
+    test = tests[-1].get(metric)
     return {
-        "test_ppl": tests[-1].get("ppl"),
-        "best_valid_ppl": min(valid) if valid else None,
+        "metric": metric,
+        "test": test * scale if isinstance(test, (int, float)) else None,
+        "best_valid": (min(valid) if metric == "ppl" else max(valid)) if valid else None,
         "tokens_per_s": statistics.median(speed) if speed else None,
         "elapsed_s": max(r.get("elapsed_s", 0) for r in records),
     }
@@ -96,9 +104,8 @@ def main():
     for claim in claims:
         if a.claim and claim not in a.claim:
             continue
-        print(f"\n### Claim {claim}\n")
-        print("| run | seeds | params (non-embedding) | FLOPs/token | tokens/s | best valid ppl | test ppl | machine time |")
-        print("|---|---|---|---|---|---|---|---|")
+        table = []
+        metric = "ppl"
         for c, name in rows:
             if c != claim:
                 continue
@@ -111,16 +118,23 @@ def main():
                         if s:
                             seeds.append((entry, s))
             if not seeds:
-                print(f"| {name} | 0 | | | | | | |")
+                table.append(f"| {name} | 0 | | | | | | |")
                 continue
+            metric = seeds[0][1]["metric"]
             cost = model_cost(a.keystone, os.path.join(folder, seeds[0][0], "config.json"))
             minutes = sum(s["elapsed_s"] for _, s in seeds) / 60
             total += minutes
             speed = [s["tokens_per_s"] for _, s in seeds if s["tokens_per_s"]]
-            print(f"| {name} | {len(seeds)} | {cost['params'] / 1e6:.2f} M ({cost['non_embedding_params'] / 1e6:.2f} M) "
-                  f"| {cost['forward_flops_per_token'] / 1e6:.1f} M | {statistics.median(speed):,.0f} "
-                  f"| {mean_std([s['best_valid_ppl'] for _, s in seeds if s['best_valid_ppl']])} "
-                  f"| {mean_std([s['test_ppl'] for _, s in seeds if s['test_ppl']])} | {minutes:.0f} min |")
+            table.append(f"| {name} | {len(seeds)} | {cost['params'] / 1e6:.2f} M ({cost['non_embedding_params'] / 1e6:.2f} M) "
+                         f"| {cost['forward_flops_per_token'] / 1e6:.1f} M | {statistics.median(speed):,.0f} "
+                         f"| {mean_std([s['best_valid'] for _, s in seeds if s['best_valid'] is not None])} "
+                         f"| {mean_std([s['test'] for _, s in seeds if s['test'] is not None])} | {minutes:.0f} min |")
+        unit = "ppl" if metric == "ppl" else "accuracy (%)"
+        print(f"\n### Claim {claim}\n")
+        print(f"| run | seeds | params (non-embedding) | FLOPs/token | tokens/s | best valid {unit} | test {unit} | machine time |")
+        print("|---|---|---|---|---|---|---|---|")
+        for line in table:
+            print(line)
     print(f"\nMachine time of the finished runs: {total / 60:.1f} h")
 
 
