@@ -249,19 +249,32 @@ int compare_analyses(const std::vector<std::string>& args) {
     runs.push_back({label, std::move(a)});
   }
 
+  // One summary row per analysis: printed as a table and written as compare.json
+  // (what tools/experiments/report.py averages over seeds).
+  json rows = json::array();
   std::printf("%-36s %9s %7s %9s %8s %8s %8s %8s %9s\n", "run", "params", "loss", "metric", "JS", "cosine",
               "erank sc", "erank at", "maskable");
   for (const Loaded& r : runs) {
     const json& pts = r.a["pruning"]["points"];
     const std::string metric = r.a["pruning"]["metric"];
+    json row = {{"label", r.label},
+                {"run", r.a["run"]},
+                {"params", r.a["model"]["params"]},
+                {"loss", pts.empty() ? kNaN : pts[0]["loss"].get<double>()},
+                {"metric", metric},
+                {"metric_value", pts.empty() ? kNaN : pts[0][metric].get<double>()},
+                {"js", site_mean(r.a, [](const json& s) { return s["js_mean_off_diagonal"].get<double>(); })},
+                {"cosine", site_mean(r.a, [](const json& s) { return s["cosine_mean_off_diagonal"].get<double>(); })},
+                {"erank_scores", site_mean(r.a, [](const json& s) { return mean_effective_rank(s, "scores"); })},
+                {"erank_attention", site_mean(r.a, [](const json& s) { return mean_effective_rank(s, "attention"); })},
+                {"maskable", heads_maskable(r.a, 0.01)},
+                {"total_heads", r.a["model"]["total_heads"]}};
     std::printf("%-36s %9lld %7.4f %9.4g %8.4f %8.4f %8.2f %8.2f %4lld/%-4lld\n", r.label.c_str(),
-                (long long)r.a["model"]["params"].get<int64_t>(), pts.empty() ? kNaN : pts[0]["loss"].get<double>(),
-                pts.empty() ? kNaN : pts[0][metric].get<double>(),
-                site_mean(r.a, [](const json& s) { return s["js_mean_off_diagonal"].get<double>(); }),
-                site_mean(r.a, [](const json& s) { return s["cosine_mean_off_diagonal"].get<double>(); }),
-                site_mean(r.a, [](const json& s) { return mean_effective_rank(s, "scores"); }),
-                site_mean(r.a, [](const json& s) { return mean_effective_rank(s, "attention"); }),
-                (long long)heads_maskable(r.a, 0.01), (long long)r.a["model"]["total_heads"].get<int64_t>());
+                (long long)row["params"].get<int64_t>(), row["loss"].get<double>(), row["metric_value"].get<double>(),
+                row["js"].get<double>(), row["cosine"].get<double>(), row["erank_scores"].get<double>(),
+                row["erank_attention"].get<double>(), (long long)row["maskable"].get<int64_t>(),
+                (long long)row["total_heads"].get<int64_t>());
+    rows.push_back(std::move(row));
   }
   std::printf("(metric: the first run's %s; JS, cosine: mean over sites of the mean off-diagonal entry; erank: mean "
               "effective rank of score / attention matrices; maskable: heads masked before the loss rises over 1%%)\n",
@@ -308,8 +321,10 @@ int compare_analyses(const std::vector<std::string>& args) {
   fs::create_directories(out);
   write(out / "compare_pruning.svg", line_chart_svg(pruning));
   write(out / "compare_sites.svg", line_chart_svg(per_site));
-  std::printf("wrote %s and %s\n", (out / "compare_pruning.svg").string().c_str(),
-              (out / "compare_sites.svg").string().c_str());
+  // NaN (an unmeasured rank) is not JSON: it is written as null.
+  write(out / "compare.json", json{{"schema", "keystone.compare/1"}, {"runs", rows}}.dump(2) + "\n");
+  std::printf("wrote %s, %s and %s\n", (out / "compare_pruning.svg").string().c_str(),
+              (out / "compare_sites.svg").string().c_str(), (out / "compare.json").string().c_str());
   return 0;
 }
 

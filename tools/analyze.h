@@ -21,8 +21,9 @@
 //   spectra.svg                 singular values of each head's score and
 //                               attention matrices (first example)
 // and prints a short summary. --compare puts several analyses (a run folder
-// means DIR/analysis/analysis.json) side by side as a table and as
-// overlaid figures (compare_pruning.svg, compare_sites.svg).
+// means DIR/analysis/analysis.json) side by side as a table, the same rows
+// as compare.json (what tools/experiments/report.py averages over seeds),
+// and as overlaid figures (compare_pruning.svg, compare_sites.svg).
 // Errors — a missing run folder, a checkpoint that does not match its
 // config, a split without examples, bad head masks or flags — exit with 2
 // and a message naming the problem.

@@ -200,6 +200,8 @@ grep -q '"metric": "accuracy"' "$tmp/listops-run/analysis/analysis.json" || { ec
 expect 0 "pruning \(by importance\): loss" -- "$ks" analyze --run "$tmp/lm" --batches 2 --examples 1 --out "$tmp/lm-analysis"
 expect 0 "wrote .*compare_pruning.svg" -- "$ks" analyze --compare "$tmp/whole" "$tmp/lm-analysis" --labels s2s,lm --out "$tmp/cmp"
 [ -s "$tmp/cmp/compare_sites.svg" ] || { echo "FAIL: analyze --compare wrote no compare_sites.svg"; fails=$((fails + 1)); }
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs']; assert [x['label'] for x in r]==['s2s','lm'] and all('js' in x and 'maskable' in x for x in r)" "$tmp/cmp/compare.json" \
+  || { echo "FAIL: analyze --compare wrote no compare.json with a row per analysis"; fails=$((fails + 1)); }
 expect 2 "--compare needs at least two" -- "$ks" analyze --compare "$tmp/whole"
 expect 2 "--compare: $tmp/lm: no analysis found" -- "$ks" analyze --compare "$tmp/whole" "$tmp/lm"
 expect 2 "--labels: 1 labels for 2 analyses" -- "$ks" analyze --compare "$tmp/whole" "$tmp/lm-analysis" --labels x

@@ -4,7 +4,7 @@ run folders of tools/experiments/run.sh alone (metrics.jsonl and config.json,
 plus `keystone info` for parameters and FLOPs).
 
   python3 tools/experiments/report.py [--runs runs/experiments] [--claims FILE]
-                                      [--keystone build/keystone] [CLAIM...]
+                                      [--keystone build/keystone] [--analysis] [CLAIM...]
 
 Prints, per claim, a markdown table with one row per run name of claims.txt:
 the seeds finished, parameters (all, and without the embedding tables),
@@ -15,6 +15,14 @@ the best validation perplexity and the test perplexity of the best checkpoint
 best validation accuracy and the test accuracy) as mean ± sample standard
 deviation over the seeds, and the machine time.
 A run still in progress or not started is counted as missing, never guessed.
+
+With --analysis (claim 6), the table is instead the heads of the analysed
+runs (tools/experiments/analyze.sh): `keystone analyze --compare` over all of
+a claim's analyses gives one row per run (its compare.json; the definitions
+are the C++ ones of tools/analysis_report.h), averaged here over the seeds:
+mean Jensen–Shannon divergence and cosine between heads, mean effective
+rank of the score and attention matrices, and the heads that can be masked
+before the loss rises over 1%.
 Not here: training (run.sh), the figures (`keystone plot`).
 """
 import argparse
@@ -91,15 +99,64 @@ def model_cost(keystone, config):
     return json.loads(out.stdout)
 
 
+def analysis_table(a, rows, claim):
+    """Claim `claim`'s analysed runs, averaged over seeds (see --analysis)."""
+    import tempfile
+    folder = os.path.join(a.runs, f"claim{claim}")
+    names = [name for c, name in rows if c == claim]
+    analysed = {}
+    if os.path.isdir(folder):
+        for entry in sorted(os.listdir(folder)):
+            path = os.path.join(folder, entry, "analysis", "analysis.json")
+            for name in names:
+                if entry.startswith(name + "-seed") and os.path.isfile(path):
+                    analysed.setdefault(name, []).append(os.path.join(folder, entry))
+    print(f"\n### Claim {claim}: heads (claim 6)\n")
+    print("| run | seeds analysed | JS between heads | cosine between heads | effective rank, scores "
+          "| effective rank, attention | heads maskable within 1% |")
+    print("|---|---|---|---|---|---|---|")
+    dirs = [d for name in names for d in analysed.get(name, [])]
+    by_run = {}
+    if len(dirs) >= 2:  # --compare takes two or more
+        with tempfile.TemporaryDirectory() as out:
+            done = subprocess.run([a.keystone, "analyze", "--compare", *dirs, "--out", out],
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"report.py: keystone analyze --compare failed: {done.stderr.strip()}")
+            with open(os.path.join(out, "compare.json")) as f:
+                for row in json.load(f)["runs"]:
+                    by_run[os.path.normpath(row["run"])] = row
+    for name in names:
+        got = [by_run[os.path.normpath(d)] for d in analysed.get(name, []) if os.path.normpath(d) in by_run]
+        if not got:
+            print(f"| {name} | 0 | | | | | |")
+            continue
+        def col(key, digits=3):
+            values = [r[key] for r in got if isinstance(r.get(key), (int, float))]
+            if not values:
+                return "—"
+            if len(values) == 1:
+                return f"{values[0]:.{digits}f} (one seed)"
+            return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+        total = got[0]["total_heads"]
+        print(f"| {name} | {len(got)} | {col('js')} | {col('cosine')} | {col('erank_scores', 2)} "
+              f"| {col('erank_attention', 2)} | {col('maskable', 1)} of {total} |")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", default="runs/experiments")
     p.add_argument("--claims", default="tools/experiments/claims.txt")
     p.add_argument("--keystone", default="build/keystone")
+    p.add_argument("--analysis", action="store_true", help="claim 6: the analysed runs' heads, over seeds")
     p.add_argument("claim", nargs="*")
     a = p.parse_args()
     rows = read_claims(a.claims)
     claims = sorted({c for c, _ in rows}, key=lambda c: (len(c), c))
+    if a.analysis:
+        for claim in a.claim or ["1", "5"]:
+            analysis_table(a, rows, claim)
+        return
     total = 0.0
     for claim in claims:
         if a.claim and claim not in a.claim:
