@@ -132,13 +132,19 @@ void bench_bf16(int threads, int reps) {
     const char* what;
     int64_t m, n, k;
     bool ta;
+    bool tb = false;  // B given as (n, k) transposed: the input gradient's g·W
   };
   const Shape3 shapes[] = {{"1024^3", 1024, 1024, 1024, false},
                            {"qkv  x(4096,256) W(256,768)", 4096, 768, 256, false},
                            {"ff1  x(4096,256) W(256,1024)", 4096, 1024, 256, false},
                            {"ff2  x(4096,1024) W(1024,256)", 4096, 256, 1024, false},
                            {"head x(4096,256) E(256,8192)", 4096, 8192, 256, false},
-                           {"dW   xT(256,4096) g(4096,1024)", 256, 1024, 4096, true}};
+                           {"dW   xT(256,4096) g(4096,1024)", 256, 1024, 4096, true},
+                           // fixed 8 x 64 (inner width 512): its projections and their two gradients
+                           {"qkv8x64  x(4096,256) W(256,1536)", 4096, 1536, 256, false},
+                           {"dx8x64   g(4096,1536) WT(1536,256)", 4096, 256, 1536, false, true},
+                           {"dW8x64   xT(256,4096) g(4096,1536)", 256, 1536, 4096, true},
+                           {"out8x64  y(4096,512) W(512,256)", 4096, 256, 512, false}};
   if (ks::cpu_gemm_path_available(ks::CpuGemmPath::Amx)) {
     const long iters = 2000000;
     std::atomic<int> done{0};
@@ -155,7 +161,7 @@ void bench_bf16(int threads, int reps) {
   for (const Shape3& sh : shapes) {
     ks::Generator g(3);
     ks::Tensor a = sh.ta ? ks::transpose(ks::randn({sh.k, sh.m}, {}, &g), 0, 1) : ks::randn({sh.m, sh.k}, {}, &g);
-    ks::Tensor b = ks::randn({sh.k, sh.n}, {}, &g);
+    ks::Tensor b = sh.tb ? ks::transpose(ks::randn({sh.n, sh.k}, {}, &g), 0, 1) : ks::randn({sh.k, sh.n}, {}, &g);
     const double flop = 2.0 * double(sh.m) * double(sh.n) * double(sh.k);
     const double f32 = best_seconds(reps, [&] { ks::matmul(a, b); });
     std::printf("%-32s float32 %7.1f", sh.what, flop / f32 * 1e-9);
