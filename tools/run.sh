@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/run.sh — the two things a fresh Debian 12 machine needs, as root:
 #   bash tools/run.sh train   install what is missing, build (Release), train the default model
-#   bash tools/run.sh test    install what is missing, build, run every test (Release, then
+#   bash tools/run.sh test    install what is missing (Open MPI too, for the data-parallel
+#                             tests under mpirun), build, run every test (Release, then
 #                             AddressSanitizer + UndefinedBehaviorSanitizer in Debug)
 # Options through the environment: KS_JOBS (parallel build jobs, default: cores),
 # KS_SKIP_SANITIZE=1 (test: skip the sanitizer pass), KS_BUILD_DIR (default: build),
