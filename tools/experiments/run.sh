@@ -58,8 +58,15 @@ for seed in $seeds; do
     rc=0; wait "$pid" || rc=$?
     while kill -0 "$pid" 2>/dev/null; do rc=0; wait "$pid" || rc=$?; done
     trap 'stop=1' INT TERM
-    if [ "$stop" = 1 ]; then echo "$(date -u +%FT%TZ) stopped $dir (resumable)"; exit 130; fi
+    finished=0
+    grep -q '"split": *"test"' "$dir/metrics.jsonl" 2>/dev/null && finished=1
+    if [ "$stop" = 1 ]; then
+      # A stop that came as the run ended leaves it finished, not resumable.
+      if [ "$finished" = 1 ]; then echo "$(date -u +%FT%TZ) finished $dir"; else echo "$(date -u +%FT%TZ) stopped $dir (resumable)"; fi
+      exit 130
+    fi
     [ "$rc" = 0 ] || { echo "run.sh: $dir failed (exit $rc), see $dir.log" >&2; exit 1; }
+    echo "$(date -u +%FT%TZ) finished $dir"
   done < "$claims_file"
 done
 echo "$(date -u +%FT%TZ) every run is finished"
