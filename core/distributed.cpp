@@ -72,11 +72,12 @@ std::map<DeviceType, std::unique_ptr<ProcessGroup>> g_groups;  // guarded by g_m
 
 LaunchInfo launch_info() {
   LaunchInfo info;
-  struct Names { const char *launcher, *rank, *size, *local; };
+  struct Names { const char *launcher, *rank, *size, *local, *local_size; };
   // Open MPI's mpirun, then PMIx (srun --mpi=pmix, prterun), then PMI-1/2 (MPICH, Slurm).
-  for (const Names& n : {Names{"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-                         Names{"pmix", "PMIX_RANK", "PMIX_SIZE", "PMIX_LOCAL_RANK"},
-                         Names{"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"}}) {
+  for (const Names& n : {Names{"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                               "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                         Names{"pmix", "PMIX_RANK", "PMIX_SIZE", "PMIX_LOCAL_RANK", "PMIX_LOCAL_SIZE"},
+                         Names{"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"}}) {
     const std::optional<int> rank = env_int(n.rank);
     if (!rank) continue;
     const std::optional<int> size = env_int(n.size);
@@ -86,6 +87,7 @@ LaunchInfo launch_info() {
     info.rank = *rank;
     info.size = size.value_or(0);
     info.local_rank = env_int(n.local).value_or(0);
+    info.local_size = env_int(n.local_size).value_or(0);
     KS_CHECK(!size || (*size >= 1 && *rank < *size), "distributed: the launcher says rank ", *rank, " of ",
              *size, " (", n.rank, ", ", n.size, ")");
     return info;

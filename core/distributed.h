@@ -41,6 +41,7 @@ struct LaunchInfo {
   bool launched = false;  // started by mpirun (OMPI_COMM_WORLD_*) or a PMI/PMIx launcher
   int rank = 0, size = 1;
   int local_rank = 0;     // rank among the processes on this machine (picks the GPU)
+  int local_size = 1;     // processes on this machine (0: the launcher does not say)
   std::string launcher;   // "mpirun", "pmix", "pmi" or "" (not launched)
 };
 // Throws naming the variable when the environment is inconsistent (a rank

@@ -2,7 +2,6 @@
 #include "tools/distributed_run.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <thread>
 
 #include "nn/safetensors.h"
@@ -54,8 +53,7 @@ uint64_t rank_seed(uint64_t seed, int rank) {
 
 int threads_per_rank() {
   const int cores = std::max(1u, std::thread::hardware_concurrency());
-  int local = 1;
-  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(v));
+  const int local = std::max(1, dist::launch_info().local_size);
   return std::max(1, cores / local);
 }
 

@@ -35,7 +35,7 @@ std::optional<std::string> file_from_rank0(dist::ProcessGroup& group, const std:
 uint64_t rank_seed(uint64_t seed, int rank);
 
 // Threads per rank when train.threads is 0: the machine's cores shared by
-// the ranks launched on it (OMPI_COMM_WORLD_LOCAL_SIZE), at least 1.
+// the ranks launched on it (LaunchInfo::local_size), at least 1.
 int threads_per_rank();
 
 }  // namespace ks::tools

@@ -99,8 +99,15 @@ void Trainer::setup_ranks() {
   tensors_ = host_;
   if (!distributed()) return;
   host_->set_timeout(config_.train.collective_timeout);
-  // One GPU per rank: the rank's place on its machine picks it.
-  if (device_.is_cuda()) device_ = Device::cuda(dist::launch_info().local_rank % std::max(1, cuda_device_count()));
+  // One GPU per rank: the rank's place on its machine picks it (NCCL refuses two ranks on one GPU).
+  if (device_.is_cuda()) {
+    const dist::LaunchInfo info = dist::launch_info();
+    const int gpus = cuda_device_count();
+    KS_CHECK(info.local_size <= gpus && info.local_rank < gpus, "distributed: ", info.local_size > 0 ? info.local_size : info.local_rank + 1,
+             " ranks on this machine but ", gpus, " GPU(s): train.device cuda needs one GPU per rank (launch at most ",
+             gpus, " per machine, e.g. mpirun --map-by ppr:", std::max(1, gpus), ":node)");
+    device_ = Device::cuda(info.local_rank);
+  }
   tensors_ = &dist::world(device_);
   tensors_->set_timeout(config_.train.collective_timeout);
 }
