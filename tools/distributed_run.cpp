@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <thread>
 
-#include "nn/safetensors.h"
 #include "nn/user_input.h"
 #include "tools/run_dir.h"
 
@@ -31,10 +30,11 @@ void check_same_config_on_every_rank(dist::ProcessGroup& group, const json& conf
            "compare their contents)");
 }
 
-std::optional<std::string> file_from_rank0(dist::ProcessGroup& group, const std::filesystem::path& path) {
+std::optional<std::string> file_from_rank0(dist::ProcessGroup& group, const std::filesystem::path& path,
+                                           uint64_t max_bytes) {
   const bool have = group.rank() == 0 && std::filesystem::exists(path);
   std::string flag(1, have ? '1' : '0');
-  std::string bytes = have ? nn::read_regular_file(path.string(), nn::kMaxSafetensorsBytes, "rank 0") : "";
+  std::string bytes = have ? nn::read_regular_file(path.string(), max_bytes, "rank 0") : "";
   if (group.size() > 1) {
     group.broadcast_bytes(flag, 0);
     group.broadcast_bytes(bytes, 0);

@@ -27,8 +27,11 @@ namespace ks::tools {
 // settings would all-reduce gradients that do not belong together.
 void check_same_config_on_every_rank(dist::ProcessGroup& group, const nlohmann::json& config);
 
-// Rank 0's copy of a file (nullopt where it does not exist) on every rank.
-std::optional<std::string> file_from_rank0(dist::ProcessGroup& group, const std::filesystem::path& path);
+// Rank 0's copy of a file (nullopt where it does not exist) on every rank,
+// read with the same checks and byte bound as the file's own reader applies
+// (max_bytes: kMaxConfigBytes, data::kMaxTokenizerFileBytes, ...).
+std::optional<std::string> file_from_rank0(dist::ProcessGroup& group, const std::filesystem::path& path,
+                                           uint64_t max_bytes);
 
 // The dropout stream of rank r > 0: another Philox seed derived from the
 // run's (rank 0 keeps the run's own stream, so one rank trains as before).

@@ -65,7 +65,7 @@ int train(const std::vector<std::string>& args) {
     if (ranks.size() == 1) {
       raw = read_json_file(paths.config().string());
     } else {
-      const std::optional<std::string> text = file_from_rank0(ranks, paths.config());
+      const std::optional<std::string> text = file_from_rank0(ranks, paths.config(), kMaxConfigBytes);
       KS_CHECK(text.has_value(), "cannot resume: rank 0 finds no ", paths.config().string());
       raw = nn::parse_json(*text, paths.config().string());
     }
