@@ -155,11 +155,12 @@ ProcessGroup& world(Device device) {
     group = make_single_group();
   } else {
 #if KS_WITH_MPI
-    ProcessGroup& cpu = g_groups.count(DeviceType::CPU) ? *g_groups[DeviceType::CPU] : *(g_groups[DeviceType::CPU] =
-                                                                                             make_mpi_group(info));
-    if (device.is_cpu()) return cpu;
+    // The CPU group is MPI's, and also the bootstrap of a CUDA device's NCCL group.
+    std::unique_ptr<ProcessGroup>& cpu = g_groups[DeviceType::CPU];
+    if (!cpu) cpu = make_mpi_group(info);
+    if (device.is_cpu()) return *cpu;
 #if KS_WITH_NCCL
-    group = make_nccl_group(cpu, device);
+    group = make_nccl_group(*cpu, device);
 #else
     throw Error(str("distributed: a launch of ", info.size, " processes on ", device.str(),
                     " needs the NCCL backend, which this build lacks (build with KS_CUDA=ON and the CUDA "

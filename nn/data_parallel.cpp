@@ -17,30 +17,25 @@ double now_s() {
 
 // The contiguous (numel) window of `flat` at `offset`, shaped like `like`.
 Tensor window(const Tensor& flat, int64_t offset, const Tensor& like) {
-  Shape strides(like.sizes().size());
-  int64_t s = 1;
-  for (size_t i = strides.size(); i-- > 0;) {
-    strides[i] = s;
-    s *= like.sizes()[i];
+  return flat.alias(like.sizes(), contiguous_strides(like.sizes()), flat.storage_offset() + offset);
+}
+
+// Every tensor of `tensors` <- root's, in place (a collective).
+void broadcast_all(const NamedTensors& tensors, dist::ProcessGroup& group, int root, const char* what) {
+  if (group.size() == 1) return;
+  NoGradGuard no_grad;
+  for (const auto& [name, t] : tensors) {
+    KS_CHECK(t.is_contiguous(), "data parallel: ", what, " ", name, " is not contiguous");
+    group.broadcast(t, root);
+    t.bump_version();
   }
-  return flat.alias(like.sizes(), strides, flat.storage_offset() + offset);
 }
 
 }  // namespace
 
 void broadcast_module(Module& module, dist::ProcessGroup& group, int root) {
-  if (group.size() == 1) return;
-  NoGradGuard no_grad;
-  for (const auto& [name, t] : module.named_parameters()) {
-    KS_CHECK(t.is_contiguous(), "broadcast_module: parameter ", name, " is not contiguous");
-    group.broadcast(t, root);
-    t.bump_version();
-  }
-  for (const auto& [name, t] : module.named_buffers()) {
-    KS_CHECK(t.is_contiguous(), "broadcast_module: buffer ", name, " is not contiguous");
-    group.broadcast(t, root);
-    t.bump_version();
-  }
+  broadcast_all(module.named_parameters(), group, root, "parameter");
+  broadcast_all(module.named_buffers(), group, root, "buffer");
 }
 
 DistributedDataParallel::DistributedDataParallel(Module& module, dist::ProcessGroup& group,
@@ -94,15 +89,7 @@ DistributedDataParallel::~DistributedDataParallel() {
 
 void DistributedDataParallel::set_sync(bool on) { sync_ = on; }
 
-void DistributedDataParallel::broadcast_buffers() {
-  if (group_.size() == 1) return;
-  NoGradGuard no_grad;
-  for (const auto& [name, b] : module_.named_buffers()) {
-    KS_CHECK(b.is_contiguous(), "DistributedDataParallel: buffer ", name, " is not contiguous");
-    group_.broadcast(b, 0);
-    b.bump_version();
-  }
-}
+void DistributedDataParallel::broadcast_buffers() { broadcast_all(module_.named_buffers(), group_, 0, "buffer"); }
 
 void DistributedDataParallel::on_gradient_ready(size_t k) {
   if (!sync_) return;

@@ -59,7 +59,7 @@ void ZeroOptimizer::step() {
   std::vector<int64_t> start(rank_elements_.size(), 0);
   for (size_t r = 1; r < start.size(); ++r) start[r] = start[r - 1] + rank_elements_[r - 1];
   auto flat_view = [](const Tensor& flat, int64_t at, const Tensor& like) {
-    return flat.alias(like.sizes(), like.strides(), flat.storage_offset() + at);
+    return flat.alias(like.sizes(), contiguous_strides(like.sizes()), flat.storage_offset() + at);
   };
   int64_t at = 0;
   for (size_t g = 0; g < groups.size(); ++g)

@@ -203,11 +203,13 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
                                                                                           : nullptr;
   int64_t bytes = 0;
   Sums total;
-  int64_t batches = 0;
   const int ranks = options.group ? options.group->size() : 1, rank = options.group ? options.group->rank() : 0;
-  while (auto next = loader.next()) {
-    if (options.max_batches > 0 && batches == options.max_batches) break;
-    if (batches++ % ranks != rank) continue;
+  const std::vector<std::vector<int64_t>> plan = loader.plan(0);  // the batches next() would hand out, in order
+  const int64_t evaluated = options.max_batches > 0 ? std::min(options.max_batches, int64_t(plan.size()))
+                                                    : int64_t(plan.size());
+  // A data-parallel rank collates and scores only its own batches.
+  for (int64_t batch = rank; batch < evaluated; batch += ranks) {
+    std::optional<data::Batch> next = data::collate(split, plan[size_t(batch)], lo);
     if (bpb_tokenizer)
       for (int64_t i : next->index) bytes += target_bytes(*bpb_tokenizer, split.examples[size_t(i)]);
     const std::optional<data::Batch> b = device.is_cpu() ? std::move(next) : next->to(device);

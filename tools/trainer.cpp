@@ -112,14 +112,13 @@ void Trainer::setup_ranks() {
   tensors_->set_timeout(config_.train.collective_timeout);
 }
 
-std::optional<std::string> Trainer::run_file(const fs::path& path) const { return file_from_rank0(*host_, path); }
-
 RunTokenizers Trainer::run_tokenizers() const {
   if (!distributed()) return load_run_tokenizers(paths_);
   RunTokenizers t;
-  if (auto text = run_file(paths_.tokenizer())) t.source = data::tokenizer_from_json(*text, paths_.tokenizer().string());
+  if (auto text = file_from_rank0(*host_, paths_.tokenizer(), data::kMaxTokenizerFileBytes))
+    t.source = data::tokenizer_from_json(*text, paths_.tokenizer().string());
   t.target = t.source;
-  if (auto text = run_file(paths_.target_tokenizer()))
+  if (auto text = file_from_rank0(*host_, paths_.target_tokenizer(), data::kMaxTokenizerFileBytes))
     t.target = data::tokenizer_from_json(*text, paths_.target_tokenizer().string());
   return t;
 }
@@ -225,7 +224,7 @@ void Trainer::restore_from_latest(const json& config_as_given) {
   if (!distributed()) {
     content = nn::load_safetensors(file.string());
   } else {
-    std::optional<std::string> bytes = file_from_rank0(*host_, file);
+    std::optional<std::string> bytes = file_from_rank0(*host_, file, nn::kMaxSafetensorsBytes);
     KS_CHECK(bytes.has_value(), "cannot resume: rank 0 finds no ", file.string());
     content = nn::safetensors_from_bytes(*bytes, file.string());
   }
@@ -475,6 +474,7 @@ TrainOutcome Trainer::run() {
     return TrainOutcome::Finished;
   }
   print_start();
+  const std::vector<Tensor> params = model_->parameters();
   while (state_.step < t.steps) {
     if (distributed() ? agreed_stop_ : g_stop_requested.load()) {
       save(paths_.latest());
@@ -493,7 +493,7 @@ TrainOutcome Trainer::run() {
       return TrainOutcome::Stopped;
     }
     ++state_.step;
-    const double value = train_step();
+    const double value = train_step(params);
     shown_loss_ = shown_loss_ < 0 ? value : 0.9 * shown_loss_ + 0.1 * value;
     if (options_.on_step) options_.on_step(state_.step, value);
 
@@ -522,7 +522,7 @@ TrainOutcome Trainer::run() {
   return TrainOutcome::Finished;
 }
 
-double Trainer::train_step() {
+double Trainer::train_step(const std::vector<Tensor>& params) {
   const TrainOptions& t = config_.train;
   optimizer_->set_lr_factor(schedule_.factor(std::max<int64_t>(1, schedule_step())));
   const double micro_weight = 1.0 / double(t.accumulate_steps);
@@ -566,7 +566,6 @@ double Trainer::train_step() {
     agreed_stop_ = sum[2] > 0;
     agreed_elapsed_ = sum[3];
   }
-  const std::vector<Tensor> params = model_->parameters();
   const double max_norm = t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
   const double grad_norm = nn::clip_grad_norm(params, max_norm);
   KS_CHECK(std::isfinite(grad_norm), "training diverged: the gradient norm is ", grad_norm, " at step ", state_.step,

@@ -113,12 +113,11 @@ class Trainer {
   void print_summary() const;
   void setup_ranks();
   bool distributed() const { return host_->size() > 1; }
-  // Rank 0's copy of a run-folder file, on every rank (nullopt: none).
-  std::optional<std::string> run_file(const std::filesystem::path& path) const;
+  // The run's saved tokenizers, read by rank 0 and handed to every rank.
   RunTokenizers run_tokenizers() const;
   // One optimizer step: forward and backward of every micro-batch, the
-  // gradient reduction, clipping and the update; returns the step's loss.
-  double train_step();
+  // gradient reduction, clipping `params` and the update; returns the step's loss.
+  double train_step(const std::vector<Tensor>& params);
   double elapsed() const;
   // The clock every decision uses: elapsed(), or rank 0's in a data-parallel run.
   double clock() const { return distributed() ? agreed_elapsed_ : elapsed(); }
