@@ -363,6 +363,12 @@ TEST_CASE("run folders written before tied_lookup_reversed read it as false, so 
   edited["model"]["tied_lookup_reversed"] = true;
   CHECK_THROWS_WITH_AS(check_checkpoint_config(stored, edited, "old.safetensors"),
                        doctest::Contains("model.tied_lookup_reversed"), Error);
+  CHECK_THROWS_WITH_AS(models::parse_model_config({{"model", "decoder_lm"}, {"vocab_size", 10}, {"d_model", 8},
+                                                  {"layers", 1}, {"tied_lookup_reversed", "yes"}}),
+                       doctest::Contains("tied_lookup_reversed"), Error);
+  CHECK_THROWS_WITH_AS(models::parse_model_config({{"model", "encoder_classifier"}, {"vocab_size", 10},
+                                                  {"num_classes", 2}, {"tied_lookup_reversed", true}}),
+                       doctest::Contains("tied_lookup_reversed"), Error);
   // Today's default for a config that does not say: reversed.
   CHECK(models::parse_model_config({{"model", "decoder_lm"}, {"vocab_size", 10}, {"d_model", 8}, {"layers", 1},
                                     {"attention", {{"heads", 2}}}})
