@@ -29,8 +29,38 @@ uint64_t xgetbv0() {
   return (uint64_t(hi) << 32) | lo;
 }
 
+// Trailing and repeated spaces trimmed: brand strings are padded.
+std::string trimmed(const char* s) {
+  std::string out;
+  for (const char* p = s; *p; ++p)
+    if (*p != ' ' || (!out.empty() && out.back() != ' ')) out += *p;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+void identify(CpuFeatures& f) {
+  unsigned r[4];
+  if (__get_cpuid(0, &r[0], &r[1], &r[2], &r[3])) {
+    char vendor[13] = {};
+    std::memcpy(vendor, &r[1], 4);      // ebx, edx, ecx
+    std::memcpy(vendor + 4, &r[3], 4);
+    std::memcpy(vendor + 8, &r[2], 4);
+    f.vendor = vendor;
+  }
+  unsigned top = __get_cpuid_max(0x80000000u, nullptr);
+  if (top >= 0x80000004u) {
+    char brand[49] = {};
+    for (unsigned leaf = 0; leaf < 3; ++leaf) {
+      __get_cpuid(0x80000002u + leaf, &r[0], &r[1], &r[2], &r[3]);
+      std::memcpy(brand + 16 * leaf, r, 16);
+    }
+    f.brand = trimmed(brand);
+  }
+}
+
 CpuFeatures detect() {
   CpuFeatures f;
+  identify(f);
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return f;  // no OSXSAVE: no xgetbv
   const uint64_t xcr0 = xgetbv0();
@@ -66,12 +96,16 @@ CpuGemmPath parse_path(const std::string& s) {
   throw Error(str("KS_CPU_GEMM: expected amx, avx512bf16 or float32, got '", s.substr(0, 64), "'"));
 }
 
-// AMX when there is AMX. Without it the float32 path: on the machine
-// measured (docs/performance.md) OpenBLAS sgemm on the rounded operands ran
-// 1.4× faster than our AVX512-BF16 kernel, which stays available through
-// KS_CPU_GEMM=avx512bf16.
+// AMX when there is AMX. Else AVX512-BF16 on AMD: on Zen 4 a vdpbf16ps does
+// twice the multiply-adds of a float32 FMA per cycle, and the bf16 step ran
+// 1.5× the float32 one. Else (Intel without AMX, such as Cooper Lake) the
+// float32 path: on Sapphire Rapids vdpbf16ps has only the FMA's rate and
+// OpenBLAS sgemm on the rounded operands ran 1.4× faster than our kernel.
+// Measured in docs/performance.md; KS_CPU_GEMM overrides.
 CpuGemmPath best_path() {
   if (cpu_gemm_path_available(CpuGemmPath::Amx)) return CpuGemmPath::Amx;
+  if (cpu_features().vendor == "AuthenticAMD" && cpu_gemm_path_available(CpuGemmPath::Avx512Bf16))
+    return CpuGemmPath::Avx512Bf16;
   return CpuGemmPath::Float32;
 }
 

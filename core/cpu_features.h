@@ -10,8 +10,11 @@
 //   avx512bf16  vdpbf16ps on 512-bit vectors (AVX512-BF16 with AVX512F/BW).
 //   float32     the operands rounded to bfloat16, then OpenBLAS sgemm: the
 //               same results, to float32 summation order, on any x86-64.
-// The default is amx where available, else float32 (our AVX512-BF16 kernel
-// is slower than OpenBLAS on the rounded operands: docs/performance.md).
+// The default is amx where available; else avx512bf16 on AMD (Zen 4 and
+// later run vdpbf16ps at twice their float32 FMA rate: 1.5× a float32 step),
+// else float32 (on Intel without AMX, vdpbf16ps has only the float32 FMA
+// rate, and OpenBLAS on the rounded operands beats our kernel):
+// docs/performance.md has both machines' figures.
 // KS_CPU_GEMM=amx|avx512bf16|float32 forces a path (tests exercise each one);
 // forcing one the CPU lacks is an error naming what is missing.
 // Not here: whether GEMMs run in bf16 at all (core/matmul_precision.h).
@@ -29,6 +32,8 @@ struct CpuFeatures {
   bool amx_bf16 = false;     // AMX-TILE + AMX-BF16 with the OS saving tile state
   bool amx_permitted = false;  // Linux granted this process the tile data state
   std::string amx_refusal;     // why amx_permitted is false, when amx_bf16 is true
+  std::string vendor;          // cpuid's vendor string: "GenuineIntel", "AuthenticAMD", ...
+  std::string brand;           // the processor brand string, e.g. "AMD EPYC 9R14" (may be empty)
 };
 // Detected once per process (the AMX permission request included).
 const CpuFeatures& cpu_features();

@@ -27,7 +27,7 @@ int info(const std::vector<std::string>& args) {
                 "FILE is a model config, or a training config (whose data then fills in the sizes).\n"
                 "Prints parameters, forward FLOPs per token at sequence length N (default: the longest\n"
                 "input the config's max_len allows) and the memory that training with AdamW needs for weights and optimizer state.\n"
-                "--machine prints the CPU's bf16 GEMM paths (amx, avx512bf16, float32), the one bf16 GEMMs use\n"
+                "--machine prints the CPU (brand and vendor), its bf16 GEMM paths (amx, avx512bf16, float32), the one bf16 GEMMs use\n"
                 "(KS_CPU_GEMM forces one), and the thread count.\n");
     return 0;
   }
@@ -39,7 +39,9 @@ int info(const std::vector<std::string>& args) {
       std::string why;
       paths[cpu_gemm_path_name(p)] = cpu_gemm_path_available(p, &why) ? std::string("available") : why;
     }
-    nlohmann::json out = {{"threads", num_threads()},
+    nlohmann::json out = {{"cpu", cpu_features().brand},
+                          {"cpu_vendor", cpu_features().vendor},
+                          {"threads", num_threads()},
                           {"cpu_gemm_paths", paths},
                           {"bf16_gemm_path", cpu_gemm_path_name(cpu_gemm_path())},
                           {"cuda_devices", cuda_device_count()}};

@@ -234,9 +234,12 @@ if [ -r /usr/share/common-licenses/GPL-3 ]; then
   expect 0 '"vocab_size": 1024' -- "$ks" config --config $root/tools/configs/my_text_lm.json
 fi
 
-# tools/experiments/run.sh: stopped mid-run it resumes the run; finished runs are skipped.
+# tools/experiments/run.sh: stopped mid-run it resumes the run; a finished run
+# is analysed (claim 1 is in ANALYZE_CLAIMS) and its results kept, and a kept
+# run is skipped even when its run folder is gone (a fresh machine).
 printf '1 tiny %s train.steps=300 train.eval_every=100 train.threads=1\n' "$tmp/copy.json" > "$tmp/claims.txt"
-exp_env=(env CLAIMS="$tmp/claims.txt" SEEDS=0 KS_EXPERIMENTS="$tmp/exp" KEYSTONE="$ks")
+exp_env=(env CLAIMS="$tmp/claims.txt" SEEDS=0 KS_EXPERIMENTS="$tmp/exp" KS_RESULTS="$tmp/results" ANALYZE_CLAIMS=1
+         ANALYZE_FLAGS="--batches 1" KEYSTONE="$ks")
 "${exp_env[@]}" bash "$root/tools/experiments/run.sh" > "$tmp/exp1.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 1000); do [ -s "$tmp/exp/claim1/tiny-seed0/metrics.jsonl" ] && break; sleep 0.01; done
@@ -246,8 +249,13 @@ if [ -f "$tmp/exp/claim1/tiny-seed0/latest.safetensors" ]; then
 else
   expect 0 "start  $tmp/exp/claim1/tiny-seed0" -- "${exp_env[@]}" bash "$root/tools/experiments/run.sh"
 fi
+for f in config.json metrics.jsonl machine.json analysis/analysis.json; do
+  [ -s "$tmp/results/claim1/tiny-seed0/$f" ] || { echo "FAIL: run.sh did not keep $f"; fails=$((fails + 1)); }
+done
+grep -q '"seed": 0' "$tmp/results/claim1/tiny-seed0/config.json" || { echo "FAIL: run.sh did not set the seed"; fails=$((fails + 1)); }
+rm -rf "$tmp/exp"
 expect 0 "every run is finished" -- "${exp_env[@]}" bash "$root/tools/experiments/run.sh"
-grep -q '"seed": 0' "$tmp/exp/claim1/tiny-seed0/config.json" || { echo "FAIL: run.sh did not set the seed"; fails=$((fails + 1)); }
+[ -d "$tmp/exp/claim1/tiny-seed0" ] && { echo "FAIL: run.sh trained a run whose results were kept"; fails=$((fails + 1)); }
 expect 2 "is not an executable keystone binary" -- env KEYSTONE="$tmp/none" bash "$root/tools/experiments/run.sh"
 
 # One train per run folder: a second one (or a --resume) on a folder in training is refused.

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """tools/experiments/report.py — the tables of docs/RESULTS.md, made from the
-run folders of tools/experiments/run.sh alone (metrics.jsonl and config.json,
-plus `keystone info` for parameters and FLOPs).
+results tools/experiments/run.sh keeps alone (docs/results/runs: each run's
+metrics.jsonl, config.json and analysis/analysis.json, plus `keystone info`
+for parameters and FLOPs; a run folder of the same layout also serves).
 
-  python3 tools/experiments/report.py [--runs runs/experiments] [--claims FILE]
+  python3 tools/experiments/report.py [--runs docs/results/runs] [--claims FILE]
                                       [--keystone build/keystone] [--analysis] [CLAIM...]
 
 Prints, per claim, a markdown table with one row per run name of claims.txt:
@@ -17,7 +18,7 @@ deviation over the seeds, and the machine time.
 A run still in progress or not started is counted as missing, never guessed.
 
 With --analysis (claim 6), the table is instead the heads of the analysed
-runs (tools/experiments/analyze.sh): `keystone analyze --compare` over all of
+runs (run.sh analyses claims 1 and 5 as each run finishes): `keystone analyze --compare` over all of
 a claim's analyses gives one row per run (its compare.json; the definitions
 are the C++ ones of tools/analysis_report.h), averaged here over the seeds:
 mean Jensen–Shannon divergence and cosine between heads, mean effective
@@ -145,7 +146,7 @@ def analysis_table(a, rows, claim):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", default="runs/experiments")
+    p.add_argument("--runs", default="docs/results/runs")
     p.add_argument("--claims", default="tools/experiments/claims.txt")
     p.add_argument("--keystone", default="build/keystone")
     p.add_argument("--analysis", action="store_true", help="claim 6: the analysed runs' heads, over seeds")

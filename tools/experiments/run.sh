@@ -3,27 +3,59 @@
 # seed by seed (every run of seed 0 first, so partial results stay balanced),
 # skipping finished runs and resuming interrupted ones: it may be stopped at
 # any moment (Ctrl-C or SIGTERM: the current step finishes and is saved) and
-# started again in a later session.
+# started again later.
 #   bash tools/experiments/run.sh [CLAIM...]      (default: every claim)
 # Environment: SEEDS (default "0 1 2"), KS_EXPERIMENTS (run folders, default
-# runs/experiments), KEYSTONE (the binary, default build/keystone), CLAIMS
-# (the list, default tools/experiments/claims.txt).
-# A run is finished when its metrics.jsonl holds the final test record; one
-# with a checkpoint is resumed; one without (stopped before its first
-# checkpoint) is started again. Each run's output goes to RUN.log.
-# Not here: the tables and figures (docs/RESULTS.md, made from the run
-# folders' metrics alone).
+# runs/experiments), KS_RESULTS (the committed results, default
+# docs/results/runs), KEYSTONE (the binary, default build/keystone), CLAIMS
+# (the list, default tools/experiments/claims.txt), ANALYZE_CLAIMS (claims
+# whose trained models `keystone analyze` reads for claim 6, default "1 5"),
+# ANALYZE_FLAGS (default: the analysis defaults, 8 validation batches).
+#
+# Two places: a run folder (checkpoints, megabytes, lost with the machine)
+# and its results (config.json, metrics.jsonl, machine.json from `keystone
+# info --machine` and, for ANALYZE_CLAIMS, analysis/analysis.json: kilobytes, copied into KS_RESULTS as each run
+# finishes, to be committed). A run is finished when its results hold the
+# final test record; sessions on fresh machines therefore skip it. An
+# unfinished run with a checkpoint is resumed; one without (stopped before its
+# first checkpoint) is started again. Each run's output goes to RUN.log.
+# Not here: the tables and figures (docs/RESULTS.md, made by report.py and
+# `keystone plot` from the results alone).
 set -euo pipefail
 set -f  # no globbing: an override such as key=[1,2] is a value, not a pattern
 cd "$(dirname "$0")/../.."
 seeds="${SEEDS:-0 1 2}"
 root="${KS_EXPERIMENTS:-runs/experiments}"
+results="${KS_RESULTS:-docs/results/runs}"
+analyze_claims=" ${ANALYZE_CLAIMS:-1 5} "
 ks="${KEYSTONE:-build/keystone}"
 [ -x "$ks" ] || { echo "run.sh: $ks is not an executable keystone binary (build first, or set KEYSTONE)" >&2; exit 2; }
 claims=("$@")
 claims_file="${CLAIMS:-tools/experiments/claims.txt}"
 stop=0
 trap 'stop=1' INT TERM
+
+has_test() { grep -q '"split": *"test"' "$1/metrics.jsonl" 2>/dev/null; }
+
+# keep CLAIM DIR: the finished run's results into KS_RESULTS, analysed first
+# when its claim is one of ANALYZE_CLAIMS (the analysis needs the checkpoint,
+# which does not outlive the machine).
+keep() {
+  local claim="$1" dir="$2" kept="$results/claim$1/$(basename "$2")"
+  if [[ "$analyze_claims" == *" $claim "* ]] && [ ! -f "$dir/analysis/analysis.json" ]; then
+    echo "$(date -u +%FT%TZ) analyze $dir"
+    # shellcheck disable=SC2086
+    "$ks" analyze --run "$dir" ${ANALYZE_FLAGS:-} > "$dir.analysis.log" 2>&1 \
+      || { echo "run.sh: keystone analyze --run $dir failed, see $dir.analysis.log" >&2; return 1; }
+  fi
+  mkdir -p "$kept"
+  cp "$dir/config.json" "$dir/metrics.jsonl" "$kept/"
+  "$ks" info --machine > "$kept/machine.json"  # the CPU and bf16 GEMM path that finished it
+  if [ -f "$dir/analysis/analysis.json" ]; then
+    mkdir -p "$kept/analysis" && cp "$dir/analysis/analysis.json" "$kept/analysis/"
+  fi
+  echo "$(date -u +%FT%TZ) kept   $kept"
+}
 
 wanted() {  # wanted CLAIM: in the command line's list (or no list given)
   [ ${#claims[@]} -eq 0 ] && return 0
@@ -36,9 +68,9 @@ for seed in $seeds; do
     wanted "$claim" || continue
     [ "$stop" = 1 ] && exit 130
     dir="$root/claim$claim/$name-seed$seed"
-    if [ -f "$dir/metrics.jsonl" ] && grep -q '"split": *"test"' "$dir/metrics.jsonl"; then
-      continue  # finished
-    fi
+    kept="$results/claim$claim/$name-seed$seed"
+    has_test "$kept" && continue                        # finished, results kept
+    if has_test "$dir"; then keep "$claim" "$dir"; continue; fi  # finished here, not yet kept
     mkdir -p "$root/claim$claim"
     sets=(--set "seed=$seed" --set train.precision=bf16 --set "name=$name-seed$seed")
     for kv in $overrides; do sets+=(--set "$kv"); done
@@ -58,15 +90,15 @@ for seed in $seeds; do
     rc=0; wait "$pid" || rc=$?
     while kill -0 "$pid" 2>/dev/null; do rc=0; wait "$pid" || rc=$?; done
     trap 'stop=1' INT TERM
-    finished=0
-    grep -q '"split": *"test"' "$dir/metrics.jsonl" 2>/dev/null && finished=1
     if [ "$stop" = 1 ]; then
-      # A stop that came as the run ended leaves it finished, not resumable.
-      if [ "$finished" = 1 ]; then echo "$(date -u +%FT%TZ) finished $dir"; else echo "$(date -u +%FT%TZ) stopped $dir (resumable)"; fi
+      # A stop that came as the run ended leaves it finished (kept by the
+      # next start), not resumable.
+      if has_test "$dir"; then echo "$(date -u +%FT%TZ) finished $dir"; else echo "$(date -u +%FT%TZ) stopped $dir (resumable)"; fi
       exit 130
     fi
     [ "$rc" = 0 ] || { echo "run.sh: $dir failed (exit $rc), see $dir.log" >&2; exit 1; }
     echo "$(date -u +%FT%TZ) finished $dir"
+    keep "$claim" "$dir"
   done < "$claims_file"
 done
 echo "$(date -u +%FT%TZ) every run is finished"
