@@ -238,7 +238,7 @@ fi
 # is analysed (claim 1 is in ANALYZE_CLAIMS) and its results kept, and a kept
 # run is skipped even when its run folder is gone (a fresh machine).
 printf '1 tiny %s train.steps=300 train.eval_every=100 train.threads=1\n' "$tmp/copy.json" > "$tmp/claims.txt"
-exp_env=(env CLAIMS="$tmp/claims.txt" SEEDS=0 KS_EXPERIMENTS="$tmp/exp" KS_RESULTS="$tmp/results" ANALYZE_CLAIMS=1
+exp_env=(env CLAIMS="$tmp/claims.txt" SEEDS="0 1" KS_EXPERIMENTS="$tmp/exp" KS_RESULTS="$tmp/results" ANALYZE_CLAIMS=1
          ANALYZE_FLAGS="--batches 1" KEYSTONE="$ks")
 "${exp_env[@]}" bash "$root/tools/experiments/run.sh" > "$tmp/exp1.log" 2>&1 &
 pid=$!
@@ -256,6 +256,37 @@ grep -q '"seed": 0' "$tmp/results/claim1/tiny-seed0/config.json" || { echo "FAIL
 rm -rf "$tmp/exp"
 expect 0 "every run is finished" -- "${exp_env[@]}" bash "$root/tools/experiments/run.sh"
 [ -d "$tmp/exp/claim1/tiny-seed0" ] && { echo "FAIL: run.sh trained a run whose results were kept"; fails=$((fails + 1)); }
+
+# report.py and heads_figure.py, from the kept results alone (two seeds: a mean ± std).
+if command -v python3 >/dev/null; then
+  rep=(python3 "$root/tools/experiments/report.py" --runs "$tmp/results" --claims "$tmp/claims.txt" --keystone "$ks")
+  expect 0 "^\| tiny \| 2 \| .* \| [0-9.]+ ± [0-9.]+ \| [0-9.]+ ± [0-9.]+ \| [0-9]+ min \|" -- "${rep[@]}" 1
+  expect 0 "^\| tiny \| 2 \| [0-9.]+ ± [0-9.]+ \|" -- "${rep[@]}" --analysis 1
+  rm -rf "$tmp/results/claim1/tiny-seed1/metrics.jsonl"  # unfinished: counted as missing
+  expect 0 "^\| tiny \| 1 \| .*\(one seed\)" -- "${rep[@]}" 1
+  python3 - "$tmp/heads" <<'PY'
+import json, os, sys
+root = sys.argv[1]
+def run(claim, name, seed, heads, ppl):
+    d = f"{root}/claim{claim}/{name}-seed{seed}"
+    os.makedirs(d)
+    json.dump({"model": {"attention": {"heads": heads}}}, open(d + "/config.json", "w"))
+    with open(d + "/metrics.jsonl", "w") as f:
+        f.write(json.dumps({"split": "valid", "ppl": ppl + 1, "step": 1, "elapsed_s": 1}) + "\n")
+        f.write(json.dumps({"split": "test", "ppl": ppl, "step": 1, "elapsed_s": 2}) + "\n")
+for seed in (0, 1):
+    run(3, "h1-softmax", seed, 1, 150 + 2 * seed)
+    run(3, "h2-fixed32", seed, 2, 160 + 4 * seed)
+    run(1, "softmax8x32", seed, 8, 140)
+PY
+  hf=(python3 "$root/tools/experiments/heads_figure.py" --runs "$tmp/heads" --out "$tmp/heads.svg")
+  expect 0 "p = d/h \(softmax\): h 1 151.0 ± 1.4 \(2\), h 8 140.0 ± 0.0 \(2\)" -- "${hf[@]}"
+  expect 0 "no finished seed of claim 3's h16-fixed32: left out" -- "${hf[@]}"
+  [ "$(grep -c '<circle' "$tmp/heads.svg")" = 4 ] || { echo "FAIL: heads_figure.py drew $(grep -c '<circle' "$tmp/heads.svg") points, want 4"; fails=$((fails + 1)); }
+  expect 1 "no finished run of the head-count curve" -- python3 "$root/tools/experiments/heads_figure.py" --runs "$tmp/none" --out "$tmp/none.svg"
+else
+  echo "skipped: report.py and heads_figure.py checks (no python3)"
+fi
 expect 2 "is not an executable keystone binary" -- env KEYSTONE="$tmp/none" bash "$root/tools/experiments/run.sh"
 
 # One train per run folder: a second one (or a --resume) on a folder in training is refused.

@@ -125,8 +125,9 @@ def analysis_table(a, rows, claim):
             if done.returncode != 0:
                 sys.exit(f"report.py: keystone analyze --compare failed: {done.stderr.strip()}")
             with open(os.path.join(out, "compare.json")) as f:
-                for row in json.load(f)["runs"]:
-                    by_run[os.path.normpath(row["run"])] = row
+                # One row per analysis, in the order given (a row's "run" is
+                # where it was trained, not where its results are kept).
+                by_run = dict(zip((os.path.normpath(d) for d in dirs), json.load(f)["runs"]))
     for name in names:
         got = [by_run[os.path.normpath(d)] for d in analysed.get(name, []) if os.path.normpath(d) in by_run]
         if not got:
