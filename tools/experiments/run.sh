@@ -14,7 +14,8 @@
 #
 # Two places: a run folder (checkpoints, megabytes, lost with the machine)
 # and its results (config.json, metrics.jsonl, machine.json from `keystone
-# info --machine` and, for ANALYZE_CLAIMS, analysis/analysis.json: kilobytes, copied into KS_RESULTS as each run
+# info --machine` and, for ANALYZE_CLAIMS, analysis/analysis.json without its
+# singular values: kilobytes, copied into KS_RESULTS as each run
 # finishes, to be committed). A run is finished when its results hold the
 # final test record; sessions on fresh machines therefore skip it. An
 # unfinished run with a checkpoint is resumed; one without (stopped before its
@@ -23,7 +24,19 @@
 # `keystone plot` from the results alone).
 set -euo pipefail
 set -f  # no globbing: an override such as key=[1,2] is a value, not a pattern
-cd "$(dirname "$0")/../.."
+# Bash reads a script as it runs it, and this loop reads the claims list line
+# by line: editing either, or checking out another commit, while runs train
+# would change what the running loop reads next. So it runs from a copy of
+# both, made here and removed when it ends.
+if [ -z "${KS_RUN_SH_COPY:-}" ] || [ "$0" != "$KS_RUN_SH_COPY/run.sh" ]; then
+  copy="$(mktemp -d)"
+  cp "$0" "$copy/run.sh"
+  cp "${CLAIMS:-$(dirname "$0")/claims.txt}" "$copy/claims.txt"
+  KS_RUN_SH_COPY="$copy" KS_RUN_SH_ROOT="$(cd "$(dirname "$0")/../.." && pwd)" CLAIMS="$copy/claims.txt" \
+    exec bash "$copy/run.sh" "$@"
+fi
+trap 'rm -rf "$KS_RUN_SH_COPY"' EXIT
+cd "$KS_RUN_SH_ROOT"
 seeds="${SEEDS:-0 1 2}"
 root="${KS_EXPERIMENTS:-runs/experiments}"
 results="${KS_RESULTS:-docs/results/runs}"
@@ -36,6 +49,26 @@ stop=0
 trap 'stop=1' INT TERM
 
 has_test() { grep -q '"split": *"test"' "$1/metrics.jsonl" 2>/dev/null; }
+
+# compact SRC DST: an analysis.json without the singular values of every head
+# and example (95% of its 0.6 MB; `keystone analyze --compare`, which the
+# tables read, needs only their effective ranks), or as it is without python3.
+compact() {
+  if ! command -v python3 >/dev/null; then cp "$1" "$2"; return; fi
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))
+for site in a["sites"]:
+    for example in site.get("rank", {}).get("examples", []):
+        for head in example.get("heads", []):
+            for spectrum in head.values():
+                if isinstance(spectrum, dict):
+                    spectrum.pop("singular_values", None)
+with open(sys.argv[2], "w") as f:
+    json.dump(a, f, indent=1)
+    f.write("\n")
+PY
+}
 
 # keep CLAIM DIR: the finished run's results into KS_RESULTS, analysed first
 # when its claim is one of ANALYZE_CLAIMS (the analysis needs the checkpoint,
@@ -52,7 +85,8 @@ keep() {
   cp "$dir/config.json" "$dir/metrics.jsonl" "$kept/"
   "$ks" info --machine > "$kept/machine.json"  # the CPU and bf16 GEMM path that finished it
   if [ -f "$dir/analysis/analysis.json" ]; then
-    mkdir -p "$kept/analysis" && cp "$dir/analysis/analysis.json" "$kept/analysis/"
+    mkdir -p "$kept/analysis"
+    compact "$dir/analysis/analysis.json" "$kept/analysis/analysis.json"
   fi
   echo "$(date -u +%FT%TZ) kept   $kept"
 }
