@@ -96,20 +96,19 @@ CpuGemmPath parse_path(const std::string& s) {
   throw Error(str("KS_CPU_GEMM: expected amx, avx512bf16 or float32, got '", s.substr(0, 64), "'"));
 }
 
+}  // namespace
+
 // AMX when there is AMX. Else AVX512-BF16 on AMD: on Zen 4 a vdpbf16ps does
 // twice the multiply-adds of a float32 FMA per cycle, and the bf16 step ran
 // 1.5× the float32 one. Else (Intel without AMX, such as Cooper Lake) the
 // float32 path: on Sapphire Rapids vdpbf16ps has only the FMA's rate and
 // OpenBLAS sgemm on the rounded operands ran 1.4× faster than our kernel.
 // Measured in docs/performance.md; KS_CPU_GEMM overrides.
-CpuGemmPath best_path() {
-  if (cpu_gemm_path_available(CpuGemmPath::Amx)) return CpuGemmPath::Amx;
-  if (cpu_features().vendor == "AuthenticAMD" && cpu_gemm_path_available(CpuGemmPath::Avx512Bf16))
-    return CpuGemmPath::Avx512Bf16;
+CpuGemmPath default_cpu_gemm_path(const CpuFeatures& f) {
+  if (f.amx_bf16 && f.amx_permitted) return CpuGemmPath::Amx;
+  if (f.vendor == "AuthenticAMD" && f.avx512_bf16) return CpuGemmPath::Avx512Bf16;
   return CpuGemmPath::Float32;
 }
-
-}  // namespace
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures features = detect();
@@ -143,7 +142,7 @@ CpuGemmPath cpu_gemm_path() {
   if (forced >= 0) return CpuGemmPath(forced);
   static const CpuGemmPath chosen = [] {
     const char* env = std::getenv("KS_CPU_GEMM");
-    if (!env || !*env) return best_path();
+    if (!env || !*env) return default_cpu_gemm_path(cpu_features());
     const CpuGemmPath p = parse_path(env);
     std::string why;
     KS_CHECK(cpu_gemm_path_available(p, &why), "KS_CPU_GEMM=", env, ": ", why);

@@ -10,10 +10,10 @@
 //   avx512bf16  vdpbf16ps on 512-bit vectors (AVX512-BF16 with AVX512F/BW).
 //   float32     the operands rounded to bfloat16, then OpenBLAS sgemm: the
 //               same results, to float32 summation order, on any x86-64.
-// The default is amx where available; else avx512bf16 on AMD (Zen 4 and
-// later run vdpbf16ps at twice their float32 FMA rate: 1.5× a float32 step),
-// else float32 (on Intel without AMX, vdpbf16ps has only the float32 FMA
-// rate, and OpenBLAS on the rounded operands beats our kernel):
+// The default is amx where available; else avx512bf16 on AMD (measured on
+// Zen 4, which runs vdpbf16ps at twice its float32 FMA rate: 1.5× a float32
+// step), else float32 (on Intel without AMX, vdpbf16ps has only the float32
+// FMA rate, and OpenBLAS on the rounded operands beats our kernel):
 // docs/performance.md has both machines' figures.
 // KS_CPU_GEMM=amx|avx512bf16|float32 forces a path (tests exercise each one);
 // forcing one the CPU lacks is an error naming what is missing.
@@ -33,7 +33,7 @@ struct CpuFeatures {
   bool amx_permitted = false;  // Linux granted this process the tile data state
   std::string amx_refusal;     // why amx_permitted is false, when amx_bf16 is true
   std::string vendor;          // cpuid's vendor string: "GenuineIntel", "AuthenticAMD", ...
-  std::string brand;           // the processor brand string, e.g. "AMD EPYC 9R14" (may be empty)
+  std::string brand;           // the processor brand string, spaces trimmed (may be empty)
 };
 // Detected once per process (the AMX permission request included).
 const CpuFeatures& cpu_features();
@@ -41,8 +41,10 @@ const CpuFeatures& cpu_features();
 const char* cpu_gemm_path_name(CpuGemmPath p);  // "amx", "avx512bf16", "float32"
 // Whether this CPU (and OS) can run the path; `why` gets the reason when not.
 bool cpu_gemm_path_available(CpuGemmPath p, std::string* why = nullptr);
+// The default above for a CPU with features f (a pure function, for tests).
+CpuGemmPath default_cpu_gemm_path(const CpuFeatures& f);
 // The path bf16 GEMMs use: set_cpu_gemm_path's, else KS_CPU_GEMM's (checked
-// on first use), else the default above.
+// on first use), else default_cpu_gemm_path(cpu_features()).
 CpuGemmPath cpu_gemm_path();
 // Forces a path for the process (tests); throws if it is not available.
 void set_cpu_gemm_path(CpuGemmPath p);

@@ -278,6 +278,29 @@ TEST_CASE("bf16 gemm: KS_CPU_GEMM and set_cpu_gemm_path name what is missing") {
   }
 }
 
+TEST_CASE("bf16 gemm: the default path is AMX, else AVX512-BF16 on AMD, else float32") {
+  const CpuFeatures& here = cpu_features();
+  MESSAGE("this CPU: '", here.brand, "' (", here.vendor, ")");
+#if defined(__x86_64__)
+  CHECK(!here.vendor.empty());
+#endif
+  CHECK(here.brand.find("  ") == std::string::npos);
+  CHECK((here.brand.empty() || (here.brand.front() != ' ' && here.brand.back() != ' ')));
+  CpuFeatures f;
+  f.avx512 = f.avx512_bf16 = true;
+  f.vendor = "AuthenticAMD";
+  CHECK(default_cpu_gemm_path(f) == CpuGemmPath::Avx512Bf16);
+  f.vendor = "GenuineIntel";
+  CHECK(default_cpu_gemm_path(f) == CpuGemmPath::Float32);  // vdpbf16ps at the FMA's rate: OpenBLAS wins
+  f.amx_bf16 = true;
+  CHECK(default_cpu_gemm_path(f) == CpuGemmPath::Float32);  // tile state, but Linux refused the permission
+  f.amx_permitted = true;
+  CHECK(default_cpu_gemm_path(f) == CpuGemmPath::Amx);
+  CpuFeatures zen3;  // AMD without AVX512-BF16
+  zen3.vendor = "AuthenticAMD";
+  CHECK(default_cpu_gemm_path(zen3) == CpuGemmPath::Float32);
+}
+
 // k (B, h, S, p) as M = 2 keys per position (B, h, 2, S, p): k and k/2.
 static Tensor stack_keys(const Tensor& k) { return contiguous(stack({k, mul(k, 0.5)}, 2)); }
 
