@@ -243,6 +243,13 @@ exp_env=(env CLAIMS="$tmp/claims.txt" SEEDS="0 1" KS_EXPERIMENTS="$tmp/exp" KS_R
 "${exp_env[@]}" bash "$root/tools/experiments/run.sh" > "$tmp/exp1.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 1000); do [ -s "$tmp/exp/claim1/tiny-seed0/metrics.jsonl" ] && break; sleep 0.01; done
+# It runs from a copy of itself whose path still ends as the script's (what a `pkill -f` names).
+running="$(tr '\0' ' ' < "/proc/$pid/cmdline")"
+case "$running" in
+  "bash $root/tools/experiments/run.sh "*) echo "FAIL: run.sh runs from the tree, not from a copy"; fails=$((fails + 1)) ;;
+  "bash /"*"/tools/experiments/run.sh "*) ;;
+  *) echo "FAIL: run.sh's copy is not named .../tools/experiments/run.sh: $running"; fails=$((fails + 1)) ;;
+esac
 kill -TERM "$pid"; wait "$pid"
 if [ -f "$tmp/exp/claim1/tiny-seed0/latest.safetensors" ]; then
   expect 0 "resume $tmp/exp/claim1/tiny-seed0" -- "${exp_env[@]}" bash "$root/tools/experiments/run.sh"

@@ -27,13 +27,16 @@ set -f  # no globbing: an override such as key=[1,2] is a value, not a pattern
 # Bash reads a script as it runs it, and this loop reads the claims list line
 # by line: editing either, or checking out another commit, while runs train
 # would change what the running loop reads next. So it runs from a copy of
-# both, made here and removed when it ends.
-if [ -z "${KS_RUN_SH_COPY:-}" ] || [ "$0" != "$KS_RUN_SH_COPY/run.sh" ]; then
+# both, made here and removed when it ends; the copy's path also ends in
+# tools/experiments/run.sh, so `pkill -TERM -f tools/experiments/run.sh`
+# still finds it.
+if [ -z "${KS_RUN_SH_COPY:-}" ] || [ "$0" != "$KS_RUN_SH_COPY/tools/experiments/run.sh" ]; then
   copy="$(mktemp -d)"
-  cp "$0" "$copy/run.sh"
+  mkdir -p "$copy/tools/experiments"
+  cp "$0" "$copy/tools/experiments/run.sh"
   cp "${CLAIMS:-$(dirname "$0")/claims.txt}" "$copy/claims.txt"
   KS_RUN_SH_COPY="$copy" KS_RUN_SH_ROOT="$(cd "$(dirname "$0")/../.." && pwd)" CLAIMS="$copy/claims.txt" \
-    exec bash "$copy/run.sh" "$@"
+    exec bash "$copy/tools/experiments/run.sh" "$@"
 fi
 trap 'rm -rf "$KS_RUN_SH_COPY"' EXIT
 cd "$KS_RUN_SH_ROOT"
