@@ -267,7 +267,7 @@ expect 0 "every run is finished" -- "${exp_env[@]}" bash "$root/tools/experiment
 # report.py and heads_figure.py, from the kept results alone (two seeds: a mean ± std).
 if command -v python3 >/dev/null; then
   rep=(python3 "$root/tools/experiments/report.py" --runs "$tmp/results" --claims "$tmp/claims.txt" --keystone "$ks")
-  expect 0 "^\| tiny \| 2 \| .* \| [0-9.]+ ± [0-9.]+ \| [0-9.]+ ± [0-9.]+ \| [0-9]+ min \|" -- "${rep[@]}" 1
+  expect 0 "^\| tiny \| 2 \| .* \| [0-9.]+ ± [0-9.]+ \| [0-9.]+ ± [0-9.]+ \| [0-9]+ min \| (amx|avx512bf16|float32) \|$" -- "${rep[@]}" 1
   expect 0 "^\| tiny \| 2 \| [0-9.]+ ± [0-9.]+ \|" -- "${rep[@]}" --analysis 1
   rm -rf "$tmp/results/claim1/tiny-seed1/metrics.jsonl"  # unfinished: counted as missing
   expect 0 "^\| tiny \| 1 \| .*\(one seed\)" -- "${rep[@]}" 1

@@ -14,7 +14,9 @@ on a shared machine: the bench in docs/performance.md is the speed figure),
 the best validation perplexity and the test perplexity of the best checkpoint
 (for a classifier, such as claim 4's ListOps, accuracy in % instead: the
 best validation accuracy and the test accuracy) as mean ± sample standard
-deviation over the seeds, and the machine time.
+deviation over the seeds, the machine time, and the bf16 GEMM path of the
+machines that trained them (machine.json: amx, avx512bf16 or float32, which
+set the speed; the products are the same rounded ones).
 A run still in progress or not started is counted as missing, never guessed.
 
 With --analysis (claim 6), the table is instead the heads of the analysed
@@ -90,7 +92,17 @@ def run_summary(run_dir):
         "best_valid": (min(valid) if metric == "ppl" else max(valid)) if valid else None,
         "tokens_per_s": statistics.median(speed) if speed else None,
         "elapsed_s": max(r.get("elapsed_s", 0) for r in records),
+        "gemm_path": machine_path(run_dir),
     }
+
+
+def machine_path(run_dir):
+    """The bf16 GEMM path of the machine that finished the run (machine.json), or "?"."""
+    path = os.path.join(run_dir, "machine.json")
+    if not os.path.isfile(path):
+        return "?"
+    with open(path) as f:
+        return json.load(f).get("bf16_gemm_path", "?")
 
 
 def model_cost(keystone, config):
@@ -177,7 +189,7 @@ def main():
                         if s:
                             seeds.append((entry, s))
             if not seeds:
-                table.append(f"| {name} | 0 | | | | | | |")
+                table.append(f"| {name} | 0 | | | | | | | |")
                 continue
             metric = seeds[0][1]["metric"]
             cost = model_cost(a.keystone, os.path.join(folder, seeds[0][0], "config.json"))
@@ -187,11 +199,13 @@ def main():
             table.append(f"| {name} | {len(seeds)} | {cost['params'] / 1e6:.2f} M ({cost['non_embedding_params'] / 1e6:.2f} M) "
                          f"| {cost['forward_flops_per_token'] / 1e6:.1f} M | {statistics.median(speed):,.0f} "
                          f"| {mean_std([s['best_valid'] for _, s in seeds if s['best_valid'] is not None])} "
-                         f"| {mean_std([s['test'] for _, s in seeds if s['test'] is not None])} | {minutes:.0f} min |")
+                         f"| {mean_std([s['test'] for _, s in seeds if s['test'] is not None])} | {minutes:.0f} min "
+                         f"| {' / '.join(sorted({s['gemm_path'] for _, s in seeds}))} |")
         unit = "ppl" if metric == "ppl" else "accuracy (%)"
         print(f"\n### Claim {claim}\n")
-        print(f"| run | seeds | params (non-embedding) | FLOPs/token | tokens/s | best valid {unit} | test {unit} | machine time |")
-        print("|---|---|---|---|---|---|---|---|")
+        print(f"| run | seeds | params (non-embedding) | FLOPs/token | tokens/s | best valid {unit} | test {unit} "
+              "| machine time | bf16 GEMMs |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for line in table:
             print(line)
     print(f"\nMachine time of the finished runs: {total / 60:.1f} h")
