@@ -59,7 +59,8 @@ int bench(const std::vector<std::string>& args) {
         "                      [--precision float32|tf32|bf16]  (tf32: cuda only)\n"
         "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
         "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
-        "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one).\n"
+        "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
+        "cpu (the processor's brand string).\n"
         "--profile also prints, after the JSON line, the time per kernel and pass (forward, backward,\n"
         "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n");
     return 0;
@@ -132,7 +133,8 @@ int bench(const std::vector<std::string>& args) {
                         {"first_loss", first_loss},
                         {"device", device.str()},
                         {"precision", precision_name},
-                        {"cpu_gemm", cpu_gemm_path_name(cpu_gemm_path())}};
+                        {"cpu_gemm", cpu_gemm_path_name(cpu_gemm_path())},
+                        {"cpu", cpu_features().brand}};
   std::printf("%s\n", out.dump().c_str());
   if (profile) print_profile(dt, steps);
   return 0;

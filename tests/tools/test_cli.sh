@@ -39,6 +39,8 @@ expect 1 "unknown family 'sparse'" -- "$ks" bench --attention sparse --steps 1 -
 expect 0 '"tokens_per_s":' -- "$ks" bench --attention mgk --steps 1 --layers 1 --seq 8 --batch 2 --vocab 16 --d-model 8 --heads 2 --d-ff 16 --threads 1
 expect 2 "--config FILE \(or --machine\) is required" -- "$ks" info
 expect 0 '"bf16_gemm_path"' -- "$ks" info --machine
+expect 0 '"cpu_vendor": "[A-Za-z ]+"' -- "$ks" info --machine
+expect 0 '"cpu":"[^"]*","cpu_gemm":"(amx|avx512bf16|float32)"' -- "$ks" bench --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8
 expect 2 "--machine takes no --config" -- "$ks" info --machine --config x.json
 KS_CPU_GEMM=tpu expect 1 "KS_CPU_GEMM: expected amx, avx512bf16 or float32, got 'tpu'" -- "$ks" info --machine
 KS_CPU_GEMM=float32 expect 0 '"bf16_gemm_path": "float32"' -- "$ks" info --machine
