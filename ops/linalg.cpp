@@ -21,6 +21,7 @@ namespace ks {
 
 constinit KernelTable<GemmKernel> gemm_kernel("gemm");
 constinit KernelTable<GemmBiasKernel> gemm_bias_kernel("gemm");
+constinit KernelTable<LinearBackwardKernel> linear_backward_kernel("linear_backward");
 
 namespace {
 
@@ -197,6 +198,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
              const int64_t rows = rows_of(shape_x);  // all leading dims of x
              const Tensor g = reshape(grads[0], {rows, out_features});
              Tensor dx, dw, db;
+             if (sx.defined() && linear_backward_kernel.has(g.device().type)) {
+               const Tensor x2 = reshape(sx.unpack(), {rows, in});
+               const Tensor w = sw.defined() ? sw.unpack() : Tensor();
+               if (linear_backward_kernel(g.device(), g, x2, w, sw.defined(), gb, dx, dw, db)) {
+                 if (dx.defined()) dx = reshape(dx, shape_x);
+                 return std::vector<Tensor>{dx, dw, db};
+               }
+             }
              if (sw.defined()) dx = reshape(gemm(g, sw.unpack()), shape_x);       // g·W
              if (sx.defined()) dw = gemm(mT(g), reshape(sx.unpack(), {rows, in}));  // gᵀ·x
              if (gb) db = sum(g, {0});

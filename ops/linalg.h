@@ -40,5 +40,14 @@ extern KernelTable<GemmKernel> gemm_kernel;
 // GEMMs do), sparing a pass over c.
 using GemmBiasKernel = void(const Tensor& c, const Tensor& a, const Tensor& b, const Tensor& bias);
 extern KernelTable<GemmBiasKernel> gemm_bias_kernel;
+// The linear layer's backward in one call, where a device can do better than
+// its three ops: dx (rows, in) = g·w, dw (out, in) = gᵀ·x and db (out,) =
+// g summed over rows, for g (rows, out), x (rows, in), w (out, in); each of
+// dx and db only when it is wanted (dw always). Returns false, computing
+// nothing, where it does not apply; linear then runs gemm, gemm and sum. The
+// CPU's applies to its bf16 GEMMs (ops/cpu/linear_backward.cpp).
+using LinearBackwardKernel = bool(const Tensor& g, const Tensor& x, const Tensor& w, bool want_dx, bool want_db,
+                                  Tensor& dx, Tensor& dw, Tensor& db);
+extern KernelTable<LinearBackwardKernel> linear_backward_kernel;
 
 }  // namespace ks

@@ -128,7 +128,17 @@ void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_
   });
   maybe_parallel(threaded, np / kPanel, std::max<int64_t>(1, (1 << 16) / (kp * kPanel)),
                  [&](int64_t p0, int64_t p1) { bf16::pack_b(b, trans_b, ldb, k, n, kp, p0, p1, pb); });
+  bf16::tiled_product(path, pa, ka, pb, kp, m, n, alpha, beta, c, ldc, threaded, c_transposed, row_bias);
+}
 
+}  // namespace
+
+namespace bf16 {
+
+void tiled_product(CpuGemmPath path, const uint16_t* pa, int64_t ka, const uint16_t* pb, int64_t kp, int64_t m,
+                   int64_t n, float alpha, float beta, float* c, int64_t ldc, bool threaded, bool c_transposed,
+                   const float* row_bias) {
+  const int64_t mp = round_up(m, kBlock), np = round_up(n, kBlock);
   const auto block = path == CpuGemmPath::Amx ? bf16::amx_block : bf16::avx512bf16_block;
   // Macro tiles: smaller where there would be too few to keep every thread busy.
   const int64_t threads = threaded ? num_threads() : 1;
@@ -220,10 +230,6 @@ void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_
     }
   });
 }
-
-}  // namespace
-
-namespace bf16 {
 
 void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const uint16_t* b, int64_t panel_stride,
                     int64_t m, int64_t n, int64_t kc, float* c, int64_t ldc, bool accumulate) {

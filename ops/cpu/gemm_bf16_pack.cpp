@@ -14,6 +14,7 @@
 //                          16 (k, k+1) pairs, and a 16 × 16 transpose of
 //                          those pairs gives 16 panel rows.
 // Edges (fewer than 16 rows, columns or k left) go element by element.
+// pack_a_and_b is the third and first cases at once, from one read of g.
 // Not here: the kernels and the blocking (gemm_bf16_*.cpp, gemm_bf16.cpp).
 #include <immintrin.h>
 
@@ -157,6 +158,49 @@ KS_AVX512 void pack_b(const float* b, bool transposed, int64_t ldb, int64_t k, i
     for (int64_t rr = r; rr < kp; ++rr)
       for (int64_t c = 0; c < kPanel; ++c)
         panel[(rr / 2) * 2 * kPanel + 2 * c + (rr % 2)] = rr < k && c < cols ? to_bf16(at(rr, c)) : uint16_t(0);
+  }
+}
+
+KS_AVX512 void pack_a_and_b(const float* g, int64_t ldg, int64_t m, int64_t n, int64_t ka, int64_t kp_b, int64_t r0,
+                            int64_t r1, uint16_t* a_out, uint16_t* b_out, float* col_sums) {
+  const __m512i low16 = _mm512_set1_epi32(0xffff);
+  const int64_t n16 = n / 16 * 16, np = round_up(n, kBlock);
+  for (int64_t r = r0; r < r1; r += 2) {
+    const bool real0 = r < m, real1 = r + 1 < m;
+    const float* x0 = real0 ? g + r * ldg : nullptr;
+    const float* x1 = real1 ? g + (r + 1) * ldg : nullptr;
+    uint16_t* a0 = a_out ? a_out + r * ka : nullptr;
+    uint16_t* a1 = a_out ? a0 + ka : nullptr;
+    uint16_t* b_pair = b_out ? b_out + r * kPanel : nullptr;  // panel row r/2 of panel 0
+    int64_t c = 0;
+    for (; c < n16; c += 16) {
+      const __m512 v0 = x0 ? _mm512_loadu_ps(x0 + c) : _mm512_setzero_ps();
+      const __m512 v1 = x1 ? _mm512_loadu_ps(x1 + c) : _mm512_setzero_ps();
+      const __m512i h0 = rounded_high(v0), h1 = rounded_high(v1);
+      if (a0) {
+        _mm256_storeu_si256((__m256i*)(a0 + c), _mm512_cvtepi32_epi16(_mm512_srli_epi32(h0, 16)));
+        _mm256_storeu_si256((__m256i*)(a1 + c), _mm512_cvtepi32_epi16(_mm512_srli_epi32(h1, 16)));
+      }
+      if (b_pair)
+        _mm512_storeu_si512(b_pair + (c / kPanel) * kp_b * kPanel,
+                            _mm512_or_si512(_mm512_srli_epi32(h0, 16), _mm512_andnot_si512(low16, h1)));
+      if (col_sums) _mm512_storeu_ps(col_sums + c, _mm512_add_ps(_mm512_loadu_ps(col_sums + c), _mm512_add_ps(v0, v1)));
+    }
+    // the last partial panel and B's zero columns up to a multiple of 32
+    for (; c < np; ++c) {
+      const float v0 = x0 && c < n ? x0[c] : 0.f, v1 = x1 && c < n ? x1[c] : 0.f;
+      if (a0 && c < n) a0[c] = to_bf16(v0), a1[c] = to_bf16(v1);
+      if (b_pair) {
+        uint16_t* pair = b_pair + (c / kPanel) * kp_b * kPanel + 2 * (c % kPanel);
+        pair[0] = to_bf16(v0);
+        pair[1] = to_bf16(v1);
+      }
+      if (col_sums && c < n) col_sums[c] += v0 + v1;
+    }
+    if (a0) {
+      std::fill(a0 + n, a0 + ka, uint16_t(0));
+      std::fill(a1 + n, a1 + ka, uint16_t(0));
+    }
   }
 }
 

@@ -15,7 +15,7 @@
 // (c_in = c to accumulate; ldc_in = 0 repeats one row, a bias), or 0 when
 // c_in is null.
 // Not here: the blocking over a whole GEMM and the float32 path (gemm_bf16.cpp,
-// which also holds packed_product).
+// which also holds tiled_product and packed_product).
 // Packing: gemm_bf16_pack.cpp; kernels: gemm_bf16_amx.cpp, gemm_bf16_avx512.cpp.
 #pragma once
 
@@ -40,6 +40,18 @@ void pack_a(const float* a, bool transposed, int64_t lda, int64_t m, int64_t k, 
 void pack_b(const float* b, bool transposed, int64_t ldb, int64_t k, int64_t n, int64_t kp, int64_t p0, int64_t p1,
             uint16_t* out);
 
+// Rows [r0, r1) of a float32 matrix g (m, n), row stride ldg, rounded once
+// and written in two layouts (either may be null): packed A rows of op(A) = g
+// (k = n, row stride ka >= round_up(n, 32), zeros past n) into a_out, and
+// packed B of op(B) = g (k = m: panel row r/2 holds rows r and r + 1; panel
+// stride kp_b = round_up(m, 32) rows) into b_out, with round_up(n, 32) / 16
+// panels. r0 and r1 even; rows past m are zero in both. col_sums (n floats,
+// or null) gets each column's sum over the real rows added, in float32: the
+// linear layer's backward (ops/cpu/linear_backward.cpp) needs g·W, gᵀ·x and
+// the bias gradient, all from one read of g.
+void pack_a_and_b(const float* g, int64_t ldg, int64_t m, int64_t n, int64_t ka, int64_t kp_b, int64_t r0, int64_t r1,
+                  uint16_t* a_out, uint16_t* b_out, float* col_sums);
+
 // a: packed A at the block's first row and k offset, lda_p its row stride (kp);
 // b0, b1: the two panels at the same k offset.
 // dst[j·ldd + i] = alpha·src[i·lds + j] + beta·dst[j·ldd + i] for i < rows,
@@ -61,6 +73,17 @@ void amx_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint1
                int64_t ldc, const float* c_in, int64_t ldc_in, const BlockOperands& next);
 void avx512bf16_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c,
                       int64_t ldc, const float* c_in, int64_t ldc_in, const BlockOperands& next);
+
+// C (m, n) = alpha·A·B + beta·C from whole packed operands (A rows of stride
+// ka, round_up(m, 32) of them; B with kp rows per panel, kp a multiple of 32,
+// round_up(n, 32) / 16 panels), cut into macro tiles as bf16_gemm cuts them,
+// parallel when `threaded`; with c_transposed the (m, n) result is written
+// into C as its transpose. row_bias as bf16_gemm's (alpha 1, beta 0 only).
+// bf16_gemm is packing, then this; a caller that packed its operands itself
+// (ops/cpu/linear_backward.cpp) calls it directly.
+void tiled_product(CpuGemmPath path, const uint16_t* pa, int64_t ka, const uint16_t* pb, int64_t kp, int64_t m,
+                   int64_t n, float alpha, float beta, float* c, int64_t ldc, bool threaded, bool c_transposed,
+                   const float* row_bias);
 
 // For kernels that pack their own operands once and multiply them many times
 // (the fused attention, ops/cpu/attention_bf16.cpp): C (m, n) = A·B, or

@@ -5,7 +5,8 @@
 // within float32 summation error, over ragged shapes, both transposes,
 // batched and broadcast operands, strided views, alpha/beta, threads, and
 // inside the fused softmax and MGK attention kernels, where the packed
-// attention kernels also match the per-tile ones; and
+// attention kernels also match the per-tile ones, and in linear's fused
+// backward (one pack of g for dx, dW and db); and
 // MatmulPrecision::Float32 stays OpenBLAS bit for bit.
 #include <cblas.h>
 
@@ -33,7 +34,7 @@ void for_each_path(F&& body) {
   for (CpuGemmPath p : kPaths) {
     std::string why;
     if (!cpu_gemm_path_available(p, &why)) {
-      MESSAGE("skipped the ", cpu_gemm_path_name(p), " path: ", why);
+      MESSAGE("skipped the ", std::string(cpu_gemm_path_name(p)), " path: ", why);
       continue;
     }
     set_cpu_gemm_path(p);
@@ -250,6 +251,73 @@ TEST_CASE("bf16 gemm: gradients of matmul run with rounded operands too, and flo
   CHECK(matmul(a, b).to_vector<double>() == want.to_vector<double>());
 }
 
+TEST_CASE("bf16 gemm: linear's backward packs g once: dx, dW and db as the composed products and sum, every path") {
+  struct Shape3 {
+    int64_t rows, out, in;
+  };
+  const double u = std::ldexp(1.0, -24);
+  for (const Shape3 s : {Shape3{1, 1, 1}, Shape3{17, 33, 15}, Shape3{100, 64, 64}, Shape3{33, 1000, 17},
+                         Shape3{70, 48, 33}, Shape3{15, 17, 1}, Shape3{130, 31, 31},
+                         Shape3{4100, 96, 64}}) {  // the last: every pack split over threads
+    CAPTURE(s.rows);
+    CAPTURE(s.out);
+    CAPTURE(s.in);
+    for_each_path([&] {
+      Generator gen(11);
+      const Tensor x = randn({s.rows, s.in}, {}, &gen), w = randn({s.out, s.in}, {}, &gen);
+      const Tensor g = randn({s.rows, s.out}, {}, &gen);
+      MatmulPrecisionScope bf16(MatmulPrecision::BFloat16);
+      Tensor dx, dw, db;
+      const bool fused = linear_backward_kernel(Device::cpu(), g, x, w, true, true, dx, dw, db);
+      CHECK(fused == (cpu_gemm_path() != CpuGemmPath::Float32));  // the float32 path composes
+      if (!fused) return;
+      const std::vector<double> vg = g.to_vector<double>(), vx = x.to_vector<double>(), vw = w.to_vector<double>();
+      const std::vector<double> vgt = contiguous(transpose(g, 0, 1)).to_vector<double>();
+      std::vector<double> ref, scale;
+      rounded_reference(vg, vw, s.rows, s.in, s.out, ref, scale);  // dx = g·W
+      check_within_f32(dx.to_vector<double>(), ref, scale, s.out);
+      rounded_reference(vgt, vx, s.out, s.in, s.rows, ref, scale);  // dW = gᵀ·x
+      check_within_f32(dw.to_vector<double>(), ref, scale, s.rows);
+      const std::vector<double> got_db = db.to_vector<double>();  // db: g's own values, summed
+      for (int64_t c = 0; c < s.out; ++c) {
+        double sum = 0, abs_sum = 0;
+        for (int64_t r = 0; r < s.rows; ++r) sum += vg[size_t(r * s.out + c)], abs_sum += std::fabs(vg[size_t(r * s.out + c)]);
+        CHECK(std::fabs(got_db[size_t(c)] - sum) <= (double(s.rows) + 4) * u * abs_sum);
+      }
+      // linear's own backward takes this path: its gradients are these, bit for bit
+      Tensor xl = detach(x), wl = detach(w), bl = zeros({s.out});
+      for (Tensor* t : {&xl, &wl, &bl}) t->set_requires_grad(true);
+      backward(sum(mul(linear(xl, wl, bl), g)));
+      CHECK(xl.grad().to_vector<float>() == dx.to_vector<float>());
+      CHECK(wl.grad().to_vector<float>() == dw.to_vector<float>());
+      CHECK(bl.grad().to_vector<float>() == db.to_vector<float>());
+      // without dx or db wanted (an input that needs no gradient, no bias)
+      Tensor dx2, dw2, db2;
+      REQUIRE(linear_backward_kernel(Device::cpu(), g, x, Tensor(), false, false, dx2, dw2, db2));
+      CHECK(!dx2.defined());
+      CHECK(!db2.defined());
+      CHECK(dw2.to_vector<float>() == dw.to_vector<float>());
+    });
+  }
+  // Where it does not apply it computes nothing: out < in (the composed path
+  // puts the transposing pack on the smaller operand), float32 precision,
+  // float64, a strided g.
+  Tensor x = randn({40, 24}), w = randn({16, 24}), g = randn({40, 16}), dx, dw, db;
+  for_each_path([&] {
+    MatmulPrecisionScope bf16(MatmulPrecision::BFloat16);
+    CHECK(!linear_backward_kernel(Device::cpu(), g, x, w, true, true, dx, dw, db));
+    const Tensor x2 = randn({40, 8}), w2 = randn({16, 8});
+    CHECK(!linear_backward_kernel(Device::cpu(), contiguous(transpose(randn({16, 40}), 0, 1)).alias({40, 8}, {1, 40}, 0),
+                                  x2, w2, true, true, dx, dw, db));
+    CHECK(!linear_backward_kernel(Device::cpu(), randn({40, 16}, {.dtype = kFloat64}), randn({40, 8}, {.dtype = kFloat64}),
+                                  randn({16, 8}, {.dtype = kFloat64}), true, true, dx, dw, db));
+  });
+  const Tensor x2 = randn({40, 8}), w2 = randn({16, 8});
+  CHECK(!linear_backward_kernel(Device::cpu(), g, x2, w2, true, true, dx, dw, db));  // float32 precision
+  CHECK(!dx.defined());
+  CHECK(!dw.defined());
+}
+
 TEST_CASE("bf16 gemm: float32 precision stays OpenBLAS sgemm bit for bit") {
   REQUIRE(matmul_precision() == MatmulPrecision::Float32);
   Tensor a = randn({70, 130}), b = randn({130, 90});
@@ -384,7 +452,7 @@ TEST_CASE("bf16 attention: the packed kernels equal the per-tile bf16 GEMMs up t
     for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
       std::string why;
       if (!cpu_gemm_path_available(path, &why)) {
-        MESSAGE("skipped the ", cpu_gemm_path_name(path), " path: ", why);
+        MESSAGE("skipped the ", std::string(cpu_gemm_path_name(path)), " path: ", why);
         continue;
       }
       const std::string name = cpu_gemm_path_name(path);

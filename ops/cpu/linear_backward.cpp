@@ -1,0 +1,129 @@
+// ops/cpu/linear_backward.cpp — the CPU's linear_backward kernel (ops/linalg.h)
+// for bf16 GEMMs on a packed path (AMX or AVX512-BF16): the output gradient
+// g (rows, out) rounded and packed once for both of its products.
+//
+// Why: composed, the backward reads g three times — bf16_gemm packs it as A
+// for dx = g·W, packs it again (pairs along rows) as B for dW, computed as
+// dWᵀ = xᵀ·g, and sum() reads it for db. g is the largest operand there is
+// (rows × out: 8 MB per projection of the fixed 8 × 64 model, 134 MB for
+// an 8192-way output layer) and the two packs plus the sum cost about as
+// much as reading it three times. Here one pass over g writes both packed
+// layouts and the column sums (ops/cpu/gemm_bf16_pack.h: pack_a_and_b);
+// W and xᵀ are packed as bf16_gemm packs them, and the products run on
+// tiled_product, bf16_gemm's own blocking. The products are the same
+// rounded ones, so dx and dW equal bf16_gemm's up to float32 summation order
+// (the tests hold them to it); db is summed in float32 over 32-row groups,
+// then in float64 over the groups.
+// It applies when out >= in: then bf16_gemm also computes dWᵀ with the
+// transposing pack on x, the smaller operand. For out < in it would put
+// that slow pack on the larger one, and the composed path runs instead, as
+// it does for float32 precision (bit for bit as before), the float32 bf16
+// path, float64 and strided rows.
+// Not here: the packing and block kernels (gemm_bf16_pack.cpp,
+// gemm_bf16_*.cpp), the composed path (ops/linalg.cpp).
+#include <algorithm>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/matmul_precision.h"
+#include "core/parallel.h"
+#include "ops/cpu/gemm_bf16_pack.h"
+#include "ops/linalg.h"
+
+namespace ks::cpu {
+namespace {
+
+using bf16::kBlock;
+using bf16::kPanel;
+using bf16::round_up;
+
+template <class F>
+void maybe_parallel(bool threaded, int64_t count, int64_t grain, F&& body) {
+  if (threaded)
+    parallel_for(0, count, grain, body);
+  else
+    body(int64_t(0), count);
+}
+
+// A 2-d float32 matrix whose rows are unit-stride (any row stride).
+bool rows_unit_stride(const Tensor& t) {
+  return t.defined() && t.dim() == 2 && t.dtype() == DType::Float32 && (t.stride(1) == 1 || t.size(1) == 1) &&
+         t.stride(0) >= t.size(1);
+}
+
+bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool want_dx, bool want_db, Tensor& dx,
+                         Tensor& dw, Tensor& db) {
+  if (matmul_precision() != MatmulPrecision::BFloat16) return false;
+  const CpuGemmPath path = cpu_gemm_path();
+  if (path == CpuGemmPath::Float32) return false;
+  if (!rows_unit_stride(g) || !rows_unit_stride(x) || (want_dx && !rows_unit_stride(w))) return false;
+  const int64_t rows = g.size(0), out = g.size(1), in = x.size(1);
+  if (out < in || rows == 0 || out == 0 || in == 0) return false;
+
+  const bool threaded = !in_parallel_region();
+  const int64_t kp_rows = round_up(rows, bf16::kKStep);  // k of dWᵀ = xᵀ·g
+  const int64_t ka_out = round_up(out, bf16::kKStep) + 32;  // packed g's row stride (k of dx = g·W)
+  const int64_t ka_rows = kp_rows + 32;                      // packed xᵀ's row stride
+  const int64_t groups = kp_rows / kBlock;                   // 32-row groups of g
+  thread_local std::vector<uint16_t> g_a, g_b, w_b, xt_a;
+  thread_local std::vector<float> partial;
+  if (want_dx && g_a.size() < size_t(kp_rows * ka_out)) g_a.resize(size_t(kp_rows * ka_out));
+  if (g_b.size() < size_t(round_up(out, kBlock) * kp_rows)) g_b.resize(size_t(round_up(out, kBlock) * kp_rows));
+  if (xt_a.size() < size_t(round_up(in, kBlock) * ka_rows)) xt_a.resize(size_t(round_up(in, kBlock) * ka_rows));
+  if (want_db) partial.assign(size_t(groups * out), 0.f);
+  // The buffers are this thread's: the parallel bodies below run on other
+  // threads too, whose thread_local vectors are others, so they get pointers.
+  uint16_t* const ga = want_dx ? g_a.data() : nullptr;
+  uint16_t* const gb = g_b.data();
+  uint16_t* const xta = xt_a.data();
+  float* const sums = want_db ? partial.data() : nullptr;
+
+  // 1. g, once: packed A (for dx), packed B (for dW) and per-group column sums.
+  const float* gp = g.data<float>();
+  maybe_parallel(threaded, groups, std::max<int64_t>(1, (1 << 15) / (kBlock * out)), [&](int64_t g0, int64_t g1) {
+    for (int64_t q = g0; q < g1; ++q)
+      bf16::pack_a_and_b(gp, g.stride(0), rows, out, ka_out, kp_rows, q * kBlock, (q + 1) * kBlock, ga, gb,
+                         sums ? sums + q * out : nullptr);
+  });
+  if (want_db) {
+    db = Tensor::empty({out}, DType::Float32, g.device());
+    float* d = db.data<float>();
+    maybe_parallel(threaded, out, 256, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        double s = 0;
+        for (int64_t q = 0; q < groups; ++q) s += sums[q * out + c];
+        d[c] = float(s);
+      }
+    });
+  }
+
+  // 2. dWᵀ (in, out) = xᵀ (in, rows) · g (rows, out), written transposed into dW (out, in).
+  const float* xp = x.data<float>();
+  maybe_parallel(threaded, round_up(in, kBlock) / kPanel, std::max<int64_t>(1, (1 << 16) / (ka_rows * kPanel)),
+                 [&](int64_t p0, int64_t p1) {
+                   bf16::pack_a(xp, true, x.stride(0), in, rows, ka_rows, p0 * kPanel, p1 * kPanel, xta);
+                 });
+  dw = Tensor::empty({out, in}, DType::Float32, g.device());
+  bf16::tiled_product(path, xta, ka_rows, gb, kp_rows, in, out, 1.f, 0.f, dw.data<float>(), in,
+                      threaded, /*c_transposed=*/true, nullptr);
+
+  // 3. dx (rows, in) = g (rows, out) · W (out, in).
+  if (want_dx) {
+    const int64_t kp_out = round_up(out, bf16::kKStep);
+    if (w_b.size() < size_t(round_up(in, kBlock) * kp_out)) w_b.resize(size_t(round_up(in, kBlock) * kp_out));
+    const float* wp = w.data<float>();
+    uint16_t* const wb = w_b.data();
+    maybe_parallel(threaded, round_up(in, kBlock) / kPanel, std::max<int64_t>(1, (1 << 16) / (kp_out * kPanel)),
+                   [&](int64_t p0, int64_t p1) { bf16::pack_b(wp, false, w.stride(0), out, in, kp_out, p0, p1, wb); });
+    dx = Tensor::empty({rows, in}, DType::Float32, g.device());
+    bf16::tiled_product(path, ga, ka_out, wb, kp_out, rows, in, 1.f, 0.f, dx.data<float>(), in,
+                        threaded, false, nullptr);
+  }
+  return true;
+}
+
+}  // namespace
+
+KS_REGISTER_KERNEL(linear_backward_kernel, CPU, linear_backward_cpu);
+
+}  // namespace ks::cpu
