@@ -37,6 +37,7 @@ namespace {
 
 using bf16::kBlock;
 using bf16::kPanel;
+using bf16::maybe_parallel;
 using bf16::round_up;
 
 constexpr int64_t kKc = 256;  // k per chunk: a block's A and B (16 KiB each) fit L1
@@ -52,14 +53,6 @@ struct Operand {
   int64_t ld;
   float at(int64_t r, int64_t c) const { return transposed ? p[c * ld + r] : p[r * ld + c]; }
 };
-
-template <class F>
-void maybe_parallel(bool threaded, int64_t count, int64_t grain, F&& body) {
-  if (threaded)
-    parallel_for(0, count, grain, body);
-  else
-    body(int64_t(0), count);
-}
 
 // The float32 path: rounded copies of the operands, then OpenBLAS.
 void rounded_sgemm(const Operand& a, const Operand& b, int64_t m, int64_t n, int64_t k, float alpha, float beta,

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "core/cpu_features.h"
+#include "core/parallel.h"
 
 namespace ks::cpu::bf16 {
 
@@ -30,6 +31,16 @@ constexpr int64_t kPanel = 16;  // columns per B panel
 constexpr int64_t kKStep = 32;  // k per tile step (a 64-byte tile row of bf16)
 
 inline int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+// body(0, count) on this thread, or parallel_for over [0, count) when
+// `threaded`: how the GEMM drivers pack and multiply, threaded or not.
+template <class F>
+void maybe_parallel(bool threaded, int64_t count, int64_t grain, F&& body) {
+  if (threaded)
+    parallel_for(0, count, grain, body);
+  else
+    body(int64_t(0), count);
+}
 
 // Rows [r0, r1) of packed A from op(A) (m, k): element (i, c) at a[i·lda + c],
 // or at a[c·lda + i] when transposed. kp: the packed row stride (>= k; zeros after k).

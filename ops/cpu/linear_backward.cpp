@@ -33,18 +33,6 @@
 namespace ks::cpu {
 namespace {
 
-using bf16::kBlock;
-using bf16::kPanel;
-using bf16::round_up;
-
-template <class F>
-void maybe_parallel(bool threaded, int64_t count, int64_t grain, F&& body) {
-  if (threaded)
-    parallel_for(0, count, grain, body);
-  else
-    body(int64_t(0), count);
-}
-
 // A 2-d float32 matrix whose rows are unit-stride (any row stride).
 bool rows_unit_stride(const Tensor& t) {
   return t.defined() && t.dim() == 2 && t.dtype() == DType::Float32 && (t.stride(1) == 1 || t.size(1) == 1) &&
@@ -61,15 +49,15 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
   if (out < in || rows == 0 || out == 0 || in == 0) return false;
 
   const bool threaded = !in_parallel_region();
-  const int64_t kp_rows = round_up(rows, bf16::kKStep);  // k of dWᵀ = xᵀ·g
-  const int64_t ka_out = round_up(out, bf16::kKStep) + 32;  // packed g's row stride (k of dx = g·W)
+  const int64_t kp_rows = bf16::round_up(rows, bf16::kKStep);  // k of dWᵀ = xᵀ·g
+  const int64_t ka_out = bf16::round_up(out, bf16::kKStep) + 32;  // packed g's row stride (k of dx = g·W)
   const int64_t ka_rows = kp_rows + 32;                      // packed xᵀ's row stride
-  const int64_t groups = kp_rows / kBlock;                   // 32-row groups of g
+  const int64_t groups = kp_rows / bf16::kBlock;                   // 32-row groups of g
   thread_local std::vector<uint16_t> g_a, g_b, w_b, xt_a;
   thread_local std::vector<float> partial;
   if (want_dx && g_a.size() < size_t(kp_rows * ka_out)) g_a.resize(size_t(kp_rows * ka_out));
-  if (g_b.size() < size_t(round_up(out, kBlock) * kp_rows)) g_b.resize(size_t(round_up(out, kBlock) * kp_rows));
-  if (xt_a.size() < size_t(round_up(in, kBlock) * ka_rows)) xt_a.resize(size_t(round_up(in, kBlock) * ka_rows));
+  if (g_b.size() < size_t(bf16::round_up(out, bf16::kBlock) * kp_rows)) g_b.resize(size_t(bf16::round_up(out, bf16::kBlock) * kp_rows));
+  if (xt_a.size() < size_t(bf16::round_up(in, bf16::kBlock) * ka_rows)) xt_a.resize(size_t(bf16::round_up(in, bf16::kBlock) * ka_rows));
   if (want_db) partial.assign(size_t(groups * out), 0.f);
   // The buffers are this thread's: the parallel bodies below run on other
   // threads too, whose thread_local vectors are others, so they get pointers.
@@ -80,15 +68,15 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
 
   // 1. g, once: packed A (for dx), packed B (for dW) and per-group column sums.
   const float* gp = g.data<float>();
-  maybe_parallel(threaded, groups, std::max<int64_t>(1, (1 << 15) / (kBlock * out)), [&](int64_t g0, int64_t g1) {
+  bf16::maybe_parallel(threaded, groups, std::max<int64_t>(1, (1 << 15) / (bf16::kBlock * out)), [&](int64_t g0, int64_t g1) {
     for (int64_t q = g0; q < g1; ++q)
-      bf16::pack_a_and_b(gp, g.stride(0), rows, out, ka_out, kp_rows, q * kBlock, (q + 1) * kBlock, ga, gb,
+      bf16::pack_a_and_b(gp, g.stride(0), rows, out, ka_out, kp_rows, q * bf16::kBlock, (q + 1) * bf16::kBlock, ga, gb,
                          sums ? sums + q * out : nullptr);
   });
   if (want_db) {
     db = Tensor::empty({out}, DType::Float32, g.device());
     float* d = db.data<float>();
-    maybe_parallel(threaded, out, 256, [&](int64_t c0, int64_t c1) {
+    bf16::maybe_parallel(threaded, out, 256, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
         double s = 0;
         for (int64_t q = 0; q < groups; ++q) s += sums[q * out + c];
@@ -99,9 +87,9 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
 
   // 2. dWᵀ (in, out) = xᵀ (in, rows) · g (rows, out), written transposed into dW (out, in).
   const float* xp = x.data<float>();
-  maybe_parallel(threaded, round_up(in, kBlock) / kPanel, std::max<int64_t>(1, (1 << 16) / (ka_rows * kPanel)),
+  bf16::maybe_parallel(threaded, bf16::round_up(in, bf16::kBlock) / bf16::kPanel, std::max<int64_t>(1, (1 << 16) / (ka_rows * bf16::kPanel)),
                  [&](int64_t p0, int64_t p1) {
-                   bf16::pack_a(xp, true, x.stride(0), in, rows, ka_rows, p0 * kPanel, p1 * kPanel, xta);
+                   bf16::pack_a(xp, true, x.stride(0), in, rows, ka_rows, p0 * bf16::kPanel, p1 * bf16::kPanel, xta);
                  });
   dw = Tensor::empty({out, in}, DType::Float32, g.device());
   bf16::tiled_product(path, xta, ka_rows, gb, kp_rows, in, out, 1.f, 0.f, dw.data<float>(), in,
@@ -109,11 +97,11 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
 
   // 3. dx (rows, in) = g (rows, out) · W (out, in).
   if (want_dx) {
-    const int64_t kp_out = round_up(out, bf16::kKStep);
-    if (w_b.size() < size_t(round_up(in, kBlock) * kp_out)) w_b.resize(size_t(round_up(in, kBlock) * kp_out));
+    const int64_t kp_out = bf16::round_up(out, bf16::kKStep);
+    if (w_b.size() < size_t(bf16::round_up(in, bf16::kBlock) * kp_out)) w_b.resize(size_t(bf16::round_up(in, bf16::kBlock) * kp_out));
     const float* wp = w.data<float>();
     uint16_t* const wb = w_b.data();
-    maybe_parallel(threaded, round_up(in, kBlock) / kPanel, std::max<int64_t>(1, (1 << 16) / (kp_out * kPanel)),
+    bf16::maybe_parallel(threaded, bf16::round_up(in, bf16::kBlock) / bf16::kPanel, std::max<int64_t>(1, (1 << 16) / (kp_out * bf16::kPanel)),
                    [&](int64_t p0, int64_t p1) { bf16::pack_b(wp, false, w.stride(0), out, in, kp_out, p0, p1, wb); });
     dx = Tensor::empty({rows, in}, DType::Float32, g.device());
     bf16::tiled_product(path, ga, ka_out, wb, kp_out, rows, in, 1.f, 0.f, dx.data<float>(), in,
