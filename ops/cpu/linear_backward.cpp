@@ -51,13 +51,14 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
   const bool threaded = !in_parallel_region();
   const int64_t kp_rows = bf16::round_up(rows, bf16::kKStep);  // k of dWᵀ = xᵀ·g
   const int64_t ka_out = bf16::round_up(out, bf16::kKStep) + 32;  // packed g's row stride (k of dx = g·W)
-  const int64_t ka_rows = kp_rows + 32;                      // packed xᵀ's row stride
+  const int64_t ka_rows = kp_rows + 32;                            // packed xᵀ's row stride
   const int64_t groups = kp_rows / bf16::kBlock;                   // 32-row groups of g
+  const int64_t out_p = bf16::round_up(out, bf16::kBlock), in_p = bf16::round_up(in, bf16::kBlock);
   thread_local std::vector<uint16_t> g_a, g_b, w_b, xt_a;
   thread_local std::vector<float> partial;
   if (want_dx && g_a.size() < size_t(kp_rows * ka_out)) g_a.resize(size_t(kp_rows * ka_out));
-  if (g_b.size() < size_t(bf16::round_up(out, bf16::kBlock) * kp_rows)) g_b.resize(size_t(bf16::round_up(out, bf16::kBlock) * kp_rows));
-  if (xt_a.size() < size_t(bf16::round_up(in, bf16::kBlock) * ka_rows)) xt_a.resize(size_t(bf16::round_up(in, bf16::kBlock) * ka_rows));
+  if (g_b.size() < size_t(out_p * kp_rows)) g_b.resize(size_t(out_p * kp_rows));
+  if (xt_a.size() < size_t(in_p * ka_rows)) xt_a.resize(size_t(in_p * ka_rows));
   if (want_db) partial.assign(size_t(groups * out), 0.f);
   // The buffers are this thread's: the parallel bodies below run on other
   // threads too, whose thread_local vectors are others, so they get pointers.
@@ -68,10 +69,11 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
 
   // 1. g, once: packed A (for dx), packed B (for dW) and per-group column sums.
   const float* gp = g.data<float>();
-  bf16::maybe_parallel(threaded, groups, std::max<int64_t>(1, (1 << 15) / (bf16::kBlock * out)), [&](int64_t g0, int64_t g1) {
+  const int64_t group_grain = std::max<int64_t>(1, (1 << 15) / (bf16::kBlock * out));
+  bf16::maybe_parallel(threaded, groups, group_grain, [&](int64_t g0, int64_t g1) {
     for (int64_t q = g0; q < g1; ++q)
-      bf16::pack_a_and_b(gp, g.stride(0), rows, out, ka_out, kp_rows, q * bf16::kBlock, (q + 1) * bf16::kBlock, ga, gb,
-                         sums ? sums + q * out : nullptr);
+      bf16::pack_a_and_b(gp, g.stride(0), rows, out, ka_out, kp_rows, q * bf16::kBlock, (q + 1) * bf16::kBlock,
+                         ga, gb, sums ? sums + q * out : nullptr);
   });
   if (want_db) {
     db = Tensor::empty({out}, DType::Float32, g.device());
@@ -87,25 +89,27 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
 
   // 2. dWᵀ (in, out) = xᵀ (in, rows) · g (rows, out), written transposed into dW (out, in).
   const float* xp = x.data<float>();
-  bf16::maybe_parallel(threaded, bf16::round_up(in, bf16::kBlock) / bf16::kPanel, std::max<int64_t>(1, (1 << 16) / (ka_rows * bf16::kPanel)),
-                 [&](int64_t p0, int64_t p1) {
-                   bf16::pack_a(xp, true, x.stride(0), in, rows, ka_rows, p0 * bf16::kPanel, p1 * bf16::kPanel, xta);
-                 });
+  const int64_t x_grain = std::max<int64_t>(1, (1 << 16) / (ka_rows * bf16::kPanel));
+  bf16::maybe_parallel(threaded, in_p / bf16::kPanel, x_grain, [&](int64_t p0, int64_t p1) {
+    bf16::pack_a(xp, true, x.stride(0), in, rows, ka_rows, p0 * bf16::kPanel, p1 * bf16::kPanel, xta);
+  });
   dw = Tensor::empty({out, in}, DType::Float32, g.device());
-  bf16::tiled_product(path, xta, ka_rows, gb, kp_rows, in, out, 1.f, 0.f, dw.data<float>(), in,
-                      threaded, /*c_transposed=*/true, nullptr);
+  bf16::tiled_product(path, xta, ka_rows, gb, kp_rows, in, out, 1.f, 0.f, dw.data<float>(), in, threaded,
+                      /*c_transposed=*/true, nullptr);
 
   // 3. dx (rows, in) = g (rows, out) · W (out, in).
   if (want_dx) {
     const int64_t kp_out = bf16::round_up(out, bf16::kKStep);
-    if (w_b.size() < size_t(bf16::round_up(in, bf16::kBlock) * kp_out)) w_b.resize(size_t(bf16::round_up(in, bf16::kBlock) * kp_out));
+    if (w_b.size() < size_t(in_p * kp_out)) w_b.resize(size_t(in_p * kp_out));
     const float* wp = w.data<float>();
     uint16_t* const wb = w_b.data();
-    bf16::maybe_parallel(threaded, bf16::round_up(in, bf16::kBlock) / bf16::kPanel, std::max<int64_t>(1, (1 << 16) / (kp_out * bf16::kPanel)),
-                   [&](int64_t p0, int64_t p1) { bf16::pack_b(wp, false, w.stride(0), out, in, kp_out, p0, p1, wb); });
+    const int64_t w_grain = std::max<int64_t>(1, (1 << 16) / (kp_out * bf16::kPanel));
+    bf16::maybe_parallel(threaded, in_p / bf16::kPanel, w_grain, [&](int64_t p0, int64_t p1) {
+      bf16::pack_b(wp, false, w.stride(0), out, in, kp_out, p0, p1, wb);
+    });
     dx = Tensor::empty({rows, in}, DType::Float32, g.device());
-    bf16::tiled_product(path, ga, ka_out, wb, kp_out, rows, in, 1.f, 0.f, dx.data<float>(), in,
-                        threaded, false, nullptr);
+    bf16::tiled_product(path, ga, ka_out, wb, kp_out, rows, in, 1.f, 0.f, dx.data<float>(), in, threaded, false,
+                        nullptr);
   }
   return true;
 }
