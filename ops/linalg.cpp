@@ -198,16 +198,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
              const int64_t rows = rows_of(shape_x);  // all leading dims of x
              const Tensor g = reshape(grads[0], {rows, out_features});
              Tensor dx, dw, db;
-             if (sx.defined() && linear_backward_kernel.has(g.device().type)) {
-               const Tensor x2 = reshape(sx.unpack(), {rows, in});
+             const Tensor x2 = sx.defined() ? reshape(sx.unpack(), {rows, in}) : Tensor();  // (rows, in)
+             if (x2.defined() && linear_backward_kernel.has(g.device().type)) {
                const Tensor w = sw.defined() ? sw.unpack() : Tensor();
                if (linear_backward_kernel(g.device(), g, x2, w, sw.defined(), gb, dx, dw, db)) {
                  if (dx.defined()) dx = reshape(dx, shape_x);
                  return std::vector<Tensor>{dx, dw, db};
                }
              }
-             if (sw.defined()) dx = reshape(gemm(g, sw.unpack()), shape_x);       // g·W
-             if (sx.defined()) dw = gemm(mT(g), reshape(sx.unpack(), {rows, in}));  // gᵀ·x
+             if (sw.defined()) dx = reshape(gemm(g, sw.unpack()), shape_x);  // g·W
+             if (x2.defined()) dw = gemm(mT(g), x2);                          // gᵀ·x
              if (gb) db = sum(g, {0});
              return std::vector<Tensor>{dx, dw, db};
            });
