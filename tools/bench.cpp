@@ -57,16 +57,19 @@ int bench(const std::vector<std::string>& args) {
         "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
         "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
         "                      [--precision float32|tf32|bf16]  (tf32: cuda only)\n"
+        "                      [--dropout 0] [--attention-dropout 0]\n"
         "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
         "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
         "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
         "cpu (the processor's brand string).\n"
         "--profile also prints, after the JSON line, the time per kernel and pass (forward, backward,\n"
-        "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n");
+        "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n"
+        "--dropout and --attention-dropout (default 0, as in the torch script) time the model as the\n"
+        "Brown LM configs train it (0.3 and 0.1), with its dropout masks drawn every step.\n");
     return 0;
   }
   cli::Flags f(args, {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
-                      "threads", "keys", "device", "precision"},
+                      "threads", "keys", "device", "precision", "dropout", "attention-dropout"},
                  {"profile"});
   const std::string attention = f.get("attention", "softmax");
   const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
@@ -75,6 +78,9 @@ int bench(const std::vector<std::string>& args) {
   const int64_t batch = f.get_int_at_least("batch", 16, 1), vocab = f.get_int_at_least("vocab", 8192, 2);
   const int64_t steps = f.get_int_at_least("steps", 10, 1), threads = f.get_int_at_least("threads", 2, 1);
   const int64_t keys = f.get_int_at_least("keys", 2, 1);
+  const double dropout = f.get_double("dropout", 0.0), attention_dropout = f.get_double("attention-dropout", 0.0);
+  for (const auto& [flag, p] : {std::pair{"--dropout", dropout}, std::pair{"--attention-dropout", attention_dropout}})
+    if (!(p >= 0 && p < 1)) throw cli::UsageError(std::string(flag) + ": expected a probability in [0, 1), got " + std::to_string(p));
   const std::string device_name = f.get("device", "cpu");
   if (device_name != "cpu" && device_name != "cuda")
     throw cli::UsageError("--device: expected cpu or cuda, got '" + device_name + "'");
@@ -91,11 +97,11 @@ int bench(const std::vector<std::string>& args) {
   set_matmul_precision(precision);
   set_num_threads(int(threads));
 
-  nlohmann::json attn = {{"type", attention}, {"heads", heads}, {"keys", keys}};
+  nlohmann::json attn = {{"type", attention}, {"heads", heads}, {"keys", keys}, {"dropout", attention_dropout}};
   // The torch script's head size: --head-dim, or d/h when it is 0.
   if (head_dim > 0 && (attention != "softmax" || head_dim * heads != d)) attn["head_dim"] = head_dim;
   nlohmann::json cfg = {{"model", "decoder_lm"}, {"vocab_size", vocab}, {"d_model", d},     {"layers", layers},
-                        {"d_ff", d_ff},          {"max_len", seq},      {"dropout", 0.0},   {"pre_norm", true},
+                        {"d_ff", d_ff},          {"max_len", seq},      {"dropout", dropout},   {"pre_norm", true},
                         {"activation", "gelu"},  {"positions", "learned"}, {"attention", attn}};
   manual_seed(0);
   auto model = std::make_shared<models::DecoderLM>(models::parse_model_config(cfg));
