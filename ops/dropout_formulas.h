@@ -1,9 +1,12 @@
 // ops/dropout_formulas.h — the dropout kernels of ops/dropout.h, written once
-// for the CPU and the GPU over the backend's loops (CpuLoops, CudaLoops):
-// the forward runs one Philox block of 4 elements per index (parallel_for
-// chunks on the CPU, a thread per block on the GPU), so both draw the same
-// mask from a seed (bernoulli_draw, core/random_values.h); the backward is an
-// elementwise map. Not here: the checks and the generator (ops/dropout.cpp).
+// over the backend's loops (CpuLoops, CudaLoops): the forward runs one Philox
+// block of 4 elements per index (a thread per block on the GPU), so it draws
+// the mask of bernoulli_draw (core/random_values.h); the backward is an
+// elementwise map. The GPU registers both. The CPU registers the backward and
+// its own forward (ops/cpu/dropout.cpp), which draws the same mask 64 draws
+// at a time (core/random_bulk.h); the tests check it against this forward run
+// on the CPU's loops, bit for bit. Not here: the checks and the generator
+// (ops/dropout.cpp).
 #pragma once
 
 #include <cstdint>
@@ -42,14 +45,20 @@ struct DropoutBlock {
   }
 };
 
-// g·scale where the element was kept, else 0.
+// g·scale where the element was kept, else 0. The mask is read as bytes:
+// GCC 12 vectorises no loop that loads bool, and on a dropout mask a branch
+// per element mispredicts about as often as p. The product is formed first,
+// so the select is branch-free.
 template <class T>
 struct MaskedScale {
   T scale;
-  KS_HOST_DEVICE T operator()(T g, bool kept) const { return kept ? T(g * scale) : T(0); }
+  KS_HOST_DEVICE T operator()(T g, uint8_t kept) const {
+    const T scaled = T(g * scale);
+    return kept ? scaled : T(0);
+  }
 };
 
-constexpr int64_t kBlockGrain = 2048;  // Philox blocks per parallel chunk on the CPU
+constexpr int64_t kBlockGrain = 2048;  // Philox blocks per parallel chunk where a CPU runs forward()
 
 // The dropout kernels of ops/dropout.h for the backend whose loops are Loops.
 template <class Loops>
@@ -69,7 +78,7 @@ struct dropout_kernels {
   static void backward(const Tensor& dx, const Tensor& g, const Tensor& mask, double scale) {
     dispatch_floating(dx.dtype(), "dropout backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      Loops::template map<T, T, bool>(MaskedScale<T>{T(scale)}, dx, {g, mask});
+      Loops::template map<T, T, uint8_t>(MaskedScale<T>{T(scale)}, dx, {g, mask});  // bool's bytes
     });
   }
 };

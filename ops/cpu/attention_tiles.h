@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #include "core/copy.h"
-#include "core/random_values.h"
+#include "core/random_bulk.h"
 #include "ops/attention.h"
 #include "ops/cpu/blas.h"
 #include "ops/cpu/gemm_bf16.h"
@@ -163,16 +163,17 @@ template <class T>
 }
 
 // f[c] = (kept ? drop_scale : 0) for the n weights from flat index idx0,
-// one Philox block per 4 weights as ops/cpu/dropout.cpp draws them.
+// drawn as ops/cpu/dropout.cpp draws them (core/random_bulk.h).
 template <class T>
 void dropout_factors(T* f, int64_t n, uint64_t idx0, const SdpaParams& prm) {
+  constexpr int64_t kChunk = 256;  // draws per bernoulli_draws call: a stack buffer
+  bool kept[kChunk];
+  const uint8_t* kept_bytes = reinterpret_cast<const uint8_t*>(kept);  // bytes vectorise (MaskedScale)
   const T scale = T(prm.drop_scale);
-  int64_t c = 0;
-  while (c < n) {
-    const uint64_t idx = idx0 + uint64_t(c);
-    uint32_t w[4];
-    philox4x32_10(prm.seed, 0, prm.first_block + idx / 4, w);
-    for (int k = int(idx % 4); k < 4 && c < n; ++k, ++c) f[c] = bernoulli_draw(w, k, prm.keep) ? scale : T(0);
+  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+    const int64_t len = std::min(kChunk, n - c0);
+    bernoulli_draws(kept, len, prm.seed, prm.first_block, idx0 + uint64_t(c0), prm.keep);
+    for (int64_t c = 0; c < len; ++c) f[c0 + c] = kept_bytes[c] ? scale : T(0);
   }
 }
 

@@ -1,11 +1,16 @@
 // tests/core/test_random.cpp — Philox known answers, reproducibility,
-// independence from the thread count, and rough distribution checks.
+// independence from the thread count, rough distribution checks, and the
+// bulk Bernoulli draws (random_bulk.h) against the scalar stream.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
+#include "core/cpu_features.h"
 #include "core/factory.h"
 #include "core/parallel.h"
+#include "core/random_bulk.h"
+#include "core/random_values.h"
 
 using namespace ks;
 
@@ -53,4 +58,36 @@ TEST_CASE("distributions have the right moments") {
   for (float x : b) s += x;
   CHECK(std::fabs(s / 10000 - 0.3) < 0.02);
   CHECK_THROWS_AS(bernoulli({2}, 1.5), Error);
+}
+
+TEST_CASE("bernoulli_draws equals the scalar stream: any start, length, counter carry and threshold") {
+  if (!cpu_features().avx512)
+    MESSAGE("this CPU has no AVX-512: bernoulli_draws runs the scalar path, so only that path is compared");
+  const uint64_t seed = 0x0123456789abcdefull;
+  auto check_range = [&](uint64_t first_block, uint64_t idx0, int64_t n, double p) {
+    CAPTURE(first_block);
+    CAPTURE(idx0);
+    CAPTURE(n);
+    CAPTURE(p);
+    std::vector<char> fast(size_t(n) + 1, 2), want(size_t(n) + 1, 2);  // 2: untouched; [n] must stay so
+    bernoulli_draws(reinterpret_cast<bool*>(fast.data()), n, seed, first_block, idx0, p);
+    for (int64_t c = 0; c < n; ++c) want[size_t(c)] = bernoulli_element(seed, first_block, idx0 + uint64_t(c), p);
+    CHECK(fast == want);
+  };
+  for (uint64_t first_block : {0ull, 0xfffffff9ull, 0x1234567890ull})  // the second carries into the high word
+    for (uint64_t idx0 : {0ull, 1ull, 3ull, 6ull, 61ull})
+      for (int64_t n : {0, 1, 5, 63, 64, 65, 130, 1000})
+        for (double p : {0.0, 1e-12, 0.1, 0.5, 0.7, 0.9, 1.0 - 1e-16, 1.0}) check_range(first_block, idx0, n, p);
+
+  // A threshold exactly at a draw's 53-bit value u: kept for p = (u + 1)·2^-53, not for p = u·2^-53.
+  uint32_t w[4];
+  philox4x32_10(seed, 0, 40, w);  // draw 0 of block 40
+  const uint64_t u = (uint64_t(w[0]) << 32 | w[1]) >> 11;
+  for (uint64_t t : {u, u + 1}) {
+    const double p = std::ldexp(double(t), -53);
+    bool kept[256];
+    bernoulli_draws(kept, 256, seed, 0, 160, p);  // draw 160 is draw 0 of block 40
+    CHECK(kept[0] == (t == u + 1));
+    for (int c = 0; c < 256; ++c) CHECK(kept[c] == bernoulli_element(seed, 0, 160 + uint64_t(c), p));
+  }
 }

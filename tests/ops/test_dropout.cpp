@@ -1,7 +1,12 @@
 // tests/ops/test_dropout.cpp — dropout: the mask follows the seed (and equals
 // the bernoulli factory's draw), keeps about 1 - p, preserves the
-// expectation, is the identity in eval, and backward reuses the mask.
+// expectation, is the identity in eval, and backward reuses the mask; the
+// CPU kernel draws the formulas' mask.
 #include "ops/dropout.h"
+
+#include "core/parallel.h"
+#include "ops/cpu/loops.h"
+#include "ops/dropout_formulas.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -95,6 +100,30 @@ TEST_CASE("dropout backward multiplies by the saved mask and scale") {
     Generator fixed(57);
     return dropout(expand(a[0], {4, 6}), 0.5, true, &fixed);
   }, {row});
+}
+
+TEST_CASE("the CPU's dropout kernel draws the formulas' mask bit for bit, at any size and thread count") {
+  // ops/cpu/dropout.cpp draws 64 at a time (core/random_bulk.h); the formulas'
+  // forward, one Philox block per index, is what the GPU runs.
+  const int saved = num_threads();
+  for (int threads : {1, 2})
+    for (DType dtype : {kFloat32, kFloat64})
+      for (int64_t n : {1, 3, 63, 64, 65, 1000, 8191, 8193, 50001}) {
+        CAPTURE(threads);
+        CAPTURE(name(dtype));
+        CAPTURE(n);
+        set_num_threads(threads);
+        Tensor x = add(rand({n}, {.dtype = dtype}, nullptr), 1.0);
+        for (uint64_t first_block : {0ull, 5ull, 0xfffffff0ull}) {
+          Tensor out = Tensor::empty({n}, dtype, x.device()), mask = Tensor::empty({n}, kBool, x.device());
+          Tensor want_out = Tensor::empty({n}, dtype, x.device()), want_mask = Tensor::empty({n}, kBool, x.device());
+          dropout_kernel(x.device(), out, mask, x, 0.7, 1 / 0.7, 99, first_block);
+          dropout_formulas::dropout_kernels<cpu::CpuLoops>::forward(want_out, want_mask, x, 0.7, 1 / 0.7, 99, first_block);
+          CHECK(out.to_vector<double>() == want_out.to_vector<double>());
+          CHECK(mask.to_vector<double>() == want_mask.to_vector<double>());
+        }
+      }
+  set_num_threads(saved);
 }
 
 TEST_CASE("dropout rejects a bad p and non-floating inputs") {
