@@ -80,7 +80,7 @@ int bench(const std::vector<std::string>& args) {
   const int64_t keys = f.get_int_at_least("keys", 2, 1);
   const double dropout = f.get_double("dropout", 0.0), attention_dropout = f.get_double("attention-dropout", 0.0);
   for (const auto& [flag, p] : {std::pair{"--dropout", dropout}, std::pair{"--attention-dropout", attention_dropout}})
-    if (!(p >= 0 && p < 1)) throw cli::UsageError(std::string(flag) + ": expected a probability in [0, 1), got " + std::to_string(p));
+    if (!(p >= 0 && p < 1)) throw cli::UsageError(str(flag, ": expected a probability in [0, 1), got ", p));
   const std::string device_name = f.get("device", "cpu");
   if (device_name != "cpu" && device_name != "cuda")
     throw cli::UsageError("--device: expected cpu or cuda, got '" + device_name + "'");

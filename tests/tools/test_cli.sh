@@ -27,6 +27,10 @@ expect 2 "unknown flag --bogus" -- "$ks" bench --bogus 1
 expect 2 "flag --steps needs a value" -- "$ks" bench --steps
 expect 2 "--steps: expected an integer, got 'ten'" -- "$ks" bench --steps ten
 expect 2 "--batch: must be at least 1, got 0" -- "$ks" bench --batch 0
+expect 2 "--dropout: expected a probability in \[0, 1\), got 1.5" -- "$ks" bench --dropout 1.5
+expect 2 "--attention-dropout: expected a probability in \[0, 1\), got -0.1" -- "$ks" bench --attention-dropout -0.1
+expect 2 "--dropout: expected a number, got 'x'" -- "$ks" bench --dropout x
+expect 0 '"tokens_per_s"' -- "$ks" bench --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8 --dropout 0.3 --attention-dropout 0.1
 # --device cuda: without a usable GPU (no backend in this build, or no device
 # or driver) it is a runtime error naming the reason; with one, a tiny run on it.
 if nvidia-smi -L >/dev/null 2>&1; then
@@ -40,6 +44,7 @@ expect 0 '"tokens_per_s":' -- "$ks" bench --attention mgk --steps 1 --layers 1 -
 expect 2 "--config FILE \(or --machine\) is required" -- "$ks" info
 expect 0 '"bf16_gemm_path"' -- "$ks" info --machine
 expect 0 '"cpu_vendor": "[A-Za-z ]+"' -- "$ks" info --machine
+OPENBLAS_CORETYPE=Haswell expect 0 '"float32_gemm_kernels": "OpenBLAS Haswell"' -- "$ks" info --machine
 expect 0 '"cpu":"[^"]*","cpu_gemm":"(amx|avx512bf16|float32)"' -- "$ks" bench --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8
 expect 2 "--machine takes no --config" -- "$ks" info --machine --config x.json
 KS_CPU_GEMM=tpu expect 1 "KS_CPU_GEMM: expected amx, avx512bf16 or float32, got 'tpu'" -- "$ks" info --machine
@@ -288,6 +293,34 @@ for seed in (0, 1):
     run(3, "h2-fixed32", seed, 2, 160 + 4 * seed)
     run(1, "softmax8x32", seed, 8, 140)
 PY
+  # The #vs comparisons: Welch's interval and its reading, on made-up test perplexities.
+  python3 - "$tmp/vs" "$tmp/results/claim1/tiny-seed0/config.json" <<'PY'
+import json, os, shutil, sys
+root, config = sys.argv[1], sys.argv[2]
+runs = {"a": [100, 101, 102], "b": [110, 111, 112], "a2": [100.5, 101, 101.5],
+        "c": [100.0, 100.1, 100.2], "c2": [100.05, 100.1, 100.15], "one": [100]}
+with open(f"{root}.claims", "w") as claims:
+    for name, ppls in runs.items():
+        claims.write(f"1 {name} x\n")
+        for seed, ppl in enumerate(ppls):
+            d = f"{root}/claim1/{name}-seed{seed}"
+            os.makedirs(d)
+            shutil.copy(config, d + "/config.json")
+            with open(d + "/metrics.jsonl", "w") as f:
+                f.write(json.dumps({"split": "train", "tokens_per_s": 1000, "step": 1, "elapsed_s": 1}) + "\n")
+                f.write(json.dumps({"split": "test", "ppl": ppl, "step": 1, "elapsed_s": 2}) + "\n")
+    claims.write("#vs 1 a b\n#vs 1 b a\n#vs 1 a a2\n#vs 1 c c2\n#vs 1 one a\n")
+PY
+  vs=(python3 "$root/tools/experiments/report.py" --runs "$tmp/vs" --claims "$tmp/vs.claims" --keystone "$ks" 1)
+  expect 0 "^\| a \| b \| 3, 3 \| -10.00 \| \[-12.27, -7.73\] \| A better \|$" -- "${vs[@]}"
+  expect 0 "^\| b \| a \| 3, 3 \| \+10.00 \| \[\+7.73, \+12.27\] \| A worse \|$" -- "${vs[@]}"
+  expect 0 "^\| a \| a2 \| 3, 3 \| \+0.00 \| \[-2.78, \+2.78\] \| not distinguishable \|$" -- "${vs[@]}"
+  expect 0 "^\| c \| c2 \| 3, 3 \| \+0.00 \| \[-0.28, \+0.28\] \| equal within 1% \|$" -- "${vs[@]}"
+  expect 0 "^\| one \| a \| 1, 3 \| \| \| needs two seeds a side \|$" -- "${vs[@]}"
+  echo "#vs 1 a" >> "$tmp/vs.claims"
+  expect 1 "expected '#vs CLAIM A B', got '#vs 1 a'" -- "${vs[@]}"
+  echo "#vs 1 a nosuch" > "$tmp/vs2.claims"; echo "1 a x" >> "$tmp/vs2.claims"
+  expect 1 "names nosuch, which is no run of the list" -- python3 "$root/tools/experiments/report.py" --runs "$tmp/vs" --claims "$tmp/vs2.claims" --keystone "$ks" 1
   hf=(python3 "$root/tools/experiments/heads_figure.py" --runs "$tmp/heads" --out "$tmp/heads.svg")
   expect 0 "p = d/h \(softmax\): h 1 151.0 ± 1.4 \(2\), h 8 140.0 ± 0.0 \(2\)" -- "${hf[@]}"
   expect 0 "no finished seed of claim 3's h16-fixed32: left out" -- "${hf[@]}"
