@@ -5,9 +5,10 @@
 # bf16 = our AMX/AVX512-BF16 GEMMs vs torch.autocast's oneDNN), the two
 # benches run in turn ROUNDS times and each line is one run's tokens/s.
 #   bash tools/bench_vs_torch.sh [ROUNDS (default 3)]
-# Needs build/keystone and Debian's python3-torch. PyTorch float32 runs with
-# OPENBLAS_CORETYPE=SkylakeX (the AVX-512 kernels Keystone selects itself;
-# without it Debian's OpenBLAS falls back to SSE3 kernels on this CPU).
+# Needs build/keystone and Debian's python3-torch. Both run with
+# OPENBLAS_CORETYPE=SkylakeX, the same float32 kernels for both (the AVX-512
+# ones Keystone selects itself where OpenBLAS falls back to SSE3 kernels, and
+# not what an environment's own OPENBLAS_CORETYPE may say).
 # Not a test: it prints figures; docs/performance.md has a run and its reading.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,7 @@ for shape in "${shapes[@]}"; do
   for precision in float32 bf16; do
     for r in $(seq 1 "$rounds"); do
       # shellcheck disable=SC2086
-      ks=$(./build/keystone bench --attention $shape --threads 2 --precision "$precision" | tps)
+      ks=$(OPENBLAS_CORETYPE=SkylakeX ./build/keystone bench --attention $shape --threads 2 --precision "$precision" | tps)
       # shellcheck disable=SC2086
       pt=$(OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 "$torch_bench" --attention $shape --threads 2 \
              --precision "$precision" | tps)

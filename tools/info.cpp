@@ -13,6 +13,7 @@
 #include "core/cuda.h"
 #include "core/parallel.h"
 #include "models/model.h"
+#include "ops/cpu/blas.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/data_setup.h"
@@ -28,7 +29,7 @@ int info(const std::vector<std::string>& args) {
                 "Prints parameters, forward FLOPs per token at sequence length N (default: the longest\n"
                 "input the config's max_len allows) and the memory that training with AdamW needs for weights and optimizer state.\n"
                 "--machine prints the CPU (brand and vendor), its bf16 GEMM paths (amx, avx512bf16, float32), the one bf16 GEMMs use\n"
-                "(KS_CPU_GEMM forces one), and the thread count.\n");
+                "(KS_CPU_GEMM forces one), OpenBLAS's float32 kernels, and the thread count.\n");
     return 0;
   }
   cli::Flags f(args, {"config", "seq"}, {"machine"});
@@ -44,6 +45,7 @@ int info(const std::vector<std::string>& args) {
                           {"threads", num_threads()},
                           {"cpu_gemm_paths", paths},
                           {"bf16_gemm_path", cpu_gemm_path_name(cpu_gemm_path())},
+                          {"float32_gemm_kernels", std::string("OpenBLAS ") + cpu::blas_kernels_name()},
                           {"cuda_devices", cuda_device_count()}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;

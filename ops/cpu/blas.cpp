@@ -14,8 +14,10 @@
 // threaded call, spin on sched_yield for about 2^28 cycles (the default
 // OPENBLAS_THREAD_TIMEOUT, read once at library load): on two cores they
 // took the CPU from the oneTBB work that follows (about 10% of a float32
-// training step in perf). The results are the same bits: OpenBLAS's threads
-// also split C, never k.
+// training step in perf). With the SkylakeX kernels the results are the
+// same bits (OpenBLAS's threads also split C, never k); the Haswell ones
+// sum the rows and columns at a block's edge in another order than inside
+// it, so where a band starts changes the last bits of a few results.
 #include "ops/cpu/blas.h"
 
 #include <cblas.h>
@@ -56,6 +58,12 @@ bool reselect_blas_kernels() {
   openblas_set_num_threads(1);
   return true;
 }();
+
+}  // namespace
+
+const char* blas_kernels_name() { return openblas_get_corename(); }
+
+namespace {
 
 CBLAS_TRANSPOSE op(bool transposed) { return transposed ? CblasTrans : CblasNoTrans; }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "ops/cpu/blas.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -171,6 +172,14 @@ TEST_CASE("matmul threading: OpenBLAS stays single-threaded, a threaded GEMM run
   // (m, n, k): cut by rows (m >= n) or by columns, ragged band edges, both
   // above the threading threshold; every transpose combination.
   const std::vector<std::array<int64_t, 3>> shapes = {{1000, 130, 77}, {97, 1500, 64}, {256, 256, 300}};
+  // OpenBLAS's AVX-512 kernels give every result the same bits wherever a
+  // band starts; its AVX2 ones (OPENBLAS_CORETYPE=Haswell, say) do not
+  // (ops/cpu/blas.cpp), so there the two runs are compared to float32's
+  // summation error over k <= 300 (1e-4 of results near 1).
+  const std::string kernels = cpu::blas_kernels_name();
+  const bool bands_keep_bits = kernels == "SkylakeX" || kernels == "Cooperlake" || kernels == "SapphireRapids";
+  if (!bands_keep_bits)
+    MESSAGE("OpenBLAS runs its ", kernels, " kernels: threaded and single-threaded GEMMs compared to 1e-4, not bit for bit");
   for (const auto& [m, n, k] : shapes)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
@@ -187,7 +196,11 @@ TEST_CASE("matmul threading: OpenBLAS stays single-threaded, a threaded GEMM run
         CHECK(openblas_get_num_threads() == 1);
         int64_t differ = 0;
         for (size_t i = 0; i < one.size(); ++i) differ += one[i] != two[i];
-        CHECK(differ == 0);
+        if (bands_keep_bits) {
+          CHECK(differ == 0);
+        } else {
+          check_close(from_vector(two, {int64_t(two.size())}), std::vector<double>(one.begin(), one.end()), 1e-4, 1e-5);
+        }
       }
   CHECK(openblas_get_num_threads() == 1);
 
