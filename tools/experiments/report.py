@@ -19,6 +19,15 @@ machines that trained them (machine.json: amx, avx512bf16 or float32, which
 set the speed; the products are the same rounded ones).
 A run still in progress or not started is counted as missing, never guessed.
 
+After each claim's table come its comparisons, the lines `#vs CLAIM A B`
+of claims.txt (a comment to run.sh): the difference A − B of the test
+metric, its mean and Welch's 95% confidence interval over the seeds (each
+run's seeds counted as independent samples), and what that interval says
+with a margin of 1% of B: "A better" or "A worse" where it excludes 0,
+"equal within 1%" where it lies inside ± the margin, else "not
+distinguishable" (it holds 0 but reaches past the margin: more seeds could
+tell). One seed on either side gives no interval.
+
 With --analysis (claim 6), the table is instead the heads of the analysed
 runs (run.sh analyses claims 1 and 5 as each run finishes): `keystone analyze --compare` over all of
 a claim's analyses gives one row per run (its compare.json; the definitions
@@ -46,6 +55,49 @@ def read_claims(path):
                 continue
             rows.append((parts[0], parts[1]))
     return rows
+
+
+def read_comparisons(path):
+    """The `#vs CLAIM A B` lines: (claim, A, B), in order."""
+    pairs = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            parts = line.split()
+            if parts and parts[0] == "#vs":
+                if len(parts) != 4:
+                    sys.exit(f"report.py: {path}:{number}: expected '#vs CLAIM A B', got {line.strip()!r}")
+                pairs.append(tuple(parts[1:]))
+    return pairs
+
+
+# Student's t, 97.5% quantile, for 1..30 degrees of freedom (then the normal's).
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def welch_interval(a, b):
+    """(mean of a − mean of b, half-width of its 95% interval), or None under two seeds a side."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    diff = statistics.mean(a) - statistics.mean(b)
+    if va + vb == 0:
+        return diff, 0.0
+    # Welch–Satterthwaite degrees of freedom, rounded down (a wider interval).
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    t = T975[min(int(df), 30) - 1] if df < 31 else 1.960
+    return diff, t * math.sqrt(va + vb)
+
+
+def reading(diff, half, reference, higher_is_better):
+    margin = 0.01 * abs(reference)
+    lo, hi = diff - half, diff + half
+    if lo > 0 or hi < 0:
+        return "A better" if (lo > 0) == higher_is_better else "A worse"
+    if -margin <= lo and hi <= margin:
+        return "equal within 1%"
+    return "not distinguishable"
 
 
 def read_metrics(path):
@@ -103,6 +155,23 @@ def machine_path(run_dir):
         return "?"
     with open(path) as f:
         return json.load(f).get("bf16_gemm_path", "?")
+
+
+def finished_seeds(runs, claim, name):
+    """[(folder name, run_summary)] of NAME's finished seeds in claim CLAIM's folder."""
+    folder = os.path.join(runs, f"claim{claim}")
+    seeds = []
+    if os.path.isdir(folder):
+        for entry in sorted(os.listdir(folder)):
+            if entry.startswith(name + "-seed") and os.path.isdir(os.path.join(folder, entry)):
+                s = run_summary(os.path.join(folder, entry))
+                if s:
+                    seeds.append((entry, s))
+    return seeds
+
+
+def test_values(runs, claim, name):
+    return [s["test"] for _, s in finished_seeds(runs, claim, name) if s["test"] is not None]
 
 
 def model_cost(keystone, config):
@@ -167,6 +236,11 @@ def main():
     a = p.parse_args()
     rows = read_claims(a.claims)
     claims = sorted({c for c, _ in rows}, key=lambda c: (len(c), c))
+    claim_of = {name: c for c, name in rows}
+    for c, x, y in read_comparisons(a.claims):
+        for n in (x, y):
+            if n not in claim_of:
+                sys.exit(f"report.py: {a.claims}: '#vs {c} {x} {y}' names {n}, which is no run of the list")
     if a.analysis:
         for claim in a.claim or ["1", "5"]:
             analysis_table(a, rows, claim)
@@ -181,13 +255,7 @@ def main():
             if c != claim:
                 continue
             folder = os.path.join(a.runs, f"claim{claim}")
-            seeds = []
-            if os.path.isdir(folder):
-                for entry in sorted(os.listdir(folder)):
-                    if entry.startswith(name + "-seed") and os.path.isdir(os.path.join(folder, entry)):
-                        s = run_summary(os.path.join(folder, entry))
-                        if s:
-                            seeds.append((entry, s))
+            seeds = finished_seeds(a.runs, claim, name)
             if not seeds:
                 table.append(f"| {name} | 0 | | | | | | | |")
                 continue
@@ -208,6 +276,19 @@ def main():
         print("|---|---|---|---|---|---|---|---|---|")
         for line in table:
             print(line)
+        comparisons = [(x, y) for c, x, y in read_comparisons(a.claims) if c == claim]
+        if comparisons:
+            print(f"\n| A | B | seeds (A, B) | A − B, test {unit} | 95% interval | reading |")
+            print("|---|---|---|---|---|---|")
+        for x, y in comparisons:
+            ta, tb = (test_values(a.runs, claim_of.get(n), n) for n in (x, y))
+            interval = welch_interval(ta, tb)
+            if interval is None:
+                print(f"| {x} | {y} | {len(ta)}, {len(tb)} | | | needs two seeds a side |")
+                continue
+            diff, half = interval
+            print(f"| {x} | {y} | {len(ta)}, {len(tb)} | {diff:+.2f} | [{diff - half:+.2f}, {diff + half:+.2f}] "
+                  f"| {reading(diff, half, statistics.mean(tb), metric != 'ppl')} |")
     print(f"\nMachine time of the finished runs: {total / 60:.1f} h")
 
 
