@@ -466,10 +466,16 @@ TEST_CASE("bf16 attention: the packed kernels equal the per-tile bf16 GEMMs up t
           worst = std::max(worst, std::fabs(x[e] - y[e]));
           norm = std::max(norm, std::fabs(x[e]));
         }
-        // a float32 reordering can still flip the bf16 rounding of a P or dS
-        // entry (2^-8 of that entry; 1e-5 of the norm seen): 2e-4 allows a
-        // few of those, where bf16's own error is ~1e-2 (the test above)
-        CHECK(worst <= 2e-4 * norm);
+        // A float32 reordering can still flip the bf16 rounding of a P or dS
+        // entry, moving the results it feeds by 2^-8 of that entry's part
+        // (seen on Zen 5: 13 of 10,080 outputs moved, at most 7e-4 of
+        // the norm); everything else agrees to ~1e-6. So: few results moved
+        // beyond 2e-4, none beyond one flip's scale. A wrong tile or mask
+        // moves many, by the norm itself; bf16's own error is ~1e-2 (the test above).
+        int64_t moved = 0;
+        for (size_t e = 0; e < x.size(); ++e) moved += std::fabs(x[e] - y[e]) > 2e-4 * norm;
+        CHECK(moved <= int64_t(x.size()) / 100);
+        CHECK(worst <= 4e-3 * norm);
         CHECK(std::isfinite(worst));
       }
     }
