@@ -20,6 +20,19 @@
 
 namespace ks::dropout_formulas {
 
+// v·scale where the element was kept, else 0: the forward's x and the
+// backward's g. The mask is read as bytes: GCC 12 vectorises no loop that
+// loads bool, and on a dropout mask a branch per element mispredicts about
+// as often as p. The product is formed first, so the select is branch-free.
+template <class T>
+struct MaskedScale {
+  T scale;
+  KS_HOST_DEVICE T operator()(T v, uint8_t kept) const {
+    const T scaled = T(v * scale);
+    return kept ? scaled : T(0);
+  }
+};
+
 // Elements 4b .. 4b+3 (those below n): kept with probability keep, then
 // out = x·scale, else 0; mask records the draw. x, out, mask contiguous.
 template <class T>
@@ -40,23 +53,11 @@ struct DropoutBlock {
       if (i >= n) break;
       const bool kept = bernoulli_draw(w, k, keep);
       mask[i] = kept;
-      out[i] = kept ? T(x[i] * scale) : T(0);
+      out[i] = MaskedScale<T>{scale}(x[i], kept);
     }
   }
 };
 
-// g·scale where the element was kept, else 0. The mask is read as bytes:
-// GCC 12 vectorises no loop that loads bool, and on a dropout mask a branch
-// per element mispredicts about as often as p. The product is formed first,
-// so the select is branch-free.
-template <class T>
-struct MaskedScale {
-  T scale;
-  KS_HOST_DEVICE T operator()(T g, uint8_t kept) const {
-    const T scaled = T(g * scale);
-    return kept ? scaled : T(0);
-  }
-};
 
 constexpr int64_t kBlockGrain = 2048;  // Philox blocks per parallel chunk where a CPU runs forward()
 

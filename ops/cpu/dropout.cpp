@@ -26,13 +26,10 @@ void dropout_forward(const Tensor& out, const Tensor& mask, const Tensor& x_in, 
     bool* m = mask.data<bool>();
     const uint8_t* m_bytes = reinterpret_cast<const uint8_t*>(m);  // read as bytes: see MaskedScale
     const T* xs = x.data<T>();
-    const T s = T(scale);
+    const dropout_formulas::MaskedScale<T> apply{T(scale)};
     parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
       bernoulli_draws(m + begin, end - begin, seed, first_block, uint64_t(begin), keep);
-      for (int64_t i = begin; i < end; ++i) {
-        const T scaled = T(xs[i] * s);
-        o[i] = m_bytes[i] ? scaled : T(0);
-      }
+      for (int64_t i = begin; i < end; ++i) o[i] = apply(xs[i], m_bytes[i]);
     });
   });
 }
