@@ -29,7 +29,7 @@ distinguishable" (it holds 0 but reaches past the margin: more seeds could
 tell). One seed on either side gives no interval.
 
 With --analysis (claim 6), the table is instead the heads of the analysed
-runs (run.sh analyses claims 1 and 5 as each run finishes): `keystone analyze --compare` over all of
+runs (run.sh analyses claims 1, 3 and 5 as each run finishes): `keystone analyze --compare` over all of
 a claim's analyses gives one row per run (its compare.json; the definitions
 are the C++ ones of tools/analysis_report.h), averaged here over the seeds:
 mean Jensen–Shannon divergence and cosine between heads, mean effective

@@ -9,7 +9,7 @@
 # runs/experiments), KS_RESULTS (the committed results, default
 # docs/results/runs), KEYSTONE (the binary, default build/keystone), CLAIMS
 # (the list, default tools/experiments/claims.txt), ANALYZE_CLAIMS (claims
-# whose trained models `keystone analyze` reads for claim 6, default "1 5"),
+# whose trained models `keystone analyze` reads for claim 6, default "1 3 5"),
 # ANALYZE_FLAGS (default: the analysis defaults, 8 validation batches).
 #
 # Two places: a run folder (checkpoints, megabytes, lost with the machine)
@@ -43,7 +43,7 @@ cd "$KS_RUN_SH_ROOT"
 seeds="${SEEDS:-0 1 2}"
 root="${KS_EXPERIMENTS:-runs/experiments}"
 results="${KS_RESULTS:-docs/results/runs}"
-analyze_claims=" ${ANALYZE_CLAIMS:-1 5} "
+analyze_claims=" ${ANALYZE_CLAIMS:-1 3 5} "
 ks="${KEYSTONE:-build/keystone}"
 [ -x "$ks" ] || { echo "run.sh: $ks is not an executable keystone binary (build first, or set KEYSTONE)" >&2; exit 2; }
 claims=("$@")
