@@ -25,18 +25,42 @@ std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grad_outputs) {
   return fn_(grad_outputs);
 }
 
+namespace {
+
+// Whether a leaf may keep the incoming gradient itself as its .grad: nothing
+// else holds the tensor or any view of its storage (the engine moved its
+// buffer into this node), it is a plain contiguous tensor of the leaf's dtype
+// and device filling its storage exactly, and it carries no graph. Then no
+// one else can see the in-place updates .grad later takes (accumulation,
+// clipping, the optimizer's reads), so the copy PyTorch's AccumulateGrad
+// also skips in this case would only cost a pass over every parameter's
+// gradient each step.
+bool can_adopt(const Tensor& g, const Tensor& leaf) {
+  const TensorImpl* impl = g.impl();
+  return g.impl_ptr().use_count() == 1 && impl->storage.use_count() == 1 && impl->version.use_count() == 1 &&
+         impl->grad_fn == nullptr && !impl->requires_grad && g.dtype() == leaf.dtype() &&
+         g.device() == leaf.device() && g.storage_offset() == 0 && g.is_contiguous() &&
+         impl->storage->nbytes() == size_t(g.numel()) * g.element_size();
+}
+
+}  // namespace
+
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
-  const Tensor& g = grad_outputs.at(0);
+  Tensor g = std::move(grad_outputs.at(0));
   Tensor leaf(leaf_);
   KS_CHECK(g.sizes() == leaf.sizes(), "backward: gradient ", describe(g), " does not match leaf ",
            describe(leaf));
   Tensor current = leaf.grad();
   if (!current.defined()) {
-    // A fresh contiguous copy: the incoming tensor may be shared with other
-    // branches of the graph, and .grad is later updated in place.
-    Tensor fresh = Tensor::empty(leaf.sizes(), leaf.dtype(), leaf.device());
-    copy_(fresh, g);
-    leaf.set_grad(fresh);
+    if (can_adopt(g, leaf)) {
+      leaf.set_grad(g);
+    } else {
+      // A fresh contiguous copy: the incoming tensor may be shared with other
+      // branches of the graph, and .grad is later updated in place.
+      Tensor fresh = Tensor::empty(leaf.sizes(), leaf.dtype(), leaf.device());
+      copy_(fresh, g);
+      leaf.set_grad(fresh);
+    }
   } else {
     grad_accumulate_(current, g);
   }

@@ -93,3 +93,70 @@ TEST_CASE("gradcheck reports the worst element of a wrong backward") {
   CHECK(r.message.find("analytical 3") != std::string::npos);
   CHECK(r.message.find("numerical 2") != std::string::npos);
 }
+
+namespace {
+// Custom Functions whose backward hands the leaf a gradient of a chosen kind;
+// `made` keeps what backward made (or a handle to it, when it must stay shared).
+Tensor g_made;
+const void* g_made_data = nullptr;
+enum class GradKind { Fresh, Shared, ViewOfLarger, Transposed };
+GradKind g_kind = GradKind::Fresh;
+
+struct Emit : Function<Emit> {
+  static Tensor forward(AutogradContext&, const Tensor& x) { return mul(x, 2.0); }
+  static std::vector<Tensor> backward(AutogradContext&, const std::vector<Tensor>& g) {
+    const int64_t n = g[0].numel();
+    Tensor out;
+    switch (g_kind) {
+      case GradKind::Fresh: out = mul(g[0], 2.0); break;
+      case GradKind::Shared: out = g_made = mul(g[0], 2.0); break;
+      case GradKind::ViewOfLarger: out = narrow(cat({mul(g[0], 2.0), g[0]}, 0), 0, 0, n); break;
+      case GradKind::Transposed: out = transpose(contiguous(transpose(mul(g[0], 2.0), 0, 1)), 0, 1); break;
+    }
+    g_made_data = out.data_ptr();
+    return {out};
+  }
+};
+
+// Backward of Emit's output (all ones) into a fresh leaf x of `shape`.
+Tensor leaf_after_backward(GradKind kind, const Shape& shape) {
+  g_kind = kind;
+  g_made = Tensor();
+  Tensor x = zeros(shape, {.dtype = kFloat64, .requires_grad = true});
+  backward(sum(Emit::apply(x)));
+  return x;
+}
+}  // namespace
+
+TEST_CASE("a leaf keeps an unshared gradient as its .grad and copies any other") {
+  // Nothing else holds it: no copy.
+  Tensor fresh = leaf_after_backward(GradKind::Fresh, {3});
+  CHECK(fresh.grad().data_ptr() == g_made_data);
+  check_close(fresh.grad(), {2, 2, 2});
+
+  // Held elsewhere too: .grad is a copy, so updating it in place leaves the other holder alone.
+  Tensor shared = leaf_after_backward(GradKind::Shared, {3});
+  CHECK(shared.grad().data_ptr() != g_made.data_ptr());
+  backward(sum(mul(shared, 1.0)));  // accumulates into .grad in place
+  check_close(shared.grad(), {3, 3, 3});
+  check_close(g_made, {2, 2, 2});
+
+  // A view into a larger buffer is copied (adopting it would keep the whole buffer alive),
+  // and so is a non-contiguous gradient (.grad is always contiguous).
+  Tensor view = leaf_after_backward(GradKind::ViewOfLarger, {3});
+  CHECK(view.grad().data_ptr() != g_made_data);
+  check_close(view.grad(), {2, 2, 2});
+  Tensor transposed = leaf_after_backward(GradKind::Transposed, {2, 3});
+  CHECK(transposed.grad().data_ptr() != g_made_data);
+  CHECK(transposed.grad().is_contiguous());
+  check_close(transposed.grad(), {2, 2, 2, 2, 2, 2});
+
+  // The caller's own gradient for a leaf root is the caller's: .grad is a copy of it.
+  Tensor w = zeros({2}, {.dtype = kFloat64, .requires_grad = true});
+  Tensor gw = tensor({1, 2}, {2}, {.dtype = kFloat64});
+  backward(w, gw);
+  CHECK(w.grad().data_ptr() != gw.data_ptr());
+  backward(w, gw);
+  check_close(gw, {1, 2});
+  check_close(w.grad(), {2, 4});
+}
