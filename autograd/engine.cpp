@@ -16,11 +16,15 @@ struct LaterFirst {
   bool operator()(const Node* a, const Node* b) const { return a->sequence_nr < b->sequence_nr; }
 };
 
-// Sums `g` into slot `k` of a node's input buffer.
+// Sums `g` into slot `k` of a node's input buffer: into the slot's tensor in
+// place when the buffer is its only holder, out of place otherwise (either
+// may be shared with another branch, a saved tensor or the caller). Both
+// compute slot + g element by element, so the bits are the same.
 void add_to_buffer(std::vector<Tensor>& buffer, size_t k, Tensor g) {
   if (!g.defined()) return;
   if (!buffer[k].defined()) buffer[k] = std::move(g);
-  else buffer[k] = grad_sum(buffer[k], g);  // out of place: either may be shared
+  else if (unshared_dense(buffer[k]) && !buffer[k].is_same(g)) grad_accumulate_(buffer[k], g);
+  else buffer[k] = grad_sum(buffer[k], g);
 }
 
 }  // namespace

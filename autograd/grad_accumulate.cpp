@@ -1,4 +1,5 @@
-// autograd/grad_accumulate.cpp — checks around the gradient-sum kernel.
+// autograd/grad_accumulate.cpp — checks around the gradient-sum kernel, and
+// when a gradient may be summed into or kept without a copy.
 #include "autograd/grad_accumulate.h"
 
 namespace ks {
@@ -24,6 +25,13 @@ Tensor grad_sum(const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::empty(a.sizes(), a.dtype(), a.device());
   if (out.numel()) grad_add_kernel(out.device(), out, a, b);
   return out;
+}
+
+bool unshared_dense(const Tensor& t) {
+  const TensorImpl* impl = t.impl();
+  return t.impl_ptr().use_count() == 1 && impl->storage.use_count() == 1 && impl->version.use_count() == 1 &&
+         impl->grad_fn == nullptr && !impl->requires_grad && t.storage_offset() == 0 && t.is_contiguous() &&
+         impl->storage->nbytes() == size_t(t.numel()) * t.element_size();
 }
 
 }  // namespace ks

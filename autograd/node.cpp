@@ -25,26 +25,6 @@ std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grad_outputs) {
   return fn_(grad_outputs);
 }
 
-namespace {
-
-// Whether a leaf may keep the incoming gradient itself as its .grad: nothing
-// else holds the tensor or any view of its storage (the engine moved its
-// buffer into this node), it is a plain contiguous tensor of the leaf's dtype
-// and device filling its storage exactly, and it carries no graph. Then no
-// one else can see the in-place updates .grad later takes (accumulation,
-// clipping, the optimizer's reads), so the copy PyTorch's AccumulateGrad
-// also skips in this case would only cost a pass over every parameter's
-// gradient each step.
-bool can_adopt(const Tensor& g, const Tensor& leaf) {
-  const TensorImpl* impl = g.impl();
-  return g.impl_ptr().use_count() == 1 && impl->storage.use_count() == 1 && impl->version.use_count() == 1 &&
-         impl->grad_fn == nullptr && !impl->requires_grad && g.dtype() == leaf.dtype() &&
-         g.device() == leaf.device() && g.storage_offset() == 0 && g.is_contiguous() &&
-         impl->storage->nbytes() == size_t(g.numel()) * g.element_size();
-}
-
-}  // namespace
-
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   Tensor g = std::move(grad_outputs.at(0));
   Tensor leaf(leaf_);
@@ -52,7 +32,9 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
            describe(leaf));
   Tensor current = leaf.grad();
   if (!current.defined()) {
-    if (can_adopt(g, leaf)) {
+    // Kept as it is when nothing else can see it (grad_accumulate.h): the
+    // copy would only cost a pass over every parameter's gradient each step.
+    if (unshared_dense(g) && g.dtype() == leaf.dtype() && g.device() == leaf.device()) {
       leaf.set_grad(g);
     } else {
       // A fresh contiguous copy: the incoming tensor may be shared with other

@@ -160,3 +160,24 @@ TEST_CASE("a leaf keeps an unshared gradient as its .grad and copies any other")
   check_close(gw, {1, 2});
   check_close(w.grad(), {2, 4});
 }
+
+TEST_CASE("gradients meeting at a node are summed in place only into a tensor nothing else holds") {
+  for (bool shared_first : {true, false}) {
+    CAPTURE(shared_first);
+    g_kind = GradKind::Shared;
+    g_made = Tensor();
+    Tensor x = zeros({3}, {.dtype = kFloat64, .requires_grad = true});
+    // Nodes run newest first, so the gradient made last in forward reaches x's buffer first.
+    Tensor a, b;
+    if (shared_first) {
+      b = mul(x, 3.0);
+      a = Emit::apply(x);  // its backward returns a gradient that g_made also holds
+    } else {
+      a = Emit::apply(x);
+      b = mul(x, 3.0);
+    }
+    backward(sum(add(a, b)));
+    check_close(x.grad(), {5, 5, 5});
+    check_close(g_made, {2, 2, 2});  // never summed into
+  }
+}
