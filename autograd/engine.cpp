@@ -23,7 +23,7 @@ struct LaterFirst {
 void add_to_buffer(std::vector<Tensor>& buffer, size_t k, Tensor g) {
   if (!g.defined()) return;
   if (!buffer[k].defined()) buffer[k] = std::move(g);
-  else if (unshared_dense(buffer[k]) && !buffer[k].is_same(g)) grad_accumulate_(buffer[k], g);
+  else if (unshared_dense(buffer[k])) grad_accumulate_(buffer[k], g);  // g holds a handle: never buffer[k] itself
   else buffer[k] = grad_sum(buffer[k], g);
 }
 
