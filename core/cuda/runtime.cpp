@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "core/cuda.h"
+#include "core/cuda/cublas_api.h"
 #include "core/cuda/cuda_check.h"
 
 namespace ks {
@@ -52,8 +53,8 @@ void throw_cuda_error(cudaError_t err, const char* call, const char* file, int l
 }
 
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
-  throw Error(str("cuBLAS error: ", call, " failed at ", file, ":", line, ": ", cublasGetStatusString(status),
-                  " (", cublasGetStatusName(status), ")"));
+  throw Error(str("cuBLAS error: ", call, " failed at ", file, ":", line, ": ", cublas().get_status_string(status),
+                  " (", cublas().get_status_name(status), ")"));
 }
 
 bool sync_launches() {

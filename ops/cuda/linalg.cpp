@@ -1,5 +1,6 @@
 // ops/cuda/linalg.cpp — the CUDA GEMM kernel: cuBLAS strided-batched
-// sgemm/dgemm, one handle per device bound to the device's stream.
+// sgemm/dgemm (called through core/cuda/cublas_api.h, which opens cuBLAS at
+// the first GEMM), one handle per device bound to the device's stream.
 //
 // Layout. cuBLAS is column-major; a row-major (M, N) matrix is the
 // column-major (N, M) matrix with the same bytes. So the row-major
@@ -20,8 +21,6 @@
 // cublasGemmStridedBatchedEx sums in float32 into the float32 result. float64
 // ignores the setting. The handles are not guarded by a lock: like every CUDA
 // kernel here, GEMMs are issued from one host thread.
-#include <cublas_v2.h>
-
 #include <algorithm>
 #include <climits>
 #include <mutex>
@@ -30,6 +29,7 @@
 
 #include "core/copy.h"
 #include "core/cuda.h"
+#include "core/cuda/cublas_api.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/runtime.h"
 #include "core/matmul_precision.h"
@@ -48,8 +48,8 @@ cublasHandle_t handle(int device) {
   std::call_once(once[device], [&] {
     const cudaStream_t s = stream(device);
     DeviceGuard guard(device);
-    KS_CUBLAS_CHECK(cublasCreate(&handles[device]));
-    KS_CUBLAS_CHECK(cublasSetStream(handles[device], s));
+    KS_CUBLAS_CHECK(cublas().create(&handles[device]));
+    KS_CUBLAS_CHECK(cublas().set_stream(handles[device], s));
   });
   return handles[device];
 }
@@ -81,13 +81,13 @@ std::vector<BatchDim> merged_batch(const Tensor& a, const Tensor& b, const Tenso
 inline cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                    const float* alpha, const float* A, int lda, long long sa, const float* B, int ldb,
                                    long long sb, const float* beta, float* C, int ldc, long long sc, int count) {
-  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, count);
+  return cublas().sgemm_strided_batched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, count);
 }
 inline cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                    const double* alpha, const double* A, int lda, long long sa, const double* B,
                                    int ldb, long long sb, const double* beta, double* C, int ldc, long long sc,
                                    int count) {
-  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, count);
+  return cublas().dgemm_strided_batched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, count);
 }
 
 // bfloat16 operands, float32 result and sums. A and B point at bfloat16 bytes.
@@ -95,8 +95,8 @@ inline cublasStatus_t gemm_batched_bf16(cublasHandle_t h, cublasOperation_t ta, 
                                         int k, const float* alpha, const void* A, int lda, long long sa,
                                         const void* B, int ldb, long long sb, const float* beta, float* C, int ldc,
                                         long long sc, int count) {
-  return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, CUDA_R_16BF, lda, sa, B, CUDA_R_16BF, ldb, sb, beta,
-                                    C, CUDA_R_32F, ldc, sc, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  return cublas().gemm_strided_batched_ex(h, ta, tb, m, n, k, alpha, A, CUDA_R_16BF, lda, sa, B, CUDA_R_16BF, ldb, sb,
+                                          beta, C, CUDA_R_32F, ldc, sc, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
 template <class T>
@@ -128,7 +128,7 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
   const int dev = c.device().index;
   const cublasHandle_t h = handle(dev);
   DeviceGuard guard(c.device());
-  KS_CUBLAS_CHECK(cublasSetMathMode(
+  KS_CUBLAS_CHECK(cublas().set_math_mode(
       h, precision == MatmulPrecision::TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   const T alpha = T(1), beta = accumulate ? T(1) : T(0);
   // Element offsets below apply to either element type: both operands are T, or both bfloat16.

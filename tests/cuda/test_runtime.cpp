@@ -4,6 +4,9 @@
 #include "cuda/cuda_testing.h"
 
 #ifdef KS_WITH_CUDA
+#include <dlfcn.h>
+
+#include "core/cuda/cublas_api.h"
 #include "core/cuda/cuda_check.h"
 #endif
 
@@ -31,6 +34,27 @@ TEST_CASE("cuda: without a device, a CUDA tensor is a clear error" * doctest::sk
 }
 
 #ifdef KS_WITH_CUDA
+// No GPU needed: opening the library and looking up symbols touches no device.
+// (That libkeystone does not link cuBLAS is the ctest case "cuda: libkeystone
+// opens cuBLAS at its first use, it does not link it".)
+TEST_CASE("cuda: cublas() opens cuBLAS and finds every entry point Keystone calls") {
+  const cuda::CublasApi& api = cuda::cublas();
+  CHECK(static_cast<bool>(api.create));
+  CHECK(static_cast<bool>(api.set_stream));
+  CHECK(static_cast<bool>(api.set_math_mode));
+  CHECK(static_cast<bool>(api.sgemm_strided_batched));
+  CHECK(static_cast<bool>(api.dgemm_strided_batched));
+  CHECK(static_cast<bool>(api.gemm_strided_batched_ex));
+  REQUIRE(static_cast<bool>(api.get_status_string));
+  REQUIRE(static_cast<bool>(api.get_status_name));
+  CHECK(std::string(api.get_status_name(CUBLAS_STATUS_NOT_INITIALIZED)) == "CUBLAS_STATUS_NOT_INITIALIZED");
+  CHECK(&cuda::cublas() == &api);  // opened once
+  const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+  void* loaded = dlopen(soname.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  CHECK(loaded != nullptr);
+  if (loaded) dlclose(loaded);
+}
+
 TEST_CASE("cuda: a failing CUDA call throws with the call, file and line" * needs_gpu()) {
   std::string what;
   try {
