@@ -5,6 +5,10 @@
 # train -> eval / generate / translate / plot / analyze path on tiny runs, including a
 # real Ctrl-C (SIGINT) and --resume reproducing the uninterrupted losses.
 set -u
+# Debian's python3 first (the one tools/run.sh installs packages for): a version
+# manager's shim ahead of it on PATH costs half a second a call, and this script
+# makes dozens.
+PATH="/usr/bin:$PATH"
 ks="$1"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 tmp=$(mktemp -d)
