@@ -21,7 +21,7 @@ jobs="${KS_JOBS:-$(nproc)}"
 build="${KS_BUILD_DIR:-build}"
 
 # --- 1. Debian packages ------------------------------------------------------
-packages=(build-essential cmake libopenblas-dev libtbb-dev doctest-dev nlohmann-json3-dev)
+packages=(build-essential cmake ninja-build libopenblas-dev libtbb-dev doctest-dev nlohmann-json3-dev)
 # Data-parallel training (KS_MPI) and its tests under mpirun need Open MPI.
 [ "$mode" = test ] && packages+=(openmpi-bin libopenmpi-dev)
 missing=()
@@ -58,7 +58,13 @@ fi
 # --- 2. build -----------------------------------------------------------------
 configure_and_build() {  # dir, extra cmake args...
   local dir="$1"; shift
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  # Ninja, because it compiles a layer's files while the layer beneath is
+  # still compiling, where make waits and idles a core (the CUDA Release build
+  # alone on 2 cores: 620 s against 646 s). A folder configured before keeps
+  # its generator: CMake cannot switch.
+  local generator=()
+  [ -f "$dir/CMakeCache.txt" ] || generator=(-G Ninja)
+  cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
   cmake --build "$dir" -j "$jobs" ${target:+--target "$target"}
 }
 echo "== building (Release) in $build"
