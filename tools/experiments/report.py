@@ -6,6 +6,7 @@ for parameters and FLOPs; a run folder of the same layout also serves).
 
   python3 tools/experiments/report.py [--runs docs/results/runs] [--claims FILE]
                                       [--keystone build/keystone] [--analysis] [CLAIM...]
+  python3 tools/experiments/report.py --steps STEP,STEP,... CLAIM...
 
 Prints, per claim, a markdown table with one row per run name of claims.txt:
 the seeds finished, parameters (all, and without the embedding tables),
@@ -35,6 +36,10 @@ are the C++ ones of tools/analysis_report.h), averaged here over the seeds:
 mean Jensen–Shannon divergence and cosine between heads, mean effective
 rank of the score and attention matrices, and the heads that can be masked
 before the loss rises over 1%.
+With --steps, the table is instead each finished seed's validation metric
+at the given steps (the records at those steps; "—" where a run has none)
+and its test metric: when a run learned, not only how far (claim 4's
+plateau table).
 Not here: training (run.sh), the figures (`keystone plot`).
 """
 import argparse
@@ -226,12 +231,40 @@ def analysis_table(a, rows, claim):
               f"| {col('erank_attention', 2)} | {col('maskable', 1)} of {total} |")
 
 
+def steps_table(a, rows, claim, steps):
+    """Claim `claim`'s finished seeds: the validation metric at `steps`, then the test metric."""
+    print(f"\n### Claim {claim}: validation at steps {', '.join(map(str, steps))}\n")
+    unit = None
+    lines = []
+    for c, name in rows:
+        if c != claim:
+            continue
+        for entry, summary in finished_seeds(a.runs, claim, name):
+            metric = summary["metric"]
+            scale = 1 if metric == "ppl" else 100
+            unit = "ppl" if metric == "ppl" else "accuracy (%)"
+            at = {r["step"]: r[metric] * scale
+                  for r in read_metrics(os.path.join(a.runs, f"claim{claim}", entry, "metrics.jsonl"))
+                  if r.get("split") == "valid" and isinstance(r.get(metric), (int, float))}
+            cells = ", ".join(f"{at[s]:.1f}" if s in at else "—" for s in steps)
+            seed = entry[len(name) + len("-seed"):]
+            lines.append(f"| {name} seed {seed} | {cells} | {summary['test']:.1f} |")
+    if unit is None:
+        print("(no finished runs)")
+        return
+    print(f"| run | valid {unit} at steps {', '.join(map(str, steps))} | test {unit} |")
+    print("|---|---|---|")
+    for line in lines:
+        print(line)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", default="docs/results/runs")
     p.add_argument("--claims", default="tools/experiments/claims.txt")
     p.add_argument("--keystone", default="build/keystone")
     p.add_argument("--analysis", action="store_true", help="claim 6: the analysed runs' heads, over seeds")
+    p.add_argument("--steps", help="STEP,STEP,...: each seed's validation metric at these steps")
     p.add_argument("claim", nargs="*")
     a = p.parse_args()
     rows = read_claims(a.claims)
@@ -241,6 +274,16 @@ def main():
         for n in (x, y):
             if n not in claim_of:
                 sys.exit(f"report.py: {a.claims}: '#vs {c} {x} {y}' names {n}, which is no run of the list")
+    if a.steps:
+        try:
+            steps = [int(x) for x in a.steps.split(",")]
+        except ValueError:
+            sys.exit(f"report.py: --steps {a.steps}: expected steps separated by commas, e.g. 1500,2000")
+        if not a.claim:
+            sys.exit("report.py: --steps needs the claims to tabulate, e.g. --steps 1500,2000 4")
+        for claim in a.claim:
+            steps_table(a, rows, claim, steps)
+        return
     if a.analysis:
         for claim in a.claim or ["1", "5"]:
             analysis_table(a, rows, claim)
