@@ -334,6 +334,12 @@ PY
     expect 1 "expected '#vs CLAIM A B', got '#vs 1 a'" -- "${vs[@]}"
     echo "#vs 1 a nosuch" > "$tmp/vs2.claims"; echo "1 a x" >> "$tmp/vs2.claims"
     expect 1 "names nosuch, which is no run of the list" -- python3 "$root/tools/experiments/report.py" --runs "$tmp/vs" --claims "$tmp/vs2.claims" --keystone "$ks" 1
+    # --steps: each seed's validation metric at the steps asked for ("—" where it has no record), then its test metric.
+    printf '3 h1-softmax x\n' > "$tmp/heads.claims"
+    st=(python3 "$root/tools/experiments/report.py" --runs "$tmp/heads" --claims "$tmp/heads.claims" --keystone "$ks")
+    expect 0 "^\| h1-softmax seed 1 \| 153.0, — \| 152.0 \|$" -- "${st[@]}" --steps 1,2 3
+    expect 1 "--steps 1,x: expected steps separated by commas" -- "${st[@]}" --steps 1,x 3
+    expect 1 "--steps needs the claims to tabulate" -- "${st[@]}" --steps 1
     hf=(python3 "$root/tools/experiments/heads_figure.py" --runs "$tmp/heads" --out "$tmp/heads.svg")
     expect 0 "p = d/h \(softmax\): h 1 151.0 ± 1.4 \(2\), h 8 140.0 ± 0.0 \(2\)" -- "${hf[@]}"
     expect 0 "no finished seed of claim 3's h16-fixed32: left out" -- "${hf[@]}"

@@ -139,18 +139,25 @@ def run_summary(run_dir):
     # Perplexity for token tasks; a classifier's records have accuracy only.
     metric = "ppl" if "ppl" in tests[-1] else "accuracy"
     scale = 1 if metric == "ppl" else 100
-    valid = [r[metric] * scale for r in records
-             if r.get("split") == "valid" and isinstance(r.get(metric), (int, float))]
+    valid_at = {r["step"]: r[metric] * scale for r in records
+                if r.get("split") == "valid" and isinstance(r.get(metric), (int, float))}
+    valid = list(valid_at.values())
     speed = [r["tokens_per_s"] for r in records if r.get("split") == "train" and r.get("tokens_per_s")]
     test = tests[-1].get(metric)
     return {
         "metric": metric,
         "test": test * scale if isinstance(test, (int, float)) else None,
         "best_valid": (min(valid) if metric == "ppl" else max(valid)) if valid else None,
+        "valid_at": valid_at,  # step -> the validation metric (scaled as "test")
         "tokens_per_s": statistics.median(speed) if speed else None,
         "elapsed_s": max(r.get("elapsed_s", 0) for r in records),
         "gemm_path": machine_path(run_dir),
     }
+
+
+def unit_of(metric):
+    """A metric's column label: perplexity, or accuracy in %."""
+    return "ppl" if metric == "ppl" else "accuracy (%)"
 
 
 def machine_path(run_dir):
@@ -240,15 +247,12 @@ def steps_table(a, rows, claim, steps):
         if c != claim:
             continue
         for entry, summary in finished_seeds(a.runs, claim, name):
-            metric = summary["metric"]
-            scale = 1 if metric == "ppl" else 100
-            unit = "ppl" if metric == "ppl" else "accuracy (%)"
-            at = {r["step"]: r[metric] * scale
-                  for r in read_metrics(os.path.join(a.runs, f"claim{claim}", entry, "metrics.jsonl"))
-                  if r.get("split") == "valid" and isinstance(r.get(metric), (int, float))}
+            unit = unit_of(summary["metric"])
+            at = summary["valid_at"]
             cells = ", ".join(f"{at[s]:.1f}" if s in at else "—" for s in steps)
             seed = entry[len(name) + len("-seed"):]
-            lines.append(f"| {name} seed {seed} | {cells} | {summary['test']:.1f} |")
+            test = "—" if summary["test"] is None else f"{summary['test']:.1f}"
+            lines.append(f"| {name} seed {seed} | {cells} | {test} |")
     if unit is None:
         print("(no finished runs)")
         return
@@ -312,7 +316,7 @@ def main():
                          f"| {mean_std([s['best_valid'] for _, s in seeds if s['best_valid'] is not None])} "
                          f"| {mean_std([s['test'] for _, s in seeds if s['test'] is not None])} | {minutes:.0f} min "
                          f"| {' / '.join(sorted({s['gemm_path'] for _, s in seeds}))} |")
-        unit = "ppl" if metric == "ppl" else "accuracy (%)"
+        unit = unit_of(metric)
         print(f"\n### Claim {claim}\n")
         print(f"| run | seeds | params (non-embedding) | FLOPs/token | tokens/s | best valid {unit} | test {unit} "
               "| machine time | bf16 GEMMs |")
