@@ -4,8 +4,8 @@
 // with AdamW (weights, gradients and two moment buffers, all float32).
 // Activation memory depends on the batch and the attention family and is not
 // estimated here. `keystone info --machine` prints what the CPU offers
-// instead: the bf16 GEMM paths (core/cpu_features.h), which one bf16 GEMMs
-// use, and the thread count.
+// instead: the binary's commit, the bf16 GEMM paths (core/cpu_features.h),
+// which one bf16 GEMMs use, and the thread count.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +17,7 @@
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/data_setup.h"
+#include "tools/provenance.h"
 #include "tools/run_config.h"
 
 namespace ks::tools {
@@ -28,7 +29,7 @@ int info(const std::vector<std::string>& args) {
                 "FILE is a model config, or a training config (whose data then fills in the sizes).\n"
                 "Prints parameters, forward FLOPs per token at sequence length N (default: the longest\n"
                 "input the config's max_len allows) and the memory that training with AdamW needs for weights and optimizer state.\n"
-                "--machine prints the CPU (brand and vendor), its bf16 GEMM paths (amx, avx512bf16, float32), the one bf16 GEMMs use\n"
+                "--machine prints the commit this binary was built from, the CPU (brand and vendor), its bf16 GEMM paths (amx, avx512bf16, float32), the one bf16 GEMMs use\n"
                 "(KS_CPU_GEMM forces one), OpenBLAS's float32 kernels, and the thread count.\n");
     return 0;
   }
@@ -40,13 +41,10 @@ int info(const std::vector<std::string>& args) {
       std::string why;
       paths[cpu_gemm_path_name(p)] = cpu_gemm_path_available(p, &why) ? std::string("available") : why;
     }
-    nlohmann::json out = {{"cpu", cpu_features().brand},
-                          {"cpu_vendor", cpu_features().vendor},
-                          {"threads", num_threads()},
-                          {"cpu_gemm_paths", paths},
-                          {"bf16_gemm_path", cpu_gemm_path_name(cpu_gemm_path())},
-                          {"float32_gemm_kernels", std::string("OpenBLAS ") + cpu::blas_kernels_name()},
-                          {"cuda_devices", cuda_device_count()}};
+    nlohmann::json out = machine_json();
+    out["cpu_gemm_paths"] = paths;
+    out["float32_gemm_kernels"] = std::string("OpenBLAS ") + cpu::blas_kernels_name();
+    out["cuda_devices"] = cuda_device_count();
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }

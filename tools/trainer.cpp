@@ -24,6 +24,7 @@
 #include "tools/distributed_run.h"
 #include "tools/plot.h"
 #include "tools/progress.h"
+#include "tools/provenance.h"
 
 namespace ks::tools {
 
@@ -474,6 +475,7 @@ TrainOutcome Trainer::run() {
     return TrainOutcome::Finished;
   }
   print_start();
+  if (lead_) append_provenance(paths_.dir, session_first_step_ > 0, session_first_step_);
   const std::vector<Tensor> params = model_->parameters();
   while (state_.step < t.steps) {
     if (distributed() ? agreed_stop_ : g_stop_requested.load()) {

@@ -51,6 +51,7 @@ expect 0 '"tokens_per_s":' -- "$ks" bench --attention mgk --steps 1 --layers 1 -
 expect 2 "--config FILE \(or --machine\) is required" -- "$ks" info
 expect 0 '"bf16_gemm_path"' -- "$ks" info --machine
 expect 0 '"cpu_vendor": "[A-Za-z ]+"' -- "$ks" info --machine
+expect 0 '"commit": "([0-9a-f]{40}|unknown)"' -- "$ks" info --machine
 OPENBLAS_CORETYPE=Haswell expect 0 '"float32_gemm_kernels": "OpenBLAS Haswell"' -- "$ks" info --machine
 expect 0 '"cpu":"[^"]*","cpu_gemm":"(amx|avx512bf16|float32)"' -- "$ks" bench --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8
 expect 2 "--machine takes no --config" -- "$ks" info --machine --config x.json
@@ -107,13 +108,16 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   expect 1 "train.device: cuda: (this build has no CUDA backend|no CUDA device is available)" -- "$ks" train --config "$tmp/copy.json" --device cuda --out "$tmp/cuda"
 fi
 expect 0 "plot: +$tmp/whole/plot.svg" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/whole" --quiet
-for f in config.json metrics.jsonl latest.safetensors best.safetensors tokenizer.json plot.svg; do
+for f in config.json metrics.jsonl latest.safetensors best.safetensors tokenizer.json plot.svg provenance.jsonl; do
   [ -s "$tmp/whole/$f" ] || { echo "FAIL: run folder lacks $f"; fails=$((fails + 1)); }
 done
 expect 1 "already holds a run; continue it with --resume" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/whole"
 expect 2 "drop --config" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/whole" --resume
 expect 2 "may only change train.\* keys" -- "$ks" train --out "$tmp/whole" --resume --set model.d_model=8
 expect 0 "already finished at step 200" -- "$ks" train --out "$tmp/whole" --resume
+# One provenance line per training session (the finished resume above trained nothing).
+expect 0 '^1 .*\{"bf16_gemm_path":"[a-z0-9]+","commit":"([0-9a-f]{40}|unknown)","cpu":.*"event":"start","step":0,' -- \
+  bash -c "wc -l < '$tmp/whole/provenance.jsonl' | tr '\n' ' '; cat '$tmp/whole/provenance.jsonl'"
 expect 0 '"exact_match".*"split":"test"' -- "$ks" eval --run "$tmp/whole" --decode 5
 expect 0 '"split":"valid"' -- "$ks" eval --run "$tmp/whole" --split valid --checkpoint latest
 expect 2 "--split: expected train, valid or test" -- "$ks" eval --run "$tmp/whole" --split dev

@@ -13,7 +13,8 @@
 # ANALYZE_FLAGS (default: the analysis defaults, 8 validation batches).
 #
 # Two places: a run folder (checkpoints, megabytes, lost with the machine)
-# and its results (config.json, metrics.jsonl, machine.json from `keystone
+# and its results (config.json, metrics.jsonl, provenance.jsonl (the commit
+# and machine of each training session), machine.json from `keystone
 # info --machine` and, for ANALYZE_CLAIMS, analysis/analysis.json without its
 # singular values: kilobytes, copied into KS_RESULTS as each run
 # finishes, to be committed). A run is finished when its results hold the
@@ -86,6 +87,8 @@ keep() {
   fi
   mkdir -p "$kept"
   cp "$dir/config.json" "$dir/metrics.jsonl" "$kept/"
+  # Which binary (commit) on which machine trained each session of the run.
+  [ ! -f "$dir/provenance.jsonl" ] || cp "$dir/provenance.jsonl" "$kept/"
   "$ks" info --machine > "$kept/machine.json"  # the CPU and bf16 GEMM path that finished it
   if [ -f "$dir/analysis/analysis.json" ]; then
     mkdir -p "$kept/analysis"
