@@ -18,7 +18,9 @@ best validation accuracy and the test accuracy) as mean ± sample standard
 deviation over the seeds, the machine time, and the bf16 GEMM path of the
 machines that trained them (machine.json: amx, avx512bf16 or float32, which
 set the speed; the products are the same rounded ones).
-A run still in progress or not started is counted as missing, never guessed.
+A run still in progress or not started is counted as missing, never guessed;
+a damaged file of a finished run stops the report with one line naming it
+(runs.py), so a row's seeds are exactly the values of its means.
 
 After each claim's table come its comparisons, the lines `#vs CLAIM A B`
 of claims.txt (a comment to run.sh): the difference A − B of the test
@@ -50,14 +52,19 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from runs import fail, finished_seeds  # noqa: E402
+
 
 def read_claims(path):
     rows = []
     with open(path) as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             parts = line.split()
             if not parts or parts[0].startswith("#"):
                 continue
+            if len(parts) < 3:
+                fail(f"{path}:{number}: expected 'CLAIM NAME CONFIG [KEY=VALUE ...]', got {line.strip()!r}")
             rows.append((parts[0], parts[1]))
     return rows
 
@@ -70,7 +77,7 @@ def read_comparisons(path):
             parts = line.split()
             if parts and parts[0] == "#vs":
                 if len(parts) != 4:
-                    sys.exit(f"report.py: {path}:{number}: expected '#vs CLAIM A B', got {line.strip()!r}")
+                    fail(f"{path}:{number}: expected '#vs CLAIM A B', got {line.strip()!r}")
                 pairs.append(tuple(parts[1:]))
     return pairs
 
@@ -105,54 +112,14 @@ def reading(diff, half, reference, higher_is_better):
     return "not distinguishable"
 
 
-def read_metrics(path):
-    records = []
-    with open(path) as f:
-        for number, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                sys.exit(f"report.py: {path}:{number}: not JSON ({e})")
-    return records
-
-
-def mean_std(values):
+def mean_std(values, seeds):
+    """Mean ± sample std of one value per seed; where fewer than the row's `seeds` have one, it says how many."""
     if not values:
         return "—"
+    fewer = "" if len(values) == seeds else f" ({len(values)} of {seeds} seeds)"
     if len(values) == 1:
-        return f"{values[0]:.1f} (one seed)"
-    return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f}"
-
-
-def run_summary(run_dir):
-    """None unless the run is finished (its final test record is written)."""
-    metrics = os.path.join(run_dir, "metrics.jsonl")
-    if not os.path.isfile(metrics):
-        return None
-    records = read_metrics(metrics)
-    tests = [r for r in records if r.get("split") == "test"]
-    if not tests:
-        return None
-    # Perplexity for token tasks; a classifier's records have accuracy only.
-    metric = "ppl" if "ppl" in tests[-1] else "accuracy"
-    scale = 1 if metric == "ppl" else 100
-    valid_at = {r["step"]: r[metric] * scale for r in records
-                if r.get("split") == "valid" and isinstance(r.get(metric), (int, float))}
-    valid = list(valid_at.values())
-    speed = [r["tokens_per_s"] for r in records if r.get("split") == "train" and r.get("tokens_per_s")]
-    test = tests[-1].get(metric)
-    return {
-        "metric": metric,
-        "test": test * scale if isinstance(test, (int, float)) else None,
-        "best_valid": (min(valid) if metric == "ppl" else max(valid)) if valid else None,
-        "valid_at": valid_at,  # step -> the validation metric (scaled as "test")
-        "tokens_per_s": statistics.median(speed) if speed else None,
-        "elapsed_s": max(r.get("elapsed_s", 0) for r in records),
-        "gemm_path": machine_path(run_dir),
-    }
+        return f"{values[0]:.1f} (one seed)" + fewer
+    return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f}" + fewer
 
 
 def unit_of(metric):
@@ -160,36 +127,14 @@ def unit_of(metric):
     return "ppl" if metric == "ppl" else "accuracy (%)"
 
 
-def machine_path(run_dir):
-    """The bf16 GEMM path of the machine that finished the run (machine.json), or "?"."""
-    path = os.path.join(run_dir, "machine.json")
-    if not os.path.isfile(path):
-        return "?"
-    with open(path) as f:
-        return json.load(f).get("bf16_gemm_path", "?")
-
-
-def finished_seeds(runs, claim, name):
-    """[(folder name, run_summary)] of NAME's finished seeds in claim CLAIM's folder."""
-    folder = os.path.join(runs, f"claim{claim}")
-    seeds = []
-    if os.path.isdir(folder):
-        for entry in sorted(os.listdir(folder)):
-            if entry.startswith(name + "-seed") and os.path.isdir(os.path.join(folder, entry)):
-                s = run_summary(os.path.join(folder, entry))
-                if s:
-                    seeds.append((entry, s))
-    return seeds
-
-
 def test_values(runs, claim, name):
-    return [s["test"] for _, s in finished_seeds(runs, claim, name) if s["test"] is not None]
+    return [s["test"] for _, s in finished_seeds(runs, claim, name)]
 
 
 def model_cost(keystone, config):
     out = subprocess.run([keystone, "info", "--config", config], capture_output=True, text=True)
     if out.returncode != 0:
-        sys.exit(f"report.py: keystone info --config {config} failed: {out.stderr.strip()}")
+        fail(f"keystone info --config {config} failed: {out.stderr.strip()}")
     return json.loads(out.stdout)
 
 
@@ -216,7 +161,7 @@ def analysis_table(a, rows, claim):
             done = subprocess.run([a.keystone, "analyze", "--compare", *dirs, "--out", out],
                                   capture_output=True, text=True)
             if done.returncode != 0:
-                sys.exit(f"report.py: keystone analyze --compare failed: {done.stderr.strip()}")
+                fail(f"keystone analyze --compare failed: {done.stderr.strip()}")
             with open(os.path.join(out, "compare.json")) as f:
                 # One row per analysis, in the order given (a row's "run" is
                 # where it was trained, not where its results are kept).
@@ -251,8 +196,7 @@ def steps_table(a, rows, claim, steps):
             at = summary["valid_at"]
             cells = ", ".join(f"{at[s]:.1f}" if s in at else "—" for s in steps)
             seed = entry[len(name) + len("-seed"):]
-            test = "—" if summary["test"] is None else f"{summary['test']:.1f}"
-            lines.append(f"| {name} seed {seed} | {cells} | {test} |")
+            lines.append(f"| {name} seed {seed} | {cells} | {summary['test']:.1f} |")
     if unit is None:
         print("(no finished runs)")
         return
@@ -277,14 +221,14 @@ def main():
     for c, x, y in read_comparisons(a.claims):
         for n in (x, y):
             if n not in claim_of:
-                sys.exit(f"report.py: {a.claims}: '#vs {c} {x} {y}' names {n}, which is no run of the list")
+                fail(f"{a.claims}: '#vs {c} {x} {y}' names {n}, which is no run of the list")
     if a.steps:
         try:
             steps = [int(x) for x in a.steps.split(",")]
         except ValueError:
-            sys.exit(f"report.py: --steps {a.steps}: expected steps separated by commas, e.g. 1500,2000")
+            fail(f"--steps {a.steps}: expected steps separated by commas, e.g. 1500,2000")
         if not a.claim:
-            sys.exit("report.py: --steps needs the claims to tabulate, e.g. --steps 1500,2000 4")
+            fail("--steps needs the claims to tabulate, e.g. --steps 1500,2000 4")
         for claim in a.claim:
             steps_table(a, rows, claim, steps)
         return
@@ -310,11 +254,11 @@ def main():
             cost = model_cost(a.keystone, os.path.join(folder, seeds[0][0], "config.json"))
             minutes = sum(s["elapsed_s"] for _, s in seeds) / 60
             total += minutes
-            speed = [s["tokens_per_s"] for _, s in seeds if s["tokens_per_s"]]
+            speed = [s["tokens_per_s"] for _, s in seeds if s["tokens_per_s"] is not None]
             table.append(f"| {name} | {len(seeds)} | {cost['params'] / 1e6:.2f} M ({cost['non_embedding_params'] / 1e6:.2f} M) "
-                         f"| {cost['forward_flops_per_token'] / 1e6:.1f} M | {statistics.median(speed):,.0f} "
-                         f"| {mean_std([s['best_valid'] for _, s in seeds if s['best_valid'] is not None])} "
-                         f"| {mean_std([s['test'] for _, s in seeds if s['test'] is not None])} | {minutes:.0f} min "
+                         f"| {cost['forward_flops_per_token'] / 1e6:.1f} M | {f'{statistics.median(speed):,.0f}' if speed else '—'} "
+                         f"| {mean_std([s['best_valid'] for _, s in seeds if s['best_valid'] is not None], len(seeds))} "
+                         f"| {mean_std([s['test'] for _, s in seeds], len(seeds))} | {minutes:.0f} min "
                          f"| {' / '.join(sorted({s['gemm_path'] for _, s in seeds}))} |")
         unit = unit_of(metric)
         print(f"\n### Claim {claim}\n")

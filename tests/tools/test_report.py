@@ -1,0 +1,149 @@
+"""tests/tools/test_report.py — tools/experiments/report.py on damaged kept
+results: each damage of a run's files stops it with exit status 1 and one
+line naming the file (and the line of metrics.jsonl), never a traceback; and
+the seeds a row counts are exactly the values its mean is taken over.
+A stand-in `keystone` (a shell script printing `keystone info`'s fields) lets
+this run without the C++ build. Run: python3 -m unittest discover -s tests/tools -p 'test_*.py'
+Not here: the statistics (test_stats.py), the CLI's other paths (test_cli.sh).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPORT = os.path.join(ROOT, "tools", "experiments", "report.py")
+
+TRAIN = {"split": "train", "step": 1, "elapsed_s": 1.0, "loss": 5.0, "tokens_per_s": 1000.0}
+VALID = {"split": "valid", "step": 1, "elapsed_s": 2.0, "loss": 5.0, "ppl": 151.0}
+TEST = {"split": "test", "step": 1, "elapsed_s": 3.0, "loss": 5.0, "ppl": 150.0, "checkpoint_step": 1}
+
+
+def lines(*records):
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+class Runs:
+    """A temporary runs folder with a claims file and a stand-in keystone."""
+
+    def __init__(self, test):
+        folder = tempfile.TemporaryDirectory()
+        test.addCleanup(folder.cleanup)
+        self.root = folder.name
+        self.claims = os.path.join(self.root, "claims.txt")
+        self.keystone = os.path.join(self.root, "keystone")
+        with open(self.keystone, "w") as f:
+            f.write('#!/bin/sh\necho \'{"params": 1000000, "non_embedding_params": 500000, '
+                    '"forward_flops_per_token": 2000000}\'\n')
+        os.chmod(self.keystone, 0o755)
+        with open(self.claims, "w") as f:
+            f.write("1 a x\n1 b x\n#vs 1 a b\n")
+
+    def run(self, name, seed, metrics, config=True, machine=True):
+        d = os.path.join(self.root, "runs", "claim1", f"{name}-seed{seed}")
+        os.makedirs(d)
+        if metrics is not None:
+            with open(os.path.join(d, "metrics.jsonl"), "w") as f:
+                f.write(metrics)
+        if config:
+            with open(os.path.join(d, "config.json"), "w") as f:
+                json.dump({"model": {"attention": {"heads": 8}}}, f)
+        if machine:
+            with open(os.path.join(d, "machine.json"), "w") as f:
+                json.dump({"bf16_gemm_path": "amx"}, f)
+        return d
+
+    def report(self, *extra):
+        return subprocess.run([sys.executable, REPORT, "--runs", os.path.join(self.root, "runs"),
+                               "--claims", self.claims, "--keystone", self.keystone, *extra],
+                              capture_output=True, text=True)
+
+
+# (what is damaged, the damaged metrics.jsonl, the line it names, a pattern of the message)
+DAMAGES = [
+    ("an invalid JSON line", lines(TRAIN) + "{split: valid}\n" + lines(TEST), 2, "not JSON"),
+    ("a line that is no object", lines(TRAIN) + "[1, 2]\n" + lines(TEST), 2, "a list, not a JSON object"),
+    ("a record without split", lines(TRAIN, {k: v for k, v in VALID.items() if k != "split"}, TEST), 2, "no \"split\""),
+    ("an unknown split", lines(TRAIN, dict(VALID, split="dev"), TEST), 2, "split 'dev' is none of"),
+    ("a test record without its metric", lines(TRAIN, VALID, {k: v for k, v in TEST.items() if k != "ppl"}), 3,
+     "neither \"ppl\" nor \"accuracy\""),
+    ("a valid record without the metric", lines(TRAIN, {k: v for k, v in VALID.items() if k != "ppl"}, TEST), 2,
+     "valid record without 'ppl'"),
+    ("a null test metric", lines(TRAIN, VALID, dict(TEST, ppl=None)), 3, "'ppl' is null, not a finite number"),
+    ("a string test metric", lines(TRAIN, VALID, dict(TEST, ppl="150")), 3, "'ppl' is \"150\", not a finite number"),
+    ("a boolean metric", lines(TRAIN, dict(VALID, ppl=True), TEST), 2, "'ppl' is true, not a finite number"),
+    ("a string step", lines(TRAIN, dict(VALID, step="1"), TEST), 2, "\"step\" is \"1\", not a step number"),
+    ("a string tokens/s", lines(dict(TRAIN, tokens_per_s="fast"), VALID, TEST), 1, "'tokens_per_s' is \"fast\""),
+    ("a missing elapsed_s", lines({k: v for k, v in TRAIN.items() if k != "elapsed_s"}, VALID, TEST), 1,
+     "train record without 'elapsed_s'"),
+    ("NaN", lines(TRAIN) + '{"split": "valid", "step": 1, "elapsed_s": 2, "loss": 5, "ppl": NaN}\n' + lines(TEST), 2,
+     "NaN is not a number"),
+    ("Infinity", lines(TRAIN, VALID) + '{"split": "test", "step": 1, "elapsed_s": 3, "loss": 5, "ppl": Infinity}\n', 3,
+     "Infinity is not a number"),
+    ("an overflowing number", lines(TRAIN, VALID) + '{"split": "test", "step": 1, "elapsed_s": 3, "loss": 5, "ppl": 1e999}\n',
+     3, "'ppl' is Infinity, not a finite number"),
+    ("a truncated last line", lines(TRAIN, VALID, TEST) + '{"split": "test", "step": 1, "elaps', 4,
+     "not JSON.*truncated last line"),
+]
+
+
+class DamagedRuns(unittest.TestCase):
+    def check_refused(self, runs, pattern):
+        done = runs.report("1")
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+        self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
+        self.assertRegex(done.stderr, pattern)
+
+    def test_each_damage_of_metrics_is_refused_naming_file_and_line(self):
+        for what, metrics, line, pattern in DAMAGES:
+            with self.subTest(what):
+                runs = Runs(self)
+                runs.run("a", 0, lines(TRAIN, VALID, TEST))
+                bad = runs.run("a", 1, metrics)
+                self.check_refused(runs, f"{bad}/metrics.jsonl:{line}: .*{pattern}")
+
+    def test_an_empty_metrics_file_is_refused(self):
+        runs = Runs(self)
+        bad = runs.run("a", 0, "")
+        self.check_refused(runs, f"{bad}/metrics.jsonl: empty: no records")
+
+    def test_a_finished_run_without_config_or_machine_is_refused(self):
+        for missing in ("config", "machine"):
+            with self.subTest(missing):
+                runs = Runs(self)
+                bad = runs.run("a", 0, lines(TRAIN, VALID, TEST), **{missing: False})
+                self.check_refused(runs, f"{bad}/{missing}.json: missing")
+
+    def test_a_damaged_machine_json_is_refused(self):
+        runs = Runs(self)
+        bad = runs.run("a", 0, lines(TRAIN, VALID, TEST))
+        with open(os.path.join(bad, "machine.json"), "w") as f:
+            f.write('{"bf16_gemm_path": ')
+        self.check_refused(runs, f"{bad}/machine.json:1: not JSON")
+
+    def test_an_unfinished_run_is_missing_not_damaged(self):
+        runs = Runs(self)
+        runs.run("a", 0, lines(TRAIN, VALID, TEST))
+        runs.run("a", 1, lines(TRAIN, VALID))  # no test record yet
+        runs.run("a", 2, None)  # not started
+        done = runs.report("1")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertRegex(done.stdout, r"\| a \| 1 \| .*150\.0 \(one seed\)")
+
+    def test_the_seeds_counted_are_the_values_averaged(self):
+        runs = Runs(self)
+        for seed, ppl in enumerate((150.0, 152.0)):
+            runs.run("a", seed, lines(TRAIN, dict(VALID, ppl=ppl + 1), dict(TEST, ppl=ppl)))
+        runs.run("a", 2, lines(TRAIN, VALID, dict(TEST, ppl=None)))
+        self.check_refused(runs, "a-seed2/metrics.jsonl:3: test record's 'ppl' is null")
+        os.remove(os.path.join(runs.root, "runs", "claim1", "a-seed2", "metrics.jsonl"))
+        done = runs.report("1")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertRegex(done.stdout, r"\| a \| 2 \| .* \| 152\.0 ± 1\.4 \| 151\.0 ± 1\.4 \|")
+
+
+if __name__ == "__main__":
+    unittest.main()
