@@ -332,11 +332,13 @@ with open(f"{root}.claims", "w") as claims:
     claims.write("#vs 1 a b\n#vs 1 b a\n#vs 1 a a2\n#vs 1 c c2\n#vs 1 one a\n")
 PY
     vs=(python3 "$root/tools/experiments/report.py" --runs "$tmp/vs" --claims "$tmp/vs.claims" --keystone "$ks" 1)
-    expect 0 "^\| a \| b \| 3, 3 \| -10.00 \| \[-12.27, -7.73\] \| A better \|$" -- "${vs[@]}"
-    expect 0 "^\| b \| a \| 3, 3 \| \+10.00 \| \[\+7.73, \+12.27\] \| A worse \|$" -- "${vs[@]}"
-    expect 0 "^\| a \| a2 \| 3, 3 \| \+0.00 \| \[-2.78, \+2.78\] \| not distinguishable \|$" -- "${vs[@]}"
-    expect 0 "^\| c \| c2 \| 3, 3 \| \+0.00 \| \[-0.28, \+0.28\] \| equal within 1% \|$" -- "${vs[@]}"
-    expect 0 "^\| one \| a \| 1, 3 \| \| \| needs two seeds a side \|$" -- "${vs[@]}"
+    # Then the p-value, Holm's reading across the 4 tests with an interval, and no two-stage reading (no more_seeds rows).
+    vs+=(--more-seeds "$tmp/none")
+    expect 0 "^\| a \| b \| 3, 3 \| -10.00 \| \[-12.27, -7.73\] \| A better \| < 0.001 \| A better \(0.001\) \| — \|$" -- "${vs[@]}"
+    expect 0 "^\| b \| a \| 3, 3 \| \+10.00 \| \[\+7.73, \+12.27\] \| A worse \| < 0.001 \| A worse \(0.001\) \| — \|$" -- "${vs[@]}"
+    expect 0 "^\| a \| a2 \| 3, 3 \| \+0.00 \| \[-2.78, \+2.78\] \| not distinguishable \| 1.000 \| not distinguishable \(1.000\) \| — \|$" -- "${vs[@]}"
+    expect 0 "^\| c \| c2 \| 3, 3 \| \+0.00 \| \[-0.28, \+0.28\] \| equal within 1% \| 1.000 \| not distinguishable \(1.000\) \| — \|$" -- "${vs[@]}"
+    expect 0 "^\| one \| a \| 1, 3 \| \| \| needs two seeds a side \| \| \| \|$" -- "${vs[@]}"
     echo "#vs 1 a" >> "$tmp/vs.claims"
     expect 1 "expected '#vs CLAIM A B', got '#vs 1 a'" -- "${vs[@]}"
     echo "#vs 1 a nosuch" > "$tmp/vs2.claims"; echo "1 a x" >> "$tmp/vs2.claims"

@@ -145,5 +145,120 @@ class DamagedRuns(unittest.TestCase):
         self.assertRegex(done.stdout, r"\| a \| 2 \| .* \| 152\.0 ± 1\.4 \| 151\.0 ± 1\.4 \|")
 
 
+def finished(ppl, valid_losses=(5.0,), accuracy=None):
+    """A finished run's metrics: one validation record per loss (steps 500, 1000, ...), then its test record."""
+    metric = {"ppl": ppl} if accuracy is None else {"accuracy": accuracy}
+    valid = [dict(VALID, step=500 * (i + 1), loss=loss, **metric) for i, loss in enumerate(valid_losses)]
+    for v in valid:
+        if accuracy is not None:
+            v.pop("ppl")
+    test = {k: v for k, v in dict(TEST, **metric).items() if accuracy is None or k != "ppl"}
+    return lines(TRAIN, *valid, test)
+
+
+class Readings(unittest.TestCase):
+    def test_holm_and_two_stage_columns(self):
+        runs = Runs(self)
+        for seed, (a, b) in enumerate([(100, 110), (101, 111), (102, 112), (100.5, 110.5), (101.5, 111.5)]):
+            runs.run("a", seed, finished(a))
+            runs.run("b", seed, finished(b))
+        more = os.path.join(runs.root, "more.txt")
+        with open(more, "w") as f:
+            f.write("1 a x\n1 b x\n")
+        done = runs.report("--more-seeds", more, "1")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        # Each side's variance 2.5/4, so the standard error is 0.5 and Welch's df 8:
+        # 95% half-width 2.306 × 0.5. One test in the family: Holm's adjusted p is
+        # the p-value. The two-stage interval is Welch's at Pocock's α′ = 0.0307
+        # (looks at 3 and 5 seeds): t_8 at 1 − α′/2 is 2.62, half-width 1.31.
+        self.assertRegex(done.stdout, r"\| a \| b \| 5, 5 \| -10\.00 \| \[-11\.15, -8\.85\] \| A better \| < 0\.001 "
+                                      r"\| A better \(< 0\.001\) \| \[-11\.31, -8\.69\], A better \|")
+        self.assertIn("looks at 3 and 5 seeds, c = 2.161, nominal level α′ = 0.0307", done.stdout)
+        done = runs.report("1")  # no more_seeds.txt: no two-stage comparison
+        self.assertRegex(done.stdout, r"\| A better \(< 0\.001\) \| — \|")
+
+    def test_escape_reads_the_share_that_left_the_plateau(self):
+        runs = Runs(self)
+        with open(runs.claims, "a") as f:
+            f.write("#escape 1 2.1\n")
+        for seed in range(3):
+            runs.run("a", seed, finished(None, (2.27, 2.26), accuracy=0.17))
+            runs.run("b", seed, finished(None, (2.27, 1.9 if seed else 2.05), accuracy=0.33))
+        done = runs.report("1")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("| bimodal: read the plateau escape below | | | |", done.stdout)
+        self.assertIn("| a | 3 | 0 | — | — | 17.0 ± 0.0 |", done.stdout)
+        self.assertIn("| b | 3 | 3 | 1000, 1000, 1000 | 33.0 ± 0.0 | — |", done.stdout)
+        # [[0, 3], [3, 0]]: the observed table and its mirror, 1/20 each.
+        self.assertIn("| a | b | 0 of 3, 3 of 3 | 0.100 | not distinguishable | not distinguishable (0.100) | — |",
+                      done.stdout)
+
+    def test_a_bad_escape_line_is_refused(self):
+        runs = Runs(self)
+        with open(runs.claims, "a") as f:
+            f.write("#escape 1 low\n")
+        runs.run("a", 0, finished(150))
+        done = runs.report("1")
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("claims.txt:4: expected '#escape CLAIM LOSS'", done.stderr)
+
+
+class Provenance(unittest.TestCase):
+    def test_commits_are_named_and_older_runs_not_recorded(self):
+        runs = Runs(self)
+        runs.run("a", 0, finished(150))
+        d = runs.run("a", 1, finished(151))
+        with open(os.path.join(d, "provenance.jsonl"), "w") as f:
+            f.write(json.dumps({"event": "start", "commit": "0123456789abcdef", "dirty": False, "cpu": "x"}) + "\n")
+            f.write(json.dumps({"event": "resume", "commit": "fedcba9876543210", "dirty": True, "cpu": "y"}) + "\n")
+        done = runs.report("1")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("Binary commits: 0123456789ab then fedcba987654-dirty (1 run); not recorded for 1 older runs.",
+                      done.stdout)
+        os.remove(os.path.join(d, "provenance.jsonl"))
+        self.assertIn("Binary commit: not recorded (the 2 runs predate provenance.jsonl).", runs.report("1").stdout)
+
+    def test_a_damaged_provenance_is_refused(self):
+        runs = Runs(self)
+        d = runs.run("a", 0, finished(150))
+        with open(os.path.join(d, "provenance.jsonl"), "w") as f:
+            f.write(json.dumps({"commit": "abc", "dirty": "no", "cpu": "x"}) + "\n")
+        done = runs.report("1")
+        self.assertEqual(done.returncode, 1)
+        self.assertRegex(done.stderr, r"a-seed0/provenance.jsonl:1: 'dirty' is \"no\", not true or false$")
+
+
+class Page(unittest.TestCase):
+    def page(self, text):
+        runs = Runs(self)
+        for seed, (a, b) in enumerate([(100, 110), (101, 111), (102, 112)]):
+            runs.run("a", seed, finished(a))
+            runs.run("b", seed, finished(b))
+        template = os.path.join(runs.root, "page.md.in")
+        with open(template, "w") as f:
+            f.write(text)
+        return runs.report("--page", template), template
+
+    def test_placeholders_are_filled_from_the_runs(self):
+        done, _ = self.page("a: {{mean a}} ({{n a}} seeds: {{tests a}}), a − b {{diff a b}}, {{ci a b}}, "
+                            "{{reading a b}}, {{holm a b}}\n{{table 1}}\nloo: {{loo a b}}\n")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        first = done.stdout.splitlines()[0]
+        self.assertEqual(first, "a: 101.0 ± 1.0 (3 seeds: 100.0, 101.0, 102.0), a − b −10.0, [−12.3, −7.7], A better, "
+                                "kept by Holm across the 1 tests, adjusted p 0.000")
+        self.assertIn("| a | 3 | 1.00 M (0.50 M) | 2.0 M | 1,000 |", done.stdout)
+        # Dropping the middle seed of a side leaves [100, 102] against three: the
+        # standard error √(1 + 1/3), Welch's df 1.7 rounded down to 1, t 12.706.
+        self.assertIn("loo: leaving one seed out (6 ways), 4 keep \"A better\"; without a seed 1 (101.0) it reads "
+                      "\"not distinguishable\", [−24.67, +4.67]; without b seed 1 (111.0)", done.stdout)
+
+    def test_an_unknown_placeholder_names_the_template_line(self):
+        done, template = self.page("fine\n{{frobnicate a}}\n")
+        self.assertEqual(done.returncode, 1)
+        self.assertIn(f"{template}:2: unknown placeholder {{{{frobnicate}}}}", done.stderr)
+        done, template = self.page("{{mean nosuch}}\n")
+        self.assertIn(f"{template}:1: nosuch is no run of the claims file", done.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

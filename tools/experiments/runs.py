@@ -149,3 +149,20 @@ def finished_seeds(runs, claim, name):
                 if s:
                     seeds.append((entry, s))
     return seeds
+
+
+def read_provenance(run_dir):
+    """The run's provenance.jsonl records (one per `keystone train` start or resume), or None without the file.
+
+    Each names at least the binary's "commit" (a string), whether its tree was
+    "dirty" (a bool) and the "cpu" (a string); older runs predate the file.
+    """
+    path = os.path.join(run_dir, "provenance.jsonl")
+    if not os.path.isfile(path):
+        return None
+    records = read_lines(path)
+    for n, r in records:
+        for key, kind, what in (("commit", str, "a string"), ("dirty", bool, "true or false"), ("cpu", str, "a string")):
+            if not isinstance(r.get(key), kind):
+                fail(f"{path}:{n}: " + (f"{key!r} is {json.dumps(r[key])}, not {what}" if key in r else f"no {key!r}"))
+    return [r for _, r in records]

@@ -14,6 +14,8 @@ Not here: reading runs (runs.py), what a reading means on the page (report.py).
 import math
 import statistics
 
+ALPHA = 0.05  # the level of every test of docs/RESULTS.md, and Holm's family-wise one
+
 # Student's t, 97.5% quantile, for 1..30 degrees of freedom (then the normal's).
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
