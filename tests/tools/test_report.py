@@ -82,8 +82,9 @@ DAMAGES = [
      "NaN is not a number"),
     ("Infinity", lines(TRAIN, VALID) + '{"split": "test", "step": 1, "elapsed_s": 3, "loss": 5, "ppl": Infinity}\n', 3,
      "Infinity is not a number"),
-    ("an overflowing number", lines(TRAIN, VALID) + '{"split": "test", "step": 1, "elapsed_s": 3, "loss": 5, "ppl": 1e999}\n',
-     3, "'ppl' is Infinity, not a finite number"),
+    ("an overflowing number",
+     lines(TRAIN, VALID) + '{"split": "test", "step": 1, "elapsed_s": 3, "loss": 5, "ppl": 1e999}\n', 3,
+     "'ppl' is Infinity, not a finite number"),
     ("a truncated last line", lines(TRAIN, VALID, TEST) + '{"split": "test", "step": 1, "elaps', 4,
      "not JSON.*truncated last line"),
 ]
@@ -244,7 +245,8 @@ class Page(unittest.TestCase):
                             "{{reading a b}}, {{holm a b}}\n{{table 1}}\nloo: {{loo a b}}\n")
         self.assertEqual(done.returncode, 0, done.stderr)
         first = done.stdout.splitlines()[0]
-        self.assertEqual(first, "a: 101.0 ± 1.0 (3 seeds: 100.0, 101.0, 102.0), a − b −10.0, [−12.3, −7.7], A better, "
+        self.assertEqual(first, "a: 101.0 ± 1.0 (3 seeds: 100.0, 101.0, 102.0), a − b −10.0, [−12.3, −7.7], "
+                                "A better, "
                                 "kept by Holm across the 1 tests, adjusted p 0.000")
         self.assertIn("| a | 3 | 1.00 M (0.50 M) | 2.0 M | 1,000 |", done.stdout)
         # Dropping the middle seed of a side leaves [100, 102] against three: the

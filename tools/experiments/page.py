@@ -121,7 +121,8 @@ class Page:
                 return f"p = {v['p']:.3f}"
             if kind == "holm":
                 kept = v["holm"][0] != "not distinguishable"
-                return f"{'kept' if kept else 'not kept'} by Holm across the {r.family} tests, adjusted p {v['holm'][1]:.3f}"
+                return (f"{'kept' if kept else 'not kept'} by Holm across the {r.family} tests, "
+                        f"adjusted p {v['holm'][1]:.3f}")
             if kind == "staged":
                 if v["staged"] is None:
                     fail(f"{where}: {x} against {y} is no two-stage comparison")
@@ -132,7 +133,8 @@ class Page:
             return self.loo(x, y, v)
         if kind == "ratio":
             a, b, c, d = self.need(where, args, 4)
-            return f"{abs(self.welch(where, a, b)['welch']['diff']) / abs(self.welch(where, c, d)['welch']['diff']):.1f}"
+            first, second = self.welch(where, a, b)["welch"]["diff"], self.welch(where, c, d)["welch"]["diff"]
+            return f"{abs(first) / abs(second):.1f}"
         if kind == "escape-range":
             (claim,) = self.need(where, args, 1)
             threshold = r.escape.get(claim)

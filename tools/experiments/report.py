@@ -141,7 +141,9 @@ class Report:
             for n in (x, y):
                 if n not in self.claim_of:
                     fail(f"{claims}: '#vs {c} {x} {y}' names {n}, which is no run of the list")
-        self.staged = {name for _, name in read_claims(more_seeds)} if more_seeds and os.path.isfile(more_seeds) else set()
+        self.staged = set()
+        if more_seeds and os.path.isfile(more_seeds):
+            self.staged = {name for _, name in read_claims(more_seeds)}
         self._seeds, self._cost, self._analysis = {}, {}, {}
         self.comparisons = [self._compare(c, x, y) for c, x, y in pairs]
         family = [v for v in self.comparisons if v["p"] is not None]
@@ -251,9 +253,11 @@ class Report:
             run_minutes = sum(s["elapsed_s"] for _, s in seeds) / 60
             minutes += run_minutes
             speed = [s["tokens_per_s"] for _, s in seeds if s["tokens_per_s"] is not None]
-            table.append(f"| {name} | {len(seeds)} | {cost['params'] / 1e6:.2f} M ({cost['non_embedding_params'] / 1e6:.2f} M) "
-                         f"| {cost['forward_flops_per_token'] / 1e6:.1f} M | {f'{statistics.median(speed):,.0f}' if speed else '—'} "
-                         f"| {mean_std([s['best_valid'] for _, s in seeds if s['best_valid'] is not None], len(seeds))} "
+            best = [s["best_valid"] for _, s in seeds if s["best_valid"] is not None]
+            table.append(f"| {name} | {len(seeds)} | {cost['params'] / 1e6:.2f} M "
+                         f"({cost['non_embedding_params'] / 1e6:.2f} M) "
+                         f"| {cost['forward_flops_per_token'] / 1e6:.1f} M "
+                         f"| {f'{statistics.median(speed):,.0f}' if speed else '—'} | {mean_std(best, len(seeds))} "
                          f"| {mean_std([s['test'] for _, s in seeds], len(seeds))} | {run_minutes:.0f} min "
                          f"| {' / '.join(sorted({s['gemm_path'] for _, s in seeds}))} |")
         unit = unit_of(metric)
@@ -262,7 +266,8 @@ class Report:
         comparisons = [v for v in self.comparisons if v["claim"] == claim]
         if comparisons:
             lines += ["", f"| A | B | seeds (A, B) | A − B, test {unit} | 95% interval | reading | p "
-                          f"| Holm, {self.family} tests | two-stage (Pocock) |", "|---|---|---|---|---|---|---|---|---|"]
+                          f"| Holm, {self.family} tests | two-stage (Pocock) |",
+                      "|---|---|---|---|---|---|---|---|---|"]
         for v in comparisons:
             w = v["welch"]
             if w is None:
@@ -309,7 +314,8 @@ class Report:
                 continue
             ka, kb = v["left"]
             direct = v["direction"] if v["p"] < stats.ALPHA else "not distinguishable"
-            staged = "—" if v["staged"] is None else f"p {'<' if v['p'] < v['pocock'][1] else '≥'} α′: {v['staged']}"
+            staged = "—" if v["staged"] is None else \
+                f"p {'<' if v['p'] < v['pocock'][1] else '≥'} α′: {v['staged']}"
             lines.append(f"| {v['a']} | {v['b']} | {ka} of {v['na']}, {kb} of {v['nb']} | {p_text(v['p'])} | {direct} "
                          f"| {v['holm'][0]} ({p_text(v['holm'][1])}) | {staged} |")
         return lines

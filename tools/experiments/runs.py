@@ -86,7 +86,8 @@ def read_metrics(path):
     for n, r in records:
         split = r.get("split")
         if split not in SPLITS:
-            fail(f"{path}:{n}: " + ("no \"split\"" if split is None else f"split {split!r} is none of {', '.join(SPLITS)}"))
+            fail(f"{path}:{n}: " + ("no \"split\"" if split is None
+                                    else f"split {split!r} is none of {', '.join(SPLITS)}"))
         step = r.get("step")
         if not isinstance(step, int) or isinstance(step, bool) or step < 0:
             fail(f"{path}:{n}: \"step\" is {json.dumps(step)}, not a step number")
@@ -162,7 +163,8 @@ def read_provenance(run_dir):
         return None
     records = read_lines(path)
     for n, r in records:
-        for key, kind, what in (("commit", str, "a string"), ("dirty", bool, "true or false"), ("cpu", str, "a string")):
+        for key, kind, what in (("commit", str, "a string"), ("dirty", bool, "true or false"),
+                                ("cpu", str, "a string")):
             if not isinstance(r.get(key), kind):
                 fail(f"{path}:{n}: " + (f"{key!r} is {json.dumps(r[key])}, not {what}" if key in r else f"no {key!r}"))
     return [r for _, r in records]

@@ -121,7 +121,8 @@ def _both_inside(c, rho, steps=2000):
     total = 0.0
     for k in range(steps + 1):
         z = -c + k * h
-        f = math.exp(-z * z / 2) / math.sqrt(2 * math.pi) * (normal_cdf((c - rho * z) / s) - normal_cdf((-c - rho * z) / s))
+        inside = normal_cdf((c - rho * z) / s) - normal_cdf((-c - rho * z) / s)  # P(|Z2| < c | Z1 = z)
+        f = math.exp(-z * z / 2) / math.sqrt(2 * math.pi) * inside
         total += f * (1 if k in (0, steps) else 4 if k % 2 else 2)
     return total * h / 3
 
