@@ -295,6 +295,11 @@ else
     expect 0 "^\| tiny \| 2 \| [0-9.]+ ± [0-9.]+ \|" -- "${rep[@]}" --analysis 1
     rm -rf "$tmp/results/claim1/tiny-seed1/metrics.jsonl"  # unfinished: counted as missing
     expect 0 "^\| tiny \| 1 \| .*\(one seed\)" -- "${rep[@]}" 1
+    # A damaged kept file stops it with one line naming the file and line (tests/tools/test_report.py has each damage).
+    cp "$tmp/results/claim1/tiny-seed0/metrics.jsonl" "$tmp/whole.jsonl"
+    printf '{"split": "test", "st' >> "$tmp/results/claim1/tiny-seed0/metrics.jsonl"
+    expect 1 "tiny-seed0/metrics.jsonl:[0-9]+: not JSON: .* \(a truncated last line\?\)$" -- "${rep[@]}" 1
+    mv "$tmp/whole.jsonl" "$tmp/results/claim1/tiny-seed0/metrics.jsonl"
     python3 - "$tmp/heads" <<'PY'
 import json, os, sys
 root = sys.argv[1]
@@ -302,9 +307,10 @@ def run(claim, name, seed, heads, ppl):
     d = f"{root}/claim{claim}/{name}-seed{seed}"
     os.makedirs(d)
     json.dump({"model": {"attention": {"heads": heads}}}, open(d + "/config.json", "w"))
+    json.dump({"bf16_gemm_path": "amx"}, open(d + "/machine.json", "w"))
     with open(d + "/metrics.jsonl", "w") as f:
-        f.write(json.dumps({"split": "valid", "ppl": ppl + 1, "step": 1, "elapsed_s": 1}) + "\n")
-        f.write(json.dumps({"split": "test", "ppl": ppl, "step": 1, "elapsed_s": 2}) + "\n")
+        f.write(json.dumps({"split": "valid", "ppl": ppl + 1, "loss": 5, "step": 1, "elapsed_s": 1}) + "\n")
+        f.write(json.dumps({"split": "test", "ppl": ppl, "loss": 5, "step": 1, "elapsed_s": 2}) + "\n")
 for seed in (0, 1):
     run(3, "h1-softmax", seed, 1, 150 + 2 * seed)
     run(3, "h2-fixed32", seed, 2, 160 + 4 * seed)
@@ -323,17 +329,20 @@ with open(f"{root}.claims", "w") as claims:
             d = f"{root}/claim1/{name}-seed{seed}"
             os.makedirs(d)
             shutil.copy(config, d + "/config.json")
+            json.dump({"bf16_gemm_path": "amx"}, open(d + "/machine.json", "w"))
             with open(d + "/metrics.jsonl", "w") as f:
-                f.write(json.dumps({"split": "train", "tokens_per_s": 1000, "step": 1, "elapsed_s": 1}) + "\n")
-                f.write(json.dumps({"split": "test", "ppl": ppl, "step": 1, "elapsed_s": 2}) + "\n")
+                f.write(json.dumps({"split": "train", "loss": 5, "tokens_per_s": 1000, "step": 1, "elapsed_s": 1}) + "\n")
+                f.write(json.dumps({"split": "test", "ppl": ppl, "loss": 5, "step": 1, "elapsed_s": 2}) + "\n")
     claims.write("#vs 1 a b\n#vs 1 b a\n#vs 1 a a2\n#vs 1 c c2\n#vs 1 one a\n")
 PY
     vs=(python3 "$root/tools/experiments/report.py" --runs "$tmp/vs" --claims "$tmp/vs.claims" --keystone "$ks" 1)
-    expect 0 "^\| a \| b \| 3, 3 \| -10.00 \| \[-12.27, -7.73\] \| A better \|$" -- "${vs[@]}"
-    expect 0 "^\| b \| a \| 3, 3 \| \+10.00 \| \[\+7.73, \+12.27\] \| A worse \|$" -- "${vs[@]}"
-    expect 0 "^\| a \| a2 \| 3, 3 \| \+0.00 \| \[-2.78, \+2.78\] \| not distinguishable \|$" -- "${vs[@]}"
-    expect 0 "^\| c \| c2 \| 3, 3 \| \+0.00 \| \[-0.28, \+0.28\] \| equal within 1% \|$" -- "${vs[@]}"
-    expect 0 "^\| one \| a \| 1, 3 \| \| \| needs two seeds a side \|$" -- "${vs[@]}"
+    # Then the p-value, Holm's reading across the 4 tests with an interval, and no two-stage reading (no more_seeds rows).
+    vs+=(--more-seeds "$tmp/none")
+    expect 0 "^\| a \| b \| 3, 3 \| -10.00 \| \[-12.27, -7.73\] \| A better \| < 0.001 \| A better \(0.001\) \| — \|$" -- "${vs[@]}"
+    expect 0 "^\| b \| a \| 3, 3 \| \+10.00 \| \[\+7.73, \+12.27\] \| A worse \| < 0.001 \| A worse \(0.001\) \| — \|$" -- "${vs[@]}"
+    expect 0 "^\| a \| a2 \| 3, 3 \| \+0.00 \| \[-2.78, \+2.78\] \| not distinguishable \| 1.000 \| not distinguishable \(1.000\) \| — \|$" -- "${vs[@]}"
+    expect 0 "^\| c \| c2 \| 3, 3 \| \+0.00 \| \[-0.28, \+0.28\] \| equal within 1% \| 1.000 \| not distinguishable \(1.000\) \| — \|$" -- "${vs[@]}"
+    expect 0 "^\| one \| a \| 1, 3 \| \| \| needs two seeds a side \| \| \| \|$" -- "${vs[@]}"
     echo "#vs 1 a" >> "$tmp/vs.claims"
     expect 1 "expected '#vs CLAIM A B', got '#vs 1 a'" -- "${vs[@]}"
     echo "#vs 1 a nosuch" > "$tmp/vs2.claims"; echo "1 a x" >> "$tmp/vs2.claims"

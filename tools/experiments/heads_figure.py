@@ -21,7 +21,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import run_summary  # noqa: E402  (the same finished-run rule as the tables)
+from runs import run_summary  # noqa: E402  (the same finished-run rule as the tables)
 
 # (legend, colour, [(claim, run name), ...]) in order of h.
 CURVES = [
@@ -43,7 +43,7 @@ def point(runs, claim, name):
         if not entry.startswith(name + "-seed") or not os.path.isdir(run):
             continue
         s = run_summary(run)
-        if not s or s["test"] is None:
+        if not s:
             continue
         with open(os.path.join(run, "config.json")) as f:
             h = json.load(f)["model"]["attention"]["heads"]

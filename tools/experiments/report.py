@@ -1,102 +1,103 @@
 #!/usr/bin/env python3
-"""tools/experiments/report.py — the tables of docs/RESULTS.md, made from the
+"""tools/experiments/report.py — docs/RESULTS.md and its tables, made from the
 results tools/experiments/run.sh keeps alone (docs/results/runs: each run's
-metrics.jsonl, config.json and analysis/analysis.json, plus `keystone info`
-for parameters and FLOPs; a run folder of the same layout also serves).
+metrics.jsonl, config.json, machine.json, provenance.jsonl where recorded and
+analysis/analysis.json, plus `keystone info` for parameters and FLOPs).
 
-  python3 tools/experiments/report.py [--runs docs/results/runs] [--claims FILE]
+  python3 tools/experiments/report.py [--runs docs/results/runs] [--claims FILE] [--more-seeds FILE]
                                       [--keystone build/keystone] [--analysis] [CLAIM...]
   python3 tools/experiments/report.py --steps STEP,STEP,... CLAIM...
+  python3 tools/experiments/report.py --page tools/experiments/RESULTS.md.in > docs/RESULTS.md
 
 Prints, per claim, a markdown table with one row per run name of claims.txt:
 the seeds finished, parameters (all, and without the embedding tables),
 forward FLOPs per token, the median training tokens/s of the seeds (noisy
 on a shared machine: the bench in docs/performance.md is the speed figure),
-the best validation perplexity and the test perplexity of the best checkpoint
-(for a classifier, such as claim 4's ListOps, accuracy in % instead: the
-best validation accuracy and the test accuracy) as mean ± sample standard
-deviation over the seeds, the machine time, and the bf16 GEMM path of the
-machines that trained them (machine.json: amx, avx512bf16 or float32, which
-set the speed; the products are the same rounded ones).
-A run still in progress or not started is counted as missing, never guessed.
+the best validation perplexity and the test perplexity of the checkpoint of
+lowest validation loss (for a classifier, such as claim 4's ListOps,
+accuracy in % instead) as mean ± sample standard deviation over the seeds,
+the machine time, and the bf16 GEMM path of the machines that trained them
+(machine.json); then the binary commits that trained them (provenance.jsonl,
+"not recorded" for runs that predate it).
+A run still in progress or not started is counted as missing, never guessed;
+a damaged file of a finished run stops the report with one line naming it
+(runs.py), so a row's seeds are exactly the values of its means.
 
-After each claim's table come its comparisons, the lines `#vs CLAIM A B`
-of claims.txt (a comment to run.sh): the difference A − B of the test
-metric, its mean and Welch's 95% confidence interval over the seeds (each
-run's seeds counted as independent samples), and what that interval says
-with a margin of 1% of B: "A better" or "A worse" where it excludes 0,
-"equal within 1%" where it lies inside ± the margin, else "not
-distinguishable" (it holds 0 but reaches past the margin: more seeds could
-tell). One seed on either side gives no interval.
+After each claim's table come its comparisons, the lines `#vs CLAIM A B` of
+claims.txt: A − B of the test metric with Welch's 95% interval over the
+seeds (stats.py), read with an equivalence margin of ±1% of B (an
+assumption of this page, not a figure of the papers): "A better" or "A
+worse" where the interval excludes 0, "equal within 1%" where it lies inside
+the margin, else "not distinguishable"; one seed on either side gives no
+interval. Beside it: the two-sided p-value; Holm's step-down across every
+comparison of claims.txt (the family-wise reading at 0.05); and for a
+two-stage comparison (both rows in more_seeds.txt, whose seeds 3 and 4 were
+added because three seeds read "not distinguishable") the interval at
+Pocock's nominal level for a first look at FIRST_LOOK seeds.
+A claim with a line `#escape CLAIM LOSS` has a bimodal outcome (a run leaves
+the majority-class plateau or not): a seed has left it at the first
+validation evaluation whose loss is below LOSS nats, and its comparisons are
+read on the share of seeds that left (Fisher's exact test), not on Welch.
 
-With --analysis (claim 6), the table is instead the heads of the analysed
-runs (run.sh analyses claims 1, 3 and 5 as each run finishes): `keystone analyze --compare` over all of
-a claim's analyses gives one row per run (its compare.json; the definitions
-are the C++ ones of tools/analysis_report.h), averaged here over the seeds:
-mean Jensen–Shannon divergence and cosine between heads, mean effective
-rank of the score and attention matrices, and the heads that can be masked
-before the loss rises over 1%.
-With --steps, the table is instead each finished seed's validation metric
-at the given steps (the records at those steps; "—" where a run has none)
-and its test metric: when a run learned, not only how far (claim 4's
-plateau table).
-Not here: training (run.sh), the figures (`keystone plot`).
+--analysis (claim 6): the heads of the analysed runs, `keystone analyze
+--compare` over a claim's analyses averaged over seeds (the C++ definitions of
+tools/analysis_report.h). --steps: each finished seed's validation metric at
+the given steps and its test metric. --page: the template with its
+{{...}} placeholders filled from the runs (page.py lists them).
+Not here: training (run.sh), the figures (`keystone plot`, heads_figure.py).
 """
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import stats  # noqa: E402
+from runs import fail, finished_seeds, read_json_file, read_provenance  # noqa: E402
+
+MARGIN = 0.01     # "equal within 1%": the equivalence margin, a share of B's mean
+FIRST_LOOK = 3    # seeds per row at a two-stage comparison's first look (run.sh's SEEDS "0 1 2")
 
 
 def read_claims(path):
+    """claims.txt's runs: [(claim, name)] in order."""
     rows = []
     with open(path) as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             parts = line.split()
             if not parts or parts[0].startswith("#"):
                 continue
+            if len(parts) < 3:
+                fail(f"{path}:{number}: expected 'CLAIM NAME CONFIG [KEY=VALUE ...]', got {line.strip()!r}")
             rows.append((parts[0], parts[1]))
     return rows
 
 
-def read_comparisons(path):
-    """The `#vs CLAIM A B` lines: (claim, A, B), in order."""
-    pairs = []
+def read_directives(path):
+    """The `#vs CLAIM A B` lines [(claim, A, B)] and the `#escape CLAIM LOSS` lines {claim: LOSS}."""
+    pairs, escape = [], {}
     with open(path) as f:
         for number, line in enumerate(f, 1):
             parts = line.split()
             if parts and parts[0] == "#vs":
                 if len(parts) != 4:
-                    sys.exit(f"report.py: {path}:{number}: expected '#vs CLAIM A B', got {line.strip()!r}")
+                    fail(f"{path}:{number}: expected '#vs CLAIM A B', got {line.strip()!r}")
                 pairs.append(tuple(parts[1:]))
-    return pairs
-
-
-# Student's t, 97.5% quantile, for 1..30 degrees of freedom (then the normal's).
-T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
-
-def welch_interval(a, b):
-    """(mean of a − mean of b, half-width of its 95% interval), or None under two seeds a side."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    diff = statistics.mean(a) - statistics.mean(b)
-    if va + vb == 0:
-        return diff, 0.0
-    # Welch–Satterthwaite degrees of freedom, rounded down (a wider interval).
-    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    t = T975[min(int(df), 30) - 1] if df < 31 else 1.960
-    return diff, t * math.sqrt(va + vb)
+            elif parts and parts[0] == "#escape":
+                try:
+                    escape[parts[1]] = float(parts[2]) if len(parts) == 3 else None
+                except ValueError:
+                    escape[parts[1]] = None
+                if escape[parts[1]] is None:
+                    fail(f"{path}:{number}: expected '#escape CLAIM LOSS' (LOSS in nats), got {line.strip()!r}")
+    return pairs, escape
 
 
 def reading(diff, half, reference, higher_is_better):
-    margin = 0.01 * abs(reference)
+    margin = MARGIN * abs(reference)
     lo, hi = diff - half, diff + half
     if lo > 0 or hi < 0:
         return "A better" if (lo > 0) == higher_is_better else "A worse"
@@ -105,54 +106,14 @@ def reading(diff, half, reference, higher_is_better):
     return "not distinguishable"
 
 
-def read_metrics(path):
-    records = []
-    with open(path) as f:
-        for number, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                sys.exit(f"report.py: {path}:{number}: not JSON ({e})")
-    return records
-
-
-def mean_std(values):
+def mean_std(values, seeds):
+    """Mean ± sample std of one value per seed; where fewer than the row's `seeds` have one, it says how many."""
     if not values:
         return "—"
+    fewer = "" if len(values) == seeds else f" ({len(values)} of {seeds} seeds)"
     if len(values) == 1:
-        return f"{values[0]:.1f} (one seed)"
-    return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f}"
-
-
-def run_summary(run_dir):
-    """None unless the run is finished (its final test record is written)."""
-    metrics = os.path.join(run_dir, "metrics.jsonl")
-    if not os.path.isfile(metrics):
-        return None
-    records = read_metrics(metrics)
-    tests = [r for r in records if r.get("split") == "test"]
-    if not tests:
-        return None
-    # Perplexity for token tasks; a classifier's records have accuracy only.
-    metric = "ppl" if "ppl" in tests[-1] else "accuracy"
-    scale = 1 if metric == "ppl" else 100
-    valid_at = {r["step"]: r[metric] * scale for r in records
-                if r.get("split") == "valid" and isinstance(r.get(metric), (int, float))}
-    valid = list(valid_at.values())
-    speed = [r["tokens_per_s"] for r in records if r.get("split") == "train" and r.get("tokens_per_s")]
-    test = tests[-1].get(metric)
-    return {
-        "metric": metric,
-        "test": test * scale if isinstance(test, (int, float)) else None,
-        "best_valid": (min(valid) if metric == "ppl" else max(valid)) if valid else None,
-        "valid_at": valid_at,  # step -> the validation metric (scaled as "test")
-        "tokens_per_s": statistics.median(speed) if speed else None,
-        "elapsed_s": max(r.get("elapsed_s", 0) for r in records),
-        "gemm_path": machine_path(run_dir),
-    }
+        return f"{values[0]:.1f} (one seed)" + fewer
+    return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f}" + fewer
 
 
 def unit_of(metric):
@@ -160,183 +121,327 @@ def unit_of(metric):
     return "ppl" if metric == "ppl" else "accuracy (%)"
 
 
-def machine_path(run_dir):
-    """The bf16 GEMM path of the machine that finished the run (machine.json), or "?"."""
-    path = os.path.join(run_dir, "machine.json")
-    if not os.path.isfile(path):
-        return "?"
-    with open(path) as f:
-        return json.load(f).get("bf16_gemm_path", "?")
+def p_text(p):
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def finished_seeds(runs, claim, name):
-    """[(folder name, run_summary)] of NAME's finished seeds in claim CLAIM's folder."""
-    folder = os.path.join(runs, f"claim{claim}")
-    seeds = []
-    if os.path.isdir(folder):
-        for entry in sorted(os.listdir(folder)):
-            if entry.startswith(name + "-seed") and os.path.isdir(os.path.join(folder, entry)):
-                s = run_summary(os.path.join(folder, entry))
-                if s:
-                    seeds.append((entry, s))
-    return seeds
+class Report:
+    """The runs of claims.txt, their seeds and every comparison's statistics, read once."""
 
+    def __init__(self, runs, claims, more_seeds, keystone):
+        self.runs, self.keystone = runs, keystone
+        self.rows = read_claims(claims)
+        self.claims = sorted({c for c, _ in self.rows}, key=lambda c: (len(c), c))
+        self.claim_of = {}
+        for c, name in self.rows:
+            if self.claim_of.setdefault(name, c) != c:
+                fail(f"{claims}: {name} is a run of claims {self.claim_of[name]} and {c}")
+        pairs, self.escape = read_directives(claims)
+        for c, x, y in pairs:
+            for n in (x, y):
+                if n not in self.claim_of:
+                    fail(f"{claims}: '#vs {c} {x} {y}' names {n}, which is no run of the list")
+        self.staged = set()
+        if more_seeds and os.path.isfile(more_seeds):
+            self.staged = {name for _, name in read_claims(more_seeds)}
+        self._seeds, self._cost, self._analysis = {}, {}, {}
+        self.comparisons = [self._compare(c, x, y) for c, x, y in pairs]
+        family = [v for v in self.comparisons if v["p"] is not None]
+        rejected, adjusted = stats.holm([v["p"] for v in family], stats.ALPHA)
+        for v, r, adj in zip(family, rejected, adjusted):
+            v["holm"] = (v["direction"] if r else "not distinguishable", adj)
+        self.family = len(family)
 
-def test_values(runs, claim, name):
-    return [s["test"] for _, s in finished_seeds(runs, claim, name) if s["test"] is not None]
+    # ---- the runs
 
+    def seeds(self, name):
+        """[(folder name, run_summary)] of NAME's finished seeds."""
+        if name not in self._seeds:
+            self._seeds[name] = finished_seeds(self.runs, self.claim_of[name], name)
+        return self._seeds[name]
 
-def model_cost(keystone, config):
-    out = subprocess.run([keystone, "info", "--config", config], capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"report.py: keystone info --config {config} failed: {out.stderr.strip()}")
-    return json.loads(out.stdout)
+    def tests(self, name):
+        return [s["test"] for _, s in self.seeds(name)]
 
+    def folder(self, name, entry):
+        return os.path.join(self.runs, f"claim{self.claim_of[name]}", entry)
 
-def analysis_table(a, rows, claim):
-    """Claim `claim`'s analysed runs, averaged over seeds (see --analysis)."""
-    import tempfile
-    folder = os.path.join(a.runs, f"claim{claim}")
-    names = [name for c, name in rows if c == claim]
-    analysed = {}
-    if os.path.isdir(folder):
-        for entry in sorted(os.listdir(folder)):
-            path = os.path.join(folder, entry, "analysis", "analysis.json")
-            for name in names:
-                if entry.startswith(name + "-seed") and os.path.isfile(path):
-                    analysed.setdefault(name, []).append(os.path.join(folder, entry))
-    print(f"\n### Claim {claim}: heads (claim 6)\n")
-    print("| run | seeds analysed | JS between heads | cosine between heads | effective rank, scores "
-          "| effective rank, attention | heads maskable within 1% |")
-    print("|---|---|---|---|---|---|---|")
-    dirs = [d for name in names for d in analysed.get(name, [])]
-    by_run = {}
-    if len(dirs) >= 2:  # --compare takes two or more
-        with tempfile.TemporaryDirectory() as out:
-            done = subprocess.run([a.keystone, "analyze", "--compare", *dirs, "--out", out],
-                                  capture_output=True, text=True)
-            if done.returncode != 0:
-                sys.exit(f"report.py: keystone analyze --compare failed: {done.stderr.strip()}")
-            with open(os.path.join(out, "compare.json")) as f:
+    def cost(self, name):
+        """`keystone info` of NAME's first finished seed: params, non_embedding_params, forward_flops_per_token."""
+        if name not in self._cost:
+            config = os.path.join(self.folder(name, self.seeds(name)[0][0]), "config.json")
+            out = subprocess.run([self.keystone, "info", "--config", config], capture_output=True, text=True)
+            if out.returncode != 0:
+                fail(f"keystone info --config {config} failed: {out.stderr.strip()}")
+            self._cost[name] = json.loads(out.stdout)
+        return self._cost[name]
+
+    def left(self, name):
+        """[(seed, step it left the plateau or None, test metric)] under its claim's #escape rule."""
+        threshold = self.escape[self.claim_of[name]]
+        out = []
+        for entry, s in self.seeds(name):
+            steps = [step for step, loss in sorted(s["valid_loss_at"].items()) if loss < threshold]
+            out.append((entry[len(name) + len("-seed"):], steps[0] if steps else None, s["test"]))
+        return out
+
+    # ---- the comparisons
+
+    def _compare(self, claim, x, y):
+        a, b = self.tests(x), self.tests(y)
+        metric = (self.seeds(y) or self.seeds(x) or [(None, {"metric": "ppl"})])[0][1]["metric"]
+        v = {"claim": claim, "a": x, "b": y, "na": len(a), "nb": len(b), "metric": metric,
+             "higher_is_better": metric != "ppl", "welch": stats.welch(a, b), "p": None, "holm": None,
+             "escape": claim in self.escape, "pocock": None, "staged": None}
+        w = v["welch"]
+        if w is None:
+            return v
+        v["reading"] = reading(w["diff"], w["half"], statistics.mean(b), v["higher_is_better"])
+        staged = x in self.staged and y in self.staged and min(len(a), len(b)) > FIRST_LOOK
+        if staged:
+            v["pocock"] = stats.pocock(FIRST_LOOK / min(len(a), len(b)), stats.ALPHA)
+        if v["escape"]:
+            ka, kb = (sum(step is not None for _, step, _ in self.left(n)) for n in (x, y))
+            v["left"] = (ka, kb)
+            v["p"] = stats.fisher_exact([[ka, len(a) - ka], [kb, len(b) - kb]])
+            v["direction"] = "A better" if ka / len(a) > kb / len(b) else "A worse"
+            if staged:
+                v["staged"] = v["direction"] if v["p"] < v["pocock"][1] else "not distinguishable"
+        else:
+            v["p"] = w["p"]
+            v["direction"] = "A better" if (w["diff"] > 0) == v["higher_is_better"] else "A worse"
+            if staged:
+                w2 = stats.welch(a, b, alpha=v["pocock"][1])
+                v["staged_interval"] = (w2["diff"] - w2["half"], w2["diff"] + w2["half"])
+                v["staged"] = reading(w2["diff"], w2["half"], statistics.mean(b), v["higher_is_better"])
+        return v
+
+    def comparison(self, x, y):
+        for v in self.comparisons:
+            if (v["a"], v["b"]) == (x, y):
+                return v
+        fail(f"no '#vs CLAIM {x} {y}' line in the claims")
+
+    def leave_one_out(self, x, y):
+        """[(run, seed, its value, Welch without it, reading)] for every seed of either side."""
+        v = self.comparison(x, y)
+        out = []
+        for side, name in ((0, x), (1, y)):
+            values = [self.tests(x), self.tests(y)]
+            for i, (entry, s) in enumerate(self.seeds(name)):
+                rest = [list(values[0]), list(values[1])]
+                del rest[side][i]
+                w = stats.welch(*rest)
+                out.append((name, entry[len(name) + len("-seed"):], s["test"], w,
+                            reading(w["diff"], w["half"], statistics.mean(rest[1]), v["higher_is_better"])))
+        return out
+
+    # ---- the tables (lists of markdown lines)
+
+    def claim_table(self, claim):
+        """(lines, machine minutes) of one claim: its runs, comparisons, plateau escape, provenance."""
+        lines, minutes, metric = [], 0.0, "ppl"
+        names = [name for c, name in self.rows if c == claim]
+        table = []
+        for name in names:
+            seeds = self.seeds(name)
+            if not seeds:
+                table.append(f"| {name} | 0 | | | | | | | |")
+                continue
+            metric = seeds[0][1]["metric"]
+            cost = self.cost(name)
+            run_minutes = sum(s["elapsed_s"] for _, s in seeds) / 60
+            minutes += run_minutes
+            speed = [s["tokens_per_s"] for _, s in seeds if s["tokens_per_s"] is not None]
+            best = [s["best_valid"] for _, s in seeds if s["best_valid"] is not None]
+            table.append(f"| {name} | {len(seeds)} | {cost['params'] / 1e6:.2f} M "
+                         f"({cost['non_embedding_params'] / 1e6:.2f} M) "
+                         f"| {cost['forward_flops_per_token'] / 1e6:.1f} M "
+                         f"| {f'{statistics.median(speed):,.0f}' if speed else '—'} | {mean_std(best, len(seeds))} "
+                         f"| {mean_std([s['test'] for _, s in seeds], len(seeds))} | {run_minutes:.0f} min "
+                         f"| {' / '.join(sorted({s['gemm_path'] for _, s in seeds}))} |")
+        unit = unit_of(metric)
+        lines += [f"| run | seeds | params (non-embedding) | FLOPs/token | tokens/s | best valid {unit} | test {unit} "
+                  "| machine time | bf16 GEMMs |", "|---|---|---|---|---|---|---|---|---|"] + table
+        comparisons = [v for v in self.comparisons if v["claim"] == claim]
+        if comparisons:
+            lines += ["", f"| A | B | seeds (A, B) | A − B, test {unit} | 95% interval | reading | p "
+                          f"| Holm, {self.family} tests | two-stage (Pocock) |",
+                      "|---|---|---|---|---|---|---|---|---|"]
+        for v in comparisons:
+            w = v["welch"]
+            if w is None:
+                lines.append(f"| {v['a']} | {v['b']} | {v['na']}, {v['nb']} | | | needs two seeds a side | | | |")
+                continue
+            cells = f"| {v['a']} | {v['b']} | {v['na']}, {v['nb']} | {w['diff']:+.2f} " \
+                    f"| [{w['diff'] - w['half']:+.2f}, {w['diff'] + w['half']:+.2f}] "
+            if v["escape"]:
+                lines.append(cells + "| bimodal: read the plateau escape below | | | |")
+                continue
+            staged = "—" if v["staged"] is None else \
+                f"[{v['staged_interval'][0]:+.2f}, {v['staged_interval'][1]:+.2f}], {v['staged']}"
+            lines.append(cells + f"| {v['reading']} | {p_text(v['p'])} | {v['holm'][0]} ({p_text(v['holm'][1])}) "
+                                 f"| {staged} |")
+        if claim in self.escape:
+            lines += [""] + self.escape_table(claim)
+        if any(v["pocock"] for v in comparisons):
+            c, nominal = next(v["pocock"] for v in comparisons if v["pocock"])
+            lines += ["", f"Two-stage: Pocock's boundary for looks at {FIRST_LOOK} and "
+                          f"{min(min(v['na'], v['nb']) for v in comparisons if v['pocock'])} seeds, "
+                          f"c = {c:.3f}, nominal level α′ = {nominal:.4f} per look."]
+        lines += ["", self.provenance_note(names), "", f"Machine time of the finished runs: {minutes / 60:.1f} h"]
+        return lines, minutes
+
+    def escape_table(self, claim):
+        threshold = self.escape[claim]
+        lines = [f"Plateau escape (a seed has left the majority-class plateau at the first validation evaluation "
+                 f"whose loss is below {threshold:g} nats):", "",
+                 "| run | seeds | left the plateau | at step | test accuracy (%) of the seeds that left "
+                 "| test accuracy (%) of the seeds that stayed |", "|---|---|---|---|---|---|"]
+        for c, name in self.rows:
+            if c != claim:
+                continue
+            got = self.left(name)
+            went = [t for _, step, t in got if step is not None]
+            stayed = [t for _, step, t in got if step is None]
+            steps = ", ".join(str(step) for _, step, _ in got if step is not None) or "—"
+            lines.append(f"| {name} | {len(got)} | {len(went)} | {steps} | {mean_std(went, len(went))} "
+                         f"| {mean_std(stayed, len(stayed))} |")
+        lines += ["", f"| A | B | left (A, B) | Fisher's exact p, two-sided | reading | Holm, {self.family} tests "
+                      "| two-stage (Pocock) |", "|---|---|---|---|---|---|---|"]
+        for v in self.comparisons:
+            if v["claim"] != claim or v["welch"] is None:
+                continue
+            ka, kb = v["left"]
+            direct = v["direction"] if v["p"] < stats.ALPHA else "not distinguishable"
+            staged = "—" if v["staged"] is None else \
+                f"p {'<' if v['p'] < v['pocock'][1] else '≥'} α′: {v['staged']}"
+            lines.append(f"| {v['a']} | {v['b']} | {ka} of {v['na']}, {kb} of {v['nb']} | {p_text(v['p'])} | {direct} "
+                         f"| {v['holm'][0]} ({p_text(v['holm'][1])}) | {staged} |")
+        return lines
+
+    def provenance_note(self, names):
+        """One line: the binary commits that trained these runs' finished seeds (provenance.jsonl)."""
+        commits, unrecorded, total = {}, 0, 0
+        for name in names:
+            for entry, _ in self.seeds(name):
+                total += 1
+                records = read_provenance(self.folder(name, entry))
+                if not records:
+                    unrecorded += 1
+                    continue
+                key = " then ".join(dict.fromkeys(r["commit"][:12] + ("-dirty" if r["dirty"] else "") for r in records))
+                commits[key] = commits.get(key, 0) + 1
+        if not commits:
+            return f"Binary commit: not recorded (the {total} runs predate provenance.jsonl)." if total else \
+                   "Binary commit: —."
+        text = ", ".join(f"{k} ({n} run{'s' * (n != 1)})" for k, n in sorted(commits.items()))
+        return f"Binary commits: {text}" + (f"; not recorded for {unrecorded} older runs." if unrecorded else ".")
+
+    def analysis(self, claim):
+        """{name: [compare.json row per analysed seed]} of claim `claim` (keystone analyze --compare)."""
+        if claim in self._analysis:
+            return self._analysis[claim]
+        names = [name for c, name in self.rows if c == claim]
+        analysed = {name: [self.folder(name, entry) for entry, _ in self.seeds(name)
+                           if os.path.isfile(os.path.join(self.folder(name, entry), "analysis", "analysis.json"))]
+                    for name in names}
+        dirs = [d for name in names for d in analysed[name]]
+        by_run = {}
+        if len(dirs) >= 2:  # --compare takes two or more
+            with tempfile.TemporaryDirectory() as out:
+                done = subprocess.run([self.keystone, "analyze", "--compare", *dirs, "--out", out],
+                                      capture_output=True, text=True)
+                if done.returncode != 0:
+                    fail(f"keystone analyze --compare failed: {done.stderr.strip()}")
                 # One row per analysis, in the order given (a row's "run" is
                 # where it was trained, not where its results are kept).
-                by_run = dict(zip((os.path.normpath(d) for d in dirs), json.load(f)["runs"]))
-    for name in names:
-        got = [by_run[os.path.normpath(d)] for d in analysed.get(name, []) if os.path.normpath(d) in by_run]
-        if not got:
-            print(f"| {name} | 0 | | | | | |")
-            continue
-        def col(key, digits=3):
-            values = [r[key] for r in got if isinstance(r.get(key), (int, float))]
-            if not values:
-                return "—"
-            if len(values) == 1:
-                return f"{values[0]:.{digits}f} (one seed)"
-            return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
-        total = got[0]["total_heads"]
-        print(f"| {name} | {len(got)} | {col('js')} | {col('cosine')} | {col('erank_scores', 2)} "
-              f"| {col('erank_attention', 2)} | {col('maskable', 1)} of {total} |")
+                rows = read_json_file(os.path.join(out, "compare.json"), "keystone analyze --compare")["runs"]
+                by_run = dict(zip(dirs, rows))
+        self._analysis[claim] = {name: [by_run[d] for d in analysed[name] if d in by_run] for name in names}
+        return self._analysis[claim]
+
+    def analysis_table(self, claim):
+        lines = ["| run | seeds analysed | JS between heads | cosine between heads | effective rank, scores "
+                 "| effective rank, attention | heads maskable within 1% |", "|---|---|---|---|---|---|---|"]
+        for name, got in self.analysis(claim).items():
+            if not got:
+                lines.append(f"| {name} | 0 | | | | | |")
+                continue
+            lines.append(f"| {name} | {len(got)} | {analysis_value(got, 'js', 3)} | {analysis_value(got, 'cosine', 3)} "
+                         f"| {analysis_value(got, 'erank_scores', 2)} | {analysis_value(got, 'erank_attention', 2)} "
+                         f"| {analysis_value(got, 'maskable', 1)} of {got[0]['total_heads']} |")
+        return lines
+
+    def steps_table(self, claim, steps):
+        """Claim `claim`'s finished seeds: the validation metric at `steps`, then the test metric."""
+        unit, lines = None, []
+        for c, name in self.rows:
+            if c != claim:
+                continue
+            for entry, summary in self.seeds(name):
+                unit = unit_of(summary["metric"])
+                at = summary["valid_at"]
+                cells = ", ".join(f"{at[s]:.1f}" if s in at else "—" for s in steps)
+                lines.append(f"| {name} seed {entry[len(name) + len('-seed'):]} | {cells} | {summary['test']:.1f} |")
+        if unit is None:
+            return ["(no finished runs)"]
+        return [f"| run | valid {unit} at steps {', '.join(map(str, steps))} | test {unit} |", "|---|---|---|"] + lines
 
 
-def steps_table(a, rows, claim, steps):
-    """Claim `claim`'s finished seeds: the validation metric at `steps`, then the test metric."""
-    print(f"\n### Claim {claim}: validation at steps {', '.join(map(str, steps))}\n")
-    unit = None
-    lines = []
-    for c, name in rows:
-        if c != claim:
-            continue
-        for entry, summary in finished_seeds(a.runs, claim, name):
-            unit = unit_of(summary["metric"])
-            at = summary["valid_at"]
-            cells = ", ".join(f"{at[s]:.1f}" if s in at else "—" for s in steps)
-            seed = entry[len(name) + len("-seed"):]
-            test = "—" if summary["test"] is None else f"{summary['test']:.1f}"
-            lines.append(f"| {name} seed {seed} | {cells} | {test} |")
-    if unit is None:
-        print("(no finished runs)")
-        return
-    print(f"| run | valid {unit} at steps {', '.join(map(str, steps))} | test {unit} |")
-    print("|---|---|---|")
-    for line in lines:
-        print(line)
+def analysis_value(rows, key, digits):
+    values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f} (one seed)"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", default="docs/results/runs")
     p.add_argument("--claims", default="tools/experiments/claims.txt")
+    p.add_argument("--more-seeds", default="tools/experiments/more_seeds.txt",
+                   help="the rows given seeds 3 and 4 after a first look (two-stage comparisons)")
     p.add_argument("--keystone", default="build/keystone")
     p.add_argument("--analysis", action="store_true", help="claim 6: the analysed runs' heads, over seeds")
     p.add_argument("--steps", help="STEP,STEP,...: each seed's validation metric at these steps")
+    p.add_argument("--page", metavar="TEMPLATE", help="print the template with its placeholders filled")
     p.add_argument("claim", nargs="*")
     a = p.parse_args()
-    rows = read_claims(a.claims)
-    claims = sorted({c for c, _ in rows}, key=lambda c: (len(c), c))
-    claim_of = {name: c for c, name in rows}
-    for c, x, y in read_comparisons(a.claims):
-        for n in (x, y):
-            if n not in claim_of:
-                sys.exit(f"report.py: {a.claims}: '#vs {c} {x} {y}' names {n}, which is no run of the list")
     if a.steps:
         try:
             steps = [int(x) for x in a.steps.split(",")]
         except ValueError:
-            sys.exit(f"report.py: --steps {a.steps}: expected steps separated by commas, e.g. 1500,2000")
+            fail(f"--steps {a.steps}: expected steps separated by commas, e.g. 1500,2000")
         if not a.claim:
-            sys.exit("report.py: --steps needs the claims to tabulate, e.g. --steps 1500,2000 4")
+            fail("--steps needs the claims to tabulate, e.g. --steps 1500,2000 4")
+    r = Report(a.runs, a.claims, a.more_seeds, a.keystone)
+    if a.page:
+        import page
+        sys.stdout.write(page.render(r, a.page))
+        return
+    if a.steps:
         for claim in a.claim:
-            steps_table(a, rows, claim, steps)
+            print(f"\n### Claim {claim}: validation at steps {', '.join(map(str, steps))}\n")
+            print("\n".join(r.steps_table(claim, steps)))
         return
     if a.analysis:
         for claim in a.claim or ["1", "5"]:
-            analysis_table(a, rows, claim)
+            print(f"\n### Claim {claim}: heads (claim 6)\n")
+            print("\n".join(r.analysis_table(claim)))
         return
-    total = 0.0
-    for claim in claims:
+    total, printed = 0.0, 0
+    for claim in r.claims:
         if a.claim and claim not in a.claim:
             continue
-        table = []
-        metric = "ppl"
-        for c, name in rows:
-            if c != claim:
-                continue
-            folder = os.path.join(a.runs, f"claim{claim}")
-            seeds = finished_seeds(a.runs, claim, name)
-            if not seeds:
-                table.append(f"| {name} | 0 | | | | | | | |")
-                continue
-            metric = seeds[0][1]["metric"]
-            cost = model_cost(a.keystone, os.path.join(folder, seeds[0][0], "config.json"))
-            minutes = sum(s["elapsed_s"] for _, s in seeds) / 60
-            total += minutes
-            speed = [s["tokens_per_s"] for _, s in seeds if s["tokens_per_s"]]
-            table.append(f"| {name} | {len(seeds)} | {cost['params'] / 1e6:.2f} M ({cost['non_embedding_params'] / 1e6:.2f} M) "
-                         f"| {cost['forward_flops_per_token'] / 1e6:.1f} M | {statistics.median(speed):,.0f} "
-                         f"| {mean_std([s['best_valid'] for _, s in seeds if s['best_valid'] is not None])} "
-                         f"| {mean_std([s['test'] for _, s in seeds if s['test'] is not None])} | {minutes:.0f} min "
-                         f"| {' / '.join(sorted({s['gemm_path'] for _, s in seeds}))} |")
-        unit = unit_of(metric)
+        lines, minutes = r.claim_table(claim)
+        total, printed = total + minutes, printed + 1
         print(f"\n### Claim {claim}\n")
-        print(f"| run | seeds | params (non-embedding) | FLOPs/token | tokens/s | best valid {unit} | test {unit} "
-              "| machine time | bf16 GEMMs |")
-        print("|---|---|---|---|---|---|---|---|---|")
-        for line in table:
-            print(line)
-        comparisons = [(x, y) for c, x, y in read_comparisons(a.claims) if c == claim]
-        if comparisons:
-            print(f"\n| A | B | seeds (A, B) | A − B, test {unit} | 95% interval | reading |")
-            print("|---|---|---|---|---|---|")
-        for x, y in comparisons:
-            ta, tb = (test_values(a.runs, claim_of.get(n), n) for n in (x, y))
-            interval = welch_interval(ta, tb)
-            if interval is None:
-                print(f"| {x} | {y} | {len(ta)}, {len(tb)} | | | needs two seeds a side |")
-                continue
-            diff, half = interval
-            print(f"| {x} | {y} | {len(ta)}, {len(tb)} | {diff:+.2f} | [{diff - half:+.2f}, {diff + half:+.2f}] "
-                  f"| {reading(diff, half, statistics.mean(tb), metric != 'ppl')} |")
-    print(f"\nMachine time of the finished runs: {total / 60:.1f} h")
+        print("\n".join(lines))
+    if printed > 1:
+        print(f"\nMachine time of the finished runs of these {printed} claims: {total / 60:.1f} h")
 
 
 if __name__ == "__main__":
