@@ -104,6 +104,8 @@ ModelCost DecoderLM::cost(int64_t seq_len) const {
   c.params = c.embedding_params + config.layers * per_layer + (config.pre_norm ? 2 * d : 0) +
              (config.tie_embeddings ? 0 : V * d);
   c.flops_per_token = double(config.layers) * (attn.flops_per_token + 2.0 * 2 * d * ff) + 2.0 * d * V;
+  c.kv_cache_bytes = 4.0 * double(config.layers) *
+                     (attn.cache_floats_per_position * double(seq_len) + attn.cache_floats_fixed);
   return c;
 }
 

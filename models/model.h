@@ -22,6 +22,10 @@ struct ModelCost {
   int64_t params = 0;             // every trainable parameter
   int64_t embedding_params = 0;   // token and position tables (included in params)
   double flops_per_token = 0;     // one forward pass, at sequence length seq_len
+  // The decoding cache of one sequence of seq_len positions (float32, every
+  // layer; seq2seq: its decoder's self-attention and the projected encoder
+  // memory its cross-attention keeps); 0 for a model that does not decode.
+  double kv_cache_bytes = 0;
 };
 
 class Model : public nn::Module {

@@ -255,6 +255,10 @@ ModelCost Seq2Seq::cost(int64_t seq_len) const {
   cost.flops_per_token = double(c.encoder_layers) * (self.flops_per_token + ff_flops) +
                          double(c.decoder_layers) * (causal.flops_per_token + self.flops_per_token + ff_flops) +
                          2.0 * d * V;  // the output layer (tied or not)
+  // Each decoder layer caches its own keys and the projected encoder memory,
+  // both seq_len positions of the same family.
+  cost.kv_cache_bytes = 4.0 * double(c.decoder_layers) * 2.0 *
+                        (self.cache_floats_per_position * double(seq_len) + self.cache_floats_fixed);
   return cost;
 }
 

@@ -2,8 +2,9 @@
 // before anything is trained: parameters (with the embedding share), forward
 // FLOPs per token at a sequence length, and a memory estimate for training
 // with AdamW (weights, gradients and two moment buffers, all float32).
-// Activation memory depends on the batch and the attention family and is not
-// estimated here. `keystone info --machine` prints what the CPU offers
+// and the decoding cache of one sequence (keys and values, or the linear
+// family's running sums; 0 for a classifier). Activation memory depends on
+// the batch and the attention family and is not estimated here. `keystone info --machine` prints what the CPU offers
 // instead: the binary's commit, the bf16 GEMM paths (core/cpu_features.h),
 // which one bf16 GEMMs use, and the thread count.
 #include <cstdio>
@@ -28,7 +29,8 @@ int info(const std::vector<std::string>& args) {
                 "       keystone info --machine\n"
                 "FILE is a model config, or a training config (whose data then fills in the sizes).\n"
                 "Prints parameters, forward FLOPs per token at sequence length N (default: the longest\n"
-                "input the config's max_len allows) and the memory that training with AdamW needs for weights and optimizer state.\n"
+                "input the config's max_len allows), the memory that training with AdamW needs for weights and optimizer state,\n"
+                "and the decoding cache of one sequence of N positions (0 for a classifier).\n"
                 "--machine prints the commit this binary was built from, the CPU (brand and vendor), its bf16 GEMM paths (amx, avx512bf16, float32), the one bf16 GEMMs use\n"
                 "(KS_CPU_GEMM forces one), OpenBLAS's float32 kernels, and the thread count.\n");
     return 0;
@@ -70,6 +72,7 @@ int info(const std::vector<std::string>& args) {
                         {"non_embedding_params", c.params - c.embedding_params},
                         {"seq_len", seq},
                         {"forward_flops_per_token", c.flops_per_token},
+                        {"kv_cache_mib_per_sequence", c.kv_cache_bytes / mib},
                         {"train_state_mib", double(c.params) * 16.0 / mib}};
   std::printf("%s\n", out.dump(2).c_str());
   return 0;

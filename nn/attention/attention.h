@@ -117,6 +117,12 @@ std::vector<std::pair<std::string, Attention*>> named_attention(Module& root);
 struct AttentionCost {
   int64_t params = 0;
   double flops_per_token = 0;
+  // What decoding keeps per sequence (AttentionCache), in floats: for each
+  // cached position its keys and value (softmax, fixed: 2·h·p; mgk, smgk:
+  // (M + 1)·h·p), and whatever the length (linear, mlk: the running sums
+  // Σ φ(k) vᵀ and Σ φ(k), h·(p·p + p)).
+  double cache_floats_per_position = 0;
+  double cache_floats_fixed = 0;
 };
 
 // Builds the family named by cfg.type (after cfg.validate()).

@@ -131,6 +131,7 @@ AttentionCost linear_cost(const AttentionConfig& cfg, int64_t, bool) {
   // and φ(k) into the sums, its query reads them (p·p + p multiply-adds each,
   // per head); MLK first mixes M key features.
   c.flops_per_token = 2.0 * weights + 2.0 * 2 * (double(inner) * p + inner) + (mlk ? 2.0 * M * inner : 0.0);
+  c.cache_floats_fixed = double(inner) * p + double(inner);  // Σ φ(k) vᵀ (h, p, p) and Σ φ(k) (h, p)
   return c;
 }
 

@@ -186,6 +186,7 @@ AttentionCost mgk_cost(const AttentionConfig& cfg, int64_t n, bool causal) {
                       + 2.0 * double(M * inner)                                  // ‖k_jr‖² of this token's keys
                       + 2.0 * keys * double(M * inner)                           // q·k_jr
                       + 2.0 * keys * double(inner);                              // A V
+  c.cache_floats_per_position = double((M + 1) * inner);  // M keys (sMGK's shifted ones too) and v
   return c;
 }
 

@@ -74,6 +74,7 @@ AttentionCost mha_cost(const AttentionConfig& cfg, int64_t n, bool causal) {
   const double keys = causal ? (double(n) + 1) / 2 : double(n);
   c.flops_per_token = 2.0 * (inner * d + 2 * inner * kv + inner * d)  // projections
                       + 2.0 * 2 * keys * double(inner);               // QKᵀ and AV
+  c.cache_floats_per_position = 2.0 * double(inner);                  // k and v
   return c;
 }
 

@@ -328,6 +328,27 @@ TEST_CASE("decoder_lm: cost by hand for a tiny config") {
   CHECK_THROWS_WITH_AS(m->cost(7), "decoder_lm: cost: seq_len must be in [1, max_len = 6], got 7", Error);
 }
 
+TEST_CASE("decoder_lm: the cost's decoding cache is what decoding keeps, for every family") {
+  // Decode 7 positions of 3 sequences, then add up the bytes of every tensor
+  // the layers' caches hold: cost(7).kv_cache_bytes must be one sequence's share.
+  for (const std::string& family : nn::attention_families()) {
+    CAPTURE(family);
+    auto c = small_config(family);
+    auto m = make_lm(c);
+    m->eval();
+    NoGradGuard no_grad;
+    std::vector<nn::DecoderLayerCache> caches;
+    m->forward(from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 3}), &caches);
+    for (int i = 0; i < 4; ++i) m->forward(from_vector(std::vector<int64_t>{1, 2, 3}, {3, 1}), &caches);
+    double bytes = 0;
+    for (const nn::DecoderLayerCache& layer : caches)
+      for (const Tensor& t : {layer.self.k, layer.self.v, layer.self.state, layer.self.norm})
+        if (t.defined()) bytes += double(t.numel()) * double(itemsize(t.dtype()));
+    CHECK(bytes / 3 == doctest::Approx(m->cost(7).kv_cache_bytes));
+    CHECK(m->cost(7).kv_cache_bytes > 0);
+  }
+}
+
 TEST_CASE("decoder_lm: config -> build_model round trip") {
   json j = json::parse(R"({"model": "decoder_lm", "vocab_size": 30, "d_model": 16, "layers": 2, "max_len": 20,
       "tie_embeddings": true, "pad_id": 0, "positions": "sinusoidal", "dropout": 0,
