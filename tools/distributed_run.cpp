@@ -51,6 +51,22 @@ uint64_t rank_seed(uint64_t seed, int rank) {
   return z ^ (z >> 31);
 }
 
+std::pair<uint64_t, uint64_t> rank_stream(const std::string& text, int rank, int ranks, const std::string& file) {
+  const std::string what = str("checkpoint ", file, ": 'keystone.rank_rng'");
+  const json all = nn::parse_json(text, what);
+  KS_CHECK(all.is_array(), what, " is not a JSON array of [seed, offset] pairs, one per rank");
+  KS_CHECK(all.size() == size_t(ranks), what, " holds ", all.size(), " stream(s), expected one per rank (", ranks,
+           "): was the run trained on ", ranks, " ranks?");
+  // Non-negative JSON integers parse as unsigned; -1 or 1.5 must not become a state.
+  for (size_t r = 0; r < all.size(); ++r) {
+    const json& e = all[r];
+    KS_CHECK(e.is_array() && e.size() == 2 && e[0].is_number_unsigned() && e[1].is_number_unsigned(), what, " entry ",
+             r, " is not a pair [seed, offset] of integers in [0, 2^64 - 1]");
+  }
+  const json& mine = all[size_t(rank)];
+  return {mine[0].get<uint64_t>(), mine[1].get<uint64_t>()};
+}
+
 int threads_per_rank() {
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   const int local = std::max(1, dist::launch_info().local_size);

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "core/distributed.h"
@@ -36,6 +37,12 @@ std::optional<std::string> file_from_rank0(dist::ProcessGroup& group, const std:
 // The dropout stream of rank r > 0: another Philox seed derived from the
 // run's (rank 0 keeps the run's own stream, so one rank trains as before).
 uint64_t rank_seed(uint64_t seed, int rank);
+
+// Rank `rank`'s dropout stream (seed, offset) from a checkpoint's
+// "keystone.rank_rng" text: a JSON array of one [seed, offset] pair of
+// unsigned 64-bit integers per rank, `ranks` of them. A damaged one throws,
+// naming `file`, the key and what is wrong.
+std::pair<uint64_t, uint64_t> rank_stream(const std::string& text, int rank, int ranks, const std::string& file);
 
 // Threads per rank when train.threads is 0: the machine's cores shared by
 // the ranks launched on it (LaunchInfo::local_size), at least 1.

@@ -47,8 +47,8 @@ inline constexpr int64_t kMaxThreads = 1024;  // train.threads
 struct TrainOptions {
   int64_t steps = 1000;          // optimizer steps in the whole run
   int64_t batch_size = 32;       // examples per micro-batch
-  int64_t accumulate_steps = 1;  // micro-batches whose gradients one optimizer step sums (their
-                                 // losses averaged): a batch of batch_size × accumulate_steps
+  int64_t accumulate_steps = 1;  // micro-batches whose gradients one optimizer step sums (each loss
+                                 // weighted by its predictions): a batch of batch_size × accumulate_steps
   double max_time = 0;           // > 0: a wall-clock budget in seconds (all sessions of the run); the
                                  // run ends cleanly when it is spent, and the schedule anneals to it
   int64_t patience = 0;          // > 0: stop after this many evaluations without a new best valid loss

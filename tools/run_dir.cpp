@@ -4,8 +4,10 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -17,10 +19,43 @@ namespace ks::tools {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+namespace {
+
+const char* file_kind(const struct stat& st) {
+  return S_ISDIR(st.st_mode)    ? "a directory"
+         : S_ISFIFO(st.st_mode) ? "a FIFO"
+         : S_ISCHR(st.st_mode)  ? "a character device"
+         : S_ISBLK(st.st_mode)  ? "a block device"
+         : S_ISSOCK(st.st_mode) ? "a socket"
+                                : "not a plain file";
+}
+
+}  // namespace
+
 RunLock::RunLock(const RunPaths& paths) {
   const std::string file = paths.lock().string();
-  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  KS_CHECK(fd_ >= 0, "cannot open the lock file ", file, ": ", std::strerror(errno));
+  // The pid is written into the lock below: through a link it would truncate
+  // the link's target, so the lock is only ever this folder's own regular file.
+  // (O_NONBLOCK: a FIFO put there must not block the open; it is refused below.)
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  struct stat st {};
+  if (fd_ < 0) {
+    const int err = errno;
+    const bool seen = ::lstat(file.c_str(), &st) == 0;
+    if (seen && S_ISLNK(st.st_mode))
+      throw Error(str("the run folder's lock file ", file, " is a symbolic link; keystone train does not follow it "
+                      "(its target would be overwritten): remove it"));
+    if (seen && !S_ISREG(st.st_mode))
+      throw Error(str("the run folder's lock file ", file, " is not a regular file (", file_kind(st), "): remove it"));
+    throw Error(str("cannot open the lock file ", file, ": ", std::strerror(err)));
+  }
+  const bool known = ::fstat(fd_, &st) == 0;
+  if (!known || !S_ISREG(st.st_mode)) {
+    const std::string kind = known ? file_kind(st) : std::strerror(errno);
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(str("the run folder's lock file ", file, " is not a regular file (", kind, "): remove it"));
+  }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     char holder[32] = {0};
@@ -44,11 +79,34 @@ RunLock::~RunLock() {
   if (fd_ >= 0) ::close(fd_);  // closing drops the flock
 }
 
+namespace {
+
+// `name` is `prefix` followed by one or more digits (a pid).
+bool prefix_and_pid(const std::string& name, const std::string& prefix) {
+  return name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+         std::all_of(name.begin() + std::ptrdiff_t(prefix.size()), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The names the writes of `keystone train` give their temporaries in a run
+// folder, and no others: a user's notes.tmp.txt is not Keystone's to delete.
+bool is_keystone_temporary(const std::string& name, const RunPaths& paths) {
+  // nn::write_file_atomically: "<file>.tmp.<pid>"
+  for (const fs::path& f : {paths.config(), paths.metrics(), paths.latest(), paths.best()})
+    if (prefix_and_pid(name, f.filename().string() + ".tmp.")) return true;
+  // data::write_file_atomic (Tokenizer::save): "<file>.tmp<pid>"
+  for (const fs::path& f : {paths.tokenizer(), paths.target_tokenizer()})
+    if (prefix_and_pid(name, f.filename().string() + ".tmp")) return true;
+  return name == paths.plot().filename().string() + ".tmp";  // write_plot_svg
+}
+
+}  // namespace
+
 void remove_stale_temporaries(const RunPaths& paths) {
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(paths.dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.find(".tmp.") != std::string::npos && e.is_regular_file(ec)) fs::remove(e.path(), ec);
+    if (!is_keystone_temporary(e.path().filename().string(), paths)) continue;
+    if (e.symlink_status(ec).type() == fs::file_type::regular) fs::remove(e.path(), ec);
   }
 }
 

@@ -46,7 +46,9 @@ struct RunPaths {
 // `keystone train` on the same --out (or a --resume of a folder still
 // training) fails with an error naming the folder and the holder's pid. The
 // lock is flock(2) on RunPaths::lock(), so the kernel drops it when the
-// holder dies, however it dies: a kill -9 leaves no stale lock behind.
+// holder dies, however it dies: a kill -9 leaves no stale lock behind. The
+// holder writes its pid into that file, so a .lock that is a symbolic link
+// (whose target would be overwritten) or not a regular file is refused.
 class RunLock {
  public:
   explicit RunLock(const RunPaths& paths);
@@ -58,8 +60,12 @@ class RunLock {
   int fd_ = -1;
 };
 
-// Deletes the temporary files of writes that a killed process left behind
-// ("<name>.tmp.<pid>", nn::write_file_atomically). Call with the RunLock held.
+// Deletes the temporary files of writes that a killed process left behind,
+// by the exact names Keystone gives them: "<file>.tmp.<pid>" of the folder's
+// config, metrics and checkpoints (nn::write_file_atomically),
+// "<file>.tmp<pid>" of its tokenizers (data::write_file_atomic) and
+// "plot.svg.tmp" (write_plot_svg). Other files, a user's notes.tmp.txt
+// included, are left alone. Call with the RunLock held.
 void remove_stale_temporaries(const RunPaths& paths);
 
 // A run's stored config (its config.json, or a checkpoint's keystone.config)

@@ -1,6 +1,7 @@
 // tools/train_state.cpp — the training state to and from checkpoint metadata.
 #include "tools/train_state.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -49,15 +50,16 @@ class Reader {
              "; it must be finite and at least ", lo);
     return *x;
   }
-  // The bits of a uint64 (stored through int64, as the generator's state may use all 64).
+  // A uint64 (the generator's state may use all 64 bits), in decimal digits
+  // as to_metadata writes it: a "-1" is refused, not read as 2^64 - 1.
   uint64_t bits(const std::string& field) const {
     const std::string& v = text(field);
-    if (auto x = cli::parse_int(v)) return uint64_t(*x);
-    unsigned long long u = 0;
-    int used = 0;
-    KS_CHECK(std::sscanf(v.c_str(), "%llu%n", &u, &used) == 1 && size_t(used) == v.size() && v[0] != '-',
-             "checkpoint ", file_, ": training state 'keystone.", field, "' is not an integer: '", v.substr(0, 40), "'");
-    return uint64_t(u);
+    uint64_t u = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), u);
+    KS_CHECK(!v.empty() && v[0] != '-' && v[0] != '+' && ec == std::errc() && end == v.data() + v.size(),
+             "checkpoint ", file_, ": training state 'keystone.", field, "' is ", v.substr(0, 40),
+             "; it must be an integer in [0, ", UINT64_MAX, "]");
+    return u;
   }
 
  private:
@@ -84,10 +86,10 @@ nn::Metadata TrainState::to_metadata() const {
   };
 }
 
-TrainState TrainState::from_metadata(const nn::Metadata& m, const std::filesystem::path& file) {
+TrainState TrainState::from_metadata(const nn::Metadata& m, const std::filesystem::path& file, int64_t max_step) {
   Reader r(m, file);
   TrainState s;
-  s.step = r.integer("step", 0);
+  s.step = r.integer("step", 0, max_step);
   s.loader = r.text("loader");
   s.rng_seed = r.bits("rng_seed");
   s.rng_offset = r.bits("rng_offset");

@@ -34,8 +34,9 @@ struct TrainState {
 
   nn::Metadata to_metadata() const;
   // Throws naming `file` and the field when one is missing, not a number, or
-  // out of range.
-  static TrainState from_metadata(const nn::Metadata& m, const std::filesystem::path& file);
+  // out of range; the step must lie in [0, max_step] (the train.steps of the
+  // run that saved it: a step no run reached would overflow the loop's count).
+  static TrainState from_metadata(const nn::Metadata& m, const std::filesystem::path& file, int64_t max_step);
 };
 
 }  // namespace ks::tools

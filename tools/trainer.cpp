@@ -21,6 +21,7 @@
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
 #include "nn/user_input.h"
+#include "tools/config_utf8.h"
 #include "tools/distributed_run.h"
 #include "tools/plot.h"
 #include "tools/progress.h"
@@ -34,6 +35,8 @@ using json = nlohmann::json;
 namespace {
 
 std::atomic<bool> g_stop_requested{false};
+
+constexpr int64_t kMaxTrainSteps = int64_t(1) << 40;  // parse_train's bound on train.steps
 
 extern "C" void on_stop_signal(int sig) {
   if (g_stop_requested.exchange(true)) {  // the second signal: stop now
@@ -125,6 +128,7 @@ RunTokenizers Trainer::run_tokenizers() const {
 }
 
 void Trainer::build(bool resume) {
+  check_config_utf8(config_.to_json());
   if (lead_) {
   if (resume) {
     KS_CHECK(fs::is_directory(paths_.dir), "cannot resume: run folder ", paths_.dir.string(), " does not exist");
@@ -230,6 +234,11 @@ void Trainer::restore_from_latest(const json& config_as_given) {
     content = nn::safetensors_from_bytes(*bytes, file.string());
   }
   const json stored = check_checkpoint_config(content.metadata, config_as_given, file);
+  const json* stored_train = stored.is_object() && stored.contains("train") && stored["train"].is_object()
+                                 ? &stored["train"] : nullptr;
+  auto stored_value = [&](const char* key) -> const json* {
+    return stored_train && stored_train->contains(key) ? &(*stored_train)[key] : nullptr;
+  };
   // A checkpoint of N ranks holds N dropout streams and the batch split of N.
   const auto world = content.metadata.find("keystone.world_size");
   const std::string saved_ranks = world == content.metadata.end() ? "1" : world->second;
@@ -242,43 +251,53 @@ void Trainer::restore_from_latest(const json& config_as_given) {
     KS_CHECK(!optim_state.empty(), "checkpoint ", file.string(), ": the file holds no optimizer state");
     zero_->load_full_state_dict(optim_state);
   }
-  state_ = TrainState::from_metadata(m, file);
+  // No run gets past its own train.steps, the checkpoint's or (for one saved
+  // without its config) today's; both are at most 2^40, so the step counts on.
+  const json* before_steps = stored_value("steps");
+  const int64_t stored_steps = before_steps && before_steps->is_number_integer()
+                                   ? std::clamp<int64_t>(before_steps->get<int64_t>(), 0, kMaxTrainSteps) : 0;
+  state_ = TrainState::from_metadata(m, file, std::max(stored_steps, config_.train.steps));
   loader_->restore(data::LoaderState::from_json(state_.loader));
   default_generator().set_state(state_.rng_seed, state_.rng_offset);
   if (distributed() && host_->rank() > 0) {
     const auto streams = m.find("keystone.rank_rng");
     KS_CHECK(streams != m.end(), "checkpoint ", file.string(), ": no 'keystone.rank_rng' for the ranks' streams");
-    const json all = nn::parse_json(streams->second, "keystone.rank_rng");
-    const json& mine = all.at(size_t(host_->rank()));
-    default_generator().set_state(mine.at(0).get<uint64_t>(), mine.at(1).get<uint64_t>());
+    const auto [seed, offset] = rank_stream(streams->second, host_->rank(), host_->size(), file.string());
+    default_generator().set_state(seed, offset);
   }
   elapsed_before_ = state_.elapsed_s;
   agreed_elapsed_ = elapsed_before_;
-  if (!lead_) return;
-
-  // A longer or shorter run stretches the schedule: say so, with the rate's jump.
-  {
-    const bool has_steps = stored.is_object() && stored.contains("train") && stored["train"].is_object() &&
-                           stored["train"].contains("steps") && stored["train"]["steps"].is_number_integer();
-    const int64_t before = has_steps ? stored["train"]["steps"].get<int64_t>() : 0;
-    if (before > 0 && before != config_.train.steps && schedule_.kind != nn::LRSchedule::Kind::Constant &&
-        schedule_.kind != nn::LRSchedule::Kind::InverseSqrt) {
-      nn::LRSchedule old = schedule_;
-      old.total_steps = before;
-      const int64_t next = state_.step + 1;
-      std::printf("note: train.steps %lld -> %lld: the %s schedule now ends at step %lld, so the learning rate at "
-                  "step %lld goes from %.3g to %.3g of optimizer.lr\n",
-                  (long long)before, (long long)config_.train.steps, config_.schedule_type.c_str(),
-                  (long long)config_.train.steps, (long long)next, old.factor(std::min(next, before)),
-                  schedule_.factor(next));
-    }
+  // Decided once, by the saved clock, on every rank alike: a run whose training
+  // is over only lacks (or already has) its test evaluation.
+  finished_ = finished_reason(elapsed_before_);
+  test_done_ = lead_ && trim_metrics_to_checkpoint();
+  if (distributed()) {
+    std::string flag = test_done_ ? "1" : "0";
+    host_->broadcast_bytes(flag, 0);
+    test_done_ = flag == "1";
   }
+  if (!lead_ || !finished_.empty()) return;  // a finished run trains no step: no schedule to speak of
 
-  // Records past the checkpoint came from steps that will now run again;
-  // test records belong to a run's end, which is still ahead.
+  // A longer or shorter run, or another time budget, moves the schedule: say so, with the rate's jump.
+  const json* before_time = stored_value("max_time");
+  ScheduleChange change{.type = config_.schedule_type, .was = schedule_, .now = schedule_,
+                        .was_max_time = before_time && before_time->is_number() ? before_time->get<double>()
+                                                                                : config_.train.max_time,
+                        .now_max_time = config_.train.max_time, .step = state_.step, .elapsed_s = elapsed_before_};
+  if (stored_steps > 0) change.was.total_steps = stored_steps;
+  if (change.was_max_time < 0 || !std::isfinite(change.was_max_time)) change.was_max_time = config_.train.max_time;
+  if (const std::string note = schedule_change_note(change); !note.empty()) std::printf("%s\n", note.c_str());
+}
+
+bool Trainer::trim_metrics_to_checkpoint() {
+  // Records past the checkpoint came from steps that will now run again, and
+  // test records belong to a run's end, which is still ahead, unless the run
+  // is finished: then its test record of this step is its final word, and the
+  // file stays as it is, byte for byte.
   std::ifstream in(paths_.metrics());
   std::string line, kept;
   int64_t line_no = 0;
+  bool tested = false;
   while (std::getline(in, line)) {
     ++line_no;
     if (line.empty()) continue;
@@ -292,24 +311,25 @@ void Trainer::restore_from_latest(const json& config_as_given) {
              "to resume");
     const json& step = r.contains("step") ? r["step"] : json(0);
     KS_CHECK(step.is_number_integer(), paths_.metrics().string(), ":", line_no, ": 'step' is not an integer");
-    if (step.get<int64_t>() <= state_.step && !(r.contains("split") && r["split"] == "test")) kept += line + "\n";
+    const bool test = r.contains("split") && r["split"] == "test";
+    tested = tested || (test && step.get<int64_t>() == state_.step);
+    if (step.get<int64_t>() <= state_.step && !test) kept += line + "\n";
   }
+  if (!finished_.empty() && tested) return true;
   nn::write_file_atomically(paths_.metrics().string(), kept);
+  return false;
 }
 
 double Trainer::elapsed() const { return elapsed_before_ + (now_s() - session_start_); }
 
 int64_t Trainer::schedule_step() const {
-  const TrainOptions& t = config_.train;
-  if (t.max_time <= 0) return state_.step;
-  const double by_time = clock() / t.max_time * double(t.steps);
-  return std::clamp<int64_t>(int64_t(std::ceil(by_time)), state_.step, t.steps);
+  return schedule_position(state_.step, config_.train.steps, config_.train.max_time, clock());
 }
 
-std::string Trainer::finished_reason() const {
+std::string Trainer::finished_reason(double seconds) const {
   const TrainOptions& t = config_.train;
   if (state_.step >= t.steps) return str("finished at step ", state_.step, " of ", t.steps);
-  if (t.max_time > 0 && clock() >= t.max_time)
+  if (t.max_time > 0 && seconds >= t.max_time)
     return str("spent its time budget (train.max_time ", t.max_time, " s) at step ", state_.step);
   if (t.patience > 0 && state_.evals_since_best >= t.patience)
     return str("stopped early at step ", state_.step, " (", state_.evals_since_best,
@@ -469,9 +489,21 @@ TrainOutcome Trainer::run() {
   session_start_ = interval_start_ = now_s();
   session_first_step_ = state_.step;
   const TrainOptions& t = config_.train;
-  if (std::string why = finished_reason(); !why.empty()) {
-    std::printf("run %s already %s; raise train.steps (or train.max_time, train.patience) with --set to go on\n",
-                paths_.dir.string().c_str(), why.c_str());
+  if (!finished_.empty()) {  // a resumed run whose training was over when it was saved
+    if (test_done_) {
+      if (lead_)
+        std::printf("run %s already %s; raise train.steps (or train.max_time, train.patience) with --set to go on\n",
+                    paths_.dir.string().c_str(), finished_.c_str());
+      return TrainOutcome::Finished;
+    }
+    // Stopped during its final test evaluation: that alone is left to do.
+    if (lead_)
+      std::printf("run %s already %s, but has no test record: evaluating the test split with the best checkpoint\n",
+                  paths_.dir.string().c_str(), finished_.c_str());
+    evaluate_test_with_best();
+    if (!lead_) return TrainOutcome::Finished;
+    write_plot_svg({paths_.dir}, paths_.plot());
+    print_summary();
     return TrainOutcome::Finished;
   }
   print_start();
@@ -516,7 +548,7 @@ TrainOutcome Trainer::run() {
     if (last) break;
   }
   if (options_.progress && lead_) std::fprintf(stderr, "\n");
-  if (state_.step < t.steps && lead_) std::printf("%s\n", finished_reason().c_str());
+  if (state_.step < t.steps && lead_) std::printf("%s\n", finished_reason(clock()).c_str());
   evaluate_test_with_best();
   if (!lead_) return TrainOutcome::Finished;
   write_plot_svg({paths_.dir}, paths_.plot());
@@ -527,35 +559,47 @@ TrainOutcome Trainer::run() {
 double Trainer::train_step(const std::vector<Tensor>& params) {
   const TrainOptions& t = config_.train;
   optimizer_->set_lr_factor(schedule_.factor(std::max<int64_t>(1, schedule_step())));
-  const double micro_weight = 1.0 / double(t.accumulate_steps);
   const int ranks = host_->size();
-  // accumulate_steps micro-batches, each loss scaled so the gradients sum to the mean's.
-  double value = 0;
+  const int64_t micros = t.accumulate_steps;
+  // The step's micro-batches first (their ids only, CPU tensors), to know
+  // each one's predictions (target tokens, labels) before any backward:
+  // mine[i] on this rank, all[i] summed over the ranks.
+  std::vector<data::Batch> batches;
+  std::vector<double> mine;
   int64_t tokens = 0;
-  if (ddp_) ddp_->broadcast_buffers();  // rank 0's running statistics (soft-E's π), as PyTorch's DDP
-  for (int64_t micro = 0; micro < t.accumulate_steps; ++micro) {
+  for (int64_t micro = 0; micro < micros; ++micro) {
     std::optional<data::Batch> batch = loader_->next();
     if (!batch) batch = loader_->next();  // the epoch ended; the next one starts
     KS_CHECK(batch.has_value(), "the training split yields no batches");
     tokens += batch_tokens(*batch);
-    // Data parallel: this rank's mean counts by its share of the global batch's
-    // predictions, times the ranks (the gradient reduction averages).
-    double share = 1;
-    if (distributed()) {
-      const double mine = double(batch_predictions(*model_, *batch));
-      const double all = host_->all_reduce(std::vector<double>{mine})[0];
-      share = all > 0 ? mine / all : 0;
-      ddp_->set_sync(micro + 1 == t.accumulate_steps);
-      if (mine == 0) continue;  // nothing here for this rank (a short last batch); it adds zeros
-    }
-    Tensor loss = batch_loss(*model_, device_.is_cpu() ? *batch : batch->to(device_));
+    mine.push_back(double(batch_predictions(*model_, *batch)));
+    batches.push_back(std::move(*batch));
+  }
+  const std::vector<double> all = distributed() ? host_->all_reduce(mine) : mine;
+  double total = 0;
+  for (double n : all) total += n;
+  KS_CHECK(total > 0, "step ", state_.step, ": its training batches hold no targets to predict");
+  // Each micro-batch's mean loss counts by its share of the step's
+  // predictions, 1 / parts (exactly 1 / accumulate_steps when the
+  // micro-batches predict alike), and in a data-parallel run each rank's by
+  // its share of the micro-batch's, times the ranks (the gradient reduction
+  // averages): the gradients then sum to the mean over the whole step.
+  double value = 0;
+  if (ddp_) ddp_->broadcast_buffers();  // rank 0's running statistics (soft-E's π), as PyTorch's DDP
+  for (int64_t micro = 0; micro < micros; ++micro) {
+    if (ddp_) ddp_->set_sync(micro + 1 == micros);
+    const size_t i = size_t(micro);
+    if (mine[i] == 0) continue;  // nothing here for this rank (a short last batch); it adds zeros
+    const double parts = total / all[i];
+    const double share = distributed() ? mine[i] / all[i] : 1;
+    Tensor loss = batch_loss(*model_, device_.is_cpu() ? batches[i] : batches[i].to(device_));
     const double micro_value = loss.item<double>();
     KS_CHECK(std::isfinite(micro_value), "training diverged: the loss is ", micro_value, " at step ", state_.step,
              " (try a lower optimizer.lr or train.clip_grad_norm); the last checkpoint is ",
              paths_.latest().string());
-    const double scale = micro_weight * (distributed() ? share * ranks : 1);
+    const double scale = (1.0 / parts) * (distributed() ? share * ranks : 1);
     backward(scale != 1 ? mul(loss, scale) : loss);
-    value += micro_value / double(t.accumulate_steps) * share;
+    value += micro_value / parts * share;
   }
   if (ddp_) ddp_->finish_gradient_sync();
   if (distributed()) {

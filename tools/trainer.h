@@ -15,10 +15,21 @@
 //
 // The folder is locked for the whole run (tools/run_dir.h RunLock). A folder
 // whose run stopped before its first checkpoint holds nothing to keep, so a
-// new `train` into it, or a --resume of it, starts it afresh.
+// new `train` into it, or a --resume of it, starts it afresh. A --resume of a
+// run whose training is over (train.steps reached, its time budget spent, or
+// stopped by train.patience, as the checkpoint's clock and counts say) trains
+// nothing and leaves the folder as it is; only a run stopped during its final
+// test evaluation gets that evaluation. A --resume that changes train.steps
+// or train.max_time prints where the schedule now ends and how the learning
+// rate moves.
 //
 // The best checkpoint is the one with the lowest validation loss. After the
 // last step the whole test split is evaluated with it.
+//
+// Gradient accumulation (train.accumulate_steps) weighs each micro-batch's
+// mean loss by its share of the step's predictions (target tokens, labels),
+// as data parallelism weighs the ranks, so accumulate_steps micro-batches
+// give the gradient of one batch of them all.
 //
 // Data parallel (`mpirun -np N keystone train ...`, ranks from the
 // launcher's environment): every rank builds the same model (rank 0's
@@ -43,6 +54,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "datasets/loader.h"
@@ -54,6 +66,7 @@
 #include "tools/data_setup.h"
 #include "tools/run_dir.h"
 #include "tools/task.h"
+#include "tools/train_schedule.h"
 #include "tools/train_state.h"
 
 namespace ks::tools {
@@ -102,6 +115,9 @@ class Trainer {
  private:
   void build(bool resume);
   void restore_from_latest(const nlohmann::json& config_json);
+  // Cuts metrics.jsonl back to the checkpoint's step (rank 0), or leaves it as
+  // it is and returns true when the run is finished and holds its test record.
+  bool trim_metrics_to_checkpoint();
   void write_run_files(bool resumed);
   bool evaluate_valid();  // true when the valid loss improved
   void evaluate_test_with_best();
@@ -124,8 +140,8 @@ class Trainer {
   // The step the schedule is evaluated at: the real step, or further along
   // when train.max_time will end the run before train.steps.
   int64_t schedule_step() const;
-  // Why the run must not (or need not) go on; empty when it may.
-  std::string finished_reason() const;
+  // Why the run must not (or need not) go on at `seconds` on its clock; empty when it may.
+  std::string finished_reason(double seconds) const;
 
   TrainConfig config_;
   TrainerOptions options_;
@@ -149,6 +165,10 @@ class Trainer {
   double wait_logged_ = 0;     // ddp_'s wait_s at the last train record
 
   TrainState state_;  // what a checkpoint carries besides the weights (tools/train_state.h)
+  // A resumed run whose training was over when saved: why (empty otherwise),
+  // and whether its test record is written; run() then does only what is left.
+  std::string finished_;
+  bool test_done_ = false;
   double session_start_ = 0, interval_start_ = 0, last_print_ = -1e9;
   int64_t session_first_step_ = 0;
   double elapsed_before_ = 0;  // seconds of earlier sessions of this run

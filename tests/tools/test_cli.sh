@@ -102,6 +102,10 @@ if ! $sanitized; then
 fi
 expect 2 "--set train.steps: expected key=value" -- "$ks" train --config "$tmp/copy.json" --set train.steps
 expect 1 "config: train.stepz: unknown key" -- "$ks" train --config "$tmp/copy.json" --set train.stepz=3
+# A --set value that is not UTF-8 is refused by key before the run folder exists (JSON holds only UTF-8).
+expect 2 "--set name: the value is not valid UTF-8 \(byte 0xff at offset 1\)" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/utf8" --set name=a$'\xff'
+expect 2 "--set train.device: the value is not valid UTF-8 \(byte 0xc3 at offset 0\)" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/utf8" --set train.device=$'\xc3'
+[ -e "$tmp/utf8" ] && { echo "FAIL: a refused --set left $tmp/utf8 behind"; fails=$((fails + 1)); }
 expect 1 "config: data.lenght: unknown key for dataset 'seq2seq'" -- "$ks" train --config "$tmp/copy.json" --set data.lenght=3
 expect 1 "config: model.max_len: 3 is too small" -- "$ks" train --config "$tmp/copy.json" --set model.max_len=3 --out "$tmp/small"
 if ! nvidia-smi -L >/dev/null 2>&1; then
@@ -114,7 +118,10 @@ done
 expect 1 "already holds a run; continue it with --resume" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/whole"
 expect 2 "drop --config" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/whole" --resume
 expect 2 "may only change train.\* keys" -- "$ks" train --out "$tmp/whole" --resume --set model.d_model=8
+# Resuming a finished run changes nothing: its test record stays, byte for byte.
+cp "$tmp/whole/metrics.jsonl" "$tmp/whole.metrics"
 expect 0 "already finished at step 200" -- "$ks" train --out "$tmp/whole" --resume
+cmp -s "$tmp/whole.metrics" "$tmp/whole/metrics.jsonl" || { echo "FAIL: resuming a finished run changed its metrics.jsonl"; fails=$((fails + 1)); }
 # One provenance line per training session (the finished resume above trained nothing).
 expect 0 '^1 .*\{"bf16_gemm_path":"[a-z0-9]+","commit":"([0-9a-f]{40}|unknown)","cpu":.*"event":"start","step":0,' -- \
   bash -c "wc -l < '$tmp/whole/provenance.jsonl' | tr '\n' ' '; cat '$tmp/whole/provenance.jsonl'"
@@ -165,6 +172,14 @@ fi
 # A longer run after the fact: resume says what the schedule does.
 expect 0 "note: train.steps 200 -> 240: the cosine schedule now ends at step 240" -- "$ks" train --out "$tmp/whole" --resume --set train.steps=240 --quiet
 expect 1 "checkpoint $tmp is not a file" -- "$ks" eval --run "$tmp/whole" --checkpoint "$tmp"
+# A changed time budget moves a schedule annealed to the clock: resume says where to.
+"$ks" train --config "$tmp/copy.json" --out "$tmp/timed" --set train.steps=100000 --set train.max_time=1000 --quiet > "$tmp/timed.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 500); do [ -s "$tmp/timed/metrics.jsonl" ] && break; sleep 0.01; done
+kill -INT "$pid"; wait "$pid"
+last=$(grep -o '"step":[0-9]*' "$tmp/timed/metrics.jsonl" | tail -1 | cut -d: -f2)
+expect 0 "note: train.steps 100000 -> $((last + 2)), train.max_time 1000 -> 2000 s: the cosine schedule now ends at step $((last + 2)) or after 2000 s, whichever comes first; after [0-9.e+-]+ s it is at step $((last + 1)) of $((last + 2)) \(was [0-9]+ of 100000\), so the learning rate at step $((last + 1)) goes from" \
+  -- "$ks" train --out "$tmp/timed" --resume --set train.steps=$((last + 2)) --set train.max_time=2000 --quiet
 
 # A damaged run folder: errors name the file.
 cp -r "$tmp/whole" "$tmp/damaged"
@@ -362,6 +377,23 @@ PY
     echo "skipped: report.py and heads_figure.py checks (no python3)"
   fi
   expect 2 "is not an executable keystone binary" -- env KEYSTONE="$tmp/none" bash "$root/tools/experiments/run.sh"
+
+  # Two runners on one run folder before its first checkpoint (config.json, no
+  # latest.safetensors yet): the second one's trainer finds the folder locked
+  # and fails naming the lock; the first trains on in its folder, untouched.
+  printf '1 long %s train.steps=100000 train.eval_every=100000 train.threads=1\n' "$tmp/copy.json" > "$tmp/claims-long.txt"
+  long_env=(env CLAIMS="$tmp/claims-long.txt" SEEDS=0 KS_EXPERIMENTS="$tmp/exp-long" KS_RESULTS="$tmp/results-long"
+            KEYSTONE="$ks")
+  long="$tmp/exp-long/claim1/long-seed0"
+  "${long_env[@]}" bash "$root/tools/experiments/run.sh" > "$tmp/exp-long.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 1000); do [ -s "$long/config.json" ] && break; sleep 0.01; done
+  expect 1 "is in use by another keystone train \(pid [0-9]+\)" -- timeout 30 "${long_env[@]}" bash "$root/tools/experiments/run.sh"
+  if [ ! -s "$long/config.json" ] || [ -f "$long/latest.safetensors" ]; then
+    echo "FAIL: a second run.sh changed $long: $(ls -A "$long" 2>&1)"; fails=$((fails + 1))
+  fi
+  kill -TERM "$pid"; wait "$pid"
+  [ -f "$long/latest.safetensors" ] || { echo "FAIL: the first run.sh's run did not save on SIGTERM: $(cat "$long.log")"; fails=$((fails + 1)); }
 fi
 
 # One train per run folder: a second one (or a --resume) on a folder in training is refused.

@@ -2,13 +2,15 @@
 // nothing a user edits or damages is silently accepted: eval and resume read
 // the data with the run's own tokenizer and warn when a file changed; an
 // edited config.json or a retyped tensor is refused by name; training state
-// out of range is refused; paths are stored absolute; the folder is locked;
-// a run killed before its first checkpoint can be retrained or resumed; stale
-// temporaries are removed. Also the training-loop options that end or shape a
-// run: accumulate_steps (resumed exactly), patience, max_time, the gradient
-// norm in metrics, and the whole test split at the end.
+// out of range is refused; paths are stored absolute; the folder is locked
+// (through no symbolic link, on a regular file only); a run killed before its
+// first checkpoint can be retrained or resumed; the stale temporaries Keystone
+// names are removed, and no other file. Also the training-loop options that
+// end or shape a run: accumulate_steps (resumed exactly), patience, max_time,
+// the gradient norm in metrics, and the whole test split at the end.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "datasets/data_testing.h"
 #include "nn/safetensors.h"
 #include "ops/view.h"
+#include "tools/config_utf8.h"
 #include "tools/run_dir.h"
 #include "tools/train_state.h"
 #include "tools/trainer.h"
@@ -154,13 +157,22 @@ TEST_CASE("run folder: training state out of range is refused by field") {
   s.interval_loss = 3.0;
   s.rng_seed = 18446744073709551615ull;  // all 64 bits survive
   nn::Metadata good = s.to_metadata();
-  CHECK(TrainState::from_metadata(good, "ck").rng_seed == 18446744073709551615ull);
+  CHECK(TrainState::from_metadata(good, "ck", 10).rng_seed == 18446744073709551615ull);
   auto bad = [&](const std::string& field, const std::string& value) {
     nn::Metadata m = good;
     m["keystone." + field] = value;
-    return error_of([&] { TrainState::from_metadata(m, "ck"); });
+    return error_of([&] { TrainState::from_metadata(m, "ck", 10); });
   };
-  CHECK(bad("step", "-3") == "checkpoint ck: training state 'keystone.step' is -3, outside [0, 9223372036854775807]");
+  CHECK(bad("step", "-3") == "checkpoint ck: training state 'keystone.step' is -3, outside [0, 10]");
+  CHECK(bad("step", "9223372036854775807") ==
+        "checkpoint ck: training state 'keystone.step' is 9223372036854775807, outside [0, 10]");
+  // The generator's state is unsigned: -1 is not 2^64 - 1, nor is 2^64 anything.
+  CHECK(bad("rng_offset", "-1") == "checkpoint ck: training state 'keystone.rng_offset' is -1; it must be an "
+                                   "integer in [0, 18446744073709551615]");
+  CHECK(bad("rng_seed", "18446744073709551616") == "checkpoint ck: training state 'keystone.rng_seed' is "
+                                                    "18446744073709551616; it must be an integer in [0, "
+                                                    "18446744073709551615]");
+  CHECK(bad("rng_offset", "+1").find("'keystone.rng_offset' is +1; it must be an integer") != std::string::npos);
   CHECK(bad("interval_steps", "-1") == "checkpoint ck: training state 'keystone.interval_steps' is -1, outside [0, 10]");
   CHECK(bad("interval_tokens", "-5").find("'keystone.interval_tokens' is -5") != std::string::npos);
   CHECK(bad("interval_loss", "-1.37") ==
@@ -186,6 +198,45 @@ TEST_CASE("run folder: one keystone train at a time, however the other one is st
   CHECK_NOTHROW(train(lm_config(file), paths.dir));  // released with its holder
 }
 
+TEST_CASE("run folder: the lock follows no link and takes only a regular file") {
+  TempDir tmp;
+  const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
+  RunPaths paths{tmp.path() / "run"};
+  fs::create_directories(paths.dir);
+  write_text(tmp.path() / "precious.txt", "keep me");
+  fs::create_symlink(tmp.path() / "precious.txt", paths.lock());
+  CHECK(error_of([&] { train(lm_config(file), paths.dir); }) ==
+        "the run folder's lock file " + paths.lock().string() + " is a symbolic link; keystone train does not follow "
+        "it (its target would be overwritten): remove it");
+  CHECK(read_text(tmp.path() / "precious.txt") == "keep me");
+  CHECK_FALSE(fs::exists(paths.config()));
+  fs::remove(paths.lock());
+  fs::create_directory(paths.lock());
+  CHECK(error_of([&] { train(lm_config(file), paths.dir); }) ==
+        "the run folder's lock file " + paths.lock().string() + " is not a regular file (a directory): remove it");
+  fs::remove(paths.lock());
+  REQUIRE(::mkfifo(paths.lock().c_str(), 0644) == 0);
+  CHECK(error_of([&] { train(lm_config(file), paths.dir); }) ==
+        "the run folder's lock file " + paths.lock().string() + " is not a regular file (a FIFO): remove it");
+  fs::remove(paths.lock());
+  CHECK_NOTHROW(train(lm_config(file), paths.dir));
+}
+
+TEST_CASE("run folder: a config string that is not UTF-8 is refused by key before the folder exists") {
+  CHECK(invalid_utf8("plain, caf\xc3\xa9, \xf0\x9f\x98\x80") == std::string::npos);
+  CHECK(invalid_utf8("a\xff") == 1);
+  CHECK(invalid_utf8("ab\xc3") == 2);              // cut short
+  CHECK(invalid_utf8("\xc0\x80") == 0);            // an overlong NUL
+  CHECK(invalid_utf8("x\xed\xa0\x80") == 1);       // a surrogate
+  CHECK(invalid_utf8("\xf4\x90\x80\x80") == 0);   // past U+10FFFF
+  TempDir tmp;
+  json c = lm_config(write_corpus(tmp.path() / "corpus.txt", 'a'));
+  c["name"] = "run\xff";
+  CHECK(error_of([&] { train(c, tmp.path() / "run"); }) == "config: name: not valid UTF-8 (byte 0xff at offset 3); a "
+                                                           "config is JSON, which holds only UTF-8 text");
+  CHECK_FALSE(fs::exists(tmp.path() / "run"));
+}
+
 TEST_CASE("run folder: a run killed before its first checkpoint can be retrained or resumed, and stale temporaries go") {
   TempDir tmp;
   const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
@@ -193,10 +244,19 @@ TEST_CASE("run folder: a run killed before its first checkpoint can be retrained
   fs::create_directories(paths.dir);
   json resolved = lm_config(file);
   write_text(paths.config(), resolved.dump());  // what a kill right after config.json leaves
-  write_text(paths.dir / "latest.safetensors.tmp.99999", "half a checkpoint");
+  // Keystone's own temporaries (nn::write_file_atomically, data::write_file_atomic, the plot) go;
+  // a user's files that merely look alike stay.
+  const std::vector<std::string> stale = {"latest.safetensors.tmp.99999", "best.safetensors.tmp.1",
+                                          "config.json.tmp.7", "metrics.jsonl.tmp.123", "tokenizer.json.tmp4242",
+                                          "target_tokenizer.json.tmp5", "plot.svg.tmp"};
+  const std::vector<std::string> kept = {"notes.tmp.txt", "data.tmp.1", "latest.safetensors.tmp.1x",
+                                         "latest.safetensors.tmp.", "tokenizer.json.tmp", "plot.svg.tmp.old"};
+  for (const std::string& name : stale) write_text(paths.dir / name, "half a file");
+  for (const std::string& name : kept) write_text(paths.dir / name, "a user's file");
   CHECK_NOTHROW(train(resolved, paths.dir));
   CHECK(fs::exists(paths.latest()));
-  CHECK_FALSE(fs::exists(paths.dir / "latest.safetensors.tmp.99999"));
+  for (const std::string& name : stale) CHECK_MESSAGE(!fs::exists(paths.dir / name), name);
+  for (const std::string& name : kept) CHECK_MESSAGE(read_text(paths.dir / name) == "a user's file", name);
 
   RunPaths second{tmp.path() / "second"};
   fs::create_directories(second.dir);

@@ -1,7 +1,8 @@
 // tests/tools/test_trainer.cpp — the training loop of `keystone train`:
 // resuming after a stop gives exactly the losses (and weights) of a run that
 // never stopped, for each model family; run folders are never overwritten;
-// a resume without a checkpoint fails clearly. With train.device "cuda": the
+// a resume without a checkpoint fails clearly; gradient accumulation weighs
+// micro-batches as one batch would. With train.device "cuda": the
 // same on the GPU, with losses that track the CPU run's; without a GPU, a
 // clear refusal.
 #include <doctest/doctest.h>
@@ -140,6 +141,60 @@ TEST_CASE("trainer: metrics name the run's task, and an LM valid record has perp
   CHECK(resolved["data"]["seq_len"] == 16);
   CHECK(resolved["data"]["valid_fraction"] == 0.1);
   CHECK(resolved["train"]["clip_grad_norm"] == 1.0);
+}
+
+TEST_CASE("trainer: accumulate_steps weighs micro-batches by their predictions: 2 x B is one batch of 2B") {
+  // Sixteen pairs of lengths 1 to 9: one batch of 16 is the whole epoch, and
+  // so are two micro-batches of 8, here sorted by length (bucket_batches), so
+  // that the short pairs make one micro-batch and the long ones the other.
+  TempDir tmp;
+  json c = tiny_config("seq2seq", "");
+  c["data"]["max_length"] = 9;
+  c["data"]["train_size"] = 16;
+  c["model"]["dropout"] = 0;
+  c["optimizer"] = {{"type", "sgd"}, {"lr", 0.5}};  // the update is the gradient, scaled
+  c["schedule"] = {{"type", "constant"}};
+  c["train"]["steps"] = 3;
+  c["train"]["eval_every"] = 3;
+  c["train"]["batch_size"] = 16;
+  json split = c;
+  split["train"]["batch_size"] = 8;
+  split["train"]["accumulate_steps"] = 2;
+  split["train"]["bucket_batches"] = 2;
+  Trainer one(parse_train_config(c), {.run_dir = tmp.path() / "one", .progress = false});
+  Trainer two(parse_train_config(split), {.run_dir = tmp.path() / "two", .progress = false});
+  CHECK(one.run() == TrainOutcome::Finished);
+  CHECK(two.run() == TrainOutcome::Finished);
+
+  std::ifstream a(one.paths().metrics()), b(two.paths().metrics());
+  std::string la, lb;
+  int train_records = 0;
+  while (std::getline(a, la) && std::getline(b, lb)) {
+    const json ra = json::parse(la), rb = json::parse(lb);
+    REQUIRE(ra["split"] == rb["split"]);
+    CAPTURE(la);
+    CAPTURE(lb);
+    CHECK(rb["loss"].get<double>() == doctest::Approx(ra["loss"].get<double>()).epsilon(1e-5));
+    if (ra["split"] != "train") continue;
+    ++train_records;
+    CHECK(rb["grad_norm"].get<double>() == doctest::Approx(ra["grad_norm"].get<double>()).epsilon(1e-5));
+    CHECK(rb["tokens_per_s"].get<double>() > 0);
+  }
+  CHECK(train_records == 3);
+  // The weights after three steps: the same gradients went into them.
+  auto wa = nn::load_safetensors(one.paths().latest().string()).tensors;
+  auto wb = nn::load_safetensors(two.paths().latest().string()).tensors;
+  REQUIRE(wa.size() == wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) {
+    if (wa[i].first.rfind("optimizer/", 0) == 0) continue;  // the parameters only
+    CAPTURE(wa[i].first);
+    const std::vector<double> x = to(wa[i].second, kFloat64).to_vector<double>();
+    const std::vector<double> y = to(wb[i].second, kFloat64).to_vector<double>();
+    REQUIRE(x.size() == y.size());
+    double worst = 0;
+    for (size_t j = 0; j < x.size(); ++j) worst = std::max(worst, std::fabs(x[j] - y[j]) / (1e-3 + std::fabs(x[j])));
+    CHECK(worst < 1e-4);
+  }
 }
 
 TEST_CASE("trainer: train.device cuda is refused by name where no GPU is usable" * doctest::skip(cuda_available())) {

@@ -20,7 +20,11 @@
 # finishes, to be committed). A run is finished when its results hold the
 # final test record; sessions on fresh machines therefore skip it. An
 # unfinished run with a checkpoint is resumed; one without (stopped before its
-# first checkpoint) is started again. Each run's output goes to RUN.log.
+# first checkpoint) is started again by the trainer itself, in the same folder:
+# nothing here deletes a run folder, so a second runner started by mistake
+# cannot take a folder from under a trainer (its own trainer finds the folder
+# locked and fails, naming the lock). Each run's output goes to RUN.log; a
+# failure's last lines are also printed.
 # Not here: the tables and figures (docs/RESULTS.md, made by report.py and
 # `keystone plot` from the results alone).
 set -euo pipefail
@@ -118,7 +122,8 @@ for seed in $seeds; do
       echo "$(date -u +%FT%TZ) resume $dir"
       cmd=("$ks" train --out "$dir" --resume --quiet)
     else
-      rm -rf "$dir"
+      # A folder left before its first checkpoint is the trainer's to restart:
+      # it does so under the folder's lock, which a trainer still running holds.
       echo "$(date -u +%FT%TZ) start  $dir"
       cmd=("$ks" train --config "$config" --out "$dir" --quiet "${sets[@]}")
     fi
@@ -136,7 +141,11 @@ for seed in $seeds; do
       if has_test "$dir"; then echo "$(date -u +%FT%TZ) finished $dir"; else echo "$(date -u +%FT%TZ) stopped $dir (resumable)"; fi
       exit 130
     fi
-    [ "$rc" = 0 ] || { echo "run.sh: $dir failed (exit $rc), see $dir.log" >&2; exit 1; }
+    if [ "$rc" != 0 ]; then
+      echo "run.sh: $dir failed (exit $rc), see $dir.log; its last lines:" >&2
+      tail -n 3 "$dir.log" >&2
+      exit 1
+    fi
     echo "$(date -u +%FT%TZ) finished $dir"
     keep "$claim" "$dir"
   done < "$claims_file"
