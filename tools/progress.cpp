@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/error.h"
+
 namespace ks::tools {
 
 std::string format_duration(double seconds) {
@@ -69,9 +71,12 @@ std::string format_metrics(const nlohmann::json& m) {
     add(buf);
   }
   if (m.contains("exact_match")) {
-    std::snprintf(buf, sizeof buf, "exact %.1f%% of %lld", 100 * m["exact_match"].get<double>(),
-                  (long long)m.value("decoded", int64_t(0)));
+    const int64_t decoded = m.value("decoded", int64_t(0)), of = m.value("decoded_of", int64_t(0));
+    std::snprintf(buf, sizeof buf, "exact %.1f%% of %lld", 100 * m["exact_match"].get<double>(), (long long)decoded);
     add(buf);
+    // Which examples: a sample's score is not the whole split's.
+    if (of > decoded) out += str(" decoded (a seeded sample of ", of, ")");
+    else if (of > 0) out += " decoded (the whole split)";
   }
   for (const char* key : {"ter", "cer"})
     if (m.contains(key)) {

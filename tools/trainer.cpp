@@ -59,13 +59,6 @@ std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& o, const nn
   return std::make_unique<nn::AdamW>(groups, a);
 }
 
-// Tokens (sources and targets) in a split, for the start-of-run summary.
-int64_t split_tokens(const data::Dataset& d) {
-  int64_t n = 0;
-  for (const data::Example& e : d.examples) n += int64_t(e.tokens.size() + e.target.size());
-  return n;
-}
-
 }  // namespace
 
 void request_training_stop() { g_stop_requested = true; }
