@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "models/config.h"
 #include "nn/lr_schedule.h"
 
 namespace ks::tools {
@@ -97,5 +98,8 @@ void apply_override(nlohmann::json& config, const std::string& assignment);
 // Validates every section except data and model (left for their builders)
 // and returns the config.
 TrainConfig parse_train_config(const nlohmann::json& j);
+// The keys parse_train_config reads, with their meanings, by dotted path
+// ("name", "train.steps"): the tables it checks them against.
+std::vector<models::KeyDoc> train_config_keys();
 
 }  // namespace ks::tools

@@ -106,14 +106,10 @@ void Trainer::setup_ranks() {
 }
 
 RunTokenizers Trainer::run_tokenizers() const {
-  if (!distributed()) return load_run_tokenizers(paths_);
-  RunTokenizers t;
-  if (auto text = file_from_rank0(*host_, paths_.tokenizer(), data::kMaxTokenizerFileBytes))
-    t.source = data::tokenizer_from_json(*text, paths_.tokenizer().string());
-  t.target = t.source;
-  if (auto text = file_from_rank0(*host_, paths_.target_tokenizer(), data::kMaxTokenizerFileBytes))
-    t.target = data::tokenizer_from_json(*text, paths_.target_tokenizer().string());
-  return t;
+  if (!distributed()) return load_run_tokenizers(paths_, config_.data);
+  return read_run_tokenizers(config_.data, paths_.tokenizer(), paths_.target_tokenizer(), [&](const fs::path& file) {
+    return file_from_rank0(*host_, file, data::kMaxTokenizerFileBytes);
+  });
 }
 
 void Trainer::build(bool resume) {
