@@ -18,7 +18,8 @@ std::string nearest_key(const std::string& key, const std::vector<std::string>& 
     for (size_t i = 1; i <= a.size(); ++i)
       for (size_t j = 1; j <= b.size(); ++j) {
         d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
       }
     return d[a.size()][b.size()];
   };
@@ -246,7 +247,9 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
   read(j, "bos_id", m.bos_id, p);
   read(j, "eos_id", m.eos_id, p);
 
-  auto positive = [&](int64_t v, const char* key) { KS_CHECK(v > 0, "config: ", p, key, ": must be positive, got ", v); };
+  auto positive = [&](int64_t v, const char* key) {
+    KS_CHECK(v > 0, "config: ", p, key, ": must be positive, got ", v);
+  };
   auto at_most = [&](int64_t v, int64_t most, const char* key) {
     KS_CHECK(v <= most, "config: ", p, key, ": at most ", most, ", got ", v);
   };

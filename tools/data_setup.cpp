@@ -393,8 +393,9 @@ const char* model_for_task(data::Task task) {
 // Throws unless the model section's family (when given) trains on `task`.
 void check_model_fits(const json& model, data::Task task) {
   const char* want = model_for_task(task);
-  KS_CHECK(!model.contains("model") || model["model"] == want, "config: model.model: ", nn::json_excerpt(model["model"]),
-           " cannot be trained on a ", data::task_name(task), " data set (use \"", want, "\")");
+  KS_CHECK(!model.contains("model") || model["model"] == want, "config: model.model: ",
+           nn::json_excerpt(model["model"]), " cannot be trained on a ", data::task_name(task), " data set (use \"",
+           want, "\")");
 }
 
 // The data section's reader: its table grows by the data set's own keys once
@@ -572,7 +573,9 @@ std::string relocate_data_file(json& section, const std::string& assignment) {
 }
 
 void drop_data_identity(json& was, json& now) {
-  auto data_of = [](json& j) { return j.is_object() && j.contains("data") && j["data"].is_object() ? &j["data"] : nullptr; };
+  auto data_of = [](json& j) {
+    return j.is_object() && j.contains("data") && j["data"].is_object() ? &j["data"] : nullptr;
+  };
   json* a = data_of(was);
   json* b = data_of(now);
   if (a && b) {

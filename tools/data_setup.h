@@ -83,7 +83,8 @@ std::optional<std::string> read_file_if_present(const std::filesystem::path& pat
 // target_tokenizer.json for a tsv_seq2seq with a target_tokenizer section.
 // `read` gets the bytes (a data-parallel rank gets rank 0's).
 RunTokenizers read_run_tokenizers(const nlohmann::json& section, const std::filesystem::path& source_file,
-                                  const std::filesystem::path& target_file, const ReadFile& read = read_file_if_present);
+                                  const std::filesystem::path& target_file,
+                                  const ReadFile& read = read_file_if_present);
 
 // `--set data.train=PATH` (or valid, test) for a trained run (eval, train
 // --resume): its data file moved, and PATH, which must hold the content the

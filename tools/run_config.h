@@ -18,6 +18,10 @@
 //                   "precision": "float32", "decode_examples": 100}
 //   }
 //
+// What each key means is in the tables of run_config.cpp, the ones the
+// reader checks keys against (train_config_keys; `keystone config --defaults`
+// prints them beside the keys).
+//
 // `--set key=value` edits the JSON before validation: the key is a dotted
 // path ("train.steps", "model.attention.type"), the value JSON when it parses
 // as JSON and a string otherwise. The resolved config (every default

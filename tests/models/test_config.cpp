@@ -98,7 +98,8 @@ TEST_CASE("the MGK fidelity keys parse, round-trip, and name the key when bad") 
 TEST_CASE("a model section's errors carry its prefix, and a near-miss key gets a suggestion") {
   auto in_run = [](const char* text) { return models::parse_model_config(json::parse(text), "model."); };
   CHECK_THROWS_WITH_AS(in_run(R"({"vocab_size": 10, "d_modle": 16})"),
-                       "config: model.d_modle: unknown key for model 'decoder_lm' (did you mean model.d_model?)", Error);
+                       "config: model.d_modle: unknown key for model 'decoder_lm' (did you mean model.d_model?)",
+                       Error);
   CHECK_THROWS_WITH_AS(in_run(R"({"vocab_size": 10, "attention": {"haeds": 2}})"),
                        "config: model.attention.haeds: unknown key (did you mean model.attention.heads?)", Error);
   CHECK_THROWS_WITH_AS(in_run(R"({"vocab_size": 10, "attention": {"heads": 3}})"),

@@ -138,7 +138,8 @@ TEST_CASE("data identity: a data file that moved is read from its new path only 
   json stored = {{"data", recorded}};
   drop_data_identity(stored, edited);
   CHECK(stored != edited);  // a path to other content is still a different config
-  CHECK_THROWS_WITH_AS(relocate_data_file(other, "data.task=copy"), doctest::Contains("data.train=PATH"), cli::UsageError);
+  CHECK_THROWS_WITH_AS(relocate_data_file(other, "data.task=copy"), doctest::Contains("data.train=PATH"),
+                       cli::UsageError);
   json unrecorded = recorded;
   unrecorded.erase("fingerprints");
   CHECK(error_of([&] { relocate_data_file(unrecorded, "data.train=" + new_path); })

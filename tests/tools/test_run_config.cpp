@@ -253,8 +253,8 @@ TEST_CASE("config keys: an unknown key names its section and the near miss it is
         "config: data.tsak: unknown key for dataset 'seq2seq' (did you mean data.task?)");
   CHECK(error_of([] { build_data({{"dataset", "text"}, {"train", "/x"}, {"tokenizer", {{"tpye", "word"}}}}, 0); }) ==
         "config: data.tokenizer.tpye: unknown key (did you mean data.tokenizer.type?)");
-  CHECK(error_of([] { build_data({{"dataset", "seq2sq"}}, 0); }).find("unknown data set 'seq2sq' (did you mean seq2seq?") !=
-        std::string::npos);
+  CHECK(error_of([] { build_data({{"dataset", "seq2sq"}}, 0); })
+            .find("unknown data set 'seq2sq' (did you mean seq2seq?") != std::string::npos);
   // The model section, completed from the data, names its keys as model.<key>.
   TrainingData d = build_data({{"dataset", "seq2seq"}, {"train_size", 4}, {"valid_size", 2}, {"test_size", 2}}, 0);
   CHECK(error_of([&] { complete_model_section({{"d_modle", 16}}, d.splits); }) ==
