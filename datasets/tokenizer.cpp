@@ -14,14 +14,16 @@ const std::vector<std::string>& special_tokens() {
   return names;
 }
 
+std::string Tokenizer::file_text() const { return to_json() + "\n"; }
+
 void Tokenizer::save(const std::filesystem::path& path) const {
   std::string text;
   try {
-    text = to_json();
+    text = file_text();
   } catch (const Error& e) {
     throw Error(str(e.what(), "; nothing was written to ", path.string()));
   }
-  write_file_atomic(path, text + "\n", "tokenizer save");
+  write_file_atomic(path, text, "tokenizer save");
 }
 
 std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, const std::string& where) {

@@ -54,6 +54,9 @@ class Tokenizer {
   virtual bool lossless() const = 0;
   // The whole tokenizer as one JSON object (see the file comment).
   virtual std::string to_json() const = 0;
+  // The bytes save writes: a run records their hash to notice a tokenizer
+  // file changed or damaged later (tools/data_setup.h).
+  std::string file_text() const;
   void save(const std::filesystem::path& path) const;
 };
 

@@ -1,20 +1,107 @@
-// models/config.cpp — strict JSON parsing of model configs.
+// models/config.cpp — strict JSON parsing of model configs, and the table of
+// their keys.
 #include "models/config.h"
 
-#include <set>
+#include <algorithm>
 
 #include "nn/user_input.h"
 
 namespace ks::models {
+
+std::string nearest_key(const std::string& key, const std::vector<std::string>& known) {
+  // The optimal string alignment distance: insertions, deletions,
+  // substitutions and swaps of neighbours ("stpes" is one from "steps").
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
+      for (size_t j = 1; j <= b.size(); ++j) {
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    return d[a.size()][b.size()];
+  };
+  if (key.size() > 256) return "";  // no key is that long; spare the quadratic table
+  std::string best;
+  size_t best_distance = std::max<size_t>(1, key.size() / 3) + 1;  // a near miss: under this
+  for (const std::string& k : known) {
+    const size_t d = distance(key, k);
+    if (d < best_distance) {
+      best = k;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
 namespace {
 
 using json = nlohmann::json;
 
+// The keys of every family, then each family's own. What each means is
+// documented here once; ModelConfig's comments say how the code uses it.
+const std::vector<KeyDoc> kEveryModel = {
+    {"model", "decoder_lm | encoder_classifier | seq2seq (default: the data set's task)"},
+    {"d_model", "the width of every token's vector"},
+    {"d_ff", "the feed-forward inner width; 0: 4 * d_model"},
+    {"max_len", "the longest sequence, in tokens (the positions table)"},
+    {"dropout", "dropout after attention, feed-forward and embeddings, in [0, 1)"},
+    {"pre_norm", "layer norm before each sublayer (true) or after it (false, the seq2seq default)"},
+    {"activation", "the feed-forward activation: gelu | relu"},
+    {"positions", "learned | sinusoidal (the seq2seq default)"},
+    {"attention", "the attention of every layer (its keys below)"}};
+const std::vector<KeyDoc> kDecoderLM = {
+    {"layers", "decoder layers"},
+    {"vocab_size", "token ids (the data's vocabulary)"},
+    {"tie_embeddings", "the output layer shares the token embedding"},
+    {"tied_lookup_reversed", "a tied table's lookups enter with their features reversed (a better first loss)"},
+    {"pad_id", "the padding token's id; -1: none"}};
+const std::vector<KeyDoc> kEncoderClassifier = {
+    {"layers", "encoder layers"},
+    {"vocab_size", "token ids (the data's vocabulary)"},
+    {"pad_id", "the padding token's id; -1: none"},
+    {"num_classes", "the classes the head predicts (the data's)"},
+    {"pooling", "mean | cls (a learned [CLS] vector is prepended)"},
+    {"dual", "two documents through one shared encoder, [u, v, |u-v|, u*v] to the head"}};
+const std::vector<KeyDoc> kSeq2Seq = {
+    {"src_vocab_size", "source token ids (the data's)"},
+    {"tgt_vocab_size", "target token ids (the data's)"},
+    {"encoder_layers", "encoder layers"},
+    {"decoder_layers", "decoder layers"},
+    {"share_embeddings", "one table for source, target and output (needs equal vocabularies)"},
+    {"tied_lookup_reversed", "a shared table's lookups enter with their features reversed (a better first loss)"},
+    {"label_smoothing", "the training loss's label smoothing, in [0, 1)"},
+    {"pad_id", "the padding token's id"},
+    {"bos_id", "the begin-of-sequence token's id"},
+    {"eos_id", "the end-of-sequence token's id"}};
+const std::vector<KeyDoc> kAttention = {
+    {"type", "the attention family: softmax | fixed | linear | mgk | smgk | mlk | ..."},
+    {"heads", "attention heads"},
+    {"head_dim", "each head's width p; 0: d_model / heads; \"seq\": max_len"},
+    {"keys", "mgk/smgk/mlk: Gaussian keys per head (M)"},
+    {"hard_e", "mgk/smgk: the max over the M keys instead of the pi-weighted sum"},
+    {"soft_e", "mgk/smgk: pi re-estimated from the responsibilities instead of learned"},
+    {"sigma2", "mgk/smgk: the keys' variance; 0: sqrt(head_dim)"},
+    {"sigma2_keys", "mgk/smgk: one variance per key (M values); empty: sigma2 for all"},
+    {"learn_pi", "mgk/smgk: false fixes pi at 1/M"},
+    {"pi_momentum", "soft_e: the step of pi towards each batch's responsibilities, in (0, 1]"},
+    {"shift_init", "smgk: how the key shifts start: small | official"},
+    {"dropout", "dropout on the attention weights, in [0, 1)"},
+    {"bias", "biases in the projections"}};
+
+std::vector<std::string> names(const std::vector<KeyDoc>& keys) {
+  std::vector<std::string> out;
+  for (const KeyDoc& k : keys) out.push_back(k.key);
+  return out;
+}
+
 // Reads one typed key if present; names the key on a type error. The type
 // is checked before get<T>: nlohmann would truncate 10.5 to 10, and casting
-// 1e30 to an integer is undefined behaviour.
+// 1e30 to an integer is undefined behaviour. `where` is the key's dotted prefix.
 template <class T>
-void read(const json& j, const std::string& key, T& out, const std::string& where = "") {
+void read(const json& j, const std::string& key, T& out, const std::string& where) {
   if (!j.contains(key)) return;
   const json& v = j.at(key);
   const bool ok = std::is_same_v<T, bool>          ? v.is_boolean()
@@ -33,116 +120,142 @@ void read(const json& j, const std::string& key, T& out, const std::string& wher
   out = v.get<T>();
 }
 
-void reject_unknown(const json& j, const std::set<std::string>& allowed, const std::string& where,
-                    const std::string& model) {
-  for (auto& [key, _] : j.items())
-    KS_CHECK(allowed.count(key), "config: ", where, key, ": unknown key",
-             where.empty() ? str(" for model '", model, "'") : std::string());
+// Throws for the first key of `j` outside `allowed`, suggesting the nearest allowed one.
+void reject_unknown(const json& j, const std::vector<KeyDoc>& allowed, const std::string& where,
+                    const std::string& context) {
+  const std::vector<std::string> known = names(allowed);
+  for (auto& [key, _] : j.items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const std::string near = nearest_key(key, known);
+    throw Error(str("config: ", where, key, ": unknown key", context,
+                    near.empty() ? std::string() : str(" (did you mean ", where, near, "?)")));
+  }
 }
 
-void positive(int64_t v, const char* key) { KS_CHECK(v > 0, "config: ", key, ": must be positive, got ", v); }
-void at_most(int64_t v, int64_t most, const char* key) {
-  KS_CHECK(v <= most, "config: ", key, ": at most ", most, ", got ", v);
-}
-
-nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m) {
-  KS_CHECK(j.is_object(), "config: attention: expected an object, got ", nn::json_excerpt(j));
-  reject_unknown(j, {"type", "heads", "head_dim", "keys", "hard_e", "soft_e", "sigma2", "sigma2_keys", "learn_pi",
-                     "pi_momentum", "shift_init", "dropout", "bias"},
-                 "attention.", m.model);
+nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m, const std::string& prefix) {
+  const std::string at = prefix + "attention.";
+  KS_CHECK(j.is_object(), "config: ", prefix, "attention: expected an object, got ", nn::json_excerpt(j));
+  reject_unknown(j, kAttention, at, "");
   nn::AttentionConfig a;
-  read(j, "type", a.type, "attention.");
-  read(j, "heads", a.heads, "attention.");
+  read(j, "type", a.type, at);
+  read(j, "heads", a.heads, at);
   if (j.contains("head_dim") && j.at("head_dim").is_string()) {
-    KS_CHECK(j.at("head_dim") == "seq", "config: attention.head_dim: expected an integer or \"seq\", got ",
+    KS_CHECK(j.at("head_dim") == "seq", "config: ", at, "head_dim: expected an integer or \"seq\", got ",
              nn::json_excerpt(j.at("head_dim")));
     a.head_dim = m.max_len;
   } else {
-    read(j, "head_dim", a.head_dim, "attention.");
+    read(j, "head_dim", a.head_dim, at);
   }
-  read(j, "keys", a.keys, "attention.");
-  read(j, "hard_e", a.hard_e, "attention.");
-  read(j, "soft_e", a.soft_e, "attention.");
-  read(j, "sigma2", a.sigma2, "attention.");
+  read(j, "keys", a.keys, at);
+  read(j, "hard_e", a.hard_e, at);
+  read(j, "soft_e", a.soft_e, at);
+  read(j, "sigma2", a.sigma2, at);
   if (j.contains("sigma2_keys")) {
     const json& v = j.at("sigma2_keys");
-    KS_CHECK(v.is_array(), "config: attention.sigma2_keys: expected an array of numbers, got ", nn::json_excerpt(v));
+    KS_CHECK(v.is_array(), "config: ", at, "sigma2_keys: expected an array of numbers, got ", nn::json_excerpt(v));
     for (const json& x : v) {
-      KS_CHECK(x.is_number(), "config: attention.sigma2_keys: expected numbers, got ", nn::json_excerpt(x));
+      KS_CHECK(x.is_number(), "config: ", at, "sigma2_keys: expected numbers, got ", nn::json_excerpt(x));
       a.sigma2_keys.push_back(x.get<double>());
     }
   }
-  read(j, "learn_pi", a.learn_pi, "attention.");
-  read(j, "pi_momentum", a.pi_momentum, "attention.");
-  read(j, "shift_init", a.shift_init, "attention.");
-  read(j, "dropout", a.dropout, "attention.");
-  read(j, "bias", a.bias, "attention.");
+  read(j, "learn_pi", a.learn_pi, at);
+  read(j, "pi_momentum", a.pi_momentum, at);
+  read(j, "shift_init", a.shift_init, at);
+  read(j, "dropout", a.dropout, at);
+  read(j, "bias", a.bias, at);
   a.d_model = m.d_model;
   try {
     a.validate();
   } catch (const Error& e) {
-    throw Error(str("config: ", e.what()));
+    throw Error(str("config: ", prefix, e.what()));  // validate names "attention.<key>"
   }
   return a;
 }
 
+// A family's own keys, after kEveryModel's; null for an unknown family.
+const std::vector<KeyDoc>* family_keys(const std::string& family) {
+  if (family == "decoder_lm") return &kDecoderLM;
+  if (family == "encoder_classifier") return &kEncoderClassifier;
+  if (family == "seq2seq") return &kSeq2Seq;
+  return nullptr;
+}
+
+const std::vector<KeyDoc>& checked_family_keys(const std::string& family, const std::string& prefix) {
+  const std::vector<KeyDoc>* own = family_keys(family);
+  if (!own) {
+    const std::string near = nearest_key(family, {"decoder_lm", "encoder_classifier", "seq2seq"});
+    throw Error(str("config: ", prefix, "model: unknown model '", family,
+                    "' (expected decoder_lm, encoder_classifier or seq2seq",
+                    near.empty() ? std::string() : str("; did you mean ", near, "?"), ")"));
+  }
+  return *own;
+}
+
 }  // namespace
 
-ModelConfig parse_model_config(const json& j) {
-  KS_CHECK(j.is_object(), "config: expected a JSON object, got ", nn::json_excerpt(j));
+std::vector<KeyDoc> model_keys(const std::string& family) {
+  std::vector<KeyDoc> keys = kEveryModel;
+  const std::vector<KeyDoc>& own = checked_family_keys(family, "");
+  keys.insert(keys.end(), own.begin(), own.end());
+  for (const KeyDoc& k : kAttention) keys.push_back({"attention." + k.key, k.doc});
+  return keys;
+}
+
+ModelConfig parse_model_config(const json& j, const std::string& prefix) {
+  const std::string& p = prefix;
+  KS_CHECK(j.is_object(), "config: ", p.empty() ? std::string() : p.substr(0, p.size() - 1) + ": ",
+           "expected a JSON object, got ", nn::json_excerpt(j));
   ModelConfig m;
-  read(j, "model", m.model);
-  const std::set<std::string> common = {"model",   "d_model",    "d_ff",      "max_len",  "dropout",
-                                        "pre_norm", "activation", "positions", "attention"};
-  std::set<std::string> allowed = common;
-  if (m.model == "decoder_lm") allowed.insert({"layers", "vocab_size", "tie_embeddings", "tied_lookup_reversed", "pad_id"});
-  else if (m.model == "encoder_classifier")
-    allowed.insert({"layers", "vocab_size", "pad_id", "num_classes", "pooling", "dual"});
-  else if (m.model == "seq2seq") {
-    allowed.insert({"src_vocab_size", "tgt_vocab_size", "encoder_layers", "decoder_layers", "share_embeddings",
-                    "tied_lookup_reversed",
-                    "label_smoothing", "pad_id", "bos_id", "eos_id"});
+  read(j, "model", m.model, p);
+  std::vector<KeyDoc> allowed = kEveryModel;
+  const std::vector<KeyDoc>& own = checked_family_keys(m.model, p);
+  allowed.insert(allowed.end(), own.begin(), own.end());
+  if (m.model == "seq2seq") {
     m.pre_norm = false;
     m.positions = "sinusoidal";
     m.pad_id = 0;
-  } else {
-    throw Error(str("config: model: unknown model '", m.model, "' (expected decoder_lm, encoder_classifier or seq2seq)"));
   }
-  reject_unknown(j, allowed, "", m.model);
+  reject_unknown(j, allowed, p, str(" for model '", m.model, "'"));
 
-  read(j, "d_model", m.d_model);
-  read(j, "d_ff", m.d_ff);
-  read(j, "layers", m.layers);
-  read(j, "max_len", m.max_len);
-  read(j, "dropout", m.dropout);
-  read(j, "pre_norm", m.pre_norm);
+  read(j, "d_model", m.d_model, p);
+  read(j, "d_ff", m.d_ff, p);
+  read(j, "layers", m.layers, p);
+  read(j, "max_len", m.max_len, p);
+  read(j, "dropout", m.dropout, p);
+  read(j, "pre_norm", m.pre_norm, p);
   std::string act = m.activation == nn::Activation::GELU ? "gelu" : "relu";
-  read(j, "activation", act);
+  read(j, "activation", act, p);
   try {
     m.activation = nn::parse_activation(act);
   } catch (const Error& e) {
-    throw Error(str("config: activation: ", e.what()));
+    throw Error(str("config: ", p, "activation: ", e.what()));
   }
-  read(j, "positions", m.positions);
-  read(j, "vocab_size", m.vocab_size);
-  read(j, "tie_embeddings", m.tie_embeddings);
-  read(j, "tied_lookup_reversed", m.tied_lookup_reversed);
-  read(j, "pad_id", m.pad_id);
-  read(j, "num_classes", m.num_classes);
-  read(j, "pooling", m.pooling);
-  read(j, "dual", m.dual);
-  read(j, "src_vocab_size", m.src_vocab_size);
-  read(j, "tgt_vocab_size", m.tgt_vocab_size);
-  read(j, "encoder_layers", m.encoder_layers);
-  read(j, "decoder_layers", m.decoder_layers);
-  read(j, "share_embeddings", m.share_embeddings);
-  read(j, "label_smoothing", m.label_smoothing);
-  read(j, "bos_id", m.bos_id);
-  read(j, "eos_id", m.eos_id);
+  read(j, "positions", m.positions, p);
+  read(j, "vocab_size", m.vocab_size, p);
+  read(j, "tie_embeddings", m.tie_embeddings, p);
+  read(j, "tied_lookup_reversed", m.tied_lookup_reversed, p);
+  read(j, "pad_id", m.pad_id, p);
+  read(j, "num_classes", m.num_classes, p);
+  read(j, "pooling", m.pooling, p);
+  read(j, "dual", m.dual, p);
+  read(j, "src_vocab_size", m.src_vocab_size, p);
+  read(j, "tgt_vocab_size", m.tgt_vocab_size, p);
+  read(j, "encoder_layers", m.encoder_layers, p);
+  read(j, "decoder_layers", m.decoder_layers, p);
+  read(j, "share_embeddings", m.share_embeddings, p);
+  read(j, "label_smoothing", m.label_smoothing, p);
+  read(j, "bos_id", m.bos_id, p);
+  read(j, "eos_id", m.eos_id, p);
 
+  auto positive = [&](int64_t v, const char* key) {
+    KS_CHECK(v > 0, "config: ", p, key, ": must be positive, got ", v);
+  };
+  auto at_most = [&](int64_t v, int64_t most, const char* key) {
+    KS_CHECK(v <= most, "config: ", p, key, ": at most ", most, ", got ", v);
+  };
   positive(m.d_model, "d_model");
   at_most(m.d_model, kMaxWidth, "d_model");
-  KS_CHECK(m.d_ff >= 0, "config: d_ff: must be >= 0 (0 means 4 * d_model), got ", m.d_ff);
+  KS_CHECK(m.d_ff >= 0, "config: ", p, "d_ff: must be >= 0 (0 means 4 * d_model), got ", m.d_ff);
   at_most(m.d_ff, 64 * kMaxWidth, "d_ff");
   positive(m.max_len, "max_len");
   at_most(m.max_len, kMaxLength, "max_len");
@@ -152,32 +265,33 @@ ModelConfig parse_model_config(const json& j) {
   for (auto [v, key] : {std::pair{m.layers, "layers"}, {m.encoder_layers, "encoder_layers"},
                         {m.decoder_layers, "decoder_layers"}})
     at_most(v, kMaxLayers, key);
-  KS_CHECK(m.dropout >= 0 && m.dropout < 1, "config: dropout: must be in [0, 1), got ", m.dropout);
+  KS_CHECK(m.dropout >= 0 && m.dropout < 1, "config: ", p, "dropout: must be in [0, 1), got ", m.dropout);
   KS_CHECK(m.positions == "learned" || m.positions == "sinusoidal",
-           "config: positions: expected learned or sinusoidal, got '", m.positions, "'");
+           "config: ", p, "positions: expected learned or sinusoidal, got '", m.positions, "'");
   if (m.model == "seq2seq") {
     positive(m.src_vocab_size, "src_vocab_size");
     positive(m.tgt_vocab_size, "tgt_vocab_size");
     positive(m.encoder_layers, "encoder_layers");
     positive(m.decoder_layers, "decoder_layers");
     KS_CHECK(!m.share_embeddings || m.src_vocab_size == m.tgt_vocab_size,
-             "config: share_embeddings: needs src_vocab_size == tgt_vocab_size (", m.src_vocab_size, " vs ",
+             "config: ", p, "share_embeddings: needs src_vocab_size == tgt_vocab_size (", m.src_vocab_size, " vs ",
              m.tgt_vocab_size, ")");
-    KS_CHECK(m.label_smoothing >= 0 && m.label_smoothing < 1, "config: label_smoothing: must be in [0, 1), got ",
-             m.label_smoothing);
+    KS_CHECK(m.label_smoothing >= 0 && m.label_smoothing < 1, "config: ", p,
+             "label_smoothing: must be in [0, 1), got ", m.label_smoothing);
     for (auto [id, key] : {std::pair{m.pad_id, "pad_id"}, {m.bos_id, "bos_id"}, {m.eos_id, "eos_id"}})
-      KS_CHECK(id >= 0 && id < m.tgt_vocab_size, "config: ", key, ": must be a token id in [0, ", m.tgt_vocab_size,
+      KS_CHECK(id >= 0 && id < m.tgt_vocab_size, "config: ", p, key, ": must be a token id in [0, ", m.tgt_vocab_size,
                "), got ", id);
   } else {
     positive(m.vocab_size, "vocab_size");
     positive(m.layers, "layers");
-    KS_CHECK(m.pad_id < m.vocab_size, "config: pad_id: ", m.pad_id, " is not below vocab_size ", m.vocab_size);
+    KS_CHECK(m.pad_id < m.vocab_size, "config: ", p, "pad_id: ", m.pad_id, " is not below vocab_size ", m.vocab_size);
   }
   if (m.model == "encoder_classifier") {
-    KS_CHECK(m.num_classes >= 2, "config: num_classes: need at least 2 classes, got ", m.num_classes);
-    KS_CHECK(m.pooling == "mean" || m.pooling == "cls", "config: pooling: expected mean or cls, got '", m.pooling, "'");
+    KS_CHECK(m.num_classes >= 2, "config: ", p, "num_classes: need at least 2 classes, got ", m.num_classes);
+    KS_CHECK(m.pooling == "mean" || m.pooling == "cls", "config: ", p, "pooling: expected mean or cls, got '",
+             m.pooling, "'");
   }
-  m.attention = parse_attention(j.contains("attention") ? j.at("attention") : json::object(), m);
+  m.attention = parse_attention(j.contains("attention") ? j.at("attention") : json::object(), m, p);
   return m;
 }
 

@@ -1,14 +1,19 @@
 // models/config.h — the JSON configuration of every model, with its defaults
 // documented in one place (here) and strict validation: an unknown key, a key
 // that does not apply to the chosen model, or a bad value is rejected with a
-// message naming the key.
+// message naming the key (and the known key it is a near miss of).
 //
 //   {"model": "decoder_lm", "vocab_size": 8192, "d_model": 256, "layers": 4,
 //    "attention": {"type": "mgk", "heads": 4, "head_dim": 32, "keys": 2}}
+//
+// Also here, for every config section (tools/json_section.h reads the others
+// with them): KeyDoc, a key with its one-line meaning, and nearest_key, the
+// "did you mean" of an unknown key.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "nn/attention/attention.h"
 #include "nn/feed_forward.h"
@@ -22,6 +27,15 @@ inline constexpr int64_t kMaxVocabSize = int64_t(1) << 24;  // a model's ids (a 
 inline constexpr int64_t kMaxLength = int64_t(1) << 20;     // positions (max_len), tokens per sequence
 inline constexpr int64_t kMaxWidth = int64_t(1) << 16;      // d_model; d_ff up to 64 of these
 inline constexpr int64_t kMaxLayers = 1024;
+
+// One key a config section may hold and what it means: the table its reader
+// accepts keys from, and `keystone config --defaults` prints beside them.
+struct KeyDoc {
+  std::string key, doc;
+};
+// The key of `known` nearest to `key` by edit distance when `key` is a near
+// miss of it (a third of its letters or fewer differ), else "".
+std::string nearest_key(const std::string& key, const std::vector<std::string>& known);
 
 struct ModelConfig {
   // --- every model ---
@@ -71,7 +85,14 @@ struct ModelConfig {
   nlohmann::json to_json() const;  // the resolved config, every key explicit
 };
 
-// Parses and validates; throws ks::Error("config: <key>: <problem>").
-ModelConfig parse_model_config(const nlohmann::json& j);
+// Parses and validates; throws ks::Error("config: <prefix><key>: <problem>"),
+// `prefix` naming the section where it is one of a training config
+// ("model."); an unknown key gets the nearest valid one as a suggestion.
+ModelConfig parse_model_config(const nlohmann::json& j, const std::string& prefix = "");
+
+// The keys a model family takes, the attention section's among them as
+// "attention.<key>", each with its meaning: the table parse_model_config
+// accepts keys from. An unknown family is an error.
+std::vector<KeyDoc> model_keys(const std::string& family);
 
 }  // namespace ks::models

@@ -1,10 +1,15 @@
 // tools/json_section.h — strict reading of one JSON object of a training
 // config: typed reads with defaults, errors that name the key by its dotted
 // path ("train.steps: expected an integer, got \"ten\""), and a final check
-// that rejects every key nobody read, so a typo never passes silently.
+// that rejects every key nobody read, so a typo never passes silently, with
+// the nearest key that was read as a suggestion ("did you mean train.steps?").
 //
-// Not here: what the keys mean (tools/run_config.h) or the model section,
-// which models/config.h validates itself.
+// Every section has a table of its keys with their meanings (models::KeyDoc):
+// a key is read only from the table (reading one outside it is a bug, an
+// internal error), so what `keystone config --defaults` prints beside each
+// key is what the reader takes. Not here: the tables (tools/run_config.cpp,
+// tools/data_setup.cpp) or the model section, which models/config.h
+// validates itself.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,18 +17,26 @@
 #include <set>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "core/error.h"
+#include "models/config.h"
 #include "nn/user_input.h"
 
 namespace ks::tools {
 
 class JsonSection {
  public:
-  // `path` is the section's dotted name ("data", "train") for messages.
-  JsonSection(const nlohmann::json& j, std::string path) : j_(j), path_(std::move(path)) {
+  using KeyDoc = models::KeyDoc;
+  // `path` is the section's dotted name ("data", "train") for messages;
+  // `keys` the table of the keys it may hold.
+  JsonSection(const nlohmann::json& j, std::string path, const std::vector<KeyDoc>& keys)
+      : j_(j), path_(std::move(path)), keys_(keys) {
     KS_CHECK(j_.is_object(), "config: ", path_, ": expected an object, got ", nn::json_excerpt(j_));
   }
+  // More keys the section may hold, known once a key read has told which
+  // (data.dataset names the data set whose keys follow).
+  void allow(const std::vector<KeyDoc>& keys) { keys_.insert(keys_.end(), keys.begin(), keys.end()); }
 
   std::string where(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
   bool has(const std::string& key) const { return j_.contains(key); }
@@ -32,7 +45,7 @@ class JsonSection {
   // (or a real where an integer is expected) is an error naming the key.
   template <class T>
   T get(const std::string& key, const T& fallback) {
-    read_.insert(key);
+    mark_read(key);
     if (!j_.contains(key)) {
       resolved_[key] = fallback;
       return fallback;
@@ -78,7 +91,7 @@ class JsonSection {
   }
   // A nested object (an empty one when absent).
   nlohmann::json object(const std::string& key) {
-    read_.insert(key);
+    mark_read(key);
     if (!j_.contains(key)) return nlohmann::json::object();
     resolved_[key] = j_.at(key);
     KS_CHECK(j_.at(key).is_object(), "config: ", where(key), ": expected an object, got ", nn::json_excerpt(j_.at(key)));
@@ -90,14 +103,39 @@ class JsonSection {
   // Every key read so far with the value used, defaults included: the
   // section as a resolved config shows it.
   const nlohmann::json& resolved() const { return resolved_; }
-  // Throws for the first key that no get/object call asked for; `context`
-  // (e.g. " for dataset 'listops'") is added to the message.
+  // The meaning of every key read so far, by its dotted path within the
+  // section ("type", "tokenizer.type"): what resolved() shows.
+  nlohmann::json docs() const {
+    nlohmann::json out = nested_docs_;
+    for (const std::string& key : read_) out[key] = doc(key)->doc;
+    return out;
+  }
+  // Adds a nested section's docs() under `key` (read already).
+  void add_docs(const std::string& key, const nlohmann::json& docs) {
+    for (auto& [k, v] : docs.items()) nested_docs_[key + "." + k] = v;
+  }
+  // Throws for the first key that no get/object call asked for, naming the
+  // read key it is a near miss of; `context` (e.g. " for dataset 'listops'")
+  // is added to the message.
   void finish(const std::string& context = "") const {
-    for (auto& [key, _] : j_.items())
-      KS_CHECK(read_.count(key), "config: ", where(key), ": unknown key", context);
+    for (auto& [key, _] : j_.items()) {
+      if (read_.count(key)) continue;
+      const std::string near = models::nearest_key(key, {read_.begin(), read_.end()});
+      throw Error(str("config: ", where(key), ": unknown key", context,
+                      near.empty() ? std::string() : str(" (did you mean ", where(near), "?)")));
+    }
   }
 
  private:
+  const KeyDoc* doc(const std::string& key) const {
+    for (const KeyDoc& k : keys_)
+      if (k.key == key) return &k;
+    return nullptr;
+  }
+  void mark_read(const std::string& key) {
+    KS_CHECK(doc(key) != nullptr, "internal error: config key ", where(key), " is read but not in its section's table");
+    read_.insert(key);
+  }
   template <class T>
   static const char* kind() {
     if constexpr (std::is_same_v<T, bool>) return "true or false";
@@ -107,8 +145,10 @@ class JsonSection {
   }
   const nlohmann::json& j_;
   std::string path_;
+  std::vector<KeyDoc> keys_;
   std::set<std::string> read_;
   nlohmann::json resolved_ = nlohmann::json::object();
+  nlohmann::json nested_docs_ = nlohmann::json::object();
 };
 
 }  // namespace ks::tools

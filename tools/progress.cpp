@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/error.h"
+
 namespace ks::tools {
 
 std::string format_duration(double seconds) {
@@ -69,9 +71,12 @@ std::string format_metrics(const nlohmann::json& m) {
     add(buf);
   }
   if (m.contains("exact_match")) {
-    std::snprintf(buf, sizeof buf, "exact %.1f%% of %lld", 100 * m["exact_match"].get<double>(),
-                  (long long)m.value("decoded", int64_t(0)));
+    const int64_t decoded = m.value("decoded", int64_t(0)), of = m.value("decoded_of", int64_t(0));
+    std::snprintf(buf, sizeof buf, "exact %.1f%% of %lld", 100 * m["exact_match"].get<double>(), (long long)decoded);
     add(buf);
+    // Which examples: a sample's score is not the whole split's.
+    if (of > decoded) out += str(" decoded (a seeded sample of ", of, ")");
+    else if (of > 0) out += " decoded (the whole split)";
   }
   for (const char* key : {"ter", "cer"})
     if (m.contains(key)) {
@@ -79,6 +84,22 @@ std::string format_metrics(const nlohmann::json& m) {
       add(buf);
     }
   return out;
+}
+
+std::string format_gemm_path(const std::string& precision, const std::string& device, CpuGemmPath path, bool forced) {
+  if (precision == "float32") return "";
+  const std::string head = "train.precision " + precision + ": GEMMs ";
+  if (device != "cpu")
+    return head + (precision == "tf32" ? "on the GPU's tensor cores in TF32" : "in bf16 on the GPU (cuBLAS)") +
+           ", float32 sums";
+  const std::string why = forced ? ", chosen by KS_CPU_GEMM" : "";
+  switch (path) {
+    case CpuGemmPath::Amx: return head + "on the CPU's AMX tiles (amx path" + why + ")";
+    case CpuGemmPath::Avx512Bf16: return head + "with AVX512-BF16 (avx512bf16 path" + why + ")";
+    case CpuGemmPath::Float32: break;
+  }
+  return head + "on the float32 path" + (forced ? " (chosen by KS_CPU_GEMM)" : " (this CPU has no faster bf16 unit)") +
+         ": operands rounded to bf16, then OpenBLAS sgemm; bf16 results at float32 speed (keystone info --machine)";
 }
 
 std::string pad_line(const std::string& text) {

@@ -43,8 +43,54 @@ void apply_override(json& config, const std::string& assignment) {
 
 namespace {
 
+using KeyDoc = models::KeyDoc;
+
+// The keys of each section and what they mean (the defaults are in run_config.h).
+const std::vector<KeyDoc> kRootKeys = {
+    {"name", "the run's name; the default run folder is runs/<name>"},
+    {"seed", "parameter init, dropout, shuffling, and the generators' data"},
+    {"data", "which data set, built how"},
+    {"model", "the network"},
+    {"optimizer", "how the parameters are updated"},
+    {"schedule", "the learning rate over the run, a factor on optimizer.lr"},
+    {"train", "the loop: steps, batches, evaluation, checkpoints, device"}};
+const std::vector<KeyDoc> kOptimizerKeys = {
+    {"type", "adamw | adam | sgd"},
+    {"lr", "the peak learning rate"},
+    {"weight_decay", "adamw: decoupled; adam, sgd: L2 (never on biases and norms)"},
+    {"beta1", "adam(w): the first moment's decay"},
+    {"beta2", "adam(w): the second moment's decay"},
+    {"eps", "adam(w): added to the second moment's root"},
+    {"momentum", "sgd: momentum"},
+    {"nesterov", "sgd: Nesterov momentum"}};
+const std::vector<KeyDoc> kScheduleKeys = {
+    {"type", "constant | cosine | linear | noam"},
+    {"warmup_steps", "steps of linear warm-up from 0"},
+    {"min_factor", "cosine, linear: the factor the decay ends at"},
+    {"noam_scale", "noam: a factor on d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)"}};
+const std::vector<KeyDoc> kTrainKeys = {
+    {"steps", "optimizer steps in the whole run"},
+    {"batch_size", "examples per micro-batch"},
+    {"accumulate_steps", "micro-batches summed into one optimizer step"},
+    {"eval_every", "steps between evaluations on the valid split (and at the end)"},
+    {"eval_batches", "valid batches per evaluation; 0: the whole split"},
+    {"log_every", "steps per train record in metrics.jsonl"},
+    {"checkpoint_every", "steps between latest.safetensors saves; 0: at every evaluation"},
+    {"clip_grad_norm", "the largest gradient norm; 0: no clipping"},
+    {"max_time", "seconds the run may take over all its sessions; 0: no limit"},
+    {"patience", "stop after this many evaluations without a better valid loss; 0: never"},
+    {"threads", "CPU threads; 0: KS_NUM_THREADS or the machine's cores"},
+    {"bucket_batches", "batches per length bucket; 0: no bucketing"},
+    {"prefetch", "batches the background loader keeps ready"},
+    {"device", "cpu | cuda"},
+    {"precision", "float32 | tf32 (cuda) | bf16: how GEMMs run"},
+    {"decode_examples", "seq2seq: valid examples greedily decoded per evaluation (a seeded sample)"},
+    {"zero", "data parallel: shard the optimizer state over the ranks (ZeRO-1)"},
+    {"bucket_mb", "data parallel: the gradient all-reduce bucket size, MB"},
+    {"collective_timeout", "data parallel: seconds a rank waits in a collective"}};
+
 OptimizerConfig parse_optimizer(const json& j) {
-  JsonSection s(j, "optimizer");
+  JsonSection s(j, "optimizer", kOptimizerKeys);
   OptimizerConfig o;
   o.type = s.get<std::string>("type", o.type);
   KS_CHECK(o.type == "adamw" || o.type == "adam" || o.type == "sgd", "config: optimizer.type: expected adamw, adam "
@@ -67,7 +113,7 @@ OptimizerConfig parse_optimizer(const json& j) {
 }
 
 TrainOptions parse_train(const json& j) {
-  JsonSection s(j, "train");
+  JsonSection s(j, "train", kTrainKeys);
   TrainOptions t;
   t.steps = s.get_between("steps", t.steps, 1, int64_t(1) << 40);
   t.batch_size = s.get_between("batch_size", t.batch_size, 1, int64_t(1) << 20);
@@ -100,7 +146,7 @@ TrainOptions parse_train(const json& j) {
 }  // namespace
 
 TrainConfig parse_train_config(const json& j) {
-  JsonSection root(j, "");
+  JsonSection root(j, "", kRootKeys);
   TrainConfig c;
   c.name = root.get<std::string>("name", c.name);
   KS_CHECK(!c.name.empty() && c.name.find('/') == std::string::npos, "config: name: must be a non-empty file name, got '",
@@ -113,7 +159,7 @@ TrainConfig parse_train_config(const json& j) {
   c.train = parse_train(root.object("train"));
 
   json sched_json = root.object("schedule");
-  JsonSection sched(sched_json, "schedule");
+  JsonSection sched(sched_json, "schedule", kScheduleKeys);
   c.schedule_type = sched.get<std::string>("type", c.schedule_type);
   try {
     c.schedule.kind = nn::parse_schedule_kind(c.schedule_type);
@@ -148,6 +194,14 @@ TrainConfig parse_train_config(const json& j) {
   }
   root.finish();
   return c;
+}
+
+std::vector<models::KeyDoc> train_config_keys() {
+  std::vector<KeyDoc> out = kRootKeys;
+  for (const auto& [section, keys] : {std::pair{"optimizer", &kOptimizerKeys}, {"schedule", &kScheduleKeys},
+                                      {"train", &kTrainKeys}})
+    for (const KeyDoc& k : *keys) out.push_back({str(section, ".", k.key), k.doc});
+  return out;
 }
 
 json TrainConfig::to_json() const {

@@ -18,6 +18,10 @@
 //                   "precision": "float32", "decode_examples": 100}
 //   }
 //
+// What each key means is in the tables of run_config.cpp, the ones the
+// reader checks keys against (train_config_keys; `keystone config --defaults`
+// prints them beside the keys).
+//
 // `--set key=value` edits the JSON before validation: the key is a dotted
 // path ("train.steps", "model.attention.type"), the value JSON when it parses
 // as JSON and a string otherwise. The resolved config (every default
@@ -29,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "models/config.h"
 #include "nn/lr_schedule.h"
 
 namespace ks::tools {
@@ -97,5 +102,8 @@ void apply_override(nlohmann::json& config, const std::string& assignment);
 // Validates every section except data and model (left for their builders)
 // and returns the config.
 TrainConfig parse_train_config(const nlohmann::json& j);
+// The keys parse_train_config reads, with their meanings, by dotted path
+// ("name", "train.steps"): the tables it checks them against.
+std::vector<models::KeyDoc> train_config_keys();
 
 }  // namespace ks::tools

@@ -151,12 +151,13 @@ json check_checkpoint_config(const nn::Metadata& metadata, const json& config_js
   upgrade_stored_config(was);
   upgrade_stored_config(now);
   // train.* may change between sessions (--resume --set), the name is a label,
-  // and a data file's changed fingerprint is a warning of its own (data_setup.h).
+  // and a data file's changed fingerprint is a warning of its own, a moved
+  // file's new path no change (data_setup.h).
   for (json* j : {&was, &now}) {
     j->erase("train");
     j->erase("name");
-    if (j->contains("data") && (*j)["data"].is_object()) (*j)["data"].erase("fingerprints");
   }
+  drop_data_identity(was, now);
   std::vector<std::string> keys;
   differing_keys(was, now, "", keys);
   if (keys.empty()) return stored;
@@ -168,12 +169,8 @@ json check_checkpoint_config(const nn::Metadata& metadata, const json& config_js
                   "or train a new run; only train.* keys may change, with --resume --set"));
 }
 
-RunTokenizers load_run_tokenizers(const RunPaths& paths) {
-  RunTokenizers t;
-  if (fs::exists(paths.tokenizer())) t.source = data::load_tokenizer(paths.tokenizer());
-  t.target = t.source;
-  if (fs::exists(paths.target_tokenizer())) t.target = data::load_tokenizer(paths.target_tokenizer());
-  return t;
+RunTokenizers load_run_tokenizers(const RunPaths& paths, const json& data_section) {
+  return read_run_tokenizers(data_section, paths.tokenizer(), paths.target_tokenizer());
 }
 
 LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint) {
@@ -200,7 +197,7 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint) {
   check_checkpoint_config(content.metadata, config_json, run.checkpoint);
   run.metadata = nn::load_checkpoint(content, run.checkpoint.string(), *run.model);
   run.model->eval();
-  RunTokenizers tokenizers = load_run_tokenizers(run.paths);
+  RunTokenizers tokenizers = load_run_tokenizers(run.paths, run.config.data);
   run.tokenizer = tokenizers.source;
   run.target_tokenizer = tokenizers.target;
   return run;

@@ -101,8 +101,9 @@ struct LoadedRun {
 // "latest", or a path to a .safetensors file. Errors name the folder or file.
 LoadedRun load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best");
 
-// The run's saved tokenizers (null where it has none).
-RunTokenizers load_run_tokenizers(const RunPaths& paths);
+// The run's saved tokenizers (null where it has none), checked against its
+// resolved data section (tools/data_setup.h read_run_tokenizers).
+RunTokenizers load_run_tokenizers(const RunPaths& paths, const nlohmann::json& data_section);
 
 // The run's splits, built from its resolved data section with its saved
 // tokenizers (tools/data_setup.h); warnings are printed to stderr.

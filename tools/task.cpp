@@ -174,6 +174,33 @@ int64_t batch_tokens(const data::Batch& b) {
   return n;
 }
 
+int64_t split_tokens(const data::Dataset& split) {
+  int64_t n = 0;
+  for (const data::Example& e : split.examples)
+    n += int64_t(e.tokens.size() + (split.task == data::Task::LanguageModel ? 0 : e.target.size()));
+  return n;
+}
+
+std::vector<int64_t> decode_sample(int64_t size, int64_t count, uint64_t seed) {
+  KS_CHECK(size >= 0 && count >= 0, "decode_sample: negative size ", size, " or count ", count);
+  std::vector<int64_t> all(static_cast<size_t>(size));
+  for (int64_t i = 0; i < size; ++i) all[size_t(i)] = i;
+  if (count >= size) return all;
+  // A partial Fisher-Yates shuffle driven by SplitMix64: the same indices on
+  // every platform and standard library (std::shuffle's are unspecified).
+  uint64_t state = seed;
+  auto next = [&state] {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  for (int64_t i = 0; i < count; ++i) std::swap(all[size_t(i)], all[size_t(i + int64_t(next() % uint64_t(size - i)))]);
+  all.resize(size_t(count));
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
 nlohmann::json EvalResult::to_json(data::Task task) const {
   nlohmann::json j = {{"loss", loss}, {"accuracy", accuracy}, {"predictions", predictions}};
   if (task != data::Task::Classification) j["ppl"] = std::exp(std::min(loss, 700.0));
@@ -186,6 +213,8 @@ nlohmann::json EvalResult::to_json(data::Task task) const {
     if (ter >= 0) j["ter"] = ter;
     if (cer >= 0) j["cer"] = cer;
     j["decoded"] = decoded;
+    j["decoded_of"] = decoded_of;
+    j["decode_sample"] = decoded < decoded_of ? "seeded" : "all";
   }
   return j;
 }
@@ -233,12 +262,13 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
   DecodeScore decodes;
   const int64_t n_decode = s2s ? std::min(options.decode_examples, split.size()) : 0;
   if (n_decode > 0) {
+    const std::vector<int64_t> sample = decode_sample(split.size(), n_decode, options.decode_seed);
     std::vector<int64_t> mine;
     std::vector<std::vector<int64_t>> sources;
-    for (int64_t i = rank; i < n_decode; i += ranks) {
-      const data::Ids& src = split.examples[size_t(i)].tokens;
+    for (int64_t k = rank; k < n_decode; k += ranks) {
+      const data::Ids& src = split.examples[size_t(sample[size_t(k)])].tokens;
       sources.emplace_back(src.begin(), src.end());
-      mine.push_back(i);
+      mine.push_back(sample[size_t(k)]);
     }
     const auto outputs = sources.empty() ? std::vector<std::vector<int64_t>>{}
                                          : decode_sources(*s2s, sources, {.batch_size = options.batch_size});
@@ -276,6 +306,7 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
   }
   if (n_decode > 0) {
     r.decoded = n_decode;
+    r.decoded_of = split.size();
     r.exact_match = decodes.exact_match();
     r.ter = decodes.ter();
     r.cer = decodes.cer();

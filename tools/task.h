@@ -63,6 +63,11 @@ int64_t batch_predictions(const models::Model& model, const data::Batch& batch);
 // decoder's), for tokens/s.
 int64_t batch_tokens(const data::Batch& batch);
 
+// Tokens of text a split holds, for the start-of-run summary: a seq2seq
+// pair's source and target; a language model's inputs alone (its targets are
+// the same stream shifted by one, not more text); a classifier's inputs.
+int64_t split_tokens(const data::Dataset& split);
+
 // The UTF-8 bytes that the targets of language-model example `e` add to the
 // decoded text (the definition above).
 int64_t target_bytes(const data::Tokenizer& tokenizer, const data::Example& e);
@@ -115,16 +120,27 @@ struct EvalResult {
   int64_t bytes = 0;        // the bytes bpb divides by
   double exact_match = -1;  // seq2seq: fraction of greedy decodes equal to the target; -1: not measured
   double ter = -1, cer = -1;  // seq2seq: error rates of the greedy decodes (above); -1: not measured
-  int64_t decoded = 0;
+  int64_t decoded = 0;       // examples decoded, of
+  int64_t decoded_of = 0;    // the split's examples: all of them, or a seeded sample (decode_sample)
   // {"loss", "accuracy", "predictions"} plus "ppl" for token tasks, "bpb"
-  // and "bytes", and "exact_match", "ter", "cer", "decoded", when measured.
+  // and "bytes", and "exact_match", "ter", "cer", "decoded", "decoded_of" and
+  // "decode_sample" ("all" or "seeded") when measured.
   nlohmann::json to_json(data::Task task) const;
 };
+
+// Which examples of a split of `size` a decode of `count` of them reads: all
+// of them when count >= size, else a sample without replacement drawn with
+// `seed`, the same for every call with the same arguments (so the
+// evaluations of a run decode the same examples and compare). Not the first
+// `count`: a file sorted by length or topic would make those unlike the rest.
+// Ascending indices.
+std::vector<int64_t> decode_sample(int64_t size, int64_t count, uint64_t seed);
 
 struct EvalOptions {
   int64_t batch_size = 32;
   int64_t max_batches = 0;      // 0: the whole split
-  int64_t decode_examples = 0;  // seq2seq: greedily decode the first this many examples (exact match, TER, CER)
+  int64_t decode_examples = 0;  // seq2seq: greedily decode this many examples (exact match, TER, CER),
+  uint64_t decode_seed = 0;     // chosen by decode_sample with this seed, fixed so evaluations compare
   // A data-parallel job's host group (core/distributed.h): rank r takes the
   // batches b and decodes i with b, i ≡ r (mod size), and the sums are
   // all-reduced, so every rank returns the whole split's result. Null: alone.

@@ -2,13 +2,16 @@
 // Exit codes: 0 finished, 130 stopped by Ctrl-C/SIGTERM after saving
 // (as shells report a SIGINT), 2 usage error, 1 runtime error.
 #include <cstdio>
+#include <cstdlib>
 
 #include "tools/cli.h"
+#include "core/cpu_features.h"
 #include "core/distributed.h"
 #include "nn/user_input.h"
 #include "tools/commands.h"
 #include "tools/config_utf8.h"
 #include "tools/distributed_run.h"
+#include "tools/progress.h"
 #include "tools/trainer.h"
 
 namespace ks::tools {
@@ -35,7 +38,8 @@ const char* kUsage =
     "                     --set model.attention.type=mgk (repeatable; the value is JSON or a string)\n"
     "  --out DIR          the run folder\n"
     "  --resume           continue the run in --out DIR from its latest checkpoint, exactly as if\n"
-    "                     it had not stopped; only train.* keys may be overridden\n"
+    "                     it had not stopped; only train.* keys may be overridden, and data.train,\n"
+    "                     data.valid, data.test given the new path of a moved file (same content)\n"
     "  --device cpu|cuda  where to train (cuda needs a CUDA build and a GPU)\n"
     "  --quiet            no progress line\n"
     "\n"
@@ -90,8 +94,16 @@ int train(const std::vector<std::string>& args) {
     }
     upgrade_stored_config(raw);
     for (const std::string& s : f.get_all("set")) {
+      if (s.rfind("data.", 0) == 0) {  // a data file that moved, with the content the run recorded
+        KS_CHECK(raw.is_object() && raw.contains("data"), "cannot resume: ", paths.config().string(),
+                 " has no data section");
+        const std::string note = relocate_data_file(raw["data"], s);
+        if (dist::world().rank() == 0) std::printf("note: %s\n", note.c_str());
+        continue;
+      }
       if (s.rfind("train.", 0) != 0)
-        throw cli::UsageError("--set " + s + ": a resumed run may only change train.* keys");
+        throw cli::UsageError("--set " + s + ": a resumed run may only change train.* keys (and the path of a "
+                              "data file that moved: data.train, data.valid, data.test)");
       apply_set(raw, s);
     }
   } else {
@@ -102,6 +114,15 @@ int train(const std::vector<std::string>& args) {
   if (f.has("device")) apply_set(raw, "train.device=" + f.get("device", ""));
   TrainConfig config = parse_train_config(raw);
   if (out.empty()) out = "runs/" + config.name;
+  // Where bf16 GEMMs run is otherwise visible only in `keystone info --machine`:
+  // a CPU without a bf16 unit runs them at float32 speed.
+  const TrainOptions& t = config.train;
+  if (!f.has("quiet") && dist::world().rank() == 0) {
+    const bool cpu_bf16 = t.device == "cpu" && t.precision == "bf16";
+    const std::string line = format_gemm_path(t.precision, t.device, cpu_bf16 ? cpu_gemm_path() : CpuGemmPath::Float32,
+                                              std::getenv("KS_CPU_GEMM") != nullptr);
+    if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
+  }
 
   TrainerOptions options{.run_dir = out, .resume = resume, .progress = !f.has("quiet")};
   Trainer trainer(config, options);

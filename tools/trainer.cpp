@@ -63,13 +63,6 @@ std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& o, const nn
   return std::make_unique<nn::AdamW>(groups, a);
 }
 
-// Tokens (sources and targets) in a split, for the start-of-run summary.
-int64_t split_tokens(const data::Dataset& d) {
-  int64_t n = 0;
-  for (const data::Example& e : d.examples) n += int64_t(e.tokens.size() + e.target.size());
-  return n;
-}
-
 }  // namespace
 
 void request_training_stop() { g_stop_requested = true; }
@@ -117,14 +110,10 @@ void Trainer::setup_ranks() {
 }
 
 RunTokenizers Trainer::run_tokenizers() const {
-  if (!distributed()) return load_run_tokenizers(paths_);
-  RunTokenizers t;
-  if (auto text = file_from_rank0(*host_, paths_.tokenizer(), data::kMaxTokenizerFileBytes))
-    t.source = data::tokenizer_from_json(*text, paths_.tokenizer().string());
-  t.target = t.source;
-  if (auto text = file_from_rank0(*host_, paths_.target_tokenizer(), data::kMaxTokenizerFileBytes))
-    t.target = data::tokenizer_from_json(*text, paths_.target_tokenizer().string());
-  return t;
+  if (!distributed()) return load_run_tokenizers(paths_, config_.data);
+  return read_run_tokenizers(config_.data, paths_.tokenizer(), paths_.target_tokenizer(), [&](const fs::path& file) {
+    return file_from_rank0(*host_, file, data::kMaxTokenizerFileBytes);
+  });
 }
 
 void Trainer::build(bool resume) {

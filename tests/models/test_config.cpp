@@ -36,7 +36,7 @@ TEST_CASE("a megabyte value of the wrong type gives a short message") {
 TEST_CASE("bad configs name the key") {
   auto bad = [](const char* text) { return models::parse_model_config(json::parse(text)); };
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "layerz": 3})"),
-                       "config: layerz: unknown key for model 'decoder_lm'", Error);
+                       "config: layerz: unknown key for model 'decoder_lm' (did you mean layers?)", Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "num_classes": 3})"),
                        "config: num_classes: unknown key for model 'decoder_lm'", Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": "big"})"), "config: vocab_size: expected an integer, got \"big\"", Error);
@@ -56,7 +56,8 @@ TEST_CASE("bad configs name the key") {
                        doctest::Contains("config: attention.type: unknown family 'sparse'"), Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"heads": 3}})"),
                        doctest::Contains("attention.heads: 3 heads do not divide d_model 256"), Error);
-  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"kees": 3}})"), "config: attention.kees: unknown key", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"kees": 3}})"),
+                       "config: attention.kees: unknown key (did you mean attention.keys?)", Error);
   CHECK_THROWS_WITH_AS(bad(R"({"model": "gpt", "vocab_size": 10})"), doctest::Contains("config: model: unknown model 'gpt'"), Error);
   CHECK_THROWS_WITH_AS(bad(R"({"model": "encoder_classifier", "vocab_size": 10, "num_classes": 2, "pooling": "max"})"),
                        "config: pooling: expected mean or cls, got 'max'", Error);
@@ -92,4 +93,34 @@ TEST_CASE("the MGK fidelity keys parse, round-trip, and name the key when bad") 
                        "config: attention.learn_pi applies to mgk and smgk only, not 'linear'", Error);
   CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "learn_pi": "no"}})"),
                        doctest::Contains("attention.learn_pi"), Error);
+}
+
+TEST_CASE("a model section's errors carry its prefix, and a near-miss key gets a suggestion") {
+  auto in_run = [](const char* text) { return models::parse_model_config(json::parse(text), "model."); };
+  CHECK_THROWS_WITH_AS(in_run(R"({"vocab_size": 10, "d_modle": 16})"),
+                       "config: model.d_modle: unknown key for model 'decoder_lm' (did you mean model.d_model?)",
+                       Error);
+  CHECK_THROWS_WITH_AS(in_run(R"({"vocab_size": 10, "attention": {"haeds": 2}})"),
+                       "config: model.attention.haeds: unknown key (did you mean model.attention.heads?)", Error);
+  CHECK_THROWS_WITH_AS(in_run(R"({"vocab_size": 10, "attention": {"heads": 3}})"),
+                       doctest::Contains("config: model.attention.heads: 3 heads do not divide d_model 256"), Error);
+  CHECK_THROWS_WITH_AS(in_run(R"({"vocab_size": 0})"), "config: model.vocab_size: must be positive, got 0", Error);
+  CHECK_THROWS_WITH_AS(in_run(R"({"model": "seq2sec"})"),
+                       doctest::Contains("config: model.model: unknown model 'seq2sec' (expected decoder_lm, "
+                                         "encoder_classifier or seq2seq; did you mean seq2seq?)"), Error);
+  CHECK_THROWS_WITH_AS(in_run(R"([1])"), doctest::Contains("config: model: expected a JSON object"), Error);
+  CHECK(models::nearest_key("stpes", {"steps", "seed"}) == "steps");  // a swap is one edit
+  CHECK(models::nearest_key("lr", {"eps", "type"}).empty());          // short keys: one edit at most
+  CHECK(models::nearest_key("warmup", {"warmup_steps"}).empty());     // too far to guess
+  CHECK(models::nearest_key("x", {}).empty());
+  // The key table covers what each family accepts, attention keys included.
+  for (const char* family : {"decoder_lm", "encoder_classifier", "seq2seq"}) {
+    std::vector<std::string> keys;
+    for (const models::KeyDoc& k : models::model_keys(family)) {
+      CHECK_FALSE(k.doc.empty());
+      keys.push_back(k.key);
+    }
+    CHECK(std::find(keys.begin(), keys.end(), "attention.heads") != keys.end());
+  }
+  CHECK_THROWS_WITH_AS(models::model_keys("gpt"), doctest::Contains("unknown model 'gpt'"), Error);
 }

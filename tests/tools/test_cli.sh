@@ -107,6 +107,11 @@ expect 2 "--set name: the value is not valid UTF-8 \(byte 0xff at offset 1\)" --
 expect 2 "--set train.device: the value is not valid UTF-8 \(byte 0xc3 at offset 0\)" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/utf8" --set train.device=$'\xc3'
 [ -e "$tmp/utf8" ] && { echo "FAIL: a refused --set left $tmp/utf8 behind"; fails=$((fails + 1)); }
 expect 1 "config: data.lenght: unknown key for dataset 'seq2seq'" -- "$ks" train --config "$tmp/copy.json" --set data.lenght=3
+# Model keys are named with their section, and a near miss gets the key it misses.
+expect 1 "config: model.d_modle: unknown key for model 'seq2seq' \(did you mean model.d_model\?\)" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/typo" --set model.d_modle=16
+expect 1 "config: train.stpes: unknown key \(did you mean train.steps\?\)" -- "$ks" train --config "$tmp/copy.json" --set train.stpes=3
+# Where bf16 GEMMs run is said at the start: a CPU path without a bf16 unit is float32 speed.
+KS_CPU_GEMM=float32 expect 0 "train.precision bf16: GEMMs on the float32 path \(chosen by KS_CPU_GEMM\): operands rounded to bf16" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/bf16" --set train.precision=bf16 --set train.steps=2
 expect 1 "config: model.max_len: 3 is too small" -- "$ks" train --config "$tmp/copy.json" --set model.max_len=3 --out "$tmp/small"
 if ! nvidia-smi -L >/dev/null 2>&1; then
   expect 1 "train.device: cuda: (this build has no CUDA backend|no CUDA device is available)" -- "$ks" train --config "$tmp/copy.json" --device cuda --out "$tmp/cuda"
@@ -125,7 +130,7 @@ cmp -s "$tmp/whole.metrics" "$tmp/whole/metrics.jsonl" || { echo "FAIL: resuming
 # One provenance line per training session (the finished resume above trained nothing).
 expect 0 '^1 .*\{"bf16_gemm_path":"[a-z0-9]+","commit":"([0-9a-f]{40}|unknown)","cpu":.*"event":"start","step":0,' -- \
   bash -c "wc -l < '$tmp/whole/provenance.jsonl' | tr '\n' ' '; cat '$tmp/whole/provenance.jsonl'"
-expect 0 '"exact_match".*"split":"test"' -- "$ks" eval --run "$tmp/whole" --decode 5
+expect 0 '"decode_sample":"seeded","decoded":5,"decoded_of":20,"exact_match".*"split":"test"' -- "$ks" eval --run "$tmp/whole" --decode 5
 expect 0 '"split":"valid"' -- "$ks" eval --run "$tmp/whole" --split valid --checkpoint latest
 expect 2 "--split: expected train, valid or test" -- "$ks" eval --run "$tmp/whole" --split dev
 expect 1 "run folder $tmp/nowhere does not exist" -- "$ks" eval --run "$tmp/nowhere"
@@ -189,6 +194,39 @@ expect 1 "$tmp/damaged/latest.safetensors" -- "$ks" eval --run "$tmp/damaged" --
 rm "$tmp/damaged/config.json"
 expect 1 "config: file not found: $tmp/damaged/config.json" -- "$ks" train --out "$tmp/damaged" --resume
 expect 1 "$tmp/damaged is not a run folder \(no config.json\)" -- "$ks" eval --run "$tmp/damaged"
+# A run's tokenizer files: each must be there and be the file the run recorded
+# (data.fingerprints in config.json), or the commands that read the run stop.
+cp -r "$tmp/whole" "$tmp/notok"
+rm "$tmp/notok/tokenizer.json"
+for c in "eval --run" "translate --input 123 --run" "train --resume --set train.steps=300 --out"; do
+  expect 1 "run tokenizer $tmp/notok/tokenizer.json is missing" -- "$ks" $c "$tmp/notok"
+done
+expect 2 "run tokenizer $tmp/notok/tokenizer.json is missing" -- "$ks" analyze --run "$tmp/notok"  # analyze: 2 for a run it cannot read
+cp -r "$tmp/whole" "$tmp/cuttok"
+head -c 100 "$tmp/whole/tokenizer.json" > "$tmp/cuttok/tokenizer.json"
+expect 1 "run tokenizer $tmp/cuttok/tokenizer.json is not the one the run was trained with: config.json records fnv1a64:[0-9a-f]{16}" -- "$ks" eval --run "$tmp/cuttok"
+expect 1 "run tokenizer $tmp/cuttok/tokenizer.json is not the one" -- "$ks" train --out "$tmp/cuttok" --resume --set train.steps=300
+# A run whose targets have their own tokenizer: without it, translate would decode with the source's.
+for i in $(seq 1 100); do printf 'alpha beta %d\tbeta alpha %d\n' $((i % 5)) $((i % 5)); done > "$tmp/words.tsv"
+cat > "$tmp/words.json" <<JSON
+{"data": {"dataset": "tsv_seq2seq", "train": "$tmp/words.tsv", "tokenizer": {"type": "char"}, "target_tokenizer": {"type": "word"}},
+ "model": {"d_model": 16, "encoder_layers": 1, "decoder_layers": 1, "attention": {"heads": 2}},
+ "train": {"steps": 2, "batch_size": 8, "eval_every": 2, "threads": 1}}
+JSON
+expect 0 "finished 2 steps" -- "$ks" train --config "$tmp/words.json" --out "$tmp/words" --quiet
+cp -r "$tmp/words" "$tmp/words-notarget"
+rm "$tmp/words-notarget/target_tokenizer.json"
+expect 1 "run tokenizer $tmp/words-notarget/target_tokenizer.json is missing" -- "$ks" translate --run "$tmp/words-notarget" --input "beta alpha"
+expect 1 "run tokenizer $tmp/words-notarget/target_tokenizer.json is missing" -- "$ks" eval --run "$tmp/words-notarget"
+# A data file that moved: refused at its old path with how to give the new one, accepted there
+# (eval --set, train --resume --set) only with the content the run recorded.
+mv "$tmp/words.tsv" "$tmp/words-moved.tsv"
+expect 1 "config: data.train: $tmp/words.tsv does not exist .*give its new path with --set data.train=NEW" -- "$ks" eval --run "$tmp/words"
+expect 0 "note: data.train: reading $tmp/words-moved.tsv in place of $tmp/words.tsv \(the same content, fnv1a64:" -- "$ks" eval --run "$tmp/words" --set data.train="$tmp/words-moved.tsv"
+expect 1 "$tmp/sources.txt is not the file the run was trained on" -- "$ks" eval --run "$tmp/words" --set data.train="$tmp/sources.txt"
+expect 2 "may only be given the new path of a data file that moved" -- "$ks" eval --run "$tmp/words" --set data.header=true
+expect 0 "finished 4 steps" -- "$ks" train --out "$tmp/words" --resume --set train.steps=4 --set data.train="$tmp/words-moved.tsv" --quiet
+expect 0 '"split":"test"' -- "$ks" eval --run "$tmp/words"  # config.json now names the new path
 
 # A language model on a user's text file, for generate.
 for i in $(seq 1 200); do echo "the cat sat on the mat $((i % 5))"; done > "$tmp/lines.txt"
@@ -258,6 +296,15 @@ done
 expect 0 '"train": "<required: a file path>"' -- "$ks" config --defaults --dataset tsv_seq2seq
 expect 0 '"vocab_size": "<from the data>"' -- "$ks" config --defaults --dataset text --set model.attention.type=mgk
 expect 1 "unknown data set 'imagenet'" -- "$ks" config --defaults --dataset imagenet
+# --defaults prints every key's meaning beside it, from the table its reader checks keys against.
+expect 0 '"steps": 1000, +// optimizer steps in the whole run' -- "$ks" config --defaults
+expect 0 '"d_model": 256, +// the width of every token.s vector' -- "$ks" config --defaults --dataset text
+for d in seq2seq listops fashion_mnist tsv_seq2seq; do
+  more=(); [ "$d" = tsv_seq2seq ] && more=(--set 'data.target_tokenizer={}')
+  bare=$("$ks" config --defaults --dataset "$d" "${more[@]}" 2>&1 | grep -E '^ *"[a-z0-9_]+": ' | grep -v ' // ')
+  [ -z "$bare" ] || { echo "FAIL: config --defaults --dataset $d: keys without a meaning: $bare"; fails=$((fails + 1)); }
+done
+expect 1 'config: model.model: "seq2seq" cannot be trained on a classification data set \(use "encoder_classifier"\)' -- "$ks" config --defaults --dataset fashion_mnist --model seq2seq
 expect 0 '"fingerprints"' -- "$ks" config --config "$tmp/lm.json"
 for i in $(seq 1 120); do echo -e "good day number $i\tpos"; echo -e "bad night number $i\tneg"; done > "$tmp/cls.tsv"
 for i in $(seq 1 200); do echo -e "abc$((i % 9))\tcba$((i % 9))"; done > "$tmp/pairs.tsv"

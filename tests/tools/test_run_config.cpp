@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
+#include <map>
+
 #include "datasets/data_testing.h"
 #include "tools/data_setup.h"
 #include "tools/progress.h"
@@ -35,10 +37,10 @@ TEST_CASE("run config: defaults are filled in and printed back") {
 TEST_CASE("run config: every wrong key or value is named") {
   json j = minimal();
   j["trian"] = json::object();
-  CHECK(config_error(j) == "config: trian: unknown key");
+  CHECK(config_error(j) == "config: trian: unknown key (did you mean train?)");
   j = minimal();
   j["train"] = {{"stepz", 3}};
-  CHECK(config_error(j) == "config: train.stepz: unknown key");
+  CHECK(config_error(j) == "config: train.stepz: unknown key (did you mean train.steps?)");
   j = minimal();
   j["train"] = {{"steps", "ten"}};
   CHECK(config_error(j) == "config: train.steps: expected an integer, got \"ten\"");
@@ -234,6 +236,113 @@ TEST_CASE("data setup: the model section gets its sizes from the data, and too-s
   CHECK(c["pad_id"] == 0);
   CHECK(c["vocab_size"] == 19);
   CHECK(c["max_len"].get<int64_t>() <= 21);
+}
+
+TEST_CASE("config keys: an unknown key names its section and the near miss it is, in every section") {
+  json j = minimal();
+  j["train"] = {{"stpes", 3}};  // two letters swapped
+  CHECK(config_error(j) == "config: train.stpes: unknown key (did you mean train.steps?)");
+  j = minimal();
+  j["optimizer"] = {{"type", "sgd"}, {"momentun", 0.5}};
+  CHECK(config_error(j) ==
+        "config: optimizer.momentun: unknown key for optimizer 'sgd' (did you mean optimizer.momentum?)");
+  j = minimal();
+  j["schedule"] = {{"warmup", 3}};
+  CHECK(config_error(j) == "config: schedule.warmup: unknown key");  // too far from warmup_steps to guess
+  CHECK(error_of([] { build_data({{"dataset", "seq2seq"}, {"tsak", "copy"}}, 0); }) ==
+        "config: data.tsak: unknown key for dataset 'seq2seq' (did you mean data.task?)");
+  CHECK(error_of([] { build_data({{"dataset", "text"}, {"train", "/x"}, {"tokenizer", {{"tpye", "word"}}}}, 0); }) ==
+        "config: data.tokenizer.tpye: unknown key (did you mean data.tokenizer.type?)");
+  CHECK(error_of([] { build_data({{"dataset", "seq2sq"}}, 0); })
+            .find("unknown data set 'seq2sq' (did you mean seq2seq?") != std::string::npos);
+  // The model section, completed from the data, names its keys as model.<key>.
+  TrainingData d = build_data({{"dataset", "seq2seq"}, {"train_size", 4}, {"valid_size", 2}, {"test_size", 2}}, 0);
+  CHECK(error_of([&] { complete_model_section({{"d_modle", 16}}, d.splits); }) ==
+        "config: model.d_modle: unknown key for model 'seq2seq' (did you mean model.d_model?)");
+  CHECK(error_of([&] { complete_model_section({{"attention", {{"haeds", 2}}}}, d.splits); }) ==
+        "config: model.attention.haeds: unknown key (did you mean model.attention.heads?)");
+  CHECK(error_of([&] { complete_model_section({{"dropout", 2}}, d.splits); }) ==
+        "config: model.dropout: must be in [0, 1), got 2");
+}
+
+namespace {
+// Every dotted key path of a resolved section ("train.steps", "attention.type").
+void key_paths(const json& j, const std::string& prefix, std::vector<std::string>& out) {
+  for (auto& [key, value] : j.items()) {
+    out.push_back(prefix + key);
+    if (value.is_object()) key_paths(value, prefix + key + ".", out);
+  }
+}
+}  // namespace
+
+TEST_CASE("config keys: every key a config resolves to has its meaning in the table its reader uses") {
+  std::map<std::string, std::string> docs;
+  for (const models::KeyDoc& k : train_config_keys()) docs[k.key] = k.doc;
+  for (const char* optimizer : {"adamw", "sgd"}) {
+    json j = minimal();
+    j["optimizer"] = {{"type", optimizer}};
+    std::vector<std::string> keys;
+    json resolved = parse_train_config(j).to_json();
+    resolved.erase("data");
+    resolved.erase("model");
+    key_paths(resolved, "", keys);
+    for (const std::string& k : keys) {
+      CAPTURE(k);
+      CHECK_FALSE(docs[k].empty());
+    }
+  }
+  for (const std::string name : {"seq2seq", "listops", "brown_lm", "brown_genre", "fashion_mnist", "text",
+                                 "tsv_classification", "tsv_seq2seq"}) {
+    CAPTURE(name);
+    json section = {{"dataset", name}};
+    if (name == "tsv_seq2seq") section["target_tokenizer"] = json::object();
+    json data_docs;
+    std::vector<std::string> keys;
+    key_paths(describe_data(section, &data_docs), "", keys);
+    for (const std::string& k : keys) {
+      CAPTURE(k);
+      CHECK(data_docs.contains(k));
+    }
+  }
+  for (const json& model : {json{{"model", "decoder_lm"}, {"vocab_size", 8}},
+                            json{{"model", "encoder_classifier"}, {"vocab_size", 8}, {"num_classes", 2}},
+                            json{{"model", "seq2seq"}, {"src_vocab_size", 8}, {"tgt_vocab_size", 8}}}) {
+    const std::string family = model["model"];
+    CAPTURE(family);
+    std::map<std::string, std::string> model_docs;
+    for (const models::KeyDoc& k : models::model_keys(family)) model_docs[k.key] = k.doc;
+    std::vector<std::string> keys;
+    key_paths(models::parse_model_config(model).to_json(), "", keys);
+    for (const std::string& k : keys) {
+      CAPTURE(k);
+      CHECK_FALSE(model_docs[k].empty());
+    }
+  }
+}
+
+TEST_CASE("config keys: a model the data set's task cannot train is refused without data, as train refuses it") {
+  CHECK(error_of([] { check_model_for_data_set({{"model", "seq2seq"}}, "fashion_mnist"); }) ==
+        "config: model.model: \"seq2seq\" cannot be trained on a classification data set (use \"encoder_classifier\")");
+  CHECK(error_of([] { check_model_for_data_set({{"model", "encoder_classifier"}}, "fashion_mnist"); }) == "no error");
+  CHECK(error_of([] { check_model_for_data_set(json::object(), "seq2seq"); }) == "no error");
+  TrainingData d = build_data({{"dataset", "seq2seq"}, {"train_size", 4}, {"valid_size", 2}, {"test_size", 2}}, 0);
+  CHECK(error_of([&] { complete_model_section({{"model", "decoder_lm"}}, d.splits); }) ==
+        error_of([] { check_model_for_data_set({{"model", "decoder_lm"}}, "seq2seq"); }));
+}
+
+TEST_CASE("progress: the line naming where bf16 GEMMs run") {
+  CHECK(format_gemm_path("float32", "cpu", CpuGemmPath::Float32, false).empty());
+  CHECK(format_gemm_path("bf16", "cpu", CpuGemmPath::Float32, true) ==
+        "train.precision bf16: GEMMs on the float32 path (chosen by KS_CPU_GEMM): operands rounded to bf16, then "
+        "OpenBLAS sgemm; bf16 results at float32 speed (keystone info --machine)");
+  CHECK(format_gemm_path("bf16", "cpu", CpuGemmPath::Float32, false).find("(this CPU has no faster bf16 unit)") !=
+        std::string::npos);
+  CHECK(format_gemm_path("bf16", "cpu", CpuGemmPath::Amx, false) ==
+        "train.precision bf16: GEMMs on the CPU's AMX tiles (amx path)");
+  CHECK(format_gemm_path("bf16", "cpu", CpuGemmPath::Avx512Bf16, true) ==
+        "train.precision bf16: GEMMs with AVX512-BF16 (avx512bf16 path, chosen by KS_CPU_GEMM)");
+  CHECK(format_gemm_path("tf32", "cuda", CpuGemmPath::Float32, false) ==
+        "train.precision tf32: GEMMs on the GPU's tensor cores in TF32, float32 sums");
 }
 
 TEST_CASE("progress: durations, counts and the progress line") {

@@ -6,6 +6,7 @@
 // Not here: training (test_trainer.cpp), the metrics' printing beyond one line.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -168,8 +169,67 @@ TEST_CASE("task: evaluate's seq2seq decodes give exact match, TER and CER as Dec
   CHECK(out["ter"] == doctest::Approx(want.ter()));
   CHECK(out.contains("cer"));
   CHECK_FALSE(out.contains("bpb"));
+  CHECK(out["decoded_of"] == 4);
+  CHECK(out["decode_sample"] == "all");
   CHECK(format_metrics({{"loss", 1.0}, {"exact_match", 0.5}, {"decoded", 4}, {"ter", 0.25}, {"cer", 0.125}}) ==
         "loss 1.0000 | exact 50.0% of 4 | ter 25.0% | cer 12.5%");
+}
+
+TEST_CASE("task: evaluate decodes a seeded sample of the split, not its first lines, and says so") {
+  // A split sorted by length, as a file often is: the first examples are unlike the rest.
+  nlohmann::json j = {{"model", "seq2seq"}, {"src_vocab_size", 260}, {"tgt_vocab_size", 260}, {"d_model", 16},
+                      {"d_ff", 32},         {"max_len", 12},         {"dropout", 0.0},       {"attention", {{"heads", 2}}}};
+  manual_seed(5);
+  auto model = std::dynamic_pointer_cast<models::Seq2Seq>(models::build_model(models::parse_model_config(j)));
+  REQUIRE(model);
+  data::Dataset set;
+  set.task = data::Task::Seq2Seq;
+  set.vocab_size = set.target_vocab_size = 260;
+  set.tokenizer = set.target_tokenizer = std::make_shared<data::ByteTokenizer>();
+  for (int n = 1; n <= 10; ++n) set.examples.push_back({bytes_of(std::string(size_t(n), 'a')), bytes_of("ab"), -1});
+
+  const std::vector<int64_t> sample = decode_sample(10, 4, 0);
+  REQUIRE(sample.size() == 4);
+  CHECK(sample != std::vector<int64_t>{0, 1, 2, 3});
+  CHECK(std::is_sorted(sample.begin(), sample.end()));
+  CHECK(std::adjacent_find(sample.begin(), sample.end()) == sample.end());  // without replacement
+  CHECK(decode_sample(10, 4, 0) == sample);                                 // the same every evaluation
+  CHECK(decode_sample(10, 4, 1) != sample);
+  CHECK(decode_sample(3, 5, 0) == std::vector<int64_t>{0, 1, 2});  // a small split: all of it
+
+  EvalResult r = evaluate(*model, set, {.batch_size = 3, .decode_examples = 4});
+  DecodeScore want;
+  for (int64_t i : sample) {
+    const data::Example& e = set.examples[size_t(i)];
+    Tensor src = from_vector(std::vector<int64_t>(e.tokens.begin(), e.tokens.end()), {1, int64_t(e.tokens.size())});
+    want.add(model->greedy_decode(src, 12)[0], {e.target.begin(), e.target.end()}, set.target_tokenizer.get());
+  }
+  CHECK(r.decoded == 4);
+  CHECK(r.decoded_of == 10);
+  CHECK(r.ter == doctest::Approx(want.ter()));
+  CHECK(r.cer == doctest::Approx(want.cer()));
+  nlohmann::json out = r.to_json(set.task);
+  CHECK(out["decoded"] == 4);
+  CHECK(out["decoded_of"] == 10);
+  CHECK(out["decode_sample"] == "seeded");
+  CHECK(format_metrics(out).find("of 4 decoded (a seeded sample of 10)") != std::string::npos);
+  CHECK(format_metrics(evaluate(*model, set, {.decode_examples = 10}).to_json(set.task))
+            .find("of 10 decoded (the whole split)") != std::string::npos);
+}
+
+TEST_CASE("task: split_tokens counts a language model's stream once, a seq2seq pair's both sides") {
+  data::Dataset lm;
+  lm.task = data::Task::LanguageModel;
+  lm.examples = {{{5, 6, 7}, {6, 7, 8}, -1}, {{8, 9}, {9, 10}, -1}};
+  CHECK(split_tokens(lm) == 5);  // the targets are the inputs shifted by one
+  data::Dataset pairs;
+  pairs.task = data::Task::Seq2Seq;
+  pairs.examples = {{{5, 6, 7}, {8, 9}, -1}};
+  CHECK(split_tokens(pairs) == 5);
+  data::Dataset classes;
+  classes.task = data::Task::Classification;
+  classes.examples = {{{5, 6}, {}, 1}, {{7}, {}, 0}};
+  CHECK(split_tokens(classes) == 3);
 }
 
 TEST_CASE("task: decode_sources in padded batches gives each source's own decode, greedy and beam") {
