@@ -64,7 +64,10 @@ const std::vector<KeyDoc> kEncoderClassifier = {
     {"pad_id", "the padding token's id; -1: none"},
     {"num_classes", "the classes the head predicts (the data's)"},
     {"pooling", "mean | cls (a learned [CLS] vector is prepended)"},
-    {"dual", "two documents through one shared encoder, [u, v, |u-v|, u*v] to the head"}};
+    {"dual", "two documents through one shared encoder, [u, v, |u-v|, u*v] to the head"},
+    {"head", "linear: Linear(d, C); mlp: Linear(d, d_ff), ReLU, Linear(d_ff, C) (the LRA code's; not with dual)"},
+    {"embedding_std", "> 0: token and learned position tables drawn from N(0, std^2) (the LRA code's 0.02); "
+                      "0: N(0, 1)"}};
 const std::vector<KeyDoc> kSeq2Seq = {
     {"src_vocab_size", "source token ids (the data's)"},
     {"tgt_vocab_size", "target token ids (the data's)"},
@@ -238,6 +241,8 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
   read(j, "num_classes", m.num_classes, p);
   read(j, "pooling", m.pooling, p);
   read(j, "dual", m.dual, p);
+  read(j, "head", m.head, p);
+  read(j, "embedding_std", m.embedding_std, p);
   read(j, "src_vocab_size", m.src_vocab_size, p);
   read(j, "tgt_vocab_size", m.tgt_vocab_size, p);
   read(j, "encoder_layers", m.encoder_layers, p);
@@ -290,6 +295,12 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
     KS_CHECK(m.num_classes >= 2, "config: ", p, "num_classes: need at least 2 classes, got ", m.num_classes);
     KS_CHECK(m.pooling == "mean" || m.pooling == "cls", "config: ", p, "pooling: expected mean or cls, got '",
              m.pooling, "'");
+    KS_CHECK(m.head == "linear" || m.head == "mlp", "config: ", p, "head: expected linear or mlp, got '", m.head,
+             "'");
+    KS_CHECK(!(m.dual && m.head == "mlp"), "config: ", p,
+             "head: mlp is for a single document; a dual model has its own two-layer head");
+    KS_CHECK(m.embedding_std >= 0 && m.embedding_std <= 10, "config: ", p, "embedding_std: must be in [0, 10], got ",
+             m.embedding_std);
   }
   m.attention = parse_attention(j.contains("attention") ? j.at("attention") : json::object(), m, p);
   return m;
@@ -314,7 +325,8 @@ nlohmann::json ModelConfig::to_json() const {
   } else {
     j.update({{"layers", layers}, {"vocab_size", vocab_size}, {"pad_id", pad_id}});
     if (model == "decoder_lm") j.update({{"tie_embeddings", tie_embeddings}, {"tied_lookup_reversed", tied_lookup_reversed}});
-    else j.update({{"num_classes", num_classes}, {"pooling", pooling}, {"dual", dual}});
+    else j.update({{"num_classes", num_classes}, {"pooling", pooling}, {"dual", dual}, {"head", head},
+                   {"embedding_std", embedding_std}});
   }
   return j;
 }

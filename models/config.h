@@ -71,6 +71,10 @@ struct ModelConfig {
   int64_t num_classes = 0;           // required
   std::string pooling = "mean";      // mean | cls (a learned [CLS] vector is prepended)
   bool dual = false;                 // two documents encoded by one shared encoder, [u, v, |u-v|, u*v] -> head
+  std::string head = "linear";       // linear: Linear(d, C); mlp: Linear(d, d_ff) -> ReLU -> Linear(d_ff, C),
+                                     // the LRA code's classifier (not with dual, which has its own)
+  double embedding_std = 0.0;        // > 0: token and learned position tables drawn from N(0, std²) (the
+                                     // LRA code's 0.02); 0: the layers' own N(0, 1)
 
   // --- seq2seq ---
   int64_t src_vocab_size = 0;        // required

@@ -2,6 +2,7 @@
 // heads, and the cost report.
 #include "models/encoder_classifier.h"
 
+#include "core/copy.h"
 #include "core/factory.h"
 #include "nn/init.h"
 #include "ops/compare.h"
@@ -21,16 +22,30 @@ EncoderClassifier::EncoderClassifier(const ModelConfig& cfg)
   KS_CHECK(cfg.num_classes >= 2, "encoder_classifier: num_classes must be at least 2, got ", cfg.num_classes);
   KS_CHECK(cfg.pooling == "mean" || cfg.pooling == "cls", "encoder_classifier: pooling must be mean or cls, got '",
            cfg.pooling, "'");
+  KS_CHECK(cfg.head == "linear" || cfg.head == "mlp", "encoder_classifier: head must be linear or mlp, got '",
+           cfg.head, "'");
+  KS_CHECK(!(cfg.dual && cfg.head == "mlp"), "encoder_classifier: a dual model has its own two-layer head; "
+           "head mlp is for a single document");
+  // The tables' std: the layers' N(0, 1) by default, or the LRA code's small
+  // init (0.02), under which the positions start as small as the tokens.
+  const double table_std = cfg.embedding_std > 0 ? cfg.embedding_std : 1.0;
+  if (cfg.embedding_std > 0) {
+    nn::init::normal_(tok->weight, 0.0, table_std);
+    if (cfg.pad_id >= 0) fill_(tok->weight.alias({cfg.d_model}, {1}, cfg.pad_id * cfg.d_model), 0.0);
+    pos.init_normal(table_std);
+  }
   if (cfg.pooling == "cls") {
     cls = register_parameter("cls", empty({cfg.d_model}));
-    nn::init::normal_(cls, 0.0, 1.0);  // like a token embedding row
+    nn::init::normal_(cls, 0.0, table_std);  // like a token embedding row
   }
   layers = register_module("layers", std::make_shared<nn::ModuleList<nn::EncoderLayer>>());
   for (int64_t i = 0; i < cfg.layers; ++i) layers->push_back(std::make_shared<nn::EncoderLayer>(layer_config(cfg)));
   if (cfg.pre_norm) ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(cfg.d_model));
   const int64_t d = cfg.d_model;
+  const int64_t ff = cfg.resolved_d_ff();
   if (cfg.dual) hidden = register_module("hidden", std::make_shared<nn::Linear>(4 * d, 2 * d));
-  head = register_module("head", std::make_shared<nn::Linear>(cfg.dual ? 2 * d : d, cfg.num_classes));
+  if (cfg.head == "mlp") hidden = register_module("hidden", std::make_shared<nn::Linear>(d, ff));
+  head = register_module("head", std::make_shared<nn::Linear>(cfg.dual ? 2 * d : hidden ? ff : d, cfg.num_classes));
 }
 
 Tensor EncoderClassifier::encode(const Tensor& tokens) {
@@ -56,7 +71,9 @@ Tensor EncoderClassifier::encode(const Tensor& tokens) {
 
 Tensor EncoderClassifier::forward(const Tensor& tokens) {
   KS_CHECK(!config.dual, "encoder_classifier: this model is dual (config.dual); call forward(a, b)");
-  return head->forward(encode(tokens));
+  Tensor z = encode(tokens);                    // (B, d)
+  if (hidden) z = relu(hidden->forward(z));     // head "mlp": (B, d_ff)
+  return head->forward(z);                      // (B, C)
 }
 
 Tensor EncoderClassifier::forward(const Tensor& a, const Tensor& b) {
@@ -84,14 +101,17 @@ ModelCost EncoderClassifier::cost(int64_t seq_len) const {
   c.embedding_params = V * d + pos.num_parameters() + (cls.defined() ? d : 0);
   const int64_t ff_params = d * ff + ff + ff * d + d;
   const int64_t per_layer = attn.params + ff_params + 2 * 2 * d;  // ln1, ln2
-  const int64_t head_params = config.dual ? (4 * d * 2 * d + 2 * d) + (2 * d * C + C) : d * C + C;
+  const bool mlp = config.head == "mlp";
+  const int64_t head_params = config.dual ? (4 * d * 2 * d + 2 * d) + (2 * d * C + C)
+                              : mlp       ? (d * ff + ff) + (ff * C + C)
+                                          : d * C + C;
   c.params = c.embedding_params + config.layers * per_layer + (config.pre_norm ? 2 * d : 0) + head_params;
 
   const double per_sequence = double(positions) * double(config.layers) * (attn.flops_per_token + 2.0 * 2 * d * ff);
   if (config.dual)
     c.flops_per_token = (2 * per_sequence + 2.0 * (4 * d * 2 * d + 2 * d * C)) / double(2 * seq_len);
   else
-    c.flops_per_token = (per_sequence + 2.0 * d * C) / double(seq_len);
+    c.flops_per_token = (per_sequence + (mlp ? 2.0 * (d * ff + ff * C) : 2.0 * d * C)) / double(seq_len);
   return c;
 }
 

@@ -6,7 +6,8 @@
 //     -> config.layers × nn::EncoderLayer (keys equal to pad_id masked out)
 //     -> final LayerNorm (pre-LN only)
 //     -> pooling: "mean" over the non-padding positions, or "cls" (the output at position 0)
-//     -> Linear(d, C) -> logits (B, C)
+//     -> head: Linear(d, C), or with config.head "mlp" (the LRA code's)
+//        Linear(d, d_ff) -> ReLU -> Linear(d_ff, C)  -> logits (B, C)
 //
 // The dual form (config.dual, LRA "Retrieval"): two documents go through the
 // same encoder and pooling to u and v (B, d); [u, v, |u − v|, u ∗ v] (B, 4d)
@@ -47,8 +48,8 @@ class EncoderClassifier : public Model {
   Tensor cls;  // (d), pooling "cls" only
   std::shared_ptr<nn::ModuleList<nn::EncoderLayer>> layers;
   std::shared_ptr<nn::LayerNorm> ln_f;  // pre-LN only
-  std::shared_ptr<nn::Linear> hidden;   // dual only: 4d -> 2d
-  std::shared_ptr<nn::Linear> head;     // d (dual: 2d) -> C
+  std::shared_ptr<nn::Linear> hidden;   // dual: 4d -> 2d; head "mlp": d -> d_ff; else none
+  std::shared_ptr<nn::Linear> head;     // d (dual: 2d, mlp: d_ff) -> C
 };
 
 }  // namespace ks::models

@@ -1,6 +1,7 @@
 // models/shared.cpp — token checks, the position table, the layer config.
 #include "models/shared.h"
 
+#include "nn/init.h"
 #include "ops/reduce.h"
 
 namespace ks::models {
@@ -36,6 +37,10 @@ PositionTable::PositionTable(nn::Module& owner, const ModelConfig& cfg) {
     learned_ = owner.register_module("pos", std::make_shared<nn::LearnedPositions>(cfg.max_len, cfg.d_model));
   else
     sinusoidal_ = owner.register_module("pos", std::make_shared<nn::SinusoidalPositions>(cfg.max_len, cfg.d_model));
+}
+
+void PositionTable::init_normal(double std) {
+  if (learned_) nn::init::normal_(learned_->weight, 0.0, std);
 }
 
 Tensor PositionTable::add(const Tensor& x, int64_t offset) const {

@@ -29,6 +29,8 @@ class PositionTable {
   // x (B, T, d) -> x + P[offset : offset + T]
   Tensor add(const Tensor& x, int64_t offset = 0) const;
   int64_t num_parameters() const { return learned_ ? learned_->weight.numel() : 0; }
+  // Redraws a learned table from N(0, std²); a sinusoidal one is fixed and kept.
+  void init_normal(double std);
 
  private:
   std::shared_ptr<nn::LearnedPositions> learned_;

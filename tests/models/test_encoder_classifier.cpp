@@ -242,6 +242,54 @@ TEST_CASE("encoder_classifier: cost by hand for a tiny config") {
   // Two sequences of 5 and the head 2·(16·8 + 8·3) = 304 once per pair, over 10 tokens.
   CHECK(k.flops_per_token == doctest::Approx((2 * 5 * (128 + 80 + 128) + 304) / 10.0));
   CHECK_THROWS_WITH_AS(cls->cost(6), "encoder_classifier: cost: seq_len 6 needs 7 positions; max_len is 6", Error);
+
+  auto mlp = models::build_model(parse(R"(, "head": "mlp")"));
+  k = mlp->cost(5);
+  // hidden 4·8 + 8 = 40 and head 8·3 + 3 = 27 replace the single head.
+  CHECK(k.params == 64 + 80 + 76 + 16 + 8 + 40 + 27);
+  CHECK(k.params == mlp->num_parameters());
+  // The head 2·(4·8 + 8·3) = 112 once, over 5 tokens.
+  CHECK(k.flops_per_token == doctest::Approx((5 * (128 + 80 + 128) + 112) / 5.0));
+  CHECK(k.kv_cache_bytes == 0);  // a classifier does not decode
+}
+
+TEST_CASE("encoder_classifier: the LRA code's head and table init (head mlp, embedding_std)") {
+  auto parse = [](const char* extra) {
+    return models::parse_model_config(json::parse(
+        std::string(R"({"model": "encoder_classifier", "vocab_size": 50, "num_classes": 3, "d_model": 64,
+        "d_ff": 32, "layers": 1, "max_len": 400, "pad_id": 0, "dropout": 0)") + extra + "}"));
+  };
+  auto std_of = [](const Tensor& t) { return std::sqrt(mean(mul(t, t)).item()); };
+  manual_seed(5);
+  auto plain = std::dynamic_pointer_cast<models::EncoderClassifier>(models::build_model(parse("")));
+  CHECK(std_of(plain->tok->weight) == doctest::Approx(1.0).epsilon(0.05));
+  CHECK(plain->hidden == nullptr);
+  manual_seed(5);
+  auto lra = std::dynamic_pointer_cast<models::EncoderClassifier>(
+      models::build_model(parse(R"(, "embedding_std": 0.02, "head": "mlp")")));
+  CHECK(std_of(lra->tok->weight) == doctest::Approx(0.02 * std::sqrt(49.0 / 50.0)).epsilon(0.05));  // pad row 0
+  CHECK(amax(abs(select(lra->tok->weight, 0, 0))).item() == 0);
+  Tensor pos;
+  for (const auto& [name, t] : lra->named_parameters())
+    if (name == "pos.weight") pos = t;
+  REQUIRE(pos.defined());
+  CHECK(std_of(pos) == doctest::Approx(0.02).epsilon(0.05));
+  REQUIRE(lra->hidden != nullptr);
+  CHECK(lra->hidden->weight.sizes() == Shape{32, 64});  // Linear(d, d_ff), then ReLU
+  CHECK(lra->head->weight.sizes() == Shape{3, 32});
+  // The head is relu(hidden(pooled)) -> head: checked against the layers called by hand.
+  Tensor x = from_vector(std::vector<int64_t>{3, 4, 5, 0, 7, 8, 9, 10}, {2, 4});
+  lra->eval();
+  Tensor want = lra->head->forward(relu(lra->hidden->forward(lra->encode(x))));
+  CHECK(amax(abs(sub(lra->forward(x), want))).item() == 0);
+
+  CHECK_THROWS_WITH_AS(parse(R"(, "head": "deep")"), "config: head: expected linear or mlp, got 'deep'", Error);
+  CHECK_THROWS_WITH_AS(parse(R"(, "embedding_std": -1)"),
+                       "config: embedding_std: must be in [0, 10], got -1", Error);
+  CHECK_THROWS_WITH_AS(models::parse_model_config(json::parse(R"({"model": "encoder_classifier", "vocab_size": 5,
+      "num_classes": 2, "dual": true, "head": "mlp"})")),
+                       "config: head: mlp is for a single document; a dual model has its own two-layer head",
+                       Error);
 }
 
 TEST_CASE("encoder_classifier: config -> build_model round trip") {
