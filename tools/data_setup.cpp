@@ -319,6 +319,7 @@ TrainingData build_data(const json& section, uint64_t run_seed, const RunTokeniz
   }
   s.finish(str(" for dataset '", name, "'"));
   out.resolved = s.resolved();
+  for (std::string& w : out.splits.warnings) out.warnings.push_back(str("data set '", name, "': ", std::move(w)));
   // Data sets with built-in tokenizers rebuild them; they must be the run's.
   auto same = [](const std::shared_ptr<const data::Tokenizer>& built, const std::shared_ptr<const data::Tokenizer>& want) {
     return !want || !built || built == want || built->to_json() == want->to_json();
