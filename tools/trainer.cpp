@@ -237,7 +237,7 @@ void Trainer::restore_from_latest(const json& config_as_given) {
            " (another count would change the dropout streams and which rank reads which examples)");
   nn::Metadata m = nn::load_checkpoint(content, file.string(), *model_, zero_ ? nullptr : optimizer_.get());
   if (zero_) {
-    const nn::NamedTensors optim_state = nn::checkpoint_optimizer_state(content);
+    const nn::NamedTensors optim_state = nn::checkpoint_optimizer_state(content, file.string());
     KS_CHECK(!optim_state.empty(), "checkpoint ", file.string(), ": the file holds no optimizer state");
     zero_->load_full_state_dict(optim_state);
   }
@@ -275,7 +275,9 @@ void Trainer::restore_from_latest(const json& config_as_given) {
 
   // Records past the checkpoint came from steps that will now run again;
   // test records belong to a run's end, which is still ahead.
-  std::ifstream in(paths_.metrics());
+  std::istringstream in(fs::exists(paths_.metrics())
+                            ? nn::read_regular_file(paths_.metrics().string(), kMaxMetricsBytes, "cannot resume")
+                            : std::string());
   std::string line, kept;
   int64_t line_no = 0;
   while (std::getline(in, line)) {
