@@ -12,7 +12,8 @@ const std::string kOptimizerPrefix = "optimizer/";
 // damaged file would evaluate to a NaN loss, which JSON prints as null, and
 // resume would train on from them. `prefix` is put back on the names.
 void check_finite(const NamedTensors& tensors, const std::string& prefix, const std::string& path) {
-  for (const auto& [name, t] : tensors) {
+  for (const auto& entry : tensors) {
+    const Tensor& t = entry.second;  // not a structured binding: clang 14 cannot capture one
     if (!is_floating(t.dtype())) continue;
     int64_t bad = 0, first = -1;
     dispatch_storage(t.dtype(), "check_finite", [&](auto tag) {
@@ -21,7 +22,7 @@ void check_finite(const NamedTensors& tensors, const std::string& prefix, const 
       for (int64_t i = 0; i < t.numel(); ++i)
         if (!std::isfinite(convert<double>(v[i])) && bad++ == 0) first = i;
     });
-    KS_CHECK(bad == 0, "checkpoint ", path, ": tensor '", prefix, name, "' holds ", bad, " NaN or infinite values of ",
+    KS_CHECK(bad == 0, "checkpoint ", path, ": tensor '", prefix, entry.first, "' holds ", bad, " NaN or infinite values of ",
              t.numel(), " (the first at index ", first, "); the training diverged or the file is damaged");
   }
 }

@@ -230,12 +230,12 @@ int compare_analyses(const std::vector<std::string>& args) {
   if (given.size() < 2) throw cli::UsageError("--compare needs at least two runs or analyses");
   if (!labels.empty() && labels.size() != given.size())
     throw cli::UsageError(str("--labels: ", labels.size(), " labels for ", given.size(), " analyses"));
+  const bool labelled = !labels.empty();
   std::vector<AnalysisSummary> runs;
-  for (size_t i = 0; i < given.size(); ++i) {
-    runs.push_back(read_analysis_summary(given[i]));
-    if (!labels.empty()) continue;
-    const AnalysisSummary& a = runs.back();
-    labels.push_back(str(a.attention, " ", a.heads, "x", a.head_dim, " (", fs::path(a.run).filename().string(), ")"));
+  for (const std::string& g : given) {
+    const AnalysisSummary& a = runs.emplace_back(read_analysis_summary(g));
+    if (!labelled)
+      labels.push_back(str(a.attention, " ", a.heads, "x", a.head_dim, " (", fs::path(a.run).filename().string(), ")"));
   }
 
   // One summary row per analysis: printed as a table and written as compare.json

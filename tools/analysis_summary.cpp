@@ -26,7 +26,10 @@ class Value {
  public:
   Value(const json& j, const std::string& file, std::string path) : j_(j), file_(file), path_(std::move(path)) {}
 
-  bool has(const std::string& key) const { return j_.is_object() && j_.contains(key); }
+  bool has(const std::string& key) const {
+    expect(j_.is_object(), "an object");
+    return j_.contains(key);
+  }
   Value operator[](const std::string& key) const {
     expect(j_.is_object(), "an object");
     if (!j_.contains(key)) fail(str(where(key), ": missing"));

@@ -78,6 +78,9 @@ TEST_CASE("analysis summary: a missing key or a value of the wrong type names th
   a["sites"] = json::object({{"x", 1}});
   CHECK(error_of(a.dump()) == "--compare: a.json: sites: expected a list, got {\"x\":1}");
   a = analysis();
+  a["sites"][0]["rank"]["examples"][0]["heads"][1] = "head";
+  CHECK(error_of(a.dump()) == "--compare: a.json: sites[0].rank.examples[0].heads[1]: expected an object, got \"head\"");
+  a = analysis();
   a["model"] = 1;
   CHECK(error_of(a.dump()) == "--compare: a.json: model: expected an object, got 1");
   a = analysis();
