@@ -60,6 +60,9 @@ struct Dataset {
 
 struct Splits {
   Dataset train, valid, test;
+  // What the caller should show the user before going on (a data file with
+  // lines that are not UTF-8); the splits are sound without them.
+  std::vector<std::string> warnings{};
 };
 
 // A stream of random numbers fixed by (seed, stream): the Philox4x32-10 block

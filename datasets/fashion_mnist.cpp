@@ -60,6 +60,10 @@ std::vector<uint8_t> read_idx_labels(const fs::path& path) { return idx_labels_f
 IdxImages idx_images_from_bytes(std::string_view b, const std::string& path) {
   std::vector<int64_t> s = header(b, path, 2051, 3, "images");
   KS_CHECK(s[1] > 0 && s[2] > 0, "idx: ", path, ": images of ", s[1], " x ", s[2], " pixels");
+  // With a count of 0 the payload check holds for any image size; one image
+  // must fit in a file, so rows * cols (each < 2^32) is then < 2^63 below.
+  KS_CHECK(uint64_t(s[1]) * uint64_t(s[2]) <= kMaxIdxBytes, "idx: ", path, ": images of ", s[1], " x ", s[2],
+           " pixels are over the ", kMaxIdxBytes, "-byte limit of an IDX file");
   IdxImages img{s[0], s[1], s[2], {}};
   img.pixels.assign(b.begin() + 16, b.end());
   return img;
@@ -78,9 +82,13 @@ const std::vector<std::string>& fashion_mnist_classes() {
 
 Dataset idx_classification(const fs::path& images, const fs::path& labels) {
   IdxImages img = read_idx_images(images);
-  std::vector<uint8_t> lab = read_idx_labels(labels);
-  KS_CHECK(int64_t(lab.size()) == img.count, "idx: ", images.string(), " holds ", img.count, " images but ",
-           labels.string(), " holds ", lab.size(), " labels");
+  return idx_dataset(std::move(img), read_idx_labels(labels), images.string(), labels.string());
+}
+
+Dataset idx_dataset(IdxImages img, const std::vector<uint8_t>& lab, const std::string& images,
+                    const std::string& labels) {
+  KS_CHECK(int64_t(lab.size()) == img.count, "idx: ", images, " holds ", img.count, " images but ", labels, " holds ",
+           lab.size(), " labels");
   Dataset d;
   d.task = Task::Classification;
   d.vocab_size = 256;
@@ -88,7 +96,7 @@ Dataset idx_classification(const fs::path& images, const fs::path& labels) {
   int64_t len = img.rows * img.cols;
   d.examples.resize(size_t(img.count));
   for (int64_t i = 0; i < img.count; ++i) {
-    KS_CHECK(lab[size_t(i)] < 10, "idx: ", labels.string(), ": label ", int(lab[size_t(i)]), " of example ", i,
+    KS_CHECK(lab[size_t(i)] < 10, "idx: ", labels, ": label ", int(lab[size_t(i)]), " of example ", i,
              " is outside 0-9");
     Example& e = d.examples[size_t(i)];
     e.tokens.assign(img.pixels.begin() + i * len, img.pixels.begin() + (i + 1) * len);

@@ -12,7 +12,8 @@
 // The files are decompressed with `gzip -dc` (datasets/io.h). Errors name the
 // file: missing, not gzip, corrupt or truncated, wrong magic, a size that
 // disagrees with the header (or header sizes whose product overflows), over
-// kMaxIdxBytes (decompressed), a label outside 0-9, image/label count mismatch.
+// kMaxIdxBytes (decompressed), an image over kMaxIdxBytes (even when there
+// are none), a label outside 0-9, image/label count mismatch.
 #pragma once
 
 #include <cstdint>
@@ -55,5 +56,8 @@ Splits fashion_mnist(const FashionMnistOptions& options = {});
 
 // Images and labels of one IDX pair as classification examples (pixel ids).
 Dataset idx_classification(const std::filesystem::path& images, const std::filesystem::path& labels);
+// The same from images and labels already read; the names are for errors.
+Dataset idx_dataset(IdxImages images, const std::vector<uint8_t>& labels, const std::string& images_name,
+                    const std::string& labels_name);
 
 }  // namespace ks::data

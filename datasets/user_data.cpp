@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "datasets/io.h"
+#include "datasets/vocab.h"
 
 namespace ks::data {
 namespace fs = std::filesystem;
@@ -21,24 +22,40 @@ struct Line {
 };
 std::string at(const Line& l) { return str(l.file->string(), ":", l.number, ": "); }
 
-std::vector<Line> read_lines(const fs::path& path, bool header, const char* who) {
+// The file's non-blank lines. Lines that are not valid UTF-8 still load (each
+// tokenizer reads any bytes: the char tokenizer makes each bad byte a symbol
+// of its own), but a file in another encoding is worth one warning, added to
+// `warnings` unless already there, naming the first such line.
+std::vector<Line> read_lines(const fs::path& path, bool header, const char* who, std::vector<std::string>& warnings) {
   std::vector<std::string> raw = split_lines(read_file(path, who));
   std::vector<Line> out;
-  for (size_t i = header ? 1 : 0; i < raw.size(); ++i)
-    if (!raw[i].empty()) out.push_back({std::move(raw[i]), &path, i + 1});
+  size_t bad = 0, first_bad = 0;
+  for (size_t i = header ? 1 : 0; i < raw.size(); ++i) {
+    if (raw[i].empty()) continue;
+    if (!is_utf8(raw[i]) && bad++ == 0) first_bad = i + 1;
+    out.push_back({std::move(raw[i]), &path, i + 1});
+  }
+  if (bad > 0) {
+    std::string w = str(who, ": ", path.string(), ":", first_bad, ": not valid UTF-8",
+                        bad == 1 ? " (the only such line)" : str(", and so ", bad == 2 ? "is 1 more line" : str("are ", bad - 1, " more lines")),
+                        " (is the file in another encoding? such bytes are kept as bytes, not read as the "
+                        "characters they meant)");
+    if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(std::move(w));
+  }
   return out;
 }
 
 // The lines of train/valid/test: from their files, or cut from train's.
 struct SplitLines {
   std::vector<Line> part[3];
+  std::vector<std::string> warnings;  // from read_lines
 };
 SplitLines read_splits(const DataFiles& f, bool header, const char* who) {
   KS_CHECK(!f.train.empty(), who, ": no training file given");
   SplitLines s;
-  std::vector<Line> train = read_lines(f.train, header, who);
-  if (!f.valid.empty()) s.part[1] = read_lines(f.valid, header, who);
-  if (!f.test.empty()) s.part[2] = read_lines(f.test, header, who);
+  std::vector<Line> train = read_lines(f.train, header, who, s.warnings);
+  if (!f.valid.empty()) s.part[1] = read_lines(f.valid, header, who, s.warnings);
+  if (!f.test.empty()) s.part[2] = read_lines(f.test, header, who, s.warnings);
   if (f.valid.empty() || f.test.empty()) {
     SplitIndices idx = split_by_ratio(int64_t(train.size()), f.valid.empty() ? f.valid_fraction : 0,
                                       f.test.empty() ? f.test_fraction : 0, f.split_seed);
@@ -88,6 +105,7 @@ Splits text_language_model(const DataFiles& f, const TextOptions& o) {
     }
     part(out, s) = language_model_windows(stream, o.seq_len, tok->vocab_size(), tok);
   }
+  out.warnings = std::move(lines.warnings);
   return out;
 }
 
@@ -108,12 +126,23 @@ Splits tsv_classification(const DataFiles& f, const TextOptions& o) {
     for (auto& [text, label] : rows[0]) classes.push_back(label);
     std::sort(classes.begin(), classes.end());
     classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
-    if (std::all_of(classes.begin(), classes.end(), is_integer))
+    if (std::all_of(classes.begin(), classes.end(), is_integer)) {
       std::sort(classes.begin(), classes.end(),
                 [](const std::string& a, const std::string& b) { return std::stoll(a) < std::stoll(b); });
+      // "1" and "01" would tie in that order, so which is class 0 would be up to the sort.
+      for (size_t i = 1; i < classes.size(); ++i)
+        KS_CHECK(std::stoll(classes[i - 1]) != std::stoll(classes[i]), "tsv classification: ", f.train.string(),
+                 ": the labels \"", std::min(classes[i - 1], classes[i]), "\" and \"", std::max(classes[i - 1], classes[i]),
+                 "\" are the same number; write each class one way");
+    }
   }
+  // A class listed twice would take an id that no example gets.
   std::map<std::string, int64_t> index;
-  for (size_t i = 0; i < classes.size(); ++i) index.emplace(classes[i], int64_t(i));
+  for (size_t i = 0; i < classes.size(); ++i) {
+    auto [it, added] = index.emplace(classes[i], int64_t(i));
+    KS_CHECK(added, "tsv classification: classes: \"", classes[i], "\" is listed twice (as class ", it->second,
+             " and class ", i, ")");
+  }
   std::vector<std::string> corpus;
   if (!o.tokenizer)
     for (auto& [text, label] : rows[0]) corpus.push_back(text);
@@ -137,6 +166,7 @@ Splits tsv_classification(const DataFiles& f, const TextOptions& o) {
       d.examples.push_back({encode(*tok, rows[s][k].first, o.max_length), {}, it->second});
     }
   }
+  out.warnings = std::move(lines.warnings);
   return out;
 }
 
@@ -175,6 +205,7 @@ Splits tsv_seq2seq(const DataFiles& f, const TextOptions& o) {
     for (auto& [src, tgt] : rows[s])
       d.examples.push_back({encode(*tok, src, o.max_length), encode(*target_tok, tgt, o.max_length), -1});
   }
+  out.warnings = std::move(lines.warnings);
   return out;
 }
 

@@ -4,7 +4,9 @@
 //   tsv_seq2seq          lines "source<TAB>target" (exactly one tab)
 // Splits come from separate files or are cut from the training file by a
 // seeded ratio (split_by_ratio over its lines, so a line is never in two
-// splits). Blank lines are skipped; a trailing '\r' is dropped.
+// splits). Blank lines are skipped; a trailing '\r' is dropped. A file with
+// lines that are not valid UTF-8 loads, with one warning in Splits::warnings
+// naming its first such line and their count.
 //
 // Text becomes ids through a tokenizer that is either given or trained on
 // the training split (TokenizerOptions, byte-level by default). For language
@@ -13,7 +15,8 @@
 //
 // Errors name the file and, for a bad line, its 1-based line number: a
 // missing file, a line without its tab, an empty label, a label that the
-// training split does not know.
+// training split does not know; and a class listed twice in
+// TextOptions::classes, or two integer labels of one value ("1", "01").
 #pragma once
 
 #include <filesystem>

@@ -55,37 +55,50 @@ void check_id(int64_t id, int64_t vocab, const char* type) {
 
 // ---- UTF-8 -----------------------------------------------------------------------
 
+namespace {
+
+// The length of the valid UTF-8 character at s[i] (1 to 4), its code point in
+// `cp`; 0 when the bytes there are not one.
+size_t utf8_char(std::string_view s, size_t i, char32_t& cp) {
+  const size_t n = s.size();
+  unsigned char b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) {
+    cp = b0;
+    return 1;
+  }
+  int len = b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3 : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 0;
+  cp = len == 2 ? (b0 & 0x1F) : len == 3 ? (b0 & 0x0F) : (b0 & 0x07);
+  bool ok = len > 0 && i + size_t(len) <= n;
+  for (int k = 1; ok && k < len; ++k) {
+    unsigned char b = static_cast<unsigned char>(s[i + size_t(k)]);
+    ok = (b & 0xC0) == 0x80;
+    cp = cp << 6 | (b & 0x3F);
+  }
+  // Overlong forms, UTF-16 surrogates and values past U+10FFFF are invalid.
+  if (ok) ok = !(len == 3 && cp < 0x800) && !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) &&
+               !(cp >= 0xD800 && cp <= 0xDFFF);
+  return ok ? size_t(len) : 0;
+}
+
+}  // namespace
+
 std::vector<char32_t> utf8_decode(std::string_view s) {
   std::vector<char32_t> out;
   out.reserve(s.size());
-  size_t i = 0, n = s.size();
-  while (i < n) {
-    unsigned char b0 = static_cast<unsigned char>(s[i]);
-    if (b0 < 0x80) {
-      out.push_back(b0);
-      ++i;
-      continue;
-    }
-    int len = b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3 : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 0;
-    char32_t cp = len == 2 ? (b0 & 0x1F) : len == 3 ? (b0 & 0x0F) : (b0 & 0x07);
-    bool ok = len > 0 && i + size_t(len) <= n;
-    for (int k = 1; ok && k < len; ++k) {
-      unsigned char b = static_cast<unsigned char>(s[i + size_t(k)]);
-      ok = (b & 0xC0) == 0x80;
-      cp = cp << 6 | (b & 0x3F);
-    }
-    // Overlong forms, UTF-16 surrogates and values past U+10FFFF are invalid.
-    if (ok) ok = !(len == 3 && cp < 0x800) && !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) &&
-                 !(cp >= 0xD800 && cp <= 0xDFFF);
-    if (ok) {
-      out.push_back(cp);
-      i += size_t(len);
-    } else {
-      out.push_back(kEscapeBase + b0);
-      ++i;
-    }
+  for (size_t i = 0; i < s.size();) {
+    char32_t cp;
+    const size_t len = utf8_char(s, i, cp);
+    out.push_back(len > 0 ? cp : kEscapeBase + static_cast<unsigned char>(s[i]));
+    i += len > 0 ? len : 1;
   }
   return out;
+}
+
+bool is_utf8(std::string_view s) {
+  char32_t cp;
+  for (size_t i = 0, len; i < s.size(); i += len)
+    if ((len = utf8_char(s, i, cp)) == 0) return false;
+  return true;
 }
 
 void utf8_append(std::string& out, char32_t c) {

@@ -49,6 +49,8 @@ class CharTokenizer : public Tokenizer {
 // The code points of a UTF-8 string (invalid bytes escaped as above), and back.
 std::vector<char32_t> utf8_decode(std::string_view text);
 void utf8_append(std::string& out, char32_t c);
+// Whether `text` is valid UTF-8 throughout (no byte would need an escape).
+bool is_utf8(std::string_view text);
 
 struct WordOptions {
   bool lowercase = false;         // ASCII letters only

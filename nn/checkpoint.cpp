@@ -1,11 +1,33 @@
 // nn/checkpoint.cpp — model + optimizer state in one safetensors file.
 #include "nn/checkpoint.h"
 
+#include <cmath>
 
 namespace ks::nn {
 namespace {
 const std::string kOptimizerPrefix = "optimizer/";
+
+// Throws unless every value of the floating tensors (contiguous, on the CPU,
+// as load_safetensors gives them) is finite: weights of a diverged run or a
+// damaged file would evaluate to a NaN loss, which JSON prints as null, and
+// resume would train on from them. `prefix` is put back on the names.
+void check_finite(const NamedTensors& tensors, const std::string& prefix, const std::string& path) {
+  for (const auto& entry : tensors) {
+    const Tensor& t = entry.second;  // not a structured binding: clang 14 cannot capture one
+    if (!is_floating(t.dtype())) continue;
+    int64_t bad = 0, first = -1;
+    dispatch_storage(t.dtype(), "check_finite", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* v = static_cast<const T*>(t.data_ptr());
+      for (int64_t i = 0; i < t.numel(); ++i)
+        if (!std::isfinite(convert<double>(v[i])) && bad++ == 0) first = i;
+    });
+    KS_CHECK(bad == 0, "checkpoint ", path, ": tensor '", prefix, entry.first, "' holds ", bad, " NaN or infinite values of ",
+             t.numel(), " (the first at index ", first, "); the training diverged or the file is damaged");
+  }
 }
+
+}  // namespace
 
 void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer,
                      const Metadata& metadata) {
@@ -19,10 +41,11 @@ void save_checkpoint(const std::string& path, const Module& model, const NamedTe
   save_safetensors(path, all, metadata);
 }
 
-NamedTensors checkpoint_optimizer_state(const SafetensorsContent& content) {
+NamedTensors checkpoint_optimizer_state(const SafetensorsContent& content, const std::string& path) {
   NamedTensors out;
   for (auto& [name, t] : content.tensors)
     if (name.rfind(kOptimizerPrefix, 0) == 0) out.emplace_back(name.substr(kOptimizerPrefix.size()), t);
+  check_finite(out, kOptimizerPrefix, path);
   return out;
 }
 
@@ -37,6 +60,8 @@ Metadata load_checkpoint(const SafetensorsContent& content, const std::string& p
     if (name.rfind(kOptimizerPrefix, 0) == 0) optim_state.emplace_back(name.substr(kOptimizerPrefix.size()), t);
     else model_state.emplace_back(name, t);
   }
+  check_finite(model_state, "", path);
+  if (optimizer) check_finite(optim_state, kOptimizerPrefix, path);
   try {
     model.load_state_dict(model_state, strict);
     if (optimizer) {

@@ -23,14 +23,16 @@ void save_checkpoint(const std::string& path, const Module& model, const NamedTe
                      const Metadata& metadata);
 
 // Loads into `model` (and `optimizer` if given, which then must find its
-// state in the file); returns the metadata. Every error names the file.
+// state in the file); returns the metadata. Every error names the file; a
+// tensor loaded that holds a NaN or an infinity is an error naming it.
 Metadata load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer = nullptr, bool strict = true);
 // The same from a file already read (load_safetensors(path)), for callers that
 // check its metadata before they load it.
 Metadata load_checkpoint(const SafetensorsContent& content, const std::string& path, Module& model,
                          Optimizer* optimizer = nullptr, bool strict = true);
 // The optimizer's entries of a checkpoint, without their "optimizer/" prefix
-// (for a caller that places them itself, as ZeRO does).
-NamedTensors checkpoint_optimizer_state(const SafetensorsContent& content);
+// (for a caller that places them itself, as ZeRO does); one holding a NaN or
+// an infinity is an error naming it and `path`.
+NamedTensors checkpoint_optimizer_state(const SafetensorsContent& content, const std::string& path);
 
 }  // namespace ks::nn

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <tuple>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -175,12 +176,26 @@ SafetensorsContent safetensors_from_bytes(std::string_view bytes, const std::str
     std::memcpy(t.data_ptr(), bytes.data() + data_begin + begin, size_t(expect));
     entries.push_back({size_t(begin), size_t(end), name, t});
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  // The tensors must tile the data section exactly, as Python's safetensors
+  // requires: bytes of no tensor are a damaged or tampered file, not padding.
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
+  auto unowned = [&](size_t from, size_t to, const std::string& where) {
+    fail(path, str("bytes ", from, " to ", to, " of the data section", where, " belong to no tensor"));
+  };
+  size_t covered = 0;  // the data section's bytes [0, covered) belong to the tensors so far
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (i > 0 && entries[i].begin < entries[i - 1].end)
+    if (i > 0 && entries[i].begin < covered)
       fail(path, str("tensors '", entries[i - 1].name, "' and '", entries[i].name, "' overlap"));
+    if (entries[i].begin > covered)
+      unowned(covered, entries[i].begin, i == 0 ? str(", before tensor '", entries[i].name, "',")
+                                                : str(", between tensors '", entries[i - 1].name, "' and '",
+                                                      entries[i].name, "',"));
+    covered = entries[i].end;
     out.tensors.emplace_back(entries[i].name, entries[i].tensor);
   }
+  if (covered < data_size)
+    unowned(covered, data_size, entries.empty() ? "" : str(", after tensor '", entries.back().name, "',"));
   return out;
 }
 

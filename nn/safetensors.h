@@ -7,10 +7,11 @@
 // relative to the end of the header). Python's safetensors and torch open it.
 // Writes are atomic: a temporary file in the same folder, fsync, rename; a
 // crash never leaves a half-written file under the real name. Every problem
-// in a file read (missing or not a regular file, truncated, bad JSON, bad
-// dtype, offsets that do not match shapes, overlapping or out-of-range data,
+// in a file read (missing or not a regular file, truncated, bad JSON, a
+// tensor named twice, bad dtype, offsets that do not match shapes,
+// overlapping or out-of-range data, data bytes that belong to no tensor,
 // sizes whose product overflows) throws a ks::Error naming the file and what
-// is wrong.
+// is wrong (and the tensor, where one is).
 // Not here: which tensors make a checkpoint (nn/checkpoint.h).
 #pragma once
 

@@ -1,5 +1,6 @@
 // nn/user_input.h — the one way Keystone takes in user files and user JSON:
-// regular files only, of a bounded size; JSON of a bounded nesting depth;
+// regular files only, of a bounded size; JSON of a bounded nesting depth
+// with each key once per object;
 // error messages of a bounded length that name the file or key and never
 // leak nlohmann's internals ("[json.exception.parse_error.101]").
 //
@@ -36,14 +37,17 @@ std::string read_regular_file(const std::string& path, uint64_t max_bytes, const
 void check_regular_file(const std::string& path, const std::string& who);
 
 // Parses user JSON. Nesting deeper than max_depth is rejected while parsing,
-// before the value is built. Errors start with `what` (a file name, "--set
-// train.steps"): "what: not valid JSON: line 1, column 5: syntax error ..."
-// or "what: JSON nested deeper than 64 levels (at byte 65)".
+// before the value is built, and so is a key that appears twice in one object
+// (nlohmann would keep the last silently: a config's second "d_model", a
+// checkpoint's second tensor of one name). Errors start with `what` (a file
+// name, "--set train.steps"): "what: not valid JSON: line 1, column 5: syntax
+// error ...", "what: JSON nested deeper than 64 levels of arrays and objects"
+// or "what: key model.d_model appears twice" (array elements as "layers[2]").
 nlohmann::json parse_json(std::string_view text, const std::string& what, int max_depth = kMaxJsonDepth);
 // As parse_json, but text that is not JSON gives a discarded value (as
 // json::parse(text, nullptr, false) does), for callers with their own message
-// or a fallback. Too deep still throws: it is JSON, just more than Keystone
-// accepts, and treating it as "not JSON" would hide why it was refused.
+// or a fallback. Too deep or a repeated key still throws: it is JSON, just
+// not what Keystone accepts, and "not JSON" would hide why it was refused.
 nlohmann::json try_parse_json(std::string_view text, const std::string& what, int max_depth = kMaxJsonDepth);
 
 // `v` as JSON text for an error message, cut to about max_chars with "..."

@@ -5,14 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 
 #include "core/error.h"
 #include "nn/safetensors.h"
 #include "tools/analysis_figures.h"
+#include "tools/analysis_summary.h"
 #include "tools/cli.h"
 
 namespace ks::tools {
@@ -132,29 +131,21 @@ std::string spectra_figure(const json& sites) {
 
 // ---- --compare ----
 
-struct Loaded {
-  std::string label;
-  json a;
-};
-
-json read_analysis(const std::string& given) {
-  fs::path p = given;
-  if (fs::is_directory(p)) p = fs::exists(p / "analysis" / "analysis.json") ? p / "analysis" / "analysis.json" : p / "analysis.json";
-  if (!fs::is_regular_file(p))
-    throw cli::UsageError("--compare: " + given + ": no analysis found (looked for " + p.string() +
-                          "; run `keystone analyze --run " + given + "` first)");
-  std::ifstream in(p);
-  json a = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (a.is_discarded() || !a.is_object() || a.value("schema", "") != "keystone.analysis/1" || !a.contains("sites") ||
-      !a.contains("pruning"))
-    throw cli::UsageError("--compare: " + p.string() + " is not an analysis.json of keystone analyze (schema keystone.analysis/1)");
-  return a;
+// The mean of f over the sites (0 for none).
+double site_mean(const AnalysisSummary& a, double (*f)(const AnalysisSummary::Site&)) {
+  double sum = 0;
+  for (const AnalysisSummary::Site& site : a.sites) sum += f(site);
+  return a.sites.empty() ? 0 : sum / double(a.sites.size());
 }
 
-double site_mean(const json& a, const std::function<double(const json&)>& f) {
-  double s = 0;
-  for (const json& site : a["sites"]) s += f(site);
-  return a["sites"].empty() ? 0 : s / double(a["sites"].size());
+// Heads masked along the pruning curve before the loss first rises above (1 + rise) × the unmasked loss.
+int64_t maskable_heads(const std::vector<AnalysisSummary::Point>& points, double rise) {
+  int64_t n = 0;
+  for (const AnalysisSummary::Point& p : points) {
+    if (p.loss > points[0].loss * (1 + rise)) break;
+    n = p.masked;
+  }
+  return n;
 }
 
 }  // namespace
@@ -239,14 +230,12 @@ int compare_analyses(const std::vector<std::string>& args) {
   if (given.size() < 2) throw cli::UsageError("--compare needs at least two runs or analyses");
   if (!labels.empty() && labels.size() != given.size())
     throw cli::UsageError(str("--labels: ", labels.size(), " labels for ", given.size(), " analyses"));
-  std::vector<Loaded> runs;
-  for (size_t i = 0; i < given.size(); ++i) {
-    json a = read_analysis(given[i]);
-    const json& m = a["model"];
-    const std::string label = labels.empty() ? str(m["attention"].get<std::string>(), " ", m["heads"].get<int64_t>(), "x",
-                                                   m["head_dim"].get<int64_t>(), " (", fs::path(a["run"].get<std::string>()).filename().string(), ")")
-                                             : labels[i];
-    runs.push_back({label, std::move(a)});
+  const bool labelled = !labels.empty();
+  std::vector<AnalysisSummary> runs;
+  for (const std::string& g : given) {
+    const AnalysisSummary& a = runs.emplace_back(read_analysis_summary(g));
+    if (!labelled)
+      labels.push_back(str(a.attention, " ", a.heads, "x", a.head_dim, " (", fs::path(a.run).filename().string(), ")"));
   }
 
   // One summary row per analysis: printed as a table and written as compare.json
@@ -254,31 +243,34 @@ int compare_analyses(const std::vector<std::string>& args) {
   json rows = json::array();
   std::printf("%-36s %9s %7s %9s %8s %8s %8s %8s %9s\n", "run", "params", "loss", "metric", "JS", "cosine",
               "erank sc", "erank at", "maskable");
-  for (const Loaded& r : runs) {
-    const json& pts = r.a["pruning"]["points"];
-    const std::string metric = r.a["pruning"]["metric"];
-    json row = {{"label", r.label},
-                {"run", r.a["run"]},
-                {"params", r.a["model"]["params"]},
-                {"loss", pts.empty() ? kNaN : pts[0]["loss"].get<double>()},
-                {"metric", metric},
-                {"metric_value", pts.empty() ? kNaN : pts[0][metric].get<double>()},
-                {"js", site_mean(r.a, [](const json& s) { return s["js_mean_off_diagonal"].get<double>(); })},
-                {"cosine", site_mean(r.a, [](const json& s) { return s["cosine_mean_off_diagonal"].get<double>(); })},
-                {"erank_scores", site_mean(r.a, [](const json& s) { return mean_effective_rank(s, "scores"); })},
-                {"erank_attention", site_mean(r.a, [](const json& s) { return mean_effective_rank(s, "attention"); })},
-                {"maskable", heads_maskable(r.a, 0.01)},
-                {"total_heads", r.a["model"]["total_heads"]}};
-    std::printf("%-36s %9lld %7.4f %9.4g %8.4f %8.4f %8.2f %8.2f %4lld/%-4lld\n", r.label.c_str(),
-                (long long)row["params"].get<int64_t>(), row["loss"].get<double>(), row["metric_value"].get<double>(),
-                row["js"].get<double>(), row["cosine"].get<double>(), row["erank_scores"].get<double>(),
-                row["erank_attention"].get<double>(), (long long)row["maskable"].get<int64_t>(),
-                (long long)row["total_heads"].get<int64_t>());
-    rows.push_back(std::move(row));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const AnalysisSummary& r = runs[i];
+    const double loss = r.points.empty() ? kNaN : r.points[0].loss;
+    const double metric_value = r.points.empty() ? kNaN : r.points[0].metric;
+    const double js = site_mean(r, [](const AnalysisSummary::Site& s) { return s.js; });
+    const double cosine = site_mean(r, [](const AnalysisSummary::Site& s) { return s.cosine; });
+    const double erank_scores = site_mean(r, [](const AnalysisSummary::Site& s) { return s.erank_scores; });
+    const double erank_attention = site_mean(r, [](const AnalysisSummary::Site& s) { return s.erank_attention; });
+    const int64_t maskable = maskable_heads(r.points, 0.01);
+    rows.push_back({{"label", labels[i]},
+                    {"run", r.run},
+                    {"params", r.params},
+                    {"loss", loss},
+                    {"metric", r.metric},
+                    {"metric_value", metric_value},
+                    {"js", js},
+                    {"cosine", cosine},
+                    {"erank_scores", erank_scores},
+                    {"erank_attention", erank_attention},
+                    {"maskable", maskable},
+                    {"total_heads", r.total_heads}});
+    std::printf("%-36s %9lld %7.4f %9.4g %8.4f %8.4f %8.2f %8.2f %4lld/%-4lld\n", labels[i].c_str(),
+                (long long)r.params, loss, metric_value, js, cosine, erank_scores, erank_attention, (long long)maskable,
+                (long long)r.total_heads);
   }
   std::printf("(metric: the first run's %s; JS, cosine: mean over sites of the mean off-diagonal entry; erank: mean "
               "effective rank of score / attention matrices; maskable: heads masked before the loss rises over 1%%)\n",
-              runs[0].a["pruning"]["metric"].get<std::string>().c_str());
+              runs[0].metric.c_str());
 
   LineChart pruning;
   pruning.title = "pruning curves, heads masked in increasing importance";
@@ -291,24 +283,24 @@ int compare_analyses(const std::vector<std::string>& args) {
   LinePanel cosine{"head redundancy: mean cosine of outputs", "site", "cosine", false, {}};
   LinePanel er_s{"effective rank of score matrices", "site", "effective rank", false, {}};
   LinePanel er_a{"effective rank of attention matrices", "site", "effective rank", false, {}};
-  for (const Loaded& r : runs) {
-    const json& pts = r.a["pruning"]["points"];
-    const double total = double(std::max<int64_t>(1, r.a["model"]["total_heads"].get<int64_t>()));
-    LineSeries l{r.label, {}}, q{r.label, {}};
-    const double base = pts.empty() ? 1 : pts[0]["loss"].get<double>();
-    for (const json& p : pts) {
-      l.points.push_back({p["masked"].get<double>() / total, p["loss"].get<double>()});
-      q.points.push_back({p["masked"].get<double>() / total, p["loss"].get<double>() / base});
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const AnalysisSummary& r = runs[i];
+    const double total = double(std::max<int64_t>(1, r.total_heads));
+    LineSeries l{labels[i], {}}, q{labels[i], {}};
+    const double base = r.points.empty() ? 1 : r.points[0].loss;
+    for (const AnalysisSummary::Point& p : r.points) {
+      l.points.push_back({double(p.masked) / total, p.loss});
+      q.points.push_back({double(p.masked) / total, p.loss / base});
     }
     loss.series.push_back(std::move(l));
     rel.series.push_back(std::move(q));
-    LineSeries a{r.label, {}}, b{r.label, {}}, c{r.label, {}}, d{r.label, {}};
+    LineSeries a{labels[i], {}}, b{labels[i], {}}, c{labels[i], {}}, d{labels[i], {}};
     double x = 0;
-    for (const json& s : r.a["sites"]) {
-      a.points.push_back({x, s["js_mean_off_diagonal"].get<double>()});
-      b.points.push_back({x, s["cosine_mean_off_diagonal"].get<double>()});
-      c.points.push_back({x, mean_effective_rank(s, "scores")});
-      d.points.push_back({x, mean_effective_rank(s, "attention")});
+    for (const AnalysisSummary::Site& s : r.sites) {
+      a.points.push_back({x, s.js});
+      b.points.push_back({x, s.cosine});
+      c.points.push_back({x, s.erank_scores});
+      d.points.push_back({x, s.erank_attention});
       x += 1;
     }
     js.series.push_back(std::move(a));

@@ -11,7 +11,8 @@
 //   compare_pruning.svg   several runs' pruning curves, by fraction of heads masked
 //   compare_sites.svg     several runs' per-site JS, cosine and effective rank
 // Not here: the measurements (analysis_collect.h, analysis_pruning.h), the
-// SVG primitives (svg.h, analysis_figures.h).
+// SVG primitives (svg.h, analysis_figures.h), reading --compare's files
+// (analysis_summary.h).
 #pragma once
 
 #include <filesystem>
@@ -23,8 +24,9 @@
 
 namespace ks::tools {
 
-// Reading an analysis.json (the printed summary, --compare and the figures
-// share these).
+// Reading an analysis.json that `keystone analyze` has just written (the
+// printed summary and the figures share these); --compare reads the user's
+// files through tools/analysis_summary.h instead.
 // One head's spectrum of `kind` ("scores" or "attention") in a rank entry;
 // an MGK head's scores are its mixture logits. Null when not measured.
 const nlohmann::json* head_spectrum(const nlohmann::json& head, const std::string& kind);

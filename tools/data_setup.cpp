@@ -453,6 +453,7 @@ TrainingData build_data(const json& section, uint64_t run_seed, const RunTokeniz
     throw Error(str("data set '", name, "': out of memory while building the splits"));
   }
   s.finish(str(" for dataset '", name, "'"));
+  for (std::string& w : out.splits.warnings) out.warnings.push_back(str("data set '", name, "': ", std::move(w)));
   // Data sets with built-in tokenizers rebuild them; they must be the run's.
   auto same = [](const std::shared_ptr<const data::Tokenizer>& built, const std::shared_ptr<const data::Tokenizer>& want) {
     return !want || !built || built == want || built->to_json() == want->to_json();

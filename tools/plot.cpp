@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "nn/user_input.h"
 #include "tools/cli.h"
+#include "tools/run_dir.h"
 #include "tools/svg.h"
 
 namespace ks::tools {
@@ -63,7 +64,7 @@ std::optional<double> finite(const json& rec, const char* key) {
   return svg::drawable(v) ? std::optional<double>(v) : std::nullopt;
 }
 
-json parse_record(const std::string& line, const std::string& where) {
+json parse_record(std::string_view line, const std::string& where) {
   json rec = nn::try_parse_json(line, where);
   KS_CHECK(!rec.is_discarded(), where, ": not JSON");
   KS_CHECK(rec.is_object(), where, ": not a JSON object");
@@ -96,9 +97,10 @@ void add_record(Run& run, const json& rec, const std::string& x_axis) {
 
 // config.json's "name" when there is one, else the folder's own name.
 std::string run_name(const fs::path& dir) {
-  std::ifstream in(dir / "config.json");
-  if (in) {
-    json config = nn::try_parse_json(std::string(std::istreambuf_iterator<char>(in), {}), "config.json");
+  const fs::path file = dir / "config.json";
+  std::error_code ec;
+  if (fs::exists(file, ec)) {
+    const json config = nn::try_parse_json(nn::read_regular_file(file.string(), kMaxConfigBytes, "plot"), file.string());
     if (config.is_object() && config.contains("name") && config["name"].is_string() &&
         !config["name"].get<std::string>().empty())
       return config["name"];
@@ -108,23 +110,31 @@ std::string run_name(const fs::path& dir) {
   return p.filename().empty() ? p.string() : p.filename().string();
 }
 
-Run read_run(const fs::path& dir, const std::string& x_axis) {
+Run run_from_metrics(const RunMetrics& m, const std::string& x_axis) {
+  Run run;
+  run.name = m.name;
+  size_t records = 0;
+  int64_t n = 1;
+  for (size_t start = 0; start < m.text.size(); ++n) {
+    const size_t end = std::min(m.text.find('\n', start), m.text.size());
+    const std::string_view line = std::string_view(m.text).substr(start, end - start);
+    start = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    add_record(run, parse_record(line, str("plot: ", m.file, ":", n)), x_axis);
+    ++records;
+  }
+  KS_CHECK(records > 0, "plot: no metrics in ", m.file);
+  return run;
+}
+
+// A run folder's metrics.jsonl (a regular file of bounded size: a FIFO would block) and name.
+RunMetrics read_run(const fs::path& dir) {
   KS_CHECK(fs::is_directory(dir), "plot: run folder ", dir.string(),
            fs::exists(dir) ? " is not a folder" : " does not exist");
   const fs::path file = dir / "metrics.jsonl";
-  std::ifstream in(file);
-  KS_CHECK(fs::is_regular_file(file) && in, "plot: no metrics.jsonl in ", dir.string());
-  Run run;
-  run.name = run_name(dir);
-  size_t records = 0;
-  std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    add_record(run, parse_record(line, str("plot: ", file.string(), ":", n)), x_axis);
-    ++records;
-  }
-  KS_CHECK(records > 0, "plot: no metrics in ", file.string());
-  return run;
+  std::error_code ec;
+  KS_CHECK(fs::exists(file, ec), "plot: no metrics.jsonl in ", dir.string());
+  return {run_name(dir), file.string(), nn::read_regular_file(file.string(), kMaxMetricsBytes, "plot")};
 }
 
 // --seeds: runs named NAME-seedN merged into one run NAME per group (in the
@@ -324,12 +334,21 @@ const char* kUsage =
 
 std::string render_plot_svg(const std::vector<fs::path>& run_dirs, const PlotOptions& options) {
   KS_CHECK(!run_dirs.empty(), "plot: no run folders given");
-  KS_CHECK(options.x_axis == "step" || options.x_axis == "time",
-           "plot: x axis must be step or time, got '", options.x_axis, "'");
   KS_CHECK(options.labels.empty() || options.labels.size() == run_dirs.size(), "plot: ", options.labels.size(),
            " labels for ", run_dirs.size(), " run folders; give one per run");
+  std::vector<RunMetrics> metrics;
+  for (const fs::path& dir : run_dirs) metrics.push_back(read_run(dir));
+  return render_plot_svg_from_metrics(metrics, options);
+}
+
+std::string render_plot_svg_from_metrics(const std::vector<RunMetrics>& metrics, const PlotOptions& options) {
+  KS_CHECK(!metrics.empty(), "plot: no run folders given");
+  KS_CHECK(options.x_axis == "step" || options.x_axis == "time",
+           "plot: x axis must be step or time, got '", options.x_axis, "'");
+  KS_CHECK(options.labels.empty() || options.labels.size() == metrics.size(), "plot: ", options.labels.size(),
+           " labels for ", metrics.size(), " run folders; give one per run");
   std::vector<Run> runs;
-  for (const fs::path& dir : run_dirs) runs.push_back(read_run(dir, options.x_axis));
+  for (const RunMetrics& m : metrics) runs.push_back(run_from_metrics(m, options.x_axis));
   for (size_t i = 0; i < options.labels.size(); ++i) runs[i].name = options.labels[i];
   if (options.group_seeds) runs = group_seeds(runs);
   make_names_unique(runs);

@@ -39,9 +39,18 @@ struct PlotOptions {
 };
 
 // Renders the runs' curves as SVG text. Errors (ks::Error) name the folder or
-// file and line: a missing metrics.jsonl, a line that is not JSON, a record
-// without "split", "step" or "loss"; labels not one per run folder.
+// file and line: a missing metrics.jsonl (or one that is not a regular file,
+// or too large), a line that is not JSON, a record without "split", "step"
+// or "loss"; labels not one per run folder.
 std::string render_plot_svg(const std::vector<std::filesystem::path>& run_dirs, const PlotOptions& options = {});
+
+// One run's metrics.jsonl as text: `name` for the legend, `file` for errors.
+struct RunMetrics {
+  std::string name, file, text;
+};
+// The same from metrics already read (render_plot_svg reads each folder's
+// metrics.jsonl, a regular file of at most kMaxMetricsBytes, and its name).
+std::string render_plot_svg_from_metrics(const std::vector<RunMetrics>& runs, const PlotOptions& options = {});
 
 // render_plot_svg written to `out` (atomically: a temporary file, then rename).
 void write_plot_svg(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& out,

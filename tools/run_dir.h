@@ -30,6 +30,10 @@
 
 namespace ks::tools {
 
+// The largest metrics.jsonl read (plot, resume): a record per logged step,
+// some 200 bytes, is 200 MB at a million steps.
+inline constexpr uint64_t kMaxMetricsBytes = uint64_t(1) << 30;
+
 struct RunPaths {
   std::filesystem::path dir;
   std::filesystem::path config() const { return dir / "config.json"; }

@@ -236,7 +236,7 @@ void Trainer::restore_from_latest(const json& config_as_given) {
            " (another count would change the dropout streams and which rank reads which examples)");
   nn::Metadata m = nn::load_checkpoint(content, file.string(), *model_, zero_ ? nullptr : optimizer_.get());
   if (zero_) {
-    const nn::NamedTensors optim_state = nn::checkpoint_optimizer_state(content);
+    const nn::NamedTensors optim_state = nn::checkpoint_optimizer_state(content, file.string());
     KS_CHECK(!optim_state.empty(), "checkpoint ", file.string(), ": the file holds no optimizer state");
     zero_->load_full_state_dict(optim_state);
   }
@@ -283,7 +283,9 @@ bool Trainer::trim_metrics_to_checkpoint() {
   // test records belong to a run's end, which is still ahead, unless the run
   // is finished: then its test record of this step is its final word, and the
   // file stays as it is, byte for byte.
-  std::ifstream in(paths_.metrics());
+  std::istringstream in(fs::exists(paths_.metrics())
+                            ? nn::read_regular_file(paths_.metrics().string(), kMaxMetricsBytes, "cannot resume")
+                            : std::string());
   std::string line, kept;
   int64_t line_no = 0;
   bool tested = false;

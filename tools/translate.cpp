@@ -6,8 +6,9 @@
 // evaluation. Not here: the metrics' definitions (tools/task.h).
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 
+#include "nn/user_input.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/data_setup.h"
@@ -19,6 +20,8 @@ namespace ks::tools {
 namespace {
 
 constexpr int64_t kBatch = 32;  // sources decoded together
+// The largest --file read: far more sources than anyone decodes in one go.
+constexpr uint64_t kMaxSourceFileBytes = uint64_t(1) << 30;
 
 // A warning on stderr when more than half of a source's tokens are <unk>:
 // the tokenizer does not know the input, and the output means little.
@@ -85,9 +88,9 @@ int translate(const std::vector<std::string>& args) {
   }
   if (f.has("file")) {
     const std::string path = f.get("file", "");
-    std::ifstream in(path);
-    KS_CHECK(in.good(), "translate: cannot open ", path);
-    // Read in chunks of kBatch lines, so output starts before a long file is read to its end.
+    // A regular file of bounded size: /dev/zero would never end, a FIFO would block.
+    std::istringstream in(nn::read_regular_file(path, kMaxSourceFileBytes, "translate"));
+    // Decoded in chunks of kBatch lines, so output starts before a long file is decoded to its end.
     std::vector<std::vector<int64_t>> chunk;
     auto flush = [&] {
       for (const auto& out : decode_sources(*s2s, chunk, decode)) std::printf("%s\n", tgt_tok.decode(out).c_str());
@@ -104,7 +107,6 @@ int translate(const std::vector<std::string>& args) {
       chunk.push_back(std::move(src));
       if (int64_t(chunk.size()) == kBatch) flush();
     }
-    KS_CHECK(!in.bad(), "translate: cannot read ", path);
     flush();
     return 0;
   }

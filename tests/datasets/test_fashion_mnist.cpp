@@ -115,6 +115,20 @@ TEST_CASE("idx: header sizes whose product wraps are refused, not matched to an 
         "idx: " + (dir / "wrap.idx").string() + ": header sizes [65536, 16777216, 16777216]... promise more than 2^63 bytes");
 }
 
+TEST_CASE("idx: no images of 2^32 - 1 squared pixels, even when there are none") {
+  TempDir dir;
+  // count 0 makes the payload 0 bytes whatever rows and cols are; rows * cols in
+  // int64 then overflowed (undefined behaviour) while the examples were cut out.
+  write_text(dir / "none.idx", be32(2051) + be32(0) + be32(0xffffffffu) + be32(0xffffffffu));
+  write_text(dir / "none-labels.idx", be32(2049) + be32(0));
+  const std::string want = "idx: " + (dir / "none.idx").string() + ": images of 4294967295 x 4294967295 pixels are "
+                           "over the 1073741824-byte limit of an IDX file";
+  CHECK(error_of([&] { read_idx_images(dir / "none.idx"); }) == want);
+  CHECK(error_of([&] { idx_classification(dir / "none.idx", dir / "none-labels.idx"); }) == want);
+  // An empty pair of sane sizes is an empty data set.
+  CHECK(idx_dataset(idx_images_from_bytes(be32(2051) + be32(0) + be32(28) + be32(28), "i"), {}, "i", "l").size() == 0);
+}
+
 TEST_CASE("idx: a gzip bomb stops at the size cap, and only regular files are read") {
   TempDir dir;
   write_gz(dir / "zeros.gz", std::string(1 << 20, '\0'));  // 1 MiB from about 1 KB of gzip

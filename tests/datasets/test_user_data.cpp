@@ -126,6 +126,49 @@ TEST_CASE("tsv classification: bad lines and unknown labels name file and line")
         "tsv classification: file not found: " + (dir / "nope.tsv").string());
 }
 
+TEST_CASE("tsv classification: a class listed twice, or two labels of one number, is refused by name") {
+  TempDir dir;
+  write_text(dir / "train.tsv", "good\tpos\nbad\tneg\n");
+  DataFiles f{.train = dir / "train.tsv", .valid_fraction = 0, .test_fraction = 0};
+  // The second "pos" would take an id no example gets, and the model an output it never learns.
+  TextOptions o;
+  o.classes = {"pos", "neg", "pos"};
+  CHECK(error_of([&] { tsv_classification(f, o); }) ==
+        "tsv classification: classes: \"pos\" is listed twice (as class 0 and class 2)");
+  // Integer labels are ordered by value: "01" and "1" would tie, their order then up to the sort.
+  write_text(dir / "num.tsv", "a\t1\nb\t2\nc\t01\n");
+  CHECK(error_of([&] { tsv_classification({.train = dir / "num.tsv", .valid_fraction = 0, .test_fraction = 0}); }) ==
+        "tsv classification: " + (dir / "num.tsv").string() +
+            ": the labels \"01\" and \"1\" are the same number; write each class one way");
+}
+
+TEST_CASE("user data: lines that are not UTF-8 load, with one warning per file naming the first") {
+  TempDir dir;
+  // Latin-1 bytes (\xe9, \xff): the char tokenizer would quietly make each one a symbol of its own.
+  write_text(dir / "pairs.tsv", "abc\tcba\ncaf\xe9\t\xe9fac\nxy\tyx\n\xff\tz\n");
+  write_text(dir / "clean.tsv", "ab\tba\n");
+  const std::string tail =
+      " (is the file in another encoding? such bytes are kept as bytes, not read as the characters they meant)";
+  for (const char* type : {"char", "bpe", "byte", "word"}) {
+    CAPTURE(type);
+    Splits s = tsv_seq2seq({.train = dir / "pairs.tsv", .valid = dir / "clean.tsv", .test = dir / "pairs.tsv"},
+                           {.train_tokenizer = {.type = type, .vocab_size = std::string(type) == "bpe" ? 270 : 0}});
+    CHECK(s.train.size() == 4);
+    CHECK(s.warnings == std::vector<std::string>{"tsv seq2seq: " + (dir / "pairs.tsv").string() +
+                                                 ":2: not valid UTF-8, and so is 1 more line" + tail});
+  }
+  write_text(dir / "lines.txt", "one\ntwo \xc3\x28\nthree\n");
+  CHECK(text_language_model({.train = dir / "lines.txt", .valid = dir / "lines.txt", .test = dir / "lines.txt"},
+                            {.seq_len = 4})
+            .warnings == std::vector<std::string>{"text data: " + (dir / "lines.txt").string() +
+                                                  ":2: not valid UTF-8 (the only such line)" + tail});
+  write_text(dir / "cls.tsv", "caf\xc3\xa9\tpos\n\xe2\x82\tneg\n\xed\xa0\x80\tneg\n\xf0\x9f\x98\x80\tpos\n");
+  CHECK(tsv_classification({.train = dir / "cls.tsv", .valid = dir / "cls.tsv", .test = dir / "cls.tsv"}).warnings ==
+        std::vector<std::string>{"tsv classification: " + (dir / "cls.tsv").string() +
+                                 ":2: not valid UTF-8, and so is 1 more line" + tail});  // a cut character, a surrogate
+  CHECK(tsv_seq2seq({.train = dir / "clean.tsv", .valid = dir / "clean.tsv", .test = dir / "clean.tsv"}).warnings.empty());
+}
+
 TEST_CASE("tsv seq2seq: pairs with a shared or separate target tokenizer") {
   TempDir dir;
   write_text(dir / "pairs.tsv", "abc\tcba!\nhello\tolleh\nxy\tyx\n");

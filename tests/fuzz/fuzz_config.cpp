@@ -6,12 +6,15 @@
 // with every number at most 64: other data sets read files or allocate what
 // the config asks for), complete_model_section, models::parse_model_config.
 // A ks::Error is a refusal (fine); any other exception, a crash or a
-// sanitizer report is a bug. Resolved configs must parse again.
+// sanitizer report is a bug. Resolved configs must parse again, and every
+// attention family must be linked in (else no model config gets past its
+// attention type).
 #include <cstdint>
 #include <string>
 
 #include "core/error.h"
 #include "models/config.h"
+#include "nn/attention/attention.h"
 #include "nn/user_input.h"
 #include "tools/data_setup.h"
 #include "tools/run_config.h"
@@ -32,6 +35,11 @@ bool small_numbers(const json& j) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // The families register themselves from their own object files; a static
+  // link that dropped them would refuse every model config and never reach
+  // ModelConfig::to_json (tests/fuzz/CMakeLists.txt links them whole).
+  static const bool linked = ks::nn::attention_families().size() >= 3;
+  if (!linked) __builtin_trap();
   const std::string input(reinterpret_cast<const char*>(data), size);
   try {
     size_t end = input.find('\0');

@@ -66,7 +66,36 @@ def be32(*v):
     return struct.pack(">" + "I" * len(v), *v)
 
 
-# The first byte picks the reader: even = images, odd = labels.
+# The first byte picks the reader: 0 mod 3 = images, 1 = labels, 2 = an images
+# file (its length in the next two bytes) and a labels file as a data set.
 put("idx", "images", b"\0" + be32(2051, 2, 2, 3) + bytes(range(12)))
 put("idx", "labels", b"\1" + be32(2049, 4) + bytes([1, 0, 9, 3]))
 put("idx", "empty_images", b"\0" + be32(2051, 0, 28, 28))
+pair_images = be32(2051, 3, 2, 2) + bytes(range(12))
+put("idx", "pair", b"\2" + struct.pack(">H", len(pair_images)) + pair_images + be32(2049, 3) + bytes([4, 0, 9]))
+empty_images = be32(2051, 0, 2, 2)
+put("idx", "empty_pair", b"\2" + struct.pack(">H", len(empty_images)) + empty_images + be32(2049, 0))
+
+# An analysis.json as `keystone analyze` writes it (the keys --compare reads).
+def analysis(attention, head_key):
+    return {"schema": "keystone.analysis/1", "run": "/runs/x", "split": "test",
+            "model": {"attention": attention, "heads": 2, "head_dim": 4, "params": 100, "total_heads": 2},
+            "sites": [{"name": "layers.0.self_attn", "js_mean_off_diagonal": 0.1, "cosine_mean_off_diagonal": None,
+                       "rank": {"examples": [{"heads": [{head_key: {"effective_rank": 1.5}, "attention": {"effective_rank": 2}},
+                                                        {"attention": {"effective_rank": 3}}]}]}}],
+            "pruning": {"metric": "accuracy", "points": [{"masked": 0, "loss": 1.0, "accuracy": 0.5},
+                                                         {"masked": 1, "loss": 1.2, "accuracy": None}]}}
+
+
+put("analysis", "softmax", json.dumps(analysis("softmax", "scores")))
+put("analysis", "mgk", json.dumps(analysis("mgk", "mixture"), indent=1))
+
+# metrics.jsonl: the first byte picks plot's options (bit 0 --x time, 1 --log-y,
+# 2 --seeds); a '\0' separates two runs' files.
+records = [{"split": "train", "step": 10, "loss": 5.0, "bpb": 2.5, "grad_norm": 40.0, "elapsed_s": 1.5},
+           {"split": "valid", "step": 10, "loss": 4.2, "accuracy": 0.3, "exact_match": 0.1, "elapsed_s": 2},
+           {"split": "train", "step": 20, "loss": None, "elapsed_s": 3},
+           {"split": "test", "step": 20, "loss": 4.3, "ppl": 73.7, "elapsed_s": 4}]
+lines = "".join(json.dumps(r) + "\n" for r in records)
+put("metrics", "one_run", "\0" + lines)
+put("metrics", "two_seeds_log_time", "\7" + lines + "\0" + lines.replace("4.2", "3.9"))

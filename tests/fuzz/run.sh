@@ -4,12 +4,14 @@
 # SECONDS (default 60) from the generated seed corpora; exits non-zero on the
 # first crash, sanitizer report, leak, timeout (> 10 s per input) or input
 # needing over 2 GB. Crash inputs land in BUILD_DIR/fuzz-artifacts/.
-# JOBS (default 2) sets the build's parallelism.
+# JOBS (default 2) sets the build's parallelism; RUNS=N stops each harness
+# after N executions instead (SECONDS then only caps the time).
+# HARNESSES="a b" runs only those.
 set -euo pipefail
 secs="${1:-60}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${2:-$root/build-fuzz}"
-harnesses=(safetensors config tokenizer idx)
+harnesses=(${HARNESSES:-safetensors config tokenizer idx analysis metrics})
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKS_FUZZ=ON -DKS_CUDA=OFF \
   -DKS_BUILD_TESTS=OFF >/dev/null
@@ -23,14 +25,16 @@ for h in "${harnesses[@]}"; do
   mkdir -p "$work/corpus-$h"  # grows as libFuzzer finds new paths; the seeds stay as made
   dict=()
   if [ -f "$root/tests/fuzz/$h.dict" ]; then dict=(-dict="$root/tests/fuzz/$h.dict"); fi
-  echo "== fuzz_$h: $secs s"
-  if ! "$build/tests/fuzz/fuzz_$h" "${dict[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+  runs=()
+  if [ -n "${RUNS:-}" ]; then runs=(-runs="$RUNS"); fi
+  echo "== fuzz_$h: $secs s${RUNS:+ or $RUNS executions}"
+  if ! "$build/tests/fuzz/fuzz_$h" "${dict[@]}" "${runs[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
        -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$h-" "$work/corpus-$h" "$work/seeds/$h" \
        >"$work/$h.log" 2>&1; then
     tail -n 60 "$work/$h.log"
     echo "fuzz_$h FAILED; the input is in $build/fuzz-artifacts/" >&2
     exit 1
   fi
-  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$work/$h.log"
+  grep -E "stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb" "$work/$h.log" || true
 done
-echo "all fuzz harnesses ran $secs s each without a crash"
+echo "all fuzz harnesses ran ${RUNS:+$RUNS executions or }$secs s each without a crash"

@@ -1,11 +1,14 @@
 // tests/nn/test_checkpoint.cpp — checkpoint round trips give identical
-// outputs and optimizer trajectories; wrong shapes and missing tensors fail
-// with a message naming the file and the tensor.
+// outputs and optimizer trajectories; wrong shapes, missing tensors and
+// non-finite weights fail with a message naming the file and the tensor.
 #include "support/testing.h"
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <unistd.h>
 
+#include "core/copy.h"
 #include "nn/checkpoint.h"
 #include "nn/feed_forward.h"
 #include "nn/safetensors.h"
@@ -54,5 +57,39 @@ TEST_CASE("a checkpoint of another shape or with a tensor missing fails clearly"
   nn::save_checkpoint(p, small);
   nn::AdamW opt(small.parameters(), {});
   CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, small, &opt, false), doctest::Contains("holds no optimizer state"), Error);
+  std::remove(p.c_str());
+}
+
+TEST_CASE("a checkpoint holding NaN or infinite weights is refused, naming the tensor") {
+  // A diverged or damaged file would otherwise evaluate to a loss of NaN (printed as null) and exit 0.
+  nn::FeedForward ff(4, 8), other(4, 8);
+  std::string p = temp_path("nan.safetensors");
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    nn::NamedTensors state = ff.state_dict();
+    std::vector<float> w = state[2].second.to_vector<float>();  // fc2.weight
+    w[3] = float(bad);
+    w[5] = float(bad);
+    state[2].second = from_vector(w, state[2].second.sizes());
+    nn::save_safetensors(p, state);
+    CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, other),
+                         ("checkpoint " + p + ": tensor 'fc2.weight' holds 2 NaN or infinite values of 32 (the first at "
+                          "index 3); the training diverged or the file is damaged")
+                             .c_str(),
+                         Error);
+  }
+  // bfloat16 and float16 are checked too, and so is the optimizer's state when it is loaded.
+  nn::NamedTensors state = ff.state_dict();
+  state[3].second = to_raw(from_vector(std::vector<float>{1, -INFINITY, 2, 3}, {4}), Device::cpu(), kBFloat16);
+  nn::save_safetensors(p, state);
+  CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, other), doctest::Contains("tensor 'fc2.bias' holds 1 NaN or infinite"), Error);
+  nn::AdamW opt(other.parameters(), {});
+  backward(sum(other.forward(randn({2, 4}))));
+  opt.step();
+  nn::NamedTensors moments = opt.state_dict();
+  for (auto& [name, t] : moments)
+    if (is_floating(t.dtype()) && t.numel() > 0) t = full(t.sizes(), std::nan(""), {.dtype = t.dtype()});
+  nn::save_checkpoint(p, ff, moments, {});
+  CHECK_NOTHROW(nn::load_checkpoint(p, other));  // the weights are fine; the state is not read
+  CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, other, &opt), doctest::Contains("tensor 'optimizer/"), Error);
   std::remove(p.c_str());
 }

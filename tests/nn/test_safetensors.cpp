@@ -113,6 +113,35 @@ TEST_CASE("safetensors headers from a hostile file are refused without overflow 
   std::remove(p.c_str());
 }
 
+TEST_CASE("safetensors refuses a tensor named twice and data bytes that belong to no tensor") {
+  std::string p = temp_path("gaps.safetensors");
+  auto error_of = [&](const std::string& header, const std::string& data) {
+    write_all(p, with_header(header, data));
+    try {
+      nn::load_safetensors(p);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // nlohmann keeps the last of two equal keys: the first 'a' would vanish silently.
+  CHECK(error_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                 "12345678") == "safetensors: " + p + ": header: key a appears twice");
+  CHECK(error_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                 "123456789abc") ==
+        "safetensors: " + p + ": bytes 4 to 8 of the data section, between tensors 'a' and 'b', belong to no tensor");
+  CHECK(error_of(R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", "12345678") ==
+        "safetensors: " + p + ": bytes 0 to 4 of the data section, before tensor 'b', belong to no tensor");
+  CHECK(error_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "12345678") ==
+        "safetensors: " + p + ": bytes 4 to 8 of the data section, after tensor 'a', belong to no tensor");
+  CHECK(error_of(R"({})", "1234") == "safetensors: " + p + ": bytes 0 to 4 of the data section belong to no tensor");
+  // Empty tensors take no bytes, wherever they point; tensors in any header order load.
+  CHECK(error_of(R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},"e":{"dtype":"F32","shape":[0],"data_offsets":[8,8]},)"
+                 R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"z":{"dtype":"I64","shape":[0,3],"data_offsets":[0,0]}})",
+                 "12345678") == "no error");
+  std::remove(p.c_str());
+}
+
 TEST_CASE("safetensors reads only regular files") {
   std::string dir = temp_path("dir.safetensors");
   REQUIRE(::mkdir(dir.c_str(), 0700) == 0);

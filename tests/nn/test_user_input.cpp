@@ -48,6 +48,21 @@ TEST_CASE("parse_json refuses depth 200000 without overflowing the stack") {
   CHECK(error_of([&] { (void)nn::parse_json(objects, "deep"); }).find("nested deeper") != std::string::npos);
 }
 
+TEST_CASE("parse_json refuses a key that appears twice in one object, naming its path") {
+  // nlohmann keeps the last of two equal keys: a config's second "d_model" would silently win.
+  CHECK(error_of([] { (void)nn::parse_json(R"({"model": {"d_model": 8, "layers": 2, "d_model": 16}})", "config"); }) ==
+        "config: key model.d_model appears twice");
+  CHECK(error_of([] { (void)nn::parse_json(R"({"a": 1, "a": 1})", "x"); }) == "x: key a appears twice");
+  CHECK(error_of([] { (void)nn::parse_json(R"({"l": [{"k": 1}, 2, [3], {"k": 1, "k": 2}]})", "x"); }) ==
+        "x: key l[3].k appears twice");
+  CHECK(error_of([] { (void)nn::try_parse_json(R"({"": 1, "": 2})", "x"); }) == "x: key \"\" appears twice");
+  // The same key in different objects, or a key named like its parent, is fine.
+  CHECK(nn::parse_json(R"({"a": {"a": 1}, "b": {"a": 2}, "c": [{"a": 1}, {"a": 2}]})", "x")["b"]["a"] == 2);
+  // A 1 MB key is cut short in the message.
+  const std::string big = std::string(1 << 20, 'k');
+  CHECK(error_of([&] { (void)nn::parse_json("{\"" + big + "\": 1, \"" + big + "\": 2}", "x"); }).size() < 300);
+}
+
 TEST_CASE("parse_json errors name the input and the position, not nlohmann's internals") {
   CHECK(error_of([] { (void)nn::parse_json("{\"a\": ", "run.json"); }) ==
         "run.json: not valid JSON: line 1, column 7: syntax error while parsing value - unexpected end of input; "

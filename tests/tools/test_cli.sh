@@ -228,6 +228,37 @@ expect 2 "may only be given the new path of a data file that moved" -- "$ks" eva
 expect 0 "finished 4 steps" -- "$ks" train --out "$tmp/words" --resume --set train.steps=4 --set data.train="$tmp/words-moved.tsv" --quiet
 expect 0 '"split":"test"' -- "$ks" eval --run "$tmp/words"  # config.json now names the new path
 
+# Weights that are NaN or infinite (a diverged or damaged run) are refused by
+# tensor, not evaluated to a loss of null with exit 0.
+cp -r "$tmp/whole" "$tmp/nan"
+nan_tensor=$(python3 - "$tmp/nan/latest.safetensors" <<'PY'
+import json, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+header = json.loads(b[8:8 + n])
+name = next(k for k, v in header.items() if k != "__metadata__" and v["dtype"] == "F32" and not k.startswith("optimizer/"))
+at = 8 + n + header[name]["data_offsets"][0]
+b[at:at + 4] = struct.pack("<f", float("nan"))
+open(sys.argv[1], "wb").write(b)
+print(name)
+PY
+)
+expect 1 "checkpoint $tmp/nan/latest.safetensors: tensor '$nan_tensor' holds 1 NaN or infinite values" -- "$ks" eval --run "$tmp/nan" --checkpoint latest
+expect 1 "tensor '$nan_tensor' holds 1 NaN or infinite values" -- "$ks" translate --run "$tmp/nan" --checkpoint latest --input 12
+expect 1 "tensor '$nan_tensor' holds 1 NaN or infinite values" -- "$ks" train --out "$tmp/nan" --resume --set train.steps=300
+# A key given twice in a config: the second would win silently.
+sed 's/"seed": 1,/"seed": 1, "seed": 2,/' "$tmp/copy.json" > "$tmp/twice.json"
+expect 1 "$tmp/twice.json: key seed appears twice" -- "$ks" train --config "$tmp/twice.json" --out "$tmp/twice"
+# Files a user names are read only when regular: /dev/zero would never end, a FIFO would block.
+mkfifo "$tmp/sources.fifo"
+expect 1 "translate: /dev/zero is not a regular file \(it is a character device\)" -- timeout 20 "$ks" translate --run "$tmp/whole" --file /dev/zero
+expect 1 "translate: $tmp/sources.fifo is not a regular file \(it is a FIFO\)" -- timeout 20 "$ks" translate --run "$tmp/whole" --file "$tmp/sources.fifo"
+expect 1 "translate: file not found: $tmp/none.txt" -- "$ks" translate --run "$tmp/whole" --file "$tmp/none.txt"
+mkdir "$tmp/fifo-run"; mkfifo "$tmp/fifo-run/metrics.jsonl"
+expect 1 "plot: $tmp/fifo-run/metrics.jsonl is not a regular file \(it is a FIFO\)" -- timeout 20 "$ks" plot "$tmp/fifo-run" --out "$tmp/fifo.svg"
+mkfifo "$tmp/eval.fifo"
+expect 1 "checkpoint $tmp/eval.fifo is not a file" -- timeout 20 "$ks" eval --run "$tmp/whole" --checkpoint "$tmp/eval.fifo"
+
 # A language model on a user's text file, for generate.
 for i in $(seq 1 200); do echo "the cat sat on the mat $((i % 5))"; done > "$tmp/lines.txt"
 cat > "$tmp/lm.json" <<JSON
@@ -273,9 +304,23 @@ expect 0 "wrote .*compare_pruning.svg" -- "$ks" analyze --compare "$tmp/whole" "
 [ -s "$tmp/cmp/compare_sites.svg" ] || { echo "FAIL: analyze --compare wrote no compare_sites.svg"; fails=$((fails + 1)); }
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs']; assert [x['label'] for x in r]==['s2s','lm'] and all('js' in x and 'maskable' in x for x in r)" "$tmp/cmp/compare.json" \
   || { echo "FAIL: analyze --compare wrote no compare.json with a row per analysis"; fails=$((fails + 1)); }
+expect 0 "^softmax 2x8 \(whole\) " -- "$ks" analyze --compare "$tmp/whole" "$tmp/lm-analysis" --out "$tmp/cmp-unlabelled"
 expect 2 "--compare needs at least two" -- "$ks" analyze --compare "$tmp/whole"
 expect 2 "--compare: $tmp/lm: no analysis found" -- "$ks" analyze --compare "$tmp/whole" "$tmp/lm"
 expect 2 "--labels: 1 labels for 2 analyses" -- "$ks" analyze --compare "$tmp/whole" "$tmp/lm-analysis" --labels x
+# --compare reads a user's analysis.json like any user file: bounded depth (100,000
+# levels crashed it), each key checked and named.
+mkdir -p "$tmp/cmp-bad"
+python3 -c "import sys; sys.stdout.write('{\"schema\": \"keystone.analysis/1\", \"pruning\": {}, \"sites\": ' + '[' * 100000 + ']' * 100000 + '}')" > "$tmp/cmp-bad/deep.json"
+expect 2 "--compare: $tmp/cmp-bad/deep.json: JSON nested deeper than 64 levels" -- "$ks" analyze --compare "$tmp/cmp-bad/deep.json" "$tmp/lm-analysis"
+python3 -c "import json,sys; a=json.load(open(sys.argv[1])); del a['pruning']['points'][0]['loss']; json.dump(a, open(sys.argv[2],'w'))" \
+  "$tmp/lm-analysis/analysis.json" "$tmp/cmp-bad/noloss.json"
+expect 2 "--compare: $tmp/cmp-bad/noloss.json: pruning.points\[0\].loss: missing" -- "$ks" analyze --compare "$tmp/cmp-bad/noloss.json" "$tmp/lm-analysis"
+python3 -c "import json,sys; a=json.load(open(sys.argv[1])); a['model']['heads']='two'; json.dump(a, open(sys.argv[2],'w'))" \
+  "$tmp/lm-analysis/analysis.json" "$tmp/cmp-bad/heads.json"
+expect 2 "--compare: $tmp/cmp-bad/heads.json: model.heads: expected an integer, got \"two\"" -- "$ks" analyze --compare "$tmp/cmp-bad/heads.json" "$tmp/lm-analysis"
+mkfifo "$tmp/cmp-bad/fifo.json"
+expect 2 "--compare: $tmp/cmp-bad/fifo.json is not a regular file \(it is a FIFO\)" -- timeout 20 "$ks" analyze --compare "$tmp/cmp-bad/fifo.json" "$tmp/lm-analysis"
 cp -r "$tmp/lm" "$tmp/lm-edited"
 python3 -c "import json,sys; p=sys.argv[1]; c=json.load(open(p)); c['model']['activation']='relu'; json.dump(c, open(p,'w'))" \
   "$tmp/lm-edited/config.json"
@@ -310,6 +355,15 @@ for i in $(seq 1 120); do echo -e "good day number $i\tpos"; echo -e "bad night 
 for i in $(seq 1 200); do echo -e "abc$((i % 9))\tcba$((i % 9))"; done > "$tmp/pairs.tsv"
 expect 0 '"num_classes": 2' -- "$ks" config --config $root/tools/configs/my_tsv_classifier.json --set data.train="$tmp/cls.tsv"
 expect 0 '"tgt_vocab_size"' -- "$ks" config --config $root/tools/configs/my_tsv_seq2seq.json --set data.train="$tmp/pairs.tsv"
+# A user's file with lines that are not UTF-8 loads with one warning naming the first such line.
+{ head -n 20 "$tmp/pairs.tsv"; printf 'caf\xe9\t\xe9fac\n'; head -n 30 "$tmp/pairs.tsv"; printf '\xff\tz\n'; } > "$tmp/latin1.tsv"
+for tok in char bpe byte; do
+  expect 0 "warning: data set 'tsv_seq2seq': tsv seq2seq: $tmp/latin1.tsv:21: not valid UTF-8, and so is 1 more line" -- \
+    "$ks" config --config $root/tools/configs/my_tsv_seq2seq.json --set data.train="$tmp/latin1.tsv" --set data.tokenizer.type=$tok --set data.tokenizer.vocab_size=300
+done
+expect 1 "tsv classification: classes: \"pos\" is listed twice" -- "$ks" config --config $root/tools/configs/my_tsv_classifier.json \
+  --set data.train="$tmp/cls.tsv" --set 'data.classes=["pos", "neg", "pos"]'
+
 if [ -r /usr/share/common-licenses/GPL-3 ]; then
   expect 0 '"vocab_size": 1024' -- "$ks" config --config $root/tools/configs/my_text_lm.json
 fi
