@@ -13,6 +13,7 @@
 #include "datasets/data_testing.h"
 #include "nn/safetensors.h"
 #include "tools/distributed_run.h"
+#include "tools/tiny_run.h"  // tests/tools/
 #include "tools/trainer.h"
 
 using namespace ks;
@@ -26,21 +27,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A char-level LM on a small text file: a second or less to train.
+// The tiny run on a corpus written to `train_file`.
 json lm_config(const fs::path& train_file, int64_t steps) {
-  std::string text;
-  for (int i = 0; i < 200; ++i) text += "abcde " + std::string(size_t(1 + i % 5), 'a') + "\n";
-  write_text(train_file, text);
-  return {{"name", "resume"},
-          {"seed", 5},
-          {"data", {{"dataset", "text"}, {"train", train_file.string()}, {"seq_len", 16},
-                    {"tokenizer", {{"type", "char"}}}}},
-          {"model", {{"d_model", 16}, {"layers", 1}, {"dropout", 0.1},
-                     {"attention", {{"type", "softmax"}, {"heads", 2}}}}},
-          {"optimizer", {{"lr", 3e-3}}},
-          {"schedule", {{"type", "cosine"}, {"warmup_steps", 1}}},
-          {"train", {{"steps", steps}, {"batch_size", 8}, {"eval_every", 2}, {"log_every", 1}, {"eval_batches", 2},
-                     {"prefetch", 2}, {"threads", 1}}}};
+  return ks::testing::tiny_lm_config(ks::testing::write_corpus(train_file), steps, "resume");
 }
 
 // The run in `dir` resumed with its own config.json, as `keystone train --out dir --resume` does.

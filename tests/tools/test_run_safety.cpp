@@ -21,6 +21,7 @@
 #include "nn/safetensors.h"
 #include "ops/view.h"
 #include "tools/config_utf8.h"
+#include "tools/tiny_run.h"  // tests/tools/
 #include "tools/run_dir.h"
 #include "tools/train_state.h"
 #include "tools/trainer.h"
@@ -30,35 +31,15 @@ using namespace ks::tools;
 using ks::testing::error_of;
 using ks::testing::read_text;
 using ks::testing::TempDir;
+using ks::testing::write_corpus;
 using ks::testing::write_text;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
 
-// A char-level LM on a small text file: seconds to train.
 json lm_config(const fs::path& train_file, int64_t steps = 6) {
-  return {{"name", "safety"},
-          {"seed", 5},
-          {"data", {{"dataset", "text"}, {"train", train_file.string()}, {"seq_len", 16},
-                    {"tokenizer", {{"type", "char"}}}}},
-          {"model", {{"d_model", 16}, {"layers", 1}, {"dropout", 0.1}, {"attention", {{"type", "softmax"}, {"heads", 2}}}}},
-          {"optimizer", {{"lr", 3e-3}}},
-          {"schedule", {{"type", "cosine"}, {"warmup_steps", 1}}},
-          {"train", {{"steps", steps}, {"batch_size", 8}, {"eval_every", 2}, {"log_every", 1}, {"eval_batches", 2},
-                     {"prefetch", 2}, {"threads", 1}}}};
-}
-
-// Lines over the characters "abcde ", with `common` the most frequent one.
-fs::path write_corpus(const fs::path& path, char common) {
-  std::string text;
-  for (int i = 0; i < 200; ++i) {
-    std::string line = "abcde ";
-    line += std::string(size_t(1 + i % 5), common);
-    text += line + "\n";
-  }
-  write_text(path, text);
-  return path;
+  return ks::testing::tiny_lm_config(train_file, steps, "safety");
 }
 
 void train(const json& config, const fs::path& dir) {
