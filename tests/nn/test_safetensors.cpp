@@ -30,6 +30,17 @@ std::string with_header(const std::string& json, const std::string& data) {
   return b + json + data;
 }
 
+// What loading a file of this header and data says: its error, or "no error".
+std::string load_error(const std::string& path, const std::string& header, const std::string& data) {
+  write_all(path, with_header(header, data));
+  try {
+    nn::load_safetensors(path);
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 }  // namespace
 
 TEST_CASE("safetensors round trip keeps names, dtypes, shapes, values and metadata") {
@@ -81,15 +92,7 @@ TEST_CASE("damaged safetensors files give errors naming the file and the problem
 
 TEST_CASE("safetensors headers from a hostile file are refused without overflow or internals") {
   std::string p = temp_path("hostile.safetensors");
-  auto error_of = [&](const std::string& header, const std::string& data) {
-    write_all(p, with_header(header, data));
-    try {
-      nn::load_safetensors(p);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto error_of = [&](const std::string& header, const std::string& data) { return load_error(p, header, data); };
   // 2^32 * 2^32 * 4 bytes wraps to 0 in 64 bits and would "match" an empty range.
   CHECK(error_of(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", "") ==
         "safetensors: " + p + ": tensor 'a': shape [4294967296, 4294967296] of F32 needs more than 2^64 bytes");
@@ -115,15 +118,7 @@ TEST_CASE("safetensors headers from a hostile file are refused without overflow 
 
 TEST_CASE("safetensors refuses a tensor named twice and data bytes that belong to no tensor") {
   std::string p = temp_path("gaps.safetensors");
-  auto error_of = [&](const std::string& header, const std::string& data) {
-    write_all(p, with_header(header, data));
-    try {
-      nn::load_safetensors(p);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto error_of = [&](const std::string& header, const std::string& data) { return load_error(p, header, data); };
   // nlohmann keeps the last of two equal keys: the first 'a' would vanish silently.
   CHECK(error_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
                  "12345678") == "safetensors: " + p + ": header: key a appears twice");
