@@ -1,19 +1,15 @@
 // nn/data_parallel.cpp — buckets, hooks and the gradient all-reduce.
 #include "nn/data_parallel.h"
 
-#include <chrono>
 
 #include "autograd/grad_mode.h"
+#include "core/clock.h"
 #include "core/copy.h"
 #include "ops/optim.h"
 
 namespace ks::nn {
 
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // The contiguous (numel) window of `flat` at `offset`, shaped like `like`.
 Tensor window(const Tensor& flat, int64_t offset, const Tensor& like) {

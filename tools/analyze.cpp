@@ -2,11 +2,11 @@
 // the order of the measurements, the files and the printed summary.
 #include "tools/analyze.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 
+#include "core/clock.h"
 #include "core/factory.h"
 #include "datasets/loader.h"
 #include "models/seq2seq.h"
@@ -72,7 +72,7 @@ void print_summary(const json& a) {
 }  // namespace
 
 json run_analysis(const AnalyzeOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
+  const double start = now_s();
   // Bad input is a usage error (exit 2) here: the folder, its checkpoint and
   // its data are what the user named.
   LoadedRun run = [&] {
@@ -171,7 +171,7 @@ json run_analysis(const AnalyzeOptions& o) {
   nn::save_safetensors((out / "attention_maps.safetensors").string(), raw,
                        {{"keystone.analysis", "attention weights (heads, queries, keys) per example and site"}});
   a["files"] = write_analysis_figures(a, collector.maps(), out);
-  a["elapsed_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  a["elapsed_s"] = now_s() - start;
   write_text_file(out / "analysis.json", a.dump(1) + "\n");
   return a;
 }

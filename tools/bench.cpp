@@ -12,10 +12,10 @@
 // --device cuda runs it on the GPU (tf32 there too),
 // the model initialised on the CPU and moved; each step ends in loss.item(),
 // which waits for the GPU, so the time is the GPU's.
-#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/cpu_features.h"
 #include "core/cuda.h"
 #include "core/matmul_precision.h"
@@ -125,10 +125,10 @@ int bench(const std::vector<std::string>& args) {
   const bool profile = f.has("profile");
   profiler::reset();
   profiler::enable(profile);
-  auto t0 = std::chrono::steady_clock::now();
+  const double t0 = now_s();
   double loss = 0;
   for (int64_t i = 0; i < steps; ++i) loss = step();
-  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / double(steps);
+  const double dt = (now_s() - t0) / double(steps);
   profiler::enable(false);
   nlohmann::json out = {{"framework", "keystone-0.1.0"},
                         {"attention", attention},

@@ -3,7 +3,6 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include <sstream>
 
 #include "autograd/engine.h"
+#include "core/clock.h"
 #include "ops/elementwise.h"
 #include "core/cuda.h"
 #include "core/matmul_precision.h"
@@ -47,10 +47,6 @@ extern "C" void on_stop_signal(int sig) {
   const char msg[] = "\nstopping after this step (saving a checkpoint); press Ctrl-C again to quit at once\n";
   ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
   (void)ignored;
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& o, const nn::Module& model) {

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/dtype.h"
 
 namespace ks::dist {
@@ -34,10 +35,6 @@ namespace {
 
 constexpr int kPingTag = 1, kPongTag = 2;
 constexpr double kPingGraceS = 3.0;  // how long a timed-out rank waits for pongs
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void check_mpi(int rc, const std::string& what) {
   if (rc == MPI_SUCCESS) return;

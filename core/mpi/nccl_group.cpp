@@ -20,6 +20,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/runtime.h"
 #include "core/mpi/mpi_group.h"
@@ -44,10 +45,6 @@ ncclDataType_t nccl_type(DType d, const char* op) {
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::Sum ? ncclSum : op == ReduceOp::Max ? ncclMax : ncclMin; }
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 class NcclGroup;
 
