@@ -79,7 +79,7 @@ void memcpy_cuda(void* dst, Device dst_device, const void* src, Device src_devic
 template <class T>
 __global__ void random_kernel_impl(T* out, int64_t n, int per, RandomSpec spec) {
   const int64_t blocks = (n + per - 1) / per;
-  for (int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; b < blocks; b += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t b : grid_stride(blocks)) {
     double vals[4];
     random_block_values(spec, per, uint64_t(b), vals);
     for (int k = 0; k < per; ++k) {

@@ -60,6 +60,32 @@ __device__ inline To dconvert(From v) {
 constexpr int kMaxDims = 12;
 constexpr int kThreads = 256;
 
+// The indices [0, n) this thread visits in a grid-stride loop (any grid
+// covers any n):  for (int64_t i : grid_stride(n)) out[i] = ...;
+// Index is the arithmetic's type, int64_t unless named (uint32_t where n
+// fits: faster division); it is never deduced from n, so an int count still
+// steps in int64_t.
+template <class Index>
+struct GridStride {
+  Index first, n, step;
+  struct Iter {
+    Index i, step;
+    __device__ Index operator*() const { return i; }
+    __device__ Iter& operator++() {
+      i += step;
+      return *this;
+    }
+    __device__ bool operator!=(Index end) const { return i < end; }
+  };
+  __device__ Iter begin() const { return {first, step}; }
+  __device__ Index end() const { return n; }
+};
+
+template <class Index = int64_t>
+__device__ inline GridStride<Index> grid_stride(std::type_identity_t<Index> n) {
+  return {Index(blockIdx.x) * blockDim.x + threadIdx.x, n, Index(gridDim.x) * blockDim.x};
+}
+
 // Linear index -> byte offset of each of N operands, over coalesced dims.
 template <int N>
 struct OffsetCalc {
@@ -112,15 +138,14 @@ __device__ inline void apply_at(F& f, const Pointers<sizeof...(In) + 1>& ptr, co
 
 template <class F, class Out, class... In>
 __global__ void map_contiguous_kernel(int64_t n, F f, Out* out, const In*... in) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    out[i] = f(in[i]...);
+  for (int64_t i : grid_stride(n)) out[i] = f(in[i]...);
 }
 
 template <class Index, class F, class Out, class... In>
 __global__ void map_strided_kernel(Index n, F f, OffsetCalc<sizeof...(In) + 1> oc,
                                    Pointers<sizeof...(In) + 1> ptr) {
   constexpr int N = sizeof...(In) + 1;
-  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += Index(gridDim.x) * blockDim.x) {
+  for (Index i : grid_stride<Index>(n)) {
     int64_t off[N];
     oc.offsets(i, off);
     apply_at<F, Out, In...>(f, ptr, off, std::index_sequence_for<In...>{});
@@ -167,7 +192,7 @@ void cuda_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& i
 
 template <class F>
 __global__ void for_each_index_kernel(int64_t n, F f) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) f(i);
+  for (int64_t i : grid_stride(n)) f(i);
 }
 
 // f(i) for every i in [0, n) on `device`, one thread per index: for updates

@@ -23,66 +23,34 @@
 // Arithmetic in the input dtype (float32 or float64). The dropout factor of
 // element n of the (B, h, T, S) weights comes from Philox block
 // first_block + n / 4, word n % 4, as ops/cuda/dropout.cu draws it.
-// Inputs are made contiguous at entry; offsets are int64.
+// Inputs are made contiguous at entry; offsets are int64. The tile geometry,
+// the online-softmax row update, the dV sum and the launch planning are
+// shared with the MGK kernels (ops/cuda/attention_tiles.cuh).
 #include <algorithm>
-#include <climits>
 #include <cmath>
+#include <string>
 
-#include "core/copy.h"
-#include "core/cuda/loops.cuh"
 #include "core/random_values.h"
-#include "ops/attention.h"
 #include "ops/attention_formulas.h"
-#include "ops/cuda/block_reduce.cuh"
+#include "ops/cuda/attention_tiles.cuh"
 
 namespace ks::cuda {
 namespace {
 
 using namespace attention_formulas;  // key_end, weight_index, drop_factor
+using namespace attention_tiles;     // the tile geometry and its helpers
 
-constexpr int kWarps = 4;
-constexpr int kBlock = kWarps * kWarp;  // threads per block
-constexpr int kBC = kWarp;              // keys per tile: one per lane
-
-struct Dims {
-  int64_t H, T, S, P, E;
-  int64_t tiles;  // query tiles (forward, dQ) or key tiles (dK/dV) per (b, h)
-  int rw;         // query rows per warp
-};
-
-template <class T>
-__device__ inline T neg_inf() {
-  return -INFINITY;
-}
+using Dims = TileDims;  // M = 1
 
 __device__ inline float dexp(float x) { return expf(x); }
 __device__ inline double dexp(double x) { return exp(x); }
 __device__ inline float dlog(float x) { return logf(x); }
 __device__ inline double dlog(double x) { return log(x); }
 
-// Whether query i sees key j (j < S assumed).
-__device__ inline bool sees(const SdpaParams& prm, const bool* pad_b, int64_t i, int64_t j) {
-  if (prm.causal && j > prm.causal_offset + i) return false;
-  return !(pad_b && pad_b[j]);
-}
-
-// Rows (n, w) to shared memory with row stride ld.
-template <class T>
-__device__ inline void load_rows(T* dst, int64_t ld, const T* src, int64_t n, int64_t w) {
-  for (int64_t x = threadIdx.x; x < n * w; x += kBlock) dst[(x / w) * ld + x % w] = src[x];
-}
-
-template <class T>
-__device__ inline T dot(const T* a, const T* b, int64_t n) {
-  T acc = 0;
-  for (int64_t x = 0; x < n; ++x) acc += a[x] * b[x];
-  return acc;
-}
-
 // --- forward ---
 // Shared: Q (BR, p) | K (32, p + 1) | V (32, e) | P (BR, 32) | O (BR, e) | m (BR) | l (BR)
-size_t forward_shared(int64_t P, int64_t E, int rw, size_t bytes) {
-  const int64_t BR = kWarps * rw;
+size_t forward_shared(const Dims& d, int rw, size_t bytes) {
+  const int64_t BR = kWarps * rw, P = d.P, E = d.E;
   return size_t(BR * P + kBC * (P + 1) + kBC * E + BR * kBC + BR * E + 2 * BR) * bytes;
 }
 
@@ -95,18 +63,12 @@ __global__ void __launch_bounds__(kBlock) sdpa_forward(T* out, T* lse, const T* 
   T* Qs = reinterpret_cast<T*>(smem);
   T *Ks = Qs + BR * P, *Vs = Ks + kBC * KP, *Ps = Vs + kBC * E, *Os = Ps + BR * kBC, *ms = Os + BR * E,
     *ls = ms + BR;
-  const int64_t pair = blockIdx.x / d.tiles, i0 = (blockIdx.x % d.tiles) * BR;
-  const int rows = int(min(int64_t(BR), d.T - i0));
-  const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp;
-  const bool* pad_b = pad ? pad + (pair / d.H) * d.S : nullptr;
+  const auto [pair, i0, rows, pad_b] = query_tile(d, pad);
+  const int tid = threadIdx.x, lane = tid % kWarp;
   const T scale = T(prm.scale);
 
   load_rows(Qs, P, Q + (pair * d.T + i0) * P, rows, P);
-  for (int64_t x = tid; x < BR * E; x += kBlock) Os[x] = T(0);
-  for (int x = tid; x < BR; x += kBlock) {
-    ms[x] = neg_inf<T>();
-    ls[x] = T(0);
-  }
+  start_rows(Os, ms, ls, BR, E);
   const int64_t jend = key_end(prm, i0 + rows, d.S);
   for (int64_t j0 = 0; j0 < jend; j0 += kBC) {
     const int cols = int(min(int64_t(kBC), jend - j0));
@@ -114,9 +76,7 @@ __global__ void __launch_bounds__(kBlock) sdpa_forward(T* out, T* lse, const T* 
     load_rows(Ks, KP, K + (pair * d.S + j0) * P, cols, P);
     load_rows(Vs, E, V + (pair * d.S + j0) * E, cols, E);
     __syncthreads();
-    for (int rr = 0; rr < d.rw; ++rr) {
-      const int r = warp * d.rw + rr;
-      if (r >= rows) break;  // uniform across the warp
+    for (const int r : warp_rows(d.rw, rows)) {
       const int64_t i = i0 + r;
       const bool visible = lane < cols && sees(prm, pad_b, i, j0 + lane);
       const T s = visible ? dot(Qs + r * P, Ks + lane * KP, P) * scale : neg_inf<T>();
@@ -128,18 +88,7 @@ __global__ void __launch_bounds__(kBlock) sdpa_forward(T* out, T* lse, const T* 
       const T alpha = dexp(m_old - m_new);  // 0 while m_old = -inf
       if (prm.dropout && visible) p *= drop_factor<T>(prm, weight_index(pair, d.T, d.S, i, j0 + lane));
       Ps[r * kBC + lane] = p;
-      __syncwarp();
-      for (int64_t e = lane; e < E; e += kWarp) {
-        T acc = 0;
-        for (int c = 0; c < cols; ++c) acc += Ps[r * kBC + c] * Vs[c * E + e];
-        Os[r * E + e] = Os[r * E + e] * alpha + acc;
-      }
-      __syncwarp();  // every lane has read ms[r] and Ps's row
-      if (lane == 0) {
-        ms[r] = m_new;
-        ls[r] = ls[r] * alpha + sum;
-      }
-      __syncwarp();
+      online_update(Os + r * E, Ps + r * kBC, Vs, cols, E, alpha, m_new, sum, ms + r, ls + r);
     }
   }
   __syncthreads();
@@ -152,13 +101,6 @@ __global__ void __launch_bounds__(kBlock) sdpa_forward(T* out, T* lse, const T* 
 }
 
 // --- backward ---
-// D_i = dO_i · O_i, one thread per row.
-template <class T>
-__global__ void sdpa_row_dot(T* D, const T* G, const T* O, int64_t rows, int64_t E) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += int64_t(gridDim.x) * blockDim.x)
-    D[i] = dot(G + i * E, O + i * E, E);
-}
-
 // For row r (query i) and lane's key j0 + lane: W = P·f and dS = P·(f·dp − D),
 // into Ws, dSs (row stride 32); zeros where the key is hidden or absent.
 template <class T>
@@ -180,8 +122,8 @@ __device__ inline void scores_backward(T* Ws, T* dSs, const T* Qr, const T* Gr, 
 }
 
 // Shared: K (32, p + 1) | V (32, e + 1) | dK (32, p) | dV (32, e) | Q (BR, p) | dO (BR, e) | W, dS (BR, 32)
-size_t kv_shared(int64_t P, int64_t E, int rw, size_t bytes) {
-  const int64_t BR = kWarps * rw;
+size_t kv_shared(const Dims& d, int rw, size_t bytes) {
+  const int64_t BR = kWarps * rw, P = d.P, E = d.E;
   return size_t(kBC * (P + 1) + kBC * (E + 1) + kBC * P + kBC * E + BR * P + BR * E + 2 * BR * kBC) * bytes;
 }
 
@@ -195,16 +137,14 @@ __global__ void __launch_bounds__(kBlock) sdpa_backward_kv(T* dK, T* dV, const T
   T* Ks = reinterpret_cast<T*>(smem);
   T *Vs = Ks + kBC * KP, *dKs = Vs + kBC * VP, *dVs = dKs + kBC * P, *Qs = dVs + kBC * E, *Gs = Qs + BR * P,
     *Ws = Gs + BR * E, *dSs = Ws + BR * kBC;
-  const int64_t pair = blockIdx.x / d.tiles, j0 = (blockIdx.x % d.tiles) * kBC;
-  const int cols = int(min(int64_t(kBC), d.S - j0));
-  const int tid = threadIdx.x, warp = tid / kWarp;
-  const bool* pad_b = pad ? pad + (pair / d.H) * d.S : nullptr;
+  const auto [pair, j0, cols, pad_b] = key_tile(d, pad);
+  const int tid = threadIdx.x;
   const T scale = T(prm.scale);
 
   load_rows(Ks, KP, K + (pair * d.S + j0) * P, cols, P);
   load_rows(Vs, VP, V + (pair * d.S + j0) * E, cols, E);
-  for (int64_t x = tid; x < kBC * P; x += kBlock) dKs[x] = T(0);
-  for (int64_t x = tid; x < kBC * E; x += kBlock) dVs[x] = T(0);
+  fill(dKs, kBC * P, T(0));
+  fill(dVs, kBC * E, T(0));
   // Under the causal rule, key j0 is seen from query j0 − offset on.
   const int64_t first = prm.causal ? min(max(j0 - prm.causal_offset, int64_t(0)), d.T) : 0;
   for (int64_t i0 = first / BR * BR; i0 < d.T; i0 += BR) {
@@ -213,21 +153,14 @@ __global__ void __launch_bounds__(kBlock) sdpa_backward_kv(T* dK, T* dV, const T
     load_rows(Qs, P, Q + (pair * d.T + i0) * P, rows, P);
     load_rows(Gs, E, G + (pair * d.T + i0) * E, rows, E);
     __syncthreads();
-    for (int rr = 0; rr < d.rw; ++rr) {
-      const int r = warp * d.rw + rr;
-      if (r >= rows) break;
+    for (const int r : warp_rows(d.rw, rows)) {
       const int64_t i = i0 + r;
       scores_backward(Ws + r * kBC, dSs + r * kBC, Qs + r * P, Gs + r * E, Ks, Vs, KP, VP, P, E, cols, pair, i, j0,
                       L[pair * d.T + i], D[pair * d.T + i], pad_b, d, prm);
     }
     __syncthreads();
     // dV_c += Σ_r W_rc dO_r;  dK_c += scale · Σ_r dS_rc Q_r  (r in order: deterministic)
-    for (int64_t x = tid; x < cols * E; x += kBlock) {
-      const int64_t c = x / E, e = x % E;
-      T acc = 0;
-      for (int r = 0; r < rows; ++r) acc += Ws[r * kBC + c] * Gs[r * E + e];
-      dVs[x] += acc;
-    }
+    accumulate_dv(dVs, Ws, Gs, rows, cols, E);
     for (int64_t x = tid; x < cols * P; x += kBlock) {
       const int64_t c = x / P, a = x % P;
       T acc = 0;
@@ -236,13 +169,13 @@ __global__ void __launch_bounds__(kBlock) sdpa_backward_kv(T* dK, T* dV, const T
     }
   }
   __syncthreads();
-  for (int64_t x = tid; x < cols * P; x += kBlock) dK[(pair * d.S + j0) * P + x] = dKs[x];
-  for (int64_t x = tid; x < cols * E; x += kBlock) dV[(pair * d.S + j0) * E + x] = dVs[x];
+  store(dK + (pair * d.S + j0) * P, dKs, cols * P);
+  store(dV + (pair * d.S + j0) * E, dVs, cols * E);
 }
 
 // Shared: Q (BR, p) | dO (BR, e) | dQ (BR, p) | K (32, p + 1) | V (32, e + 1) | dS (BR, 32)
-size_t q_shared(int64_t P, int64_t E, int rw, size_t bytes) {
-  const int64_t BR = kWarps * rw;
+size_t q_shared(const Dims& d, int rw, size_t bytes) {
+  const int64_t BR = kWarps * rw, P = d.P, E = d.E;
   return size_t(2 * BR * P + BR * E + kBC * (P + 1) + kBC * (E + 1) + BR * kBC) * bytes;
 }
 
@@ -255,15 +188,13 @@ __global__ void __launch_bounds__(kBlock) sdpa_backward_q(T* dQ, const T* Q, con
   const int64_t P = d.P, E = d.E, KP = P + 1, VP = E + 1;
   T* Qs = reinterpret_cast<T*>(smem);
   T *Gs = Qs + BR * P, *dQs = Gs + BR * E, *Ks = dQs + BR * P, *Vs = Ks + kBC * KP, *dSs = Vs + kBC * VP;
-  const int64_t pair = blockIdx.x / d.tiles, i0 = (blockIdx.x % d.tiles) * BR;
-  const int rows = int(min(int64_t(BR), d.T - i0));
-  const int tid = threadIdx.x, warp = tid / kWarp;
-  const bool* pad_b = pad ? pad + (pair / d.H) * d.S : nullptr;
+  const auto [pair, i0, rows, pad_b] = query_tile(d, pad);
+  const int tid = threadIdx.x;
   const T scale = T(prm.scale);
 
   load_rows(Qs, P, Q + (pair * d.T + i0) * P, rows, P);
   load_rows(Gs, E, G + (pair * d.T + i0) * E, rows, E);
-  for (int64_t x = tid; x < BR * P; x += kBlock) dQs[x] = T(0);
+  fill(dQs, BR * P, T(0));
   const int64_t jend = key_end(prm, i0 + rows, d.S);
   for (int64_t j0 = 0; j0 < jend; j0 += kBC) {
     const int cols = int(min(int64_t(kBC), jend - j0));
@@ -271,9 +202,7 @@ __global__ void __launch_bounds__(kBlock) sdpa_backward_q(T* dQ, const T* Q, con
     load_rows(Ks, KP, K + (pair * d.S + j0) * P, cols, P);
     load_rows(Vs, VP, V + (pair * d.S + j0) * E, cols, E);
     __syncthreads();
-    for (int rr = 0; rr < d.rw; ++rr) {
-      const int r = warp * d.rw + rr;
-      if (r >= rows) break;
+    for (const int r : warp_rows(d.rw, rows)) {
       const int64_t i = i0 + r;
       scores_backward<T>(nullptr, dSs + r * kBC, Qs + r * P, Gs + r * E, Ks, Vs, KP, VP, P, E, cols, pair, i, j0,
                          L[pair * d.T + i], D[pair * d.T + i], pad_b, d, prm);
@@ -288,38 +217,11 @@ __global__ void __launch_bounds__(kBlock) sdpa_backward_q(T* dQ, const T* Q, con
     }
   }
   __syncthreads();
-  for (int64_t x = tid; x < rows * P; x += kBlock) dQ[(pair * d.T + i0) * P + x] = dQs[x];
+  store(dQ + (pair * d.T + i0) * P, dQs, rows * P);
 }
 
 // --- launches ---
-int shared_optin(int device) {
-  int v = 0;
-  KS_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return v;
-}
-
-// The most rows per warp (4, 2, 1) whose shared memory fits the device.
-template <class SharedFn>
-int rows_per_warp(SharedFn shared, int64_t P, int64_t E, size_t bytes, int device, const char* op) {
-  const size_t limit = size_t(shared_optin(device));
-  for (int rw : {4, 2, 1})
-    if (shared(P, E, rw, bytes) <= limit) return rw;
-  KS_CHECK(false, op, ": head sizes p = ", P, ", e = ", E, " need ", shared(P, E, 1, bytes),
-           " bytes of shared memory per block, the device allows ", limit);
-  return 0;
-}
-
-template <class Kernel>
-void allow_shared(Kernel kernel, size_t bytes) {
-  KS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-}
-
-unsigned grid_of(int64_t pairs, int64_t tiles, const char* op) {
-  KS_CHECK(pairs * tiles <= int64_t(INT_MAX), op, ": ", pairs * tiles, " blocks exceed the grid limit");
-  return unsigned(pairs * tiles);
-}
-
-Tensor contiguous_or_undefined(const Tensor& t) { return t.defined() ? contiguous_raw(t) : Tensor(); }
+std::string head_sizes(const Dims& d) { return "head sizes p = " + std::to_string(d.P) + ", e = " + std::to_string(d.E); }
 
 void sdpa_forward_cuda(const Tensor& out, const Tensor& lse, const Tensor& q_in, const Tensor& k_in,
                        const Tensor& v_in, const Tensor& pad_in, const SdpaParams& prm) {
@@ -330,12 +232,10 @@ void sdpa_forward_cuda(const Tensor& out, const Tensor& lse, const Tensor& q_in,
   dispatch_floating(out.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     DeviceGuard guard(dev);
-    Dims d{q.size(1), q.size(2), k.size(2), q.size(3), v.size(3), 0, 0};
-    d.rw = rows_per_warp(forward_shared, d.P, d.E, sizeof(T), dev.index, op);
-    d.tiles = (d.T + kWarps * d.rw - 1) / (kWarps * d.rw);
-    const size_t bytes = forward_shared(d.P, d.E, d.rw, sizeof(T));
-    allow_shared(sdpa_forward<T>, bytes);
-    sdpa_forward<T><<<grid_of(q.size(0) * d.H, d.tiles, op), kBlock, bytes, stream(dev)>>>(
+    Dims d{q.size(1), q.size(2), k.size(2), 1, q.size(3), v.size(3), 0, 0};
+    const Launch l = plan(sdpa_forward<T>, forward_shared, d, false, q.size(0) * d.H, sizeof(T), dev.index, op,
+                          head_sizes(d));
+    sdpa_forward<T><<<l.grid, kBlock, l.bytes, stream(dev)>>>(
         out.data<T>(), lse.data<T>(), q.data<T>(), k.data<T>(), v.data<T>(),
         pad.defined() ? pad.data<bool>() : nullptr, d, prm);
     KS_CUDA_LAUNCH_CHECK();
@@ -356,28 +256,22 @@ void sdpa_backward_cuda(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
     DeviceGuard guard(dev);
     const cudaStream_t s = stream(dev);
     const bool* padp = pad.defined() ? pad.data<bool>() : nullptr;
-    Dims d{q.size(1), q.size(2), k.size(2), q.size(3), v.size(3), 0, 0};
+    Dims d{q.size(1), q.size(2), k.size(2), 1, q.size(3), v.size(3), 0, 0};
     const int64_t rows = pairs * d.T;
-    sdpa_row_dot<T><<<grid_for(rows, kThreads, dev.index), kThreads, 0, s>>>(D.data<T>(), g.data<T>(),
-                                                                            out.data<T>(), rows, d.E);
+    row_dot<T><<<grid_for(rows, kThreads, dev.index), kThreads, 0, s>>>(D.data<T>(), g.data<T>(), out.data<T>(), rows,
+                                                                       d.E);
     KS_CUDA_LAUNCH_CHECK();
     if (d.S > 0) {
       Dims dkv = d;
-      dkv.rw = rows_per_warp(kv_shared, d.P, d.E, sizeof(T), dev.index, op);
-      dkv.tiles = (d.S + kBC - 1) / kBC;
-      const size_t bytes = kv_shared(d.P, d.E, dkv.rw, sizeof(T));
-      allow_shared(sdpa_backward_kv<T>, bytes);
-      sdpa_backward_kv<T><<<grid_of(pairs, dkv.tiles, op), kBlock, bytes, s>>>(
+      const Launch l = plan(sdpa_backward_kv<T>, kv_shared, dkv, true, pairs, sizeof(T), dev.index, op, head_sizes(d));
+      sdpa_backward_kv<T><<<l.grid, kBlock, l.bytes, s>>>(
           dk.data<T>(), dv.data<T>(), q.data<T>(), k.data<T>(), v.data<T>(), g.data<T>(), lse.data<T>(),
           D.data<T>(), padp, dkv, prm);
       KS_CUDA_LAUNCH_CHECK();
     }
     Dims dq_d = d;
-    dq_d.rw = rows_per_warp(q_shared, d.P, d.E, sizeof(T), dev.index, op);
-    dq_d.tiles = (d.T + kWarps * dq_d.rw - 1) / (kWarps * dq_d.rw);
-    const size_t bytes = q_shared(d.P, d.E, dq_d.rw, sizeof(T));
-    allow_shared(sdpa_backward_q<T>, bytes);
-    sdpa_backward_q<T><<<grid_of(pairs, dq_d.tiles, op), kBlock, bytes, s>>>(
+    const Launch l = plan(sdpa_backward_q<T>, q_shared, dq_d, false, pairs, sizeof(T), dev.index, op, head_sizes(d));
+    sdpa_backward_q<T><<<l.grid, kBlock, l.bytes, s>>>(
         dq.data<T>(), q.data<T>(), k.data<T>(), v.data<T>(), g.data<T>(), lse.data<T>(), D.data<T>(), padp, dq_d,
         prm);
     KS_CUDA_LAUNCH_CHECK();

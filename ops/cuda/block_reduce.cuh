@@ -102,7 +102,7 @@ __device__ inline int row_lane() {
 template <class F>
 __global__ void partial_sums_kernel(int64_t n, F f, double* partial) {
   double acc = 0;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i : grid_stride(n))
     acc += f(i);
   acc = row_sum<kThreads>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;

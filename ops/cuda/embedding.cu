@@ -31,7 +31,7 @@ namespace {
 // first_bad = the smallest position whose index is outside [0, V) (n if none).
 __global__ void check_indices_kernel(const int64_t* idx, int64_t n, int64_t V, unsigned long long* first_bad) {
   unsigned long long mine = (unsigned long long)n;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i : grid_stride(n))
     if ((idx[i] < 0 || idx[i] >= V) && (unsigned long long)i < mine) mine = (unsigned long long)i;
   if (mine < (unsigned long long)n) atomicMin(first_bad, mine);
 }
@@ -39,7 +39,7 @@ __global__ void check_indices_kernel(const int64_t* idx, int64_t n, int64_t V, u
 template <class T>
 __global__ void gather_rows(T* out, const T* w, const int64_t* idx, int64_t n, int64_t D, int64_t s0, int64_t s1) {
   const int64_t total = n * D;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e : grid_stride(total)) {
     const int64_t i = e / D, d = e - i * D;
     out[e] = w[idx[i] * s0 + d * s1];
   }
@@ -76,13 +76,13 @@ void embedding_cuda(const Tensor& out, const Tensor& weight, const Tensor& indic
 }
 
 __global__ void iota_kernel(int64_t* out, int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i : grid_stride(n))
     out[i] = i;
 }
 
 // begin[v], end[v]: the range of sorted positions whose index is v (both 0 if none).
 __global__ void segment_bounds(const int64_t* keys, int64_t n, int64_t* begin, int64_t* end) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i : grid_stride(n)) {
     if (i == 0 || keys[i] != keys[i - 1]) begin[keys[i]] = i;
     if (i == n - 1 || keys[i] != keys[i + 1]) end[keys[i]] = i + 1;
   }
@@ -93,7 +93,7 @@ __global__ void sum_segments(T* dw, const T* g, const int64_t* order, const int6
                              int64_t V, int64_t D, int64_t padding_idx) {
   using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
   const int64_t total = V * D;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e : grid_stride(total)) {
     const int64_t v = e / D, d = e - v * D;
     Acc acc = 0;
     if (v != padding_idx)
@@ -105,7 +105,7 @@ __global__ void sum_segments(T* dw, const T* g, const int64_t* order, const int6
 template <class T>
 __global__ void scatter_add_rows(T* dw, const T* g, const int64_t* idx, int64_t n, int64_t D, int64_t padding_idx) {
   const int64_t total = n * D;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e : grid_stride(total)) {
     const int64_t i = e / D, d = e - i * D;
     if (idx[i] != padding_idx) atomicAdd(&dw[idx[i] * D + d], g[e]);
   }

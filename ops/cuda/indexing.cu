@@ -24,7 +24,7 @@ namespace {
 // first_bad = the smallest position whose index is outside [0, size) (n if none).
 __global__ void first_bad_index(const int64_t* idx, int64_t n, int64_t size, unsigned long long* first_bad) {
   unsigned long long mine = (unsigned long long)n;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i : grid_stride(n))
     if ((idx[i] < 0 || idx[i] >= size) && (unsigned long long)i < mine) mine = (unsigned long long)i;
   if (mine < (unsigned long long)n) atomicMin(first_bad, mine);
 }
@@ -70,7 +70,7 @@ Shape only_along(size_t rank, int64_t dim, int64_t along) {
 template <class T>
 __global__ void index_select_kernel_(T* out, const T* x, const int64_t* index, int64_t n, int64_t x_step,
                                      DimGeometry<3> g) {
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e : grid_stride(n)) {
     int64_t off[3];
     g.offsets(e, off);
     out[off[0]] = x[off[1] + index[off[2]] * x_step];
@@ -81,8 +81,7 @@ __global__ void index_select_kernel_(T* out, const T* x, const int64_t* index, i
 template <class T>
 __global__ void index_add_kernel_(T* out, const T* src, const int64_t* index, int64_t columns, int64_t n,
                                   int64_t index_step, int64_t out_step, int64_t src_step, DimGeometry<2> g) {
-  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < columns;
-       c += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t c : grid_stride(columns)) {
     int64_t off[2];
     g.offsets(c, off);
     for (int64_t j = 0; j < n; ++j) out[off[0] + index[j * index_step] * out_step] += src[off[1] + j * src_step];
@@ -93,7 +92,7 @@ __global__ void index_add_kernel_(T* out, const T* src, const int64_t* index, in
 template <class T>
 __global__ void gather_kernel_(T* out, const T* x, const int64_t* index, int64_t n, int64_t x_step,
                                DimGeometry<3> g) {
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e : grid_stride(n)) {
     int64_t off[3];
     g.offsets(e, off);
     out[off[0]] = x[off[2] + index[off[1]] * x_step];
@@ -104,8 +103,7 @@ __global__ void gather_kernel_(T* out, const T* x, const int64_t* index, int64_t
 template <class T>
 __global__ void scatter_add_kernel_(T* out, const T* src, const int64_t* index, int64_t columns, int64_t n,
                                     int64_t out_step, int64_t index_step, int64_t src_step, DimGeometry<3> g) {
-  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < columns;
-       c += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t c : grid_stride(columns)) {
     int64_t off[3];
     g.offsets(c, off);
     for (int64_t j = 0; j < n; ++j) out[off[0] + index[off[1] + j * index_step] * out_step] += src[off[2] + j * src_step];

@@ -113,7 +113,7 @@ __global__ void param_partials(double* pw, double* pb, const T* g, const T* x, c
                                const double* rstd, int64_t M, int64_t N, int64_t rows_per_chunk) {
   const int64_t chunk = blockIdx.y;
   const int64_t r0 = chunk * rows_per_chunk, r1 = r0 + rows_per_chunk < M ? r0 + rows_per_chunk : M;
-  for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < N; j += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t j : grid_stride(N)) {
     double aw = 0, ab = 0;
     for (int64_t r = r0; r < r1; ++r) {
       const double gv = double(g[r * N + j]);
@@ -127,7 +127,7 @@ __global__ void param_partials(double* pw, double* pb, const T* g, const T* x, c
 
 template <class T>
 __global__ void sum_partials(T* out, const double* part, int64_t chunks, int64_t N) {
-  for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < N; j += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t j : grid_stride(N)) {
     double s = 0;
     for (int64_t c = 0; c < chunks; ++c) s += part[c * N + j];
     out[j] = T(s);

@@ -25,7 +25,7 @@ using namespace loss_formulas;
 __global__ void check_targets_kernel(const int64_t* t, int64_t P, int64_t C, int64_t ignore_index,
                                      unsigned long long* stats) {
   unsigned long long count = 0, first_bad = (unsigned long long)P;
-  for (int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; p < P; p += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t p : grid_stride(P)) {
     const int64_t v = t[p];
     if (v == ignore_index) continue;
     if (v >= 0 && v < C) ++count;
@@ -124,7 +124,7 @@ __global__ void class_loss_backward_kernel_impl(T* dx, const T* g, int64_t gs, c
                                                 const int64_t* t, int64_t P, int64_t C, int64_t ignore_index,
                                                 bool from_logits, CrossEntropyGrad<T> grad) {
   const int64_t n = P * C;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e : grid_stride(n)) {
     const int64_t p = e / C, c = e - p * C;
     const int64_t tp = t[p];
     if (tp == ignore_index) {

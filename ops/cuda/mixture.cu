@@ -152,7 +152,7 @@ template <class T>
 __global__ void backward_columns(T* ds, T* db, const T* g, const T* a, const T* dot, const T* scores, const T* bias,
                                  Geometry G, T scale, bool hard) {
   const int64_t S = G.S, M = G.M, MS = M * S, total = G.N * MS;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e : grid_stride(total)) {
     const int64_t n = e / MS, q = e - n * MS, r = q / S, j = q - r * S;
     const T* b = bias + n * MS;
     double acc = 0;

@@ -4,7 +4,8 @@
 // ops/mixture_attention_formulas.h). The (T, M, S) logits only ever exist one
 // (query tile, key tile) block at a time, in shared memory.
 //
-// Written for correctness first, on the layout of ops/cuda/attention.cu: a
+// Written for correctness first, on the tiles of ops/cuda/attention.cu
+// (shared through ops/cuda/attention_tiles.cuh): a
 // block is 4 warps; a query tile is 4·rw rows (rw rows per warp, 4, 2 or 1:
 // the most that fits shared memory); a key tile is 32 keys, one per lane.
 // Lane c of the warp owning row r computes the M logits of key c as dot
@@ -23,12 +24,10 @@
 // are made contiguous at entry (bias too: (B, h, M, S) is small); offsets are
 // int64. Not here: tensor-core tiles or any tuning (a later step).
 #include <algorithm>
-#include <climits>
 #include <cmath>
+#include <string>
 
-#include "core/copy.h"
-#include "core/cuda/loops.cuh"
-#include "ops/cuda/block_reduce.cuh"
+#include "ops/cuda/attention_tiles.cuh"
 #include "ops/mixture_attention.h"
 #include "ops/mixture_attention_formulas.h"
 
@@ -36,33 +35,9 @@ namespace ks::cuda {
 namespace {
 
 using namespace mixture_attention_formulas;
+using namespace attention_tiles;  // the tile geometry and its helpers
 
-constexpr int kWarps = 4;
-constexpr int kBlock = kWarps * kWarp;  // threads per block
-constexpr int kBC = kWarp;              // keys per tile: one per lane
-
-struct Dims {
-  int64_t H, T, S, M, P, E;
-  int64_t tiles;  // query tiles (forward, dQ) or key tiles (dK/dV) per (b, h)
-  int rw;         // query rows per warp
-};
-
-template <class T>
-__device__ inline T neg_inf() {
-  return -INFINITY;
-}
-
-// Whether query i sees key j (j < S assumed).
-__device__ inline bool sees(const SdpaParams& prm, const bool* pad_b, int64_t i, int64_t j) {
-  if (prm.causal && j > prm.causal_offset + i) return false;
-  return !(pad_b && pad_b[j]);
-}
-
-// Rows (n, w) to shared memory with row stride ld.
-template <class T>
-__device__ inline void load_rows(T* dst, int64_t ld, const T* src, int64_t n, int64_t w) {
-  for (int64_t x = threadIdx.x; x < n * w; x += kBlock) dst[(x / w) * ld + x % w] = src[x];
-}
+using Dims = TileDims;
 
 // The key tile's M components: K (M, 32, p + 1) and bias (M, 32) from k (pair, M, S, p), bias (pair, M, S).
 template <class T>
@@ -73,13 +48,6 @@ __device__ inline void load_keys(T* Ks, T* bs, const T* K, const T* bias, int64_
     load_rows(Ks + r * kBC * KP, KP, K + ((pair * d.M + r) * d.S + j0) * d.P, cols, d.P);
     for (int x = threadIdx.x; x < cols; x += kBlock) bs[r * kBC + x] = bias[(pair * d.M + r) * d.S + j0 + x];
   }
-}
-
-template <class T>
-__device__ inline T dot(const T* a, const T* b, int64_t n) {
-  T acc = 0;
-  for (int64_t x = 0; x < n; ++x) acc += a[x] * b[x];
-  return acc;
 }
 
 // Lane's key: its M logits into xs[r·32 + lane] (-inf if hidden); returns max_r x.
@@ -117,19 +85,13 @@ __global__ void __launch_bounds__(kBlock)
   T* Qs = reinterpret_cast<T*>(tot + kBlock * M);
   T *Ks = Qs + BR * P, *bs = Ks + M * kBC * (P + 1), *Vs = bs + M * kBC, *Ws = Vs + kBC * E, *Xs = Ws + BR * kBC,
     *Os = Xs + BR * M * kBC, *ms = Os + BR * E, *ls = ms + BR;
-  const int64_t pair = blockIdx.x / d.tiles, i0 = (blockIdx.x % d.tiles) * BR;
-  const int rows = int(min(int64_t(BR), d.T - i0));
-  const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp;
-  const bool* pad_b = pad ? pad + (pair / d.H) * d.S : nullptr;
+  const auto [pair, i0, rows, pad_b] = query_tile(d, pad);
+  const int tid = threadIdx.x, lane = tid % kWarp;
   const T scale = T(prm.scale);
 
   for (int64_t r = 0; r < M; ++r) tot[tid * M + r] = 0;
   load_rows(Qs, P, Q + (pair * d.T + i0) * P, rows, P);
-  for (int64_t x = tid; x < BR * E; x += kBlock) Os[x] = T(0);
-  for (int x = tid; x < BR; x += kBlock) {
-    ms[x] = neg_inf<T>();
-    ls[x] = T(0);
-  }
+  start_rows(Os, ms, ls, BR, E);
   const int64_t jend = key_end(prm, i0 + rows, d.S);
   for (int64_t j0 = 0; j0 < jend; j0 += kBC) {
     const int cols = int(min(int64_t(kBC), jend - j0));
@@ -137,9 +99,7 @@ __global__ void __launch_bounds__(kBlock)
     load_keys(Ks, bs, K, bias, pair, j0, cols, d);
     load_rows(Vs, E, V + (pair * d.S + j0) * E, cols, E);
     __syncthreads();
-    for (int rr = 0; rr < d.rw; ++rr) {
-      const int r = warp * d.rw + rr;
-      if (r >= rows) break;  // uniform across the warp
+    for (const int r : warp_rows(d.rw, rows)) {
       const int64_t i = i0 + r;
       T* xs = Xs + r * M * kBC;
       const bool visible = lane < cols && sees(prm, pad_b, i, j0 + lane);
@@ -171,18 +131,7 @@ __global__ void __launch_bounds__(kBlock)
       const T alpha = rescale(m_old, m_new);
       if (prm.dropout && visible) w *= drop_factor<T>(prm, weight_index(pair, d.T, d.S, i, j0 + lane));
       Ws[r * kBC + lane] = lane < cols ? w : T(0);
-      __syncwarp();
-      for (int64_t e = lane; e < E; e += kWarp) {
-        T acc = 0;
-        for (int c = 0; c < cols; ++c) acc += Ws[r * kBC + c] * Vs[c * E + e];
-        Os[r * E + e] = Os[r * E + e] * alpha + acc;
-      }
-      __syncwarp();  // every lane has read ms[r] and Ws's row
-      if (lane == 0) {
-        ms[r] = m_new;
-        ls[r] = ls[r] * alpha + sum;
-      }
-      __syncwarp();
+      online_update(Os + r * E, Ws + r * kBC, Vs, cols, E, alpha, m_new, sum, ms + r, ls + r);
     }
   }
   __syncthreads();
@@ -200,7 +149,7 @@ __global__ void __launch_bounds__(kBlock)
 // totals (pair, r) = Σ over the pair's query tiles, in order.
 template <class T>
 __global__ void mgk_totals(T* totals, const double* partial, int64_t pairs, int64_t tiles, int64_t M) {
-  for (int64_t x = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; x < pairs * M; x += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t x : grid_stride(pairs * M)) {
     const int64_t pair = x / M, r = x % M;
     double s = 0;
     for (int64_t t = 0; t < tiles; ++t) s += partial[(pair * tiles + t) * M + r];
@@ -209,13 +158,6 @@ __global__ void mgk_totals(T* totals, const double* partial, int64_t pairs, int6
 }
 
 // --- backward ---
-// D_i = dO_i · O_i, one thread per row.
-template <class T>
-__global__ void mgk_row_dot(T* D, const T* G, const T* O, int64_t rows, int64_t E) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < rows; i += int64_t(gridDim.x) * blockDim.x)
-    D[i] = dot(G + i * E, O + i * E, E);
-}
-
 // Row r (query i), lane's key j0 + lane: xs[c·32 + lane] ← dx_c = P_c·(f·dp − D), and
 // *w ← A·f; zeros where the key is hidden or absent.
 template <class T>
@@ -270,38 +212,29 @@ __global__ void __launch_bounds__(kBlock)
   T* Ks = reinterpret_cast<T*>(smem);
   T *bs = Ks + M * kBC * (P + 1), *Vs = bs + M * kBC, *dKs = Vs + kBC * VP, *dVs = dKs + M * kBC * P,
     *dbs = dVs + kBC * E, *Qs = dbs + M * kBC, *Gs = Qs + BR * P, *Ws = Gs + BR * E, *Xs = Ws + BR * kBC;
-  const int64_t pair = blockIdx.x / d.tiles, j0 = (blockIdx.x % d.tiles) * kBC;
-  const int cols = int(min(int64_t(kBC), d.S - j0));
-  const int tid = threadIdx.x, warp = tid / kWarp;
-  const bool* pad_b = pad ? pad + (pair / d.H) * d.S : nullptr;
+  const auto [pair, j0, cols, pad_b] = key_tile(d, pad);
+  const int tid = threadIdx.x;
   const T scale = T(prm.scale);
 
   load_keys(Ks, bs, K, bias, pair, j0, cols, d);
   load_rows(Vs, VP, V + (pair * d.S + j0) * E, cols, E);
-  for (int64_t x = tid; x < M * kBC * P; x += kBlock) dKs[x] = T(0);
-  for (int64_t x = tid; x < kBC * E; x += kBlock) dVs[x] = T(0);
-  for (int64_t x = tid; x < M * kBC; x += kBlock) dbs[x] = T(0);
+  fill(dKs, M * kBC * P, T(0));
+  fill(dVs, kBC * E, T(0));
+  fill(dbs, M * kBC, T(0));
   for (int64_t i0 = first_query(prm, j0, d.T) / BR * BR; i0 < d.T; i0 += BR) {
     const int rows = int(min(int64_t(BR), d.T - i0));
     __syncthreads();  // the previous query tile is no longer read
     load_rows(Qs, P, Q + (pair * d.T + i0) * P, rows, P);
     load_rows(Gs, E, G + (pair * d.T + i0) * E, rows, E);
     __syncthreads();
-    for (int rr = 0; rr < d.rw; ++rr) {
-      const int r = warp * d.rw + rr;
-      if (r >= rows) break;
+    for (const int r : warp_rows(d.rw, rows)) {
       const int64_t i = i0 + r;
       key_backward(Xs + r * M * kBC, Ws + r * kBC + tid % kWarp, Qs + r * P, Gs + r * E, Ks, bs, Vs, VP, cols, pair,
                    i, j0, L[pair * d.T + i], D[pair * d.T + i], pad_b, d, prm, hard);
     }
     __syncthreads();
     // dV_c += Σ_r W_rc dO_r;  dK_{m,c} += scale · Σ_r dx_{r,m,c} Q_r;  db_{m,c} += Σ_r dx_{r,m,c}  (r in order)
-    for (int64_t x = tid; x < cols * E; x += kBlock) {
-      const int64_t c = x / E, e = x % E;
-      T acc = 0;
-      for (int r = 0; r < rows; ++r) acc += Ws[r * kBC + c] * Gs[r * E + e];
-      dVs[x] += acc;
-    }
+    accumulate_dv(dVs, Ws, Gs, rows, cols, E);
     for (int64_t x = tid; x < M * cols * P; x += kBlock) {
       const int64_t m = x / (cols * P), c = (x / P) % cols, a = x % P;
       T acc = 0;
@@ -324,7 +257,7 @@ __global__ void __launch_bounds__(kBlock)
     const int64_t m = x / cols, c = x % cols;
     dB[(pair * M + m) * d.S + j0 + c] = dbs[m * kBC + c];
   }
-  for (int64_t x = tid; x < cols * E; x += kBlock) dV[(pair * d.S + j0) * E + x] = dVs[x];
+  store(dV + (pair * d.S + j0) * E, dVs, cols * E);
 }
 
 // Shared: Q (BR, p) | dO (BR, e) | dQ (BR, p) | K (M, 32, p + 1) | bias (M, 32) | V (32, e + 1) | dX (BR, M, 32)
@@ -343,15 +276,13 @@ __global__ void __launch_bounds__(kBlock)
   T* Qs = reinterpret_cast<T*>(smem);
   T *Gs = Qs + BR * P, *dQs = Gs + BR * E, *Ks = dQs + BR * P, *bs = Ks + M * kBC * KP, *Vs = bs + M * kBC,
     *Xs = Vs + kBC * VP;
-  const int64_t pair = blockIdx.x / d.tiles, i0 = (blockIdx.x % d.tiles) * BR;
-  const int rows = int(min(int64_t(BR), d.T - i0));
-  const int tid = threadIdx.x, warp = tid / kWarp;
-  const bool* pad_b = pad ? pad + (pair / d.H) * d.S : nullptr;
+  const auto [pair, i0, rows, pad_b] = query_tile(d, pad);
+  const int tid = threadIdx.x;
   const T scale = T(prm.scale);
 
   load_rows(Qs, P, Q + (pair * d.T + i0) * P, rows, P);
   load_rows(Gs, E, G + (pair * d.T + i0) * E, rows, E);
-  for (int64_t x = tid; x < BR * P; x += kBlock) dQs[x] = T(0);
+  fill(dQs, BR * P, T(0));
   const int64_t jend = key_end(prm, i0 + rows, d.S);
   for (int64_t j0 = 0; j0 < jend; j0 += kBC) {
     const int cols = int(min(int64_t(kBC), jend - j0));
@@ -359,9 +290,7 @@ __global__ void __launch_bounds__(kBlock)
     load_keys(Ks, bs, K, bias, pair, j0, cols, d);
     load_rows(Vs, VP, V + (pair * d.S + j0) * E, cols, E);
     __syncthreads();
-    for (int rr = 0; rr < d.rw; ++rr) {
-      const int r = warp * d.rw + rr;
-      if (r >= rows) break;
+    for (const int r : warp_rows(d.rw, rows)) {
       const int64_t i = i0 + r;
       key_backward<T>(Xs + r * M * kBC, nullptr, Qs + r * P, Gs + r * E, Ks, bs, Vs, VP, cols, pair, i, j0,
                       L[pair * d.T + i], D[pair * d.T + i], pad_b, d, prm, hard);
@@ -377,38 +306,14 @@ __global__ void __launch_bounds__(kBlock)
     }
   }
   __syncthreads();
-  for (int64_t x = tid; x < rows * P; x += kBlock) dQ[(pair * d.T + i0) * P + x] = dQs[x];
+  store(dQ + (pair * d.T + i0) * P, dQs, rows * P);
 }
 
 // --- launches ---
-int shared_optin(int device) {
-  int v = 0;
-  KS_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return v;
+std::string head_sizes(const Dims& d) {
+  return "M = " + std::to_string(d.M) + " keys of head size p = " + std::to_string(d.P) + " and e = " +
+         std::to_string(d.E);
 }
-
-// The most rows per warp (4, 2, 1) whose shared memory fits the device.
-template <class SharedFn>
-int rows_per_warp(SharedFn shared, const Dims& d, size_t bytes, int device, const char* op) {
-  const size_t limit = size_t(shared_optin(device));
-  for (int rw : {4, 2, 1})
-    if (shared(d, rw, bytes) <= limit) return rw;
-  KS_CHECK(false, op, ": M = ", d.M, " keys of head size p = ", d.P, " and e = ", d.E, " need ", shared(d, 1, bytes),
-           " bytes of shared memory per block, the device allows ", limit);
-  return 0;
-}
-
-template <class Kernel>
-void allow_shared(Kernel kernel, size_t bytes) {
-  KS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-}
-
-unsigned grid_of(int64_t pairs, int64_t tiles, const char* op) {
-  KS_CHECK(pairs * tiles <= int64_t(INT_MAX), op, ": ", pairs * tiles, " blocks exceed the grid limit");
-  return unsigned(pairs * tiles);
-}
-
-Tensor contiguous_or_undefined(const Tensor& t) { return t.defined() ? contiguous_raw(t) : Tensor(); }
 
 Dims dims_of(const Tensor& q, const Tensor& k, const Tensor& v) {
   return Dims{q.size(1), q.size(2), k.size(3), k.size(2), q.size(3), v.size(3), 0, 0};
@@ -427,12 +332,9 @@ void mixture_attention_forward_cuda(const Tensor& out, const Tensor& lse, const 
     DeviceGuard guard(dev);
     const cudaStream_t s = stream(dev);
     Dims d = dims_of(q, k, v);
-    d.rw = rows_per_warp(forward_shared, d, sizeof(T), dev.index, op);
-    d.tiles = (d.T + kWarps * d.rw - 1) / (kWarps * d.rw);
-    const size_t bytes = forward_shared(d, d.rw, sizeof(T));
+    const Launch l = plan(mgk_forward<T>, forward_shared, d, false, pairs, sizeof(T), dev.index, op, head_sizes(d));
     Tensor partial = totals.defined() ? Tensor::empty({pairs * d.tiles * d.M}, kFloat64, dev) : Tensor();
-    allow_shared(mgk_forward<T>, bytes);
-    mgk_forward<T><<<grid_of(pairs, d.tiles, op), kBlock, bytes, s>>>(
+    mgk_forward<T><<<l.grid, kBlock, l.bytes, s>>>(
         out.data<T>(), lse.data<T>(), partial.defined() ? partial.data<double>() : nullptr, q.data<T>(), k.data<T>(),
         bias.data<T>(), v.data<T>(), pad.defined() ? pad.data<bool>() : nullptr, d, prm, hard);
     KS_CUDA_LAUNCH_CHECK();
@@ -462,26 +364,20 @@ void mixture_attention_backward_cuda(const Tensor& dq, const Tensor& dk, const T
     const bool* padp = pad.defined() ? pad.data<bool>() : nullptr;
     Dims d = dims_of(q, k, v);
     const int64_t rows = pairs * d.T;
-    mgk_row_dot<T><<<grid_for(rows, kThreads, dev.index), kThreads, 0, s>>>(D.data<T>(), g.data<T>(), out.data<T>(),
-                                                                           rows, d.E);
+    row_dot<T><<<grid_for(rows, kThreads, dev.index), kThreads, 0, s>>>(D.data<T>(), g.data<T>(), out.data<T>(), rows,
+                                                                       d.E);
     KS_CUDA_LAUNCH_CHECK();
     if (d.S > 0) {
       Dims dkv = d;
-      dkv.rw = rows_per_warp(kv_shared, d, sizeof(T), dev.index, op);
-      dkv.tiles = (d.S + kBC - 1) / kBC;
-      const size_t bytes = kv_shared(dkv, dkv.rw, sizeof(T));
-      allow_shared(mgk_backward_kv<T>, bytes);
-      mgk_backward_kv<T><<<grid_of(pairs, dkv.tiles, op), kBlock, bytes, s>>>(
+      const Launch l = plan(mgk_backward_kv<T>, kv_shared, dkv, true, pairs, sizeof(T), dev.index, op, head_sizes(d));
+      mgk_backward_kv<T><<<l.grid, kBlock, l.bytes, s>>>(
           dk.data<T>(), dbias.data<T>(), dv.data<T>(), q.data<T>(), k.data<T>(), bias.data<T>(), v.data<T>(),
           g.data<T>(), lse.data<T>(), D.data<T>(), padp, dkv, prm, hard);
       KS_CUDA_LAUNCH_CHECK();
     }
     Dims dq_d = d;
-    dq_d.rw = rows_per_warp(q_shared, d, sizeof(T), dev.index, op);
-    dq_d.tiles = (d.T + kWarps * dq_d.rw - 1) / (kWarps * dq_d.rw);
-    const size_t bytes = q_shared(dq_d, dq_d.rw, sizeof(T));
-    allow_shared(mgk_backward_q<T>, bytes);
-    mgk_backward_q<T><<<grid_of(pairs, dq_d.tiles, op), kBlock, bytes, s>>>(
+    const Launch l = plan(mgk_backward_q<T>, q_shared, dq_d, false, pairs, sizeof(T), dev.index, op, head_sizes(d));
+    mgk_backward_q<T><<<l.grid, kBlock, l.bytes, s>>>(
         dq.data<T>(), q.data<T>(), k.data<T>(), bias.data<T>(), v.data<T>(), g.data<T>(), lse.data<T>(), D.data<T>(),
         padp, dq_d, prm, hard);
     KS_CUDA_LAUNCH_CHECK();

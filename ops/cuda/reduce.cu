@@ -100,7 +100,7 @@ __global__ void reduce_block_kernel(const T* x, int64_t M, int64_t N, IndexMap k
 template <class T, class R>
 __global__ void reduce_thread_kernel(const T* x, int64_t M, int64_t N, IndexMap kept, IndexMap red, R r) {
   using Acc = typename R::Acc;
-  for (int64_t m = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; m < M; m += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t m : grid_stride(M)) {
     const T* base = x + kept.offset(m);
     Acc a = r.init(m);
     // Walk the reduced dims like an odometer: no division per element.

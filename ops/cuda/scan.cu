@@ -22,7 +22,7 @@ template <class T>
 __global__ void cumsum_lines(T* out, const T* x, int64_t lines, int64_t n, int64_t out_step, int64_t x_step,
                              bool reverse, DimGeometry<2> g) {
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < lines; c += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t c : grid_stride(lines)) {
     int64_t off[2];
     g.offsets(c, off);
     Acc acc = 0;

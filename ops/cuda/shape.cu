@@ -15,7 +15,7 @@ namespace {
 // Operands: out, x, row coordinate, column coordinate.
 template <class T>
 __global__ void triangle_elements(T* out, const T* x, int64_t n, int64_t diagonal, bool upper, DimGeometry<4> g) {
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e : grid_stride(n)) {
     int64_t off[4];
     g.offsets(e, off);
     const int64_t d = off[3] - off[2];

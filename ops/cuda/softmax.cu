@@ -39,7 +39,7 @@ __global__ void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
 template <class T, bool Log>
 __global__ void forward_columns(T* y, const T* x, Geometry G) {
   const int64_t cols = G.outer * G.inner;
-  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t c : grid_stride(cols)) {
     const int64_t o = c / G.inner, j = c - o * G.inner;
     const T* xc = x + o * G.n * G.inner + j;
     T* yc = y + o * G.n * G.inner + j;
@@ -83,7 +83,7 @@ __global__ void backward_rows(T* dx, const T* g, const T* y, int64_t rows, int64
 template <class T, bool Log>
 __global__ void backward_columns(T* dx, const T* g, const T* y, Geometry G) {
   const int64_t cols = G.outer * G.inner;
-  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t c : grid_stride(cols)) {
     const int64_t o = c / G.inner, j = c - o * G.inner;
     const int64_t base = o * G.n * G.inner + j;
     double acc = 0;
