@@ -1,6 +1,7 @@
 // tests/cuda/cuda_testing.h — helpers of the CUDA suite: the skip decorator,
 // twin tensors (one on the CPU, one on the GPU, same values and the same
-// layout) and the CPU-vs-CUDA comparison with per-dtype tolerances.
+// layout), the CPU-vs-CUDA comparison with per-dtype tolerances, and the
+// gradient comparisons and gradcheck wrapper the op files share.
 //
 // Every case that needs a GPU is declared
 //   TEST_CASE("cuda: ..." * needs_gpu())
@@ -10,6 +11,10 @@
 // and in builds without CUDA. The cases compare each CUDA kernel with the CPU
 // kernel of the same op, which the ops/ suites test against plain loops.
 #pragma once
+
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "support/testing.h"
 
@@ -82,6 +87,64 @@ inline Twin int_twin(const Shape& shape, uint64_t seed, int64_t low, int64_t hig
   Generator g(seed);
   Tensor c = randint(low, high, shape, {.dtype = dtype}, &g);
   return {c, on_gpu(c)};
+}
+
+// f applied to GPU copies of x (differentiably; undefined entries stay
+// undefined), the result brought back to the CPU: a gradcheck of this checks
+// the GPU forward and backward kernels.
+inline Tensor through_gpu(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& x) {
+  std::vector<Tensor> g;
+  for (const Tensor& t : x) g.push_back(t.defined() ? to(t, gpu()) : t);
+  return to(f(g), Device::cpu());
+}
+
+// The leaves of a twin: a detached copy that requires grad, on each side.
+struct Leaves {
+  Tensor cpu, gpu;
+};
+inline Leaves leaves(const Twin& t) {
+  return {detach(t.cpu).set_requires_grad(true), detach(t.gpu).set_requires_grad(true)};
+}
+
+// Backward of sum(y * w) on both sides, for one random w of `seed`.
+inline void backward_both(const Tensor& yc, const Tensor& yg, uint64_t seed) {
+  Generator gen(seed);
+  Tensor w = rand(yc.sizes(), {.dtype = yc.dtype()}, &gen);
+  backward(sum(mul(yc, w)));
+  backward(sum(mul(yg, on_gpu(w))));
+}
+
+// Output and gradient wrt x of sum(f(x) * w), CPU twin vs GPU twin, within r.
+inline void check_grad(const std::function<Tensor(const Tensor&)>& f, const Twin& x, double r) {
+  const Leaves l = leaves(x);
+  Tensor yc = f(l.cpu), yg = f(l.gpu);
+  check_matches(yg, yc, r, r);
+  Tensor w = rand(yc.sizes(), {.dtype = yc.dtype()});
+  backward(sum(mul(yc, w)));
+  backward(sum(mul(yg, on_gpu(w))));
+  check_matches(l.gpu.grad(), l.cpu.grad(), r, r);
+}
+
+// The same for f(x, w, b) (a layer with weight and bias): the output and the
+// three gradients of y · g for one random g.
+inline void check_layer_grads(const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& f,
+                              const Twin& x, const Twin& w, const Twin& b, double r) {
+  const Leaves lx = leaves(x), lw = leaves(w), lb = leaves(b);
+  Tensor yc = f(lx.cpu, lw.cpu, lb.cpu), yg = f(lx.gpu, lw.gpu, lb.gpu);
+  check_matches(yg, yc, r, r);
+  Tensor gc = rand(yc.sizes(), {.dtype = yc.dtype()});
+  backward(yc, gc);
+  backward(yg, on_gpu(gc));
+  check_matches(lx.gpu.grad(), lx.cpu.grad(), r, r);
+  check_matches(lw.gpu.grad(), lw.cpu.grad(), r, r);
+  check_matches(lb.gpu.grad(), lb.cpu.grad(), r, r);
+}
+
+// (B, S) key padding hiding the given (b, j) keys, on the CPU.
+inline Tensor padding(int64_t B, int64_t S, const std::vector<std::pair<int64_t, int64_t>>& hide) {
+  Tensor p = zeros({B, S}, {.dtype = kBool});
+  for (auto [b, j] : hide) p.data<bool>()[b * S + j] = true;
+  return p;
 }
 
 }  // namespace ks::testing

@@ -13,31 +13,6 @@
 using namespace ks;
 using namespace ks::testing;
 
-namespace {
-
-Tensor through_gpu(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& x) {
-  std::vector<Tensor> g;
-  for (const Tensor& t : x) g.push_back(to(t, gpu()));
-  return to(f(g), Device::cpu());
-}
-
-// Leaves of a twin, on each side.
-struct Leaves {
-  Tensor cpu, gpu;
-};
-Leaves leaves(const Twin& t) {
-  return {detach(t.cpu).set_requires_grad(true), detach(t.gpu).set_requires_grad(true)};
-}
-
-// Backward of sum(y * w) on both sides, for one random w.
-void backward_both(const Tensor& yc, const Tensor& yg, uint64_t seed) {
-  Generator gen(seed);
-  Tensor w = rand(yc.sizes(), {.dtype = yc.dtype()}, &gen);
-  backward(sum(mul(yc, w)));
-  backward(sum(mul(yg, on_gpu(w))));
-}
-
-}  // namespace
 
 TEST_CASE("cuda: mixture_softmax forward and backward match the CPU" * needs_gpu()) {
   // (B, h, T, M, S): short rows (a warp each) and long rows (a block each).

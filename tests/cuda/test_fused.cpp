@@ -10,22 +10,6 @@ using namespace ks::testing;
 
 namespace {
 
-// Output and gradient wrt x of sum(f(x) * w), CPU twin vs GPU twin.
-void check_fn(const std::function<Tensor(const Tensor&)>& f, const Twin& x, double r) {
-  Tensor xc = detach(x.cpu).set_requires_grad(true), xg = detach(x.gpu).set_requires_grad(true);
-  Tensor yc = f(xc), yg = f(xg);
-  check_matches(yg, yc, r, r);
-  Tensor w = rand(yc.sizes(), {.dtype = yc.dtype()});
-  backward(sum(mul(yc, w)));
-  backward(sum(mul(yg, on_gpu(w))));
-  check_matches(xg.grad(), xc.grad(), r, r);
-}
-
-Tensor gpu_cpu(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& x) {
-  std::vector<Tensor> g;
-  for (const Tensor& t : x) g.push_back(t.defined() ? to(t, Device::cuda(0)) : t);
-  return to(f(g), Device::cpu());
-}
 
 }  // namespace
 
@@ -40,8 +24,8 @@ TEST_CASE("cuda: softmax and log_softmax match the CPU" * needs_gpu()) {
         Twin x = twin(shape, 100, l, d, -4, 4);
         for (int64_t dim : {int64_t(-1), int64_t(shape.size() == 3 ? 1 : 0)}) {
           CAPTURE(dim);
-          check_fn([dim](const Tensor& t) { return softmax(t, dim); }, x, r);
-          check_fn([dim](const Tensor& t) { return log_softmax(t, dim); }, x, r);
+          check_grad([dim](const Tensor& t) { return softmax(t, dim); }, x, r);
+          check_grad([dim](const Tensor& t) { return log_softmax(t, dim); }, x, r);
         }
       }
     }
@@ -59,7 +43,7 @@ TEST_CASE("cuda: softmax and log_softmax match the CPU" * needs_gpu()) {
   check_matches(dg, dc, 1e-6, 1e-6);
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
-    CHECK_GRADCHECK([](const std::vector<Tensor>& t) { return gpu_cpu([](const std::vector<Tensor>& u) {
+    CHECK_GRADCHECK([](const std::vector<Tensor>& t) { return through_gpu([](const std::vector<Tensor>& u) {
                       return softmax(u[0], 1); }, t); },
                     {leaf64({3, 4, 2}, 101, l)});
   }
@@ -74,22 +58,13 @@ TEST_CASE("cuda: layer_norm forward and backward match the CPU" * needs_gpu()) {
       const Shape ns{shape.back()};
       Twin x = twin(shape, 110, Layout::Permuted, d, 5, 7), w = twin(ns, 111, Layout::Contiguous, d),
            b = twin(ns, 112, Layout::Sliced, d);
-      Tensor xc = detach(x.cpu).set_requires_grad(true), xg = detach(x.gpu).set_requires_grad(true);
-      Tensor wc = detach(w.cpu).set_requires_grad(true), wg = detach(w.gpu).set_requires_grad(true);
-      Tensor bc = detach(b.cpu).set_requires_grad(true), bg = detach(b.gpu).set_requires_grad(true);
-      Tensor yc = layer_norm(xc, ns, wc, bc), yg = layer_norm(xg, ns, wg, bg);
-      check_matches(yg, yc, r, r);
-      Tensor gc = rand(yc.sizes(), {.dtype = d});
-      backward(yc, gc);
-      backward(yg, on_gpu(gc));
-      check_matches(xg.grad(), xc.grad(), r, r);
-      check_matches(wg.grad(), wc.grad(), r, r);
-      check_matches(bg.grad(), bc.grad(), r, r);
+      check_layer_grads([&ns](const Tensor& t, const Tensor& wt, const Tensor& bt) { return layer_norm(t, ns, wt, bt); },
+                        x, w, b, r);
       // Without affine parameters, and dbias alone.
-      check_fn([&ns](const Tensor& t) { return layer_norm(t, ns); }, x, r);
+      check_grad([&ns](const Tensor& t) { return layer_norm(t, ns); }, x, r);
     }
   }
-  CHECK_GRADCHECK([](const std::vector<Tensor>& t) { return gpu_cpu([](const std::vector<Tensor>& u) {
+  CHECK_GRADCHECK([](const std::vector<Tensor>& t) { return through_gpu([](const std::vector<Tensor>& u) {
                     return layer_norm(u[0], {4}, u[1], u[2]); }, t); },
                   {leaf64({3, 4}, 113, Layout::Permuted), leaf64({4}, 114), leaf64({4}, 115)});
 }
@@ -108,25 +83,25 @@ TEST_CASE("cuda: cross_entropy, nll_loss and mse_loss match the CPU" * needs_gpu
         CAPTURE(eps);
         CAPTURE(int(red));
         const CrossEntropyOptions o{.label_smoothing = eps, .reduction = red};
-        check_fn([&](const Tensor& x) { return cross_entropy(x, x.device().is_cpu() ? tc : tg, o); }, logits, r);
+        check_grad([&](const Tensor& x) { return cross_entropy(x, x.device().is_cpu() ? tc : tg, o); }, logits, r);
       }
     }
-    check_fn([&](const Tensor& x) { return nll_loss(log_softmax(x, 1), x.device().is_cpu() ? tc : tg); }, logits, r);
+    check_grad([&](const Tensor& x) { return nll_loss(log_softmax(x, 1), x.device().is_cpu() ? tc : tg); }, logits, r);
     // (N, C, d) with a long class dim (one block per row).
     Twin wide = twin({2, 1500, 3}, 121, Layout::Contiguous, d, -3, 3);
     Tensor t3 = randint(0, 1500, {2, 3}, {.dtype = kInt64});
-    check_fn([&](const Tensor& x) { return cross_entropy(x, x.device().is_cpu() ? t3 : on_gpu(t3)); }, wide, r);
+    check_grad([&](const Tensor& x) { return cross_entropy(x, x.device().is_cpu() ? t3 : on_gpu(t3)); }, wide, r);
     Twin other = twin({5, 6}, 122, Layout::Sliced, d);
-    check_fn([&](const Tensor& x) { return mse_loss(x, x.device().is_cpu() ? other.cpu : other.gpu); },
+    check_grad([&](const Tensor& x) { return mse_loss(x, x.device().is_cpu() ? other.cpu : other.gpu); },
              twin({5, 6}, 123, Layout::Contiguous, d), r);
-    check_fn([&](const Tensor& x) { return mse_loss(x, x.device().is_cpu() ? other.cpu : other.gpu, Reduction::None); },
+    check_grad([&](const Tensor& x) { return mse_loss(x, x.device().is_cpu() ? other.cpu : other.gpu, Reduction::None); },
              twin({5, 6}, 124, Layout::Permuted, d), r);
   }
   // Every target ignored: Mean gives 0.
   Twin l = twin({3, 4}, 125);
   Tensor all_ignored = full({3}, -100, {.dtype = kInt64});
   check_matches(cross_entropy(l.gpu, on_gpu(all_ignored)), cross_entropy(l.cpu, all_ignored), 0, 0);
-  CHECK_GRADCHECK([](const std::vector<Tensor>& t) { return gpu_cpu([](const std::vector<Tensor>& u) {
+  CHECK_GRADCHECK([](const std::vector<Tensor>& t) { return through_gpu([](const std::vector<Tensor>& u) {
                     return cross_entropy(u[0], tensor({2, 0, -100, 1}, {4}, {.dtype = kInt64, .device = Device::cuda(0)}),
                                          {.label_smoothing = 0.2}); }, t); },
                   {leaf64({4, 3}, 126, Layout::Sliced)});

@@ -12,25 +12,6 @@ using namespace ks::testing;
 
 namespace {
 
-// f applied to GPU copies of x (differentiably), the result brought back: a
-// gradcheck of this checks the GPU forward and backward kernels.
-Tensor through_gpu(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& x) {
-  std::vector<Tensor> g;
-  for (const Tensor& t : x) g.push_back(to(t, gpu()));
-  return to(f(g), Device::cpu());
-}
-
-// The gradient of sum(f(x) * w) wrt x, on the CPU twin and on the GPU twin.
-void check_grad(const std::function<Tensor(const Tensor&)>& f, const Twin& x, double r) {
-  Tensor xc = detach(x.cpu).set_requires_grad(true), xg = detach(x.gpu).set_requires_grad(true);
-  Tensor yc = f(xc), yg = f(xg);
-  check_matches(yg, yc, r, r);
-  Tensor w = rand(yc.sizes(), {.dtype = yc.dtype()});
-  backward(sum(mul(yc, w)));
-  backward(sum(mul(yg, on_gpu(w))));
-  check_matches(xg.grad(), xc.grad(), r, r);
-}
-
 // The error text of f() (empty if it does not throw).
 std::string error_of(const std::function<void()>& f) {
   try {

@@ -169,17 +169,8 @@ TEST_CASE("cuda: linear and the matmul backward match the CPU" * needs_gpu()) {
     CAPTURE(d);
     Twin x = twin({4, 5, 16}, 90, Layout::Contiguous, d), w = twin({12, 16}, 91, Layout::Contiguous, d),
          b = twin({12}, 92, Layout::Contiguous, d);
-    Tensor xc = detach(x.cpu).set_requires_grad(true), xg = detach(x.gpu).set_requires_grad(true);
-    Tensor wc = detach(w.cpu).set_requires_grad(true), wg = detach(w.gpu).set_requires_grad(true);
-    Tensor bc = detach(b.cpu).set_requires_grad(true), bg = detach(b.gpu).set_requires_grad(true);
-    Tensor yc = linear(xc, wc, bc), yg = linear(xg, wg, bg);
-    check_matches(yg, yc, r, r);
-    Tensor gc = rand(yc.sizes(), {.dtype = d});
-    backward(yc, gc);
-    backward(yg, on_gpu(gc));
-    check_matches(xg.grad(), xc.grad(), r, r);
-    check_matches(wg.grad(), wc.grad(), r, r);
-    check_matches(bg.grad(), bc.grad(), r, r);
+    check_layer_grads([](const Tensor& t, const Tensor& wt, const Tensor& bt) { return linear(t, wt, bt); }, x, w, b,
+                      r);
   }
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));

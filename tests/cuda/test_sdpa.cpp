@@ -15,18 +15,6 @@ using namespace ks::testing;
 
 namespace {
 
-struct Leaves {
-  Tensor cpu, gpu;
-};
-Leaves leaves(const Twin& t) { return {detach(t.cpu).set_requires_grad(true), detach(t.gpu).set_requires_grad(true)}; }
-
-// (B, S) padding hiding the given (b, j) keys, on the CPU.
-Tensor padding(int64_t B, int64_t S, const std::vector<std::pair<int64_t, int64_t>>& hide) {
-  Tensor p = zeros({B, S}, {.dtype = kBool});
-  for (auto [b, j] : hide) p.data<bool>()[b * S + j] = true;
-  return p;
-}
-
 struct Shapes {
   int64_t B, H, T, S, P, E;
 };
