@@ -25,6 +25,8 @@
 // (CUDA kernels follow their compile flags).
 #pragma once
 
+#include "core/scoped_setting.h"
+
 namespace ks {
 
 bool flush_denormals();
@@ -34,15 +36,6 @@ void set_flush_denormals(bool on);
 void apply_denormal_mode();
 
 // Sets the mode for a scope and restores the previous one after.
-class DenormalModeGuard {
- public:
-  explicit DenormalModeGuard(bool flush) : previous_(flush_denormals()) { set_flush_denormals(flush); }
-  ~DenormalModeGuard() { set_flush_denormals(previous_); }
-  DenormalModeGuard(const DenormalModeGuard&) = delete;
-  DenormalModeGuard& operator=(const DenormalModeGuard&) = delete;
-
- private:
-  bool previous_;
-};
+using DenormalModeGuard = ScopedSetting<bool, flush_denormals, set_flush_denormals>;
 
 }  // namespace ks

@@ -20,6 +20,8 @@
 
 #include <string>
 
+#include "core/scoped_setting.h"
+
 namespace ks {
 
 enum class MatmulPrecision { Float32, TF32, BFloat16 };
@@ -31,15 +33,6 @@ const char* matmul_precision_name(MatmulPrecision p);
 MatmulPrecision parse_matmul_precision(const std::string& name, const std::string& what);
 
 // Sets the precision for a scope (a bench, a test); the previous one comes back after.
-class MatmulPrecisionScope {
- public:
-  explicit MatmulPrecisionScope(MatmulPrecision p) : previous_(matmul_precision()) { set_matmul_precision(p); }
-  ~MatmulPrecisionScope() { set_matmul_precision(previous_); }
-  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
-  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
-
- private:
-  MatmulPrecision previous_;
-};
+using MatmulPrecisionScope = ScopedSetting<MatmulPrecision, matmul_precision, set_matmul_precision>;
 
 }  // namespace ks
