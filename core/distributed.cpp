@@ -1,6 +1,6 @@
 // core/distributed.cpp — the launch environment, the single-process group,
 // and world(), which picks the backend. The MPI and NCCL backends are in
-// core/mpi/ and are linked only when the build has them.
+// core/mpi/ and core/nccl/ and are linked only when the build has them.
 #include "core/distributed.h"
 
 #include <cerrno>
@@ -16,6 +16,9 @@
 
 #if KS_WITH_MPI
 #include "core/mpi/mpi_group.h"
+#endif
+#if KS_WITH_NCCL
+#include "core/nccl/nccl_group.h"
 #endif
 
 namespace ks::dist {
@@ -59,6 +62,9 @@ class SingleGroup final : public ProcessGroup {
   }
   void barrier() override {}
   void broadcast_bytes(std::string&, int root) override {
+    KS_CHECK(root == 0, "broadcast: root ", root, " is not a rank of a group of 1");
+  }
+  void broadcast_host(void*, size_t, int root) override {
     KS_CHECK(root == 0, "broadcast: root ", root, " is not a rank of a group of 1");
   }
   std::vector<std::string> all_gather_bytes(const std::string& bytes) override { return {bytes}; }

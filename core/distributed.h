@@ -27,8 +27,10 @@
 // (nn/zero.h), and the trainer's use of them (tools/trainer.h).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -89,11 +91,25 @@ class ProcessGroup {
   virtual void barrier() = 0;
   // Host bytes: root's `bytes` to every rank (configs, checkpoints, tokenizers).
   virtual void broadcast_bytes(std::string& bytes, int root) = 0;
+  // Root's plain value (a bool, an int64_t, a double, a struct of them) to
+  // every rank: `value` is returned on root and overwritten elsewhere.
+  //   resume = group.broadcast_value(resume, 0);   // rank 0 looked at the folder
+  // Every rank's build must lay T out alike (one binary on every rank does).
+  template <class T>
+  T broadcast_value(T value, int root) {
+    static_assert(std::is_trivially_copyable_v<T>, "broadcast_value: T must be trivially copyable");
+    broadcast_host(&value, sizeof(T), root);
+    return value;
+  }
   // Every rank's `bytes`, in rank order, on every rank.
   virtual std::vector<std::string> all_gather_bytes(const std::string& bytes) = 0;
   // Ends every process of the job (MPI_Abort): for an error on one rank
   // after which the others would wait forever.
   [[noreturn]] virtual void abort(int code) = 0;
+
+  // What broadcast_value sends: `size` bytes at `data`, root's to every rank
+  // (the same size on every rank; host memory, whatever the group's device).
+  virtual void broadcast_host(void* data, std::size_t size, int root) = 0;
 
   double timeout_s() const { return timeout_s_; }
   void set_timeout(double seconds);

@@ -97,9 +97,7 @@ NamedTensors ZeroOptimizer::full_state_dict() const {
       const Tensor& p = groups[g].params[i];
       const std::string prefix = str(g, ".", i, ".");
       // Whether the owner has state yet (a parameter that never had a gradient has none).
-      std::string has = have.count(prefix + slots[0]) ? "1" : "0";
-      group_.broadcast_bytes(has, o);
-      if (has != "1") continue;
+      if (!group_.broadcast_value(have.count(prefix + slots[0]) > 0, o)) continue;
       for (const std::string& s : slots) {
         Tensor t = o == group_.rank() ? contiguous_raw(have.at(prefix + s)) : Tensor::empty(p.sizes(), p.dtype(), p.device());
         group_.broadcast(t, o);

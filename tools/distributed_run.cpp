@@ -32,14 +32,13 @@ void check_same_config_on_every_rank(dist::ProcessGroup& group, const json& conf
 
 std::optional<std::string> file_from_rank0(dist::ProcessGroup& group, const std::filesystem::path& path,
                                            uint64_t max_bytes) {
-  const bool have = group.rank() == 0 && std::filesystem::exists(path);
-  std::string flag(1, have ? '1' : '0');
+  bool have = group.rank() == 0 && std::filesystem::exists(path);
   std::string bytes = have ? nn::read_regular_file(path.string(), max_bytes, "rank 0") : "";
   if (group.size() > 1) {
-    group.broadcast_bytes(flag, 0);
+    have = group.broadcast_value(have, 0);
     group.broadcast_bytes(bytes, 0);
   }
-  if (flag != "1") return std::nullopt;
+  if (!have) return std::nullopt;
   return bytes;
 }
 

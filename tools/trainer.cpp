@@ -141,11 +141,7 @@ void Trainer::build(bool resume) {
   for (const std::string& w : config_.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   }
   const int ranks = host_->size(), rank = host_->rank();
-  if (distributed()) {
-    std::string flag = resume ? "1" : "0";  // rank 0 has looked at the folder
-    host_->broadcast_bytes(flag, 0);
-    resume = flag == "1";
-  }
+  if (distributed()) resume = host_->broadcast_value(resume, 0);  // rank 0 has looked at the folder
   if (config_.train.threads > 0) set_num_threads(int(config_.train.threads));
   else if (distributed()) set_num_threads(threads_per_rank());
 
@@ -256,11 +252,7 @@ void Trainer::restore_from_latest(const json& config_as_given) {
   // is over only lacks (or already has) its test evaluation.
   finished_ = finished_reason(elapsed_before_);
   test_done_ = lead_ && trim_metrics_to_checkpoint();
-  if (distributed()) {
-    std::string flag = test_done_ ? "1" : "0";
-    host_->broadcast_bytes(flag, 0);
-    test_done_ = flag == "1";
-  }
+  if (distributed()) test_done_ = host_->broadcast_value(test_done_, 0);
   if (!lead_ || !finished_.empty()) return;  // a finished run trains no step: no schedule to speak of
 
   // A longer or shorter run, or another time budget, moves the schedule: say so, with the rate's jump.

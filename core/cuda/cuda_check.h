@@ -3,7 +3,7 @@
 // these; none is left unchecked.
 //
 //   KS_CUDA_CHECK(cudaMemcpyAsync(...));   // throws ks::Error on failure:
-//     "CUDA error: cudaMemcpyAsync(...) failed at ops/cuda/x.cu:42: invalid argument"
+//     "CUDA error: cudaMemcpyAsync(...) failed at ops/cuda/softmax.cu:42: invalid argument"
 //   my_kernel<<<grid, block, 0, stream>>>(...);
 //   KS_CUDA_LAUNCH_CHECK();                // launch errors; see below
 //

@@ -11,7 +11,8 @@
 // reads device memory from the host (copies to the CPU, item()) synchronises
 // the stream first. A kernel that would use another stream must first wait
 // on stream(d) and must keep its memory alive until it has finished.
-// Host code only; device helpers for kernels are in cuda/launch.cuh.
+// Host code only; the elementwise launch and device-side conversions for
+// kernels are in core/cuda/loops.cuh.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -196,6 +196,13 @@ class MpiGroup final : public ProcessGroup {
     }
   }
 
+  void broadcast_host(void* data, size_t size, int root) override {
+    check_root(root);
+    MPI_Request req;
+    check_mpi(MPI_Ibcast(data, int_count(int64_t(size), "a broadcast"), MPI_BYTE, root, comm_, &req), "broadcast");
+    wait_request(req, str("a broadcast of a ", size, "-byte value from rank ", root));
+  }
+
   std::vector<std::string> all_gather_bytes(const std::string& bytes) override {
     std::vector<int64_t> lengths(static_cast<size_t>(size()));
     int64_t mine = int64_t(bytes.size());

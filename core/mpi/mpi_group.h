@@ -1,6 +1,7 @@
-// core/mpi/mpi_group.h — the constructors of the MPI and NCCL process groups,
-// for core/distributed.cpp only (compiled when KS_MPI found Open MPI). No MPI
-// or NCCL header is included here, so nothing above core/ ever sees one.
+// core/mpi/mpi_group.h — the constructor of the MPI process group, for
+// core/distributed.cpp only (compiled when KS_MPI found Open MPI). No MPI
+// header is included here, so nothing above core/ ever sees one.
+// Not here: the NCCL group it bootstraps (core/nccl/nccl_group.h).
 #pragma once
 
 #include <memory>
@@ -14,11 +15,5 @@ namespace ks::dist {
 std::unique_ptr<ProcessGroup> make_mpi_group(const LaunchInfo& info);
 // MPI_Finalize, when MPI was initialised and is not finalised yet.
 void finalize_mpi();
-
-#if KS_WITH_NCCL
-// A NCCL communicator over the ranks of `mpi` for CUDA tensors on `device`,
-// one GPU per rank: `device` (the trainer picks cuda:<local rank>).
-std::unique_ptr<ProcessGroup> make_nccl_group(ProcessGroup& mpi, Device device);
-#endif
 
 }  // namespace ks::dist

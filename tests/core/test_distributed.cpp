@@ -72,6 +72,9 @@ TEST_CASE("without a launcher, world() is the single group: every collective is 
   CHECK(g.all_reduce(std::vector<double>{2.5}) == std::vector<double>{2.5});
   CHECK(g.all_gather_bytes("x") == std::vector<std::string>{"x"});
   CHECK_THROWS_WITH_AS(g.broadcast(t, 1), doctest::Contains("root 1 is not a rank of a group of 1"), Error);
+  CHECK(g.broadcast_value(true, 0));
+  CHECK(g.broadcast_value(int64_t{-7}, 0) == -7);
+  CHECK_THROWS_WITH_AS(g.broadcast_value(1.5, 1), doctest::Contains("root 1 is not a rank of a group of 1"), Error);
   CHECK_THROWS_WITH_AS(g.all_gather(t, out, {2}), doctest::Contains("counts do not match a group of 1"), Error);
   Tensor m = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
   CHECK_THROWS_WITH_AS(g.all_reduce(transpose(m, 0, 1)), doctest::Contains("must be contiguous"), Error);

@@ -1,7 +1,7 @@
 // tests/cuda/test_nccl.cpp — the NCCL process group on one GPU (world size
 // 1, MPI as a singleton for the bootstrap): its all-reduce, broadcast and
 // all-gather equal the MPI group's on the same data, in float32 and
-// bfloat16, ordered with Keystone's stream. Skipped without a GPU or
+// bfloat16, ordered with Keystone's stream; plain values go over MPI. Skipped without a GPU or
 // without the NCCL backend (KS_MPI with KS_CUDA).
 #include "core/distributed.h"
 #include "cuda/cuda_testing.h"
@@ -17,6 +17,10 @@ TEST_CASE("cuda: NCCL collectives on one GPU equal MPI's on the same data" *
     auto nccl = dist::new_group("nccl", gpu());
     CHECK(nccl->backend() == "nccl");
     CHECK(nccl->size() == mpi->size());
+    // Plain host values go over the bootstrap's MPI group.
+    CHECK(nccl->broadcast_value(int64_t{42}, 0) == 42);
+    CHECK_THROWS_WITH_AS(nccl->broadcast_value(true, 1), doctest::Contains("root 1 is not a rank of a group of 1"),
+                         Error);
     for (DType d : {kFloat32, kBFloat16}) {
       CAPTURE(name(d));
       Tensor host = to_raw(leaf64({1000}, 11), Device::cpu(), d);

@@ -1,8 +1,8 @@
 // tests/distributed/test_collectives.cpp — the MPI process group on two
 // ranks: all-reduce (sum, max, min; float32, float64, int64, bfloat16),
-// asynchronous completion, broadcast, uneven all-gather, host bytes, the
-// errors for bad tensors, and the timeout that names a rank that does not
-// respond.
+// asynchronous completion, broadcast, uneven all-gather, host bytes and
+// plain values, the errors for bad tensors, and the timeout that names a rank
+// that does not respond.
 #include <chrono>
 #include <thread>
 
@@ -73,6 +73,24 @@ TEST_CASE("broadcast from either root, all_gather with uneven counts, host bytes
   CHECK(all[1] == "one");
   group().barrier();
   CHECK(group().all_reduce(std::vector<double>{1.0, double(group().rank())}) == std::vector<double>{2.0, 1.0});
+}
+
+TEST_CASE("broadcast_value: root's bool, int64, double or struct on every rank, from either root") {
+  const int r = group().rank();
+  CHECK(group().broadcast_value(r == 0, 0) == true);
+  CHECK(group().broadcast_value(r == 0, 1) == false);
+  CHECK(group().broadcast_value(int64_t{1} << (40 + r), 1) == int64_t{1} << 41);
+  CHECK(group().broadcast_value(0.1 * (r + 1), 0) == 0.1);
+  struct Pair {
+    int32_t step;
+    double loss;
+  };
+  const Pair got = group().broadcast_value(Pair{10 * r, 0.5 + r}, 1);
+  CHECK(got.step == 10);
+  CHECK(got.loss == 1.5);
+  CHECK_THROWS_WITH_AS(group().broadcast_value(true, 2), doctest::Contains("root 2 is not a rank of a group of 2"),
+                       Error);
+  group().barrier();
 }
 
 TEST_CASE("bad tensors are refused before any rank waits") {

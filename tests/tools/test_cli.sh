@@ -368,55 +368,51 @@ if [ -r /usr/share/common-licenses/GPL-3 ]; then
   expect 0 '"vocab_size": 1024' -- "$ks" config --config $root/tools/configs/my_text_lm.json
 fi
 
-# The experiment tools (tools/experiments/: run.sh, report.py, heads_figure.py)
-# are bash and Python around the keystone commands checked above; under
+# The experiment tools (tools/experiments/: run.py, report.py, heads_figure.py)
+# are Python around the keystone commands checked above; under
 # AddressSanitizer they would only repeat those commands, ten times slower.
 if $sanitized; then
   echo "skipped under AddressSanitizer: the tools/experiments checks (the Release pass runs them)"
+elif ! command -v python3 >/dev/null; then
+  echo "skipped: the tools/experiments checks (no python3)"
 else
-  # tools/experiments/run.sh: stopped mid-run it resumes the run; a finished run
-  # is analysed (claim 1 is in ANALYZE_CLAIMS) and its results kept, and a kept
-  # run is skipped even when its run folder is gone (a fresh machine).
+  # tools/experiments/run.py with the real trainer (tests/tools/test_runner.py has
+  # its queue, signals and failures with a stand-in): stopped mid-run it resumes the
+  # run; a finished run is analysed (claim 1 is in ANALYZE_CLAIMS) and its results
+  # kept, and a kept run is skipped even when its run folder is gone (a fresh machine).
+  runner=(python3 "$root/tools/experiments/run.py")
   printf '1 tiny %s train.steps=300 train.eval_every=100 train.threads=1\n' "$tmp/copy.json" > "$tmp/claims.txt"
   exp_env=(env CLAIMS="$tmp/claims.txt" SEEDS="0 1" KS_EXPERIMENTS="$tmp/exp" KS_RESULTS="$tmp/results" ANALYZE_CLAIMS=1
            ANALYZE_FLAGS="--batches 1" KEYSTONE="$ks")
-  "${exp_env[@]}" bash "$root/tools/experiments/run.sh" > "$tmp/exp1.log" 2>&1 &
+  "${exp_env[@]}" "${runner[@]}" > "$tmp/exp1.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 1000); do [ -s "$tmp/exp/claim1/tiny-seed0/metrics.jsonl" ] && break; sleep 0.01; done
-  # It runs from a copy of itself whose path still ends as the script's (what a `pkill -f` names).
-  running="$(tr '\0' ' ' < "/proc/$pid/cmdline")"
-  case "$running" in
-    "bash $root/tools/experiments/run.sh "*) echo "FAIL: run.sh runs from the tree, not from a copy"; fails=$((fails + 1)) ;;
-    "bash /"*"/tools/experiments/run.sh "*) ;;
-    *) echo "FAIL: run.sh's copy is not named .../tools/experiments/run.sh: $running"; fails=$((fails + 1)) ;;
-  esac
   kill -TERM "$pid"; wait "$pid"
   if [ -f "$tmp/exp/claim1/tiny-seed0/latest.safetensors" ]; then
-    expect 0 "resume $tmp/exp/claim1/tiny-seed0" -- "${exp_env[@]}" bash "$root/tools/experiments/run.sh"
+    expect 0 "resume $tmp/exp/claim1/tiny-seed0" -- "${exp_env[@]}" "${runner[@]}"
   else
-    expect 0 "start  $tmp/exp/claim1/tiny-seed0" -- "${exp_env[@]}" bash "$root/tools/experiments/run.sh"
+    expect 0 "start  $tmp/exp/claim1/tiny-seed0" -- "${exp_env[@]}" "${runner[@]}"
   fi
   for f in config.json metrics.jsonl machine.json analysis/analysis.json; do
-    [ -s "$tmp/results/claim1/tiny-seed0/$f" ] || { echo "FAIL: run.sh did not keep $f"; fails=$((fails + 1)); }
+    [ -s "$tmp/results/claim1/tiny-seed0/$f" ] || { echo "FAIL: run.py did not keep $f"; fails=$((fails + 1)); }
   done
-  grep -q '"seed": 0' "$tmp/results/claim1/tiny-seed0/config.json" || { echo "FAIL: run.sh did not set the seed"; fails=$((fails + 1)); }
+  grep -q '"seed": 0' "$tmp/results/claim1/tiny-seed0/config.json" || { echo "FAIL: run.py did not set the seed"; fails=$((fails + 1)); }
   rm -rf "$tmp/exp"
-  expect 0 "every run is finished" -- "${exp_env[@]}" bash "$root/tools/experiments/run.sh"
-  [ -d "$tmp/exp/claim1/tiny-seed0" ] && { echo "FAIL: run.sh trained a run whose results were kept"; fails=$((fails + 1)); }
+  expect 0 "every run is finished" -- "${exp_env[@]}" "${runner[@]}"
+  [ -d "$tmp/exp/claim1/tiny-seed0" ] && { echo "FAIL: run.py trained a run whose results were kept"; fails=$((fails + 1)); }
 
   # report.py and heads_figure.py, from the kept results alone (two seeds: a mean ± std).
-  if command -v python3 >/dev/null; then
-    rep=(python3 "$root/tools/experiments/report.py" --runs "$tmp/results" --claims "$tmp/claims.txt" --keystone "$ks")
-    expect 0 "^\| tiny \| 2 \| .* \| [0-9.]+ ± [0-9.]+ \| [0-9.]+ ± [0-9.]+ \| [0-9]+ min \| (amx|avx512bf16|float32) \|$" -- "${rep[@]}" 1
-    expect 0 "^\| tiny \| 2 \| [0-9.]+ ± [0-9.]+ \|" -- "${rep[@]}" --analysis 1
-    rm -rf "$tmp/results/claim1/tiny-seed1/metrics.jsonl"  # unfinished: counted as missing
-    expect 0 "^\| tiny \| 1 \| .*\(one seed\)" -- "${rep[@]}" 1
-    # A damaged kept file stops it with one line naming the file and line (tests/tools/test_report.py has each damage).
-    cp "$tmp/results/claim1/tiny-seed0/metrics.jsonl" "$tmp/whole.jsonl"
-    printf '{"split": "test", "st' >> "$tmp/results/claim1/tiny-seed0/metrics.jsonl"
-    expect 1 "tiny-seed0/metrics.jsonl:[0-9]+: not JSON: .* \(a truncated last line\?\)$" -- "${rep[@]}" 1
-    mv "$tmp/whole.jsonl" "$tmp/results/claim1/tiny-seed0/metrics.jsonl"
-    python3 - "$tmp/heads" <<'PY'
+  rep=(python3 "$root/tools/experiments/report.py" --runs "$tmp/results" --claims "$tmp/claims.txt" --keystone "$ks")
+  expect 0 "^\| tiny \| 2 \| .* \| [0-9.]+ ± [0-9.]+ \| [0-9.]+ ± [0-9.]+ \| [0-9]+ min \| (amx|avx512bf16|float32) \|$" -- "${rep[@]}" 1
+  expect 0 "^\| tiny \| 2 \| [0-9.]+ ± [0-9.]+ \|" -- "${rep[@]}" --analysis 1
+  rm -rf "$tmp/results/claim1/tiny-seed1/metrics.jsonl"  # unfinished: counted as missing
+  expect 0 "^\| tiny \| 1 \| .*\(one seed\)" -- "${rep[@]}" 1
+  # A damaged kept file stops it with one line naming the file and line (tests/tools/test_report.py has each damage).
+  cp "$tmp/results/claim1/tiny-seed0/metrics.jsonl" "$tmp/whole.jsonl"
+  printf '{"split": "test", "st' >> "$tmp/results/claim1/tiny-seed0/metrics.jsonl"
+  expect 1 "tiny-seed0/metrics.jsonl:[0-9]+: not JSON: .* \(a truncated last line\?\)$" -- "${rep[@]}" 1
+  mv "$tmp/whole.jsonl" "$tmp/results/claim1/tiny-seed0/metrics.jsonl"
+  python3 - "$tmp/heads" <<'PY'
 import json, os, sys
 root = sys.argv[1]
 def run(claim, name, seed, heads, ppl):
@@ -432,8 +428,8 @@ for seed in (0, 1):
     run(3, "h2-fixed32", seed, 2, 160 + 4 * seed)
     run(1, "softmax8x32", seed, 8, 140)
 PY
-    # The #vs comparisons: Welch's interval and its reading, on made-up test perplexities.
-    python3 - "$tmp/vs" "$tmp/results/claim1/tiny-seed0/config.json" <<'PY'
+  # The #vs comparisons: Welch's interval and its reading, on made-up test perplexities.
+  python3 - "$tmp/vs" "$tmp/results/claim1/tiny-seed0/config.json" <<'PY'
 import json, os, shutil, sys
 root, config = sys.argv[1], sys.argv[2]
 runs = {"a": [100, 101, 102], "b": [110, 111, 112], "a2": [100.5, 101, 101.5],
@@ -451,33 +447,30 @@ with open(f"{root}.claims", "w") as claims:
                 f.write(json.dumps({"split": "test", "ppl": ppl, "loss": 5, "step": 1, "elapsed_s": 2}) + "\n")
     claims.write("#vs 1 a b\n#vs 1 b a\n#vs 1 a a2\n#vs 1 c c2\n#vs 1 one a\n")
 PY
-    vs=(python3 "$root/tools/experiments/report.py" --runs "$tmp/vs" --claims "$tmp/vs.claims" --keystone "$ks" 1)
-    # Then the p-value, Holm's reading across the 4 tests with an interval, and no two-stage reading (no more_seeds rows).
-    vs+=(--more-seeds "$tmp/none")
-    expect 0 "^\| a \| b \| 3, 3 \| -10.00 \| \[-12.27, -7.73\] \| A better \| < 0.001 \| A better \(0.001\) \| — \|$" -- "${vs[@]}"
-    expect 0 "^\| b \| a \| 3, 3 \| \+10.00 \| \[\+7.73, \+12.27\] \| A worse \| < 0.001 \| A worse \(0.001\) \| — \|$" -- "${vs[@]}"
-    expect 0 "^\| a \| a2 \| 3, 3 \| \+0.00 \| \[-2.78, \+2.78\] \| not distinguishable \| 1.000 \| not distinguishable \(1.000\) \| — \|$" -- "${vs[@]}"
-    expect 0 "^\| c \| c2 \| 3, 3 \| \+0.00 \| \[-0.28, \+0.28\] \| equal within 1% \| 1.000 \| not distinguishable \(1.000\) \| — \|$" -- "${vs[@]}"
-    expect 0 "^\| one \| a \| 1, 3 \| \| \| needs two seeds a side \| \| \| \|$" -- "${vs[@]}"
-    echo "#vs 1 a" >> "$tmp/vs.claims"
-    expect 1 "expected '#vs CLAIM A B', got '#vs 1 a'" -- "${vs[@]}"
-    echo "#vs 1 a nosuch" > "$tmp/vs2.claims"; echo "1 a x" >> "$tmp/vs2.claims"
-    expect 1 "names nosuch, which is no run of the list" -- python3 "$root/tools/experiments/report.py" --runs "$tmp/vs" --claims "$tmp/vs2.claims" --keystone "$ks" 1
-    # --steps: each seed's validation metric at the steps asked for ("—" where it has no record), then its test metric.
-    printf '3 h1-softmax x\n' > "$tmp/heads.claims"
-    st=(python3 "$root/tools/experiments/report.py" --runs "$tmp/heads" --claims "$tmp/heads.claims" --keystone "$ks")
-    expect 0 "^\| h1-softmax seed 1 \| 153.0, — \| 152.0 \|$" -- "${st[@]}" --steps 1,2 3
-    expect 1 "--steps 1,x: expected steps separated by commas" -- "${st[@]}" --steps 1,x 3
-    expect 1 "--steps needs the claims to tabulate" -- "${st[@]}" --steps 1
-    hf=(python3 "$root/tools/experiments/heads_figure.py" --runs "$tmp/heads" --out "$tmp/heads.svg")
-    expect 0 "p = d/h \(softmax\): h 1 151.0 ± 1.4 \(2\), h 8 140.0 ± 0.0 \(2\)" -- "${hf[@]}"
-    expect 0 "no finished seed of claim 3's h16-fixed32: left out" -- "${hf[@]}"
-    [ "$(grep -c '<circle' "$tmp/heads.svg")" = 4 ] || { echo "FAIL: heads_figure.py drew $(grep -c '<circle' "$tmp/heads.svg") points, want 4"; fails=$((fails + 1)); }
-    expect 1 "no finished run of the head-count curve" -- python3 "$root/tools/experiments/heads_figure.py" --runs "$tmp/none" --out "$tmp/none.svg"
-  else
-    echo "skipped: report.py and heads_figure.py checks (no python3)"
-  fi
-  expect 2 "is not an executable keystone binary" -- env KEYSTONE="$tmp/none" bash "$root/tools/experiments/run.sh"
+  vs=(python3 "$root/tools/experiments/report.py" --runs "$tmp/vs" --claims "$tmp/vs.claims" --keystone "$ks" 1)
+  # Then the p-value, Holm's reading across the 4 tests with an interval, and no two-stage reading (no more_seeds rows).
+  vs+=(--more-seeds "$tmp/none")
+  expect 0 "^\| a \| b \| 3, 3 \| -10.00 \| \[-12.27, -7.73\] \| A better \| < 0.001 \| A better \(0.001\) \| — \|$" -- "${vs[@]}"
+  expect 0 "^\| b \| a \| 3, 3 \| \+10.00 \| \[\+7.73, \+12.27\] \| A worse \| < 0.001 \| A worse \(0.001\) \| — \|$" -- "${vs[@]}"
+  expect 0 "^\| a \| a2 \| 3, 3 \| \+0.00 \| \[-2.78, \+2.78\] \| not distinguishable \| 1.000 \| not distinguishable \(1.000\) \| — \|$" -- "${vs[@]}"
+  expect 0 "^\| c \| c2 \| 3, 3 \| \+0.00 \| \[-0.28, \+0.28\] \| equal within 1% \| 1.000 \| not distinguishable \(1.000\) \| — \|$" -- "${vs[@]}"
+  expect 0 "^\| one \| a \| 1, 3 \| \| \| needs two seeds a side \| \| \| \|$" -- "${vs[@]}"
+  echo "#vs 1 a" >> "$tmp/vs.claims"
+  expect 1 "expected '#vs CLAIM A B', got '#vs 1 a'" -- "${vs[@]}"
+  echo "#vs 1 a nosuch" > "$tmp/vs2.claims"; echo "1 a x" >> "$tmp/vs2.claims"
+  expect 1 "names nosuch, which is no run of the list" -- python3 "$root/tools/experiments/report.py" --runs "$tmp/vs" --claims "$tmp/vs2.claims" --keystone "$ks" 1
+  # --steps: each seed's validation metric at the steps asked for ("—" where it has no record), then its test metric.
+  printf '3 h1-softmax x\n' > "$tmp/heads.claims"
+  st=(python3 "$root/tools/experiments/report.py" --runs "$tmp/heads" --claims "$tmp/heads.claims" --keystone "$ks")
+  expect 0 "^\| h1-softmax seed 1 \| 153.0, — \| 152.0 \|$" -- "${st[@]}" --steps 1,2 3
+  expect 1 "--steps 1,x: expected steps separated by commas" -- "${st[@]}" --steps 1,x 3
+  expect 1 "--steps needs the claims to tabulate" -- "${st[@]}" --steps 1
+  hf=(python3 "$root/tools/experiments/heads_figure.py" --runs "$tmp/heads" --out "$tmp/heads.svg")
+  expect 0 "p = d/h \(softmax\): h 1 151.0 ± 1.4 \(2\), h 8 140.0 ± 0.0 \(2\)" -- "${hf[@]}"
+  expect 0 "no finished seed of claim 3's h16-fixed32: left out" -- "${hf[@]}"
+  [ "$(grep -c '<circle' "$tmp/heads.svg")" = 4 ] || { echo "FAIL: heads_figure.py drew $(grep -c '<circle' "$tmp/heads.svg") points, want 4"; fails=$((fails + 1)); }
+  expect 1 "no finished run of the head-count curve" -- python3 "$root/tools/experiments/heads_figure.py" --runs "$tmp/none" --out "$tmp/none.svg"
+  expect 2 "is not an executable keystone binary" -- env KEYSTONE="$tmp/none" "${runner[@]}"
 
   # Two runners on one run folder before its first checkpoint (config.json, no
   # latest.safetensors yet): the second one's trainer finds the folder locked
@@ -486,15 +479,15 @@ PY
   long_env=(env CLAIMS="$tmp/claims-long.txt" SEEDS=0 KS_EXPERIMENTS="$tmp/exp-long" KS_RESULTS="$tmp/results-long"
             KEYSTONE="$ks")
   long="$tmp/exp-long/claim1/long-seed0"
-  "${long_env[@]}" bash "$root/tools/experiments/run.sh" > "$tmp/exp-long.log" 2>&1 &
+  "${long_env[@]}" "${runner[@]}" > "$tmp/exp-long.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 1000); do [ -s "$long/config.json" ] && break; sleep 0.01; done
-  expect 1 "is in use by another keystone train \(pid [0-9]+\)" -- timeout 30 "${long_env[@]}" bash "$root/tools/experiments/run.sh"
+  expect 1 "is in use by another keystone train \(pid [0-9]+\)" -- timeout 30 "${long_env[@]}" "${runner[@]}"
   if [ ! -s "$long/config.json" ] || [ -f "$long/latest.safetensors" ]; then
-    echo "FAIL: a second run.sh changed $long: $(ls -A "$long" 2>&1)"; fails=$((fails + 1))
+    echo "FAIL: a second run.py changed $long: $(ls -A "$long" 2>&1)"; fails=$((fails + 1))
   fi
   kill -TERM "$pid"; wait "$pid"
-  [ -f "$long/latest.safetensors" ] || { echo "FAIL: the first run.sh's run did not save on SIGTERM: $(cat "$long.log")"; fails=$((fails + 1)); }
+  [ -f "$long/latest.safetensors" ] || { echo "FAIL: the first run.py's run did not save on SIGTERM: $(cat "$long.log")"; fails=$((fails + 1)); }
 fi
 
 # One train per run folder: a second one (or a --resume) on a folder in training is refused.

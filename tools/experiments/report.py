@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tools/experiments/report.py — docs/RESULTS.md and its tables, made from the
-results tools/experiments/run.sh keeps alone (docs/results/runs: each run's
+results tools/experiments/run.py keeps alone (docs/results/runs: each run's
 metrics.jsonl, config.json, machine.json, provenance.jsonl where recorded and
 analysis/analysis.json, plus `keystone info` for parameters and FLOPs).
 
@@ -44,7 +44,7 @@ read on the share of seeds that left (Fisher's exact test), not on Welch.
 tools/analysis_report.h). --steps: each finished seed's validation metric at
 the given steps and its test metric. --page: the template with its
 {{...}} placeholders filled from the runs (page.py lists them).
-Not here: training (run.sh), the figures (`keystone plot`, heads_figure.py).
+Not here: training (run.py), reading claims.txt (runs.py), the figures (`keystone plot`, heads_figure.py).
 """
 import argparse
 import json
@@ -56,44 +56,10 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stats  # noqa: E402
-from runs import fail, finished_seeds, read_json_file, read_provenance  # noqa: E402
+from runs import fail, finished_seeds, read_claims, read_json_file, read_provenance  # noqa: E402
 
 MARGIN = 0.01     # "equal within 1%": the equivalence margin, a share of B's mean
-FIRST_LOOK = 3    # seeds per row at a two-stage comparison's first look (run.sh's SEEDS "0 1 2")
-
-
-def read_claims(path):
-    """claims.txt's runs: [(claim, name)] in order."""
-    rows = []
-    with open(path) as f:
-        for number, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts or parts[0].startswith("#"):
-                continue
-            if len(parts) < 3:
-                fail(f"{path}:{number}: expected 'CLAIM NAME CONFIG [KEY=VALUE ...]', got {line.strip()!r}")
-            rows.append((parts[0], parts[1]))
-    return rows
-
-
-def read_directives(path):
-    """The `#vs CLAIM A B` lines [(claim, A, B)] and the `#escape CLAIM LOSS` lines {claim: LOSS}."""
-    pairs, escape = [], {}
-    with open(path) as f:
-        for number, line in enumerate(f, 1):
-            parts = line.split()
-            if parts and parts[0] == "#vs":
-                if len(parts) != 4:
-                    fail(f"{path}:{number}: expected '#vs CLAIM A B', got {line.strip()!r}")
-                pairs.append(tuple(parts[1:]))
-            elif parts and parts[0] == "#escape":
-                try:
-                    escape[parts[1]] = float(parts[2]) if len(parts) == 3 else None
-                except ValueError:
-                    escape[parts[1]] = None
-                if escape[parts[1]] is None:
-                    fail(f"{path}:{number}: expected '#escape CLAIM LOSS' (LOSS in nats), got {line.strip()!r}")
-    return pairs, escape
+FIRST_LOOK = 3    # seeds per row at a two-stage comparison's first look (run.py's SEEDS "0 1 2")
 
 
 def reading(diff, half, reference, higher_is_better):
@@ -130,20 +96,21 @@ class Report:
 
     def __init__(self, runs, claims, more_seeds, keystone):
         self.runs, self.keystone = runs, keystone
-        self.rows = read_claims(claims)
+        listed = read_claims(claims)
+        self.rows = [(r.claim, r.name) for r in listed.runs]
         self.claims = sorted({c for c, _ in self.rows}, key=lambda c: (len(c), c))
         self.claim_of = {}
         for c, name in self.rows:
             if self.claim_of.setdefault(name, c) != c:
                 fail(f"{claims}: {name} is a run of claims {self.claim_of[name]} and {c}")
-        pairs, self.escape = read_directives(claims)
+        pairs, self.escape = listed.pairs, listed.escape
         for c, x, y in pairs:
             for n in (x, y):
                 if n not in self.claim_of:
                     fail(f"{claims}: '#vs {c} {x} {y}' names {n}, which is no run of the list")
         self.staged = set()
         if more_seeds and os.path.isfile(more_seeds):
-            self.staged = {name for _, name in read_claims(more_seeds)}
+            self.staged = {r.name for r in read_claims(more_seeds).runs}
         self._seeds, self._cost, self._analysis = {}, {}, {}
         self.comparisons = [self._compare(c, x, y) for c, x, y in pairs]
         family = [v for v in self.comparisons if v["p"] is not None]

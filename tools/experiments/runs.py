@@ -1,7 +1,8 @@
-"""tools/experiments/runs.py — reading the runs tools/experiments/run.sh keeps
-(docs/results/runs/claimN/NAME-seedS: config.json, metrics.jsonl,
-machine.json, and where the trainer wrote one, provenance.jsonl), for
-report.py and heads_figure.py.
+"""tools/experiments/runs.py — reading a claims list (claims.txt: the runs to
+train and the comparisons to print, for run.py and report.py alike) and the
+runs tools/experiments/run.py keeps (docs/results/runs/claimN/NAME-seedS:
+config.json, metrics.jsonl, machine.json, and where the trainer wrote one,
+provenance.jsonl), for report.py and heads_figure.py.
 
 A run is finished when its metrics.jsonl holds a test record; one without
 it (or without metrics.jsonl) is in progress or not started, and counted as
@@ -11,8 +12,9 @@ a record without its split, step, time or metric, a metric that is no
 finite number, an empty file, a missing config.json or machine.json) stops
 the report with one line naming the file and line, never a traceback and
 never a mean over fewer values than the seeds it counts.
-Not here: the statistics (stats.py), the tables (report.py).
+Not here: the statistics (stats.py), the tables (report.py), training (run.py).
 """
+import collections
 import json
 import math
 import os
@@ -78,6 +80,53 @@ def read_lines(path):
         fail(f"{path}: empty: no records")
     last = numbered[-1][0]
     return [(n, parse_line(path, n, line, last=(n == last))) for n, line in numbered]
+
+
+# One line `CLAIM NAME CONFIG [KEY=VALUE ...]` of a claims list: the run NAME of
+# claim CLAIM, trained from CONFIG with the overrides (each a `--set KEY=VALUE`;
+# split at whitespace, so a value holds none), `line` its line number.
+ClaimRun = collections.namedtuple("ClaimRun", "claim name config overrides line")
+# A claims list: its runs [ClaimRun] in order, its `#vs CLAIM A B` comparisons
+# [(claim, A, B)] and its `#escape CLAIM LOSS` lines {claim: LOSS in nats}.
+Claims = collections.namedtuple("Claims", "runs pairs escape")
+
+
+def read_claims(path):
+    """The claims list at `path` (its format: the header of tools/experiments/claims.txt).
+
+    Blank lines and comments (a first word starting with '#') hold no run; of
+    the comments, `#vs` and `#escape` are directives, checked here. A line the
+    format does not allow stops the program naming the file and line number.
+    """
+    runs, pairs, escape = [], [], {}
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        fail(f"{path}: cannot read the claims list: {e.strerror}")
+    for number, line in enumerate(text.split("\n"), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "#vs":
+            if len(parts) != 4:
+                fail(f"{path}:{number}: expected '#vs CLAIM A B', got {line.strip()!r}")
+            pairs.append(tuple(parts[1:]))
+        elif parts[0] == "#escape":
+            try:
+                loss = float(parts[2]) if len(parts) == 3 else None
+            except ValueError:
+                loss = None
+            if loss is None:
+                fail(f"{path}:{number}: expected '#escape CLAIM LOSS' (LOSS in nats), got {line.strip()!r}")
+            escape[parts[1]] = loss
+        elif parts[0].startswith("#"):
+            continue
+        elif len(parts) < 3:
+            fail(f"{path}:{number}: expected 'CLAIM NAME CONFIG [KEY=VALUE ...]', got {line.strip()!r}")
+        else:
+            runs.append(ClaimRun(parts[0], parts[1], parts[2], tuple(parts[3:]), number))
+    return Claims(runs, pairs, escape)
 
 
 def read_metrics(path):

@@ -1,4 +1,4 @@
-// core/mpi/nccl_group.cpp — the NCCL process group: collectives on CUDA
+// core/nccl/nccl_group.cpp — the NCCL process group: collectives on CUDA
 // tensors, one GPU per rank, bootstrapped over MPI.
 //
 // Rank 0 makes the NCCL unique id and broadcasts it over the MPI group; each
@@ -9,7 +9,7 @@
 // asynchronous: a wait that times out (or sees ncclCommGetAsyncError report
 // a failure) aborts the communicator, then throws PeerFailure.
 //
-// Host-side messages (bytes, barrier) go over the MPI group. all_gather with
+// Host-side messages (bytes, plain values, barrier) go over the MPI group. all_gather with
 // unequal counts is a group of broadcasts (NCCL has no allgatherv).
 // Compiled only when the build has both MPI and NCCL (KS_MPI, KS_CUDA).
 #include <cuda_runtime.h>
@@ -23,7 +23,7 @@
 #include "core/clock.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/runtime.h"
-#include "core/mpi/mpi_group.h"
+#include "core/nccl/nccl_group.h"
 
 namespace ks::dist {
 
@@ -130,6 +130,7 @@ class NcclGroup final : public ProcessGroup {
 
   void barrier() override { mpi_.barrier(); }
   void broadcast_bytes(std::string& bytes, int root) override { mpi_.broadcast_bytes(bytes, root); }
+  void broadcast_host(void* data, size_t size, int root) override { mpi_.broadcast_host(data, size, root); }
   std::vector<std::string> all_gather_bytes(const std::string& bytes) override {
     return mpi_.all_gather_bytes(bytes);
   }
