@@ -79,48 +79,25 @@ const std::vector<KeyDoc> kSeq2Seq = {
     {"pad_id", "the padding token's id"},
     {"bos_id", "the begin-of-sequence token's id"},
     {"eos_id", "the end-of-sequence token's id"}};
+// The attention keys every family has; each family's own follow them
+// (attention_keys), from its registration.
 const std::vector<KeyDoc> kAttention = {
     {"type", "the attention family: softmax | fixed | linear | mgk | smgk | mlk | ..."},
     {"heads", "attention heads"},
     {"head_dim", "each head's width p; 0: d_model / heads; \"seq\": max_len"},
-    {"keys", "mgk/smgk/mlk: Gaussian keys per head (M)"},
-    {"hard_e", "mgk/smgk: the max over the M keys instead of the pi-weighted sum"},
-    {"soft_e", "mgk/smgk: pi re-estimated from the responsibilities instead of learned"},
-    {"sigma2", "mgk/smgk: the keys' variance; 0: sqrt(head_dim)"},
-    {"sigma2_keys", "mgk/smgk: one variance per key (M values); empty: sigma2 for all"},
-    {"learn_pi", "mgk/smgk: false fixes pi at 1/M"},
-    {"pi_momentum", "soft_e: the step of pi towards each batch's responsibilities, in (0, 1]"},
-    {"shift_init", "smgk: how the key shifts start: small | official"},
     {"dropout", "dropout on the attention weights, in [0, 1)"},
     {"bias", "biases in the projections"}};
+
+std::vector<KeyDoc> attention_keys() {
+  std::vector<KeyDoc> keys = kAttention;
+  for (const nn::OptionKey& k : nn::attention_option_keys()) keys.push_back({k.key, k.doc});
+  return keys;
+}
 
 std::vector<std::string> names(const std::vector<KeyDoc>& keys) {
   std::vector<std::string> out;
   for (const KeyDoc& k : keys) out.push_back(k.key);
   return out;
-}
-
-// Reads one typed key if present; names the key on a type error. The type
-// is checked before get<T>: nlohmann would truncate 10.5 to 10, and casting
-// 1e30 to an integer is undefined behaviour. `where` is the key's dotted prefix.
-template <class T>
-void read(const json& j, const std::string& key, T& out, const std::string& where) {
-  if (!j.contains(key)) return;
-  const json& v = j.at(key);
-  const bool ok = std::is_same_v<T, bool>          ? v.is_boolean()
-                  : std::is_same_v<T, std::string> ? v.is_string()
-                  : std::is_integral_v<T>          ? v.is_number_integer()
-                                                   : v.is_number();
-  KS_CHECK(ok, "config: ", where, key, ": expected ", std::is_same_v<T, bool> ? "true or false"
-                                                   : std::is_same_v<T, std::string> ? "a string"
-                                                   : std::is_integral_v<T> ? "an integer" : "a number",
-           ", got ", nn::json_excerpt(v));
-  // Every integer of a model config is a size or an id: within 32 bits, so
-  // the product of two (heads * head_dim, 4 * d_model) never overflows.
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-    KS_CHECK(v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT32_MAX) : v.get<int64_t>() >= INT32_MIN,
-             "config: ", where, key, ": ", nn::json_excerpt(v), " is out of range (sizes and ids fit in 32 bits)");
-  out = v.get<T>();
 }
 
 // Throws for the first key of `j` outside `allowed`, suggesting the nearest allowed one.
@@ -138,35 +115,21 @@ void reject_unknown(const json& j, const std::vector<KeyDoc>& allowed, const std
 nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m, const std::string& prefix) {
   const std::string at = prefix + "attention.";
   KS_CHECK(j.is_object(), "config: ", prefix, "attention: expected an object, got ", nn::json_excerpt(j));
-  reject_unknown(j, kAttention, at, "");
+  reject_unknown(j, attention_keys(), at, "");
   nn::AttentionConfig a;
-  read(j, "type", a.type, at);
-  read(j, "heads", a.heads, at);
+  nn::read_json_key(j, "type", a.type, at);
+  nn::read_json_key(j, "heads", a.heads, at);
   if (j.contains("head_dim") && j.at("head_dim").is_string()) {
     KS_CHECK(j.at("head_dim") == "seq", "config: ", at, "head_dim: expected an integer or \"seq\", got ",
              nn::json_excerpt(j.at("head_dim")));
     a.head_dim = m.max_len;
   } else {
-    read(j, "head_dim", a.head_dim, at);
+    nn::read_json_key(j, "head_dim", a.head_dim, at);
   }
-  read(j, "keys", a.keys, at);
-  read(j, "hard_e", a.hard_e, at);
-  read(j, "soft_e", a.soft_e, at);
-  read(j, "sigma2", a.sigma2, at);
-  if (j.contains("sigma2_keys")) {
-    const json& v = j.at("sigma2_keys");
-    KS_CHECK(v.is_array(), "config: ", at, "sigma2_keys: expected an array of numbers, got ", nn::json_excerpt(v));
-    for (const json& x : v) {
-      KS_CHECK(x.is_number(), "config: ", at, "sigma2_keys: expected numbers, got ", nn::json_excerpt(x));
-      a.sigma2_keys.push_back(x.get<double>());
-    }
-  }
-  read(j, "learn_pi", a.learn_pi, at);
-  read(j, "pi_momentum", a.pi_momentum, at);
-  read(j, "shift_init", a.shift_init, at);
-  read(j, "dropout", a.dropout, at);
-  read(j, "bias", a.bias, at);
-  a.d_model = m.d_model;
+  nn::read_json_key(j, "dropout", a.dropout, at);
+  nn::read_json_key(j, "bias", a.bias, at);
+  a = a.at_width(m.d_model);
+  a.options = nn::parse_attention_options(j, a.type, at);  // the family's own keys
   try {
     a.validate();
   } catch (const Error& e) {
@@ -200,7 +163,7 @@ std::vector<KeyDoc> model_keys(const std::string& family) {
   std::vector<KeyDoc> keys = kEveryModel;
   const std::vector<KeyDoc>& own = checked_family_keys(family, "");
   keys.insert(keys.end(), own.begin(), own.end());
-  for (const KeyDoc& k : kAttention) keys.push_back({"attention." + k.key, k.doc});
+  for (const KeyDoc& k : attention_keys()) keys.push_back({"attention." + k.key, k.doc});
   return keys;
 }
 
@@ -209,7 +172,7 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
   KS_CHECK(j.is_object(), "config: ", p.empty() ? std::string() : p.substr(0, p.size() - 1) + ": ",
            "expected a JSON object, got ", nn::json_excerpt(j));
   ModelConfig m;
-  read(j, "model", m.model, p);
+  nn::read_json_key(j, "model", m.model, p);
   std::vector<KeyDoc> allowed = kEveryModel;
   const std::vector<KeyDoc>& own = checked_family_keys(m.model, p);
   allowed.insert(allowed.end(), own.begin(), own.end());
@@ -220,37 +183,37 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
   }
   reject_unknown(j, allowed, p, str(" for model '", m.model, "'"));
 
-  read(j, "d_model", m.d_model, p);
-  read(j, "d_ff", m.d_ff, p);
-  read(j, "layers", m.layers, p);
-  read(j, "max_len", m.max_len, p);
-  read(j, "dropout", m.dropout, p);
-  read(j, "pre_norm", m.pre_norm, p);
+  nn::read_json_key(j, "d_model", m.d_model, p);
+  nn::read_json_key(j, "d_ff", m.d_ff, p);
+  nn::read_json_key(j, "layers", m.layers, p);
+  nn::read_json_key(j, "max_len", m.max_len, p);
+  nn::read_json_key(j, "dropout", m.dropout, p);
+  nn::read_json_key(j, "pre_norm", m.pre_norm, p);
   std::string act = m.activation == nn::Activation::GELU ? "gelu" : "relu";
-  read(j, "activation", act, p);
+  nn::read_json_key(j, "activation", act, p);
   try {
     m.activation = nn::parse_activation(act);
   } catch (const Error& e) {
     throw Error(str("config: ", p, "activation: ", e.what()));
   }
-  read(j, "positions", m.positions, p);
-  read(j, "vocab_size", m.vocab_size, p);
-  read(j, "tie_embeddings", m.tie_embeddings, p);
-  read(j, "tied_lookup_reversed", m.tied_lookup_reversed, p);
-  read(j, "pad_id", m.pad_id, p);
-  read(j, "num_classes", m.num_classes, p);
-  read(j, "pooling", m.pooling, p);
-  read(j, "dual", m.dual, p);
-  read(j, "head", m.head, p);
-  read(j, "embedding_std", m.embedding_std, p);
-  read(j, "src_vocab_size", m.src_vocab_size, p);
-  read(j, "tgt_vocab_size", m.tgt_vocab_size, p);
-  read(j, "encoder_layers", m.encoder_layers, p);
-  read(j, "decoder_layers", m.decoder_layers, p);
-  read(j, "share_embeddings", m.share_embeddings, p);
-  read(j, "label_smoothing", m.label_smoothing, p);
-  read(j, "bos_id", m.bos_id, p);
-  read(j, "eos_id", m.eos_id, p);
+  nn::read_json_key(j, "positions", m.positions, p);
+  nn::read_json_key(j, "vocab_size", m.vocab_size, p);
+  nn::read_json_key(j, "tie_embeddings", m.tie_embeddings, p);
+  nn::read_json_key(j, "tied_lookup_reversed", m.tied_lookup_reversed, p);
+  nn::read_json_key(j, "pad_id", m.pad_id, p);
+  nn::read_json_key(j, "num_classes", m.num_classes, p);
+  nn::read_json_key(j, "pooling", m.pooling, p);
+  nn::read_json_key(j, "dual", m.dual, p);
+  nn::read_json_key(j, "head", m.head, p);
+  nn::read_json_key(j, "embedding_std", m.embedding_std, p);
+  nn::read_json_key(j, "src_vocab_size", m.src_vocab_size, p);
+  nn::read_json_key(j, "tgt_vocab_size", m.tgt_vocab_size, p);
+  nn::read_json_key(j, "encoder_layers", m.encoder_layers, p);
+  nn::read_json_key(j, "decoder_layers", m.decoder_layers, p);
+  nn::read_json_key(j, "share_embeddings", m.share_embeddings, p);
+  nn::read_json_key(j, "label_smoothing", m.label_smoothing, p);
+  nn::read_json_key(j, "bos_id", m.bos_id, p);
+  nn::read_json_key(j, "eos_id", m.eos_id, p);
 
   auto positive = [&](int64_t v, const char* key) {
     KS_CHECK(v > 0, "config: ", p, key, ": must be positive, got ", v);
@@ -307,11 +270,9 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
 }
 
 nlohmann::json ModelConfig::to_json() const {
-  json a = {{"type", attention.type},   {"heads", attention.heads},   {"head_dim", attention.resolved_head_dim()},
-            {"keys", attention.keys},   {"hard_e", attention.hard_e}, {"soft_e", attention.soft_e},
-            {"sigma2", attention.sigma2}, {"sigma2_keys", attention.sigma2_keys}, {"learn_pi", attention.learn_pi},
-            {"pi_momentum", attention.pi_momentum},
-            {"shift_init", attention.shift_init}, {"dropout", attention.dropout}, {"bias", attention.bias}};
+  json a = nn::attention_options_json(attention);  // the family's keys, every other family's at its defaults
+  a.update({{"type", attention.type}, {"heads", attention.heads}, {"head_dim", attention.resolved_head_dim()},
+            {"dropout", attention.dropout}, {"bias", attention.bias}});
   json j = {{"model", model},       {"d_model", d_model},   {"d_ff", resolved_d_ff()},
             {"max_len", max_len},   {"dropout", dropout},   {"pre_norm", pre_norm},
             {"activation", activation == nn::Activation::GELU ? "gelu" : "relu"},

@@ -93,9 +93,7 @@ ModelCost DecoderLM::cost(int64_t seq_len) const {
   KS_CHECK(seq_len > 0 && seq_len <= config.max_len, "decoder_lm: cost: seq_len must be in [1, max_len = ",
            config.max_len, "], got ", seq_len);
   const int64_t d = config.d_model, ff = config.resolved_d_ff(), V = config.vocab_size;
-  nn::AttentionConfig a = config.attention;
-  a.d_model = d;
-  const nn::AttentionCost attn = nn::attention_cost(a, seq_len, /*causal=*/true);
+  const nn::AttentionCost attn = nn::attention_cost(config.attention.at_width(d), seq_len, /*causal=*/true);
 
   ModelCost c;
   c.embedding_params = V * d + pos.num_parameters();

@@ -93,9 +93,7 @@ ModelCost EncoderClassifier::cost(int64_t seq_len) const {
   KS_CHECK(seq_len > 0 && positions <= config.max_len, "encoder_classifier: cost: seq_len ", seq_len,
            " needs ", positions, " positions; max_len is ", config.max_len);
   const int64_t d = config.d_model, ff = config.resolved_d_ff(), V = config.vocab_size, C = config.num_classes;
-  nn::AttentionConfig a = config.attention;
-  a.d_model = d;
-  const nn::AttentionCost attn = nn::attention_cost(a, positions, /*causal=*/false);
+  const nn::AttentionCost attn = nn::attention_cost(config.attention.at_width(d), positions, /*causal=*/false);
 
   ModelCost c;
   c.embedding_params = V * d + pos.num_parameters() + (cls.defined() ? d : 0);

@@ -19,15 +19,9 @@
 namespace ks::models {
 namespace {
 
-nn::AttentionConfig attention_of(const ModelConfig& cfg) {
-  nn::AttentionConfig a = cfg.attention;
-  a.d_model = cfg.d_model;
-  a.kv_dim = 0;
-  return a;
-}
-
 nn::LayerConfig layer_of(const ModelConfig& cfg) {
-  return {cfg.d_model, cfg.resolved_d_ff(), cfg.dropout, cfg.activation, cfg.pre_norm, attention_of(cfg)};
+  return {cfg.d_model, cfg.resolved_d_ff(), cfg.dropout, cfg.activation, cfg.pre_norm,
+          cfg.attention.at_width(cfg.d_model)};
 }
 
 std::shared_ptr<nn::Embedding> token_table(int64_t vocab, int64_t d, int64_t pad_id) {
@@ -237,7 +231,7 @@ ModelCost Seq2Seq::cost(int64_t seq_len) const {
   KS_CHECK(seq_len >= 1, "seq2seq: cost: seq_len must be positive, got ", seq_len);
   const ModelConfig& c = config;
   const int64_t d = c.d_model, d_ff = c.resolved_d_ff(), V = c.tgt_vocab_size;
-  const nn::AttentionConfig a = attention_of(c);
+  const nn::AttentionConfig a = c.attention.at_width(c.d_model);
   const nn::AttentionCost self = nn::attention_cost(a, seq_len, false);
   const nn::AttentionCost causal = nn::attention_cost(a, seq_len, true);  // same parameters as self
   const int64_t ff_params = d * d_ff + d_ff + d_ff * d + d, norm_params = 2 * d;

@@ -13,8 +13,7 @@ nn::LayerConfig layer_config(const ModelConfig& cfg) {
   l.dropout = cfg.dropout;
   l.activation = cfg.activation;
   l.pre_norm = cfg.pre_norm;
-  l.attention = cfg.attention;
-  l.attention.d_model = cfg.d_model;
+  l.attention = cfg.attention.at_width(cfg.d_model);
   return l;
 }
 

@@ -71,6 +71,12 @@ class Module {
   // unexpected key (when strict) and shape mismatch.
   void load_state_dict(const NamedTensors& state, bool strict = true);
 
+  // The names of this module's own parameters (as registered, no prefix)
+  // that an optimizer should not decay: what decay would pull to a wrong
+  // prior, such as MGK's mixture logits. Children answer for theirs;
+  // nn::decay_groups asks every module of the tree.
+  virtual std::vector<std::string> no_weight_decay() const { return {}; }
+
   const std::string& type_name() const { return type_name_; }
   // An indented tree: "Encoder(\n  (layers): ModuleList(...)...".
   std::string to_string() const;

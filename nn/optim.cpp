@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "autograd/grad_mode.h"
 #include "core/copy.h"
@@ -12,20 +13,24 @@
 
 namespace ks::nn {
 
-std::vector<ParamGroup> decay_groups(const NamedTensors& params, double weight_decay) {
+namespace {
+
+// The dotted names of the parameters that the modules of the tree under `m` exempt from decay.
+void collect_no_decay(const Module& m, const std::string& prefix, std::set<std::string>& out) {
+  for (const std::string& name : m.no_weight_decay()) out.insert(prefix + name);
+  for (const auto& [name, child] : m.named_children()) collect_no_decay(*child, prefix + name + ".", out);
+}
+
+}  // namespace
+
+std::vector<ParamGroup> decay_groups(const Module& model, double weight_decay) {
   ParamGroup decay, no_decay;
   decay.weight_decay = weight_decay;
   no_decay.weight_decay = 0;
-  auto ends_with = [](const std::string& s, const std::string& tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-  };
-  for (const auto& [name, p] : params) {
-    // MGK's mixture logits and sMGK's shifts: not weights of a projection,
-    // and decay would pull π to uniform and the components together (the
-    // official MGK code does not decay them either).
-    const bool mixture = ends_with(name, "pi_logits") || ends_with(name, ".mu") || name == "mu";
-    (p.dim() >= 2 && !mixture ? decay : no_decay).params.push_back(p);
-  }
+  std::set<std::string> exempt;
+  collect_no_decay(model, "", exempt);
+  for (const auto& [name, p] : model.named_parameters())
+    (p.dim() >= 2 && !exempt.count(name) ? decay : no_decay).params.push_back(p);
   std::vector<ParamGroup> out;
   if (!decay.params.empty()) out.push_back(decay);
   if (!no_decay.params.empty()) out.push_back(no_decay);

@@ -2,7 +2,7 @@
 // AdamW, with parameter groups, gradient clipping by global norm, and state
 // that can be saved and restored.
 //
-//   auto groups = nn::decay_groups(model.named_parameters(), 0.01);  // no decay on biases/norms
+//   auto groups = nn::decay_groups(model, 0.01);  // no decay on biases/norms
 //   nn::AdamW opt(groups, {.lr = 3e-4});
 //   ... backward(loss); nn::clip_grad_norm(model.parameters(), 1.0); opt.step(); opt.zero_grad();
 //
@@ -24,10 +24,11 @@ struct ParamGroup {
   double weight_decay = -1;  // < 0: the optimizer's default
 };
 
-// Two groups: weights with >= 2 dims get `weight_decay`; biases, norm scales
-// and other 1-d parameters get none (the usual Transformer recipe), nor do
-// MGK's mixture logits ("pi_logits") and sMGK's shifts ("mu").
-std::vector<ParamGroup> decay_groups(const NamedTensors& params, double weight_decay);
+// Two groups of model's parameters: weights with >= 2 dims get
+// `weight_decay`; biases, norm scales and other 1-d parameters get none (the
+// usual Transformer recipe), nor do those a module names in its
+// Module::no_weight_decay (MGK's mixture logits, sMGK's shifts).
+std::vector<ParamGroup> decay_groups(const Module& model, double weight_decay);
 
 class Optimizer {
  public:

@@ -6,13 +6,6 @@
 namespace ks::nn {
 namespace {
 
-AttentionConfig attention_for(const LayerConfig& cfg) {
-  AttentionConfig a = cfg.attention;
-  a.d_model = cfg.d_model;
-  a.kv_dim = 0;
-  return a;
-}
-
 // Pre-LN: x + drop(f(LN(x))).  Post-LN: LN(x + drop(f(x))).
 template <class F>
 Tensor residual(const Tensor& x, LayerNorm& ln, Dropout& drop, bool pre_norm, F f) {
@@ -23,7 +16,7 @@ Tensor residual(const Tensor& x, LayerNorm& ln, Dropout& drop, bool pre_norm, F 
 }  // namespace
 
 EncoderLayer::EncoderLayer(const LayerConfig& cfg) : Module("EncoderLayer"), pre_norm(cfg.pre_norm) {
-  attn = register_module("attn", make_attention(attention_for(cfg)));
+  attn = register_module("attn", make_attention(cfg.attention.at_width(cfg.d_model)));
   ff = register_module("ff", std::make_shared<FeedForward>(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout));
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(cfg.d_model));
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(cfg.d_model));
@@ -38,8 +31,8 @@ Tensor EncoderLayer::forward(const Tensor& x, const Tensor& key_padding) {
 
 DecoderLayer::DecoderLayer(const LayerConfig& cfg, bool cross_attention)
     : Module("DecoderLayer"), pre_norm(cfg.pre_norm) {
-  self_attn = register_module("self_attn", make_attention(attention_for(cfg)));
-  if (cross_attention) cross_attn = register_module("cross_attn", make_attention(attention_for(cfg)));
+  self_attn = register_module("self_attn", make_attention(cfg.attention.at_width(cfg.d_model)));
+  if (cross_attention) cross_attn = register_module("cross_attn", make_attention(cfg.attention.at_width(cfg.d_model)));
   ff = register_module("ff", std::make_shared<FeedForward>(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout));
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(cfg.d_model));
   if (cross_attention) ln2 = register_module("ln2", std::make_shared<LayerNorm>(cfg.d_model));

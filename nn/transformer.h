@@ -23,7 +23,7 @@ struct LayerConfig {
   double dropout = 0.0;  // on each sub-block's output (residual dropout)
   Activation activation = Activation::GELU;
   bool pre_norm = true;
-  AttentionConfig attention;  // its d_model is set from d_model
+  AttentionConfig attention;  // at_width(d_model) gives each layer's
 };
 
 class EncoderLayer : public Module {

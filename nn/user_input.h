@@ -17,6 +17,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
+
+#include "core/error.h"
 
 namespace ks::nn {
 
@@ -54,5 +57,30 @@ nlohmann::json try_parse_json(std::string_view text, const std::string& what, in
 // (a 100 MB value must not make a 100 MB message). Never throws for bytes
 // that are not UTF-8 (they print as U+FFFD).
 std::string json_excerpt(const nlohmann::json& v, size_t max_chars = kExcerptChars);
+
+// Reads `key` of the object `j` into `out` when present (else leaves `out`,
+// the default); a value of another type is "config: <where><key>: expected
+// an integer, got 10.5" (`where`: the key's dotted prefix, "model.attention.").
+// The type is checked before get<T>: nlohmann would truncate 10.5 to 10, and
+// casting 1e30 to an integer is undefined behaviour. Every integer of a model
+// config is a size or an id: within 32 bits, so the product of two
+// (heads * head_dim, 4 * d_model) never overflows.
+template <class T>
+void read_json_key(const nlohmann::json& j, const std::string& key, T& out, const std::string& where) {
+  if (!j.contains(key)) return;
+  const nlohmann::json& v = j.at(key);
+  const bool ok = std::is_same_v<T, bool>          ? v.is_boolean()
+                  : std::is_same_v<T, std::string> ? v.is_string()
+                  : std::is_integral_v<T>          ? v.is_number_integer()
+                                                   : v.is_number();
+  KS_CHECK(ok, "config: ", where, key, ": expected ", std::is_same_v<T, bool> ? "true or false"
+                                                   : std::is_same_v<T, std::string> ? "a string"
+                                                   : std::is_integral_v<T> ? "an integer" : "a number",
+           ", got ", json_excerpt(v));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    KS_CHECK(v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT32_MAX) : v.get<int64_t>() >= INT32_MIN,
+             "config: ", where, key, ": ", json_excerpt(v), " is out of range (sizes and ids fit in 32 bits)");
+  out = v.get<T>();
+}
 
 }  // namespace ks::nn

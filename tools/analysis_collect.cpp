@@ -53,7 +53,7 @@ std::string token_label(const data::Tokenizer* tok, int64_t id) {
 }  // namespace
 
 struct AttentionCollector::SiteSums {
-  int64_t heads = 0, keys = 1;  // keys: M for mgk/smgk
+  int64_t heads = 0, keys = 1;  // keys: the site's Attention::mixture_keys()
   std::string family;
   std::vector<double> js, cosine;  // h × h sums over counted queries
   int64_t queries = 0;
@@ -75,8 +75,7 @@ AttentionCollector::AttentionCollector(models::Model& model, const CollectOption
     SiteSums sums;
     sums.heads = s.heads;
     sums.family = s.attn->config.type;
-    const bool mixture = sums.family == "mgk" || sums.family == "smgk";
-    sums.keys = mixture ? s.attn->config.keys : 1;
+    sums.keys = s.attn->mixture_keys();
     sums.js.assign(size_t(s.heads * s.heads), 0.0);
     sums.cosine.assign(size_t(s.heads * s.heads), 0.0);
     sums.resp_entropy.assign(size_t(s.heads), 0.0);
@@ -271,7 +270,7 @@ void AttentionCollector::add(const data::Batch& batch) {
             hj["components"] = comps;
             // The mixture logit whose softmax over keys is the attention:
             // log Σ_r exp(logit_r), or max_r under hard E.
-            const bool hard = attn.config.hard_e;
+            const bool hard = mgk && mgk->options.hard_e;
             for (int64_t r = 0; r < R; ++r)
               for (int64_t c = 0; c < C; ++c) {
                 double mx = -std::numeric_limits<double>::infinity(), acc = 0;

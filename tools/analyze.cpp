@@ -152,7 +152,8 @@ json run_analysis(const AnalyzeOptions& o) {
               {"attention", model.config.attention.type},
               {"heads", model.config.attention.heads},
               {"head_dim", model.config.attention.resolved_head_dim()},
-              {"keys", model.config.attention.keys},
+              // as the resolved config lists it (every family's keys are there)
+              {"keys", model.config.to_json()["attention"]["keys"]},
               {"params", cost.params},
               {"flops_per_token", cost.flops_per_token},
               {"total_heads", total_heads}}},

@@ -50,7 +50,7 @@ extern "C" void on_stop_signal(int sig) {
 }
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& o, const nn::Module& model) {
-  auto groups = nn::decay_groups(model.named_parameters(), o.weight_decay);
+  auto groups = nn::decay_groups(model, o.weight_decay);
   if (o.type == "sgd")
     return std::make_unique<nn::SGD>(groups, nn::SGDOptions{.lr = o.lr, .momentum = o.momentum,
                                                             .weight_decay = o.weight_decay, .nesterov = o.nesterov});

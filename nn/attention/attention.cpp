@@ -1,16 +1,55 @@
-// nn/attention/attention.cpp — config validation, the family registry, and
-// finding the attention modules of a model.
+// nn/attention/attention.cpp — the shared config's validation, the family
+// registry (and what the config file reads through it: each family's option
+// keys), and finding the attention modules of a model.
 #include "nn/attention/attention.h"
 
-#include <cmath>
 #include <map>
 
 namespace ks::nn {
 namespace {
+
 std::map<std::string, AttentionFamily>& registry() {
   static std::map<std::string, AttentionFamily> r;
   return r;
 }
+
+// The family `type`; else throws "<where>type: unknown family ..." (where:
+// "attention." from validate, "config: model.attention." from the config file).
+const AttentionFamily& family(const std::string& type, const std::string& where = "attention.") {
+  auto it = registry().find(type);
+  if (it == registry().end()) {
+    std::string known;
+    for (const std::string& n : attention_families()) known += (known.empty() ? "" : ", ") + n;
+    throw Error(str(where, "type: unknown family '", type, "' (expected one of: ", known, ")"));
+  }
+  return it->second;
+}
+
+std::shared_ptr<const AttentionOptions> defaults(const AttentionFamily& f) {
+  return f.parse(nlohmann::json::object(), "");
+}
+
+bool has_key(const AttentionFamily& f, const std::string& key) {
+  for (const OptionKey& k : f.keys())
+    if (k.key == key) return true;
+  return false;
+}
+
+// The families that take `key`, in registry order.
+std::vector<std::string> owners_of(const std::string& key) {
+  std::vector<std::string> out;
+  for (auto& [name, f] : registry())
+    if (has_key(f, key)) out.push_back(name);
+  return out;
+}
+
+// "a", "a and b", "a, b and c".
+std::string listed(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return s;
+}
+
 }  // namespace
 
 bool register_attention_family(const std::string& type, AttentionFamily family) {
@@ -24,10 +63,15 @@ std::vector<std::string> attention_families() {
   return out;
 }
 
+AttentionConfig AttentionConfig::at_width(int64_t d) const {
+  AttentionConfig a = *this;
+  a.d_model = d;
+  a.kv_dim = 0;
+  return a;
+}
+
 void AttentionConfig::validate() const {
-  std::string known;
-  for (const std::string& n : attention_families()) known += (known.empty() ? "" : ", ") + n;
-  KS_CHECK(registry().count(type), "attention.type: unknown family '", type, "' (expected one of: ", known, ")");
+  const AttentionFamily& f = family(type);
   KS_CHECK(d_model > 0, "attention: d_model must be positive, got ", d_model);
   KS_CHECK(heads > 0, "attention.heads must be positive, got ", heads);
   KS_CHECK(kv_dim >= 0, "attention.kv_dim must be >= 0, got ", kv_dim);
@@ -35,33 +79,63 @@ void AttentionConfig::validate() const {
   if (head_dim == 0)
     KS_CHECK(d_model % heads == 0, "attention.heads: ", heads, " heads do not divide d_model ", d_model,
              "; set attention.head_dim (the \"fixed\" family allows any head size)");
-  if (type == "softmax" && head_dim > 0)
-    KS_CHECK(head_dim * heads == d_model, "attention.head_dim: the \"softmax\" family uses d_model / heads = ",
-             d_model / heads, "; for head size ", head_dim, " use type \"fixed\"");
-  if (type == "fixed") KS_CHECK(head_dim > 0, "attention.head_dim: the \"fixed\" family needs an explicit head_dim");
-  KS_CHECK(keys >= 1, "attention.keys must be >= 1, got ", keys);
-  KS_CHECK(sigma2 >= 0, "attention.sigma2 must be >= 0 (0 means sqrt(head_dim)), got ", sigma2);
+  KS_CHECK(!options || typeid(*options) == *f.options_type, "attention '", type,
+           "': its options are another family's");
   KS_CHECK(dropout >= 0 && dropout < 1, "attention.dropout must be in [0, 1), got ", dropout);
-  KS_CHECK(!(hard_e && soft_e), "attention: hard_e and soft_e cannot both be set");
-  const bool mixture = type == "mgk" || type == "smgk";
-  KS_CHECK(mixture || (!hard_e && !soft_e), "attention: hard_e/soft_e apply to mgk and smgk only, not '", type, "'");
-  KS_CHECK(sigma2_keys.empty() || mixture, "attention.sigma2_keys applies to mgk and smgk only, not '", type, "'");
-  KS_CHECK(sigma2_keys.empty() || int64_t(sigma2_keys.size()) == keys, "attention.sigma2_keys: ", sigma2_keys.size(),
-           " values for ", keys, " keys; give one per key");
-  for (double s2 : sigma2_keys)
-    KS_CHECK(s2 > 0 && std::isfinite(s2), "attention.sigma2_keys: every value must be positive, got ", s2);
-  KS_CHECK(learn_pi || mixture, "attention.learn_pi applies to mgk and smgk only, not '", type, "'");
-  KS_CHECK(learn_pi || !soft_e, "attention: learn_pi false and soft_e cannot both be set (soft-E estimates π)");
-  KS_CHECK(pi_momentum > 0 && pi_momentum <= 1, "attention.pi_momentum must be in (0, 1], got ", pi_momentum);
-  KS_CHECK(pi_momentum == 0.1 || soft_e, "attention.pi_momentum applies to soft_e only (π is learned otherwise)");
-  KS_CHECK(shift_init == "small" || shift_init == "official", "attention.shift_init: expected \"small\" or ",
-           "\"official\", got '", shift_init, "'");
-  KS_CHECK(shift_init == "small" || type == "smgk", "attention.shift_init applies to smgk only, not '", type, "'");
+  (options ? *options : *defaults(f)).validate(*this);
 }
 
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg) {
   cfg.validate();
-  return registry().at(cfg.type).make(cfg);
+  return family(cfg.type).make(cfg);
+}
+
+AttentionCost attention_cost(const AttentionConfig& cfg, int64_t seq_len, bool causal) {
+  cfg.validate();
+  return family(cfg.type).cost(cfg, seq_len, causal);
+}
+
+std::vector<OptionKey> attention_option_keys() {
+  std::vector<OptionKey> out;
+  for (auto& [_, f] : registry())
+    for (const OptionKey& k : f.keys()) {
+      bool seen = false;
+      for (const OptionKey& o : out) seen = seen || o.key == k.key;
+      if (seen) continue;
+      std::string owners;
+      for (const std::string& n : owners_of(k.key)) owners += (owners.empty() ? "" : "/") + n;
+      out.push_back({k.key, owners + ": " + k.doc});
+    }
+  return out;
+}
+
+std::shared_ptr<const AttentionOptions> parse_attention_options(const nlohmann::json& section, const std::string& type,
+                                                                const std::string& where) {
+  const AttentionFamily& f = family(type, "config: " + where);
+  for (auto& [key, value] : section.items()) {
+    const std::vector<std::string> owners = owners_of(key);
+    if (has_key(f, key) || owners.empty()) continue;  // the family's own, or a shared key
+    // Another family's key: fine at that family's default (a resolved config
+    // of any family lists it so), else the user meant another family.
+    bool at_default = false;
+    for (const std::string& owner : owners) {
+      const AttentionFamily& o = registry().at(owner);
+      const nlohmann::json given = o.parse(nlohmann::json{{key, value}}, where)->to_json();
+      at_default = at_default || given.at(key) == defaults(o)->to_json().at(key);
+    }
+    KS_CHECK(at_default, "config: ", where, key, " applies to ", listed(owners), " only, not '", type, "'");
+  }
+  return f.parse(section, where);
+}
+
+nlohmann::json attention_options_json(const AttentionConfig& cfg) {
+  nlohmann::json out = cfg.options ? cfg.options->to_json() : defaults(family(cfg.type))->to_json();
+  for (auto& [_, f] : registry()) {
+    const nlohmann::json others = defaults(f)->to_json();  // named: items() does not keep a temporary alive
+    for (auto& [key, value] : others.items())
+      if (!out.contains(key)) out[key] = value;
+  }
+  return out;
 }
 
 namespace {
@@ -75,11 +149,6 @@ std::vector<std::pair<std::string, Attention*>> named_attention(Module& root) {
   std::vector<std::pair<std::string, Attention*>> out;
   collect_attention(root, "", out);
   return out;
-}
-
-AttentionCost attention_cost(const AttentionConfig& cfg, int64_t seq_len, bool causal) {
-  cfg.validate();
-  return registry().at(cfg.type).cost(cfg, seq_len, causal);
 }
 
 }  // namespace ks::nn

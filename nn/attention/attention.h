@@ -11,14 +11,21 @@
 //   "smgk"     MGK with one key projection plus M learned shifts k_jr = k_j − μ_r
 //   "linear"   linear attention, φ(x) = elu(x) + 1, causal by prefix sums
 //   "mlk"      the mixture-of-keys form of linear attention
+// Each family lives in its own source file with its options (MGK's keys and
+// σ², …: an AttentionOptions subclass that parses its JSON keys, writes them
+// and checks them) and registers both (KS_REGISTER_ATTENTION); this header
+// and the config parser name no family and no family's option.
 // Masks: causal and/or key padding (AttentionMask). Incremental decoding goes
 // through an AttentionCache: projected keys/values (softmax family, MGK) or
 // the running sums (linear family) grow one step at a time, and the output
 // equals full recomputation.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <memory>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -26,36 +33,61 @@
 
 namespace ks::nn {
 
+struct AttentionConfig;
+
+// A family's own options, defined beside its math (MgkOptions in
+// mgk_attention.h, …). The shared AttentionConfig holds them opaquely; the
+// family reads them typed (AttentionConfig::options_as).
+class AttentionOptions {
+ public:
+  virtual ~AttentionOptions() = default;
+  // Every key of the family, explicit, as the config's attention section holds it.
+  virtual nlohmann::json to_json() const = 0;
+  // Throws ks::Error naming "attention.<key>" and the value; `cfg` gives the
+  // shared fields (heads, head_dim, …) the family's rules may involve.
+  virtual void validate(const AttentionConfig& cfg) const = 0;
+};
+
+// What every family has, plus the family's own options.
 struct AttentionConfig {
   std::string type = "softmax";
   int64_t d_model = 0;   // query width, and the output width
   int64_t kv_dim = 0;    // key/value input width (cross-attention); 0: d_model
   int64_t heads = 8;
   int64_t head_dim = 0;  // p; 0: d_model / heads (which must divide). "fixed" sets it freely
-  int64_t keys = 2;      // M, for mgk/smgk/mlk
-  bool hard_e = false;   // mgk/smgk: max over the M keys instead of the π-weighted sum
-  bool soft_e = false;   // mgk/smgk: π re-estimated from posterior responsibilities (a buffer), not learned
-  double sigma2 = 0;     // mgk/smgk: 0 means sqrt(p), the papers' choice
-  // mgk/smgk: σ² per key component (M values > 0), e.g. the official language
-  // model's {√p, √p/3}; empty: every component uses sigma2.
-  std::vector<double> sigma2_keys{};
-  // mgk/smgk: false fixes π at 1/M, which drops it from the logits (the
-  // official hard-E has no π); needs learned π, so not with soft_e.
-  bool learn_pi = true;
-  // soft_e: the step of π towards each training batch's mean responsibilities
-  // (1: replace π by that estimate, the official MGK code's rule)
-  double pi_momentum = 0.1;
-  // smgk: how the shifts μ_r start. "small": every μ_r ~ N(0, 0.02²);
-  // "official": μ_1 = 0 and μ_r ~ N(0, 0.5²) for r >= 2 (the MGK code's), so
-  // the components differ from the first step.
-  std::string shift_init = "small";
-  double dropout = 0;    // on attention weights (softmax/fixed/mgk)
+  double dropout = 0;    // on attention weights (families that form them)
   bool bias = true;      // biases of the projections
+  // The family's options, shared read-only between copies of the config;
+  // null: the family's defaults. Set with with_options, read with options_as.
+  std::shared_ptr<const AttentionOptions> options;
 
   int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : d_model / heads; }
   int64_t resolved_kv_dim() const { return kv_dim > 0 ? kv_dim : d_model; }
+  // The attention of a layer of width d (self- and cross-attention over a
+  // memory of the same width): this config with d_model = d and kv_dim 0.
+  // The one place a model sets an attention's width.
+  AttentionConfig at_width(int64_t d) const;
   // Throws ks::Error naming the offending field and value.
   void validate() const;
+
+  // The options as the family's type T (a family reads only its own; a
+  // variant's options may derive from its base family's); T's defaults when
+  // none are set. Options of another type are a programming error.
+  template <class T>
+  const T& options_as() const {
+    if (!options) {
+      static const T defaults{};
+      return defaults;
+    }
+    const T* typed = dynamic_cast<const T*>(options.get());
+    KS_CHECK(typed, "attention '", type, "': its options are another family's");
+    return *typed;
+  }
+  template <class T>
+  AttentionConfig& with_options(T value) {
+    options = std::make_shared<const T>(std::move(value));
+    return *this;
+  }
 };
 
 struct AttentionMask {
@@ -103,6 +135,9 @@ class Attention : public Module {
   // projection (Michel et al., 2019). Undefined: every gate 1, at no cost.
   // 0 masks a head; with requires_grad, backward gives ∂L/∂ξ, the importance.
   Tensor head_gate;
+  // M when last_scores holds one logit per key component, (B, h, M, T, S), as
+  // MGK's do; 1 otherwise. What an analysis asks instead of the family's name.
+  virtual int64_t mixture_keys() const { return 1; }
   const AttentionConfig config;
 };
 
@@ -129,17 +164,57 @@ struct AttentionCost {
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg);
 AttentionCost attention_cost(const AttentionConfig& cfg, int64_t seq_len, bool causal);
 
+// One key of a family's options in the config's attention section, with its meaning.
+struct OptionKey {
+  std::string key, doc;
+};
+
 // The registry behind make_attention: each family registers itself from its
 // own source file (KS_REGISTER_ATTENTION), so adding a family edits no list.
 struct AttentionFamily {
   std::shared_ptr<Attention> (*make)(const AttentionConfig&);
   AttentionCost (*cost)(const AttentionConfig&, int64_t seq_len, bool causal);
+  // Reads the family's own keys from an attention section (absent ones keep
+  // their defaults; the section's other keys are not its business). Type
+  // errors name the key as "config: <where><key>: ...".
+  std::shared_ptr<const AttentionOptions> (*parse)(const nlohmann::json& section, const std::string& where);
+  std::vector<OptionKey> (*keys)();  // the keys parse reads
+  const std::type_info* options_type;
 };
 bool register_attention_family(const std::string& type, AttentionFamily family);
 std::vector<std::string> attention_families();
 
+// A family's registry entry from its options type: Options is default
+// constructible (the defaults) and has static `Options parse(const json&,
+// const std::string& where)` and `std::vector<OptionKey> option_keys()`.
+template <class Options>
+AttentionFamily attention_family(std::shared_ptr<Attention> (*make)(const AttentionConfig&),
+                                 AttentionCost (*cost)(const AttentionConfig&, int64_t, bool)) {
+  return {make, cost,
+          [](const nlohmann::json& section, const std::string& where) -> std::shared_ptr<const AttentionOptions> {
+            return std::make_shared<const Options>(Options::parse(section, where));
+          },
+          &Options::option_keys, &typeid(Options)};
+}
+
+// The config file's view of the families' options, for models/config.cpp.
+// Every family's option keys, each once, its doc prefixed with the families
+// that take it ("mgk/smgk: ...").
+std::vector<OptionKey> attention_option_keys();
+// The options of family `type` from an attention section whose keys are known
+// (attention_option_keys or the shared ones). Another family's key is
+// accepted at that family's default value (a resolved config lists every
+// family's keys, see attention_options_json), else refused: "config:
+// <where><key> applies to mgk and smgk only, not 'softmax'"; an unknown
+// family "config: <where>type: unknown family ...".
+std::shared_ptr<const AttentionOptions> parse_attention_options(const nlohmann::json& section, const std::string& type,
+                                                                const std::string& where);
+// cfg's options as JSON, with every other family's keys at their defaults:
+// the keys a resolved config has always listed, whatever its family.
+nlohmann::json attention_options_json(const AttentionConfig& cfg);
+
 }  // namespace ks::nn
 
-#define KS_REGISTER_ATTENTION(type, make_fn, cost_fn)                                        \
-  static const bool KS_CONCAT(ks_attention_registered_, __LINE__) =                          \
-      ::ks::nn::register_attention_family(type, ::ks::nn::AttentionFamily{make_fn, cost_fn})
+#define KS_REGISTER_ATTENTION(type, Options, make_fn, cost_fn)       \
+  static const bool KS_CONCAT(ks_attention_registered_, __LINE__) = \
+      ::ks::nn::register_attention_family(type, ::ks::nn::attention_family<Options>(make_fn, cost_fn))

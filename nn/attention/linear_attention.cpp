@@ -5,6 +5,7 @@
 #include "autograd/grad_mode.h"
 #include "core/factory.h"
 #include "nn/attention/heads.h"
+#include "nn/user_input.h"
 #include "ops/compare.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
@@ -21,15 +22,34 @@ Tensor feature_map(const Tensor& x) { return add(elu(x), 1.0); }  // φ(x) = elu
 
 }  // namespace
 
-LinearAttention::LinearAttention(const AttentionConfig& cfg)
-    : Attention(cfg, cfg.type == "mlk" ? "MixtureLinearAttention" : "LinearAttention"),
-      num_keys(cfg.type == "mlk" ? cfg.keys : 1) {
+MlkOptions MlkOptions::parse(const nlohmann::json& section, const std::string& where) {
+  MlkOptions o;
+  read_json_key(section, "keys", o.keys, where);
+  return o;
+}
+
+std::vector<OptionKey> MlkOptions::option_keys() { return {{"keys", "Gaussian keys per head (M)"}}; }
+
+nlohmann::json MlkOptions::to_json() const { return {{"keys", keys}}; }
+
+void MlkOptions::validate(const AttentionConfig&) const {
+  KS_CHECK(keys >= 1, "attention.keys must be >= 1, got ", keys);
+}
+
+LinearAttention::LinearAttention(const AttentionConfig& cfg, bool mixture)
+    : Attention(cfg, mixture ? "MixtureLinearAttention" : "LinearAttention"),
+      num_keys(mixture ? cfg.options_as<MlkOptions>().keys : 1) {
   const int64_t inner = cfg.heads * cfg.resolved_head_dim();
   q = register_module("q", std::make_shared<Linear>(cfg.d_model, inner, cfg.bias));
   k = register_module("k", std::make_shared<Linear>(cfg.resolved_kv_dim(), num_keys * inner, cfg.bias));
   v = register_module("v", std::make_shared<Linear>(cfg.resolved_kv_dim(), inner, cfg.bias));
   o = register_module("o", std::make_shared<Linear>(inner, cfg.d_model, cfg.bias));
-  if (cfg.type == "mlk") pi_logits = register_parameter("pi_logits", zeros({cfg.heads, num_keys}));
+  if (mixture) pi_logits = register_parameter("pi_logits", zeros({cfg.heads, num_keys}));
+}
+
+std::vector<std::string> LinearAttention::no_weight_decay() const {
+  if (pi_logits.defined()) return {"pi_logits"};
+  return {};
 }
 
 Tensor LinearAttention::mixture() const { return pi_logits.defined() ? softmax(pi_logits, -1) : Tensor(); }
@@ -118,12 +138,23 @@ Tensor LinearAttention::forward(const Tensor& query, const Tensor& key, const Te
 
 namespace {
 
-std::shared_ptr<Attention> make_linear(const AttentionConfig& cfg) { return std::make_shared<LinearAttention>(cfg); }
+// "linear": no options.
+struct LinearOptions : AttentionOptions {
+  static LinearOptions parse(const nlohmann::json&, const std::string&) { return {}; }
+  static std::vector<OptionKey> option_keys() { return {}; }
+  nlohmann::json to_json() const override { return nlohmann::json::object(); }
+  void validate(const AttentionConfig&) const override {}
+};
 
-AttentionCost linear_cost(const AttentionConfig& cfg, int64_t, bool) {
-  const bool mlk = cfg.type == "mlk";
+std::shared_ptr<Attention> make_linear(const AttentionConfig& cfg) {
+  return std::make_shared<LinearAttention>(cfg, false);
+}
+std::shared_ptr<Attention> make_mlk(const AttentionConfig& cfg) { return std::make_shared<LinearAttention>(cfg, true); }
+
+// M: 1 for "linear"; mlk: the π logits and the mixing of M key features (even at M = 1).
+AttentionCost cost(const AttentionConfig& cfg, int64_t M, bool mlk) {
   const int64_t d = cfg.d_model, kv = cfg.resolved_kv_dim(), p = cfg.resolved_head_dim();
-  const int64_t inner = cfg.heads * p, M = mlk ? cfg.keys : 1;
+  const int64_t inner = cfg.heads * p;
   AttentionCost c;
   const int64_t weights = inner * d + M * inner * kv + inner * kv + inner * d;
   c.params = weights + (cfg.bias ? (M + 2) * inner + d : 0) + (mlk ? cfg.heads * M : 0);
@@ -134,10 +165,14 @@ AttentionCost linear_cost(const AttentionConfig& cfg, int64_t, bool) {
   c.cache_floats_fixed = double(inner) * p + double(inner);  // Σ φ(k) vᵀ (h, p, p) and Σ φ(k) (h, p)
   return c;
 }
+AttentionCost linear_cost(const AttentionConfig& cfg, int64_t, bool) { return cost(cfg, 1, false); }
+AttentionCost mlk_cost(const AttentionConfig& cfg, int64_t, bool) {
+  return cost(cfg, cfg.options_as<MlkOptions>().keys, true);
+}
 
 }  // namespace
 
-KS_REGISTER_ATTENTION("linear", make_linear, linear_cost);
-KS_REGISTER_ATTENTION("mlk", make_linear, linear_cost);
+KS_REGISTER_ATTENTION("linear", LinearOptions, make_linear, linear_cost);
+KS_REGISTER_ATTENTION("mlk", MlkOptions, make_mlk, mlk_cost);
 
 }  // namespace ks::nn

@@ -29,9 +29,8 @@
 // it is refused once a cache holds sums of earlier keys.
 //
 // No attention dropout: the family never forms the weights it would drop, so
-// config.dropout is ignored (like attention.h says, it applies to
-// softmax/fixed/mgk), and so is config.keys for "linear". hard_e/soft_e are
-// rejected by AttentionConfig::validate.
+// config.dropout is ignored. Options: "linear" has none; "mlk" has MlkOptions
+// (its M, "keys").
 // Parameters: h·p·(2d + 2·kv) weights and 3·h·p + d biases for "linear"; "mlk"
 // has M key projections, h·p·(2d + (M + 1)·kv) weights, (M + 2)·h·p + d biases
 // and h·M mixing logits.
@@ -44,17 +43,30 @@
 
 namespace ks::nn {
 
+// "mlk"'s options, the attention section's "keys".
+struct MlkOptions : AttentionOptions {
+  int64_t keys = 2;  // M, the keys per position
+
+  static MlkOptions parse(const nlohmann::json& section, const std::string& where);
+  static std::vector<OptionKey> option_keys();
+  nlohmann::json to_json() const override;
+  void validate(const AttentionConfig& cfg) const override;
+};
+
 class LinearAttention : public Attention {
  public:
   static constexpr double kEps = 1e-6;
 
-  explicit LinearAttention(const AttentionConfig& cfg);
+  // mixture: "mlk", M = MlkOptions::keys keys per position and the π logits.
+  LinearAttention(const AttentionConfig& cfg, bool mixture);
   using Attention::forward;
   Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMask& mask = {},
                  AttentionCache* cache = nullptr) override;
 
   // The mixing weights π (h, M), softmax over M of pi_logits; "mlk" only.
   Tensor mixture() const;
+  // π's logits are not decayed (decay would pull π to uniform).
+  std::vector<std::string> no_weight_decay() const override;
 
   std::shared_ptr<Linear> q, k, v, o;
   Tensor pi_logits;  // (h, M), "mlk" only

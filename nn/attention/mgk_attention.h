@@ -2,10 +2,10 @@
 // (Nguyen et al., "Improving Transformers with Probabilistic Attention Keys"):
 // types "mgk" and "smgk".
 //
-// Each key position j carries M keys k_j1..k_jM (AttentionConfig::keys), and
+// Each key position j carries M keys k_j1..k_jM (MgkOptions::keys), and
 // query i attends to j in proportion to a Gaussian mixture likelihood:
 //   A_ij ∝ Σ_r π_r exp(−‖q_i − k_jr‖² / 2σ²),   normalised over the visible j,
-// per head, with σ² = √p (or AttentionConfig::sigma2 when > 0). Then, as in
+// per head, with σ² = √p (or MgkOptions::sigma2 when > 0). Then, as in
 // softmax attention, out = concat_heads(A V) W_o.
 //   "mgk":  M key projections, k_jr = m_j W_k^(r). They are one Linear `k` of
 //           width M·h·p whose weight stacks them: rows [r·h·p, (r+1)·h·p)
@@ -29,7 +29,7 @@
 //                      over batch, queries and visible keys of that head:
 //                        π ← (1 − pi_momentum)·π + pi_momentum·mean γ
 //                      (an exponential moving average, as BatchNorm keeps its
-//                      statistics; AttentionConfig::pi_momentum, 0.1 by
+//                      statistics; MgkOptions::pi_momentum, 0.1 by
 //                      default, 1 in the official code). Eval mode never updates it.
 // Computed by the fused ops/mixture_attention.h (no (B, h, T, M, S) scores or
 // (B, h, T, S) weights in memory, forward or backward; soft-E's totals come
@@ -50,9 +50,44 @@
 
 namespace ks::nn {
 
+// "mgk"'s options: the attention section's keys of the same names.
+struct MgkOptions : AttentionOptions {
+  int64_t keys = 2;      // M, the keys per position
+  bool hard_e = false;   // max over the M keys instead of the π-weighted sum
+  bool soft_e = false;   // π re-estimated from posterior responsibilities (a buffer), not learned
+  double sigma2 = 0;     // 0 means sqrt(p), the papers' choice
+  // σ² per key component (M values > 0), e.g. the official language model's
+  // {√p, √p/3}; empty: every component uses sigma2.
+  std::vector<double> sigma2_keys{};
+  // false fixes π at 1/M, which drops it from the logits (the official
+  // hard-E has no π); needs learned π, so not with soft_e.
+  bool learn_pi = true;
+  // soft_e: the step of π towards each training batch's mean responsibilities
+  // (1: replace π by that estimate, the official MGK code's rule)
+  double pi_momentum = 0.1;
+
+  static MgkOptions parse(const nlohmann::json& section, const std::string& where);
+  static std::vector<OptionKey> option_keys();
+  nlohmann::json to_json() const override;
+  void validate(const AttentionConfig& cfg) const override;
+};
+
+// "smgk"'s options: MGK's and how the shifts start.
+struct SmgkOptions : MgkOptions {
+  // "small": every μ_r ~ N(0, 0.02²); "official": μ_1 = 0 and μ_r ~ N(0, 0.5²)
+  // for r >= 2 (the MGK code's), so the components differ from the first step.
+  std::string shift_init = "small";
+
+  static SmgkOptions parse(const nlohmann::json& section, const std::string& where);
+  static std::vector<OptionKey> option_keys();
+  nlohmann::json to_json() const override;
+  void validate(const AttentionConfig& cfg) const override;
+};
+
 class MixtureKeyAttention : public Attention {
  public:
-  explicit MixtureKeyAttention(const AttentionConfig& cfg);
+  // shifted: "smgk" (config's options SmgkOptions), else "mgk".
+  MixtureKeyAttention(const AttentionConfig& cfg, bool shifted);
   using Attention::forward;
   Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMask& mask = {},
                  AttentionCache* cache = nullptr) override;
@@ -62,6 +97,13 @@ class MixtureKeyAttention : public Attention {
   // 1/σ_r² per component (M values; all equal unless sigma2_keys is set):
   // the scale of q·k_r in the logits, half of it that of −‖k_r‖².
   std::vector<double> inverse_sigma2() const;
+  int64_t mixture_keys() const override { return options.keys; }
+  // π's logits and the shifts μ are not decayed: decay would pull π to
+  // uniform and the components together (the official MGK code does not
+  // decay them either).
+  std::vector<std::string> no_weight_decay() const override;
+
+  const MgkOptions& options;  // config's, typed
 
   std::shared_ptr<Linear> q, k, v, o;
   Tensor pi_logits;  // (h, M) parameter; undefined with soft_e

@@ -17,8 +17,8 @@
 
 namespace ks::nn {
 
-MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg)
-    : Attention(cfg, cfg.type == "fixed" ? "FixedHeadAttention" : "MultiHeadAttention") {
+MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, const std::string& type_name)
+    : Attention(cfg, type_name) {
   const int64_t inner = cfg.heads * cfg.resolved_head_dim();
   q = register_module("q", std::make_shared<Linear>(cfg.d_model, inner, cfg.bias));
   k = register_module("k", std::make_shared<Linear>(cfg.resolved_kv_dim(), inner, cfg.bias));
@@ -65,7 +65,32 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
 
 namespace {
 
+// "softmax": no keys of its own; head_dim, when given, must be d_model / heads.
+struct SoftmaxOptions : AttentionOptions {
+  static SoftmaxOptions parse(const nlohmann::json&, const std::string&) { return {}; }
+  static std::vector<OptionKey> option_keys() { return {}; }
+  nlohmann::json to_json() const override { return nlohmann::json::object(); }
+  void validate(const AttentionConfig& cfg) const override {
+    if (cfg.head_dim > 0)
+      KS_CHECK(cfg.head_dim * cfg.heads == cfg.d_model, "attention.head_dim: the \"softmax\" family uses ",
+               "d_model / heads = ", cfg.d_model / cfg.heads, "; for head size ", cfg.head_dim, " use type \"fixed\"");
+  }
+};
+
+// "fixed": no keys of its own; the head size is the point, so it is explicit.
+struct FixedOptions : AttentionOptions {
+  static FixedOptions parse(const nlohmann::json&, const std::string&) { return {}; }
+  static std::vector<OptionKey> option_keys() { return {}; }
+  nlohmann::json to_json() const override { return nlohmann::json::object(); }
+  void validate(const AttentionConfig& cfg) const override {
+    KS_CHECK(cfg.head_dim > 0, "attention.head_dim: the \"fixed\" family needs an explicit head_dim");
+  }
+};
+
 std::shared_ptr<Attention> make_mha(const AttentionConfig& cfg) { return std::make_shared<MultiHeadAttention>(cfg); }
+std::shared_ptr<Attention> make_fixed(const AttentionConfig& cfg) {
+  return std::make_shared<MultiHeadAttention>(cfg, "FixedHeadAttention");
+}
 
 AttentionCost mha_cost(const AttentionConfig& cfg, int64_t n, bool causal) {
   const int64_t d = cfg.d_model, kv = cfg.resolved_kv_dim(), inner = cfg.heads * cfg.resolved_head_dim();
@@ -80,7 +105,7 @@ AttentionCost mha_cost(const AttentionConfig& cfg, int64_t n, bool causal) {
 
 }  // namespace
 
-KS_REGISTER_ATTENTION("softmax", make_mha, mha_cost);
-KS_REGISTER_ATTENTION("fixed", make_mha, mha_cost);
+KS_REGISTER_ATTENTION("softmax", SoftmaxOptions, make_mha, mha_cost);
+KS_REGISTER_ATTENTION("fixed", FixedOptions, make_fixed, mha_cost);
 
 }  // namespace ks::nn

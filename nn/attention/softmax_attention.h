@@ -6,7 +6,9 @@
 //   out = concat(head_1..head_h) W_o    W_o: h·p × d
 //
 // "softmax" uses p = d/h; "fixed" sets p independently of h and d (h need not
-// divide d) — with p = d/h it is the same layer, output for output.
+// divide d) — with p = d/h it is the same layer, output for output. Neither
+// has options of its own: their options (softmax_attention.cpp) only check
+// head_dim, which "softmax" takes only as d/h and "fixed" needs explicit.
 // Parameters: 4·h·p·d weights plus 3·h·p + d biases (kv_dim = d).
 #pragma once
 
@@ -19,7 +21,8 @@ namespace ks::nn {
 
 class MultiHeadAttention : public Attention {
  public:
-  explicit MultiHeadAttention(const AttentionConfig& cfg);
+  // type_name: "MultiHeadAttention", or "FixedHeadAttention" for "fixed".
+  explicit MultiHeadAttention(const AttentionConfig& cfg, const std::string& type_name = "MultiHeadAttention");
   using Attention::forward;
   Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMask& mask = {},
                  AttentionCache* cache = nullptr) override;

@@ -136,8 +136,8 @@ TEST_CASE("DDP refuses a second backward before finish_gradient_sync") {
 
 TEST_CASE("ZeRO-1: the sharded AdamW step and its gathered state equal the unsharded optimizer's, bitwise") {
   auto net = make_net(7), reference = make_net(7);
-  nn::AdamW sharded(nn::decay_groups(net->named_parameters(), 0.1), {.lr = 1e-2});
-  nn::AdamW plain(nn::decay_groups(reference->named_parameters(), 0.1), {.lr = 1e-2});
+  nn::AdamW sharded(nn::decay_groups(*net, 0.1), {.lr = 1e-2});
+  nn::AdamW plain(nn::decay_groups(*reference, 0.1), {.lr = 1e-2});
   nn::ZeroOptimizer zero(sharded, group());
   // Ownership covers every parameter once, balanced by size.
   int64_t owned = 0, total = 0;
@@ -164,7 +164,7 @@ TEST_CASE("ZeRO-1: the sharded AdamW step and its gathered state equal the unsha
       CHECK(full[k].second.to_vector<float>() == plain_state[k].second.to_vector<float>());
   }
   // A full state loads back: each rank keeps its share, and the next step still matches.
-  nn::AdamW again(nn::decay_groups(net->named_parameters(), 0.1), {.lr = 1e-2});
+  nn::AdamW again(nn::decay_groups(*net, 0.1), {.lr = 1e-2});
   nn::ZeroOptimizer zero_again(again, group());
   zero_again.load_full_state_dict(full);
   net->zero_grad();

@@ -3,6 +3,7 @@
 #include "support/testing.h"
 
 #include "models/config.h"
+#include "nn/attention/mgk_attention.h"
 
 using namespace ks;
 using json = nlohmann::json;
@@ -70,13 +71,14 @@ TEST_CASE("the MGK fidelity keys parse, round-trip, and name the key when bad") 
   auto parse = [](const char* text) { return models::parse_model_config(json::parse(text)); };
   auto m = parse(R"({"vocab_size": 10, "attention": {"type": "smgk", "heads": 2, "sigma2_keys": [5.6, 1.9],
                      "shift_init": "official"}})");
-  CHECK(m.attention.sigma2_keys == std::vector<double>{5.6, 1.9});
-  CHECK(m.attention.shift_init == "official");
+  CHECK(m.attention.options_as<nn::SmgkOptions>().sigma2_keys == std::vector<double>{5.6, 1.9});
+  CHECK(m.attention.options_as<nn::SmgkOptions>().shift_init == "official");
   CHECK(parse(m.to_json().dump().c_str()).to_json() == m.to_json());
   auto s = parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "soft_e": true, "pi_momentum": 1}})");
-  CHECK(s.attention.pi_momentum == 1);
+  CHECK(s.attention.options_as<nn::MgkOptions>().pi_momentum == 1);
   CHECK_FALSE(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "hard_e": true, "learn_pi": false}})")
-                  .attention.learn_pi);
+                  .attention.options_as<nn::MgkOptions>()
+                  .learn_pi);
   CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "sigma2_keys": 3}})"),
                        "config: attention.sigma2_keys: expected an array of numbers, got 3", Error);
   CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "sigma2_keys": ["a", 1]}})"),
@@ -93,6 +95,19 @@ TEST_CASE("the MGK fidelity keys parse, round-trip, and name the key when bad") 
                        "config: attention.learn_pi applies to mgk and smgk only, not 'linear'", Error);
   CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "learn_pi": "no"}})"),
                        doctest::Contains("attention.learn_pi"), Error);
+  // Another family's key: at its default it is what a resolved config lists; else refused, naming its families.
+  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "shift_init": "official"}})"),
+                       "config: attention.shift_init applies to smgk only, not 'mgk'", Error);
+  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "softmax", "hard_e": true}})"),
+                       "config: attention.hard_e applies to mgk and smgk only, not 'softmax'", Error);
+  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "linear", "keys": 3}})"),
+                       "config: attention.keys applies to mgk, mlk and smgk only, not 'linear'", Error);
+  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "smgk", "shift_init": "zeros"}})"),
+                       "config: attention.shift_init: expected \"small\" or \"official\", got 'zeros'", Error);
+  const auto soft = parse(R"({"vocab_size": 10, "attention": {"type": "softmax", "keys": 2, "hard_e": false,
+                             "shift_init": "small", "sigma2_keys": []}})");
+  CHECK(soft.to_json()["attention"]["keys"] == 2);  // every family's keys, at their defaults
+  CHECK(soft.to_json()["attention"]["shift_init"] == "small");
 }
 
 TEST_CASE("a model section's errors carry its prefix, and a near-miss key gets a suggestion") {

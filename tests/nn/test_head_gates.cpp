@@ -28,8 +28,7 @@ nn::AttentionConfig family_config(const std::string& type) {
   c.type = type;
   c.d_model = 12;
   c.heads = 3;
-  c.head_dim = type == "fixed" ? 5 : 0;
-  c.keys = 2;
+  c.head_dim = type == "fixed" ? 5 : 0;  // mgk, smgk, mlk: M = 2, their default
   return c;
 }
 

@@ -23,7 +23,9 @@ AttentionConfig config(const std::string& type, int64_t keys = 3) {
   c.type = type;
   c.d_model = 8;
   c.heads = 2;
-  c.keys = keys;
+  MlkOptions o;
+  o.keys = keys;
+  if (type == "mlk") c.with_options(o);
   return c;
 }
 
@@ -382,10 +384,9 @@ TEST_CASE("linear attention reports bad shapes, configs and cache use") {
                                          "sums, got state undefined"),
                        Error);
   CHECK_THROWS_WITH_AS(m->forward(to(x, kFloat32)), doctest::Contains("linear"), Error);
-  AttentionConfig bad = config("linear");
-  bad.hard_e = true;
-  CHECK_THROWS_WITH_AS(make_attention(bad), "attention: hard_e/soft_e apply to mgk and smgk only, not 'linear'",
-                       Error);
+  AttentionConfig bad = config("mlk");
+  bad.type = "linear";  // mlk's options on another family
+  CHECK_THROWS_WITH_AS(make_attention(bad), "attention 'linear': its options are another family's", Error);
   bad = config("mlk", 0);
   CHECK_THROWS_WITH_AS(make_attention(bad), "attention.keys must be >= 1, got 0", Error);
   bad = config("mlk");

@@ -7,6 +7,7 @@
 // path (outputs, gradients, π, dropout), parameter counts and state-dict names,
 // config errors.
 #include <cmath>
+#include <type_traits>
 
 #include "nn/attention/mgk_attention.h"
 #include "nn/attention_reference.h"
@@ -45,15 +46,34 @@ nn::AttentionConfig config(const Variant& var, int64_t d, int64_t h, int64_t M =
   c.type = var.type;
   c.d_model = d;
   c.heads = h;
-  c.keys = M;
   c.head_dim = p;
   c.kv_dim = kv;
-  c.hard_e = var.hard_e;
-  c.soft_e = var.soft_e;
-  c.learn_pi = !var.fixed_pi;
+  nn::SmgkOptions o;
+  o.keys = M;
+  o.hard_e = var.hard_e;
+  o.soft_e = var.soft_e;
+  o.learn_pi = !var.fixed_pi;
   if (var.sigma_per_key) {
     const double base = std::sqrt(double(p > 0 ? p : d / h));
-    for (int64_t r = 0; r < M; ++r) c.sigma2_keys.push_back(base / (r == 0 ? 1.0 : 3.0 * double(r)));
+    for (int64_t r = 0; r < M; ++r) o.sigma2_keys.push_back(base / (r == 0 ? 1.0 : 3.0 * double(r)));
+  }
+  if (c.type == "smgk") c.with_options(o);
+  else c.with_options(nn::MgkOptions(o));
+  return c;
+}
+
+// c with its MGK options changed by edit(options) (SmgkOptions& for smgk).
+template <class Options = nn::MgkOptions, class F>
+nn::AttentionConfig edited(nn::AttentionConfig c, F edit) {
+  if (c.type == "smgk") {
+    nn::SmgkOptions o = c.options_as<nn::SmgkOptions>();
+    edit(o);
+    return c.with_options(o);
+  }
+  if constexpr (std::is_same_v<Options, nn::MgkOptions>) {
+    nn::MgkOptions o = c.options_as<nn::MgkOptions>();
+    edit(o);
+    c.with_options(o);
   }
   return c;
 }
@@ -110,21 +130,22 @@ struct MgkRef {
 MgkRef mgk_ref(const nn::MixtureKeyAttention& m, const Tensor& query, const Tensor& key, const Tensor& value,
                const MaskFn& masked) {
   const nn::AttentionConfig& c = m.config;
-  const bool smgk = c.type == "smgk";
+  const nn::MgkOptions& o = m.options;
+  const bool smgk = m.shifted;
   const int64_t B = query.size(0), T = query.size(1), S = key.size(1);
-  const int64_t h = c.heads, p = c.resolved_head_dim(), M = c.keys, hp = h * p;
+  const int64_t h = c.heads, p = c.resolved_head_dim(), M = o.keys, hp = h * p;
   auto sigma2_of = [&](int64_t r) {
-    if (!c.sigma2_keys.empty()) return c.sigma2_keys[size_t(r)];
-    return c.sigma2 > 0 ? c.sigma2 : std::sqrt(double(p));
+    if (!o.sigma2_keys.empty()) return o.sigma2_keys[size_t(r)];
+    return o.sigma2 > 0 ? o.sigma2 : std::sqrt(double(p));
   };
   const Vec Q = linear_ref(query.to_vector<double>(), B * T, *m.q);
   const Vec K = linear_ref(key.to_vector<double>(), B * S, *m.k);  // (B, S, M·h·p) or (B, S, h·p)
   const Vec Vv = linear_ref(value.to_vector<double>(), B * S, *m.v);
   const Vec mu = smgk ? m.mu.to_vector<double>() : Vec();
   Vec pi(static_cast<size_t>(h * M));
-  if (c.soft_e) {
+  if (o.soft_e) {
     pi = m.pi.to_vector<double>();
-  } else if (!c.learn_pi) {
+  } else if (!o.learn_pi) {
     std::fill(pi.begin(), pi.end(), 1.0 / double(M));
   } else {
     const Vec logits = m.pi_logits.to_vector<double>();
@@ -161,7 +182,7 @@ MgkRef mgk_ref(const nn::MixtureKeyAttention& m, const Tensor& query, const Tens
             best = std::max(best, logit[size_t(r)]);
           }
           for (int64_t r = 0; r < M; ++r) z += std::exp(logit[size_t(r)] - best);
-          ell[size_t(j)] = c.hard_e ? best : best + std::log(z);
+          ell[size_t(j)] = o.hard_e ? best : best + std::log(z);
           mask[size_t(j)] = masked(b, i, j);
           if (!mask[size_t(j)]) {
             visible[size_t(hd)] += 1;
@@ -194,8 +215,7 @@ TEST_CASE("MGK attention matches the loop reference for every variant: self, cau
     check_close(m->forward(x, {.causal = true, .key_padding = pad}),
                 mgk_ref(*m, x, x, x, either(causal_mask(), padding_mask(pad))).out, 1e-12, 1e-10);
     // Cross-attention: 3 queries over 4 keys of width 6, M = 3, p = 3 (h·p != d), σ² set.
-    auto c = config(var, 8, 2, 3, 3, 6);
-    c.sigma2 = 0.8;
+    auto c = edited(config(var, 8, 2, 3, 3, 6), [](nn::MgkOptions& o) { o.sigma2 = 0.8; });
     auto mc = make(c);
     mc->eval();
     Tensor q = input({2, 3, 8}, 2), k = input({2, 4, 6}, 3), v = input({2, 4, 6}, 4);
@@ -456,7 +476,7 @@ TEST_CASE("MGK parameter counts, state-dict names and attention_cost") {
   CHECK(nn::attention_cost(mgk4, 512, true).flops_per_token < nn::attention_cost(soft8, 512, true).flops_per_token);
   // The smgk shifts start small and random.
   manual_seed(3);
-  nn::MixtureKeyAttention fresh(config({"smgk"}, 8, 2, 2));
+  nn::MixtureKeyAttention fresh(config({"smgk"}, 8, 2, 2), true);
   const Vec mu = fresh.mu.to_vector<double>();
   double ss = 0;
   for (double v : mu) ss += v * v;
@@ -482,8 +502,7 @@ TEST_CASE("MGK config and input errors name the field") {
   CHECK_THROWS_WITH_AS(nn::make_attention(c), "attention: hard_e and soft_e cannot both be set", Error);
   c = config({"mgk"}, 8, 2, 0);
   CHECK_THROWS_WITH_AS(nn::make_attention(c), "attention.keys must be >= 1, got 0", Error);
-  c = config({"smgk"}, 8, 2);
-  c.sigma2 = -1;
+  c = edited(config({"smgk"}, 8, 2), [](nn::MgkOptions& o) { o.sigma2 = -1; });
   CHECK_THROWS_WITH_AS(nn::make_attention(c), "attention.sigma2 must be >= 0 (0 means sqrt(head_dim)), got -1", Error);
   CHECK_THROWS_WITH_AS(nn::make_attention(config({"mgk"}, 10, 3)), doctest::Contains("3 heads do not divide d_model 10"),
                        Error);
@@ -497,8 +516,7 @@ TEST_CASE("MGK config and input errors name the field") {
 
 TEST_CASE("MGK fidelity switches: pi_momentum 1 replaces π by the batch estimate, shift_init official") {
   // soft-E with the official step: π after one training forward is the batch's mean γ
-  auto c = config({"mgk", false, true}, 8, 2, 3);
-  c.pi_momentum = 1;
+  auto c = edited(config({"mgk", false, true}, 8, 2, 3), [](nn::MgkOptions& o) { o.pi_momentum = 1; });
   auto m = make(c);
   m->train();
   Tensor x = input({2, 5, 8}, 82);
@@ -507,8 +525,7 @@ TEST_CASE("MGK fidelity switches: pi_momentum 1 replaces π by the batch estimat
   check_close(m->pi, ref.mean_gamma, 1e-12, 1e-10);
 
   // sMGK's official shifts: μ_1 = 0, the others N(0, 0.5²) (sample std over 2·64 values)
-  auto sc = config({"smgk"}, 256, 2, 2);
-  sc.shift_init = "official";
+  auto sc = edited<nn::SmgkOptions>(config({"smgk"}, 256, 2, 2), [](nn::SmgkOptions& o) { o.shift_init = "official"; });
   manual_seed(4);
   auto s = std::dynamic_pointer_cast<nn::MixtureKeyAttention>(nn::make_attention(sc));
   REQUIRE(s);
@@ -524,17 +541,15 @@ TEST_CASE("MGK fidelity switches: pi_momentum 1 replaces π by the batch estimat
   CHECK(std::sqrt(sq / double(2 * p)) == doctest::Approx(0.5).epsilon(0.15));
 
   // errors name the key
-  auto bad = config({"mgk"}, 8, 2);
-  bad.pi_momentum = 0.5;
+  auto bad = edited(config({"mgk"}, 8, 2), [](nn::MgkOptions& o) { o.pi_momentum = 0.5; });
   CHECK_THROWS_WITH_AS(nn::make_attention(bad), "attention.pi_momentum applies to soft_e only (π is learned otherwise)",
                        Error);
-  bad = config({"mgk", false, true}, 8, 2);
-  bad.pi_momentum = 0;
+  bad = edited(config({"mgk", false, true}, 8, 2), [](nn::MgkOptions& o) { o.pi_momentum = 0; });
   CHECK_THROWS_WITH_AS(nn::make_attention(bad), "attention.pi_momentum must be in (0, 1], got 0", Error);
-  bad = config({"mgk"}, 8, 2);
-  bad.shift_init = "official";
-  CHECK_THROWS_WITH_AS(nn::make_attention(bad), "attention.shift_init applies to smgk only, not 'mgk'", Error);
+  // another family's options are refused (the config file names the key: test_config.cpp)
   bad = config({"smgk"}, 8, 2);
-  bad.shift_init = "zeros";
+  bad.type = "mgk";
+  CHECK_THROWS_WITH_AS(nn::make_attention(bad), "attention 'mgk': its options are another family's", Error);
+  bad = edited<nn::SmgkOptions>(config({"smgk"}, 8, 2), [](nn::SmgkOptions& o) { o.shift_init = "zeros"; });
   CHECK_THROWS_WITH_AS(nn::make_attention(bad), doctest::Contains("attention.shift_init: expected"), Error);
 }

@@ -3,9 +3,11 @@
 #include "support/testing.h"
 
 #include <cmath>
+#include <set>
 
 #include "nn/lr_schedule.h"
 #include "nn/optim.h"
+#include "nn/transformer.h"
 
 using namespace ks;
 using namespace ks::testing;
@@ -108,8 +110,10 @@ TEST_CASE("optimizer state round trip continues the same trajectory") {
 }
 
 TEST_CASE("decay groups leave biases and norms undecayed, lr factor scales each group") {
-  nn::NamedTensors named = {{"w", zeros({2, 2}, {.requires_grad = true})}, {"b", zeros({2}, {.requires_grad = true})}};
-  auto groups = nn::decay_groups(named, 0.1);
+  struct Net : nn::Module {
+    Tensor w = register_parameter("w", zeros({2, 2})), b = register_parameter("b", zeros({2}));
+  } net;
+  auto groups = nn::decay_groups(net, 0.1);
   REQUIRE(groups.size() == 2);
   CHECK(groups[0].weight_decay == 0.1);
   CHECK(groups[1].weight_decay == 0);
@@ -120,15 +124,50 @@ TEST_CASE("decay groups leave biases and norms undecayed, lr factor scales each 
   CHECK(opt.lr(1) == doctest::Approx(0.05));
 }
 
-TEST_CASE("decay groups do not decay MGK's mixture logits or sMGK's shifts") {
-  nn::NamedTensors named = {{"layers.0.attn.k.weight", zeros({4, 2}, {.requires_grad = true})},
-                            {"layers.0.attn.pi_logits", zeros({2, 2}, {.requires_grad = true})},
-                            {"layers.0.attn.mu", zeros({2, 2, 3}, {.requires_grad = true})}};
-  auto groups = nn::decay_groups(named, 0.1);
+TEST_CASE("decay groups ask each module which of its parameters not to decay (Module::no_weight_decay)") {
+  // A 2-d parameter its module exempts, one it does not, in a child module.
+  struct Leaf : nn::Module {
+    Tensor table = register_parameter("table", zeros({2, 2})), w = register_parameter("w", zeros({2, 2}));
+    std::vector<std::string> no_weight_decay() const override { return {"table"}; }
+  };
+  struct Root : nn::Module {
+    std::shared_ptr<Leaf> leaf = register_module("leaf", std::make_shared<Leaf>());
+  } root;
+  auto groups = nn::decay_groups(root, 0.1);
   REQUIRE(groups.size() == 2);
-  CHECK(groups[0].params.size() == 1);
-  CHECK(groups[0].params[0].is_same(named[0].second));
-  CHECK(groups[1].params.size() == 2);
+  REQUIRE(groups[1].params.size() == 1);
+  CHECK(groups[1].params[0].is_same(root.leaf->table));
+}
+
+// The names of model's parameters in its undecayed group.
+std::set<std::string> undecayed(const nn::Module& model) {
+  std::set<std::string> out;
+  for (const nn::ParamGroup& g : nn::decay_groups(model, 0.1))
+    if (g.weight_decay == 0)
+      for (const Tensor& p : g.params)
+        for (const auto& [name, q] : model.named_parameters())
+          if (q.is_same(p)) out.insert(name);
+  return out;
+}
+
+TEST_CASE("decay groups do not decay MGK's and MLK's mixture logits or sMGK's shifts: the sets of before") {
+  for (const char* type : {"softmax", "mgk", "smgk", "mlk", "linear"}) {
+    CAPTURE(type);
+    nn::LayerConfig cfg{.d_model = 8, .d_ff = 16, .attention = {.type = type, .heads = 2}};
+    nn::DecoderLayer layer(cfg, /*cross_attention=*/true);
+    // The rule decay_groups had by parameter name: 1-d, or named *pi_logits, *.mu or mu.
+    std::set<std::string> by_name;
+    for (const auto& [name, p] : layer.named_parameters()) {
+      auto ends_with = [&](const std::string& tail) {
+        return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+      };
+      if (p.dim() < 2 || ends_with("pi_logits") || ends_with(".mu") || name == "mu") by_name.insert(name);
+    }
+    CHECK(undecayed(layer) == by_name);
+    const bool logits = std::string(type) != "softmax" && std::string(type) != "linear";
+    CHECK(undecayed(layer).count("self_attn.pi_logits") == (logits ? 1 : 0));
+    CHECK(undecayed(layer).count("cross_attn.mu") == (std::string(type) == "smgk" ? 1 : 0));
+  }
 }
 
 TEST_CASE("clip_grad_norm scales to the max norm and returns the old norm") {

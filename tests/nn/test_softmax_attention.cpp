@@ -5,6 +5,7 @@
 // weights, "fixed" == "softmax" at p = d/h, parameter counts, config errors.
 #include <cmath>
 
+#include "nn/attention/mgk_attention.h"
 #include "nn/attention/softmax_attention.h"
 #include "nn/attention_reference.h"
 
@@ -280,9 +281,8 @@ TEST_CASE("softmax attention config and input errors name the field") {
   CHECK_THROWS_WITH_AS(nn::make_attention(config("fixed", 8, 2, -1)),
                        "attention.head_dim must be >= 0 (0 means d_model / heads), got -1", Error);
   auto c = config("softmax", 8, 2);
-  c.hard_e = true;
-  CHECK_THROWS_WITH_AS(nn::make_attention(c), "attention: hard_e/soft_e apply to mgk and smgk only, not 'softmax'",
-                       Error);
+  c.with_options(nn::MgkOptions{});  // MGK's options on softmax (the config file names the key: test_config.cpp)
+  CHECK_THROWS_WITH_AS(nn::make_attention(c), "attention 'softmax': its options are another family's", Error);
   c = config("softmax", 8, 2);
   c.dropout = 1;
   CHECK_THROWS_WITH_AS(nn::make_attention(c), "attention.dropout must be in [0, 1), got 1", Error);

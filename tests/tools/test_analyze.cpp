@@ -16,6 +16,7 @@
 #include "datasets/dataset.h"
 #include "datasets/loader.h"
 #include "models/decoder_lm.h"
+#include "nn/attention/mgk_attention.h"
 #include "nn/attention/softmax_attention.h"
 #include "ops/view.h"
 #include "tools/analysis_collect.h"
@@ -258,8 +259,12 @@ TEST_CASE("analysis: every attention family and MGK variant gives in-range stati
     c.attention.type = v.family;
     c.attention.heads = 2;
     c.attention.head_dim = v.family == "fixed" ? 3 : 0;
-    c.attention.hard_e = v.hard;
-    c.attention.soft_e = v.soft;
+    if (v.hard || v.soft) {
+      nn::MgkOptions o;
+      o.hard_e = v.hard;
+      o.soft_e = v.soft;
+      c.attention.with_options(o);
+    }
     manual_seed(9);
     auto model = models::build_model(c);
     model->eval();
