@@ -9,7 +9,6 @@
 #include "core/clock.h"
 #include "core/factory.h"
 #include "datasets/loader.h"
-#include "models/seq2seq.h"
 #include "nn/safetensors.h"
 #include "tools/analysis_collect.h"
 #include "tools/analysis_pruning.h"
@@ -121,8 +120,8 @@ json run_analysis(const AnalyzeOptions& o) {
   // 2. Importance, then 3. the pruning curve, over the same batches.
   const std::vector<std::vector<double>> importance = head_importance(model, sites, split, batch_size, o.batches);
   for (size_t i = 0; i < sites.size(); ++i) sites_json[i]["importance"] = importance[i];
-  const bool seq2seq = dynamic_cast<models::Seq2Seq*>(&model) != nullptr;
-  const EvalOptions eval_options{.batch_size = batch_size, .max_batches = o.batches, .decode_examples = seq2seq ? o.decode : 0};
+  // --decode: evaluate decodes only with a model that decodes sources (seq2seq).
+  const EvalOptions eval_options{.batch_size = batch_size, .max_batches = o.batches, .decode_examples = o.decode};
   const std::vector<PruningPoint> curve = pruning_curve(model, sites, importance, split, eval_options);
   const std::string metric = headline_metric(curve.front().result, split.task).first;
   json points = json::array();
