@@ -26,6 +26,18 @@ using json = nlohmann::json;
 
 namespace {
 
+// What `keystone analyze --help` prints.
+constexpr char kUsage[] =
+    "usage: keystone analyze --run DIR [--split valid|test|train] [--examples N] [--batches N] [--batch N]\n"
+    "                        [--checkpoint best|latest|FILE] [--tolerance X] [--decode N] [--out DIR]\n"
+    "       keystone analyze --compare RUN_OR_ANALYSIS... [--labels A,B,...] [--out DIR]\n"
+    "What a run's attention heads do: attention maps of --examples examples (default 2), head\n"
+    "redundancy (Jensen-Shannon divergence of attention rows, cosine of head outputs), head importance\n"
+    "|dL/d gate| and the pruning curve, and the singular values and ranks of each head's score and\n"
+    "attention matrices, over the first --batches batches (default 8; 0: all) of --split (default valid).\n"
+    "Writes analysis.json, attention_maps.safetensors and SVG figures into --out (default DIR/analysis);\n"
+    "docs/analysis.md describes every field. --compare puts several analyses side by side.\n";
+
 // The metric a pruning curve reports beside the loss: perplexity for token
 // tasks, accuracy for classification, exact match when seq2seq decodes ran.
 std::pair<std::string, double> headline_metric(const EvalResult& r, data::Task task) {
@@ -176,19 +188,7 @@ json run_analysis(const AnalyzeOptions& o) {
 }
 
 int analyze(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::printf(
-        "usage: keystone analyze --run DIR [--split valid|test|train] [--examples N] [--batches N] [--batch N]\n"
-        "                        [--checkpoint best|latest|FILE] [--tolerance X] [--decode N] [--out DIR]\n"
-        "       keystone analyze --compare RUN_OR_ANALYSIS... [--labels A,B,...] [--out DIR]\n"
-        "What a run's attention heads do: attention maps of --examples examples (default 2), head\n"
-        "redundancy (Jensen-Shannon divergence of attention rows, cosine of head outputs), head importance\n"
-        "|dL/d gate| and the pruning curve, and the singular values and ranks of each head's score and\n"
-        "attention matrices, over the first --batches batches (default 8; 0: all) of --split (default valid).\n"
-        "Writes analysis.json, attention_maps.safetensors and SVG figures into --out (default DIR/analysis);\n"
-        "docs/analysis.md describes every field. --compare puts several analyses side by side.\n");
-    return 0;
-  }
+  if (cli::help_requested(args, kUsage)) return 0;
   if (!args.empty() && args[0] == "--compare") return compare_analyses({args.begin() + 1, args.end()});
   cli::Flags f(args, {"run", "split", "examples", "batches", "batch", "checkpoint", "tolerance", "decode", "out"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required (or --compare RUN...)");
