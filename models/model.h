@@ -5,9 +5,10 @@
 // Each model kind (decoder_lm, encoder_classifier, seq2seq) registers itself
 // from its own source file with KS_REGISTER_MODEL and implements the virtual
 // methods below, so build_model, training, evaluation and analysis (tools/)
-// need no list of kinds: they call these methods on any Model. A test kind
-// defined in one file goes through them all (tests/tools/test_model_kind.cpp);
-// models/README.md lists the steps of adding a kind.
+// need no list of kinds: they call these methods on any Model. A kind defined
+// in a test file alone trains and evaluates through tools/task.h
+// (tests/tools/test_model_kind.cpp); models/README.md lists the steps of
+// adding a kind.
 //
 // Not here: decoding. That is a capability of particular kinds, and the
 // tools that decode ask for it by type: `keystone generate` needs a
@@ -57,6 +58,10 @@ class Model : public nn::Module {
   const ModelConfig config;
 };
 
+// The registry. A kind registers its factory under its config.model name
+// from its own source file, at static initialisation (KS_REGISTER_MODEL); a
+// later registration of a name replaces the earlier one. build_model throws
+// for a name nobody registered.
 using ModelFactory = std::shared_ptr<Model> (*)(const ModelConfig&);
 bool register_model(const std::string& name, ModelFactory factory);
 std::shared_ptr<Model> build_model(const ModelConfig& cfg);
