@@ -68,6 +68,13 @@ Tensor DecoderLM::loss(const Tensor& tokens, const Tensor& targets) {
                        {.ignore_index = config.pad_id >= 0 ? config.pad_id : -100});
 }
 
+Predictions DecoderLM::predict(const Batch& b) {
+  Tensor logits = forward(b.tokens);  // (B, T, V)
+  return {reshape(logits, {-1, logits.size(2)}), reshape(b.targets, {-1}), config.pad_id >= 0 ? config.pad_id : -100};
+}
+
+Tensor DecoderLM::loss(const Batch& b) { return loss(b.tokens, b.targets); }
+
 Tensor DecoderLM::generate(const Tensor& prompt, int64_t max_new_tokens, const SamplingOptions& opts) {
   KS_CHECK(max_new_tokens >= 0, "decoder_lm: generate: max_new_tokens must be >= 0, got ", max_new_tokens);
   check_tokens(prompt, config.vocab_size, config.max_len, 0, "decoder_lm: generate");

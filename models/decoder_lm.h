@@ -40,6 +40,10 @@ class DecoderLM : public Model {
   // Mean cross-entropy of forward(tokens) against targets (B, T) int64,
   // positions whose target is pad_id ignored (when pad_id >= 0).
   Tensor loss(const Tensor& tokens, const Tensor& targets);
+  // Model's batch methods: forward(tokens) as (B·T, V) against targets (B·T),
+  // pad_id ignored; loss(tokens, targets).
+  Predictions predict(const Batch& batch) override;
+  Tensor loss(const Batch& batch) override;
   // prompt (1 or B, T0) int64 -> (B, T0 + max_new_tokens): the prompt followed
   // by the chosen tokens. Runs without gradients and in eval mode (the
   // module's mode is restored afterwards); the whole output must fit max_len.

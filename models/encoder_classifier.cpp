@@ -88,6 +88,8 @@ Tensor EncoderClassifier::forward(const Tensor& a, const Tensor& b) {
   return head->forward(z);
 }
 
+Predictions EncoderClassifier::predict(const Batch& b) { return {forward(b.tokens), b.labels, -100}; }
+
 ModelCost EncoderClassifier::cost(int64_t seq_len) const {
   const int64_t positions = seq_len + (cls.defined() ? 1 : 0);
   KS_CHECK(seq_len > 0 && positions <= config.max_len, "encoder_classifier: cost: seq_len ", seq_len,

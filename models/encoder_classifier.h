@@ -34,6 +34,10 @@ class EncoderClassifier : public Model {
   Tensor forward(const Tensor& a, const Tensor& b);
   // tokens int64 (B, T) -> the pooled encoding (B, d).
   Tensor encode(const Tensor& tokens);
+  // Model's batch method: forward(tokens) (B, C) against labels (B); the
+  // training loss is Model's default, their mean cross-entropy. Not for a
+  // dual model (forward(tokens) says so).
+  Predictions predict(const Batch& batch) override;
 
   // Per input token: every Linear 2·in·out and attention by nn::attention_cost
   // (not causal) at the positions the encoder sees (seq_len, plus one for

@@ -1,7 +1,9 @@
-// models/model.cpp — the model registry.
+// models/model.cpp — the model registry, and the default training loss.
 #include "models/model.h"
 
 #include <map>
+
+#include "ops/loss.h"
 
 namespace ks::models {
 namespace {
@@ -10,6 +12,11 @@ std::map<std::string, ModelFactory>& registry() {
   return r;
 }
 }  // namespace
+
+Tensor Model::loss(const Batch& batch) {
+  const Predictions p = predict(batch);
+  return cross_entropy(p.logits, p.targets, {.ignore_index = p.ignore_index});
+}
 
 bool register_model(const std::string& name, ModelFactory factory) {
   registry()[name] = factory;

@@ -1,14 +1,25 @@
-// models/model.h — what every model shares: its config, its cost report, and
-// the registry that builds a model from a config by name.
+// models/model.h — what every model shares: its config, its cost report, what
+// it does with a batch (its training loss and its predictions), and the
+// registry that builds a model from a config by name.
 //
-// Each model family (decoder_lm, encoder_classifier, seq2seq) registers itself
-// from its own source file with KS_REGISTER_MODEL, so build_model needs no
-// list of families and adding one edits no shared file.
+// Each model kind (decoder_lm, encoder_classifier, seq2seq) registers itself
+// from its own source file with KS_REGISTER_MODEL and implements the virtual
+// methods below, so build_model, training, evaluation and analysis (tools/)
+// need no list of kinds: they call these methods on any Model. A kind defined
+// in a test file alone trains and evaluates through tools/task.h
+// (tests/tools/test_model_kind.cpp); models/README.md lists the steps of
+// adding a kind.
+//
+// Not here: decoding. That is a capability of particular kinds, and the
+// tools that decode ask for it by type: `keystone generate` needs a
+// DecoderLM (generate), `keystone translate` and evaluate's decodes a
+// Seq2Seq (greedy_decode, beam_search).
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "models/batch.h"
 #include "models/config.h"
 #include "core/dispatch.h"
 #include "nn/module.h"
@@ -33,9 +44,24 @@ class Model : public nn::Module {
   Model(ModelConfig cfg, const std::string& type_name) : Module(type_name), config(std::move(cfg)) {}
   // Cost at sequence length seq_len (seq2seq: source and target both seq_len).
   virtual ModelCost cost(int64_t seq_len) const = 0;
+
+  // The forward pass of a batch (models/batch.h) as one row of logits per
+  // prediction, with its target: what evaluation scores and what attention
+  // analysis runs to record the weights. Reads the fields of the kind's task.
+  virtual Predictions predict(const Batch& batch) = 0;
+  // The mean training loss of a batch (0-dim, with a graph for backward).
+  // By default the mean cross-entropy of predict(batch) over the rows not
+  // ignored; a kind overrides it for another objective (label smoothing) or
+  // for its own checks of the batch.
+  virtual Tensor loss(const Batch& batch);
+
   const ModelConfig config;
 };
 
+// The registry. A kind registers its factory under its config.model name
+// from its own source file, at static initialisation (KS_REGISTER_MODEL); a
+// later registration of a name replaces the earlier one. build_model throws
+// for a name nobody registered.
 using ModelFactory = std::shared_ptr<Model> (*)(const ModelConfig&);
 bool register_model(const std::string& name, ModelFactory factory);
 std::shared_ptr<Model> build_model(const ModelConfig& cfg);

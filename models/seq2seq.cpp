@@ -159,6 +159,13 @@ Tensor Seq2Seq::forward(const Tensor& src, const Tensor& tgt_in) {
   return decode(tgt_in, e.memory, e.padding);
 }
 
+Predictions Seq2Seq::predict(const Batch& b) {
+  Tensor logits = forward(b.tokens, b.decoder_input);  // (B, S, V)
+  return {reshape(logits, {-1, logits.size(2)}), reshape(b.targets, {-1}), config.pad_id};
+}
+
+Tensor Seq2Seq::loss(const Batch& b) { return loss(b.tokens, b.decoder_input, b.targets); }
+
 Tensor Seq2Seq::loss(const Tensor& src, const Tensor& tgt_in, const Tensor& tgt_out) {
   KS_CHECK(tgt_out.defined() && tgt_out.dtype() == kInt64 && tgt_in.defined() && tgt_out.sizes() == tgt_in.sizes(),
            "seq2seq: tgt_out must be int64 of tgt_in's shape ", tgt_in.defined() ? describe(tgt_in) : "",

@@ -67,6 +67,11 @@ class Seq2Seq : public Model {
   // Mean cross-entropy over the targets that are not pad_id, with
   // config.label_smoothing. tgt_out (B, T) int64, the same shape as tgt_in.
   Tensor loss(const Tensor& src, const Tensor& tgt_in, const Tensor& tgt_out);
+  // Model's batch methods: forward(tokens, decoder_input) as (B·S, V_tgt)
+  // against targets (B·S), pad_id ignored; loss(tokens, decoder_input, targets),
+  // with label smoothing.
+  Predictions predict(const Batch& batch) override;
+  Tensor loss(const Batch& batch) override;
 
   // Argmax at every step, stopping at eos.
   std::vector<std::vector<int64_t>> greedy_decode(const Tensor& src, int64_t max_len);

@@ -9,14 +9,12 @@
 #include <limits>
 
 #include "autograd/grad_mode.h"
-#include "models/decoder_lm.h"
-#include "models/encoder_classifier.h"
-#include "models/seq2seq.h"
 #include "nn/attention/linear_attention.h"
 #include "nn/attention/mgk_attention.h"
 #include "ops/unary.h"
 #include "ops/view.h"
 #include "tools/analysis_math.h"
+#include "tools/task.h"
 
 namespace ks::tools {
 
@@ -97,15 +95,7 @@ AttentionCollector::~AttentionCollector() {
 void AttentionCollector::add(const data::Batch& batch) {
   NoGradGuard no_grad;
   nn::EvalModeGuard eval_mode(model_);
-  auto* s2s = dynamic_cast<models::Seq2Seq*>(&model_);
-  if (auto* lm = dynamic_cast<models::DecoderLM*>(&model_))
-    lm->forward(batch.tokens);
-  else if (auto* clf = dynamic_cast<models::EncoderClassifier*>(&model_))
-    clf->forward(batch.tokens);
-  else if (s2s)
-    s2s->forward(batch.tokens, batch.decoder_input);
-  else
-    throw Error(str("analyze: no forward pass for model '", model_.config.model, "'"));
+  model_.predict(model_batch(batch));  // the forward pass, which records every site's weights
 
   auto ids_of = [](const Tensor& t) {
     return t.defined() ? (t.device().is_cpu() ? t : to(t, Device::cpu())).to_vector<int64_t>() : std::vector<int64_t>();
@@ -206,7 +196,9 @@ void AttentionCollector::add(const data::Batch& batch) {
     // Position labels: rows are the site's queries, columns its keys.
     auto labels = [&](int64_t b, bool rows) {
       std::vector<std::string> out;
-      const bool decoder_side = s2s && site.name.rfind("decoder", 0) == 0 && (rows || site.kind == "self");
+      // A batch with a decoder input (seq2seq) labels its decoder's queries, and the keys of its
+      // self-attention, with target tokens.
+      const bool decoder_side = !tgt.empty() && site.name.rfind("decoder", 0) == 0 && (rows || site.kind == "self");
       const std::vector<int64_t>& ids = decoder_side ? tgt : src;
       const data::Tokenizer* tok = decoder_side ? target_tokens_ : source_tokens_;
       if (!tok || ids.empty()) return out;

@@ -9,7 +9,6 @@
 #include "core/clock.h"
 #include "core/factory.h"
 #include "datasets/loader.h"
-#include "models/seq2seq.h"
 #include "nn/safetensors.h"
 #include "tools/analysis_collect.h"
 #include "tools/analysis_pruning.h"
@@ -26,6 +25,18 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
+
+// What `keystone analyze --help` prints.
+constexpr char kUsage[] =
+    "usage: keystone analyze --run DIR [--split valid|test|train] [--examples N] [--batches N] [--batch N]\n"
+    "                        [--checkpoint best|latest|FILE] [--tolerance X] [--decode N] [--out DIR]\n"
+    "       keystone analyze --compare RUN_OR_ANALYSIS... [--labels A,B,...] [--out DIR]\n"
+    "What a run's attention heads do: attention maps of --examples examples (default 2), head\n"
+    "redundancy (Jensen-Shannon divergence of attention rows, cosine of head outputs), head importance\n"
+    "|dL/d gate| and the pruning curve, and the singular values and ranks of each head's score and\n"
+    "attention matrices, over the first --batches batches (default 8; 0: all) of --split (default valid).\n"
+    "Writes analysis.json, attention_maps.safetensors and SVG figures into --out (default DIR/analysis);\n"
+    "docs/analysis.md describes every field. --compare puts several analyses side by side.\n";
 
 // The metric a pruning curve reports beside the loss: perplexity for token
 // tasks, accuracy for classification, exact match when seq2seq decodes ran.
@@ -121,8 +132,8 @@ json run_analysis(const AnalyzeOptions& o) {
   // 2. Importance, then 3. the pruning curve, over the same batches.
   const std::vector<std::vector<double>> importance = head_importance(model, sites, split, batch_size, o.batches);
   for (size_t i = 0; i < sites.size(); ++i) sites_json[i]["importance"] = importance[i];
-  const bool seq2seq = dynamic_cast<models::Seq2Seq*>(&model) != nullptr;
-  const EvalOptions eval_options{.batch_size = batch_size, .max_batches = o.batches, .decode_examples = seq2seq ? o.decode : 0};
+  // --decode: evaluate decodes only with a model that decodes sources (seq2seq).
+  const EvalOptions eval_options{.batch_size = batch_size, .max_batches = o.batches, .decode_examples = o.decode};
   const std::vector<PruningPoint> curve = pruning_curve(model, sites, importance, split, eval_options);
   const std::string metric = headline_metric(curve.front().result, split.task).first;
   json points = json::array();
@@ -178,19 +189,7 @@ json run_analysis(const AnalyzeOptions& o) {
 }
 
 int analyze(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::printf(
-        "usage: keystone analyze --run DIR [--split valid|test|train] [--examples N] [--batches N] [--batch N]\n"
-        "                        [--checkpoint best|latest|FILE] [--tolerance X] [--decode N] [--out DIR]\n"
-        "       keystone analyze --compare RUN_OR_ANALYSIS... [--labels A,B,...] [--out DIR]\n"
-        "What a run's attention heads do: attention maps of --examples examples (default 2), head\n"
-        "redundancy (Jensen-Shannon divergence of attention rows, cosine of head outputs), head importance\n"
-        "|dL/d gate| and the pruning curve, and the singular values and ranks of each head's score and\n"
-        "attention matrices, over the first --batches batches (default 8; 0: all) of --split (default valid).\n"
-        "Writes analysis.json, attention_maps.safetensors and SVG figures into --out (default DIR/analysis);\n"
-        "docs/analysis.md describes every field. --compare puts several analyses side by side.\n");
-    return 0;
-  }
+  if (cli::help_requested(args, kUsage)) return 0;
   if (!args.empty() && args[0] == "--compare") return compare_analyses({args.begin() + 1, args.end()});
   cli::Flags f(args, {"run", "split", "examples", "batches", "batch", "checkpoint", "tolerance", "decode", "out"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required (or --compare RUN...)");

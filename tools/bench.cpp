@@ -34,6 +34,22 @@ namespace ks::tools {
 
 namespace {
 
+// What `keystone bench --help` prints.
+constexpr char kUsage[] =
+    "usage: keystone bench [--attention softmax|fixed|mgk|smgk|linear|mlk] [--d-model 256] [--layers 4]\n"
+    "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
+    "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
+    "                      [--precision float32|tf32|bf16]  (tf32: cuda only)\n"
+    "                      [--dropout 0] [--attention-dropout 0]\n"
+    "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
+    "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
+    "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
+    "cpu (the processor's brand string).\n"
+    "--profile also prints, after the JSON line, the time per kernel and pass (forward, backward,\n"
+    "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n"
+    "--dropout and --attention-dropout (default 0, as in the torch script) time the model as the\n"
+    "Brown LM configs train it (0.3 and 0.1), with its dropout masks drawn every step.\n";
+
 // The profiler's rows as a table, per step, with the time outside every kernel last.
 void print_profile(double step_s, int64_t steps) {
   const std::vector<profiler::Row> rows = profiler::rows();
@@ -51,23 +67,7 @@ void print_profile(double step_s, int64_t steps) {
 }  // namespace
 
 int bench(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::printf(
-        "usage: keystone bench [--attention softmax|fixed|mgk|smgk|linear|mlk] [--d-model 256] [--layers 4]\n"
-        "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
-        "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
-        "                      [--precision float32|tf32|bf16]  (tf32: cuda only)\n"
-        "                      [--dropout 0] [--attention-dropout 0]\n"
-        "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
-        "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
-        "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
-        "cpu (the processor's brand string).\n"
-        "--profile also prints, after the JSON line, the time per kernel and pass (forward, backward,\n"
-        "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n"
-        "--dropout and --attention-dropout (default 0, as in the torch script) time the model as the\n"
-        "Brown LM configs train it (0.3 and 0.1), with its dropout masks drawn every step.\n");
-    return 0;
-  }
+  if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args, {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
                       "threads", "keys", "device", "precision", "dropout", "attention-dropout"},
                  {"profile"});

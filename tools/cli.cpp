@@ -1,7 +1,15 @@
-// tools/cli.cpp — flag parsing for the keystone tool.
+// tools/cli.cpp — flag parsing and --help for the keystone tool.
 #include "tools/cli.h"
 
+#include <cstdio>
+
 namespace ks::cli {
+
+bool help_requested(const std::vector<std::string>& args, const char* usage) {
+  if (args.empty() || (args[0] != "--help" && args[0] != "-h")) return false;
+  std::fputs(usage, stdout);
+  return true;
+}
 
 Flags::Flags(const std::vector<std::string>& args, const std::set<std::string>& known,
              const std::set<std::string>& switches, const std::set<std::string>& repeatable) {

@@ -1,6 +1,7 @@
 // tools/cli.h — command-line flags for the `keystone` tool: `--name value`
 // pairs, typed reads with defaults, and a UsageError (exit code 2) for an
-// unknown flag, a missing value or a value of the wrong type, naming the flag.
+// unknown flag, a missing value or a value of the wrong type, naming the flag;
+// and the --help every subcommand answers.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,10 @@ struct UsageError : std::runtime_error {
 // out of range). The callers word their own errors.
 std::optional<int64_t> parse_int(const std::string& text);
 std::optional<double> parse_double(const std::string& text);
+
+// True when the command is asked for its help (`--help` or `-h` as its first
+// argument), after printing `usage` to stdout; the command then returns 0.
+bool help_requested(const std::vector<std::string>& args, const char* usage);
 
 class Flags {
  public:

@@ -111,10 +111,7 @@ json key_docs(const json& data_docs, const std::string& model_family) {
 }  // namespace
 
 int config(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::printf("%s", kUsage);
-    return 0;
-  }
+  if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args, {"config", "dataset", "model", "set"}, {"defaults"}, {"set"});
   const bool defaults = f.has("defaults");
   if (defaults == f.has("config")) throw cli::UsageError("give exactly one of --config FILE or --defaults");

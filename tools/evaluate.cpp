@@ -14,21 +14,21 @@
 
 namespace ks::tools {
 
+// What `keystone eval --help` prints.
+constexpr char kUsage[] =
+    "usage: keystone eval --run DIR [--split valid|test|train] [--checkpoint best|latest|FILE]\n"
+    "                     [--batch N] [--batches N] [--decode N] [--mask-heads SITE:HEAD,...]\n"
+    "                     [--set data.train=PATH ...]\n"
+    "Loss per prediction, perplexity (token tasks) and accuracy of a run's checkpoint on a split\n"
+    "(default: test with the best checkpoint), as one JSON object. --batches limits the batches\n"
+    "read (0: all); --decode N also greedily decodes N examples of a seq2seq run (exact match; a\n"
+    "seeded sample of the split, the same every time). --set data.train=PATH (or data.valid,\n"
+    "data.test) reads a data file that moved from PATH, which must hold the content the run recorded.\n"
+    "--mask-heads zeroes the gates of those heads (SITE: the attention module's number, as\n"
+    "`keystone analyze` lists them (a decoder LM's layer), or its name; HEAD: the head), e.g. 0:1,2:3.\n";
+
 int evaluate(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::printf(
-        "usage: keystone eval --run DIR [--split valid|test|train] [--checkpoint best|latest|FILE]\n"
-        "                     [--batch N] [--batches N] [--decode N] [--mask-heads SITE:HEAD,...]\n"
-        "                     [--set data.train=PATH ...]\n"
-        "Loss per prediction, perplexity (token tasks) and accuracy of a run's checkpoint on a split\n"
-        "(default: test with the best checkpoint), as one JSON object. --batches limits the batches\n"
-        "read (0: all); --decode N also greedily decodes N examples of a seq2seq run (exact match; a\n"
-        "seeded sample of the split, the same every time). --set data.train=PATH (or data.valid,\n"
-        "data.test) reads a data file that moved from PATH, which must hold the content the run recorded.\n"
-        "--mask-heads zeroes the gates of those heads (SITE: the attention module's number, as\n"
-        "`keystone analyze` lists them (a decoder LM's layer), or its name; HEAD: the head), e.g. 0:1,2:3.\n");
-    return 0;
-  }
+  if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args, {"run", "split", "checkpoint", "batch", "batches", "decode", "mask-heads", "set"}, {}, {"set"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   const std::string split = f.get("split", "test");

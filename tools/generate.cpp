@@ -14,6 +14,13 @@ namespace ks::tools {
 
 namespace {
 
+// What `keystone generate --help` prints.
+constexpr char kUsage[] =
+    "usage: keystone generate --run DIR [--prompt TEXT] [--tokens 100] [--temperature 1.0]\n"
+    "                         [--top-k 0] [--greedy] [--samples 1] [--seed 0] [--checkpoint best|latest|FILE]\n"
+    "Continues the prompt with a language-model run: sampled from softmax(logits / temperature),\n"
+    "restricted to the top-k tokens when --top-k > 0, or the argmax with --greedy.\n";
+
 // Ids to text, one line per <eos>-separated piece.
 std::string render(const data::Tokenizer& tok, const std::vector<int64_t>& ids) {
   std::string text;
@@ -32,14 +39,7 @@ std::string render(const data::Tokenizer& tok, const std::vector<int64_t>& ids) 
 }  // namespace
 
 int generate(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::printf(
-        "usage: keystone generate --run DIR [--prompt TEXT] [--tokens 100] [--temperature 1.0]\n"
-        "                         [--top-k 0] [--greedy] [--samples 1] [--seed 0] [--checkpoint best|latest|FILE]\n"
-        "Continues the prompt with a language-model run: sampled from softmax(logits / temperature),\n"
-        "restricted to the top-k tokens when --top-k > 0, or the argmax with --greedy.\n");
-    return 0;
-  }
+  if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args, {"run", "prompt", "tokens", "temperature", "top-k", "samples", "seed", "checkpoint"}, {"greedy"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   const int64_t tokens = f.get_int_at_least("tokens", 100, 1), samples = f.get_int_at_least("samples", 1, 1);

@@ -23,18 +23,19 @@
 
 namespace ks::tools {
 
+// What `keystone info --help` prints.
+constexpr char kUsage[] =
+    "usage: keystone info --config FILE [--seq N]\n"
+    "       keystone info --machine\n"
+    "FILE is a model config, or a training config (whose data then fills in the sizes).\n"
+    "Prints parameters, forward FLOPs per token at sequence length N (default: the longest\n"
+    "input the config's max_len allows), the memory that training with AdamW needs for weights and optimizer state,\n"
+    "and the decoding cache of one sequence of N positions (0 for a classifier).\n"
+    "--machine prints the commit this binary was built from, the CPU (brand and vendor), its bf16 GEMM paths (amx, avx512bf16, float32), the one bf16 GEMMs use\n"
+    "(KS_CPU_GEMM forces one), OpenBLAS's float32 kernels, and the thread count.\n";
+
 int info(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::printf("usage: keystone info --config FILE [--seq N]\n"
-                "       keystone info --machine\n"
-                "FILE is a model config, or a training config (whose data then fills in the sizes).\n"
-                "Prints parameters, forward FLOPs per token at sequence length N (default: the longest\n"
-                "input the config's max_len allows), the memory that training with AdamW needs for weights and optimizer state,\n"
-                "and the decoding cache of one sequence of N positions (0 for a classifier).\n"
-                "--machine prints the commit this binary was built from, the CPU (brand and vendor), its bf16 GEMM paths (amx, avx512bf16, float32), the one bf16 GEMMs use\n"
-                "(KS_CPU_GEMM forces one), OpenBLAS's float32 kernels, and the thread count.\n");
-    return 0;
-  }
+  if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args, {"config", "seq"}, {"machine"});
   if (f.has("machine")) {
     if (f.has("config")) throw cli::UsageError("--machine takes no --config");

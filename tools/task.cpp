@@ -1,4 +1,5 @@
-// tools/task.cpp — losses and metrics per model family.
+// tools/task.cpp — a batch's loss and counts, and the metrics of a split; the
+// model kind's own methods (models/model.h) give the loss and the logits.
 #include "tools/task.h"
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 #include "core/cuda.h"
 #include "core/factory.h"
 #include "datasets/vocab.h"
-#include "models/decoder_lm.h"
-#include "models/encoder_classifier.h"
 #include "ops/compare.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"
@@ -153,12 +152,11 @@ Device model_device(const nn::Module& model) {
   return params.empty() ? Device::cpu() : params.front().device();
 }
 
-Tensor batch_loss(models::Model& model, const data::Batch& b) {
-  if (auto* lm = dynamic_cast<models::DecoderLM*>(&model)) return lm->loss(b.tokens, b.targets);
-  if (auto* clf = dynamic_cast<models::EncoderClassifier*>(&model)) return cross_entropy(clf->forward(b.tokens), b.labels);
-  if (auto* s2s = dynamic_cast<models::Seq2Seq*>(&model)) return s2s->loss(b.tokens, b.decoder_input, b.targets);
-  throw Error(str("no training task for model '", model.config.model, "'"));
+models::Batch model_batch(const data::Batch& b) {
+  return {.tokens = b.tokens, .decoder_input = b.decoder_input, .targets = b.targets, .labels = b.labels};
 }
+
+Tensor batch_loss(models::Model& model, const data::Batch& b) { return model.loss(model_batch(b)); }
 
 int64_t batch_predictions(const models::Model& model, const data::Batch& b) {
   if (b.size() == 0) return 0;
@@ -224,12 +222,9 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
   nn::EvalModeGuard eval_mode(model);
   data::LoaderOptions lo{.batch_size = options.batch_size, .shuffle = false};
   data::DataLoader loader(std::make_shared<const data::Dataset>(split), lo);
-  const int64_t pad = model.config.pad_id >= 0 ? model.config.pad_id : -100;
   const Device device = model_device(model);
   // Bits per byte: the bytes of the evaluated examples, as the loss is summed over them.
-  const data::Tokenizer* bpb_tokenizer =
-      split.task == data::Task::LanguageModel && dynamic_cast<models::DecoderLM*>(&model) ? target_tokenizer_of(split)
-                                                                                          : nullptr;
+  const data::Tokenizer* bpb_tokenizer = split.task == data::Task::LanguageModel ? target_tokenizer_of(split) : nullptr;
   int64_t bytes = 0;
   Sums total;
   const int ranks = options.group ? options.group->size() : 1, rank = options.group ? options.group->rank() : 0;
@@ -242,23 +237,13 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
     if (bpb_tokenizer)
       for (int64_t i : next->index) bytes += target_bytes(*bpb_tokenizer, split.examples[size_t(i)]);
     const std::optional<data::Batch> b = device.is_cpu() ? std::move(next) : next->to(device);
-    Sums s;
-    if (auto* lm = dynamic_cast<models::DecoderLM*>(&model)) {
-      Tensor logits = lm->forward(b->tokens);
-      s = score(reshape(logits, {-1, logits.size(2)}), reshape(b->targets, {-1}), pad);
-    } else if (auto* clf = dynamic_cast<models::EncoderClassifier*>(&model)) {
-      s = score(clf->forward(b->tokens), b->labels, -100);
-    } else if (auto* s2s = dynamic_cast<models::Seq2Seq*>(&model)) {
-      Tensor logits = s2s->forward(b->tokens, b->decoder_input);
-      s = score(reshape(logits, {-1, logits.size(2)}), reshape(b->targets, {-1}), pad);
-    } else {
-      throw Error(str("no evaluation for model '", model.config.model, "'"));
-    }
+    const models::Predictions p = model.predict(model_batch(*b));
+    const Sums s = score(p.logits, p.targets, p.ignore_index);
     total.loss += s.loss;
     total.correct += s.correct;
     total.count += s.count;
   }
-  auto* s2s = dynamic_cast<models::Seq2Seq*>(&model);
+  auto* s2s = dynamic_cast<models::Seq2Seq*>(&model);  // decodes need a model that decodes sources
   DecodeScore decodes;
   const int64_t n_decode = s2s ? std::min(options.decode_examples, split.size()) : 0;
   if (n_decode > 0) {

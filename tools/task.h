@@ -1,12 +1,14 @@
-// tools/task.h — what training and evaluation do with a batch, per model
-// family: the loss the optimizer minimises, and the metrics reported for a
-// split (loss per prediction, perplexity, accuracy, bits per byte for
-// language models and, for seq2seq, exact match and token / character error
-// rates of greedy decodes).
+// tools/task.h — what training and evaluation do with a batch: the loss the
+// optimizer minimises, and the metrics reported for a split (loss per
+// prediction, perplexity, accuracy, bits per byte for language-model splits
+// and, for seq2seq, exact match and token / character error rates of greedy
+// decodes). The loss and the logits are the model kind's own
+// (models::Model::loss and predict, models/model.h), so any registered kind
+// trains and evaluates here; the kinds built in predict
 //
-//   decoder_lm          predictions: every non-pad next token
-//   encoder_classifier  predictions: one label per sequence
-//   seq2seq             predictions: every target token and eos (teacher forcing)
+//   decoder_lm          every non-pad next token
+//   encoder_classifier  one label per sequence
+//   seq2seq             every target token and eos (teacher forcing)
 //
 // Batches come from the loader on the CPU; evaluate copies each to the
 // model's device (model_device), so a model moved to a GPU is evaluated there.
@@ -51,7 +53,11 @@ Device resolve_device(const std::string& name, const std::string& what);
 // Where the model's parameters live (the CPU for a model without any).
 Device model_device(const nn::Module& model);
 
-// The mean training loss of one batch (0-dim, with a graph for backward).
+// The loader's batch as the model sees it (models/batch.h): the same tensors.
+models::Batch model_batch(const data::Batch& batch);
+
+// The mean training loss of one batch (0-dim, with a graph for backward):
+// the model's own loss (models::Model::loss).
 Tensor batch_loss(models::Model& model, const data::Batch& batch);
 
 // Predictions the batch's mean training loss averages over: non-pad targets

@@ -71,10 +71,7 @@ void apply_set(nlohmann::json& raw, const std::string& assignment) {
 }  // namespace
 
 int train(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::printf("%s", kUsage);
-    return 0;
-  }
+  if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args, {"config", "set", "out", "device"}, {"resume", "quiet"}, {"set"});
   const bool resume = f.has("resume");
   nlohmann::json raw;

@@ -19,6 +19,16 @@ namespace ks::tools {
 
 namespace {
 
+// What `keystone translate --help` prints.
+constexpr char kUsage[] =
+    "usage: keystone translate --run DIR (--input TEXT | --file FILE | --split valid|test [--limit N])\n"
+    "                          [--beam 1] [--alpha 0.6] [--max-len N] [--checkpoint best|latest|FILE]\n"
+    "Decodes with a seq2seq run: greedy with --beam 1, else beam search with the GNMT length\n"
+    "penalty alpha. --input: one source; --file: one source per line; --split: the run's own data\n"
+    "(all of it, or the first --limit N examples), printing source, reference and output per example\n"
+    "and at the end exact match, the token error rate (TER) and the character error rate (CER).\n"
+    "A source of mostly unknown tokens gets a warning on stderr.\n";
+
 constexpr int64_t kBatch = 32;  // sources decoded together
 // The largest --file read: far more sources than anyone decodes in one go.
 constexpr uint64_t kMaxSourceFileBytes = uint64_t(1) << 30;
@@ -42,17 +52,7 @@ std::string fmt_percent(double r) {
 }  // namespace
 
 int translate(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::printf(
-        "usage: keystone translate --run DIR (--input TEXT | --file FILE | --split valid|test [--limit N])\n"
-        "                          [--beam 1] [--alpha 0.6] [--max-len N] [--checkpoint best|latest|FILE]\n"
-        "Decodes with a seq2seq run: greedy with --beam 1, else beam search with the GNMT length\n"
-        "penalty alpha. --input: one source; --file: one source per line; --split: the run's own data\n"
-        "(all of it, or the first --limit N examples), printing source, reference and output per example\n"
-        "and at the end exact match, the token error rate (TER) and the character error rate (CER).\n"
-        "A source of mostly unknown tokens gets a warning on stderr.\n");
-    return 0;
-  }
+  if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args, {"run", "input", "file", "split", "limit", "beam", "alpha", "max-len", "checkpoint"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   const int sources = int(f.has("input")) + int(f.has("file")) + int(f.has("split"));
