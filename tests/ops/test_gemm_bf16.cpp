@@ -239,6 +239,60 @@ TEST_CASE("bf16 gemm: alpha, beta, transposes and leading dimensions, threaded o
   });
 }
 
+TEST_CASE("the GEMM door: a Gemm's precision overrides the process's, empty sums, row bias in float32 and float64") {
+  const int64_t m = 7, n = 9, k = 40;
+  std::vector<float> a(size_t(m * k)), b(size_t(k * n)), bias(static_cast<size_t>(n));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = 1.f + std::ldexp(float(i % 5), -9);  // not bf16-exact
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 1.f + std::ldexp(float(i % 3), -10);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = float(i) - 4.f;
+  std::vector<float> sgemm(size_t(m * n));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.f, a.data(), int(k), b.data(),
+              int(n), 0.f, sgemm.data(), int(n));
+  cpu::Gemm<float> g{
+      .m = m, .n = n, .k = k, .a = {.data = a.data(), .ld = k}, .b = {.data = b.data(), .ld = n}, .ldc = n};
+  std::vector<float> forced(size_t(m * n)), followed(size_t(m * n));
+  {
+    MatmulPrecisionScope bf16(MatmulPrecision::BFloat16);
+    g.c = forced.data();
+    g.precision = MatmulPrecision::Float32;
+    cpu::gemm(g);  // float32 although the process asks for bf16
+    g.c = followed.data();
+    g.precision = std::nullopt;
+    cpu::gemm(g);  // the process's bf16
+  }
+  CHECK(forced == sgemm);
+  CHECK(followed != sgemm);  // the rounded operands give other sums
+  // A row bias: C = bias + A·B in every row.
+  std::vector<float> biased(size_t(m * n));
+  g.c = biased.data();
+  g.row_bias = bias.data();
+  cpu::gemm(g);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) CHECK(biased[size_t(i * n + j)] == bias[size_t(j)] + sgemm[size_t(i * n + j)]);
+  // k = 0: C = beta·C (0 for beta 0, even over NaN), or the bias rows; C's row padding untouched.
+  std::vector<double> c64 = {1, 2, std::nan(""), 7, 3, 4, 5, 7};  // (2, 3), ldc 4
+  cpu::Gemm<double> e{.m = 2, .n = 3, .k = 0, .beta = 0.5, .c = c64.data(), .ldc = 4};
+  cpu::gemm(e);
+  CHECK(c64[0] == 0.5);
+  CHECK(c64[1] == 1.0);
+  CHECK(std::isnan(c64[2]));
+  CHECK(c64[3] == 7);
+  e.beta = 0;
+  cpu::gemm(e);
+  CHECK(c64 == std::vector<double>{0, 0, 0, 7, 0, 0, 0, 7});
+  const std::vector<double> bias64 = {-1, 2, 3};
+  e.row_bias = bias64.data();
+  cpu::gemm(e);
+  CHECK(c64 == std::vector<double>{-1, 2, 3, 7, -1, 2, 3, 7});
+  // float64 with a bias and k > 0: the bias plus the exact product.
+  const std::vector<double> a64 = {1, 2, 3, 4}, b64 = {1, 0, 2, 0, 1, 3};  // (2, 2) and (2, 3)
+  e.k = 2;
+  e.a = {.data = a64.data(), .ld = 2};
+  e.b = {.data = b64.data(), .ld = 3};
+  cpu::gemm(e);
+  CHECK(c64 == std::vector<double>{0, 4, 11, 7, 2, 6, 21, 7});
+}
+
 TEST_CASE("bf16 gemm: gradients of matmul run with rounded operands too, and float64 ignores the switch") {
   for_each_path([&] {
     Tensor a = randn({24, 40}), b = randn({40, 18});

@@ -220,8 +220,8 @@ void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const ui
       const int64_t i0 = ib * kBlock, j0 = jb * kBlock;
       const uint16_t* b0 = b_of(jb);
       if (i0 + kBlock <= m && j0 + kBlock <= n) {
-        block(a_of(ib), lda_p, b0, b0 + panel_stride, kc, c + i0 * ldc + j0, ldc, accumulate ? c + i0 * ldc + j0 : nullptr,
-              ldc, next);
+        float* const cb = c + i0 * ldc + j0;
+        block(a_of(ib), lda_p, b0, b0 + panel_stride, kc, cb, ldc, accumulate ? cb : nullptr, ldc, next);
         continue;
       }
       // an edge block: through a local tile, only its real part touching C
@@ -229,10 +229,12 @@ void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const ui
       alignas(64) float tile[kBlock * kBlock];
       if (accumulate) {
         std::fill(tile, tile + kBlock * kBlock, 0.f);
-        for (int64_t i = 0; i < rows; ++i) std::copy(c + (i0 + i) * ldc + j0, c + (i0 + i) * ldc + j0 + cols, tile + i * kBlock);
+        for (int64_t i = 0; i < rows; ++i)
+          std::copy(c + (i0 + i) * ldc + j0, c + (i0 + i) * ldc + j0 + cols, tile + i * kBlock);
       }
       block(a_of(ib), lda_p, b0, b0 + panel_stride, kc, tile, kBlock, accumulate ? tile : nullptr, kBlock, next);
-      for (int64_t i = 0; i < rows; ++i) std::copy(tile + i * kBlock, tile + i * kBlock + cols, c + (i0 + i) * ldc + j0);
+      for (int64_t i = 0; i < rows; ++i)
+        std::copy(tile + i * kBlock, tile + i * kBlock + cols, c + (i0 + i) * ldc + j0);
     }
 }
 

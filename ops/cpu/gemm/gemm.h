@@ -1,6 +1,6 @@
 // ops/cpu/gemm/gemm.h — the one door to a GEMM on the CPU: every kernel that
-// multiplies matrices (ops/cpu/linalg.cpp, the fused attention tiles in
-// ops/cpu/attention_tiles.h, ...) fills a cpu::Gemm and calls cpu::gemm.
+// multiplies matrices (ops/cpu/linalg.cpp, the tile products of the fused
+// attention kernels, ...) fills a cpu::Gemm and calls cpu::gemm.
 //
 // Behind it, one path per precision:
 //   - float64, and float32 under MatmulPrecision::Float32: OpenBLAS sgemm /
@@ -47,7 +47,7 @@ template <class T>
 struct Gemm {
   int64_t m = 0, n = 0, k = 0;  // sizes must fit BLAS's 32-bit ints (callers check)
   T alpha = T(1);
-  GemmMatrix<T> a, b;
+  GemmMatrix<T> a = {}, b = {};
   T beta = T(0);
   T* c = nullptr;
   int64_t ldc = 0;
