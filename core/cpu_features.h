@@ -1,5 +1,5 @@
 // core/cpu_features.h — what this CPU can do for bfloat16 GEMMs, found at run
-// time, and which kernel the CPU's bf16 GEMMs use (ops/cpu/gemm_bf16.h).
+// time, and which kernel the CPU's bf16 GEMMs use (ops/cpu/gemm/gemm.h).
 //
 // Paths:
 //   amx         Advanced Matrix Extensions: TMUL tiles, _tile_dpbf16ps (16×16

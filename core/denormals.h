@@ -19,7 +19,7 @@
 // Where the setting reaches: the thread that loads Keystone (at start-up),
 // the thread that calls set_flush_denormals, and every parallel_for task (each
 // applies it on entry; OpenBLAS runs single-threaded inside them, so it has
-// no threads of its own to reach, ops/cpu/blas.h). Threads you create
+// no threads of its own to reach, ops/cpu/gemm/gemm.h). Threads you create
 // inherit their creator's mode. Only
 // x86 has the switch; elsewhere these functions do nothing. Not here: the GPU
 // (CUDA kernels follow their compile flags).

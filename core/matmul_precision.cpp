@@ -1,6 +1,6 @@
 // core/matmul_precision.cpp — the process-wide GEMM precision switch of
 // core/matmul_precision.h and its config words. The GEMMs that read it are
-// ops/cpu/linalg.cpp, ops/cpu/attention.cpp (through ops/cpu/gemm_bf16.h) and
+// ops/cpu/linalg.cpp, ops/cpu/attention.cpp (through ops/cpu/gemm/gemm.h) and
 // ops/cuda/linalg.cpp.
 #include "core/matmul_precision.h"
 

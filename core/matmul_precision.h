@@ -10,7 +10,7 @@
 //             summed in float32 into a float32 result: mixed precision with
 //             float32 weights and optimizer state. On CUDA cublasGemmEx with
 //             CUBLAS_COMPUTE_32F; on the CPU Keystone's own kernels
-//             (ops/cpu/gemm_bf16.h: AMX tiles, AVX512-BF16, or a float32
+//             (ops/cpu/gemm/gemm.h: AMX tiles, AVX512-BF16, or a float32
 //             fallback on the rounded operands, so every path means the same).
 //
 // Everything but GEMMs (and the GEMM tiles inside fused attention) stays

@@ -7,21 +7,21 @@
 
 namespace ks {
 
-std::optional<GemmOperand> gemm_operand(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+std::optional<GemmLayout> gemm_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
   const int64_t r = std::max<int64_t>(rows, 1), c = std::max<int64_t>(cols, 1);
   if (cols == 1 || sc == 1) {
     const int64_t ld = rows == 1 ? c : sr;
-    if (ld >= c) return GemmOperand{false, ld};
+    if (ld >= c) return GemmLayout{false, ld};
   }
   if (rows == 1 || sr == 1) {
     const int64_t ld = cols == 1 ? r : sc;
-    if (ld >= r) return GemmOperand{true, ld};
+    if (ld >= r) return GemmLayout{true, ld};
   }
   return std::nullopt;
 }
 
 Tensor gemm_ready(const Tensor& t, DType dtype) {
-  if (dtype == t.dtype() && gemm_operand(t.size(-2), t.size(-1), t.stride(-2), t.stride(-1))) return t;
+  if (dtype == t.dtype() && gemm_layout(t.size(-2), t.size(-1), t.stride(-2), t.stride(-1))) return t;
   const int64_t batch_dims = t.dim() - 2;
   Shape distinct = t.sizes();
   for (int64_t d = 0; d < batch_dims; ++d)

@@ -14,7 +14,7 @@
 #include "core/cuda.h"
 #include "core/parallel.h"
 #include "models/model.h"
-#include "ops/cpu/blas.h"
+#include "ops/cpu/gemm/gemm.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 #include "tools/data_setup.h"

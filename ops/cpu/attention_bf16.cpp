@@ -2,7 +2,7 @@
 // packed path (ops/cpu/attention_bf16.h): the loops of ops/cpu/attention.cpp,
 // whose header comment gives the algorithm, with the operands packed once.
 //
-// Why: the generic kernel hands each tile product to bf16_gemm, which rounds
+// Why: the generic kernel hands each tile product to cpu::gemm, which rounds
 // and packs both operands on every call — each key tile once per query tile,
 // the transposed kind for kᵀ. At head size 64 that packing, not the AMX
 // products, was most of the attention's time. Here one task is one (b, h):
@@ -29,7 +29,7 @@
 #include "ops/attention_formulas.h"
 #include "ops/cpu/attention_tiles.h"
 #include "ops/cpu/avx512_clone.h"
-#include "ops/cpu/gemm_bf16_pack.h"
+#include "ops/cpu/gemm/packed.h"
 #include "ops/cpu/vec_math.h"
 
 namespace ks::cpu {

@@ -1,7 +1,7 @@
 // ops/cpu/attention_bf16.h — the float32 scaled_dot_product_attention CPU
 // kernels under MatmulPrecision::BFloat16 on a packed bf16 path (AMX or
 // AVX512-BF16): the same tiled FlashAttention-2 loops as ops/cpu/attention.cpp,
-// with each (b, h)'s operands rounded and packed once (ops/cpu/gemm_bf16_pack.h)
+// with each (b, h)'s operands rounded and packed once (ops/cpu/gemm/packed.h)
 // instead of once per tile product.
 // Not here: float64, float32 under Float32, and bf16 on the float32 path
 // (no packed layout to reuse): those stay in ops/cpu/attention.cpp.

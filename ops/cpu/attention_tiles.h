@@ -1,23 +1,21 @@
 // ops/cpu/attention_tiles.h — what the CPU kernels of the fused attention
 // ops (cpu/attention.cpp, cpu/attention_bf16.cpp, cpu/mixture_attention.cpp)
 // share beyond ops/attention_formulas.h: the operand view each (b, h) matrix
-// is read through, the tile product, the parallel grain, a masked score row,
+// is read through, the parallel grain, a masked score row,
 // the softmax kernels' row steps (online softmax, finishing, probabilities,
 // score gradients), and a row of dropout factors drawn in dropout()'s numbering.
-// Not here: the tile loops (each kernel's own).
+// Not here: the tile loops (each kernel's own), the tile products (cpu::gemm,
+// ops/cpu/gemm/gemm.h, on the calling thread: the tasks are the parallelism).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 
 #include "core/copy.h"
 #include "core/random_bulk.h"
 #include "ops/attention.h"
-#include "ops/cpu/blas.h"
-#include "ops/cpu/gemm_bf16.h"
 #include "ops/cpu/row_math.h"
 #include "ops/cpu/vec_math.h"
 
@@ -54,25 +52,6 @@ struct Mat {
     return base + (pair / H) * sb + (pair % H) * sh + r * sm + row * ld;
   }
 };
-
-// Every tile product of these kernels: C ← alpha·op(A)·op(B) + beta·C,
-// row-major, on the calling thread (the tasks are the parallelism). float32 follows the process's matmul
-// precision (bf16 tiles under MatmulPrecision::BFloat16, ops/cpu/gemm_bf16.h);
-// float64 is exact.
-template <class T>
-void tile_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {  // an empty product: BLAS implementations differ on whether they still scale C
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
-    return;
-  }
-  if constexpr (std::is_same_v<T, float>)
-    gemm_f32(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, /*threaded=*/false);
-  else
-    blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
 
 // Sets score row entries [lim, cols) and padded keys to -inf; returns the row max.
 template <class T>

@@ -7,7 +7,7 @@
 // AVX-512 (has_avx512()). Everything the body calls from row_math.h and
 // vec_math.h is forced inline, so the clone runs the same operations in the
 // same order in 512-bit registers: the same bits, faster.
-// Not here: the bf16 GEMM kernels (gemm_bf16_*.cpp), which need AVX-512 outright.
+// Not here: the bf16 GEMM kernels (ops/cpu/gemm/), which need AVX-512 outright.
 #pragma once
 
 #include "core/cpu_features.h"

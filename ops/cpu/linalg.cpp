@@ -1,15 +1,17 @@
-// ops/cpu/linalg.cpp — the CPU GEMM kernel: batched OpenBLAS GEMMs (ops/cpu/blas.h),
-// or, for float32 under MatmulPrecision::BFloat16, Keystone's bf16 GEMMs
-// (ops/cpu/gemm_bf16.h), which parallelise a single GEMM on oneTBB themselves.
+// ops/cpu/linalg.cpp — the CPU GEMM kernels (gemm_kernel, gemm_bias_kernel of
+// ops/linalg.h): batches of GEMMs through the GEMM door (ops/cpu/gemm/gemm.h),
+// which follows the process's matmul precision for float32 and parallelises a
+// single GEMM on oneTBB itself.
 //
-// Operands. A matrix goes to BLAS where it lies when its last two strides are
+// Operands. A matrix goes to the door where it lies when its last two strides are
 // (ld, 1) (row-major) or (1, ld) (a transposed view, passed transposed).
 // Anything else (every other column, a stride-0 matrix dim) is copied first,
-// one copy per distinct matrix: broadcast batch dims keep stride 0. Batches
-// are walked by pointer offsets, so broadcast operands are read in place.
+// one copy per distinct matrix: broadcast batch dims keep stride 0
+// (ops/gemm_layout.h). Batches are walked by pointer offsets, so broadcast
+// operands are read in place.
 //
-// Threads, all oneTBB's (OpenBLAS itself runs single-threaded, ops/cpu/blas.h):
-//   - one GEMM, or a few big ones: each GEMM threaded, cut into bands of C;
+// Threads, all oneTBB's (OpenBLAS itself runs single-threaded, ops/cpu/gemm/gemm.h):
+//   - one GEMM, or a few big ones: each GEMM threaded;
 //   - many GEMMs (attention heads): ks::parallel_for over the batch, one
 //     single-threaded GEMM per task;
 //   - any call from inside a parallel region: single-threaded.
@@ -19,8 +21,7 @@
 
 #include "core/copy.h"
 #include "core/parallel.h"
-#include "ops/cpu/blas.h"
-#include "ops/cpu/gemm_bf16.h"
+#include "ops/cpu/gemm/gemm.h"
 #include "ops/gemm_layout.h"
 #include "ops/linalg.h"
 
@@ -40,19 +41,16 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
   if (c.numel() == 0) return;
   KS_ASSERT(c.is_contiguous() && a.dim() == c.dim() && b.dim() == c.dim());
   const int64_t M = c.size(-2), N = c.size(-1), K = a.size(-1);
-  if (K == 0 || (bias.defined() && !std::is_same_v<T, float>)) {  // an empty sum, or float64 with a bias
-    if (bias.defined()) {
+  if (K == 0) {  // an empty sum
+    if (bias.defined())
       copy_(c, bias);  // broadcast over the rows
-      accumulate = true;
-    }
-    if (K == 0) {
-      if (!accumulate) fill_(c, 0.0);
-      return;
-    }
+    else if (!accumulate)
+      fill_(c, 0.0);
+    return;
   }
   const Tensor A = gemm_ready(a), B = gemm_ready(b);
-  const GemmOperand la = *gemm_operand(M, K, A.stride(-2), A.stride(-1));
-  const GemmOperand lb = *gemm_operand(K, N, B.stride(-2), B.stride(-1));
+  const GemmLayout la = *gemm_layout(M, K, A.stride(-2), A.stride(-1));
+  const GemmLayout lb = *gemm_layout(K, N, B.stride(-2), B.stride(-1));
   KS_CHECK(std::max({M, N, K, la.ld, lb.ld}) <= INT_MAX, "gemm: matrices ", A.sizes(), " and ", B.sizes(),
            " exceed BLAS's 32-bit sizes");
 
@@ -62,10 +60,6 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
   const T* pa = A.data<T>();
   const T* pb = B.data<T>();
   T* pc = c.data<T>();
-  const T beta = accumulate ? T(1) : T(0);
-  const float* row_bias = nullptr;
-  if constexpr (std::is_same_v<T, float>)
-    if (bias.defined() && !accumulate) row_bias = bias.data<float>();
   auto run = [&](int64_t i, bool threaded) {  // GEMM number i of the batch (row-major order)
     int64_t oa = 0, ob = 0, rest = i;
     for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
@@ -74,12 +68,16 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
       oa += idx * sa[size_t(d)];
       ob += idx * sb[size_t(d)];
     }
-    if constexpr (std::is_same_v<T, float>)
-      gemm_f32(la.transposed, lb.transposed, M, N, K, 1.f, pa + oa, la.ld, pb + ob, lb.ld, beta, pc + i * M * N, N,
-               threaded, row_bias);
-    else
-      blas_gemm(la.transposed, lb.transposed, M, N, K, T(1), pa + oa, la.ld, pb + ob, lb.ld, beta, pc + i * M * N, N,
-                threaded);
+    gemm<T>({.m = M,
+             .n = N,
+             .k = K,
+             .a = {.data = pa + oa, .ld = la.ld, .transposed = la.transposed},
+             .b = {.data = pb + ob, .ld = lb.ld, .transposed = lb.transposed},
+             .beta = accumulate ? T(1) : T(0),
+             .c = pc + i * M * N,
+             .ldc = N,
+             .row_bias = bias.defined() ? bias.data<T>() : nullptr,
+             .threaded = threaded});
   };
 
   const int threads = num_threads();

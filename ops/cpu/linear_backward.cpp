@@ -2,32 +2,32 @@
 // for bf16 GEMMs on a packed path (AMX or AVX512-BF16): the output gradient
 // g (rows, out) rounded and packed once for both of its products.
 //
-// Why: composed, the backward reads g three times — bf16_gemm packs it as A
+// Why: composed, the backward reads g three times — the bf16 GEMM packs it as A
 // for dx = g·W, packs it again (pairs along rows) as B for dW, computed as
 // dWᵀ = xᵀ·g, and sum() reads it for db. g is the largest operand there is
 // (rows × out: 8 MB per projection of the fixed 8 × 64 model, 134 MB for
 // an 8192-way output layer) and the two packs plus the sum cost about as
 // much as reading it three times. Here one pass over g writes both packed
-// layouts and the column sums (ops/cpu/gemm_bf16_pack.h: pack_a_and_b);
-// W and xᵀ are packed as bf16_gemm packs them, and the products run on
-// tiled_product, bf16_gemm's own blocking. The products are the same
-// rounded ones, so dx and dW equal bf16_gemm's up to float32 summation order
+// layouts and the column sums (ops/cpu/gemm/packed.h: pack_a_and_b);
+// W and xᵀ are packed as bf16::gemm packs them, and the products run on
+// tiled_product, bf16::gemm's own blocking. The products are the same
+// rounded ones, so dx and dW equal bf16::gemm's up to float32 summation order
 // (the tests hold them to it); db is summed in float32 over 32-row groups,
 // then in float64 over the groups.
-// It applies when out >= in: then bf16_gemm also computes dWᵀ with the
+// It applies when out >= in: then bf16::gemm also computes dWᵀ with the
 // transposing pack on x, the smaller operand. For out < in it would put
 // that slow pack on the larger one, and the composed path runs instead, as
 // it does for float32 precision (bit for bit as before), the float32 bf16
 // path, float64 and strided rows.
-// Not here: the packing and block kernels (gemm_bf16_pack.cpp,
-// gemm_bf16_*.cpp), the composed path (ops/linalg.cpp).
+// Not here: the packing and block kernels (ops/cpu/gemm/pack.cpp, amx.cpp,
+// avx512bf16.cpp), the composed path (ops/linalg.cpp).
 #include <algorithm>
 #include <vector>
 
 #include "core/cpu_features.h"
 #include "core/matmul_precision.h"
 #include "core/parallel.h"
-#include "ops/cpu/gemm_bf16_pack.h"
+#include "ops/cpu/gemm/packed.h"
 #include "ops/linalg.h"
 
 namespace ks::cpu {
@@ -94,8 +94,8 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
     bf16::pack_a(xp, true, x.stride(0), in, rows, ka_rows, p0 * bf16::kPanel, p1 * bf16::kPanel, xta);
   });
   dw = Tensor::empty({out, in}, DType::Float32, g.device());
-  bf16::tiled_product(path, xta, ka_rows, gb, kp_rows, in, out, 1.f, 0.f, dw.data<float>(), in, threaded,
-                      /*c_transposed=*/true, nullptr);
+  bf16::tiled_product(path, {.a = xta, .ka = ka_rows, .b = gb, .kp = kp_rows, .m = in, .n = out,
+                            .c = dw.data<float>(), .ldc = in, .c_transposed = true, .threaded = threaded});
 
   // 3. dx (rows, in) = g (rows, out) · W (out, in).
   if (want_dx) {
@@ -108,8 +108,8 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
       bf16::pack_b(wp, false, w.stride(0), out, in, kp_out, p0, p1, wb);
     });
     dx = Tensor::empty({rows, in}, DType::Float32, g.device());
-    bf16::tiled_product(path, ga, ka_out, wb, kp_out, rows, in, 1.f, 0.f, dx.data<float>(), in, threaded, false,
-                        nullptr);
+    bf16::tiled_product(path, {.a = ga, .ka = ka_out, .b = wb, .kp = kp_out, .m = rows, .n = in,
+                              .c = dx.data<float>(), .ldc = in, .threaded = threaded});
   }
   return true;
 }

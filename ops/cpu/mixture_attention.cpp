@@ -18,8 +18,8 @@
 // dA = f∘(dO vᵀ), W = A∘f, dx_r = P_r∘(dA − D); dV += Wᵀ dO, dq += scale·dx_r k_r,
 // dk_r += scale·dx_rᵀ q, dbias_r += Σ_i dx_r (in double).
 // That is M + 1 GEMMs per tile forward and 3M + 2 backward; every one of
-// them goes through tile_gemm (ops/cpu/attention_tiles.h), the one place
-// to change their precision.
+// them goes through cpu::gemm (ops/cpu/gemm/gemm.h) on the calling thread,
+// at the process's matmul precision.
 //
 // float32 inputs compute in float32 (BLAS and the running sums), float64 in
 // float64. Operands are read where they lie when BLAS can (unit column
@@ -34,9 +34,8 @@
 
 #include "core/copy.h"
 #include "core/parallel.h"
-#include "ops/cpu/blas.h"
 #include "ops/cpu/attention_tiles.h"
-#include "ops/cpu/gemm_bf16.h"
+#include "ops/cpu/gemm/gemm.h"
 #include "ops/cpu/row_math.h"
 #include "ops/mixture_attention.h"
 #include "ops/mixture_attention_formulas.h"
@@ -151,7 +150,8 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& totals, c
       for (int64_t j0 = 0; j0 < jend; j0 += kBc) {
         const int64_t cols = std::min(kBc, jend - j0);
         for (int64_t r = 0; r < M; ++r)  // x_r = q k_rᵀ·scale (rows, cols), row stride cols
-          tile_gemm(false, true, rows, cols, P, scale, Qi, Q.ld, K.at(pair, j0, r), K.ld, T(0), X + r * blk, cols);
+          gemm<T>({.m = rows, .n = cols, .k = P, .alpha = scale, .a = {.data = Qi, .ld = Q.ld},
+                   .b = {.data = K.at(pair, j0, r), .ld = K.ld, .transposed = true}, .c = X + r * blk, .ldc = cols});
         for (int64_t row = 0; row < rows; ++row) {
           T* x = X + row * cols;  // component r's row at x + r·blk
           T* w = W + row * cols;
@@ -186,7 +186,8 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& totals, c
             for (int64_t c = 0; c < cols; ++c) w[c] *= f[c];
           }
         }
-        tile_gemm(false, false, rows, E, cols, T(1), W, cols, V.at(pair, j0), V.ld, T(1), acc.data(), E);  // acc += w v
+        gemm<T>({.m = rows, .n = E, .k = cols, .a = {.data = W, .ld = cols}, .b = {.data = V.at(pair, j0), .ld = V.ld},
+                 .beta = T(1), .c = acc.data(), .ldc = E});  // acc += w v
       }
       T* Oi = O + (pair * T_ + i0) * E;
       T* Li = L + pair * T_ + i0;
@@ -247,8 +248,10 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dbias, con
           const int64_t rows = std::min(kBr, T_ - i0);
           const T *Qi = Q.at(pair, i0), *Gi = G.at(pair, i0);
           for (int64_t r = 0; r < M; ++r)
-            tile_gemm(false, true, rows, cols, P, scale, Qi, Q.ld, K.at(pair, j0, r), K.ld, T(0), X + r * blk, cols);
-          tile_gemm(false, true, rows, cols, E, T(1), Gi, G.ld, Vj, V.ld, T(0), dA, cols);  // dO vᵀ
+            gemm<T>({.m = rows, .n = cols, .k = P, .alpha = scale, .a = {.data = Qi, .ld = Q.ld},
+                     .b = {.data = K.at(pair, j0, r), .ld = K.ld, .transposed = true}, .c = X + r * blk, .ldc = cols});
+          gemm<T>({.m = rows, .n = cols, .k = E, .a = {.data = Gi, .ld = G.ld},
+                   .b = {.data = Vj, .ld = V.ld, .transposed = true}, .c = dA, .ldc = cols});  // dO vᵀ
           for (int64_t row = 0; row < rows; ++row) {
             T *x = X + row * cols, *w = W + row * cols, *da = dA + row * cols;
             const int64_t i = i0 + row;
@@ -294,12 +297,15 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dbias, con
               for (int64_t c = 0; c < cols; ++c) xr[c] = logit_grad(xr[c], da[c], Di);
             }
           }
-          tile_gemm(true, false, cols, E, rows, T(1), W, cols, Gi, G.ld, T(1), dVp + j0 * E, E);  // dV += Wᵀ dO
+          gemm<T>({.m = cols, .n = E, .k = rows, .a = {.data = W, .ld = cols, .transposed = true},
+                   .b = {.data = Gi, .ld = G.ld}, .beta = T(1), .c = dVp + j0 * E, .ldc = E});  // dV += Wᵀ dO
           for (int64_t r = 0; r < M; ++r) {
             const T* dx = X + r * blk;
             T* dKr = dKp + (r * S + j0) * P;
-            tile_gemm(false, false, rows, P, cols, scale, dx, cols, K.at(pair, j0, r), K.ld, T(1), dQp + i0 * P, P);
-            tile_gemm(true, false, cols, P, rows, scale, dx, cols, Qi, Q.ld, T(1), dKr, P);
+            gemm<T>({.m = rows, .n = P, .k = cols, .alpha = scale, .a = {.data = dx, .ld = cols},
+                     .b = {.data = K.at(pair, j0, r), .ld = K.ld}, .beta = T(1), .c = dQp + i0 * P, .ldc = P});
+            gemm<T>({.m = cols, .n = P, .k = rows, .alpha = scale, .a = {.data = dx, .ld = cols, .transposed = true},
+                     .b = {.data = Qi, .ld = Q.ld}, .beta = T(1), .c = dKr, .ldc = P});
             double* dbr = db.data() + r * S + j0;
             for (int64_t row = 0; row < rows; ++row)
               for (int64_t c = 0; c < cols; ++c) dbr[c] += double(dx[row * cols + c]);

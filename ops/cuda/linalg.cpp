@@ -54,7 +54,7 @@ cublasHandle_t handle(int device) {
   return handles[device];
 }
 
-cublasOperation_t cublas_op(const GemmOperand& g) { return g.transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
+cublasOperation_t cublas_op(const GemmLayout& g) { return g.transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 // One batch dim after merging: its size and the element stride of a, b, c.
 struct BatchDim {
@@ -113,8 +113,8 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
   // bfloat16 operands are always fresh rounded copies (contiguous, so readable in place).
   const DType operand_dtype = bf16 ? kBFloat16 : c.dtype();
   const Tensor A = gemm_ready(a, operand_dtype), B = gemm_ready(b, operand_dtype);
-  const GemmOperand la = *gemm_operand(M, K, A.stride(-2), A.stride(-1));
-  const GemmOperand lb = *gemm_operand(K, N, B.stride(-2), B.stride(-1));
+  const GemmLayout la = *gemm_layout(M, K, A.stride(-2), A.stride(-1));
+  const GemmLayout lb = *gemm_layout(K, N, B.stride(-2), B.stride(-1));
   KS_CHECK(std::max({M, N, K, la.ld, lb.ld}) <= INT_MAX, "gemm: matrices ", A.sizes(), " and ", B.sizes(),
            " exceed cuBLAS's 32-bit sizes");
 

@@ -1,5 +1,5 @@
 // tests/ops/test_gemm_bf16.cpp — float32 GEMMs with bfloat16 operands
-// (MatmulPrecision::BFloat16, ops/cpu/gemm_bf16.h) on every CPU path this
+// (MatmulPrecision::BFloat16, ops/cpu/gemm/gemm.h) on every CPU path this
 // machine has, each forced in turn (a path the CPU lacks is skipped with a
 // message): results equal the float64 product of the bf16-rounded operands
 // within float32 summation error, over ragged shapes, both transposes,
@@ -13,11 +13,12 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cpu_features.h"
 #include "core/matmul_precision.h"
-#include "ops/cpu/gemm_bf16.h"
+#include "ops/cpu/gemm/gemm.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -176,7 +177,7 @@ TEST_CASE("bf16 gemm: the operands really are rounded (a float32 product would d
   });
 }
 
-TEST_CASE("bf16 gemm: alpha, beta, transposes and leading dimensions, threaded or not, as blas_gemm means them") {
+TEST_CASE("bf16 gemm: alpha, beta, transposes and leading dimensions, threaded or not, as the GEMM door means them") {
   for_each_path([&] {
     for (auto [alpha, beta] : {std::pair{0.5f, 0.25f}, std::pair{1.f, 1.f}, std::pair{1.f, 0.f}})
     for (bool ta : {false, true})
@@ -203,8 +204,20 @@ TEST_CASE("bf16 gemm: alpha, beta, transposes and leading dimensions, threaded o
               fill(b);
               fill(c0);
               std::vector<float> c1 = c0, c2 = c0;
-              cpu::bf16_gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c1.data(), ldc, false);
-              cpu::bf16_gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c2.data(), ldc, true);
+              cpu::Gemm<float> gemm{.m = m,
+                                    .n = n,
+                                    .k = k,
+                                    .alpha = alpha,
+                                    .a = {.data = a.data(), .ld = lda, .transposed = ta},
+                                    .b = {.data = b.data(), .ld = ldb, .transposed = tb},
+                                    .beta = beta,
+                                    .c = c1.data(),
+                                    .ldc = ldc,
+                                    .precision = MatmulPrecision::BFloat16};
+              cpu::gemm(gemm);
+              gemm.c = c2.data();
+              gemm.threaded = true;
+              cpu::gemm(gemm);
               CHECK(c1 == c2);  // the same blocks and sums on any number of threads
               std::vector<double> va(size_t(m * k)), vb(size_t(k * n)), got(size_t(m * n)), ref, scale;
               for (int64_t i = 0; i < m; ++i)
@@ -224,6 +237,60 @@ TEST_CASE("bf16 gemm: alpha, beta, transposes and leading dimensions, threaded o
                 for (int64_t j = n; j < ldc; ++j) CHECK(c1[size_t(i * ldc + j)] == c0[size_t(i * ldc + j)]);
             }
   });
+}
+
+TEST_CASE("the GEMM door: a Gemm's precision overrides the process's, empty sums, row bias in float32 and float64") {
+  const int64_t m = 7, n = 9, k = 40;
+  std::vector<float> a(size_t(m * k)), b(size_t(k * n)), bias(static_cast<size_t>(n));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = 1.f + std::ldexp(float(i % 5), -9);  // not bf16-exact
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 1.f + std::ldexp(float(i % 3), -10);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = float(i) - 4.f;
+  std::vector<float> sgemm(size_t(m * n));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.f, a.data(), int(k), b.data(),
+              int(n), 0.f, sgemm.data(), int(n));
+  cpu::Gemm<float> g{
+      .m = m, .n = n, .k = k, .a = {.data = a.data(), .ld = k}, .b = {.data = b.data(), .ld = n}, .ldc = n};
+  std::vector<float> forced(size_t(m * n)), followed(size_t(m * n));
+  {
+    MatmulPrecisionScope bf16(MatmulPrecision::BFloat16);
+    g.c = forced.data();
+    g.precision = MatmulPrecision::Float32;
+    cpu::gemm(g);  // float32 although the process asks for bf16
+    g.c = followed.data();
+    g.precision = std::nullopt;
+    cpu::gemm(g);  // the process's bf16
+  }
+  CHECK(forced == sgemm);
+  CHECK(followed != sgemm);  // the rounded operands give other sums
+  // A row bias: C = bias + A·B in every row.
+  std::vector<float> biased(size_t(m * n));
+  g.c = biased.data();
+  g.row_bias = bias.data();
+  cpu::gemm(g);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) CHECK(biased[size_t(i * n + j)] == bias[size_t(j)] + sgemm[size_t(i * n + j)]);
+  // k = 0: C = beta·C (0 for beta 0, even over NaN), or the bias rows; C's row padding untouched.
+  std::vector<double> c64 = {1, 2, std::nan(""), 7, 3, 4, 5, 7};  // (2, 3), ldc 4
+  cpu::Gemm<double> e{.m = 2, .n = 3, .k = 0, .beta = 0.5, .c = c64.data(), .ldc = 4};
+  cpu::gemm(e);
+  CHECK(c64[0] == 0.5);
+  CHECK(c64[1] == 1.0);
+  CHECK(std::isnan(c64[2]));
+  CHECK(c64[3] == 7);
+  e.beta = 0;
+  cpu::gemm(e);
+  CHECK(c64 == std::vector<double>{0, 0, 0, 7, 0, 0, 0, 7});
+  const std::vector<double> bias64 = {-1, 2, 3};
+  e.row_bias = bias64.data();
+  cpu::gemm(e);
+  CHECK(c64 == std::vector<double>{-1, 2, 3, 7, -1, 2, 3, 7});
+  // float64 with a bias and k > 0: the bias plus the exact product.
+  const std::vector<double> a64 = {1, 2, 3, 4}, b64 = {1, 0, 2, 0, 1, 3};  // (2, 2) and (2, 3)
+  e.k = 2;
+  e.a = {.data = a64.data(), .ld = 2};
+  e.b = {.data = b64.data(), .ld = 3};
+  cpu::gemm(e);
+  CHECK(c64 == std::vector<double>{0, 4, 11, 7, 2, 6, 21, 7});
 }
 
 TEST_CASE("bf16 gemm: gradients of matmul run with rounded operands too, and float64 ignores the switch") {
@@ -369,6 +436,17 @@ TEST_CASE("bf16 gemm: the default path is AMX, else AVX512-BF16 on AMD, else flo
   CHECK(default_cpu_gemm_path(zen3) == CpuGemmPath::Float32);
 }
 
+// max |x - y| and max |x| over the elements of two tensors of one shape.
+static std::pair<double, double> worst_and_norm(const Tensor& tx, const Tensor& ty) {
+  const std::vector<double> x = tx.to_vector<double>(), y = ty.to_vector<double>();
+  double worst = 0, norm = 0;
+  for (size_t e = 0; e < x.size(); ++e) {
+    worst = std::max(worst, std::fabs(x[e] - y[e]));
+    norm = std::max(norm, std::fabs(x[e]));
+  }
+  return {worst, norm};
+}
+
 // k (B, h, S, p) as M = 2 keys per position (B, h, 2, S, p): k and k/2.
 static Tensor stack_keys(const Tensor& k) { return contiguous(stack({k, mul(k, 0.5)}, 2)); }
 
@@ -393,12 +471,7 @@ TEST_CASE("bf16 gemm: the fused attention's tile products run in bf16 too, forwa
     const std::vector<Tensor> f32 = run(MatmulPrecision::Float32), b16 = run(MatmulPrecision::BFloat16);
     for (size_t i = 0; i < f32.size(); ++i) {
       CAPTURE(i);
-      const std::vector<double> x = f32[i].to_vector<double>(), y = b16[i].to_vector<double>();
-      double worst = 0, norm = 0;
-      for (size_t e = 0; e < x.size(); ++e) {
-        worst = std::max(worst, std::fabs(x[e] - y[e]));
-        norm = std::max(norm, std::fabs(x[e]));
-      }
+      const auto [worst, norm] = worst_and_norm(f32[i], b16[i]);
       // bf16 operands (8-bit mantissas) move results by ~2^-8 relative: visibly, but not more
       CHECK(worst > 1e-5 * norm);
       CHECK(worst < 5e-2 * norm);
@@ -461,11 +534,7 @@ TEST_CASE("bf16 attention: the packed kernels equal the per-tile bf16 GEMMs up t
       for (size_t i = 0; i < generic.size(); ++i) {
         CAPTURE(i);
         const std::vector<double> x = generic[i].to_vector<double>(), y = packed[i].to_vector<double>();
-        double worst = 0, norm = 0;
-        for (size_t e = 0; e < x.size(); ++e) {
-          worst = std::max(worst, std::fabs(x[e] - y[e]));
-          norm = std::max(norm, std::fabs(x[e]));
-        }
+        const auto [worst, norm] = worst_and_norm(generic[i], packed[i]);
         // A float32 reordering can still flip the bf16 rounding of a P or dS
         // entry, moving the results it feeds by 2^-8 of that entry's part
         // (seen on Zen 5: 13 of 10,080 outputs moved, at most 7e-4 of

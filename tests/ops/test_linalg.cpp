@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "ops/cpu/blas.h"
+#include "ops/cpu/gemm/gemm.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -174,7 +174,7 @@ TEST_CASE("matmul threading: OpenBLAS stays single-threaded, a threaded GEMM run
   const std::vector<std::array<int64_t, 3>> shapes = {{1000, 130, 77}, {97, 1500, 64}, {256, 256, 300}};
   // OpenBLAS's AVX-512 kernels give every result the same bits wherever a
   // band starts; its AVX2 ones (OPENBLAS_CORETYPE=Haswell, say) do not
-  // (ops/cpu/blas.cpp), so there the two runs are compared to float32's
+  // (ops/cpu/gemm/gemm.cpp), so there the two runs are compared to float32's
   // summation error over k <= 300 (1e-4 of results near 1).
   const std::string kernels = cpu::blas_kernels_name();
   const bool bands_keep_bits = kernels == "SkylakeX" || kernels == "Cooperlake" || kernels == "SapphireRapids";
@@ -232,29 +232,29 @@ TEST_CASE("matmul threading: OpenBLAS stays single-threaded, a threaded GEMM run
   set_num_threads(saved);
 }
 
+// Gradchecks matmul(a, b) for each pair of shapes, inputs in layout l, seeded
+// seed_a + i and seed_a + 10 + i.
+static void gradcheck_matmul_cases(const std::vector<std::pair<Shape, Shape>>& cases, Layout l, uint64_t seed_a) {
+  CAPTURE(layout_name(l));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CAPTURE(i);
+    Tensor a = leaf64(cases[i].first, seed_a + i, l), b = leaf64(cases[i].second, seed_a + 10 + i, l);
+    CHECK_GRADCHECK([](V x) { return matmul(x[0], x[1]); }, {a, b});
+  }
+}
+
 TEST_CASE("matmul gradchecks: 2-d, 1-d and folded shapes over all layouts") {
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{3, 4}, {4, 2}}, {{4}, {4}}, {{4}, {4, 3}}, {{3, 4}, {4}}, {{2, 3, 4}, {4, 2}}, {{2, 3, 4}, {4}}};
-  for (Layout l : all_layouts()) {
-    CAPTURE(layout_name(l));
-    for (size_t i = 0; i < cases.size(); ++i) {
-      CAPTURE(i);
-      Tensor a = leaf64(cases[i].first, 50 + i, l), b = leaf64(cases[i].second, 60 + i, l);
-      CHECK_GRADCHECK([](V x) { return matmul(x[0], x[1]); }, {a, b});
-    }
-  }
+  for (Layout l : all_layouts()) gradcheck_matmul_cases(cases, l, 50);
 }
 
 TEST_CASE("matmul gradchecks: broadcast batch dims, expanded and transposed inputs") {
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{2, 1, 3, 4}, {3, 4, 2}}, {{3, 4}, {2, 4, 2}}, {{4}, {2, 4, 3}}, {{1, 2, 3}, {2, 3, 2}}};
   for (Layout l : all_layouts()) {
+    gradcheck_matmul_cases(cases, l, 70);
     CAPTURE(layout_name(l));
-    for (size_t i = 0; i < cases.size(); ++i) {
-      CAPTURE(i);
-      Tensor a = leaf64(cases[i].first, 70 + i, l), b = leaf64(cases[i].second, 80 + i, l);
-      CHECK_GRADCHECK([](V x) { return matmul(x[0], x[1]); }, {a, b});
-    }
     Tensor a = leaf64({1, 3, 4}, 90, l), b = leaf64({4, 2}, 91, l), c = leaf64({2, 2, 4}, 92, l);
     CHECK_GRADCHECK([](V x) { return matmul(expand(x[0], {2, 3, 4}), x[1]); }, {a, b});
     CHECK_GRADCHECK([](V x) { return matmul(x[0], transpose(x[1], -1, -2)); }, {a, c});

@@ -1,4 +1,4 @@
-// ops/cpu/gemm_bf16_amx.cpp — the AMX block kernel of ops/cpu/gemm_bf16_pack.h:
+// ops/cpu/gemm/amx.cpp — the AMX block kernel of ops/cpu/gemm/packed.h:
 // a (32, 32) float32 block as a 2 × 2 grid of 16 × 16 accumulator tiles.
 //
 // Tiles: tmm0-3 accumulate C (16 rows × 16 float32), tmm4-5 hold two 16-row
@@ -10,12 +10,12 @@
 // before any path could choose this kernel.
 // Compiled for AMX by function attribute only, so nothing else in the
 // library can pick up AMX instructions.
-// Not here: packing, blocking, the float32 write-back (gemm_bf16.cpp).
+// Not here: packing (pack.cpp), blocking, the float32 write-back (bf16.cpp).
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "ops/cpu/gemm_bf16_pack.h"
+#include "ops/cpu/gemm/packed.h"
 
 namespace ks::cpu::bf16 {
 namespace {
@@ -47,7 +47,7 @@ __attribute__((target("amx-tile"))) void configure_tiles() {
 __attribute__((target("amx-tile,amx-bf16"))) void amx_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0,
                                                              const uint16_t* b1, int64_t kc, float* c,
                                                              int64_t ldc, const float* c_in, int64_t ldc_in,
-                                                             const BlockOperands& next) {
+                                                             const NextBlock& next) {
   configure_tiles();
   const int64_t a_stride = lda_p * int64_t(sizeof(uint16_t));
   const uint16_t* a1 = a + kPanel * lda_p;  // rows 16..31 of the block

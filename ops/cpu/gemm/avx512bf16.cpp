@@ -1,5 +1,5 @@
-// ops/cpu/gemm_bf16_avx512.cpp — the AVX512-BF16 block kernel of
-// ops/cpu/gemm_bf16_pack.h, for CPUs with vdpbf16ps but no AMX.
+// ops/cpu/gemm/avx512bf16.cpp — the AVX512-BF16 block kernel of
+// ops/cpu/gemm/packed.h, for CPUs with vdpbf16ps but no AMX.
 //
 // A (32, 32) block in four groups of 8 rows: per group 16 zmm accumulators
 // (8 rows × 2 panels of 16 float32). Per k pair: the two panels' rows (32
@@ -7,18 +7,18 @@
 // broadcast to all lanes; vdpbf16ps adds a[k]·b[k] + a[k+1]·b[k+1] into
 // each float32 lane.
 // Compiled for AVX512-BF16 by function attribute only.
-// Not here: packing, blocking, the float32 write-back (gemm_bf16.cpp).
+// Not here: packing (pack.cpp), blocking, the float32 write-back (bf16.cpp).
 #include <immintrin.h>
 
 #include <cstring>
 
-#include "ops/cpu/gemm_bf16_pack.h"
+#include "ops/cpu/gemm/packed.h"
 
 namespace ks::cpu::bf16 {
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void avx512bf16_block(
     const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c, int64_t ldc,
-    const float* c_in, int64_t ldc_in, const BlockOperands&) {
+    const float* c_in, int64_t ldc_in, const NextBlock&) {
   constexpr int kRows = 8;
   for (int64_t g = 0; g < kBlock; g += kRows) {
     __m512 acc0[kRows], acc1[kRows];

@@ -1,5 +1,5 @@
-// ops/cpu/gemm_bf16_pack.cpp — rounding float32 operands to bfloat16 and
-// packing them into the layouts of ops/cpu/gemm_bf16_pack.h, with AVX-512
+// ops/cpu/gemm/pack.cpp — rounding float32 operands to bfloat16 and
+// packing them into the layouts of ops/cpu/gemm/packed.h, with AVX-512
 // (every CPU with an AMX or AVX512-BF16 path has AVX-512F/BW).
 //
 // Rounding is ks::BFloat16's, bit for bit: nearest even on the integer
@@ -15,13 +15,13 @@
 //                          those pairs gives 16 panel rows.
 // Edges (fewer than 16 rows, columns or k left) go element by element.
 // pack_a_and_b is the third and first cases at once, from one read of g.
-// Not here: the kernels and the blocking (gemm_bf16_*.cpp, gemm_bf16.cpp).
+// Not here: the kernels and the blocking (amx.cpp, avx512bf16.cpp, bf16.cpp).
 #include <immintrin.h>
 
 #include <algorithm>
 
 #include "core/dtype.h"
-#include "ops/cpu/gemm_bf16_pack.h"
+#include "ops/cpu/gemm/packed.h"
 
 #define KS_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 // GCC 12 reports the "undefined" source operand inside its own AVX-512

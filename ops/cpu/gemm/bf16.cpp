@@ -1,8 +1,9 @@
-// ops/cpu/gemm_bf16.cpp — the bf16 GEMM driver of ops/cpu/gemm_bf16.h:
-// rounding and packing the operands, blocking, threads, the write-back, and
-// the float32 path.
+// ops/cpu/gemm/bf16.cpp — the bf16 GEMM driver behind the door (gemm.h,
+// packed.h's bf16::gemm): rounding and packing the operands, blocking,
+// threads, the write-back, and the float32 path; and packed_product, the
+// fused attention's products over its own packed operands.
 //
-// Blocking. op(A) and op(B) are rounded and packed whole (gemm_bf16_pack.h),
+// Blocking. op(A) and op(B) are rounded and packed whole (packed.h),
 // in parallel when threaded. C is cut into macro tiles of kMc × kNc (fewer
 // rows or columns when there would be too few tiles for the threads); a
 // tile is one parallel task. Within a tile, for each k chunk of kKc, the
@@ -19,26 +20,19 @@
 // Float32 sums throughout.
 // Scratch (the packed operands, the scratch tiles) is thread_local to the calling thread and
 // grows to the largest GEMM seen, so steady-state training allocates nothing.
-#include "ops/cpu/gemm_bf16.h"
-
+// Not here: the checks, empty sums and precision choice (the door, gemm.cpp),
+// packing (pack.cpp), the block kernels (amx.cpp, avx512bf16.cpp).
 #include <algorithm>
 #include <vector>
 
 #include "core/cpu_features.h"
 #include "core/dtype.h"
-#include "core/error.h"
-#include "core/matmul_precision.h"
 #include "core/parallel.h"
-#include "ops/cpu/blas.h"
-#include "ops/cpu/gemm_bf16_pack.h"
+#include "ops/cpu/gemm/gemm.h"
+#include "ops/cpu/gemm/packed.h"
 
-namespace ks::cpu {
+namespace ks::cpu::bf16 {
 namespace {
-
-using bf16::kBlock;
-using bf16::kPanel;
-using bf16::maybe_parallel;
-using bf16::round_up;
 
 constexpr int64_t kKc = 256;  // k per chunk: a block's A and B (16 KiB each) fit L1
 constexpr int64_t kMc = 256;  // rows per macro tile
@@ -46,67 +40,29 @@ constexpr int64_t kNc = 512;  // columns per macro tile
 
 inline float rounded(float x) { return float(BFloat16(x)); }
 
-// op(X) element (r, c) of a (rows, cols) operand stored with leading dimension ld.
-struct Operand {
-  const float* p;
-  bool transposed;
-  int64_t ld;
-  float at(int64_t r, int64_t c) const { return transposed ? p[c * ld + r] : p[r * ld + c]; }
-};
-
-// The float32 path: rounded copies of the operands, then OpenBLAS.
-void rounded_sgemm(const Operand& a, const Operand& b, int64_t m, int64_t n, int64_t k, float alpha, float beta,
-                   float* c, int64_t ldc, bool threaded) {
+// The float32 path: rounded copies of the operands, then OpenBLAS (the door at float32 precision).
+void rounded_sgemm(const Gemm<float>& g) {
+  const int64_t m = g.m, n = g.n, k = g.k;
   thread_local std::vector<float> ra, rb;
   ra.resize(size_t(m * k));
   rb.resize(size_t(k * n));
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < k; ++j) ra[size_t(i * k + j)] = rounded(a.at(i, j));
+    for (int64_t j = 0; j < k; ++j) ra[size_t(i * k + j)] = rounded(g.a.at(i, j));
   for (int64_t i = 0; i < k; ++i)
-    for (int64_t j = 0; j < n; ++j) rb[size_t(i * n + j)] = rounded(b.at(i, j));
-  blas_gemm(false, false, m, n, k, alpha, ra.data(), k, rb.data(), n, beta, c, ldc, threaded);
+    for (int64_t j = 0; j < n; ++j) rb[size_t(i * n + j)] = rounded(g.b.at(i, j));
+  Gemm<float> r = g;
+  r.a = {.data = ra.data(), .ld = k};
+  r.b = {.data = rb.data(), .ld = n};
+  r.precision = MatmulPrecision::Float32;
+  cpu::gemm(r);
 }
 
-void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                 bool threaded, bool c_transposed, const float* row_bias);
-
-}  // namespace
-
-void bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded, const float* row_bias) {
-  if (m <= 0 || n <= 0) return;
-  KS_ASSERT(!row_bias || (alpha == 1 && beta == 0));
-  const CpuGemmPath path = cpu_gemm_path();
-  if (k <= 0 || path == CpuGemmPath::Float32) {
-    // With a bias: C starts as the bias rows, and the product is added (beta 1).
-    if (row_bias)
-      for (int64_t i = 0; i < m; ++i) std::copy(row_bias, row_bias + n, c + i * ldc);
-    const float b_eff = row_bias ? 1.f : beta;
-    if (k <= 0) {  // an empty sum: C = beta·C (BLAS leaves 0·NaN to beta == 0 as 0)
-      if (!row_bias)
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.f : beta * c[i * ldc + j];
-      return;
-    }
-    return rounded_sgemm(Operand{a, trans_a, lda}, Operand{b, trans_b, ldb}, m, n, k, alpha, b_eff, c, ldc, threaded);
-  }
-  // A weight gradient (op(A) = Xᵀ, op(B) = Y, both strided along k) needs one
-  // transposing pack, the slow kind: give it the smaller operand by computing
-  // Cᵀ = Yᵀ·X and writing C transposed. (Weight gradients have no bias.)
-  if (trans_a && !trans_b && m > n && !row_bias)
-    return packed_gemm(path, true, false, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc, threaded, true, nullptr);
-  packed_gemm(path, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded, false, row_bias);
-}
-
-namespace {
-
-// The AMX / AVX512-BF16 GEMM of op(A) (m, k) and op(B) (k, n); with c_transposed
-// the result (m, n) is written into C as its transpose.
-void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                 bool threaded, bool c_transposed, const float* row_bias) {
-  const int64_t kp = round_up(k, bf16::kKStep), mp = round_up(m, kBlock), np = round_up(n, kBlock);
+// op(A) (m, k) and op(B) (k, n) of g rounded and packed whole into this
+// thread's buffers, in parallel when g.threaded: the product over them, C
+// written as g says.
+PackedGemm packed_operands(const Gemm<float>& g) {
+  const int64_t m = g.m, n = g.n, k = g.k;
+  const int64_t kp = round_up(k, kKStep), mp = round_up(m, kBlock), np = round_up(n, kBlock);
   // Packed A's row stride: one cache line more than kp, so that the 16 rows
   // of an A tile do not share a few L1 sets when kp is a power of two.
   const int64_t ka = kp + 32;
@@ -116,23 +72,45 @@ void packed_gemm(CpuGemmPath path, bool trans_a, bool trans_b, int64_t m, int64_
   uint16_t* pa = packed_a.data();
   uint16_t* pb = packed_b.data();
   // A in groups of 16 rows, the unit of pack_a's transposing loop
-  maybe_parallel(threaded, mp / kPanel, std::max<int64_t>(1, (1 << 16) / (ka * kPanel)), [&](int64_t g0, int64_t g1) {
-    bf16::pack_a(a, trans_a, lda, m, k, ka, g0 * kPanel, g1 * kPanel, pa);
+  maybe_parallel(g.threaded, mp / kPanel, std::max<int64_t>(1, (1 << 16) / (ka * kPanel)), [&](int64_t g0, int64_t g1) {
+    pack_a(g.a.data, g.a.transposed, g.a.ld, m, k, ka, g0 * kPanel, g1 * kPanel, pa);
   });
-  maybe_parallel(threaded, np / kPanel, std::max<int64_t>(1, (1 << 16) / (kp * kPanel)),
-                 [&](int64_t p0, int64_t p1) { bf16::pack_b(b, trans_b, ldb, k, n, kp, p0, p1, pb); });
-  bf16::tiled_product(path, pa, ka, pb, kp, m, n, alpha, beta, c, ldc, threaded, c_transposed, row_bias);
+  maybe_parallel(g.threaded, np / kPanel, std::max<int64_t>(1, (1 << 16) / (kp * kPanel)),
+                 [&](int64_t p0, int64_t p1) { pack_b(g.b.data, g.b.transposed, g.b.ld, k, n, kp, p0, p1, pb); });
+  return {.a = pa, .ka = ka, .b = pb, .kp = kp, .m = m, .n = n, .alpha = g.alpha, .beta = g.beta, .c = g.c,
+          .ldc = g.ldc, .row_bias = g.row_bias, .threaded = g.threaded};
 }
 
 }  // namespace
 
-namespace bf16 {
+void gemm(const Gemm<float>& g) {
+  const CpuGemmPath path = cpu_gemm_path();
+  if (path == CpuGemmPath::Float32) return rounded_sgemm(g);
+  // A weight gradient (op(A) = Xᵀ, op(B) = Y, both strided along k) needs one
+  // transposing pack, the slow kind: give it the smaller operand by computing
+  // Cᵀ = Yᵀ·X and writing C transposed. (Weight gradients have no bias.)
+  if (g.a.transposed && !g.b.transposed && g.m > g.n && !g.row_bias) {
+    Gemm<float> t = g;
+    t.m = g.n;
+    t.n = g.m;
+    t.a = {.data = g.b.data, .ld = g.b.ld, .transposed = true};
+    t.b = {.data = g.a.data, .ld = g.a.ld, .transposed = false};
+    PackedGemm p = packed_operands(t);
+    p.c_transposed = true;
+    return tiled_product(path, p);
+  }
+  tiled_product(path, packed_operands(g));
+}
 
-void tiled_product(CpuGemmPath path, const uint16_t* pa, int64_t ka, const uint16_t* pb, int64_t kp, int64_t m,
-                   int64_t n, float alpha, float beta, float* c, int64_t ldc, bool threaded, bool c_transposed,
-                   const float* row_bias) {
+void tiled_product(CpuGemmPath path, const PackedGemm& p) {
+  const uint16_t *pa = p.a, *pb = p.b;
+  const int64_t ka = p.ka, kp = p.kp, m = p.m, n = p.n, ldc = p.ldc;
+  const float alpha = p.alpha, beta = p.beta;
+  float* const c = p.c;
+  const float* const row_bias = p.row_bias;
+  const bool threaded = p.threaded, c_transposed = p.c_transposed;
   const int64_t mp = round_up(m, kBlock), np = round_up(n, kBlock);
-  const auto block = path == CpuGemmPath::Amx ? bf16::amx_block : bf16::avx512bf16_block;
+  const auto block = path == CpuGemmPath::Amx ? amx_block : avx512bf16_block;
   // Macro tiles: smaller where there would be too few to keep every thread busy.
   const int64_t threads = threaded ? num_threads() : 1;
   int64_t mc = kMc, nc = kNc;
@@ -162,7 +140,7 @@ void tiled_product(CpuGemmPath path, const uint16_t* pa, int64_t ka, const uint1
         const int64_t i0 = ib * kBlock, j0 = jb * kBlock;
         const int64_t rows = std::min(kBlock, m - i_base - i0), cols = std::min(kBlock, n - j_base - j0);
         if (c_transposed) {
-          bf16::store_transposed(acc + i0 * lds + j0, lds, rows, cols, alpha, beta,
+          store_transposed(acc + i0 * lds + j0, lds, rows, cols, alpha, beta,
                                  c + (j_base + j0) * ldc + i_base + i0, ldc);
           return;
         }
@@ -183,7 +161,7 @@ void tiled_product(CpuGemmPath path, const uint16_t* pa, int64_t ka, const uint1
       for (int64_t q = 0; q < chunks * per_chunk; ++q) {
         const int64_t k0 = (q / per_chunk) * kKc, kc = std::min(kKc, kp - k0);
         const int64_t ib = (q % per_chunk) / n_blocks, jb = q % n_blocks;
-        bf16::BlockOperands next;
+        NextBlock next;
         if (q + 1 < chunks * per_chunk) {
           if ((q + 1) % per_chunk / n_blocks != ib || q + 1 == (q / per_chunk + 1) * per_chunk) next.a = a_of(q + 1);
           next.b0 = b_of(q + 1);
@@ -232,7 +210,7 @@ void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const ui
   auto b_of = [&](int64_t jb) { return b + 2 * jb * panel_stride; };
   for (int64_t ib = 0; ib < m_blocks; ++ib)
     for (int64_t jb = 0; jb < n_blocks; ++jb) {
-      BlockOperands next;  // columns fastest: the next block shares A unless the row changes
+      NextBlock next;  // columns fastest: the next block shares A unless the row changes
       const bool last_col = jb + 1 == n_blocks;
       if (!last_col || ib + 1 < m_blocks) {
         next.b0 = b_of(last_col ? 0 : jb + 1);
@@ -242,8 +220,8 @@ void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const ui
       const int64_t i0 = ib * kBlock, j0 = jb * kBlock;
       const uint16_t* b0 = b_of(jb);
       if (i0 + kBlock <= m && j0 + kBlock <= n) {
-        block(a_of(ib), lda_p, b0, b0 + panel_stride, kc, c + i0 * ldc + j0, ldc, accumulate ? c + i0 * ldc + j0 : nullptr,
-              ldc, next);
+        float* const cb = c + i0 * ldc + j0;
+        block(a_of(ib), lda_p, b0, b0 + panel_stride, kc, cb, ldc, accumulate ? cb : nullptr, ldc, next);
         continue;
       }
       // an edge block: through a local tile, only its real part touching C
@@ -251,24 +229,13 @@ void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const ui
       alignas(64) float tile[kBlock * kBlock];
       if (accumulate) {
         std::fill(tile, tile + kBlock * kBlock, 0.f);
-        for (int64_t i = 0; i < rows; ++i) std::copy(c + (i0 + i) * ldc + j0, c + (i0 + i) * ldc + j0 + cols, tile + i * kBlock);
+        for (int64_t i = 0; i < rows; ++i)
+          std::copy(c + (i0 + i) * ldc + j0, c + (i0 + i) * ldc + j0 + cols, tile + i * kBlock);
       }
       block(a_of(ib), lda_p, b0, b0 + panel_stride, kc, tile, kBlock, accumulate ? tile : nullptr, kBlock, next);
-      for (int64_t i = 0; i < rows; ++i) std::copy(tile + i * kBlock, tile + i * kBlock + cols, c + (i0 + i) * ldc + j0);
+      for (int64_t i = 0; i < rows; ++i)
+        std::copy(tile + i * kBlock, tile + i * kBlock + cols, c + (i0 + i) * ldc + j0);
     }
 }
 
-}  // namespace bf16
-
-void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded, const float* row_bias) {
-  if (matmul_precision() == MatmulPrecision::BFloat16)
-    return bf16_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded, row_bias);
-  KS_ASSERT(!row_bias || (alpha == 1 && beta == 0));
-  // Float32: the bias copied into C, then C += A·B, as OpenBLAS always did it.
-  if (row_bias)
-    for (int64_t i = 0; i < m; ++i) std::copy(row_bias, row_bias + n, c + i * ldc);
-  blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, row_bias ? 1.f : beta, c, ldc, threaded);
-}
-
-}  // namespace ks::cpu
+}  // namespace ks::cpu::bf16

@@ -1,5 +1,7 @@
-// ops/cpu/blas.cpp — the OpenBLAS wrappers of blas.h, their threading on
-// oneTBB, and the DYNAMIC_ARCH kernel re-selection.
+// ops/cpu/gemm/gemm.cpp — the GEMM door of gemm.h: its checks, empty sums
+// and bias, the choice of precision, and the OpenBLAS path with its threading
+// on oneTBB and the DYNAMIC_ARCH kernel re-selection.
+// Not here: the bf16 driver and kernels (bf16.cpp, packed.h).
 //
 // Kernels. A DYNAMIC_ARCH OpenBLAS picks its kernels from the CPU model at
 // load time and falls back to "Prescott" (SSE3) for models it does not know:
@@ -18,15 +20,18 @@
 // same bits (OpenBLAS's threads also split C, never k); the Haswell ones
 // sum the rows and columns at a block's edge in another order than inside
 // it, so where a band starts changes the last bits of a few results.
-#include "ops/cpu/blas.h"
+#include "ops/cpu/gemm/gemm.h"
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
+#include "core/error.h"
 #include "core/parallel.h"
+#include "ops/cpu/gemm/packed.h"
 
 // Exported by DYNAMIC_ARCH builds of OpenBLAS only, hence weak.
 extern "C" void gotoblas_dynamic_init(void) __attribute__((weak));
@@ -109,14 +114,30 @@ void gemm_bands(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, cons
 
 }  // namespace
 
-void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool threaded) {
-  gemm_bands(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded);
+template <class T>
+void gemm(const Gemm<T>& g) {
+  if (g.m <= 0 || g.n <= 0) return;
+  KS_ASSERT(!g.row_bias || (g.alpha == T(1) && g.beta == T(0)));
+  if (g.k <= 0) {  // an empty sum: C = beta·C (BLAS leaves 0·NaN to beta == 0 as 0), or the bias rows
+    for (int64_t i = 0; i < g.m; ++i) {
+      T* row = g.c + i * g.ldc;
+      if (g.row_bias)
+        std::copy(g.row_bias, g.row_bias + g.n, row);
+      else
+        for (int64_t j = 0; j < g.n; ++j) row[j] = g.beta == T(0) ? T(0) : g.beta * row[j];
+    }
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>)
+    if (g.precision.value_or(matmul_precision()) == MatmulPrecision::BFloat16) return bf16::gemm(g);
+  // OpenBLAS: the bias copied into C, then C += A·B.
+  if (g.row_bias)
+    for (int64_t i = 0; i < g.m; ++i) std::copy(g.row_bias, g.row_bias + g.n, g.c + i * g.ldc);
+  gemm_bands(g.a.transposed, g.b.transposed, g.m, g.n, g.k, g.alpha, g.a.data, g.a.ld, g.b.data, g.b.ld,
+             g.row_bias ? T(1) : g.beta, g.c, g.ldc, g.threaded);
 }
 
-void blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-               int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc, bool threaded) {
-  gemm_bands(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threaded);
-}
+template void gemm(const Gemm<float>&);
+template void gemm(const Gemm<double>&);
 
 }  // namespace ks::cpu

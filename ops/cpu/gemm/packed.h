@@ -1,5 +1,9 @@
-// ops/cpu/gemm_bf16_pack.h — the packed bfloat16 operand layouts that the AMX
-// and AVX512-BF16 block kernels read, and the 32×32 block kernels themselves.
+// ops/cpu/gemm/packed.h — beneath the GEMM door (gemm.h): the packed bfloat16
+// operand layouts that the AMX and AVX512-BF16 block kernels read, the 32×32
+// block kernels themselves, and the products over packed operands. Callers
+// other than the GEMM library: the fused kernels that pack their operands
+// once and multiply them many times (ops/cpu/attention_bf16.cpp,
+// ops/cpu/linear_backward.cpp); every other kernel calls cpu::gemm.
 //
 // Packed A: op(A) (m, k) rounded to bf16, row-major with a row stride of
 // at least kp = k rounded up to 32 (the driver adds a cache line), rows
@@ -14,15 +18,15 @@
 // c with row stride ldc; init is the 32 rows at c_in with row stride ldc_in
 // (c_in = c to accumulate; ldc_in = 0 repeats one row, a bias), or 0 when
 // c_in is null.
-// Not here: the blocking over a whole GEMM and the float32 path (gemm_bf16.cpp,
-// which also holds tiled_product and packed_product).
-// Packing: gemm_bf16_pack.cpp; kernels: gemm_bf16_amx.cpp, gemm_bf16_avx512.cpp.
+// Not here: the public door (gemm.h, gemm.cpp). Driver and products: bf16.cpp;
+// packing: pack.cpp; kernels: amx.cpp, avx512bf16.cpp.
 #pragma once
 
 #include <cstdint>
 
 #include "core/cpu_features.h"
 #include "core/parallel.h"
+#include "ops/cpu/gemm/gemm.h"
 
 namespace ks::cpu::bf16 {
 
@@ -71,9 +75,9 @@ void pack_a_and_b(const float* g, int64_t ldg, int64_t m, int64_t n, int64_t ka,
 void store_transposed(const float* src, int64_t lds, int64_t rows, int64_t cols, float alpha, float beta, float* dst,
                       int64_t ldd);
 
-// next: the operands of the block that will follow on this thread (null
-// where they are the current ones, or there is none), prefetched into L1.
-struct BlockOperands {
+// The operands of the block that will follow on this thread (null where they
+// are the current ones, or there is none), which a block kernel prefetches into L1.
+struct NextBlock {
   const uint16_t* a = nullptr;
   const uint16_t* b0 = nullptr;
   const uint16_t* b1 = nullptr;
@@ -81,20 +85,33 @@ struct BlockOperands {
   int64_t ldc = 0;
 };
 void amx_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c,
-               int64_t ldc, const float* c_in, int64_t ldc_in, const BlockOperands& next);
+               int64_t ldc, const float* c_in, int64_t ldc_in, const NextBlock& next);
 void avx512bf16_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c,
-                      int64_t ldc, const float* c_in, int64_t ldc_in, const BlockOperands& next);
+                      int64_t ldc, const float* c_in, int64_t ldc_in, const NextBlock& next);
 
-// C (m, n) = alpha·A·B + beta·C from whole packed operands (A rows of stride
-// ka, round_up(m, 32) of them; B with kp rows per panel, kp a multiple of 32,
-// round_up(n, 32) / 16 panels), cut into macro tiles as bf16_gemm cuts them,
-// parallel when `threaded`; with c_transposed the (m, n) result is written
-// into C as its transpose. row_bias as bf16_gemm's (alpha 1, beta 0 only).
-// bf16_gemm is packing, then this; a caller that packed its operands itself
+// The float32 GEMM of the door (gemm.h) under MatmulPrecision::BFloat16, for
+// m, n, k > 0: packing, then tiled_product, on the path cpu_gemm_path() names
+// (or OpenBLAS on rounded float32 copies, the Float32 path).
+void gemm(const Gemm<float>& g);
+
+// C (m, n) = alpha·A·B + beta·C from whole packed operands, cut into macro
+// tiles as bf16::gemm cuts them.
+struct PackedGemm {
+  const uint16_t* a = nullptr;  // packed A, round_up(m, 32) rows of stride ka
+  int64_t ka = 0;
+  const uint16_t* b = nullptr;  // packed B, round_up(n, 32) / 16 panels of kp rows (kp a multiple of 32)
+  int64_t kp = 0;
+  int64_t m = 0, n = 0;
+  float alpha = 1, beta = 0;
+  float* c = nullptr;
+  int64_t ldc = 0;
+  bool c_transposed = false;        // the (m, n) result written into C as its transpose
+  const float* row_bias = nullptr;  // as Gemm's (alpha 1, beta 0 only)
+  bool threaded = false;            // parallel over macro tiles on oneTBB
+};
+// bf16::gemm is packing, then this; a caller that packed its operands itself
 // (ops/cpu/linear_backward.cpp) calls it directly.
-void tiled_product(CpuGemmPath path, const uint16_t* pa, int64_t ka, const uint16_t* pb, int64_t kp, int64_t m,
-                   int64_t n, float alpha, float beta, float* c, int64_t ldc, bool threaded, bool c_transposed,
-                   const float* row_bias);
+void tiled_product(CpuGemmPath path, const PackedGemm& p);
 
 // For kernels that pack their own operands once and multiply them many times
 // (the fused attention, ops/cpu/attention_bf16.cpp): C (m, n) = A·B, or
