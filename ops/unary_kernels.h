@@ -63,14 +63,20 @@ void unary_backward(const UnaryParams& p, const Tensor& gi, const Tensor& go, co
   });
 }
 
-// Registers both kernels of every op of UnaryOps as `device`'s (Saves::Self
-// ops have no backward kernel: their backward is their forward).
+// Registers Op's kernels as `device`'s (a Saves::Self op has no backward
+// kernel: its backward is its forward). An op outside UnaryOps calls this
+// itself (tests/ops/test_readme_op.cpp).
+template <class Op, class Loops>
+bool register_unary_op(DeviceType device) {
+  unary_kernel<Op>.set(device, unary_forward<Op, Loops>);
+  if constexpr (Op::saves != Saves::Self) unary_backward_kernel<Op>.set(device, unary_backward<Op, Loops>);
+  return true;
+}
+
+// Registers the kernels of every op of UnaryOps as `device`'s.
 template <class Loops>
 bool register_unary_kernels(DeviceType device) {
-  for_each_op<UnaryOps>([&]<class Op>() {
-    unary_kernel<Op>.set(device, unary_forward<Op, Loops>);
-    if constexpr (Op::saves != Saves::Self) unary_backward_kernel<Op>.set(device, unary_backward<Op, Loops>);
-  });
+  for_each_op<UnaryOps>([&]<class Op>() { register_unary_op<Op, Loops>(device); });
   return true;
 }
 
