@@ -56,7 +56,8 @@ Tensor binary_forward(const BinaryInfo& op, const Tensor& a, const Tensor& b) {
   else check_floating(op.name, a);
   Shape shape = broadcast_shapes({a.sizes(), b.sizes()}, op.name);
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
-  if (out.numel() > 0) op.forward(out.device(), out, broadcast_raw(a, shape, op.name), broadcast_raw(b, shape, op.name));
+  if (out.numel() > 0)
+    op.forward(out.device(), out, broadcast_raw(a, shape, op.name), broadcast_raw(b, shape, op.name));
   return out;
 }
 

@@ -41,16 +41,10 @@ template <class Op>
 constinit inline KernelTable<ScalarKernel> scalar_kernel("scalar");
 
 // What the templates below hand to the non-template code (elementwise.cpp).
-struct BinaryInfo {
-  const char* name;
-  const char* node;
-  bool integers;
-  const KernelTable<BinaryKernel>& forward;
-  const KernelTable<BinaryBackwardKernel>& backward;
-};
+using BinaryInfo = OpInfo<BinaryKernel, BinaryBackwardKernel>;
 template <class Op>
 BinaryInfo binary_info() {
-  return {Op::name, Op::node, Op::integers, binary_kernel<Op>, binary_backward_kernel<Op>};
+  return {Op::name, Op::node, Op::integers, Saves::Input, binary_kernel<Op>, binary_backward_kernel<Op>};
 }
 // a (op) b, checked and broadcast, without autograd.
 Tensor binary_forward(const BinaryInfo& op, const Tensor& a, const Tensor& b);

@@ -85,26 +85,24 @@ Tensor addc(const char* op, const Tensor& t, const Tensor& a, const Tensor& b, d
   return done(t);
 }
 
+// t = t (op) other with the out-of-place kernel of Op.
+template <class Op>
+Tensor binary_update(const char* op, const Tensor& t, const Tensor& other) {
+  check_target(op, t);
+  if (Op::integers) check_numeric(op, t);
+  else check_floating(op, t);
+  Tensor o = operand(op, t, other);
+  if (t.numel() > 0) binary_kernel<Op>(t.device(), t, t, o);
+  return done(t);
+}
+
 }  // namespace
 
 Tensor add_(const Tensor& t, const Tensor& other, double alpha) { return add_scaled("add_", t, other, alpha); }
 Tensor sub_(const Tensor& t, const Tensor& other, double alpha) { return add_scaled("sub_", t, other, -alpha); }
 
-Tensor mul_(const Tensor& t, const Tensor& other) {
-  check_target("mul_", t);
-  check_numeric("mul_", t);
-  Tensor o = operand("mul_", t, other);
-  if (t.numel() > 0) binary_kernel<binary_ops::Mul>(t.device(), t, t, o);
-  return done(t);
-}
-
-Tensor div_(const Tensor& t, const Tensor& other) {
-  check_target("div_", t);
-  check_floating("div_", t);
-  Tensor o = operand("div_", t, other);
-  if (t.numel() > 0) binary_kernel<binary_ops::Div>(t.device(), t, t, o);
-  return done(t);
-}
+Tensor mul_(const Tensor& t, const Tensor& other) { return binary_update<binary_ops::Mul>("mul_", t, other); }
+Tensor div_(const Tensor& t, const Tensor& other) { return binary_update<binary_ops::Div>("div_", t, other); }
 
 Tensor add_(const Tensor& t, double value) { return scalar_update<binary_ops::AddScalar>("add_", t, value); }
 Tensor sub_(const Tensor& t, double value) { return scalar_update<binary_ops::AddScalar>("sub_", t, -value); }

@@ -6,13 +6,32 @@
 // each backend registers its kernels with for_each_op, and the family's tests
 // keep a table keyed by the list, checked at compile time with `covers` (as
 // ggml's static_assert(GGML_OP_COUNT == ...) catches a missed entry).
+// OpInfo carries one descriptor's facts to the non-template code.
 // Not here: the descriptors themselves, kernels, autograd.
 #pragma once
 
 #include <cstddef>
 #include <type_traits>
 
+#include "core/dispatch.h"
+
 namespace ks {
+
+// What an op's backward reads: its input(s), its output, or (Self, for a
+// linear op) nothing: the backward is the op itself applied to the gradient.
+enum class Saves { Input, Output, Self };
+
+// What a family's template front (unary<Op>, binary<Op>) hands to the
+// family's one non-template forward: the descriptor's facts and its kernel tables.
+template <class Kernel, class BackwardKernel>
+struct OpInfo {
+  const char* name;
+  const char* node;
+  bool integers;
+  Saves saves;
+  const KernelTable<Kernel>& forward;
+  const KernelTable<BackwardKernel>& backward;
+};
 
 template <class... Ops>
 struct OpList {

@@ -40,14 +40,7 @@ template <class Op>
 constinit inline KernelTable<UnaryBackwardKernel> unary_backward_kernel("unary_backward");
 
 // What unary<Op> hands to the one non-template forward (unary.cpp).
-struct UnaryInfo {
-  const char* name;
-  const char* node;
-  bool integers;
-  Saves saves;
-  const KernelTable<UnaryKernel>& forward;
-  const KernelTable<UnaryBackwardKernel>& backward;
-};
+using UnaryInfo = OpInfo<UnaryKernel, UnaryBackwardKernel>;
 Tensor unary_apply(const UnaryInfo& op, const Tensor& x, const UnaryParams& p);
 
 // f(x) for the descriptor Op, checked, with its backward recorded.

@@ -25,10 +25,6 @@
 
 namespace ks {
 
-// What an op's backward reads: its input x, its output y, or (Self, for a
-// linear op) nothing: the backward is the op itself applied to the gradient.
-enum class Saves { Input, Output, Self };
-
 // The parameters of the parametrised ops (ops/unary.h's UnaryParams) in the
 // element type: elu a = alpha; clamp a = min, b = max; pow a = c, b = c - 1.
 template <class T>
