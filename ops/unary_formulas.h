@@ -4,7 +4,7 @@
 //
 //   struct Op {
 //     static constexpr const char* name, *node;
-//     static constexpr Saves saves;       // Input: df reads x; Output: df reads y = f(x)
+//     static constexpr Saves saves;       // (op_list.h) Input: df reads x; Output: y = f(x)
 //     static constexpr bool integers;     // also int64/int32 (else float32/float64 only)
 //     template <class T> KS_HOST_DEVICE static T f(T x [, UnaryArgs<T> p]);
 //     template <class T> KS_HOST_DEVICE static T df(T g, T saved [, UnaryArgs<T> p]);  // g · f'(x)
