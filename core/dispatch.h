@@ -5,13 +5,17 @@
 // its own slot from its own source file with KS_REGISTER_KERNEL. A CUDA
 // backend therefore adds kernels without touching any operator definition:
 //
-//   // ops/elementwise.h (declaration, shared by all backends)
-//   using UnaryKernel = void(UnaryOp, const Tensor& out, const Tensor& in);
-//   extern KernelTable<UnaryKernel> unary_kernel;
-//   // ops/cpu/unary.cpp
-//   KS_REGISTER_KERNEL(unary_kernel, CPU, unary_cpu);
-//   // ops/cuda/unary.cu
-//   KS_REGISTER_KERNEL(unary_kernel, CUDA, unary_cuda);
+//   // ops/softmax.h (declaration, shared by all backends)
+//   using SoftmaxKernel = void(bool log, const Tensor& out, const Tensor& x, int64_t dim);
+//   extern KernelTable<SoftmaxKernel> softmax_kernel;
+//   // ops/cpu/softmax.cpp
+//   KS_REGISTER_KERNEL(softmax_kernel, CPU, softmax_cpu);
+//   // ops/cuda/softmax.cu
+//   KS_REGISTER_KERNEL(softmax_kernel, CUDA, softmax_cuda);
+//
+// The elementwise families keep one table per op descriptor (a variable
+// template, e.g. unary_kernel<Op> in ops/unary.h), which each backend fills
+// for a whole op list in one call (ops/unary_kernels.h).
 //
 // Tables are constant-initialised, so registration from any translation unit's
 // static initialiser is safe. Every call is timed while profiling is on

@@ -1,5 +1,6 @@
 // ops/compare.cpp — checks and shapes of comparisons, logical ops, where and
-// masked_fill, and the backward of the last two; loops in cpu/compare.cpp.
+// masked_fill, and the backward of the last two. The formulas are
+// descriptors (compare_formulas.h); the kernels are ops/compare_kernels.h's.
 #include "ops/compare.h"
 
 #include "autograd/node.h"
@@ -9,58 +10,14 @@
 
 namespace ks {
 
-constinit KernelTable<CompareKernel> compare_kernel("compare");
-constinit KernelTable<CompareScalarKernel> compare_scalar_kernel("compare_scalar");
-constinit KernelTable<LogicalKernel> logical_kernel("logical");
 constinit KernelTable<WhereKernel> where_kernel("where");
 constinit KernelTable<MaskedFillKernel> masked_fill_kernel("masked_fill");
 
 namespace {
 
-const char* op_name(CompareOp op) {
-  switch (op) {
-    case CompareOp::Eq: return "eq";
-    case CompareOp::Ne: return "ne";
-    case CompareOp::Lt: return "lt";
-    case CompareOp::Le: return "le";
-    case CompareOp::Gt: return "gt";
-    case CompareOp::Ge: return "ge";
-  }
-  return "?";
-}
-
-Tensor compare(CompareOp op, const Tensor& a, const Tensor& b) {
-  const char* name = op_name(op);
-  check_same_kind(name, a, b);
-  check_numeric(name, a);
-  Shape shape = broadcast_shapes({a.sizes(), b.sizes()}, name);
-  Tensor out = Tensor::empty(shape, kBool, a.device());
-  if (out.numel() > 0)
-    compare_kernel(out.device(), op, out, broadcast_raw(a, shape, name), broadcast_raw(b, shape, name));
-  return out;
-}
-
-Tensor compare(CompareOp op, const Tensor& a, double s) {
-  check_numeric(op_name(op), a);
-  Tensor out = Tensor::empty(a.sizes(), kBool, a.device());
-  if (out.numel() > 0) compare_scalar_kernel(out.device(), op, out, a, s);
-  return out;
-}
-
 void check_bool(const char* op, const char* what, const Tensor& t) {
   KS_CHECK(t.defined(), op, ": undefined ", what);
   KS_CHECK(t.dtype() == kBool, op, ": ", what, " must be a bool tensor, got ", describe(t));
-}
-
-Tensor logical(LogicalOp op, const char* name, const Tensor& a, const Tensor& b) {
-  check_bool(name, "input", a);
-  check_bool(name, "input", b);
-  KS_CHECK(a.device() == b.device(), name, ": device mismatch, ", describe(a), " and ", describe(b));
-  Shape shape = broadcast_shapes({a.sizes(), b.sizes()}, name);
-  Tensor out = Tensor::empty(shape, kBool, a.device());
-  if (out.numel() > 0)
-    logical_kernel(out.device(), op, out, broadcast_raw(a, shape, name), broadcast_raw(b, shape, name));
-  return out;
 }
 
 // A new tensor: g with 0 where (mask == fill_when); mask broadcasts to g.
@@ -70,24 +27,35 @@ Tensor zero_where(const Tensor& g, const Tensor& mask, bool fill_when, const cha
   return out;
 }
 
+// The bool tensor of kernel(a, b) at their broadcast shape.
+Tensor mask_of(const char* name, const KernelTable<CompareKernel>& kernel, const Tensor& a, const Tensor& b) {
+  Shape shape = broadcast_shapes({a.sizes(), b.sizes()}, name);
+  Tensor out = Tensor::empty(shape, kBool, a.device());
+  if (out.numel() > 0) kernel(out.device(), out, broadcast_raw(a, shape, name), broadcast_raw(b, shape, name));
+  return out;
+}
+
 }  // namespace
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare(CompareOp::Eq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare(CompareOp::Ne, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare(CompareOp::Lt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare(CompareOp::Le, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare(CompareOp::Gt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare(CompareOp::Ge, a, b); }
-Tensor eq(const Tensor& a, double b) { return compare(CompareOp::Eq, a, b); }
-Tensor ne(const Tensor& a, double b) { return compare(CompareOp::Ne, a, b); }
-Tensor lt(const Tensor& a, double b) { return compare(CompareOp::Lt, a, b); }
-Tensor le(const Tensor& a, double b) { return compare(CompareOp::Le, a, b); }
-Tensor gt(const Tensor& a, double b) { return compare(CompareOp::Gt, a, b); }
-Tensor ge(const Tensor& a, double b) { return compare(CompareOp::Ge, a, b); }
+Tensor compare_apply(const char* name, const KernelTable<CompareKernel>& kernel, const Tensor& a, const Tensor& b) {
+  check_same_kind(name, a, b);
+  check_numeric(name, a);
+  return mask_of(name, kernel, a, b);
+}
 
-Tensor logical_not(const Tensor& a) { return logical(LogicalOp::Not, "logical_not", a, a); }
-Tensor logical_and(const Tensor& a, const Tensor& b) { return logical(LogicalOp::And, "logical_and", a, b); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return logical(LogicalOp::Or, "logical_or", a, b); }
+Tensor compare_apply(const char* name, const KernelTable<CompareScalarKernel>& kernel, const Tensor& a, double s) {
+  check_numeric(name, a);
+  Tensor out = Tensor::empty(a.sizes(), kBool, a.device());
+  if (out.numel() > 0) kernel(out.device(), out, a, s);
+  return out;
+}
+
+Tensor logical_apply(const char* name, const KernelTable<LogicalKernel>& kernel, const Tensor& a, const Tensor& b) {
+  check_bool(name, "input", a);
+  check_bool(name, "input", b);
+  KS_CHECK(a.device() == b.device(), name, ": device mismatch, ", describe(a), " and ", describe(b));
+  return mask_of(name, kernel, a, b);
+}
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_bool("where", "condition", cond);

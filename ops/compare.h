@@ -11,30 +11,67 @@
 // Masks are bool tensors (kBool); logical ops take and return bool only.
 // where and masked_fill are differentiable in their value inputs.
 //
+// The comparisons and logical ops are descriptors in compare_formulas.h
+// (adding one: ops/README.md).
 // Not here: arithmetic (elementwise.h), the in-place masked_fill_ (inplace.h).
 #pragma once
 
 #include "core/dispatch.h"
 #include "core/tensor.h"
+#include "ops/compare_formulas.h"
 
 namespace ks {
 
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor eq(const Tensor& a, double b);
-Tensor ne(const Tensor& a, double b);
-Tensor lt(const Tensor& a, double b);
-Tensor le(const Tensor& a, double b);
-Tensor gt(const Tensor& a, double b);
-Tensor ge(const Tensor& a, double b);
+// --- kernels: one table per op of CompareOps and LogicalOps, filled by ops/compare_kernels.h ---
+// out (bool) = a (op) b; a and b broadcast views of out's shape, one dtype.
+using CompareKernel = void(const Tensor& out, const Tensor& a, const Tensor& b);
+template <class Op>
+constinit inline KernelTable<CompareKernel> compare_kernel("compare");
+// out (bool) = a (op) s, s compared as the header comment says.
+using CompareScalarKernel = void(const Tensor& out, const Tensor& a, double s);
+template <class Op>
+constinit inline KernelTable<CompareScalarKernel> compare_scalar_kernel("compare_scalar");
+// out = a (op) b, all bool and of out's shape; b is ignored by logical_not.
+using LogicalKernel = CompareKernel;
+template <class Op>
+constinit inline KernelTable<LogicalKernel> logical_kernel("logical");
 
-Tensor logical_not(const Tensor& a);
-Tensor logical_and(const Tensor& a, const Tensor& b);
-Tensor logical_or(const Tensor& a, const Tensor& b);
+// The forwards of the templates below (compare.cpp).
+Tensor compare_apply(const char* name, const KernelTable<CompareKernel>& kernel, const Tensor& a, const Tensor& b);
+Tensor compare_apply(const char* name, const KernelTable<CompareScalarKernel>& kernel, const Tensor& a, double s);
+Tensor logical_apply(const char* name, const KernelTable<LogicalKernel>& kernel, const Tensor& a, const Tensor& b);
+
+template <class Op>
+Tensor compare(const Tensor& a, const Tensor& b) {
+  return compare_apply(Op::name, compare_kernel<Op>, a, b);
+}
+template <class Op>
+Tensor compare(const Tensor& a, double s) {
+  return compare_apply(Op::name, compare_scalar_kernel<Op>, a, s);
+}
+
+inline Tensor eq(const Tensor& a, const Tensor& b) { return compare<compare_ops::Eq>(a, b); }
+inline Tensor ne(const Tensor& a, const Tensor& b) { return compare<compare_ops::Ne>(a, b); }
+inline Tensor lt(const Tensor& a, const Tensor& b) { return compare<compare_ops::Lt>(a, b); }
+inline Tensor le(const Tensor& a, const Tensor& b) { return compare<compare_ops::Le>(a, b); }
+inline Tensor gt(const Tensor& a, const Tensor& b) { return compare<compare_ops::Gt>(a, b); }
+inline Tensor ge(const Tensor& a, const Tensor& b) { return compare<compare_ops::Ge>(a, b); }
+inline Tensor eq(const Tensor& a, double b) { return compare<compare_ops::Eq>(a, b); }
+inline Tensor ne(const Tensor& a, double b) { return compare<compare_ops::Ne>(a, b); }
+inline Tensor lt(const Tensor& a, double b) { return compare<compare_ops::Lt>(a, b); }
+inline Tensor le(const Tensor& a, double b) { return compare<compare_ops::Le>(a, b); }
+inline Tensor gt(const Tensor& a, double b) { return compare<compare_ops::Gt>(a, b); }
+inline Tensor ge(const Tensor& a, double b) { return compare<compare_ops::Ge>(a, b); }
+
+inline Tensor logical_not(const Tensor& a) {
+  return logical_apply(compare_ops::LogicalNot::name, logical_kernel<compare_ops::LogicalNot>, a, a);
+}
+inline Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return logical_apply(compare_ops::LogicalAnd::name, logical_kernel<compare_ops::LogicalAnd>, a, b);
+}
+inline Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return logical_apply(compare_ops::LogicalOr::name, logical_kernel<compare_ops::LogicalOr>, a, b);
+}
 
 // cond ? a : b elementwise; cond (bool), a and b (one dtype) broadcast
 // together, e.g. cond (T, T) with a (B, H, T, T) and a 0-dim b. Gradients go
@@ -44,20 +81,6 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 // reverse) is true; e.g. attention scores (B, H, T, S) with a causal mask
 // (T, S) and -inf. The gradient is zero where filled.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
-
-// --- kernels ---
-enum class CompareOp { Eq, Ne, Lt, Le, Gt, Ge };
-// out (bool) = a (op) b; a and b broadcast views of out's shape, one dtype.
-using CompareKernel = void(CompareOp op, const Tensor& out, const Tensor& a, const Tensor& b);
-extern KernelTable<CompareKernel> compare_kernel;
-// out (bool) = a (op) s, s compared as the header comment says.
-using CompareScalarKernel = void(CompareOp op, const Tensor& out, const Tensor& a, double s);
-extern KernelTable<CompareScalarKernel> compare_scalar_kernel;
-
-enum class LogicalOp { Not, And, Or };
-// out = a (op) b, all bool and of out's shape; b is ignored for Not.
-using LogicalKernel = void(LogicalOp op, const Tensor& out, const Tensor& a, const Tensor& b);
-extern KernelTable<LogicalKernel> logical_kernel;
 
 // out = cond ? a : b; all views of out's shape; a, b, out of one dtype.
 using WhereKernel = void(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);

@@ -1,5 +1,8 @@
-// ops/elementwise.cpp — forward checks and backward formulas of the binary
-// elementwise ops and their scalar forms; the loops are in cpu/elementwise.cpp.
+// ops/elementwise.cpp — the dtype checks of the elementwise families, the
+// forward of every binary op (checks, broadcasting, kernel) with the generic
+// backward of binary<Op>, and add, sub, mul, div and the scalar forms with
+// their own backwards. The formulas are descriptors (elementwise_formulas.h);
+// the kernels are ops/elementwise_kernels.h's.
 #include "ops/elementwise.h"
 
 #include <cmath>
@@ -9,10 +12,6 @@
 #include "ops/reduce.h"
 
 namespace ks {
-
-constinit KernelTable<BinaryKernel> binary_kernel("binary");
-constinit KernelTable<ScalarKernel> scalar_kernel("scalar");
-constinit KernelTable<BinaryBackwardKernel> binary_backward_kernel("binary_backward");
 
 void check_numeric(const char* op, const Tensor& t) {
   KS_CHECK(t.defined(), op, ": undefined input");
@@ -43,64 +42,56 @@ void check_scalar_fits(const char* op, const Tensor& t, double s) {
 
 namespace {
 
-const char* op_name(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-    case BinaryOp::Pow: return "pow";
-    case BinaryOp::Maximum: return "maximum";
-    case BinaryOp::Minimum: return "minimum";
-  }
-  return "?";
-}
-
 void check_div_dtype(const Tensor& t) {
   KS_CHECK(!(t.dtype() == kInt64 || t.dtype() == kInt32), "div: integer division is not supported (",
            describe(t), "); convert to float");
   check_floating("div", t);
 }
 
-Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
-  const char* name = op_name(op);
-  check_same_kind(name, a, b);
-  if (op == BinaryOp::Div) check_div_dtype(a);
-  else if (op == BinaryOp::Pow) check_floating(name, a);
-  else check_numeric(name, a);
-  Shape shape = broadcast_shapes({a.sizes(), b.sizes()}, name);
+}  // namespace
+
+Tensor binary_forward(const BinaryInfo& op, const Tensor& a, const Tensor& b) {
+  check_same_kind(op.name, a, b);
+  if (op.integers) check_numeric(op.name, a);
+  else check_floating(op.name, a);
+  Shape shape = broadcast_shapes({a.sizes(), b.sizes()}, op.name);
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   if (out.numel() > 0)
-    binary_kernel(out.device(), op, out, broadcast_raw(a, shape, name), broadcast_raw(b, shape, name));
+    op.forward(out.device(), out, broadcast_raw(a, shape, op.name), broadcast_raw(b, shape, op.name));
   return out;
 }
+
+namespace {
 
 // dL/d(input `which`) of a (op) b, reduced to that input's shape. `a` may be
 // undefined when the formula does not read it.
-Tensor binary_grad(BinaryOp op, int which, const Tensor& g, const Tensor& a, const Tensor& b, const Shape& shape_in) {
+Tensor binary_grad(const BinaryInfo& op, int which, const Tensor& g, const Tensor& a, const Tensor& b,
+                   const Shape& shape_in) {
   const Shape& shape = g.sizes();
   Tensor grad = Tensor::empty(shape, g.dtype(), g.device());
   if (grad.numel() > 0)
-    binary_backward_kernel(g.device(), op, which, grad, g, a.defined() ? broadcast_raw(a, shape, op_name(op)) : a,
-                           broadcast_raw(b, shape, op_name(op)));
+    op.backward(g.device(), which, grad, g, a.defined() ? broadcast_raw(a, shape, op.name) : a,
+                broadcast_raw(b, shape, op.name));
   return sum_to(grad, shape_in);
 }
 
-Tensor scalar_forward(const char* name, ScalarOp op, double s, const Tensor& x) {
+template <class Op>
+Tensor scalar_forward(const char* name, double s, const Tensor& x) {
   check_numeric(name, x);
   check_scalar_fits(name, x, s);
   Tensor out = Tensor::empty(x.sizes(), x.dtype(), x.device());
-  if (out.numel() > 0) scalar_kernel(out.device(), op, s, out, x);
+  if (out.numel() > 0) scalar_kernel<Op>(out.device(), s, out, x);
   return out;
 }
 
-Tensor negated(const Tensor& g) { return scalar_forward("neg", ScalarOp::Mul, -1.0, g); }
+Tensor negated(const Tensor& g) { return scalar_forward<binary_ops::MulScalar>("neg", -1.0, g); }
 
-// Forward for maximum, minimum and pow: backward reads both inputs.
-Tensor binary_with_saved_inputs(BinaryOp op, const char* node, const Tensor& a, const Tensor& b) {
+}  // namespace
+
+Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(op, a, b);
   if (needs_grad({a, b}))
-    record(node, {a, b}, {out},
+    record(op.node, {a, b}, {out},
            [op, sa = SavedTensor(a), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(),
             ga = a.requires_grad(), gb = b.requires_grad()](const std::vector<Tensor>& g) {
              Tensor a_ = sa.unpack(), b_ = sb.unpack();
@@ -112,10 +103,8 @@ Tensor binary_with_saved_inputs(BinaryOp op, const char* node, const Tensor& a, 
   return out;
 }
 
-}  // namespace
-
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward(BinaryOp::Add, a, b);
+  Tensor out = binary_forward(binary_info<binary_ops::Add>(), a, b);
   if (needs_grad({a, b}))
     record("AddBackward", {a, b}, {out}, [sa = a.sizes(), sb = b.sizes()](const std::vector<Tensor>& g) {
       return std::vector<Tensor>{sum_to(g[0], sa), sum_to(g[0], sb)};
@@ -124,7 +113,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward(BinaryOp::Sub, a, b);
+  Tensor out = binary_forward(binary_info<binary_ops::Sub>(), a, b);
   if (needs_grad({a, b}))
     record("SubBackward", {a, b}, {out},
            [sa = a.sizes(), sb = b.sizes(), gb = b.requires_grad()](const std::vector<Tensor>& g) {
@@ -135,7 +124,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward(BinaryOp::Mul, a, b);
+  Tensor out = binary_forward(binary_info<binary_ops::Mul>(), a, b);
   if (needs_grad({a, b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     // Save each input only if the other one's gradient needs it.
@@ -152,39 +141,34 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward(BinaryOp::Div, a, b);
+  check_same_kind("div", a, b);
+  check_div_dtype(a);
+  const BinaryInfo op = binary_info<binary_ops::Div>();
+  Tensor out = binary_forward(op, a, b);
   if (needs_grad({a, b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     // d(a/b)/da = 1/b reads only b; d(a/b)/db = -a/b² reads both.
     record("DivBackward", {a, b}, {out},
-           [sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(),
-            ga, gb](const std::vector<Tensor>& g) {
+           [op, sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(b), shape_a = a.sizes(),
+            shape_b = b.sizes(), ga, gb](const std::vector<Tensor>& g) {
              Tensor a_ = sa.unpack(), b_ = sb.unpack();
              Tensor da, db;
-             if (ga) da = binary_grad(BinaryOp::Div, 0, g[0], Tensor(), b_, shape_a);
-             if (gb) db = binary_grad(BinaryOp::Div, 1, g[0], a_, b_, shape_b);
+             if (ga) da = binary_grad(op, 0, g[0], Tensor(), b_, shape_a);
+             if (gb) db = binary_grad(op, 1, g[0], a_, b_, shape_b);
              return std::vector<Tensor>{da, db};
            });
   }
   return out;
 }
 
-Tensor pow(const Tensor& a, const Tensor& b) { return binary_with_saved_inputs(BinaryOp::Pow, "PowBackward", a, b); }
-Tensor maximum(const Tensor& a, const Tensor& b) {
-  return binary_with_saved_inputs(BinaryOp::Maximum, "MaximumBackward", a, b);
-}
-Tensor minimum(const Tensor& a, const Tensor& b) {
-  return binary_with_saved_inputs(BinaryOp::Minimum, "MinimumBackward", a, b);
-}
-
 namespace {
 Tensor add_scalar(const char* name, const Tensor& a, double b) {
-  Tensor out = scalar_forward(name, ScalarOp::Add, b, a);
+  Tensor out = scalar_forward<binary_ops::AddScalar>(name, b, a);
   if (needs_grad({a})) record("AddScalarBackward", {a}, {out}, [](const std::vector<Tensor>& g) { return g; });
   return out;
 }
 Tensor mul_scalar(const char* name, const Tensor& a, double b) {
-  Tensor out = scalar_forward(name, ScalarOp::Mul, b, a);
+  Tensor out = scalar_forward<binary_ops::MulScalar>(name, b, a);
   if (needs_grad({a}))
     record("MulScalarBackward", {a}, {out},
            [b](const std::vector<Tensor>& g) { return std::vector<Tensor>{mul(g[0], b)}; });
@@ -206,7 +190,7 @@ Tensor add(double a, const Tensor& b) { return add_scalar("add", b, a); }
 Tensor mul(double a, const Tensor& b) { return mul_scalar("mul", b, a); }
 
 Tensor sub(double a, const Tensor& b) {
-  Tensor out = scalar_forward("sub", ScalarOp::RSub, a, b);
+  Tensor out = scalar_forward<binary_ops::RSubScalar>("sub", a, b);
   if (needs_grad({b}))
     record("RSubScalarBackward", {b}, {out}, [](const std::vector<Tensor>& g) { return std::vector<Tensor>{negated(g[0])}; });
   return out;
@@ -215,7 +199,7 @@ Tensor sub(double a, const Tensor& b) {
 Tensor div(double a, const Tensor& b) {
   KS_CHECK(b.defined(), "div: undefined input");
   check_div_dtype(b);
-  Tensor out = scalar_forward("div", ScalarOp::RDiv, a, b);
+  Tensor out = scalar_forward<binary_ops::RDivScalar>("div", a, b);
   if (needs_grad({b}))
     // d(a/b)/db = -a/b² = -out/b.
     record("RDivScalarBackward", {b}, {out}, [sb = SavedTensor(b), a](const std::vector<Tensor>& g) {

@@ -11,25 +11,61 @@
 // (no implicit promotion); bool tensors are masks, not numbers (compare.h).
 // With an integer tensor the scalar must be an integer.
 //
-// Not here: unary math (unary.h), comparisons/where (compare.h), in-place
-// updates (inplace.h).
+// The ops' formulas are descriptors in elementwise_formulas.h (adding one:
+// ops/README.md). Not here: unary math (unary.h), comparisons/where
+// (compare.h), in-place updates (inplace.h).
 #pragma once
 
 #include "core/dispatch.h"
 #include "core/tensor.h"
+#include "ops/elementwise_formulas.h"
 
 namespace ks {
+
+// --- kernels: one table per op of BinaryOps, ScalarOps and InplaceOps, filled by ops/elementwise_kernels.h ---
+// out = a (op) b; a and b are already broadcast views of out's shape, same dtype.
+// out may be a itself (in-place updates).
+using BinaryKernel = void(const Tensor& out, const Tensor& a, const Tensor& b);
+template <class Op>
+constinit inline KernelTable<BinaryKernel> binary_kernel("binary");
+// grad_in = grad_out * d(a op b)/d(input `which`: 0 for a, 1 for b), in one
+// pass, all at out's shape (a, b broadcast views; a undefined if Op::da reads
+// only b). For the ops with da and db.
+using BinaryBackwardKernel = void(int which, const Tensor& grad_in, const Tensor& grad_out, const Tensor& a,
+                                  const Tensor& b);
+template <class Op>
+constinit inline KernelTable<BinaryBackwardKernel> binary_backward_kernel("binary_backward");
+// out = x (op) s; out may be x itself.
+using ScalarKernel = void(double s, const Tensor& out, const Tensor& x);
+template <class Op>
+constinit inline KernelTable<ScalarKernel> scalar_kernel("scalar");
+
+// What the templates below hand to the non-template code (elementwise.cpp).
+using BinaryInfo = OpInfo<BinaryKernel, BinaryBackwardKernel>;
+template <class Op>
+BinaryInfo binary_info() {
+  return {Op::name, Op::node, Op::integers, Saves::Input, binary_kernel<Op>, binary_backward_kernel<Op>};
+}
+// a (op) b, checked and broadcast, without autograd.
+Tensor binary_forward(const BinaryInfo& op, const Tensor& a, const Tensor& b);
+// binary_forward with the generic backward: both inputs saved, Op's da and db kernels.
+Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a, const Tensor& b);
+
+template <class Op>
+Tensor binary(const Tensor& a, const Tensor& b) {
+  return binary_with_grads(binary_info<Op>(), a, b);
+}
 
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 // a ** b elementwise; gradient wrt a and b (d/db = a**b * log a, taken as 0 where a == 0 and b >= 0).
-Tensor pow(const Tensor& a, const Tensor& b);
+inline Tensor pow(const Tensor& a, const Tensor& b) { return binary<binary_ops::Pow>(a, b); }
 // Elementwise max/min; NaN wins. Where a == b the gradient is split evenly
 // (half to each input), so it is a valid subgradient and symmetric in a, b.
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
+inline Tensor maximum(const Tensor& a, const Tensor& b) { return binary<binary_ops::Maximum>(a, b); }
+inline Tensor minimum(const Tensor& a, const Tensor& b) { return binary<binary_ops::Minimum>(a, b); }
 
 Tensor add(const Tensor& a, double b);
 Tensor sub(const Tensor& a, double b);
@@ -61,23 +97,5 @@ void check_floating(const char* op, const Tensor& t);  // float32, float64
 void check_same_kind(const char* op, const Tensor& a, const Tensor& b);
 // An integer tensor takes only an integral scalar within its range.
 void check_scalar_fits(const char* op, const Tensor& t, double s);
-
-// --- kernels ---
-enum class BinaryOp { Add, Sub, Mul, Div, Pow, Maximum, Minimum };
-// out = a (op) b; a and b are already broadcast views of out's shape, same dtype.
-// out may be a itself (in-place updates).
-using BinaryKernel = void(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
-extern KernelTable<BinaryKernel> binary_kernel;
-
-enum class ScalarOp { Add, Mul, RSub, RDiv };  // x + s, x * s, s - x, s / x
-// out may be x itself.
-using ScalarKernel = void(ScalarOp op, double s, const Tensor& out, const Tensor& x);
-extern KernelTable<ScalarKernel> scalar_kernel;
-
-// grad_in = grad_out * d(a op b)/d(input `which`: 0 for a, 1 for b), in one
-// pass, all at out's shape (a, b broadcast views). For Div, Pow, Maximum, Minimum.
-using BinaryBackwardKernel = void(BinaryOp op, int which, const Tensor& grad_in, const Tensor& grad_out,
-                                  const Tensor& a, const Tensor& b);
-extern KernelTable<BinaryBackwardKernel> binary_backward_kernel;
 
 }  // namespace ks

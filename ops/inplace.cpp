@@ -11,8 +11,6 @@
 
 namespace ks {
 
-constinit KernelTable<InplaceKernel> inplace_kernel("inplace");
-
 namespace {
 
 void check_target(const char* op, const Tensor& t) {
@@ -65,23 +63,36 @@ Tensor add_scaled(const char* op, const Tensor& t, const Tensor& other, double a
   check_numeric(op, t);
   check_scalar_fits(op, t, alpha);
   Tensor o = operand(op, t, other);
-  if (t.numel() > 0) inplace_kernel(t.device(), InplaceOp::AddScaled, alpha, t, o, o);
+  if (t.numel() > 0) inplace_kernel<binary_ops::AddScaled>(t.device(), alpha, t, o, o);
   return done(t);
 }
 
-Tensor scalar_update(const char* op, ScalarOp kind, const Tensor& t, double s) {
+template <class Kind>
+Tensor scalar_update(const char* op, const Tensor& t, double s) {
   check_target(op, t);
   check_numeric(op, t);
   check_scalar_fits(op, t, s);
-  if (t.numel() > 0) scalar_kernel(t.device(), kind, s, t, t);
+  if (t.numel() > 0) scalar_kernel<Kind>(t.device(), s, t, t);
   return done(t);
 }
 
-Tensor addc(const char* op, InplaceOp kind, const Tensor& t, const Tensor& a, const Tensor& b, double value) {
+template <class Kind>
+Tensor addc(const char* op, const Tensor& t, const Tensor& a, const Tensor& b, double value) {
   check_target(op, t);
   check_floating(op, t);
   Tensor va = operand(op, t, a), vb = operand(op, t, b);
-  if (t.numel() > 0) inplace_kernel(t.device(), kind, value, t, va, vb);
+  if (t.numel() > 0) inplace_kernel<Kind>(t.device(), value, t, va, vb);
+  return done(t);
+}
+
+// t = t (op) other with the out-of-place kernel of Op.
+template <class Op>
+Tensor binary_update(const char* op, const Tensor& t, const Tensor& other) {
+  check_target(op, t);
+  if (Op::integers) check_numeric(op, t);
+  else check_floating(op, t);
+  Tensor o = operand(op, t, other);
+  if (t.numel() > 0) binary_kernel<Op>(t.device(), t, t, o);
   return done(t);
 }
 
@@ -90,42 +101,29 @@ Tensor addc(const char* op, InplaceOp kind, const Tensor& t, const Tensor& a, co
 Tensor add_(const Tensor& t, const Tensor& other, double alpha) { return add_scaled("add_", t, other, alpha); }
 Tensor sub_(const Tensor& t, const Tensor& other, double alpha) { return add_scaled("sub_", t, other, -alpha); }
 
-Tensor mul_(const Tensor& t, const Tensor& other) {
-  check_target("mul_", t);
-  check_numeric("mul_", t);
-  Tensor o = operand("mul_", t, other);
-  if (t.numel() > 0) binary_kernel(t.device(), BinaryOp::Mul, t, t, o);
-  return done(t);
-}
+Tensor mul_(const Tensor& t, const Tensor& other) { return binary_update<binary_ops::Mul>("mul_", t, other); }
+Tensor div_(const Tensor& t, const Tensor& other) { return binary_update<binary_ops::Div>("div_", t, other); }
 
-Tensor div_(const Tensor& t, const Tensor& other) {
-  check_target("div_", t);
-  check_floating("div_", t);
-  Tensor o = operand("div_", t, other);
-  if (t.numel() > 0) binary_kernel(t.device(), BinaryOp::Div, t, t, o);
-  return done(t);
-}
-
-Tensor add_(const Tensor& t, double value) { return scalar_update("add_", ScalarOp::Add, t, value); }
-Tensor sub_(const Tensor& t, double value) { return scalar_update("sub_", ScalarOp::Add, t, -value); }
-Tensor mul_(const Tensor& t, double value) { return scalar_update("mul_", ScalarOp::Mul, t, value); }
+Tensor add_(const Tensor& t, double value) { return scalar_update<binary_ops::AddScalar>("add_", t, value); }
+Tensor sub_(const Tensor& t, double value) { return scalar_update<binary_ops::AddScalar>("sub_", t, -value); }
+Tensor mul_(const Tensor& t, double value) { return scalar_update<binary_ops::MulScalar>("mul_", t, value); }
 Tensor div_(const Tensor& t, double value) {
   KS_CHECK(t.defined(), "div_: undefined tensor");
   check_floating("div_", t);
-  return scalar_update("div_", ScalarOp::Mul, t, 1.0 / value);
+  return scalar_update<binary_ops::MulScalar>("div_", t, 1.0 / value);
 }
 
 Tensor addcmul_(const Tensor& t, const Tensor& a, const Tensor& b, double value) {
-  return addc("addcmul_", InplaceOp::Addcmul, t, a, b, value);
+  return addc<binary_ops::Addcmul>("addcmul_", t, a, b, value);
 }
 Tensor addcdiv_(const Tensor& t, const Tensor& a, const Tensor& b, double value) {
-  return addc("addcdiv_", InplaceOp::Addcdiv, t, a, b, value);
+  return addc<binary_ops::Addcdiv>("addcdiv_", t, a, b, value);
 }
 
 Tensor sqrt_(const Tensor& t) {
   check_target("sqrt_", t);
   check_floating("sqrt_", t);
-  if (t.numel() > 0) unary_kernel(t.device(), UnaryOp::Sqrt, UnaryParams{}, t, t);
+  if (t.numel() > 0) unary_kernel<unary_ops::Sqrt>(t.device(), UnaryParams{}, t, t);
   return done(t);
 }
 
@@ -133,7 +131,7 @@ Tensor clamp_(const Tensor& t, std::optional<double> min, std::optional<double> 
   check_target("clamp_", t);
   check_numeric("clamp_", t);
   UnaryParams p = clamp_params("clamp_", t, min, max);
-  if (t.numel() > 0) unary_kernel(t.device(), UnaryOp::Clamp, p, t, t);
+  if (t.numel() > 0) unary_kernel<unary_ops::Clamp>(t.device(), p, t, t);
   return done(t);
 }
 

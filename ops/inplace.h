@@ -43,12 +43,12 @@ Tensor clamp_(const Tensor& t, std::optional<double> min, std::optional<double> 
 Tensor masked_fill_(const Tensor& t, const Tensor& mask, double value);
 Tensor zero_(const Tensor& t);
 
-// --- kernels ---
-enum class InplaceOp { AddScaled, Addcmul, Addcdiv };
+// --- kernels: one table per op of InplaceOps (elementwise_formulas.h), filled by ops/elementwise_kernels.h ---
 // AddScaled: t += alpha * a (b ignored).  Addcmul: t += alpha * a * b.  Addcdiv: t += alpha * a / b.
 // (mul_, div_, sqrt_, clamp_, masked_fill_ run the out-of-place kernels with t as output.)
 // a and b are views of t's shape that do not partially overlap t.
-using InplaceKernel = void(InplaceOp op, double alpha, const Tensor& t, const Tensor& a, const Tensor& b);
-extern KernelTable<InplaceKernel> inplace_kernel;
+using InplaceKernel = void(double alpha, const Tensor& t, const Tensor& a, const Tensor& b);
+template <class Op>
+constinit inline KernelTable<InplaceKernel> inplace_kernel("inplace");
 
 }  // namespace ks

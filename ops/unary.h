@@ -1,16 +1,16 @@
-// ops/unary.h — elementwise math of one tensor: neg, exp, log, sqrt, rsqrt,
-// abs, tanh, sigmoid, relu, gelu, elu, silu, clamp, pow(x, exponent).
+// ops/unary.h — elementwise math of one tensor: the ops of ops/unary_formulas.h
+// (one line each below), gelu's two forms, elu, clamp and pow(x, exponent).
 //
 // Every op keeps x's shape (any layout; the result is contiguous), dtype and
-// device. Dtypes: neg, abs, relu and clamp accept float32, float64, int64 and
-// int32; the rest float32/float64 only.
+// device. Dtypes: the ops whose descriptor says `integers` (neg, abs, relu,
+// clamp) accept float32, float64, int64 and int32; the rest float32/float64.
 //
 // Backward runs one fused kernel per op (grad_in = grad_out * f'(x) in a single
-// pass), reading the saved output where f' is cheapest in terms of it (exp,
-// sqrt, rsqrt, tanh, sigmoid, relu) and the saved input otherwise.
-// float32 exp, log, tanh, erf (and so sigmoid, silu, elu, gelu) use the
+// pass), reading the saved output or input as the descriptor's `saves` says.
+// float32 exp, log, tanh and erf (and so the ops built on them) use the
 // vectorised approximations of ops/cpu/vec_math.h (relative error < 1e-6).
 //
+// Adding a unary op: ops/README.md ("Adding an elementwise op").
 // Not here: binary arithmetic (elementwise.h); in-place forms (inplace.h).
 #pragma once
 
@@ -18,19 +18,48 @@
 
 #include "core/dispatch.h"
 #include "core/tensor.h"
+#include "ops/unary_formulas.h"
 
 namespace ks {
 
-Tensor neg(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);  // 1 / sqrt(x)
-Tensor abs(const Tensor& x);    // gradient sign(x), 0 at 0
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor relu(const Tensor& x);   // gradient 0 at 0
-Tensor silu(const Tensor& x);   // x * sigmoid(x)
+// Parameters of the parametrised ops (UnaryArgs in unary_formulas.h): elu
+// a = alpha; clamp a = min, b = max (±inf when absent); pow a = c, b = c - 1.
+struct UnaryParams {
+  double a = 0, b = 0;
+};
+
+// --- kernels: one table per op of UnaryOps, filled by ops/unary_kernels.h ---
+// out = f(x), same shape; out may be x itself (in-place forms).
+using UnaryKernel = void(const UnaryParams& p, const Tensor& out, const Tensor& x);
+template <class Op>
+constinit inline KernelTable<UnaryKernel> unary_kernel("unary");
+// grad_in = grad_out * f'(x), same shape, with `saved` x or f(x) as Op::saves says.
+using UnaryBackwardKernel = void(const UnaryParams& p, const Tensor& grad_in, const Tensor& grad_out,
+                                 const Tensor& saved);
+template <class Op>
+constinit inline KernelTable<UnaryBackwardKernel> unary_backward_kernel("unary_backward");
+
+// What unary<Op> hands to the one non-template forward (unary.cpp).
+using UnaryInfo = OpInfo<UnaryKernel, UnaryBackwardKernel>;
+Tensor unary_apply(const UnaryInfo& op, const Tensor& x, const UnaryParams& p);
+
+// f(x) for the descriptor Op, checked, with its backward recorded.
+template <class Op>
+Tensor unary(const Tensor& x, const UnaryParams& p = {}) {
+  return unary_apply({Op::name, Op::node, Op::integers, Op::saves, unary_kernel<Op>, unary_backward_kernel<Op>}, x,
+                     p);
+}
+
+inline Tensor neg(const Tensor& x) { return unary<unary_ops::Neg>(x); }
+inline Tensor exp(const Tensor& x) { return unary<unary_ops::Exp>(x); }
+inline Tensor log(const Tensor& x) { return unary<unary_ops::Log>(x); }
+inline Tensor sqrt(const Tensor& x) { return unary<unary_ops::Sqrt>(x); }
+inline Tensor rsqrt(const Tensor& x) { return unary<unary_ops::Rsqrt>(x); }
+inline Tensor abs(const Tensor& x) { return unary<unary_ops::Abs>(x); }
+inline Tensor tanh(const Tensor& x) { return unary<unary_ops::Tanh>(x); }
+inline Tensor sigmoid(const Tensor& x) { return unary<unary_ops::Sigmoid>(x); }
+inline Tensor relu(const Tensor& x) { return unary<unary_ops::Relu>(x); }
+inline Tensor silu(const Tensor& x) { return unary<unary_ops::Silu>(x); }
 
 enum class GeluApprox { None, Tanh };
 // None: x * Φ(x) with the exact erf; Tanh: 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
@@ -45,21 +74,6 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 Tensor pow(const Tensor& x, double exponent);
 
 inline Tensor operator-(const Tensor& x) { return neg(x); }
-
-// --- kernels ---
-enum class UnaryOp { Neg, Exp, Log, Sqrt, Rsqrt, Abs, Tanh, Sigmoid, Relu, Silu, Gelu, GeluTanh, Elu, Clamp, Pow };
-// elu: a = alpha. clamp: a = min, b = max (±inf when absent). pow: a = exponent.
-struct UnaryParams {
-  double a = 0, b = 0;
-};
-// out = f(x), same shape; out may be x itself (in-place forms).
-using UnaryKernel = void(UnaryOp op, const UnaryParams& p, const Tensor& out, const Tensor& x);
-extern KernelTable<UnaryKernel> unary_kernel;
-// grad_in = grad_out * f'(x), same shape, with `saved` the op's output for
-// Exp, Sqrt, Rsqrt, Tanh, Sigmoid, Relu and its input for the others (not Neg).
-using UnaryBackwardKernel = void(UnaryOp op, const UnaryParams& p, const Tensor& grad_in, const Tensor& grad_out,
-                                 const Tensor& saved);
-extern KernelTable<UnaryBackwardKernel> unary_backward_kernel;
 
 // Checks clamp's bounds against x (as `op`) and packs them; shared with clamp_.
 UnaryParams clamp_params(const char* op, const Tensor& x, std::optional<double> min, std::optional<double> max);

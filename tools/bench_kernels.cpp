@@ -183,7 +183,7 @@ void bench_add(int reps) {
   ks::Tensor a = ks::full({n}, 1.0), b = ks::full({n}, 2.0);
   const double alloc = best_seconds(reps, [&] { ks::add(a, b); });
   ks::Tensor pre = ks::empty({n});
-  const double prealloc = best_seconds(reps, [&] { ks::binary_kernel(pre.device(), ks::BinaryOp::Add, pre, a, b); });
+  const double prealloc = best_seconds(reps, [&] { ks::binary_kernel<ks::binary_ops::Add>(pre.device(), pre, a, b); });
 
   std::vector<char> src(size_t(bytes), 1), dst(size_t(bytes), 0);
   const double copy = best_seconds(reps, [&] { std::memcpy(dst.data(), src.data(), src.size()); });

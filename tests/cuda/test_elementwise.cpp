@@ -3,6 +3,7 @@
 // masked_fill, in-place) over contiguous, permuted and sliced inputs, their
 // backwards, and a float64 gradcheck through the GPU.
 #include "cuda/cuda_testing.h"
+#include "ops/unary_rows.h"
 
 using namespace ks;
 using namespace ks::testing;
@@ -61,50 +62,36 @@ TEST_CASE("cuda: large and strided elementwise launches cover every element" * n
 }
 
 TEST_CASE("cuda: binary backwards match the CPU" * needs_gpu()) {
-  for (BinaryOp op : {BinaryOp::Div, BinaryOp::Pow, BinaryOp::Maximum, BinaryOp::Minimum}) {
-    CAPTURE(int(op));
-    for (int which : {0, 1}) {
-      Twin g = twin({3, 4}, 10, Layout::Permuted, kFloat64), a = twin({3, 4}, 11, Layout::Contiguous, kFloat64, 0.2, 2);
-      Twin b = twin({3, 4}, 12, Layout::Sliced, kFloat64, 0.2, 2);
-      // Ties for maximum/minimum: equal elements split the gradient.
-      copy_(slice(b.cpu, 0, 0, 1), slice(a.cpu, 0, 0, 1));
-      copy_(slice(b.gpu, 0, 0, 1), slice(a.gpu, 0, 0, 1));
-      Tensor rc = empty({3, 4}, {.dtype = kFloat64}), rg = empty({3, 4}, {.dtype = kFloat64, .device = gpu()});
-      binary_backward_kernel(Device::cpu(), op, which, rc, g.cpu, a.cpu, b.cpu);
-      binary_backward_kernel(gpu(), op, which, rg, g.gpu, a.gpu, b.gpu);
-      check_matches(rg, rc);
+  for_each_op<BinaryOps>([]<class Op>() {  // the ops with a fused backward (da, db)
+    if constexpr (requires { &Op::template db<double>; }) {
+      const std::string op_name = Op::name;
+      CAPTURE(op_name);
+      for (int which : {0, 1}) {
+        Twin g = twin({3, 4}, 10, Layout::Permuted, kFloat64);
+        Twin a = twin({3, 4}, 11, Layout::Contiguous, kFloat64, 0.2, 2);
+        Twin b = twin({3, 4}, 12, Layout::Sliced, kFloat64, 0.2, 2);
+        // Ties for maximum/minimum: equal elements split the gradient.
+        copy_(slice(b.cpu, 0, 0, 1), slice(a.cpu, 0, 0, 1));
+        copy_(slice(b.gpu, 0, 0, 1), slice(a.gpu, 0, 0, 1));
+        Tensor rc = empty({3, 4}, {.dtype = kFloat64}), rg = empty({3, 4}, {.dtype = kFloat64, .device = gpu()});
+        binary_backward_kernel<Op>(Device::cpu(), which, rc, g.cpu, a.cpu, b.cpu);
+        binary_backward_kernel<Op>(gpu(), which, rg, g.gpu, a.gpu, b.gpu);
+        check_matches(rg, rc);
+      }
     }
-  }
+  });
 }
 
 TEST_CASE("cuda: unary ops and their backwards match the CPU" * needs_gpu()) {
-  const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> ops = {
-      {"neg", [](const Tensor& x) { return neg(x); }},
-      {"exp", [](const Tensor& x) { return exp(x); }},
-      {"log", [](const Tensor& x) { return log(add(x, 1.5)); }},
-      {"sqrt", [](const Tensor& x) { return sqrt(add(x, 1.5)); }},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(add(x, 1.5)); }},
-      {"abs", [](const Tensor& x) { return abs(x); }},
-      {"tanh", [](const Tensor& x) { return tanh(x); }},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
-      {"relu", [](const Tensor& x) { return relu(x); }},
-      {"silu", [](const Tensor& x) { return silu(x); }},
-      {"gelu", [](const Tensor& x) { return gelu(x); }},
-      {"gelu tanh", [](const Tensor& x) { return gelu(x, GeluApprox::Tanh); }},
-      {"elu", [](const Tensor& x) { return elu(x, 0.7); }},
-      {"clamp", [](const Tensor& x) { return clamp(x, -0.5, 0.25); }},
-      {"pow 3", [](const Tensor& x) { return pow(x, 3.0); }},
-      {"pow 1.7", [](const Tensor& x) { return pow(add(x, 1.5), 1.7); }},
-      {"pow -0.5", [](const Tensor& x) { return pow(add(x, 1.5), -0.5); }},
-  };
   for (DType d : {kFloat32, kFloat64}) {
     for (Layout l : all_layouts()) {
-      Twin x = twin({6, 33}, 20, l, d, -2, 2);
-      for (const auto& [name, f] : ops) {
-        CAPTURE(name);
+      for (const UnaryCase& c : unary_cases()) {  // every op of UnaryOps (tests/ops/unary_rows.h)
+        const std::string op_name = c.node;
+        CAPTURE(op_name);
         CAPTURE(d);
         CAPTURE(layout_name(l));
-        check_grads_match(f, x, d == kFloat64 ? 1e-12 : 2e-5);
+        Twin x = twin({6, 33}, 20, l, d, c.lo, c.hi);
+        check_grads_match(c.op, x, d == kFloat64 ? 1e-12 : 2e-5);
       }
     }
   }

@@ -6,6 +6,55 @@
 using namespace ks;
 using namespace ks::testing;
 
+namespace {
+
+struct BinaryCase {
+  const char* name;
+  Tensor (*op)(const Tensor&, const Tensor&);
+  double (*ref)(double, double);
+  double lo, hi;  // input range (b is drawn from it too)
+};
+template <class Op>
+struct BinaryRow : BinaryCase {
+  using op_type = Op;
+  BinaryRow(Tensor (*f)(const Tensor&, const Tensor&), double (*r)(double, double), double lo, double hi)
+      : BinaryCase{Op::name, f, r, lo, hi} {}
+};
+// One row per op of BinaryOps (ops/elementwise_formulas.h); a missing row fails to compile.
+std::vector<BinaryCase> binary_cases() {
+  using namespace binary_ops;
+  std::tuple rows{
+      BinaryRow<Add>(add, [](double x, double y) { return x + y; }, -2, 2),
+      BinaryRow<Sub>(sub, [](double x, double y) { return x - y; }, -2, 2),
+      BinaryRow<Mul>(mul, [](double x, double y) { return x * y; }, -2, 2),
+      BinaryRow<Div>(div, [](double x, double y) { return x / y; }, 0.5, 2),
+      BinaryRow<Pow>(pow, [](double x, double y) { return std::pow(x, y); }, 0.5, 2),
+      BinaryRow<Maximum>(maximum, [](double x, double y) { return std::max(x, y); }, -2, 2),
+      BinaryRow<Minimum>(minimum, [](double x, double y) { return std::min(x, y); }, -2, 2),
+  };
+  static_assert(covers<BinaryOps, decltype(rows)>, "every op of BinaryOps needs a row in binary_cases()");
+  return std::apply([](const auto&... r) { return std::vector<BinaryCase>{r...}; }, rows);
+}
+
+}  // namespace
+
+TEST_CASE("every binary op matches a loop and gradchecks, broadcast and permuted") {
+  for (const BinaryCase& c : binary_cases()) {
+    const std::string op_name = c.name;
+    CAPTURE(op_name);
+    Tensor a = leaf64({3, 1, 5}, 5, c.lo, c.hi), b = leaf64({4, 5}, 6, c.lo, c.hi);
+    check_close(c.op(a, b), ref_binary(a, b, {3, 4, 5}, c.ref), 1e-12, 1e-12);
+    Tensor a32 = to(a, kFloat32), p32 = permute(to(leaf64({5, 4}, 7, c.lo, c.hi), kFloat32), {1, 0});
+    check_close(c.op(a32, p32), ref_binary(a32, p32, {3, 4, 5}, c.ref), 2e-6, 2e-6);
+    for (Layout l : all_layouts()) {
+      CAPTURE(layout_name(l));
+      Tensor x = leaf64({3, 4}, 8, l, c.lo, c.hi), y = leaf64({4}, 9, l, c.lo, c.hi);
+      auto f = c.op;
+      CHECK_GRADCHECK([f](const std::vector<Tensor>& v) { return f(v[0], v[1]); }, {x, y});
+    }
+  }
+}
+
 TEST_CASE("binary ops broadcast and match a loop reference") {
   Tensor a = tensor({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor b = tensor({10, 20, 30}, {3});

@@ -15,15 +15,25 @@ struct CmpCase {
   Tensor (*ts)(const Tensor&, double);
   bool (*ref)(double, double);
 };
+template <class Op>
+struct CmpRow : CmpCase {
+  using op_type = Op;
+  CmpRow(Tensor (*tt)(const Tensor&, const Tensor&), Tensor (*ts)(const Tensor&, double), bool (*ref)(double, double))
+      : CmpCase{Op::name, tt, ts, ref} {}
+};
+// One row per op of CompareOps (ops/compare_formulas.h); a missing row fails to compile.
 std::vector<CmpCase> cmp_cases() {
-  return {
-      {"eq", eq, eq, [](double x, double y) { return x == y; }},
-      {"ne", ne, ne, [](double x, double y) { return x != y; }},
-      {"lt", lt, lt, [](double x, double y) { return x < y; }},
-      {"le", le, le, [](double x, double y) { return x <= y; }},
-      {"gt", gt, gt, [](double x, double y) { return x > y; }},
-      {"ge", ge, ge, [](double x, double y) { return x >= y; }},
+  using namespace compare_ops;
+  std::tuple rows{
+      CmpRow<Eq>(eq, eq, [](double x, double y) { return x == y; }),
+      CmpRow<Ne>(ne, ne, [](double x, double y) { return x != y; }),
+      CmpRow<Lt>(lt, lt, [](double x, double y) { return x < y; }),
+      CmpRow<Le>(le, le, [](double x, double y) { return x <= y; }),
+      CmpRow<Gt>(gt, gt, [](double x, double y) { return x > y; }),
+      CmpRow<Ge>(ge, ge, [](double x, double y) { return x >= y; }),
   };
+  static_assert(covers<CompareOps, decltype(rows)>, "every op of CompareOps needs a row in cmp_cases()");
+  return std::apply([](const auto&... r) { return std::vector<CmpCase>{r...}; }, rows);
 }
 
 Tensor random_mask(const Shape& shape, uint64_t seed) {

@@ -2,10 +2,10 @@
 // libm in double, forward against loops in both float dtypes, gradchecks over
 // layouts and an expanded input, gradients at kinks, integer forms, errors.
 #include <bit>
-#include <functional>
 
 #include "elementwise_ref.h"
 #include "ops/cpu/vec_math.h"
+#include "unary_rows.h"
 
 using namespace ks;
 using namespace ks::testing;
@@ -13,50 +13,6 @@ using namespace ks::testing;
 namespace {
 
 using V = const std::vector<Tensor>&;
-
-struct UnaryCase {
-  const char* name;
-  std::function<Tensor(const Tensor&)> op;
-  std::function<double(double)> ref;
-  double lo, hi;  // input range for the tests
-};
-
-double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
-double gelu_tanh_ref(double x) {
-  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-}
-double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
-
-std::vector<UnaryCase> unary_cases() {
-  return {
-      {"neg", [](const Tensor& x) { return neg(x); }, [](double v) { return -v; }, -3, 3},
-      {"exp", [](const Tensor& x) { return exp(x); }, [](double v) { return std::exp(v); }, -3, 3},
-      {"log", [](const Tensor& x) { return log(x); }, [](double v) { return std::log(v); }, 0.1, 4},
-      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double v) { return std::sqrt(v); }, 0.1, 4},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double v) { return 1 / std::sqrt(v); }, 0.1, 4},
-      {"abs", [](const Tensor& x) { return abs(x); }, [](double v) { return std::fabs(v); }, -3, 3},
-      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double v) { return std::tanh(v); }, -3, 3},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, sigmoid_ref, -6, 6},
-      {"relu", [](const Tensor& x) { return relu(x); }, [](double v) { return v > 0 ? v : 0; }, -3, 3},
-      {"silu", [](const Tensor& x) { return silu(x); }, [](double v) { return v * sigmoid_ref(v); }, -6, 6},
-      {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref, -4, 4},
-      {"gelu_tanh", [](const Tensor& x) { return gelu(x, GeluApprox::Tanh); }, gelu_tanh_ref, -4, 4},
-      {"elu", [](const Tensor& x) { return elu(x, 0.7); }, [](double v) { return v > 0 ? v : 0.7 * std::expm1(v); },
-       -3, 3},
-      {"clamp", [](const Tensor& x) { return clamp(x, -0.5, 0.8); },
-       [](double v) { return std::min(std::max(v, -0.5), 0.8); }, -2, 2},
-      {"clamp_min", [](const Tensor& x) { return clamp(x, 0.25, std::nullopt); },
-       [](double v) { return std::max(v, 0.25); }, -2, 2},
-      {"clamp_max", [](const Tensor& x) { return clamp(x, {}, -0.25); }, [](double v) { return std::min(v, -0.25); },
-       -2, 2},
-      {"pow2", [](const Tensor& x) { return pow(x, 2.0); }, [](double v) { return v * v; }, -3, 3},
-      {"pow3", [](const Tensor& x) { return pow(x, 3.0); }, [](double v) { return v * v * v; }, -3, 3},
-      {"pow_half", [](const Tensor& x) { return pow(x, 0.5); }, [](double v) { return std::sqrt(v); }, 0.1, 4},
-      {"pow_-1", [](const Tensor& x) { return pow(x, -1.0); }, [](double v) { return 1 / v; }, 0.1, 4},
-      {"pow_1.7", [](const Tensor& x) { return pow(x, 1.7); }, [](double v) { return std::pow(v, 1.7); }, 0.1, 4},
-      {"pow_-2.5", [](const Tensor& x) { return pow(x, -2.5); }, [](double v) { return std::pow(v, -2.5); }, 0.1, 4},
-  };
-}
 
 // max over a float32 sweep of |fast - libm| / (|libm| + tiny).
 double worst_rel_error(float (*fast)(float), double (*exact)(double), float lo, float hi, int n, double tiny) {
@@ -121,7 +77,7 @@ TEST_CASE("float32 fast math matches libm to a few ulp, special values included"
 
 TEST_CASE("unary ops match a loop reference in float64 and float32") {
   for (const UnaryCase& c : unary_cases()) {
-    const std::string op_name = c.name;
+    const std::string op_name = c.node;
     CAPTURE(op_name);
     Tensor x64 = leaf64({5, 7}, 51, c.lo, c.hi);
     Tensor y64 = c.op(x64);
@@ -148,7 +104,7 @@ TEST_CASE("unary ops match a loop reference in float64 and float32") {
 
 TEST_CASE("unary ops gradcheck over layouts and an expanded input") {
   for (const UnaryCase& c : unary_cases()) {
-    const std::string op_name = c.name;
+    const std::string op_name = c.node;
     CAPTURE(op_name);
     auto f = c.op;
     for (Layout l : all_layouts()) {
@@ -199,7 +155,7 @@ TEST_CASE("neg, abs, relu, clamp on integers") {
 
 TEST_CASE("empty and 0-dim tensors") {
   for (const UnaryCase& c : unary_cases()) {
-    const std::string op_name = c.name;
+    const std::string op_name = c.node;
     CAPTURE(op_name);
     CHECK(c.op(zeros({0, 3})).sizes() == Shape{0, 3});
     Tensor s = full({}, 0.5, {.dtype = kFloat64});
