@@ -1,7 +1,7 @@
 # cmake/build_info.cmake — run at every build (cmake -P) by the ks_build_info
 # target: writes OUT, a C++ file with the commit the binary is built from and
 # whether tracked files differed from it, so that every run folder can record
-# which code trained it (tools/provenance.h). configure_file rewrites OUT only
+# which code trained it (tools/train/provenance.h). configure_file rewrites OUT only
 # when its text changes, so an unchanged checkout relinks nothing.
 # Not here: the version number (project() in CMakeLists.txt).
 set(commit "unknown")
@@ -20,4 +20,4 @@ if(GIT_FOUND AND EXISTS "${SRC}/.git")
     endif()
   endif()
 endif()
-configure_file("${SRC}/tools/build_info.cpp.in" "${OUT}" @ONLY)
+configure_file("${SRC}/tools/train/build_info.cpp.in" "${OUT}" @ONLY)

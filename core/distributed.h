@@ -24,7 +24,7 @@
 // side channel (the caller adds its own rank: keystone's main does). A rank that cannot go on must call abort(): the others would
 // otherwise wait in the next collective, and the launcher stops them all.
 // Not here: data parallelism over a model (nn/data_parallel.h), ZeRO
-// (nn/zero.h), and the trainer's use of them (tools/trainer.h).
+// (nn/zero.h), and the trainer's use of them (tools/train/trainer.h).
 #pragma once
 
 #include <cstddef>

@@ -9,7 +9,7 @@
 // clock, so they describe CPU kernels; CUDA launches return before the GPU
 // finishes, and their rows are launch costs only. Off by default: the check
 // is one relaxed atomic load per kernel call.
-// Not here: printing the table (tools/bench.cpp), timing whole steps.
+// Not here: printing the table (tools/bench/bench.cpp), timing whole steps.
 #pragma once
 
 #include <atomic>

@@ -55,7 +55,7 @@ class Tokenizer {
   // The whole tokenizer as one JSON object (see the file comment).
   virtual std::string to_json() const = 0;
   // The bytes save writes: a run records their hash to notice a tokenizer
-  // file changed or damaged later (tools/data_setup.h).
+  // file changed or damaged later (tools/train/data_setup.h).
   std::string file_text() const;
   void save(const std::filesystem::path& path) const;
 };

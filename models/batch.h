@@ -2,7 +2,7 @@
 // forward pass and its loss read, and nothing of how they were loaded.
 //
 // The data loader's batch (datasets/loader.h) sits in a layer above models,
-// so the tools copy its tensor handles into this one (tools/task.h
+// so the tools copy its tensor handles into this one (tools/train/task.h
 // model_batch). Which fields are defined depends on the task:
 //   language model:  tokens, targets
 //   classification:  tokens, labels

@@ -6,7 +6,7 @@
 //   {"model": "decoder_lm", "vocab_size": 8192, "d_model": 256, "layers": 4,
 //    "attention": {"type": "mgk", "heads": 4, "head_dim": 32, "keys": 2}}
 //
-// Also here, for every config section (tools/json_section.h reads the others
+// Also here, for every config section (tools/train/json_section.h reads the others
 // with them): KeyDoc, a key with its one-line meaning, and nearest_key, the
 // "did you mean" of an unknown key.
 #pragma once
@@ -59,7 +59,7 @@ struct ModelConfig {
   // first loss starts far above ln V (10.9 nats against 9.58 on the Brown
   // LM); reversed, the first loss is ln V + 0.4 and training is better at
   // every evaluation measured (README, "Configs and measured runs"). Run
-  // folders from before this key mean false (tools/run_dir.h).
+  // folders from before this key mean false (tools/train/run_dir.h).
   bool tied_lookup_reversed = true;
 
   // --- decoder_lm and encoder_classifier ---

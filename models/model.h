@@ -6,7 +6,7 @@
 // from its own source file with KS_REGISTER_MODEL and implements the virtual
 // methods below, so build_model, training, evaluation and analysis (tools/)
 // need no list of kinds: they call these methods on any Model. A kind defined
-// in a test file alone trains and evaluates through tools/task.h
+// in a test file alone trains and evaluates through tools/train/task.h
 // (tests/tools/test_model_kind.cpp); models/README.md lists the steps of
 // adding a kind.
 //

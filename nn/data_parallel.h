@@ -30,7 +30,7 @@
 // Buffers are not reduced: broadcast_buffers() copies rank 0's (soft-E's
 // running mixture weights, say) to the others, as DDP's broadcast_buffers.
 // Not here: the process group (core/distributed.h), optimizer sharding
-// (nn/zero.h), splitting the data (tools/trainer.h).
+// (nn/zero.h), splitting the data (tools/train/trainer.h).
 #pragma once
 
 #include <cstdint>

@@ -27,7 +27,7 @@ EXTENSIONS = (".h", ".cpp", ".cu", ".cuh", ".py", ".sh", ".cmake", ".md", ".json
 SCANNED = (".h", ".cpp", ".cu", ".cuh", ".py", ".sh", ".cmake")
 TOP = ("core", "autograd", "ops", "nn", "models", "datasets", "tools", "tests", "docs")
 # A word: path characters, so that "core/tensor.h's", "(ops/unary.cpp)" and
-# "tools/trainer.cpp:42" give the path alone.
+# "tools/train/trainer.cpp:42" give the path alone.
 WORD = re.compile(r"[A-Za-z0-9_.+\-/*<>{}$]+")
 
 

@@ -119,7 +119,7 @@ class Attention : public Module {
     return forward(x, x, x, mask, cache);
   }
   // When true, forward also stores, detached, what an analysis reads
-  // (tools/analyze.h), computing the weights explicitly (op by op) instead of
+  // (tools/analyze/analyze.h), computing the weights explicitly (op by op) instead of
   // through the fused kernels:
   //   last_weights (B, h, T, S)  the attention probabilities; for linear/mlk
   //                              the matrix their sums stand for, built explicitly

@@ -16,8 +16,8 @@
 #include "models/config.h"
 #include "nn/attention/attention.h"
 #include "nn/user_input.h"
-#include "tools/data_setup.h"
-#include "tools/run_config.h"
+#include "tools/train/data_setup.h"
+#include "tools/train/run_config.h"
 
 namespace {
 

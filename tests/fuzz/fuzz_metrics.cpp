@@ -1,5 +1,5 @@
 // tests/fuzz/fuzz_metrics.cpp — libFuzzer harness: any bytes as run folders'
-// metrics.jsonl, drawn by `keystone plot` (tools/plot.h) in memory. The
+// metrics.jsonl, drawn by `keystone plot` (tools/figures/plot.h) in memory. The
 // first byte picks the options (bit 0: --x time, bit 1: --log-y, bit 2:
 // --seeds); the rest, cut at its first '\0', is one or two runs' files,
 // named NAME-seed0 and NAME-seed1 so that --seeds merges them. A ks::Error
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "tools/plot.h"
+#include "tools/figures/plot.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

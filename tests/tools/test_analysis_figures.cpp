@@ -1,5 +1,5 @@
 // tests/tools/test_analysis_figures.cpp — `keystone analyze`'s figures
-// (tools/analysis_figures.h) as text: well-formed XML (a small stack-based
+// (tools/figures/analysis_figures.h) as text: well-formed XML (a small stack-based
 // checker below; `keystone plot`'s figure is held to it too), the number of
 // cells, labels and series drawn, escaping of user text, colour runs and
 // clamping, NaN and infinities, log axes with zeros, thinned token labels,
@@ -17,8 +17,8 @@
 
 #include "core/error.h"
 #include "datasets/data_testing.h"
-#include "tools/analysis_figures.h"
-#include "tools/plot.h"
+#include "tools/figures/analysis_figures.h"
+#include "tools/figures/plot.h"
 
 using namespace ks::tools;
 using ks::testing::error_of;
@@ -163,7 +163,7 @@ std::string path_of(const std::string& svg, const std::string& colour) {
   return svg.substr(start, svg.find('"', start) - start);
 }
 
-// The colour map's ends and NaN's grey (tools/analysis_figures.cpp).
+// The colour map's ends and NaN's grey (tools/figures/analysis_figures.cpp).
 const std::string kWhite = "#ffffff", kDarkest = "#08306b", kGrey = "#a0a0a0";
 const std::string kOdd = "<b>&\"", kOddEscaped = "&lt;b&gt;&amp;&quot;";
 

@@ -1,5 +1,5 @@
 // tests/tools/test_analysis_math.cpp — the numerical core of `keystone
-// analyze` (tools/analysis_math.h) on cases with known answers: entropy and
+// analyze` (tools/analyze/analysis_math.h) on cases with known answers: entropy and
 // Jensen–Shannon divergence of identical, disjoint and hand-computed
 // distributions; cosine of parallel, orthogonal and antiparallel vectors and
 // the zero-vector conventions; singular values of diagonal, hand-solved,
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "tools/analysis_math.h"
+#include "tools/analyze/analysis_math.h"
 
 using namespace ks::tools::analysis;
 using V = std::vector<double>;

@@ -1,5 +1,5 @@
 // tests/tools/test_analysis_summary.cpp — what `keystone analyze --compare`
-// reads of a user's analysis.json (tools/analysis_summary.h): the values of
+// reads of a user's analysis.json (tools/analyze/analysis_summary.h): the values of
 // a well-formed file, and for a damaged one (a key missing, a value of the
 // wrong type, nesting 100,000 deep, a repeated key, a FIFO) an error naming
 // the file and the key, never a crash, an assertion or nlohmann's message.
@@ -13,8 +13,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "tools/analysis_summary.h"
-#include "tools/cli.h"
+#include "tools/analyze/analysis_summary.h"
+#include "tools/cli/cli.h"
 
 using namespace ks;
 using namespace ks::tools;

@@ -1,5 +1,5 @@
 // tests/tools/test_analyze.cpp — `keystone analyze`'s measurements on cases
-// whose answer is known (tools/analysis_collect.h, analysis_pruning.h,
+// whose answer is known (tools/analyze/analysis_collect.h, analysis_pruning.h,
 // head_mask.h): two heads with identical weights have divergence 0 and
 // cosine 1; a head of size p = 2 has score rank <= 2 at any length; the
 // importance equals a finite-difference estimate of the loss change; masking
@@ -19,11 +19,11 @@
 #include "nn/attention/mgk_attention.h"
 #include "nn/attention/softmax_attention.h"
 #include "ops/view.h"
-#include "tools/analysis_collect.h"
-#include "tools/analysis_pruning.h"
-#include "tools/cli.h"
-#include "tools/head_mask.h"
-#include "tools/task.h"
+#include "tools/analyze/analysis_collect.h"
+#include "tools/analyze/analysis_pruning.h"
+#include "tools/cli/cli.h"
+#include "tools/analyze/head_mask.h"
+#include "tools/train/task.h"
 
 using namespace ks;
 using namespace ks::tools;

@@ -9,8 +9,8 @@
 
 #include "datasets/data_testing.h"
 #include "datasets/tokenizer.h"
-#include "tools/cli.h"
-#include "tools/data_setup.h"
+#include "tools/cli/cli.h"
+#include "tools/train/data_setup.h"
 
 using namespace ks;
 using namespace ks::tools;

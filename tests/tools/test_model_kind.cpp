@@ -1,6 +1,6 @@
 // tests/tools/test_model_kind.cpp — a model kind defined in this file alone,
 // registered as the built-in kinds are (KS_REGISTER_MODEL), trains and
-// evaluates through tools/task.h: the tools call the kind's own methods
+// evaluates through tools/train/task.h: the tools call the kind's own methods
 // (models::Model::predict and loss), they do not list kinds. If they went
 // back to listing them, batch_loss and evaluate would have no case for this
 // one and these tests would fail.
@@ -23,7 +23,7 @@
 #include "nn/layers.h"
 #include "nn/optim.h"
 #include "ops/view.h"
-#include "tools/task.h"
+#include "tools/train/task.h"
 
 using namespace ks;
 using namespace ks::tools;

@@ -12,8 +12,8 @@
 
 #include "core/error.h"
 #include "datasets/data_testing.h"
-#include "tools/cli.h"
-#include "tools/plot.h"
+#include "tools/cli/cli.h"
+#include "tools/figures/plot.h"
 
 using namespace ks::tools;
 using ks::str;

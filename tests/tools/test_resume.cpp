@@ -12,9 +12,9 @@
 
 #include "datasets/data_testing.h"
 #include "nn/safetensors.h"
-#include "tools/distributed_run.h"
+#include "tools/train/distributed_run.h"
 #include "tools/tiny_run.h"  // tests/tools/
-#include "tools/trainer.h"
+#include "tools/train/trainer.h"
 
 using namespace ks;
 using namespace ks::tools;

@@ -7,9 +7,9 @@
 #include <map>
 
 #include "datasets/data_testing.h"
-#include "tools/data_setup.h"
-#include "tools/progress.h"
-#include "tools/run_config.h"
+#include "tools/train/data_setup.h"
+#include "tools/train/progress.h"
+#include "tools/train/run_config.h"
 
 using namespace ks;
 using namespace ks::tools;

@@ -20,11 +20,11 @@
 #include "datasets/data_testing.h"
 #include "nn/safetensors.h"
 #include "ops/view.h"
-#include "tools/config_utf8.h"
+#include "tools/train/config_utf8.h"
 #include "tools/tiny_run.h"  // tests/tools/
-#include "tools/run_dir.h"
-#include "tools/train_state.h"
-#include "tools/trainer.h"
+#include "tools/train/run_dir.h"
+#include "tools/train/train_state.h"
+#include "tools/train/trainer.h"
 
 using namespace ks;
 using namespace ks::tools;

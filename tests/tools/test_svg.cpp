@@ -1,11 +1,11 @@
-// tests/tools/test_svg.cpp — the shared SVG pieces of tools/svg.h that the
+// tests/tools/test_svg.cpp — the shared SVG pieces of tools/figures/svg.h that the
 // figures' tests do not pin down on their own: escaping (markup, control
 // characters, bytes that are not UTF-8, cutting long labels), character
 // counts, and the chart layout's boxes.
 // Not here: axes and ticks (test_plot.cpp), whole figures (test_analysis_figures.cpp).
 #include <doctest/doctest.h>
 
-#include "tools/svg.h"
+#include "tools/figures/svg.h"
 
 using namespace ks::tools;
 

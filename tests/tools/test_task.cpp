@@ -1,4 +1,4 @@
-// tests/tools/test_task.cpp — the metrics of tools/task.h on cases small
+// tests/tools/test_task.cpp — the metrics of tools/train/task.h on cases small
 // enough to compute by hand: edit distances, exact match with token and
 // character error rates, the bytes each predicted token adds (byte and word
 // tokenizers, eos as a newline), the bits-per-byte factor, and evaluate's
@@ -17,8 +17,8 @@
 #include "datasets/vocab.h"
 #include "models/decoder_lm.h"
 #include "models/seq2seq.h"
-#include "tools/progress.h"
-#include "tools/task.h"
+#include "tools/train/progress.h"
+#include "tools/train/task.h"
 
 using namespace ks;
 using namespace ks::tools;

@@ -14,7 +14,7 @@
 #include "datasets/data_testing.h"
 #include "nn/safetensors.h"
 #include "ops/view.h"
-#include "tools/trainer.h"
+#include "tools/train/trainer.h"
 
 using namespace ks;
 using namespace ks::tools;

@@ -41,7 +41,7 @@ read on the share of seeds that left (Fisher's exact test), not on Welch.
 
 --analysis (claim 6): the heads of the analysed runs, `keystone analyze
 --compare` over a claim's analyses averaged over seeds (the C++ definitions of
-tools/analysis_report.h). --steps: each finished seed's validation metric at
+tools/analyze/analysis_report.h). --steps: each finished seed's validation metric at
 the given steps and its test metric. --page: the template with its
 {{...}} placeholders filled from the runs (page.py lists them).
 Not here: training (run.py), reading claims.txt (runs.py), the figures (`keystone plot`, heads_figure.py).

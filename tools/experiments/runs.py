@@ -22,7 +22,7 @@ import statistics
 import sys
 
 SPLITS = ("train", "valid", "test")
-# Fields every record of a split carries (tools/trainer.cpp writes them all);
+# Fields every record of a split carries (tools/train/trainer.cpp writes them all);
 # the metric of valid and test records (ppl or accuracy) is checked besides.
 FIELDS = {"train": ("loss", "tokens_per_s"), "valid": ("loss",), "test": ("loss",)}
 

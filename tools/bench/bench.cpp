@@ -1,0 +1,149 @@
+// tools/bench/bench.cpp — `keystone bench`: times a training step of the same
+// pre-LN decoder LM that ../shared/bench/torch_lm_bench.py builds, so the two
+// can be run side by side: token embedding plus learned positions; blocks of
+// LayerNorm → attention → residual and LayerNorm → Linear → GELU → Linear →
+// residual; final LayerNorm; untied output layer without bias; AdamW at 3e-4
+// (weight decay 0.01, torch's default); random tokens; one warm-up step; then
+// the mean over --steps steps. Prints one JSON line, as that script does,
+// plus first_loss (the warm-up step's), which depends only on the weights and
+// the data, so two runs of one model can be checked against each other.
+// --precision bf16 runs the GEMMs with bfloat16 operands (CPU: AMX or
+// AVX512-BF16 kernels, reported as cpu_gemm; core/matmul_precision.h);
+// --device cuda runs it on the GPU (tf32 there too),
+// the model initialised on the CPU and moved; each step ends in loss.item(),
+// which waits for the GPU, so the time is the GPU's.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/cpu_features.h"
+#include "core/cuda.h"
+#include "core/matmul_precision.h"
+#include "core/factory.h"
+#include "autograd/engine.h"
+#include "core/parallel.h"
+#include "core/profiler.h"
+#include "models/decoder_lm.h"
+#include "nn/optim.h"
+#include "ops/view.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/commands.h"
+#include "tools/train/task.h"
+
+namespace ks::tools {
+
+namespace {
+
+// What `keystone bench --help` prints.
+constexpr char kUsage[] =
+    "usage: keystone bench [--attention softmax|fixed|mgk|smgk|linear|mlk] [--d-model 256] [--layers 4]\n"
+    "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
+    "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
+    "                      [--precision float32|tf32|bf16]  (tf32: cuda only)\n"
+    "                      [--dropout 0] [--attention-dropout 0]\n"
+    "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
+    "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
+    "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
+    "cpu (the processor's brand string).\n"
+    "--profile also prints, after the JSON line, the time per kernel and pass (forward, backward,\n"
+    "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n"
+    "--dropout and --attention-dropout (default 0, as in the torch script) time the model as the\n"
+    "Brown LM configs train it (0.3 and 0.1), with its dropout masks drawn every step.\n";
+
+// The profiler's rows as a table, per step, with the time outside every kernel last.
+void print_profile(double step_s, int64_t steps) {
+  const std::vector<profiler::Row> rows = profiler::rows();
+  double in_kernels = 0;
+  for (const profiler::Row& r : rows) in_kernels += r.seconds;
+  std::printf("%-10s %-40s %10s %10s %7s\n", "pass", "kernel", "calls/step", "ms/step", "%step");
+  for (const profiler::Row& r : rows)
+    std::printf("%-10s %-40s %10.1f %10.2f %6.1f%%\n", r.phase.c_str(), r.kernel.c_str(), double(r.calls) / double(steps),
+                r.seconds / double(steps) * 1e3, r.seconds / double(steps) / step_s * 100);
+  const double outside = step_s - in_kernels / double(steps);
+  std::printf("%-10s %-40s %10s %10.2f %6.1f%%\n", "-", "(outside kernels: graph, allocation, glue)", "",
+              outside * 1e3, outside / step_s * 100);
+}
+
+}  // namespace
+
+int bench(const std::vector<std::string>& args) {
+  if (cli::help_requested(args, kUsage)) return 0;
+  cli::Flags f(args, {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
+                      "threads", "keys", "device", "precision", "dropout", "attention-dropout"},
+                 {"profile"});
+  const std::string attention = f.get("attention", "softmax");
+  const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
+  const int64_t heads = f.get_int_at_least("heads", 8, 1), head_dim = f.get_int_at_least("head-dim", 0, 0);
+  const int64_t d_ff = f.get_int_at_least("d-ff", 1024, 1), seq = f.get_int_at_least("seq", 256, 1);
+  const int64_t batch = f.get_int_at_least("batch", 16, 1), vocab = f.get_int_at_least("vocab", 8192, 2);
+  const int64_t steps = f.get_int_at_least("steps", 10, 1), threads = f.get_int_at_least("threads", 2, 1);
+  const int64_t keys = f.get_int_at_least("keys", 2, 1);
+  const double dropout = f.get_double("dropout", 0.0), attention_dropout = f.get_double("attention-dropout", 0.0);
+  for (const auto& [flag, p] : {std::pair{"--dropout", dropout}, std::pair{"--attention-dropout", attention_dropout}})
+    if (!(p >= 0 && p < 1)) throw cli::UsageError(str(flag, ": expected a probability in [0, 1), got ", p));
+  const std::string device_name = f.get("device", "cpu");
+  if (device_name != "cpu" && device_name != "cuda")
+    throw cli::UsageError("--device: expected cpu or cuda, got '" + device_name + "'");
+  const std::string precision_name = f.get("precision", "float32");
+  MatmulPrecision precision;
+  try {
+    precision = parse_matmul_precision(precision_name, "--precision");
+  } catch (const Error& e) {
+    throw cli::UsageError(e.what());
+  }
+  if (precision == MatmulPrecision::TF32 && device_name != "cuda")
+    throw cli::UsageError("--precision tf32 needs --device cuda (the CPU has no TF32 unit; bf16 runs on both)");
+  const Device device = resolve_device(device_name, "--device");
+  set_matmul_precision(precision);
+  set_num_threads(int(threads));
+
+  nlohmann::json attn = {{"type", attention}, {"heads", heads}, {"keys", keys}, {"dropout", attention_dropout}};
+  // The torch script's head size: --head-dim, or d/h when it is 0.
+  if (head_dim > 0 && (attention != "softmax" || head_dim * heads != d)) attn["head_dim"] = head_dim;
+  nlohmann::json cfg = {{"model", "decoder_lm"}, {"vocab_size", vocab}, {"d_model", d},     {"layers", layers},
+                        {"d_ff", d_ff},          {"max_len", seq},      {"dropout", dropout},   {"pre_norm", true},
+                        {"activation", "gelu"},  {"positions", "learned"}, {"attention", attn}};
+  manual_seed(0);
+  auto model = std::make_shared<models::DecoderLM>(models::parse_model_config(cfg));
+  model->to(device);
+  nn::AdamW opt(model->parameters(), {.lr = 3e-4, .weight_decay = 0.01});
+  Tensor x = to(randint(0, vocab, {batch, seq}, {.dtype = kInt64}), device);
+  Tensor y = to(randint(0, vocab, {batch, seq}, {.dtype = kInt64}), device);
+
+  auto step = [&] {
+    Tensor loss = model->loss(x, y);
+    {
+      profiler::Phase phase("optimizer");
+      opt.zero_grad();
+    }
+    backward(loss);
+    profiler::Phase phase("optimizer");
+    opt.step();
+    return loss.item();
+  };
+  const double first_loss = step();  // warm-up: allocator caches fill, OpenBLAS threads start, cuBLAS loads
+  const bool profile = f.has("profile");
+  profiler::reset();
+  profiler::enable(profile);
+  const double t0 = now_s();
+  double loss = 0;
+  for (int64_t i = 0; i < steps; ++i) loss = step();
+  const double dt = (now_s() - t0) / double(steps);
+  profiler::enable(false);
+  nlohmann::json out = {{"framework", "keystone-0.1.0"},
+                        {"attention", attention},
+                        {"tokens_per_s", double(batch * seq) / dt},
+                        {"step_ms", dt * 1e3},
+                        {"params", model->num_parameters()},
+                        {"loss", loss},
+                        {"first_loss", first_loss},
+                        {"device", device.str()},
+                        {"precision", precision_name},
+                        {"cpu_gemm", cpu_gemm_path_name(cpu_gemm_path())},
+                        {"cpu", cpu_features().brand}};
+  std::printf("%s\n", out.dump().c_str());
+  if (profile) print_profile(dt, steps);
+  return 0;
+}
+
+}  // namespace ks::tools

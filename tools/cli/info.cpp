@@ -1,0 +1,82 @@
+// tools/cli/info.cpp — `keystone info --config FILE`: what a model config costs
+// before anything is trained: parameters (with the embedding share), forward
+// FLOPs per token at a sequence length, and a memory estimate for training
+// with AdamW (weights, gradients and two moment buffers, all float32).
+// and the decoding cache of one sequence (keys and values, or the linear
+// family's running sums; 0 for a classifier). Activation memory depends on
+// the batch and the attention family and is not estimated here. `keystone info --machine` prints what the CPU offers
+// instead: the binary's commit, the bf16 GEMM paths (core/cpu_features.h),
+// which one bf16 GEMMs use, and the thread count.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/cpu_features.h"
+#include "core/cuda.h"
+#include "core/parallel.h"
+#include "models/model.h"
+#include "ops/cpu/gemm/gemm.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/commands.h"
+#include "tools/train/data_setup.h"
+#include "tools/train/provenance.h"
+#include "tools/train/run_config.h"
+
+namespace ks::tools {
+
+// What `keystone info --help` prints.
+constexpr char kUsage[] =
+    "usage: keystone info --config FILE [--seq N]\n"
+    "       keystone info --machine\n"
+    "FILE is a model config, or a training config (whose data then fills in the sizes).\n"
+    "Prints parameters, forward FLOPs per token at sequence length N (default: the longest\n"
+    "input the config's max_len allows), the memory that training with AdamW needs for weights and optimizer state,\n"
+    "and the decoding cache of one sequence of N positions (0 for a classifier).\n"
+    "--machine prints the commit this binary was built from, the CPU (brand and vendor), its bf16 GEMM paths (amx, avx512bf16, float32), the one bf16 GEMMs use\n"
+    "(KS_CPU_GEMM forces one), OpenBLAS's float32 kernels, and the thread count.\n";
+
+int info(const std::vector<std::string>& args) {
+  if (cli::help_requested(args, kUsage)) return 0;
+  cli::Flags f(args, {"config", "seq"}, {"machine"});
+  if (f.has("machine")) {
+    if (f.has("config")) throw cli::UsageError("--machine takes no --config");
+    nlohmann::json paths = nlohmann::json::object();
+    for (CpuGemmPath p : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16, CpuGemmPath::Float32}) {
+      std::string why;
+      paths[cpu_gemm_path_name(p)] = cpu_gemm_path_available(p, &why) ? std::string("available") : why;
+    }
+    nlohmann::json out = machine_json();
+    out["cpu_gemm_paths"] = paths;
+    out["float32_gemm_kernels"] = std::string("OpenBLAS ") + cpu::blas_kernels_name();
+    out["cuda_devices"] = cuda_device_count();
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  if (!f.has("config")) throw cli::UsageError("--config FILE (or --machine) is required");
+  const std::string path = f.get("config", "");
+  nlohmann::json j = read_json_file(path);
+  if (j.contains("data") && j.contains("model")) {
+    // A training config: the data fixes the vocabulary, classes and max_len.
+    TrainConfig run = parse_train_config(j);
+    j = complete_model_section(run.model, build_data(run.data, run.seed).splits);
+  }
+  models::ModelConfig cfg = models::parse_model_config(j);
+  // The longest input the model takes: a [CLS] token uses one of the positions.
+  const bool cls = cfg.model == "encoder_classifier" && cfg.pooling == "cls";
+  const int64_t seq = f.get_int_at_least("seq", cfg.max_len - (cls ? 1 : 0), 1);
+  auto model = models::build_model(cfg);
+  models::ModelCost c = model->cost(seq);
+  const double mib = 1024.0 * 1024.0;
+  nlohmann::json out = {{"model", cfg.model},
+                        {"attention", cfg.attention.type},
+                        {"params", c.params},
+                        {"embedding_params", c.embedding_params},
+                        {"non_embedding_params", c.params - c.embedding_params},
+                        {"seq_len", seq},
+                        {"forward_flops_per_token", c.flops_per_token},
+                        {"kv_cache_mib_per_sequence", c.kv_cache_bytes / mib},
+                        {"train_state_mib", double(c.params) * 16.0 / mib}};
+  std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace ks::tools

@@ -1,0 +1,249 @@
+// tools/train/run_config.cpp — parsing, overriding and printing training configs.
+#include "tools/train/run_config.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/cuda.h"
+#include "core/matmul_precision.h"
+#include "datasets/loader.h"
+#include "nn/user_input.h"
+#include "tools/train/json_section.h"
+
+namespace ks::tools {
+
+using json = nlohmann::json;
+
+json read_json_file(const std::string& path) {
+  return nn::parse_json(nn::read_regular_file(path, kMaxConfigBytes, "config"), path);
+}
+
+void apply_override(json& config, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  KS_CHECK(eq != std::string::npos && eq > 0, "--set ", assignment, ": expected key=value (e.g. train.steps=100)");
+  const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  json value = nn::try_parse_json(text, "--set " + key);
+  if (value.is_discarded()) value = text;  // a bare word: a string ("model.attention.type=mgk")
+  KS_CHECK(config.is_object(), "--set ", assignment, ": the config is not a JSON object");
+  json* node = &config;
+  std::string part;
+  std::stringstream parts(key);
+  std::vector<std::string> path;
+  while (std::getline(parts, part, '.')) {
+    KS_CHECK(!part.empty(), "--set ", assignment, ": empty part in the key '", key, "'");
+    path.push_back(part);
+  }
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    if (!node->contains(path[i])) (*node)[path[i]] = json::object();
+    node = &(*node)[path[i]];
+    KS_CHECK(node->is_object(), "--set ", assignment, ": '", path[i], "' is not a section");
+  }
+  (*node)[path.back()] = value;
+}
+
+namespace {
+
+using KeyDoc = models::KeyDoc;
+
+// The keys of each section and what they mean (the defaults are in run_config.h).
+const std::vector<KeyDoc> kRootKeys = {
+    {"name", "the run's name; the default run folder is runs/<name>"},
+    {"seed", "parameter init, dropout, shuffling, and the generators' data"},
+    {"data", "which data set, built how"},
+    {"model", "the network"},
+    {"optimizer", "how the parameters are updated"},
+    {"schedule", "the learning rate over the run, a factor on optimizer.lr"},
+    {"train", "the loop: steps, batches, evaluation, checkpoints, device"}};
+const std::vector<KeyDoc> kOptimizerKeys = {
+    {"type", "adamw | adam | sgd"},
+    {"lr", "the peak learning rate"},
+    {"weight_decay", "adamw: decoupled; adam, sgd: L2 (never on biases and norms)"},
+    {"beta1", "adam(w): the first moment's decay"},
+    {"beta2", "adam(w): the second moment's decay"},
+    {"eps", "adam(w): added to the second moment's root"},
+    {"momentum", "sgd: momentum"},
+    {"nesterov", "sgd: Nesterov momentum"}};
+const std::vector<KeyDoc> kScheduleKeys = {
+    {"type", "constant | cosine | linear | noam"},
+    {"warmup_steps", "steps of linear warm-up from 0"},
+    {"min_factor", "cosine, linear: the factor the decay ends at"},
+    {"noam_scale", "noam: a factor on d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)"}};
+const std::vector<KeyDoc> kTrainKeys = {
+    {"steps", "optimizer steps in the whole run"},
+    {"batch_size", "examples per micro-batch"},
+    {"accumulate_steps", "micro-batches summed into one optimizer step"},
+    {"eval_every", "steps between evaluations on the valid split (and at the end)"},
+    {"eval_batches", "valid batches per evaluation; 0: the whole split"},
+    {"log_every", "steps per train record in metrics.jsonl"},
+    {"checkpoint_every", "steps between latest.safetensors saves; 0: at every evaluation"},
+    {"clip_grad_norm", "the largest gradient norm; 0: no clipping"},
+    {"max_time", "seconds the run may take over all its sessions; 0: no limit"},
+    {"patience", "stop after this many evaluations without a better valid loss; 0: never"},
+    {"threads", "CPU threads; 0: KS_NUM_THREADS or the machine's cores"},
+    {"bucket_batches", "batches per length bucket; 0: no bucketing"},
+    {"prefetch", "batches the background loader keeps ready"},
+    {"device", "cpu | cuda"},
+    {"precision", "float32 | tf32 (cuda) | bf16: how GEMMs run"},
+    {"decode_examples", "seq2seq: valid examples greedily decoded per evaluation (a seeded sample)"},
+    {"zero", "data parallel: shard the optimizer state over the ranks (ZeRO-1)"},
+    {"bucket_mb", "data parallel: the gradient all-reduce bucket size, MB"},
+    {"collective_timeout", "data parallel: seconds a rank waits in a collective"}};
+
+OptimizerConfig parse_optimizer(const json& j) {
+  JsonSection s(j, "optimizer", kOptimizerKeys);
+  OptimizerConfig o;
+  o.type = s.get<std::string>("type", o.type);
+  KS_CHECK(o.type == "adamw" || o.type == "adam" || o.type == "sgd", "config: optimizer.type: expected adamw, adam "
+           "or sgd, got '", o.type, "'");
+  o.lr = s.get<double>("lr", o.lr);
+  KS_CHECK(o.lr > 0, "config: optimizer.lr: must be positive, got ", o.lr);
+  o.weight_decay = s.get_in("weight_decay", o.type == "adamw" ? o.weight_decay : 0.0, 0.0, 1e3);
+  if (o.type != "sgd") {
+    o.beta1 = s.get_in("beta1", o.beta1, 0.0, 0.999999);
+    o.beta2 = s.get_in("beta2", o.beta2, 0.0, 0.999999999);
+    o.eps = s.get<double>("eps", o.eps);
+    KS_CHECK(o.eps > 0, "config: optimizer.eps: must be positive, got ", o.eps);
+    s.finish(str(" for optimizer '", o.type, "'"));
+  } else {
+    o.momentum = s.get_in("momentum", o.momentum, 0.0, 1.0);
+    o.nesterov = s.get<bool>("nesterov", o.nesterov);
+    s.finish(" for optimizer 'sgd'");
+  }
+  return o;
+}
+
+TrainOptions parse_train(const json& j) {
+  JsonSection s(j, "train", kTrainKeys);
+  TrainOptions t;
+  t.steps = s.get_between("steps", t.steps, 1, int64_t(1) << 40);
+  t.batch_size = s.get_between("batch_size", t.batch_size, 1, int64_t(1) << 20);
+  t.accumulate_steps = s.get_between("accumulate_steps", t.accumulate_steps, 1, 1 << 16);
+  t.eval_every = s.get_at_least("eval_every", t.eval_every, 1);
+  t.eval_batches = s.get_at_least("eval_batches", t.eval_batches, 0);
+  t.log_every = s.get_at_least("log_every", t.log_every, 1);
+  t.checkpoint_every = s.get_at_least("checkpoint_every", t.checkpoint_every, 0);
+  t.clip_grad_norm = s.get_in("clip_grad_norm", t.clip_grad_norm, 0.0, 1e30);
+  t.max_time = s.get_in("max_time", t.max_time, 0.0, 1e9);
+  t.patience = s.get_at_least("patience", t.patience, 0);
+  t.threads = s.get_between("threads", t.threads, 0, kMaxThreads);
+  t.bucket_batches = s.get_between("bucket_batches", t.bucket_batches, 0, int64_t(1) << 20);
+  t.prefetch = s.get_between("prefetch", t.prefetch, 0, data::kMaxPrefetch);  // the loader's own bound
+  t.device = s.get<std::string>("device", t.device);
+  KS_CHECK(t.device == "cpu" || t.device == "cuda", "config: train.device: expected cpu or cuda, got '",
+           t.device.substr(0, 64), "'");
+  t.precision = s.get<std::string>("precision", t.precision);
+  parse_matmul_precision(t.precision, "config: train.precision");
+  KS_CHECK(t.precision != "tf32" || t.device == "cuda", "config: train.precision: tf32 needs train.device cuda "
+           "(the CPU has no TF32 unit; bf16 runs on both)");
+  t.decode_examples = s.get_at_least("decode_examples", t.decode_examples, 0);
+  t.zero = s.get<bool>("zero", t.zero);
+  t.bucket_mb = s.get_in("bucket_mb", t.bucket_mb, 1e-3, 1 << 16);
+  t.collective_timeout = s.get_in("collective_timeout", t.collective_timeout, 0.1, 1e7);
+  s.finish();
+  return t;
+}
+
+}  // namespace
+
+TrainConfig parse_train_config(const json& j) {
+  JsonSection root(j, "", kRootKeys);
+  TrainConfig c;
+  c.name = root.get<std::string>("name", c.name);
+  KS_CHECK(!c.name.empty() && c.name.find('/') == std::string::npos, "config: name: must be a non-empty file name, got '",
+           c.name, "'");
+  c.seed = root.get<uint64_t>("seed", c.seed);
+  c.data = root.object("data");
+  KS_CHECK(c.data.contains("dataset"), "config: data.dataset: missing (which data set to train on)");
+  c.model = root.object("model");
+  c.optimizer = parse_optimizer(root.object("optimizer"));
+  c.train = parse_train(root.object("train"));
+
+  json sched_json = root.object("schedule");
+  JsonSection sched(sched_json, "schedule", kScheduleKeys);
+  c.schedule_type = sched.get<std::string>("type", c.schedule_type);
+  try {
+    c.schedule.kind = nn::parse_schedule_kind(c.schedule_type);
+  } catch (const Error& e) {
+    throw Error(str("config: schedule.type: ", e.what()));
+  }
+  c.schedule.warmup_steps = sched.get_at_least("warmup_steps", 0, 0);
+  c.schedule.min_factor = sched.get_in("min_factor", 0.0, 0.0, 1.0);
+  c.schedule.noam_scale = sched.get<double>("noam_scale", 1.0);
+  KS_CHECK(c.schedule.noam_scale > 0 && std::isfinite(c.schedule.noam_scale),
+           "config: schedule.noam_scale: must be positive, got ", c.schedule.noam_scale);
+  sched.finish();
+  c.schedule.total_steps = c.train.steps;
+  // A warm-up as long as the run would leave nothing to decay; a run cut
+  // short with --set train.steps should still train, so clip it and say so.
+  const bool decays = c.schedule.kind == nn::LRSchedule::Kind::WarmupCosine ||
+                      c.schedule.kind == nn::LRSchedule::Kind::WarmupLinear;
+  if (decays && c.schedule.warmup_steps >= c.train.steps) {
+    const int64_t clipped = c.train.steps - 1;
+    c.warnings.push_back(str("schedule.warmup_steps ", c.schedule.warmup_steps, " is not below train.steps ",
+                             c.train.steps, "; warming up over ", clipped, " steps instead"));
+    c.schedule.warmup_steps = clipped;
+  }
+  // The model section is validated later (models/config.h), which names a
+  // wrong-typed d_model; value() would throw nlohmann's type_error here.
+  const json* d_model = c.model.contains("d_model") ? &c.model.at("d_model") : nullptr;
+  c.schedule.d_model = d_model && d_model->is_number_integer() ? d_model->get<int64_t>() : 256;
+  try {
+    c.schedule.validate();
+  } catch (const Error& e) {
+    throw Error(str("config: schedule: ", e.what()));
+  }
+  root.finish();
+  return c;
+}
+
+std::vector<models::KeyDoc> train_config_keys() {
+  std::vector<KeyDoc> out = kRootKeys;
+  for (const auto& [section, keys] : {std::pair{"optimizer", &kOptimizerKeys}, {"schedule", &kScheduleKeys},
+                                      {"train", &kTrainKeys}})
+    for (const KeyDoc& k : *keys) out.push_back({str(section, ".", k.key), k.doc});
+  return out;
+}
+
+json TrainConfig::to_json() const {
+  json opt = {{"type", optimizer.type}, {"lr", optimizer.lr}, {"weight_decay", optimizer.weight_decay}};
+  if (optimizer.type == "sgd") {
+    opt["momentum"] = optimizer.momentum;
+    opt["nesterov"] = optimizer.nesterov;
+  } else {
+    opt["beta1"] = optimizer.beta1;
+    opt["beta2"] = optimizer.beta2;
+    opt["eps"] = optimizer.eps;
+  }
+  return {{"name", name},
+          {"seed", seed},
+          {"data", data},
+          {"model", model},
+          {"optimizer", opt},
+          {"schedule",
+           {{"type", schedule_type},
+            {"warmup_steps", schedule.warmup_steps},
+            {"min_factor", schedule.min_factor},
+            {"noam_scale", schedule.noam_scale}}},
+          {"train",
+           {{"steps", train.steps},
+            {"batch_size", train.batch_size},
+            {"eval_every", train.eval_every},
+            {"eval_batches", train.eval_batches},
+            {"log_every", train.log_every},
+            {"checkpoint_every", train.checkpoint_every},
+            {"clip_grad_norm", train.clip_grad_norm},
+            {"accumulate_steps", train.accumulate_steps},
+            {"max_time", train.max_time},
+            {"patience", train.patience},
+            {"threads", train.threads},
+            {"bucket_batches", train.bucket_batches},
+            {"prefetch", train.prefetch},
+            {"device", train.device},
+            {"precision", train.precision},
+            {"decode_examples", train.decode_examples},
+            {"zero", train.zero},
+            {"bucket_mb", train.bucket_mb},
+            {"collective_timeout", train.collective_timeout}}}};
+}
+
+}  // namespace ks::tools

@@ -1,0 +1,109 @@
+// tools/train/run_config.h — the training config of `keystone train`: one JSON file
+// with five sections, every default written here, strictly validated.
+//
+//   {
+//     "name": "copy",                 run name; the default run folder is runs/<name>
+//     "seed": 0,                      parameter init, dropout, shuffling
+//     "data":      {"dataset": "seq2seq", "task": "copy", ...}   see tools/train/data_setup.h
+//     "model":     {"model": "seq2seq", "d_model": 128, ...}    see models/config.h; sizes
+//                                     the data fixes (vocab_size, num_classes, ...) may be left out
+//     "optimizer": {"type": "adamw", "lr": 1e-3, "weight_decay": 0.01,
+//                   "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
+//                   "momentum": 0.9, "nesterov": false}         (momentum/nesterov: sgd only)
+//     "schedule":  {"type": "cosine", "warmup_steps": 0, "min_factor": 0.0, "noam_scale": 1.0}
+//     "train":     {"steps": 1000, "batch_size": 32, "accumulate_steps": 1, "eval_every": 200,
+//                   "eval_batches": 0, "log_every": 10, "checkpoint_every": 0,
+//                   "clip_grad_norm": 1.0, "max_time": 0, "patience": 0, "threads": 0,
+//                   "bucket_batches": 0, "prefetch": 4, "device": "cpu",
+//                   "precision": "float32", "decode_examples": 100}
+//   }
+//
+// What each key means is in the tables of run_config.cpp, the ones the
+// reader checks keys against (train_config_keys; `keystone config --defaults`
+// prints them beside the keys).
+//
+// `--set key=value` edits the JSON before validation: the key is a dotted
+// path ("train.steps", "model.attention.type"), the value JSON when it parses
+// as JSON and a string otherwise. The resolved config (every default
+// explicit, data sizes filled in) is what a run folder keeps as config.json.
+// Not here: building data or models (tools/train/data_setup.h, tools/train/task.h).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "models/config.h"
+#include "nn/lr_schedule.h"
+
+namespace ks::tools {
+
+struct OptimizerConfig {
+  std::string type = "adamw";  // adamw | adam | sgd
+  double lr = 1e-3;
+  double weight_decay = 0.01;  // adamw: decoupled; adam/sgd: L2. Never on biases and norms.
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double momentum = 0.9;  // sgd
+  bool nesterov = false;  // sgd
+};
+
+inline constexpr int64_t kMaxThreads = 1024;  // train.threads
+
+struct TrainOptions {
+  int64_t steps = 1000;          // optimizer steps in the whole run
+  int64_t batch_size = 32;       // examples per micro-batch
+  int64_t accumulate_steps = 1;  // micro-batches whose gradients one optimizer step sums (each loss
+                                 // weighted by its predictions): a batch of batch_size × accumulate_steps
+  double max_time = 0;           // > 0: a wall-clock budget in seconds (all sessions of the run); the
+                                 // run ends cleanly when it is spent, and the schedule anneals to it
+  int64_t patience = 0;          // > 0: stop after this many evaluations without a new best valid loss
+  int64_t eval_every = 200;      // steps between evaluations on the valid split (and at the end)
+  int64_t eval_batches = 0;      // 0: the whole valid split
+  int64_t log_every = 10;        // steps per train record in metrics.jsonl
+  int64_t checkpoint_every = 0;  // 0: at every evaluation
+  double clip_grad_norm = 1.0;   // 0: no clipping
+  int64_t threads = 0;           // 0: KS_NUM_THREADS or the machine's cores
+  int64_t bucket_batches = 0;    // > 0: length bucketing (datasets/loader.h)
+  int64_t prefetch = 4;          // batches the background loader keeps ready
+  std::string device = "cpu";
+  std::string precision = "float32";  // float32 | tf32 (cuda only) | bf16: how GEMMs run (core/matmul_precision.h)
+  int64_t decode_examples = 100; // seq2seq: valid examples greedily decoded per evaluation (exact match)
+  // Data-parallel runs (mpirun -np N; tools/train/trainer.h), ignored by one process:
+  bool zero = false;              // ZeRO-1: AdamW/SGD state sharded over the ranks (nn/zero.h)
+  double bucket_mb = 25;          // gradient all-reduce bucket size (nn/data_parallel.h)
+  double collective_timeout = 300;  // seconds a rank waits in a collective before naming the ranks missing
+};
+
+struct TrainConfig {
+  std::string name = "run";
+  uint64_t seed = 0;
+  nlohmann::json data;   // the data section, validated by tools/train/data_setup.h
+  nlohmann::json model;  // the model section, validated by models/config.h
+  OptimizerConfig optimizer;
+  nn::LRSchedule schedule;  // total_steps = train.steps, d_model from the model (noam)
+  std::string schedule_type = "cosine";  // constant | cosine | linear | noam
+  TrainOptions train;
+  // What parsing adjusted and the user should hear (not part of the config).
+  std::vector<std::string> warnings;
+
+  // Every section with its defaults explicit (model and data as stored).
+  nlohmann::json to_json() const;
+};
+
+// The largest config file read: real configs are a few KB.
+inline constexpr uint64_t kMaxConfigBytes = uint64_t(64) << 20;
+
+// Reads a JSON file (nn/user_input.h: a regular file of at most
+// kMaxConfigBytes, nesting at most nn::kMaxJsonDepth); errors name the file
+// (missing, not a regular file, too large, not JSON, too deep).
+nlohmann::json read_json_file(const std::string& path);
+// Applies one "dotted.key=value" override; a malformed one is an error naming it.
+void apply_override(nlohmann::json& config, const std::string& assignment);
+// Validates every section except data and model (left for their builders)
+// and returns the config.
+TrainConfig parse_train_config(const nlohmann::json& j);
+// The keys parse_train_config reads, with their meanings, by dotted path
+// ("name", "train.steps"): the tables it checks them against.
+std::vector<models::KeyDoc> train_config_keys();
+
+}  // namespace ks::tools

@@ -1,0 +1,212 @@
+// tools/train/run_dir.cpp — loading a trained run from its folder, the folder's
+// lock, and the checks that its files belong together.
+#include "tools/train/run_dir.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+#include "nn/user_input.h"
+
+namespace ks::tools {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+const char* file_kind(const struct stat& st) {
+  return S_ISDIR(st.st_mode)    ? "a directory"
+         : S_ISFIFO(st.st_mode) ? "a FIFO"
+         : S_ISCHR(st.st_mode)  ? "a character device"
+         : S_ISBLK(st.st_mode)  ? "a block device"
+         : S_ISSOCK(st.st_mode) ? "a socket"
+                                : "not a plain file";
+}
+
+}  // namespace
+
+RunLock::RunLock(const RunPaths& paths) {
+  const std::string file = paths.lock().string();
+  // The pid is written into the lock below: through a link it would truncate
+  // the link's target, so the lock is only ever this folder's own regular file.
+  // (O_NONBLOCK: a FIFO put there must not block the open; it is refused below.)
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  struct stat st {};
+  if (fd_ < 0) {
+    const int err = errno;
+    const bool seen = ::lstat(file.c_str(), &st) == 0;
+    if (seen && S_ISLNK(st.st_mode))
+      throw Error(str("the run folder's lock file ", file, " is a symbolic link; keystone train does not follow it "
+                      "(its target would be overwritten): remove it"));
+    if (seen && !S_ISREG(st.st_mode))
+      throw Error(str("the run folder's lock file ", file, " is not a regular file (", file_kind(st), "): remove it"));
+    throw Error(str("cannot open the lock file ", file, ": ", std::strerror(err)));
+  }
+  const bool known = ::fstat(fd_, &st) == 0;
+  if (!known || !S_ISREG(st.st_mode)) {
+    const std::string kind = known ? file_kind(st) : std::strerror(errno);
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(str("the run folder's lock file ", file, " is not a regular file (", kind, "): remove it"));
+  }
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char holder[32] = {0};
+    ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK)
+      throw Error(str("run folder ", paths.dir.string(), " is in use by another keystone train (pid ",
+                      n > 0 ? std::string(holder, size_t(n)) : std::string("?"),
+                      "); wait for it to finish or stop it first"));
+    throw Error(str("cannot lock ", file, ": ", std::strerror(err)));
+  }
+  // The holder's pid, for the message above; the lock itself is the flock.
+  // A failed write costs only the pid in a second process's message.
+  const std::string pid = std::to_string(::getpid());
+  const bool written = ::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) == ssize_t(pid.size());
+  (void)written;
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing drops the flock
+}
+
+namespace {
+
+// `name` is `prefix` followed by one or more digits (a pid).
+bool prefix_and_pid(const std::string& name, const std::string& prefix) {
+  return name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+         std::all_of(name.begin() + std::ptrdiff_t(prefix.size()), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The names the writes of `keystone train` give their temporaries in a run
+// folder, and no others: a user's notes.tmp.txt is not Keystone's to delete.
+bool is_keystone_temporary(const std::string& name, const RunPaths& paths) {
+  // nn::write_file_atomically: "<file>.tmp.<pid>"
+  for (const fs::path& f : {paths.config(), paths.metrics(), paths.latest(), paths.best()})
+    if (prefix_and_pid(name, f.filename().string() + ".tmp.")) return true;
+  // data::write_file_atomic (Tokenizer::save): "<file>.tmp<pid>"
+  for (const fs::path& f : {paths.tokenizer(), paths.target_tokenizer()})
+    if (prefix_and_pid(name, f.filename().string() + ".tmp")) return true;
+  return name == paths.plot().filename().string() + ".tmp";  // write_plot_svg
+}
+
+}  // namespace
+
+void remove_stale_temporaries(const RunPaths& paths) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(paths.dir, ec)) {
+    if (!is_keystone_temporary(e.path().filename().string(), paths)) continue;
+    if (e.symlink_status(ec).type() == fs::file_type::regular) fs::remove(e.path(), ec);
+  }
+}
+
+namespace {
+
+void differing_keys(const json& a, const json& b, const std::string& prefix, std::vector<std::string>& out) {
+  if (a.is_object() && b.is_object()) {
+    for (auto& [k, v] : a.items()) {
+      const std::string key = prefix.empty() ? k : prefix + "." + k;
+      if (!b.contains(k)) out.push_back(key);
+      else differing_keys(v, b.at(k), key, out);
+    }
+    for (auto& [k, _] : b.items())
+      if (!a.contains(k)) out.push_back(prefix.empty() ? k : prefix + "." + k);
+    return;
+  }
+  if (a != b) out.push_back(prefix);
+}
+
+}  // namespace
+
+void upgrade_stored_config(json& config) {
+  if (!config.is_object() || !config.contains("model") || !config["model"].is_object()) return;
+  json& m = config["model"];
+  const std::string kind = m.contains("model") && m["model"].is_string() ? m["model"].get<std::string>() : "";
+  if ((kind == "decoder_lm" || kind == "seq2seq") && !m.contains("tied_lookup_reversed")) m["tied_lookup_reversed"] = false;
+}
+
+std::vector<std::string> differing_keys(const json& a, const json& b) {
+  std::vector<std::string> out;
+  differing_keys(a, b, "", out);
+  return out;
+}
+
+json check_checkpoint_config(const nn::Metadata& metadata, const json& config_json, const fs::path& checkpoint) {
+  auto it = metadata.find("keystone.config");
+  if (it == metadata.end()) return nullptr;  // a checkpoint not written by keystone train
+  const json stored = nn::try_parse_json(it->second, str("checkpoint ", checkpoint.string(), ": keystone.config"));
+  KS_CHECK(stored.is_object(), "checkpoint ", checkpoint.string(), ": its stored config ('keystone.config') is not "
+           "a JSON object");
+  json was = stored, now = config_json;
+  upgrade_stored_config(was);
+  upgrade_stored_config(now);
+  // train.* may change between sessions (--resume --set), the name is a label,
+  // and a data file's changed fingerprint is a warning of its own, a moved
+  // file's new path no change (data_setup.h).
+  for (json* j : {&was, &now}) {
+    j->erase("train");
+    j->erase("name");
+  }
+  drop_data_identity(was, now);
+  std::vector<std::string> keys;
+  differing_keys(was, now, "", keys);
+  if (keys.empty()) return stored;
+  std::string list;
+  for (size_t i = 0; i < keys.size() && i < 10; ++i) list += (i ? ", " : "") + keys[i];
+  if (keys.size() > 10) list += str(", ... (", keys.size(), " in all)");
+  throw Error(str("checkpoint ", checkpoint.string(), " was trained with another config than config.json: ", list,
+                  " differ. Restore config.json (the checkpoint's own copy is its 'keystone.config' metadata), "
+                  "or train a new run; only train.* keys may change, with --resume --set"));
+}
+
+RunTokenizers load_run_tokenizers(const RunPaths& paths, const json& data_section) {
+  return read_run_tokenizers(data_section, paths.tokenizer(), paths.target_tokenizer());
+}
+
+LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint) {
+  LoadedRun run;
+  run.paths.dir = run_dir;
+  KS_CHECK(fs::is_directory(run_dir), "run folder ", run_dir.string(), " does not exist");
+  KS_CHECK(fs::exists(run.paths.config()), run_dir.string(), " is not a run folder (no config.json)");
+  json config_json = read_json_file(run.paths.config().string());
+  upgrade_stored_config(config_json);
+  run.config = parse_train_config(config_json);
+  if (checkpoint == "best" || checkpoint == "latest") {
+    run.checkpoint = checkpoint == "best" && fs::exists(run.paths.best()) ? run.paths.best() : run.paths.latest();
+    KS_CHECK(fs::exists(run.checkpoint), "run folder ", run_dir.string(), " has no checkpoint yet (",
+             run.paths.latest().filename().string(), ")");
+  } else {
+    run.checkpoint = checkpoint;
+    KS_CHECK(fs::exists(run.checkpoint), "checkpoint ", checkpoint, " does not exist");
+  }
+  KS_CHECK(fs::is_regular_file(run.checkpoint), "checkpoint ", run.checkpoint.string(), " is not a file");
+  models::ModelConfig cfg = models::parse_model_config(run.config.model);
+  run.model = models::build_model(cfg);
+  // The config first: another family's weights would fail to load with a less telling message.
+  const nn::SafetensorsContent content = nn::load_safetensors(run.checkpoint.string());
+  check_checkpoint_config(content.metadata, config_json, run.checkpoint);
+  run.metadata = nn::load_checkpoint(content, run.checkpoint.string(), *run.model);
+  run.model->eval();
+  RunTokenizers tokenizers = load_run_tokenizers(run.paths, run.config.data);
+  run.tokenizer = tokenizers.source;
+  run.target_tokenizer = tokenizers.target;
+  return run;
+}
+
+TrainingData run_data(const LoadedRun& run) {
+  TrainingData data = build_data(run.config.data, run.config.seed, {run.tokenizer, run.target_tokenizer});
+  print_warnings(data.warnings);
+  return data;
+}
+
+}  // namespace ks::tools

@@ -1,0 +1,116 @@
+// tools/train/run_dir.h — the run folder that `keystone train` writes and the other
+// commands read:
+//
+//   config.json             the resolved config (every default explicit, data sizes filled in)
+//   metrics.jsonl           one JSON record per log/eval event (see tools/figures/plot.h)
+//   latest.safetensors      model + optimizer + training state, written at each checkpoint and on Ctrl-C
+//   best.safetensors        the same at the lowest validation loss so far
+//   tokenizer.json          how text becomes ids (absent for pixel data)
+//   target_tokenizer.json   seq2seq only, when the targets have their own tokenizer
+//   plot.svg                loss and accuracy curves (keystone plot)
+//   .lock                   held (flock) by the one keystone train using the folder
+//
+// and load_run, which rebuilds the model of a run from its config and loads
+// a checkpoint into it, for eval, generate and translate; run_data, which
+// rebuilds its splits with its own tokenizers; and the checks that a folder's
+// files still belong together (the checkpoint's stored config against
+// config.json, its training state in range).
+// Not here: the training loop (tools/train/trainer.h).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "datasets/tokenizer.h"
+#include "models/model.h"
+#include "nn/checkpoint.h"
+#include "tools/train/data_setup.h"
+#include "tools/train/run_config.h"
+
+namespace ks::tools {
+
+// The largest metrics.jsonl read (plot, resume): a record per logged step,
+// some 200 bytes, is 200 MB at a million steps.
+inline constexpr uint64_t kMaxMetricsBytes = uint64_t(1) << 30;
+
+struct RunPaths {
+  std::filesystem::path dir;
+  std::filesystem::path config() const { return dir / "config.json"; }
+  std::filesystem::path metrics() const { return dir / "metrics.jsonl"; }
+  std::filesystem::path latest() const { return dir / "latest.safetensors"; }
+  std::filesystem::path best() const { return dir / "best.safetensors"; }
+  std::filesystem::path tokenizer() const { return dir / "tokenizer.json"; }
+  std::filesystem::path target_tokenizer() const { return dir / "target_tokenizer.json"; }
+  std::filesystem::path plot() const { return dir / "plot.svg"; }
+  std::filesystem::path lock() const { return dir / ".lock"; }
+};
+
+// An exclusive lock on a run folder for as long as it lives: a second
+// `keystone train` on the same --out (or a --resume of a folder still
+// training) fails with an error naming the folder and the holder's pid. The
+// lock is flock(2) on RunPaths::lock(), so the kernel drops it when the
+// holder dies, however it dies: a kill -9 leaves no stale lock behind. The
+// holder writes its pid into that file, so a .lock that is a symbolic link
+// (whose target would be overwritten) or not a regular file is refused.
+class RunLock {
+ public:
+  explicit RunLock(const RunPaths& paths);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Deletes the temporary files of writes that a killed process left behind,
+// by the exact names Keystone gives them: "<file>.tmp.<pid>" of the folder's
+// config, metrics and checkpoints (nn::write_file_atomically),
+// "<file>.tmp<pid>" of its tokenizers (data::write_file_atomic) and
+// "plot.svg.tmp" (write_plot_svg). Other files, a user's notes.tmp.txt
+// included, are left alone. Call with the RunLock held.
+void remove_stale_temporaries(const RunPaths& paths);
+
+// A run's stored config (its config.json, or a checkpoint's keystone.config)
+// as today's code must read it: a key added after the run was written gets
+// the value that reproduces the behaviour it was trained with, where that is
+// not the key's new default. Today: model.tied_lookup_reversed = false (tied
+// lookups were not reversed before the key existed).
+void upgrade_stored_config(nlohmann::json& config);
+
+// Dotted paths where two JSON values differ (objects compared key by key;
+// "" when the roots themselves differ).
+std::vector<std::string> differing_keys(const nlohmann::json& a, const nlohmann::json& b);
+
+// Throws unless the config stored in a checkpoint (metadata "keystone.config",
+// when present) equals the folder's config.json in everything but train.*, the
+// name and the data files' fingerprints, naming every key that differs: an
+// edited config.json would otherwise rebuild a different model (another
+// activation or family with the same shapes) or other data around the trained
+// weights. Returns the stored config (null when the checkpoint has none).
+nlohmann::json check_checkpoint_config(const nn::Metadata& metadata, const nlohmann::json& config_json,
+                                       const std::filesystem::path& checkpoint);
+
+struct LoadedRun {
+  RunPaths paths;
+  TrainConfig config;                        // from config.json
+  std::shared_ptr<models::Model> model;      // in eval mode, weights from the checkpoint
+  std::shared_ptr<const data::Tokenizer> tokenizer, target_tokenizer;  // null when the run has none
+  std::filesystem::path checkpoint;          // the file loaded
+  nn::Metadata metadata;                     // its metadata (step, ...)
+};
+
+// `checkpoint`: "best" (falling back to latest when a run has no best yet),
+// "latest", or a path to a .safetensors file. Errors name the folder or file.
+LoadedRun load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best");
+
+// The run's saved tokenizers (null where it has none), checked against its
+// resolved data section (tools/train/data_setup.h read_run_tokenizers).
+RunTokenizers load_run_tokenizers(const RunPaths& paths, const nlohmann::json& data_section);
+
+// The run's splits, built from its resolved data section with its saved
+// tokenizers (tools/train/data_setup.h); warnings are printed to stderr.
+TrainingData run_data(const LoadedRun& run);
+
+}  // namespace ks::tools

@@ -1,0 +1,130 @@
+// tools/train/train.cpp — `keystone train`: flags to a config, then the Trainer.
+// Exit codes: 0 finished, 130 stopped by Ctrl-C/SIGTERM after saving
+// (as shells report a SIGINT), 2 usage error, 1 runtime error.
+#include <cstdio>
+#include <cstdlib>
+
+#include "tools/cli/cli.h"
+#include "core/cpu_features.h"
+#include "core/distributed.h"
+#include "nn/user_input.h"
+#include "tools/cli/commands.h"
+#include "tools/train/config_utf8.h"
+#include "tools/train/distributed_run.h"
+#include "tools/train/progress.h"
+#include "tools/train/trainer.h"
+
+namespace ks::tools {
+
+namespace {
+
+std::string hex_byte(char c) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%02x", unsigned(static_cast<unsigned char>(c)));
+  return buf;
+}
+
+const char* kUsage =
+    "usage: keystone train --config FILE [--set key=value ...] [--out DIR] [--device cpu|cuda] [--quiet]\n"
+    "       keystone train --out DIR --resume [--set train.key=value ...]\n"
+    "\n"
+    "Trains the model a JSON config describes (see tools/configs/ and tools/train/run_config.h) and\n"
+    "writes a run folder (default runs/<name>): config.json, metrics.jsonl, latest.safetensors,\n"
+    "best.safetensors (lowest validation loss), tokenizer.json, plot.svg and provenance.jsonl\n"
+    "(the binary's commit and the machine of each training session).\n"
+    "\n"
+    "  --config FILE      the training config\n"
+    "  --set key=value    override one config key by its dotted path, e.g. --set train.steps=500\n"
+    "                     --set model.attention.type=mgk (repeatable; the value is JSON or a string)\n"
+    "  --out DIR          the run folder\n"
+    "  --resume           continue the run in --out DIR from its latest checkpoint, exactly as if\n"
+    "                     it had not stopped; only train.* keys may be overridden, and data.train,\n"
+    "                     data.valid, data.test given the new path of a moved file (same content)\n"
+    "  --device cpu|cuda  where to train (cuda needs a CUDA build and a GPU)\n"
+    "  --quiet            no progress line\n"
+    "\n"
+    "Ctrl-C (or SIGTERM) saves a checkpoint after the current step and exits with status 130.\n"
+    "\n"
+    "Data parallel: mpirun -np N keystone train ... runs N ranks, each on train.batch_size\n"
+    "examples of every global batch of N x train.batch_size (docs/distributed.md).\n";
+
+// A malformed --set is a usage error (exit 2), not a runtime one. A config is
+// JSON, which holds only UTF-8: a value in another encoding is refused here,
+// before a run folder exists, not when config.json is written.
+void apply_set(nlohmann::json& raw, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  const std::string key = assignment.substr(0, eq);
+  if (const size_t bad = invalid_utf8(key); bad != std::string::npos)
+    throw cli::UsageError(str("--set: the key is not valid UTF-8 (byte ", hex_byte(key[bad]), " at offset ", bad,
+                              ")"));
+  if (eq != std::string::npos)
+    if (const size_t bad = invalid_utf8(assignment.substr(eq + 1)); bad != std::string::npos)
+      throw cli::UsageError(str("--set ", key, ": the value is not valid UTF-8 (byte ",
+                                hex_byte(assignment[eq + 1 + bad]), " at offset ", bad, ")"));
+  try {
+    apply_override(raw, assignment);
+  } catch (const Error& e) {
+    throw cli::UsageError(e.what());
+  }
+}
+
+}  // namespace
+
+int train(const std::vector<std::string>& args) {
+  if (cli::help_requested(args, kUsage)) return 0;
+  cli::Flags f(args, {"config", "set", "out", "device"}, {"resume", "quiet"}, {"set"});
+  const bool resume = f.has("resume");
+  nlohmann::json raw;
+  std::string out = f.get("out", "");
+  if (resume) {
+    if (out.empty()) throw cli::UsageError("--resume needs --out DIR (the run folder to continue)");
+    if (f.has("config")) throw cli::UsageError("--resume takes the run's own config.json; drop --config");
+    RunPaths paths{out};
+    // In a data-parallel run only rank 0 reads the folder; the others get its text.
+    dist::ProcessGroup& ranks = dist::world();
+    if (ranks.size() == 1) {
+      raw = read_json_file(paths.config().string());
+    } else {
+      const std::optional<std::string> text = file_from_rank0(ranks, paths.config(), kMaxConfigBytes);
+      KS_CHECK(text.has_value(), "cannot resume: rank 0 finds no ", paths.config().string());
+      raw = nn::parse_json(*text, paths.config().string());
+    }
+    upgrade_stored_config(raw);
+    for (const std::string& s : f.get_all("set")) {
+      if (s.rfind("data.", 0) == 0) {  // a data file that moved, with the content the run recorded
+        KS_CHECK(raw.is_object() && raw.contains("data"), "cannot resume: ", paths.config().string(),
+                 " has no data section");
+        const std::string note = relocate_data_file(raw["data"], s);
+        if (dist::world().rank() == 0) std::printf("note: %s\n", note.c_str());
+        continue;
+      }
+      if (s.rfind("train.", 0) != 0)
+        throw cli::UsageError("--set " + s + ": a resumed run may only change train.* keys (and the path of a "
+                              "data file that moved: data.train, data.valid, data.test)");
+      apply_set(raw, s);
+    }
+  } else {
+    if (!f.has("config")) throw cli::UsageError("--config FILE is required (or --out DIR --resume)");
+    raw = read_json_file(f.get("config", ""));
+    for (const std::string& s : f.get_all("set")) apply_set(raw, s);
+  }
+  if (f.has("device")) apply_set(raw, "train.device=" + f.get("device", ""));
+  TrainConfig config = parse_train_config(raw);
+  if (out.empty()) out = "runs/" + config.name;
+  // Where bf16 GEMMs run is otherwise visible only in `keystone info --machine`:
+  // a CPU without a bf16 unit runs them at float32 speed.
+  const TrainOptions& t = config.train;
+  if (!f.has("quiet") && dist::world().rank() == 0) {
+    const bool cpu_bf16 = t.device == "cpu" && t.precision == "bf16";
+    const std::string line = format_gemm_path(t.precision, t.device, cpu_bf16 ? cpu_gemm_path() : CpuGemmPath::Float32,
+                                              std::getenv("KS_CPU_GEMM") != nullptr);
+    if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+  TrainerOptions options{.run_dir = out, .resume = resume, .progress = !f.has("quiet")};
+  Trainer trainer(config, options);
+  StopSignalScope signals;
+  return trainer.run() == TrainOutcome::Finished ? 0 : 130;
+}
+
+}  // namespace ks::tools

@@ -1,0 +1,626 @@
+// tools/train/trainer.cpp — the training loop, its checkpoints and its output.
+#include "tools/train/trainer.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "autograd/engine.h"
+#include "core/clock.h"
+#include "ops/elementwise.h"
+#include "core/cuda.h"
+#include "core/matmul_precision.h"
+#include "core/parallel.h"
+#include "core/random.h"
+#include "datasets/tokenizer.h"
+#include "nn/checkpoint.h"
+#include "nn/safetensors.h"
+#include "nn/user_input.h"
+#include "tools/train/config_utf8.h"
+#include "tools/train/distributed_run.h"
+#include "tools/figures/plot.h"
+#include "tools/train/progress.h"
+#include "tools/train/provenance.h"
+
+namespace ks::tools {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+std::atomic<bool> g_stop_requested{false};
+
+constexpr int64_t kMaxTrainSteps = int64_t(1) << 40;  // parse_train's bound on train.steps
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_requested.exchange(true)) {  // the second signal: stop now
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  const char msg[] = "\nstopping after this step (saving a checkpoint); press Ctrl-C again to quit at once\n";
+  ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)ignored;
+}
+
+std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& o, const nn::Module& model) {
+  auto groups = nn::decay_groups(model, o.weight_decay);
+  if (o.type == "sgd")
+    return std::make_unique<nn::SGD>(groups, nn::SGDOptions{.lr = o.lr, .momentum = o.momentum,
+                                                            .weight_decay = o.weight_decay, .nesterov = o.nesterov});
+  nn::AdamOptions a{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay};
+  if (o.type == "adam") return std::make_unique<nn::Adam>(groups, a);
+  return std::make_unique<nn::AdamW>(groups, a);
+}
+
+}  // namespace
+
+void request_training_stop() { g_stop_requested = true; }
+
+StopSignalScope::StopSignalScope() {
+  g_stop_requested = false;
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+}
+StopSignalScope::~StopSignalScope() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+}
+
+Trainer::Trainer(const TrainConfig& config, TrainerOptions options)
+    : config_(config), options_(std::move(options)) {
+  g_stop_requested = false;  // a request belongs to the run it was made for
+  paths_.dir = options_.run_dir;
+  device_ = resolve_device(config_.train.device, "train.device");
+  setup_ranks();
+  // Process-wide, so set on every run: a float32 run after a bf16 one must not inherit it.
+  set_matmul_precision(parse_matmul_precision(config_.train.precision, "train.precision"));
+  build(options_.resume);
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::setup_ranks() {
+  host_ = &dist::world(Device::cpu());
+  lead_ = host_->rank() == 0;
+  tensors_ = host_;
+  if (!distributed()) return;
+  host_->set_timeout(config_.train.collective_timeout);
+  // One GPU per rank: the rank's place on its machine picks it (NCCL refuses two ranks on one GPU).
+  if (device_.is_cuda()) {
+    const dist::LaunchInfo info = dist::launch_info();
+    const int gpus = cuda_device_count();
+    KS_CHECK(info.local_size <= gpus && info.local_rank < gpus, "distributed: ", info.local_size > 0 ? info.local_size : info.local_rank + 1,
+             " ranks on this machine but ", gpus, " GPU(s): train.device cuda needs one GPU per rank (launch at most ",
+             gpus, " per machine, e.g. mpirun --map-by ppr:", std::max(1, gpus), ":node)");
+    device_ = Device::cuda(info.local_rank);
+  }
+  tensors_ = &dist::world(device_);
+  tensors_->set_timeout(config_.train.collective_timeout);
+}
+
+RunTokenizers Trainer::run_tokenizers() const {
+  if (!distributed()) return load_run_tokenizers(paths_, config_.data);
+  return read_run_tokenizers(config_.data, paths_.tokenizer(), paths_.target_tokenizer(), [&](const fs::path& file) {
+    return file_from_rank0(*host_, file, data::kMaxTokenizerFileBytes);
+  });
+}
+
+void Trainer::build(bool resume) {
+  check_config_utf8(config_.to_json());
+  if (lead_) {
+  if (resume) {
+    KS_CHECK(fs::is_directory(paths_.dir), "cannot resume: run folder ", paths_.dir.string(), " does not exist");
+  } else {
+    std::error_code ec;
+    fs::create_directories(paths_.dir, ec);
+    KS_CHECK(!ec, "cannot create run folder ", paths_.dir.string(), ": ", ec.message());
+  }
+  lock_ = std::make_unique<RunLock>(paths_);
+  remove_stale_temporaries(paths_);
+  const bool saved = fs::exists(paths_.latest()) || fs::exists(paths_.best());
+  if (!resume) {
+    KS_CHECK(!saved, "run folder ", paths_.dir.string(),
+             " already holds a run; continue it with --resume, or choose a new folder with --out");
+    if (fs::exists(paths_.config()))
+      std::printf("note: %s holds a run that stopped before its first checkpoint; starting it afresh\n",
+                  paths_.dir.string().c_str());
+  } else if (!fs::exists(paths_.latest())) {
+    KS_CHECK(!saved, "cannot resume: ", paths_.dir.string(), " has ", paths_.best().filename().string(), " but no ",
+             paths_.latest().filename().string(), "; evaluate it with keystone eval --checkpoint best");
+    std::printf("note: %s has no checkpoint yet (it stopped before its first one); starting it from step 0\n",
+                paths_.dir.string().c_str());
+    resume = false;
+  }
+  for (const std::string& w : config_.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  }
+  const int ranks = host_->size(), rank = host_->rank();
+  if (distributed()) resume = host_->broadcast_value(resume, 0);  // rank 0 has looked at the folder
+  if (config_.train.threads > 0) set_num_threads(int(config_.train.threads));
+  else if (distributed()) set_num_threads(threads_per_rank());
+
+  // A resumed run reads its data with the tokenizers it was trained with.
+  const json config_as_given = config_.to_json();
+  TrainingData data = build_data(config_.data, config_.seed, resume ? run_tokenizers() : RunTokenizers{});
+  if (lead_) print_warnings(data.warnings);
+  splits_ = std::move(data.splits);
+  config_.data = data.resolved;
+  models::ModelConfig model_config = models::parse_model_config(complete_model_section(config_.model, splits_));
+  config_.model = model_config.to_json();
+  check_same_config_on_every_rank(*host_, config_.to_json());
+  if (distributed()) {
+    const int64_t global = int64_t(ranks) * config_.train.batch_size;
+    KS_CHECK(global <= splits_.train.size(), "distributed: ", ranks, " ranks x train.batch_size ",
+             config_.train.batch_size, " = ", global, " examples per step, but the training split has only ",
+             splits_.train.size(), ": launch fewer ranks or lower train.batch_size");
+  }
+
+  manual_seed(config_.seed);
+  model_ = models::build_model(model_config);
+  // Initialised on the CPU (the same weights for a seed on every device), then moved; the
+  // optimizer's state is made on the parameters' device, and checkpoints load into them there.
+  model_->to(device_);
+  model_->train();
+  optimizer_ = make_optimizer(config_.optimizer, *model_);
+  if (distributed()) {
+    ddp_ = std::make_unique<nn::DistributedDataParallel>(*model_, *tensors_,
+                                                         nn::DataParallelOptions{.bucket_mb = config_.train.bucket_mb});
+    if (config_.train.zero) zero_ = std::make_unique<nn::ZeroOptimizer>(*optimizer_, *tensors_);
+    // Rank 0 keeps the run's dropout stream; the others get streams of their own.
+    if (rank > 0) default_generator().set_state(rank_seed(config_.seed, rank), 0);
+  }
+  // The loader plans global batches (one rank's batch times the ranks) and hands this rank its slice.
+  data::LoaderOptions lo{.batch_size = config_.train.batch_size * ranks, .shuffle = true, .seed = config_.seed,
+                         .bucket_batches = config_.train.bucket_batches, .prefetch = config_.train.prefetch,
+                         .shards = ranks, .shard = rank};
+  loader_ = std::make_unique<data::DataLoader>(std::make_shared<const data::Dataset>(splits_.train), lo);
+  schedule_ = config_.schedule;
+  schedule_.total_steps = config_.train.steps;
+  bpb_factor_ = bits_per_byte_factor(splits_.train);
+
+  if (resume) restore_from_latest(config_as_given);
+  if (lead_) write_run_files(resume);
+}
+
+void Trainer::write_run_files(bool resumed) {
+  // A resumed run keeps the tokenizers it loaded. A new one writes its own
+  // first: one that cannot be saved must fail before config.json exists.
+  if (!resumed) {
+    std::error_code ec;
+    fs::remove(paths_.target_tokenizer(), ec);  // left by an earlier attempt with another config
+    if (splits_.train.tokenizer) splits_.train.tokenizer->save(paths_.tokenizer());
+    if (splits_.train.target_tokenizer && splits_.train.target_tokenizer != splits_.train.tokenizer)
+      splits_.train.target_tokenizer->save(paths_.target_tokenizer());
+    nn::write_file_atomically(paths_.metrics().string(), "");
+  }
+  // On resume too: the folder's config shows the train.* keys now in force.
+  nn::write_file_atomically(paths_.config().string(), config_.to_json().dump(2) + "\n");
+}
+
+void Trainer::restore_from_latest(const json& config_as_given) {
+  const fs::path file = paths_.latest();
+  // The config first: another family's weights would fail to load with a less telling message.
+  nn::SafetensorsContent content;
+  if (!distributed()) {
+    content = nn::load_safetensors(file.string());
+  } else {
+    std::optional<std::string> bytes = file_from_rank0(*host_, file, nn::kMaxSafetensorsBytes);
+    KS_CHECK(bytes.has_value(), "cannot resume: rank 0 finds no ", file.string());
+    content = nn::safetensors_from_bytes(*bytes, file.string());
+  }
+  const json stored = check_checkpoint_config(content.metadata, config_as_given, file);
+  const json* stored_train = stored.is_object() && stored.contains("train") && stored["train"].is_object()
+                                 ? &stored["train"] : nullptr;
+  auto stored_value = [&](const char* key) -> const json* {
+    return stored_train && stored_train->contains(key) ? &(*stored_train)[key] : nullptr;
+  };
+  // A checkpoint of N ranks holds N dropout streams and the batch split of N.
+  const auto world = content.metadata.find("keystone.world_size");
+  const std::string saved_ranks = world == content.metadata.end() ? "1" : world->second;
+  KS_CHECK(saved_ranks == std::to_string(host_->size()), "cannot resume: ", file.string(), " was written by a run of ",
+           saved_ranks, " rank(s), and this one has ", host_->size(), "; resume it with mpirun -np ", saved_ranks,
+           " (another count would change the dropout streams and which rank reads which examples)");
+  nn::Metadata m = nn::load_checkpoint(content, file.string(), *model_, zero_ ? nullptr : optimizer_.get());
+  if (zero_) {
+    const nn::NamedTensors optim_state = nn::checkpoint_optimizer_state(content, file.string());
+    KS_CHECK(!optim_state.empty(), "checkpoint ", file.string(), ": the file holds no optimizer state");
+    zero_->load_full_state_dict(optim_state);
+  }
+  // No run gets past its own train.steps, the checkpoint's or (for one saved
+  // without its config) today's; both are at most 2^40, so the step counts on.
+  const json* before_steps = stored_value("steps");
+  const int64_t stored_steps = before_steps && before_steps->is_number_integer()
+                                   ? std::clamp<int64_t>(before_steps->get<int64_t>(), 0, kMaxTrainSteps) : 0;
+  state_ = TrainState::from_metadata(m, file, std::max(stored_steps, config_.train.steps));
+  loader_->restore(data::LoaderState::from_json(state_.loader));
+  default_generator().set_state(state_.rng_seed, state_.rng_offset);
+  if (distributed() && host_->rank() > 0) {
+    const auto streams = m.find("keystone.rank_rng");
+    KS_CHECK(streams != m.end(), "checkpoint ", file.string(), ": no 'keystone.rank_rng' for the ranks' streams");
+    const auto [seed, offset] = rank_stream(streams->second, host_->rank(), host_->size(), file.string());
+    default_generator().set_state(seed, offset);
+  }
+  elapsed_before_ = state_.elapsed_s;
+  agreed_elapsed_ = elapsed_before_;
+  // Decided once, by the saved clock, on every rank alike: a run whose training
+  // is over only lacks (or already has) its test evaluation.
+  finished_ = finished_reason(elapsed_before_);
+  test_done_ = lead_ && trim_metrics_to_checkpoint();
+  if (distributed()) test_done_ = host_->broadcast_value(test_done_, 0);
+  if (!lead_ || !finished_.empty()) return;  // a finished run trains no step: no schedule to speak of
+
+  // A longer or shorter run, or another time budget, moves the schedule: say so, with the rate's jump.
+  const json* before_time = stored_value("max_time");
+  ScheduleChange change{.type = config_.schedule_type, .was = schedule_, .now = schedule_,
+                        .was_max_time = before_time && before_time->is_number() ? before_time->get<double>()
+                                                                                : config_.train.max_time,
+                        .now_max_time = config_.train.max_time, .step = state_.step, .elapsed_s = elapsed_before_};
+  if (stored_steps > 0) change.was.total_steps = stored_steps;
+  if (change.was_max_time < 0 || !std::isfinite(change.was_max_time)) change.was_max_time = config_.train.max_time;
+  if (const std::string note = schedule_change_note(change); !note.empty()) std::printf("%s\n", note.c_str());
+}
+
+bool Trainer::trim_metrics_to_checkpoint() {
+  // Records past the checkpoint came from steps that will now run again, and
+  // test records belong to a run's end, which is still ahead, unless the run
+  // is finished: then its test record of this step is its final word, and the
+  // file stays as it is, byte for byte.
+  std::istringstream in(fs::exists(paths_.metrics())
+                            ? nn::read_regular_file(paths_.metrics().string(), kMaxMetricsBytes, "cannot resume")
+                            : std::string());
+  std::string line, kept;
+  int64_t line_no = 0;
+  bool tested = false;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    json r;
+    try {
+      r = nn::parse_json(line, "metrics");
+    } catch (const Error&) {
+      throw Error(str(paths_.metrics().string(), ":", line_no, ": not JSON; fix or delete the line to resume"));
+    }
+    KS_CHECK(r.is_object(), paths_.metrics().string(), ":", line_no, ": not a JSON record; fix or delete the line "
+             "to resume");
+    const json& step = r.contains("step") ? r["step"] : json(0);
+    KS_CHECK(step.is_number_integer(), paths_.metrics().string(), ":", line_no, ": 'step' is not an integer");
+    const bool test = r.contains("split") && r["split"] == "test";
+    tested = tested || (test && step.get<int64_t>() == state_.step);
+    if (step.get<int64_t>() <= state_.step && !test) kept += line + "\n";
+  }
+  if (!finished_.empty() && tested) return true;
+  nn::write_file_atomically(paths_.metrics().string(), kept);
+  return false;
+}
+
+double Trainer::elapsed() const { return elapsed_before_ + (now_s() - session_start_); }
+
+int64_t Trainer::schedule_step() const {
+  return schedule_position(state_.step, config_.train.steps, config_.train.max_time, clock());
+}
+
+std::string Trainer::finished_reason(double seconds) const {
+  const TrainOptions& t = config_.train;
+  if (state_.step >= t.steps) return str("finished at step ", state_.step, " of ", t.steps);
+  if (t.max_time > 0 && seconds >= t.max_time)
+    return str("spent its time budget (train.max_time ", t.max_time, " s) at step ", state_.step);
+  if (t.patience > 0 && state_.evals_since_best >= t.patience)
+    return str("stopped early at step ", state_.step, " (", state_.evals_since_best,
+               " evaluations without a better valid loss, train.patience ", t.patience, ")");
+  return "";
+}
+
+void Trainer::append_metrics(json record) {
+  if (!lead_) return;
+  record["elapsed_s"] = clock();
+  std::ofstream out(paths_.metrics(), std::ios::app);
+  out << record.dump() << "\n";
+  out.flush();
+  KS_CHECK(out.good(), "cannot append to ", paths_.metrics().string());
+}
+
+void Trainer::save(const fs::path& path) {
+  state_.loader = loader_->state().to_json();
+  state_.rng_seed = default_generator().seed();
+  state_.rng_offset = default_generator().offset();
+  state_.elapsed_s = clock();
+  nn::Metadata m = state_.to_metadata();
+  m["keystone.config"] = config_.to_json().dump();
+  if (!distributed()) {
+    nn::save_checkpoint(path.string(), *model_, optimizer_.get(), m);
+    return;
+  }
+  // A collective: every rank's dropout stream, and ZeRO's shards, to rank 0.
+  const std::vector<std::string> streams = host_->all_gather_bytes(
+      json::array({default_generator().seed(), default_generator().offset()}).dump());
+  json all = json::array();
+  for (const std::string& s : streams) all.push_back(json::parse(s));
+  const nn::NamedTensors optim_state = zero_ ? zero_->full_state_dict() : nn::NamedTensors{};
+  if (lead_) {
+    m["keystone.world_size"] = std::to_string(host_->size());
+    m["keystone.rank_rng"] = all.dump();
+    nn::save_checkpoint(path.string(), *model_, zero_ ? optim_state : optimizer_->state_dict(), m);
+  }
+  // No rank goes on (or exits, which makes mpirun end the job) before the file is in place.
+  host_->barrier();
+}
+
+void Trainer::log_train_record() {
+  if (state_.interval_steps == 0) return;
+  const double seconds = std::max(now_s() - interval_start_, 1e-9);
+  const double steps = double(state_.interval_steps);
+  shown_rate_ = double(state_.interval_tokens) / seconds;
+  json record = {{"split", "train"},
+                 {"step", state_.step},
+                 {"epoch", loader_->epoch()},
+                 {"loss", state_.interval_loss / steps},
+                 {"grad_norm", state_.interval_grad_norm / steps},
+                 {"lr", optimizer_->lr()},
+                 {"tokens_per_s", shown_rate_}};
+  if (bpb_factor_) record["bpb"] = state_.interval_loss / steps * *bpb_factor_;
+  if (ddp_) {
+    // Time rank 0 waited for gradient all-reduces after its backward: the communication overlap did not hide.
+    record["allreduce_wait_s"] = ddp_->stats().wait_s - wait_logged_;
+    wait_logged_ = ddp_->stats().wait_s;
+  }
+  append_metrics(record);
+  state_.interval_loss = state_.interval_grad_norm = 0;
+  state_.interval_steps = state_.interval_tokens = 0;
+  interval_start_ = now_s();
+}
+
+bool Trainer::evaluate_valid() {
+  EvalOptions eo{.batch_size = config_.train.batch_size, .max_batches = config_.train.eval_batches,
+                 .decode_examples = config_.train.decode_examples, .group = distributed() ? host_ : nullptr};
+  EvalResult r = evaluate(*model_, splits_.valid, eo);
+  last_valid_ = r.to_json(splits_.valid.task);
+  json record = last_valid_;
+  record["split"] = "valid";
+  record["step"] = state_.step;
+  append_metrics(record);
+  const bool improved = std::isfinite(r.loss) && (state_.best_step == 0 || r.loss < state_.best_loss);
+  if (improved) {
+    state_.best_loss = r.loss;
+    state_.best_step = state_.step;
+    state_.evals_since_best = 0;
+  } else {
+    ++state_.evals_since_best;
+  }
+  if (options_.progress && lead_) {
+    std::fprintf(stderr, "%s\n", pad_line(str("step ", state_.step, ": valid ", format_metrics(last_valid_),
+                                              improved ? "  (best so far)" : "")).c_str());
+  }
+  if (improved) save(paths_.best());
+  return improved;
+}
+
+void Trainer::evaluate_test_with_best() {
+  if (lead_ && fs::exists(paths_.best())) nn::load_checkpoint(paths_.best().string(), *model_);
+  if (distributed()) nn::broadcast_module(*model_, *tensors_, 0);
+  // The whole split, every example decoded: the run's final word.
+  EvalOptions eo{.batch_size = config_.train.batch_size, .decode_examples = splits_.test.size(),
+                 .group = distributed() ? host_ : nullptr};
+  EvalResult r = evaluate(*model_, splits_.test, eo);
+  last_test_ = r.to_json(splits_.test.task);
+  json record = last_test_;
+  record["split"] = "test";
+  record["step"] = state_.step;
+  record["checkpoint_step"] = state_.best_step;
+  append_metrics(record);
+}
+
+void Trainer::print_progress(bool force) {
+  if (!options_.progress || !lead_) return;
+  const double t = now_s();
+  const bool tty = isatty(STDERR_FILENO);
+  // A terminal gets a live line ten times a second; a log file a line every half minute.
+  if (!force && t - last_print_ < (tty ? 0.1 : 30.0)) return;
+  last_print_ = t;
+  const double session = t - session_start_;
+  const int64_t done = state_.step - session_first_step_;
+  double eta = done > 0 ? session / double(done) * double(config_.train.steps - state_.step) : -1;
+  if (config_.train.max_time > 0) eta = eta < 0 ? config_.train.max_time - elapsed()
+                                                : std::min(eta, config_.train.max_time - elapsed());
+  ProgressLine p{.step = state_.step, .total = config_.train.steps, .loss = shown_loss_, .lr = optimizer_->lr(),
+                 .tokens_per_s = shown_rate_, .elapsed_s = elapsed(), .eta_s = eta};
+  if (tty) std::fprintf(stderr, "\r%s", pad_line(format_progress(p)).c_str());
+  else std::fprintf(stderr, "%s\n", format_progress(p).c_str());
+  std::fflush(stderr);
+}
+
+void Trainer::print_start() const {
+  if (!options_.progress || !lead_) return;
+  const TrainOptions& t = config_.train;
+  int64_t params = 0;
+  for (const Tensor& p : model_->parameters()) params += p.numel();
+  std::string vocab = str(splits_.train.vocab_size);
+  if (splits_.train.task == data::Task::Seq2Seq) vocab = str(splits_.train.vocab_size, " source, ",
+                                                             splits_.train.target_vocab_size, " target");
+  if (splits_.train.task == data::Task::Classification) vocab += str(", ", splits_.train.num_classes(), " classes");
+  const int64_t per_epoch = std::max<int64_t>(1, loader_->batches_per_epoch());
+  const double epochs = double(t.steps * t.accumulate_steps) / double(per_epoch);
+  std::fprintf(stderr, "run %s: %s, %s parameters, vocabulary %s\n", paths_.dir.string().c_str(),
+               config_.model.value("model", "?").c_str(), format_count(params).c_str(), vocab.c_str());
+  const char* names[] = {"train", "valid", "test"};
+  const data::Dataset* sets[] = {&splits_.train, &splits_.valid, &splits_.test};
+  for (int i = 0; i < 3; ++i)
+    std::fprintf(stderr, "  %-5s %s examples, %s tokens\n", names[i], format_count(sets[i]->size()).c_str(),
+                 format_count(split_tokens(*sets[i])).c_str());
+  std::string batch = str(t.batch_size);
+  if (distributed()) batch = str(host_->size(), " x ", batch);  // ranks x each rank's share
+  if (t.accumulate_steps > 1) batch = str(t.accumulate_steps, " x ", batch);
+  std::fprintf(stderr, "  %lld steps of %s examples: %lld batches per epoch, %.2f epochs%s\n", (long long)t.steps,
+               batch.c_str(), (long long)per_epoch, epochs,
+               t.max_time > 0 ? str(", at most ", format_duration(t.max_time)).c_str() : "");
+  if (distributed())
+    std::fprintf(stderr, "  data parallel: %d ranks over %s, %d thread(s) each; %lld gradient bucket(s) of at most "
+                 "%g MB%s\n", host_->size(), tensors_->backend().c_str(), num_threads(),
+                 (long long)ddp_->stats().buckets, t.bucket_mb, zero_ ? "; ZeRO-1 optimizer state" : "");
+}
+
+TrainOutcome Trainer::run() {
+  session_start_ = interval_start_ = now_s();
+  session_first_step_ = state_.step;
+  const TrainOptions& t = config_.train;
+  if (!finished_.empty()) {  // a resumed run whose training was over when it was saved
+    if (test_done_) {
+      if (lead_)
+        std::printf("run %s already %s; raise train.steps (or train.max_time, train.patience) with --set to go on\n",
+                    paths_.dir.string().c_str(), finished_.c_str());
+      return TrainOutcome::Finished;
+    }
+    // Stopped during its final test evaluation: that alone is left to do.
+    if (lead_)
+      std::printf("run %s already %s, but has no test record: evaluating the test split with the best checkpoint\n",
+                  paths_.dir.string().c_str(), finished_.c_str());
+    evaluate_test_with_best();
+    if (!lead_) return TrainOutcome::Finished;
+    write_plot_svg({paths_.dir}, paths_.plot());
+    print_summary();
+    return TrainOutcome::Finished;
+  }
+  print_start();
+  if (lead_) append_provenance(paths_.dir, session_first_step_ > 0, session_first_step_);
+  const std::vector<Tensor> params = model_->parameters();
+  while (state_.step < t.steps) {
+    if (distributed() ? agreed_stop_ : g_stop_requested.load()) {
+      save(paths_.latest());
+      if (lead_) {
+        if (options_.progress) std::fprintf(stderr, "\n");
+        try {
+          write_plot_svg({paths_.dir}, paths_.plot());
+        } catch (const Error&) {  // a run stopped before its first record has nothing to plot
+        }
+        std::printf("stopped at step %lld; saved %s\ncontinue with: %skeystone train --out %s --resume\n",
+                    (long long)state_.step, paths_.latest().string().c_str(),
+                    distributed() ? str("mpirun -np ", host_->size(), " ").c_str() : "", paths_.dir.string().c_str());
+        std::fflush(stdout);
+      }
+      if (distributed()) host_->barrier();  // a rank's exit status 130 makes mpirun end the others
+      return TrainOutcome::Stopped;
+    }
+    ++state_.step;
+    const double value = train_step(params);
+    shown_loss_ = shown_loss_ < 0 ? value : 0.9 * shown_loss_ + 0.1 * value;
+    if (options_.on_step) options_.on_step(state_.step, value);
+
+    const bool out_of_time = t.max_time > 0 && clock() >= t.max_time;
+    bool last = state_.step == t.steps || out_of_time;
+    if (state_.step % t.log_every == 0 || last) log_train_record();
+    const bool eval_now = state_.step % t.eval_every == 0 || last;
+    if (eval_now) {
+      if (options_.progress && isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%s\r", pad_line("").c_str());
+      evaluate_valid();
+      if (t.patience > 0 && state_.evals_since_best >= t.patience) {
+        if (!last) log_train_record();
+        last = true;
+      }
+    }
+    if ((t.checkpoint_every > 0 ? state_.step % t.checkpoint_every == 0 : eval_now) || last) save(paths_.latest());
+    print_progress(last);
+    if (last) break;
+  }
+  if (options_.progress && lead_) std::fprintf(stderr, "\n");
+  if (state_.step < t.steps && lead_) std::printf("%s\n", finished_reason(clock()).c_str());
+  evaluate_test_with_best();
+  if (!lead_) return TrainOutcome::Finished;
+  write_plot_svg({paths_.dir}, paths_.plot());
+  print_summary();
+  return TrainOutcome::Finished;
+}
+
+double Trainer::train_step(const std::vector<Tensor>& params) {
+  const TrainOptions& t = config_.train;
+  optimizer_->set_lr_factor(schedule_.factor(std::max<int64_t>(1, schedule_step())));
+  const int ranks = host_->size();
+  const int64_t micros = t.accumulate_steps;
+  // The step's micro-batches first (their ids only, CPU tensors), to know
+  // each one's predictions (target tokens, labels) before any backward:
+  // mine[i] on this rank, all[i] summed over the ranks.
+  std::vector<data::Batch> batches;
+  std::vector<double> mine;
+  int64_t tokens = 0;
+  for (int64_t micro = 0; micro < micros; ++micro) {
+    std::optional<data::Batch> batch = loader_->next();
+    if (!batch) batch = loader_->next();  // the epoch ended; the next one starts
+    KS_CHECK(batch.has_value(), "the training split yields no batches");
+    tokens += batch_tokens(*batch);
+    mine.push_back(double(batch_predictions(*model_, *batch)));
+    batches.push_back(std::move(*batch));
+  }
+  const std::vector<double> all = distributed() ? host_->all_reduce(mine) : mine;
+  double total = 0;
+  for (double n : all) total += n;
+  KS_CHECK(total > 0, "step ", state_.step, ": its training batches hold no targets to predict");
+  // Each micro-batch's mean loss counts by its share of the step's
+  // predictions, 1 / parts (exactly 1 / accumulate_steps when the
+  // micro-batches predict alike), and in a data-parallel run each rank's by
+  // its share of the micro-batch's, times the ranks (the gradient reduction
+  // averages): the gradients then sum to the mean over the whole step.
+  double value = 0;
+  if (ddp_) ddp_->broadcast_buffers();  // rank 0's running statistics (soft-E's π), as PyTorch's DDP
+  for (int64_t micro = 0; micro < micros; ++micro) {
+    if (ddp_) ddp_->set_sync(micro + 1 == micros);
+    const size_t i = size_t(micro);
+    if (mine[i] == 0) continue;  // nothing here for this rank (a short last batch); it adds zeros
+    const double parts = total / all[i];
+    const double share = distributed() ? mine[i] / all[i] : 1;
+    Tensor loss = batch_loss(*model_, device_.is_cpu() ? batches[i] : batches[i].to(device_));
+    const double micro_value = loss.item<double>();
+    KS_CHECK(std::isfinite(micro_value), "training diverged: the loss is ", micro_value, " at step ", state_.step,
+             " (try a lower optimizer.lr or train.clip_grad_norm); the last checkpoint is ",
+             paths_.latest().string());
+    const double scale = (1.0 / parts) * (distributed() ? share * ranks : 1);
+    backward(scale != 1 ? mul(loss, scale) : loss);
+    value += micro_value / parts * share;
+  }
+  if (ddp_) ddp_->finish_gradient_sync();
+  if (distributed()) {
+    // One reduction for what every rank must agree on: the loss, the tokens,
+    // a stop request (a signal reaches ranks at different steps) and rank 0's clock.
+    const std::vector<double> sum = host_->all_reduce(
+        {value, double(tokens), g_stop_requested ? 1.0 : 0.0, lead_ ? elapsed() : 0.0});
+    value = sum[0];
+    tokens = int64_t(sum[1]);
+    agreed_stop_ = sum[2] > 0;
+    agreed_elapsed_ = sum[3];
+  }
+  const double max_norm = t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
+  const double grad_norm = nn::clip_grad_norm(params, max_norm);
+  KS_CHECK(std::isfinite(grad_norm), "training diverged: the gradient norm is ", grad_norm, " at step ", state_.step,
+           " (try a lower optimizer.lr); the last checkpoint is ", paths_.latest().string());
+  if (zero_) zero_->step();
+  else optimizer_->step();
+  optimizer_->zero_grad();
+
+  state_.interval_loss += value;
+  state_.interval_grad_norm += grad_norm;
+  state_.interval_tokens += tokens;
+  ++state_.interval_steps;
+  return value;
+}
+
+void Trainer::print_summary() const {
+  std::printf("finished %lld steps in %s\n", (long long)state_.step, format_duration(elapsed()).c_str());
+  if (!last_valid_.empty()) std::printf("  last valid:  %s\n", format_metrics(last_valid_).c_str());
+  std::printf("  best valid loss %.4f at step %lld\n", state_.best_loss, (long long)state_.best_step);
+  if (ddp_ && ddp_->stats().syncs > 0)
+    std::printf("  data parallel: %d ranks; rank 0 waited %.1f s for gradient all-reduces (%.1f%% of this session), "
+                "%lld of %lld bucket launches overlapped with backward\n", host_->size(), ddp_->stats().wait_s,
+                100.0 * ddp_->stats().wait_s / std::max(1e-9, now_s() - session_start_),
+                (long long)ddp_->stats().launched_in_backward,
+                (long long)(ddp_->stats().launched_in_backward + ddp_->stats().launched_at_finish));
+  if (!last_test_.empty()) std::printf("  test (best checkpoint): %s\n", format_metrics(last_test_).c_str());
+  std::printf("  run folder:  %s\n", paths_.dir.string().c_str());
+  std::printf("  checkpoint:  %s (latest: %s)\n", paths_.best().string().c_str(), paths_.latest().string().c_str());
+  std::printf("  metrics:     %s\n", paths_.metrics().string().c_str());
+  std::printf("  plot:        %s\n", paths_.plot().string().c_str());
+}
+
+}  // namespace ks::tools

@@ -1,0 +1,180 @@
+// tools/train/trainer.h — the training loop behind `keystone train`: data, model,
+// optimizer and schedule built from a config; a summary of what the run will
+// see; a live progress line; periodic evaluation; metrics.jsonl; latest and
+// best checkpoints; a clean stop on Ctrl-C (SIGINT) or SIGTERM that saves
+// first; resuming; gradient accumulation; a wall-clock budget
+// (train.max_time) and early stopping (train.patience).
+//
+// Resuming is exact: a checkpoint holds the parameters, the optimizer state,
+// and the training state of tools/train/train_state.h (loader position, dropout
+// generator, partial sums of the current log interval), and the schedule is
+// a pure function of the step. So a run stopped at any step and resumed
+// writes the same losses as one that never stopped (tests/tools/test_trainer.cpp
+// checks this). The one exception is train.max_time: a schedule annealed to
+// wall-clock time depends on how fast each session ran.
+//
+// The folder is locked for the whole run (tools/train/run_dir.h RunLock). A folder
+// whose run stopped before its first checkpoint holds nothing to keep, so a
+// new `train` into it, or a --resume of it, starts it afresh. A --resume of a
+// run whose training is over (train.steps reached, its time budget spent, or
+// stopped by train.patience, as the checkpoint's clock and counts say) trains
+// nothing and leaves the folder as it is; only a run stopped during its final
+// test evaluation gets that evaluation. A --resume that changes train.steps
+// or train.max_time prints where the schedule now ends and how the learning
+// rate moves.
+//
+// The best checkpoint is the one with the lowest validation loss. After the
+// last step the whole test split is evaluated with it.
+//
+// Gradient accumulation (train.accumulate_steps) weighs each micro-batch's
+// mean loss by its share of the step's predictions (target tokens, labels),
+// as data parallelism weighs the ranks, so accumulate_steps micro-batches
+// give the gradient of one batch of them all.
+//
+// Data parallel (`mpirun -np N keystone train ...`, ranks from the
+// launcher's environment): every rank builds the same model (rank 0's
+// weights are broadcast) and reads its own slice of each global batch of
+// N × train.batch_size examples (datasets/loader.h shards). Each rank's mean
+// loss is weighted by its share of the global batch's predictions, and
+// nn::DistributedDataParallel averages the gradients during backward, so a
+// step equals one process's step on the global batch (to float32 reduction
+// order). The loss, token counts, stop requests and the clock are reduced
+// every step, so all ranks take the same decisions (stop, time budget,
+// patience); evaluation is split over the ranks and summed. Rank 0 alone
+// writes the run folder and prints; a checkpoint holds every rank's dropout
+// stream and (with train.zero) the gathered optimizer state, so --resume
+// with the same N continues exactly; another N is refused.
+// Not here: the folder layout and loading runs (tools/train/run_dir.h), the
+// command-line flags (tools/train/train.cpp), how a model computes its loss
+// (tools/train/task.h).
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <nlohmann/json.hpp>
+
+#include "datasets/loader.h"
+#include "core/distributed.h"
+#include "models/model.h"
+#include "nn/data_parallel.h"
+#include "nn/optim.h"
+#include "nn/zero.h"
+#include "tools/train/data_setup.h"
+#include "tools/train/run_dir.h"
+#include "tools/train/task.h"
+#include "tools/train/train_schedule.h"
+#include "tools/train/train_state.h"
+
+namespace ks::tools {
+
+// Asks a running Trainer to save and stop after its current step. Safe to
+// call from a signal handler or another thread.
+void request_training_stop();
+
+// While alive, SIGINT and SIGTERM call request_training_stop(); a second
+// signal stops the process at once (the last checkpoint stays intact).
+class StopSignalScope {
+ public:
+  StopSignalScope();
+  ~StopSignalScope();
+  StopSignalScope(const StopSignalScope&) = delete;
+  StopSignalScope& operator=(const StopSignalScope&) = delete;
+};
+
+struct TrainerOptions {
+  std::filesystem::path run_dir;
+  bool resume = false;
+  bool progress = true;  // the live progress line (stderr); tests turn it off
+  // Called after every optimizer step with the step and its loss (tests).
+  std::function<void(int64_t step, double loss)> on_step{};
+};
+
+enum class TrainOutcome { Finished, Stopped };
+
+class Trainer {
+ public:
+  // Builds data, model and optimizer. With options.resume, `config` must be
+  // the run's own config.json (train.* keys may differ) and the latest
+  // checkpoint is loaded; without it, run_dir must not hold a run already.
+  Trainer(const TrainConfig& config, TrainerOptions options);
+  ~Trainer();
+
+  TrainOutcome run();
+
+  int64_t step() const { return state_.step; }
+  const RunPaths& paths() const { return paths_; }
+  const TrainConfig& config() const { return config_; }
+  // The last evaluation of each split (empty when none ran).
+  const nlohmann::json& last_valid() const { return last_valid_; }
+  const nlohmann::json& last_test() const { return last_test_; }
+
+ private:
+  void build(bool resume);
+  void restore_from_latest(const nlohmann::json& config_json);
+  // Cuts metrics.jsonl back to the checkpoint's step (rank 0), or leaves it as
+  // it is and returns true when the run is finished and holds its test record.
+  bool trim_metrics_to_checkpoint();
+  void write_run_files(bool resumed);
+  bool evaluate_valid();  // true when the valid loss improved
+  void evaluate_test_with_best();
+  void save(const std::filesystem::path& path);
+  void log_train_record();
+  void append_metrics(nlohmann::json record);
+  void print_progress(bool force);
+  void print_start() const;
+  void print_summary() const;
+  void setup_ranks();
+  bool distributed() const { return host_->size() > 1; }
+  // The run's saved tokenizers, read by rank 0 and handed to every rank.
+  RunTokenizers run_tokenizers() const;
+  // One optimizer step: forward and backward of every micro-batch, the
+  // gradient reduction, clipping `params` and the update; returns the step's loss.
+  double train_step(const std::vector<Tensor>& params);
+  double elapsed() const;
+  // The clock every decision uses: elapsed(), or rank 0's in a data-parallel run.
+  double clock() const { return distributed() ? agreed_elapsed_ : elapsed(); }
+  // The step the schedule is evaluated at: the real step, or further along
+  // when train.max_time will end the run before train.steps.
+  int64_t schedule_step() const;
+  // Why the run must not (or need not) go on at `seconds` on its clock; empty when it may.
+  std::string finished_reason(double seconds) const;
+
+  TrainConfig config_;
+  TrainerOptions options_;
+  RunPaths paths_;
+  std::unique_ptr<RunLock> lock_;
+  data::Splits splits_;
+  Device device_ = Device::cpu();  // train.device: the model, its optimizer state and each batch live there
+  std::shared_ptr<models::Model> model_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  std::unique_ptr<data::DataLoader> loader_;
+  nn::LRSchedule schedule_;
+  std::optional<double> bpb_factor_;  // nats per token -> bits per byte on the train split (LMs with text)
+
+  dist::ProcessGroup* host_ = nullptr;     // the job's ranks, for host values (single when alone)
+  dist::ProcessGroup* tensors_ = nullptr;  // for tensors on device_: MPI on the CPU, NCCL on CUDA
+  bool lead_ = true;                       // rank 0: writes the run folder and prints
+  std::unique_ptr<nn::DistributedDataParallel> ddp_;
+  std::unique_ptr<nn::ZeroOptimizer> zero_;
+  double agreed_elapsed_ = 0;  // rank 0's clock after the last step
+  bool agreed_stop_ = false;   // some rank was asked to stop
+  double wait_logged_ = 0;     // ddp_'s wait_s at the last train record
+
+  TrainState state_;  // what a checkpoint carries besides the weights (tools/train/train_state.h)
+  // A resumed run whose training was over when saved: why (empty otherwise),
+  // and whether its test record is written; run() then does only what is left.
+  std::string finished_;
+  bool test_done_ = false;
+  double session_start_ = 0, interval_start_ = 0, last_print_ = -1e9;
+  int64_t session_first_step_ = 0;
+  double elapsed_before_ = 0;  // seconds of earlier sessions of this run
+  double shown_loss_ = -1;  // smoothed loss for the progress line only
+  double shown_rate_ = -1;  // tokens/s of the last train record, for the progress line
+  nlohmann::json last_valid_, last_test_;
+};
+
+}  // namespace ks::tools
