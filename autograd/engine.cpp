@@ -22,9 +22,12 @@ struct LaterFirst {
 // compute slot + g element by element, so the bits are the same.
 void add_to_buffer(std::vector<Tensor>& buffer, size_t k, Tensor g) {
   if (!g.defined()) return;
-  if (!buffer[k].defined()) buffer[k] = std::move(g);
-  else if (unshared_dense(buffer[k])) grad_accumulate_(buffer[k], g);  // g holds a handle: never buffer[k] itself
-  else buffer[k] = grad_sum(buffer[k], g);
+  if (!buffer[k].defined())
+    buffer[k] = std::move(g);
+  else if (unshared_dense(buffer[k]))
+    grad_accumulate_(buffer[k], g);  // g holds a handle: never buffer[k] itself
+  else
+    buffer[k] = grad_sum(buffer[k], g);
 }
 
 }  // namespace
@@ -49,8 +52,8 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
              "or from tensors without requires_grad?)");
     Tensor g = grads[i];
     if (!g.defined()) {
-      KS_CHECK(r.numel() == 1, "backward: a gradient can be implied only for a one-element root; root ",
-               i, " is ", describe(r), ", so pass its gradient explicitly");
+      KS_CHECK(r.numel() == 1, "backward: a gradient can be implied only for a one-element root; root ", i, " is ",
+               describe(r), ", so pass its gradient explicitly");
       g = ones(r.sizes(), {.dtype = r.dtype(), .device = r.device()});
     }
     KS_CHECK(g.sizes() == r.sizes() && g.dtype() == r.dtype(), "backward: gradient ", describe(g),
@@ -66,20 +69,29 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
   std::vector<Node*> stack;
   std::unordered_map<Node*, bool> seen;
   for (auto& n : root_nodes)
-    if (!seen[n.get()]) { seen[n.get()] = true; stack.push_back(n.get()); }
+    if (!seen[n.get()]) {
+      seen[n.get()] = true;
+      stack.push_back(n.get());
+    }
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->next_edges) {
       if (!e.valid()) continue;
       ++deps[e.node.get()];
-      if (!seen[e.node.get()]) { seen[e.node.get()] = true; stack.push_back(e.node.get()); }
+      if (!seen[e.node.get()]) {
+        seen[e.node.get()] = true;
+        stack.push_back(e.node.get());
+      }
     }
   }
 
   std::priority_queue<Node*, std::vector<Node*>, LaterFirst> ready;
   for (auto& n : root_nodes)
-    if (deps[n.get()] == 0 && seen[n.get()]) { ready.push(n.get()); seen[n.get()] = false; }
+    if (deps[n.get()] == 0 && seen[n.get()]) {
+      ready.push(n.get());
+      seen[n.get()] = false;
+    }
 
   while (!ready.empty()) {
     Node* node = ready.top();
@@ -100,8 +112,8 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
       grad_in = node->apply(std::move(grad_out));
       if (!retain_graph) node->release_saved();
     }
-    KS_CHECK(grad_in.empty() || grad_in.size() == node->next_edges.size(), "backward: ", node->name(),
-             " returned ", grad_in.size(), " gradients for ", node->next_edges.size(), " inputs");
+    KS_CHECK(grad_in.empty() || grad_in.size() == node->next_edges.size(), "backward: ", node->name(), " returned ",
+             grad_in.size(), " gradients for ", node->next_edges.size(), " inputs");
 
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];

@@ -48,10 +48,8 @@ class AutogradContext {
   std::vector<SavedTensor> saved_;
 };
 
-template <class Derived>
-struct Function {
-  template <class... Args>
-  static Tensor apply(Args&&... args) {
+template <class Derived> struct Function {
+  template <class... Args> static Tensor apply(Args&&... args) {
     std::vector<Tensor> inputs;
     auto collect = [&](const auto& a) {
       if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Tensor>) inputs.push_back(a);

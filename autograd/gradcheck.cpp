@@ -95,10 +95,9 @@ GradcheckResult gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
           if (!(diff <= tol) && (diff - tol > worst_excess || result.ok)) {
             result.ok = false;
             worst_excess = std::isnan(diff) ? INFINITY : diff - tol;
-            result.message = str("gradcheck failed: input ", i, " (", describe(x), ") element ",
-                                 unravel(k, x.sizes()), ", output ", o, " element ",
-                                 unravel(int64_t(j), outputs[o].sizes()), ": analytical ", ana,
-                                 ", numerical ", num, ", |diff| ", diff, " > tolerance ", tol);
+            result.message = str("gradcheck failed: input ", i, " (", describe(x), ") element ", unravel(k, x.sizes()),
+                                 ", output ", o, " element ", unravel(int64_t(j), outputs[o].sizes()), ": analytical ",
+                                 ana, ", numerical ", num, ", |diff| ", diff, " > tolerance ", tol);
           }
         }
       }
@@ -107,10 +106,9 @@ GradcheckResult gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
   return result;
 }
 
-GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                          const std::vector<Tensor>& inputs, GradcheckOptions opts) {
-  return gradcheck(GradcheckFn([&](const std::vector<Tensor>& x) { return std::vector<Tensor>{f(x)}; }),
-                   inputs, opts);
+GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
+                          GradcheckOptions opts) {
+  return gradcheck(GradcheckFn([&](const std::vector<Tensor>& x) { return std::vector<Tensor>{f(x)}; }), inputs, opts);
 }
 
 }  // namespace ks

@@ -32,7 +32,7 @@ struct GradcheckResult {
 using GradcheckFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 GradcheckResult gradcheck(const GradcheckFn& f, const std::vector<Tensor>& inputs, GradcheckOptions opts = {});
-GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                          const std::vector<Tensor>& inputs, GradcheckOptions opts = {});
+GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
+                          GradcheckOptions opts = {});
 
 }  // namespace ks

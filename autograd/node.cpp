@@ -28,8 +28,7 @@ std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grad_outputs) {
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   Tensor g = std::move(grad_outputs.at(0));
   Tensor leaf(leaf_);
-  KS_CHECK(g.sizes() == leaf.sizes(), "backward: gradient ", describe(g), " does not match leaf ",
-           describe(leaf));
+  KS_CHECK(g.sizes() == leaf.sizes(), "backward: gradient ", describe(g), " does not match leaf ", describe(leaf));
   Tensor current = leaf.grad();
   if (!current.defined()) {
     // Kept as it is when nothing else can see it (grad_accumulate.h): the
@@ -58,11 +57,9 @@ SavedTensor::SavedTensor(const Tensor& t) {
 
 Tensor SavedTensor::unpack() const {
   if (!data_.defined()) return data_;
-  KS_CHECK(data_.version() == saved_version_,
-           "backward: a tensor needed for gradient computation (", describe(data_),
-           ") was modified by an in-place operation: it is at version ", data_.version(),
-           "; expected version ", saved_version_,
-           ". Use an out-of-place op, or clone the tensor before changing it");
+  KS_CHECK(data_.version() == saved_version_, "backward: a tensor needed for gradient computation (", describe(data_),
+           ") was modified by an in-place operation: it is at version ", data_.version(), "; expected version ",
+           saved_version_, ". Use an out-of-place op, or clone the tensor before changing it");
   return data_;
 }
 

@@ -23,8 +23,8 @@ constexpr size_t kMaxCachedBytes = size_t(2) << 30;  // 2 GiB
 size_t size_class(size_t n) {
   if (n <= 256) return (n + kAlign - 1) / kAlign * kAlign;
   size_t p = 256;
-  while (p < n) p <<= 1;     // p = next power of two >= n
-  size_t step = p / 8;       // classes p/2 + k*p/8, k = 1..4
+  while (p < n) p <<= 1;  // p = next power of two >= n
+  size_t step = p / 8;    // classes p/2 + k*p/8, k = 1..4
   size_t c = p / 2;
   while (c < n) c += step;
   return c;
@@ -120,9 +120,7 @@ Allocator& allocator_for(DeviceType type) {
   return *a;
 }
 
-void register_allocator(DeviceType type, Allocator* allocator) {
-  g_allocators[static_cast<int>(type)] = allocator;
-}
+void register_allocator(DeviceType type, Allocator* allocator) { g_allocators[static_cast<int>(type)] = allocator; }
 
 CpuMemoryStats cpu_memory_stats() { return cpu_allocator().stats(); }
 void set_cpu_caching(bool enabled) { cpu_allocator().set_caching(enabled); }

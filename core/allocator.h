@@ -31,8 +31,8 @@ void register_allocator(DeviceType type, Allocator* allocator);
 
 // Statistics of the CPU caching allocator, for tests and memory reports.
 struct CpuMemoryStats {
-  size_t bytes_in_use = 0;   // handed out and not yet freed
-  size_t bytes_cached = 0;   // freed, kept for reuse
+  size_t bytes_in_use = 0;  // handed out and not yet freed
+  size_t bytes_cached = 0;  // freed, kept for reuse
   size_t peak_in_use = 0;
 };
 CpuMemoryStats cpu_memory_stats();

@@ -20,32 +20,34 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape, const char* op) {
   Shape s(nd, 0);
   for (int64_t i = 0; i < td; ++i) {
     int64_t d = nd - td + i;
-    if (t.sizes()[i] == shape[d]) s[d] = t.strides()[i];
-    else KS_CHECK(t.sizes()[i] == 1, op, ": cannot broadcast ", describe(t), " to ", shape);
+    if (t.sizes()[i] == shape[d])
+      s[d] = t.strides()[i];
+    else
+      KS_CHECK(t.sizes()[i] == 1, op, ": cannot broadcast ", describe(t), " to ", shape);
   }
   return s;
 }
 
 void copy_cpu(const Tensor& dst, const Tensor& src) {
-  auto L = make_strided_layout<2>(dst.sizes(), {dst.strides(), src.strides()},
-                                  {dst.element_size(), src.element_size()});
+  auto L =
+      make_strided_layout<2>(dst.sizes(), {dst.strides(), src.strides()}, {dst.element_size(), src.element_size()});
   char* base_d = static_cast<char*>(dst.data_ptr());
   char* base_s = static_cast<char*>(src.data_ptr());
   dispatch_storage(dst.dtype(), "copy", [&](auto dt) {
     using D = typename decltype(dt)::type;
     dispatch_storage(src.dtype(), "copy", [&](auto st) {
       using S = typename decltype(st)::type;
-      strided_for_each<2>(L, {base_d, base_s}, kElementwiseGrain,
-                          [](std::array<char*, 2> p, int64_t n, std::array<int64_t, 2> s) {
-        if constexpr (std::is_same_v<D, S>) {
-          if (s[0] == int64_t(sizeof(D)) && s[1] == int64_t(sizeof(S))) {
-            std::memcpy(p[0], p[1], size_t(n) * sizeof(D));
-            return;
-          }
-        }
-        for (int64_t i = 0; i < n; ++i)
-          *reinterpret_cast<D*>(p[0] + i * s[0]) = convert<D>(*reinterpret_cast<const S*>(p[1] + i * s[1]));
-      });
+      strided_for_each<2>(
+          L, {base_d, base_s}, kElementwiseGrain, [](std::array<char*, 2> p, int64_t n, std::array<int64_t, 2> s) {
+            if constexpr (std::is_same_v<D, S>) {
+              if (s[0] == int64_t(sizeof(D)) && s[1] == int64_t(sizeof(S))) {
+                std::memcpy(p[0], p[1], size_t(n) * sizeof(D));
+                return;
+              }
+            }
+            for (int64_t i = 0; i < n; ++i)
+              *reinterpret_cast<D*>(p[0] + i * s[0]) = convert<D>(*reinterpret_cast<const S*>(p[1] + i * s[1]));
+          });
     });
   });
 }
@@ -57,13 +59,13 @@ void fill_cpu(const Tensor& t, double value) {
     const T v = convert<T>(value);
     strided_for_each<1>(L, {static_cast<char*>(t.data_ptr())}, kElementwiseGrain,
                         [&](std::array<char*, 1> p, int64_t n, std::array<int64_t, 1> s) {
-      if (s[0] == int64_t(sizeof(T))) {
-        T* d = reinterpret_cast<T*>(p[0]);
-        for (int64_t i = 0; i < n; ++i) d[i] = v;
-      } else {
-        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(p[0] + i * s[0]) = v;
-      }
-    });
+                          if (s[0] == int64_t(sizeof(T))) {
+                            T* d = reinterpret_cast<T*>(p[0]);
+                            for (int64_t i = 0; i < n; ++i) d[i] = v;
+                          } else {
+                            for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(p[0] + i * s[0]) = v;
+                          }
+                        });
   });
 }
 
@@ -78,8 +80,7 @@ KS_REGISTER_KERNEL(device_memcpy, CPU, memcpy_cpu);
 }  // namespace
 
 void copy_(const Tensor& dst, const Tensor& src) {
-  KS_CHECK(dst.is_non_overlapping(), "copy_: destination ", describe(dst),
-           " has overlapping (expanded) elements");
+  KS_CHECK(dst.is_non_overlapping(), "copy_: destination ", describe(dst), " has overlapping (expanded) elements");
   Tensor s = src.alias(dst.sizes(), broadcast_strides(src, dst.sizes(), "copy_"), src.storage_offset());
   if (dst.numel() == 0) return;
   if (dst.device() == s.device()) {

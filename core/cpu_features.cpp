@@ -42,7 +42,7 @@ void identify(CpuFeatures& f) {
   unsigned r[4];
   if (__get_cpuid(0, &r[0], &r[1], &r[2], &r[3])) {
     char vendor[13] = {};
-    std::memcpy(vendor, &r[1], 4);      // ebx, edx, ecx
+    std::memcpy(vendor, &r[1], 4);  // ebx, edx, ecx
     std::memcpy(vendor + 4, &r[3], 4);
     std::memcpy(vendor + 8, &r[2], 4);
     f.vendor = vendor;
@@ -64,7 +64,7 @@ CpuFeatures detect() {
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return f;  // no OSXSAVE: no xgetbv
   const uint64_t xcr0 = xgetbv0();
-  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;         // SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM
+  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;               // SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM
   const bool tile_state = (xcr0 & (3u << 17)) == (3u << 17);  // XTILECFG and XTILEDATA
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
   const bool avx512f = b & (1u << 16), avx512bw = b & (1u << 30), avx512vl = b & (1u << 31);
@@ -78,8 +78,8 @@ CpuFeatures detect() {
     if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0)
       f.amx_permitted = true;
     else
-      f.amx_refusal = str("Linux refused the tile data permission (arch_prctl ARCH_REQ_XCOMP_PERM: ",
-                          std::strerror(errno), ")");
+      f.amx_refusal =
+          str("Linux refused the tile data permission (arch_prctl ARCH_REQ_XCOMP_PERM: ", std::strerror(errno), ")");
   }
   return f;
 }

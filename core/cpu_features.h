@@ -27,9 +27,9 @@ namespace ks {
 enum class CpuGemmPath { Float32, Avx512Bf16, Amx };
 
 struct CpuFeatures {
-  bool avx512 = false;       // AVX512F + BW + VL with the OS saving zmm state
-  bool avx512_bf16 = false;  // and AVX512-BF16
-  bool amx_bf16 = false;     // AMX-TILE + AMX-BF16 with the OS saving tile state
+  bool avx512 = false;         // AVX512F + BW + VL with the OS saving zmm state
+  bool avx512_bf16 = false;    // and AVX512-BF16
+  bool amx_bf16 = false;       // AMX-TILE + AMX-BF16 with the OS saving tile state
   bool amx_permitted = false;  // Linux granted this process the tile data state
   std::string amx_refusal;     // why amx_permitted is false, when amx_bf16 is true
   std::string vendor;          // cpuid's vendor string: "GenuineIntel", "AuthenticAMD", ...

@@ -41,7 +41,6 @@ void cuda_synchronize(int device = 0);
 void cuda_set_deterministic(bool on);
 bool cuda_deterministic();
 
-
 // A new contiguous CPU tensor in page-locked (pinned) memory: copies from it
 // to a CUDA device run asynchronously, so a loader can stage the next batch
 // while the GPU computes. Throws in a build without CUDA.

@@ -24,7 +24,7 @@ std::atomic<bool>& flag() {
 }
 
 #ifdef KS_HAS_MXCSR
-constexpr unsigned kFlushToZero = 0x8000;      // MXCSR.FTZ: denormal results become 0
+constexpr unsigned kFlushToZero = 0x8000;       // MXCSR.FTZ: denormal results become 0
 constexpr unsigned kDenormalsAreZero = 0x0040;  // MXCSR.DAZ: denormal inputs read as 0
 #endif
 

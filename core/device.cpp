@@ -15,7 +15,10 @@ Device parse_device(const std::string& s) {
   if (s.rfind("cuda:", 0) == 0 && s.size() > 5) {
     size_t used = 0;
     int i = -1;
-    try { i = std::stoi(s.substr(5), &used); } catch (...) {}
+    try {
+      i = std::stoi(s.substr(5), &used);
+    } catch (...) {
+    }
     if (used == s.size() - 5 && i >= 0) return Device::cuda(i);
   }
   throw Error(str("unknown device '", s, "' (expected cpu, cuda or cuda:N)"));

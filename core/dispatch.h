@@ -31,8 +31,7 @@
 
 namespace ks {
 
-template <class Fn>
-class KernelTable {
+template <class Fn> class KernelTable {
  public:
   constexpr explicit KernelTable(const char* name) : name_(name), table_{} {}
 
@@ -46,8 +45,7 @@ class KernelTable {
     return fn;
   }
 
-  template <class... Args>
-  decltype(auto) operator()(Device device, Args&&... args) const {
+  template <class... Args> decltype(auto) operator()(Device device, Args&&... args) const {
     if (profiler::enabled()) {  // core/profiler.h: this call's time, charged to the table's name
       profiler::Scope scope(name_);
       return get(device)(std::forward<Args>(args)...);
@@ -64,6 +62,6 @@ class KernelTable {
 
 #define KS_CONCAT_INNER(a, b) a##b
 #define KS_CONCAT(a, b) KS_CONCAT_INNER(a, b)
-#define KS_REGISTER_KERNEL(table, device_type, fn)                                   \
-  static const bool KS_CONCAT(ks_kernel_registered_, __LINE__) =                     \
+#define KS_REGISTER_KERNEL(table, device_type, fn)               \
+  static const bool KS_CONCAT(ks_kernel_registered_, __LINE__) = \
       ((table).set(::ks::DeviceType::device_type, (fn)), true)

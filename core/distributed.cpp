@@ -32,8 +32,8 @@ std::optional<int> env_int(const char* name) {
   char* end = nullptr;
   errno = 0;
   const long x = std::strtol(v, &end, 10);
-  KS_CHECK(end != v && *end == '\0' && errno == 0 && x >= 0 && x <= (1 << 24), "distributed: the launcher's ",
-           name, "='", std::string(v).substr(0, 40), "' is not a rank or size");
+  KS_CHECK(end != v && *end == '\0' && errno == 0 && x >= 0 && x <= (1 << 24), "distributed: the launcher's ", name,
+           "='", std::string(v).substr(0, 40), "' is not a rank or size");
   return int(x);
 }
 
@@ -78,7 +78,9 @@ std::map<DeviceType, std::unique_ptr<ProcessGroup>> g_groups;  // guarded by g_m
 
 LaunchInfo launch_info() {
   LaunchInfo info;
-  struct Names { const char *launcher, *rank, *size, *local, *local_size; };
+  struct Names {
+    const char *launcher, *rank, *size, *local, *local_size;
+  };
   // Open MPI's mpirun, then PMIx (srun --mpi=pmix, prterun), then PMI-1/2 (MPICH, Slurm).
   for (const Names& n : {Names{"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
                                "OMPI_COMM_WORLD_LOCAL_SIZE"},
@@ -94,8 +96,8 @@ LaunchInfo launch_info() {
     info.size = size.value_or(0);
     info.local_rank = env_int(n.local).value_or(0);
     info.local_size = env_int(n.local_size).value_or(0);
-    KS_CHECK(!size || (*size >= 1 && *rank < *size), "distributed: the launcher says rank ", *rank, " of ",
-             *size, " (", n.rank, ", ", n.size, ")");
+    KS_CHECK(!size || (*size >= 1 && *rank < *size), "distributed: the launcher says rank ", *rank, " of ", *size, " (",
+             n.rank, ", ", n.size, ")");
     return info;
   }
   return info;
@@ -143,7 +145,8 @@ std::unique_ptr<ProcessGroup> new_group(const std::string& backend, Device devic
   }
   return make_nccl_group(*mpi, device);
 #else
-  throw Error("distributed: this build has no NCCL backend (it needs KS_CUDA=ON with the CUDA toolkit's NCCL, and KS_MPI)");
+  throw Error(
+      "distributed: this build has no NCCL backend (it needs KS_CUDA=ON with the CUDA toolkit's NCCL, and KS_MPI)");
 #endif
 #else
   (void)device;

@@ -21,10 +21,9 @@
 // Failure: every wait is bounded by timeout_s(). A collective that does not
 // complete in time (a rank died, hangs, or never reached it) throws
 // PeerFailure, whose message names the ranks that did not answer a ping on a
-// side channel (the caller adds its own rank: keystone's main does). A rank that cannot go on must call abort(): the others would
-// otherwise wait in the next collective, and the launcher stops them all.
-// Not here: data parallelism over a model (nn/data_parallel.h), ZeRO
-// (nn/zero.h), and the trainer's use of them (tools/train/trainer.h).
+// side channel (the caller adds its own rank: keystone's main does). A rank that cannot go on must call abort(): the
+// others would otherwise wait in the next collective, and the launcher stops them all. Not here: data parallelism over
+// a model (nn/data_parallel.h), ZeRO (nn/zero.h), and the trainer's use of them (tools/train/trainer.h).
 #pragma once
 
 #include <cstddef>
@@ -42,9 +41,9 @@ namespace ks::dist {
 struct LaunchInfo {
   bool launched = false;  // started by mpirun (OMPI_COMM_WORLD_*) or a PMI/PMIx launcher
   int rank = 0, size = 1;
-  int local_rank = 0;     // rank among the processes on this machine (picks the GPU)
-  int local_size = 1;     // processes on this machine (0: the launcher does not say)
-  std::string launcher;   // "mpirun", "pmix", "pmi" or "" (not launched)
+  int local_rank = 0;    // rank among the processes on this machine (picks the GPU)
+  int local_size = 1;    // processes on this machine (0: the launcher does not say)
+  std::string launcher;  // "mpirun", "pmix", "pmi" or "" (not launched)
 };
 // Throws naming the variable when the environment is inconsistent (a rank
 // outside [0, size), a size below 1, a non-number).
@@ -95,8 +94,7 @@ class ProcessGroup {
   // every rank: `value` is returned on root and overwritten elsewhere.
   //   resume = group.broadcast_value(resume, 0);   // rank 0 looked at the folder
   // Every rank's build must lay T out alike (one binary on every rank does).
-  template <class T>
-  T broadcast_value(T value, int root) {
+  template <class T> T broadcast_value(T value, int root) {
     static_assert(std::is_trivially_copyable_v<T>, "broadcast_value: T must be trivially copyable");
     broadcast_host(&value, sizeof(T), root);
     return value;

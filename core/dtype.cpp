@@ -30,8 +30,8 @@ const char* name(DType t) {
 }
 
 DType parse_dtype(const std::string& s) {
-  for (DType t : {DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::Bool,
-                  DType::BFloat16, DType::Float16})
+  for (DType t :
+       {DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::Bool, DType::BFloat16, DType::Float16})
     if (s == name(t)) return t;
   throw Error(str("unknown dtype '", s, "' (expected float32, float64, int64, int32, bool, bfloat16 or float16)"));
 }
@@ -42,10 +42,19 @@ Float16::Float16(float f) {
   std::memcpy(&x, &f, 4);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t mag = x & 0x7fffffffu;
-  if (mag > 0x7f800000u) { bits = static_cast<uint16_t>(sign | 0x7e00u); return; }  // NaN
-  if (mag >= 0x477ff000u) { bits = static_cast<uint16_t>(sign | 0x7c00u); return; }  // overflow -> inf
+  if (mag > 0x7f800000u) {
+    bits = static_cast<uint16_t>(sign | 0x7e00u);
+    return;
+  }  // NaN
+  if (mag >= 0x477ff000u) {
+    bits = static_cast<uint16_t>(sign | 0x7c00u);
+    return;
+  }                         // overflow -> inf
   if (mag < 0x38800000u) {  // subnormal or zero in half
-    if (mag < 0x33000000u) { bits = static_cast<uint16_t>(sign); return; }
+    if (mag < 0x33000000u) {
+      bits = static_cast<uint16_t>(sign);
+      return;
+    }
     uint32_t e = mag >> 23;
     uint32_t m = (mag & 0x7fffffu) | 0x800000u;
     uint32_t shift = 126 - e;  // 14 + (113 - e) - 1
@@ -73,7 +82,10 @@ Float16::operator float() const {
       out = sign;
     } else {  // subnormal: normalise
       int shift = 0;
-      while (!(m & 0x400u)) { m <<= 1; ++shift; }
+      while (!(m & 0x400u)) {
+        m <<= 1;
+        ++shift;
+      }
       m &= 0x3ffu;
       out = sign | (static_cast<uint32_t>(113 - shift) << 23) | (m << 13);
     }

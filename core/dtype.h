@@ -33,7 +33,10 @@ struct BFloat16 {
   explicit BFloat16(float f) {
     uint32_t u;
     std::memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) { bits = 0x7fc0; return; }  // NaN stays NaN
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      bits = 0x7fc0;
+      return;
+    }  // NaN stays NaN
     u += 0x7fffu + ((u >> 16) & 1u);
     bits = static_cast<uint16_t>(u >> 16);
   }
@@ -75,8 +78,7 @@ template <> constexpr DType dtype_of<Float16>() { return DType::Float16; }
 template <class T> struct TypeTag { using type = T; };
 
 // float32, float64.
-template <class F>
-decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
+template <class F> decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
   switch (t) {
     case DType::Float32: return f(TypeTag<float>{});
     case DType::Float64: return f(TypeTag<double>{});
@@ -85,8 +87,7 @@ decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
 }
 
 // float32, float64, int64, int32.
-template <class F>
-decltype(auto) dispatch_numeric(DType t, const char* op, F&& f) {
+template <class F> decltype(auto) dispatch_numeric(DType t, const char* op, F&& f) {
   switch (t) {
     case DType::Float32: return f(TypeTag<float>{});
     case DType::Float64: return f(TypeTag<double>{});
@@ -97,15 +98,13 @@ decltype(auto) dispatch_numeric(DType t, const char* op, F&& f) {
 }
 
 // Every CPU-computable dtype: the numeric ones and bool.
-template <class F>
-decltype(auto) dispatch_all(DType t, const char* op, F&& f) {
+template <class F> decltype(auto) dispatch_all(DType t, const char* op, F&& f) {
   if (t == DType::Bool) return f(TypeTag<bool>{});
   return dispatch_numeric(t, op, std::forward<F>(f));
 }
 
 // Every dtype including the 16-bit storage types (copies and conversions only).
-template <class F>
-decltype(auto) dispatch_storage(DType t, const char* op, F&& f) {
+template <class F> decltype(auto) dispatch_storage(DType t, const char* op, F&& f) {
   switch (t) {
     case DType::BFloat16: return f(TypeTag<BFloat16>{});
     case DType::Float16: return f(TypeTag<Float16>{});
@@ -114,8 +113,7 @@ decltype(auto) dispatch_storage(DType t, const char* op, F&& f) {
 }
 
 // Converts between any two element types through float/double where needed.
-template <class To, class From>
-inline To convert(From v) {
+template <class To, class From> inline To convert(From v) {
   if constexpr (std::is_same_v<From, BFloat16> || std::is_same_v<From, Float16>) {
     return convert<To>(static_cast<float>(v));
   } else if constexpr (std::is_same_v<To, BFloat16> || std::is_same_v<To, Float16>) {

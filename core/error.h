@@ -29,14 +29,12 @@ inline void append(std::ostringstream& os, const std::vector<int64_t>& v) {
   for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
   os << ']';
 }
-template <class T>
-void append(std::ostringstream& os, const T& v) { os << v; }
+template <class T> void append(std::ostringstream& os, const T& v) { os << v; }
 
 }  // namespace detail
 
 // Concatenates its arguments into one string, printing shape vectors as [a, b].
-template <class... Args>
-std::string str(const Args&... args) {
+template <class... Args> std::string str(const Args&... args) {
   std::ostringstream os;
   (detail::append(os, args), ...);
   return os.str();
@@ -46,15 +44,13 @@ std::string str(const Args&... args) {
 
 // KS_CHECK(cond, parts...): throw ks::Error(str(parts...)) when cond is false.
 // The message should start with the op name: KS_CHECK(ok, "matmul: ...").
-#define KS_CHECK(cond, ...)                                   \
-  do {                                                        \
-    if (!(cond)) throw ::ks::Error(::ks::str(__VA_ARGS__));   \
+#define KS_CHECK(cond, ...)                                 \
+  do {                                                      \
+    if (!(cond)) throw ::ks::Error(::ks::str(__VA_ARGS__)); \
   } while (0)
 
 // An internal invariant; failing it is a Keystone bug, not a user error.
-#define KS_ASSERT(cond)                                                        \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      throw ::ks::Error(::ks::str("internal error: ", #cond, " (", __FILE__,   \
-                                  ":", __LINE__, ")"));                        \
+#define KS_ASSERT(cond)                                                                                       \
+  do {                                                                                                        \
+    if (!(cond)) throw ::ks::Error(::ks::str("internal error: ", #cond, " (", __FILE__, ":", __LINE__, ")")); \
   } while (0)

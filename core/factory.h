@@ -38,8 +38,7 @@ Tensor full_like(const Tensor& t, double value);
 
 // From values in row-major order; shape defaults to 1-D [values.size()].
 // The dtype is that of T; the values are copied.
-template <class T>
-Tensor from_vector(const std::vector<T>& values, Shape shape = {}, Device device = Device::cpu());
+template <class T> Tensor from_vector(const std::vector<T>& values, Shape shape = {}, Device device = Device::cpu());
 // From a literal list, converted to opts.dtype: ks::tensor({1, 2, 3, 4}, {2, 2}).
 Tensor tensor(std::initializer_list<double> values, Shape shape = {}, TensorOptions opts = {});
 
@@ -60,7 +59,7 @@ void bernoulli_(const Tensor& t, double p, Generator* gen = nullptr);
 enum class RandomKind { Uniform, Normal, Bernoulli, IntRange };
 struct RandomSpec {
   RandomKind kind;
-  double a, b;           // uniform [a, b); normal (mean a, std b); bernoulli p = a; ints [a, b)
+  double a, b;  // uniform [a, b); normal (mean a, std b); bernoulli p = a; ints [a, b)
   uint64_t seed;
   uint64_t first_block;  // first Philox counter reserved for this draw
 };
@@ -71,11 +70,10 @@ extern KernelTable<RandomKernel> random_kernel;
 int64_t random_values_per_block(RandomKind kind, DType dtype);
 
 // ----------------------------------------------------------------------------
-template <class T>
-Tensor from_vector(const std::vector<T>& values, Shape shape, Device device) {
+template <class T> Tensor from_vector(const std::vector<T>& values, Shape shape, Device device) {
   if (shape.empty() && values.size() != 1) shape = {int64_t(values.size())};
-  KS_CHECK(numel_of(shape) == int64_t(values.size()), "from_vector: ", values.size(),
-           " values do not fill shape ", shape);
+  KS_CHECK(numel_of(shape) == int64_t(values.size()), "from_vector: ", values.size(), " values do not fill shape ",
+           shape);
   Tensor cpu = Tensor::empty(shape, dtype_of<T>(), Device::cpu());
   T* p = cpu.data<T>();
   for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];

@@ -58,21 +58,19 @@ void set_num_threads(int n) {
 
 bool in_parallel_region() { return t_parallel_depth > 0; }
 
-void parallel_for_impl(int64_t begin, int64_t end, int64_t grain,
-                       const std::function<void(int64_t, int64_t)>& body) {
+void parallel_for_impl(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
   state().get().execute([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(begin, end, grain),
-                      [&](const tbb::blocked_range<int64_t>& r) {
-                        apply_denormal_mode();  // TBB's workers start with the default float mode
-                        ++t_parallel_depth;
-                        try {
-                          body(r.begin(), r.end());
-                        } catch (...) {
-                          --t_parallel_depth;
-                          throw;
-                        }
-                        --t_parallel_depth;
-                      });
+    tbb::parallel_for(tbb::blocked_range<int64_t>(begin, end, grain), [&](const tbb::blocked_range<int64_t>& r) {
+      apply_denormal_mode();  // TBB's workers start with the default float mode
+      ++t_parallel_depth;
+      try {
+        body(r.begin(), r.end());
+      } catch (...) {
+        --t_parallel_depth;
+        throw;
+      }
+      --t_parallel_depth;
+    });
   });
 }
 

@@ -18,12 +18,10 @@ void set_num_threads(int n);  // n >= 1
 // A typical grain for cheap elementwise work, in elements.
 constexpr int64_t kElementwiseGrain = 32768;
 
-void parallel_for_impl(int64_t begin, int64_t end, int64_t grain,
-                       const std::function<void(int64_t, int64_t)>& body);
+void parallel_for_impl(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
 // body(chunk_begin, chunk_end) is called for disjoint chunks covering [begin, end).
-template <class F>
-inline void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& body) {
+template <class F> inline void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& body) {
   if (end <= begin) return;
   if (grain < 1) grain = 1;
   if (end - begin <= grain || num_threads() == 1) {

@@ -21,17 +21,22 @@ struct Formatter {
 
   std::string format(double v) const {
     char buf[64];
-    if (!floating) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
-    else if (std::isnan(v)) std::snprintf(buf, sizeof buf, "nan");
-    else if (std::isinf(v)) std::snprintf(buf, sizeof buf, v > 0 ? "inf" : "-inf");
-    else if (scientific) std::snprintf(buf, sizeof buf, "%.4e", v);
-    else std::snprintf(buf, sizeof buf, "%.4f", v);
+    if (!floating)
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+    else if (std::isnan(v))
+      std::snprintf(buf, sizeof buf, "nan");
+    else if (std::isinf(v))
+      std::snprintf(buf, sizeof buf, v > 0 ? "inf" : "-inf");
+    else if (scientific)
+      std::snprintf(buf, sizeof buf, "%.4e", v);
+    else
+      std::snprintf(buf, sizeof buf, "%.4f", v);
     return buf;
   }
 };
 
-void print_rec(std::ostringstream& os, const std::vector<double>& v, const Shape& sizes, size_t dim,
-               int64_t offset, bool summarise, const Formatter& f, int indent, bool is_bool) {
+void print_rec(std::ostringstream& os, const std::vector<double>& v, const Shape& sizes, size_t dim, int64_t offset,
+               bool summarise, const Formatter& f, int indent, bool is_bool) {
   const Shape strides = contiguous_strides(sizes);
   if (dim == sizes.size()) {
     std::string s = is_bool ? (v[size_t(offset)] != 0 ? "true" : "false") : f.format(v[size_t(offset)]);
@@ -47,8 +52,10 @@ void print_rec(std::ostringstream& os, const std::vector<double>& v, const Shape
     }
     print_rec(os, v, sizes, dim + 1, offset + i * strides[dim], summarise, f, indent + 1, is_bool);
     if (i + 1 < n) {
-      if (dim + 1 == sizes.size()) os << ", ";
-      else os << ',' << std::string(sizes.size() - dim - 1, '\n') << std::string(size_t(indent + 1), ' ');
+      if (dim + 1 == sizes.size())
+        os << ", ";
+      else
+        os << ',' << std::string(sizes.size() - dim - 1, '\n') << std::string(size_t(indent + 1), ' ');
     }
   }
   os << ']';

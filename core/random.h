@@ -32,7 +32,10 @@ KS_HOST_DEVICE inline void philox4x32_10(uint64_t key, uint64_t counter_hi, uint
     uint32_t n1 = uint32_t(p1);
     uint32_t n2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
     uint32_t n3 = uint32_t(p0);
-    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    c0 = n0;
+    c1 = n1;
+    c2 = n2;
+    c3 = n3;
     k0 += kWeyl0;
     k1 += kWeyl1;
   }

@@ -17,14 +17,13 @@ namespace ks {
 
 namespace {
 
-constexpr int64_t kPerBlock = 4;                 // draws per Philox block
-constexpr int64_t kLanes = 16;                   // Philox blocks per AVX-512 pass
+constexpr int64_t kPerBlock = 4;                  // draws per Philox block
+constexpr int64_t kLanes = 16;                    // Philox blocks per AVX-512 pass
 constexpr int64_t kPerPass = kPerBlock * kLanes;  // draws per pass
 
 // (hi, lo) of the 32 × 32 → 64-bit products a_i · m in each 32-bit lane.
-__attribute__((target("avx512f"), always_inline)) inline void mul_wide(__m512i a, __m512i m, __m512i& hi,
-                                                                        __m512i& lo) {
-  const __m512i even = _mm512_mul_epu32(a, m);                         // lanes 0, 2, ... as 64-bit products
+__attribute__((target("avx512f"), always_inline)) inline void mul_wide(__m512i a, __m512i m, __m512i& hi, __m512i& lo) {
+  const __m512i even = _mm512_mul_epu32(a, m);                        // lanes 0, 2, ... as 64-bit products
   const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), m);  // lanes 1, 3, ...
   hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
   lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
@@ -33,8 +32,8 @@ __attribute__((target("avx512f"), always_inline)) inline void mul_wide(__m512i a
 // Draws 4b .. 4b+3 of blocks first_block + b for b in [0, 16 · passes),
 // written to keep[0, 64 · passes). A draw (hi, lo) is kept when its 53-bit
 // value u = hi·2^21 + (lo >> 11) is below t = t_hi·2^21 + t_lo.
-__attribute__((target("avx512f"))) void draws_avx512(bool* keep, int64_t passes, uint64_t seed,
-                                                      uint64_t first_block, uint32_t t_hi, uint32_t t_lo) {
+__attribute__((target("avx512f"))) void draws_avx512(bool* keep, int64_t passes, uint64_t seed, uint64_t first_block,
+                                                     uint32_t t_hi, uint32_t t_lo) {
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i mul0 = _mm512_set1_epi32(int(0xD2511F53u)), mul1 = _mm512_set1_epi32(int(0xCD9E8D57u));
   const __m512i thi = _mm512_set1_epi32(int(t_hi)), tlo = _mm512_set1_epi32(int(t_lo));
@@ -78,8 +77,7 @@ __attribute__((target("avx512f"))) void draws_avx512(bool* keep, int64_t passes,
 
 }  // namespace
 
-void bernoulli_draws_scalar(bool* keep, int64_t n, uint64_t seed, uint64_t first_block, uint64_t idx0,
-                            double p_one) {
+void bernoulli_draws_scalar(bool* keep, int64_t n, uint64_t seed, uint64_t first_block, uint64_t idx0, double p_one) {
   int64_t c = 0;
   while (c < n) {
     const uint64_t idx = idx0 + uint64_t(c);

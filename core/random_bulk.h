@@ -22,7 +22,6 @@ namespace ks {
 void bernoulli_draws(bool* keep, int64_t n, uint64_t seed, uint64_t first_block, uint64_t idx0, double p_one);
 
 // The scalar definition alone, for tests that compare the two paths.
-void bernoulli_draws_scalar(bool* keep, int64_t n, uint64_t seed, uint64_t first_block, uint64_t idx0,
-                            double p_one);
+void bernoulli_draws_scalar(bool* keep, int64_t n, uint64_t seed, uint64_t first_block, uint64_t idx0, double p_one);
 
 }  // namespace ks

@@ -10,8 +10,7 @@
 namespace ks {
 
 // Get reads the setting and Set writes it; both are plain functions.
-template <class T, T (*Get)(), void (*Set)(T)>
-class ScopedSetting {
+template <class T, T (*Get)(), void (*Set)(T)> class ScopedSetting {
  public:
   explicit ScopedSetting(T value) : previous_(Get()) { Set(value); }
   ~ScopedSetting() { Set(previous_); }

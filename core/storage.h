@@ -42,8 +42,6 @@ class StorageImpl {
 
 using Storage = std::shared_ptr<StorageImpl>;
 
-inline Storage make_storage(size_t nbytes, Device device) {
-  return std::make_shared<StorageImpl>(nbytes, device);
-}
+inline Storage make_storage(size_t nbytes, Device device) { return std::make_shared<StorageImpl>(nbytes, device); }
 
 }  // namespace ks

@@ -19,10 +19,9 @@
 
 namespace ks {
 
-template <int N>
-struct StridedLayout {
-  Shape sizes;                      // coalesced, outermost first; at least one dim
-  std::array<Shape, N> strides;     // in bytes, per operand
+template <int N> struct StridedLayout {
+  Shape sizes;                   // coalesced, outermost first; at least one dim
+  std::array<Shape, N> strides;  // in bytes, per operand
 };
 
 // Coalesces `sizes` with per-operand element strides into a byte-stride layout.

@@ -41,8 +41,8 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
 Tensor Tensor::empty(const Shape& sizes, DType dtype, Device device) {
   for (int64_t s : sizes) KS_CHECK(s >= 0, "empty: negative size in shape ", sizes);
   size_t nbytes = 0;
-  KS_CHECK(!__builtin_mul_overflow(size_t(numel_of(sizes)), itemsize(dtype), &nbytes), "empty: shape ", sizes,
-           " of ", itemsize(dtype), "-byte elements needs more than 2^64 bytes");
+  KS_CHECK(!__builtin_mul_overflow(size_t(numel_of(sizes)), itemsize(dtype), &nbytes), "empty: shape ", sizes, " of ",
+           itemsize(dtype), "-byte elements needs more than 2^64 bytes");
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = make_storage(nbytes, device);
   impl->sizes = sizes;
@@ -100,8 +100,8 @@ Tensor Tensor::alias(Shape sizes, Shape strides, int64_t offset) const {
 void Tensor::set_data(const Tensor& value) const {
   TensorImpl* self = checked();
   KS_CHECK(value.defined(), "set_data: undefined value");
-  const bool same_geometry = self->sizes == value.sizes() && self->dtype == value.dtype() &&
-                             self->storage->device() == value.device();
+  const bool same_geometry =
+      self->sizes == value.sizes() && self->dtype == value.dtype() && self->storage->device() == value.device();
   self->storage = value.impl()->storage;
   self->sizes = value.sizes();
   self->strides = value.strides();

@@ -41,7 +41,7 @@ class Tensor {
   // --- metadata ---
   const Shape& sizes() const { return checked()->sizes; }
   const Shape& strides() const { return checked()->strides; }
-  int64_t size(int64_t dim) const;    // negative dims count from the end
+  int64_t size(int64_t dim) const;  // negative dims count from the end
   int64_t stride(int64_t dim) const;
   int64_t dim() const { return static_cast<int64_t>(sizes().size()); }
   int64_t numel() const { return numel_of(sizes()); }
@@ -56,18 +56,15 @@ class Tensor {
   // --- raw data (no autograd; for kernels, tests and I/O) ---
   // Pointer to element (0, ..., 0), i.e. storage data + offset.
   void* data_ptr() const;
-  template <class T>
-  T* data() const {
+  template <class T> T* data() const {
     KS_CHECK(dtype_of<T>() == dtype(), "data<", name(dtype_of<T>()), ">: tensor has dtype ", name(dtype()));
     return static_cast<T*>(data_ptr());
   }
   // The single value of a one-element tensor, converted to T (copies from the device if needed).
-  template <class T>
-  T item() const;
+  template <class T> T item() const;
   double item() const { return item<double>(); }
   // All elements in logical (row-major) order, converted to T; from any device.
-  template <class T>
-  std::vector<T> to_vector() const;
+  template <class T> std::vector<T> to_vector() const;
 
   // A tensor over the same storage with other geometry, sharing the version
   // counter. No autograd history: differentiable views are in ops/view.h.

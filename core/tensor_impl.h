@@ -34,17 +34,17 @@ struct VersionCounter {
 struct TensorImpl {
   Storage storage;
   Shape sizes;
-  Shape strides;          // in elements, may be 0 (expanded) or any order (permuted)
-  int64_t offset = 0;     // in elements
+  Shape strides;       // in elements, may be 0 (expanded) or any order (permuted)
+  int64_t offset = 0;  // in elements
   DType dtype = DType::Float32;
   std::shared_ptr<VersionCounter> version = std::make_shared<VersionCounter>();
 
   // Autograd (see autograd/README.md).
-  bool requires_grad = false;              // set by the user on leaves
-  std::shared_ptr<TensorImpl> grad;        // accumulated gradient of a leaf
-  std::shared_ptr<Node> grad_fn;           // the node that made this tensor; null for leaves
-  uint32_t output_nr = 0;                  // which output of grad_fn this is
-  std::weak_ptr<Node> grad_accumulator;    // a leaf's AccumulateGrad node, shared by its uses
+  bool requires_grad = false;            // set by the user on leaves
+  std::shared_ptr<TensorImpl> grad;      // accumulated gradient of a leaf
+  std::shared_ptr<Node> grad_fn;         // the node that made this tensor; null for leaves
+  uint32_t output_nr = 0;                // which output of grad_fn this is
+  std::weak_ptr<Node> grad_accumulator;  // a leaf's AccumulateGrad node, shared by its uses
   // Called, in order, once the leaf's .grad has taken a backward's gradient
   // (autograd/hooks.h); each with its id for removal.
   std::vector<std::pair<uint64_t, std::function<void(const Tensor&)>>> post_accumulate_hooks;

@@ -2,14 +2,12 @@
 // Included at the end of core/tensor.h; not meant to be included directly.
 #pragma once
 
-
 namespace ks {
 
 // From core/copy.h (declared here because copy.h includes this header).
 Tensor to_raw(const Tensor& t, Device device, DType dtype);
 
-template <class T>
-T Tensor::item() const {
+template <class T> T Tensor::item() const {
   KS_CHECK(numel() == 1, "item: expected a tensor with one element, got ", describe(*this));
   Tensor c = to_raw(*this, Device::cpu(), dtype());
   return dispatch_storage(dtype(), "item", [&](auto tag) -> T {
@@ -18,8 +16,7 @@ T Tensor::item() const {
   });
 }
 
-template <class T>
-std::vector<T> Tensor::to_vector() const {
+template <class T> std::vector<T> Tensor::to_vector() const {
   Tensor c = to_raw(*this, Device::cpu(), dtype());
   std::vector<T> out(static_cast<size_t>(numel()));
   dispatch_storage(dtype(), "to_vector", [&](auto tag) {

@@ -153,8 +153,10 @@ BpeTokenizer BpeTokenizer::train(const std::vector<std::string>& corpus, int64_t
     }
     for (uint64_t q : changed) {
       auto c = pair_count.find(q);
-      if (c->second <= 0) pair_count.erase(c);
-      else heap.emplace(c->second, q);
+      if (c->second <= 0)
+        pair_count.erase(c);
+      else
+        heap.emplace(c->second, q);
     }
   }
   return BpeTokenizer(std::move(merges));

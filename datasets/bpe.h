@@ -53,7 +53,7 @@ class BpeTokenizer : public Tokenizer {
   void encode_chunk(std::string_view chunk, std::vector<int64_t>& out) const;
   std::vector<std::pair<int64_t, int64_t>> merges_;
   std::unordered_map<uint64_t, int64_t> rank_;  // (left << 32 | right) -> merge index
-  std::vector<std::string> bytes_;               // id -> the bytes it decodes to
+  std::vector<std::string> bytes_;              // id -> the bytes it decodes to
 };
 
 }  // namespace ks::data

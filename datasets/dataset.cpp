@@ -34,14 +34,14 @@ void Dataset::validate(const std::string& name) const {
   for (size_t i = 0; i < examples.size(); ++i) {
     const Example& e = examples[i];
     for (int64_t id : e.tokens)
-      KS_CHECK(id >= 0 && id < vocab_size, name, ": example ", i, " holds token id ", id, " outside the vocabulary [0, ",
-               vocab_size, ")");
+      KS_CHECK(id >= 0 && id < vocab_size, name, ": example ", i, " holds token id ", id,
+               " outside the vocabulary [0, ", vocab_size, ")");
     for (int64_t id : e.target)
       KS_CHECK(id >= 0 && id < target_vocab_size, name, ": example ", i, " holds target id ", id,
                " outside the target vocabulary [0, ", target_vocab_size, ")");
     if (task == Task::Classification)
-      KS_CHECK(e.label >= 0 && e.label < num_classes(), name, ": example ", i, " has label ", e.label, " but there are ",
-               num_classes(), " classes");
+      KS_CHECK(e.label >= 0 && e.label < num_classes(), name, ": example ", i, " has label ", e.label,
+               " but there are ", num_classes(), " classes");
     if (task == Task::LanguageModel)
       KS_CHECK(e.target.size() == e.tokens.size(), name, ": example ", i, " has ", e.tokens.size(), " tokens but ",
                e.target.size(), " targets");

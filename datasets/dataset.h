@@ -34,17 +34,17 @@ using Ids = std::vector<int32_t>;
 Ids compact_ids(const std::vector<int64_t>& ids);
 
 struct Example {
-  Ids tokens;  // (T) the input
-  Ids target;  // (T) next tokens for Task::LanguageModel; (S) the target
-                                // sequence, without bos/eos, for Task::Seq2Seq; else empty
-  int64_t label = -1;           // the class for Task::Classification; else -1
+  Ids tokens;          // (T) the input
+  Ids target;          // (T) next tokens for Task::LanguageModel; (S) the target
+                       // sequence, without bos/eos, for Task::Seq2Seq; else empty
+  int64_t label = -1;  // the class for Task::Classification; else -1
 };
 
 struct Dataset {
   Task task = Task::LanguageModel;
   std::vector<Example> examples;
-  int64_t vocab_size = 0;         // ids in tokens are in [0, vocab_size)
-  int64_t target_vocab_size = 0;  // ids in target (seq2seq); equals vocab_size for LM
+  int64_t vocab_size = 0;            // ids in tokens are in [0, vocab_size)
+  int64_t target_vocab_size = 0;     // ids in target (seq2seq); equals vocab_size for LM
   std::vector<std::string> classes;  // class names, index = label
   // How the ids were made, for printing and for encoding new input; may be
   // null (Fashion-MNIST pixels are their own ids).

@@ -25,16 +25,16 @@ uint32_t be32(std::string_view b, size_t at) {
 std::vector<int64_t> header(std::string_view b, const std::string& path, uint32_t magic, size_t dims,
                             const char* what) {
   size_t head = 4 * (1 + dims);
-  KS_CHECK(b.size() < 4 || be32(b, 0) == magic, "idx: ", path, " has magic number ", be32(b, 0),
-           ", expected ", magic, " (IDX ", what, ")");
+  KS_CHECK(b.size() < 4 || be32(b, 0) == magic, "idx: ", path, " has magic number ", be32(b, 0), ", expected ", magic,
+           " (IDX ", what, ")");
   KS_CHECK(b.size() >= head, "idx: ", path, " is truncated: ", b.size(), " bytes, shorter than the ", head,
            "-byte header of an IDX ", what, " file");
   std::vector<int64_t> sizes;
   int64_t payload = 1;  // checked: sizes whose product wraps to 0 would "match" an empty payload
   for (size_t d = 0; d < dims; ++d) {
     sizes.push_back(int64_t(be32(b, 4 * (1 + d))));
-    KS_CHECK(!__builtin_mul_overflow(payload, sizes.back(), &payload), "idx: ", path, ": header sizes ",
-             sizes, "... promise more than 2^63 bytes");
+    KS_CHECK(!__builtin_mul_overflow(payload, sizes.back(), &payload), "idx: ", path, ": header sizes ", sizes,
+             "... promise more than 2^63 bytes");
   }
   KS_CHECK(int64_t(b.size() - head) == payload, "idx: ", path, " holds ", b.size() - head,
            " bytes after its header but the header promises ", sizes, " = ", payload,

@@ -48,7 +48,7 @@ struct FashionMnistOptions {
   std::filesystem::path dir = "/usr/share/datasets/fashion-mnist";
   int64_t valid_size = 5000;  // cut from the 60,000 training images by a seeded permutation
   uint64_t split_seed = 0;
-  int64_t limit = 0;          // > 0: keep at most this many examples per split (quick runs)
+  int64_t limit = 0;  // > 0: keep at most this many examples per split (quick runs)
 };
 // train-{images-idx3,labels-idx1}-ubyte.gz minus valid_size -> train and valid;
 // t10k-* -> test.

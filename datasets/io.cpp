@@ -134,8 +134,10 @@ CommandResult run_command(const std::vector<std::string>& argv, const fs::path& 
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(wstatus)) result.status = WEXITSTATUS(wstatus);
-  else if (WIFSIGNALED(wstatus)) result.status = 128 + WTERMSIG(wstatus);
+  if (WIFEXITED(wstatus))
+    result.status = WEXITSTATUS(wstatus);
+  else if (WIFSIGNALED(wstatus))
+    result.status = 128 + WTERMSIG(wstatus);
   // posix_spawnp reports a missing program only through the child's exit 127.
   if (result.status == 127 && result.err.empty()) result.err = str("cannot start ", argv[0]);
   return result;

@@ -31,9 +31,9 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& byt
 std::vector<std::string> split_lines(const std::string& text);
 
 struct CommandResult {
-  int status = 0;       // the exit status; 127 when the program could not be started
-  std::string out;      // everything it wrote to stdout
-  std::string err;      // everything it wrote to stderr
+  int status = 0;             // the exit status; 127 when the program could not be started
+  std::string out;            // everything it wrote to stdout
+  std::string err;            // everything it wrote to stderr
   bool out_overflow = false;  // stdout passed max_out: the child was killed, `out` is partial
 };
 // Runs argv[0] (looked up on PATH) with the arguments, in directory `cwd`

@@ -14,9 +14,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int32_t kDigit0 = int32_t(kNumSpecial);  // "0" .. "9" = 4 .. 13
-constexpr int32_t kFirstOp = kDigit0 + 10;          // [MIN [MAX [MED [SM = 14 .. 17
-constexpr int32_t kClose = kFirstOp + 4;            // ] = 18
-constexpr int64_t kMaxAttempts = 1000000;           // per example, so bad options fail instead of hanging
+constexpr int32_t kFirstOp = kDigit0 + 10;         // [MIN [MAX [MED [SM = 14 .. 17
+constexpr int32_t kClose = kFirstOp + 4;           // ] = 18
+constexpr int64_t kMaxAttempts = 1000000;          // per example, so bad options fail instead of hanging
 enum Op { kMin, kMax, kMed, kSm };
 
 int64_t apply(int op, std::vector<int64_t>& v) {
@@ -108,8 +108,10 @@ int64_t listops_evaluate(const Ids& tokens) {
     } else {
       throw Error(str("listops_evaluate: token ", i, " has id ", t, ", which is not a ListOps token"));
     }
-    if (stack.empty()) result = value;
-    else stack.back().second.push_back(value);
+    if (stack.empty())
+      result = value;
+    else
+      stack.back().second.push_back(value);
   }
   KS_CHECK(result >= 0, "listops_evaluate: the expression is incomplete (", stack.size(), " operators left open)");
   return result;
@@ -180,8 +182,8 @@ Dataset read_listops_tsv(const fs::path& path, const ListOpsOptions& o, int64_t 
       e.tokens.push_back(int32_t(id));
     }
     int64_t len = int64_t(e.tokens.size());
-    KS_CHECK(len >= o.min_length && len <= o.max_length, where(ln), len, " tokens, outside the range [",
-             o.min_length, ", ", o.max_length, "]", fix);
+    KS_CHECK(len >= o.min_length && len <= o.max_length, where(ln), len, " tokens, outside the range [", o.min_length,
+             ", ", o.max_length, "]", fix);
     int64_t value = -1;
     try {
       value = listops_evaluate(e.tokens);

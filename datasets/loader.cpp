@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "core/copy.h"
-#include "core/factory.h"
 #include "core/error.h"
+#include "core/factory.h"
 #include "nn/user_input.h"
 
 namespace ks::data {
@@ -32,8 +32,8 @@ namespace {
 
 // Rows of ids, each optionally wrapped by `first`/`last`, padded to the longest.
 // Fills ids (B, L) and its padding mask (B, L).
-void pad_rows(const std::vector<const Ids*>& rows, int64_t first, int64_t last, int64_t pad,
-              Tensor& ids, Tensor& mask) {
+void pad_rows(const std::vector<const Ids*>& rows, int64_t first, int64_t last, int64_t pad, Tensor& ids,
+              Tensor& mask) {
   int64_t b = int64_t(rows.size()), extra = (first >= 0) + (last >= 0), len = 0;
   for (auto* r : rows) len = std::max(len, int64_t(r->size()) + extra);
   ids = Tensor::empty({b, len}, kInt64, Device::cpu());
@@ -93,8 +93,8 @@ Batch collate(const Dataset& data, const std::vector<int64_t>& indices, const Lo
 // ---- state -----------------------------------------------------------------------
 
 std::string LoaderState::to_json() const {
-  return json{{"epoch", epoch}, {"position", position}, {"seed", seed}, {"examples", examples},
-              {"batch_size", batch_size}}
+  return json{
+      {"epoch", epoch}, {"position", position}, {"seed", seed}, {"examples", examples}, {"batch_size", batch_size}}
       .dump();
 }
 
@@ -108,9 +108,9 @@ int64_t batches_of(int64_t n, int64_t b) { return n / b + (n % b != 0); }
 // n examples there are; a product beyond int64 is refused as absurd.
 int64_t pool_size(const LoaderOptions& o, int64_t n) {
   int64_t pool = 0;
-  KS_CHECK(!__builtin_mul_overflow(o.batch_size, o.bucket_batches, &pool), "DataLoader: batch_size ",
-           o.batch_size, " x bucket_batches ", o.bucket_batches, " overflows int64; bucket_batches ",
-           batches_of(n, o.batch_size), " already sorts all ", n, " examples as one pool");
+  KS_CHECK(!__builtin_mul_overflow(o.batch_size, o.bucket_batches, &pool), "DataLoader: batch_size ", o.batch_size,
+           " x bucket_batches ", o.bucket_batches, " overflows int64; bucket_batches ", batches_of(n, o.batch_size),
+           " already sorts all ", n, " examples as one pool");
   return std::min(pool, n);
 }
 
@@ -135,8 +135,8 @@ LoaderState LoaderState::from_json(const std::string& text) {
     const json& v = j.at(key);
     const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
                                              : std::is_signed_v<T> || v.get<int64_t>() >= 0;
-    KS_CHECK(fits, "loader state: field \"", key, "\" is ", nn::json_excerpt(v), ", outside ", std::numeric_limits<T>::min(),
-             "..", std::numeric_limits<T>::max());
+    KS_CHECK(fits, "loader state: field \"", key, "\" is ", nn::json_excerpt(v), ", outside ",
+             std::numeric_limits<T>::min(), "..", std::numeric_limits<T>::max());
     out = v.get<T>();
   };
   get("epoch", s.epoch);
@@ -229,8 +229,8 @@ void DataLoader::restore(const LoaderState& s) {
            " examples, batch size ", s.batch_size, " but this loader has seed ", options_.seed, ", ", data_->size(),
            " examples, batch size ", options_.batch_size);
   KS_CHECK(s.epoch >= 0 && s.epoch <= kMaxEpoch && s.position >= 0 && s.position <= batches_per_epoch_,
-           "DataLoader: cannot resume at epoch ",
-           s.epoch, ", position ", s.position, " (an epoch has ", batches_per_epoch_, " batches)");
+           "DataLoader: cannot resume at epoch ", s.epoch, ", position ", s.position, " (an epoch has ",
+           batches_per_epoch_, " batches)");
   stop_producer();
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -50,13 +50,13 @@ namespace ks::data {
 //   seq2seq:         tokens (source), padding, decoder_input (bos + target),
 //                    targets (target + eos), target_padding
 struct Batch {
-  Tensor tokens;          // (B, T) int64
-  Tensor padding;         // (B, T) bool, true at padding (the AttentionMask::key_padding convention)
-  Tensor targets;         // (B, T) int64 for LM; (B, S) int64 for seq2seq; pad_id past each
-                          // row's end, so give the loss ignore_index = pad_id
-  Tensor decoder_input;   // (B, S) int64, seq2seq only
-  Tensor target_padding;  // (B, S) bool, seq2seq only
-  Tensor labels;          // (B,) int64, classification only
+  Tensor tokens;               // (B, T) int64
+  Tensor padding;              // (B, T) bool, true at padding (the AttentionMask::key_padding convention)
+  Tensor targets;              // (B, T) int64 for LM; (B, S) int64 for seq2seq; pad_id past each
+                               // row's end, so give the loss ignore_index = pad_id
+  Tensor decoder_input;        // (B, S) int64, seq2seq only
+  Tensor target_padding;       // (B, S) bool, seq2seq only
+  Tensor labels;               // (B,) int64, classification only
   std::vector<int64_t> index;  // (B) the examples' positions in the data set
   int64_t epoch = 0;           // where the batch sits in the stream of batches
   int64_t position = 0;
@@ -74,11 +74,11 @@ inline constexpr int64_t kMaxEpoch = (INT64_MAX - 1) / 2;
 
 struct LoaderOptions {
   int64_t batch_size = 32;
-  bool shuffle = true;        // false: examples in data-set order, batches in order
+  bool shuffle = true;  // false: examples in data-set order, batches in order
   uint64_t seed = 0;
-  bool drop_last = false;     // drop the final short batch of each epoch
-  int64_t bucket_batches = 0; // > 0: sort by length inside pools of this many batches
-  int64_t prefetch = 0;       // > 0: a background thread keeps up to this many (<= kMaxPrefetch) ready
+  bool drop_last = false;      // drop the final short batch of each epoch
+  int64_t bucket_batches = 0;  // > 0: sort by length inside pools of this many batches
+  int64_t prefetch = 0;        // > 0: a background thread keeps up to this many (<= kMaxPrefetch) ready
   int64_t pad_id = kPadId;
   // Data parallelism: the planned batches (of batch_size, the global batch)
   // are cut into `shards` contiguous slices, and next() returns slice `shard`
@@ -88,8 +88,8 @@ struct LoaderOptions {
   // 0, its tensors undefined).
   int64_t shards = 1;
   int64_t shard = 0;
-  int64_t bos_id = kBosId;    // seq2seq decoder_input starts with it
-  int64_t eos_id = kEosId;    // seq2seq targets end with it
+  int64_t bos_id = kBosId;  // seq2seq decoder_input starts with it
+  int64_t eos_id = kEosId;  // seq2seq targets end with it
 };
 
 // Where a loader is in its stream of batches: `position` batches of `epoch`
@@ -152,8 +152,8 @@ class DataLoader {
   LoaderOptions options_;
   int64_t batches_per_epoch_ = 0;
 
-  mutable std::mutex mu_;  // guards everything below
-  int64_t epoch_ = 0, position_ = 0;  // what the consumer has been handed
+  mutable std::mutex mu_;                   // guards everything below
+  int64_t epoch_ = 0, position_ = 0;        // what the consumer has been handed
   std::vector<std::vector<int64_t>> plan_;  // the consumer's epoch plan (synchronous mode)
   int64_t plan_epoch_ = -1;
   // The producer's queue: a ring of `prefetch` slots, allocated before the

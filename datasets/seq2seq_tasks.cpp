@@ -18,14 +18,15 @@ void check(const Seq2SeqOptions& o) {
   KS_CHECK(o.min_length >= 1 && o.min_length <= o.max_length, "seq2seq task: need 1 <= min_length <= max_length, got ",
            o.min_length, " and ", o.max_length);
   if (o.task != Seq2SeqTask::Addition)
-    KS_CHECK(o.num_symbols >= 1 && o.num_symbols <= int64_t(kSymbols.size()), "seq2seq task: num_symbols must be in [1, ",
-             kSymbols.size(), "], got ", o.num_symbols);
+    KS_CHECK(o.num_symbols >= 1 && o.num_symbols <= int64_t(kSymbols.size()),
+             "seq2seq task: num_symbols must be in [1, ", kSymbols.size(), "], got ", o.num_symbols);
 }
 
 // A number of `len` digits (as ids, most significant first), no leading zero.
 Ids random_number(Rng& rng, int64_t len) {
   Ids d;
-  for (int64_t k = 0; k < len; ++k) d.push_back(kDigit0 + int32_t(k == 0 && len > 1 ? rng.between(1, 9) : rng.below(10)));
+  for (int64_t k = 0; k < len; ++k)
+    d.push_back(kDigit0 + int32_t(k == 0 && len > 1 ? rng.between(1, 9) : rng.below(10)));
   return d;
 }
 

@@ -37,8 +37,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, con
   if (type == "char") return std::make_unique<CharTokenizer>(detail::char_tokenizer_from_json(j, where));
   if (type == "word") return std::make_unique<WordTokenizer>(detail::word_tokenizer_from_json(j, where));
   if (type == "bpe") return std::make_unique<BpeTokenizer>(detail::bpe_tokenizer_from_json(j, where));
-  throw Error(str("load_tokenizer: ", where, ": unknown tokenizer type \"", type,
-                  "\" (expected byte, char, word or bpe)"));
+  throw Error(
+      str("load_tokenizer: ", where, ": unknown tokenizer type \"", type, "\" (expected byte, char, word or bpe)"));
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path) {
@@ -59,8 +59,10 @@ std::string ByteTokenizer::decode(const std::vector<int64_t>& ids) const {
   for (int64_t id : ids) {
     KS_CHECK(id >= 0 && id < vocab_size(), "tokenizer decode: id ", id, " is out of range for a byte tokenizer (",
              vocab_size(), " ids)");
-    if (id >= kNumSpecial) out.push_back(static_cast<char>(id - kNumSpecial));
-    else if (id == kUnkId) out += special_tokens()[kUnkId];
+    if (id >= kNumSpecial)
+      out.push_back(static_cast<char>(id - kNumSpecial));
+    else if (id == kUnkId)
+      out += special_tokens()[kUnkId];
   }
   return out;
 }

@@ -39,7 +39,7 @@ const std::vector<std::string>& special_tokens();
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
-  virtual std::string type() const = 0;  // "byte", "char", "word" or "bpe"
+  virtual std::string type() const = 0;    // "byte", "char", "word" or "bpe"
   virtual int64_t vocab_size() const = 0;  // specials included
   // Never emits pad, bos or eos (callers add those); emits unk only for text
   // outside a char/word vocabulary.

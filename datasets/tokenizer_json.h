@@ -19,9 +19,7 @@ namespace ks::data::detail {
 using json = nlohmann::json;
 
 // {"type": type, "specials": [...]}: the head of every saved tokenizer.
-inline json tokenizer_head(const std::string& type) {
-  return json{{"type", type}, {"specials", special_tokens()}};
-}
+inline json tokenizer_head(const std::string& type) { return json{{"type", type}, {"specials", special_tokens()}}; }
 
 // Serialises; a vocabulary holding bytes that are not UTF-8 cannot be JSON text.
 inline std::string dump_tokenizer(const json& j) {
@@ -33,14 +31,13 @@ inline std::string dump_tokenizer(const json& j) {
 }
 
 // The value at `key`, converted to T; errors name `where` and the key.
-template <class T>
-T field(const json& j, const char* key, const std::string& where) {
+template <class T> T field(const json& j, const char* key, const std::string& where) {
   KS_CHECK(j.contains(key), "load_tokenizer: ", where, ": missing field \"", key, "\"");
   try {
     return j.at(key).get<T>();
   } catch (const json::exception&) {
-    throw Error(str("load_tokenizer: ", where, ": field \"", key, "\" has the wrong type: ",
-                    nn::json_excerpt(j.at(key))));
+    throw Error(
+        str("load_tokenizer: ", where, ": field \"", key, "\" has the wrong type: ", nn::json_excerpt(j.at(key))));
   }
 }
 
@@ -49,10 +46,10 @@ T field(const json& j, const char* key, const std::string& where) {
 inline const json& entries(const json& j, const char* key, const std::string& where) {
   KS_CHECK(j.contains(key), "load_tokenizer: ", where, ": missing field \"", key, "\"");
   const json& list = j.at(key);
-  KS_CHECK(list.is_array(), "load_tokenizer: ", where, ": field \"", key, "\" has the wrong type: ",
-           nn::json_excerpt(list));
-  KS_CHECK(list.size() <= size_t(kMaxVocabSize), "load_tokenizer: ", where, ": field \"", key, "\" holds ",
-           list.size(), " entries, over the vocabulary limit of ", kMaxVocabSize);
+  KS_CHECK(list.is_array(), "load_tokenizer: ", where, ": field \"", key,
+           "\" has the wrong type: ", nn::json_excerpt(list));
+  KS_CHECK(list.size() <= size_t(kMaxVocabSize), "load_tokenizer: ", where, ": field \"", key, "\" holds ", list.size(),
+           " entries, over the vocabulary limit of ", kMaxVocabSize);
   return list;
 }
 

@@ -37,7 +37,8 @@ std::vector<Line> read_lines(const fs::path& path, bool header, const char* who,
   }
   if (bad > 0) {
     std::string w = str(who, ": ", path.string(), ":", first_bad, ": not valid UTF-8",
-                        bad == 1 ? " (the only such line)" : str(", and so ", bad == 2 ? "is 1 more line" : str("are ", bad - 1, " more lines")),
+                        bad == 1 ? " (the only such line)"
+                                 : str(", and so ", bad == 2 ? "is 1 more line" : str("are ", bad - 1, " more lines")),
                         " (is the file in another encoding? such bytes are kept as bytes, not read as the "
                         "characters they meant)");
     if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(std::move(w));
@@ -132,8 +133,8 @@ Splits tsv_classification(const DataFiles& f, const TextOptions& o) {
       // "1" and "01" would tie in that order, so which is class 0 would be up to the sort.
       for (size_t i = 1; i < classes.size(); ++i)
         KS_CHECK(std::stoll(classes[i - 1]) != std::stoll(classes[i]), "tsv classification: ", f.train.string(),
-                 ": the labels \"", std::min(classes[i - 1], classes[i]), "\" and \"", std::max(classes[i - 1], classes[i]),
-                 "\" are the same number; write each class one way");
+                 ": the labels \"", std::min(classes[i - 1], classes[i]), "\" and \"",
+                 std::max(classes[i - 1], classes[i]), "\" are the same number; write each class one way");
     }
   }
   // A class listed twice would take an id that no example gets.
@@ -189,11 +190,11 @@ Splits tsv_seq2seq(const DataFiles& f, const TextOptions& o) {
     if (!o.target_tokenizer && o.train_target_tokenizer) target_corpus.push_back(tgt);
   }
   auto tok = tokenizer_for(o, corpus);
-  std::shared_ptr<const Tokenizer> target_tok = o.target_tokenizer ? o.target_tokenizer
-                                                : o.train_target_tokenizer
-                                                    ? std::shared_ptr<const Tokenizer>(
-                                                          train_tokenizer(*o.train_target_tokenizer, target_corpus))
-                                                    : tok;
+  std::shared_ptr<const Tokenizer> target_tok =
+      o.target_tokenizer ? o.target_tokenizer
+      : o.train_target_tokenizer
+          ? std::shared_ptr<const Tokenizer>(train_tokenizer(*o.train_target_tokenizer, target_corpus))
+          : tok;
   Splits out;
   for (int s = 0; s < 3; ++s) {
     Dataset& d = part(out, s);

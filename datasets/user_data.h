@@ -32,7 +32,7 @@ namespace ks::data {
 struct DataFiles {
   std::filesystem::path train{};
   std::filesystem::path valid{}, test{};  // empty: cut from train
-  double valid_fraction = 0.1;        // used only for a split not given as a file
+  double valid_fraction = 0.1;            // used only for a split not given as a file
   double test_fraction = 0.1;
   uint64_t split_seed = 0;
 };
@@ -44,9 +44,9 @@ struct TextOptions {
   // train_target_tokenizer is set, else the sources' (trained on both sides).
   std::shared_ptr<const Tokenizer> target_tokenizer{};
   std::optional<TokenizerOptions> train_target_tokenizer{};
-  int64_t seq_len = 256;    // language model: tokens per window
-  int64_t max_length = 0;   // classification/seq2seq: cut longer sequences to this (0: keep)
-  bool header = false;      // TSV: the first line is a header
+  int64_t seq_len = 256;   // language model: tokens per window
+  int64_t max_length = 0;  // classification/seq2seq: cut longer sequences to this (0: keep)
+  bool header = false;     // TSV: the first line is a header
   // classification: the labels, index = class; empty: those of the training
   // split, sorted (numerically when all are integers).
   std::vector<std::string> classes{};

@@ -47,8 +47,8 @@ std::vector<Sym> by_frequency(const Map& counts, int64_t min_freq, int64_t max_v
 }
 
 void check_id(int64_t id, int64_t vocab, const char* type) {
-  KS_CHECK(id >= 0 && id < vocab, "tokenizer decode: id ", id, " is out of range for a ", type, " tokenizer (",
-           vocab, " ids)");
+  KS_CHECK(id >= 0 && id < vocab, "tokenizer decode: id ", id, " is out of range for a ", type, " tokenizer (", vocab,
+           " ids)");
 }
 
 }  // namespace
@@ -75,8 +75,8 @@ size_t utf8_char(std::string_view s, size_t i, char32_t& cp) {
     cp = cp << 6 | (b & 0x3F);
   }
   // Overlong forms, UTF-16 surrogates and values past U+10FFFF are invalid.
-  if (ok) ok = !(len == 3 && cp < 0x800) && !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) &&
-               !(cp >= 0xD800 && cp <= 0xDFFF);
+  if (ok)
+    ok = !(len == 3 && cp < 0x800) && !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) && !(cp >= 0xD800 && cp <= 0xDFFF);
   return ok ? size_t(len) : 0;
 }
 
@@ -166,8 +166,10 @@ std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
   out.reserve(ids.size());
   for (int64_t id : ids) {
     check_id(id, vocab_size(), "char");
-    if (id >= kNumSpecial) utf8_append(out, chars_[size_t(id - kNumSpecial)]);
-    else if (id == kUnkId) out += special_tokens()[kUnkId];
+    if (id >= kNumSpecial)
+      utf8_append(out, chars_[size_t(id - kNumSpecial)]);
+    else if (id == kUnkId)
+      out += special_tokens()[kUnkId];
   }
   return out;
 }
@@ -299,8 +301,8 @@ CharTokenizer char_tokenizer_from_json(const json& j, const std::string& where) 
   std::vector<char32_t> chars;
   for (const json& c : entries(j, "chars", where)) {
     // Checked before get: converting 5e71 to an integer is undefined behaviour.
-    KS_CHECK(c.is_number_integer() && c.get<int64_t>() >= 0 && c.get<int64_t>() <= 0x10FFFF, "load_tokenizer: ",
-             where, ": \"chars\" holds ", nn::json_excerpt(c), ", which is not a Unicode code point");
+    KS_CHECK(c.is_number_integer() && c.get<int64_t>() >= 0 && c.get<int64_t>() <= 0x10FFFF, "load_tokenizer: ", where,
+             ": \"chars\" holds ", nn::json_excerpt(c), ", which is not a Unicode code point");
     chars.push_back(char32_t(c.get<int64_t>()));
   }
   try {

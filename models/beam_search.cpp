@@ -37,8 +37,7 @@ std::vector<Hypothesis> beam_search(int64_t batch, const BeamStep& step, const B
   KS_CHECK(batch >= 1, "beam_search: batch must be positive, got ", batch);
   KS_CHECK(opts.beam_size >= 1, "beam_search: beam_size must be >= 1, got ", opts.beam_size);
   KS_CHECK(opts.max_len >= 1, "beam_search: max_len must be >= 1, got ", opts.max_len);
-  KS_CHECK(std::isfinite(opts.length_penalty), "beam_search: length_penalty must be finite, got ",
-           opts.length_penalty);
+  KS_CHECK(std::isfinite(opts.length_penalty), "beam_search: length_penalty must be finite, got ", opts.length_penalty);
   const int64_t K = opts.beam_size, N = batch * K;
   const double alpha = opts.length_penalty;
 

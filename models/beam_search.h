@@ -27,10 +27,10 @@
 namespace ks::models {
 
 struct BeamSearchOptions {
-  int64_t beam_size = 4;       // K >= 1
-  int64_t max_len = 0;         // most steps (generated tokens, eos included) per hypothesis, >= 1
-  double length_penalty = 0;   // α; 0 ranks by raw log-probability
-  int64_t bos_id = 1;          // the first input token of every row
+  int64_t beam_size = 4;      // K >= 1
+  int64_t max_len = 0;        // most steps (generated tokens, eos included) per hypothesis, >= 1
+  double length_penalty = 0;  // α; 0 ranks by raw log-probability
+  int64_t bos_id = 1;         // the first input token of every row
   int64_t eos_id = 2;
 };
 

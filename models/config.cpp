@@ -66,8 +66,9 @@ const std::vector<KeyDoc> kEncoderClassifier = {
     {"pooling", "mean | cls (a learned [CLS] vector is prepended)"},
     {"dual", "two documents through one shared encoder, [u, v, |u-v|, u*v] to the head"},
     {"head", "linear: Linear(d, C); mlp: Linear(d, d_ff), ReLU, Linear(d_ff, C) (the LRA code's; not with dual)"},
-    {"embedding_std", "> 0: token and learned position tables drawn from N(0, std^2) (the LRA code's 0.02); "
-                      "0: N(0, 1)"}};
+    {"embedding_std",
+     "> 0: token and learned position tables drawn from N(0, std^2) (the LRA code's 0.02); "
+     "0: N(0, 1)"}};
 const std::vector<KeyDoc> kSeq2Seq = {
     {"src_vocab_size", "source token ids (the data's)"},
     {"tgt_vocab_size", "target token ids (the data's)"},
@@ -227,25 +228,27 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
   at_most(m.d_ff, 64 * kMaxWidth, "d_ff");
   positive(m.max_len, "max_len");
   at_most(m.max_len, kMaxLength, "max_len");
-  for (auto [v, key] : {std::pair{m.vocab_size, "vocab_size"}, {m.src_vocab_size, "src_vocab_size"},
-                        {m.tgt_vocab_size, "tgt_vocab_size"}, {m.num_classes, "num_classes"}})
+  for (auto [v, key] : {std::pair{m.vocab_size, "vocab_size"},
+                        {m.src_vocab_size, "src_vocab_size"},
+                        {m.tgt_vocab_size, "tgt_vocab_size"},
+                        {m.num_classes, "num_classes"}})
     at_most(v, kMaxVocabSize, key);
-  for (auto [v, key] : {std::pair{m.layers, "layers"}, {m.encoder_layers, "encoder_layers"},
-                        {m.decoder_layers, "decoder_layers"}})
+  for (auto [v, key] :
+       {std::pair{m.layers, "layers"}, {m.encoder_layers, "encoder_layers"}, {m.decoder_layers, "decoder_layers"}})
     at_most(v, kMaxLayers, key);
   KS_CHECK(m.dropout >= 0 && m.dropout < 1, "config: ", p, "dropout: must be in [0, 1), got ", m.dropout);
-  KS_CHECK(m.positions == "learned" || m.positions == "sinusoidal",
-           "config: ", p, "positions: expected learned or sinusoidal, got '", m.positions, "'");
+  KS_CHECK(m.positions == "learned" || m.positions == "sinusoidal", "config: ", p,
+           "positions: expected learned or sinusoidal, got '", m.positions, "'");
   if (m.model == "seq2seq") {
     positive(m.src_vocab_size, "src_vocab_size");
     positive(m.tgt_vocab_size, "tgt_vocab_size");
     positive(m.encoder_layers, "encoder_layers");
     positive(m.decoder_layers, "decoder_layers");
-    KS_CHECK(!m.share_embeddings || m.src_vocab_size == m.tgt_vocab_size,
-             "config: ", p, "share_embeddings: needs src_vocab_size == tgt_vocab_size (", m.src_vocab_size, " vs ",
-             m.tgt_vocab_size, ")");
-    KS_CHECK(m.label_smoothing >= 0 && m.label_smoothing < 1, "config: ", p,
-             "label_smoothing: must be in [0, 1), got ", m.label_smoothing);
+    KS_CHECK(!m.share_embeddings || m.src_vocab_size == m.tgt_vocab_size, "config: ", p,
+             "share_embeddings: needs src_vocab_size == tgt_vocab_size (", m.src_vocab_size, " vs ", m.tgt_vocab_size,
+             ")");
+    KS_CHECK(m.label_smoothing >= 0 && m.label_smoothing < 1, "config: ", p, "label_smoothing: must be in [0, 1), got ",
+             m.label_smoothing);
     for (auto [id, key] : {std::pair{m.pad_id, "pad_id"}, {m.bos_id, "bos_id"}, {m.eos_id, "eos_id"}})
       KS_CHECK(id >= 0 && id < m.tgt_vocab_size, "config: ", p, key, ": must be a token id in [0, ", m.tgt_vocab_size,
                "), got ", id);
@@ -258,8 +261,7 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
     KS_CHECK(m.num_classes >= 2, "config: ", p, "num_classes: need at least 2 classes, got ", m.num_classes);
     KS_CHECK(m.pooling == "mean" || m.pooling == "cls", "config: ", p, "pooling: expected mean or cls, got '",
              m.pooling, "'");
-    KS_CHECK(m.head == "linear" || m.head == "mlp", "config: ", p, "head: expected linear or mlp, got '", m.head,
-             "'");
+    KS_CHECK(m.head == "linear" || m.head == "mlp", "config: ", p, "head: expected linear or mlp, got '", m.head, "'");
     KS_CHECK(!(m.dual && m.head == "mlp"), "config: ", p,
              "head: mlp is for a single document; a dual model has its own two-layer head");
     KS_CHECK(m.embedding_std >= 0 && m.embedding_std <= 10, "config: ", p, "embedding_std: must be in [0, 10], got ",
@@ -271,23 +273,41 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
 
 nlohmann::json ModelConfig::to_json() const {
   json a = nn::attention_options_json(attention);  // the family's keys, every other family's at its defaults
-  a.update({{"type", attention.type}, {"heads", attention.heads}, {"head_dim", attention.resolved_head_dim()},
-            {"dropout", attention.dropout}, {"bias", attention.bias}});
-  json j = {{"model", model},       {"d_model", d_model},   {"d_ff", resolved_d_ff()},
-            {"max_len", max_len},   {"dropout", dropout},   {"pre_norm", pre_norm},
+  a.update({{"type", attention.type},
+            {"heads", attention.heads},
+            {"head_dim", attention.resolved_head_dim()},
+            {"dropout", attention.dropout},
+            {"bias", attention.bias}});
+  json j = {{"model", model},
+            {"d_model", d_model},
+            {"d_ff", resolved_d_ff()},
+            {"max_len", max_len},
+            {"dropout", dropout},
+            {"pre_norm", pre_norm},
             {"activation", activation == nn::Activation::GELU ? "gelu" : "relu"},
-            {"positions", positions}, {"attention", a}};
+            {"positions", positions},
+            {"attention", a}};
   if (model == "seq2seq") {
-    j.update({{"src_vocab_size", src_vocab_size}, {"tgt_vocab_size", tgt_vocab_size},
-              {"encoder_layers", encoder_layers}, {"decoder_layers", decoder_layers},
-              {"share_embeddings", share_embeddings}, {"tied_lookup_reversed", tied_lookup_reversed},
+    j.update({{"src_vocab_size", src_vocab_size},
+              {"tgt_vocab_size", tgt_vocab_size},
+              {"encoder_layers", encoder_layers},
+              {"decoder_layers", decoder_layers},
+              {"share_embeddings", share_embeddings},
+              {"tied_lookup_reversed", tied_lookup_reversed},
               {"label_smoothing", label_smoothing},
-              {"pad_id", pad_id}, {"bos_id", bos_id}, {"eos_id", eos_id}});
+              {"pad_id", pad_id},
+              {"bos_id", bos_id},
+              {"eos_id", eos_id}});
   } else {
     j.update({{"layers", layers}, {"vocab_size", vocab_size}, {"pad_id", pad_id}});
-    if (model == "decoder_lm") j.update({{"tie_embeddings", tie_embeddings}, {"tied_lookup_reversed", tied_lookup_reversed}});
-    else j.update({{"num_classes", num_classes}, {"pooling", pooling}, {"dual", dual}, {"head", head},
-                   {"embedding_std", embedding_std}});
+    if (model == "decoder_lm")
+      j.update({{"tie_embeddings", tie_embeddings}, {"tied_lookup_reversed", tied_lookup_reversed}});
+    else
+      j.update({{"num_classes", num_classes},
+                {"pooling", pooling},
+                {"dual", dual},
+                {"head", head},
+                {"embedding_std", embedding_std}});
   }
   return j;
 }

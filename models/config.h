@@ -23,9 +23,10 @@ namespace ks::models {
 // Upper bounds on the sizes that allocate, far above any model trained here,
 // so that a mistyped size fails in validation with its key named, not as an
 // allocation of terabytes.
-inline constexpr int64_t kMaxVocabSize = int64_t(1) << 24;  // a model's ids (a tokenizer has its own cap, data::kMaxVocabSize)
-inline constexpr int64_t kMaxLength = int64_t(1) << 20;     // positions (max_len), tokens per sequence
-inline constexpr int64_t kMaxWidth = int64_t(1) << 16;      // d_model; d_ff up to 64 of these
+inline constexpr int64_t kMaxVocabSize = int64_t(1)
+                                         << 24;  // a model's ids (a tokenizer has its own cap, data::kMaxVocabSize)
+inline constexpr int64_t kMaxLength = int64_t(1) << 20;  // positions (max_len), tokens per sequence
+inline constexpr int64_t kMaxWidth = int64_t(1) << 16;   // d_model; d_ff up to 64 of these
 inline constexpr int64_t kMaxLayers = 1024;
 
 // One key a config section may hold and what it means: the table its reader
@@ -41,14 +42,14 @@ struct ModelConfig {
   // --- every model ---
   std::string model = "decoder_lm";  // decoder_lm | encoder_classifier | seq2seq
   int64_t d_model = 256;
-  int64_t d_ff = 0;                  // 0: 4 * d_model
-  int64_t layers = 4;                // decoder_lm, encoder_classifier
-  int64_t max_len = 512;             // longest sequence (positions table size)
+  int64_t d_ff = 0;       // 0: 4 * d_model
+  int64_t layers = 4;     // decoder_lm, encoder_classifier
+  int64_t max_len = 512;  // longest sequence (positions table size)
   double dropout = 0.1;
-  bool pre_norm = true;              // seq2seq defaults to post-LN (Vaswani et al.) unless set
+  bool pre_norm = true;  // seq2seq defaults to post-LN (Vaswani et al.) unless set
   nn::Activation activation = nn::Activation::GELU;
   std::string positions = "learned";  // learned | sinusoidal (seq2seq default: sinusoidal)
-  nn::AttentionConfig attention;     // d_model is filled in from d_model
+  nn::AttentionConfig attention;      // d_model is filled in from d_model
   // "head_dim": "seq" sets the head size to max_len (Bhojanapalli et al.'s p = n)
 
   // A tied table (decoder_lm tie_embeddings, seq2seq share_embeddings) is
@@ -63,27 +64,27 @@ struct ModelConfig {
   bool tied_lookup_reversed = true;
 
   // --- decoder_lm and encoder_classifier ---
-  int64_t vocab_size = 0;            // required
-  bool tie_embeddings = false;       // decoder_lm: output layer shares the token embedding
-  int64_t pad_id = -1;               // < 0: no padding token
+  int64_t vocab_size = 0;       // required
+  bool tie_embeddings = false;  // decoder_lm: output layer shares the token embedding
+  int64_t pad_id = -1;          // < 0: no padding token
 
   // --- encoder_classifier ---
-  int64_t num_classes = 0;           // required
-  std::string pooling = "mean";      // mean | cls (a learned [CLS] vector is prepended)
-  bool dual = false;                 // two documents encoded by one shared encoder, [u, v, |u-v|, u*v] -> head
-  std::string head = "linear";       // linear: Linear(d, C); mlp: Linear(d, d_ff) -> ReLU -> Linear(d_ff, C),
-                                     // the LRA code's classifier (not with dual, which has its own)
-  double embedding_std = 0.0;        // > 0: token and learned position tables drawn from N(0, std²) (the
-                                     // LRA code's 0.02); 0: the layers' own N(0, 1)
+  int64_t num_classes = 0;       // required
+  std::string pooling = "mean";  // mean | cls (a learned [CLS] vector is prepended)
+  bool dual = false;             // two documents encoded by one shared encoder, [u, v, |u-v|, u*v] -> head
+  std::string head = "linear";   // linear: Linear(d, C); mlp: Linear(d, d_ff) -> ReLU -> Linear(d_ff, C),
+                                 // the LRA code's classifier (not with dual, which has its own)
+  double embedding_std = 0.0;    // > 0: token and learned position tables drawn from N(0, std²) (the
+                                 // LRA code's 0.02); 0: the layers' own N(0, 1)
 
   // --- seq2seq ---
-  int64_t src_vocab_size = 0;        // required
-  int64_t tgt_vocab_size = 0;        // required
+  int64_t src_vocab_size = 0;  // required
+  int64_t tgt_vocab_size = 0;  // required
   int64_t encoder_layers = 2;
   int64_t decoder_layers = 2;
-  bool share_embeddings = false;     // needs src_vocab_size == tgt_vocab_size
+  bool share_embeddings = false;  // needs src_vocab_size == tgt_vocab_size
   double label_smoothing = 0.0;
-  int64_t bos_id = 1, eos_id = 2;    // seq2seq pad_id defaults to 0
+  int64_t bos_id = 1, eos_id = 2;  // seq2seq pad_id defaults to 0
 
   int64_t resolved_d_ff() const { return d_ff > 0 ? d_ff : 4 * d_model; }
   nlohmann::json to_json() const;  // the resolved config, every key explicit

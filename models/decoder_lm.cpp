@@ -44,8 +44,8 @@ Tensor DecoderLM::forward(const Tensor& tokens, std::vector<nn::DecoderLayerCach
   if (offset > 0) {
     const nn::AttentionCache& c = (*caches)[0].self;
     const Tensor& held = c.k.defined() ? c.k : c.state;
-    KS_CHECK(!held.defined() || held.size(0) == tokens.size(0), "decoder_lm: the caches hold a batch of ",
-             held.size(0), " but tokens are ", describe(tokens));
+    KS_CHECK(!held.defined() || held.size(0) == tokens.size(0), "decoder_lm: the caches hold a batch of ", held.size(0),
+             " but tokens are ", describe(tokens));
   }
 
   Tensor e = tok->forward(tokens);  // (B, T, d)
@@ -97,8 +97,8 @@ Tensor DecoderLM::generate(const Tensor& prompt, int64_t max_new_tokens, const S
 }
 
 ModelCost DecoderLM::cost(int64_t seq_len) const {
-  KS_CHECK(seq_len > 0 && seq_len <= config.max_len, "decoder_lm: cost: seq_len must be in [1, max_len = ",
-           config.max_len, "], got ", seq_len);
+  KS_CHECK(seq_len > 0 && seq_len <= config.max_len,
+           "decoder_lm: cost: seq_len must be in [1, max_len = ", config.max_len, "], got ", seq_len);
   const int64_t d = config.d_model, ff = config.resolved_d_ff(), V = config.vocab_size;
   const nn::AttentionCost attn = nn::attention_cost(config.attention.at_width(d), seq_len, /*causal=*/true);
 
@@ -109,8 +109,8 @@ ModelCost DecoderLM::cost(int64_t seq_len) const {
   c.params = c.embedding_params + config.layers * per_layer + (config.pre_norm ? 2 * d : 0) +
              (config.tie_embeddings ? 0 : V * d);
   c.flops_per_token = double(config.layers) * (attn.flops_per_token + 2.0 * 2 * d * ff) + 2.0 * d * V;
-  c.kv_cache_bytes = 4.0 * double(config.layers) *
-                     (attn.cache_floats_per_position * double(seq_len) + attn.cache_floats_fixed);
+  c.kv_cache_bytes =
+      4.0 * double(config.layers) * (attn.cache_floats_per_position * double(seq_len) + attn.cache_floats_fixed);
   return c;
 }
 

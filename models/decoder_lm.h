@@ -21,9 +21,9 @@
 #include <memory>
 #include <vector>
 
-#include "models/shared.h"
 #include "models/model.h"
 #include "models/sampling.h"
+#include "models/shared.h"
 #include "nn/container.h"
 #include "nn/transformer.h"
 

@@ -22,9 +22,10 @@ EncoderClassifier::EncoderClassifier(const ModelConfig& cfg)
   KS_CHECK(cfg.num_classes >= 2, "encoder_classifier: num_classes must be at least 2, got ", cfg.num_classes);
   KS_CHECK(cfg.pooling == "mean" || cfg.pooling == "cls", "encoder_classifier: pooling must be mean or cls, got '",
            cfg.pooling, "'");
-  KS_CHECK(cfg.head == "linear" || cfg.head == "mlp", "encoder_classifier: head must be linear or mlp, got '",
-           cfg.head, "'");
-  KS_CHECK(!(cfg.dual && cfg.head == "mlp"), "encoder_classifier: a dual model has its own two-layer head; "
+  KS_CHECK(cfg.head == "linear" || cfg.head == "mlp", "encoder_classifier: head must be linear or mlp, got '", cfg.head,
+           "'");
+  KS_CHECK(!(cfg.dual && cfg.head == "mlp"),
+           "encoder_classifier: a dual model has its own two-layer head; "
            "head mlp is for a single document");
   // The tables' std: the layers' N(0, 1) by default, or the LRA code's small
   // init (0.02), under which the positions start as small as the tokens.
@@ -52,7 +53,7 @@ Tensor EncoderClassifier::encode(const Tensor& tokens) {
   const bool use_cls = cls.defined();
   check_tokens(tokens, config.vocab_size, config.max_len, use_cls ? 1 : 0, "encoder_classifier");
   const int64_t B = tokens.size(0), d = config.d_model;
-  Tensor h = tok->forward(tokens);                          // (B, T, d)
+  Tensor h = tok->forward(tokens);                                                     // (B, T, d)
   Tensor padding = config.pad_id >= 0 ? eq(tokens, double(config.pad_id)) : Tensor();  // (B, T) bool
   if (use_cls) {
     h = cat({expand(view(cls, {1, 1, d}), {B, 1, d}), h}, 1);  // (B, 1 + T, d)
@@ -71,9 +72,9 @@ Tensor EncoderClassifier::encode(const Tensor& tokens) {
 
 Tensor EncoderClassifier::forward(const Tensor& tokens) {
   KS_CHECK(!config.dual, "encoder_classifier: this model is dual (config.dual); call forward(a, b)");
-  Tensor z = encode(tokens);                    // (B, d)
-  if (hidden) z = relu(hidden->forward(z));     // head "mlp": (B, d_ff)
-  return head->forward(z);                      // (B, C)
+  Tensor z = encode(tokens);                 // (B, d)
+  if (hidden) z = relu(hidden->forward(z));  // head "mlp": (B, d_ff)
+  return head->forward(z);                   // (B, C)
 }
 
 Tensor EncoderClassifier::forward(const Tensor& a, const Tensor& b) {
@@ -81,7 +82,7 @@ Tensor EncoderClassifier::forward(const Tensor& a, const Tensor& b) {
   KS_CHECK(a.defined() && b.defined() && a.dim() == 2 && b.dim() == 2 && a.size(0) == b.size(0),
            "encoder_classifier: the two documents must be batches (B, T) of one size B, got ",
            a.defined() ? describe(a) : "undefined", " and ", b.defined() ? describe(b) : "undefined");
-  Tensor u = encode(a), v = encode(b);  // (B, d) each, one shared encoder
+  Tensor u = encode(a), v = encode(b);                          // (B, d) each, one shared encoder
   Tensor features = cat({u, v, abs(sub(u, v)), mul(u, v)}, 1);  // (B, 4d)
   Tensor z = hidden->forward(features);
   z = config.activation == nn::Activation::GELU ? gelu(z) : relu(z);
@@ -92,8 +93,8 @@ Predictions EncoderClassifier::predict(const Batch& b) { return {forward(b.token
 
 ModelCost EncoderClassifier::cost(int64_t seq_len) const {
   const int64_t positions = seq_len + (cls.defined() ? 1 : 0);
-  KS_CHECK(seq_len > 0 && positions <= config.max_len, "encoder_classifier: cost: seq_len ", seq_len,
-           " needs ", positions, " positions; max_len is ", config.max_len);
+  KS_CHECK(seq_len > 0 && positions <= config.max_len, "encoder_classifier: cost: seq_len ", seq_len, " needs ",
+           positions, " positions; max_len is ", config.max_len);
   const int64_t d = config.d_model, ff = config.resolved_d_ff(), V = config.vocab_size, C = config.num_classes;
   const nn::AttentionCost attn = nn::attention_cost(config.attention.at_width(d), positions, /*causal=*/false);
 

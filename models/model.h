@@ -19,9 +19,9 @@
 #include <memory>
 #include <string>
 
+#include "core/dispatch.h"
 #include "models/batch.h"
 #include "models/config.h"
-#include "core/dispatch.h"
 #include "nn/module.h"
 
 namespace ks::models {
@@ -30,9 +30,9 @@ namespace ks::models {
 // configs as the papers do; embeddings counted separately since papers differ
 // on whether to include them.
 struct ModelCost {
-  int64_t params = 0;             // every trainable parameter
-  int64_t embedding_params = 0;   // token and position tables (included in params)
-  double flops_per_token = 0;     // one forward pass, at sequence length seq_len
+  int64_t params = 0;            // every trainable parameter
+  int64_t embedding_params = 0;  // token and position tables (included in params)
+  double flops_per_token = 0;    // one forward pass, at sequence length seq_len
   // The decoding cache of one sequence of seq_len positions (float32, every
   // layer; seq2seq: its decoder's self-attention and the projected encoder
   // memory its cross-attention keeps); 0 for a model that does not decode.
@@ -68,6 +68,5 @@ std::shared_ptr<Model> build_model(const ModelConfig& cfg);
 
 }  // namespace ks::models
 
-#define KS_REGISTER_MODEL(name, factory)                                  \
-  static const bool KS_CONCAT(ks_model_registered_, __LINE__) =          \
-      ::ks::models::register_model(name, factory)
+#define KS_REGISTER_MODEL(name, factory) \
+  static const bool KS_CONCAT(ks_model_registered_, __LINE__) = ::ks::models::register_model(name, factory)

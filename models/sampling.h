@@ -14,9 +14,9 @@
 namespace ks::models {
 
 struct SamplingOptions {
-  bool greedy = true;          // argmax (the first largest logit); temperature and top_k unused
-  double temperature = 1.0;    // > 0; logits are divided by it before the softmax
-  int64_t top_k = 0;           // 0: the whole vocabulary; else only the k largest logits (ties: lower id first)
+  bool greedy = true;              // argmax (the first largest logit); temperature and top_k unused
+  double temperature = 1.0;        // > 0; logits are divided by it before the softmax
+  int64_t top_k = 0;               // 0: the whole vocabulary; else only the k largest logits (ties: lower id first)
   Generator* generator = nullptr;  // nullptr: the global generator (ks::manual_seed)
 };
 

@@ -20,8 +20,8 @@ namespace ks::models {
 namespace {
 
 nn::LayerConfig layer_of(const ModelConfig& cfg) {
-  return {cfg.d_model, cfg.resolved_d_ff(), cfg.dropout, cfg.activation, cfg.pre_norm,
-          cfg.attention.at_width(cfg.d_model)};
+  return {cfg.d_model,    cfg.resolved_d_ff(), cfg.dropout,
+          cfg.activation, cfg.pre_norm,        cfg.attention.at_width(cfg.d_model)};
 }
 
 std::shared_ptr<nn::Embedding> token_table(int64_t vocab, int64_t d, int64_t pad_id) {
@@ -39,8 +39,8 @@ std::shared_ptr<nn::Module> position_table(const ModelConfig& cfg) {
 
 // tokens (B, T) int64, every id in [0, vocab), T >= 1 and cached + T <= max_len.
 void check_tokens(const Tensor& tokens, const char* what, int64_t vocab, int64_t max_len, int64_t cached = 0) {
-  KS_CHECK(tokens.defined() && tokens.dtype() == kInt64 && tokens.dim() == 2,
-           "seq2seq: ", what, " must be int64 token ids (B, T), got ",
+  KS_CHECK(tokens.defined() && tokens.dtype() == kInt64 && tokens.dim() == 2, "seq2seq: ", what,
+           " must be int64 token ids (B, T), got ",
            tokens.defined() ? describe(tokens) : std::string("an undefined tensor"));
   KS_CHECK(tokens.size(0) >= 1 && tokens.size(1) >= 1, "seq2seq: ", what, " is empty ", describe(tokens));
   KS_CHECK(cached + tokens.size(1) <= max_len, "seq2seq: ", what, " length ", cached + tokens.size(1),
@@ -73,14 +73,15 @@ void DecodeCache::reorder(const Tensor& rows) {
 }
 
 Seq2Seq::Seq2Seq(const ModelConfig& cfg) : Model(cfg, "Seq2Seq") {
-  KS_CHECK(cfg.src_vocab_size > 0 && cfg.tgt_vocab_size > 0, "seq2seq: src_vocab_size and tgt_vocab_size must be "
-           "positive, got ", cfg.src_vocab_size, " and ", cfg.tgt_vocab_size);
+  KS_CHECK(cfg.src_vocab_size > 0 && cfg.tgt_vocab_size > 0,
+           "seq2seq: src_vocab_size and tgt_vocab_size must be "
+           "positive, got ",
+           cfg.src_vocab_size, " and ", cfg.tgt_vocab_size);
   KS_CHECK(!cfg.share_embeddings || cfg.src_vocab_size == cfg.tgt_vocab_size,
            "seq2seq: share_embeddings needs src_vocab_size == tgt_vocab_size (", cfg.src_vocab_size, " vs ",
            cfg.tgt_vocab_size, ")");
-  KS_CHECK(cfg.pad_id >= 0 && cfg.pad_id < std::min(cfg.src_vocab_size, cfg.tgt_vocab_size),
-           "seq2seq: pad_id ", cfg.pad_id, " is outside a vocabulary (", cfg.src_vocab_size, ", ",
-           cfg.tgt_vocab_size, ")");
+  KS_CHECK(cfg.pad_id >= 0 && cfg.pad_id < std::min(cfg.src_vocab_size, cfg.tgt_vocab_size), "seq2seq: pad_id ",
+           cfg.pad_id, " is outside a vocabulary (", cfg.src_vocab_size, ", ", cfg.tgt_vocab_size, ")");
   for (int64_t id : {cfg.bos_id, cfg.eos_id})
     KS_CHECK(id >= 0 && id < cfg.tgt_vocab_size, "seq2seq: bos/eos id ", id, " is outside the target vocabulary [0, ",
              cfg.tgt_vocab_size, ")");
@@ -95,7 +96,8 @@ Seq2Seq::Seq2Seq(const ModelConfig& cfg) : Model(cfg, "Seq2Seq") {
   tgt_pos = register_module("tgt_pos", position_table(cfg));
   drop = register_module("drop", std::make_shared<nn::Dropout>(cfg.dropout));
   encoder = register_module("encoder", std::make_shared<nn::ModuleList<nn::EncoderLayer>>());
-  for (int64_t i = 0; i < cfg.encoder_layers; ++i) encoder->push_back(std::make_shared<nn::EncoderLayer>(layer_of(cfg)));
+  for (int64_t i = 0; i < cfg.encoder_layers; ++i)
+    encoder->push_back(std::make_shared<nn::EncoderLayer>(layer_of(cfg)));
   decoder = register_module("decoder", std::make_shared<nn::ModuleList<nn::DecoderLayer>>());
   for (int64_t i = 0; i < cfg.decoder_layers; ++i)
     decoder->push_back(std::make_shared<nn::DecoderLayer>(layer_of(cfg), /*cross_attention=*/true));
@@ -106,14 +108,15 @@ Seq2Seq::Seq2Seq(const ModelConfig& cfg) : Model(cfg, "Seq2Seq") {
   if (!cfg.share_embeddings) out = register_module("out", std::make_shared<nn::Linear>(d, cfg.tgt_vocab_size));
 }
 
-Tensor Seq2Seq::embed(const nn::Embedding& table, const nn::Module& positions, const Tensor& tokens,
-                      int64_t offset) {
+Tensor Seq2Seq::embed(const nn::Embedding& table, const nn::Module& positions, const Tensor& tokens, int64_t offset) {
   Tensor x = table.forward(tokens);  // (B, T, d)
   // A shared table is also the output layer: its lookups enter reversed (models/config.h tied_lookup_reversed).
   if (config.share_embeddings && config.tied_lookup_reversed) x = flip(x, {-1});
   x = mul(x, std::sqrt(double(config.d_model)));
-  if (auto* s = dynamic_cast<const nn::SinusoidalPositions*>(&positions)) x = s->forward(x, offset);
-  else x = dynamic_cast<const nn::LearnedPositions&>(positions).forward(x, offset);
+  if (auto* s = dynamic_cast<const nn::SinusoidalPositions*>(&positions))
+    x = s->forward(x, offset);
+  else
+    x = dynamic_cast<const nn::LearnedPositions&>(positions).forward(x, offset);
   return drop->forward(x);
 }
 
@@ -153,8 +156,8 @@ Tensor Seq2Seq::decode(const Tensor& tgt_in, const Tensor& memory, const Tensor&
 
 Tensor Seq2Seq::forward(const Tensor& src, const Tensor& tgt_in) {
   Encoded e = encode(src);
-  KS_CHECK(tgt_in.defined() && tgt_in.dim() == 2 && tgt_in.size(0) == src.size(0),
-           "seq2seq: tgt_in must be (", src.size(0), ", T) like src's batch, got ",
+  KS_CHECK(tgt_in.defined() && tgt_in.dim() == 2 && tgt_in.size(0) == src.size(0), "seq2seq: tgt_in must be (",
+           src.size(0), ", T) like src's batch, got ",
            tgt_in.defined() ? describe(tgt_in) : std::string("an undefined tensor"));
   return decode(tgt_in, e.memory, e.padding);
 }
@@ -168,8 +171,8 @@ Tensor Seq2Seq::loss(const Batch& b) { return loss(b.tokens, b.decoder_input, b.
 
 Tensor Seq2Seq::loss(const Tensor& src, const Tensor& tgt_in, const Tensor& tgt_out) {
   KS_CHECK(tgt_out.defined() && tgt_out.dtype() == kInt64 && tgt_in.defined() && tgt_out.sizes() == tgt_in.sizes(),
-           "seq2seq: tgt_out must be int64 of tgt_in's shape ", tgt_in.defined() ? describe(tgt_in) : "",
-           ", got ", tgt_out.defined() ? describe(tgt_out) : std::string("an undefined tensor"));
+           "seq2seq: tgt_out must be int64 of tgt_in's shape ", tgt_in.defined() ? describe(tgt_in) : "", ", got ",
+           tgt_out.defined() ? describe(tgt_out) : std::string("an undefined tensor"));
   check_tokens(tgt_out, "tgt_out", config.tgt_vocab_size, config.max_len);
   Tensor logits = forward(src, tgt_in);  // (B, T, V)
   const int64_t V = config.tgt_vocab_size;
@@ -178,8 +181,8 @@ Tensor Seq2Seq::loss(const Tensor& src, const Tensor& tgt_in, const Tensor& tgt_
 }
 
 std::vector<std::vector<int64_t>> Seq2Seq::greedy_decode(const Tensor& src, int64_t max_len) {
-  KS_CHECK(max_len >= 1 && max_len <= config.max_len, "seq2seq: greedy_decode: max_len must be in [1, ",
-           config.max_len, "], got ", max_len);
+  KS_CHECK(max_len >= 1 && max_len <= config.max_len, "seq2seq: greedy_decode: max_len must be in [1, ", config.max_len,
+           "], got ", max_len);
   NoGradGuard no_grad;  // generation runs in eval mode without gradients
   nn::EvalModeGuard eval_mode(*this);
   Encoded e = encode(src);
@@ -210,8 +213,8 @@ std::vector<std::vector<int64_t>> Seq2Seq::greedy_decode(const Tensor& src, int6
 }
 
 std::vector<Hypothesis> Seq2Seq::beam_search(const Tensor& src, int64_t beam_size, int64_t max_len, double alpha) {
-  KS_CHECK(max_len >= 1 && max_len <= config.max_len, "seq2seq: beam_search: max_len must be in [1, ",
-           config.max_len, "], got ", max_len);
+  KS_CHECK(max_len >= 1 && max_len <= config.max_len, "seq2seq: beam_search: max_len must be in [1, ", config.max_len,
+           "], got ", max_len);
   KS_CHECK(beam_size >= 1, "seq2seq: beam_search: beam_size must be >= 1, got ", beam_size);
   NoGradGuard no_grad;  // generation runs in eval mode without gradients
   nn::EvalModeGuard eval_mode(*this);
@@ -229,9 +232,9 @@ std::vector<Hypothesis> Seq2Seq::beam_search(const Tensor& src, int64_t beam_siz
     Tensor logits = decode(int64_tensor(tokens, {B * K, 1}, device), memory, memory_padding, &cache);
     return log_softmax(select(logits, 1, 0), -1);  // (B·K, V)
   };
-  return models::beam_search(B, step,
-                             {.beam_size = K, .max_len = max_len, .length_penalty = alpha,
-                              .bos_id = config.bos_id, .eos_id = config.eos_id});
+  return models::beam_search(
+      B, step,
+      {.beam_size = K, .max_len = max_len, .length_penalty = alpha, .bos_id = config.bos_id, .eos_id = config.eos_id});
 }
 
 ModelCost Seq2Seq::cost(int64_t seq_len) const {

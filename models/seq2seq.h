@@ -61,8 +61,7 @@ class Seq2Seq : public Model {
   Encoded encode(const Tensor& src);
   // tgt_in (B, T) int64 -> logits (B, T, V_tgt). With a cache, tgt_in holds the
   // positions after cache->length, and the cache grows by T.
-  Tensor decode(const Tensor& tgt_in, const Tensor& memory, const Tensor& memory_padding,
-                DecodeCache* cache = nullptr);
+  Tensor decode(const Tensor& tgt_in, const Tensor& memory, const Tensor& memory_padding, DecodeCache* cache = nullptr);
   Tensor forward(const Tensor& src, const Tensor& tgt_in);
   // Mean cross-entropy over the targets that are not pad_id, with
   // config.label_smoothing. tgt_out (B, T) int64, the same shape as tgt_in.
@@ -85,7 +84,7 @@ class Seq2Seq : public Model {
   ModelCost cost(int64_t seq_len) const override;
 
   std::shared_ptr<nn::Embedding> src_embed, tgt_embed;  // the same module when shared
-  std::shared_ptr<nn::Module> src_pos, tgt_pos;          // SinusoidalPositions or LearnedPositions
+  std::shared_ptr<nn::Module> src_pos, tgt_pos;         // SinusoidalPositions or LearnedPositions
   std::shared_ptr<nn::ModuleList<nn::EncoderLayer>> encoder;
   std::shared_ptr<nn::ModuleList<nn::DecoderLayer>> decoder;
   std::shared_ptr<nn::LayerNorm> encoder_norm, decoder_norm;  // pre-LN only

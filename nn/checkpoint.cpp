@@ -22,8 +22,9 @@ void check_finite(const NamedTensors& tensors, const std::string& prefix, const 
       for (int64_t i = 0; i < t.numel(); ++i)
         if (!std::isfinite(convert<double>(v[i])) && bad++ == 0) first = i;
     });
-    KS_CHECK(bad == 0, "checkpoint ", path, ": tensor '", prefix, entry.first, "' holds ", bad, " NaN or infinite values of ",
-             t.numel(), " (the first at index ", first, "); the training diverged or the file is damaged");
+    KS_CHECK(bad == 0, "checkpoint ", path, ": tensor '", prefix, entry.first, "' holds ", bad,
+             " NaN or infinite values of ", t.numel(), " (the first at index ", first,
+             "); the training diverged or the file is damaged");
   }
 }
 
@@ -57,8 +58,10 @@ Metadata load_checkpoint(const SafetensorsContent& content, const std::string& p
                          Optimizer* optimizer, bool strict) {
   NamedTensors model_state, optim_state;
   for (auto& [name, t] : content.tensors) {
-    if (name.rfind(kOptimizerPrefix, 0) == 0) optim_state.emplace_back(name.substr(kOptimizerPrefix.size()), t);
-    else model_state.emplace_back(name, t);
+    if (name.rfind(kOptimizerPrefix, 0) == 0)
+      optim_state.emplace_back(name.substr(kOptimizerPrefix.size()), t);
+    else
+      model_state.emplace_back(name, t);
   }
   check_finite(model_state, "", path);
   if (optimizer) check_finite(optim_state, kOptimizerPrefix, path);

@@ -10,8 +10,7 @@
 
 namespace ks::nn {
 
-template <class M = Module>
-class ModuleList : public Module {
+template <class M = Module> class ModuleList : public Module {
  public:
   ModuleList() : Module("ModuleList") {}
   void push_back(std::shared_ptr<M> m) {
@@ -31,8 +30,7 @@ class ModuleList : public Module {
 class Sequential : public Module {
  public:
   Sequential() : Module("Sequential") {}
-  template <class M>
-  Sequential& add(std::shared_ptr<M> m) {
+  template <class M> Sequential& add(std::shared_ptr<M> m) {
     register_module(std::to_string(stages_.size()), m);
     stages_.push_back([m](const Tensor& x) { return m->forward(x); });
     return *this;

@@ -1,7 +1,6 @@
 // nn/data_parallel.cpp — buckets, hooks and the gradient all-reduce.
 #include "nn/data_parallel.h"
 
-
 #include "autograd/grad_mode.h"
 #include "core/clock.h"
 #include "core/copy.h"
@@ -34,8 +33,7 @@ void broadcast_module(Module& module, dist::ProcessGroup& group, int root) {
   broadcast_all(module.named_buffers(), group, root, "buffer");
 }
 
-DistributedDataParallel::DistributedDataParallel(Module& module, dist::ProcessGroup& group,
-                                                 DataParallelOptions options)
+DistributedDataParallel::DistributedDataParallel(Module& module, dist::ProcessGroup& group, DataParallelOptions options)
     : module_(module), group_(group), options_(options) {
   KS_CHECK(options_.bucket_mb > 0, "DistributedDataParallel: bucket_mb must be > 0, got ", options_.bucket_mb);
   params_ = module_.parameters();
@@ -53,8 +51,8 @@ DistributedDataParallel::DistributedDataParallel(Module& module, dist::ProcessGr
     if (!fresh) {
       const Bucket& last = buckets_.back();
       const Tensor& first = params_[last.params.front()];
-      const double used = double(last.offsets.back() + params_[last.params.back()].numel()) *
-                          double(itemsize(first.dtype()));
+      const double used =
+          double(last.offsets.back() + params_[last.params.back()].numel()) * double(itemsize(first.dtype()));
       fresh = first.dtype() != p.dtype() || first.device() != p.device() || used + bytes > cap;
     }
     if (fresh) buckets_.emplace_back();
@@ -74,9 +72,8 @@ DistributedDataParallel::DistributedDataParallel(Module& module, dist::ProcessGr
 
   if (group_.size() > 1)
     for (size_t k = 0; k < params_.size(); ++k)
-      hooks_.push_back(register_post_accumulate_grad_hook(params_[k], [this, k](const Tensor&) {
-        on_gradient_ready(k);
-      }));
+      hooks_.push_back(
+          register_post_accumulate_grad_hook(params_[k], [this, k](const Tensor&) { on_gradient_ready(k); }));
 }
 
 DistributedDataParallel::~DistributedDataParallel() {
@@ -111,8 +108,10 @@ void DistributedDataParallel::launch(Bucket& b) {
     const Tensor& p = params_[b.params[i]];
     Tensor slot = window(b.buffer, b.offsets[i], p);
     const Tensor g = p.grad();
-    if (g.defined()) copy_(slot, g);
-    else fill_(slot, 0);  // no gradient on this rank this step: it adds nothing
+    if (g.defined())
+      copy_(slot, g);
+    else
+      fill_(slot, 0);  // no gradient on this rank this step: it adds nothing
   }
   b.work = group_.all_reduce_async(b.buffer, dist::ReduceOp::Sum);
   b.launched = true;

@@ -47,7 +47,7 @@ namespace ks::nn {
 void broadcast_module(Module& module, dist::ProcessGroup& group, int root = 0);
 
 struct DataParallelOptions {
-  double bucket_mb = 25;  // PyTorch DDP's bucket_cap_mb
+  double bucket_mb = 25;             // PyTorch DDP's bucket_cap_mb
   bool broadcast_parameters = true;  // start from rank 0's parameters and buffers
 };
 
@@ -67,10 +67,10 @@ class DistributedDataParallel {
 
   struct Stats {
     int64_t buckets = 0;
-    int64_t bytes_per_step = 0;     // gradient bytes each rank all-reduces per step
+    int64_t bytes_per_step = 0;        // gradient bytes each rank all-reduces per step
     int64_t launched_in_backward = 0;  // buckets whose all-reduce started before backward ended
     int64_t launched_at_finish = 0;
-    double wait_s = 0;              // time finish_gradient_sync spent waiting for the reductions
+    double wait_s = 0;  // time finish_gradient_sync spent waiting for the reductions
     int64_t syncs = 0;
   };
   const Stats& stats() const { return stats_; }
@@ -94,7 +94,7 @@ class DistributedDataParallel {
   dist::ProcessGroup& group_;
   DataParallelOptions options_;
   std::vector<Tensor> params_;
-  std::vector<size_t> bucket_of_;     // per parameter
+  std::vector<size_t> bucket_of_;  // per parameter
   std::vector<bool> param_ready_;
   std::vector<Bucket> buckets_;
   size_t next_launch_ = 0;

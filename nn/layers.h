@@ -14,8 +14,8 @@ class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) const;  // (..., in) -> (..., out)
-  Tensor weight;  // (out, in), U(-1/sqrt(in), 1/sqrt(in))
-  Tensor bias;    // (out,), same bound; undefined when bias = false
+  Tensor weight;                          // (out, in), U(-1/sqrt(in), 1/sqrt(in))
+  Tensor bias;                            // (out,), same bound; undefined when bias = false
   int64_t in_features, out_features;
 };
 
@@ -24,7 +24,7 @@ class Embedding : public Module {
   // padding_idx < 0: none. Otherwise that row starts at zero and gets no gradient.
   Embedding(int64_t num_embeddings, int64_t dim, int64_t padding_idx = -1);
   Tensor forward(const Tensor& indices) const;  // int64 (...) -> (..., dim)
-  Tensor weight;  // (num, dim), N(0, 1)
+  Tensor weight;                                // (num, dim), N(0, 1)
   int64_t num_embeddings, dim, padding_idx;
 };
 
@@ -32,7 +32,7 @@ class LayerNorm : public Module {
  public:
   explicit LayerNorm(int64_t dim, double eps = 1e-5, bool affine = true);
   Tensor forward(const Tensor& x) const;  // normalises the last dim
-  Tensor weight, bias;  // (dim,), ones and zeros
+  Tensor weight, bias;                    // (dim,), ones and zeros
   int64_t dim;
   double eps;
 };

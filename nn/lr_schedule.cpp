@@ -11,8 +11,7 @@ namespace ks::nn {
 double LRSchedule::factor(int64_t step) const {
   const double s = double(std::max<int64_t>(step, 1));
   switch (kind) {
-    case Kind::Constant:
-      return warmup_steps > 0 ? std::min(1.0, s / double(warmup_steps)) : 1.0;
+    case Kind::Constant: return warmup_steps > 0 ? std::min(1.0, s / double(warmup_steps)) : 1.0;
     case Kind::WarmupCosine:
     case Kind::WarmupLinear: {
       if (warmup_steps > 0 && s <= double(warmup_steps)) return s / double(warmup_steps);
@@ -33,8 +32,8 @@ void LRSchedule::validate() const {
   KS_CHECK(warmup_steps >= 0, "lr schedule: warmup_steps must be >= 0, got ", warmup_steps);
   KS_CHECK(min_factor >= 0 && min_factor <= 1, "lr schedule: min_factor must be in [0, 1], got ", min_factor);
   if (kind == Kind::WarmupCosine || kind == Kind::WarmupLinear)
-    KS_CHECK(total_steps > warmup_steps, "lr schedule: total_steps (", total_steps,
-             ") must exceed warmup_steps (", warmup_steps, ")");
+    KS_CHECK(total_steps > warmup_steps, "lr schedule: total_steps (", total_steps, ") must exceed warmup_steps (",
+             warmup_steps, ")");
   if (kind == Kind::InverseSqrt) {
     KS_CHECK(d_model > 0, "lr schedule: noam needs d_model > 0");
     KS_CHECK(warmup_steps > 0, "lr schedule: noam needs warmup_steps > 0");

@@ -115,7 +115,8 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
       mismatched.push_back(str(name, " (checkpoint ", it->second.sizes(), ", model ", t.sizes(), ")"));
     // No silent conversion: a tensor of another dtype is another model's (or a damaged file's).
     else if (it->second.dtype() != t.dtype())
-      mistyped.push_back(str(name, " (checkpoint ", ks::name(it->second.dtype()), ", model ", ks::name(t.dtype()), ")"));
+      mistyped.push_back(
+          str(name, " (checkpoint ", ks::name(it->second.dtype()), ", model ", ks::name(t.dtype()), ")"));
     given.erase(it);
   }
   std::vector<std::string> problems;

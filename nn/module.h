@@ -42,8 +42,7 @@ class Module {
   Tensor register_parameter(const std::string& name, Tensor value);
   // Stores state that is saved and moved with the module but not trained.
   Tensor register_buffer(const std::string& name, Tensor value);
-  template <class M>
-  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+  template <class M> std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     add_child(name, module);
     return module;
   }

@@ -56,9 +56,7 @@ class Optimizer {
   // optimizer updates and keeps state for; step() skips the others, whose
   // owners on other ranks update them. Empty (the default): all.
   void set_owned(std::vector<std::vector<bool>> owned);
-  bool owns(size_t group, size_t index) const {
-    return owned_.empty() || owned_[group][index];
-  }
+  bool owns(size_t group, size_t index) const { return owned_.empty() || owned_[group][index]; }
 
  protected:
   Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay, std::vector<std::string> slots);
@@ -71,7 +69,7 @@ class Optimizer {
   std::vector<double> base_lr_;
   std::vector<std::string> slots_;
   std::vector<std::vector<std::vector<Tensor>>> state_;  // [group][param][slot]; empty until first used
-  std::vector<std::vector<bool>> owned_;                   // set_owned; empty: every parameter
+  std::vector<std::vector<bool>> owned_;                 // set_owned; empty: every parameter
   int64_t steps_ = 0;
 };
 

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <tuple>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "core/copy.h"
 #include "nn/user_input.h"
@@ -188,9 +188,9 @@ SafetensorsContent safetensors_from_bytes(std::string_view bytes, const std::str
     if (i > 0 && entries[i].begin < covered)
       fail(path, str("tensors '", entries[i - 1].name, "' and '", entries[i].name, "' overlap"));
     if (entries[i].begin > covered)
-      unowned(covered, entries[i].begin, i == 0 ? str(", before tensor '", entries[i].name, "',")
-                                                : str(", between tensors '", entries[i - 1].name, "' and '",
-                                                      entries[i].name, "',"));
+      unowned(covered, entries[i].begin,
+              i == 0 ? str(", before tensor '", entries[i].name, "',")
+                     : str(", between tensors '", entries[i - 1].name, "' and '", entries[i].name, "',"));
     covered = entries[i].end;
     out.tensors.emplace_back(entries[i].name, entries[i].tensor);
   }

@@ -29,7 +29,7 @@ inline constexpr uint64_t kMaxSafetensorsBytes = uint64_t(64) << 30;
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = uint64_t(100) << 20;
 
 struct SafetensorsContent {
-  NamedTensors tensors;                        // in file order of data offsets
+  NamedTensors tensors;                         // in file order of data offsets
   std::map<std::string, std::string> metadata;  // "__metadata__" (string values only)
 };
 

@@ -7,8 +7,7 @@ namespace ks::nn {
 namespace {
 
 // Pre-LN: x + drop(f(LN(x))).  Post-LN: LN(x + drop(f(x))).
-template <class F>
-Tensor residual(const Tensor& x, LayerNorm& ln, Dropout& drop, bool pre_norm, F f) {
+template <class F> Tensor residual(const Tensor& x, LayerNorm& ln, Dropout& drop, bool pre_norm, F f) {
   if (pre_norm) return add(x, drop.forward(f(ln.forward(x))));
   return ln.forward(add(x, drop.forward(f(x))));
 }
@@ -55,9 +54,8 @@ Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Tensor
       cache->cross.is_static = true;
       cross_cache = &cache->cross;
     }
-    h = residual(h, *ln2, *drop, pre_norm, [&](const Tensor& y) {
-      return cross_attn->forward(y, memory, memory, cross, cross_cache);
-    });
+    h = residual(h, *ln2, *drop, pre_norm,
+                 [&](const Tensor& y) { return cross_attn->forward(y, memory, memory, cross, cross_cache); });
   }
   return residual(h, *ln3, *drop, pre_norm, [&](const Tensor& y) { return ff->forward(y); });
 }

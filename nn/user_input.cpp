@@ -25,9 +25,9 @@ using json = nlohmann::json;
 void require_regular(const struct stat& st, const std::string& path, const std::string& who) {
   if (S_ISREG(st.st_mode)) return;
   KS_CHECK(!S_ISDIR(st.st_mode), who, ": ", path, " is a directory, expected a file");
-  const char* kind = S_ISFIFO(st.st_mode)  ? "a FIFO"
-                     : S_ISCHR(st.st_mode) ? "a character device"
-                     : S_ISBLK(st.st_mode) ? "a block device"
+  const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
                      : S_ISSOCK(st.st_mode) ? "a socket"
                                             : "not a plain file";
   throw Error(str(who, ": ", path, " is not a regular file (it is ", kind, ")"));
@@ -52,10 +52,9 @@ struct DuplicateKey {
 // A key as a step of a dotted path: as it is when plain, else quoted as JSON
 // (an empty key, one with a dot or a space), cut to a bounded length.
 std::string path_step(const std::string& key) {
-  const bool plain = !key.empty() && key.size() <= kExcerptChars &&
-                     std::none_of(key.begin(), key.end(), [](char c) {
-                       return c == '.' || c == '[' || c == ']' || c == '"' || static_cast<unsigned char>(c) <= ' ';
-                     });
+  const bool plain = !key.empty() && key.size() <= kExcerptChars && std::none_of(key.begin(), key.end(), [](char c) {
+    return c == '.' || c == '[' || c == ']' || c == '"' || static_cast<unsigned char>(c) <= ' ';
+  });
   return plain ? key : json_excerpt(json(key));
 }
 
@@ -67,8 +66,9 @@ class KeyTracker {
   void event(json::parse_event_t e, const json& parsed) {
     using E = json::parse_event_t;
     if (e == E::object_start || e == E::array_start) {
-      std::string step = open_.empty() ? "" : open_.back().is_object ? path_step(open_.back().key)
-                                                                     : str("[", open_.back().index, "]");
+      std::string step = open_.empty()            ? ""
+                         : open_.back().is_object ? path_step(open_.back().key)
+                                                  : str("[", open_.back().index, "]");
       open_.push_back({e == E::object_start, std::move(step), 0, {}, {}});
     } else if (e == E::key) {
       Open& o = open_.back();
@@ -85,9 +85,9 @@ class KeyTracker {
  private:
   struct Open {
     bool is_object;
-    std::string step;                     // this value's step in the path ("" at the top)
-    size_t index;                         // arrays: the element being read
-    std::string key;                      // objects: the key being read
+    std::string step;                      // this value's step in the path ("" at the top)
+    size_t index;                          // arrays: the element being read
+    std::string key;                       // objects: the key being read
     std::unordered_set<std::string> keys;  // objects: the keys read so far
   };
   void element_done() {
@@ -120,8 +120,7 @@ json parse(std::string_view text, const std::string& what, int max_depth, bool a
   // depth counts the arrays/objects around the one being started (0 at the top).
   KeyTracker keys;
   auto guard = [max_depth, &keys](int depth, json::parse_event_t event, json& parsed) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        depth >= max_depth)
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) && depth >= max_depth)
       throw TooDeep{};
     keys.event(event, parsed);
     return true;

@@ -73,9 +73,11 @@ void read_json_key(const nlohmann::json& j, const std::string& key, T& out, cons
                   : std::is_same_v<T, std::string> ? v.is_string()
                   : std::is_integral_v<T>          ? v.is_number_integer()
                                                    : v.is_number();
-  KS_CHECK(ok, "config: ", where, key, ": expected ", std::is_same_v<T, bool> ? "true or false"
-                                                   : std::is_same_v<T, std::string> ? "a string"
-                                                   : std::is_integral_v<T> ? "an integer" : "a number",
+  KS_CHECK(ok, "config: ", where, key, ": expected ",
+           std::is_same_v<T, bool>          ? "true or false"
+           : std::is_same_v<T, std::string> ? "a string"
+           : std::is_integral_v<T>          ? "an integer"
+                                            : "a number",
            ", got ", json_excerpt(v));
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
     KS_CHECK(v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT32_MAX) : v.get<int64_t>() >= INT32_MIN,

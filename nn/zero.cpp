@@ -2,8 +2,8 @@
 #include "nn/zero.h"
 
 #include <algorithm>
-#include <map>
 #include <cstdio>
+#include <map>
 #include <numeric>
 
 #include "autograd/grad_mode.h"
@@ -11,10 +11,12 @@
 
 namespace ks::nn {
 
-ZeroOptimizer::ZeroOptimizer(Optimizer& optimizer, dist::ProcessGroup& group)
-    : optimizer_(optimizer), group_(group) {
+ZeroOptimizer::ZeroOptimizer(Optimizer& optimizer, dist::ProcessGroup& group) : optimizer_(optimizer), group_(group) {
   const auto& groups = optimizer_.param_groups();
-  struct Item { size_t g, i; int64_t numel; };
+  struct Item {
+    size_t g, i;
+    int64_t numel;
+  };
   std::vector<Item> items;
   Tensor reference;  // the first parameter: all must share its dtype and device
   for (const ParamGroup& g : groups)
@@ -54,8 +56,8 @@ void ZeroOptimizer::step() {
   const auto& groups = optimizer_.param_groups();
   const Tensor& first = reference_;
   Tensor mine = Tensor::empty({owned_elements_}, first.dtype(), first.device());
-  Tensor all = Tensor::empty({std::accumulate(rank_elements_.begin(), rank_elements_.end(), int64_t(0))},
-                             first.dtype(), first.device());
+  Tensor all = Tensor::empty({std::accumulate(rank_elements_.begin(), rank_elements_.end(), int64_t(0))}, first.dtype(),
+                             first.device());
   std::vector<int64_t> start(rank_elements_.size(), 0);
   for (size_t r = 1; r < start.size(); ++r) start[r] = start[r - 1] + rank_elements_[r - 1];
   auto flat_view = [](const Tensor& flat, int64_t at, const Tensor& like) {
@@ -99,7 +101,8 @@ NamedTensors ZeroOptimizer::full_state_dict() const {
       // Whether the owner has state yet (a parameter that never had a gradient has none).
       if (!group_.broadcast_value(have.count(prefix + slots[0]) > 0, o)) continue;
       for (const std::string& s : slots) {
-        Tensor t = o == group_.rank() ? contiguous_raw(have.at(prefix + s)) : Tensor::empty(p.sizes(), p.dtype(), p.device());
+        Tensor t =
+            o == group_.rank() ? contiguous_raw(have.at(prefix + s)) : Tensor::empty(p.sizes(), p.dtype(), p.device());
         group_.broadcast(t, o);
         out.emplace_back(prefix + s, t);
       }

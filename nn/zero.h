@@ -51,8 +51,8 @@ class ZeroOptimizer {
  private:
   Optimizer& optimizer_;
   dist::ProcessGroup& group_;
-  std::vector<std::vector<int>> owner_;   // [group][index] -> rank
-  std::vector<int64_t> rank_elements_;    // elements owned per rank
+  std::vector<std::vector<int>> owner_;  // [group][index] -> rank
+  std::vector<int64_t> rank_elements_;   // elements owned per rank
   int64_t owned_elements_ = 0;
   Tensor reference_;  // a parameter: the dtype and device of the gathered buffers
 };

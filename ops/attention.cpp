@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "autograd/node.h"
-#include "core/factory.h"
 #include "core/copy.h"
+#include "core/factory.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 
@@ -28,14 +28,14 @@ void check_attention_operand(const char* op, const char* what, const Tensor& t, 
   KS_CHECK(t.device() == q.device(), op, ": ", what, " is on ", t.device().str(), " but q is on ", q.device().str());
 }
 
-SdpaParams resolve_attention_params(const char* op, const Tensor& q, int64_t S, const Tensor& key_padding,
-                                    double scale, bool causal, int64_t causal_offset, double dropout_p, bool training,
+SdpaParams resolve_attention_params(const char* op, const Tensor& q, int64_t S, const Tensor& key_padding, double scale,
+                                    bool causal, int64_t causal_offset, double dropout_p, bool training,
                                     Generator* gen) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), P = q.size(3);
   if (key_padding.defined()) {
-    KS_CHECK(key_padding.dtype() == kBool && key_padding.dim() == 2 && key_padding.size(0) == B &&
-                 key_padding.size(1) == S,
-             op, ": key_padding must be bool (", B, ", ", S, "), got ", describe(key_padding));
+    KS_CHECK(
+        key_padding.dtype() == kBool && key_padding.dim() == 2 && key_padding.size(0) == B && key_padding.size(1) == S,
+        op, ": key_padding must be bool (", B, ", ", S, "), got ", describe(key_padding));
     KS_CHECK(key_padding.device() == q.device(), op, ": key_padding is on ", key_padding.device().str(),
              " but q is on ", q.device().str());
   }
@@ -67,8 +67,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   KS_CHECK(k.dim() == 4 && k.size(0) == B && k.size(1) == H && k.size(3) == P, kOp, ": k must be (", B, ", ", H,
            ", S, ", P, ") to match q ", describe(q), ", got ", describe(k));
   const int64_t S = k.size(2);
-  KS_CHECK(v.dim() == 4 && v.size(0) == B && v.size(1) == H && v.size(2) == S, kOp, ": v must be (", B, ", ", H,
-           ", ", S, ", e) to match k ", describe(k), ", got ", describe(v));
+  KS_CHECK(v.dim() == 4 && v.size(0) == B && v.size(1) == H && v.size(2) == S, kOp, ": v must be (", B, ", ", H, ", ",
+           S, ", e) to match k ", describe(k), ", got ", describe(v));
   const int64_t E = v.size(3);
   const Tensor& pad = opt.key_padding;
   const SdpaParams prm = resolve_attention_params(kOp, q, S, pad, opt.scale, opt.causal, opt.causal_offset,
@@ -81,9 +81,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (needs_grad({q, k, v})) {
     // Every gradient reads q, k (the probabilities), v (dP) and out, lse.
     record("ScaledDotProductAttentionBackward", {q, k, v}, {out},
-           [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), so = SavedTensor(out),
-            sl = SavedTensor(lse), spad = SavedTensor(pad), gq = q.requires_grad(), gk = k.requires_grad(),
-            gv = v.requires_grad(), prm](const std::vector<Tensor>& g) {
+           [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), so = SavedTensor(out), sl = SavedTensor(lse),
+            spad = SavedTensor(pad), gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad(),
+            prm](const std::vector<Tensor>& g) {
              const Tensor q_ = sq.unpack(), k_ = sk.unpack(), v_ = sv.unpack();
              Tensor dq = Tensor::empty(q_.sizes(), q_.dtype(), q_.device());
              Tensor dk = Tensor::empty(k_.sizes(), k_.dtype(), k_.device());

@@ -41,17 +41,16 @@
 namespace ks {
 
 struct SdpaOptions {
-  double scale = 0;           // <= 0: 1/√p
+  double scale = 0;  // <= 0: 1/√p
   bool causal = false;
   int64_t causal_offset = 0;  // query i sees key j iff j <= causal_offset + i
   Tensor key_padding{};       // (B, S) bool, true = hidden; or undefined
   double dropout_p = 0;       // in [0, 1]
   bool training = false;
-  Generator* gen = nullptr;   // null: the global generator
+  Generator* gen = nullptr;  // null: the global generator
 };
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const SdpaOptions& opt = {});
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& opt = {});
 
 // --- kernels ---
 // What the kernels need of the options, resolved by the op.
@@ -59,9 +58,9 @@ struct SdpaParams {
   double scale = 1;
   bool causal = false;
   int64_t causal_offset = 0;
-  bool dropout = false;      // draw a mask (training and p > 0)
-  double keep = 1;           // 1 − p: element kept iff its uniform draw < keep
-  double drop_scale = 1;     // 1 / (1 − p), 0 for p = 1
+  bool dropout = false;   // draw a mask (training and p > 0)
+  double keep = 1;        // 1 − p: element kept iff its uniform draw < keep
+  double drop_scale = 1;  // 1 / (1 − p), 0 for p = 1
   uint64_t seed = 0;
   uint64_t first_block = 0;  // Philox block of element 0; element n uses first_block + n / 4
 };
@@ -74,20 +73,20 @@ void check_attention_operand(const char* op, const char* what, const Tensor& t, 
 // dropout_p in [0, 1], scale finite (<= 0: 1/√p); when training with
 // dropout, the generator's blocks for dropout()'s mask of the (B, h, T, S)
 // weights are reserved. Errors name `op`.
-SdpaParams resolve_attention_params(const char* op, const Tensor& q, int64_t S, const Tensor& key_padding,
-                                    double scale, bool causal, int64_t causal_offset, double dropout_p, bool training,
+SdpaParams resolve_attention_params(const char* op, const Tensor& q, int64_t S, const Tensor& key_padding, double scale,
+                                    bool causal, int64_t causal_offset, double dropout_p, bool training,
                                     Generator* gen);
 
 // out (B, h, T, e) and lse (B, h, T): contiguous, of q's dtype. q, k, v any
 // strides; key_padding (B, S) bool any strides, or undefined. Shapes checked.
-using SdpaForwardKernel = void(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
-                               const Tensor& v, const Tensor& key_padding, const SdpaParams& prm);
+using SdpaForwardKernel = void(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& key_padding, const SdpaParams& prm);
 extern KernelTable<SdpaForwardKernel> sdpa_forward_kernel;
 // dq, dk, dv contiguous, shaped like q, k, v (every one defined); g (B, h, T, e)
 // any strides; out and lse as the forward wrote them.
-using SdpaBackwardKernel = void(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& g,
-                                const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                const Tensor& lse, const Tensor& key_padding, const SdpaParams& prm);
+using SdpaBackwardKernel = void(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& g, const Tensor& q,
+                                const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                                const Tensor& key_padding, const SdpaParams& prm);
 extern KernelTable<SdpaBackwardKernel> sdpa_backward_kernel;
 
 }  // namespace ks

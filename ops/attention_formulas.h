@@ -43,8 +43,7 @@ KS_HOST_DEVICE inline uint64_t weight_index(int64_t pair, int64_t T, int64_t S, 
 }
 
 // The dropout factor of weight n: 1/(1 − p) if kept, else 0.
-template <class T>
-KS_HOST_DEVICE inline T drop_factor(const SdpaParams& prm, uint64_t n) {
+template <class T> KS_HOST_DEVICE inline T drop_factor(const SdpaParams& prm, uint64_t n) {
   return bernoulli_element(prm.seed, prm.first_block, n, prm.keep) ? T(prm.drop_scale) : T(0);
 }
 

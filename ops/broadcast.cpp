@@ -14,11 +14,14 @@ Shape broadcast_shapes(const std::vector<Shape>& shapes, const char* op) {
       int64_t& o = out[nd - s.size() + i];
       int64_t v = s[i];
       if (v == o || v == 1) continue;
-      if (o == 1) { o = v; continue; }
+      if (o == 1) {
+        o = v;
+        continue;
+      }
       std::string all;
       for (size_t k = 0; k < shapes.size(); ++k) all += (k ? " and " : "") + str(shapes[k]);
-      throw Error(str(op, ": shapes ", all, " are not broadcastable (dim ", int64_t(i) - int64_t(s.size()),
-                      ": ", o, " vs ", v, ")"));
+      throw Error(str(op, ": shapes ", all, " are not broadcastable (dim ", int64_t(i) - int64_t(s.size()), ": ", o,
+                      " vs ", v, ")"));
     }
   }
   return out;
@@ -31,8 +34,10 @@ Tensor broadcast_raw(const Tensor& t, const Shape& shape, const char* op) {
   Shape strides(size_t(nd), 0);
   for (int64_t i = 0; i < td; ++i) {
     int64_t d = nd - td + i;
-    if (t.sizes()[i] == shape[d]) strides[d] = t.strides()[i];
-    else KS_CHECK(t.sizes()[i] == 1, op, ": cannot broadcast ", describe(t), " to ", shape);
+    if (t.sizes()[i] == shape[d])
+      strides[d] = t.strides()[i];
+    else
+      KS_CHECK(t.sizes()[i] == 1, op, ": cannot broadcast ", describe(t), " to ", shape);
   }
   return t.alias(shape, strides, t.storage_offset());
 }

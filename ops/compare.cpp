@@ -83,8 +83,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   KS_CHECK(x.defined(), "masked_fill: undefined input");
   check_bool("masked_fill", "mask", mask);
-  KS_CHECK(x.device() == mask.device(), "masked_fill: device mismatch, ", describe(x), " and mask ",
-           describe(mask));
+  KS_CHECK(x.device() == mask.device(), "masked_fill: device mismatch, ", describe(x), " and mask ", describe(mask));
   KS_CHECK(x.dtype() != kBFloat16 && x.dtype() != kFloat16, "masked_fill: unsupported dtype ", describe(x));
   KS_CHECK(broadcast_shapes({x.sizes(), mask.sizes()}, "masked_fill") == x.sizes(), "masked_fill: mask ",
            describe(mask), " does not broadcast to the input's shape ", x.sizes());

@@ -25,28 +25,23 @@ namespace ks {
 // --- kernels: one table per op of CompareOps and LogicalOps, filled by ops/compare_kernels.h ---
 // out (bool) = a (op) b; a and b broadcast views of out's shape, one dtype.
 using CompareKernel = void(const Tensor& out, const Tensor& a, const Tensor& b);
-template <class Op>
-constinit inline KernelTable<CompareKernel> compare_kernel("compare");
+template <class Op> constinit inline KernelTable<CompareKernel> compare_kernel("compare");
 // out (bool) = a (op) s, s compared as the header comment says.
 using CompareScalarKernel = void(const Tensor& out, const Tensor& a, double s);
-template <class Op>
-constinit inline KernelTable<CompareScalarKernel> compare_scalar_kernel("compare_scalar");
+template <class Op> constinit inline KernelTable<CompareScalarKernel> compare_scalar_kernel("compare_scalar");
 // out = a (op) b, all bool and of out's shape; b is ignored by logical_not.
 using LogicalKernel = CompareKernel;
-template <class Op>
-constinit inline KernelTable<LogicalKernel> logical_kernel("logical");
+template <class Op> constinit inline KernelTable<LogicalKernel> logical_kernel("logical");
 
 // The forwards of the templates below (compare.cpp).
 Tensor compare_apply(const char* name, const KernelTable<CompareKernel>& kernel, const Tensor& a, const Tensor& b);
 Tensor compare_apply(const char* name, const KernelTable<CompareScalarKernel>& kernel, const Tensor& a, double s);
 Tensor logical_apply(const char* name, const KernelTable<LogicalKernel>& kernel, const Tensor& a, const Tensor& b);
 
-template <class Op>
-Tensor compare(const Tensor& a, const Tensor& b) {
+template <class Op> Tensor compare(const Tensor& a, const Tensor& b) {
   return compare_apply(Op::name, compare_kernel<Op>, a, b);
 }
-template <class Op>
-Tensor compare(const Tensor& a, double s) {
+template <class Op> Tensor compare(const Tensor& a, double s) {
   return compare_apply(Op::name, compare_scalar_kernel<Op>, a, s);
 }
 

@@ -56,14 +56,12 @@ struct LogicalOr {
   KS_HOST_DEVICE static bool f(uint8_t x, uint8_t y) { return (x | y) != 0; }
 };
 
-template <class T>
-struct Where {
+template <class T> struct Where {
   KS_HOST_DEVICE T operator()(uint8_t c, T x, T y) const { return c != 0 ? x : y; }
 };
 
 // The fill value where the mask equals fill_when, else the element.
-template <class T>
-struct MaskedFill {
+template <class T> struct MaskedFill {
   T value;
   bool fill_when;
   KS_HOST_DEVICE T operator()(T e, uint8_t m) const { return (m != 0) == fill_when ? value : e; }
@@ -74,8 +72,8 @@ struct MaskedFill {
 namespace ks {
 
 // Every comparison and logical op: each backend registers these lists, the tests cover them.
-using CompareOps = OpList<compare_ops::Eq, compare_ops::Ne, compare_ops::Lt, compare_ops::Le, compare_ops::Gt,
-                          compare_ops::Ge>;
+using CompareOps =
+    OpList<compare_ops::Eq, compare_ops::Ne, compare_ops::Lt, compare_ops::Le, compare_ops::Gt, compare_ops::Ge>;
 using LogicalOps = OpList<compare_ops::LogicalNot, compare_ops::LogicalAnd, compare_ops::LogicalOr>;
 
 }  // namespace ks

@@ -19,20 +19,17 @@
 namespace ks::compare_kernels {
 
 // a (op) b with both of type U (the scalar form: b = c, a converted to U first).
-template <class Op, class T, class U = T>
-struct Compare {
+template <class Op, class T, class U = T> struct Compare {
   U c;
   KS_HOST_DEVICE bool operator()(T x) const { return Op::f(U(x), c); }
   KS_HOST_DEVICE bool operator()(T x, T y) const { return Op::f(x, y); }
 };
-template <class Op>
-struct Logical {
+template <class Op> struct Logical {
   KS_HOST_DEVICE bool operator()(uint8_t x) const { return Op::f(x); }
   KS_HOST_DEVICE bool operator()(uint8_t x, uint8_t y) const { return Op::f(x, y); }
 };
 
-template <class Op, class Loops>
-void compare(const Tensor& out, const Tensor& a, const Tensor& b) {
+template <class Op, class Loops> void compare(const Tensor& out, const Tensor& a, const Tensor& b) {
   dispatch_numeric(a.dtype(), "compare", [&](auto tag) {
     using T = typename decltype(tag)::type;
     Loops::template map<bool, T, T>(Compare<Op, T>{}, out, {a, b});
@@ -42,8 +39,7 @@ void compare(const Tensor& out, const Tensor& a, const Tensor& b) {
 // a (op) s, compared where it is exact: in T for floating T, and for integer
 // T when s is one of T's values, else in double (which holds every int32 and
 // every int64 a model uses as a label or index).
-template <class Op, class Loops>
-void compare_scalar(const Tensor& out, const Tensor& a, double s) {
+template <class Op, class Loops> void compare_scalar(const Tensor& out, const Tensor& a, double s) {
   dispatch_numeric(a.dtype(), "compare", [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto against = [&](auto c) { Loops::template map<bool, T>(Compare<Op, T, decltype(c)>{c}, out, {a}); };
@@ -52,22 +48,24 @@ void compare_scalar(const Tensor& out, const Tensor& a, double s) {
     } else {
       const bool in_t = std::trunc(s) == s && s >= double(std::numeric_limits<T>::lowest()) &&
                         s < -double(std::numeric_limits<T>::lowest());
-      if (in_t) against(T(s));
-      else against(s);
+      if (in_t)
+        against(T(s));
+      else
+        against(s);
     }
   });
 }
 
 // b is ignored by a one-input op (logical_not).
-template <class Op, class Loops>
-void logical(const Tensor& out, const Tensor& a, const Tensor& b) {
+template <class Op, class Loops> void logical(const Tensor& out, const Tensor& a, const Tensor& b) {
   using U = uint8_t;
-  if constexpr (requires(U x) { Op::f(x, x); }) Loops::template map<bool, U, U>(Logical<Op>{}, out, {a, b});
-  else Loops::template map<bool, U>(Logical<Op>{}, out, {a});
+  if constexpr (requires(U x) { Op::f(x, x); })
+    Loops::template map<bool, U, U>(Logical<Op>{}, out, {a, b});
+  else
+    Loops::template map<bool, U>(Logical<Op>{}, out, {a});
 }
 
-template <class Loops>
-void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+template <class Loops> void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
   dispatch_all(out.dtype(), "where", [&](auto tag) {
     using T = typename decltype(tag)::type;
     Loops::template map<T, uint8_t, T, T>(compare_ops::Where<T>{}, out, {cond, a, b});
@@ -83,8 +81,7 @@ void masked_fill(const Tensor& out, const Tensor& x, const Tensor& mask, double 
 }
 
 // Registers the kernels of ops/compare.h, every op of CompareOps and LogicalOps, as `device`'s.
-template <class Loops>
-bool register_compare_kernels(DeviceType device) {
+template <class Loops> bool register_compare_kernels(DeviceType device) {
   for_each_op<CompareOps>([&]<class Op>() {
     compare_kernel<Op>.set(device, compare<Op, Loops>);
     compare_scalar_kernel<Op>.set(device, compare_scalar<Op, Loops>);

@@ -24,8 +24,7 @@ namespace ks::dropout_formulas {
 // backward's g. The mask is read as bytes: GCC 12 vectorises no loop that
 // loads bool, and on a dropout mask a branch per element mispredicts about
 // as often as p. The product is formed first, so the select is branch-free.
-template <class T>
-struct MaskedScale {
+template <class T> struct MaskedScale {
   T scale;
   KS_HOST_DEVICE T operator()(T v, uint8_t kept) const {
     const T scaled = T(v * scale);
@@ -35,8 +34,7 @@ struct MaskedScale {
 
 // Elements 4b .. 4b+3 (those below n): kept with probability keep, then
 // out = x·scale, else 0; mask records the draw. x, out, mask contiguous.
-template <class T>
-struct DropoutBlock {
+template <class T> struct DropoutBlock {
   T* out;
   bool* mask;
   const T* x;
@@ -58,12 +56,10 @@ struct DropoutBlock {
   }
 };
 
-
 constexpr int64_t kBlockGrain = 2048;  // Philox blocks per parallel chunk where a CPU runs forward()
 
 // The dropout kernels of ops/dropout.h for the backend whose loops are Loops.
-template <class Loops>
-struct dropout_kernels {
+template <class Loops> struct dropout_kernels {
   static void forward(const Tensor& out, const Tensor& mask, const Tensor& x_in, double keep, double scale,
                       uint64_t seed, uint64_t first_block) {
     const int64_t n = out.numel();
@@ -85,8 +81,7 @@ struct dropout_kernels {
 };
 
 // Registers dropout_kernels<Loops> as `device`'s kernels of ops/dropout.h.
-template <class Loops>
-bool register_dropout_kernels(DeviceType device) {
+template <class Loops> bool register_dropout_kernels(DeviceType device) {
   dropout_kernel.set(device, dropout_kernels<Loops>::forward);
   dropout_backward_kernel.set(device, dropout_kernels<Loops>::backward);
   return true;

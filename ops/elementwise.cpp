@@ -43,8 +43,8 @@ void check_scalar_fits(const char* op, const Tensor& t, double s) {
 namespace {
 
 void check_div_dtype(const Tensor& t) {
-  KS_CHECK(!(t.dtype() == kInt64 || t.dtype() == kInt32), "div: integer division is not supported (",
-           describe(t), "); convert to float");
+  KS_CHECK(!(t.dtype() == kInt64 || t.dtype() == kInt32), "div: integer division is not supported (", describe(t),
+           "); convert to float");
   check_floating("div", t);
 }
 
@@ -52,8 +52,10 @@ void check_div_dtype(const Tensor& t) {
 
 Tensor binary_forward(const BinaryInfo& op, const Tensor& a, const Tensor& b) {
   check_same_kind(op.name, a, b);
-  if (op.integers) check_numeric(op.name, a);
-  else check_floating(op.name, a);
+  if (op.integers)
+    check_numeric(op.name, a);
+  else
+    check_floating(op.name, a);
   Shape shape = broadcast_shapes({a.sizes(), b.sizes()}, op.name);
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   if (out.numel() > 0)
@@ -75,8 +77,7 @@ Tensor binary_grad(const BinaryInfo& op, int which, const Tensor& g, const Tenso
   return sum_to(grad, shape_in);
 }
 
-template <class Op>
-Tensor scalar_forward(const char* name, double s, const Tensor& x) {
+template <class Op> Tensor scalar_forward(const char* name, double s, const Tensor& x) {
   check_numeric(name, x);
   check_scalar_fits(name, x, s);
   Tensor out = Tensor::empty(x.sizes(), x.dtype(), x.device());
@@ -149,8 +150,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     // d(a/b)/da = 1/b reads only b; d(a/b)/db = -a/b² reads both.
     record("DivBackward", {a, b}, {out},
-           [op, sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(b), shape_a = a.sizes(),
-            shape_b = b.sizes(), ga, gb](const std::vector<Tensor>& g) {
+           [op, sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(), ga,
+            gb](const std::vector<Tensor>& g) {
              Tensor a_ = sa.unpack(), b_ = sb.unpack();
              Tensor da, db;
              if (ga) da = binary_grad(op, 0, g[0], Tensor(), b_, shape_a);
@@ -192,7 +193,8 @@ Tensor mul(double a, const Tensor& b) { return mul_scalar("mul", b, a); }
 Tensor sub(double a, const Tensor& b) {
   Tensor out = scalar_forward<binary_ops::RSubScalar>("sub", a, b);
   if (needs_grad({b}))
-    record("RSubScalarBackward", {b}, {out}, [](const std::vector<Tensor>& g) { return std::vector<Tensor>{negated(g[0])}; });
+    record("RSubScalarBackward", {b}, {out},
+           [](const std::vector<Tensor>& g) { return std::vector<Tensor>{negated(g[0])}; });
   return out;
 }
 

@@ -26,24 +26,20 @@ namespace ks {
 // out = a (op) b; a and b are already broadcast views of out's shape, same dtype.
 // out may be a itself (in-place updates).
 using BinaryKernel = void(const Tensor& out, const Tensor& a, const Tensor& b);
-template <class Op>
-constinit inline KernelTable<BinaryKernel> binary_kernel("binary");
+template <class Op> constinit inline KernelTable<BinaryKernel> binary_kernel("binary");
 // grad_in = grad_out * d(a op b)/d(input `which`: 0 for a, 1 for b), in one
 // pass, all at out's shape (a, b broadcast views; a undefined if Op::da reads
 // only b). For the ops with da and db.
 using BinaryBackwardKernel = void(int which, const Tensor& grad_in, const Tensor& grad_out, const Tensor& a,
                                   const Tensor& b);
-template <class Op>
-constinit inline KernelTable<BinaryBackwardKernel> binary_backward_kernel("binary_backward");
+template <class Op> constinit inline KernelTable<BinaryBackwardKernel> binary_backward_kernel("binary_backward");
 // out = x (op) s; out may be x itself.
 using ScalarKernel = void(double s, const Tensor& out, const Tensor& x);
-template <class Op>
-constinit inline KernelTable<ScalarKernel> scalar_kernel("scalar");
+template <class Op> constinit inline KernelTable<ScalarKernel> scalar_kernel("scalar");
 
 // What the templates below hand to the non-template code (elementwise.cpp).
 using BinaryInfo = OpInfo<BinaryKernel, BinaryBackwardKernel>;
-template <class Op>
-BinaryInfo binary_info() {
+template <class Op> BinaryInfo binary_info() {
   return {Op::name, Op::node, Op::integers, Saves::Input, binary_kernel<Op>, binary_backward_kernel<Op>};
 }
 // a (op) b, checked and broadcast, without autograd.
@@ -51,8 +47,7 @@ Tensor binary_forward(const BinaryInfo& op, const Tensor& a, const Tensor& b);
 // binary_forward with the generic backward: both inputs saved, Op's da and db kernels.
 Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a, const Tensor& b);
 
-template <class Op>
-Tensor binary(const Tensor& a, const Tensor& b) {
+template <class Op> Tensor binary(const Tensor& a, const Tensor& b) {
   return binary_with_grads(binary_info<Op>(), a, b);
 }
 

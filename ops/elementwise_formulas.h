@@ -70,8 +70,7 @@ struct Pow : BinaryOp {
 
 // maximum/minimum's gradient for one input: g where it won, half of g where
 // the two tie (a valid subgradient, symmetric in a and b), else 0.
-template <class T>
-KS_HOST_DEVICE T winner_grad(T g, bool won, bool tie) {
+template <class T> KS_HOST_DEVICE T winner_grad(T g, bool won, bool tie) {
   return won ? g : (tie ? T(g * T(0.5)) : T(0));
 }
 

@@ -19,35 +19,34 @@
 namespace ks::elementwise_kernels {
 
 // Op's formulas as the loops' functors; c is the number of scalar and in-place ops.
-template <class Op, class T>
-struct F {
+template <class Op, class T> struct F {
   T c;
   KS_HOST_DEVICE T operator()(T x) const { return Op::f(x, c); }
   KS_HOST_DEVICE T operator()(T x, T y) const {
-    if constexpr (requires { Op::f(x, y, c); }) return Op::f(x, y, c);
-    else return Op::f(x, y);
+    if constexpr (requires { Op::f(x, y, c); })
+      return Op::f(x, y, c);
+    else
+      return Op::f(x, y);
   }
   KS_HOST_DEVICE T operator()(T x, T y, T z) const { return Op::f(x, y, z, c); }
 };
-template <class Op, class T>
-struct DA {
+template <class Op, class T> struct DA {
   KS_HOST_DEVICE T operator()(T g, T y) const { return Op::da(g, y); }
   KS_HOST_DEVICE T operator()(T g, T x, T y) const { return Op::da(g, x, y); }
 };
-template <class Op, class T>
-struct DB {
+template <class Op, class T> struct DB {
   KS_HOST_DEVICE T operator()(T g, T x, T y) const { return Op::db(g, x, y); }
 };
 
 // run(tag) over the dtypes Op takes.
-template <class Op, class Run>
-void dispatch(DType d, Run&& run) {
-  if constexpr (Op::integers) dispatch_numeric(d, "elementwise op", run);
-  else dispatch_floating(d, "elementwise op", run);
+template <class Op, class Run> void dispatch(DType d, Run&& run) {
+  if constexpr (Op::integers)
+    dispatch_numeric(d, "elementwise op", run);
+  else
+    dispatch_floating(d, "elementwise op", run);
 }
 
-template <class Op, class Loops>
-void binary(const Tensor& out, const Tensor& a, const Tensor& b) {
+template <class Op, class Loops> void binary(const Tensor& out, const Tensor& a, const Tensor& b) {
   dispatch<Op>(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Loops::template map<T, T, T>(F<Op, T>{}, out, {a, b});
@@ -60,32 +59,33 @@ void binary_backward(int which, const Tensor& gi, const Tensor& go, const Tensor
   dispatch_floating(gi.dtype(), "binary backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (which == 1) return Loops::template map<T, T, T, T>(DB<Op, T>{}, gi, {go, a, b});
-    if constexpr (requires(T g, T y) { Op::da(g, y); }) Loops::template map<T, T, T>(DA<Op, T>{}, gi, {go, b});
-    else Loops::template map<T, T, T, T>(DA<Op, T>{}, gi, {go, a, b});
+    if constexpr (requires(T g, T y) { Op::da(g, y); })
+      Loops::template map<T, T, T>(DA<Op, T>{}, gi, {go, b});
+    else
+      Loops::template map<T, T, T, T>(DA<Op, T>{}, gi, {go, a, b});
   });
 }
 
-template <class Op, class Loops>
-void scalar(double s, const Tensor& out, const Tensor& x) {
+template <class Op, class Loops> void scalar(double s, const Tensor& out, const Tensor& x) {
   dispatch<Op>(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Loops::template map<T, T>(F<Op, T>{static_cast<T>(s)}, out, {x});
   });
 }
 
-template <class Op, class Loops>
-void inplace(double alpha, const Tensor& t, const Tensor& a, const Tensor& b) {
+template <class Op, class Loops> void inplace(double alpha, const Tensor& t, const Tensor& a, const Tensor& b) {
   dispatch<Op>(t.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const F<Op, T> f{static_cast<T>(alpha)};
-    if constexpr (requires(T x) { Op::f(x, x, x); }) Loops::template map<T, T, T>(f, t, {t, a});
-    else Loops::template map<T, T, T, T>(f, t, {t, a, b});
+    if constexpr (requires(T x) { Op::f(x, x, x); })
+      Loops::template map<T, T, T>(f, t, {t, a});
+    else
+      Loops::template map<T, T, T, T>(f, t, {t, a, b});
   });
 }
 
 // Registers the kernels of every op of BinaryOps, ScalarOps and InplaceOps as `device`'s.
-template <class Loops>
-bool register_elementwise_kernels(DeviceType device) {
+template <class Loops> bool register_elementwise_kernels(DeviceType device) {
   for_each_op<BinaryOps>([&]<class Op>() {
     binary_kernel<Op>.set(device, binary<Op, Loops>);
     if constexpr (requires { &Op::template db<float>; })

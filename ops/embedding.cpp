@@ -11,8 +11,7 @@ constinit KernelTable<EmbeddingBackwardKernel> embedding_backward_kernel("embedd
 
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx) {
   KS_CHECK(weight.defined() && indices.defined(), "embedding: undefined input");
-  KS_CHECK(weight.dim() == 2, "embedding: weight must be 2-D (num_embeddings, embedding_dim), got ",
-           describe(weight));
+  KS_CHECK(weight.dim() == 2, "embedding: weight must be 2-D (num_embeddings, embedding_dim), got ", describe(weight));
   KS_CHECK(indices.dtype() == kInt64, "embedding: indices must be int64, got ", describe(indices));
   KS_CHECK(weight.device() == indices.device(), "embedding: weight is on ", weight.device().str(),
            " but indices are on ", indices.device().str());

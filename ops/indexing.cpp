@@ -38,8 +38,7 @@ Tensor checked_row_index(const char* op, const Tensor& x, const Tensor& index) {
 
 // gather/scatter_add (after check_index): index has x's rank and fits inside x off `dim`.
 void check_same_rank_index(const char* op, const Tensor& x, int64_t d, const Tensor& index) {
-  KS_CHECK(index.dim() == x.dim(), op, ": index ", describe(index), " must have as many dims as input ",
-           describe(x));
+  KS_CHECK(index.dim() == x.dim(), op, ": index ", describe(index), " must have as many dims as input ", describe(x));
   for (int64_t e = 0; e < x.dim(); ++e)
     KS_CHECK(e == d || index.size(e) <= x.size(e), op, ": index ", describe(index), " is larger than input ",
              describe(x), " in dim ", e, " (only dim ", d, " may differ)");
@@ -83,8 +82,8 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index_in, const Ten
   index_add_kernel(out.device(), out, d, index, src);
   if (needs_grad({x, src}))
     record("IndexAddBackward", {x, src}, {out},
-           [d, si = SavedTensor(src.requires_grad() ? index : Tensor()), gx = x.requires_grad()](
-               const std::vector<Tensor>& g) {
+           [d, si = SavedTensor(src.requires_grad() ? index : Tensor()),
+            gx = x.requires_grad()](const std::vector<Tensor>& g) {
              Tensor dsrc = si.defined() ? index_select(g[0], d, si.unpack()) : Tensor();
              return std::vector<Tensor>{gx ? g[0] : Tensor(), dsrc};
            });

@@ -67,8 +67,7 @@ Tensor add_scaled(const char* op, const Tensor& t, const Tensor& other, double a
   return done(t);
 }
 
-template <class Kind>
-Tensor scalar_update(const char* op, const Tensor& t, double s) {
+template <class Kind> Tensor scalar_update(const char* op, const Tensor& t, double s) {
   check_target(op, t);
   check_numeric(op, t);
   check_scalar_fits(op, t, s);
@@ -76,8 +75,7 @@ Tensor scalar_update(const char* op, const Tensor& t, double s) {
   return done(t);
 }
 
-template <class Kind>
-Tensor addc(const char* op, const Tensor& t, const Tensor& a, const Tensor& b, double value) {
+template <class Kind> Tensor addc(const char* op, const Tensor& t, const Tensor& a, const Tensor& b, double value) {
   check_target(op, t);
   check_floating(op, t);
   Tensor va = operand(op, t, a), vb = operand(op, t, b);
@@ -86,11 +84,12 @@ Tensor addc(const char* op, const Tensor& t, const Tensor& a, const Tensor& b, d
 }
 
 // t = t (op) other with the out-of-place kernel of Op.
-template <class Op>
-Tensor binary_update(const char* op, const Tensor& t, const Tensor& other) {
+template <class Op> Tensor binary_update(const char* op, const Tensor& t, const Tensor& other) {
   check_target(op, t);
-  if (Op::integers) check_numeric(op, t);
-  else check_floating(op, t);
+  if (Op::integers)
+    check_numeric(op, t);
+  else
+    check_floating(op, t);
   Tensor o = operand(op, t, other);
   if (t.numel() > 0) binary_kernel<Op>(t.device(), t, t, o);
   return done(t);

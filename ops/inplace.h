@@ -48,7 +48,6 @@ Tensor zero_(const Tensor& t);
 // (mul_, div_, sqrt_, clamp_, masked_fill_ run the out-of-place kernels with t as output.)
 // a and b are views of t's shape that do not partially overlap t.
 using InplaceKernel = void(double alpha, const Tensor& t, const Tensor& a, const Tensor& b);
-template <class Op>
-constinit inline KernelTable<InplaceKernel> inplace_kernel("inplace");
+template <class Op> constinit inline KernelTable<InplaceKernel> inplace_kernel("inplace");
 
 }  // namespace ks

@@ -58,9 +58,6 @@ KS_KMATH_INLINE double fabs(double x) { return ::fabs(x); }
 KS_KMATH_INLINE float pow(float x, float y) { return ::powf(x, y); }
 KS_KMATH_INLINE double pow(double x, double y) { return ::pow(x, y); }
 
-template <class T>
-KS_KMATH_INLINE T sigmoid(T x) {
-  return T(1) / (T(1) + exp(-x));
-}
+template <class T> KS_KMATH_INLINE T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 
 }  // namespace ks::kmath

@@ -29,8 +29,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   KS_CHECK(is_floating(x.dtype()), "layer_norm: expected a floating tensor, got ", describe(x));
   const int64_t k = int64_t(normalized_shape.size());
   KS_CHECK(k >= 1 && k <= x.dim() && Shape(x.sizes().end() - k, x.sizes().end()) == normalized_shape,
-           "layer_norm: normalized_shape ", normalized_shape, " does not match the last dims of input ",
-           describe(x));
+           "layer_norm: normalized_shape ", normalized_shape, " does not match the last dims of input ", describe(x));
   check_affine(weight, "weight", x, normalized_shape);
   check_affine(bias, "bias", x, normalized_shape);
   KS_CHECK(eps >= 0, "layer_norm: eps must be >= 0, got ", eps);
@@ -48,8 +47,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     // x is read for dx and dweight; weight only for dx.
     record("LayerNormBackward", {x, weight, bias}, {y},
            [gx, gw, gb, sx = SavedTensor(gx || gw ? x : Tensor()), sw = SavedTensor(gx ? weight : Tensor()),
-            smean = SavedTensor(mean), srstd = SavedTensor(rstd),
-            normalized_shape](const std::vector<Tensor>& g) {
+            smean = SavedTensor(mean), srstd = SavedTensor(rstd), normalized_shape](const std::vector<Tensor>& g) {
              const Tensor& gy = g[0];
              Tensor dx, dw, db;
              if (gx) dx = Tensor::empty(gy.sizes(), gy.dtype(), gy.device());

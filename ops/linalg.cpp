@@ -107,8 +107,8 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias = Tensor()) {
 
 void check_pair(const char* op, const Tensor& a, const Tensor& b) {
   KS_CHECK(a.dtype() == b.dtype(), op, ": dtype mismatch, ", describe(a), " and ", describe(b));
-  KS_CHECK(a.dtype() == kFloat32 || a.dtype() == kFloat64, op,
-           ": expected float32 or float64 tensors, got ", describe(a), " and ", describe(b));
+  KS_CHECK(a.dtype() == kFloat32 || a.dtype() == kFloat64, op, ": expected float32 or float64 tensors, got ",
+           describe(a), " and ", describe(b));
   KS_CHECK(a.device() == b.device(), op, ": device mismatch, ", describe(a), " and ", describe(b));
 }
 
@@ -116,12 +116,12 @@ void check_pair(const char* op, const Tensor& a, const Tensor& b) {
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   KS_CHECK(a.defined() && b.defined(), "matmul: undefined input");
-  KS_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments must be at least 1-d, got ", describe(a),
-           " and ", describe(b));
+  KS_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments must be at least 1-d, got ", describe(a), " and ",
+           describe(b));
   check_pair("matmul", a, b);
   const bool pa = a.dim() == 1, pb = b.dim() == 1;  // promoted 1-d operands
-  const Tensor a2 = pa ? unsqueeze_raw(a, 0) : a;    // (1, K)
-  const Tensor b2 = pb ? unsqueeze_raw(b, 1) : b;    // (K, 1)
+  const Tensor a2 = pa ? unsqueeze_raw(a, 0) : a;   // (1, K)
+  const Tensor b2 = pb ? unsqueeze_raw(b, 1) : b;   // (K, 1)
   KS_CHECK(a2.size(-1) == b2.size(-2), "matmul: shapes ", a.sizes(), " and ", b.sizes(), " cannot be multiplied (",
            a2.size(-1), " vs ", b2.size(-2), ")");
   const Shape batch_a = batch_of(a2), batch_b = batch_of(b2);
@@ -143,9 +143,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     // dA needs B and dB needs A: keep each only if the other's gradient is wanted.
     record("MatmulBackward", {a, b}, {out},
-           [sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(ga ? b : Tensor()), pa, pb,
-            shape_a = a.sizes(), shape_b = b.sizes(), shape_a2 = a2.sizes(),
-            shape_b2 = b2.sizes()](const std::vector<Tensor>& grads) {
+           [sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(ga ? b : Tensor()), pa, pb, shape_a = a.sizes(),
+            shape_b = b.sizes(), shape_a2 = a2.sizes(), shape_b2 = b2.sizes()](const std::vector<Tensor>& grads) {
              Tensor g = grads[0];  // (batch..., [M], [N]) -> (batch..., M, N)
              if (pa) g = unsqueeze_raw(g, g.dim() - (pb ? 0 : 1));
              if (pb) g = unsqueeze_raw(g, g.dim());
@@ -177,8 +176,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   KS_CHECK(weight.dim() == 2, "linear: weight must be 2-d (out_features, in_features), got ", describe(weight));
   KS_CHECK(x.dim() >= 1, "linear: input must be at least 1-d, got ", describe(x));
   const int64_t in = weight.size(1), out_features = weight.size(0);
-  KS_CHECK(x.size(-1) == in, "linear: input ", describe(x), " does not fit weight ", describe(weight), " (",
-           x.size(-1), " vs ", in, " in_features)");
+  KS_CHECK(x.size(-1) == in, "linear: input ", describe(x), " does not fit weight ", describe(weight), " (", x.size(-1),
+           " vs ", in, " in_features)");
   if (bias.defined()) {
     check_pair("linear", x, bias);
     KS_CHECK(bias.sizes() == Shape{out_features}, "linear: bias must have shape [", out_features, "], got ",
@@ -207,7 +206,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                }
              }
              if (sw.defined()) dx = reshape(gemm(g, sw.unpack()), shape_x);  // g·W
-             if (x2.defined()) dw = gemm(mT(g), x2);                          // gᵀ·x
+             if (x2.defined()) dw = gemm(mT(g), x2);                         // gᵀ·x
              if (gb) db = sum(g, {0});
              return std::vector<Tensor>{dx, dw, db};
            });

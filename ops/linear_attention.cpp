@@ -35,8 +35,8 @@ Tensor causal_linear_attention(const Tensor& phi_q, const Tensor& phi_k, const T
   check_operand("v", v, phi_q);
   KS_CHECK(phi_k.sizes() == phi_q.sizes(), kOp, ": phi_k ", describe(phi_k), " must match phi_q ", describe(phi_q));
   const int64_t B = phi_q.size(0), H = phi_q.size(1), T = phi_q.size(2), P = phi_q.size(3);
-  KS_CHECK(v.dim() == 4 && v.size(0) == B && v.size(1) == H && v.size(2) == T, kOp, ": v must be (", B, ", ", H,
-           ", ", T, ", e) to match phi_q ", describe(phi_q), ", got ", describe(v));
+  KS_CHECK(v.dim() == 4 && v.size(0) == B && v.size(1) == H && v.size(2) == T, kOp, ": v must be (", B, ", ", H, ", ",
+           T, ", e) to match phi_q ", describe(phi_q), ", got ", describe(v));
   const int64_t E = v.size(3);
   KS_CHECK(state.defined() == norm.defined(), kOp, ": state and norm must be given together (state ",
            state.defined() ? describe(state) : "undefined", ", norm ", norm.defined() ? describe(norm) : "undefined",

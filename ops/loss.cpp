@@ -55,8 +55,8 @@ Tensor per_position(const Tensor& g, int64_t P) {
 Tensor class_loss(const char* name, const Tensor& x, const Tensor& targets, const ClassLossSpec& spec,
                   Reduction reduction) {
   KS_CHECK(x.defined() && targets.defined(), name, ": undefined input");
-  KS_CHECK(is_floating(x.dtype()), name, ": expected floating ", spec.from_logits ? "logits" : "log_probs",
-           ", got ", describe(x));
+  KS_CHECK(is_floating(x.dtype()), name, ": expected floating ", spec.from_logits ? "logits" : "log_probs", ", got ",
+           describe(x));
   KS_CHECK(targets.dtype() == kInt64, name, ": targets must be int64 class indices, got ", describe(targets));
   KS_CHECK(x.device() == targets.device(), name, ": input is on ", x.device().str(), " but targets are on ",
            targets.device().str());
@@ -100,8 +100,7 @@ Tensor class_loss(const char* name, const Tensor& x, const Tensor& targets, cons
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& opts) {
   KS_CHECK(opts.label_smoothing >= 0 && opts.label_smoothing < 1,
            "cross_entropy: label_smoothing must be in [0, 1), got ", opts.label_smoothing);
-  return class_loss("cross_entropy", logits, targets, {true, opts.ignore_index, opts.label_smoothing},
-                    opts.reduction);
+  return class_loss("cross_entropy", logits, targets, {true, opts.ignore_index, opts.label_smoothing}, opts.reduction);
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index, Reduction reduction) {
@@ -115,8 +114,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   KS_CHECK(input.dtype() == target.dtype(), "mse_loss: dtype mismatch, input ", describe(input), " vs target ",
            describe(target));
   KS_CHECK(is_floating(input.dtype()), "mse_loss: expected floating tensors, got ", describe(input));
-  KS_CHECK(input.device() == target.device(), "mse_loss: input is on ", input.device().str(),
-           " but target is on ", target.device().str());
+  KS_CHECK(input.device() == target.device(), "mse_loss: input is on ", input.device().str(), " but target is on ",
+           target.device().str());
   const bool reduce = reduction != Reduction::None;
   const double scale = reduction == Reduction::Mean ? 1.0 / double(std::max<int64_t>(input.numel(), 1)) : 1.0;
   Tensor out = Tensor::empty(reduce ? Shape{} : input.sizes(), input.dtype(), input.device());

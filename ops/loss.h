@@ -45,7 +45,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction =
 // --- kernels ---
 // Class losses see rows: x (P, C) contiguous, targets (P) contiguous int64.
 struct ClassLossSpec {
-  bool from_logits;        // true: cross_entropy (x are logits); false: nll_loss (x are log-probabilities)
+  bool from_logits;  // true: cross_entropy (x are logits); false: nll_loss (x are log-probabilities)
   int64_t ignore_index;
   double label_smoothing;  // 0 for nll_loss
 };

@@ -40,28 +40,23 @@ KS_HOST_DEVICE inline double class_row_loss(double lse, double x_target, double 
 
 // g·(softmax_c − ε/C) for one logit x of a row with log-sum-exp lse; the
 // target's logit then takes − g·(1 − ε) more (`on`).
-template <class T>
-struct CrossEntropyGrad {
+template <class T> struct CrossEntropyGrad {
   T smooth, on;  // ε/C and 1 − ε
   KS_HOST_DEVICE T operator()(T g, T x, T lse) const { return g * (kmath::exp(x - lse) - smooth); }
 };
 
-template <class T>
-struct SquaredDiff {  // (a − b)²
+template <class T> struct SquaredDiff {  // (a − b)²
   KS_HOST_DEVICE T operator()(T a, T b) const { return (a - b) * (a - b); }
 };
-template <class T>
-struct ScaledDiff {  // c·(x − y)·g
+template <class T> struct ScaledDiff {  // c·(x − y)·g
   T c;
   KS_HOST_DEVICE T operator()(T x, T y, T g) const { return c * (x - y) * g; }
 };
 
 // The mse kernels that need no reduction, for the backend whose loop is Loops.
-template <class Loops>
-struct mse_maps {
+template <class Loops> struct mse_maps {
   // out = (a − b)², elementwise.
-  template <class T>
-  static void squared_diff(const Tensor& out, const Tensor& a, const Tensor& b) {
+  template <class T> static void squared_diff(const Tensor& out, const Tensor& a, const Tensor& b) {
     Loops::template map<T, T, T>(SquaredDiff<T>{}, out, {a, b});
   }
 

@@ -13,15 +13,14 @@ namespace ks {
 constinit KernelTable<MixtureSoftmaxKernel> mixture_softmax_kernel("mixture_softmax");
 constinit KernelTable<MixtureSoftmaxBackwardKernel> mixture_softmax_backward_kernel("mixture_softmax_backward");
 
-
 MixtureSoftmax mixture_softmax(const Tensor& scores, const Tensor& bias, double scale, const Tensor& mask,
                                MixtureOptions opts) {
   KS_CHECK(scores.defined() && bias.defined(), "mixture_softmax: undefined input");
   KS_CHECK(scores.dtype() == kFloat32 || scores.dtype() == kFloat64,
            "mixture_softmax: expected float32 or float64 scores, got ", describe(scores));
   KS_CHECK(scores.dim() >= 3, "mixture_softmax: scores must be (..., T, M, S), got ", describe(scores));
-  KS_CHECK(bias.dtype() == scores.dtype() && bias.device() == scores.device(), "mixture_softmax: bias ",
-           describe(bias), " must have the dtype and device of scores ", describe(scores));
+  KS_CHECK(bias.dtype() == scores.dtype() && bias.device() == scores.device(), "mixture_softmax: bias ", describe(bias),
+           " must have the dtype and device of scores ", describe(scores));
   KS_CHECK(std::isfinite(scale), "mixture_softmax: scale must be finite, got ", scale);
   const Shape& ss = scores.sizes();
   const int64_t nd = scores.dim(), T = ss[size_t(nd - 3)], M = ss[size_t(nd - 2)], S = ss[size_t(nd - 1)];
@@ -48,8 +47,8 @@ MixtureSoftmax mixture_softmax(const Tensor& scores, const Tensor& bias, double 
   if (needs_grad({scores, bias})) {
     const bool want_s = scores.requires_grad(), want_b = bias.requires_grad(), hard = opts.hard;
     record("MixtureSoftmaxBackward", {scores, bias}, {out.weights},
-           [=, sa = SavedTensor(out.weights), ss_ = SavedTensor(scores), sb = SavedTensor(bias)](
-               const std::vector<Tensor>& g) {
+           [=, sa = SavedTensor(out.weights), ss_ = SavedTensor(scores),
+            sb = SavedTensor(bias)](const std::vector<Tensor>& g) {
              Tensor a = sa.unpack(), s = ss_.unpack(), b = sb.unpack();
              Tensor ds = want_s ? Tensor::empty(s.sizes(), s.dtype(), s.device()) : Tensor();
              Tensor db = want_b ? Tensor::empty(bias_shape, s.dtype(), s.device()) : Tensor();

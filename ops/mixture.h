@@ -55,8 +55,8 @@ extern KernelTable<MixtureSoftmaxKernel> mixture_softmax_kernel;
 // may be undefined (not wanted); g, scores, bias: any strides; weights: the
 // forward's output.
 using MixtureSoftmaxBackwardKernel = void(const Tensor& dscores, const Tensor& dbias, const Tensor& g,
-                                          const Tensor& weights, const Tensor& scores, const Tensor& bias,
-                                          double scale, bool hard);
+                                          const Tensor& weights, const Tensor& scores, const Tensor& bias, double scale,
+                                          bool hard);
 extern KernelTable<MixtureSoftmaxBackwardKernel> mixture_softmax_backward_kernel;
 
 }  // namespace ks

@@ -16,8 +16,7 @@
 namespace ks {
 
 constinit KernelTable<MixtureAttentionForwardKernel> mixture_attention_forward_kernel("mixture_attention");
-constinit KernelTable<MixtureAttentionBackwardKernel> mixture_attention_backward_kernel(
-    "mixture_attention_backward");
+constinit KernelTable<MixtureAttentionBackwardKernel> mixture_attention_backward_kernel("mixture_attention_backward");
 
 namespace {
 
@@ -41,8 +40,8 @@ MixtureAttention mixture_attention(const Tensor& q, const Tensor& k, const Tenso
   const Shape bias_shape{B, H, M, S};
   KS_CHECK(broadcasts_to(bias.sizes(), bias_shape), kOp, ": bias ", describe(bias),
            " does not broadcast to (B, h, M, S) = ", bias_shape, " of k ", describe(k));
-  KS_CHECK(v.dim() == 4 && v.size(0) == B && v.size(1) == H && v.size(2) == S, kOp, ": v must be (", B, ", ", H,
-           ", ", S, ", e) to match k ", describe(k), ", got ", describe(v));
+  KS_CHECK(v.dim() == 4 && v.size(0) == B && v.size(1) == H && v.size(2) == S, kOp, ": v must be (", B, ", ", H, ", ",
+           S, ", e) to match k ", describe(k), ", got ", describe(v));
   const int64_t E = v.size(3);
   const Tensor& pad = opt.key_padding;
   const SdpaParams prm = resolve_attention_params(kOp, q, S, pad, opt.scale, opt.causal, opt.causal_offset,
@@ -79,8 +78,8 @@ MixtureAttention mixture_attention(const Tensor& q, const Tensor& k, const Tenso
              } else {  // no query row or no value column: nothing flows back
                for (const Tensor& d : {dq, dk, db, dv}) fill_(d, 0.0);
              }
-             return std::vector<Tensor>{gq ? dq : Tensor(), gk ? dk : Tensor(),
-                                        gb ? sum_to(db, b_.sizes()) : Tensor(), gv ? dv : Tensor()};
+             return std::vector<Tensor>{gq ? dq : Tensor(), gk ? dk : Tensor(), gb ? sum_to(db, b_.sizes()) : Tensor(),
+                                        gv ? dv : Tensor()};
            });
   }
   return res;

@@ -51,15 +51,15 @@
 namespace ks {
 
 struct MixtureAttentionOptions {
-  double scale = 0;           // <= 0: 1/√p
-  bool hard = false;          // max over the components instead of log-sum-exp
-  bool totals = false;        // also return the responsibility totals (B, h, M)
+  double scale = 0;     // <= 0: 1/√p
+  bool hard = false;    // max over the components instead of log-sum-exp
+  bool totals = false;  // also return the responsibility totals (B, h, M)
   bool causal = false;
   int64_t causal_offset = 0;  // query i sees key j iff j <= causal_offset + i
   Tensor key_padding{};       // (B, S) bool, true = hidden; or undefined
   double dropout_p = 0;       // in [0, 1]
   bool training = false;
-  Generator* gen = nullptr;   // null: the global generator
+  Generator* gen = nullptr;  // null: the global generator
 };
 
 struct MixtureAttention {
@@ -76,18 +76,17 @@ MixtureAttention mixture_attention(const Tensor& q, const Tensor& k, const Tenso
 // (B, h, M) contiguous or undefined (not wanted). q, k, v any strides; bias a
 // (B, h, M, S) view, any strides (0 included); key_padding (B, S) bool any
 // strides, or undefined.
-using MixtureAttentionForwardKernel = void(const Tensor& out, const Tensor& lse, const Tensor& totals,
-                                           const Tensor& q, const Tensor& k, const Tensor& bias, const Tensor& v,
+using MixtureAttentionForwardKernel = void(const Tensor& out, const Tensor& lse, const Tensor& totals, const Tensor& q,
+                                           const Tensor& k, const Tensor& bias, const Tensor& v,
                                            const Tensor& key_padding, const SdpaParams& prm, bool hard);
 extern KernelTable<MixtureAttentionForwardKernel> mixture_attention_forward_kernel;
 // dq, dk, dv contiguous, shaped like q, k, v; dbias (B, h, M, S) contiguous
 // (every one defined); g (B, h, T, e) any strides; out and lse as the forward
 // wrote them; the rest as for the forward.
-using MixtureAttentionBackwardKernel = void(const Tensor& dq, const Tensor& dk, const Tensor& dbias,
-                                            const Tensor& dv, const Tensor& g, const Tensor& q, const Tensor& k,
-                                            const Tensor& bias, const Tensor& v, const Tensor& out,
-                                            const Tensor& lse, const Tensor& key_padding, const SdpaParams& prm,
-                                            bool hard);
+using MixtureAttentionBackwardKernel = void(const Tensor& dq, const Tensor& dk, const Tensor& dbias, const Tensor& dv,
+                                            const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& bias,
+                                            const Tensor& v, const Tensor& out, const Tensor& lse,
+                                            const Tensor& key_padding, const SdpaParams& prm, bool hard);
 extern KernelTable<MixtureAttentionBackwardKernel> mixture_attention_backward_kernel;
 
 }  // namespace ks

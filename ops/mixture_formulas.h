@@ -50,16 +50,12 @@ inline std::vector<int64_t> batch_offsets(const Tensor& view) {
 }
 
 // x_r = scale·s_r + bias_r: component r's logit for one key.
-template <class T>
-KS_HOST_DEVICE inline T component_logit(T scale, T s, T b) {
-  return scale * s + b;
-}
+template <class T> KS_HOST_DEVICE inline T component_logit(T scale, T s, T b) { return scale * s + b; }
 
 // Backward, per key: dℓ = A (g − Σ g·A) and γ_r = x_r / u give the weight
 // w = dℓ / u that multiplies each component's numerator x_r (hard: w = dℓ;
 // 0 where u = 0, a key no component reaches).
-template <class T>
-KS_HOST_DEVICE inline T key_weight(T a, T g, T dot, T u, bool hard) {
+template <class T> KS_HOST_DEVICE inline T key_weight(T a, T g, T dot, T u, bool hard) {
   const T dl = a * (g - dot);
   return hard ? dl : (u > T(0) ? dl / u : T(0));
 }

@@ -23,8 +23,7 @@ enum class Saves { Input, Output, Self };
 
 // What a family's template front (unary<Op>, binary<Op>) hands to the
 // family's one non-template forward: the descriptor's facts and its kernel tables.
-template <class Kernel, class BackwardKernel>
-struct OpInfo {
+template <class Kernel, class BackwardKernel> struct OpInfo {
   const char* name;
   const char* node;
   bool integers;
@@ -33,42 +32,28 @@ struct OpInfo {
   const KernelTable<BackwardKernel>& backward;
 };
 
-template <class... Ops>
-struct OpList {
-  static constexpr std::size_t size = sizeof...(Ops);
-};
+template <class... Ops> struct OpList { static constexpr std::size_t size = sizeof...(Ops); };
 
 // f.template operator()<Op>() for every Op of List, in order.
-template <class... Ops, class F>
-constexpr void for_each_op_in(OpList<Ops...>*, F& f) {
+template <class... Ops, class F> constexpr void for_each_op_in(OpList<Ops...>*, F& f) {
   (f.template operator()<Ops>(), ...);
 }
-template <class List, class F>
-constexpr void for_each_op(F&& f) {
-  for_each_op_in(static_cast<List*>(nullptr), f);
-}
+template <class List, class F> constexpr void for_each_op(F&& f) { for_each_op_in(static_cast<List*>(nullptr), f); }
 
 // The two lists one after the other.
-template <class A, class B>
-struct ConcatOps;
-template <class... A, class... B>
-struct ConcatOps<OpList<A...>, OpList<B...>> {
-  using type = OpList<A..., B...>;
-};
+template <class A, class B> struct ConcatOps;
+template <class... A, class... B> struct ConcatOps<OpList<A...>, OpList<B...>> { using type = OpList<A..., B...>; };
 
 // Whether Op is in List.
-template <class Op, class List>
-inline constexpr bool has_op = false;
-template <class Op, class... Ops>
-inline constexpr bool has_op<Op, OpList<Ops...>> = (std::is_same_v<Op, Ops> || ...);
+template <class Op, class List> inline constexpr bool has_op = false;
+template <class Op, class... Ops> inline constexpr bool has_op<Op, OpList<Ops...>> = (std::is_same_v<Op, Ops> || ...);
 
 // Whether every op of List has an entry in Table, a std::tuple (or any
 // template) of entry types that name their op as `op_type`: a test table holds one
 // or more rows per op, and a row forgotten for a new op fails a static_assert.
-template <class List, class Table>
-inline constexpr bool covers = false;
+template <class List, class Table> inline constexpr bool covers = false;
 template <class... Ops, template <class...> class Table, class... Entries>
-inline constexpr bool covers<OpList<Ops...>, Table<Entries...>> =
-    (has_op<Ops, OpList<typename Entries::op_type...>> && ...);
+inline constexpr bool covers<OpList<Ops...>, Table<Entries...>> = (has_op<Ops, OpList<typename Entries::op_type...>> &&
+                                                                   ...);
 
 }  // namespace ks

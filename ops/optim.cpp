@@ -12,15 +12,15 @@ constinit KernelTable<SumSquaresKernel> sum_squares_kernel("sum_of_squares");
 
 namespace {
 void check_state(const char* op, const Tensor& p, const Tensor& other, const char* what) {
-  KS_CHECK(other.sizes() == p.sizes() && other.dtype() == p.dtype() && other.device() == p.device(), op, ": ",
-           what, " ", describe(other), " does not match parameter ", describe(p));
+  KS_CHECK(other.sizes() == p.sizes() && other.dtype() == p.dtype() && other.device() == p.device(), op, ": ", what,
+           " ", describe(other), " does not match parameter ", describe(p));
   KS_CHECK(other.is_contiguous(), op, ": ", what, " must be contiguous, got strides ", other.strides());
 }
 }  // namespace
 
 void adam_update_(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const AdamHyper& h) {
-  KS_CHECK(is_floating(p.dtype()) && p.is_contiguous(), "adam_update_: parameter must be a contiguous float tensor, got ",
-           describe(p));
+  KS_CHECK(is_floating(p.dtype()) && p.is_contiguous(),
+           "adam_update_: parameter must be a contiguous float tensor, got ", describe(p));
   check_state("adam_update_", p, g, "gradient");
   check_state("adam_update_", p, m, "exp_avg");
   check_state("adam_update_", p, v, "exp_avg_sq");
@@ -32,8 +32,8 @@ void adam_update_(const Tensor& p, const Tensor& g, const Tensor& m, const Tenso
 }
 
 void sgd_update_(const Tensor& p, const Tensor& g, const Tensor& buf, const SgdHyper& h) {
-  KS_CHECK(is_floating(p.dtype()) && p.is_contiguous(), "sgd_update_: parameter must be a contiguous float tensor, got ",
-           describe(p));
+  KS_CHECK(is_floating(p.dtype()) && p.is_contiguous(),
+           "sgd_update_: parameter must be a contiguous float tensor, got ", describe(p));
   check_state("sgd_update_", p, g, "gradient");
   if (h.momentum != 0) check_state("sgd_update_", p, buf, "momentum buffer");
   sgd_kernel(p.device(), p, g, buf, h);

@@ -22,8 +22,7 @@ namespace ks::optim_formulas {
 
 // Adam (decoupled = false: L2 added to the gradient) and AdamW (decoupled:
 // the weights decay directly), with bias correction folded into two scalars.
-template <class T>
-struct AdamStep {
+template <class T> struct AdamStep {
   T *p, *m, *v;  // parameter, first and second moments: (n,) each
   const T* g;
   T b1, b2, one_b1, one_b2, step_size, inv_sqrt_bc2, eps, decay, wd;
@@ -41,8 +40,10 @@ struct AdamStep {
   KS_HOST_DEVICE void operator()(int64_t i) const {
     T grad = g[i];
     T param = p[i];
-    if (decoupled) param *= decay;
-    else grad += wd * param;
+    if (decoupled)
+      param *= decay;
+    else
+      grad += wd * param;
     const T mi = b1 * m[i] + one_b1 * grad;
     const T vi = b2 * v[i] + one_b2 * grad * grad;
     m[i] = mi;
@@ -53,16 +54,22 @@ struct AdamStep {
 
 // SGD with optional momentum (buf null when momentum = 0), dampening, Nesterov
 // and L2 weight decay.
-template <class T>
-struct SgdStep {
+template <class T> struct SgdStep {
   T *p, *buf;  // parameter and momentum buffer (null without momentum): (n,) each
   const T* g;
   T lr, mu, damp, wd;
   bool nesterov, first_step;
 
   SgdStep(const SgdHyper& h, T* p_, const T* g_, T* buf_)
-      : p(p_), buf(buf_), g(g_), lr(T(h.lr)), mu(T(h.momentum)), damp(T(1 - h.dampening)), wd(T(h.weight_decay)),
-        nesterov(h.nesterov), first_step(h.first_step) {}
+      : p(p_),
+        buf(buf_),
+        g(g_),
+        lr(T(h.lr)),
+        mu(T(h.momentum)),
+        damp(T(1 - h.dampening)),
+        wd(T(h.weight_decay)),
+        nesterov(h.nesterov),
+        first_step(h.first_step) {}
 
   KS_HOST_DEVICE void operator()(int64_t i) const {
     T d = g[i] + wd * p[i];
@@ -75,16 +82,14 @@ struct SgdStep {
   }
 };
 
-template <class T>
-struct Scale {
+template <class T> struct Scale {
   T c;
   KS_HOST_DEVICE T operator()(T x) const { return T(x * c); }
 };
 
 // The fused update kernels of ops/optim.h, and gradient clipping's scale,
 // for the backend whose loops are Loops.
-template <class Loops>
-struct optim_kernels {
+template <class Loops> struct optim_kernels {
   static void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const AdamHyper& h) {
     dispatch_floating(p.dtype(), "adam_update_", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -110,8 +115,7 @@ struct optim_kernels {
 };
 
 // Registers optim_kernels<Loops> as `device`'s Adam, SGD and scale kernels.
-template <class Loops>
-bool register_optim_kernels(DeviceType device) {
+template <class Loops> bool register_optim_kernels(DeviceType device) {
   adam_kernel.set(device, optim_kernels<Loops>::adam);
   sgd_kernel.set(device, optim_kernels<Loops>::sgd);
   scale_kernel.set(device, optim_kernels<Loops>::scale);

@@ -30,8 +30,10 @@ std::vector<bool> reduction_mask(const Dims& dims, int64_t ndim, const char* op)
 Shape reduced_shape(const Shape& sizes, const std::vector<bool>& mask, bool keepdim) {
   Shape out;
   for (size_t d = 0; d < sizes.size(); ++d) {
-    if (!mask[d]) out.push_back(sizes[d]);
-    else if (keepdim) out.push_back(1);
+    if (!mask[d])
+      out.push_back(sizes[d]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -66,11 +68,11 @@ Plan make_plan(const Tensor& x, const Dims& dims, bool keepdim, const char* op) 
 
 void check_dtype(const Tensor& x, const char* op, bool allow_int, bool allow_bool) {
   const DType t = x.dtype();
-  bool ok = t == kFloat32 || t == kFloat64 || (allow_int && (t == kInt32 || t == kInt64)) ||
-            (allow_bool && t == kBool);
+  bool ok = t == kFloat32 || t == kFloat64 || (allow_int && (t == kInt32 || t == kInt64)) || (allow_bool && t == kBool);
   KS_CHECK(ok, op, ": expected a ",
-           allow_bool ? "float32, float64, int32, int64 or bool" : allow_int ? "float32, float64, int32 or int64"
-                                                                             : "float32 or float64",
+           allow_bool  ? "float32, float64, int32, int64 or bool"
+           : allow_int ? "float32, float64, int32 or int64"
+                       : "float32 or float64",
            " tensor, got ", describe(x));
 }
 
@@ -141,7 +143,8 @@ ValuesIndices select_along(const Tensor& x, int64_t dim, bool keepdim, bool is_m
              // pos: each element's index along the reduced dim, broadcast over the input.
              Shape pos_shape(p.in.size(), 1);
              if (!p.dims.empty()) pos_shape[size_t(p.dims[0])] = p.n;
-             Tensor pos = expand(reshape(arange(double(p.n), {.dtype = kInt64, .device = g[0].device()}), pos_shape), p.in);
+             Tensor pos =
+                 expand(reshape(arange(double(p.n), {.dtype = kInt64, .device = g[0].device()}), pos_shape), p.in);
              return std::vector<Tensor>{grad_op(ReduceGradOp::SelectGrad, p.in, g[0].dtype(), g[0].device(),
                                                 {pos, spread(si.unpack(), p), spread(g[0], p)})};
            });
@@ -162,20 +165,20 @@ Tensor variance(const Tensor& x, const Dims& dims, double correction, bool keepd
   Tensor y = run(take_sqrt ? ReduceOp::Std : ReduceOp::Var, x, p, x.dtype(), false, {.correction = correction}).first;
   Tensor out = present(y, p);
   if (needs_grad({x}))
-    record(take_sqrt ? "StdBackward" : "VarBackward", {x}, {out},
-           [p, correction, sx = SavedTensor(x), sy = SavedTensor(take_sqrt ? y : Tensor())](
-               const std::vector<Tensor>& g) {
-             // d var / dx = 2 (x - mean) / (n - c);  d std / dx = (x - mean) / ((n - c) std).
-             Tensor x = sx.unpack();
-             Tensor centred = sub(x, mean(x, p.dims, true));
-             Tensor gk = reshape(g[0], p.kept);
-             if (sy.defined()) {
-               Tensor s = sy.unpack();
-               gk = grad_op(ReduceGradOp::SafeDiv, p.kept, s.dtype(), s.device(), {expand(gk, p.kept), s});
-               return std::vector<Tensor>{mul(centred, mul(gk, 1.0 / (double(p.n) - correction)))};
-             }
-             return std::vector<Tensor>{mul(centred, mul(gk, 2.0 / (double(p.n) - correction)))};
-           });
+    record(
+        take_sqrt ? "StdBackward" : "VarBackward", {x}, {out},
+        [p, correction, sx = SavedTensor(x), sy = SavedTensor(take_sqrt ? y : Tensor())](const std::vector<Tensor>& g) {
+          // d var / dx = 2 (x - mean) / (n - c);  d std / dx = (x - mean) / ((n - c) std).
+          Tensor x = sx.unpack();
+          Tensor centred = sub(x, mean(x, p.dims, true));
+          Tensor gk = reshape(g[0], p.kept);
+          if (sy.defined()) {
+            Tensor s = sy.unpack();
+            gk = grad_op(ReduceGradOp::SafeDiv, p.kept, s.dtype(), s.device(), {expand(gk, p.kept), s});
+            return std::vector<Tensor>{mul(centred, mul(gk, 1.0 / (double(p.n) - correction)))};
+          }
+          return std::vector<Tensor>{mul(centred, mul(gk, 2.0 / (double(p.n) - correction)))};
+        });
   return out;
 }
 
@@ -190,7 +193,8 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
   check_dtype(x, "sum", true, true);
   Tensor out = present(run(ReduceOp::Sum, x, p, sum_dtype(x.dtype()), false).first, p);
   if (needs_grad({x}))
-    record("SumBackward", {x}, {out}, [p](const std::vector<Tensor>& g) { return std::vector<Tensor>{spread(g[0], p)}; });
+    record("SumBackward", {x}, {out},
+           [p](const std::vector<Tensor>& g) { return std::vector<Tensor>{spread(g[0], p)}; });
   return out;
 }
 
@@ -201,9 +205,8 @@ Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
   check_dtype(x, "mean", false, false);
   Tensor out = present(run(ReduceOp::Mean, x, p, x.dtype(), false).first, p);
   if (needs_grad({x}))
-    record("MeanBackward", {x}, {out}, [p](const std::vector<Tensor>& g) {
-      return std::vector<Tensor>{spread(mul(g[0], 1.0 / double(p.n)), p)};
-    });
+    record("MeanBackward", {x}, {out},
+           [p](const std::vector<Tensor>& g) { return std::vector<Tensor>{spread(mul(g[0], 1.0 / double(p.n)), p)}; });
   return out;
 }
 
@@ -256,11 +259,12 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
   Tensor y = run(ReduceOp::LogSumExp, x, p, x.dtype(), false).first;
   Tensor out = present(y, p);
   if (needs_grad({x}))
-    record("LogSumExpBackward", {x}, {out}, [p, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
-      Tensor x = sx.unpack();
-      return std::vector<Tensor>{grad_op(ReduceGradOp::SoftmaxGrad, p.in, x.dtype(), x.device(),
-                                         {x, spread(sy.unpack(), p), spread(g[0], p)})};
-    });
+    record("LogSumExpBackward", {x}, {out},
+           [p, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
+             Tensor x = sx.unpack();
+             return std::vector<Tensor>{grad_op(ReduceGradOp::SoftmaxGrad, p.in, x.dtype(), x.device(),
+                                                {x, spread(sy.unpack(), p), spread(g[0], p)})};
+           });
   return out;
 }
 
@@ -281,7 +285,8 @@ Tensor norm(const Tensor& x, const Dims& dims, NormOptions opts) {
         Tensor tie = grad_op(ReduceGradOp::AbsTieMask, p.in, x.dtype(), x.device(), {x, yb});
         gk = div(gk, sum(tie, p.dims, true));
       }
-      return std::vector<Tensor>{grad_op(ReduceGradOp::NormGrad, p.in, x.dtype(), x.device(), {x, yb, expand(gk, p.in)}, p_)};
+      return std::vector<Tensor>{
+          grad_op(ReduceGradOp::NormGrad, p.in, x.dtype(), x.device(), {x, yb, expand(gk, p.in)}, p_)};
     });
   return out;
 }
@@ -294,7 +299,10 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   KS_CHECK(lead >= 0, "sum_to: cannot reduce ", describe(g), " to ", shape);
   Dims dims;
   for (int64_t d = 0; d < g.dim(); ++d) {
-    if (d < lead) { dims.push_back(d); continue; }
+    if (d < lead) {
+      dims.push_back(d);
+      continue;
+    }
     int64_t want = shape[size_t(d - lead)];
     if (want == g.size(d)) continue;
     KS_CHECK(want == 1, "sum_to: cannot reduce ", describe(g), " to ", shape);

@@ -101,13 +101,18 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 
 // --- kernels ---
 enum class ReduceOp {
-  Sum, Prod, Mean,
-  Var, Std,            // params.correction
-  Max, Min,            // values only, NaN propagating
-  ArgMax, ArgMin,      // values and int64 indices (first of ties, first NaN)
+  Sum,
+  Prod,
+  Mean,
+  Var,
+  Std,  // params.correction
+  Max,
+  Min,  // values only, NaN propagating
+  ArgMax,
+  ArgMin,  // values and int64 indices (first of ties, first NaN)
   LogSumExp,
-  Norm,                // params.p (> 0, 0 or ±inf)
-  ProdNonzero,         // product of the nonzero elements; zero count in `indices`
+  Norm,         // params.p (> 0, 0 or ±inf)
+  ProdNonzero,  // product of the nonzero elements; zero count in `indices`
 };
 struct ReduceParams {
   double p = 2;

@@ -37,30 +37,32 @@
 namespace ks::reduce_formulas {
 
 // The accumulation type of T.
-template <class T>
-using Wide = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+template <class T> using Wide = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
 // a + b and a · b, wrapping for integers (signed overflow would be undefined).
-template <class A>
-KS_HOST_DEVICE inline A wrap_add(A a, A b) {
-  if constexpr (std::is_integral_v<A>) return A(uint64_t(a) + uint64_t(b));
-  else return a + b;
+template <class A> KS_HOST_DEVICE inline A wrap_add(A a, A b) {
+  if constexpr (std::is_integral_v<A>)
+    return A(uint64_t(a) + uint64_t(b));
+  else
+    return a + b;
 }
-template <class A>
-KS_HOST_DEVICE inline A wrap_mul(A a, A b) {
-  if constexpr (std::is_integral_v<A>) return A(uint64_t(a) * uint64_t(b));
-  else return a * b;
+template <class A> KS_HOST_DEVICE inline A wrap_mul(A a, A b) {
+  if constexpr (std::is_integral_v<A>)
+    return A(uint64_t(a) * uint64_t(b));
+  else
+    return a * b;
 }
 
 // std::isnan on the host: GCC compiles it to one unordered compare, where
 // v != v costs the CPU's max/min column loop a second branch.
-template <class T>
-KS_HOST_DEVICE inline bool is_nan(T v) {
+template <class T> KS_HOST_DEVICE inline bool is_nan(T v) {
   if constexpr (!std::is_floating_point_v<T>) return false;
 #if defined(__CUDA_ARCH__)
-  else return v != v;
+  else
+    return v != v;
 #else
-  else return std::isnan(v);
+  else
+    return std::isnan(v);
 #endif
 }
 
@@ -76,50 +78,38 @@ KS_HOST_DEVICE inline float libm_exp(float x) { return ::expf(x); }
 KS_HOST_DEVICE inline double libm_exp(double x) { return ::exp(x); }
 
 // -1, 0, 1, or NaN for NaN (so a NaN input yields a NaN gradient).
-template <class T>
-KS_HOST_DEVICE inline T sign_of(T x) {
-  return x > 0 ? T(1) : x < 0 ? T(-1) : x == 0 ? T(0) : x;
-}
+template <class T> KS_HOST_DEVICE inline T sign_of(T x) { return x > 0 ? T(1) : x < 0 ? T(-1) : x == 0 ? T(0) : x; }
 
 // --- what one element contributes (T x -> Wide or double) ---
-template <class T>
-struct ToWide {
+template <class T> struct ToWide {
   KS_HOST_DEVICE Wide<T> operator()(T v) const { return Wide<T>(v); }
 };
 struct AsDouble {
-  template <class T>
-  KS_HOST_DEVICE double operator()(T v) const { return double(v); }
+  template <class T> KS_HOST_DEVICE double operator()(T v) const { return double(v); }
 };
 struct Square {  // norm 2
-  template <class T>
-  KS_HOST_DEVICE double operator()(T v) const { return double(v) * double(v); }
+  template <class T> KS_HOST_DEVICE double operator()(T v) const { return double(v) * double(v); }
 };
 struct AbsValue {  // norm 1
-  template <class T>
-  KS_HOST_DEVICE double operator()(T v) const { return double(kmath::fabs(v)); }
+  template <class T> KS_HOST_DEVICE double operator()(T v) const { return double(kmath::fabs(v)); }
 };
 struct NonZero {  // norm 0
-  template <class T>
-  KS_HOST_DEVICE double operator()(T v) const { return double(v != T(0)); }
+  template <class T> KS_HOST_DEVICE double operator()(T v) const { return double(v != T(0)); }
 };
 struct AbsPow {  // any other finite norm
   double p;
-  template <class T>
-  KS_HOST_DEVICE double operator()(T v) const { return kmath::pow(kmath::fabs(double(v)), p); }
+  template <class T> KS_HOST_DEVICE double operator()(T v) const { return kmath::pow(kmath::fabs(double(v)), p); }
 };
 struct Identity {  // max/min
-  template <class X>
-  KS_HOST_DEVICE X operator()(X x) const { return x; }
+  template <class X> KS_HOST_DEVICE X operator()(X x) const { return x; }
 };
 struct Magnitude {  // norm ±inf, in T
-  template <class X>
-  KS_HOST_DEVICE X operator()(X x) const { return kmath::fabs(x); }
+  template <class X> KS_HOST_DEVICE X operator()(X x) const { return kmath::fabs(x); }
 };
 
 // --- how a sum becomes the output (Σ, n) ---
 struct AsIs {
-  template <class A>
-  KS_HOST_DEVICE A operator()(A a, int64_t) const { return a; }
+  template <class A> KS_HOST_DEVICE A operator()(A a, int64_t) const { return a; }
 };
 struct MeanOf {
   KS_HOST_DEVICE double operator()(double a, int64_t n) const { return a / double(n); }
@@ -133,8 +123,7 @@ struct RootOf {
 };
 
 // out = fin(Σ f(x), n): sum, mean, the finite p-norms.
-template <class T, class Out, class F, class Fin>
-struct MapSum {
+template <class T, class Out, class F, class Fin> struct MapSum {
   using Acc = Wide<T>;
   Out* out;
   F f;
@@ -144,14 +133,12 @@ struct MapSum {
   KS_HOST_DEVICE void merge(Acc& a, const Acc& b) const { a = wrap_add(a, b); }
   KS_HOST_DEVICE void finish(int64_t m, const Acc& a, int64_t n) const { out[m] = Out(fin(a, n)); }
 };
-template <class T, class Out, class F, class Fin>
-MapSum<T, Out, F, Fin> map_sum(Out* out, F f, Fin fin) {
+template <class T, class Out, class F, class Fin> MapSum<T, Out, F, Fin> map_sum(Out* out, F f, Fin fin) {
   return {out, f, fin};
 }
 
 // Π x; with `zeros`, the product of the nonzero elements and the zero count.
-template <class T, class Out>
-struct Product {
+template <class T, class Out> struct Product {
   struct Acc {
     Wide<T> p;
     int64_t zeros;
@@ -160,8 +147,10 @@ struct Product {
   int64_t* zeros;
   KS_HOST_DEVICE Acc init(int64_t) const { return {Wide<T>(1), 0}; }
   KS_HOST_DEVICE void step(Acc& a, T x, int64_t) const {
-    if (zeros && x == T(0)) ++a.zeros;
-    else a.p = wrap_mul(a.p, Wide<T>(x));
+    if (zeros && x == T(0))
+      ++a.zeros;
+    else
+      a.p = wrap_mul(a.p, Wide<T>(x));
   }
   KS_HOST_DEVICE void merge(Acc& a, const Acc& b) const {
     a.p = wrap_mul(a.p, b.p);
@@ -176,8 +165,7 @@ struct Product {
 // The largest (or smallest) f(x) and its first index; a NaN wins, the first
 // NaN among several. An empty reduction (only logsumexp's first pass and norm
 // ±inf allow one) gives `empty`.
-template <class T, class Out, bool kMax, class F>
-struct Extreme {
+template <class T, class Out, bool kMax, class F> struct Extreme {
   using V = decltype(std::declval<F>()(T()));
   struct Acc {
     V v;
@@ -210,8 +198,10 @@ struct Extreme {
     if (same && b.j < a.j) a = b;
   }
   KS_HOST_DEVICE void finish(int64_t m, const Acc& a, int64_t) const {
-    if constexpr (std::is_floating_point_v<Out>) out[m] = a.j < 0 ? Out(empty) : Out(a.v);
-    else out[m] = Out(a.v);
+    if constexpr (std::is_floating_point_v<Out>)
+      out[m] = a.j < 0 ? Out(empty) : Out(a.v);
+    else
+      out[m] = Out(a.v);
     if (index) index[m] = a.j;
   }
 };
@@ -222,8 +212,7 @@ Extreme<T, Out, kMax, F> extreme(Out* out, int64_t* index, F f, double empty = -
 
 // Second pass of var/stddev: Σ (x - c) and Σ (x - c)² around the mean c, so
 // M2 = Σd² - (Σd)²/n is exact even if c is slightly off.
-template <class T>
-struct Centered2 {
+template <class T> struct Centered2 {
   struct Acc {
     double c, s1, s2;
   };
@@ -253,8 +242,7 @@ struct Centered2 {
 // Second pass of logsumexp: c + log Σ exp(x - c) around the max c. The
 // exponentials are taken in T (each term's rounding stays below T's
 // precision), summed in double.
-template <class T>
-struct CenteredExp {
+template <class T> struct CenteredExp {
   struct Acc {
     double c, s;
   };
@@ -274,9 +262,7 @@ struct CenteredExp {
 
 // Whether op takes two passes, the first writing one double per output into
 // `centre`: the mean (var, stddev) or the max (logsumexp).
-inline bool two_pass(ReduceOp op) {
-  return op == ReduceOp::Var || op == ReduceOp::Std || op == ReduceOp::LogSumExp;
-}
+inline bool two_pass(ReduceOp op) { return op == ReduceOp::Var || op == ReduceOp::Std || op == ReduceOp::LogSumExp; }
 
 // Calls run(TypeTag<T>{}, r) for each pass of op, in order, with T x's
 // element type and r the pass's reducer. out, idx (ArgMax, ArgMin,
@@ -293,8 +279,10 @@ void with_reducers(ReduceOp op, const ReduceParams& params, DType dtype, const T
         using T = typename decltype(tag)::type;
         using Out = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
         Out* o = out.data<Out>();
-        if (op == ReduceOp::Sum) run(tag, map_sum<T>(o, ToWide<T>{}, AsIs{}));
-        else run(tag, Product<T, Out>{o, op == ReduceOp::ProdNonzero ? idx : nullptr});
+        if (op == ReduceOp::Sum)
+          run(tag, map_sum<T>(o, ToWide<T>{}, AsIs{}));
+        else
+          run(tag, Product<T, Out>{o, op == ReduceOp::ProdNonzero ? idx : nullptr});
       });
     case ReduceOp::Max:
     case ReduceOp::Min:
@@ -303,8 +291,10 @@ void with_reducers(ReduceOp op, const ReduceParams& params, DType dtype, const T
       return dispatch_numeric(dtype, "max/min", [&](auto tag) {
         using T = typename decltype(tag)::type;
         T* o = out.data<T>();
-        if (op == ReduceOp::Max || op == ReduceOp::ArgMax) run(tag, extreme<T, true>(o, idx, Identity{}));
-        else run(tag, extreme<T, false>(o, idx, Identity{}));
+        if (op == ReduceOp::Max || op == ReduceOp::ArgMax)
+          run(tag, extreme<T, true>(o, idx, Identity{}));
+        else
+          run(tag, extreme<T, false>(o, idx, Identity{}));
       });
     case ReduceOp::Mean:
     case ReduceOp::Var:
@@ -342,59 +332,48 @@ void with_reducers(ReduceOp op, const ReduceParams& params, DType dtype, const T
 }
 
 // --- the elementwise pieces of the backwards (ReduceGradOp, ops/reduce.h) ---
-template <class T>
-struct SoftmaxGrad {  // (x, y, g)
+template <class T> struct SoftmaxGrad {  // (x, y, g)
   KS_HOST_DEVICE T operator()(T x, T y, T g) const { return y == T(-INFINITY) ? T(0) : T(g * libm_exp(T(x - y))); }
 };
-template <class T>
-struct NormGradInf {  // (x, y, g), p = ±inf
+template <class T> struct NormGradInf {  // (x, y, g), p = ±inf
   KS_HOST_DEVICE T operator()(T x, T y, T g) const { return kmath::fabs(x) == y ? T(g * sign_of(x)) : T(0); }
 };
-template <class T>
-struct NormGrad2 {
+template <class T> struct NormGrad2 {
   KS_HOST_DEVICE T operator()(T x, T y, T g) const { return y == 0 ? T(0) : T(g * x / y); }
 };
-template <class T>
-struct NormGrad1 {
+template <class T> struct NormGrad1 {
   KS_HOST_DEVICE T operator()(T x, T, T g) const { return T(g * sign_of(x)); }
 };
-template <class T>
-struct NormGradP {
+template <class T> struct NormGradP {
   double p;
   KS_HOST_DEVICE T operator()(T x, T y, T g) const {
     if (y == 0 || x == 0) return T(0);
     return T(g * sign_of(x) * kmath::pow(kmath::fabs(double(x)) / double(y), p - 1));
   }
 };
-template <class T>
-struct TieMask {  // (x, y)
+template <class T> struct TieMask {  // (x, y)
   KS_HOST_DEVICE T operator()(T x, T y) const { return T(x == y || (is_nan(x) && is_nan(y))); }
 };
-template <class T>
-struct AbsTieMask {
+template <class T> struct AbsTieMask {
   KS_HOST_DEVICE T operator()(T x, T y) const { return T(kmath::fabs(x) == y || (is_nan(x) && is_nan(y))); }
 };
-template <class T>
-struct SelectGrad {  // (pos, idx, g)
+template <class T> struct SelectGrad {  // (pos, idx, g)
   KS_HOST_DEVICE T operator()(int64_t pos, int64_t i, T g) const { return pos == i ? g : T(0); }
 };
 // Derivative of Π x by x_i: the product of the others, i.e. y / x_i without
 // zeros; with one zero, nonzero only at that zero.
-template <class T>
-struct ProdGrad {  // (x, prod_nonzero, zero_count, g)
+template <class T> struct ProdGrad {  // (x, prod_nonzero, zero_count, g)
   KS_HOST_DEVICE T operator()(T x, T nonzero, int64_t zeros, T g) const {
     if (zeros == 0) return T(g * nonzero / x);
     return zeros == 1 && x == 0 ? T(g * nonzero) : T(0);
   }
 };
-template <class T>
-struct SafeDiv {  // (a, b)
+template <class T> struct SafeDiv {  // (a, b)
   KS_HOST_DEVICE T operator()(T a, T b) const { return b == 0 ? T(0) : T(a / b); }
 };
 
 // The first K inputs, as the backends' map loops take them.
-template <size_t K>
-std::array<Tensor, K> first_inputs(const std::vector<Tensor>& in) {
+template <size_t K> std::array<Tensor, K> first_inputs(const std::vector<Tensor>& in) {
   std::array<Tensor, K> a;
   for (size_t k = 0; k < K; ++k) a[k] = in[k];
   return a;
@@ -402,8 +381,7 @@ std::array<Tensor, K> first_inputs(const std::vector<Tensor>& in) {
 
 // Calls run(f, TypeTag<In>{}...) with the functor of op (floating T) and the
 // element types of its inputs.
-template <class T, class Run>
-void with_reduce_grad(ReduceGradOp op, double p, Run&& run) {
+template <class T, class Run> void with_reduce_grad(ReduceGradOp op, double p, Run&& run) {
   const TypeTag<T> t;
   const TypeTag<int64_t> i64;
   switch (op) {
@@ -424,8 +402,7 @@ void with_reduce_grad(ReduceGradOp op, double p, Run&& run) {
 
 // The reduce_grad kernel of ops/reduce.h for the backend whose loops are
 // Loops (CpuLoops, CudaLoops): the functor of op run by Loops::map.
-template <class Loops>
-void reduce_grad(ReduceGradOp op, const Tensor& out, const std::vector<Tensor>& in, double p) {
+template <class Loops> void reduce_grad(ReduceGradOp op, const Tensor& out, const std::vector<Tensor>& in, double p) {
   dispatch_floating(out.dtype(), "reduce backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_reduce_grad<T>(op, p, [&](auto f, auto... types) {

@@ -33,9 +33,12 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     KS_CHECK(t.defined(), "cat: tensor ", i, " is undefined");
     KS_CHECK(t.dim() > 0, "cat: tensor ", i, " is zero-dimensional and cannot be concatenated");
     KS_CHECK(t.dtype() == tensors[0].dtype() && t.device() == tensors[0].device(),
-             "cat: expected all tensors to have the same dtype and device, but tensor 0 is ",
-             describe(tensors[0]), " and tensor ", i, " is ", describe(t));
-    if (!found && !is_skipped_in_cat(t)) { ref = i; found = true; }
+             "cat: expected all tensors to have the same dtype and device, but tensor 0 is ", describe(tensors[0]),
+             " and tensor ", i, " is ", describe(t));
+    if (!found && !is_skipped_in_cat(t)) {
+      ref = i;
+      found = true;
+    }
   }
   const Tensor& r = tensors[ref];
   const int64_t d = wrap_dim(dim, r.dim(), "cat");
@@ -67,7 +70,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     record("CatBackward", tensors, {out}, [skip, starts, lengths, d](const std::vector<Tensor>& g) {
       std::vector<Tensor> grads;
       for (size_t i = 0; i < skip.size(); ++i)
-        grads.push_back(skip[i] ? Tensor::empty({0}, g[0].dtype(), g[0].device()) : narrow(g[0], d, starts[i], lengths[i]));
+        grads.push_back(skip[i] ? Tensor::empty({0}, g[0].dtype(), g[0].device())
+                                : narrow(g[0], d, starts[i], lengths[i]));
       return grads;
     });
   return out;
@@ -78,10 +82,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   const Tensor& t0 = tensors[0];
   for (size_t i = 0; i < tensors.size(); ++i) {
     KS_CHECK(tensors[i].defined(), "stack: tensor ", i, " is undefined");
-    KS_CHECK(tensors[i].sizes() == t0.sizes() && tensors[i].dtype() == t0.dtype() &&
-                 tensors[i].device() == t0.device(),
-             "stack: expected all tensors to have the same shape, dtype and device, but tensor 0 is ",
-             describe(t0), " and tensor ", i, " is ", describe(tensors[i]));
+    KS_CHECK(tensors[i].sizes() == t0.sizes() && tensors[i].dtype() == t0.dtype() && tensors[i].device() == t0.device(),
+             "stack: expected all tensors to have the same shape, dtype and device, but tensor 0 is ", describe(t0),
+             " and tensor ", i, " is ", describe(tensors[i]));
   }
   const int64_t d = wrap_dim(dim, t0.dim() + 1, "stack");
   std::vector<Tensor> pieces;
@@ -98,7 +101,8 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
            " for dim ", d, " of ", describe(x));
   if (n == 0) return {narrow(x, d, 0, 0)};
   std::vector<Tensor> out;
-  for (int64_t start = 0; start < n; start += split_size) out.push_back(narrow(x, d, start, std::min(split_size, n - start)));
+  for (int64_t start = 0; start < n; start += split_size)
+    out.push_back(narrow(x, d, start, std::min(split_size, n - start)));
   return out;
 }
 
@@ -134,8 +138,7 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
   KS_CHECK(x.defined(), "repeat: undefined input");
   const int64_t nd = int64_t(repeats.size()), lead = nd - x.dim();
-  KS_CHECK(lead >= 0, "repeat: got ", nd, " repeats ", repeats, " for ", describe(x),
-           "; need at least one per dim");
+  KS_CHECK(lead >= 0, "repeat: got ", nd, " repeats ", repeats, " for ", describe(x), "; need at least one per dim");
   // View x as (r0, s0, r1, s1, ...) with stride 0 along every r, and copy it
   // into the output seen with the same interleaved (contiguous) shape.
   Shape tiled, tiled_src_strides, out_shape, kept;
@@ -162,8 +165,9 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
 
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value) {
   KS_CHECK(x.defined(), "pad: undefined input");
-  KS_CHECK(pads.size() % 2 == 0 && int64_t(pads.size()) <= 2 * x.dim(), "pad: expected an even number of pads, at most 2 per dim (",
-           2 * x.dim(), " for ", describe(x), "), got ", pads.size(), ": ", pads);
+  KS_CHECK(pads.size() % 2 == 0 && int64_t(pads.size()) <= 2 * x.dim(),
+           "pad: expected an even number of pads, at most 2 per dim (", 2 * x.dim(), " for ", describe(x), "), got ",
+           pads.size(), ": ", pads);
   struct Span {  // along one padded dim: out[a, b) holds x[src, src + b - a)
     int64_t dim, a, b, src;
   };

@@ -29,40 +29,43 @@ inline Geometry geometry(const Shape& sizes, int64_t dim) {
   Geometry g;
   if (sizes.empty()) return g;  // a 0-d tensor is one row of one element
   for (int64_t d = 0; d < int64_t(sizes.size()); ++d) {
-    if (d < dim) g.outer *= sizes[size_t(d)];
-    else if (d == dim) g.n = sizes[size_t(d)];
-    else g.inner *= sizes[size_t(d)];
+    if (d < dim)
+      g.outer *= sizes[size_t(d)];
+    else if (d == dim)
+      g.n = sizes[size_t(d)];
+    else
+      g.inner *= sizes[size_t(d)];
   }
   return g;
 }
 
 // The shift of a row whose max is m.
-template <class T>
-KS_HOST_DEVICE inline T row_shift(T m) {
-  return m == -T(INFINITY) ? T(0) : m;
-}
+template <class T> KS_HOST_DEVICE inline T row_shift(T m) { return m == -T(INFINITY) ? T(0) : m; }
 
 // What the shifted row is normalised by: log s (Log) or 1/s; 0 for s = 0.
-template <class T, bool Log>
-KS_HOST_DEVICE inline T row_norm(double s) {
+template <class T, bool Log> KS_HOST_DEVICE inline T row_norm(double s) {
   if (s == 0) return T(0);
-  if constexpr (Log) return T(::log(s));
-  else return T(1.0 / s);
+  if constexpr (Log)
+    return T(::log(s));
+  else
+    return T(1.0 / s);
 }
 
 // One output from its input x, the row's shift m and norm.
-template <class T, bool Log>
-KS_HOST_DEVICE inline T softmax_out(T x, T m, T norm) {
-  if constexpr (Log) return (x - m) - norm;
-  else return kmath::exp(x - m) * norm;
+template <class T, bool Log> KS_HOST_DEVICE inline T softmax_out(T x, T m, T norm) {
+  if constexpr (Log)
+    return (x - m) - norm;
+  else
+    return kmath::exp(x - m) * norm;
 }
 
 // One input gradient from g, the output y and the row's a = Σ g·y (softmax)
 // or Σ g (log_softmax).
-template <class T, bool Log>
-KS_HOST_DEVICE inline T softmax_grad(T g, T y, T a) {
-  if constexpr (Log) return g - kmath::exp(y) * a;
-  else return y * (g - a);
+template <class T, bool Log> KS_HOST_DEVICE inline T softmax_grad(T g, T y, T a) {
+  if constexpr (Log)
+    return g - kmath::exp(y) * a;
+  else
+    return y * (g - a);
 }
 
 }  // namespace ks::softmax_formulas

@@ -12,8 +12,10 @@
 namespace ks {
 
 Tensor unary_apply(const UnaryInfo& op, const Tensor& x, const UnaryParams& p) {
-  if (op.integers) check_numeric(op.name, x);
-  else check_floating(op.name, x);
+  if (op.integers)
+    check_numeric(op.name, x);
+  else
+    check_floating(op.name, x);
   Tensor out = Tensor::empty(x.sizes(), x.dtype(), x.device());
   if (out.numel() > 0) op.forward(out.device(), p, out, x);
   if (!needs_grad({x})) return out;

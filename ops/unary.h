@@ -31,23 +31,19 @@ struct UnaryParams {
 // --- kernels: one table per op of UnaryOps, filled by ops/unary_kernels.h ---
 // out = f(x), same shape; out may be x itself (in-place forms).
 using UnaryKernel = void(const UnaryParams& p, const Tensor& out, const Tensor& x);
-template <class Op>
-constinit inline KernelTable<UnaryKernel> unary_kernel("unary");
+template <class Op> constinit inline KernelTable<UnaryKernel> unary_kernel("unary");
 // grad_in = grad_out * f'(x), same shape, with `saved` x or f(x) as Op::saves says.
 using UnaryBackwardKernel = void(const UnaryParams& p, const Tensor& grad_in, const Tensor& grad_out,
                                  const Tensor& saved);
-template <class Op>
-constinit inline KernelTable<UnaryBackwardKernel> unary_backward_kernel("unary_backward");
+template <class Op> constinit inline KernelTable<UnaryBackwardKernel> unary_backward_kernel("unary_backward");
 
 // What unary<Op> hands to the one non-template forward (unary.cpp).
 using UnaryInfo = OpInfo<UnaryKernel, UnaryBackwardKernel>;
 Tensor unary_apply(const UnaryInfo& op, const Tensor& x, const UnaryParams& p);
 
 // f(x) for the descriptor Op, checked, with its backward recorded.
-template <class Op>
-Tensor unary(const Tensor& x, const UnaryParams& p = {}) {
-  return unary_apply({Op::name, Op::node, Op::integers, Op::saves, unary_kernel<Op>, unary_backward_kernel<Op>}, x,
-                     p);
+template <class Op> Tensor unary(const Tensor& x, const UnaryParams& p = {}) {
+  return unary_apply({Op::name, Op::node, Op::integers, Op::saves, unary_kernel<Op>, unary_backward_kernel<Op>}, x, p);
 }
 
 inline Tensor neg(const Tensor& x) { return unary<unary_ops::Neg>(x); }

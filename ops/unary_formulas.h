@@ -27,10 +27,7 @@ namespace ks {
 
 // The parameters of the parametrised ops (ops/unary.h's UnaryParams) in the
 // element type: elu a = alpha; clamp a = min, b = max; pow a = c, b = c - 1.
-template <class T>
-struct UnaryArgs {
-  T a, b;
-};
+template <class T> struct UnaryArgs { T a, b; };
 
 }  // namespace ks
 
@@ -218,9 +215,8 @@ namespace ks {
 
 // Every unary op: each backend registers this list, the tests cover it.
 using UnaryOps = ConcatOps<OpList<unary_ops::Neg, unary_ops::Exp, unary_ops::Log, unary_ops::Sqrt, unary_ops::Rsqrt,
-                                  unary_ops::Abs, unary_ops::Tanh, unary_ops::Sigmoid, unary_ops::Relu,
-                                  unary_ops::Silu, unary_ops::Gelu, unary_ops::GeluTanh, unary_ops::Elu,
-                                  unary_ops::Clamp>,
+                                  unary_ops::Abs, unary_ops::Tanh, unary_ops::Sigmoid, unary_ops::Relu, unary_ops::Silu,
+                                  unary_ops::Gelu, unary_ops::GeluTanh, unary_ops::Elu, unary_ops::Clamp>,
                            unary_ops::PowOps>::type;
 
 }  // namespace ks

@@ -18,8 +18,7 @@
 namespace ks::unary_kernels {
 
 // A parameter in T: for an integer T (clamp's bounds) ±inf, an absent bound, saturates.
-template <class T>
-T arg(double v) {
+template <class T> T arg(double v) {
   if constexpr (std::is_integral_v<T>) {
     if (v <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
     if (v >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
@@ -28,31 +27,34 @@ T arg(double v) {
 }
 
 // Op::f and Op::df as the loops' functors; p is passed only to the ops that take it.
-template <class Op, class T>
-struct Forward {
+template <class Op, class T> struct Forward {
   UnaryArgs<T> p;
   KS_HOST_DEVICE T operator()(T x) const {
-    if constexpr (requires { Op::f(x); }) return Op::f(x);
-    else return Op::f(x, p);
+    if constexpr (requires { Op::f(x); })
+      return Op::f(x);
+    else
+      return Op::f(x, p);
   }
 };
-template <class Op, class T>
-struct Backward {
+template <class Op, class T> struct Backward {
   UnaryArgs<T> p;
   KS_HOST_DEVICE T operator()(T g, T s) const {
-    if constexpr (requires { Op::df(g, s); }) return Op::df(g, s);
-    else return Op::df(g, s, p);
+    if constexpr (requires { Op::df(g, s); })
+      return Op::df(g, s);
+    else
+      return Op::df(g, s, p);
   }
 };
 
-template <class Op, class Loops>
-void unary_forward(const UnaryParams& p, const Tensor& out, const Tensor& x) {
+template <class Op, class Loops> void unary_forward(const UnaryParams& p, const Tensor& out, const Tensor& x) {
   auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
     Loops::template map<T, T>(Forward<Op, T>{{arg<T>(p.a), arg<T>(p.b)}}, out, {x});
   };
-  if constexpr (Op::integers) dispatch_numeric(out.dtype(), Op::name, run);
-  else dispatch_floating(out.dtype(), Op::name, run);
+  if constexpr (Op::integers)
+    dispatch_numeric(out.dtype(), Op::name, run);
+  else
+    dispatch_floating(out.dtype(), Op::name, run);
 }
 
 template <class Op, class Loops>
@@ -66,16 +68,14 @@ void unary_backward(const UnaryParams& p, const Tensor& gi, const Tensor& go, co
 // Registers Op's kernels as `device`'s (a Saves::Self op has no backward
 // kernel: its backward is its forward). An op outside UnaryOps calls this
 // itself (tests/ops/test_readme_op.cpp).
-template <class Op, class Loops>
-bool register_unary_op(DeviceType device) {
+template <class Op, class Loops> bool register_unary_op(DeviceType device) {
   unary_kernel<Op>.set(device, unary_forward<Op, Loops>);
   if constexpr (Op::saves != Saves::Self) unary_backward_kernel<Op>.set(device, unary_backward<Op, Loops>);
   return true;
 }
 
 // Registers the kernels of every op of UnaryOps as `device`'s.
-template <class Loops>
-bool register_unary_kernels(DeviceType device) {
+template <class Loops> bool register_unary_kernels(DeviceType device) {
   for_each_op<UnaryOps>([&]<class Op>() { register_unary_op<Op, Loops>(device); });
   return true;
 }

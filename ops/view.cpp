@@ -13,8 +13,7 @@ namespace ks {
 namespace {
 
 // Records that `out` is a view (or copy) of `x` whose gradient is backward(g).
-template <class F>
-Tensor with_grad(const char* name, const Tensor& x, Tensor out, F backward) {
+template <class F> Tensor with_grad(const char* name, const Tensor& x, Tensor out, F backward) {
   if (needs_grad({x}))
     record(name, {x}, {out}, [backward](const std::vector<Tensor>& g) { return std::vector<Tensor>{backward(g[0])}; });
   return out;
@@ -58,8 +57,7 @@ std::optional<Shape> view_strides(const Shape& old_sizes, const Shape& old_strid
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = int64_t(old_sizes.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_sizes[size_t(d)];
-    if (d == 0 || (old_sizes[size_t(d - 1)] != 1 &&
-                   old_strides[size_t(d - 1)] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 || (old_sizes[size_t(d - 1)] != 1 && old_strides[size_t(d - 1)] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || shape[size_t(view_d)] == 1)) {
         out[size_t(view_d)] = view_numel * chunk_base_stride;
         view_numel *= shape[size_t(view_d)];
@@ -107,7 +105,9 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
 }
 
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
-  if (x.dim() == 0) return with_grad("TransposeBackward", x, make_view(x, {}, {}, x.storage_offset()), [](const Tensor& g) { return g; });
+  if (x.dim() == 0)
+    return with_grad("TransposeBackward", x, make_view(x, {}, {}, x.storage_offset()),
+                     [](const Tensor& g) { return g; });
   int64_t a = wrap_dim(dim0, x.dim(), "transpose"), b = wrap_dim(dim1, x.dim(), "transpose");
   Shape sizes = x.sizes(), strides = x.strides();
   std::swap(sizes[size_t(a)], sizes[size_t(b)]);
@@ -117,8 +117,8 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
 }
 
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
-  KS_CHECK(int64_t(dims.size()) == x.dim(), "permute: got ", dims.size(), " dims ", dims, " for a ",
-           x.dim(), "-d tensor");
+  KS_CHECK(int64_t(dims.size()) == x.dim(), "permute: got ", dims.size(), " dims ", dims, " for a ", x.dim(),
+           "-d tensor");
   Shape sizes(dims.size()), strides(dims.size());
   std::vector<int64_t> inverse(dims.size(), -1);
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -156,8 +156,8 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   KS_CHECK(x.dim() > 0, "narrow: cannot narrow a 0-d tensor");
   int64_t d = wrap_dim(dim, x.dim(), "narrow");
   if (start < 0) start += x.size(d);
-  KS_CHECK(start >= 0 && length >= 0 && start + length <= x.size(d), "narrow: range [", start, ", ",
-           start + length, ") is out of bounds for dim ", dim, " of ", describe(x));
+  KS_CHECK(start >= 0 && length >= 0 && start + length <= x.size(d), "narrow: range [", start, ", ", start + length,
+           ") is out of bounds for dim ", dim, " of ", describe(x));
   return slice(x, d, start, start + length, 1);
 }
 
@@ -182,7 +182,10 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
 Tensor squeeze(const Tensor& x) {
   Shape sizes, strides;
   for (int64_t d = 0; d < x.dim(); ++d)
-    if (x.size(d) != 1) { sizes.push_back(x.size(d)); strides.push_back(x.stride(d)); }
+    if (x.size(d) != 1) {
+      sizes.push_back(x.size(d));
+      strides.push_back(x.stride(d));
+    }
   Tensor out = make_view(x, sizes, strides, x.storage_offset());
   return with_grad("SqueezeBackward", x, out, [in = x.sizes()](const Tensor& g) { return reshape(g, in); });
 }
@@ -190,7 +193,9 @@ Tensor squeeze(const Tensor& x) {
 Tensor squeeze(const Tensor& x, int64_t dim) {
   if (x.dim() == 0) return squeeze(x);
   int64_t d = wrap_dim(dim, x.dim(), "squeeze");
-  if (x.size(d) != 1) return with_grad("SqueezeBackward", x, make_view(x, x.sizes(), x.strides(), x.storage_offset()), [](const Tensor& g) { return g; });
+  if (x.size(d) != 1)
+    return with_grad("SqueezeBackward", x, make_view(x, x.sizes(), x.strides(), x.storage_offset()),
+                     [](const Tensor& g) { return g; });
   Shape sizes = x.sizes(), strides = x.strides();
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
@@ -220,9 +225,11 @@ Tensor expand(const Tensor& x, const Shape& shape_in) {
     }
     int64_t have = x.size(xi);
     if (shape[size_t(i)] == -1) shape[size_t(i)] = have;
-    if (shape[size_t(i)] == have) strides[size_t(i)] = x.stride(xi);
-    else KS_CHECK(have == 1, "expand: cannot expand ", describe(x), " to ", shape_in, " (dim ", i, ": ", have,
-                  " vs ", shape[size_t(i)], ")");
+    if (shape[size_t(i)] == have)
+      strides[size_t(i)] = x.stride(xi);
+    else
+      KS_CHECK(have == 1, "expand: cannot expand ", describe(x), " to ", shape_in, " (dim ", i, ": ", have, " vs ",
+               shape[size_t(i)], ")");
   }
   Tensor out = make_view(x, shape, strides, x.storage_offset());
   return with_grad("ExpandBackward", x, out, [in = x.sizes()](const Tensor& g) { return sum_to(g, in); });

@@ -22,8 +22,9 @@ build="${KS_BUILD_DIR:-build}"
 
 # --- 1. Debian packages ------------------------------------------------------
 packages=(build-essential cmake ninja-build libopenblas-dev libtbb-dev doctest-dev nlohmann-json3-dev)
-# Data-parallel training (KS_MPI) and its tests under mpirun need Open MPI.
-[ "$mode" = test ] && packages+=(openmpi-bin libopenmpi-dev)
+# Data-parallel training (KS_MPI) and its tests under mpirun need Open MPI;
+# the format check (tests/check_format.sh) needs clang-format.
+[ "$mode" = test ] && packages+=(openmpi-bin libopenmpi-dev clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -11,21 +11,21 @@ void grad_add_cpu(const Tensor& out, const Tensor& a, const Tensor& b) {
                                   {out.element_size(), a.element_size(), b.element_size()});
   dispatch_floating(out.dtype(), "grad accumulation", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    strided_for_each<3>(L, {static_cast<char*>(out.data_ptr()), static_cast<char*>(a.data_ptr()),
-                            static_cast<char*>(b.data_ptr())},
-                        kElementwiseGrain, [](std::array<char*, 3> p, int64_t n, std::array<int64_t, 3> s) {
-      constexpr int64_t sz = sizeof(T);
-      if (s[0] == sz && s[1] == sz && s[2] == sz) {
-        T* o = reinterpret_cast<T*>(p[0]);
-        const T* x = reinterpret_cast<const T*>(p[1]);
-        const T* y = reinterpret_cast<const T*>(p[2]);
-        for (int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          *reinterpret_cast<T*>(p[0] + i * s[0]) =
-              *reinterpret_cast<const T*>(p[1] + i * s[1]) + *reinterpret_cast<const T*>(p[2] + i * s[2]);
-      }
-    });
+    strided_for_each<3>(
+        L, {static_cast<char*>(out.data_ptr()), static_cast<char*>(a.data_ptr()), static_cast<char*>(b.data_ptr())},
+        kElementwiseGrain, [](std::array<char*, 3> p, int64_t n, std::array<int64_t, 3> s) {
+          constexpr int64_t sz = sizeof(T);
+          if (s[0] == sz && s[1] == sz && s[2] == sz) {
+            T* o = reinterpret_cast<T*>(p[0]);
+            const T* x = reinterpret_cast<const T*>(p[1]);
+            const T* y = reinterpret_cast<const T*>(p[2]);
+            for (int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
+          } else {
+            for (int64_t i = 0; i < n; ++i)
+              *reinterpret_cast<T*>(p[0] + i * s[0]) =
+                  *reinterpret_cast<const T*>(p[1] + i * s[1]) + *reinterpret_cast<const T*>(p[2] + i * s[2]);
+          }
+        });
   });
 }
 KS_REGISTER_KERNEL(grad_add_kernel, CPU, grad_add_cpu);

@@ -37,7 +37,7 @@ size_t size_class(size_t n) {
   constexpr size_t kSmall = 512, kLarge = size_t(1) << 20;
   if (n <= kLarge) return (n + kSmall - 1) / kSmall * kSmall;
   size_t p = kLarge;
-  while (p < n) p <<= 1;  // n in (p/2, p]
+  while (p < n) p <<= 1;       // n in (p/2, p]
   const size_t step = p / 16;  // classes p/2 + k*p/16, k = 1..8
   return (n + step - 1) / step * step;
 }
@@ -73,8 +73,8 @@ class CudaAllocator final : public Allocator {
       (void)cudaGetLastError();
       const CudaMemoryStats s = stats(device.index);
       throw Error(str("cuda allocator: cannot allocate ", nbytes, " bytes (", mib(cls), ") on ", device.str(), ": ",
-                      cudaGetErrorString(err), " (", mib(s.bytes_in_use), " in use by tensors, ",
-                      mib(s.bytes_reserved), " reserved by Keystone)"));
+                      cudaGetErrorString(err), " (", mib(s.bytes_in_use), " in use by tensors, ", mib(s.bytes_reserved),
+                      " reserved by Keystone)"));
     }
     std::lock_guard<std::mutex> lock(mu_);
     d.stats.bytes_reserved += cls;
@@ -158,8 +158,8 @@ class PinnedAllocator final : public Allocator {
     cudaError_t err = cudaHostAlloc(&p, cls, cudaHostAllocPortable);
     if (err != cudaSuccess) {
       (void)cudaGetLastError();
-      throw Error(str("pinned allocator: cannot allocate ", nbytes, " bytes of pinned host memory: ",
-                      cudaGetErrorString(err)));
+      throw Error(
+          str("pinned allocator: cannot allocate ", nbytes, " bytes of pinned host memory: ", cudaGetErrorString(err)));
     }
     std::lock_guard<std::mutex> lock(mu_);
     live_[static_cast<const char*>(p)] = Block{cls, {}};
@@ -172,8 +172,10 @@ class PinnedAllocator final : public Allocator {
     if (it == live_.end()) return;  // not ours: cannot happen for storages made by pinned_empty
     Block b = std::move(it->second);
     live_.erase(it);
-    if (b.uses.empty()) free_[b.cls].push_back(ptr);
-    else pending_.push_back({ptr, std::move(b)});
+    if (b.uses.empty())
+      free_[b.cls].push_back(ptr);
+    else
+      pending_.push_back({ptr, std::move(b)});
   }
 
   bool contains(const void* ptr) {
@@ -213,10 +215,16 @@ class PinnedAllocator final : public Allocator {
       bool done = true;
       for (cudaEvent_t e : b.uses) {
         const cudaError_t q = cudaEventQuery(e);
-        if (q == cudaErrorNotReady) { done = false; break; }
+        if (q == cudaErrorNotReady) {
+          done = false;
+          break;
+        }
         if (q != cudaSuccess) throw_cuda_error(q, "cudaEventQuery(pinned block use)", __FILE__, __LINE__);
       }
-      if (!done) { ++i; continue; }
+      if (!done) {
+        ++i;
+        continue;
+      }
       for (cudaEvent_t e : b.uses) KS_CUDA_CHECK(cudaEventDestroy(e));
       free_[b.cls].push_back(ptr);
       pending_[i] = std::move(pending_.back());

@@ -19,8 +19,7 @@
 namespace ks::cuda {
 namespace {
 
-template <class D, class S>
-void copy_typed(const Tensor& dst, const Tensor& src) {
+template <class D, class S> void copy_typed(const Tensor& dst, const Tensor& src) {
   cuda_map<D, S>([] __device__(S v) { return dconvert<D>(v); }, dst, {src});
 }
 
@@ -34,8 +33,7 @@ void copy_cuda(const Tensor& dst, const Tensor& src) {
   });
 }
 
-template <class T>
-void fill_typed(const Tensor& t, T v) {
+template <class T> void fill_typed(const Tensor& t, T v) {
   cuda_map<T>([v] __device__() { return v; }, t, {});
 }
 
@@ -76,8 +74,7 @@ void memcpy_cuda(void* dst, Device dst_device, const void* src, Device src_devic
 }
 
 // One thread per Philox block; element i = block * per + k.
-template <class T>
-__global__ void random_kernel_impl(T* out, int64_t n, int per, RandomSpec spec) {
+template <class T> __global__ void random_kernel_impl(T* out, int64_t n, int per, RandomSpec spec) {
   const int64_t blocks = (n + per - 1) / per;
   for (int64_t b : grid_stride(blocks)) {
     double vals[4];
@@ -97,8 +94,8 @@ void random_cuda(const Tensor& t, const RandomSpec& spec) {
     using T = typename decltype(tag)::type;
     const cudaStream_t s = stream(dev);
     DeviceGuard guard(t.device());
-    random_kernel_impl<T><<<grid_for((n + per - 1) / per, kThreads, dev), kThreads, 0, s>>>(
-        static_cast<T*>(t.data_ptr()), n, per, spec);
+    random_kernel_impl<T>
+        <<<grid_for((n + per - 1) / per, kThreads, dev), kThreads, 0, s>>>(static_cast<T*>(t.data_ptr()), n, per, spec);
     KS_CUDA_LAUNCH_CHECK();
   });
 }

@@ -34,8 +34,7 @@ void* open_library() {
                   " toolkit's libcublas; set LD_LIBRARY_PATH to its folder):", errors));
 }
 
-template <class Fn>
-void look_up(void* library, const char* name, Fn& fn) {
+template <class Fn> void look_up(void* library, const char* name, Fn& fn) {
   dlerror();
   void* symbol = dlsym(library, name);
   if (symbol == nullptr) {

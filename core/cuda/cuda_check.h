@@ -32,9 +32,9 @@ void launch_check(const char* file, int line);
 
 }  // namespace ks::cuda
 
-#define KS_CUDA_CHECK(call)                                                        \
-  do {                                                                             \
-    const cudaError_t ks_cuda_err = (call);                                        \
+#define KS_CUDA_CHECK(call)                                                                               \
+  do {                                                                                                    \
+    const cudaError_t ks_cuda_err = (call);                                                               \
     if (ks_cuda_err != cudaSuccess) ::ks::cuda::throw_cuda_error(ks_cuda_err, #call, __FILE__, __LINE__); \
   } while (0)
 

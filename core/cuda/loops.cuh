@@ -33,14 +33,14 @@
 namespace ks::cuda {
 
 // --- dtype conversion on the device, matching ks::convert (core/dtype.h) ---
-template <class T>
-__device__ inline float to_float16_source(T v) {
-  if constexpr (std::is_same_v<T, BFloat16>) return __bfloat162float(__ushort_as_bfloat16(v.bits));
-  else return __half2float(__ushort_as_half(v.bits));
+template <class T> __device__ inline float to_float16_source(T v) {
+  if constexpr (std::is_same_v<T, BFloat16>)
+    return __bfloat162float(__ushort_as_bfloat16(v.bits));
+  else
+    return __half2float(__ushort_as_half(v.bits));
 }
 
-template <class To, class From>
-__device__ inline To dconvert(From v) {
+template <class To, class From> __device__ inline To dconvert(From v) {
   if constexpr (std::is_same_v<From, BFloat16> || std::is_same_v<From, Float16>) {
     return dconvert<To>(to_float16_source(v));
   } else if constexpr (std::is_same_v<To, BFloat16>) {
@@ -65,8 +65,7 @@ constexpr int kThreads = 256;
 // Index is the arithmetic's type, int64_t unless named (uint32_t where n
 // fits: faster division); it is never deduced from n, so an int count still
 // steps in int64_t.
-template <class Index>
-struct GridStride {
+template <class Index> struct GridStride {
   Index first, n, step;
   struct Iter {
     Index i, step;
@@ -81,20 +80,17 @@ struct GridStride {
   __device__ Index end() const { return n; }
 };
 
-template <class Index = int64_t>
-__device__ inline GridStride<Index> grid_stride(std::type_identity_t<Index> n) {
+template <class Index = int64_t> __device__ inline GridStride<Index> grid_stride(std::type_identity_t<Index> n) {
   return {Index(blockIdx.x) * blockDim.x + threadIdx.x, n, Index(gridDim.x) * blockDim.x};
 }
 
 // Linear index -> byte offset of each of N operands, over coalesced dims.
-template <int N>
-struct OffsetCalc {
+template <int N> struct OffsetCalc {
   int ndim = 0;
   int64_t sizes[kMaxDims];       // innermost first
   int64_t strides[kMaxDims][N];  // bytes, innermost first
 
-  template <class Index>
-  __device__ void offsets(Index i, int64_t (&off)[N]) const {
+  template <class Index> __device__ void offsets(Index i, int64_t (&off)[N]) const {
     for (int k = 0; k < N; ++k) off[k] = 0;
     for (int d = 0; d < ndim; ++d) {
       const Index size = Index(sizes[d]);
@@ -106,10 +102,7 @@ struct OffsetCalc {
   }
 };
 
-template <int N>
-struct Pointers {
-  char* p[N];
-};
+template <int N> struct Pointers { char* p[N]; };
 
 // The coalesced layout of n operands over `sizes`; true if every operand is
 // one contiguous run of its own element size.
@@ -118,8 +111,8 @@ bool make_offset_calc(const Shape& sizes, const std::array<Shape, N>& elem_strid
                       const std::array<size_t, N>& itemsizes, OffsetCalc<N>& oc) {
   const StridedLayout<N> L = make_strided_layout<N>(sizes, elem_strides, itemsizes);
   const int nd = int(L.sizes.size());
-  KS_CHECK(nd <= kMaxDims, "cuda: tensors with more than ", kMaxDims, " non-mergeable dims are not supported (",
-           sizes, ")");
+  KS_CHECK(nd <= kMaxDims, "cuda: tensors with more than ", kMaxDims, " non-mergeable dims are not supported (", sizes,
+           ")");
   oc.ndim = nd;
   for (int d = 0; d < nd; ++d) {
     oc.sizes[d] = L.sizes[size_t(nd - 1 - d)];
@@ -142,8 +135,7 @@ __global__ void map_contiguous_kernel(int64_t n, F f, Out* out, const In*... in)
 }
 
 template <class Index, class F, class Out, class... In>
-__global__ void map_strided_kernel(Index n, F f, OffsetCalc<sizeof...(In) + 1> oc,
-                                   Pointers<sizeof...(In) + 1> ptr) {
+__global__ void map_strided_kernel(Index n, F f, OffsetCalc<sizeof...(In) + 1> oc, Pointers<sizeof...(In) + 1> ptr) {
   constexpr int N = sizeof...(In) + 1;
   for (Index i : grid_stride<Index>(n)) {
     int64_t off[N];
@@ -179,9 +171,10 @@ void cuda_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& i
   const unsigned grid = grid_for(n, kThreads, dev);
   if (contiguous) {
     [&]<size_t... I>(std::index_sequence<I...>) {
-      map_contiguous_kernel<F, Out, In...><<<grid, kThreads, 0, s>>>(
-          n, f, reinterpret_cast<Out*>(ptr.p[0]), reinterpret_cast<const In*>(ptr.p[I + 1])...);
-    }(std::index_sequence_for<In...>{});
+      map_contiguous_kernel<F, Out, In...><<<grid, kThreads, 0, s>>>(n, f, reinterpret_cast<Out*>(ptr.p[0]),
+                                                                     reinterpret_cast<const In*>(ptr.p[I + 1])...);
+    }
+    (std::index_sequence_for<In...>{});
   } else if (n <= int64_t(std::numeric_limits<int32_t>::max())) {
     map_strided_kernel<uint32_t, F, Out, In...><<<grid, kThreads, 0, s>>>(uint32_t(n), f, oc, ptr);
   } else {
@@ -190,16 +183,14 @@ void cuda_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& i
   KS_CUDA_LAUNCH_CHECK();
 }
 
-template <class F>
-__global__ void for_each_index_kernel(int64_t n, F f) {
+template <class F> __global__ void for_each_index_kernel(int64_t n, F f) {
   for (int64_t i : grid_stride(n)) f(i);
 }
 
 // f(i) for every i in [0, n) on `device`, one thread per index: for updates
 // that read and write several arrays per element (the optimizer steps), which
 // the one-output cuda_map cannot express. f carries its own pointers.
-template <class F>
-void cuda_for_each_index(const Device& device, int64_t n, F f) {
+template <class F> void cuda_for_each_index(const Device& device, int64_t n, F f) {
   if (n == 0) return;
   DeviceGuard guard(device);
   for_each_index_kernel<<<grid_for(n, kThreads, device.index), kThreads, 0, stream(device.index)>>>(n, f);
@@ -217,8 +208,7 @@ struct CudaLoops {
   static void map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in) {
     cuda_map<Out, In...>(f, out, in);
   }
-  template <class F>
-  static void for_each_index(const Device& device, int64_t n, int64_t, F f) {
+  template <class F> static void for_each_index(const Device& device, int64_t n, int64_t, F f) {
     cuda_for_each_index(device, n, f);
   }
 };

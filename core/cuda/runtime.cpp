@@ -86,7 +86,8 @@ DeviceGuard::DeviceGuard(int index) {
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (previous_ >= 0) (void)cudaSetDevice(previous_);  // a destructor cannot throw; restoring a valid device does not fail
+  if (previous_ >= 0)
+    (void)cudaSetDevice(previous_);  // a destructor cannot throw; restoring a valid device does not fail
 }
 
 cudaStream_t stream(int device) { return per_device(device).stream; }

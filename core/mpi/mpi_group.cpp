@@ -66,8 +66,7 @@ Layout layout(const std::vector<int64_t>& counts) {
 }
 
 // The bf16 reductions: inout[i] = op(in[i], inout[i]).
-template <class F>
-void bf16_reduce(void* in, void* inout, int* len, F op) {
+template <class F> void bf16_reduce(void* in, void* inout, int* len, F op) {
   const auto* a = static_cast<const BFloat16*>(in);
   auto* b = static_cast<BFloat16*>(inout);
   for (int i = 0; i < *len; ++i) b[i] = BFloat16(op(float(a[i]), float(b[i])));
@@ -169,9 +168,9 @@ class MpiGroup final : public ProcessGroup {
     KS_CHECK(out.numel() == total, "all_gather: out has ", out.numel(), " elements for ", total, " gathered");
     const MPI_Datatype type = mpi_type(in.dtype(), "all_gather");
     MPI_Request req;
-    check_mpi(MPI_Iallgatherv(in.data_ptr(), n[size_t(rank())], type, out.data_ptr(), n.data(), at.data(), type,
-                              comm_, &req),
-              "all_gather");
+    check_mpi(
+        MPI_Iallgatherv(in.data_ptr(), n[size_t(rank())], type, out.data_ptr(), n.data(), at.data(), type, comm_, &req),
+        "all_gather");
     wait_request(req, str("an all-gather of ", total, " elements"));
   }
 
@@ -214,9 +213,9 @@ class MpiGroup final : public ProcessGroup {
     const std::vector<int>& at = l.offsets;
     const int64_t total = l.total;
     std::string all(size_t(total), '\0');
-    check_mpi(MPI_Iallgatherv(bytes.data(), int(mine), MPI_BYTE, all.data(), n.data(), at.data(), MPI_BYTE, comm_,
-                              &req),
-              "all_gather");
+    check_mpi(
+        MPI_Iallgatherv(bytes.data(), int(mine), MPI_BYTE, all.data(), n.data(), at.data(), MPI_BYTE, comm_, &req),
+        "all_gather");
     wait_request(req, str("an all-gather of ", total, " bytes"));
     std::vector<std::string> out;
     for (size_t r = 0; r < lengths.size(); ++r) out.push_back(all.substr(size_t(at[r]), size_t(lengths[r])));
@@ -245,8 +244,10 @@ class MpiGroup final : public ProcessGroup {
           if (diagnose(req, what)) return;
         }
         // Past a millisecond the other ranks are busy: stop taking a core from them.
-        if (waited > 1e-3) std::this_thread::sleep_for(std::chrono::microseconds(waited > 0.1 ? 200 : 20));
-        else std::this_thread::yield();
+        if (waited > 1e-3)
+          std::this_thread::sleep_for(std::chrono::microseconds(waited > 0.1 ? 200 : 20));
+        else
+          std::this_thread::yield();
       }
     }
   }
@@ -299,13 +300,14 @@ class MpiGroup final : public ProcessGroup {
     int n_missing = 0;
     for (int r = 0; r < size(); ++r)
       if (!alive[size_t(r)]) missing += str(n_missing++ ? ", " : "", r);
-    const std::string head = str("distributed: ", what, " did not complete in ", timeout_s_,
-                                 " s (train.collective_timeout); ");
+    const std::string head =
+        str("distributed: ", what, " did not complete in ", timeout_s_, " s (train.collective_timeout); ");
     if (n_missing)
       throw PeerFailure(head + str(n_missing == 1 ? "rank " : "ranks ", missing, n_missing == 1 ? " does" : " do",
                                    " not respond (dead, hung, or still busy before this collective)"));
-    throw PeerFailure(head + "every rank responds, so they are waiting in different collectives (configs or "
-                             "data that differ between ranks, or a bug)");
+    throw PeerFailure(head +
+                      "every rank responds, so they are waiting in different collectives (configs or "
+                      "data that differ between ranks, or a bug)");
   }
 
   MPI_Comm comm_, ping_;

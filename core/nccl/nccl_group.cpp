@@ -105,8 +105,8 @@ class NcclGroup final : public ProcessGroup {
   void all_gather(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) override {
     check_tensor(in, "all_gather");
     check_tensor(out, "all_gather");
-    KS_CHECK(int(counts.size()) == size() && counts[size_t(rank())] == in.numel(), "all_gather: counts ",
-             counts, " do not fit rank ", rank(), "'s ", in.numel(), " elements");
+    KS_CHECK(int(counts.size()) == size() && counts[size_t(rank())] == in.numel(), "all_gather: counts ", counts,
+             " do not fit rank ", rank(), "'s ", in.numel(), " elements");
     KS_CHECK(in.dtype() == out.dtype(), "all_gather: in is ", name(in.dtype()), ", out is ", name(out.dtype()));
     int64_t total = 0;
     for (int64_t c : counts) total += c;
@@ -131,9 +131,7 @@ class NcclGroup final : public ProcessGroup {
   void barrier() override { mpi_.barrier(); }
   void broadcast_bytes(std::string& bytes, int root) override { mpi_.broadcast_bytes(bytes, root); }
   void broadcast_host(void* data, size_t size, int root) override { mpi_.broadcast_host(data, size, root); }
-  std::vector<std::string> all_gather_bytes(const std::string& bytes) override {
-    return mpi_.all_gather_bytes(bytes);
-  }
+  std::vector<std::string> all_gather_bytes(const std::string& bytes) override { return mpi_.all_gather_bytes(bytes); }
   [[noreturn]] void abort(int code) override {
     if (comm_) ncclCommAbort(comm_);
     comm_ = nullptr;
@@ -167,8 +165,8 @@ class NcclGroup final : public ProcessGroup {
  private:
   void check_tensor(const Tensor& t, const char* op) const {
     KS_CHECK(comm_, op, ": the NCCL communicator was aborted after an earlier failure");
-    KS_CHECK(t.defined() && t.device() == device_, op, ": the NCCL group of ", device_.str(), " takes tensors there, got ",
-             t.defined() ? describe(t) : std::string("an undefined tensor"));
+    KS_CHECK(t.defined() && t.device() == device_, op, ": the NCCL group of ", device_.str(),
+             " takes tensors there, got ", t.defined() ? describe(t) : std::string("an undefined tensor"));
     KS_CHECK(t.is_contiguous(), op, ": the tensor must be contiguous, got ", describe(t));
   }
   cudaEvent_t record() {

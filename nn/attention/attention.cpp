@@ -79,8 +79,7 @@ void AttentionConfig::validate() const {
   if (head_dim == 0)
     KS_CHECK(d_model % heads == 0, "attention.heads: ", heads, " heads do not divide d_model ", d_model,
              "; set attention.head_dim (the \"fixed\" family allows any head size)");
-  KS_CHECK(!options || typeid(*options) == *f.options_type, "attention '", type,
-           "': its options are another family's");
+  KS_CHECK(!options || typeid(*options) == *f.options_type, "attention '", type, "': its options are another family's");
   KS_CHECK(dropout >= 0 && dropout < 1, "attention.dropout must be in [0, 1), got ", dropout);
   (options ? *options : *defaults(f)).validate(*this);
 }
@@ -141,7 +140,8 @@ nlohmann::json attention_options_json(const AttentionConfig& cfg) {
 namespace {
 void collect_attention(Module& m, const std::string& path, std::vector<std::pair<std::string, Attention*>>& out) {
   if (auto* a = dynamic_cast<Attention*>(&m)) out.emplace_back(path, a);
-  for (auto& [name, child] : m.named_children()) collect_attention(*child, path.empty() ? name : path + "." + name, out);
+  for (auto& [name, child] : m.named_children())
+    collect_attention(*child, path.empty() ? name : path + "." + name, out);
 }
 }  // namespace
 

@@ -51,8 +51,8 @@ class AttentionOptions {
 // What every family has, plus the family's own options.
 struct AttentionConfig {
   std::string type = "softmax";
-  int64_t d_model = 0;   // query width, and the output width
-  int64_t kv_dim = 0;    // key/value input width (cross-attention); 0: d_model
+  int64_t d_model = 0;  // query width, and the output width
+  int64_t kv_dim = 0;   // key/value input width (cross-attention); 0: d_model
   int64_t heads = 8;
   int64_t head_dim = 0;  // p; 0: d_model / heads (which must divide). "fixed" sets it freely
   double dropout = 0;    // on attention weights (families that form them)
@@ -73,8 +73,7 @@ struct AttentionConfig {
   // The options as the family's type T (a family reads only its own; a
   // variant's options may derive from its base family's); T's defaults when
   // none are set. Options of another type are a programming error.
-  template <class T>
-  const T& options_as() const {
+  template <class T> const T& options_as() const {
     if (!options) {
       static const T defaults{};
       return defaults;
@@ -83,8 +82,7 @@ struct AttentionConfig {
     KS_CHECK(typed, "attention '", type, "': its options are another family's");
     return *typed;
   }
-  template <class T>
-  AttentionConfig& with_options(T value) {
+  template <class T> AttentionConfig& with_options(T value) {
     options = std::make_shared<const T>(std::move(value));
     return *this;
   }
@@ -102,18 +100,18 @@ struct AttentionMask {
 // positions' keys/values (or adds them into the running sums). Cross-attention
 // (is_static): the first forward projects the encoder memory, later ones reuse it.
 struct AttentionCache {
-  Tensor k, v;           // softmax family (B, h, S, p); mgk keys (B, h, M, S, p)
-  Tensor state, norm;    // linear family: Σ φ(k) vᵀ (B, h, p, p) and Σ φ(k) (B, h, p)
-  Tensor key_padding;    // (B, S) accumulated, when masks are given
-  int64_t length = 0;    // keys seen so far
+  Tensor k, v;         // softmax family (B, h, S, p); mgk keys (B, h, M, S, p)
+  Tensor state, norm;  // linear family: Σ φ(k) vᵀ (B, h, p, p) and Σ φ(k) (B, h, p)
+  Tensor key_padding;  // (B, S) accumulated, when masks are given
+  int64_t length = 0;  // keys seen so far
   bool is_static = false;
 };
 
 class Attention : public Module {
  public:
   explicit Attention(AttentionConfig cfg, const std::string& type_name) : Module(type_name), config(std::move(cfg)) {}
-  virtual Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value,
-                         const AttentionMask& mask = {}, AttentionCache* cache = nullptr) = 0;
+  virtual Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMask& mask = {},
+                         AttentionCache* cache = nullptr) = 0;
   // Self-attention shorthand.
   Tensor forward(const Tensor& x, const AttentionMask& mask = {}, AttentionCache* cache = nullptr) {
     return forward(x, x, x, mask, cache);
@@ -215,6 +213,6 @@ nlohmann::json attention_options_json(const AttentionConfig& cfg);
 
 }  // namespace ks::nn
 
-#define KS_REGISTER_ATTENTION(type, Options, make_fn, cost_fn)       \
+#define KS_REGISTER_ATTENTION(type, Options, make_fn, cost_fn)      \
   static const bool KS_CONCAT(ks_attention_registered_, __LINE__) = \
       ::ks::nn::register_attention_family(type, ::ks::nn::attention_family<Options>(make_fn, cost_fn))

@@ -25,8 +25,8 @@ Tensor gate_and_merge_heads(Attention& attn, const Tensor& heads) {
   if (attn.head_gate.defined()) {
     const Tensor& g = attn.head_gate;
     const int64_t h = heads.size(1);
-    KS_CHECK(g.dim() == 1 && g.size(0) == h, attn.type_name(), ": head_gate must be (", h, ",), one gate per head, got ",
-             describe(g));
+    KS_CHECK(g.dim() == 1 && g.size(0) == h, attn.type_name(), ": head_gate must be (", h,
+             ",), one gate per head, got ", describe(g));
     KS_CHECK(g.dtype() == heads.dtype() && g.device() == heads.device(), attn.type_name(), ": head_gate is ",
              describe(g), " but the heads are ", describe(heads));
     gated = mul(heads, view(g, {1, h, 1, 1}));
@@ -73,7 +73,8 @@ CachedKeys keys_through_cache(AttentionCache* cache, const ProjectKeys& project,
     out.v = append_to_cache(cache->v, out.v, 2);
     if (key_padding.defined() || cache->key_padding.defined()) {
       const int64_t fresh_len = out.v.size(2) - cache->length;
-      Tensor fresh = key_padding.defined() ? key_padding : zeros({batch, fresh_len}, {.dtype = kBool, .device = device});
+      Tensor fresh =
+          key_padding.defined() ? key_padding : zeros({batch, fresh_len}, {.dtype = kBool, .device = device});
       Tensor old = cache->key_padding.defined() || cache->length == 0
                        ? cache->key_padding
                        : zeros({batch, cache->length}, {.dtype = kBool, .device = device});
@@ -90,8 +91,8 @@ CachedKeys keys_through_cache(AttentionCache* cache, const ProjectKeys& project,
 void check_attention_inputs(const AttentionConfig& cfg, const Tensor& q, const Tensor& k, const Tensor& v,
                             const AttentionMask& mask, const AttentionCache* cache) {
   const char* who = cfg.type.c_str();
-  KS_CHECK(q.dim() == 3 && q.size(2) == cfg.d_model, who, " attention: query must be (B, T, ", cfg.d_model,
-           "), got ", describe(q));
+  KS_CHECK(q.dim() == 3 && q.size(2) == cfg.d_model, who, " attention: query must be (B, T, ", cfg.d_model, "), got ",
+           describe(q));
   const bool reuse = cache && cache->is_static && cache->length > 0;
   if (!reuse) {
     KS_CHECK(k.dim() == 3 && k.size(2) == cfg.resolved_kv_dim() && k.size(0) == q.size(0), who,
@@ -100,8 +101,8 @@ void check_attention_inputs(const AttentionConfig& cfg, const Tensor& q, const T
   }
   if (cache && cache->length > 0) {
     const Tensor& held = cache->k.defined() ? cache->k : cache->state;
-    KS_CHECK(!held.defined() || held.size(0) == q.size(0), who, " attention: the cache holds batch size ",
-             held.size(0), ", got a query of batch size ", q.size(0));
+    KS_CHECK(!held.defined() || held.size(0) == q.size(0), who, " attention: the cache holds batch size ", held.size(0),
+             ", got a query of batch size ", q.size(0));
   }
   if (mask.key_padding.defined()) {
     KS_CHECK(mask.key_padding.dtype() == kBool && mask.key_padding.dim() == 2 && mask.key_padding.size(0) == q.size(0),
@@ -110,7 +111,8 @@ void check_attention_inputs(const AttentionConfig& cfg, const Tensor& q, const T
     const bool growing = cache && !cache->is_static && cache->length > 0;
     const int64_t s = reuse ? cache->length : k.size(1);
     KS_CHECK(mask.key_padding.size(1) == s, who, " attention: key_padding covers ", mask.key_padding.size(1),
-             " keys but there are ", s, growing ? " new keys (a growing cache takes the padding of the new keys only)" : "");
+             " keys but there are ", s,
+             growing ? " new keys (a growing cache takes the padding of the new keys only)" : "");
   }
 }
 

@@ -29,9 +29,9 @@ Tensor append_to_cache(const Tensor& stored, const Tensor& fresh, int64_t dim);
 
 // The projected keys and values one forward attends to, after the cache.
 struct CachedKeys {
-  Tensor k, v;          // as the family lays them out, with S along k_dim / dim 2
-  Tensor key_padding;   // (B, S) bool or undefined
-  int64_t offset = 0;   // keys before this call's first query (for the causal rule)
+  Tensor k, v;         // as the family lays them out, with S along k_dim / dim 2
+  Tensor key_padding;  // (B, S) bool or undefined
+  int64_t offset = 0;  // keys before this call's first query (for the causal rule)
 };
 // Without a cache: project() and the given padding. A static cache projects
 // on its first call and is reused after that (project() is not called). A

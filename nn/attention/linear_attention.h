@@ -69,7 +69,7 @@ class LinearAttention : public Attention {
   std::vector<std::string> no_weight_decay() const override;
 
   std::shared_ptr<Linear> q, k, v, o;
-  Tensor pi_logits;  // (h, M), "mlk" only
+  Tensor pi_logits;        // (h, M), "mlk" only
   const int64_t num_keys;  // M: 1 for "linear"
 };
 

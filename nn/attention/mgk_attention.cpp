@@ -58,8 +58,13 @@ std::vector<OptionKey> MgkOptions::option_keys() {
 }
 
 nlohmann::json MgkOptions::to_json() const {
-  return {{"keys", keys},         {"hard_e", hard_e},     {"soft_e", soft_e},           {"sigma2", sigma2},
-          {"sigma2_keys", sigma2_keys}, {"learn_pi", learn_pi}, {"pi_momentum", pi_momentum}};
+  return {{"keys", keys},
+          {"hard_e", hard_e},
+          {"soft_e", soft_e},
+          {"sigma2", sigma2},
+          {"sigma2_keys", sigma2_keys},
+          {"learn_pi", learn_pi},
+          {"pi_momentum", pi_momentum}};
 }
 
 void MgkOptions::validate(const AttentionConfig&) const {
@@ -109,8 +114,10 @@ MixtureKeyAttention::MixtureKeyAttention(const AttentionConfig& cfg, bool shifte
   k = register_module("k", std::make_shared<Linear>(cfg.resolved_kv_dim(), shifted ? inner : M * inner, cfg.bias));
   v = register_module("v", std::make_shared<Linear>(cfg.resolved_kv_dim(), inner, cfg.bias));
   o = register_module("o", std::make_shared<Linear>(inner, cfg.d_model, cfg.bias));
-  if (options.soft_e) pi = register_buffer("pi", full({h, M}, 1.0 / double(M)));
-  else if (options.learn_pi) pi_logits = register_parameter("pi_logits", zeros({h, M}));
+  if (options.soft_e)
+    pi = register_buffer("pi", full({h, M}, 1.0 / double(M)));
+  else if (options.learn_pi)
+    pi_logits = register_parameter("pi_logits", zeros({h, M}));
   if (shifted) {
     mu = register_parameter("mu", empty({h, M, p}));
     if (config.options_as<SmgkOptions>().shift_init == "official") {  // μ_1 = 0, the others N(0, 0.5²)
@@ -241,8 +248,8 @@ Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, cons
     // E-step statistics: γ is 0 at hidden keys and sums to 1 over r at
     // visible ones, so Σ_r of its totals counts the visible pairs.
     NoGradGuard no_grad;
-    Tensor totals = sum(resp_totals, {0});          // (h, M)
-    Tensor visible = sum(totals, {1}, true);        // (h, 1)
+    Tensor totals = sum(resp_totals, {0});    // (h, M)
+    Tensor visible = sum(totals, {1}, true);  // (h, 1)
     Tensor estimate = div(totals, maximum(visible, full_like(visible, 1e-30)));
     // A head that saw no visible key keeps its π.
     Tensor step = where(gt(visible, 0.0), sub(estimate, pi), zeros_like(pi));
@@ -270,9 +277,9 @@ AttentionCost cost(const AttentionConfig& cfg, int64_t n, bool causal, bool shif
              (opt.soft_e || !opt.learn_pi ? 0 : h * M) + (shifted ? h * M * p : 0);
   const double keys = causal ? (double(n) + 1) / 2 : double(n);
   c.flops_per_token = 2.0 * (inner * d + key_width * kv + inner * kv + inner * d)  // projections
-                      + 2.0 * double(M * inner)                                  // ‖k_jr‖² of this token's keys
-                      + 2.0 * keys * double(M * inner)                           // q·k_jr
-                      + 2.0 * keys * double(inner);                              // A V
+                      + 2.0 * double(M * inner)                                    // ‖k_jr‖² of this token's keys
+                      + 2.0 * keys * double(M * inner)                             // q·k_jr
+                      + 2.0 * keys * double(inner);                                // A V
   c.cache_floats_per_position = double((M + 1) * inner);  // M keys (sMGK's shifted ones too) and v
   return c;
 }

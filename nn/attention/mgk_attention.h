@@ -52,10 +52,10 @@ namespace ks::nn {
 
 // "mgk"'s options: the attention section's keys of the same names.
 struct MgkOptions : AttentionOptions {
-  int64_t keys = 2;      // M, the keys per position
-  bool hard_e = false;   // max over the M keys instead of the π-weighted sum
-  bool soft_e = false;   // π re-estimated from posterior responsibilities (a buffer), not learned
-  double sigma2 = 0;     // 0 means sqrt(p), the papers' choice
+  int64_t keys = 2;     // M, the keys per position
+  bool hard_e = false;  // max over the M keys instead of the π-weighted sum
+  bool soft_e = false;  // π re-estimated from posterior responsibilities (a buffer), not learned
+  double sigma2 = 0;    // 0 means sqrt(p), the papers' choice
   // σ² per key component (M values > 0), e.g. the official language model's
   // {√p, √p/3}; empty: every component uses sigma2.
   std::vector<double> sigma2_keys{};
@@ -113,7 +113,7 @@ class MixtureKeyAttention : public Attention {
   // With return_weights: the component keys k_jr (B, h, M, S, p) the last
   // forward attended to, detached (for the distance between a position's keys).
   Tensor last_keys;
-  const bool shifted;        // smgk
+  const bool shifted;  // smgk
 };
 
 }  // namespace ks::nn

@@ -37,7 +37,9 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   Tensor qh = split_heads(q->forward(query), h, p);  // (B, h, T, p)
   CachedKeys kv = keys_through_cache(
       cache,
-      [&] { return std::pair{split_heads(k->forward(key), h, p), split_heads(v->forward(value), h, p)}; },
+      [&] {
+        return std::pair{split_heads(k->forward(key), h, p), split_heads(v->forward(value), h, p)};
+      },
       mask.key_padding, B, 2, query.device());  // k, v (B, h, S, p)
 
   if (!return_weights) {

@@ -90,8 +90,14 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
         const int64_t cols = std::min(kBc, jend - j0);
         const T *Kj = K.at(pair, j0), *Vj = V.at(pair, j0);
         T* s = sbuf.data();
-        gemm<T>({.m = rows, .n = cols, .k = d.P, .alpha = scale, .a = {.data = Qi, .ld = Q.ld},
-                 .b = {.data = Kj, .ld = K.ld, .transposed = true}, .c = s, .ldc = cols});  // (rows, cols)
+        gemm<T>({.m = rows,
+                 .n = cols,
+                 .k = d.P,
+                 .alpha = scale,
+                 .a = {.data = Qi, .ld = Q.ld},
+                 .b = {.data = Kj, .ld = K.ld, .transposed = true},
+                 .c = s,
+                 .ldc = cols});  // (rows, cols)
         for (int64_t r = 0; r < rows; ++r) {
           T* sr = s + r * cols;
           online_softmax_row(sr, cols, visible_prefix(prm, i0 + r, j0, cols), pad_b ? pad_b + j0 : nullptr,
@@ -102,8 +108,14 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
             for (int64_t c = 0; c < cols; ++c) sr[c] *= f[c];
           }
         }
-        gemm<T>({.m = rows, .n = d.E, .k = cols, .a = {.data = s, .ld = cols}, .b = {.data = Vj, .ld = V.ld},
-                 .beta = T(1), .c = acc.data(), .ldc = d.E});  // acc += p v
+        gemm<T>({.m = rows,
+                 .n = d.E,
+                 .k = cols,
+                 .a = {.data = s, .ld = cols},
+                 .b = {.data = Vj, .ld = V.ld},
+                 .beta = T(1),
+                 .c = acc.data(),
+                 .ldc = d.E});  // acc += p v
       }
       finish_rows(O + (pair * d.T + i0) * d.E, L + pair * d.T + i0, acc.data(), m.data(), l.data(), rows, d.E);
     }
@@ -112,8 +124,8 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
 
 template <class T>
 void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& g_in, const Tensor& q_in,
-                    const Tensor& k_in, const Tensor& v_in, const Tensor& out, const Tensor& lse,
-                    const Tensor& pad_in, const SdpaParams& prm) {
+                    const Tensor& k_in, const Tensor& v_in, const Tensor& out, const Tensor& lse, const Tensor& pad_in,
+                    const SdpaParams& prm) {
   const Mat<T> Q(q_in), K(k_in), V(v_in), G(g_in);
   const Tensor pad = pad_in.defined() ? contiguous_raw(pad_in) : Tensor();
   const Geometry d{q_in.size(0), q_in.size(1), q_in.size(2), k_in.size(2), q_in.size(3), v_in.size(3)};
@@ -145,8 +157,14 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
         for (int64_t i0 = first_row / kBr * kBr; i0 < d.T; i0 += kBr) {
           const int64_t rows = std::min(kBr, d.T - i0);
           const T *Qi = Q.at(pair, i0), *Gi = G.at(pair, i0);
-          gemm<T>({.m = rows, .n = cols, .k = d.P, .alpha = scale, .a = {.data = Qi, .ld = Q.ld},
-                   .b = {.data = Kj, .ld = K.ld, .transposed = true}, .c = P, .ldc = cols});  // scores
+          gemm<T>({.m = rows,
+                   .n = cols,
+                   .k = d.P,
+                   .alpha = scale,
+                   .a = {.data = Qi, .ld = Q.ld},
+                   .b = {.data = Kj, .ld = K.ld, .transposed = true},
+                   .c = P,
+                   .ldc = cols});  // scores
           for (int64_t r = 0; r < rows; ++r) {
             T* pr = P + r * cols;
             const T lr = Lp[i0 + r];
@@ -154,22 +172,47 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
                             pad_b ? pad_b + j0 : nullptr, lr);
             if (prm.dropout) dropout_factors(W + r * cols, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
           }
-          gemm<T>({.m = rows, .n = cols, .k = d.E, .a = {.data = Gi, .ld = G.ld},
-                   .b = {.data = Vj, .ld = V.ld, .transposed = true}, .c = dP, .ldc = cols});  // dO Vᵀ
+          gemm<T>({.m = rows,
+                   .n = cols,
+                   .k = d.E,
+                   .a = {.data = Gi, .ld = G.ld},
+                   .b = {.data = Vj, .ld = V.ld, .transposed = true},
+                   .c = dP,
+                   .ldc = cols});  // dO Vᵀ
           if (prm.dropout)
             for (int64_t x = 0; x < rows * cols; ++x) {
               dP[x] *= W[x];
               W[x] *= P[x];
             }
           const T* Wd = prm.dropout ? W : P;
-          gemm<T>({.m = cols, .n = d.E, .k = rows, .a = {.data = Wd, .ld = cols, .transposed = true},
-                   .b = {.data = Gi, .ld = G.ld}, .beta = T(1), .c = dVj, .ldc = d.E});  // dV += Wᵀ dO
+          gemm<T>({.m = cols,
+                   .n = d.E,
+                   .k = rows,
+                   .a = {.data = Wd, .ld = cols, .transposed = true},
+                   .b = {.data = Gi, .ld = G.ld},
+                   .beta = T(1),
+                   .c = dVj,
+                   .ldc = d.E});  // dV += Wᵀ dO
           score_gradient(dP, P, D + i0, rows, cols);
           // dQ += dS K, dK += dSᵀ Q
-          gemm<T>({.m = rows, .n = d.P, .k = cols, .alpha = scale, .a = {.data = dP, .ld = cols},
-                   .b = {.data = Kj, .ld = K.ld}, .beta = T(1), .c = dQp + i0 * d.P, .ldc = d.P});
-          gemm<T>({.m = cols, .n = d.P, .k = rows, .alpha = scale, .a = {.data = dP, .ld = cols, .transposed = true},
-                   .b = {.data = Qi, .ld = Q.ld}, .beta = T(1), .c = dKj, .ldc = d.P});
+          gemm<T>({.m = rows,
+                   .n = d.P,
+                   .k = cols,
+                   .alpha = scale,
+                   .a = {.data = dP, .ld = cols},
+                   .b = {.data = Kj, .ld = K.ld},
+                   .beta = T(1),
+                   .c = dQp + i0 * d.P,
+                   .ldc = d.P});
+          gemm<T>({.m = cols,
+                   .n = d.P,
+                   .k = rows,
+                   .alpha = scale,
+                   .a = {.data = dP, .ld = cols, .transposed = true},
+                   .b = {.data = Qi, .ld = Q.ld},
+                   .beta = T(1),
+                   .c = dKj,
+                   .ldc = d.P});
         }
       }
     }
@@ -178,7 +221,8 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
 
 void sdpa_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& key_padding, const SdpaParams& prm) {
-  if (out.dtype() == DType::Float32 && sdpa_bf16_applies()) return sdpa_forward_bf16(out, lse, q, k, v, key_padding, prm);
+  if (out.dtype() == DType::Float32 && sdpa_bf16_applies())
+    return sdpa_forward_bf16(out, lse, q, k, v, key_padding, prm);
   dispatch_floating(out.dtype(), "scaled_dot_product_attention", [&](auto tag) {
     forward_typed<typename decltype(tag)::type>(out, lse, q, k, v, key_padding, prm);
   });

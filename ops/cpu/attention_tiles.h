@@ -32,8 +32,7 @@ inline int64_t attention_grain(int64_t work_per_task) {
 // each matrix row-major with unit column stride and row stride ld >= cols.
 // The module's split heads (a transposed (B, T, h, p) view) and operands
 // expanded over b or h qualify as they lie; anything else is copied once.
-template <class T>
-struct Mat {
+template <class T> struct Mat {
   Tensor held;  // the input, or its contiguous copy
   const T* base = nullptr;
   int64_t sb = 0, sh = 0, sm = 0, ld = 1, H = 1;
@@ -54,8 +53,7 @@ struct Mat {
 };
 
 // Sets score row entries [lim, cols) and padded keys to -inf; returns the row max.
-template <class T>
-T mask_row(T* s, int64_t lim, int64_t cols, const bool* pad) {
+template <class T> T mask_row(T* s, int64_t lim, int64_t cols, const bool* pad) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   for (int64_t c = lim; c < cols; ++c) s[c] = kNegInf;
   if (pad)
@@ -127,7 +125,7 @@ template <class T>
 [[gnu::always_inline]] inline void probability_row(T* p, int64_t cols, int64_t lim, const bool* pad, T lse) {
   mask_row(p, lim, cols, pad);
   for (int64_t c = 0; c < cols; ++c) p[c] = vmath::exp(p[c] - lse);  // -inf -> 0
-  if (lim == 0) std::fill(p, p + cols, T(0));  // lse = -inf would give NaN above
+  if (lim == 0) std::fill(p, p + cols, T(0));                        // lse = -inf would give NaN above
 }
 
 // Backward: dS = P ∘ (dP − D_i) in place of dP, for a (rows, cols) tile.
@@ -143,8 +141,7 @@ template <class T>
 
 // f[c] = (kept ? drop_scale : 0) for the n weights from flat index idx0,
 // drawn as ops/cpu/dropout.cpp draws them (core/random_bulk.h).
-template <class T>
-void dropout_factors(T* f, int64_t n, uint64_t idx0, const SdpaParams& prm) {
+template <class T> void dropout_factors(T* f, int64_t n, uint64_t idx0, const SdpaParams& prm) {
   constexpr int64_t kChunk = 256;  // draws per bernoulli_draws call: a stack buffer
   bool kept[kChunk];
   const uint8_t* kept_bytes = reinterpret_cast<const uint8_t*>(kept);  // bytes vectorise (MaskedScale)

@@ -26,8 +26,7 @@
 
 namespace ks::cpu {
 
-template <int K>
-struct DimLines {
+template <int K> struct DimLines {
   Shape plane_sizes;                   // coalesced P dims, outermost first
   std::array<Shape, K> plane_strides;  // in elements
   int64_t P = 1, n = 1, L = 1;
@@ -50,8 +49,7 @@ struct DimLines {
 
 // Geometry of `sizes` around `dim`, walked with each operand's own element
 // strides (an operand may be larger than `sizes`: only the strides matter).
-template <int K>
-DimLines<K> make_dim_lines(const Shape& sizes, int64_t dim, const std::array<Shape, K>& strides) {
+template <int K> DimLines<K> make_dim_lines(const Shape& sizes, int64_t dim, const std::array<Shape, K>& strides) {
   std::array<size_t, K> ones;
   ones.fill(1);
   DimLines<K> g;
@@ -81,14 +79,12 @@ DimLines<K> make_dim_lines(const Shape& sizes, int64_t dim, const std::array<Sha
 // Runs body(base, l0, len) over every (p, block of l). Blocks are cut small
 // enough to give every thread work when P alone is too small, and chunks are
 // grouped so that one task does about kElementwiseGrain elements.
-template <int K, class Body>
-void for_each_line_block(const DimLines<K>& g, Body&& body) {
+template <int K, class Body> void for_each_line_block(const DimLines<K>& g, Body&& body) {
   if (g.P == 0 || g.L == 0) return;
   const int64_t n = std::max<int64_t>(g.n, 1);
   int64_t block = g.L;
   const int64_t want_units = 4 * int64_t(num_threads());
-  while (block > 64 && g.P * ((g.L + block - 1) / block) < want_units &&
-         g.P * g.L * n > kElementwiseGrain)
+  while (block > 64 && g.P * ((g.L + block - 1) / block) < want_units && g.P * g.L * n > kElementwiseGrain)
     block = (block + 1) / 2;
   const int64_t nblocks = (g.L + block - 1) / block;
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / (n * block));

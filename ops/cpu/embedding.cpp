@@ -23,8 +23,8 @@ void embedding_cpu(const Tensor& out, const Tensor& weight, const Tensor& indice
   const int64_t n = indices.numel(), V = weight.size(0), D = weight.size(1);
   const int64_t* idx = indices.data<int64_t>();
   for (int64_t i = 0; i < n; ++i)
-    KS_CHECK(idx[i] >= 0 && idx[i] < V, "embedding: index ", idx[i], " is out of range for ", V,
-             " embeddings (weight ", describe(weight), ")");
+    KS_CHECK(idx[i] >= 0 && idx[i] < V, "embedding: index ", idx[i], " is out of range for ", V, " embeddings (weight ",
+             describe(weight), ")");
   if (n == 0 || D == 0) return;
   const size_t isz = weight.element_size();
   const int64_t s0 = weight.stride(0), s1 = weight.stride(1);

@@ -29,8 +29,7 @@ void check_range(const char* op, const Tensor& index, int64_t dim, int64_t size)
 
 inline bool out_of_range(int64_t r, int64_t size) { return uint64_t(r) >= uint64_t(size); }
 
-template <class T>
-void index_select_typed(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
+template <class T> void index_select_typed(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   const int64_t* ip = index.data<int64_t>();
   const int64_t is = index.stride(0);
   T* o = out.data<T>();
@@ -41,15 +40,17 @@ void index_select_typed(const Tensor& out, const Tensor& x, int64_t dim, const T
     for (int64_t j = 0; j < g.n; ++j) {
       T* dst = o + base[0] + j * g.step[0];
       const T* src = xp + base[1] + ip[j * is] * g.step[1];
-      if (len == 1) *dst = *src;
-      else if (contig) std::memcpy(dst, src, size_t(len) * sizeof(T));
-      else for (int64_t l = 0; l < len; ++l) dst[l * g.inner[0]] = src[l * g.inner[1]];
+      if (len == 1)
+        *dst = *src;
+      else if (contig)
+        std::memcpy(dst, src, size_t(len) * sizeof(T));
+      else
+        for (int64_t l = 0; l < len; ++l) dst[l * g.inner[0]] = src[l * g.inner[1]];
     }
   });
 }
 
-template <class T>
-void index_add_typed(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+template <class T> void index_add_typed(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   const int64_t* ip = index.data<int64_t>();
   const int64_t is = index.stride(0);
   T* o = out.data<T>();
@@ -60,14 +61,15 @@ void index_add_typed(const Tensor& out, int64_t dim, const Tensor& index, const 
     for (int64_t j = 0; j < g.n; ++j) {
       T* dst = o + base[0] + ip[j * is] * g.step[0];
       const T* s = sp + base[1] + j * g.step[1];
-      if (contig) for (int64_t l = 0; l < len; ++l) dst[l] += s[l];
-      else for (int64_t l = 0; l < len; ++l) dst[l * g.inner[0]] += s[l * g.inner[1]];
+      if (contig)
+        for (int64_t l = 0; l < len; ++l) dst[l] += s[l];
+      else
+        for (int64_t l = 0; l < len; ++l) dst[l * g.inner[0]] += s[l * g.inner[1]];
     }
   });
 }
 
-template <class T>
-void gather_typed(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
+template <class T> void gather_typed(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   const int64_t* ip = index.data<int64_t>();
   T* o = out.data<T>();
   const T* xp = x.data<T>();
@@ -84,13 +86,19 @@ void gather_typed(const Tensor& out, const Tensor& x, int64_t dim, const Tensor&
       if (contig) {
         for (int64_t l = 0; l < len; ++l) {
           const int64_t r = irow[l];
-          if (out_of_range(r, nx)) { b = true; continue; }
+          if (out_of_range(r, nx)) {
+            b = true;
+            continue;
+          }
           orow[l] = xrow[r * g.step[2] + l];
         }
       } else {
         for (int64_t l = 0; l < len; ++l) {
           const int64_t r = irow[l * g.inner[1]];
-          if (out_of_range(r, nx)) { b = true; continue; }
+          if (out_of_range(r, nx)) {
+            b = true;
+            continue;
+          }
           orow[l * g.inner[0]] = xrow[r * g.step[2] + l * g.inner[2]];
         }
       }
@@ -100,8 +108,7 @@ void gather_typed(const Tensor& out, const Tensor& x, int64_t dim, const Tensor&
   if (bad.load()) check_range("gather", index, dim, nx);
 }
 
-template <class T>
-void scatter_add_typed(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+template <class T> void scatter_add_typed(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   const int64_t* ip = index.data<int64_t>();
   T* o = out.data<T>();
   const T* sp = src.data<T>();
@@ -117,9 +124,14 @@ void scatter_add_typed(const Tensor& out, int64_t dim, const Tensor& index, cons
       const T* srow = sp + base[2] + j * g.step[2];
       for (int64_t l = 0; l < len; ++l) {
         const int64_t r = contig ? irow[l] : irow[l * g.inner[1]];
-        if (out_of_range(r, nout)) { b = true; continue; }
-        if (contig) obase[r * g.step[0] + l] += srow[l];
-        else obase[r * g.step[0] + l * g.inner[0]] += srow[l * g.inner[2]];
+        if (out_of_range(r, nout)) {
+          b = true;
+          continue;
+        }
+        if (contig)
+          obase[r * g.step[0] + l] += srow[l];
+        else
+          obase[r * g.step[0] + l * g.inner[0]] += srow[l * g.inner[2]];
       }
     }
     if (b) bad.store(true, std::memory_order_relaxed);
@@ -129,16 +141,14 @@ void scatter_add_typed(const Tensor& out, int64_t dim, const Tensor& index, cons
 
 void index_select_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   check_range("index_select", index, dim, x.size(dim));
-  dispatch_all(x.dtype(), "index_select", [&](auto tag) {
-    index_select_typed<typename decltype(tag)::type>(out, x, dim, index);
-  });
+  dispatch_all(x.dtype(), "index_select",
+               [&](auto tag) { index_select_typed<typename decltype(tag)::type>(out, x, dim, index); });
 }
 
 void index_add_cpu(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_range("index_add", index, dim, out.size(dim));
-  dispatch_numeric(out.dtype(), "index_add", [&](auto tag) {
-    index_add_typed<typename decltype(tag)::type>(out, dim, index, src);
-  });
+  dispatch_numeric(out.dtype(), "index_add",
+                   [&](auto tag) { index_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
 }
 
 void gather_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
@@ -146,9 +156,8 @@ void gather_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& i
 }
 
 void scatter_add_cpu(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
-  dispatch_numeric(out.dtype(), "scatter_add", [&](auto tag) {
-    scatter_add_typed<typename decltype(tag)::type>(out, dim, index, src);
-  });
+  dispatch_numeric(out.dtype(), "scatter_add",
+                   [&](auto tag) { scatter_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
 }
 
 }  // namespace

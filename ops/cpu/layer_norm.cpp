@@ -25,10 +25,7 @@ using namespace layer_norm_formulas;
 constexpr int64_t kGrain = 16384;  // elements per parallel chunk
 constexpr int64_t kBlocks = 64;    // row blocks for dweight / dbias partials
 
-template <class T>
-const T* ptr_or_null(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
+template <class T> const T* ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
 
 template <class T, bool HasW, bool HasB>
 void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, const T* b, int64_t M, int64_t N,
@@ -39,10 +36,12 @@ void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, cons
       T* yr = y + r * N;
       const double inv_n = N > 0 ? 1.0 / double(N) : 0.0;
       const double mu = lane_sum<double>(N, [&](int64_t i) { return xr[i]; }) * inv_n;
-      const double var = lane_sum<double>(N, [&](int64_t i) {
-                           const double d = double(xr[i]) - mu;
-                           return d * d;
-                         }) * inv_n;
+      const double var = lane_sum<double>(N,
+                                          [&](int64_t i) {
+                                            const double d = double(xr[i]) - mu;
+                                            return d * d;
+                                          }) *
+                         inv_n;
       const double rs = rstd_of(var, eps);
       mean[r] = mu;
       rstd[r] = rs;
@@ -51,8 +50,8 @@ void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, cons
   });
 }
 
-void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x_in,
-                    const Tensor& w_in, const Tensor& b_in, double eps) {
+void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x_in, const Tensor& w_in,
+                    const Tensor& b_in, double eps) {
   const int64_t M = mean.numel();
   if (M == 0) return;
   const int64_t N = y.numel() / M;
@@ -62,32 +61,37 @@ void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, con
   dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto run = [&](auto has_w, auto has_b) {
-      forward_rows<T, decltype(has_w)::value, decltype(has_b)::value>(
-          y.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(), ptr_or_null<T>(w), ptr_or_null<T>(b), M,
-          N, eps);
+      forward_rows<T, decltype(has_w)::value, decltype(has_b)::value>(y.data<T>(), mean.data<double>(),
+                                                                      rstd.data<double>(), x.data<T>(),
+                                                                      ptr_or_null<T>(w), ptr_or_null<T>(b), M, N, eps);
     };
     using Y = std::true_type;
     using F = std::false_type;
-    if (w.defined() && b.defined()) run(Y{}, Y{});
-    else if (w.defined()) run(Y{}, F{});
-    else if (b.defined()) run(F{}, Y{});
-    else run(F{}, F{});
+    if (w.defined() && b.defined())
+      run(Y{}, Y{});
+    else if (w.defined())
+      run(Y{}, F{});
+    else if (b.defined())
+      run(F{}, Y{});
+    else
+      run(F{}, F{});
   });
 }
 
 // dx_i = rstd · (gw_i - mean(gw) - x̂_i · mean(gw · x̂)),  gw = g · weight, x̂ = (x - mean) · rstd.
 template <class T, bool HasW>
 void backward_rows(T* dx, double* pw, double* pb, const T* g, const T* x, const double* mean, const double* rstd,
-                   const T* w,
-                   int64_t r0, int64_t r1, int64_t N) {
+                   const T* w, int64_t r0, int64_t r1, int64_t N) {
   const double inv_n = 1.0 / double(N);
   for (int64_t r = r0; r < r1; ++r) {
     const T* gr = g + r * N;
     const T* xr = x ? x + r * N : nullptr;
     const double mu = mean[r], rs = rstd[r];
     auto gw = [&](int64_t i) {
-      if constexpr (HasW) return double(gr[i]) * double(w[i]);
-      else return double(gr[i]);
+      if constexpr (HasW)
+        return double(gr[i]) * double(w[i]);
+      else
+        return double(gr[i]);
     };
     if (dx) {
       const double a = lane_sum<double>(N, gw) * inv_n;

@@ -32,8 +32,7 @@ namespace {
 constexpr int64_t kGrainWork = 1 << 15;
 
 // A read-only 4-d operand (b, h, row, col) with arbitrary strides.
-template <class T>
-struct Operand {
+template <class T> struct Operand {
   const T* base = nullptr;
   bool defined = false;
   int64_t sb = 0, sh = 0, sr = 0, sc = 0;
@@ -48,8 +47,7 @@ struct Operand {
 };
 
 // dst[i] = src[i * stride] in double.
-template <class T>
-inline void load_row(double* dst, const T* src, int64_t n, int64_t stride) {
+template <class T> inline void load_row(double* dst, const T* src, int64_t n, int64_t stride) {
   if (stride == 1)
     for (int64_t i = 0; i < n; ++i) dst[i] = double(src[i]);
   else
@@ -64,7 +62,9 @@ Geometry geometry_of(const Tensor& phi_q, const Tensor& v) {
   return {phi_q.size(0), phi_q.size(1), phi_q.size(2), phi_q.size(3), v.size(3)};
 }
 
-int64_t pair_grain(const Geometry& d) { return std::max<int64_t>(1, kGrainWork / std::max<int64_t>(1, d.T * d.P * d.E)); }
+int64_t pair_grain(const Geometry& d) {
+  return std::max<int64_t>(1, kGrainWork / std::max<int64_t>(1, d.T * d.P * d.E));
+}
 
 // S (P, E) and z (P) from the given initial sums, or zeros.
 template <class T>
@@ -96,8 +96,8 @@ inline void store4(double* p, Vec4 v) { std::memcpy(p, &v, sizeof v); }
 // with w's block and y's accumulators held in registers while the rows stream
 // by; each row's dot product collects four lanes in `lanes` (4·P doubles).
 template <bool kDots>
-inline void update_and_read(double* X, const double* u, const double* w, const double* x, double* y,
-                            const double* wd, double* dots, double* lanes, int64_t P, int64_t E) {
+inline void update_and_read(double* X, const double* u, const double* w, const double* x, double* y, const double* wd,
+                            double* dots, double* lanes, int64_t P, int64_t E) {
   if constexpr (kDots) {
     std::fill(lanes, lanes + 4 * P, 0.0);
     std::fill(dots, dots + P, 0.0);
@@ -155,7 +155,8 @@ void forward_typed(const Tensor& out, const Tensor& phi_q, const Tensor& phi_k, 
                    const Tensor& norm, double eps) {
   const Geometry d = geometry_of(phi_q, v);
   const Operand<T> Q(phi_q), K(phi_k), V(v);
-  const Operand<T> S0 = state.defined() ? Operand<T>(state) : Operand<T>(), Z0 = norm.defined() ? Operand<T>(norm) : Operand<T>();
+  const Operand<T> S0 = state.defined() ? Operand<T>(state) : Operand<T>(),
+                   Z0 = norm.defined() ? Operand<T>(norm) : Operand<T>();
   T* o = out.data<T>();
   parallel_for(0, d.B * d.H, pair_grain(d), [&](int64_t p0, int64_t p1) {
     // S | z | q | k | v | num
@@ -178,18 +179,16 @@ void forward_typed(const Tensor& out, const Tensor& phi_q, const Tensor& phi_k, 
   });
 }
 
-template <class T>
-T* ptr_or_null(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
+template <class T> T* ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
 
 template <class T>
-void backward_typed(const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t, const Tensor& ds_t,
-                    const Tensor& dn_t, const Tensor& g, const Tensor& phi_q, const Tensor& phi_k, const Tensor& v,
-                    const Tensor& state, const Tensor& norm, double eps) {
+void backward_typed(const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t, const Tensor& ds_t, const Tensor& dn_t,
+                    const Tensor& g, const Tensor& phi_q, const Tensor& phi_k, const Tensor& v, const Tensor& state,
+                    const Tensor& norm, double eps) {
   const Geometry d = geometry_of(phi_q, v);
   const Operand<T> Q(phi_q), K(phi_k), V(v), G(g);
-  const Operand<T> S0 = state.defined() ? Operand<T>(state) : Operand<T>(), Z0 = norm.defined() ? Operand<T>(norm) : Operand<T>();
+  const Operand<T> S0 = state.defined() ? Operand<T>(state) : Operand<T>(),
+                   Z0 = norm.defined() ? Operand<T>(norm) : Operand<T>();
   T *dq = ptr_or_null<T>(dq_t), *dk = ptr_or_null<T>(dk_t), *dv = ptr_or_null<T>(dv_t);
   T *ds = ptr_or_null<T>(ds_t), *dz = ptr_or_null<T>(dn_t);
   const bool reverse = dk || dv || ds || dz;
@@ -213,8 +212,10 @@ void backward_typed(const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t, 
         const double inv = 1.0 / (dot(q, z, d.P) + eps);
         double* dn = DN + t * d.E;
         for (int64_t c = 0; c < d.E; ++c) dn[c] = gg[c] * inv;
-        if (dq) update_and_read<true>(S, k, vv, q, num, dn, dots, lanes, d.P, d.E);  // dots = S_i dn_i
-        else update_and_read<false>(S, k, vv, q, num, nullptr, nullptr, nullptr, d.P, d.E);
+        if (dq)
+          update_and_read<true>(S, k, vv, q, num, dn, dots, lanes, d.P, d.E);  // dots = S_i dn_i
+        else
+          update_and_read<false>(S, k, vv, q, num, nullptr, nullptr, nullptr, d.P, d.E);
         const double dd = -dot(gg, num, d.E) * inv * inv;
         DD[t] = dd;
         if (dq) {
@@ -261,8 +262,8 @@ void causal_linear_attention_cpu(const Tensor& out, const Tensor& phi_q, const T
 
 void causal_linear_attention_backward_cpu(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dstate,
                                           const Tensor& dnorm, const Tensor& g, const Tensor& phi_q,
-                                          const Tensor& phi_k, const Tensor& v, const Tensor& state,
-                                          const Tensor& norm, double eps) {
+                                          const Tensor& phi_k, const Tensor& v, const Tensor& state, const Tensor& norm,
+                                          double eps) {
   dispatch_floating(g.dtype(), "causal_linear_attention backward", [&](auto tag) {
     backward_typed<typename decltype(tag)::type>(dq, dk, dv, dstate, dnorm, g, phi_q, phi_k, v, state, norm, eps);
   });

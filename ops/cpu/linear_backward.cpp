@@ -49,10 +49,10 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
   if (out < in || rows == 0 || out == 0 || in == 0) return false;
 
   const bool threaded = !in_parallel_region();
-  const int64_t kp_rows = bf16::round_up(rows, bf16::kKStep);  // k of dWᵀ = xᵀ·g
+  const int64_t kp_rows = bf16::round_up(rows, bf16::kKStep);     // k of dWᵀ = xᵀ·g
   const int64_t ka_out = bf16::round_up(out, bf16::kKStep) + 32;  // packed g's row stride (k of dx = g·W)
-  const int64_t ka_rows = kp_rows + 32;                            // packed xᵀ's row stride
-  const int64_t groups = kp_rows / bf16::kBlock;                   // 32-row groups of g
+  const int64_t ka_rows = kp_rows + 32;                           // packed xᵀ's row stride
+  const int64_t groups = kp_rows / bf16::kBlock;                  // 32-row groups of g
   const int64_t out_p = bf16::round_up(out, bf16::kBlock), in_p = bf16::round_up(in, bf16::kBlock);
   thread_local std::vector<uint16_t> g_a, g_b, w_b, xt_a;
   thread_local std::vector<float> partial;
@@ -72,8 +72,8 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
   const int64_t group_grain = std::max<int64_t>(1, (1 << 15) / (bf16::kBlock * out));
   bf16::maybe_parallel(threaded, groups, group_grain, [&](int64_t g0, int64_t g1) {
     for (int64_t q = g0; q < g1; ++q)
-      bf16::pack_a_and_b(gp, g.stride(0), rows, out, ka_out, kp_rows, q * bf16::kBlock, (q + 1) * bf16::kBlock,
-                         ga, gb, sums ? sums + q * out : nullptr);
+      bf16::pack_a_and_b(gp, g.stride(0), rows, out, ka_out, kp_rows, q * bf16::kBlock, (q + 1) * bf16::kBlock, ga, gb,
+                         sums ? sums + q * out : nullptr);
   });
   if (want_db) {
     db = Tensor::empty({out}, DType::Float32, g.device());
@@ -94,8 +94,16 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
     bf16::pack_a(xp, true, x.stride(0), in, rows, ka_rows, p0 * bf16::kPanel, p1 * bf16::kPanel, xta);
   });
   dw = Tensor::empty({out, in}, DType::Float32, g.device());
-  bf16::tiled_product(path, {.a = xta, .ka = ka_rows, .b = gb, .kp = kp_rows, .m = in, .n = out,
-                            .c = dw.data<float>(), .ldc = in, .c_transposed = true, .threaded = threaded});
+  bf16::tiled_product(path, {.a = xta,
+                             .ka = ka_rows,
+                             .b = gb,
+                             .kp = kp_rows,
+                             .m = in,
+                             .n = out,
+                             .c = dw.data<float>(),
+                             .ldc = in,
+                             .c_transposed = true,
+                             .threaded = threaded});
 
   // 3. dx (rows, in) = g (rows, out) · W (out, in).
   if (want_dx) {
@@ -108,8 +116,15 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
       bf16::pack_b(wp, false, w.stride(0), out, in, kp_out, p0, p1, wb);
     });
     dx = Tensor::empty({rows, in}, DType::Float32, g.device());
-    bf16::tiled_product(path, {.a = ga, .ka = ka_out, .b = wb, .kp = kp_out, .m = rows, .n = in,
-                              .c = dx.data<float>(), .ldc = in, .threaded = threaded});
+    bf16::tiled_product(path, {.a = ga,
+                               .ka = ka_out,
+                               .b = wb,
+                               .kp = kp_out,
+                               .m = rows,
+                               .n = in,
+                               .c = dx.data<float>(),
+                               .ldc = in,
+                               .threaded = threaded});
   }
   return true;
 }

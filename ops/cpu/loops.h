@@ -54,12 +54,14 @@ void cpu_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in
         if constexpr (std::is_same_v<Out, float>)
           if (has_avx512()) return map_contiguous_avx512(f, o, n, reinterpret_cast<const In*>(p[I + 1])...);
         map_contiguous(f, o, n, reinterpret_cast<const In*>(p[I + 1])...);
-      }(std::index_sequence_for<In...>{});
+      }
+      (std::index_sequence_for<In...>{});
     } else {
       [&]<size_t... I>(std::index_sequence<I...>) {
         for (int64_t i = 0; i < n; ++i)
           *reinterpret_cast<Out*>(p[0] + i * s[0]) = f(*reinterpret_cast<const In*>(p[I + 1] + i * s[I + 1])...);
-      }(std::index_sequence_for<In...>{});
+      }
+      (std::index_sequence_for<In...>{});
     }
   });
 }
@@ -74,8 +76,7 @@ struct CpuLoops {
   static void map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in) {
     cpu_map<Out, In...>(f, out, in);
   }
-  template <class F>
-  static void for_each_index(const Device&, int64_t n, int64_t grain, F f) {
+  template <class F> static void for_each_index(const Device&, int64_t n, int64_t grain, F f) {
     parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) f(i);
     });

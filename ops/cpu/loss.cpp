@@ -8,8 +8,8 @@
 // large logits do not overflow) and never materialises log-softmax; its
 // backward recomputes softmax from the logits and that one number per row.
 // The mse sum uses fixed chunks added in order: deterministic for any thread
-// count. The float32 class rows also have AVX-512 clones (avx512_clone.h), taken where the CPU has AVX-512: the same operations in
-// wider registers, so the same bits.
+// count. The float32 class rows also have AVX-512 clones (avx512_clone.h), taken where the CPU has AVX-512: the same
+// operations in wider registers, so the same bits.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -90,16 +90,15 @@ void class_loss_cpu(const Tensor& loss, const Tensor& lse, const Tensor& denom, 
   fill_(denom, double(std::max<int64_t>(count, 1)));
   dispatch_floating(x.dtype(), class_loss_name(spec), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    class_loss_rows<T>(loss.data<T>(), lse.defined() ? lse.data<T>() : nullptr, x.data<T>(),
-                       targets.data<int64_t>(), P, C, spec);
+    class_loss_rows<T>(loss.data<T>(), lse.defined() ? lse.data<T>() : nullptr, x.data<T>(), targets.data<int64_t>(), P,
+                       C, spec);
   });
 }
 
 // dx_c = g · (softmax_c - q_c), q = (1 - ε)·onehot(t) + ε/C; for nll_loss dx = -g·onehot(t). Rows [b, e).
 template <class T>
-KS_ROWS_INLINE void class_loss_backward_range(T* dx, const T* g, int64_t gs, const T* x, const T* lse,
-                                              const int64_t* t, int64_t C, const ClassLossSpec& spec, int64_t b,
-                                              int64_t e) {
+KS_ROWS_INLINE void class_loss_backward_range(T* dx, const T* g, int64_t gs, const T* x, const T* lse, const int64_t* t,
+                                              int64_t C, const ClassLossSpec& spec, int64_t b, int64_t e) {
   const CrossEntropyGrad<T> grad{T(spec.label_smoothing / double(C)), T(1 - spec.label_smoothing)};
   for (int64_t p = b; p < e; ++p) {
     T* dr = dx + p * C;

@@ -20,11 +20,11 @@
 // thread count.
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <tuple>
 #include <type_traits>
-#include <cmath>
-#include <limits>
 #include <vector>
 
 #include "core/copy.h"
@@ -38,8 +38,7 @@ namespace {
 
 constexpr int64_t kGrain = 16384;  // score elements per parallel chunk
 
-template <class T>
-constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+template <class T> constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
 using namespace mixture_formulas;
 
@@ -47,8 +46,7 @@ using namespace mixture_formulas;
 // with stride `step`; returns the visible span [lo, hi) (empty: lo == hi).
 // The bools are read as bytes (0 or 1) and turned into float bits with a
 // mask, so the contiguous case vectorises.
-template <class T>
-std::pair<int64_t, int64_t> mask_row(T* add, const bool* row, int64_t step, int64_t S) {
+template <class T> std::pair<int64_t, int64_t> mask_row(T* add, const bool* row, int64_t step, int64_t S) {
   using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
   constexpr U ninf = std::bit_cast<U>(kNegInf<T>);
   const auto* b = reinterpret_cast<const uint8_t*>(row);
@@ -259,9 +257,8 @@ void mixture_softmax_cpu(const Tensor& weights, const Tensor& resp, const Tensor
   });
 }
 
-void mixture_softmax_backward_cpu(const Tensor& dscores, const Tensor& dbias, const Tensor& g_in,
-                                  const Tensor& weights, const Tensor& scores_in, const Tensor& bias_in, double scale,
-                                  bool hard) {
+void mixture_softmax_backward_cpu(const Tensor& dscores, const Tensor& dbias, const Tensor& g_in, const Tensor& weights,
+                                  const Tensor& scores_in, const Tensor& bias_in, double scale, bool hard) {
   const Tensor scores = contiguous_raw(scores_in), bias = contiguous_raw(bias_in);
   const Geometry G = geometry(scores);
   if (weights.numel() == 0) {  // no rows or no keys: nothing reaches the inputs

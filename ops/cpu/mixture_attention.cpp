@@ -51,13 +51,11 @@ constexpr int64_t kBr = 64;
 constexpr int64_t kBc = 128;
 constexpr int64_t kBcBack = 64;
 
-template <class T>
-constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+template <class T> constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
 // The bias (B, h, M, S) view, each (b, h, r) row with unit stride (stride-0
 // broadcasts over b, h or r are read in place).
-template <class T>
-struct BiasRows {
+template <class T> struct BiasRows {
   Tensor held;
   const T* base = nullptr;
   int64_t sb = 0, sh = 0, sm = 0, H = 1;
@@ -68,15 +66,17 @@ struct BiasRows {
     sh = held.stride(1);
     sm = held.stride(2);
   }
-  const T* at(int64_t pair, int64_t r, int64_t j) const { return base + (pair / H) * sb + (pair % H) * sh + r * sm + j; }
+  const T* at(int64_t pair, int64_t r, int64_t j) const {
+    return base + (pair / H) * sb + (pair % H) * sh + r * sm + j;
+  }
 };
 
 // One row of the M logit tiles (component r's row at x + r·blk): adds the
 // bias, sets the keys the row does not see ([lim, cols) and padded ones) to
 // -inf, and writes each key's max_r x into mx.
 template <class T>
-void logits_row(T* x, int64_t blk, T* mx, const BiasRows<T>& bias, int64_t pair, int64_t j0, int64_t M,
-                int64_t cols, int64_t lim, const bool* pad) {
+void logits_row(T* x, int64_t blk, T* mx, const BiasRows<T>& bias, int64_t pair, int64_t j0, int64_t M, int64_t cols,
+                int64_t lim, const bool* pad) {
   std::fill(mx, mx + cols, kNegInf<T>);
   for (int64_t r = 0; r < M; ++r) {
     T* xr = x + r * blk;
@@ -92,8 +92,7 @@ void logits_row(T* x, int64_t blk, T* mx, const BiasRows<T>& bias, int64_t pair,
 
 // Soft-E: adds Σ_c γ_rc of one row's keys to tot[r] (u: scratch of cols).
 template <class T>
-void add_responsibilities(double* tot, const T* x, int64_t blk, const T* mx, T* u, int64_t M, int64_t cols,
-                          bool hard) {
+void add_responsibilities(double* tot, const T* x, int64_t blk, const T* mx, T* u, int64_t M, int64_t cols, bool hard) {
   if (hard) {  // γ = 1 at the first r reaching the max, on keys some component reaches
     for (int64_t c = 0; c < cols; ++c) {
       if (mx[c] == kNegInf<T>) continue;
@@ -150,8 +149,14 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& totals, c
       for (int64_t j0 = 0; j0 < jend; j0 += kBc) {
         const int64_t cols = std::min(kBc, jend - j0);
         for (int64_t r = 0; r < M; ++r)  // x_r = q k_rᵀ·scale (rows, cols), row stride cols
-          gemm<T>({.m = rows, .n = cols, .k = P, .alpha = scale, .a = {.data = Qi, .ld = Q.ld},
-                   .b = {.data = K.at(pair, j0, r), .ld = K.ld, .transposed = true}, .c = X + r * blk, .ldc = cols});
+          gemm<T>({.m = rows,
+                   .n = cols,
+                   .k = P,
+                   .alpha = scale,
+                   .a = {.data = Qi, .ld = Q.ld},
+                   .b = {.data = K.at(pair, j0, r), .ld = K.ld, .transposed = true},
+                   .c = X + r * blk,
+                   .ldc = cols});
         for (int64_t row = 0; row < rows; ++row) {
           T* x = X + row * cols;  // component r's row at x + r·blk
           T* w = W + row * cols;
@@ -186,8 +191,14 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& totals, c
             for (int64_t c = 0; c < cols; ++c) w[c] *= f[c];
           }
         }
-        gemm<T>({.m = rows, .n = E, .k = cols, .a = {.data = W, .ld = cols}, .b = {.data = V.at(pair, j0), .ld = V.ld},
-                 .beta = T(1), .c = acc.data(), .ldc = E});  // acc += w v
+        gemm<T>({.m = rows,
+                 .n = E,
+                 .k = cols,
+                 .a = {.data = W, .ld = cols},
+                 .b = {.data = V.at(pair, j0), .ld = V.ld},
+                 .beta = T(1),
+                 .c = acc.data(),
+                 .ldc = E});  // acc += w v
       }
       T* Oi = O + (pair * T_ + i0) * E;
       T* Li = L + pair * T_ + i0;
@@ -248,10 +259,21 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dbias, con
           const int64_t rows = std::min(kBr, T_ - i0);
           const T *Qi = Q.at(pair, i0), *Gi = G.at(pair, i0);
           for (int64_t r = 0; r < M; ++r)
-            gemm<T>({.m = rows, .n = cols, .k = P, .alpha = scale, .a = {.data = Qi, .ld = Q.ld},
-                     .b = {.data = K.at(pair, j0, r), .ld = K.ld, .transposed = true}, .c = X + r * blk, .ldc = cols});
-          gemm<T>({.m = rows, .n = cols, .k = E, .a = {.data = Gi, .ld = G.ld},
-                   .b = {.data = Vj, .ld = V.ld, .transposed = true}, .c = dA, .ldc = cols});  // dO vᵀ
+            gemm<T>({.m = rows,
+                     .n = cols,
+                     .k = P,
+                     .alpha = scale,
+                     .a = {.data = Qi, .ld = Q.ld},
+                     .b = {.data = K.at(pair, j0, r), .ld = K.ld, .transposed = true},
+                     .c = X + r * blk,
+                     .ldc = cols});
+          gemm<T>({.m = rows,
+                   .n = cols,
+                   .k = E,
+                   .a = {.data = Gi, .ld = G.ld},
+                   .b = {.data = Vj, .ld = V.ld, .transposed = true},
+                   .c = dA,
+                   .ldc = cols});  // dO vᵀ
           for (int64_t row = 0; row < rows; ++row) {
             T *x = X + row * cols, *w = W + row * cols, *da = dA + row * cols;
             const int64_t i = i0 + row;
@@ -297,15 +319,35 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dbias, con
               for (int64_t c = 0; c < cols; ++c) xr[c] = logit_grad(xr[c], da[c], Di);
             }
           }
-          gemm<T>({.m = cols, .n = E, .k = rows, .a = {.data = W, .ld = cols, .transposed = true},
-                   .b = {.data = Gi, .ld = G.ld}, .beta = T(1), .c = dVp + j0 * E, .ldc = E});  // dV += Wᵀ dO
+          gemm<T>({.m = cols,
+                   .n = E,
+                   .k = rows,
+                   .a = {.data = W, .ld = cols, .transposed = true},
+                   .b = {.data = Gi, .ld = G.ld},
+                   .beta = T(1),
+                   .c = dVp + j0 * E,
+                   .ldc = E});  // dV += Wᵀ dO
           for (int64_t r = 0; r < M; ++r) {
             const T* dx = X + r * blk;
             T* dKr = dKp + (r * S + j0) * P;
-            gemm<T>({.m = rows, .n = P, .k = cols, .alpha = scale, .a = {.data = dx, .ld = cols},
-                     .b = {.data = K.at(pair, j0, r), .ld = K.ld}, .beta = T(1), .c = dQp + i0 * P, .ldc = P});
-            gemm<T>({.m = cols, .n = P, .k = rows, .alpha = scale, .a = {.data = dx, .ld = cols, .transposed = true},
-                     .b = {.data = Qi, .ld = Q.ld}, .beta = T(1), .c = dKr, .ldc = P});
+            gemm<T>({.m = rows,
+                     .n = P,
+                     .k = cols,
+                     .alpha = scale,
+                     .a = {.data = dx, .ld = cols},
+                     .b = {.data = K.at(pair, j0, r), .ld = K.ld},
+                     .beta = T(1),
+                     .c = dQp + i0 * P,
+                     .ldc = P});
+            gemm<T>({.m = cols,
+                     .n = P,
+                     .k = rows,
+                     .alpha = scale,
+                     .a = {.data = dx, .ld = cols, .transposed = true},
+                     .b = {.data = Qi, .ld = Q.ld},
+                     .beta = T(1),
+                     .c = dKr,
+                     .ldc = P});
             double* dbr = db.data() + r * S + j0;
             for (int64_t row = 0; row < rows; ++row)
               for (int64_t c = 0; c < cols; ++c) dbr[c] += double(dx[row * cols + c]);
@@ -331,8 +373,7 @@ void mixture_attention_backward_cpu(const Tensor& dq, const Tensor& dk, const Te
                                     const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& key_padding,
                                     const SdpaParams& prm, bool hard) {
   dispatch_floating(g.dtype(), "mixture_attention backward", [&](auto tag) {
-    backward_typed<typename decltype(tag)::type>(dq, dk, dbias, dv, g, q, k, bias, v, out, lse, key_padding, prm,
-                                                 hard);
+    backward_typed<typename decltype(tag)::type>(dq, dk, dbias, dv, g, q, k, bias, v, out, lse, key_padding, prm, hard);
   });
 }
 

@@ -23,7 +23,8 @@ double sum_squares_cpu(const Tensor& t) {
     parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
       for (int64_t c = b; c < e; ++c) {
         double acc = 0;
-        for (int64_t i = c * chunk, end = std::min(n, (c + 1) * chunk); i < end; ++i) acc += double(x[i]) * double(x[i]);
+        for (int64_t i = c * chunk, end = std::min(n, (c + 1) * chunk); i < end; ++i)
+          acc += double(x[i]) * double(x[i]);
         partial[size_t(c)] = acc;
       }
     });

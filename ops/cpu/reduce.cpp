@@ -24,8 +24,7 @@ namespace {
 using namespace reduce_formulas;
 
 // Σ f(p[j]) over a contiguous run, in 16 lanes combined pairwise.
-template <class A, class T, class F>
-inline A lane_sum(const T* p, int64_t n, F f) {
+template <class A, class T, class F> inline A lane_sum(const T* p, int64_t n, F f) {
   constexpr int L = 16;
   A acc[L] = {};
   int64_t j = 0;
@@ -40,8 +39,7 @@ inline A lane_sum(const T* p, int64_t n, F f) {
 // The extreme of p[0, n), a NaN winning, over two 256-bit vectors of lanes
 // (GCC/Clang vector extensions: branch-free, vectorised for every T), in
 // which a NaN sticks once taken.
-template <bool kMax, class T>
-T lane_extreme(const T* p, int64_t n) {
+template <bool kMax, class T> T lane_extreme(const T* p, int64_t n) {
   constexpr int W = 32 / sizeof(T);
   typedef T Vec __attribute__((vector_size(32)));
   Vec best[2];
@@ -64,16 +62,14 @@ T lane_extreme(const T* p, int64_t n) {
 
 // Each reducer with a contiguous fast path `run(Acc&, const T* p, int64_t n,
 // int64_t j0)` (reduce_loops.h) is the shared one plus that member.
-template <class T, class Out, class F, class Fin>
-struct LaneMapSum : MapSum<T, Out, F, Fin> {
+template <class T, class Out, class F, class Fin> struct LaneMapSum : MapSum<T, Out, F, Fin> {
   using Acc = typename MapSum<T, Out, F, Fin>::Acc;
   void run(Acc& a, const T* p, int64_t n, int64_t) const { a = wrap_add(a, lane_sum<Acc>(p, n, this->f)); }
 };
 
 // max/min of the plain values: the extreme by vector lanes, then, if an index
 // is wanted, a scan for its first occurrence.
-template <class T, class Out, bool kMax>
-struct LaneExtreme : Extreme<T, Out, kMax, Identity> {
+template <class T, class Out, bool kMax> struct LaneExtreme : Extreme<T, Out, kMax, Identity> {
   using Acc = typename Extreme<T, Out, kMax, Identity>::Acc;
   void run(Acc& a, const T* p, int64_t n, int64_t j0) const {
     if (n == 0) return;
@@ -89,8 +85,7 @@ struct LaneExtreme : Extreme<T, Out, kMax, Identity> {
   }
 };
 
-template <class T>
-struct LaneCentered2 : Centered2<T> {
+template <class T> struct LaneCentered2 : Centered2<T> {
   using Acc = typename Centered2<T>::Acc;
   void run(Acc& a, const T* p, int64_t n, int64_t) const {
     constexpr int L = 8;
@@ -110,8 +105,7 @@ struct LaneCentered2 : Centered2<T> {
   }
 };
 
-template <class T>
-struct LaneCenteredExp : CenteredExp<T> {
+template <class T> struct LaneCenteredExp : CenteredExp<T> {
   using Acc = typename CenteredExp<T>::Acc;
   void run(Acc& a, const T* p, int64_t n, int64_t) const {
     if (!is_finite(a.c)) return;  // the result is c itself
@@ -122,10 +116,7 @@ struct LaneCenteredExp : CenteredExp<T> {
 
 // The reducer with its fast path where it has one (the most specialised
 // overload wins), else as it is.
-template <class R>
-const R& with_lanes(const R& r) {
-  return r;
-}
+template <class R> const R& with_lanes(const R& r) { return r; }
 template <class T, class Out, class F, class Fin>
 LaneMapSum<T, Out, F, Fin> with_lanes(const MapSum<T, Out, F, Fin>& r) {
   return {r};
@@ -134,23 +125,16 @@ template <class T, class Out, bool kMax>
 LaneExtreme<T, Out, kMax> with_lanes(const Extreme<T, Out, kMax, Identity>& r) {
   return {r};
 }
-template <class T>
-LaneCentered2<T> with_lanes(const Centered2<T>& r) {
-  return {r};
-}
-template <class T>
-LaneCenteredExp<T> with_lanes(const CenteredExp<T>& r) {
-  return {r};
-}
+template <class T> LaneCentered2<T> with_lanes(const Centered2<T>& r) { return {r}; }
+template <class T> LaneCenteredExp<T> with_lanes(const CenteredExp<T>& r) { return {r}; }
 
-void reduce_cpu(ReduceOp op, const Tensor& out, const Tensor& indices, const Tensor& x,
-                const std::vector<bool>& mask, const ReduceParams& params) {
+void reduce_cpu(ReduceOp op, const Tensor& out, const Tensor& indices, const Tensor& x, const std::vector<bool>& mask,
+                const ReduceParams& params) {
   const ReduceGeometry g = reduce_geometry(x, mask);
   int64_t* idx = indices.defined() ? indices.data<int64_t>() : nullptr;
   std::vector<double> centre(two_pass(op) ? size_t(g.M) : 0);
-  with_reducers(op, params, x.dtype(), out, idx, centre.data(), [&](auto tag, const auto& r) {
-    reduce_with<typename decltype(tag)::type>(g, with_lanes(r));
-  });
+  with_reducers(op, params, x.dtype(), out, idx, centre.data(),
+                [&](auto tag, const auto& r) { reduce_with<typename decltype(tag)::type>(g, with_lanes(r)); });
 }
 
 }  // namespace

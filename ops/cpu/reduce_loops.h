@@ -134,8 +134,7 @@ inline ReduceGeometry reduce_geometry(const Tensor& x, const std::vector<bool>& 
   return g;
 }
 
-template <class T, class R>
-void run_span(const R& r, typename R::Acc& a, const T* p, int64_t n, int64_t j0) {
+template <class T, class R> void run_span(const R& r, typename R::Acc& a, const T* p, int64_t n, int64_t j0) {
   if constexpr (requires { r.run(a, p, n, j0); }) {
     r.run(a, p, n, j0);
   } else {
@@ -143,8 +142,7 @@ void run_span(const R& r, typename R::Acc& a, const T* p, int64_t n, int64_t j0)
   }
 }
 
-template <class T, class R>
-void reduce_rows(const ReduceGeometry& g, const R& r) {
+template <class T, class R> void reduce_rows(const ReduceGeometry& g, const R& r) {
   using Acc = typename R::Acc;
   const T* base = static_cast<const T*>(g.x.data_ptr());
   const int64_t M = g.M, N = g.N;
@@ -178,8 +176,7 @@ void reduce_rows(const ReduceGeometry& g, const R& r) {
   });
 }
 
-template <class T, class R>
-void reduce_columns(const ReduceGeometry& g, const R& r) {
+template <class T, class R> void reduce_columns(const ReduceGeometry& g, const R& r) {
   using Acc = typename R::Acc;
   const T* base = static_cast<const T*>(g.x.data_ptr());
   const int64_t M = g.M, N = g.N, inner = g.inner;
@@ -225,8 +222,10 @@ void reduce_columns(const ReduceGeometry& g, const R& r) {
         for (int64_t i = 0; i < w; ++i) r.step(a[i], s[i], j);
       }
       for (int64_t i = 0; i < w; ++i) {
-        if (RC == 1) r.finish(out_index(i), a[i], N);
-        else part[size_t(c * M + out_index(i))] = a[i];
+        if (RC == 1)
+          r.finish(out_index(i), a[i], N);
+        else
+          part[size_t(c * M + out_index(i))] = a[i];
       }
     }
   });
@@ -241,15 +240,16 @@ void reduce_columns(const ReduceGeometry& g, const R& r) {
 }
 
 // Runs reducer r over x (element type T), reducing the dims where mask is true.
-template <class T, class R>
-void reduce_with(const ReduceGeometry& g, const R& r) {
+template <class T, class R> void reduce_with(const ReduceGeometry& g, const R& r) {
   if (g.M == 0) return;
   if (g.N == 0) {  // nothing to fold: every output is its initial state
     for (int64_t m = 0; m < g.M; ++m) r.finish(m, r.init(m), 0);
     return;
   }
-  if (g.rows) reduce_rows<T>(g, r);
-  else reduce_columns<T>(g, r);
+  if (g.rows)
+    reduce_rows<T>(g, r);
+  else
+    reduce_columns<T>(g, r);
 }
 
 }  // namespace ks::cpu

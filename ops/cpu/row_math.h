@@ -24,8 +24,7 @@ namespace ks::cpu {
 constexpr int kLanes = 8;
 
 // Σ f(i) for i in [0, n), accumulated in Acc (double for float32 rows).
-template <class Acc, class F>
-KS_ROWS_INLINE Acc lane_sum(int64_t n, F&& f) {
+template <class Acc, class F> KS_ROWS_INLINE Acc lane_sum(int64_t n, F&& f) {
   Acc acc[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -39,8 +38,7 @@ KS_ROWS_INLINE Acc lane_sum(int64_t n, F&& f) {
 // with the magnitude bits flipped for negatives, order like the float, and
 // integer max reductions vectorise where float ones (NaN rules) do not. NaN
 // may or may not win; every caller lets it reach the result through a sum.
-template <class T>
-KS_ROWS_INLINE T row_max(const T* x, int64_t n) {
+template <class T> KS_ROWS_INLINE T row_max(const T* x, int64_t n) {
   using I = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
   constexpr I flip = std::numeric_limits<I>::max();
   auto key = [](I b) { return b ^ ((b >> (sizeof(I) * 8 - 1)) & flip); };  // its own inverse

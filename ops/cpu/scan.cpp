@@ -19,8 +19,7 @@ namespace {
 // float32 scan along T about 1.7x slower).
 constexpr int64_t kTile = 2048;
 
-template <class T>
-void cumsum_typed(const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
+template <class T> void cumsum_typed(const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
   T* o = out.data<T>();
   const T* xp = x.data<T>();
@@ -63,9 +62,8 @@ void cumsum_typed(const Tensor& out, const Tensor& x, int64_t dim, bool reverse)
 
 void cumsum_cpu(const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
   if (out.numel() == 0) return;
-  dispatch_numeric(x.dtype(), "cumsum", [&](auto tag) {
-    cumsum_typed<typename decltype(tag)::type>(out, x, dim, reverse);
-  });
+  dispatch_numeric(x.dtype(), "cumsum",
+                   [&](auto tag) { cumsum_typed<typename decltype(tag)::type>(out, x, dim, reverse); });
 }
 
 }  // namespace

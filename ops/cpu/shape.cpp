@@ -12,8 +12,7 @@
 namespace ks::cpu {
 namespace {
 
-template <class T>
-void triangle_typed(const Tensor& out, const Tensor& x, int64_t diagonal, bool upper) {
+template <class T> void triangle_typed(const Tensor& out, const Tensor& x, int64_t diagonal, bool upper) {
   T* o = out.data<T>();
   const T* xp = x.data<T>();
   const int64_t rows_dim = x.dim() - 2;
@@ -41,9 +40,8 @@ void triangle_typed(const Tensor& out, const Tensor& x, int64_t diagonal, bool u
 
 void triangle_cpu(const Tensor& out, const Tensor& x, int64_t diagonal, bool upper) {
   if (out.numel() == 0) return;
-  dispatch_all(x.dtype(), upper ? "triu" : "tril", [&](auto tag) {
-    triangle_typed<typename decltype(tag)::type>(out, x, diagonal, upper);
-  });
+  dispatch_all(x.dtype(), upper ? "triu" : "tril",
+               [&](auto tag) { triangle_typed<typename decltype(tag)::type>(out, x, diagonal, upper); });
 }
 
 }  // namespace

@@ -25,11 +25,9 @@ constexpr int64_t kTile = 64;     // columns per tile when the dim is not the la
 
 using namespace softmax_formulas;
 
-template <class T>
-constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+template <class T> constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
-template <class T, bool Log>
-void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
+template <class T, bool Log> void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
   parallel_for(0, rows, std::max<int64_t>(1, kGrain / n), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T* xr = x + r * n;
@@ -50,8 +48,7 @@ void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
   });
 }
 
-template <class T, bool Log>
-void forward_tiles(T* y, const T* x, const Geometry& G) {
+template <class T, bool Log> void forward_tiles(T* y, const T* x, const Geometry& G) {
   const int64_t n = G.n, inner = G.inner, per_outer = (inner + kTile - 1) / kTile;
   parallel_for(0, G.outer * per_outer, std::max<int64_t>(1, kGrain / (n * kTile)), [&](int64_t b, int64_t e) {
     T m[kTile], ls[kTile];
@@ -95,15 +92,13 @@ void forward_tiles(T* y, const T* x, const Geometry& G) {
 }
 
 // A log_softmax output row that is -inf throughout came from a fully masked row.
-template <class T>
-bool all_neg_inf(const T* y, int64_t n) {
+template <class T> bool all_neg_inf(const T* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     if (y[i] != kNegInf<T>) return false;
   return true;
 }
 
-template <class T, bool Log>
-void backward_rows(T* dx, const T* g, const T* y, int64_t rows, int64_t n) {
+template <class T, bool Log> void backward_rows(T* dx, const T* g, const T* y, int64_t rows, int64_t n) {
   parallel_for(0, rows, std::max<int64_t>(1, kGrain / n), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T* gr = g + r * n;
@@ -124,8 +119,7 @@ void backward_rows(T* dx, const T* g, const T* y, int64_t rows, int64_t n) {
   });
 }
 
-template <class T, bool Log>
-void backward_tiles(T* dx, const T* g, const T* y, const Geometry& G) {
+template <class T, bool Log> void backward_tiles(T* dx, const T* g, const T* y, const Geometry& G) {
   const int64_t n = G.n, inner = G.inner, per_outer = (inner + kTile - 1) / kTile;
   parallel_for(0, G.outer * per_outer, std::max<int64_t>(1, kGrain / (n * kTile)), [&](int64_t b, int64_t e) {
     double acc[kTile];
@@ -156,24 +150,28 @@ void backward_tiles(T* dx, const T* g, const T* y, const Geometry& G) {
         const T* yk = y + base + k * inner;
         T* dk = dx + base + k * inner;
         for (int64_t j = 0; j < w; ++j) {
-          if constexpr (Log) dk[j] = softmax_grad<T, true>(gk[j], yk[j], a[j]) * live[j];
-          else dk[j] = softmax_grad<T, false>(gk[j], yk[j], a[j]);
+          if constexpr (Log)
+            dk[j] = softmax_grad<T, true>(gk[j], yk[j], a[j]) * live[j];
+          else
+            dk[j] = softmax_grad<T, false>(gk[j], yk[j], a[j]);
         }
       }
     }
   });
 }
 
-template <bool Log, class T>
-void run_forward(T* y, const T* x, const Geometry& G) {
-  if (G.inner == 1) forward_rows<T, Log>(y, x, G.outer, G.n);
-  else forward_tiles<T, Log>(y, x, G);
+template <bool Log, class T> void run_forward(T* y, const T* x, const Geometry& G) {
+  if (G.inner == 1)
+    forward_rows<T, Log>(y, x, G.outer, G.n);
+  else
+    forward_tiles<T, Log>(y, x, G);
 }
 
-template <bool Log, class T>
-void run_backward(T* dx, const T* g, const T* y, const Geometry& G) {
-  if (G.inner == 1) backward_rows<T, Log>(dx, g, y, G.outer, G.n);
-  else backward_tiles<T, Log>(dx, g, y, G);
+template <bool Log, class T> void run_backward(T* dx, const T* g, const T* y, const Geometry& G) {
+  if (G.inner == 1)
+    backward_rows<T, Log>(dx, g, y, G.outer, G.n);
+  else
+    backward_tiles<T, Log>(dx, g, y, G);
 }
 
 void softmax_cpu(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
@@ -182,8 +180,10 @@ void softmax_cpu(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
   const Geometry G = geometry(x.sizes(), dim);
   dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (log) run_forward<true>(out.data<T>(), x.data<T>(), G);
-    else run_forward<false>(out.data<T>(), x.data<T>(), G);
+    if (log)
+      run_forward<true>(out.data<T>(), x.data<T>(), G);
+    else
+      run_forward<false>(out.data<T>(), x.data<T>(), G);
   });
 }
 
@@ -193,8 +193,10 @@ void softmax_backward_cpu(bool log, const Tensor& dx, const Tensor& g_in, const 
   const Geometry G = geometry(y.sizes(), dim);
   dispatch_floating(y.dtype(), log ? "log_softmax backward" : "softmax backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (log) run_backward<true>(dx.data<T>(), g.data<T>(), y.data<T>(), G);
-    else run_backward<false>(dx.data<T>(), g.data<T>(), y.data<T>(), G);
+    if (log)
+      run_backward<true>(dx.data<T>(), g.data<T>(), y.data<T>(), G);
+    else
+      run_backward<false>(dx.data<T>(), g.data<T>(), y.data<T>(), G);
   });
 }
 

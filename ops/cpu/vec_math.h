@@ -34,7 +34,7 @@ KS_VMATH_INLINE float exp(float x) {
   const float k = xc * 1.44269504088896341f + 12582912.f;
   const float n = k - 12582912.f;
   const uint32_t nbits = std::bit_cast<uint32_t>(k) - 0x4B400000u;  // n, two's complement
-  float r = xc - n * 0.693359375f;  // ln 2 split in two for an exact first product
+  float r = xc - n * 0.693359375f;                                  // ln 2 split in two for an exact first product
   r = r + n * 2.12194440e-4f;
   float p = 1.9875691500E-4f;
   p = p * r + 1.3981999507E-3f;
@@ -130,9 +130,6 @@ KS_VMATH_INLINE double erf(double x) { return std::erf(x); }
 KS_VMATH_INLINE float expm1(float x) { return exp(x) - 1.0f; }
 KS_VMATH_INLINE double expm1(double x) { return std::expm1(x); }
 
-template <class T>
-KS_VMATH_INLINE T sigmoid(T x) {
-  return T(1) / (T(1) + exp(-x));
-}
+template <class T> KS_VMATH_INLINE T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 
 }  // namespace ks::cpu::vmath

@@ -55,14 +55,13 @@ size_t forward_shared(const Dims& d, int rw, size_t bytes) {
 }
 
 template <class T>
-__global__ void __launch_bounds__(kBlock) sdpa_forward(T* out, T* lse, const T* Q, const T* K, const T* V,
-                                                        const bool* pad, Dims d, SdpaParams prm) {
+__global__ void __launch_bounds__(kBlock)
+    sdpa_forward(T* out, T* lse, const T* Q, const T* K, const T* V, const bool* pad, Dims d, SdpaParams prm) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int BR = kWarps * d.rw;
   const int64_t P = d.P, E = d.E, KP = P + 1;
   T* Qs = reinterpret_cast<T*>(smem);
-  T *Ks = Qs + BR * P, *Vs = Ks + kBC * KP, *Ps = Vs + kBC * E, *Os = Ps + BR * kBC, *ms = Os + BR * E,
-    *ls = ms + BR;
+  T *Ks = Qs + BR * P, *Vs = Ks + kBC * KP, *Ps = Vs + kBC * E, *Os = Ps + BR * kBC, *ms = Os + BR * E, *ls = ms + BR;
   const auto [pair, i0, rows, pad_b] = query_tile(d, pad);
   const int tid = threadIdx.x, lane = tid % kWarp;
   const T scale = T(prm.scale);
@@ -105,9 +104,8 @@ __global__ void __launch_bounds__(kBlock) sdpa_forward(T* out, T* lse, const T* 
 // into Ws, dSs (row stride 32); zeros where the key is hidden or absent.
 template <class T>
 __device__ inline void scores_backward(T* Ws, T* dSs, const T* Qr, const T* Gr, const T* Ks, const T* Vs, int64_t KP,
-                                       int64_t VP, int64_t P, int64_t E, int cols, int64_t pair, int64_t i,
-                                       int64_t j0, T lse, T Di, const bool* pad_b, const Dims& d,
-                                       const SdpaParams& prm) {
+                                       int64_t VP, int64_t P, int64_t E, int cols, int64_t pair, int64_t i, int64_t j0,
+                                       T lse, T Di, const bool* pad_b, const Dims& d, const SdpaParams& prm) {
   const int lane = threadIdx.x % kWarp;
   T w = 0, ds = 0;
   if (lane < cols && lse != neg_inf<T>() && sees(prm, pad_b, i, j0 + lane)) {
@@ -128,9 +126,9 @@ size_t kv_shared(const Dims& d, int rw, size_t bytes) {
 }
 
 template <class T>
-__global__ void __launch_bounds__(kBlock) sdpa_backward_kv(T* dK, T* dV, const T* Q, const T* K, const T* V,
-                                                            const T* G, const T* L, const T* D, const bool* pad,
-                                                            Dims d, SdpaParams prm) {
+__global__ void __launch_bounds__(kBlock)
+    sdpa_backward_kv(T* dK, T* dV, const T* Q, const T* K, const T* V, const T* G, const T* L, const T* D,
+                     const bool* pad, Dims d, SdpaParams prm) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int BR = kWarps * d.rw;
   const int64_t P = d.P, E = d.E, KP = P + 1, VP = E + 1;
@@ -180,9 +178,9 @@ size_t q_shared(const Dims& d, int rw, size_t bytes) {
 }
 
 template <class T>
-__global__ void __launch_bounds__(kBlock) sdpa_backward_q(T* dQ, const T* Q, const T* K, const T* V, const T* G,
-                                                           const T* L, const T* D, const bool* pad, Dims d,
-                                                           SdpaParams prm) {
+__global__ void __launch_bounds__(kBlock)
+    sdpa_backward_q(T* dQ, const T* Q, const T* K, const T* V, const T* G, const T* L, const T* D, const bool* pad,
+                    Dims d, SdpaParams prm) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int BR = kWarps * d.rw;
   const int64_t P = d.P, E = d.E, KP = P + 1, VP = E + 1;
@@ -221,10 +219,12 @@ __global__ void __launch_bounds__(kBlock) sdpa_backward_q(T* dQ, const T* Q, con
 }
 
 // --- launches ---
-std::string head_sizes(const Dims& d) { return "head sizes p = " + std::to_string(d.P) + ", e = " + std::to_string(d.E); }
+std::string head_sizes(const Dims& d) {
+  return "head sizes p = " + std::to_string(d.P) + ", e = " + std::to_string(d.E);
+}
 
-void sdpa_forward_cuda(const Tensor& out, const Tensor& lse, const Tensor& q_in, const Tensor& k_in,
-                       const Tensor& v_in, const Tensor& pad_in, const SdpaParams& prm) {
+void sdpa_forward_cuda(const Tensor& out, const Tensor& lse, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                       const Tensor& pad_in, const SdpaParams& prm) {
   const Tensor q = contiguous_raw(q_in), k = contiguous_raw(k_in), v = contiguous_raw(v_in);
   const Tensor pad = contiguous_or_undefined(pad_in);
   const Device dev = out.device();
@@ -233,11 +233,11 @@ void sdpa_forward_cuda(const Tensor& out, const Tensor& lse, const Tensor& q_in,
     using T = typename decltype(tag)::type;
     DeviceGuard guard(dev);
     Dims d{q.size(1), q.size(2), k.size(2), 1, q.size(3), v.size(3), 0, 0};
-    const Launch l = plan(sdpa_forward<T>, forward_shared, d, false, q.size(0) * d.H, sizeof(T), dev.index, op,
-                          head_sizes(d));
-    sdpa_forward<T><<<l.grid, kBlock, l.bytes, stream(dev)>>>(
-        out.data<T>(), lse.data<T>(), q.data<T>(), k.data<T>(), v.data<T>(),
-        pad.defined() ? pad.data<bool>() : nullptr, d, prm);
+    const Launch l =
+        plan(sdpa_forward<T>, forward_shared, d, false, q.size(0) * d.H, sizeof(T), dev.index, op, head_sizes(d));
+    sdpa_forward<T><<<l.grid, kBlock, l.bytes, stream(dev)>>>(out.data<T>(), lse.data<T>(), q.data<T>(), k.data<T>(),
+                                                              v.data<T>(), pad.defined() ? pad.data<bool>() : nullptr,
+                                                              d, prm);
     KS_CUDA_LAUNCH_CHECK();
   });
 }
@@ -258,22 +258,21 @@ void sdpa_backward_cuda(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
     const bool* padp = pad.defined() ? pad.data<bool>() : nullptr;
     Dims d{q.size(1), q.size(2), k.size(2), 1, q.size(3), v.size(3), 0, 0};
     const int64_t rows = pairs * d.T;
-    row_dot<T><<<grid_for(rows, kThreads, dev.index), kThreads, 0, s>>>(D.data<T>(), g.data<T>(), out.data<T>(), rows,
-                                                                       d.E);
+    row_dot<T>
+        <<<grid_for(rows, kThreads, dev.index), kThreads, 0, s>>>(D.data<T>(), g.data<T>(), out.data<T>(), rows, d.E);
     KS_CUDA_LAUNCH_CHECK();
     if (d.S > 0) {
       Dims dkv = d;
       const Launch l = plan(sdpa_backward_kv<T>, kv_shared, dkv, true, pairs, sizeof(T), dev.index, op, head_sizes(d));
-      sdpa_backward_kv<T><<<l.grid, kBlock, l.bytes, s>>>(
-          dk.data<T>(), dv.data<T>(), q.data<T>(), k.data<T>(), v.data<T>(), g.data<T>(), lse.data<T>(),
-          D.data<T>(), padp, dkv, prm);
+      sdpa_backward_kv<T><<<l.grid, kBlock, l.bytes, s>>>(dk.data<T>(), dv.data<T>(), q.data<T>(), k.data<T>(),
+                                                          v.data<T>(), g.data<T>(), lse.data<T>(), D.data<T>(), padp,
+                                                          dkv, prm);
       KS_CUDA_LAUNCH_CHECK();
     }
     Dims dq_d = d;
     const Launch l = plan(sdpa_backward_q<T>, q_shared, dq_d, false, pairs, sizeof(T), dev.index, op, head_sizes(d));
-    sdpa_backward_q<T><<<l.grid, kBlock, l.bytes, s>>>(
-        dq.data<T>(), q.data<T>(), k.data<T>(), v.data<T>(), g.data<T>(), lse.data<T>(), D.data<T>(), padp, dq_d,
-        prm);
+    sdpa_backward_q<T><<<l.grid, kBlock, l.bytes, s>>>(dq.data<T>(), q.data<T>(), k.data<T>(), v.data<T>(), g.data<T>(),
+                                                       lse.data<T>(), D.data<T>(), padp, dq_d, prm);
     KS_CUDA_LAUNCH_CHECK();
   });
 }

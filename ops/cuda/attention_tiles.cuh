@@ -73,10 +73,7 @@ __device__ inline WarpRows warp_rows(int rw, int rows) {
   return {first, max(first, min(first + rw, rows))};
 }
 
-template <class T>
-__device__ inline T neg_inf() {
-  return -INFINITY;
-}
+template <class T> __device__ inline T neg_inf() { return -INFINITY; }
 
 // Whether query i sees key j (j < S assumed).
 __device__ inline bool sees(const SdpaParams& prm, const bool* pad_b, int64_t i, int64_t j) {
@@ -85,33 +82,28 @@ __device__ inline bool sees(const SdpaParams& prm, const bool* pad_b, int64_t i,
 }
 
 // Rows (n, w) to shared memory with row stride ld, by the whole block.
-template <class T>
-__device__ inline void load_rows(T* dst, int64_t ld, const T* src, int64_t n, int64_t w) {
+template <class T> __device__ inline void load_rows(T* dst, int64_t ld, const T* src, int64_t n, int64_t w) {
   for (int64_t x = threadIdx.x; x < n * w; x += kBlock) dst[(x / w) * ld + x % w] = src[x];
 }
 
 // dst[0, n) = v, by the whole block.
-template <class T>
-__device__ inline void fill(T* dst, int64_t n, T v) {
+template <class T> __device__ inline void fill(T* dst, int64_t n, T v) {
   for (int64_t x = threadIdx.x; x < n; x += kBlock) dst[x] = v;
 }
 
 // dst[0, n) = src[0, n) (shared memory back to global), by the whole block.
-template <class T>
-__device__ inline void store(T* dst, const T* src, int64_t n) {
+template <class T> __device__ inline void store(T* dst, const T* src, int64_t n) {
   for (int64_t x = threadIdx.x; x < n; x += kBlock) dst[x] = src[x];
 }
 
 // The online softmax's start for `rows` rows: O = 0, m = -inf, l = 0.
-template <class T>
-__device__ inline void start_rows(T* Os, T* ms, T* ls, int rows, int64_t E) {
+template <class T> __device__ inline void start_rows(T* Os, T* ms, T* ls, int rows, int64_t E) {
   fill(Os, rows * E, T(0));
   fill(ms, rows, neg_inf<T>());
   fill(ls, rows, T(0));
 }
 
-template <class T>
-__device__ inline T dot(const T* a, const T* b, int64_t n) {
+template <class T> __device__ inline T dot(const T* a, const T* b, int64_t n) {
   T acc = 0;
   for (int64_t x = 0; x < n; ++x) acc += a[x] * b[x];
   return acc;
@@ -151,8 +143,7 @@ __device__ inline void accumulate_dv(T* dVs, const T* Ws, const T* Gs, int rows,
 }
 
 // D_i = dO_i · O_i, one thread per row: the backward's first kernel.
-template <class T>
-__global__ void row_dot(T* D, const T* G, const T* O, int64_t rows, int64_t E) {
+template <class T> __global__ void row_dot(T* D, const T* G, const T* O, int64_t rows, int64_t E) {
   for (int64_t i : grid_stride(rows)) D[i] = dot(G + i * E, O + i * E, E);
 }
 

@@ -17,13 +17,11 @@ namespace ks::cuda {
 constexpr int kWarp = 32;
 constexpr int64_t kWarpRowMax = 1024;  // rows up to this long get one warp each
 
-template <class V>
-__device__ inline V warp_sum(V v) {
+template <class V> __device__ inline V warp_sum(V v) {
   for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
-template <class V>
-__device__ inline V warp_max(V v) {
+template <class V> __device__ inline V warp_max(V v) {
   for (int o = kWarp / 2; o > 0; o /= 2) {
     const V w = __shfl_xor_sync(0xffffffffu, v, o);
     v = w > v ? w : v;
@@ -32,8 +30,7 @@ __device__ inline V warp_max(V v) {
 }
 
 // Σ v over the TPR threads of this row. Every thread of the block must call it.
-template <int TPR, class V>
-__device__ inline V row_sum(V v) {
+template <int TPR, class V> __device__ inline V row_sum(V v) {
   v = warp_sum(v);
   if constexpr (TPR == kWarp) {
     return v;
@@ -52,8 +49,7 @@ __device__ inline V row_sum(V v) {
 
 // max v over the TPR threads of this row (NaN-unaware: callers let a NaN
 // reach their result through a sum).
-template <int TPR, class V>
-__device__ inline V row_max(V v) {
+template <int TPR, class V> __device__ inline V row_max(V v) {
   v = warp_max(v);
   if constexpr (TPR == kWarp) {
     return v;
@@ -84,32 +80,22 @@ inline RowLaunch row_launch(int64_t rows, int64_t n, int device) {
 }
 
 // The row this thread works on first, and the stride to its next row, for TPR threads per row.
-template <int TPR>
-__device__ inline int64_t first_row() {
+template <int TPR> __device__ inline int64_t first_row() {
   return (int64_t(blockIdx.x) * kThreads + threadIdx.x) / TPR;
 }
-template <int TPR>
-__device__ inline int64_t row_stride() {
-  return int64_t(gridDim.x) * kThreads / TPR;
-}
-template <int TPR>
-__device__ inline int row_lane() {
-  return int(threadIdx.x) % TPR;
-}
+template <int TPR> __device__ inline int64_t row_stride() { return int64_t(gridDim.x) * kThreads / TPR; }
+template <int TPR> __device__ inline int row_lane() { return int(threadIdx.x) % TPR; }
 
 // Partial sums of f(i) over [0, n): block b sums the indices i ≡ its threads
 // (mod the grid), in a fixed order; the grid size depends on n only.
-template <class F>
-__global__ void partial_sums_kernel(int64_t n, F f, double* partial) {
+template <class F> __global__ void partial_sums_kernel(int64_t n, F f, double* partial) {
   double acc = 0;
-  for (int64_t i : grid_stride(n))
-    acc += f(i);
+  for (int64_t i : grid_stride(n)) acc += f(i);
   acc = row_sum<kThreads>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
 
-template <class Fin>
-__global__ void finish_sum_kernel(const double* partial, int count, Fin fin) {
+template <class Fin> __global__ void finish_sum_kernel(const double* partial, int count, Fin fin) {
   if (threadIdx.x == 0 && blockIdx.x == 0) {
     double total = 0;
     for (int b = 0; b < count; ++b) total += partial[b];
@@ -119,8 +105,7 @@ __global__ void finish_sum_kernel(const double* partial, int count, Fin fin) {
 
 // Σ_i f(i) for i in [0, n) as a double, then fin(total) on the device, on
 // `device`'s stream. f and fin are __device__ functors.
-template <class F, class Fin>
-void sum_all(Device device, int64_t n, F f, Fin fin) {
+template <class F, class Fin> void sum_all(Device device, int64_t n, F f, Fin fin) {
   const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((n + 4 * kThreads - 1) / (4 * kThreads), 1024));
   Tensor partial = Tensor::empty({blocks}, kFloat64, device);
   const cudaStream_t s = stream(device);

@@ -23,8 +23,7 @@
 
 namespace ks::cuda {
 
-template <int K>
-struct DimGeometry {
+template <int K> struct DimGeometry {
   int nd = 0;
   int64_t size[kMaxDims];       // row-major: size[0] outermost
   int64_t stride[K][kMaxDims];  // in elements

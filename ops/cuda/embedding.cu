@@ -60,8 +60,8 @@ void embedding_cuda(const Tensor& out, const Tensor& weight, const Tensor& indic
     const int64_t first = bad.item<int64_t>();  // synchronises the stream
     if (first < n) {
       const int64_t value = indices.alias({}, {}, indices.storage_offset() + first).item<int64_t>();
-      throw Error(str("embedding: index ", value, " is out of range for ", V, " embeddings (weight ",
-                      describe(weight), ")"));
+      throw Error(
+          str("embedding: index ", value, " is out of range for ", V, " embeddings (weight ", describe(weight), ")"));
     }
   }
   if (D == 0) return;
@@ -76,8 +76,7 @@ void embedding_cuda(const Tensor& out, const Tensor& weight, const Tensor& indic
 }
 
 __global__ void iota_kernel(int64_t* out, int64_t n) {
-  for (int64_t i : grid_stride(n))
-    out[i] = i;
+  for (int64_t i : grid_stride(n)) out[i] = i;
 }
 
 // begin[v], end[v]: the range of sorted positions whose index is v (both 0 if none).
@@ -151,8 +150,7 @@ void embedding_backward_typed(const Tensor& dw, const Tensor& g, const Tensor& i
                                                                        begin.data<int64_t>(), end.data<int64_t>());
   KS_CUDA_LAUNCH_CHECK();
   sum_segments<T><<<grid_for(V * D, kThreads, dev.index), kThreads, 0, s>>>(
-      dw.data<T>(), g.data<T>(), order.data<int64_t>(), begin.data<int64_t>(), end.data<int64_t>(), V, D,
-      padding_idx);
+      dw.data<T>(), g.data<T>(), order.data<int64_t>(), begin.data<int64_t>(), end.data<int64_t>(), V, D, padding_idx);
   KS_CUDA_LAUNCH_CHECK();
 }
 

@@ -90,8 +90,7 @@ __global__ void index_add_kernel_(T* out, const T* src, const int64_t* index, in
 
 // Operands over index's shape: out, index, x (0 along dim).
 template <class T>
-__global__ void gather_kernel_(T* out, const T* x, const int64_t* index, int64_t n, int64_t x_step,
-                               DimGeometry<3> g) {
+__global__ void gather_kernel_(T* out, const T* x, const int64_t* index, int64_t n, int64_t x_step, DimGeometry<3> g) {
   for (int64_t e : grid_stride(n)) {
     int64_t off[3];
     g.offsets(e, off);
@@ -106,17 +105,17 @@ __global__ void scatter_add_kernel_(T* out, const T* src, const int64_t* index, 
   for (int64_t c : grid_stride(columns)) {
     int64_t off[3];
     g.offsets(c, off);
-    for (int64_t j = 0; j < n; ++j) out[off[0] + index[off[1] + j * index_step] * out_step] += src[off[2] + j * src_step];
+    for (int64_t j = 0; j < n; ++j)
+      out[off[0] + index[off[1] + j * index_step] * out_step] += src[off[2] + j * src_step];
   }
 }
 
-template <class T>
-void index_select_typed(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
+template <class T> void index_select_typed(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   const int64_t n = out.numel();
   if (n == 0) return;
-  const auto g = dim_geometry<3>(out.sizes(),
-                                 {out.strides(), strides_with(x, dim, 0), only_along(size_t(out.dim()), dim, index.stride(0))},
-                                 "index_select");
+  const auto g = dim_geometry<3>(
+      out.sizes(), {out.strides(), strides_with(x, dim, 0), only_along(size_t(out.dim()), dim, index.stride(0))},
+      "index_select");
   const Device dev = out.device();
   DeviceGuard guard(dev);
   index_select_kernel_<T><<<grid_for(n, kThreads, dev.index), kThreads, 0, stream(dev)>>>(
@@ -124,8 +123,7 @@ void index_select_typed(const Tensor& out, const Tensor& x, int64_t dim, const T
   KS_CUDA_LAUNCH_CHECK();
 }
 
-template <class T>
-void index_add_typed(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+template <class T> void index_add_typed(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   Shape columns_shape = src.sizes();
   columns_shape[size_t(dim)] = 1;
   const int64_t columns = numel_of(columns_shape), n = src.size(dim);
@@ -139,8 +137,7 @@ void index_add_typed(const Tensor& out, int64_t dim, const Tensor& index, const 
   KS_CUDA_LAUNCH_CHECK();
 }
 
-template <class T>
-void gather_typed(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
+template <class T> void gather_typed(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   const int64_t n = out.numel();
   if (n == 0) return;
   const auto g = dim_geometry<3>(index.sizes(), {out.strides(), index.strides(), strides_with(x, dim, 0)}, "gather");
@@ -151,14 +148,13 @@ void gather_typed(const Tensor& out, const Tensor& x, int64_t dim, const Tensor&
   KS_CUDA_LAUNCH_CHECK();
 }
 
-template <class T>
-void scatter_add_typed(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+template <class T> void scatter_add_typed(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   Shape columns_shape = index.sizes();
   columns_shape[size_t(dim)] = 1;
   const int64_t columns = numel_of(columns_shape), n = index.size(dim);
   if (columns == 0 || n == 0) return;
-  const auto g = dim_geometry<3>(columns_shape, {strides_with(out, dim, 0), index.strides(), src.strides()},
-                                 "scatter_add");
+  const auto g =
+      dim_geometry<3>(columns_shape, {strides_with(out, dim, 0), index.strides(), src.strides()}, "scatter_add");
   const Device dev = out.device();
   DeviceGuard guard(dev);
   scatter_add_kernel_<T><<<grid_for(columns, kThreads, dev.index), kThreads, 0, stream(dev)>>>(
@@ -169,16 +165,14 @@ void scatter_add_typed(const Tensor& out, int64_t dim, const Tensor& index, cons
 
 void index_select_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   check_index_range("index_select", index, dim, x.size(dim));
-  dispatch_all(x.dtype(), "index_select", [&](auto tag) {
-    index_select_typed<typename decltype(tag)::type>(out, x, dim, index);
-  });
+  dispatch_all(x.dtype(), "index_select",
+               [&](auto tag) { index_select_typed<typename decltype(tag)::type>(out, x, dim, index); });
 }
 
 void index_add_cuda(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_index_range("index_add", index, dim, out.size(dim));
-  dispatch_numeric(out.dtype(), "index_add", [&](auto tag) {
-    index_add_typed<typename decltype(tag)::type>(out, dim, index, src);
-  });
+  dispatch_numeric(out.dtype(), "index_add",
+                   [&](auto tag) { index_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
 }
 
 void gather_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
@@ -188,9 +182,8 @@ void gather_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& 
 
 void scatter_add_cuda(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_index_range("scatter_add", index, dim, out.size(dim));
-  dispatch_numeric(out.dtype(), "scatter_add", [&](auto tag) {
-    scatter_add_typed<typename decltype(tag)::type>(out, dim, index, src);
-  });
+  dispatch_numeric(out.dtype(), "scatter_add",
+                   [&](auto tag) { scatter_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
 }
 
 }  // namespace

@@ -21,8 +21,8 @@ namespace {
 using namespace layer_norm_formulas;
 
 template <class T, int TPR, bool HasW, bool HasB>
-__global__ void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, const T* b, int64_t M,
-                             int64_t N, double eps) {
+__global__ void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, const T* b, int64_t M, int64_t N,
+                             double eps) {
   const int lane = row_lane<TPR>();
   const double inv_n = N > 0 ? 1.0 / double(N) : 0.0;
   for (int64_t r = first_row<TPR>(); r < M; r += row_stride<TPR>()) {
@@ -63,20 +63,25 @@ void layer_norm_cuda(const Tensor& y, const Tensor& mean, const Tensor& rstd, co
     DeviceGuard guard(x.device());
     const RowLaunch L = row_launch(M, N, dev);
     auto launch = [&](auto tpr, auto has_w, auto has_b) {
-      forward_rows<T, decltype(tpr)::value, decltype(has_w)::value, decltype(has_b)::value>
-          <<<L.grid, kThreads, 0, s>>>(y.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(), wp, bp, M,
-                                       N, eps);
+      forward_rows<T, decltype(tpr)::value, decltype(has_w)::value, decltype(has_b)::value><<<L.grid, kThreads, 0, s>>>(
+          y.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(), wp, bp, M, N, eps);
     };
     auto with_affine = [&](auto tpr) {
       using Y = std::true_type;
       using F = std::false_type;
-      if (wp && bp) launch(tpr, Y{}, Y{});
-      else if (wp) launch(tpr, Y{}, F{});
-      else if (bp) launch(tpr, F{}, Y{});
-      else launch(tpr, F{}, F{});
+      if (wp && bp)
+        launch(tpr, Y{}, Y{});
+      else if (wp)
+        launch(tpr, Y{}, F{});
+      else if (bp)
+        launch(tpr, F{}, Y{});
+      else
+        launch(tpr, F{}, F{});
     };
-    if (L.warp_rows) with_affine(std::integral_constant<int, kWarp>{});
-    else with_affine(std::integral_constant<int, kThreads>{});
+    if (L.warp_rows)
+      with_affine(std::integral_constant<int, kWarp>{});
+    else
+      with_affine(std::integral_constant<int, kThreads>{});
     KS_CUDA_LAUNCH_CHECK();
   });
 }
@@ -109,8 +114,8 @@ __global__ void backward_dx_rows(T* dx, const T* g, const T* x, const double* me
 
 // partial_w/b[chunk * N + j] = Σ over the chunk's rows of g·x̂ and g, column j.
 template <class T>
-__global__ void param_partials(double* pw, double* pb, const T* g, const T* x, const double* mean,
-                               const double* rstd, int64_t M, int64_t N, int64_t rows_per_chunk) {
+__global__ void param_partials(double* pw, double* pb, const T* g, const T* x, const double* mean, const double* rstd,
+                               int64_t M, int64_t N, int64_t rows_per_chunk) {
   const int64_t chunk = blockIdx.y;
   const int64_t r0 = chunk * rows_per_chunk, r1 = r0 + rows_per_chunk < M ? r0 + rows_per_chunk : M;
   for (int64_t j : grid_stride(N)) {
@@ -125,8 +130,7 @@ __global__ void param_partials(double* pw, double* pb, const T* g, const T* x, c
   }
 }
 
-template <class T>
-__global__ void sum_partials(T* out, const double* part, int64_t chunks, int64_t N) {
+template <class T> __global__ void sum_partials(T* out, const double* part, int64_t chunks, int64_t N) {
   for (int64_t j : grid_stride(N)) {
     double s = 0;
     for (int64_t c = 0; c < chunks; ++c) s += part[c * N + j];
@@ -154,10 +158,10 @@ void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& 
       const RowLaunch L = row_launch(M, N, dev);
       if (L.warp_rows)
         backward_dx_rows<T, kWarp><<<L.grid, kThreads, 0, s>>>(dx.data<T>(), g.data<T>(), xp, mean.data<double>(),
-                                                                rstd.data<double>(), wp, M, N);
+                                                               rstd.data<double>(), wp, M, N);
       else
-        backward_dx_rows<T, kThreads><<<L.grid, kThreads, 0, s>>>(dx.data<T>(), g.data<T>(), xp,
-                                                                   mean.data<double>(), rstd.data<double>(), wp, M, N);
+        backward_dx_rows<T, kThreads><<<L.grid, kThreads, 0, s>>>(dx.data<T>(), g.data<T>(), xp, mean.data<double>(),
+                                                                  rstd.data<double>(), wp, M, N);
       KS_CUDA_LAUNCH_CHECK();
     }
     if (!dw.defined() && !db.defined()) return;

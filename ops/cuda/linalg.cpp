@@ -92,15 +92,14 @@ inline cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cubla
 
 // bfloat16 operands, float32 result and sums. A and B point at bfloat16 bytes.
 inline cublasStatus_t gemm_batched_bf16(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                                        int k, const float* alpha, const void* A, int lda, long long sa,
-                                        const void* B, int ldb, long long sb, const float* beta, float* C, int ldc,
-                                        long long sc, int count) {
+                                        int k, const float* alpha, const void* A, int lda, long long sa, const void* B,
+                                        int ldb, long long sb, const float* beta, float* C, int ldc, long long sc,
+                                        int count) {
   return cublas().gemm_strided_batched_ex(h, ta, tb, m, n, k, alpha, A, CUDA_R_16BF, lda, sa, B, CUDA_R_16BF, ldb, sb,
                                           beta, C, CUDA_R_32F, ldc, sc, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
-template <class T>
-void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate) {
+template <class T> void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate) {
   if (c.numel() == 0) return;
   KS_ASSERT(c.is_contiguous() && a.dim() == c.dim() && b.dim() == c.dim());
   const int64_t M = c.size(-2), N = c.size(-1), K = a.size(-1);
@@ -128,8 +127,8 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
   const int dev = c.device().index;
   const cublasHandle_t h = handle(dev);
   DeviceGuard guard(c.device());
-  KS_CUBLAS_CHECK(cublas().set_math_mode(
-      h, precision == MatmulPrecision::TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  KS_CUBLAS_CHECK(
+      cublas().set_math_mode(h, precision == MatmulPrecision::TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   const T alpha = T(1), beta = accumulate ? T(1) : T(0);
   // Element offsets below apply to either element type: both operands are T, or both bfloat16.
   const size_t item = A.element_size();
@@ -150,15 +149,15 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
     const char* qb = pb + size_t(ob) * item;
     if constexpr (std::is_same_v<T, float>) {
       if (bf16) {
-        KS_CUBLAS_CHECK(gemm_batched_bf16(h, cublas_op(lb), cublas_op(la), int(N), int(M), int(K), &alpha, qb, int(lb.ld), inner.sb,
-                                          qa, int(la.ld), inner.sa, &beta, pc + oc, int(N), inner.sc,
-                                          int(inner.size)));
+        KS_CUBLAS_CHECK(gemm_batched_bf16(h, cublas_op(lb), cublas_op(la), int(N), int(M), int(K), &alpha, qb,
+                                          int(lb.ld), inner.sb, qa, int(la.ld), inner.sa, &beta, pc + oc, int(N),
+                                          inner.sc, int(inner.size)));
         continue;
       }
     }
-    KS_CUBLAS_CHECK(gemm_batched(h, cublas_op(lb), cublas_op(la), int(N), int(M), int(K), &alpha, reinterpret_cast<const T*>(qb),
-                                 int(lb.ld), inner.sb, reinterpret_cast<const T*>(qa), int(la.ld), inner.sa, &beta,
-                                 pc + oc, int(N), inner.sc, int(inner.size)));
+    KS_CUBLAS_CHECK(gemm_batched(h, cublas_op(lb), cublas_op(la), int(N), int(M), int(K), &alpha,
+                                 reinterpret_cast<const T*>(qb), int(lb.ld), inner.sb, reinterpret_cast<const T*>(qa),
+                                 int(la.ld), inner.sa, &beta, pc + oc, int(N), inner.sc, int(inner.size)));
   }
   if (sync_launches()) KS_CUDA_CHECK(cudaDeviceSynchronize());
 }

@@ -79,7 +79,7 @@ __global__ void backward_pairs(T* dq, T* dk, T* dv, T* dS, T* dZ, const T* G, co
   const int64_t PE = d.P * d.E;
   double* S = scratch + int64_t(blockIdx.x) * (2 * PE + 2 * d.T);
   double* R = S + PE;
-  double* INV = R + PE;  // inv_t = 1 / d_t
+  double* INV = R + PE;    // inv_t = 1 / d_t
   double* DD = INV + d.T;  // dd_t = −(g_t · out_t) / d_t
   const int tid = int(threadIdx.x), bs = int(blockDim.x);
   const bool reverse = dk || dv || dS || dZ;
@@ -185,14 +185,8 @@ Launch launch_for(const Geometry& d, int device) {
   return {unsigned(std::max<int64_t>(1, std::min(d.pairs, cap))), threads};
 }
 
-template <class T>
-const T* ptr_or_null(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
-template <class T>
-T* out_or_null(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
+template <class T> const T* ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
+template <class T> T* out_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
 
 Geometry geometry_of(const Tensor& phi_q, const Tensor& v, const char* op) {
   const Geometry d{phi_q.size(0) * phi_q.size(1), phi_q.size(2), phi_q.size(3), v.size(3)};
@@ -203,8 +197,8 @@ Geometry geometry_of(const Tensor& phi_q, const Tensor& v, const char* op) {
 
 Tensor contiguous_or_undefined(const Tensor& t) { return t.defined() ? contiguous_raw(t) : Tensor(); }
 
-void causal_linear_attention_cuda(const Tensor& out, const Tensor& phi_q_in, const Tensor& phi_k_in,
-                                  const Tensor& v_in, const Tensor& state_in, const Tensor& norm_in, double eps) {
+void causal_linear_attention_cuda(const Tensor& out, const Tensor& phi_q_in, const Tensor& phi_k_in, const Tensor& v_in,
+                                  const Tensor& state_in, const Tensor& norm_in, double eps) {
   const Tensor phi_q = contiguous_raw(phi_q_in), phi_k = contiguous_raw(phi_k_in), v = contiguous_raw(v_in);
   const Tensor state = contiguous_or_undefined(state_in), norm = contiguous_or_undefined(norm_in);
   const Geometry d = geometry_of(phi_q, v, "causal_linear_attention");

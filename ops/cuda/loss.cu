@@ -28,8 +28,10 @@ __global__ void check_targets_kernel(const int64_t* t, int64_t P, int64_t C, int
   for (int64_t p : grid_stride(P)) {
     const int64_t v = t[p];
     if (v == ignore_index) continue;
-    if (v >= 0 && v < C) ++count;
-    else if ((unsigned long long)p < first_bad) first_bad = (unsigned long long)p;
+    if (v >= 0 && v < C)
+      ++count;
+    else if ((unsigned long long)p < first_bad)
+      first_bad = (unsigned long long)p;
   }
   if (count) atomicAdd(&stats[0], count);
   if (first_bad < (unsigned long long)P) atomicMin(&stats[1], first_bad);
@@ -107,13 +109,13 @@ void class_loss_cuda(const Tensor& loss, const Tensor& lse, const Tensor& denom,
     // Rows whose only work is a lookup (nll_loss) need no more than a warp.
     const RowLaunch L = row_launch(P, spec.from_logits ? C : 1, dev);
     if (L.warp_rows)
-      class_loss_rows<T, kWarp><<<L.grid, kThreads, 0, s>>>(loss.data<T>(), lp, x.data<T>(), targets.data<int64_t>(),
-                                                             P, C, spec.ignore_index, spec.from_logits,
-                                                             spec.label_smoothing);
+      class_loss_rows<T, kWarp><<<L.grid, kThreads, 0, s>>>(loss.data<T>(), lp, x.data<T>(), targets.data<int64_t>(), P,
+                                                            C, spec.ignore_index, spec.from_logits,
+                                                            spec.label_smoothing);
     else
-      class_loss_rows<T, kThreads><<<L.grid, kThreads, 0, s>>>(loss.data<T>(), lp, x.data<T>(),
-                                                                targets.data<int64_t>(), P, C, spec.ignore_index,
-                                                                spec.from_logits, spec.label_smoothing);
+      class_loss_rows<T, kThreads><<<L.grid, kThreads, 0, s>>>(loss.data<T>(), lp, x.data<T>(), targets.data<int64_t>(),
+                                                               P, C, spec.ignore_index, spec.from_logits,
+                                                               spec.label_smoothing);
     KS_CUDA_LAUNCH_CHECK();
   });
 }
@@ -178,7 +180,8 @@ void mse_typed(const Tensor& out, const Tensor& a_in, const Tensor& b_in, bool r
 }
 
 void mse_cuda(const Tensor& out, const Tensor& a, const Tensor& b, bool reduce, double scale) {
-  dispatch_floating(out.dtype(), "mse_loss", [&](auto tag) { mse_typed<typename decltype(tag)::type>(out, a, b, reduce, scale); });
+  dispatch_floating(out.dtype(), "mse_loss",
+                    [&](auto tag) { mse_typed<typename decltype(tag)::type>(out, a, b, reduce, scale); });
 }
 
 }  // namespace

@@ -43,8 +43,7 @@ struct MaskView {
 // One key's components: mx = max_r x_r, m0 = mx (0 if −inf, so x − m0 is
 // never −inf − −inf), u = Σ_r exp(x_r − m0) (soft only), first = the first r
 // reaching mx (hard only).
-template <class T>
-struct Key {
+template <class T> struct Key {
   T mx, m0, u;
   int64_t first;
 };
@@ -75,8 +74,7 @@ __device__ inline T component(const Key<T>& k, const T* s, const T* b, int64_t S
   return kmath::exp(component_logit(scale, s[r * S + j], b[r * S + j]) - k.m0);
 }
 
-template <class T>
-__device__ inline T mask_add(const MaskView& mask, int64_t n, int64_t i, int64_t j) {
+template <class T> __device__ inline T mask_add(const MaskView& mask, int64_t n, int64_t i, int64_t j) {
   if (!mask.data) return T(0);
   return mask.data[mask.base[n] + i * mask.st + j * mask.ss] ? T(-INFINITY) : T(0);
 }
@@ -136,8 +134,7 @@ __global__ void forward_rows(T* a, T* resp, const T* scores, const T* bias, Mask
 }
 
 // dot[row] = Σ_j g_ij A_ij, in double, stored in T (as the CPU's).
-template <class T, int TPR>
-__global__ void row_dots(T* dot, const T* g, const T* a, int64_t rows, int64_t S) {
+template <class T, int TPR> __global__ void row_dots(T* dot, const T* g, const T* a, int64_t rows, int64_t S) {
   const int lane = row_lane<TPR>();
   for (int64_t row = first_row<TPR>(); row < rows; row += row_stride<TPR>()) {
     double acc = 0;
@@ -190,11 +187,11 @@ void forward_typed(const Tensor& weights, const Tensor& resp, const Tensor& scor
   DeviceGuard guard(dev);
   const cudaStream_t s = stream(dev);
   if (L.warp_rows)
-    forward_rows<T, kWarp><<<L.grid, kThreads, 0, s>>>(weights.data<T>(), rp, scores.data<T>(), bias.data<T>(), mv,
-                                                       G, scale, hard);
+    forward_rows<T, kWarp>
+        <<<L.grid, kThreads, 0, s>>>(weights.data<T>(), rp, scores.data<T>(), bias.data<T>(), mv, G, scale, hard);
   else
-    forward_rows<T, kThreads><<<L.grid, kThreads, 0, s>>>(weights.data<T>(), rp, scores.data<T>(), bias.data<T>(),
-                                                          mv, G, scale, hard);
+    forward_rows<T, kThreads>
+        <<<L.grid, kThreads, 0, s>>>(weights.data<T>(), rp, scores.data<T>(), bias.data<T>(), mv, G, scale, hard);
   KS_CUDA_LAUNCH_CHECK();
 }
 

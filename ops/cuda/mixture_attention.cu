@@ -229,8 +229,8 @@ __global__ void __launch_bounds__(kBlock)
     __syncthreads();
     for (const int r : warp_rows(d.rw, rows)) {
       const int64_t i = i0 + r;
-      key_backward(Xs + r * M * kBC, Ws + r * kBC + tid % kWarp, Qs + r * P, Gs + r * E, Ks, bs, Vs, VP, cols, pair,
-                   i, j0, L[pair * d.T + i], D[pair * d.T + i], pad_b, d, prm, hard);
+      key_backward(Xs + r * M * kBC, Ws + r * kBC + tid % kWarp, Qs + r * P, Gs + r * E, Ks, bs, Vs, VP, cols, pair, i,
+                   j0, L[pair * d.T + i], D[pair * d.T + i], pad_b, d, prm, hard);
     }
     __syncthreads();
     // dV_c += Σ_r W_rc dO_r;  dK_{m,c} += scale · Σ_r dx_{r,m,c} Q_r;  db_{m,c} += Σ_r dx_{r,m,c}  (r in order)
@@ -311,8 +311,8 @@ __global__ void __launch_bounds__(kBlock)
 
 // --- launches ---
 std::string head_sizes(const Dims& d) {
-  return "M = " + std::to_string(d.M) + " keys of head size p = " + std::to_string(d.P) + " and e = " +
-         std::to_string(d.E);
+  return "M = " + std::to_string(d.M) + " keys of head size p = " + std::to_string(d.P) +
+         " and e = " + std::to_string(d.E);
 }
 
 Dims dims_of(const Tensor& q, const Tensor& k, const Tensor& v) {
@@ -320,8 +320,8 @@ Dims dims_of(const Tensor& q, const Tensor& k, const Tensor& v) {
 }
 
 void mixture_attention_forward_cuda(const Tensor& out, const Tensor& lse, const Tensor& totals, const Tensor& q_in,
-                                    const Tensor& k_in, const Tensor& bias_in, const Tensor& v_in,
-                                    const Tensor& pad_in, const SdpaParams& prm, bool hard) {
+                                    const Tensor& k_in, const Tensor& bias_in, const Tensor& v_in, const Tensor& pad_in,
+                                    const SdpaParams& prm, bool hard) {
   const Tensor q = contiguous_raw(q_in), k = contiguous_raw(k_in), bias = contiguous_raw(bias_in);
   const Tensor v = contiguous_raw(v_in), pad = contiguous_or_undefined(pad_in);
   const Device dev = out.device();
@@ -348,8 +348,8 @@ void mixture_attention_forward_cuda(const Tensor& out, const Tensor& lse, const 
 
 void mixture_attention_backward_cuda(const Tensor& dq, const Tensor& dk, const Tensor& dbias, const Tensor& dv,
                                      const Tensor& g_in, const Tensor& q_in, const Tensor& k_in, const Tensor& bias_in,
-                                     const Tensor& v_in, const Tensor& out_in, const Tensor& lse,
-                                     const Tensor& pad_in, const SdpaParams& prm, bool hard) {
+                                     const Tensor& v_in, const Tensor& out_in, const Tensor& lse, const Tensor& pad_in,
+                                     const SdpaParams& prm, bool hard) {
   const Tensor q = contiguous_raw(q_in), k = contiguous_raw(k_in), bias = contiguous_raw(bias_in);
   const Tensor v = contiguous_raw(v_in), g = contiguous_raw(g_in), out = contiguous_raw(out_in);
   const Tensor pad = contiguous_or_undefined(pad_in);
@@ -364,22 +364,22 @@ void mixture_attention_backward_cuda(const Tensor& dq, const Tensor& dk, const T
     const bool* padp = pad.defined() ? pad.data<bool>() : nullptr;
     Dims d = dims_of(q, k, v);
     const int64_t rows = pairs * d.T;
-    row_dot<T><<<grid_for(rows, kThreads, dev.index), kThreads, 0, s>>>(D.data<T>(), g.data<T>(), out.data<T>(), rows,
-                                                                       d.E);
+    row_dot<T>
+        <<<grid_for(rows, kThreads, dev.index), kThreads, 0, s>>>(D.data<T>(), g.data<T>(), out.data<T>(), rows, d.E);
     KS_CUDA_LAUNCH_CHECK();
     if (d.S > 0) {
       Dims dkv = d;
       const Launch l = plan(mgk_backward_kv<T>, kv_shared, dkv, true, pairs, sizeof(T), dev.index, op, head_sizes(d));
-      mgk_backward_kv<T><<<l.grid, kBlock, l.bytes, s>>>(
-          dk.data<T>(), dbias.data<T>(), dv.data<T>(), q.data<T>(), k.data<T>(), bias.data<T>(), v.data<T>(),
-          g.data<T>(), lse.data<T>(), D.data<T>(), padp, dkv, prm, hard);
+      mgk_backward_kv<T><<<l.grid, kBlock, l.bytes, s>>>(dk.data<T>(), dbias.data<T>(), dv.data<T>(), q.data<T>(),
+                                                         k.data<T>(), bias.data<T>(), v.data<T>(), g.data<T>(),
+                                                         lse.data<T>(), D.data<T>(), padp, dkv, prm, hard);
       KS_CUDA_LAUNCH_CHECK();
     }
     Dims dq_d = d;
     const Launch l = plan(mgk_backward_q<T>, q_shared, dq_d, false, pairs, sizeof(T), dev.index, op, head_sizes(d));
-    mgk_backward_q<T><<<l.grid, kBlock, l.bytes, s>>>(
-        dq.data<T>(), q.data<T>(), k.data<T>(), bias.data<T>(), v.data<T>(), g.data<T>(), lse.data<T>(), D.data<T>(),
-        padp, dq_d, prm, hard);
+    mgk_backward_q<T><<<l.grid, kBlock, l.bytes, s>>>(dq.data<T>(), q.data<T>(), k.data<T>(), bias.data<T>(),
+                                                      v.data<T>(), g.data<T>(), lse.data<T>(), D.data<T>(), padp, dq_d,
+                                                      prm, hard);
     KS_CUDA_LAUNCH_CHECK();
   });
 }

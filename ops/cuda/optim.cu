@@ -10,8 +10,7 @@
 namespace ks::cuda {
 namespace {
 
-template <class T>
-double sum_squares_typed(const Tensor& t) {
+template <class T> double sum_squares_typed(const Tensor& t) {
   Tensor result = Tensor::empty({}, kFloat64, t.device());
   const T* x = static_cast<const T*>(t.data_ptr());
   double* r = result.data<double>();

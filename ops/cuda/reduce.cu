@@ -120,8 +120,7 @@ __global__ void reduce_thread_kernel(const T* x, int64_t M, int64_t N, IndexMap 
 }
 
 // Runs reducer r over x (element type T) as geometry g says.
-template <class T, class R>
-void reduce_with(const Tensor& x, const Geometry& g, const R& r) {
+template <class T, class R> void reduce_with(const Tensor& x, const Geometry& g, const R& r) {
   if (g.M == 0) return;
   const int dev = x.device().index;
   const cudaStream_t s = stream(dev);
@@ -138,8 +137,8 @@ void reduce_with(const Tensor& x, const Geometry& g, const R& r) {
   KS_CUDA_LAUNCH_CHECK();
 }
 
-void reduce_cuda(ReduceOp op, const Tensor& out, const Tensor& indices, const Tensor& x,
-                 const std::vector<bool>& mask, const ReduceParams& params) {
+void reduce_cuda(ReduceOp op, const Tensor& out, const Tensor& indices, const Tensor& x, const std::vector<bool>& mask,
+                 const ReduceParams& params) {
   const Geometry g = geometry(x, mask);
   int64_t* idx = indices.defined() ? indices.data<int64_t>() : nullptr;
   const Tensor centre = two_pass(op) ? Tensor::empty({g.M}, kFloat64, x.device()) : Tensor();

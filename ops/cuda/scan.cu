@@ -34,8 +34,7 @@ __global__ void cumsum_lines(T* out, const T* x, int64_t lines, int64_t n, int64
   }
 }
 
-template <class T>
-void cumsum_typed(const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
+template <class T> void cumsum_typed(const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
   Shape lines_shape = x.sizes();
   lines_shape[size_t(dim)] = 1;
   const int64_t lines = numel_of(lines_shape), n = x.size(dim);
@@ -49,9 +48,8 @@ void cumsum_typed(const Tensor& out, const Tensor& x, int64_t dim, bool reverse)
 
 void cumsum_cuda(const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
   if (out.numel() == 0) return;
-  dispatch_numeric(x.dtype(), "cumsum", [&](auto tag) {
-    cumsum_typed<typename decltype(tag)::type>(out, x, dim, reverse);
-  });
+  dispatch_numeric(x.dtype(), "cumsum",
+                   [&](auto tag) { cumsum_typed<typename decltype(tag)::type>(out, x, dim, reverse); });
 }
 
 }  // namespace

@@ -24,8 +24,7 @@ __global__ void triangle_elements(T* out, const T* x, int64_t n, int64_t diagona
   }
 }
 
-template <class T>
-void triangle_typed(const Tensor& out, const Tensor& x, int64_t diagonal, bool upper) {
+template <class T> void triangle_typed(const Tensor& out, const Tensor& x, int64_t diagonal, bool upper) {
   const int64_t n = out.numel();
   const size_t rank = size_t(x.dim());
   Shape rows(rank, 0), cols(rank, 0);
@@ -35,15 +34,14 @@ void triangle_typed(const Tensor& out, const Tensor& x, int64_t diagonal, bool u
   const Device dev = out.device();
   DeviceGuard guard(dev);
   triangle_elements<T><<<grid_for(n, kThreads, dev.index), kThreads, 0, stream(dev)>>>(out.data<T>(), x.data<T>(), n,
-                                                                                      diagonal, upper, g);
+                                                                                       diagonal, upper, g);
   KS_CUDA_LAUNCH_CHECK();
 }
 
 void triangle_cuda(const Tensor& out, const Tensor& x, int64_t diagonal, bool upper) {
   if (out.numel() == 0) return;
-  dispatch_all(x.dtype(), upper ? "triu" : "tril", [&](auto tag) {
-    triangle_typed<typename decltype(tag)::type>(out, x, diagonal, upper);
-  });
+  dispatch_all(x.dtype(), upper ? "triu" : "tril",
+               [&](auto tag) { triangle_typed<typename decltype(tag)::type>(out, x, diagonal, upper); });
 }
 
 }  // namespace

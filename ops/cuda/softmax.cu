@@ -20,8 +20,7 @@ namespace {
 
 using namespace softmax_formulas;
 
-template <class T, bool Log, int TPR>
-__global__ void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
+template <class T, bool Log, int TPR> __global__ void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
   const int lane = row_lane<TPR>();
   for (int64_t r = first_row<TPR>(); r < rows; r += row_stride<TPR>()) {
     const T* xr = x + r * n;
@@ -36,8 +35,7 @@ __global__ void forward_rows(T* y, const T* x, int64_t rows, int64_t n) {
   }
 }
 
-template <class T, bool Log>
-__global__ void forward_columns(T* y, const T* x, Geometry G) {
+template <class T, bool Log> __global__ void forward_columns(T* y, const T* x, Geometry G) {
   const int64_t cols = G.outer * G.inner;
   for (int64_t c : grid_stride(cols)) {
     const int64_t o = c / G.inner, j = c - o * G.inner;
@@ -80,8 +78,7 @@ __global__ void backward_rows(T* dx, const T* g, const T* y, int64_t rows, int64
   }
 }
 
-template <class T, bool Log>
-__global__ void backward_columns(T* dx, const T* g, const T* y, Geometry G) {
+template <class T, bool Log> __global__ void backward_columns(T* dx, const T* g, const T* y, Geometry G) {
   const int64_t cols = G.outer * G.inner;
   for (int64_t c : grid_stride(cols)) {
     const int64_t o = c / G.inner, j = c - o * G.inner;
@@ -105,8 +102,7 @@ __global__ void backward_columns(T* dx, const T* g, const T* y, Geometry G) {
   }
 }
 
-template <class T, bool Log>
-void run_forward(const Tensor& out, const Tensor& x, const Geometry& G) {
+template <class T, bool Log> void run_forward(const Tensor& out, const Tensor& x, const Geometry& G) {
   const int dev = x.device().index;
   const cudaStream_t s = stream(dev);
   DeviceGuard guard(x.device());
@@ -114,16 +110,17 @@ void run_forward(const Tensor& out, const Tensor& x, const Geometry& G) {
   const T* xp = x.data<T>();
   if (G.inner == 1) {
     const RowLaunch L = row_launch(G.outer, G.n, dev);
-    if (L.warp_rows) forward_rows<T, Log, kWarp><<<L.grid, kThreads, 0, s>>>(yp, xp, G.outer, G.n);
-    else forward_rows<T, Log, kThreads><<<L.grid, kThreads, 0, s>>>(yp, xp, G.outer, G.n);
+    if (L.warp_rows)
+      forward_rows<T, Log, kWarp><<<L.grid, kThreads, 0, s>>>(yp, xp, G.outer, G.n);
+    else
+      forward_rows<T, Log, kThreads><<<L.grid, kThreads, 0, s>>>(yp, xp, G.outer, G.n);
   } else {
     forward_columns<T, Log><<<grid_for(G.outer * G.inner, kThreads, dev), kThreads, 0, s>>>(yp, xp, G);
   }
   KS_CUDA_LAUNCH_CHECK();
 }
 
-template <class T, bool Log>
-void run_backward(const Tensor& dx, const Tensor& g, const Tensor& y, const Geometry& G) {
+template <class T, bool Log> void run_backward(const Tensor& dx, const Tensor& g, const Tensor& y, const Geometry& G) {
   const int dev = y.device().index;
   const cudaStream_t s = stream(dev);
   DeviceGuard guard(y.device());
@@ -132,8 +129,10 @@ void run_backward(const Tensor& dx, const Tensor& g, const Tensor& y, const Geom
   const T* yp = y.data<T>();
   if (G.inner == 1) {
     const RowLaunch L = row_launch(G.outer, G.n, dev);
-    if (L.warp_rows) backward_rows<T, Log, kWarp><<<L.grid, kThreads, 0, s>>>(dp, gp, yp, G.outer, G.n);
-    else backward_rows<T, Log, kThreads><<<L.grid, kThreads, 0, s>>>(dp, gp, yp, G.outer, G.n);
+    if (L.warp_rows)
+      backward_rows<T, Log, kWarp><<<L.grid, kThreads, 0, s>>>(dp, gp, yp, G.outer, G.n);
+    else
+      backward_rows<T, Log, kThreads><<<L.grid, kThreads, 0, s>>>(dp, gp, yp, G.outer, G.n);
   } else {
     backward_columns<T, Log><<<grid_for(G.outer * G.inner, kThreads, dev), kThreads, 0, s>>>(dp, gp, yp, G);
   }
@@ -146,8 +145,10 @@ void softmax_cuda(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) 
   const Geometry G = geometry(x.sizes(), dim);
   dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (log) run_forward<T, true>(out, x, G);
-    else run_forward<T, false>(out, x, G);
+    if (log)
+      run_forward<T, true>(out, x, G);
+    else
+      run_forward<T, false>(out, x, G);
   });
 }
 
@@ -157,8 +158,10 @@ void softmax_backward_cuda(bool log, const Tensor& dx, const Tensor& g_in, const
   const Geometry G = geometry(y.sizes(), dim);
   dispatch_floating(y.dtype(), log ? "log_softmax backward" : "softmax backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (log) run_backward<T, true>(dx, g, y, G);
-    else run_backward<T, false>(dx, g, y, G);
+    if (log)
+      run_backward<T, true>(dx, g, y, G);
+    else
+      run_backward<T, false>(dx, g, y, G);
   });
 }
 

@@ -7,9 +7,9 @@ using namespace ks::testing;
 
 TEST_CASE("diamond graph sums both paths") {
   Tensor x = tensor({2.0}, {}, {.dtype = kFloat64, .requires_grad = true});
-  Tensor a = x * 3.0;    // da/dx = 3
-  Tensor b = x * x;      // db/dx = 2x
-  Tensor y = a * b;      // y = 3x^3, dy/dx = 9x^2 = 36
+  Tensor a = x * 3.0;  // da/dx = 3
+  Tensor b = x * x;    // db/dx = 2x
+  Tensor y = a * b;    // y = 3x^3, dy/dx = 9x^2 = 36
   backward(y);
   CHECK(x.grad().item() == doctest::Approx(36));
 }

@@ -2,8 +2,8 @@
 // 1,000-iteration training-style loop does not grow resident memory.
 #include "support/testing.h"
 
-#include <fstream>
 #include <unistd.h>
+#include <fstream>
 
 using namespace ks;
 

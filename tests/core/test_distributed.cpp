@@ -31,7 +31,9 @@ struct EnvScope {
 TEST_CASE("launch_info reads mpirun's, PMIx's and PMI's variables, and names a bad one") {
   CHECK_FALSE(dist::launch_info().launched);
   {
-    EnvScope env{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+    EnvScope env{{"OMPI_COMM_WORLD_RANK", "1"},
+                 {"OMPI_COMM_WORLD_SIZE", "4"},
+                 {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}};
     const dist::LaunchInfo info = dist::launch_info();
     CHECK(info.launched);

@@ -47,11 +47,19 @@ TEST_CASE("distributions have the right moments") {
   CHECK(std::fabs(v - 1) < 0.02);
   auto u = rand({100000}).to_vector<float>();
   double mu = 0;
-  for (float x : u) { CHECK(x >= 0.0f); CHECK(x < 1.0f); mu += x; }
+  for (float x : u) {
+    CHECK(x >= 0.0f);
+    CHECK(x < 1.0f);
+    mu += x;
+  }
   CHECK(std::fabs(mu / 100000 - 0.5) < 0.01);
   auto r = randint(3, 7, {10000}, {.dtype = kInt64}).to_vector<int64_t>();
   int counts[4] = {};
-  for (auto x : r) { REQUIRE(x >= 3); REQUIRE(x < 7); counts[x - 3]++; }
+  for (auto x : r) {
+    REQUIRE(x >= 3);
+    REQUIRE(x < 7);
+    counts[x - 3]++;
+  }
   for (int c : counts) CHECK(std::abs(c - 2500) < 200);
   auto b = bernoulli({10000}, 0.3).to_vector<float>();
   double s = 0;

@@ -71,8 +71,7 @@ TEST_CASE("item and size errors name the problem") {
 }
 
 TEST_CASE("printing follows PyTorch's format") {
-  CHECK(tensor({1, 2.5, -3, 4}, {2, 2}).to_string() ==
-        "tensor([[ 1.0000,  2.5000],\n        [-3.0000,  4.0000]])");
+  CHECK(tensor({1, 2.5, -3, 4}, {2, 2}).to_string() == "tensor([[ 1.0000,  2.5000],\n        [-3.0000,  4.0000]])");
   CHECK(tensor({1, 2}, {2}, {.dtype = kInt64}).to_string() == "tensor([1, 2], dtype=int64)");
   CHECK(scalar_tensor(3, {.dtype = kFloat64, .requires_grad = true}).to_string() ==
         "tensor(3.0000, dtype=float64, requires_grad=true)");

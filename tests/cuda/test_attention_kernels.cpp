@@ -13,7 +13,6 @@
 using namespace ks;
 using namespace ks::testing;
 
-
 TEST_CASE("cuda: mixture_softmax forward and backward match the CPU" * needs_gpu()) {
   // (B, h, T, M, S): short rows (a warp each) and long rows (a block each).
   for (const Shape& shape : {Shape{2, 3, 5, 2, 7}, Shape{1, 2, 3, 3, 1500}}) {
@@ -56,7 +55,8 @@ TEST_CASE("cuda: mixture_softmax forward and backward match the CPU" * needs_gpu
   Tensor mask = zeros({3, 4}, {.dtype = kBool});
   fill_(select(mask, 0, 1), 1.0);
   Leaves sl = leaves(s), bl = leaves(b);
-  MixtureSoftmax yc = mixture_softmax(sl.cpu, bl.cpu, 1.0, mask), yg = mixture_softmax(sl.gpu, bl.gpu, 1.0, on_gpu(mask));
+  MixtureSoftmax yc = mixture_softmax(sl.cpu, bl.cpu, 1.0, mask),
+                 yg = mixture_softmax(sl.gpu, bl.gpu, 1.0, on_gpu(mask));
   CHECK_FALSE(yg.responsibilities.defined());
   check_matches(yg.weights, yc.weights, 1e-5, 1e-5);
   backward_both(yc.weights, yg.weights, 405);
@@ -68,11 +68,15 @@ TEST_CASE("cuda: mixture_softmax forward and backward match the CPU" * needs_gpu
     for (Layout l : all_layouts()) {
       CAPTURE(hard);
       CAPTURE(layout_name(l));
-      CHECK_GRADCHECK([&](const std::vector<Tensor>& t) {
-        return through_gpu([&](const std::vector<Tensor>& u) {
-          return mixture_softmax(u[0], u[1], 0.5, hide, {.hard = hard}).weights;
-        }, t);
-      }, {leaf64({2, 3, 2, 4}, 406, l, -2, 2), leaf64({2, 4}, 407, l)});
+      CHECK_GRADCHECK(
+          [&](const std::vector<Tensor>& t) {
+            return through_gpu(
+                [&](const std::vector<Tensor>& u) {
+                  return mixture_softmax(u[0], u[1], 0.5, hide, {.hard = hard}).weights;
+                },
+                t);
+          },
+          {leaf64({2, 3, 2, 4}, 406, l, -2, 2), leaf64({2, 4}, 407, l)});
     }
   }
 }
@@ -115,7 +119,8 @@ TEST_CASE("cuda: causal_linear_attention forward and backward match the CPU" * n
     }
   }
   // Only v needs a gradient: the kernel's other outputs are absent.
-  Twin q = twin({1, 2, 9, 3}, 506, Layout::Contiguous, kFloat64, 0.1, 1), k = twin({1, 2, 9, 3}, 507, Layout::Contiguous, kFloat64, 0.1, 1);
+  Twin q = twin({1, 2, 9, 3}, 506, Layout::Contiguous, kFloat64, 0.1, 1),
+       k = twin({1, 2, 9, 3}, 507, Layout::Contiguous, kFloat64, 0.1, 1);
   Twin v = twin({1, 2, 9, 5}, 508, Layout::Contiguous, kFloat64);
   Leaves vl = leaves(v);
   Tensor yc = causal_linear_attention(q.cpu, k.cpu, vl.cpu), yg = causal_linear_attention(q.gpu, k.gpu, vl.gpu);
@@ -123,11 +128,12 @@ TEST_CASE("cuda: causal_linear_attention forward and backward match the CPU" * n
   check_matches(vl.gpu.grad(), vl.cpu.grad(), 1e-11, 1e-11);
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
-    CHECK_GRADCHECK([](const std::vector<Tensor>& t) {
-      return through_gpu([](const std::vector<Tensor>& u) {
-        return causal_linear_attention(u[0], u[1], u[2], u[3], u[4]);
-      }, t);
-    }, {leaf64({1, 2, 5, 3}, 510, l, 0.1, 1), leaf64({1, 2, 5, 3}, 511, l, 0.1, 1), leaf64({1, 2, 5, 4}, 512, l),
-        leaf64({1, 2, 3, 4}, 513, l), leaf64({1, 2, 3}, 514, l, 0.5, 2)});
+    CHECK_GRADCHECK(
+        [](const std::vector<Tensor>& t) {
+          return through_gpu(
+              [](const std::vector<Tensor>& u) { return causal_linear_attention(u[0], u[1], u[2], u[3], u[4]); }, t);
+        },
+        {leaf64({1, 2, 5, 3}, 510, l, 0.1, 1), leaf64({1, 2, 5, 3}, 511, l, 0.1, 1), leaf64({1, 2, 5, 4}, 512, l),
+         leaf64({1, 2, 3, 4}, 513, l), leaf64({1, 2, 3}, 514, l, 0.5, 2)});
   }
 }

@@ -119,8 +119,8 @@ TEST_CASE("cuda: compare, logical, where and masked_fill match the CPU" * needs_
   check_matches(where(mg, a.gpu, b.gpu), where(mc, a.cpu, b.cpu));
   Tensor causal_c = gt(arange(7).alias({1, 7}, {0, 1}, 0), arange(4).alias({4, 1}, {1, 0}, 0));
   check_matches(masked_fill(a.gpu, on_gpu(causal_c), -INFINITY), masked_fill(a.cpu, causal_c, -INFINITY));
-  check_grads_match([&](const Tensor& x) { return masked_fill(x, x.device().is_cpu() ? causal_c : on_gpu(causal_c), 0.0); },
-                    a, 1e-6);
+  check_grads_match(
+      [&](const Tensor& x) { return masked_fill(x, x.device().is_cpu() ? causal_c : on_gpu(causal_c), 0.0); }, a, 1e-6);
   check_grads_match([&](const Tensor& x) { return where(x.device().is_cpu() ? mc : mg, x, mul(x, 2.0)); }, a, 1e-6);
 }
 

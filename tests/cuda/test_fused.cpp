@@ -8,10 +8,7 @@
 using namespace ks;
 using namespace ks::testing;
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("cuda: softmax and log_softmax match the CPU" * needs_gpu()) {
   for (DType d : {kFloat32, kFloat64}) {
@@ -43,9 +40,11 @@ TEST_CASE("cuda: softmax and log_softmax match the CPU" * needs_gpu()) {
   check_matches(dg, dc, 1e-6, 1e-6);
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
-    CHECK_GRADCHECK([](const std::vector<Tensor>& t) { return through_gpu([](const std::vector<Tensor>& u) {
-                      return softmax(u[0], 1); }, t); },
-                    {leaf64({3, 4, 2}, 101, l)});
+    CHECK_GRADCHECK(
+        [](const std::vector<Tensor>& t) {
+          return through_gpu([](const std::vector<Tensor>& u) { return softmax(u[0], 1); }, t);
+        },
+        {leaf64({3, 4, 2}, 101, l)});
   }
 }
 
@@ -58,15 +57,17 @@ TEST_CASE("cuda: layer_norm forward and backward match the CPU" * needs_gpu()) {
       const Shape ns{shape.back()};
       Twin x = twin(shape, 110, Layout::Permuted, d, 5, 7), w = twin(ns, 111, Layout::Contiguous, d),
            b = twin(ns, 112, Layout::Sliced, d);
-      check_layer_grads([&ns](const Tensor& t, const Tensor& wt, const Tensor& bt) { return layer_norm(t, ns, wt, bt); },
-                        x, w, b, r);
+      check_layer_grads(
+          [&ns](const Tensor& t, const Tensor& wt, const Tensor& bt) { return layer_norm(t, ns, wt, bt); }, x, w, b, r);
       // Without affine parameters, and dbias alone.
       check_grad([&ns](const Tensor& t) { return layer_norm(t, ns); }, x, r);
     }
   }
-  CHECK_GRADCHECK([](const std::vector<Tensor>& t) { return through_gpu([](const std::vector<Tensor>& u) {
-                    return layer_norm(u[0], {4}, u[1], u[2]); }, t); },
-                  {leaf64({3, 4}, 113, Layout::Permuted), leaf64({4}, 114), leaf64({4}, 115)});
+  CHECK_GRADCHECK(
+      [](const std::vector<Tensor>& t) {
+        return through_gpu([](const std::vector<Tensor>& u) { return layer_norm(u[0], {4}, u[1], u[2]); }, t);
+      },
+      {leaf64({3, 4}, 113, Layout::Permuted), leaf64({4}, 114), leaf64({4}, 115)});
 }
 
 TEST_CASE("cuda: cross_entropy, nll_loss and mse_loss match the CPU" * needs_gpu()) {
@@ -93,26 +94,41 @@ TEST_CASE("cuda: cross_entropy, nll_loss and mse_loss match the CPU" * needs_gpu
     check_grad([&](const Tensor& x) { return cross_entropy(x, x.device().is_cpu() ? t3 : on_gpu(t3)); }, wide, r);
     Twin other = twin({5, 6}, 122, Layout::Sliced, d);
     check_grad([&](const Tensor& x) { return mse_loss(x, x.device().is_cpu() ? other.cpu : other.gpu); },
-             twin({5, 6}, 123, Layout::Contiguous, d), r);
-    check_grad([&](const Tensor& x) { return mse_loss(x, x.device().is_cpu() ? other.cpu : other.gpu, Reduction::None); },
-             twin({5, 6}, 124, Layout::Permuted, d), r);
+               twin({5, 6}, 123, Layout::Contiguous, d), r);
+    check_grad(
+        [&](const Tensor& x) { return mse_loss(x, x.device().is_cpu() ? other.cpu : other.gpu, Reduction::None); },
+        twin({5, 6}, 124, Layout::Permuted, d), r);
   }
   // Every target ignored: Mean gives 0.
   Twin l = twin({3, 4}, 125);
   Tensor all_ignored = full({3}, -100, {.dtype = kInt64});
   check_matches(cross_entropy(l.gpu, on_gpu(all_ignored)), cross_entropy(l.cpu, all_ignored), 0, 0);
-  CHECK_GRADCHECK([](const std::vector<Tensor>& t) { return through_gpu([](const std::vector<Tensor>& u) {
-                    return cross_entropy(u[0], tensor({2, 0, -100, 1}, {4}, {.dtype = kInt64, .device = Device::cuda(0)}),
-                                         {.label_smoothing = 0.2}); }, t); },
-                  {leaf64({4, 3}, 126, Layout::Sliced)});
+  CHECK_GRADCHECK(
+      [](const std::vector<Tensor>& t) {
+        return through_gpu(
+            [](const std::vector<Tensor>& u) {
+              return cross_entropy(u[0], tensor({2, 0, -100, 1}, {4}, {.dtype = kInt64, .device = Device::cuda(0)}),
+                                   {.label_smoothing = 0.2});
+            },
+            t);
+      },
+      {leaf64({4, 3}, 126, Layout::Sliced)});
 }
 
 TEST_CASE("cuda: a bad target or index gives the CPU's error" * needs_gpu()) {
   Tensor logits = zeros({4, 5});
   Tensor t = tensor({1, 7, 2, -3}, {4}, {.dtype = kInt64});
   std::string cpu_error, gpu_error;
-  try { cross_entropy(logits, t); } catch (const Error& e) { cpu_error = e.what(); }
-  try { cross_entropy(on_gpu(logits), on_gpu(t)); } catch (const Error& e) { gpu_error = e.what(); }
+  try {
+    cross_entropy(logits, t);
+  } catch (const Error& e) {
+    cpu_error = e.what();
+  }
+  try {
+    cross_entropy(on_gpu(logits), on_gpu(t));
+  } catch (const Error& e) {
+    gpu_error = e.what();
+  }
   CHECK(cpu_error == "cross_entropy: target 7 at position 1 is out of range for 5 classes (ignore_index is -100)");
   CHECK(gpu_error == cpu_error);
   Tensor w = zeros({6, 3});

@@ -40,8 +40,8 @@ TEST_CASE("cuda: index_select and index_add match the CPU exactly" * needs_gpu()
         Twin src = twin(src_shape, 220 + uint64_t(dim), l, d, -50, 50);
         check_matches(index_add(x.gpu, dim, idx.gpu, src.gpu), index_add(x.cpu, dim, idx.cpu, src.cpu), 0, 0);
         if (d == kFloat32 || d == kFloat64)  // backward: index_add into zeros
-          check_grad([&](const Tensor& t) { return index_select(t, dim, t.device().is_cuda() ? idx.gpu : idx.cpu); },
-                     x, 0);
+          check_grad([&](const Tensor& t) { return index_select(t, dim, t.device().is_cuda() ? idx.gpu : idx.cpu); }, x,
+                     0);
       }
     }
   }
@@ -60,12 +60,16 @@ TEST_CASE("cuda: index_select and index_add match the CPU exactly" * needs_gpu()
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
     Tensor i3 = on_gpu(tensor({2, 0, 2}, {3}, {.dtype = kInt64}));
-    CHECK_GRADCHECK([&](const std::vector<Tensor>& t) {
-      return through_gpu([&](const std::vector<Tensor>& u) { return index_select(u[0], 1, i3); }, t);
-    }, {leaf64({3, 4, 2}, 235, l)});
-    CHECK_GRADCHECK([&](const std::vector<Tensor>& t) {
-      return through_gpu([&](const std::vector<Tensor>& u) { return index_add(u[0], 0, i3, u[1]); }, t);
-    }, {leaf64({4, 5}, 236, l), leaf64({3, 5}, 237, l)});
+    CHECK_GRADCHECK(
+        [&](const std::vector<Tensor>& t) {
+          return through_gpu([&](const std::vector<Tensor>& u) { return index_select(u[0], 1, i3); }, t);
+        },
+        {leaf64({3, 4, 2}, 235, l)});
+    CHECK_GRADCHECK(
+        [&](const std::vector<Tensor>& t) {
+          return through_gpu([&](const std::vector<Tensor>& u) { return index_add(u[0], 0, i3, u[1]); }, t);
+        },
+        {leaf64({4, 5}, 236, l), leaf64({3, 5}, 237, l)});
   }
 }
 
@@ -96,12 +100,16 @@ TEST_CASE("cuda: gather and scatter_add match the CPU exactly" * needs_gpu()) {
   Twin idx = int_twin({3, 2}, 270, 0, 3);
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
-    CHECK_GRADCHECK([&](const std::vector<Tensor>& t) {
-      return through_gpu([&](const std::vector<Tensor>& u) { return gather(u[0], 1, idx.gpu); }, t);
-    }, {leaf64({3, 3}, 271, l)});
-    CHECK_GRADCHECK([&](const std::vector<Tensor>& t) {
-      return through_gpu([&](const std::vector<Tensor>& u) { return scatter_add(u[0], 1, idx.gpu, u[1]); }, t);
-    }, {leaf64({3, 3}, 272, l), leaf64({3, 2}, 273, l)});
+    CHECK_GRADCHECK(
+        [&](const std::vector<Tensor>& t) {
+          return through_gpu([&](const std::vector<Tensor>& u) { return gather(u[0], 1, idx.gpu); }, t);
+        },
+        {leaf64({3, 3}, 271, l)});
+    CHECK_GRADCHECK(
+        [&](const std::vector<Tensor>& t) {
+          return through_gpu([&](const std::vector<Tensor>& u) { return scatter_add(u[0], 1, idx.gpu, u[1]); }, t);
+        },
+        {leaf64({3, 3}, 272, l), leaf64({3, 2}, 273, l)});
   }
 }
 
@@ -145,9 +153,11 @@ TEST_CASE("cuda: cumsum and its backward match the CPU exactly" * needs_gpu()) {
   check_matches(cumsum(longx.gpu, 1), cumsum(longx.cpu, 1), 0, 0);
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
-    CHECK_GRADCHECK([](const std::vector<Tensor>& t) {
-      return through_gpu([](const std::vector<Tensor>& u) { return cumsum(u[0], 1); }, t);
-    }, {leaf64({3, 5, 2}, 292, l)});
+    CHECK_GRADCHECK(
+        [](const std::vector<Tensor>& t) {
+          return through_gpu([](const std::vector<Tensor>& u) { return cumsum(u[0], 1); }, t);
+        },
+        {leaf64({3, 5, 2}, 292, l)});
   }
 }
 
@@ -169,7 +179,9 @@ TEST_CASE("cuda: triu and tril match the CPU exactly" * needs_gpu()) {
   check_matches(tril(on_gpu(ones_cpu)), tril(ones_cpu), 0, 0);
   Twin m = twin({6, 4}, 301);
   check_grad([](const Tensor& t) { return triu(t, 1); }, m, 0);
-  CHECK_GRADCHECK([](const std::vector<Tensor>& t) {
-    return through_gpu([](const std::vector<Tensor>& u) { return tril(u[0], -1); }, t);
-  }, {leaf64({2, 4, 3}, 302, Layout::Permuted)});
+  CHECK_GRADCHECK(
+      [](const std::vector<Tensor>& t) {
+        return through_gpu([](const std::vector<Tensor>& u) { return tril(u[0], -1); }, t);
+      },
+      {leaf64({2, 4, 3}, 302, Layout::Permuted)});
 }

@@ -65,7 +65,9 @@ TEST_CASE("cuda: mixture_attention matches the CPU over M, head sizes, layouts a
           const Shapes s{2, 2, 70, 133, M, p, p};
           compare(s, d, Layout::Contiguous, {.hard = hard}, tol_for(d), 500);
           compare(s, d, Layout::Contiguous,
-                  {.hard = hard, .causal = true, .causal_offset = 63,
+                  {.hard = hard,
+                   .causal = true,
+                   .causal_offset = 63,
                    .key_padding = padding(2, 133, {{0, 3}, {1, 100}, {1, 132}})},
                   tol_for(d), 510, false);
         }
@@ -102,8 +104,8 @@ TEST_CASE("cuda: mixture_attention gradchecks through the GPU" * needs_gpu()) {
     CHECK_GRADCHECK(
         [&](const std::vector<Tensor>& t) {
           Generator gen(7);
-          MixtureAttentionOptions o{.causal = true, .causal_offset = 1, .key_padding = pad, .dropout_p = 0.3,
-                                    .training = true, .gen = &gen};
+          MixtureAttentionOptions o{
+              .causal = true, .causal_offset = 1, .key_padding = pad, .dropout_p = 0.3, .training = true, .gen = &gen};
           return to(mixture_attention(to(t[0], gpu()), to(t[1], gpu()), to(t[2], gpu()), to(t[3], gpu()), o).out,
                     Device::cpu());
         },

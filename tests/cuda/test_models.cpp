@@ -23,8 +23,7 @@ namespace {
 
 constexpr double kLossTol = 1e-5, kGradRtol = 1e-3, kGradAtol = 1e-5;
 
-template <class M>
-std::shared_ptr<M> build(const models::ModelConfig& c, uint64_t seed) {
+template <class M> std::shared_ptr<M> build(const models::ModelConfig& c, uint64_t seed) {
   manual_seed(seed);
   auto m = std::dynamic_pointer_cast<M>(models::build_model(c));
   REQUIRE(m != nullptr);
@@ -53,8 +52,7 @@ void check_grads(const nn::Module& gpu_model, const nn::Module& cpu_model) {
 
 // Loss on both sides, then gradients, then `steps` Adam steps whose losses must track.
 // loss(model, on_gpu) computes the loss on the model's device.
-template <class M, class Loss>
-void check_model(const models::ModelConfig& c, Loss loss, int steps) {
+template <class M, class Loss> void check_model(const models::ModelConfig& c, Loss loss, int steps) {
   auto cpu_model = build<M>(c, 11), gpu_model = build<M>(c, 11);
   nn::Adam cpu_opt(cpu_model->parameters(), {.lr = 3e-3});
   nn::Adam gpu_opt(gpu_model->parameters(), {.lr = 3e-3});  // built before the move: to() rebinds in place
@@ -100,11 +98,15 @@ models::ModelConfig lm_config(const std::string& family) {
 TEST_CASE("cuda: decoder_lm gives the CPU's loss, gradients and training losses" * needs_gpu()) {
   for (const std::string family : {"softmax", "mgk", "linear"}) {
     CAPTURE(family);
-    check_model<models::DecoderLM>(lm_config(family), [](models::DecoderLM& m, bool on_gpu_side, int step) {
-      Tensor x = random_tokens({3, 12}, 50, 600 + uint64_t(step)), y = random_tokens({3, 12}, 50, 700 + uint64_t(step));
-      if (on_gpu_side) return m.loss(on_gpu(x), on_gpu(y));
-      return m.loss(x, y);
-    }, 4);
+    check_model<models::DecoderLM>(
+        lm_config(family),
+        [](models::DecoderLM& m, bool on_gpu_side, int step) {
+          Tensor x = random_tokens({3, 12}, 50, 600 + uint64_t(step)),
+                 y = random_tokens({3, 12}, 50, 700 + uint64_t(step));
+          if (on_gpu_side) return m.loss(on_gpu(x), on_gpu(y));
+          return m.loss(x, y);
+        },
+        4);
   }
 }
 
@@ -124,28 +126,40 @@ TEST_CASE("cuda: encoder_classifier with padding gives the CPU's loss and gradie
     c.dropout = 0;
     c.attention.heads = 2;
     c.attention.d_model = 32;
-    check_model<models::EncoderClassifier>(c, [](models::EncoderClassifier& m, bool on_gpu_side, int step) {
-      Tensor x = random_tokens({4, 16}, 20, 800 + uint64_t(step));
-      fill_(slice(x, 1, 12, 16), 0.0);  // padding at the end of every row
-      Tensor y = random_tokens({4}, 3, 900 + uint64_t(step));
-      if (on_gpu_side) return cross_entropy(m.forward(on_gpu(x)), on_gpu(y));
-      return cross_entropy(m.forward(x), y);
-    }, 3);
+    check_model<models::EncoderClassifier>(
+        c,
+        [](models::EncoderClassifier& m, bool on_gpu_side, int step) {
+          Tensor x = random_tokens({4, 16}, 20, 800 + uint64_t(step));
+          fill_(slice(x, 1, 12, 16), 0.0);  // padding at the end of every row
+          Tensor y = random_tokens({4}, 3, 900 + uint64_t(step));
+          if (on_gpu_side) return cross_entropy(m.forward(on_gpu(x)), on_gpu(y));
+          return cross_entropy(m.forward(x), y);
+        },
+        3);
   }
 }
 
 TEST_CASE("cuda: seq2seq gives the CPU's loss, gradients and training losses" * needs_gpu()) {
-  models::ModelConfig c = models::parse_model_config(
-      {{"model", "seq2seq"}, {"src_vocab_size", 15}, {"tgt_vocab_size", 13}, {"d_model", 32}, {"d_ff", 64},
-       {"max_len", 16}, {"dropout", 0.0}, {"label_smoothing", 0.1}, {"attention", {{"heads", 2}}}});
-  check_model<models::Seq2Seq>(c, [](models::Seq2Seq& m, bool on_gpu_side, int step) {
-    Tensor src = random_tokens({3, 10}, 15, 1000 + uint64_t(step));
-    fill_(slice(src, 1, 8, 10), 0.0);  // source padding (pad_id 0)
-    Tensor tgt = random_tokens({3, 9}, 13, 1100 + uint64_t(step));
-    Tensor tin = slice(tgt, 1, 0, 8), tout = slice(tgt, 1, 1, 9);
-    if (on_gpu_side) return m.loss(on_gpu(src), on_gpu(tin), on_gpu(tout));
-    return m.loss(src, tin, tout);
-  }, 3);
+  models::ModelConfig c = models::parse_model_config({{"model", "seq2seq"},
+                                                      {"src_vocab_size", 15},
+                                                      {"tgt_vocab_size", 13},
+                                                      {"d_model", 32},
+                                                      {"d_ff", 64},
+                                                      {"max_len", 16},
+                                                      {"dropout", 0.0},
+                                                      {"label_smoothing", 0.1},
+                                                      {"attention", {{"heads", 2}}}});
+  check_model<models::Seq2Seq>(
+      c,
+      [](models::Seq2Seq& m, bool on_gpu_side, int step) {
+        Tensor src = random_tokens({3, 10}, 15, 1000 + uint64_t(step));
+        fill_(slice(src, 1, 8, 10), 0.0);  // source padding (pad_id 0)
+        Tensor tgt = random_tokens({3, 9}, 13, 1100 + uint64_t(step));
+        Tensor tin = slice(tgt, 1, 0, 8), tout = slice(tgt, 1, 1, 9);
+        if (on_gpu_side) return m.loss(on_gpu(src), on_gpu(tin), on_gpu(tout));
+        return m.loss(src, tin, tout);
+      },
+      3);
 }
 
 TEST_CASE("cuda: optimizer state follows a model moved to the GPU after training steps" * needs_gpu()) {

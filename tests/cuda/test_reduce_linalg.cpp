@@ -51,7 +51,7 @@ TEST_CASE("cuda: reductions over NaN, ±inf and -0 match the CPU" * needs_gpu())
     v[250] = INFINITY;
     v[260] = -INFINITY;  // row 1
     v[700] = NAN;
-    v[710] = NAN;  // row 3
+    v[710] = NAN;                                          // row 3
     for (size_t i = 800; i < 1000; ++i) v[i] = -INFINITY;  // row 4
     for (size_t i = 1000; i < 1200; ++i) v[i] = -0.0;      // row 5
     const Tensor cpu = to(from_vector(v, {6, 200}), d);
@@ -113,7 +113,9 @@ TEST_CASE("cuda: reduction backwards match the CPU" * needs_gpu()) {
   Twin x = twin({5, 6, 7}, 67, Layout::Permuted, kFloat64, 0.5, 2);
   const std::vector<std::function<Tensor(const Tensor&)>> fs = {
       [](const Tensor& t) { return logsumexp(t, {1}); },
-      [](const Tensor& t) { return norm(t, {0, 2}, {.p = 3}); },
+      [](const Tensor& t) {
+        return norm(t, {0, 2}, {.p = 3});
+      },
       [](const Tensor& t) { return norm(t, {2}, {.p = INFINITY}); },
       [](const Tensor& t) { return prod(t, {1}); },
       [](const Tensor& t) { return amax(t, {0}); },

@@ -86,8 +86,7 @@ TEST_CASE("cuda: scaled_dot_product_attention draws the CPU's dropout mask" * ne
 
 TEST_CASE("cuda: scaled_dot_product_attention on a long sequence" * needs_gpu()) {
   compare({1, 4, 1024, 1024, 64, 64}, kFloat32, Layout::Contiguous, {.causal = true}, 2e-4, 700);
-  compare({1, 2, 1024, 1024, 128, 128}, kFloat64, Layout::Contiguous,
-          {.dropout_p = 0.1, .training = true}, 1e-11, 710);
+  compare({1, 2, 1024, 1024, 128, 128}, kFloat64, Layout::Contiguous, {.dropout_p = 0.1, .training = true}, 1e-11, 710);
 }
 
 TEST_CASE("cuda: scaled_dot_product_attention gradchecks through the GPU" * needs_gpu()) {
@@ -97,10 +96,9 @@ TEST_CASE("cuda: scaled_dot_product_attention gradchecks through the GPU" * need
     CHECK_GRADCHECK(
         [&](const std::vector<Tensor>& t) {
           Generator gen(7);
-          SdpaOptions o{.causal = true, .causal_offset = 1, .key_padding = pad, .dropout_p = 0.3, .training = true,
-                        .gen = &gen};
-          return to(scaled_dot_product_attention(to(t[0], gpu()), to(t[1], gpu()), to(t[2], gpu()), o),
-                    Device::cpu());
+          SdpaOptions o{
+              .causal = true, .causal_offset = 1, .key_padding = pad, .dropout_p = 0.3, .training = true, .gen = &gen};
+          return to(scaled_dot_product_attention(to(t[0], gpu()), to(t[1], gpu()), to(t[2], gpu()), o), Device::cpu());
         },
         {leaf64({2, 2, 4, 3}, 800, l), leaf64({2, 2, 6, 3}, 801, l), leaf64({2, 2, 6, 5}, 802, l)});
   }

@@ -45,7 +45,6 @@ fs::path fake_corpus(const fs::path& root) {
   return pkg;
 }
 
-
 }  // namespace
 
 TEST_CASE("brown: parses word/tag tokens, splitting on the last slash") {
@@ -166,7 +165,8 @@ TEST_CASE("brown: malformed corpus files name the file and line") {
   CHECK(error_of([&] { read_brown(pkg); }) ==
         "brown: " + (pkg / "ca03").string() + ":2: token \"barks\" is not word/tag");
   write_text(pkg / "ca03", "\tThe/at dog/\n");
-  CHECK(error_of([&] { read_brown(pkg); }) == "brown: " + (pkg / "ca03").string() + ":1: token \"dog/\" is not word/tag");
+  CHECK(error_of([&] { read_brown(pkg); }) ==
+        "brown: " + (pkg / "ca03").string() + ":1: token \"dog/\" is not word/tag");
   write_text(pkg / "ca03", "\n\n");
   CHECK(error_of([&] { read_brown(pkg); }) == "brown: " + (pkg / "ca03").string() + " holds no sentences");
   fs::remove(pkg / "ca03");

@@ -19,9 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string be32(uint32_t v) {
-  return {char(v >> 24), char(v >> 16 & 0xff), char(v >> 8 & 0xff), char(v & 0xff)};
-}
+std::string be32(uint32_t v) { return {char(v >> 24), char(v >> 16 & 0xff), char(v >> 8 & 0xff), char(v & 0xff)}; }
 // An IDX image file of `count` images whose pixel j of image i is (i * 31 + j) % 256.
 std::string idx_images(uint32_t count, uint32_t rows, uint32_t cols, uint32_t stored = UINT32_MAX) {
   std::string b = be32(2051) + be32(count) + be32(rows) + be32(cols);
@@ -76,13 +74,15 @@ TEST_CASE("idx: malformed files fail naming the file") {
   auto p = [&](const char* name) { return (dir / name).string(); };
   CHECK(error_of([&] { read_idx_images(dir / "none.gz"); }) == "idx: file not found: " + p("none.gz"));
   write_text(dir / "text.gz", "not compressed at all");
-  CHECK(error_of([&] { read_idx_images(dir / "text.gz"); }) == "idx: " + p("text.gz") + " is not a gzip file (bad magic bytes)");
+  CHECK(error_of([&] { read_idx_images(dir / "text.gz"); }) ==
+        "idx: " + p("text.gz") + " is not a gzip file (bad magic bytes)");
 
   write_gz(dir / "good.gz", idx_images(50, 28, 28));
   std::string gz = ks::testing::read_text(dir / "good.gz");
   write_text(dir / "cut.gz", gz.substr(0, gz.size() / 2));
   std::string e = error_of([&] { read_idx_images(dir / "cut.gz"); });
-  CHECK(e.find("idx: " + p("cut.gz") + " is corrupt or truncated: `gzip -dc " + p("cut.gz") + "` exited with status 1") == 0);
+  CHECK(e.find("idx: " + p("cut.gz") + " is corrupt or truncated: `gzip -dc " + p("cut.gz") +
+               "` exited with status 1") == 0);
   CHECK(e.find("unexpected end of file") != std::string::npos);
 
   write_gz(dir / "lab.gz", idx_labels({1, 2}));
@@ -112,7 +112,8 @@ TEST_CASE("idx: header sizes whose product wraps are refused, not matched to an 
   // 2^16 * 2^24 * 2^24 = 2^64, which wraps to 0: a bare 16-byte header "held" every image.
   write_text(dir / "wrap.idx", be32(2051) + be32(1u << 16) + be32(1u << 24) + be32(1u << 24));
   CHECK(error_of([&] { read_idx_images(dir / "wrap.idx"); }) ==
-        "idx: " + (dir / "wrap.idx").string() + ": header sizes [65536, 16777216, 16777216]... promise more than 2^63 bytes");
+        "idx: " + (dir / "wrap.idx").string() +
+            ": header sizes [65536, 16777216, 16777216]... promise more than 2^63 bytes");
 }
 
 TEST_CASE("idx: no images of 2^32 - 1 squared pixels, even when there are none") {
@@ -121,7 +122,8 @@ TEST_CASE("idx: no images of 2^32 - 1 squared pixels, even when there are none")
   // int64 then overflowed (undefined behaviour) while the examples were cut out.
   write_text(dir / "none.idx", be32(2051) + be32(0) + be32(0xffffffffu) + be32(0xffffffffu));
   write_text(dir / "none-labels.idx", be32(2049) + be32(0));
-  const std::string want = "idx: " + (dir / "none.idx").string() + ": images of 4294967295 x 4294967295 pixels are "
+  const std::string want = "idx: " + (dir / "none.idx").string() +
+                           ": images of 4294967295 x 4294967295 pixels are "
                            "over the 1073741824-byte limit of an IDX file";
   CHECK(error_of([&] { read_idx_images(dir / "none.idx"); }) == want);
   CHECK(error_of([&] { idx_classification(dir / "none.idx", dir / "none-labels.idx"); }) == want);

@@ -55,7 +55,6 @@ std::vector<std::string> words_of(const Example& e) {
 
 Ids encode(const std::string& text) { return compact_ids(listops_tokenizer()->encode(text)); }
 
-
 }  // namespace
 
 TEST_CASE("listops: vocabulary and hand-evaluated expressions") {

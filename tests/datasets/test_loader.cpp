@@ -98,7 +98,8 @@ TEST_CASE("loader: each epoch is a seeded permutation, same seed, same batches")
   CHECK(sa == sb);
   CHECK_FALSE(sa == sc);
   std::vector<std::vector<int64_t>> orders(3);
-  for (const Seen& s : sa) orders[size_t(s.epoch)].insert(orders[size_t(s.epoch)].end(), s.index.begin(), s.index.end());
+  for (const Seen& s : sa)
+    orders[size_t(s.epoch)].insert(orders[size_t(s.epoch)].end(), s.index.begin(), s.index.end());
   for (auto& o : orders) {
     std::vector<int64_t> sorted = o;
     std::sort(sorted.begin(), sorted.end());
@@ -171,8 +172,8 @@ TEST_CASE("loader: the producer stops cleanly and reports errors in order") {
     DataLoader loader(d, {.batch_size = 2, .prefetch = 2});
     CHECK(loader.next().has_value());
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the producer now blocks on a full queue
-  }  // the destructor must wake and join it
-  d->examples[9].label = -1;  // collating the batch with example 9 throws
+  }                                                             // the destructor must wake and join it
+  d->examples[9].label = -1;                                    // collating the batch with example 9 throws
   DataLoader loader(d, {.batch_size = 3, .shuffle = false, .prefetch = 4});
   CHECK(loader.next()->index == std::vector<int64_t>{0, 1, 2});
   CHECK(loader.next()->index == std::vector<int64_t>{3, 4, 5});
@@ -255,8 +256,8 @@ TEST_CASE("loader: a bucket pool beyond the data is the whole data, and an overf
 
 TEST_CASE("loader: prefetch is bounded by kMaxPrefetch") {
   auto d = toy(20);
-  CHECK_THROWS_WITH_AS(DataLoader(d, {.prefetch = kMaxPrefetch + 1}), "DataLoader: prefetch must be in 0..1024, got 1025",
-                       Error);
+  CHECK_THROWS_WITH_AS(DataLoader(d, {.prefetch = kMaxPrefetch + 1}),
+                       "DataLoader: prefetch must be in 0..1024, got 1025", Error);
   CHECK_THROWS_WITH_AS(DataLoader(d, {.prefetch = INT64_MAX}),
                        "DataLoader: prefetch must be in 0..1024, got 9223372036854775807", Error);
   DataLoader sync(d, {.batch_size = 3, .seed = 2}), most(d, {.batch_size = 3, .seed = 2, .prefetch = kMaxPrefetch});
@@ -276,8 +277,8 @@ TEST_CASE("loader: the last epoch is kMaxEpoch, and going past it is an error, n
     s.epoch = kMaxEpoch;
     loader.restore(s);
     for (int k = 0; k < 3; ++k) CHECK(loader.next()->epoch == kMaxEpoch);
-    CHECK_THROWS_WITH_AS(loader.next(), "DataLoader: epoch 4611686018427387903 is the last one a loader can reach (kMaxEpoch)",
-                         Error);
+    CHECK_THROWS_WITH_AS(loader.next(),
+                         "DataLoader: epoch 4611686018427387903 is the last one a loader can reach (kMaxEpoch)", Error);
   }
 }
 
@@ -314,10 +315,10 @@ TEST_CASE("loader state from a damaged checkpoint: wrong types and deep nesting 
   CHECK_THROWS_WITH_AS(LoaderState::from_json(state("-1")),
                        "loader state: field \"seed\" is -1, outside 0..18446744073709551615", Error);
   CHECK_THROWS_WITH_AS(LoaderState::from_json(state("\"" + std::string(1 << 20, '7') + "\"")),
-                       "loader state: field \"seed\" must be an integer",
-                       Error);
+                       "loader state: field \"seed\" must be an integer", Error);
   CHECK_THROWS_WITH_AS(
-      LoaderState::from_json(R"({"epoch": 9223372036854775808, "position": 0, "examples": 4, "batch_size": 2, "seed": 0})"),
+      LoaderState::from_json(
+          R"({"epoch": 9223372036854775808, "position": 0, "examples": 4, "batch_size": 2, "seed": 0})"),
       "loader state: field \"epoch\" is 9223372036854775808, outside -9223372036854775808..9223372036854775807", Error);
   CHECK_THROWS_WITH_AS(LoaderState::from_json(std::string(100000, '[')),
                        "loader state: JSON nested deeper than 64 levels of arrays and objects", Error);

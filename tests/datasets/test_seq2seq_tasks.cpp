@@ -10,7 +10,9 @@ using namespace ks::data;
 
 namespace {
 
-std::string text(const Dataset& d, const Ids& ids) { return d.tokenizer->decode(std::vector<int64_t>(ids.begin(), ids.end())); }
+std::string text(const Dataset& d, const Ids& ids) {
+  return d.tokenizer->decode(std::vector<int64_t>(ids.begin(), ids.end()));
+}
 
 }  // namespace
 

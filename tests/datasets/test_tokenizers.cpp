@@ -15,9 +15,9 @@ using ks::testing::write_text;
 
 namespace {
 
-const std::vector<std::string> kCorpus = {
-    "the cat sat on the mat.", "the dog sat on the log!", "a cat and a dog, the best of friends.",
-    "Héllo wörld — ünïcode ✓ text", "numbers 123 and 4567 and 123"};
+const std::vector<std::string> kCorpus = {"the cat sat on the mat.", "the dog sat on the log!",
+                                          "a cat and a dog, the best of friends.", "Héllo wörld — ünïcode ✓ text",
+                                          "numbers 123 and 4567 and 123"};
 
 void check_round_trip(const Tokenizer& tok, const std::string& s) {
   std::vector<int64_t> ids = tok.encode(s);
@@ -69,7 +69,9 @@ TEST_CASE("byte tokenizer: ids are 4 + byte and any bytes round-trip") {
 TEST_CASE("utf8: code points decode, invalid bytes are escaped and re-encoded exactly") {
   CHECK(utf8_decode("aé✓😀") == std::vector<char32_t>{U'a', U'é', U'✓', U'😀'});
   // A lone continuation byte, a truncated sequence, an overlong '/' and a surrogate.
-  std::string bad = "x\x80y\xe2\x9c" "z\xc0\xaf\xed\xa0\x80";
+  std::string bad =
+      "x\x80y\xe2\x9c"
+      "z\xc0\xaf\xed\xa0\x80";
   std::vector<char32_t> cps = utf8_decode(bad);
   CHECK(cps.size() == 11);
   CHECK(cps[1] == 0xDC80);
@@ -177,8 +179,10 @@ std::vector<std::pair<int64_t, int64_t>> naive_bpe(const std::vector<std::string
     for (auto& w : words) {
       std::vector<int64_t> out;
       for (size_t k = 0; k < w.size(); ++k)
-        if (k + 1 < w.size() && w[k] == best.first && w[k + 1] == best.second) out.push_back(id), ++k;
-        else out.push_back(w[k]);
+        if (k + 1 < w.size() && w[k] == best.first && w[k + 1] == best.second)
+          out.push_back(id), ++k;
+        else
+          out.push_back(w[k]);
       w = out;
     }
   }
@@ -257,7 +261,8 @@ TEST_CASE("load_tokenizer: bad files fail naming the file and the problem") {
   CHECK(load_error(R"({"type": "byte", "specials": ["<unk>", "<pad>", "<bos>", "<eos>"]})")
             .find("\"specials\" must be") != std::string::npos);
   CHECK(load_error("{\"type\": \"wordpiece\", " + specials + "}") ==
-        "load_tokenizer: " + path.string() + ": unknown tokenizer type \"wordpiece\" (expected byte, char, word or bpe)");
+        "load_tokenizer: " + path.string() +
+            ": unknown tokenizer type \"wordpiece\" (expected byte, char, word or bpe)");
   CHECK(load_error("{\"type\": \"char\", " + specials + ", \"chars\": \"abc\"}") ==
         "load_tokenizer: " + path.string() + ": field \"chars\" has the wrong type: \"abc\"");
   CHECK(load_error("{\"type\": \"char\", " + specials + ", \"chars\": [97, 97]}") ==
@@ -273,7 +278,8 @@ TEST_CASE("load_tokenizer: a 600-byte file of doubling merges is refused, not al
   // for 2 TB.
   std::string merges = "[101, 101]";
   for (int i = 0; i < 40; ++i) merges += ", [" + std::to_string(260 + i) + ", " + std::to_string(260 + i) + "]";
-  const std::string text = R"({"type": "bpe", "specials": ["<pad>", "<bos>", "<eos>", "<unk>"], "merges": [)" + merges + "]}";
+  const std::string text =
+      R"({"type": "bpe", "specials": ["<pad>", "<bos>", "<eos>", "<unk>"], "merges": [)" + merges + "]}";
   CHECK(text.size() < 600);
   CHECK_THROWS_WITH_AS(tokenizer_from_json(text, "t.json"),
                        "load_tokenizer: t.json: bpe tokenizer: merge 10 (269, 269) makes a token of 2048 bytes, over "
@@ -293,8 +299,8 @@ TEST_CASE("load_tokenizer: merges must be pairs of integers and lists stay under
   std::string chars = "[0";
   for (int64_t i = 0; i < kMaxVocabSize; ++i) chars += ",0";
   CHECK_THROWS_WITH_AS(
-      tokenizer_from_json(R"({"type": "char", "specials": ["<pad>", "<bos>", "<eos>", "<unk>"], "chars": )" + chars + "]}",
-                          "t.json"),
+      tokenizer_from_json(
+          R"({"type": "char", "specials": ["<pad>", "<bos>", "<eos>", "<unk>"], "chars": )" + chars + "]}", "t.json"),
       "load_tokenizer: t.json: field \"chars\" holds 1048577 entries, over the vocabulary limit of 1048576", Error);
   // Found by tests/fuzz/fuzz_tokenizer: get<int64_t> of 5e71 was undefined behaviour.
   CHECK_THROWS_WITH_AS(

@@ -13,7 +13,6 @@ using namespace ks::testing;
 
 namespace {
 
-
 // The stream a language-model split was cut from.
 std::vector<int64_t> stream_of(const Dataset& d) {
   std::vector<int64_t> s;
@@ -88,7 +87,7 @@ TEST_CASE("tsv classification: labels, header, last-tab split and truncation") {
   write_text(dir / "train.tsv", "text\tlabel\ngood film\tpos\nbad\tneg\na\ttab\tpos\n\n");
   write_text(dir / "test.tsv", "text\tlabel\nfine\tneg\n");
   Splits s = tsv_classification({.train = dir / "train.tsv", .valid = dir / "test.tsv", .test = dir / "test.tsv"},
-                                 {.tokenizer = std::make_shared<ByteTokenizer>(), .max_length = 5, .header = true});
+                                {.tokenizer = std::make_shared<ByteTokenizer>(), .max_length = 5, .header = true});
   CHECK(s.train.classes == std::vector<std::string>{"neg", "pos"});
   REQUIRE(s.train.size() == 3);
   CHECK(decode(s.train, s.train.examples[0].tokens) == "good ");  // cut to 5 bytes
@@ -114,8 +113,8 @@ TEST_CASE("tsv classification: bad lines and unknown labels name file and line")
   write_text(dir / "train.tsv", "good\tpos\nbad\tneg\n");
   write_text(dir / "valid.tsv", "ok\tpos\nmeh\tneutral\n");
   DataFiles f{.train = dir / "train.tsv", .valid = dir / "valid.tsv", .test = dir / "train.tsv"};
-  CHECK(error_of([&] { tsv_classification(f); }) == "tsv classification: " + (dir / "valid.tsv").string() +
-                                                        ":2: unknown label \"neutral\" (known: neg, pos)");
+  CHECK(error_of([&] { tsv_classification(f); }) ==
+        "tsv classification: " + (dir / "valid.tsv").string() + ":2: unknown label \"neutral\" (known: neg, pos)");
   write_text(dir / "valid.tsv", "ok\tpos\n\nno tab here\n");
   CHECK(error_of([&] { tsv_classification(f); }) ==
         "tsv classification: " + (dir / "valid.tsv").string() + ":3: expected \"text<TAB>label\", found no tab");
@@ -166,7 +165,8 @@ TEST_CASE("user data: lines that are not UTF-8 load, with one warning per file n
   CHECK(tsv_classification({.train = dir / "cls.tsv", .valid = dir / "cls.tsv", .test = dir / "cls.tsv"}).warnings ==
         std::vector<std::string>{"tsv classification: " + (dir / "cls.tsv").string() +
                                  ":2: not valid UTF-8, and so is 1 more line" + tail});  // a cut character, a surrogate
-  CHECK(tsv_seq2seq({.train = dir / "clean.tsv", .valid = dir / "clean.tsv", .test = dir / "clean.tsv"}).warnings.empty());
+  CHECK(tsv_seq2seq({.train = dir / "clean.tsv", .valid = dir / "clean.tsv", .test = dir / "clean.tsv"})
+            .warnings.empty());
 }
 
 TEST_CASE("tsv seq2seq: pairs with a shared or separate target tokenizer") {

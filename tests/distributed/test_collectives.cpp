@@ -96,8 +96,8 @@ TEST_CASE("broadcast_value: root's bool, int64, double or struct on every rank, 
 TEST_CASE("bad tensors are refused before any rank waits") {
   Tensor m = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
   CHECK_THROWS_WITH_AS(group().all_reduce(transpose(m, 0, 1)), doctest::Contains("must be contiguous"), Error);
-  CHECK_THROWS_WITH_AS(group().all_reduce(ones({2}, {.dtype = kBool})), doctest::Contains("dtype bool is not supported"),
-                       Error);
+  CHECK_THROWS_WITH_AS(group().all_reduce(ones({2}, {.dtype = kBool})),
+                       doctest::Contains("dtype bool is not supported"), Error);
   CHECK_THROWS_WITH_AS(group().broadcast(m, 2), doctest::Contains("root 2 is not a rank of a group of 2"), Error);
   Tensor out = Tensor::empty({4}, kFloat32, Device::cpu());
   CHECK_THROWS_WITH_AS(group().all_gather(m, out, {4}), doctest::Contains("1 counts for 2 ranks"), Error);

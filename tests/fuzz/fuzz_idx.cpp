@@ -26,9 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const size_t cut = std::min<size_t>(size_t(uint8_t(bytes[0])) << 8 | uint8_t(bytes[1]), bytes.size() - 2);
       ks::data::IdxImages img = ks::data::idx_images_from_bytes(bytes.substr(2, cut), "images");
       const int64_t count = img.count, pixels = img.rows * img.cols;
-      ks::data::Dataset d =
-          ks::data::idx_dataset(std::move(img), ks::data::idx_labels_from_bytes(bytes.substr(2 + cut), "labels"),
-                                "images", "labels");
+      ks::data::Dataset d = ks::data::idx_dataset(
+          std::move(img), ks::data::idx_labels_from_bytes(bytes.substr(2 + cut), "labels"), "images", "labels");
       if (d.size() != count) __builtin_trap();
       for (const ks::data::Example& e : d.examples)
         if (int64_t(e.tokens.size()) != pixels || e.label < 0 || e.label > 9) __builtin_trap();

@@ -17,21 +17,24 @@ TEST_CASE("defaults are filled in and the resolved config is explicit") {
   json r = m.to_json();
   CHECK(r["attention"]["head_dim"] == 32);
   CHECK(models::parse_model_config(r).to_json() == r);  // round trip
-  auto s = models::parse_model_config(json::parse(R"({"model": "seq2seq", "src_vocab_size": 11, "tgt_vocab_size": 11})"));
+  auto s =
+      models::parse_model_config(json::parse(R"({"model": "seq2seq", "src_vocab_size": 11, "tgt_vocab_size": 11})"));
   CHECK_FALSE(s.pre_norm);
   CHECK(s.positions == "sinusoidal");
-  auto f = models::parse_model_config(
-      json::parse(R"({"vocab_size": 10, "max_len": 64, "attention": {"type": "fixed", "heads": 3, "head_dim": "seq"}})"));
+  auto f = models::parse_model_config(json::parse(
+      R"({"vocab_size": 10, "max_len": 64, "attention": {"type": "fixed", "heads": 3, "head_dim": "seq"}})"));
   CHECK(f.attention.head_dim == 64);
 }
 
 TEST_CASE("a megabyte value of the wrong type gives a short message") {
   json j = {{"vocab_size", std::string(1 << 20, 'x')}};
   CHECK_THROWS_WITH_AS(models::parse_model_config(j),
-                       ("config: vocab_size: expected an integer, got \"" + std::string(79, 'x') + "...").c_str(), Error);
+                       ("config: vocab_size: expected an integer, got \"" + std::string(79, 'x') + "...").c_str(),
+                       Error);
   json a = {{"vocab_size", 10}, {"attention", json::array({std::string(1 << 20, 'y')})}};
   CHECK_THROWS_WITH_AS(models::parse_model_config(a),
-                       ("config: attention: expected an object, got [\"" + std::string(78, 'y') + "...").c_str(), Error);
+                       ("config: attention: expected an object, got [\"" + std::string(78, 'y') + "...").c_str(),
+                       Error);
 }
 
 TEST_CASE("bad configs name the key") {
@@ -52,18 +55,21 @@ TEST_CASE("bad configs name the key") {
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "pre_norm": 1})"), "config: pre_norm: expected true or false, got 1",
                        Error);
   CHECK_THROWS_WITH_AS(bad(R"({"d_model": 8})"), "config: vocab_size: must be positive, got 0", Error);
-  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "dropout": 1.5})"), "config: dropout: must be in [0, 1), got 1.5", Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "dropout": 1.5})"), "config: dropout: must be in [0, 1), got 1.5",
+                       Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"type": "sparse"}})"),
                        doctest::Contains("config: attention.type: unknown family 'sparse'"), Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"heads": 3}})"),
                        doctest::Contains("attention.heads: 3 heads do not divide d_model 256"), Error);
   CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"kees": 3}})"),
                        "config: attention.kees: unknown key (did you mean attention.keys?)", Error);
-  CHECK_THROWS_WITH_AS(bad(R"({"model": "gpt", "vocab_size": 10})"), doctest::Contains("config: model: unknown model 'gpt'"), Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"model": "gpt", "vocab_size": 10})"),
+                       doctest::Contains("config: model: unknown model 'gpt'"), Error);
   CHECK_THROWS_WITH_AS(bad(R"({"model": "encoder_classifier", "vocab_size": 10, "num_classes": 2, "pooling": "max"})"),
                        "config: pooling: expected mean or cls, got 'max'", Error);
-  CHECK_THROWS_WITH_AS(bad(R"({"model": "seq2seq", "src_vocab_size": 11, "tgt_vocab_size": 12, "share_embeddings": true})"),
-                       doctest::Contains("config: share_embeddings"), Error);
+  CHECK_THROWS_WITH_AS(
+      bad(R"({"model": "seq2seq", "src_vocab_size": 11, "tgt_vocab_size": 12, "share_embeddings": true})"),
+      doctest::Contains("config: share_embeddings"), Error);
   CHECK_THROWS_WITH_AS(bad(R"([1, 2])"), doctest::Contains("config: expected a JSON object"), Error);
 }
 
@@ -122,7 +128,8 @@ TEST_CASE("a model section's errors carry its prefix, and a near-miss key gets a
   CHECK_THROWS_WITH_AS(in_run(R"({"vocab_size": 0})"), "config: model.vocab_size: must be positive, got 0", Error);
   CHECK_THROWS_WITH_AS(in_run(R"({"model": "seq2sec"})"),
                        doctest::Contains("config: model.model: unknown model 'seq2sec' (expected decoder_lm, "
-                                         "encoder_classifier or seq2seq; did you mean seq2seq?)"), Error);
+                                         "encoder_classifier or seq2seq; did you mean seq2seq?)"),
+                       Error);
   CHECK_THROWS_WITH_AS(in_run(R"([1])"), doctest::Contains("config: model: expected a JSON object"), Error);
   CHECK(models::nearest_key("stpes", {"steps", "seed"}) == "steps");  // a swap is one edit
   CHECK(models::nearest_key("lr", {"eps", "type"}).empty());          // short keys: one edit at most

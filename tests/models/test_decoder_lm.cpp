@@ -45,7 +45,8 @@ struct WordCorpus {
     }
     std::mt19937_64 rng(seed);
     while (stream.size() < length) {
-      for (int64_t t : words[rng() % words.size()]) stream.push_back(rng() % 100 < 2 ? 1 + int64_t(rng() % (V - 1)) : t);
+      for (int64_t t : words[rng() % words.size()])
+        stream.push_back(rng() % 100 < 2 ? 1 + int64_t(rng() % (V - 1)) : t);
     }
     stream.resize(length);
     std::map<int64_t, double> count, first;
@@ -130,7 +131,9 @@ std::vector<int64_t> greedy_by_recomputation(models::DecoderLM& m, const Tensor&
 
 }  // namespace
 
-TEST_CASE("decoder_lm: every attention family learns a word corpus (held-out loss < 0.5 x unigram, < 0.85 x bigram entropy)") {
+TEST_CASE(
+    "decoder_lm: every attention family learns a word corpus (held-out loss < 0.5 x unigram, < 0.85 x bigram "
+    "entropy)") {
   const WordCorpus train(20000, 1), test(4000, 2);
   INFO("unigram entropy ", test.unigram_entropy, " nats, bigram entropy ", test.bigram_entropy);
   REQUIRE(test.unigram_entropy > 2.5);  // the margins below mean something
@@ -181,7 +184,7 @@ TEST_CASE("decoder_lm: greedy generation with caches equals argmax of full recom
       std::vector<nn::DecoderLayerCache> caches;
       m->forward(narrow(out, 1, 0, 7), &caches);
       Tensor step = m->forward(narrow(out, 1, 7, 1), &caches);  // (2, 1, V)
-      Tensor full = m->forward(narrow(out, 1, 0, 8));            // (2, 8, V)
+      Tensor full = m->forward(narrow(out, 1, 0, 8));           // (2, 8, V)
       check_close(step, narrow(full, 1, 7, 1), 1e-4, 1e-4);
     }
   }
@@ -202,7 +205,8 @@ TEST_CASE("decoder_lm: seeded sampling is reproducible and top_k = 1 equals gree
   CHECK(sample(11, 0.7, 1) == greedy);
   CHECK(sample(12, 3.0, 1) == greedy);
   // A batch of prompts gives one row each.
-  CHECK(m->generate(from_vector(std::vector<int64_t>{1, 2, 3, 4}, {2, 2}), 5, {.greedy = false}).sizes() == Shape{2, 7});
+  CHECK(m->generate(from_vector(std::vector<int64_t>{1, 2, 3, 4}, {2, 2}), 5, {.greedy = false}).sizes() ==
+        Shape{2, 7});
 }
 
 TEST_CASE("sample_next: frequencies follow softmax(logits / temperature) over the top k") {
@@ -381,8 +385,8 @@ TEST_CASE("decoder_lm: errors name the problem") {
   auto ids = [](std::vector<int64_t> v, Shape s) { return from_vector(v, s); };
   CHECK_THROWS_WITH_AS(m->forward(ids({1, 32}, {1, 2})), "decoder_lm: token id 32 is outside [0, 32)", Error);
   CHECK_THROWS_WITH_AS(m->forward(ids({-1, 2}, {1, 2})), "decoder_lm: token id -1 is outside [0, 32)", Error);
-  CHECK_THROWS_WITH_AS(m->forward(tensor({1, 2}, {1, 2})), "decoder_lm: tokens must be int64 (B, T), got float32 [1, 2]",
-                       Error);
+  CHECK_THROWS_WITH_AS(m->forward(tensor({1, 2}, {1, 2})),
+                       "decoder_lm: tokens must be int64 (B, T), got float32 [1, 2]", Error);
   CHECK_THROWS_WITH_AS(m->forward(ids({1, 2}, {2})), "decoder_lm: tokens must be int64 (B, T), got int64 [2]", Error);
   CHECK_THROWS_WITH_AS(m->forward(ids(std::vector<int64_t>(9, 1), {1, 9})),
                        "decoder_lm: a sequence of 9 tokens exceeds max_len 8", Error);

@@ -211,9 +211,10 @@ TEST_CASE("encoder_classifier: post-LN (no final norm) passes gradients to every
 TEST_CASE("encoder_classifier: cost by hand for a tiny config") {
   // V = 10, d = 4, h = 2 (p = 2), d_ff = 8, one layer, max_len 6, C = 3, learned positions, seq_len 5.
   auto parse = [](const char* extra) {
-    return models::parse_model_config(json::parse(
-        std::string(R"({"model": "encoder_classifier", "vocab_size": 10, "num_classes": 3, "d_model": 4,
-        "d_ff": 8, "layers": 1, "max_len": 6, "attention": {"heads": 2})") + extra + "}"));
+    return models::parse_model_config(
+        json::parse(std::string(R"({"model": "encoder_classifier", "vocab_size": 10, "num_classes": 3, "d_model": 4,
+        "d_ff": 8, "layers": 1, "max_len": 6, "attention": {"heads": 2})") +
+                    extra + "}"));
   };
   auto m = models::build_model(parse(""));
   models::ModelCost k = m->cost(5);
@@ -255,9 +256,10 @@ TEST_CASE("encoder_classifier: cost by hand for a tiny config") {
 
 TEST_CASE("encoder_classifier: the LRA code's head and table init (head mlp, embedding_std)") {
   auto parse = [](const char* extra) {
-    return models::parse_model_config(json::parse(
-        std::string(R"({"model": "encoder_classifier", "vocab_size": 50, "num_classes": 3, "d_model": 64,
-        "d_ff": 32, "layers": 1, "max_len": 400, "pad_id": 0, "dropout": 0)") + extra + "}"));
+    return models::parse_model_config(
+        json::parse(std::string(R"({"model": "encoder_classifier", "vocab_size": 50, "num_classes": 3, "d_model": 64,
+        "d_ff": 32, "layers": 1, "max_len": 400, "pad_id": 0, "dropout": 0)") +
+                    extra + "}"));
   };
   auto std_of = [](const Tensor& t) { return std::sqrt(mean(mul(t, t)).item()); };
   manual_seed(5);
@@ -284,12 +286,10 @@ TEST_CASE("encoder_classifier: the LRA code's head and table init (head mlp, emb
   CHECK(amax(abs(sub(lra->forward(x), want))).item() == 0);
 
   CHECK_THROWS_WITH_AS(parse(R"(, "head": "deep")"), "config: head: expected linear or mlp, got 'deep'", Error);
-  CHECK_THROWS_WITH_AS(parse(R"(, "embedding_std": -1)"),
-                       "config: embedding_std: must be in [0, 10], got -1", Error);
+  CHECK_THROWS_WITH_AS(parse(R"(, "embedding_std": -1)"), "config: embedding_std: must be in [0, 10], got -1", Error);
   CHECK_THROWS_WITH_AS(models::parse_model_config(json::parse(R"({"model": "encoder_classifier", "vocab_size": 5,
       "num_classes": 2, "dual": true, "head": "mlp"})")),
-                       "config: head: mlp is for a single document; a dual model has its own two-layer head",
-                       Error);
+                       "config: head: mlp is for a single document; a dual model has its own two-layer head", Error);
 }
 
 TEST_CASE("encoder_classifier: config -> build_model round trip") {

@@ -58,9 +58,9 @@ TEST_CASE("decoder_lm starts near ln V with every family, pre- or post-LN, tied 
     for (bool tied : {true, false})
       for (bool pre_norm : {true, false}) {
         manual_seed(7);
-        json j = {{"model", "decoder_lm"}, {"vocab_size", V},      {"d_model", 64},          {"layers", 2},
-                  {"max_len", T},          {"tie_embeddings", tied}, {"pre_norm", pre_norm}, {"pad_id", 0},
-                  {"attention", attention_of(family)}};
+        json j = {{"model", "decoder_lm"}, {"vocab_size", V}, {"d_model", 64},
+                  {"layers", 2},           {"max_len", T},    {"tie_embeddings", tied},
+                  {"pre_norm", pre_norm},  {"pad_id", 0},     {"attention", attention_of(family)}};
         auto model = std::dynamic_pointer_cast<models::DecoderLM>(models::build_model(models::parse_model_config(j)));
         REQUIRE(model);
         model->eval();
@@ -77,9 +77,9 @@ TEST_CASE("seq2seq starts near ln V with every family, shared embeddings or not"
   for (const char* family : kFamilies)
     for (bool shared : {true, false}) {
       manual_seed(7);
-      json j = {{"model", "seq2seq"}, {"src_vocab_size", V}, {"tgt_vocab_size", V}, {"d_model", 64},
-                {"encoder_layers", 2}, {"decoder_layers", 2}, {"max_len", 32}, {"share_embeddings", shared},
-                {"attention", attention_of(family)}};
+      json j = {{"model", "seq2seq"}, {"src_vocab_size", V},        {"tgt_vocab_size", V},
+                {"d_model", 64},      {"encoder_layers", 2},        {"decoder_layers", 2},
+                {"max_len", 32},      {"share_embeddings", shared}, {"attention", attention_of(family)}};
       auto model = std::dynamic_pointer_cast<models::Seq2Seq>(models::build_model(models::parse_model_config(j)));
       REQUIRE(model);
       model->eval();
@@ -95,16 +95,23 @@ TEST_CASE("encoder_classifier starts near ln C with every family and pooling") {
   for (const char* family : kFamilies)
     for (const char* pooling : {"mean", "cls"}) {
       manual_seed(7);
-      json j = {{"model", "encoder_classifier"}, {"vocab_size", V}, {"num_classes", C}, {"d_model", 64},
-                {"layers", 2}, {"max_len", T + 1}, {"pooling", pooling}, {"attention", attention_of(family)}};
-      auto model = std::dynamic_pointer_cast<models::EncoderClassifier>(
-          models::build_model(models::parse_model_config(j)));
+      json j = {{"model", "encoder_classifier"},
+                {"vocab_size", V},
+                {"num_classes", C},
+                {"d_model", 64},
+                {"layers", 2},
+                {"max_len", T + 1},
+                {"pooling", pooling},
+                {"attention", attention_of(family)}};
+      auto model =
+          std::dynamic_pointer_cast<models::EncoderClassifier>(models::build_model(models::parse_model_config(j)));
       REQUIRE(model);
       model->eval();
       Tensor logits = model->forward(random_tokens(B, T, V, 14));  // (B, C)
       Generator g(15);
       Tensor labels = randint(0, C, {B}, {.dtype = kInt64}, &g);
-      check_near_uniform(cross_entropy(logits, labels).item<double>(), C, str("encoder_classifier ", family, " ", pooling));
+      check_near_uniform(cross_entropy(logits, labels).item<double>(), C,
+                         str("encoder_classifier ", family, " ", pooling));
     }
 }
 
@@ -113,8 +120,14 @@ TEST_CASE("tied tables without the reversed lookup start far above ln V (what ti
   double excess[2];
   for (bool reversed : {false, true}) {
     manual_seed(7);
-    json j = {{"model", "decoder_lm"}, {"vocab_size", V}, {"d_model", 64}, {"layers", 2}, {"max_len", T},
-              {"tie_embeddings", true}, {"tied_lookup_reversed", reversed}, {"pad_id", 0},
+    json j = {{"model", "decoder_lm"},
+              {"vocab_size", V},
+              {"d_model", 64},
+              {"layers", 2},
+              {"max_len", T},
+              {"tie_embeddings", true},
+              {"tied_lookup_reversed", reversed},
+              {"pad_id", 0},
               {"attention", attention_of("softmax")}};
     auto model = std::dynamic_pointer_cast<models::DecoderLM>(models::build_model(models::parse_model_config(j)));
     model->eval();

@@ -35,9 +35,9 @@ constexpr bool kSlowBuild = false;
 constexpr int64_t kPad = 0, kBos = 1, kEos = 2, kVocab = 11;  // symbols 3..10
 
 std::shared_ptr<Seq2Seq> make(json extra, uint64_t seed = 1) {
-  json j = {{"model", "seq2seq"}, {"src_vocab_size", kVocab}, {"tgt_vocab_size", kVocab}, {"d_model", 16},
-            {"d_ff", 32},         {"max_len", 16},             {"dropout", 0.0},
-            {"attention", {{"heads", 2}}}};
+  json j = {
+      {"model", "seq2seq"}, {"src_vocab_size", kVocab}, {"tgt_vocab_size", kVocab},   {"d_model", 16}, {"d_ff", 32},
+      {"max_len", 16},      {"dropout", 0.0},           {"attention", {{"heads", 2}}}};
   if (!extra.is_null()) j.update(extra);  // make({}) passes null
   manual_seed(seed);
   auto m = std::dynamic_pointer_cast<Seq2Seq>(models::build_model(models::parse_model_config(j)));
@@ -81,7 +81,11 @@ Tensor row(const Tensor& src, int64_t b) { return narrow(src, 0, b, 1); }
 TEST_CASE("seq2seq cost matches a count by hand") {
   // d = 4, d_ff = 8, 2 heads (p = 2, h·p = 4), one encoder and one decoder
   // layer, V_src = 5, V_tgt = 6, sinusoidal positions, post-LN, untied output.
-  auto m = make({{"d_model", 4}, {"d_ff", 8}, {"src_vocab_size", 5}, {"tgt_vocab_size", 6}, {"encoder_layers", 1},
+  auto m = make({{"d_model", 4},
+                 {"d_ff", 8},
+                 {"src_vocab_size", 5},
+                 {"tgt_vocab_size", 6},
+                 {"encoder_layers", 1},
                  {"decoder_layers", 1}});
   models::ModelCost c = m->cost(3);
   // attention: W_q W_k W_v W_o 4·(4·4) + biases 3·4 + 4 = 80; feed-forward
@@ -96,8 +100,13 @@ TEST_CASE("seq2seq cost matches a count by hand") {
   CHECK(c.flops_per_token == doctest::Approx((128 + 48 + 128) + (128 + 32 + 128 + 48 + 128) + 48));
 
   // Shared tables tie the output layer; learned positions add 2 tables; pre-LN two final norms.
-  auto shared = make({{"d_model", 4}, {"d_ff", 8}, {"encoder_layers", 1}, {"decoder_layers", 1},
-                      {"share_embeddings", true}, {"positions", "learned"}, {"pre_norm", true}});
+  auto shared = make({{"d_model", 4},
+                      {"d_ff", 8},
+                      {"encoder_layers", 1},
+                      {"decoder_layers", 1},
+                      {"share_embeddings", true},
+                      {"positions", "learned"},
+                      {"pre_norm", true}});
   models::ModelCost s = shared->cost(3);
   CHECK(s.embedding_params == 11 * 4 + 2 * 16 * 4);
   CHECK(s.params == s.embedding_params + 172 + 260 + 2 * 8);
@@ -145,11 +154,12 @@ TEST_CASE("seq2seq rejects bad token ids, lengths and dtypes") {
                        "seq2seq: src must be int64 token ids (B, T), got float32 [2, 2]", Error);
   CHECK_THROWS_WITH_AS(m->forward(tokens({3, 4, 5, 6}, 1), tgt),
                        "seq2seq: tgt_in must be (1, T) like src's batch, got int64 [2, 1]", Error);
-  CHECK_THROWS_WITH_AS(m->forward(zeros({2, 17}, {.dtype = kInt64}), tgt),
-                       "seq2seq: src length 17 exceeds max_len 16", Error);
+  CHECK_THROWS_WITH_AS(m->forward(zeros({2, 17}, {.dtype = kInt64}), tgt), "seq2seq: src length 17 exceeds max_len 16",
+                       Error);
   CHECK_THROWS_WITH_AS(m->loss(src, tgt, tokens({3, 12}, 2)),
                        "seq2seq: tgt_out holds token id 12, outside the vocabulary [0, 11)", Error);
-  CHECK_THROWS_WITH_AS(m->loss(src, tgt, tokens({3, 4, 5, 6}, 2)), doctest::Contains("tgt_out must be int64 of tgt_in's shape"), Error);
+  CHECK_THROWS_WITH_AS(m->loss(src, tgt, tokens({3, 4, 5, 6}, 2)),
+                       doctest::Contains("tgt_out must be int64 of tgt_in's shape"), Error);
   auto e = m->encode(src);
   CHECK_THROWS_WITH_AS(m->decode(tgt, to(e.memory, kInt64), e.padding),
                        "seq2seq: memory must be floating (2, S, 16), got int64 [2, 2, 16]", Error);
@@ -189,8 +199,10 @@ TEST_CASE("seq2seq padding: pad positions on either side change no other output"
     for (size_t pos = 0; pos < t.size(); ++pos)
       for (size_t c = 0; c < size_t(kVocab); ++c) {
         const size_t i = pos * kVocab + c;
-        if (t[pos] == kPad) changed_at_pads += before[i] != after[i];
-        else CHECK(after[i] == doctest::Approx(before[i]).epsilon(1e-5));
+        if (t[pos] == kPad)
+          changed_at_pads += before[i] != after[i];
+        else
+          CHECK(after[i] == doctest::Approx(before[i]).epsilon(1e-5));
       }
     CHECK(changed_at_pads > 0);  // the pad row did reach the pads' own outputs
   }
@@ -268,8 +280,10 @@ TEST_CASE("seq2seq gradients: float64 gradcheck of the loss, and every parameter
       // A key bias adds q·b to every score of a row, which softmax ignores:
       // its gradient is zero up to rounding.
       const bool key_bias = name.size() > 7 && name.compare(name.size() - 7, 7, ".k.bias") == 0;
-      if (key_bias) CHECK(ks::max(abs(p.grad())).item() < 1e-12);
-      else CHECK(ks::max(abs(p.grad())).item() > 0);
+      if (key_bias)
+        CHECK(ks::max(abs(p.grad())).item() < 1e-12);
+      else
+        CHECK(ks::max(abs(p.grad())).item() > 0);
     }
     m->zero_grad();
     // A few parameters from every part: perturbed in place by gradcheck.
@@ -298,7 +312,8 @@ struct Toy {
   models::BeamStep step() {
     return [this](const std::vector<int64_t>& parents, const std::vector<int64_t>& toks) {
       const size_t n = toks.size();
-      if (parents.empty()) prefixes.assign(n, {});
+      if (parents.empty())
+        prefixes.assign(n, {});
       else {
         auto old = prefixes;
         for (size_t r = 0; r < n; ++r) prefixes[r] = old[size_t(parents[r])];
@@ -401,8 +416,8 @@ struct CopyResult {
   double final_loss = 0;  // mean training loss over the last 10 steps
   double first_loss = 0;
   int64_t first_below = 0;  // the first step whose loss was below 0.3 (0: none)
-  int exact = 0;          // test sequences greedy-decoded exactly
-  int beam_exact = 0;     // ... and by beam search (beam 3, α = 0.6)
+  int exact = 0;            // test sequences greedy-decoded exactly
+  int beam_exact = 0;       // ... and by beam search (beam 3, α = 0.6)
   int total = 0;
   double seconds = 0;
 };
@@ -420,12 +435,12 @@ CopyResult train_copy(const json& attention, bool pre_norm, int64_t steps, int64
     ~Restore() { set_num_threads(n); }
   } restore{threads};
   auto start = std::chrono::steady_clock::now();
-  json cfg = {{"d_model", d_model}, {"d_ff", 2 * d_model}, {"pre_norm", pre_norm}, {"dropout", 0.0},
-              {"attention", attention}};
+  json cfg = {
+      {"d_model", d_model}, {"d_ff", 2 * d_model}, {"pre_norm", pre_norm}, {"dropout", 0.0}, {"attention", attention}};
   auto m = make(cfg, 2024);
   nn::AdamW opt(nn::decay_groups(*m, 0.01), {.lr = 1e-3, .beta2 = 0.98, .eps = 1e-9});
-  nn::LRSchedule schedule{.kind = nn::LRSchedule::Kind::WarmupCosine, .warmup_steps = steps / 10,
-                          .total_steps = steps, .min_factor = 0.1};
+  nn::LRSchedule schedule{
+      .kind = nn::LRSchedule::Kind::WarmupCosine, .warmup_steps = steps / 10, .total_steps = steps, .min_factor = 0.1};
   Generator gen(1);
   CopyResult r;
   std::vector<double> losses;
@@ -471,7 +486,8 @@ void check_copy(const json& attention, bool pre_norm = false) {
   }
   CopyResult r = train_copy(attention, pre_norm, 300, 64, 64);
   MESSAGE(type, std::string(pre_norm ? " pre-LN" : " post-LN"), ": first loss ", r.first_loss, ", below 0.3 at step ",
-          r.first_below, ", final loss ", r.final_loss, ", exact ", r.exact, "/", r.total, " (beam ", r.beam_exact, ") in ", r.seconds, " s");
+          r.first_below, ", final loss ", r.final_loss, ", exact ", r.exact, "/", r.total, " (beam ", r.beam_exact,
+          ") in ", r.seconds, " s");
   CHECK(r.final_loss < 0.3);
   CHECK(r.exact == r.total);
   CHECK(r.beam_exact == r.total);
@@ -491,6 +507,4 @@ TEST_CASE("copy task: fixed head size (3 heads of 32, d = 64) learns to copy") {
   check_copy({{"type", "fixed"}, {"heads", 3}, {"head_dim", 32}});
 }
 
-TEST_CASE("copy task: MGK attention learns to copy") {
-  check_copy({{"type", "mgk"}, {"heads", 4}});
-}
+TEST_CASE("copy task: MGK attention learns to copy") { check_copy({{"type", "mgk"}, {"heads", 4}}); }

@@ -2,10 +2,10 @@
 // with the safetensors package or torch (whichever the machine has) and to
 // compare one tensor with the values we wrote. Exit 77 (ctest: skipped) with
 // a message when no python3 with either is present.
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <unistd.h>
 
 #include "core/factory.h"
 #include "nn/checkpoint.h"
@@ -14,7 +14,8 @@
 int main() {
   std::string python;
   for (const char* candidate : {"/usr/bin/python3", "python3"}) {
-    std::string probe = std::string(candidate) + " -c 'import importlib.util as u, sys; "
+    std::string probe = std::string(candidate) +
+                        " -c 'import importlib.util as u, sys; "
                         "sys.exit(0 if (u.find_spec(\"safetensors\") or u.find_spec(\"torch\")) else 1)' 2>/dev/null";
     if (std::system(probe.c_str()) == 0) {
       python = candidate;
@@ -42,7 +43,8 @@ int main() {
       "    import torch\n"
       "    raw = open(path, 'rb').read(); n = struct.unpack('<Q', raw[:8])[0]; h = json.loads(raw[8:8 + n])\n"
       "    b, e = h['weight']['data_offsets']; assert h['weight']['dtype'] == 'F32'\n"
-      "    t = torch.frombuffer(bytearray(raw[8 + n + b:8 + n + e]), dtype=torch.float32).reshape(h['weight']['shape'])\n"
+      "    t = torch.frombuffer(bytearray(raw[8 + n + b:8 + n + e]), "
+      "dtype=torch.float32).reshape(h['weight']['shape'])\n"
       "    assert list(t.shape) == [4, 3] and h['__metadata__']['format'] == 'keystone'\n"
       "    w = t.reshape(-1).tolist(); how = 'torch ' + torch.__version__\n"
       "ok = len(w) == len(expected) and all(abs(a - b) < 1e-5 for a, b in zip(w, expected))\n"

@@ -3,10 +3,10 @@
 // non-finite weights fail with a message naming the file and the tensor.
 #include "support/testing.h"
 
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <unistd.h>
 
 #include "core/copy.h"
 #include "nn/checkpoint.h"
@@ -35,8 +35,12 @@ TEST_CASE("checkpoint round trip: identical outputs and optimizer continuation")
   CHECK(meta.at("step") == "2");
   CHECK(a.forward(x).to_vector<float>() == b.forward(x).to_vector<float>());
   for (int i = 0; i < 2; ++i) {
-    backward(sum(mul(a.forward(x), a.forward(x)))); oa.step(); oa.zero_grad();
-    backward(sum(mul(b.forward(x), b.forward(x)))); ob.step(); ob.zero_grad();
+    backward(sum(mul(a.forward(x), a.forward(x))));
+    oa.step();
+    oa.zero_grad();
+    backward(sum(mul(b.forward(x), b.forward(x))));
+    ob.step();
+    ob.zero_grad();
   }
   CHECK(a.forward(x).to_vector<float>() == b.forward(x).to_vector<float>());
   std::remove(p.c_str());
@@ -47,8 +51,10 @@ TEST_CASE("a checkpoint of another shape or with a tensor missing fails clearly"
   std::string p = temp_path("shape.safetensors");
   nn::save_checkpoint(p, small);
   CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, big),
-                       doctest::Contains(("checkpoint " + p + ": load_state_dict(FeedForward): shape mismatch: fc1.weight "
-                                          "(checkpoint [16, 8], model [32, 8])").c_str()),
+                       doctest::Contains(("checkpoint " + p +
+                                          ": load_state_dict(FeedForward): shape mismatch: fc1.weight "
+                                          "(checkpoint [16, 8], model [32, 8])")
+                                             .c_str()),
                        Error);
   nn::NamedTensors partial = small.state_dict();
   partial.pop_back();  // drop fc2.bias
@@ -56,7 +62,8 @@ TEST_CASE("a checkpoint of another shape or with a tensor missing fails clearly"
   CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, small), doctest::Contains("missing keys: fc2.bias"), Error);
   nn::save_checkpoint(p, small);
   nn::AdamW opt(small.parameters(), {});
-  CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, small, &opt, false), doctest::Contains("holds no optimizer state"), Error);
+  CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, small, &opt, false), doctest::Contains("holds no optimizer state"),
+                       Error);
   std::remove(p.c_str());
 }
 
@@ -72,7 +79,8 @@ TEST_CASE("a checkpoint holding NaN or infinite weights is refused, naming the t
     state[2].second = from_vector(w, state[2].second.sizes());
     nn::save_safetensors(p, state);
     CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, other),
-                         ("checkpoint " + p + ": tensor 'fc2.weight' holds 2 NaN or infinite values of 32 (the first at "
+                         ("checkpoint " + p +
+                          ": tensor 'fc2.weight' holds 2 NaN or infinite values of 32 (the first at "
                           "index 3); the training diverged or the file is damaged")
                              .c_str(),
                          Error);
@@ -81,7 +89,8 @@ TEST_CASE("a checkpoint holding NaN or infinite weights is refused, naming the t
   nn::NamedTensors state = ff.state_dict();
   state[3].second = to_raw(from_vector(std::vector<float>{1, -INFINITY, 2, 3}, {4}), Device::cpu(), kBFloat16);
   nn::save_safetensors(p, state);
-  CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, other), doctest::Contains("tensor 'fc2.bias' holds 1 NaN or infinite"), Error);
+  CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, other), doctest::Contains("tensor 'fc2.bias' holds 1 NaN or infinite"),
+                       Error);
   nn::AdamW opt(other.parameters(), {});
   backward(sum(other.forward(randn({2, 4}))));
   opt.step();

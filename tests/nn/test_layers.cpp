@@ -38,8 +38,8 @@ TEST_CASE("Embedding: padding row is zero and gets no gradient") {
   backward(sum(emb.forward(idx)));
   std::vector<float> g = emb.weight.grad().to_vector<float>();
   for (int k = 0; k < 4; ++k) {
-    CHECK(g[size_t(k)] == 0.0f);           // padding row
-    CHECK(g[size_t(3 * 4 + k)] == 2.0f);   // row 3 used twice
+    CHECK(g[size_t(k)] == 0.0f);          // padding row
+    CHECK(g[size_t(3 * 4 + k)] == 2.0f);  // row 3 used twice
   }
   CHECK_THROWS_AS(nn::Embedding(5, 4, 5), Error);
 }
@@ -58,7 +58,9 @@ TEST_CASE("LayerNorm, Dropout and modes") {
 
 TEST_CASE("Sequential and ModuleList name their children 0, 1, ...") {
   nn::Sequential seq;
-  seq.add(std::make_shared<nn::Linear>(4, 8)).add([](const Tensor& t) { return relu(t); }).add(std::make_shared<nn::Linear>(8, 2));
+  seq.add(std::make_shared<nn::Linear>(4, 8))
+      .add([](const Tensor& t) { return relu(t); })
+      .add(std::make_shared<nn::Linear>(8, 2));
   CHECK(seq.forward(randn({3, 4})).sizes() == Shape{3, 2});
   std::vector<std::string> names;
   for (auto& [n, _] : seq.named_parameters()) names.push_back(n);
@@ -80,7 +82,8 @@ TEST_CASE("positional encodings") {
   CHECK(v[6 + 3] == doctest::Approx(std::cos(angle)).epsilon(1e-5));
   CHECK(pe.named_buffers().size() == 1);
   CHECK(pe.named_parameters().empty());
-  CHECK_THROWS_WITH_AS(pe.forward(zeros({1, 4, 6}), 14), "SinusoidalPositions: positions 14..17 exceed max_len 16", Error);
+  CHECK_THROWS_WITH_AS(pe.forward(zeros({1, 4, 6}), 14), "SinusoidalPositions: positions 14..17 exceed max_len 16",
+                       Error);
   nn::LearnedPositions lp(8, 6);
   backward(sum(lp.forward(zeros({2, 3, 6}))));
   CHECK(lp.weight.grad().to_vector<float>()[0] == 2.0f);
@@ -114,7 +117,8 @@ TEST_CASE("Transformer layers: shapes, pre/post norm, and decoder caching equals
     Tensor full = dec.forward(tgt, memory);
     nn::DecoderLayerCache cache;
     std::vector<Tensor> steps;
-    for (int64_t t = 0; t < 4; ++t) steps.push_back(dec.forward(narrow(tgt, 1, t, 1), memory, Tensor(), Tensor(), &cache));
+    for (int64_t t = 0; t < 4; ++t)
+      steps.push_back(dec.forward(narrow(tgt, 1, t, 1), memory, Tensor(), Tensor(), &cache));
     check_close(cat(steps, 1), full, 1e-5, 1e-4);
   }
 }

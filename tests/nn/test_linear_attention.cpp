@@ -113,7 +113,8 @@ Reference reference(const LinearAttention& m, const Tensor& query, const Tensor&
           for (int64_t c = 0; c < P; ++c) num[size_t(c)] += s * Vv[size_t((b * S + j) * H * P + h * P + c)];
         }
         for (int64_t c = 0; c < P; ++c) merged[size_t((b * T + i) * H * P + h * P + c)] = num[size_t(c)] / (den + kEps);
-        for (int64_t j = 0; j < S; ++j) ref.weights[size_t(((b * H + h) * T + i) * S + j)] = score[size_t(j)] / (den + kEps);
+        for (int64_t j = 0; j < S; ++j)
+          ref.weights[size_t(((b * H + h) * T + i) * S + j)] = score[size_t(j)] / (den + kEps);
       }
   ref.out = project(merged, B * T, H * P, *m.o);
   return ref;
@@ -217,7 +218,8 @@ TEST_CASE("padded keys change nothing, and a query with every key padded gets 0 
       copy_(narrow(narrow(changed, 0, 1, 1), 1, 3, 1), input64({1, 1, 8}, 18));
       Tensor a = m->forward(x, {causal, pad}), b = m->forward(changed, {causal, pad});
       // Rows of the padded positions themselves change (their queries did); no other row does.
-      for (auto [bi, t] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {0, 2}, {0, 3}, {1, 0}, {1, 1}, {1, 2}, {1, 4}})
+      for (auto [bi, t] :
+           std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {0, 2}, {0, 3}, {1, 0}, {1, 1}, {1, 2}, {1, 4}})
         check_close(select(select(b, 0, bi), 0, t), select(select(a, 0, bi), 0, t), 1e-13, 0);
     }
     // Batch row 1 has no visible key: its heads give 0, so the output is o's bias.

@@ -57,14 +57,15 @@ nn::AttentionConfig config(const Variant& var, int64_t d, int64_t h, int64_t M =
     const double base = std::sqrt(double(p > 0 ? p : d / h));
     for (int64_t r = 0; r < M; ++r) o.sigma2_keys.push_back(base / (r == 0 ? 1.0 : 3.0 * double(r)));
   }
-  if (c.type == "smgk") c.with_options(o);
-  else c.with_options(nn::MgkOptions(o));
+  if (c.type == "smgk")
+    c.with_options(o);
+  else
+    c.with_options(nn::MgkOptions(o));
   return c;
 }
 
 // c with its MGK options changed by edit(options) (SmgkOptions& for smgk).
-template <class Options = nn::MgkOptions, class F>
-nn::AttentionConfig edited(nn::AttentionConfig c, F edit) {
+template <class Options = nn::MgkOptions, class F> nn::AttentionConfig edited(nn::AttentionConfig c, F edit) {
   if (c.type == "smgk") {
     nn::SmgkOptions o = c.options_as<nn::SmgkOptions>();
     edit(o);
@@ -186,14 +187,16 @@ MgkRef mgk_ref(const nn::MixtureKeyAttention& m, const Tensor& query, const Tens
           mask[size_t(j)] = masked(b, i, j);
           if (!mask[size_t(j)]) {
             visible[size_t(hd)] += 1;
-            for (int64_t r = 0; r < M; ++r) out.mean_gamma[size_t(hd * M + r)] += std::exp(logit[size_t(r)] - ell[size_t(j)]);
+            for (int64_t r = 0; r < M; ++r)
+              out.mean_gamma[size_t(hd * M + r)] += std::exp(logit[size_t(r)] - ell[size_t(j)]);
           }
         }
         masked_softmax_ref(ell, mask);
         for (int64_t j = 0; j < S; ++j) {
           out.weights[size_t(((b * h + hd) * T + i) * S + j)] = ell[size_t(j)];
           for (int64_t ch = 0; ch < p; ++ch)
-            heads[size_t((b * T + i) * hp + hd * p + ch)] += ell[size_t(j)] * Vv[size_t((b * S + j) * hp + hd * p + ch)];
+            heads[size_t((b * T + i) * hp + hd * p + ch)] +=
+                ell[size_t(j)] * Vv[size_t((b * S + j) * hp + hd * p + ch)];
         }
       }
   for (int64_t hd = 0; hd < h; ++hd)
@@ -245,8 +248,8 @@ TEST_CASE("MGK with M = 1 is Gaussian-kernel attention, whatever π") {
           for (int64_t j = 0; j < T; ++j) {
             double dist = 0;
             for (int64_t c = 0; c < p; ++c) {
-              const double diff =
-                  Q[size_t((b * T + i) * hp + hd * p + c)] - (K[size_t((b * T + j) * hp + hd * p + c)] - mu[size_t(hd * p + c)]);
+              const double diff = Q[size_t((b * T + i) * hp + hd * p + c)] -
+                                  (K[size_t((b * T + j) * hp + hd * p + c)] - mu[size_t(hd * p + c)]);
               dist += diff * diff;
             }
             w[size_t(j)] = -dist / (2 * std::sqrt(double(p)));
@@ -275,7 +278,8 @@ TEST_CASE("MGK attention gradcheck in float64 over inputs and every parameter") 
   }
   // Cross-attention with padding, separate key and value in other layouts.
   auto m = make(config({"smgk"}, 4, 2, 3));
-  Tensor q = leaf64({2, 2, 4}, 22), k = leaf64({2, 3, 4}, 23, Layout::Permuted), v = leaf64({2, 3, 4}, 24, Layout::Sliced);
+  Tensor q = leaf64({2, 2, 4}, 22), k = leaf64({2, 3, 4}, 23, Layout::Permuted),
+         v = leaf64({2, 3, 4}, 24, Layout::Sliced);
   Tensor pad = bool_tensor({0, 1, 0, 0, 0, 0}, {2, 3});
   CHECK_GRADCHECK([&](V a) { return m->forward(a[0], a[1], a[2], {.key_padding = pad}); }, {q, k, v});
 }
@@ -450,8 +454,8 @@ TEST_CASE("MGK parameter counts, state-dict names and attention_cost") {
   const int64_t d = 8, h = 2, p = 4, M = 3, hp = h * p;
   auto mgk = make(config({"mgk"}, d, h, M));
   CHECK(mgk->num_parameters() == (M + 3) * hp * d + (M + 2) * hp + d + h * M);
-  CHECK(names(*mgk) == Names{"pi_logits", "q.weight", "q.bias", "k.weight", "k.bias", "v.weight", "v.bias", "o.weight",
-                             "o.bias"});
+  CHECK(names(*mgk) ==
+        Names{"pi_logits", "q.weight", "q.bias", "k.weight", "k.bias", "v.weight", "v.bias", "o.weight", "o.bias"});
   CHECK(mgk->k->weight.sizes() == Shape{M * hp, d});
   auto smgk = make(config({"smgk"}, d, h, M));
   CHECK(smgk->num_parameters() == 4 * hp * d + 3 * hp + d + h * M * p + h * M);
@@ -504,8 +508,8 @@ TEST_CASE("MGK config and input errors name the field") {
   CHECK_THROWS_WITH_AS(nn::make_attention(c), "attention.keys must be >= 1, got 0", Error);
   c = edited(config({"smgk"}, 8, 2), [](nn::MgkOptions& o) { o.sigma2 = -1; });
   CHECK_THROWS_WITH_AS(nn::make_attention(c), "attention.sigma2 must be >= 0 (0 means sqrt(head_dim)), got -1", Error);
-  CHECK_THROWS_WITH_AS(nn::make_attention(config({"mgk"}, 10, 3)), doctest::Contains("3 heads do not divide d_model 10"),
-                       Error);
+  CHECK_THROWS_WITH_AS(nn::make_attention(config({"mgk"}, 10, 3)),
+                       doctest::Contains("3 heads do not divide d_model 10"), Error);
   auto m = make(config({"mgk"}, 8, 2));
   CHECK_THROWS_WITH_AS(m->forward(input({2, 5, 7}, 1)), "mgk attention: query must be (B, T, 8), got float64 [2, 5, 7]",
                        Error);

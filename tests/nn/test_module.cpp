@@ -86,9 +86,9 @@ TEST_CASE("state dict round trip and its errors") {
   CHECK(b.first->weight.to_vector<float>() == std::vector<float>{3, 3, 3});
 
   nn::NamedTensors sd = a.state_dict();
-  sd.erase(sd.begin());                          // drop first.weight
+  sd.erase(sd.begin());  // drop first.weight
   sd.emplace_back("extra.weight", zeros({1}));
-  sd[0].second = zeros({4});                     // first.bias has the wrong shape
+  sd[0].second = zeros({4});  // first.bias has the wrong shape
   CHECK_THROWS_WITH_AS(b.load_state_dict(sd),
                        "load_state_dict(Stack): missing keys: first.weight; unexpected keys: extra.weight; "
                        "shape mismatch: first.bias (checkpoint [4], model [3])",

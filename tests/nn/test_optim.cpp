@@ -43,8 +43,10 @@ TEST_CASE("Adam and AdamW follow torch.optim's update for ten steps") {
       opt->zero_grad();
       std::vector<double> g = quad_grad(ref);
       for (size_t i = 0; i < 4; ++i) {
-        if (decoupled) ref[i] *= 1 - o.lr * o.weight_decay;
-        else g[i] += o.weight_decay * ref[i];
+        if (decoupled)
+          ref[i] *= 1 - o.lr * o.weight_decay;
+        else
+          g[i] += o.weight_decay * ref[i];
         m[i] = o.beta1 * m[i] + (1 - o.beta1) * g[i];
         v[i] = o.beta2 * v[i] + (1 - o.beta2) * g[i] * g[i];
         double mhat = m[i] / (1 - std::pow(o.beta1, t));
@@ -91,7 +93,11 @@ TEST_CASE("optimizer state round trip continues the same trajectory") {
   };
   Tensor a = make(), b = make();
   nn::AdamW oa({a}, {.lr = 0.05});
-  for (int i = 0; i < 3; ++i) { backward(quad_loss(a)); oa.step(); oa.zero_grad(); }
+  for (int i = 0; i < 3; ++i) {
+    backward(quad_loss(a));
+    oa.step();
+    oa.zero_grad();
+  }
   {
     NoGradGuard g;
     copy_(b, a);
@@ -100,8 +106,12 @@ TEST_CASE("optimizer state round trip continues the same trajectory") {
   ob.load_state_dict(oa.state_dict());
   CHECK(ob.steps_taken() == 3);
   for (int i = 0; i < 3; ++i) {
-    backward(quad_loss(a)); oa.step(); oa.zero_grad();
-    backward(quad_loss(b)); ob.step(); ob.zero_grad();
+    backward(quad_loss(a));
+    oa.step();
+    oa.zero_grad();
+    backward(quad_loss(b));
+    ob.step();
+    ob.zero_grad();
   }
   CHECK(a.to_vector<float>() == b.to_vector<float>());
   nn::NamedTensors bad = oa.state_dict();
@@ -181,7 +191,8 @@ TEST_CASE("clip_grad_norm scales to the max norm and returns the old norm") {
 }
 
 TEST_CASE("learning-rate schedules") {
-  nn::LRSchedule cos{.kind = nn::LRSchedule::Kind::WarmupCosine, .warmup_steps = 10, .total_steps = 110, .min_factor = 0.1};
+  nn::LRSchedule cos{
+      .kind = nn::LRSchedule::Kind::WarmupCosine, .warmup_steps = 10, .total_steps = 110, .min_factor = 0.1};
   CHECK(cos.factor(5) == doctest::Approx(0.5));
   CHECK(cos.factor(10) == doctest::Approx(1.0));
   CHECK(cos.factor(60) == doctest::Approx(0.55));
@@ -192,7 +203,8 @@ TEST_CASE("learning-rate schedules") {
   nn::LRSchedule noam{.kind = nn::LRSchedule::Kind::InverseSqrt, .warmup_steps = 4000, .d_model = 512};
   CHECK(noam.factor(4000) == doctest::Approx(std::pow(512, -0.5) * std::pow(4000, -0.5)));
   CHECK(noam.factor(100) == doctest::Approx(std::pow(512, -0.5) * 100 * std::pow(4000, -1.5)));
-  CHECK_THROWS_WITH_AS((nn::LRSchedule{.kind = nn::LRSchedule::Kind::WarmupCosine, .warmup_steps = 10, .total_steps = 5}.validate()),
-                       "lr schedule: total_steps (5) must exceed warmup_steps (10)", Error);
+  CHECK_THROWS_WITH_AS(
+      (nn::LRSchedule{.kind = nn::LRSchedule::Kind::WarmupCosine, .warmup_steps = 10, .total_steps = 5}.validate()),
+      "lr schedule: total_steps (5) must exceed warmup_steps (10)", Error);
   CHECK_THROWS_AS(nn::parse_schedule_kind("step"), Error);
 }

@@ -2,10 +2,10 @@
 // trips, byte layout, and a clear error for each kind of damaged file.
 #include "support/testing.h"
 
-#include <cstdio>
-#include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cstdio>
+#include <fstream>
 
 #include "nn/safetensors.h"
 
@@ -13,9 +13,7 @@ using namespace ks;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return "/tmp/ks_test_" + std::to_string(::getpid()) + "_" + name;
-}
+std::string temp_path(const std::string& name) { return "/tmp/ks_test_" + std::to_string(::getpid()) + "_" + name; }
 std::string read_all(const std::string& p) {
   std::ifstream f(p, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -69,18 +67,27 @@ TEST_CASE("safetensors round trip keeps names, dtypes, shapes, values and metada
 
 TEST_CASE("damaged safetensors files give errors naming the file and the problem") {
   std::string p = temp_path("bad.safetensors");
-  CHECK_THROWS_WITH_AS(nn::load_safetensors(p + ".missing"), ("safetensors: file not found: " + p + ".missing").c_str(), Error);
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p + ".missing"), ("safetensors: file not found: " + p + ".missing").c_str(),
+                       Error);
   write_all(p, "abc");
-  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), ("safetensors: " + p + ": truncated: 3 bytes, too short for the 8-byte header length").c_str(), Error);
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p),
+                       ("safetensors: " + p + ": truncated: 3 bytes, too short for the 8-byte header length").c_str(),
+                       Error);
   write_all(p, with_header("{\"a\": ", ""));
-  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains((p + ": header: not valid JSON: line 1, column 7").c_str()), Error);
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p),
+                       doctest::Contains((p + ": header: not valid JSON: line 1, column 7").c_str()), Error);
   write_all(p, with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "1234"));
-  CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("truncated: tensor 'a' ends at byte 8 of a 4-byte data section"), Error);
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p),
+                       doctest::Contains("truncated: tensor 'a' ends at byte 8 of a 4-byte data section"), Error);
   write_all(p, with_header(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", "12345678"));
   CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("needs 12 bytes but data_offsets span 8"), Error);
   write_all(p, with_header(R"({"a":{"dtype":"Q7","shape":[2],"data_offsets":[0,8]}})", "12345678"));
   CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("tensor 'a': unsupported dtype \"Q7\""), Error);
-  write_all(p, with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", "12345678"));
+  write_all(
+      p,
+      with_header(
+          R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+          "12345678"));
   CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("overlap"), Error);
   write_all(p, with_header(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", "12345678"));
   CHECK_THROWS_WITH_AS(nn::load_safetensors(p), doctest::Contains("tensor 'a': missing \"dtype\""), Error);
@@ -120,20 +127,26 @@ TEST_CASE("safetensors refuses a tensor named twice and data bytes that belong t
   std::string p = temp_path("gaps.safetensors");
   auto error_of = [&](const std::string& header, const std::string& data) { return load_error(p, header, data); };
   // nlohmann keeps the last of two equal keys: the first 'a' would vanish silently.
-  CHECK(error_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                 "12345678") == "safetensors: " + p + ": header: key a appears twice");
-  CHECK(error_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-                 "123456789abc") ==
-        "safetensors: " + p + ": bytes 4 to 8 of the data section, between tensors 'a' and 'b', belong to no tensor");
+  CHECK(
+      error_of(
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+          "12345678") == "safetensors: " + p + ": header: key a appears twice");
+  CHECK(
+      error_of(
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+          "123456789abc") ==
+      "safetensors: " + p + ": bytes 4 to 8 of the data section, between tensors 'a' and 'b', belong to no tensor");
   CHECK(error_of(R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", "12345678") ==
         "safetensors: " + p + ": bytes 0 to 4 of the data section, before tensor 'b', belong to no tensor");
   CHECK(error_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "12345678") ==
         "safetensors: " + p + ": bytes 4 to 8 of the data section, after tensor 'a', belong to no tensor");
   CHECK(error_of(R"({})", "1234") == "safetensors: " + p + ": bytes 0 to 4 of the data section belong to no tensor");
   // Empty tensors take no bytes, wherever they point; tensors in any header order load.
-  CHECK(error_of(R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},"e":{"dtype":"F32","shape":[0],"data_offsets":[8,8]},)"
-                 R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"z":{"dtype":"I64","shape":[0,3],"data_offsets":[0,0]}})",
-                 "12345678") == "no error");
+  CHECK(
+      error_of(
+          R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},"e":{"dtype":"F32","shape":[0],"data_offsets":[8,8]},)"
+          R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"z":{"dtype":"I64","shape":[0,3],"data_offsets":[0,0]}})",
+          "12345678") == "no error");
   std::remove(p.c_str());
 }
 

@@ -58,7 +58,8 @@ Vec mha_ref(const nn::MultiHeadAttention& m, const Tensor& query, const Tensor& 
         std::vector<bool> mask(static_cast<size_t>(S));
         for (int64_t j = 0; j < S; ++j) {
           double dot = 0;
-          for (int64_t c = 0; c < p; ++c) dot += Q[size_t((b * T + i) * hp + hd * p + c)] * K[size_t((b * S + j) * hp + hd * p + c)];
+          for (int64_t c = 0; c < p; ++c)
+            dot += Q[size_t((b * T + i) * hp + hd * p + c)] * K[size_t((b * S + j) * hp + hd * p + c)];
           w[size_t(j)] = dot / std::sqrt(double(p));
           mask[size_t(j)] = masked(b, i, j);
         }
@@ -103,10 +104,11 @@ TEST_CASE("softmax attention matches a loop reference: self, causal, padded, cro
     check_close(m->forward(x), mha_ref(*m, x, x, x, no_mask()), 1e-12, 1e-10);
     check_close(m->forward(x, kCausal), mha_ref(*m, x, x, x, causal_mask()), 1e-12, 1e-10);
     Tensor pad = bool_tensor({0, 0, 0, 1, 1, 0, 1, 0, 0, 0}, {2, 5});
-    check_close(m->forward(x, {.causal = true, .key_padding = pad}),
-                mha_ref(*m, x, x, x,
-                        [&](int64_t b, int64_t i, int64_t j) { return causal_mask()(b, i, j) || padding_mask(pad)(b, i, j); }),
-                1e-12, 1e-10);
+    check_close(
+        m->forward(x, {.causal = true, .key_padding = pad}),
+        mha_ref(*m, x, x, x,
+                [&](int64_t b, int64_t i, int64_t j) { return causal_mask()(b, i, j) || padding_mask(pad)(b, i, j); }),
+        1e-12, 1e-10);
   }
   // Cross-attention: queries (2, 3, 8) over 4 keys of width 6, value != key.
   auto c = config("softmax", 8, 4, 0, 6);
@@ -227,7 +229,8 @@ TEST_CASE("return_weights stores (B, h, T, S) probabilities whose rows sum to 1"
   CHECK_FALSE(w.requires_grad());
   check_close(sum(w, {-1}), Vec(2 * 2 * 5, 1.0), 1e-12, 0);
   Vec ref;
-  mha_ref(*m, x, x, x, [&](int64_t b, int64_t i, int64_t j) { return j > i || padding_mask(pad)(b, i, j); }, &ref);
+  mha_ref(
+      *m, x, x, x, [&](int64_t b, int64_t i, int64_t j) { return j > i || padding_mask(pad)(b, i, j); }, &ref);
   check_close(w, ref, 1e-12, 1e-10);
 }
 
@@ -261,12 +264,14 @@ TEST_CASE("parameter counts are 4·h·p·d + 3·h·p + d, h need not divide d fo
   CHECK(make(nb)->num_parameters() == 4 * 3 * 4 * 10);
   CHECK(nn::attention_cost(nb, 16, false).params == 4 * 3 * 4 * 10);
   // Causal attention costs less per token than full attention; projections dominate short sequences.
-  CHECK(nn::attention_cost(s->config, 64, true).flops_per_token < nn::attention_cost(s->config, 64, false).flops_per_token);
+  CHECK(nn::attention_cost(s->config, 64, true).flops_per_token <
+        nn::attention_cost(s->config, 64, false).flops_per_token);
 }
 
 TEST_CASE("softmax attention config and input errors name the field") {
   using doctest::Contains;
-  CHECK_THROWS_WITH_AS(nn::make_attention(config("bogus", 8, 2)), Contains("attention.type: unknown family 'bogus'"), Error);
+  CHECK_THROWS_WITH_AS(nn::make_attention(config("bogus", 8, 2)), Contains("attention.type: unknown family 'bogus'"),
+                       Error);
   CHECK_THROWS_WITH_AS(nn::make_attention(config("softmax", 10, 3)),
                        "attention.heads: 3 heads do not divide d_model 10; set attention.head_dim (the \"fixed\" "
                        "family allows any head size)",
@@ -288,8 +293,8 @@ TEST_CASE("softmax attention config and input errors name the field") {
   CHECK_THROWS_WITH_AS(nn::make_attention(c), "attention.dropout must be in [0, 1), got 1", Error);
 
   auto m = make(config("softmax", 8, 2));
-  CHECK_THROWS_WITH_AS(m->forward(input({2, 5, 7}, 1)), "softmax attention: query must be (B, T, 8), got float64 [2, 5, 7]",
-                       Error);
+  CHECK_THROWS_WITH_AS(m->forward(input({2, 5, 7}, 1)),
+                       "softmax attention: query must be (B, T, 8), got float64 [2, 5, 7]", Error);
   CHECK_THROWS_WITH_AS(m->forward(input({2, 5, 8}, 1), input({3, 4, 8}, 2), input({3, 4, 8}, 3)),
                        "softmax attention: key must be (2, S, 8), got float64 [3, 4, 8]", Error);
   CHECK_THROWS_WITH_AS(m->forward(input({2, 5, 8}, 1), input({2, 4, 8}, 2), input({2, 3, 8}, 3)),
@@ -301,10 +306,11 @@ TEST_CASE("softmax attention config and input errors name the field") {
   // A growing cache takes the padding of the new keys only.
   nn::AttentionCache cache;
   m->forward(input({2, 2, 8}, 1), kCausal, &cache);
-  CHECK_THROWS_WITH_AS(m->forward(input({2, 1, 8}, 1), {.causal = true, .key_padding = zeros({2, 3}, {.dtype = kBool})}, &cache),
-                       "softmax attention: key_padding covers 3 keys but there are 1 new keys (a growing cache takes "
-                       "the padding of the new keys only)",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      m->forward(input({2, 1, 8}, 1), {.causal = true, .key_padding = zeros({2, 3}, {.dtype = kBool})}, &cache),
+      "softmax attention: key_padding covers 3 keys but there are 1 new keys (a growing cache takes "
+      "the padding of the new keys only)",
+      Error);
   // A cache filled for another batch size.
   CHECK_THROWS_WITH_AS(m->forward(input({3, 1, 8}, 1), kCausal, &cache),
                        "softmax attention: the cache holds batch size 2, got a query of batch size 3", Error);

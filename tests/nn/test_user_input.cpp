@@ -16,12 +16,9 @@ using nlohmann::json;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return "/tmp/ks_test_" + std::to_string(::getpid()) + "_" + name;
-}
+std::string temp_path(const std::string& name) { return "/tmp/ks_test_" + std::to_string(::getpid()) + "_" + name; }
 std::string nested(int depth) { return std::string(size_t(depth), '[') + std::string(size_t(depth), ']'); }
-template <class F>
-std::string error_of(F&& f) {
+template <class F> std::string error_of(F&& f) {
   try {
     f();
   } catch (const Error& e) {
@@ -90,14 +87,16 @@ TEST_CASE("json_excerpt cuts long values and keeps short ones as dump() writes t
 TEST_CASE("read_regular_file refuses directories, devices, FIFOs and files over the limit") {
   std::string dir = temp_path("a_dir"), fifo = temp_path("a_fifo"), file = temp_path("a_file");
   REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
-  CHECK(error_of([&] { nn::read_regular_file(dir, 100, "cfg"); }) == "cfg: " + dir + " is a directory, expected a file");
+  CHECK(error_of([&] { nn::read_regular_file(dir, 100, "cfg"); }) ==
+        "cfg: " + dir + " is a directory, expected a file");
   ::rmdir(dir.c_str());
   CHECK(error_of([] { nn::read_regular_file("/dev/zero", 100, "cfg"); }) ==
         "cfg: /dev/zero is not a regular file (it is a character device)");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);  // no writer: a plain open would block forever
   CHECK(error_of([&] { nn::read_regular_file(fifo, 100, "cfg"); }) ==
         "cfg: " + fifo + " is not a regular file (it is a FIFO)");
-  CHECK(error_of([&] { nn::check_regular_file(fifo, "gz"); }) == "gz: " + fifo + " is not a regular file (it is a FIFO)");
+  CHECK(error_of([&] { nn::check_regular_file(fifo, "gz"); }) ==
+        "gz: " + fifo + " is not a regular file (it is a FIFO)");
   ::unlink(fifo.c_str());
   CHECK(error_of([&] { nn::read_regular_file(file, 100, "cfg"); }) == "cfg: file not found: " + file);
   { std::ofstream(file) << "0123456789"; }

@@ -19,8 +19,7 @@ inline int64_t broadcast_position(const Shape& shape, const Shape& idx) {
 }
 
 // Calls f(multi_index) for every index of `shape`, in row-major order.
-template <class F>
-void for_each_index(const Shape& shape, F f) {
+template <class F> void for_each_index(const Shape& shape, F f) {
   Shape idx(shape.size(), 0);
   for (int64_t n = numel_of(shape), i = 0; i < n; ++i) {
     f(idx);
@@ -32,8 +31,7 @@ void for_each_index(const Shape& shape, F f) {
 }
 
 // out[i] = f(a[i'], b[i'']) over `out_shape`, with a and b broadcast by hand.
-template <class F>
-std::vector<double> ref_binary(const Tensor& a, const Tensor& b, const Shape& out_shape, F f) {
+template <class F> std::vector<double> ref_binary(const Tensor& a, const Tensor& b, const Shape& out_shape, F f) {
   const std::vector<double> va = a.to_vector<double>(), vb = b.to_vector<double>();
   std::vector<double> out;
   for_each_index(out_shape, [&](const Shape& idx) {
@@ -53,8 +51,7 @@ std::vector<double> ref_ternary(const Tensor& a, const Tensor& b, const Tensor& 
   return out;
 }
 
-template <class F>
-std::vector<double> ref_unary(const Tensor& x, F f) {
+template <class F> std::vector<double> ref_unary(const Tensor& x, F f) {
   std::vector<double> out;
   for (double v : x.to_vector<double>()) out.push_back(f(v));
   return out;

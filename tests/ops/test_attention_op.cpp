@@ -189,7 +189,8 @@ TEST_CASE("scaled_dot_product_attention: dropout draws dropout()'s mask and adva
       g2.reserve(3);
       o.gen = &g1;
       Tensor got = scaled_dot_product_attention(detach(q), detach(k), detach(v), o);
-      const std::vector<double> drop = dropout(ones({2, 3, 70, 133}, {.dtype = kFloat64}), p, true, &g2).to_vector<double>();
+      const std::vector<double> drop =
+          dropout(ones({2, 3, 70, 133}, {.dtype = kFloat64}), p, true, &g2).to_vector<double>();
       CHECK(g1.offset() == g2.offset());
       o.gen = nullptr;
       check_close(got, reference(q, k, v, o, drop), 1e-12, 1e-10);

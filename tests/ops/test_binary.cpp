@@ -14,8 +14,7 @@ struct BinaryCase {
   double (*ref)(double, double);
   double lo, hi;  // input range (b is drawn from it too)
 };
-template <class Op>
-struct BinaryRow : BinaryCase {
+template <class Op> struct BinaryRow : BinaryCase {
   using op_type = Op;
   BinaryRow(Tensor (*f)(const Tensor&, const Tensor&), double (*r)(double, double), double lo, double hi)
       : BinaryCase{Op::name, f, r, lo, hi} {}
@@ -24,13 +23,20 @@ struct BinaryRow : BinaryCase {
 std::vector<BinaryCase> binary_cases() {
   using namespace binary_ops;
   std::tuple rows{
-      BinaryRow<Add>(add, [](double x, double y) { return x + y; }, -2, 2),
-      BinaryRow<Sub>(sub, [](double x, double y) { return x - y; }, -2, 2),
-      BinaryRow<Mul>(mul, [](double x, double y) { return x * y; }, -2, 2),
-      BinaryRow<Div>(div, [](double x, double y) { return x / y; }, 0.5, 2),
-      BinaryRow<Pow>(pow, [](double x, double y) { return std::pow(x, y); }, 0.5, 2),
-      BinaryRow<Maximum>(maximum, [](double x, double y) { return std::max(x, y); }, -2, 2),
-      BinaryRow<Minimum>(minimum, [](double x, double y) { return std::min(x, y); }, -2, 2),
+      BinaryRow<Add>(
+          add, [](double x, double y) { return x + y; }, -2, 2),
+      BinaryRow<Sub>(
+          sub, [](double x, double y) { return x - y; }, -2, 2),
+      BinaryRow<Mul>(
+          mul, [](double x, double y) { return x * y; }, -2, 2),
+      BinaryRow<Div>(
+          div, [](double x, double y) { return x / y; }, 0.5, 2),
+      BinaryRow<Pow>(
+          pow, [](double x, double y) { return std::pow(x, y); }, 0.5, 2),
+      BinaryRow<Maximum>(
+          maximum, [](double x, double y) { return std::max(x, y); }, -2, 2),
+      BinaryRow<Minimum>(
+          minimum, [](double x, double y) { return std::min(x, y); }, -2, 2),
   };
   static_assert(covers<BinaryOps, decltype(rows)>, "every op of BinaryOps needs a row in binary_cases()");
   return std::apply([](const auto&... r) { return std::vector<BinaryCase>{r...}; }, rows);

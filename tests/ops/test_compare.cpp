@@ -15,8 +15,7 @@ struct CmpCase {
   Tensor (*ts)(const Tensor&, double);
   bool (*ref)(double, double);
 };
-template <class Op>
-struct CmpRow : CmpCase {
+template <class Op> struct CmpRow : CmpCase {
   using op_type = Op;
   CmpRow(Tensor (*tt)(const Tensor&, const Tensor&), Tensor (*ts)(const Tensor&, double), bool (*ref)(double, double))
       : CmpCase{Op::name, tt, ts, ref} {}
@@ -143,7 +142,8 @@ TEST_CASE("masked_fill broadcasts the mask and zeroes the gradient where filled"
   check_close(masked_fill(xf, mask, -INFINITY),
               ref_binary(xf, mask, {2, 3, 4}, [](double v, double m) { return m ? -INFINITY : v; }), 0);
   Tensor xi = small_ints({2, 3, 4}, 80, kInt64);
-  check_close(masked_fill(xi, mask, 9), ref_binary(xi, mask, {2, 3, 4}, [](double v, double m) { return m ? 9 : v; }), 0);
+  check_close(masked_fill(xi, mask, 9), ref_binary(xi, mask, {2, 3, 4}, [](double v, double m) { return m ? 9 : v; }),
+              0);
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
     Tensor y = leaf64({3, 4}, 81, l);
@@ -160,8 +160,8 @@ TEST_CASE("masked_fill broadcasts the mask and zeroes the gradient where filled"
 TEST_CASE("compare, where and masked_fill errors name the op") {
   CHECK_THROWS_WITH_AS(lt(zeros({2}), zeros({2}, {.dtype = kInt64})), "lt: dtype mismatch, float32 [2] and int64 [2]",
                        Error);
-  CHECK_THROWS_WITH_AS(eq(zeros({2, 3}), zeros({4})), "eq: shapes [2, 3] and [4] are not broadcastable (dim -1: 3 vs 4)",
-                       Error);
+  CHECK_THROWS_WITH_AS(eq(zeros({2, 3}), zeros({4})),
+                       "eq: shapes [2, 3] and [4] are not broadcastable (dim -1: 3 vs 4)", Error);
   Tensor m = tensor({1, 0}, {2}, {.dtype = kBool});
   CHECK_THROWS_WITH_AS(ge(m, 0.0), "ge: expected a numeric tensor (float32, float64, int64, int32), got bool [2]",
                        Error);
@@ -171,8 +171,8 @@ TEST_CASE("compare, where and masked_fill errors name the op") {
                        "where: dtype mismatch, float32 [2] and float64 [2]", Error);
   CHECK_THROWS_WITH_AS(where(m, ones({3}), ones({2})),
                        "where: shapes [2] and [3] and [2] are not broadcastable (dim -1: 2 vs 3)", Error);
-  CHECK_THROWS_WITH_AS(masked_fill(ones({2}), ones({2}), 0.0), "masked_fill: mask must be a bool tensor, got float32 [2]",
-                       Error);
+  CHECK_THROWS_WITH_AS(masked_fill(ones({2}), ones({2}), 0.0),
+                       "masked_fill: mask must be a bool tensor, got float32 [2]", Error);
   CHECK_THROWS_WITH_AS(masked_fill(ones({2}), tensor({1, 0, 1, 0}, {2, 2}, {.dtype = kBool}), 0.0),
                        "masked_fill: mask bool [2, 2] does not broadcast to the input's shape [2]", Error);
   CHECK_THROWS_WITH_AS(masked_fill(zeros({2}, {.dtype = kInt32}), m, 0.5),

@@ -67,7 +67,9 @@ TEST_CASE("the denormal mode reaches OpenBLAS's workers, also after it changes")
   for (bool flush : {true, false, true}) {
     DenormalModeGuard mode(flush);
     Tensor c = matmul(a, b);  // (512, 512)
-    if (flush) CHECK(count_bits(c, 0.f) == c.numel());
-    else CHECK(count_bits(c, 0.f) == 0);
+    if (flush)
+      CHECK(count_bits(c, 0.f) == c.numel());
+    else
+      CHECK(count_bits(c, 0.f) == 0);
   }
 }

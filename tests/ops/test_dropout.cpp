@@ -90,16 +90,20 @@ TEST_CASE("dropout backward multiplies by the saved mask and scale") {
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
     Tensor v = leaf64({4, 6}, 54, l);
-    CHECK_GRADCHECK([](V a) {
-      Generator fixed(55);
-      return dropout(a[0], 0.3, true, &fixed);
-    }, {v});
+    CHECK_GRADCHECK(
+        [](V a) {
+          Generator fixed(55);
+          return dropout(a[0], 0.3, true, &fixed);
+        },
+        {v});
   }
   Tensor row = leaf64({1, 6}, 56);
-  CHECK_GRADCHECK([](V a) {
-    Generator fixed(57);
-    return dropout(expand(a[0], {4, 6}), 0.5, true, &fixed);
-  }, {row});
+  CHECK_GRADCHECK(
+      [](V a) {
+        Generator fixed(57);
+        return dropout(expand(a[0], {4, 6}), 0.5, true, &fixed);
+      },
+      {row});
 }
 
 TEST_CASE("the CPU's dropout kernel draws the formulas' mask bit for bit, at any size and thread count") {
@@ -118,7 +122,8 @@ TEST_CASE("the CPU's dropout kernel draws the formulas' mask bit for bit, at any
           Tensor out = Tensor::empty({n}, dtype, x.device()), mask = Tensor::empty({n}, kBool, x.device());
           Tensor want_out = Tensor::empty({n}, dtype, x.device()), want_mask = Tensor::empty({n}, kBool, x.device());
           dropout_kernel(x.device(), out, mask, x, 0.7, 1 / 0.7, 99, first_block);
-          dropout_formulas::dropout_kernels<cpu::CpuLoops>::forward(want_out, want_mask, x, 0.7, 1 / 0.7, 99, first_block);
+          dropout_formulas::dropout_kernels<cpu::CpuLoops>::forward(want_out, want_mask, x, 0.7, 1 / 0.7, 99,
+                                                                    first_block);
           CHECK(out.to_vector<double>() == want_out.to_vector<double>());
           CHECK(mask.to_vector<double>() == want_mask.to_vector<double>());
         }

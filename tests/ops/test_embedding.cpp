@@ -65,8 +65,7 @@ TEST_CASE("embedding gradchecks over weight layouts") {
   // An expanded weight (stride 0 between rows).
   Tensor row = leaf64({1, 4}, 65);
   CHECK_GRADCHECK([ix](V a) { return embedding(expand(a[0], {5, 4}), ix); }, {row});
-  {
-  }
+  {}
 }
 
 TEST_CASE("embedding backward does not depend on the thread count") {

@@ -29,8 +29,7 @@ namespace {
 const CpuGemmPath kPaths[] = {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16, CpuGemmPath::Float32};
 
 // Forces each path this CPU can run for the body; the process's own choice comes back after.
-template <class F>
-void for_each_path(F&& body) {
+template <class F> void for_each_path(F&& body) {
   const CpuGemmPath original = cpu_gemm_path();
   for (CpuGemmPath p : kPaths) {
     std::string why;
@@ -67,7 +66,7 @@ void rounded_reference(const std::vector<double>& a, const std::vector<double>& 
 
 // |got - ref| within float32 summation of k terms: k·2^-24·Σ|a b| (plus a hair for alpha/beta).
 void check_within_f32(const std::vector<double>& got, const std::vector<double>& ref, const std::vector<double>& scale,
-                 int64_t k) {
+                      int64_t k) {
   REQUIRE(got.size() == ref.size());
   const double u = std::ldexp(1.0, -24);
   int64_t bad = 0;
@@ -130,10 +129,10 @@ TEST_CASE("bf16 gemm: transposes, batches, broadcast batches and strided views")
         Tensor b = tb ? transpose(randn({3, 17, 40}), -1, -2) : randn({3, 40, 17});  // (3, 40, 17)
         check_matmul(a, b);
       }
-    check_matmul(expand(randn({1, 20, 36}), {4, 20, 36}), randn({4, 36, 50}));  // stride-0 batch dim
-    check_matmul(randn({2, 3, 20, 36}), randn({36, 50}));                         // broadcast matrix
+    check_matmul(expand(randn({1, 20, 36}), {4, 20, 36}), randn({4, 36, 50}));               // stride-0 batch dim
+    check_matmul(randn({2, 3, 20, 36}), randn({36, 50}));                                    // broadcast matrix
     check_matmul(slice(randn({20, 72}), -1, 0, 72, 2), slice(randn({36, 100}), -1, 0, 50));  // column strides
-    check_matmul(randn({1, 36}), randn({36, 19}));  // one row
+    check_matmul(randn({1, 36}), randn({36, 19}));                                           // one row
   });
 }
 
@@ -141,7 +140,8 @@ TEST_CASE("bf16 gemm: linear's bias starts the sums (no copy), same products, ev
   // (m, n, k): partial 32-blocks in rows and columns, one k chunk (the direct
   // path) and several (the scratch tile, whose last bias block is partial),
   // and a batched x.
-  const std::vector<std::array<int64_t, 3>> shapes = {{100, 33, 17}, {70, 100, 300}, {64, 64, 64}, {1, 15, 1000}, {33, 47, 600}};
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {100, 33, 17}, {70, 100, 300}, {64, 64, 64}, {1, 15, 1000}, {33, 47, 600}};
   for_each_path([&] {
     for (const auto& [m, n, k] : shapes) {
       CAPTURE(m);
@@ -180,62 +180,64 @@ TEST_CASE("bf16 gemm: the operands really are rounded (a float32 product would d
 TEST_CASE("bf16 gemm: alpha, beta, transposes and leading dimensions, threaded or not, as the GEMM door means them") {
   for_each_path([&] {
     for (auto [alpha, beta] : {std::pair{0.5f, 0.25f}, std::pair{1.f, 1.f}, std::pair{1.f, 0.f}})
-    for (bool ta : {false, true})
-      for (bool tb : {false, true})
-        for (int64_t m : {1, 31, 70})
-          for (int64_t n : {1, 33, 65})
-            for (int64_t k : {1, 47, 600}) {
-              CAPTURE(alpha);
-              CAPTURE(beta);
-              CAPTURE(ta);
-              CAPTURE(tb);
-              CAPTURE(m);
-              CAPTURE(n);
-              CAPTURE(k);
-              // stored shapes: A (m, k) or (k, m), B (k, n) or (n, k), each row padded
-              const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 2;
-              std::vector<float> a(size_t((ta ? k : m) * lda)), b(size_t((tb ? n : k) * ldb)), c0(size_t(m * ldc));
-              Generator g(uint64_t(m * 1000 + n * 10 + k));
-              auto fill = [&](std::vector<float>& v) {
-                const std::vector<double> d = randn({int64_t(v.size())}, {}, &g).to_vector<double>();
-                for (size_t i = 0; i < v.size(); ++i) v[i] = float(d[i]);
-              };
-              fill(a);
-              fill(b);
-              fill(c0);
-              std::vector<float> c1 = c0, c2 = c0;
-              cpu::Gemm<float> gemm{.m = m,
-                                    .n = n,
-                                    .k = k,
-                                    .alpha = alpha,
-                                    .a = {.data = a.data(), .ld = lda, .transposed = ta},
-                                    .b = {.data = b.data(), .ld = ldb, .transposed = tb},
-                                    .beta = beta,
-                                    .c = c1.data(),
-                                    .ldc = ldc,
-                                    .precision = MatmulPrecision::BFloat16};
-              cpu::gemm(gemm);
-              gemm.c = c2.data();
-              gemm.threaded = true;
-              cpu::gemm(gemm);
-              CHECK(c1 == c2);  // the same blocks and sums on any number of threads
-              std::vector<double> va(size_t(m * k)), vb(size_t(k * n)), got(size_t(m * n)), ref, scale;
-              for (int64_t i = 0; i < m; ++i)
-                for (int64_t t = 0; t < k; ++t) va[size_t(i * k + t)] = ta ? a[size_t(t * lda + i)] : a[size_t(i * lda + t)];
-              for (int64_t t = 0; t < k; ++t)
-                for (int64_t j = 0; j < n; ++j) vb[size_t(t * n + j)] = tb ? b[size_t(j * ldb + t)] : b[size_t(t * ldb + j)];
-              rounded_reference(va, vb, m, n, k, ref, scale);
-              for (int64_t i = 0; i < m; ++i)
-                for (int64_t j = 0; j < n; ++j) {
-                  const size_t e = size_t(i * n + j);
-                  got[e] = c1[size_t(i * ldc + j)];
-                  ref[e] = alpha * ref[e] + beta * double(c0[size_t(i * ldc + j)]);
-                  scale[e] = alpha * scale[e] + beta * std::fabs(double(c0[size_t(i * ldc + j)]));
-                }
-              check_within_f32(got, ref, scale, k);
-              for (int64_t i = 0; i < m; ++i)  // the padding between rows is never written
-                for (int64_t j = n; j < ldc; ++j) CHECK(c1[size_t(i * ldc + j)] == c0[size_t(i * ldc + j)]);
-            }
+      for (bool ta : {false, true})
+        for (bool tb : {false, true})
+          for (int64_t m : {1, 31, 70})
+            for (int64_t n : {1, 33, 65})
+              for (int64_t k : {1, 47, 600}) {
+                CAPTURE(alpha);
+                CAPTURE(beta);
+                CAPTURE(ta);
+                CAPTURE(tb);
+                CAPTURE(m);
+                CAPTURE(n);
+                CAPTURE(k);
+                // stored shapes: A (m, k) or (k, m), B (k, n) or (n, k), each row padded
+                const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 2;
+                std::vector<float> a(size_t((ta ? k : m) * lda)), b(size_t((tb ? n : k) * ldb)), c0(size_t(m * ldc));
+                Generator g(uint64_t(m * 1000 + n * 10 + k));
+                auto fill = [&](std::vector<float>& v) {
+                  const std::vector<double> d = randn({int64_t(v.size())}, {}, &g).to_vector<double>();
+                  for (size_t i = 0; i < v.size(); ++i) v[i] = float(d[i]);
+                };
+                fill(a);
+                fill(b);
+                fill(c0);
+                std::vector<float> c1 = c0, c2 = c0;
+                cpu::Gemm<float> gemm{.m = m,
+                                      .n = n,
+                                      .k = k,
+                                      .alpha = alpha,
+                                      .a = {.data = a.data(), .ld = lda, .transposed = ta},
+                                      .b = {.data = b.data(), .ld = ldb, .transposed = tb},
+                                      .beta = beta,
+                                      .c = c1.data(),
+                                      .ldc = ldc,
+                                      .precision = MatmulPrecision::BFloat16};
+                cpu::gemm(gemm);
+                gemm.c = c2.data();
+                gemm.threaded = true;
+                cpu::gemm(gemm);
+                CHECK(c1 == c2);  // the same blocks and sums on any number of threads
+                std::vector<double> va(size_t(m * k)), vb(size_t(k * n)), got(size_t(m * n)), ref, scale;
+                for (int64_t i = 0; i < m; ++i)
+                  for (int64_t t = 0; t < k; ++t)
+                    va[size_t(i * k + t)] = ta ? a[size_t(t * lda + i)] : a[size_t(i * lda + t)];
+                for (int64_t t = 0; t < k; ++t)
+                  for (int64_t j = 0; j < n; ++j)
+                    vb[size_t(t * n + j)] = tb ? b[size_t(j * ldb + t)] : b[size_t(t * ldb + j)];
+                rounded_reference(va, vb, m, n, k, ref, scale);
+                for (int64_t i = 0; i < m; ++i)
+                  for (int64_t j = 0; j < n; ++j) {
+                    const size_t e = size_t(i * n + j);
+                    got[e] = c1[size_t(i * ldc + j)];
+                    ref[e] = alpha * ref[e] + beta * double(c0[size_t(i * ldc + j)]);
+                    scale[e] = alpha * scale[e] + beta * std::fabs(double(c0[size_t(i * ldc + j)]));
+                  }
+                check_within_f32(got, ref, scale, k);
+                for (int64_t i = 0; i < m; ++i)  // the padding between rows is never written
+                  for (int64_t j = n; j < ldc; ++j) CHECK(c1[size_t(i * ldc + j)] == c0[size_t(i * ldc + j)]);
+              }
   });
 }
 
@@ -323,9 +325,9 @@ TEST_CASE("bf16 gemm: linear's backward packs g once: dx, dW and db as the compo
     int64_t rows, out, in;
   };
   const double u = std::ldexp(1.0, -24);
-  for (const Shape3 s : {Shape3{1, 1, 1}, Shape3{17, 33, 15}, Shape3{100, 64, 64}, Shape3{33, 1000, 17},
-                         Shape3{70, 48, 33}, Shape3{15, 17, 1}, Shape3{130, 31, 31},
-                         Shape3{4100, 96, 64}}) {  // the last: every pack split over threads
+  for (const Shape3 s :
+       {Shape3{1, 1, 1}, Shape3{17, 33, 15}, Shape3{100, 64, 64}, Shape3{33, 1000, 17}, Shape3{70, 48, 33},
+        Shape3{15, 17, 1}, Shape3{130, 31, 31}, Shape3{4100, 96, 64}}) {  // the last: every pack split over threads
     CAPTURE(s.rows);
     CAPTURE(s.out);
     CAPTURE(s.in);
@@ -348,7 +350,8 @@ TEST_CASE("bf16 gemm: linear's backward packs g once: dx, dW and db as the compo
       const std::vector<double> got_db = db.to_vector<double>();  // db: g's own values, summed
       for (int64_t c = 0; c < s.out; ++c) {
         double sum = 0, abs_sum = 0;
-        for (int64_t r = 0; r < s.rows; ++r) sum += vg[size_t(r * s.out + c)], abs_sum += std::fabs(vg[size_t(r * s.out + c)]);
+        for (int64_t r = 0; r < s.rows; ++r)
+          sum += vg[size_t(r * s.out + c)], abs_sum += std::fabs(vg[size_t(r * s.out + c)]);
         CHECK(std::fabs(got_db[size_t(c)] - sum) <= (double(s.rows) + 4) * u * abs_sum);
       }
       // linear's own backward takes this path: its gradients are these, bit for bit
@@ -374,10 +377,12 @@ TEST_CASE("bf16 gemm: linear's backward packs g once: dx, dW and db as the compo
     MatmulPrecisionScope bf16(MatmulPrecision::BFloat16);
     CHECK(!linear_backward_kernel(Device::cpu(), g, x, w, true, true, dx, dw, db));
     const Tensor x2 = randn({40, 8}), w2 = randn({16, 8});
-    CHECK(!linear_backward_kernel(Device::cpu(), contiguous(transpose(randn({16, 40}), 0, 1)).alias({40, 8}, {1, 40}, 0),
-                                  x2, w2, true, true, dx, dw, db));
-    CHECK(!linear_backward_kernel(Device::cpu(), randn({40, 16}, {.dtype = kFloat64}), randn({40, 8}, {.dtype = kFloat64}),
-                                  randn({16, 8}, {.dtype = kFloat64}), true, true, dx, dw, db));
+    CHECK(!linear_backward_kernel(Device::cpu(),
+                                  contiguous(transpose(randn({16, 40}), 0, 1)).alias({40, 8}, {1, 40}, 0), x2, w2, true,
+                                  true, dx, dw, db));
+    CHECK(!linear_backward_kernel(Device::cpu(), randn({40, 16}, {.dtype = kFloat64}),
+                                  randn({40, 8}, {.dtype = kFloat64}), randn({16, 8}, {.dtype = kFloat64}), true, true,
+                                  dx, dw, db));
   });
   const Tensor x2 = randn({40, 8}), w2 = randn({16, 8});
   CHECK(!linear_backward_kernel(Device::cpu(), g, x2, w2, true, true, dx, dw, db));  // float32 precision
@@ -402,8 +407,8 @@ TEST_CASE("bf16 gemm: float32 precision stays OpenBLAS sgemm bit for bit") {
 
 TEST_CASE("bf16 gemm: KS_CPU_GEMM and set_cpu_gemm_path name what is missing") {
   const CpuFeatures& f = cpu_features();
-  MESSAGE("this CPU: avx512 ", f.avx512, ", avx512_bf16 ", f.avx512_bf16, ", amx_bf16 ", f.amx_bf16,
-          ", amx permitted ", f.amx_permitted, "; bf16 GEMMs use ", std::string(cpu_gemm_path_name(cpu_gemm_path())));
+  MESSAGE("this CPU: avx512 ", f.avx512, ", avx512_bf16 ", f.avx512_bf16, ", amx_bf16 ", f.amx_bf16, ", amx permitted ",
+          f.amx_permitted, "; bf16 GEMMs use ", std::string(cpu_gemm_path_name(cpu_gemm_path())));
   CHECK(cpu_gemm_path_available(CpuGemmPath::Float32));
   for (CpuGemmPath p : kPaths) {
     std::string why;
@@ -507,7 +512,8 @@ TEST_CASE("bf16 attention: the packed kernels equal the per-tile bf16 GEMMs up t
     const Case& c = cases[ci];
     CAPTURE(ci);
     Generator g(11);
-    Tensor q = randn({2, 3, c.T, c.p}, {}, &g), k = randn({2, 3, c.S, c.p}, {}, &g), v = randn({2, 3, c.S, c.e}, {}, &g);
+    Tensor q = randn({2, 3, c.T, c.p}, {}, &g), k = randn({2, 3, c.S, c.p}, {}, &g),
+           v = randn({2, 3, c.S, c.e}, {}, &g);
     Tensor dout = randn({2, 3, c.T, c.e}, {}, &g);
     auto run = [&](CpuGemmPath path) {
       set_cpu_gemm_path(path);

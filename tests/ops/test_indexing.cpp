@@ -107,7 +107,8 @@ TEST_CASE("gather and scatter_add match loops along every dim") {
       for (int64_t c = 0; c < 3; ++c) want.push_back(12 * a + 4 * vi[size_t(a * 6 + j * 3 + c)] + c);
   check_close(gather(x, 1, i1), want);
   check_close(gather(x, -2, i1), want);
-  check_close(gather(permute(seq({3, 4, 2}), {2, 0, 1}), 1, i1), gather(contiguous(permute(seq({3, 4, 2}), {2, 0, 1})), 1, i1));
+  check_close(gather(permute(seq({3, 4, 2}), {2, 0, 1}), 1, i1),
+              gather(contiguous(permute(seq({3, 4, 2}), {2, 0, 1})), 1, i1));
   // dim -1 (rows pick columns), the cross-entropy pattern.
   check_close(gather(seq({2, 4}), -1, idx({3, 0}, {2, 1})), {3, 4});
   // scatter_add is the transpose: out[a][index[a][j][c]][c] += src[a][j][c].
@@ -115,11 +116,13 @@ TEST_CASE("gather and scatter_add match loops along every dim") {
   std::vector<double> vs = src.to_vector<double>(), acc(24, 0.0);
   for (int64_t a = 0; a < 2; ++a)
     for (int64_t j = 0; j < 2; ++j)
-      for (int64_t c = 0; c < 3; ++c) acc[size_t(12 * a + 4 * vi[size_t(a * 6 + j * 3 + c)] + c)] += vs[size_t(a * 6 + j * 3 + c)];
+      for (int64_t c = 0; c < 3; ++c)
+        acc[size_t(12 * a + 4 * vi[size_t(a * 6 + j * 3 + c)] + c)] += vs[size_t(a * 6 + j * 3 + c)];
   check_close(scatter_add(zeros({2, 3, 4}, {.dtype = kFloat64}), 1, i1, src), acc);
   // dim 0, with an src larger than the index.
   check_close(scatter_add(ones({3}, {.dtype = kFloat64}), 0, idx({2, 2}), seq({4}, 1)), {1, 1, 4});
-  check_close(scatter_add(zeros({2, 2}, {.dtype = kInt64}), 0, idx({1, 1, 1, 0}, {2, 2}), tensor({1, 2, 3, 4}, {2, 2}, {.dtype = kInt64})),
+  check_close(scatter_add(zeros({2, 2}, {.dtype = kInt64}), 0, idx({1, 1, 1, 0}, {2, 2}),
+                          tensor({1, 2, 3, 4}, {2, 2}, {.dtype = kInt64})),
               {0, 4, 4, 2});
 }
 
@@ -147,17 +150,22 @@ TEST_CASE("scatter_add is the same for any thread count") {
 
 TEST_CASE("index ops reject bad indices, dtypes and shapes by name") {
   Tensor x = zeros({2, 4});
-  CHECK_THROWS_WITH_AS(index_select(x, 1, idx({0, 4})), "index_select: index 4 is out of range for dim 1 of size 4", Error);
-  CHECK_THROWS_WITH_AS(index_select(x, 0, idx({-1})), "index_select: index -1 is out of range for dim 0 of size 2", Error);
-  CHECK_THROWS_WITH_AS(index_select(x, 0, zeros({1})), "index_select: index must be an int64 tensor, got float32 [1]", Error);
-  CHECK_THROWS_WITH_AS(index_select(x, 0, idx({0, 1}, {1, 2})), "index_select: index must be 1-D, got int64 [1, 2]", Error);
+  CHECK_THROWS_WITH_AS(index_select(x, 1, idx({0, 4})), "index_select: index 4 is out of range for dim 1 of size 4",
+                       Error);
+  CHECK_THROWS_WITH_AS(index_select(x, 0, idx({-1})), "index_select: index -1 is out of range for dim 0 of size 2",
+                       Error);
+  CHECK_THROWS_WITH_AS(index_select(x, 0, zeros({1})), "index_select: index must be an int64 tensor, got float32 [1]",
+                       Error);
+  CHECK_THROWS_WITH_AS(index_select(x, 0, idx({0, 1}, {1, 2})), "index_select: index must be 1-D, got int64 [1, 2]",
+                       Error);
   CHECK_THROWS_WITH_AS(index_select(x, 2, idx({0})), "index_select: dim 2 out of range for a 2-d tensor", Error);
-  CHECK_THROWS_WITH_AS(gather(x, 1, idx({0, 5, 1, 7}, {2, 2})), "gather: index 5 is out of range for dim 1 of size 4", Error);
-  CHECK_THROWS_WITH_AS(gather(x, -1, idx({0}, {1})), "gather: index int64 [1] must have as many dims as input float32 [2, 4]",
+  CHECK_THROWS_WITH_AS(gather(x, 1, idx({0, 5, 1, 7}, {2, 2})), "gather: index 5 is out of range for dim 1 of size 4",
                        Error);
-  CHECK_THROWS_WITH_AS(gather(x, 1, idx({0, 0, 0}, {3, 1})),
-                       "gather: index int64 [3, 1] is larger than input float32 [2, 4] in dim 0 (only dim 1 may differ)",
-                       Error);
+  CHECK_THROWS_WITH_AS(gather(x, -1, idx({0}, {1})),
+                       "gather: index int64 [1] must have as many dims as input float32 [2, 4]", Error);
+  CHECK_THROWS_WITH_AS(
+      gather(x, 1, idx({0, 0, 0}, {3, 1})),
+      "gather: index int64 [3, 1] is larger than input float32 [2, 4] in dim 0 (only dim 1 may differ)", Error);
   CHECK_THROWS_WITH_AS(gather(x, 0, zeros({1, 1}, {.dtype = kInt32})),
                        "gather: index must be an int64 tensor, got int32 [1, 1]", Error);
   CHECK_THROWS_WITH_AS(gather(x, -3, idx({0}, {1, 1})), "gather: dim -3 out of range for a 2-d tensor", Error);

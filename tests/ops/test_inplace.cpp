@@ -15,8 +15,7 @@ Tensor buf64(const Shape& shape, uint64_t seed, double lo = -1, double hi = 1) {
 
 // Runs update(t) on a fresh copy of `init` and checks the result against
 // ref (on the values before), the version bump and the returned handle.
-template <class U>
-void check_update(const Tensor& init, const std::vector<double>& expected, U update) {
+template <class U> void check_update(const Tensor& init, const std::vector<double>& expected, U update) {
   Tensor t = clone(init);
   const uint64_t v = t.version();
   Tensor r = update(t);
@@ -65,8 +64,7 @@ TEST_CASE("in-place ops on strided targets and float32/integer dtypes") {
     NoGradGuard g;
     add_(t, o, 2.0);
   }
-  check_close(t, ref_binary(transpose(before, 0, 1), o, {3, 4}, [](double x, double y) { return x + 2 * y; }),
-              1e-12);
+  check_close(t, ref_binary(transpose(before, 0, 1), o, {3, 4}, [](double x, double y) { return x + 2 * y; }), 1e-12);
   Tensor wide = buf64({2, 6}, 97);
   Tensor wide_before = clone(wide);
   mul_(slice(wide, 1, 0, 6, 2), 10.0);
@@ -102,8 +100,8 @@ TEST_CASE("in-place ops refuse history and bump versions for saved-tensor checks
   Tensor w = ones({3}, {.requires_grad = true});
   CHECK_THROWS_WITH_AS(add_(w, ones({3})),
                        "add_: in-place operation on a tensor that requires grad; wrap it in NoGradGuard", Error);
-  CHECK_THROWS_WITH_AS(mul_(w, 2.0),
-                       "mul_: in-place operation on a tensor that requires grad; wrap it in NoGradGuard", Error);
+  CHECK_THROWS_WITH_AS(mul_(w, 2.0), "mul_: in-place operation on a tensor that requires grad; wrap it in NoGradGuard",
+                       Error);
   CHECK_THROWS_WITH_AS(zero_(w), "zero_: in-place operation on a tensor that requires grad; wrap it in NoGradGuard",
                        Error);
   Tensor buf = zeros({3});
@@ -160,8 +158,8 @@ TEST_CASE("in-place errors name the op") {
                        "add_: operand float32 [2, 4] cannot be broadcast to the target's shape [4] (in-place ops keep "
                        "the target's shape)",
                        Error);
-  CHECK_THROWS_WITH_AS(mul_(zeros({2, 3}), ones({2})), doctest::Contains("mul_: operand float32 [2] cannot be broadcast"),
-                       Error);
+  CHECK_THROWS_WITH_AS(mul_(zeros({2, 3}), ones({2})),
+                       doctest::Contains("mul_: operand float32 [2] cannot be broadcast"), Error);
   CHECK_THROWS_WITH_AS(add_(expand(zeros({1, 3}), {2, 3}), ones({3})),
                        "add_: target float32 [2, 3] has overlapping (expanded) elements", Error);
   CHECK_THROWS_WITH_AS(add_(zeros({2}), zeros({2}, {.dtype = kFloat64})),

@@ -83,21 +83,21 @@ using V = const std::vector<Tensor>&;
 
 TEST_CASE("matmul matches a loop reference for every shape case") {
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{5}, {5}},                        // dot
-      {{3, 5}, {5, 4}},                  // 2-d
-      {{5}, {5, 4}},                     // 1-d promoted on the left
-      {{3, 5}, {5}},                     // 1-d promoted on the right
-      {{5}, {2, 5, 3}},                  // 1-d against a batch
+      {{5}, {5}},        // dot
+      {{3, 5}, {5, 4}},  // 2-d
+      {{5}, {5, 4}},     // 1-d promoted on the left
+      {{3, 5}, {5}},     // 1-d promoted on the right
+      {{5}, {2, 5, 3}},  // 1-d against a batch
       {{2, 4, 5}, {5}},
-      {{2, 3, 4, 5}, {2, 3, 5, 6}},      // (B, H, T, D) @ (B, H, D, S)
-      {{2, 3, 5}, {5, 4}},               // (B, T, C) @ (C, N): folded into one GEMM
-      {{3, 5}, {2, 5, 4}},               // shared left matrix
-      {{1, 3, 4, 5}, {2, 1, 5, 6}},      // (1, H, T, D) @ (B, 1, D, S)
-      {{2, 1, 4, 5}, {3, 5, 2}},         // different ranks, both broadcast
-      {{2, 3, 1, 2, 4}, {3, 1, 4, 2}},   // 5-d
+      {{2, 3, 4, 5}, {2, 3, 5, 6}},     // (B, H, T, D) @ (B, H, D, S)
+      {{2, 3, 5}, {5, 4}},              // (B, T, C) @ (C, N): folded into one GEMM
+      {{3, 5}, {2, 5, 4}},              // shared left matrix
+      {{1, 3, 4, 5}, {2, 1, 5, 6}},     // (1, H, T, D) @ (B, 1, D, S)
+      {{2, 1, 4, 5}, {3, 5, 2}},        // different ranks, both broadcast
+      {{2, 3, 1, 2, 4}, {3, 1, 4, 2}},  // 5-d
       {{1, 1, 3, 5}, {5, 2}},
-      {{0, 3}, {3, 4}},                  // empty rows
-      {{2, 0}, {0, 3}},                  // empty sum: zeros
+      {{0, 3}, {3, 4}},  // empty rows
+      {{2, 0}, {0, 3}},  // empty sum: zeros
       {{4, 0, 3}, {3, 2}},
   };
   for (auto [sa, sb] : cases) {
@@ -167,7 +167,8 @@ TEST_CASE("matmul never materialises a broadcast batch operand") {
   check_close(select(c, 0, 4095), matmul(select(a, 0, 4095), select(b, 0, 4095)), 1e-5, 1e-5);
 }
 
-TEST_CASE("matmul threading: OpenBLAS stays single-threaded, a threaded GEMM runs as bands on oneTBB with the same bits") {
+TEST_CASE(
+    "matmul threading: OpenBLAS stays single-threaded, a threaded GEMM runs as bands on oneTBB with the same bits") {
   const int saved = num_threads();
   // (m, n, k): cut by rows (m >= n) or by columns, ragged band edges, both
   // above the threading threshold; every transpose combination.
@@ -179,7 +180,8 @@ TEST_CASE("matmul threading: OpenBLAS stays single-threaded, a threaded GEMM run
   const std::string kernels = cpu::blas_kernels_name();
   const bool bands_keep_bits = kernels == "SkylakeX" || kernels == "Cooperlake" || kernels == "SapphireRapids";
   if (!bands_keep_bits)
-    MESSAGE("OpenBLAS runs its ", kernels, " kernels: threaded and single-threaded GEMMs compared to 1e-4, not bit for bit");
+    MESSAGE("OpenBLAS runs its ", kernels,
+            " kernels: threaded and single-threaded GEMMs compared to 1e-4, not bit for bit");
   for (const auto& [m, n, k] : shapes)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
@@ -187,7 +189,8 @@ TEST_CASE("matmul threading: OpenBLAS stays single-threaded, a threaded GEMM run
         CAPTURE(n);
         CAPTURE(ta);
         CAPTURE(tb);
-        Tensor a = rnd(ta ? Shape{k, m} : Shape{m, k}, 40, kFloat32), b = rnd(tb ? Shape{n, k} : Shape{k, n}, 41, kFloat32);
+        Tensor a = rnd(ta ? Shape{k, m} : Shape{m, k}, 40, kFloat32),
+               b = rnd(tb ? Shape{n, k} : Shape{k, n}, 41, kFloat32);
         Tensor opa = ta ? transpose(a, 0, 1) : a, opb = tb ? transpose(b, 0, 1) : b;
         set_num_threads(1);
         const std::vector<float> one = matmul(opa, opb).to_vector<float>();
@@ -244,8 +247,8 @@ static void gradcheck_matmul_cases(const std::vector<std::pair<Shape, Shape>>& c
 }
 
 TEST_CASE("matmul gradchecks: 2-d, 1-d and folded shapes over all layouts") {
-  const std::vector<std::pair<Shape, Shape>> cases = {
-      {{3, 4}, {4, 2}}, {{4}, {4}}, {{4}, {4, 3}}, {{3, 4}, {4}}, {{2, 3, 4}, {4, 2}}, {{2, 3, 4}, {4}}};
+  const std::vector<std::pair<Shape, Shape>> cases = {{{3, 4}, {4, 2}}, {{4}, {4}},          {{4}, {4, 3}},
+                                                      {{3, 4}, {4}},    {{2, 3, 4}, {4, 2}}, {{2, 3, 4}, {4}}};
   for (Layout l : all_layouts()) gradcheck_matmul_cases(cases, l, 50);
 }
 
@@ -258,8 +261,11 @@ TEST_CASE("matmul gradchecks: broadcast batch dims, expanded and transposed inpu
     Tensor a = leaf64({1, 3, 4}, 90, l), b = leaf64({4, 2}, 91, l), c = leaf64({2, 2, 4}, 92, l);
     CHECK_GRADCHECK([](V x) { return matmul(expand(x[0], {2, 3, 4}), x[1]); }, {a, b});
     CHECK_GRADCHECK([](V x) { return matmul(x[0], transpose(x[1], -1, -2)); }, {a, c});
-    CHECK_GRADCHECK([](V x) { return matmul(transpose(x[1], -1, -2), expand(x[0], {2, 4, 2})); },
-                    {leaf64({4, 2}, 93, l), leaf64({2, 4, 3}, 94, l)});
+    CHECK_GRADCHECK(
+        [](V x) {
+          return matmul(transpose(x[1], -1, -2), expand(x[0], {2, 4, 2}));
+        },
+        {leaf64({4, 2}, 93, l), leaf64({2, 4, 3}, 94, l)});
   }
 }
 

@@ -132,8 +132,11 @@ TEST_CASE("causal_linear_attention gradchecks over every layout, with initial su
   CHECK_GRADCHECK([&](V t) { return causal_linear_attention(qc, t[0], vc); }, {k});
   // A value shared by every head, and keys shared along time, via expand.
   Tensor v1 = leaf64({1, 1, 5, 3}, 39), k1 = pos64({1, 2, 1, 3}, 40);
-  CHECK_GRADCHECK([&](V t) { return causal_linear_attention(t[0], expand(t[1], {1, 2, 5, 3}), expand(t[2], {1, 2, 5, 3})); },
-                  {q, k1, v1});
+  CHECK_GRADCHECK(
+      [&](V t) {
+        return causal_linear_attention(t[0], expand(t[1], {1, 2, 5, 3}), expand(t[2], {1, 2, 5, 3}));
+      },
+      {q, k1, v1});
   // The value of the output matters, not just its sum: weight it.
   Tensor w = leaf64({1, 2, 5, 3}, 41);
   CHECK_GRADCHECK([](V t) { return mul(causal_linear_attention(t[0], t[1], t[2]), t[3]); }, {q, k, v, w});

@@ -96,8 +96,7 @@ TEST_CASE("cross_entropy gradcheck over layouts with ignore_index, smoothing and
       CAPTURE(int(r));
       CHECK_GRADCHECK([t, r](V a) { return cross_entropy(a[0], t, {.reduction = r}); }, {x});
       CHECK_GRADCHECK([t, r](V a) { return cross_entropy(a[0], t, {2, 0.15, r}); }, {x});
-      CHECK_GRADCHECK([t3, r](V a) { return cross_entropy(a[0], t3, {.label_smoothing = 0.3, .reduction = r}); },
-                      {x3});
+      CHECK_GRADCHECK([t3, r](V a) { return cross_entropy(a[0], t3, {.label_smoothing = 0.3, .reduction = r}); }, {x3});
     }
   }
   // Expanded logits.
@@ -120,8 +119,8 @@ TEST_CASE("cross_entropy gradient is (softmax - smoothed one-hot) / count, large
   for (DType dt : {kFloat32, kFloat64}) {
     // exp(1000) overflows; the max-shifted log-sum-exp does not.
     Tensor big = tensor({1000, 0, 1000, 1000}, {2, 2}, {.dtype = dt});
-    check_close(cross_entropy(big, targets({1, 0}, {2}), {.reduction = Reduction::None}), {1000, std::log(2.0)},
-                1e-6, 1e-6);
+    check_close(cross_entropy(big, targets({1, 0}, {2}), {.reduction = Reduction::None}), {1000, std::log(2.0)}, 1e-6,
+                1e-6);
     // Every target ignored: loss 0 and zero gradient (not NaN).
     Tensor z = tensor({1, 2, 3, 4}, {2, 2}, {.dtype = dt, .requires_grad = true});
     Tensor loss = cross_entropy(z, targets({-100, -100}, {2}));

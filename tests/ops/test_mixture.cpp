@@ -96,7 +96,8 @@ TEST_CASE("mixture_softmax matches a loop reference: soft and hard, masks, M = 1
           Tensor s = mul(randn({B, H, T, M, S}, {.dtype = dt}, &gen), 3.0);
           Tensor bias = randn({B, H, M, S}, {.dtype = dt}, &gen);
           const double scale = 0.7;
-          MixtureSoftmax out = mixture_softmax(s, bias, scale, masks[k].first, {.hard = hard, .responsibilities = true});
+          MixtureSoftmax out =
+              mixture_softmax(s, bias, scale, masks[k].first, {.hard = hard, .responsibilities = true});
           CHECK(out.weights.sizes() == Shape{B, H, T, S});
           CHECK(out.responsibilities.sizes() == Shape{B, H, T, M, S});
           Ref ref = mixture_ref(s.to_vector<double>(), bias.to_vector<double>(), B * H, T, M, S, scale, hard,
@@ -108,7 +109,7 @@ TEST_CASE("mixture_softmax matches a loop reference: soft and hard, masks, M = 1
   // Strided scores (a permuted view) and a bias broadcast from (M, S).
   Generator gen(5);
   Tensor base = randn({5, 2, 4, 3}, {.dtype = kFloat64}, &gen);  // (S, M, T, N)
-  Tensor s = permute(base, {3, 2, 1, 0});                          // (N=3, T=4, M=2, S=5)
+  Tensor s = permute(base, {3, 2, 1, 0});                        // (N=3, T=4, M=2, S=5)
   Tensor bias = randn({2, 5}, {.dtype = kFloat64}, &gen);
   std::vector<double> bfull;
   for (int n = 0; n < 3; ++n)
@@ -143,7 +144,8 @@ TEST_CASE("mixture_softmax gradcheck over layouts, broadcast bias and expanded s
       CAPTURE(layout_name(l));
       Tensor s = leaf64({2, 3, 2, 4}, 31, l, -2, 2);
       Tensor bias = leaf64({2, 2, 4}, 32, l);
-      CHECK_GRADCHECK([&](V a) { return mixture_softmax(a[0], a[1], 0.8, causal(3, 4), {.hard = hard}).weights; }, {s, bias});
+      CHECK_GRADCHECK([&](V a) { return mixture_softmax(a[0], a[1], 0.8, causal(3, 4), {.hard = hard}).weights; },
+                      {s, bias});
       CHECK_GRADCHECK([&](V a) { return mixture_softmax(a[0], a[1], 1.5, pad, {.hard = hard}).weights; }, {s, bias});
     }
   // bias broadcast over the batch dims; a weighted sum so the gradient arriving is not uniform.
@@ -159,7 +161,9 @@ TEST_CASE("mixture_softmax gradcheck over layouts, broadcast bias and expanded s
   CHECK_GRADCHECK([&](V a) { return mixture_softmax(a[0], c, 0.6).weights; }, {s});
 }
 
-TEST_CASE("mixture_softmax: fully masked rows give zeros and zero gradients, large scores stay finite, a -inf component drops out") {
+TEST_CASE(
+    "mixture_softmax: fully masked rows give zeros and zero gradients, large scores stay finite, a -inf component "
+    "drops out") {
   for (DType dt : {kFloat32, kFloat64})
     for (bool hard : {false, true}) {
       CAPTURE(hard);
@@ -169,21 +173,25 @@ TEST_CASE("mixture_softmax: fully masked rows give zeros and zero gradients, lar
       MixtureSoftmax out = mixture_softmax(s, bias, 1.0, mask, {.hard = hard, .responsibilities = true});
       check_close(out.weights, {0, 0, 0, 0.5, 0, 0.5});
       // Equal components: soft splits 1/2 each, hard picks the first.
-      if (hard) check_close(out.responsibilities, {0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0});
-      else check_close(out.responsibilities, {0, 0, 0, 0, 0, 0, .5, 0, .5, .5, 0, .5});
+      if (hard)
+        check_close(out.responsibilities, {0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0});
+      else
+        check_close(out.responsibilities, {0, 0, 0, 0, 0, 0, .5, 0, .5, .5, 0, .5});
       backward(sum(mul(out.weights, tensor({1, 2, 3, 4, 5, 6}, {2, 3}, {.dtype = dt}))));
       std::vector<double> gs = s.grad().to_vector<double>(), gb = bias.grad().to_vector<double>();
-      for (int k = 0; k < 6; ++k) CHECK(gs[size_t(k)] == 0.0);            // row 0 of both components
+      for (int k = 0; k < 6; ++k) CHECK(gs[size_t(k)] == 0.0);  // row 0 of both components
       for (double v : gb) CHECK_FALSE(std::isnan(v));
       // Large scores do not overflow: 1000 vs 1001 in one component.
       Tensor big = tensor({1000, 1001, 0, 0}, {1, 1, 2, 2}, {.dtype = dt});
-      MixtureSoftmax o2 = mixture_softmax(big, zeros({1, 2, 2}, {.dtype = dt}), 1.0, Tensor(), {.hard = hard, .responsibilities = true});
+      MixtureSoftmax o2 = mixture_softmax(big, zeros({1, 2, 2}, {.dtype = dt}), 1.0, Tensor(),
+                                          {.hard = hard, .responsibilities = true});
       const double e = std::exp(-1.0);
       // soft: ℓ = (log(e^1000 + 1), log(e^1001 + 1)) ≈ (1000, 1001); hard: the same maxima.
       check_close(o2.weights, {e / (1 + e), 1 / (1 + e)}, 1e-6, 1e-5);
       // A component with bias -inf (π_r = 0) never gets responsibility; the others carry on.
       Tensor nb = tensor({-kInf, -kInf, 0, 0}, {1, 2, 2}, {.dtype = dt});
-      MixtureSoftmax o3 = mixture_softmax(tensor({1, 2, 3, 4}, {1, 1, 2, 2}, {.dtype = dt}), nb, 1.0, Tensor(), {.hard = hard, .responsibilities = true});
+      MixtureSoftmax o3 = mixture_softmax(tensor({1, 2, 3, 4}, {1, 1, 2, 2}, {.dtype = dt}), nb, 1.0, Tensor(),
+                                          {.hard = hard, .responsibilities = true});
       check_close(o3.responsibilities, {0, 0, 1, 1});
       check_close(o3.weights, {e / (1 + e), 1 / (1 + e)}, 1e-6, 1e-5);
     }

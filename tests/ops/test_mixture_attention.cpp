@@ -123,8 +123,12 @@ TEST_CASE("mixture_attention equals the composed path, values and gradients: M =
             CAPTURE(causal);
             CAPTURE(offset);
             CAPTURE(use_pad);
-            MixtureAttentionOptions o{.scale = 0.6, .hard = hard, .totals = true, .causal = causal,
-                                      .causal_offset = offset, .key_padding = use_pad ? pad : Tensor()};
+            MixtureAttentionOptions o{.scale = 0.6,
+                                      .hard = hard,
+                                      .totals = true,
+                                      .causal = causal,
+                                      .causal_offset = offset,
+                                      .key_padding = use_pad ? pad : Tensor()};
             check_against_composed(in, o, 1e-12);
           }
     }
@@ -137,7 +141,8 @@ TEST_CASE("mixture_attention: a query that sees no key gives zeros and zero grad
     // Offset -1: query 0 sees nothing; every key of batch 0 padded in the second call.
     for (const MixtureAttentionOptions& o :
          {MixtureAttentionOptions{.hard = hard, .totals = true, .causal = true, .causal_offset = -1},
-          MixtureAttentionOptions{.hard = hard, .totals = true, .key_padding = padding(1, 4, {{0, 0}, {0, 1}, {0, 2}, {0, 3}})}}) {
+          MixtureAttentionOptions{
+              .hard = hard, .totals = true, .key_padding = padding(1, 4, {{0, 0}, {0, 1}, {0, 2}, {0, 3}})}}) {
       Tensor q = detach(in.q).set_requires_grad(true), k = detach(in.k).set_requires_grad(true),
              b = detach(in.bias).set_requires_grad(true), v = detach(in.v).set_requires_grad(true);
       MixtureAttention y = mixture_attention(q, k, b, v, o);
@@ -177,7 +182,10 @@ TEST_CASE("mixture_attention across tile edges: T, S in {1, 15, 17, 65, 300}, fl
       CAPTURE(hard);
       const Inputs in = inputs(1, 2, T, S, M, 5, 3, seed);
       // Causal with the keys a cache would hold before the queries; a few padded keys.
-      MixtureAttentionOptions o{.hard = hard, .totals = true, .causal = causal, .causal_offset = S - T,
+      MixtureAttentionOptions o{.hard = hard,
+                                .totals = true,
+                                .causal = causal,
+                                .causal_offset = S - T,
                                 .key_padding = padding(1, S, {{0, S / 2}, {0, S - 1}})};
       check_against_composed(in, o, 1e-11);
       seed += 7;
@@ -185,7 +193,10 @@ TEST_CASE("mixture_attention across tile edges: T, S in {1, 15, 17, 65, 300}, fl
   for (bool hard : {false, true}) {
     CAPTURE(hard);
     const Inputs in = inputs(2, 2, 70, 133, 2, 8, 12, 17);
-    MixtureAttentionOptions o{.hard = hard, .totals = true, .causal = true, .causal_offset = 63,
+    MixtureAttentionOptions o{.hard = hard,
+                              .totals = true,
+                              .causal = true,
+                              .causal_offset = 63,
                               .key_padding = padding(2, 133, {{0, 5}, {1, 130}})};
     check_against_composed(to32(in), o, 3e-5);
   }
@@ -214,7 +225,8 @@ TEST_CASE("mixture_attention: dropout draws dropout()'s mask and advances the ge
         CAPTURE(p);
         CAPTURE(causal);
         CAPTURE(hard);
-        MixtureAttentionOptions o{.hard = hard, .causal = causal, .causal_offset = 60, .dropout_p = p, .training = true};
+        MixtureAttentionOptions o{
+            .hard = hard, .causal = causal, .causal_offset = 60, .dropout_p = p, .training = true};
         check_against_composed(in, o, 1e-11, 1234);
         // The generator moves as dropout() moves it.
         Generator g1(5), g2(5);
@@ -258,9 +270,8 @@ TEST_CASE("mixture_attention soft-E totals equal the sums of mixture_softmax's r
       check_close(sum(got.totals), std::vector<double>{2 * visible}, 1e-8, 1e-12);  // 2 heads
       // Not asked for: undefined; the output does not change.
       MixtureAttention plain =
-          mixture_attention(detach(in.q), detach(in.k), detach(in.bias), detach(in.v), {.hard = hard, .causal = true,
-                                                                                        .causal_offset = -3,
-                                                                                        .key_padding = pad});
+          mixture_attention(detach(in.q), detach(in.k), detach(in.bias), detach(in.v),
+                            {.hard = hard, .causal = true, .causal_offset = -3, .key_padding = pad});
       CHECK_FALSE(plain.totals.defined());
       check_close(plain.out, got.out, 0, 0);
     }
@@ -339,14 +350,15 @@ TEST_CASE("mixture_attention gradchecks in float64 over layouts, masks, dropout,
     CHECK_GRADCHECK(
         [&](V t) {
           Generator gen(42);  // the same mask on every evaluation
-          return mixture_attention(t[0], t[1], t[2], t[3],
-                                   {.causal = true, .causal_offset = 2, .dropout_p = 0.3, .training = true, .gen = &gen})
+          return mixture_attention(
+                     t[0], t[1], t[2], t[3],
+                     {.causal = true, .causal_offset = 2, .dropout_p = 0.3, .training = true, .gen = &gen})
               .out;
         },
         all);
     // Hard-E is piecewise smooth: random inputs sit away from the ties.
-    CHECK_GRADCHECK([&](V t) { return mixture_attention(t[0], t[1], t[2], t[3], {.hard = true, .key_padding = pad}).out; },
-                    all);
+    CHECK_GRADCHECK(
+        [&](V t) { return mixture_attention(t[0], t[1], t[2], t[3], {.hard = true, .key_padding = pad}).out; }, all);
   }
   // M = 3, a bias broadcast over the batch, one input wanting a gradient.
   Inputs in = inputs(1, 2, 3, 5, 3, 2, 3, 70);

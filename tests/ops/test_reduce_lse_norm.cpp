@@ -47,7 +47,8 @@ TEST_CASE("logsumexp and norm match loop references") {
 }
 
 TEST_CASE("logsumexp is stable and handles infinities") {
-  check_close(logsumexp(tensor({1000, 1000, -1000, -1000}, {2, 2}), {1}), {1000 + std::log(2.0), -1000 + std::log(2.0)});
+  check_close(logsumexp(tensor({1000, 1000, -1000, -1000}, {2, 2}), {1}),
+              {1000 + std::log(2.0), -1000 + std::log(2.0)});
   Tensor t = tensor({-INFINITY, -INFINITY, -INFINITY, 0, INFINITY, 1, NAN, 1}, {4, 2});
   std::vector<double> r = logsumexp(t, {1}).to_vector<double>();
   CHECK(r[0] == -INFINITY);  // not NaN

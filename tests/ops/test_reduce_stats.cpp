@@ -36,9 +36,10 @@ TEST_CASE("mean, var, stddev and prod match loop references") {
       check_close(mean(x, d), reduce_reference(x, d, plain_mean), 1e-12);
       for (double c : {0.0, 1.0}) {
         CAPTURE(c);
-        check_close(var(x, d, {.correction = c}), reduce_reference(x, d, [c](auto& g) { return plain_var(g, c); }), 1e-12);
-        check_close(stddev(x, d, {.correction = c}), reduce_reference(x, d, [c](auto& g) { return std::sqrt(plain_var(g, c)); }),
+        check_close(var(x, d, {.correction = c}), reduce_reference(x, d, [c](auto& g) { return plain_var(g, c); }),
                     1e-12);
+        check_close(stddev(x, d, {.correction = c}),
+                    reduce_reference(x, d, [c](auto& g) { return std::sqrt(plain_var(g, c)); }), 1e-12);
         CHECK(stddev(x, d, {.correction = c, .keepdim = true}).dim() == 3);
       }
       check_close(prod(x, d), reduce_reference(x, d, plain_prod), 1e-12, 1e-10);
@@ -91,7 +92,8 @@ TEST_CASE("var is two-pass: a large offset does not cancel its digits") {
   check_close(var(transpose(x, 0, 1), {0}), ref, 0, 1e-9);
   check_close(stddev(x, {1}), {std::sqrt(ref[0]), std::sqrt(ref[1])}, 0, 1e-9);
   Tensor f = add(randn({100000}), 1e4);  // float32, accumulated in double
-  CHECK(var(f).item() == doctest::Approx(reduce_reference(f, {}, [](auto& g) { return plain_var(g, 1); })[0]).epsilon(1e-6));
+  CHECK(var(f).item() ==
+        doctest::Approx(reduce_reference(f, {}, [](auto& g) { return plain_var(g, 1); })[0]).epsilon(1e-6));
   // prod of int64 accumulates in int64.
   CHECK(prod(view(arange(1, 11, 1, {.dtype = kInt64}), {2, 5}), {1}).to_vector<int64_t>() ==
         std::vector<int64_t>{120, 30240});
@@ -127,8 +129,8 @@ TEST_CASE("prod and stddev gradients at zeros") {
   // others); two zeros: no gradient at all. The exact formula, not g*y/x.
   Tensor x = leaf64({3, 4}, 41);
   double* p = x.data<double>();
-  p[1] = 0;         // row 0: one zero
-  p[8] = p[10] = 0; // row 2: two zeros
+  p[1] = 0;          // row 0: one zero
+  p[8] = p[10] = 0;  // row 2: two zeros
   CHECK_GRADCHECK([](V a) { return prod(a[0], {1}); }, {x});
   Tensor y = prod(x, {1});
   backward(sum(y));
@@ -161,8 +163,8 @@ TEST_CASE("mean, var, stddev and prod reject bad dims and dtypes by name") {
                        Error);
   CHECK_THROWS_WITH_AS(var(zeros({2}, {.dtype = kInt32})), "var: expected a float32 or float64 tensor, got int32 [2]",
                        Error);
-  CHECK_THROWS_WITH_AS(stddev(zeros({2}, {.dtype = kBool})), "stddev: expected a float32 or float64 tensor, got bool [2]",
-                       Error);
+  CHECK_THROWS_WITH_AS(stddev(zeros({2}, {.dtype = kBool})),
+                       "stddev: expected a float32 or float64 tensor, got bool [2]", Error);
   CHECK_THROWS_WITH_AS(prod(zeros({2}, {.dtype = kFloat16})),
                        "prod: expected a float32, float64, int32, int64 or bool tensor, got float16 [2]", Error);
   CHECK_THROWS_WITH_AS(var(zeros({2}), {}, {.correction = INFINITY}), "var: correction must be finite, got inf", Error);

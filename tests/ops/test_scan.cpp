@@ -18,9 +18,12 @@ std::vector<double> cumsum_reference(const Tensor& x, int64_t dim) {
     for (int64_t b = 0; b < B; ++b)
       for (int64_t c = 0; c < C; ++c) {
         double s = 0;
-        if (dim == 0) for (int64_t t = 0; t <= a; ++t) s += v[at(t, b, c)];
-        if (dim == 1) for (int64_t t = 0; t <= b; ++t) s += v[at(a, t, c)];
-        if (dim == 2) for (int64_t t = 0; t <= c; ++t) s += v[at(a, b, t)];
+        if (dim == 0)
+          for (int64_t t = 0; t <= a; ++t) s += v[at(t, b, c)];
+        if (dim == 1)
+          for (int64_t t = 0; t <= b; ++t) s += v[at(a, t, c)];
+        if (dim == 2)
+          for (int64_t t = 0; t <= c; ++t) s += v[at(a, b, t)];
         out[at(a, b, c)] = s;
       }
   return out;

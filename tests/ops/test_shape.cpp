@@ -17,8 +17,7 @@ int64_t flat(const Shape& shape, const Shape& idx) {
 }
 
 // Calls f(idx) for every multi-index of shape, in row-major order.
-template <class F>
-void for_each_index(const Shape& shape, F f) {
+template <class F> void for_each_index(const Shape& shape, F f) {
   const int64_t n = numel_of(shape);
   Shape idx(shape.size(), 0);
   for (int64_t i = 0; i < n; ++i) {
@@ -149,10 +148,12 @@ TEST_CASE("split and chunk gradchecks and errors") {
     CHECK_GRADCHECK(GradcheckFn([](V t) { return split(t[0], std::vector<int64_t>{2, 0, 1}, 0); }), {x});
     CHECK_GRADCHECK(GradcheckFn([](V t) { return chunk(t[0], 2, 0); }), {x});
     // Pieces used unevenly: gradients of the unused piece are zero.
-    CHECK_GRADCHECK([](V t) {
-      auto ps = chunk(t[0], 3, 1);
-      return mul(ps[0], ps[1]);
-    }, {x});
+    CHECK_GRADCHECK(
+        [](V t) {
+          auto ps = chunk(t[0], 3, 1);
+          return mul(ps[0], ps[1]);
+        },
+        {x});
   }
   Tensor v = leaf64({1, 4}, 11);
   CHECK_GRADCHECK(GradcheckFn([](V t) { return split(expand(t[0], {3, 4}), 2, 0); }), {v});
@@ -182,7 +183,8 @@ TEST_CASE("repeat tiles like torch.repeat and sums tiles in backward") {
   }
   Tensor v = leaf64({3}, 13);
   CHECK_GRADCHECK([](V t) { return repeat(expand(t[0], {2, 3}), {1, 2}); }, {v});
-  CHECK_THROWS_WITH_AS(repeat(x, {2}), "repeat: got 1 repeats [2] for float64 [2, 3]; need at least one per dim", Error);
+  CHECK_THROWS_WITH_AS(repeat(x, {2}), "repeat: got 1 repeats [2] for float64 [2, 3]; need at least one per dim",
+                       Error);
   CHECK_THROWS_WITH_AS(repeat(x, {2, -1}), "repeat: repeats must be non-negative, got [2, -1]", Error);
 }
 
@@ -214,8 +216,8 @@ std::vector<double> pad_reference(const Tensor& x, const std::vector<int64_t>& p
 
 TEST_CASE("pad pads and crops like F.pad") {
   Tensor x = seq({2, 3, 4}, 1);
-  const std::vector<std::vector<int64_t>> cases = {
-      {1, 2}, {0, 0, 2, 1}, {-1, 2}, {2, -3, -1, 1}, {1, 1, 1, 1, 1, 1}, {-2, -1}, {5, -8}, {}};
+  const std::vector<std::vector<int64_t>> cases = {{1, 2},   {0, 0, 2, 1}, {-1, 2}, {2, -3, -1, 1}, {1, 1, 1, 1, 1, 1},
+                                                   {-2, -1}, {5, -8},      {}};
   for (const auto& pads : cases) {
     CAPTURE(pads);
     Tensor p = pad(x, pads, -7.5);
@@ -238,11 +240,12 @@ TEST_CASE("pad gradchecks, including crops, and errors") {
   Tensor v = leaf64({3, 1}, 15);
   CHECK_GRADCHECK([](V t) { return pad(expand(t[0], {3, 2}), {1, -1, 1, 0}); }, {v});
   Tensor x = zeros({2, 3});
-  CHECK_THROWS_WITH_AS(pad(x, {1, 2, 3}),
-                       "pad: expected an even number of pads, at most 2 per dim (4 for float32 [2, 3]), got 3: [1, 2, 3]",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      pad(x, {1, 2, 3}),
+      "pad: expected an even number of pads, at most 2 per dim (4 for float32 [2, 3]), got 3: [1, 2, 3]", Error);
   CHECK_THROWS_WITH_AS(pad(x, {1, 1, 1, 1, 1, 1}), doctest::Contains("pad: expected an even number of pads"), Error);
-  CHECK_THROWS_WITH_AS(pad(x, {-2, -2}), "pad: pads (-2, -2) on dim 1 of float32 [2, 3] give a negative size -1", Error);
+  CHECK_THROWS_WITH_AS(pad(x, {-2, -2}), "pad: pads (-2, -2) on dim 1 of float32 [2, 3] give a negative size -1",
+                       Error);
 }
 
 TEST_CASE("flip reverses the chosen dims") {

@@ -68,7 +68,7 @@ TEST_CASE("sum results do not depend on the thread count") {
   std::vector<std::vector<uint32_t>> runs[2];
   for (int k = 0; k < 2; ++k) {
     set_num_threads(k + 1);
-    runs[k] = {bits_of(sum(flat)), bits_of(sum(cols, {0})), bits_of(sum(wide, {1})), bits_of(mean(flat)),
+    runs[k] = {bits_of(sum(flat)),      bits_of(sum(cols, {0})),       bits_of(sum(wide, {1})), bits_of(mean(flat)),
                bits_of(var(cols, {0})), bits_of(logsumexp(wide, {1})), bits_of(norm(flat))};
   }
   set_num_threads(saved);

@@ -22,8 +22,7 @@ struct UnaryCase {
   double lo, hi;  // input range for the tests
 };
 
-template <class Op>
-struct UnaryRow : UnaryCase {
+template <class Op> struct UnaryRow : UnaryCase {
   using op_type = Op;
   UnaryRow(std::function<Tensor(const Tensor&)> f, std::function<double(double)> r, double lo, double hi)
       : UnaryCase{Op::node, std::move(f), std::move(r), lo, hi} {}

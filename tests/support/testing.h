@@ -81,8 +81,8 @@ inline void check_close(const Tensor& actual, const Tensor& expected, double ato
 }  // namespace ks::testing
 
 // Runs ks::gradcheck and fails the test with its report.
-#define CHECK_GRADCHECK(...)                        \
-  do {                                              \
-    auto ks_gc_result = ::ks::gradcheck(__VA_ARGS__); \
+#define CHECK_GRADCHECK(...)                              \
+  do {                                                    \
+    auto ks_gc_result = ::ks::gradcheck(__VA_ARGS__);     \
     CHECK_MESSAGE(ks_gc_result.ok, ks_gc_result.message); \
   } while (0)

@@ -129,8 +129,7 @@ std::string xml_problem(const std::string& x) {
 }
 
 // A T × S cell with values f(t, s).
-template <class F>
-HeatmapCell cell(int64_t T, int64_t S, F f) {
+template <class F> HeatmapCell cell(int64_t T, int64_t S, F f) {
   HeatmapCell c{T, S, {}};
   for (int64_t t = 0; t < T; ++t)
     for (int64_t s = 0; s < S; ++s) c.values.push_back(f(t, s));
@@ -171,9 +170,9 @@ const std::string kOdd = "<b>&\"", kOddEscaped = "&lt;b&gt;&amp;&quot;";
 
 TEST_CASE("svg: the XML checker itself tells well-formed from broken") {
   CHECK(xml_problem("<svg a=\"1\">\n<g><text x=\"1\">a &amp; b</text></g><rect/></svg>\n") == "");
-  for (const char* bad : {"<svg><g></svg>", "<svg><g></g>", "<svg a=1></svg>", "<svg>a < b</svg>",
-                          "<svg>a & b</svg>", "<svg a=\"<\"></svg>", "<svg a=\"1\" a=\"2\"></svg>",
-                          "<svg></svg><svg></svg>", "<g></g>", "<svg>\xff</svg>", "<svg>\x01</svg>", "text"})
+  for (const char* bad : {"<svg><g></svg>", "<svg><g></g>", "<svg a=1></svg>", "<svg>a < b</svg>", "<svg>a & b</svg>",
+                          "<svg a=\"<\"></svg>", "<svg a=\"1\" a=\"2\"></svg>", "<svg></svg><svg></svg>", "<g></g>",
+                          "<svg>\xff</svg>", "<svg>\x01</svg>", "text"})
     CHECK_MESSAGE(xml_problem(bad) != "", bad);
 }
 
@@ -188,8 +187,8 @@ TEST_CASE("svg: a heatmap grid draws one cell per matrix and a label per row and
   CHECK(xml_problem(svg) == "");
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK(count(svg, "<g class=\"cell\">") == 6);
-  for (const char* label : {">layer 0</text>", ">layer 1</text>", ">head 0</text>", ">head 2</text>",
-                            ">attention, layers x heads</text>"})
+  for (const char* label :
+       {">layer 0</text>", ">layer 1</text>", ">head 0</text>", ">head 2</text>", ">attention, layers x heads</text>"})
     CHECK_MESSAGE(count(svg, label) == 1, label);
   // The colour bar: 0 to 1 with nice ticks, and no NaN swatch without NaN.
   for (const char* tick : {">0</text>", ">0.4</text>", ">1</text>"}) CHECK_MESSAGE(has(svg, tick), tick);
@@ -236,7 +235,7 @@ TEST_CASE("svg: heatmap token labels are escaped, cut when long, and thinned bey
   CHECK(count(svg, ">" + kOddEscaped + "</text>") == 2);
   CHECK(!has(svg, "<b>"));
   CHECK(has(svg, ">a-very-long\xE2\x80\xA6</text>"));  // 11 characters and "…"
-  CHECK(has(svg, ">\xEF\xBF\xBD</text>"));              // U+FFFD
+  CHECK(has(svg, ">\xEF\xBF\xBD</text>"));             // U+FFFD
 
   // 2 x 2 cells of 200 tokens, shared: every 5th labelled, below the last row and left of the first column.
   g = {};
@@ -274,7 +273,7 @@ TEST_CASE("svg: a divergence matrix shows its range on the colour bar and prints
   std::string svg = heatmap_grid_svg(g);
   CHECK(xml_problem(svg) == "");
   for (const char* tick : {">0</text>", ">1.5</text>", ">3</text>"}) CHECK_MESSAGE(has(svg, tick), tick);
-  CHECK(count(svg, ">1.25</text>") == 2);  // (2, 3) and (3, 2)
+  CHECK(count(svg, ">1.25</text>") == 2);   // (2, 3) and (3, 2)
   CHECK(count(svg, ">0</text>") == 4 + 1);  // the diagonal and the colour bar's tick
   CHECK(count(svg, ">" + kOddEscaped + "</text>") == 2);
   const std::string printed = "text-anchor=\"middle\" font-size=\"";  // a value's text, or the title's
@@ -385,7 +384,10 @@ TEST_CASE("svg: a line chart draws each series as a polyline with markers and on
 
 TEST_CASE("svg: a line chart skips NaN and infinite points and draws an empty series as nothing") {
   LineChart c;
-  c.panels = {{"p", "x", "y", false,
+  c.panels = {{"p",
+               "x",
+               "y",
+               false,
                {{"holes", {{0, 1}, {1, kNaN}, {kInf, 2}, {2, -kInf}, {3, 1.5}, {kNaN, kNaN}}}, {"empty", {}}}}};
   std::string svg = line_chart_svg(c);
   CHECK(xml_problem(svg) == "");

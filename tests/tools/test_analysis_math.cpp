@@ -238,8 +238,7 @@ TEST_CASE("analysis math: numerical rank counts values above rel_tol times the l
   CHECK(numerical_rank({0, 0, 0}, 1e-10) == 0);
   CHECK(numerical_rank({0, 0, 0}, 0) == 0);
   CHECK(numerical_rank({}, 1e-10) == 0);
-  CHECK_THROWS_WITH_AS(numerical_rank({1, 2}, -1), "numerical_rank: rel_tol is -1, not a finite value >= 0",
-                       ks::Error);
+  CHECK_THROWS_WITH_AS(numerical_rank({1, 2}, -1), "numerical_rank: rel_tol is -1, not a finite value >= 0", ks::Error);
   CHECK_THROWS_WITH_AS(numerical_rank({1, -2}, 0.1), "numerical_rank: singular value 1 is -2, negative", ks::Error);
   CHECK_THROWS_WITH_AS(numerical_rank({kNaN}, 0.1), doctest::Contains("not finite"), ks::Error);
 }

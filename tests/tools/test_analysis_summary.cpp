@@ -79,14 +79,16 @@ TEST_CASE("analysis summary: a missing key or a value of the wrong type names th
   CHECK(error_of(a.dump()) == "--compare: a.json: sites: expected a list, got {\"x\":1}");
   a = analysis();
   a["sites"][0]["rank"]["examples"][0]["heads"][1] = "head";
-  CHECK(error_of(a.dump()) == "--compare: a.json: sites[0].rank.examples[0].heads[1]: expected an object, got \"head\"");
+  CHECK(error_of(a.dump()) ==
+        "--compare: a.json: sites[0].rank.examples[0].heads[1]: expected an object, got \"head\"");
   a = analysis();
   a["model"] = 1;
   CHECK(error_of(a.dump()) == "--compare: a.json: model: expected an object, got 1");
   a = analysis();
   a["model"]["params"] = 1e300;
   CHECK(error_of(a.dump()) == "--compare: a.json: model.params: expected an integer, got 1e+300");
-  CHECK(error_of("[1]") == "--compare: a.json is not an analysis.json of keystone analyze (schema keystone.analysis/1)");
+  CHECK(error_of("[1]") ==
+        "--compare: a.json is not an analysis.json of keystone analyze (schema keystone.analysis/1)");
 }
 
 TEST_CASE("analysis summary: nesting 100,000 deep and a repeated key are refused by name") {
@@ -99,7 +101,8 @@ TEST_CASE("analysis summary: nesting 100,000 deep and a repeated key are refused
 }
 
 TEST_CASE("analysis summary: only a regular file is read") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ks_summary_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ks_summary_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "analysis");
   REQUIRE(::mkfifo((dir / "analysis" / "analysis.json").c_str(), 0600) == 0);
   try {

@@ -10,9 +10,9 @@
 
 #include <cmath>
 
+#include "autograd/grad_mode.h"
 #include "core/factory.h"
 #include "core/random.h"
-#include "autograd/grad_mode.h"
 #include "datasets/dataset.h"
 #include "datasets/loader.h"
 #include "models/decoder_lm.h"
@@ -21,8 +21,8 @@
 #include "ops/view.h"
 #include "tools/analyze/analysis_collect.h"
 #include "tools/analyze/analysis_pruning.h"
-#include "tools/cli/cli.h"
 #include "tools/analyze/head_mask.h"
+#include "tools/cli/cli.h"
 #include "tools/train/task.h"
 
 using namespace ks;

@@ -25,7 +25,9 @@ json pairs_section(const ks::testing::TempDir& dir) {
   std::string text;
   for (int i = 0; i < 40; ++i) text += "ab" + std::to_string(i % 7) + "\tba" + std::to_string(i % 7) + "\n";
   ks::testing::write_text(dir / "pairs.tsv", text);
-  return {{"dataset", "tsv_seq2seq"}, {"train", (dir / "pairs.tsv").string()}, {"tokenizer", {{"type", "char"}}},
+  return {{"dataset", "tsv_seq2seq"},
+          {"train", (dir / "pairs.tsv").string()},
+          {"tokenizer", {{"type", "char"}}},
           {"target_tokenizer", {{"type", "word"}}}};
 }
 
@@ -70,7 +72,8 @@ TEST_CASE("data identity: a missing, changed or damaged tokenizer file stops the
   fs::remove(tgt);  // translate would otherwise decode targets with the source tokenizer
   CHECK(read().find("run tokenizer " + tgt.string() + " is missing") == 0);
   ks::testing::write_text(tgt, target_text.substr(0, target_text.size() / 2));  // truncated
-  CHECK(read().find("run tokenizer " + tgt.string() + " is not the one the run was trained with: config.json records "
+  CHECK(read().find("run tokenizer " + tgt.string() +
+                    " is not the one the run was trained with: config.json records "
                     "fnv1a64:") == 0);
   ks::testing::write_text(tgt, target_text);
   CHECK(read() == "no error");
@@ -96,8 +99,9 @@ TEST_CASE("data identity: a run from before the record still needs the tokenizer
   CHECK(error_of([&] { read_run_tokenizers(old, src, tgt); }).find("run tokenizer " + tgt.string() + " is missing") ==
         0);
   ks::testing::write_text(src, "{\"type\": \"char\", \"specials\"");  // truncated: not JSON
-  CHECK(error_of([&] { read_run_tokenizers({{"dataset", "seq2seq"}}, src, tgt); }).find(src.string()) !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          read_run_tokenizers({{"dataset", "seq2seq"}}, src, tgt);
+        }).find(src.string()) != std::string::npos);
   // Pixel data has no tokenizer; none is looked for.
   RunTokenizers none = read_run_tokenizers({{"dataset", "fashion_mnist"}}, dir / "no.json", dir / "no2.json");
   CHECK(none.source == nullptr);
@@ -130,8 +134,9 @@ TEST_CASE("data identity: a data file that moved is read from its new path only 
 
   ks::testing::write_text(dir / "other.tsv", "x\ty\n");
   json other = recorded;
-  CHECK(error_of([&] { relocate_data_file(other, "data.train=" + (dir / "other.tsv").string()); })
-            .find("is not the file the run was trained on") != std::string::npos);
+  CHECK(error_of([&] {
+          relocate_data_file(other, "data.train=" + (dir / "other.tsv").string());
+        }).find("is not the file the run was trained on") != std::string::npos);
   CHECK(other["train"] == old_path);
   json edited = {{"data", recorded}};
   edited["data"]["train"] = (dir / "other.tsv").string();
@@ -142,6 +147,7 @@ TEST_CASE("data identity: a data file that moved is read from its new path only 
                        cli::UsageError);
   json unrecorded = recorded;
   unrecorded.erase("fingerprints");
-  CHECK(error_of([&] { relocate_data_file(unrecorded, "data.train=" + new_path); })
-            .find("the run recorded no content hash for data.train") != std::string::npos);
+  CHECK(error_of([&] {
+          relocate_data_file(unrecorded, "data.train=" + new_path);
+        }).find("the run recorded no content hash for data.train") != std::string::npos);
 }

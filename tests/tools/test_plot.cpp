@@ -18,8 +18,8 @@
 using namespace ks::tools;
 using ks::str;
 namespace fs = std::filesystem;
-using ks::testing::read_text;
 using ks::testing::error_of;
+using ks::testing::read_text;
 using ks::testing::TempDir;
 using ks::testing::write_text;
 
@@ -35,19 +35,18 @@ fs::path make_run(const fs::path& root, const std::string& folder, const std::st
   return dir;
 }
 
-const std::string kMetrics =
-    R"({"split": "train", "step": 100, "epoch": 0, "loss": 3.2, "lr": 3e-4, "elapsed_s": 60})"
-    "\n"
-    R"({"split": "train", "step": 200, "epoch": 0, "loss": 2.9, "lr": 3e-4, "elapsed_s": 120})"
-    "\n"
-    R"({"split": "valid", "step": 200, "loss": 3.0, "accuracy": 0.3, "elapsed_s": 130})"
-    "\n"
-    R"({"split": "train", "step": 300, "epoch": 1, "loss": 2.7, "lr": 3e-4, "elapsed_s": 180})"
-    "\n"
-    R"({"split": "valid", "step": 400, "loss": 2.8, "accuracy": 0.35, "elapsed_s": 250})"
-    "\n"
-    R"({"split": "test", "step": 400, "loss": 2.85, "accuracy": 0.34, "elapsed_s": 260})"
-    "\n";
+const std::string kMetrics = R"({"split": "train", "step": 100, "epoch": 0, "loss": 3.2, "lr": 3e-4, "elapsed_s": 60})"
+                             "\n"
+                             R"({"split": "train", "step": 200, "epoch": 0, "loss": 2.9, "lr": 3e-4, "elapsed_s": 120})"
+                             "\n"
+                             R"({"split": "valid", "step": 200, "loss": 3.0, "accuracy": 0.3, "elapsed_s": 130})"
+                             "\n"
+                             R"({"split": "train", "step": 300, "epoch": 1, "loss": 2.7, "lr": 3e-4, "elapsed_s": 180})"
+                             "\n"
+                             R"({"split": "valid", "step": 400, "loss": 2.8, "accuracy": 0.35, "elapsed_s": 250})"
+                             "\n"
+                             R"({"split": "test", "step": 400, "loss": 2.85, "accuracy": 0.34, "elapsed_s": 260})"
+                             "\n";
 
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
@@ -118,12 +117,12 @@ TEST_CASE("plot: two runs give each split its own curves in both panels") {
   CHECK(svg.find(">step</text>") != std::string::npos);
   CHECK(svg.find("loss (log)") == std::string::npos);
   std::string c = curves(svg);
-  CHECK(count(c, "<polyline") == 6);           // per run: train loss, valid loss, valid accuracy
+  CHECK(count(c, "<polyline") == 6);  // per run: train loss, valid loss, valid accuracy
   CHECK(count(c, "class=\"train\"") == 2);
   CHECK(count(c, "class=\"valid\"") == 4);
   CHECK(count(c, "<path class=\"test\"") == 4);  // per run: test loss and test accuracy
-  CHECK(count(c, "<circle") == 8);             // valid markers: 2 points × 2 panels × 2 runs
-  CHECK(count(c, "#1f77b4") > 0);              // the first two palette colours
+  CHECK(count(c, "<circle") == 8);               // valid markers: 2 points × 2 panels × 2 runs
+  CHECK(count(c, "#1f77b4") > 0);                // the first two palette colours
   CHECK(count(c, "#ff7f0e") > 0);
   CHECK(svg.find("exact match") == std::string::npos);
 }
@@ -245,8 +244,7 @@ TEST_CASE("plot: --x time puts elapsed minutes on the x axis") {
 TEST_CASE("plot: errors name the folder, file and line") {
   TempDir tmp;
   fs::path missing = tmp.path() / "nope";
-  CHECK(error_of([&] { render_plot_svg({missing}); }) ==
-        "plot: run folder " + missing.string() + " does not exist");
+  CHECK(error_of([&] { render_plot_svg({missing}); }) == "plot: run folder " + missing.string() + " does not exist");
 
   write_text(tmp.path() / "file", "");
   CHECK(error_of([&] { render_plot_svg({tmp.path() / "file"}); }) ==
@@ -336,18 +334,17 @@ TEST_CASE("plot: --log-y draws single points, equal values, and leaves out what 
   PlotOptions log;
   log.log_y = true;
   const std::vector<std::vector<std::string>> cases = {
-      {"0.3"},                      // a single point
-      {"2", "2", "2"},              // equal values, on a 1-2-5 grid value
-      {"0.37", "0.37"},             // equal values between grid values
-      {"3", "0", "-1", "0.5"},      // zero and negative: not drawn
-      {"3", "null", "1e-320", "1"}, // NaN (written as null) and a value below 1e-300: not drawn
+      {"0.3"},                       // a single point
+      {"2", "2", "2"},               // equal values, on a 1-2-5 grid value
+      {"0.37", "0.37"},              // equal values between grid values
+      {"3", "0", "-1", "0.5"},       // zero and negative: not drawn
+      {"3", "null", "1e-320", "1"},  // NaN (written as null) and a value below 1e-300: not drawn
   };
   for (const auto& losses : cases) {
     CAPTURE(losses.size());
     CAPTURE(losses[0]);
-    std::string svg = render_plot_svg({make_run(tmp.path(), "run" + losses[0] + std::to_string(losses.size()),
-                                                train_losses(losses))},
-                                      log);
+    std::string svg = render_plot_svg(
+        {make_run(tmp.path(), "run" + losses[0] + std::to_string(losses.size()), train_losses(losses))}, log);
     CHECK(svg.find(">loss (log)</text>") != std::string::npos);
     CHECK(drawn_inside(svg));
   }
@@ -360,8 +357,7 @@ TEST_CASE("plot: --log-y draws single points, equal values, and leaves out what 
   CHECK(none.find("(log)") == std::string::npos);
   CHECK(drawn_inside(none));
   // Without --log-y a narrow range stays linear; negative values never go log.
-  CHECK(render_plot_svg({make_run(tmp.path(), "neg", train_losses({"-5", "100"}))}).find("(log)") ==
-        std::string::npos);
+  CHECK(render_plot_svg({make_run(tmp.path(), "neg", train_losses({"-5", "100"}))}).find("(log)") == std::string::npos);
 }
 
 TEST_CASE("plot: gradient norm and bits per byte get their own panels, two to a row") {
@@ -386,8 +382,8 @@ TEST_CASE("plot: gradient norm and bits per byte get their own panels, two to a 
   CHECK(svg.find("<rect x=\"70\" y=\"400\" width=\"400\" height=\"270\"") != std::string::npos);
   CHECK(svg.find("height=\"752\"") != std::string::npos);
   std::string c = curves(svg);
-  CHECK(count(c, "<polyline") == 3);              // train loss, train bpb, grad norm
-  CHECK(count(c, "<path class=\"test\"") == 2);   // test loss and test bpb: the whole test split's point
+  CHECK(count(c, "<polyline") == 3);             // train loss, train bpb, grad norm
+  CHECK(count(c, "<path class=\"test\"") == 2);  // test loss and test bpb: the whole test split's point
   CHECK(drawn_inside(svg, 70, 60, 975, 670));
   // A run without them keeps its single loss panel.
   CHECK(render_plot_svg({make_run(tmp.path(), "plain", kMetrics)}).find("gradient norm") == std::string::npos);
@@ -395,7 +391,8 @@ TEST_CASE("plot: gradient norm and bits per byte get their own panels, two to a 
 
 TEST_CASE("plot: --labels names the runs in the legend, one per run folder") {
   TempDir tmp;
-  fs::path a = make_run(tmp.path(), "a", kMetrics, R"({"name": "from-config"})"), b = make_run(tmp.path(), "b", kMetrics);
+  fs::path a = make_run(tmp.path(), "a", kMetrics, R"({"name": "from-config"})"),
+           b = make_run(tmp.path(), "b", kMetrics);
   PlotOptions o;
   o.labels = {"softmax <4k>", "linear"};
   std::string svg = render_plot_svg({a, b}, o);
@@ -422,11 +419,13 @@ TEST_CASE("plot: --labels names the runs in the legend, one per run folder") {
 TEST_CASE("plot: --seeds draws one mean curve per NAME-seedN group in a +- std band") {
   TempDir tmp;
   auto valid = [](double a, double b) {
-    return str(R"({"split": "valid", "step": 100, "loss": )", a, "}\n", R"({"split": "valid", "step": 200, "loss": )", b,
-               "}\n");
+    return str(R"({"split": "valid", "step": 100, "loss": )", a, "}\n", R"({"split": "valid", "step": 200, "loss": )",
+               b, "}\n");
   };
   const fs::path s0 = make_run(tmp.path(), "x0", valid(3.0, 2.0), R"({"name": "mgk-seed0"})");
-  const fs::path s1 = make_run(tmp.path(), "x1", valid(4.0, 2.0) + R"({"split": "valid", "step": 300, "loss": 1.0})" "\n",
+  const fs::path s1 = make_run(tmp.path(), "x1",
+                               valid(4.0, 2.0) + R"({"split": "valid", "step": 300, "loss": 1.0})"
+                                                 "\n",
                                R"({"name": "mgk-seed1"})");
   const fs::path other = make_run(tmp.path(), "y", valid(3.5, 2.5), R"({"name": "softmax-seed0"})");
   PlotOptions o;
@@ -434,7 +433,7 @@ TEST_CASE("plot: --seeds draws one mean curve per NAME-seedN group in a +- std b
   const std::string svg = render_plot_svg({s0, s1, other}, o);
   CHECK(svg.find("mgk (2 seeds)") != std::string::npos);
   CHECK(svg.find(">softmax<") != std::string::npos);  // a group of one keeps its name, draws no band
-  CHECK(count(curves(svg), "<polygon") == 1);          // mgk's valid band only
+  CHECK(count(curves(svg), "<polygon") == 1);         // mgk's valid band only
   // without --seeds: three runs, no band
   const std::string plain = render_plot_svg({s0, s1, other});
   CHECK(count(curves(plain), "<polygon") == 0);
@@ -443,8 +442,8 @@ TEST_CASE("plot: --seeds draws one mean curve per NAME-seedN group in a +- std b
   const std::string c = curves(svg);
   const size_t band = c.find("<polygon");
   REQUIRE(band != std::string::npos);
-  std::istringstream pts(c.substr(c.find("points=\"", band) + 8, c.find('"', c.find("points=\"", band) + 8) -
-                                                                  c.find("points=\"", band) - 8));
+  std::istringstream pts(c.substr(c.find("points=\"", band) + 8,
+                                  c.find('"', c.find("points=\"", band) + 8) - c.find("points=\"", band) - 8));
   int corners = 0;
   double x, y;
   char comma;

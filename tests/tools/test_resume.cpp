@@ -12,8 +12,8 @@
 
 #include "datasets/data_testing.h"
 #include "nn/safetensors.h"
-#include "tools/train/distributed_run.h"
 #include "tools/tiny_run.h"  // tests/tools/
+#include "tools/train/distributed_run.h"
 #include "tools/train/trainer.h"
 
 using namespace ks;
@@ -129,25 +129,29 @@ TEST_CASE("resume: a changed train.steps or train.max_time prints what the sched
   ScheduleChange c{.type = "cosine", .was = was, .now = was, .step = 100, .elapsed_s = 50};
   CHECK(schedule_change_note(c) == "");  // nothing changed
   c.now.total_steps = 400;
-  CHECK(schedule_change_note(c) == "note: train.steps 200 -> 400: the cosine schedule now ends at step 400, so the "
-                                   "learning rate at step 101 goes from 0.492 to 0.851 of optimizer.lr");
+  CHECK(schedule_change_note(c) ==
+        "note: train.steps 200 -> 400: the cosine schedule now ends at step 400, so the "
+        "learning rate at step 101 goes from 0.492 to 0.851 of optimizer.lr");
   // Annealed to the clock: 50 s of 100 is step 100 of 200, but never behind the real step.
   c.now.total_steps = 200;
   c.now_max_time = 100;
-  CHECK(schedule_change_note(c) == "note: train.max_time 0 -> 100 s: the cosine schedule now ends at step 200 or "
-                                   "after 100 s, whichever comes first; after 50 s it is at step 101 of 200 (was 101 "
-                                   "of 200), so the learning rate at step 101 stays at 0.492 of optimizer.lr");
+  CHECK(schedule_change_note(c) ==
+        "note: train.max_time 0 -> 100 s: the cosine schedule now ends at step 200 or "
+        "after 100 s, whichever comes first; after 50 s it is at step 101 of 200 (was 101 "
+        "of 200), so the learning rate at step 101 stays at 0.492 of optimizer.lr");
   c.was_max_time = 100;
   c.now_max_time = 60;
-  CHECK(schedule_change_note(c) == "note: train.max_time 100 -> 60 s: the cosine schedule now ends at step 200 or "
-                                   "after 60 s, whichever comes first; after 50 s it is at step 167 of 200 (was 101 "
-                                   "of 200), so the learning rate at step 101 goes from 0.492 to 0.0657 of "
-                                   "optimizer.lr");
+  CHECK(schedule_change_note(c) ==
+        "note: train.max_time 100 -> 60 s: the cosine schedule now ends at step 200 or "
+        "after 60 s, whichever comes first; after 50 s it is at step 167 of 200 (was 101 "
+        "of 200), so the learning rate at step 101 goes from 0.492 to 0.0657 of "
+        "optimizer.lr");
   c.now_max_time = 0;
   c.now.total_steps = 300;
-  CHECK(schedule_change_note(c) == "note: train.steps 200 -> 300, train.max_time 100 -> 0 s: the cosine schedule "
-                                   "now ends at step 300; after 50 s it is at step 101 of 300 (was 101 of 200), so "
-                                   "the learning rate at step 101 goes from 0.492 to 0.745 of optimizer.lr");
+  CHECK(schedule_change_note(c) ==
+        "note: train.steps 200 -> 300, train.max_time 100 -> 0 s: the cosine schedule "
+        "now ends at step 300; after 50 s it is at step 101 of 300 (was 101 of 200), so "
+        "the learning rate at step 101 goes from 0.492 to 0.745 of optimizer.lr");
   // A constant rate does not move.
   c.was.kind = c.now.kind = nn::LRSchedule::Kind::Constant;
   CHECK(schedule_change_note(c) == "");

@@ -93,7 +93,11 @@ TEST_CASE("run config: sizes and counts that allocate or loop are bounded, and n
   // The data-parallel keys (ignored by one process, still checked).
   CHECK(with("train", "bucket_mb", 0).find("config: train.bucket_mb: must be in [0.001, ") == 0);
   CHECK(with("train", "collective_timeout", 0).find("config: train.collective_timeout: must be in [0.1, ") == 0);
-  CHECK(config_error([] { json j = minimal(); j["train"] = {{"zero", "yes"}}; return j; }())
+  CHECK(config_error([] {
+          json j = minimal();
+          j["train"] = {{"zero", "yes"}};
+          return j;
+        }())
             .find("config: train.zero") == 0);
   {
     json j = minimal();
@@ -118,8 +122,10 @@ TEST_CASE("run config: sizes and counts that allocate or loop are bounded, and n
 
 TEST_CASE("run config: a tokenizer's vocabulary is bounded by what load_tokenizer accepts") {
   // A bigger one would train and save, then fail to load in eval and resume.
-  json d = {{"dataset", "text"}, {"train", "/nonexistent.txt"}, {"tokenizer", {{"type", "bpe"}, {"vocab_size", 1 << 21}}}};
-  CHECK(error_of([&] { build_data(d, 0); }) == "config: data.tokenizer.vocab_size: must be in [0, 1048576], got 2097152");
+  json d = {
+      {"dataset", "text"}, {"train", "/nonexistent.txt"}, {"tokenizer", {{"type", "bpe"}, {"vocab_size", 1 << 21}}}};
+  CHECK(error_of([&] { build_data(d, 0); }) ==
+        "config: data.tokenizer.vocab_size: must be in [0, 1048576], got 2097152");
 }
 
 TEST_CASE("run config: a warm-up as long as the run is clipped with a warning") {
@@ -164,7 +170,8 @@ TEST_CASE("run config: config files must be regular files of JSON nested at most
   ks::testing::TempDir dir;
   const std::string d = dir.path().string();
   CHECK(error_of([&] { read_json_file(d); }) == "config: " + d + " is a directory, expected a file");
-  CHECK(error_of([] { read_json_file("/dev/zero"); }) == "config: /dev/zero is not a regular file (it is a character device)");
+  CHECK(error_of([] { read_json_file("/dev/zero"); }) ==
+        "config: /dev/zero is not a regular file (it is a character device)");
   const std::string fifo = d + "/c.fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   CHECK(error_of([&] { read_json_file(fifo); }) == "config: " + fifo + " is not a regular file (it is a FIFO)");
@@ -190,25 +197,33 @@ TEST_CASE("run config: a megabyte value of the wrong type gives a short message"
   cut += "...";
   CHECK(config_error({{"data", {{"dataset", "seq2seq"}}}, {"train", {{"steps", big}}}}) ==
         "config: train.steps: expected an integer, got " + cut);
-  CHECK(config_error({{"data", {{"dataset", "seq2seq"}}}, {"train", big}}) == "config: train: expected an object, got " + cut);
-  CHECK(error_of([&] { build_data({{"dataset", "tsv_classification"}, {"train", "/x"}, {"classes", big}}, 0); }) ==
-        "config: data.classes: expected a list of strings, got " + cut);
+  CHECK(config_error({{"data", {{"dataset", "seq2seq"}}}, {"train", big}}) ==
+        "config: train: expected an object, got " + cut);
+  CHECK(error_of([&] {
+          build_data({{"dataset", "tsv_classification"}, {"train", "/x"}, {"classes", big}}, 0);
+        }) == "config: data.classes: expected a list of strings, got " + cut);
 }
 
 TEST_CASE("data setup: unknown data sets and keys are named, generators resolve their defaults") {
-  CHECK(error_of([] { build_data({{"dataset", "imagenet"}}, 0); }).find("config: data.dataset: unknown data set 'imagenet' "
-                                                                        "(known: brown_genre,") == 0);
-  CHECK(error_of([] { build_data({{"dataset", "seq2seq"}, {"lenght", 3}}, 0); }) ==
-        "config: data.lenght: unknown key for dataset 'seq2seq'");
+  CHECK(error_of([] {
+          build_data({{"dataset", "imagenet"}}, 0);
+        })
+            .find("config: data.dataset: unknown data set 'imagenet' "
+                  "(known: brown_genre,") == 0);
+  CHECK(error_of([] {
+          build_data({{"dataset", "seq2seq"}, {"lenght", 3}}, 0);
+        }) == "config: data.lenght: unknown key for dataset 'seq2seq'");
   CHECK(error_of([] { build_data({{"dataset", "seq2seq"}, {"task", "fly"}}, 0); }).find("fly") != std::string::npos);
   CHECK(error_of([] { build_data({{"dataset", "text"}}, 0); }) == "config: data.train: required (a file path)");
-  CHECK(error_of([] { build_data({{"dataset", "text"}, {"train", "/nonexistent/x.txt"}}, 0); })
-            .find("/nonexistent/x.txt") != std::string::npos);
-  CHECK(error_of([] { build_data({{"dataset", "fashion_mnist"}, {"dir", "/nonexistent"}}, 0); })
-            .find("/nonexistent") != std::string::npos);
+  CHECK(error_of([] {
+          build_data({{"dataset", "text"}, {"train", "/nonexistent/x.txt"}}, 0);
+        }).find("/nonexistent/x.txt") != std::string::npos);
+  CHECK(error_of([] {
+          build_data({{"dataset", "fashion_mnist"}, {"dir", "/nonexistent"}}, 0);
+        }).find("/nonexistent") != std::string::npos);
 
-  TrainingData d = build_data({{"dataset", "seq2seq"}, {"task", "sort"}, {"train_size", 20}, {"valid_size", 5},
-                               {"test_size", 5}}, 7);
+  TrainingData d = build_data(
+      {{"dataset", "seq2seq"}, {"task", "sort"}, {"train_size", 20}, {"valid_size", 5}, {"test_size", 5}}, 7);
   CHECK(d.splits.train.size() == 20);
   CHECK(d.resolved["seed"] == 7);  // a generator's seed defaults to the run's
   CHECK(d.resolved["max_length"] == 10);
@@ -216,20 +231,34 @@ TEST_CASE("data setup: unknown data sets and keys are named, generators resolve 
 }
 
 TEST_CASE("data setup: the model section gets its sizes from the data, and too-small ones are refused") {
-  TrainingData d = build_data({{"dataset", "seq2seq"}, {"task", "copy"}, {"max_length", 7}, {"train_size", 20},
-                               {"valid_size", 5}, {"test_size", 5}}, 0);
+  TrainingData d = build_data({{"dataset", "seq2seq"},
+                               {"task", "copy"},
+                               {"max_length", 7},
+                               {"train_size", 20},
+                               {"valid_size", 5},
+                               {"test_size", 5}},
+                              0);
   json m = complete_model_section(json::object(), d.splits);
   CHECK(m["model"] == "seq2seq");
   CHECK(m["src_vocab_size"] == d.splits.train.vocab_size);
   CHECK(m["max_len"] == 8);  // 7 symbols + eos
-  CHECK(error_of([&] { complete_model_section({{"model", "decoder_lm"}}, d.splits); })
-            .find("config: model.model: \"decoder_lm\" cannot be trained on a seq2seq data set") == 0);
-  CHECK(error_of([&] { complete_model_section({{"max_len", 4}}, d.splits); }) ==
-        "config: model.max_len: 4 is too small; the data's longest sequence (plus bos/eos) needs at least 8");
+  CHECK(error_of([&] {
+          complete_model_section({{"model", "decoder_lm"}}, d.splits);
+        }).find("config: model.model: \"decoder_lm\" cannot be trained on a seq2seq data set") == 0);
+  CHECK(error_of([&] {
+          complete_model_section({{"max_len", 4}}, d.splits);
+        }) == "config: model.max_len: 4 is too small; the data's longest sequence (plus bos/eos) needs at least 8");
 
   ks::testing::TempDir cache;
-  TrainingData lo = build_data({{"dataset", "listops"}, {"min_length", 5}, {"max_length", 20}, {"max_depth", 3},
-                                {"train_size", 10}, {"valid_size", 2}, {"test_size", 2}, {"cache_dir", cache.path().string()}}, 0);
+  TrainingData lo = build_data({{"dataset", "listops"},
+                                {"min_length", 5},
+                                {"max_length", 20},
+                                {"max_depth", 3},
+                                {"train_size", 10},
+                                {"valid_size", 2},
+                                {"test_size", 2},
+                                {"cache_dir", cache.path().string()}},
+                               0);
   json c = complete_model_section({{"pooling", "cls"}}, lo.splits);
   CHECK(c["model"] == "encoder_classifier");
   CHECK(c["num_classes"] == 10);
@@ -249,20 +278,26 @@ TEST_CASE("config keys: an unknown key names its section and the near miss it is
   j = minimal();
   j["schedule"] = {{"warmup", 3}};
   CHECK(config_error(j) == "config: schedule.warmup: unknown key");  // too far from warmup_steps to guess
-  CHECK(error_of([] { build_data({{"dataset", "seq2seq"}, {"tsak", "copy"}}, 0); }) ==
-        "config: data.tsak: unknown key for dataset 'seq2seq' (did you mean data.task?)");
-  CHECK(error_of([] { build_data({{"dataset", "text"}, {"train", "/x"}, {"tokenizer", {{"tpye", "word"}}}}, 0); }) ==
-        "config: data.tokenizer.tpye: unknown key (did you mean data.tokenizer.type?)");
-  CHECK(error_of([] { build_data({{"dataset", "seq2sq"}}, 0); })
-            .find("unknown data set 'seq2sq' (did you mean seq2seq?") != std::string::npos);
+  CHECK(error_of([] {
+          build_data({{"dataset", "seq2seq"}, {"tsak", "copy"}}, 0);
+        }) == "config: data.tsak: unknown key for dataset 'seq2seq' (did you mean data.task?)");
+  CHECK(error_of([] {
+          build_data({{"dataset", "text"}, {"train", "/x"}, {"tokenizer", {{"tpye", "word"}}}}, 0);
+        }) == "config: data.tokenizer.tpye: unknown key (did you mean data.tokenizer.type?)");
+  CHECK(error_of([] {
+          build_data({{"dataset", "seq2sq"}}, 0);
+        }).find("unknown data set 'seq2sq' (did you mean seq2seq?") != std::string::npos);
   // The model section, completed from the data, names its keys as model.<key>.
   TrainingData d = build_data({{"dataset", "seq2seq"}, {"train_size", 4}, {"valid_size", 2}, {"test_size", 2}}, 0);
-  CHECK(error_of([&] { complete_model_section({{"d_modle", 16}}, d.splits); }) ==
-        "config: model.d_modle: unknown key for model 'seq2seq' (did you mean model.d_model?)");
-  CHECK(error_of([&] { complete_model_section({{"attention", {{"haeds", 2}}}}, d.splits); }) ==
-        "config: model.attention.haeds: unknown key (did you mean model.attention.heads?)");
-  CHECK(error_of([&] { complete_model_section({{"dropout", 2}}, d.splits); }) ==
-        "config: model.dropout: must be in [0, 1), got 2");
+  CHECK(error_of([&] {
+          complete_model_section({{"d_modle", 16}}, d.splits);
+        }) == "config: model.d_modle: unknown key for model 'seq2seq' (did you mean model.d_model?)");
+  CHECK(error_of([&] {
+          complete_model_section({{"attention", {{"haeds", 2}}}}, d.splits);
+        }) == "config: model.attention.haeds: unknown key (did you mean model.attention.heads?)");
+  CHECK(error_of([&] {
+          complete_model_section({{"dropout", 2}}, d.splits);
+        }) == "config: model.dropout: must be in [0, 1), got 2");
 }
 
 namespace {
@@ -321,13 +356,18 @@ TEST_CASE("config keys: every key a config resolves to has its meaning in the ta
 }
 
 TEST_CASE("config keys: a model the data set's task cannot train is refused without data, as train refuses it") {
-  CHECK(error_of([] { check_model_for_data_set({{"model", "seq2seq"}}, "fashion_mnist"); }) ==
+  CHECK(error_of([] {
+          check_model_for_data_set({{"model", "seq2seq"}}, "fashion_mnist");
+        }) ==
         "config: model.model: \"seq2seq\" cannot be trained on a classification data set (use \"encoder_classifier\")");
   CHECK(error_of([] { check_model_for_data_set({{"model", "encoder_classifier"}}, "fashion_mnist"); }) == "no error");
   CHECK(error_of([] { check_model_for_data_set(json::object(), "seq2seq"); }) == "no error");
   TrainingData d = build_data({{"dataset", "seq2seq"}, {"train_size", 4}, {"valid_size", 2}, {"test_size", 2}}, 0);
-  CHECK(error_of([&] { complete_model_section({{"model", "decoder_lm"}}, d.splits); }) ==
-        error_of([] { check_model_for_data_set({{"model", "decoder_lm"}}, "seq2seq"); }));
+  CHECK(error_of([&] {
+          complete_model_section({{"model", "decoder_lm"}}, d.splits);
+        }) == error_of([] {
+          check_model_for_data_set({{"model", "decoder_lm"}}, "seq2seq");
+        }));
 }
 
 TEST_CASE("progress: the line naming where bf16 GEMMs run") {
@@ -352,8 +392,8 @@ TEST_CASE("progress: durations, counts and the progress line") {
   CHECK(format_count(950) == "950");
   CHECK(format_count(5100) == "5.1k");
   CHECK(format_count(2.3e6) == "2.3M");
-  std::string line = format_progress({.step = 50, .total = 200, .loss = 1.5, .lr = 3e-4, .tokens_per_s = 5100,
-                                      .elapsed_s = 10, .eta_s = 30});
+  std::string line = format_progress(
+      {.step = 50, .total = 200, .loss = 1.5, .lr = 3e-4, .tokens_per_s = 5100, .elapsed_s = 10, .eta_s = 30});
   CHECK(line == "[#####...............] 50/200  25% | loss 1.5000 | 5.1k tok/s | lr 3.00e-04 | 10s | ETA 30s");
   CHECK(format_metrics({{"loss", 2.0}, {"ppl", 7.389}, {"accuracy", 0.5}}) == "loss 2.0000 | ppl 7.4 | acc 50.00%");
 }

@@ -20,8 +20,8 @@
 #include "datasets/data_testing.h"
 #include "nn/safetensors.h"
 #include "ops/view.h"
-#include "tools/train/config_utf8.h"
 #include "tools/tiny_run.h"  // tests/tools/
+#include "tools/train/config_utf8.h"
 #include "tools/train/run_dir.h"
 #include "tools/train/train_state.h"
 #include "tools/train/trainer.h"
@@ -124,8 +124,9 @@ TEST_CASE("run folder: an edited config.json or a retyped tensor is refused by n
   for (auto& [name, t] : content.tensors)
     if (name == "tok.weight") t = to(t, kFloat64);
   nn::save_safetensors(best.string(), content.tensors, content.metadata);
-  CHECK(error_of([&] { load_run(tmp.path() / "run"); }).find("dtype mismatch: tok.weight (checkpoint float64, model "
-                                                               "float32)") != std::string::npos);
+  CHECK(error_of([&] { load_run(tmp.path() / "run"); })
+            .find("dtype mismatch: tok.weight (checkpoint float64, model "
+                  "float32)") != std::string::npos);
 }
 
 TEST_CASE("run folder: training state out of range is refused by field") {
@@ -148,13 +149,16 @@ TEST_CASE("run folder: training state out of range is refused by field") {
   CHECK(bad("step", "9223372036854775807") ==
         "checkpoint ck: training state 'keystone.step' is 9223372036854775807, outside [0, 10]");
   // The generator's state is unsigned: -1 is not 2^64 - 1, nor is 2^64 anything.
-  CHECK(bad("rng_offset", "-1") == "checkpoint ck: training state 'keystone.rng_offset' is -1; it must be an "
-                                   "integer in [0, 18446744073709551615]");
-  CHECK(bad("rng_seed", "18446744073709551616") == "checkpoint ck: training state 'keystone.rng_seed' is "
-                                                    "18446744073709551616; it must be an integer in [0, "
-                                                    "18446744073709551615]");
+  CHECK(bad("rng_offset", "-1") ==
+        "checkpoint ck: training state 'keystone.rng_offset' is -1; it must be an "
+        "integer in [0, 18446744073709551615]");
+  CHECK(bad("rng_seed", "18446744073709551616") ==
+        "checkpoint ck: training state 'keystone.rng_seed' is "
+        "18446744073709551616; it must be an integer in [0, "
+        "18446744073709551615]");
   CHECK(bad("rng_offset", "+1").find("'keystone.rng_offset' is +1; it must be an integer") != std::string::npos);
-  CHECK(bad("interval_steps", "-1") == "checkpoint ck: training state 'keystone.interval_steps' is -1, outside [0, 10]");
+  CHECK(bad("interval_steps", "-1") ==
+        "checkpoint ck: training state 'keystone.interval_steps' is -1, outside [0, 10]");
   CHECK(bad("interval_tokens", "-5").find("'keystone.interval_tokens' is -5") != std::string::npos);
   CHECK(bad("interval_loss", "-1.37") ==
         "checkpoint ck: training state 'keystone.interval_loss' is -1.37; it must be finite and at least 0");
@@ -187,8 +191,9 @@ TEST_CASE("run folder: the lock follows no link and takes only a regular file") 
   write_text(tmp.path() / "precious.txt", "keep me");
   fs::create_symlink(tmp.path() / "precious.txt", paths.lock());
   CHECK(error_of([&] { train(lm_config(file), paths.dir); }) ==
-        "the run folder's lock file " + paths.lock().string() + " is a symbolic link; keystone train does not follow "
-        "it (its target would be overwritten): remove it");
+        "the run folder's lock file " + paths.lock().string() +
+            " is a symbolic link; keystone train does not follow "
+            "it (its target would be overwritten): remove it");
   CHECK(read_text(tmp.path() / "precious.txt") == "keep me");
   CHECK_FALSE(fs::exists(paths.config()));
   fs::remove(paths.lock());
@@ -206,19 +211,21 @@ TEST_CASE("run folder: the lock follows no link and takes only a regular file") 
 TEST_CASE("run folder: a config string that is not UTF-8 is refused by key before the folder exists") {
   CHECK(invalid_utf8("plain, caf\xc3\xa9, \xf0\x9f\x98\x80") == std::string::npos);
   CHECK(invalid_utf8("a\xff") == 1);
-  CHECK(invalid_utf8("ab\xc3") == 2);              // cut short
-  CHECK(invalid_utf8("\xc0\x80") == 0);            // an overlong NUL
-  CHECK(invalid_utf8("x\xed\xa0\x80") == 1);       // a surrogate
-  CHECK(invalid_utf8("\xf4\x90\x80\x80") == 0);   // past U+10FFFF
+  CHECK(invalid_utf8("ab\xc3") == 2);            // cut short
+  CHECK(invalid_utf8("\xc0\x80") == 0);          // an overlong NUL
+  CHECK(invalid_utf8("x\xed\xa0\x80") == 1);     // a surrogate
+  CHECK(invalid_utf8("\xf4\x90\x80\x80") == 0);  // past U+10FFFF
   TempDir tmp;
   json c = lm_config(write_corpus(tmp.path() / "corpus.txt", 'a'));
   c["name"] = "run\xff";
-  CHECK(error_of([&] { train(c, tmp.path() / "run"); }) == "config: name: not valid UTF-8 (byte 0xff at offset 3); a "
-                                                           "config is JSON, which holds only UTF-8 text");
+  CHECK(error_of([&] { train(c, tmp.path() / "run"); }) ==
+        "config: name: not valid UTF-8 (byte 0xff at offset 3); a "
+        "config is JSON, which holds only UTF-8 text");
   CHECK_FALSE(fs::exists(tmp.path() / "run"));
 }
 
-TEST_CASE("run folder: a run killed before its first checkpoint can be retrained or resumed, and stale temporaries go") {
+TEST_CASE(
+    "run folder: a run killed before its first checkpoint can be retrained or resumed, and stale temporaries go") {
   TempDir tmp;
   const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
   RunPaths paths{tmp.path() / "run"};
@@ -227,10 +234,10 @@ TEST_CASE("run folder: a run killed before its first checkpoint can be retrained
   write_text(paths.config(), resolved.dump());  // what a kill right after config.json leaves
   // Keystone's own temporaries (nn::write_file_atomically, data::write_file_atomic, the plot) go;
   // a user's files that merely look alike stay.
-  const std::vector<std::string> stale = {"latest.safetensors.tmp.99999", "best.safetensors.tmp.1",
-                                          "config.json.tmp.7", "metrics.jsonl.tmp.123", "tokenizer.json.tmp4242",
-                                          "target_tokenizer.json.tmp5", "plot.svg.tmp"};
-  const std::vector<std::string> kept = {"notes.tmp.txt", "data.tmp.1", "latest.safetensors.tmp.1x",
+  const std::vector<std::string> stale = {
+      "latest.safetensors.tmp.99999", "best.safetensors.tmp.1",     "config.json.tmp.7", "metrics.jsonl.tmp.123",
+      "tokenizer.json.tmp4242",       "target_tokenizer.json.tmp5", "plot.svg.tmp"};
+  const std::vector<std::string> kept = {"notes.tmp.txt",           "data.tmp.1",         "latest.safetensors.tmp.1x",
                                          "latest.safetensors.tmp.", "tokenizer.json.tmp", "plot.svg.tmp.old"};
   for (const std::string& name : stale) write_text(paths.dir / name, "half a file");
   for (const std::string& name : kept) write_text(paths.dir / name, "a user's file");
@@ -258,8 +265,9 @@ TEST_CASE("trainer: accumulate_steps sums micro-batches into one step and resume
   Trainer whole(cfg, {.run_dir = tmp.path() / "whole", .progress = false});
   whole.run();
   {
-    Trainer first(cfg, {.run_dir = tmp.path() / "split", .progress = false,
-                        .on_step = [](int64_t step, double) { if (step == 3) request_training_stop(); }});
+    Trainer first(cfg, {.run_dir = tmp.path() / "split", .progress = false, .on_step = [](int64_t step, double) {
+                          if (step == 3) request_training_stop();
+                        }});
     CHECK(first.run() == TrainOutcome::Stopped);
   }
   Trainer second(parse_train_config(json::parse(read_text(tmp.path() / "split" / "config.json"))),
@@ -328,8 +336,13 @@ TEST_CASE("trainer: patience stops a run that no longer improves, max_time one t
 TEST_CASE("trainer: the test record covers the whole test split, every example decoded") {
   TempDir tmp;
   json c = {{"name", "s2s"},
-            {"data", {{"dataset", "seq2seq"}, {"task", "copy"}, {"max_length", 5}, {"train_size", 64},
-                      {"valid_size", 8}, {"test_size", 37}}},
+            {"data",
+             {{"dataset", "seq2seq"},
+              {"task", "copy"},
+              {"max_length", 5},
+              {"train_size", 64},
+              {"valid_size", 8},
+              {"test_size", 37}}},
             {"model", {{"d_model", 16}, {"encoder_layers", 1}, {"decoder_layers", 1}, {"attention", {{"heads", 2}}}}},
             {"train", {{"steps", 2}, {"batch_size", 8}, {"decode_examples", 4}, {"threads", 1}}}};
   Trainer t(parse_train_config(c), {.run_dir = tmp.path() / "run", .progress = false});
@@ -358,8 +371,11 @@ TEST_CASE("data: tsv_seq2seq takes a target_tokenizer of its own, and the run sa
   for (int i = 0; i < 60; ++i) pairs += "abc" + std::to_string(i % 7) + "\tthe word " + std::to_string(i % 5) + "\n";
   write_text(tmp.path() / "pairs.tsv", pairs);
   json c = {{"name", "pairs"},
-            {"data", {{"dataset", "tsv_seq2seq"}, {"train", (tmp.path() / "pairs.tsv").string()},
-                      {"tokenizer", {{"type", "char"}}}, {"target_tokenizer", {{"type", "word"}}}}},
+            {"data",
+             {{"dataset", "tsv_seq2seq"},
+              {"train", (tmp.path() / "pairs.tsv").string()},
+              {"tokenizer", {{"type", "char"}}},
+              {"target_tokenizer", {{"type", "word"}}}}},
             {"model", {{"d_model", 16}, {"encoder_layers", 1}, {"decoder_layers", 1}, {"attention", {{"heads", 2}}}}},
             {"train", {{"steps", 2}, {"batch_size", 8}, {"threads", 1}}}};
   TrainingData d = build_data(parse_train_config(c).data, 0);
@@ -404,14 +420,18 @@ TEST_CASE("run folders written before tied_lookup_reversed read it as false, so 
   edited["model"]["tied_lookup_reversed"] = true;
   CHECK_THROWS_WITH_AS(check_checkpoint_config(stored, edited, "old.safetensors"),
                        doctest::Contains("model.tied_lookup_reversed"), Error);
-  CHECK_THROWS_WITH_AS(models::parse_model_config({{"model", "decoder_lm"}, {"vocab_size", 10}, {"d_model", 8},
-                                                  {"layers", 1}, {"tied_lookup_reversed", "yes"}}),
+  CHECK_THROWS_WITH_AS(models::parse_model_config({{"model", "decoder_lm"},
+                                                   {"vocab_size", 10},
+                                                   {"d_model", 8},
+                                                   {"layers", 1},
+                                                   {"tied_lookup_reversed", "yes"}}),
                        doctest::Contains("tied_lookup_reversed"), Error);
-  CHECK_THROWS_WITH_AS(models::parse_model_config({{"model", "encoder_classifier"}, {"vocab_size", 10},
-                                                  {"num_classes", 2}, {"tied_lookup_reversed", true}}),
-                       doctest::Contains("tied_lookup_reversed"), Error);
+  CHECK_THROWS_WITH_AS(
+      models::parse_model_config(
+          {{"model", "encoder_classifier"}, {"vocab_size", 10}, {"num_classes", 2}, {"tied_lookup_reversed", true}}),
+      doctest::Contains("tied_lookup_reversed"), Error);
   // Today's default for a config that does not say: reversed.
-  CHECK(models::parse_model_config({{"model", "decoder_lm"}, {"vocab_size", 10}, {"d_model", 8}, {"layers", 1},
-                                    {"attention", {{"heads", 2}}}})
+  CHECK(models::parse_model_config(
+            {{"model", "decoder_lm"}, {"vocab_size", 10}, {"d_model", 8}, {"layers", 1}, {"attention", {{"heads", 2}}}})
             .tied_lookup_reversed);
 }

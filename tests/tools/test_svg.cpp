@@ -14,9 +14,10 @@ TEST_CASE("svg: xml_escape escapes markup and keeps the file valid UTF-8") {
   CHECK(svg::xml_escape("tab\there\nnew") == "tab here new");
   CHECK(svg::xml_escape("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80") == "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
   const std::string fffd = "\xEF\xBF\xBD";
-  CHECK(svg::xml_escape("a\xFF" "b") == "a" + fffd + "b");
-  CHECK(svg::xml_escape("\xE2\x82") == fffd + fffd);  // a truncated character: each byte replaced
-  CHECK(svg::xml_escape("\xC0\xAF") == fffd + fffd);  // an overlong '/'
+  CHECK(svg::xml_escape("a\xFF"
+                        "b") == "a" + fffd + "b");
+  CHECK(svg::xml_escape("\xE2\x82") == fffd + fffd);             // a truncated character: each byte replaced
+  CHECK(svg::xml_escape("\xC0\xAF") == fffd + fffd);             // an overlong '/'
   CHECK(svg::xml_escape("\xED\xA0\x80") == fffd + fffd + fffd);  // a surrogate
   CHECK(svg::xml_escape("\xEF\xBF\xBF") == fffd + fffd + fffd);  // U+FFFF, not an XML character
 }

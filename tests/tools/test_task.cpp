@@ -55,8 +55,8 @@ TEST_CASE("task: decode scores are exact match, TER and CER over summed referenc
     data::Ids b = bytes_of(t);
     return std::vector<int64_t>(b.begin(), b.end());
   };
-  s.add(ids("abc"), ids("abc"), &bytes);  // exact
-  s.add(ids("ax"), ids("abcd"), &bytes);  // 1 substitution + 2 deletions = 3 edits of 4
+  s.add(ids("abc"), ids("abc"), &bytes);     // exact
+  s.add(ids("ax"), ids("abcd"), &bytes);     // 1 substitution + 2 deletions = 3 edits of 4
   s.add(ids("\xc3\xa9"), ids("e"), &bytes);  // é for e: 2 byte tokens vs 1 (2 edits), 1 character vs 1 (1 edit)
   CHECK(s.examples == 3);
   CHECK(s.exact_match() == doctest::Approx(1.0 / 3));
@@ -142,8 +142,9 @@ TEST_CASE("task: evaluate reports bpb for a language model: its summed nats / ln
 }
 
 TEST_CASE("task: evaluate's seq2seq decodes give exact match, TER and CER as DecodeScore computes them") {
-  nlohmann::json j = {{"model", "seq2seq"}, {"src_vocab_size", 260}, {"tgt_vocab_size", 260}, {"d_model", 16},
-                      {"d_ff", 32},         {"max_len", 12},         {"dropout", 0.0},       {"attention", {{"heads", 2}}}};
+  nlohmann::json j = {
+      {"model", "seq2seq"}, {"src_vocab_size", 260}, {"tgt_vocab_size", 260}, {"d_model", 16},
+      {"d_ff", 32},         {"max_len", 12},         {"dropout", 0.0},        {"attention", {{"heads", 2}}}};
   manual_seed(5);
   auto model = std::dynamic_pointer_cast<models::Seq2Seq>(models::build_model(models::parse_model_config(j)));
   REQUIRE(model);
@@ -177,8 +178,9 @@ TEST_CASE("task: evaluate's seq2seq decodes give exact match, TER and CER as Dec
 
 TEST_CASE("task: evaluate decodes a seeded sample of the split, not its first lines, and says so") {
   // A split sorted by length, as a file often is: the first examples are unlike the rest.
-  nlohmann::json j = {{"model", "seq2seq"}, {"src_vocab_size", 260}, {"tgt_vocab_size", 260}, {"d_model", 16},
-                      {"d_ff", 32},         {"max_len", 12},         {"dropout", 0.0},       {"attention", {{"heads", 2}}}};
+  nlohmann::json j = {
+      {"model", "seq2seq"}, {"src_vocab_size", 260}, {"tgt_vocab_size", 260}, {"d_model", 16},
+      {"d_ff", 32},         {"max_len", 12},         {"dropout", 0.0},        {"attention", {{"heads", 2}}}};
   manual_seed(5);
   auto model = std::dynamic_pointer_cast<models::Seq2Seq>(models::build_model(models::parse_model_config(j)));
   REQUIRE(model);
@@ -233,12 +235,14 @@ TEST_CASE("task: split_tokens counts a language model's stream once, a seq2seq p
 }
 
 TEST_CASE("task: decode_sources in padded batches gives each source's own decode, greedy and beam") {
-  nlohmann::json j = {{"model", "seq2seq"}, {"src_vocab_size", 20}, {"tgt_vocab_size", 20}, {"d_model", 16},
-                      {"d_ff", 32},         {"max_len", 10},        {"dropout", 0.0},      {"attention", {{"heads", 2}}}};
+  nlohmann::json j = {
+      {"model", "seq2seq"}, {"src_vocab_size", 20}, {"tgt_vocab_size", 20}, {"d_model", 16},
+      {"d_ff", 32},         {"max_len", 10},        {"dropout", 0.0},       {"attention", {{"heads", 2}}}};
   manual_seed(7);
   auto model = std::dynamic_pointer_cast<models::Seq2Seq>(models::build_model(models::parse_model_config(j)));
   REQUIRE(model);
-  const std::vector<std::vector<int64_t>> sources = {{5, 6, 7, 8, 9, 10, 11}, {12}, {13, 14, 15}, {}, {4, 4, 19, 18, 17}};
+  const std::vector<std::vector<int64_t>> sources = {
+      {5, 6, 7, 8, 9, 10, 11}, {12}, {13, 14, 15}, {}, {4, 4, 19, 18, 17}};
   for (int64_t beam : {1, 3}) {
     CAPTURE(beam);
     std::vector<std::vector<int64_t>> alone;

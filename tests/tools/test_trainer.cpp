@@ -31,16 +31,24 @@ json tiny_config(const std::string& family, const std::string& text_file) {
             {"seed", 3},
             {"optimizer", {{"type", "adamw"}, {"lr", 3e-3}}},
             {"schedule", {{"type", "cosine"}, {"warmup_steps", 2}}},
-            {"train", {{"steps", 12}, {"batch_size", 8}, {"eval_every", 4}, {"log_every", 1}, {"eval_batches", 2},
-                       {"prefetch", 2}, {"decode_examples", 4}, {"threads", 1}}}};
+            {"train",
+             {{"steps", 12},
+              {"batch_size", 8},
+              {"eval_every", 4},
+              {"log_every", 1},
+              {"eval_batches", 2},
+              {"prefetch", 2},
+              {"decode_examples", 4},
+              {"threads", 1}}}};
   json attention = {{"type", "softmax"}, {"heads", 2}};
   if (family == "seq2seq") {
-    c["data"] = {{"dataset", "seq2seq"}, {"task", "reverse"}, {"max_length", 6}, {"train_size", 96},
-                 {"valid_size", 16}, {"test_size", 16}};
-    c["model"] = {{"d_model", 16}, {"encoder_layers", 1}, {"decoder_layers", 1}, {"dropout", 0.2}, {"attention", attention}};
+    c["data"] = {{"dataset", "seq2seq"}, {"task", "reverse"}, {"max_length", 6},
+                 {"train_size", 96},     {"valid_size", 16},  {"test_size", 16}};
+    c["model"] = {
+        {"d_model", 16}, {"encoder_layers", 1}, {"decoder_layers", 1}, {"dropout", 0.2}, {"attention", attention}};
   } else if (family == "classifier") {
-    c["data"] = {{"dataset", "listops"}, {"min_length", 5}, {"max_length", 30}, {"max_depth", 3}, {"train_size", 96},
-                 {"valid_size", 16}, {"test_size", 16}, {"cache_dir", text_file + ".cache"}};
+    c["data"] = {{"dataset", "listops"}, {"min_length", 5},  {"max_length", 30}, {"max_depth", 3},
+                 {"train_size", 96},     {"valid_size", 16}, {"test_size", 16},  {"cache_dir", text_file + ".cache"}};
     c["model"] = {{"d_model", 16}, {"layers", 1}, {"dropout", 0.2}, {"pooling", "cls"}, {"attention", attention}};
   } else {
     c["data"] = {{"dataset", "text"}, {"train", text_file}, {"seq_len", 16}, {"tokenizer", {{"type", "char"}}}};
@@ -85,8 +93,9 @@ TEST_CASE("trainer: a stopped and resumed run writes exactly the losses and weig
 
     // Stop after step 5, in the middle of an evaluation period, as Ctrl-C would.
     {
-      Trainer first(cfg, {.run_dir = tmp.path() / "split", .progress = false,
-                          .on_step = [](int64_t step, double) { if (step == 5) request_training_stop(); }});
+      Trainer first(cfg, {.run_dir = tmp.path() / "split", .progress = false, .on_step = [](int64_t step, double) {
+                            if (step == 5) request_training_stop();
+                          }});
       CHECK(first.run() == TrainOutcome::Stopped);
       CHECK(first.step() == 5);
     }
@@ -118,10 +127,13 @@ TEST_CASE("trainer: a folder that holds a run is not overwritten, and resume nee
   cfg.train.steps = 2;
   cfg.schedule.warmup_steps = 0;
   Trainer(cfg, {.run_dir = tmp.path() / "run", .progress = false}).run();
-  CHECK(error_of([&] { Trainer(cfg, {.run_dir = tmp.path() / "run", .progress = false}); }).find("already holds a run") !=
+  CHECK(error_of([&] {
+          Trainer(cfg, {.run_dir = tmp.path() / "run", .progress = false});
+        }).find("already holds a run") != std::string::npos);
+  CHECK(error_of([&] {
+          Trainer(cfg, {.run_dir = tmp.path() / "none", .resume = true, .progress = false});
+        }).find("cannot resume: run folder " + (tmp.path() / "none").string() + " does not exist") !=
         std::string::npos);
-  CHECK(error_of([&] { Trainer(cfg, {.run_dir = tmp.path() / "none", .resume = true, .progress = false}); })
-            .find("cannot resume: run folder " + (tmp.path() / "none").string() + " does not exist") != std::string::npos);
 }
 
 TEST_CASE("trainer: metrics name the run's task, and an LM valid record has perplexity") {
@@ -224,8 +236,9 @@ TEST_CASE("cuda: trainer on the GPU tracks the CPU's losses and resumes exactly"
     Trainer whole(cfg, {.run_dir = tmp.path() / "whole", .progress = false});
     CHECK(whole.run() == TrainOutcome::Finished);
     {
-      Trainer first(cfg, {.run_dir = tmp.path() / "split", .progress = false,
-                          .on_step = [](int64_t step, double) { if (step == 5) request_training_stop(); }});
+      Trainer first(cfg, {.run_dir = tmp.path() / "split", .progress = false, .on_step = [](int64_t step, double) {
+                            if (step == 5) request_training_stop();
+                          }});
       CHECK(first.run() == TrainOutcome::Stopped);
     }
     Trainer second(cfg, {.run_dir = tmp.path() / "split", .resume = true, .progress = false});

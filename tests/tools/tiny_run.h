@@ -23,15 +23,22 @@ inline std::filesystem::path write_corpus(const std::filesystem::path& path, cha
 
 // The run's config on `train_file`, evaluated every 2 steps.
 inline nlohmann::json tiny_lm_config(const std::filesystem::path& train_file, int64_t steps, const std::string& name) {
-  return {{"name", name},
-          {"seed", 5},
-          {"data", {{"dataset", "text"}, {"train", train_file.string()}, {"seq_len", 16},
-                    {"tokenizer", {{"type", "char"}}}}},
-          {"model", {{"d_model", 16}, {"layers", 1}, {"dropout", 0.1}, {"attention", {{"type", "softmax"}, {"heads", 2}}}}},
-          {"optimizer", {{"lr", 3e-3}}},
-          {"schedule", {{"type", "cosine"}, {"warmup_steps", 1}}},
-          {"train", {{"steps", steps}, {"batch_size", 8}, {"eval_every", 2}, {"log_every", 1}, {"eval_batches", 2},
-                     {"prefetch", 2}, {"threads", 1}}}};
+  return {
+      {"name", name},
+      {"seed", 5},
+      {"data",
+       {{"dataset", "text"}, {"train", train_file.string()}, {"seq_len", 16}, {"tokenizer", {{"type", "char"}}}}},
+      {"model", {{"d_model", 16}, {"layers", 1}, {"dropout", 0.1}, {"attention", {{"type", "softmax"}, {"heads", 2}}}}},
+      {"optimizer", {{"lr", 3e-3}}},
+      {"schedule", {{"type", "cosine"}, {"warmup_steps", 1}}},
+      {"train",
+       {{"steps", steps},
+        {"batch_size", 8},
+        {"eval_every", 2},
+        {"log_every", 1},
+        {"eval_batches", 2},
+        {"prefetch", 2},
+        {"threads", 1}}}};
 }
 
 }  // namespace ks::testing

@@ -66,7 +66,10 @@ struct AttentionCollector::SiteSums {
 
 AttentionCollector::AttentionCollector(models::Model& model, const CollectOptions& options,
                                        const data::Tokenizer* source_tokens, const data::Tokenizer* target_tokens)
-    : model_(model), options_(options), source_tokens_(source_tokens), target_tokens_(target_tokens),
+    : model_(model),
+      options_(options),
+      source_tokens_(source_tokens),
+      target_tokens_(target_tokens),
       sites_(attention_sites(model)) {
   for (const AttentionSite& s : sites_) {
     s.attn->return_weights = true;
@@ -267,7 +270,8 @@ void AttentionCollector::add(const data::Batch& batch) {
               for (int64_t c = 0; c < C; ++c) {
                 double mx = -std::numeric_limits<double>::infinity(), acc = 0;
                 for (int64_t comp = 0; comp < M; ++comp) mx = std::max(mx, sc(comp, rows[size_t(r)], cols[size_t(c)]));
-                for (int64_t comp = 0; comp < M; ++comp) acc += std::exp(sc(comp, rows[size_t(r)], cols[size_t(c)]) - mx);
+                for (int64_t comp = 0; comp < M; ++comp)
+                  acc += std::exp(sc(comp, rows[size_t(r)], cols[size_t(c)]) - mx);
                 mat[size_t(r * C + c)] = hard ? mx : mx + std::log(acc);
               }
             hj["mixture"] = spectrum_json(analysis::singular_values(mat.data(), R, C), options_.rank_tolerance);
@@ -364,7 +368,8 @@ nlohmann::json AttentionCollector::site_summaries() const {
       const int64_t M = mgk ? s.keys : mlk->num_keys;
       const std::vector<double> pi = host_values(mgk ? exp(mgk->log_pi()) : mlk->mixture());  // (h, M)
       nlohmann::json mj = {{"pi", nlohmann::json::array()}};
-      for (int64_t i = 0; i < h; ++i) mj["pi"].push_back(std::vector<double>(pi.begin() + i * M, pi.begin() + (i + 1) * M));
+      for (int64_t i = 0; i < h; ++i)
+        mj["pi"].push_back(std::vector<double>(pi.begin() + i * M, pi.begin() + (i + 1) * M));
       if (mgk) {
         std::vector<double> ent(static_cast<size_t>(h));
         nlohmann::json wins = nlohmann::json::array();

@@ -54,7 +54,7 @@ struct AttentionMap {
   int64_t example = 0;  // index in the data set
   std::string site;
   int64_t heads = 0, rows = 0, cols = 0;
-  std::vector<float> weights;                // (heads, rows, cols)
+  std::vector<float> weights;                       // (heads, rows, cols)
   std::vector<std::string> row_tokens, col_tokens;  // empty when the data has no text
 };
 

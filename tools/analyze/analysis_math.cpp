@@ -20,9 +20,9 @@
 // (lapack.h, LAPACK_FORTRAN_STRLEN_END) passes it, and so do we, since GCC
 // may tail-call from a Fortran routine relying on that slot being there.
 // A callee built without it (f2c-style C) simply ignores the extra argument.
-extern "C" void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s,
-                        double* u, const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork,
-                        int* iwork, int* info, size_t jobz_len);
+extern "C" void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
+                        const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork,
+                        int* info, size_t jobz_len);
 
 namespace ks::tools::analysis {
 namespace {
@@ -38,15 +38,14 @@ void check_probabilities(const char* what, const double* p, int64_t n) {
     KS_CHECK(p[i] >= 0, what, ": entry ", i, " is ", p[i], ", a negative probability");
     sum += p[i];
   }
-  KS_CHECK(std::abs(sum - 1) <= kProbabilitySumTolerance, what, ": entries sum to ", sum,
-           ", not 1 (within ", kProbabilitySumTolerance, "); this function does not renormalise");
+  KS_CHECK(std::abs(sum - 1) <= kProbabilitySumTolerance, what, ": entries sum to ", sum, ", not 1 (within ",
+           kProbabilitySumTolerance, "); this function does not renormalise");
 }
 
 void check_finite(const char* what, const double* x, int64_t n) {
   KS_CHECK(n >= 0, what, ": negative length ", n);
   KS_CHECK(n == 0 || x != nullptr, what, ": null pointer for ", n, " entries");
-  for (int64_t i = 0; i < n; ++i)
-    KS_CHECK(std::isfinite(x[i]), what, ": entry ", i, " is ", x[i], ", not finite");
+  for (int64_t i = 0; i < n; ++i) KS_CHECK(std::isfinite(x[i]), what, ": entry ", i, " is ", x[i], ", not finite");
 }
 
 // A spectrum: finite values >= 0.
@@ -133,10 +132,10 @@ std::vector<double> singular_values(const double* a, int64_t rows, int64_t cols)
   // Never below the documented minimum for jobz = 'N', 3·mn + max(mx, 7·mn).
   int info = 0, lwork = -1;
   double query = 0;
-  dgesdd_(&jobz, &m, &n, work_a.data(), &lda, s.data(), &u_unused, &one, &vt_unused, &one, &query, &lwork,
-          iwork.data(), &info, 1);
-  KS_CHECK(info == 0, "singular_values: LAPACK dgesdd's workspace query failed (info = ", info, ") for shape [",
-           rows, ", ", cols, "]");
+  dgesdd_(&jobz, &m, &n, work_a.data(), &lda, s.data(), &u_unused, &one, &vt_unused, &one, &query, &lwork, iwork.data(),
+          &info, 1);
+  KS_CHECK(info == 0, "singular_values: LAPACK dgesdd's workspace query failed (info = ", info, ") for shape [", rows,
+           ", ", cols, "]");
   const double minimum = 3.0 * mn + std::max(double(mx), 7.0 * mn);
   const double size = std::max(query, minimum);
   KS_CHECK(size <= double(INT_MAX), "singular_values: shape [", rows, ", ", cols, "] needs a LAPACK workspace of ",
@@ -148,15 +147,14 @@ std::vector<double> singular_values(const double* a, int64_t rows, int64_t cols)
           iwork.data(), &info, 1);
   KS_CHECK(info >= 0, "singular_values: LAPACK dgesdd rejected argument ", -info, " for shape [", rows, ", ", cols,
            "] (a Keystone bug)");
-  KS_CHECK(info == 0, "singular_values: LAPACK dgesdd did not converge for shape [", rows, ", ", cols, "] (info = ",
-           info, ")");
+  KS_CHECK(info == 0, "singular_values: LAPACK dgesdd did not converge for shape [", rows, ", ", cols,
+           "] (info = ", info, ")");
   return s;  // LAPACK returns them sorted, s[0] >= s[1] >= ... >= 0
 }
 
 int64_t numerical_rank(const std::vector<double>& sv, double rel_tol) {
   check_spectrum("numerical_rank", sv);
-  KS_CHECK(std::isfinite(rel_tol) && rel_tol >= 0, "numerical_rank: rel_tol is ", rel_tol,
-           ", not a finite value >= 0");
+  KS_CHECK(std::isfinite(rel_tol) && rel_tol >= 0, "numerical_rank: rel_tol is ", rel_tol, ", not a finite value >= 0");
   const double s_max = sv.empty() ? 0.0 : *std::max_element(sv.begin(), sv.end());
   const double threshold = rel_tol * s_max;
   return std::count_if(sv.begin(), sv.end(), [&](double s) { return s > threshold; });

@@ -29,8 +29,8 @@ std::vector<std::vector<double>> head_importance(models::Model& model, const std
                                                  const data::Dataset& split, int64_t batch_size, int64_t max_batches);
 
 struct PruningPoint {
-  int64_t masked = 0;            // heads masked so far
-  std::optional<HeadRef> head;   // the head this point masked (none for the first, unmasked point)
+  int64_t masked = 0;           // heads masked so far
+  std::optional<HeadRef> head;  // the head this point masked (none for the first, unmasked point)
   EvalResult result;
 };
 

@@ -10,9 +10,9 @@
 
 #include "core/error.h"
 #include "nn/safetensors.h"
-#include "tools/figures/analysis_figures.h"
 #include "tools/analyze/analysis_summary.h"
 #include "tools/cli/cli.h"
+#include "tools/figures/analysis_figures.h"
 
 namespace ks::tools {
 
@@ -108,8 +108,11 @@ std::string spectra_figure(const json& sites) {
     if (examples.empty()) continue;
     const json& ex = examples[0];
     for (const std::string kind : {"scores", "attention"}) {
-      LinePanel p{s["name"].get<std::string>() + ": " + (kind == "scores" ? "scores" : "attention"), "index i",
-                  "sigma_i / sigma_1", true, {}};
+      LinePanel p{s["name"].get<std::string>() + ": " + (kind == "scores" ? "scores" : "attention"),
+                  "index i",
+                  "sigma_i / sigma_1",
+                  true,
+                  {}};
       int64_t head = 0;
       for (const json& hj : ex["heads"]) {
         if (const json* spec = head_spectrum(hj, kind)) {
@@ -241,8 +244,8 @@ int compare_analyses(const std::vector<std::string>& args) {
   // One summary row per analysis: printed as a table and written as compare.json
   // (what tools/experiments/report.py averages over seeds).
   json rows = json::array();
-  std::printf("%-36s %9s %7s %9s %8s %8s %8s %8s %9s\n", "run", "params", "loss", "metric", "JS", "cosine",
-              "erank sc", "erank at", "maskable");
+  std::printf("%-36s %9s %7s %9s %8s %8s %8s %8s %9s\n", "run", "params", "loss", "metric", "JS", "cosine", "erank sc",
+              "erank at", "maskable");
   for (size_t i = 0; i < runs.size(); ++i) {
     const AnalysisSummary& r = runs[i];
     const double loss = r.points.empty() ? kNaN : r.points[0].loss;
@@ -268,9 +271,10 @@ int compare_analyses(const std::vector<std::string>& args) {
                 (long long)r.params, loss, metric_value, js, cosine, erank_scores, erank_attention, (long long)maskable,
                 (long long)r.total_heads);
   }
-  std::printf("(metric: the first run's %s; JS, cosine: mean over sites of the mean off-diagonal entry; erank: mean "
-              "effective rank of score / attention matrices; maskable: heads masked before the loss rises over 1%%)\n",
-              runs[0].metric.c_str());
+  std::printf(
+      "(metric: the first run's %s; JS, cosine: mean over sites of the mean off-diagonal entry; erank: mean "
+      "effective rank of score / attention matrices; maskable: heads masked before the loss rises over 1%%)\n",
+      runs[0].metric.c_str());
 
   LineChart pruning;
   pruning.title = "pruning curves, heads masked in increasing importance";

@@ -95,7 +95,8 @@ AnalysisSummary analysis_summary_from_json(std::string_view text, const std::str
     throw cli::UsageError(e.what());
   }
   if (doc.is_discarded() || !doc.is_object() || doc.value("schema", json()) != "keystone.analysis/1")
-    throw cli::UsageError("--compare: " + file + " is not an analysis.json of keystone analyze (schema keystone.analysis/1)");
+    throw cli::UsageError("--compare: " + file +
+                          " is not an analysis.json of keystone analyze (schema keystone.analysis/1)");
   const Value a(doc, file, "");
   AnalysisSummary s;
   s.file = file;

@@ -36,7 +36,7 @@ struct AnalysisSummary {
   };
   std::vector<Point> points;  // the pruning curve, from no head masked
   struct Site {
-    double js, cosine;                      // mean off-diagonal entries
+    double js, cosine;                     // mean off-diagonal entries
     double erank_scores, erank_attention;  // mean effective ranks (NaN: none measured)
   };
   std::vector<Site> sites;

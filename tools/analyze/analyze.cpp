@@ -13,9 +13,9 @@
 #include "tools/analyze/analysis_collect.h"
 #include "tools/analyze/analysis_pruning.h"
 #include "tools/analyze/analysis_report.h"
+#include "tools/analyze/head_mask.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
-#include "tools/analyze/head_mask.h"
 #include "tools/train/run_dir.h"
 #include "tools/train/task.h"
 
@@ -46,15 +46,14 @@ std::pair<std::string, double> headline_metric(const EvalResult& r, data::Task t
   return {"ppl", std::exp(std::min(r.loss, 700.0))};
 }
 
-void write_text_file(const fs::path& path, const std::string& text) {
-  nn::write_file_atomically(path.string(), text);
-}
+void write_text_file(const fs::path& path, const std::string& text) { nn::write_file_atomically(path.string(), text); }
 
 void print_summary(const json& a) {
   const json& m = a["model"];
   std::printf("analysis of %s: %s attention, %zu sites, on %s (%lld queries per site), %.1f s\n",
               a["run"].get<std::string>().c_str(), m["attention"].get<std::string>().c_str(), a["sites"].size(),
-              a["split"].get<std::string>().c_str(), (long long)(a["sites"].empty() ? 0 : a["sites"][0]["queries"].get<int64_t>()),
+              a["split"].get<std::string>().c_str(),
+              (long long)(a["sites"].empty() ? 0 : a["sites"][0]["queries"].get<int64_t>()),
               a["elapsed_s"].get<double>());
   std::printf("%-28s %5s %4s %8s %8s %19s %12s %10s\n", "site", "heads", "p", "JS", "cosine", "importance min..max",
               "erank score", "erank attn");
@@ -72,11 +71,12 @@ void print_summary(const json& a) {
     const std::string metric = a["pruning"]["metric"];
     const double base = points[0]["loss"].get<double>();
     const json& last = points.back();
-    std::printf("pruning (by importance): loss %.4f, %s %.4g with every head; %lld of %lld heads masked before "
-                "the loss first rises over 1%%; with %lld masked: loss %.4f, %s %.4g\n",
-                base, metric.c_str(), points[0][metric].get<double>(), (long long)heads_maskable(a, 0.01),
-                (long long)a["model"]["total_heads"].get<int64_t>(), (long long)last["masked"].get<int64_t>(),
-                last["loss"].get<double>(), metric.c_str(), last[metric].get<double>());
+    std::printf(
+        "pruning (by importance): loss %.4f, %s %.4g with every head; %lld of %lld heads masked before "
+        "the loss first rises over 1%%; with %lld masked: loss %.4f, %s %.4g\n",
+        base, metric.c_str(), points[0][metric].get<double>(), (long long)heads_maskable(a, 0.01),
+        (long long)a["model"]["total_heads"].get<int64_t>(), (long long)last["masked"].get<int64_t>(),
+        last["loss"].get<double>(), metric.c_str(), last[metric].get<double>());
   }
 }
 
@@ -103,8 +103,9 @@ json run_analysis(const AnalyzeOptions& o) {
   for (const std::string& w : data.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (o.split != "train" && o.split != "valid" && o.split != "test")
     throw cli::UsageError("--split: expected train, valid or test, got '" + o.split + "'");
-  const data::Dataset& split =
-      o.split == "train" ? data.splits.train : o.split == "valid" ? data.splits.valid : data.splits.test;
+  const data::Dataset& split = o.split == "train"   ? data.splits.train
+                               : o.split == "valid" ? data.splits.valid
+                                                    : data.splits.test;
   if (split.size() == 0)
     throw cli::UsageError("--split " + o.split + ": the run's data has no " + o.split + " examples");
   models::Model& model = *run.model;
@@ -115,8 +116,9 @@ json run_analysis(const AnalyzeOptions& o) {
   const fs::path out = o.out.empty() ? run.paths.dir / "analysis" : o.out;
 
   // 1. Forward passes with explicit weights: maps, redundancy, spectra, MGK statistics.
-  AttentionCollector collector(model, {.map_examples = o.examples, .rank_examples = o.examples, .rank_tolerance = o.tolerance},
-                               run.tokenizer.get(), run.target_tokenizer ? run.target_tokenizer.get() : run.tokenizer.get());
+  AttentionCollector collector(
+      model, {.map_examples = o.examples, .rank_examples = o.examples, .rank_tolerance = o.tolerance},
+      run.tokenizer.get(), run.target_tokenizer ? run.target_tokenizer.get() : run.tokenizer.get());
   {
     data::DataLoader loader(std::make_shared<const data::Dataset>(split),
                             data::LoaderOptions{.batch_size = batch_size, .shuffle = false});
@@ -169,8 +171,10 @@ json run_analysis(const AnalyzeOptions& o) {
               {"flops_per_token", cost.flops_per_token},
               {"total_heads", total_heads}}},
             {"sites", sites_json},
-            {"pruning", {{"order", "ascending importance, whole model; every site keeps one head"}, {"metric", metric},
-                         {"points", points}}}};
+            {"pruning",
+             {{"order", "ascending importance, whole model; every site keeps one head"},
+              {"metric", metric},
+              {"points", points}}}};
   if (run.metadata.count("keystone.step"))
     if (auto step = cli::parse_int(run.metadata.at("keystone.step"))) a["step"] = *step;
 

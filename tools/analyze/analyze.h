@@ -42,10 +42,10 @@ struct AnalyzeOptions {
   std::filesystem::path run;
   std::string split = "valid";
   std::string checkpoint = "best";
-  int64_t examples = 2;   // maps and spectra
-  int64_t batches = 8;    // redundancy, importance, pruning (0: the whole split)
-  int64_t batch_size = 0; // 0: the run's train.batch_size
-  int64_t decode = 32;    // seq2seq: greedy decodes per pruning point, for exact match
+  int64_t examples = 2;    // maps and spectra
+  int64_t batches = 8;     // redundancy, importance, pruning (0: the whole split)
+  int64_t batch_size = 0;  // 0: the run's train.batch_size
+  int64_t decode = 32;     // seq2seq: greedy decodes per pruning point, for exact match
   double tolerance = 1e-6;
   std::filesystem::path out;  // empty: run/analysis
 };

@@ -51,8 +51,7 @@ std::vector<HeadRef> parse_head_mask(const std::string& spec, const std::vector<
                             std::to_string(sites[size_t(site)].heads) + " heads (0.." +
                             std::to_string(sites[size_t(site)].heads - 1) + ")");
     const HeadRef ref{site, *head};
-    if (std::find(out.begin(), out.end(), ref) != out.end())
-      throw cli::UsageError(quoted + " is given twice");
+    if (std::find(out.begin(), out.end(), ref) != out.end()) throw cli::UsageError(quoted + " is given twice");
     out.push_back(ref);
     start = comma + 1;
   }

@@ -15,12 +15,12 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "autograd/engine.h"
 #include "core/clock.h"
 #include "core/cpu_features.h"
 #include "core/cuda.h"
-#include "core/matmul_precision.h"
 #include "core/factory.h"
-#include "autograd/engine.h"
+#include "core/matmul_precision.h"
 #include "core/parallel.h"
 #include "core/profiler.h"
 #include "models/decoder_lm.h"
@@ -57,20 +57,22 @@ void print_profile(double step_s, int64_t steps) {
   for (const profiler::Row& r : rows) in_kernels += r.seconds;
   std::printf("%-10s %-40s %10s %10s %7s\n", "pass", "kernel", "calls/step", "ms/step", "%step");
   for (const profiler::Row& r : rows)
-    std::printf("%-10s %-40s %10.1f %10.2f %6.1f%%\n", r.phase.c_str(), r.kernel.c_str(), double(r.calls) / double(steps),
-                r.seconds / double(steps) * 1e3, r.seconds / double(steps) / step_s * 100);
+    std::printf("%-10s %-40s %10.1f %10.2f %6.1f%%\n", r.phase.c_str(), r.kernel.c_str(),
+                double(r.calls) / double(steps), r.seconds / double(steps) * 1e3,
+                r.seconds / double(steps) / step_s * 100);
   const double outside = step_s - in_kernels / double(steps);
-  std::printf("%-10s %-40s %10s %10.2f %6.1f%%\n", "-", "(outside kernels: graph, allocation, glue)", "",
-              outside * 1e3, outside / step_s * 100);
+  std::printf("%-10s %-40s %10s %10.2f %6.1f%%\n", "-", "(outside kernels: graph, allocation, glue)", "", outside * 1e3,
+              outside / step_s * 100);
 }
 
 }  // namespace
 
 int bench(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(args, {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
-                      "threads", "keys", "device", "precision", "dropout", "attention-dropout"},
-                 {"profile"});
+  cli::Flags f(args,
+               {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
+                "threads", "keys", "device", "precision", "dropout", "attention-dropout"},
+               {"profile"});
   const std::string attention = f.get("attention", "softmax");
   const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
   const int64_t heads = f.get_int_at_least("heads", 8, 1), head_dim = f.get_int_at_least("head-dim", 0, 0);
@@ -100,8 +102,8 @@ int bench(const std::vector<std::string>& args) {
   nlohmann::json attn = {{"type", attention}, {"heads", heads}, {"keys", keys}, {"dropout", attention_dropout}};
   // The torch script's head size: --head-dim, or d/h when it is 0.
   if (head_dim > 0 && (attention != "softmax" || head_dim * heads != d)) attn["head_dim"] = head_dim;
-  nlohmann::json cfg = {{"model", "decoder_lm"}, {"vocab_size", vocab}, {"d_model", d},     {"layers", layers},
-                        {"d_ff", d_ff},          {"max_len", seq},      {"dropout", dropout},   {"pre_norm", true},
+  nlohmann::json cfg = {{"model", "decoder_lm"}, {"vocab_size", vocab},    {"d_model", d},       {"layers", layers},
+                        {"d_ff", d_ff},          {"max_len", seq},         {"dropout", dropout}, {"pre_norm", true},
                         {"activation", "gelu"},  {"positions", "learned"}, {"attention", attn}};
   manual_seed(0);
   auto model = std::make_shared<models::DecoderLM>(models::parse_model_config(cfg));

@@ -37,8 +37,7 @@
 
 namespace {
 
-template <class F>
-double best_seconds(int reps, F&& f) {
+template <class F> double best_seconds(int reps, F&& f) {
   f();  // warm-up: first-touch pages, caches, thread start-up
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
@@ -61,13 +60,13 @@ void bench_matmul(int threads, int reps) {
   std::vector<float> out(size_t(n) * n);
   openblas_set_num_threads(threads);
   const double direct = best_seconds(reps, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n,
-                0.0f, out.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n, 0.0f,
+                out.data(), n);
   });
   const double flop = 2.0 * n * n * n;
   const double ratio = direct / ours;
-  std::printf("matmul f32 %dx%dx%d   ks::matmul %7.1f GFLOP/s  cblas_sgemm %7.1f GFLOP/s  ratio %.3f (>= 0.9 %s)\n",
-              n, n, n, flop / ours * 1e-9, flop / direct * 1e-9, ratio, verdict(ratio, 0.9));
+  std::printf("matmul f32 %dx%dx%d   ks::matmul %7.1f GFLOP/s  cblas_sgemm %7.1f GFLOP/s  ratio %.3f (>= 0.9 %s)\n", n,
+              n, n, flop / ours * 1e-9, flop / direct * 1e-9, ratio, verdict(ratio, 0.9));
 }
 
 void bench_attention(int threads, int reps) {
@@ -84,8 +83,8 @@ void bench_attention(int threads, int reps) {
                   k.data<float>() + size_t(i) * D * T, T, 0.0f, out.data() + size_t(i) * T * T, T);
   });
   const double flop = 2.0 * B * H * T * T * D;
-  std::printf("matmul f32 %d x (%dx%dx%d)  ks::matmul %7.1f GFLOP/s  sgemm loop  %7.1f GFLOP/s  ratio %.3f\n", B * H,
-              T, T, D, flop / ours * 1e-9, flop / loop * 1e-9, loop / ours);
+  std::printf("matmul f32 %d x (%dx%dx%d)  ks::matmul %7.1f GFLOP/s  sgemm loop  %7.1f GFLOP/s  ratio %.3f\n", B * H, T,
+              T, D, flop / ours * 1e-9, flop / loop * 1e-9, loop / ours);
 }
 
 struct alignas(64) TileConfig {

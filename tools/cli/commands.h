@@ -10,12 +10,14 @@ namespace ks::tools {
 
 int bench(const std::vector<std::string>& args);  // time training steps of the reference decoder LM
 int info(const std::vector<std::string>& args);   // parameters, FLOPs and memory of a config
-int config(const std::vector<std::string>& args); // a training config with every key explicit (tools/cli/config_cmd.cpp)
-int train(const std::vector<std::string>& args);  // train from a config into a run folder (tools/train/train.cpp)
+int config(
+    const std::vector<std::string>& args);  // a training config with every key explicit (tools/cli/config_cmd.cpp)
+int train(const std::vector<std::string>& args);      // train from a config into a run folder (tools/train/train.cpp)
 int evaluate(const std::vector<std::string>& args);   // metrics of a run's checkpoint on a split
 int generate(const std::vector<std::string>& args);   // sample text from a language-model run
 int translate(const std::vector<std::string>& args);  // greedy or beam decoding with a seq2seq run
 int plot(const std::vector<std::string>& args);       // SVG curves of runs (tools/figures/plot.h)
-int analyze(const std::vector<std::string>& args);    // attention maps, head redundancy, importance, rank (tools/analyze/analyze.h)
+int analyze(const std::vector<std::string>&
+                args);  // attention maps, head redundancy, importance, rank (tools/analyze/analyze.h)
 
 }  // namespace ks::tools

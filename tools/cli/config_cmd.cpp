@@ -50,8 +50,10 @@ const char* kFromData = "<from the data>";
 json describe_model(json model) {
   const std::string family = model.value("model", std::string("decoder_lm"));
   std::vector<std::string> from_data = {"max_len"};
-  if (family == "seq2seq") from_data.insert(from_data.end(), {"src_vocab_size", "tgt_vocab_size"});
-  else from_data.insert(from_data.end(), {"vocab_size", "pad_id"});
+  if (family == "seq2seq")
+    from_data.insert(from_data.end(), {"src_vocab_size", "tgt_vocab_size"});
+  else
+    from_data.insert(from_data.end(), {"vocab_size", "pad_id"});
   if (family == "encoder_classifier") from_data.push_back("num_classes");
   std::vector<std::string> filled;
   for (const std::string& key : from_data)
@@ -69,7 +71,7 @@ json describe_model(json model) {
 std::string annotated(const json& config, const json& docs) {
   std::vector<std::pair<std::string, std::string>> lines = {{"{", ""}};  // text, comment
   std::function<void(const json&, const std::string&, int)> walk = [&](const json& object, const std::string& path,
-                                                                        int depth) {
+                                                                       int depth) {
     size_t i = 0;
     for (auto& [key, value] : object.items()) {
       const std::string comma = ++i == object.size() ? "" : ",";

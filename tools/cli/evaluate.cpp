@@ -5,10 +5,10 @@
 // (tools/analyze/head_mask.h).
 #include <cstdio>
 
+#include "tools/analyze/head_mask.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
 #include "tools/train/data_setup.h"
-#include "tools/analyze/head_mask.h"
 #include "tools/train/run_dir.h"
 #include "tools/train/task.h"
 
@@ -41,17 +41,20 @@ int evaluate(const std::vector<std::string>& args) {
                  .max_batches = f.get_int_at_least("batches", 0, 0),
                  .decode_examples = f.get_int_at_least("decode", 0, 0)};
   const std::vector<AttentionSite> sites = attention_sites(*run.model);
-  const std::vector<HeadRef> masked = f.has("mask-heads") ? parse_head_mask(f.get("mask-heads", ""), sites)
-                                                          : std::vector<HeadRef>();
+  const std::vector<HeadRef> masked =
+      f.has("mask-heads") ? parse_head_mask(f.get("mask-heads", ""), sites) : std::vector<HeadRef>();
   if (!masked.empty()) set_head_gates(sites, masked, model_device(*run.model));
   TrainingData data = run_data(run);
-  const data::Dataset& set = split == "train" ? data.splits.train : split == "valid" ? data.splits.valid : data.splits.test;
+  const data::Dataset& set = split == "train"   ? data.splits.train
+                             : split == "valid" ? data.splits.valid
+                                                : data.splits.test;
   nlohmann::json out = evaluate(*run.model, set, eo).to_json(set.task);
   out["split"] = split;
   out["checkpoint"] = run.checkpoint.string();
   if (!masked.empty()) {
     out["masked_heads"] = nlohmann::json::array();
-    for (const HeadRef& r : masked) out["masked_heads"].push_back({{"site", sites[size_t(r.site)].name}, {"head", r.head}});
+    for (const HeadRef& r : masked)
+      out["masked_heads"].push_back({{"site", sites[size_t(r.site)].name}, {"head", r.head}});
   }
   if (run.metadata.count("keystone.step"))
     if (auto step = cli::parse_int(run.metadata.at("keystone.step"))) out["step"] = *step;

@@ -4,8 +4,8 @@
 // is how the training streams separate lines. Each <eos> prints as a newline.
 #include <cstdio>
 
-#include "models/decoder_lm.h"
 #include "core/factory.h"
+#include "models/decoder_lm.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
 #include "tools/train/run_dir.h"
@@ -63,7 +63,8 @@ int generate(const std::vector<std::string>& args) {
   const size_t room = size_t(max_len - tokens);
   const size_t dropped = prompt.size() > room ? prompt.size() - room : 0;
   prompt.erase(prompt.begin(), prompt.begin() + std::ptrdiff_t(dropped));
-  if (dropped) std::fprintf(stderr, "generate: kept the last %zu prompt tokens (max_len %lld)\n", room, (long long)max_len);
+  if (dropped)
+    std::fprintf(stderr, "generate: kept the last %zu prompt tokens (max_len %lld)\n", room, (long long)max_len);
 
   Tensor input = from_vector(prompt, {1, int64_t(prompt.size())});
   Generator gen{uint64_t(seed)};

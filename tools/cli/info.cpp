@@ -31,7 +31,8 @@ constexpr char kUsage[] =
     "Prints parameters, forward FLOPs per token at sequence length N (default: the longest\n"
     "input the config's max_len allows), the memory that training with AdamW needs for weights and optimizer state,\n"
     "and the decoding cache of one sequence of N positions (0 for a classifier).\n"
-    "--machine prints the commit this binary was built from, the CPU (brand and vendor), its bf16 GEMM paths (amx, avx512bf16, float32), the one bf16 GEMMs use\n"
+    "--machine prints the commit this binary was built from, the CPU (brand and vendor), its bf16 GEMM paths (amx, "
+    "avx512bf16, float32), the one bf16 GEMMs use\n"
     "(KS_CPU_GEMM forces one), OpenBLAS's float32 kernels, and the thread count.\n";
 
 int info(const std::vector<std::string>& args) {

@@ -111,7 +111,8 @@ int translate(const std::vector<std::string>& args) {
     return 0;
   }
   const std::string split = f.get("split", "");
-  if (split != "valid" && split != "test") throw cli::UsageError("--split: expected valid or test, got '" + split + "'");
+  if (split != "valid" && split != "test")
+    throw cli::UsageError("--split: expected valid or test, got '" + split + "'");
   TrainingData data = run_data(run);
   const data::Dataset& set = split == "valid" ? data.splits.valid : data.splits.test;
   const int64_t n = f.has("limit") ? std::min(f.get_int_at_least("limit", 0, 1), set.size()) : set.size();

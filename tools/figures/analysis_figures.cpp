@@ -31,9 +31,15 @@ constexpr int kLevels = 64, kNan = kLevels;
 // in grey print), its first stop pure white so that zero is the page.
 const std::string& level_colour(int level) {
   static const std::array<std::string, kLevels + 1> colours = [] {
-    constexpr std::array<std::array<double, 3>, 9> stops = {{{255, 255, 255}, {222, 235, 247}, {198, 219, 239},
-                                                             {158, 202, 225}, {107, 174, 214}, {66, 146, 198},
-                                                             {33, 113, 181}, {8, 81, 156}, {8, 48, 107}}};
+    constexpr std::array<std::array<double, 3>, 9> stops = {{{255, 255, 255},
+                                                             {222, 235, 247},
+                                                             {198, 219, 239},
+                                                             {158, 202, 225},
+                                                             {107, 174, 214},
+                                                             {66, 146, 198},
+                                                             {33, 113, 181},
+                                                             {8, 81, 156},
+                                                             {8, 48, 107}}};
     std::array<std::string, kLevels + 1> out;
     for (int l = 0; l < kLevels; ++l) {
       const double at = double(l) / (kLevels - 1) * (stops.size() - 1);
@@ -126,8 +132,8 @@ void check_grid(const HeatmapGrid& g) {
   for (size_t i = 0; i < g.cells.size(); ++i) {
     const HeatmapCell& c = g.cells[i];
     KS_CHECK(c.T >= 1 && c.S >= 1, "heatmap: cell ", i, " is ", c.T, " x ", c.S, "; need at least 1 x 1");
-    KS_CHECK(int64_t(c.values.size()) == c.T * c.S, "heatmap: cell ", i, " has ", c.values.size(), " values for ",
-             c.T, " x ", c.S);
+    KS_CHECK(int64_t(c.values.size()) == c.T * c.S, "heatmap: cell ", i, " has ", c.values.size(), " values for ", c.T,
+             " x ", c.S);
   }
   KS_CHECK(svg::drawable(g.lo) && svg::drawable(g.hi) && g.lo < g.hi && std::isfinite(g.hi - g.lo),
            "heatmap: the value range [", g.lo, ", ", g.hi, "] must be finite with lo < hi");

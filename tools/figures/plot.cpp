@@ -19,8 +19,8 @@
 #include "core/error.h"
 #include "nn/user_input.h"
 #include "tools/cli/cli.h"
-#include "tools/train/run_dir.h"
 #include "tools/figures/svg.h"
+#include "tools/train/run_dir.h"
 
 namespace ks::tools {
 
@@ -100,7 +100,8 @@ std::string run_name(const fs::path& dir) {
   const fs::path file = dir / "config.json";
   std::error_code ec;
   if (fs::exists(file, ec)) {
-    const json config = nn::try_parse_json(nn::read_regular_file(file.string(), kMaxConfigBytes, "plot"), file.string());
+    const json config =
+        nn::try_parse_json(nn::read_regular_file(file.string(), kMaxConfigBytes, "plot"), file.string());
     if (config.is_object() && config.contains("name") && config["name"].is_string() &&
         !config["name"].get<std::string>().empty())
       return config["name"];
@@ -221,7 +222,8 @@ void draw_band(std::ostream& os, const Panel& panel, const Series& mean, const S
 
 void draw_series(std::ostream& os, const Panel& panel, const Series& all, const std::string& c, Style style) {
   Series s;  // on a log axis, without the values it cannot show (zero, negative)
-  std::copy_if(all.begin(), all.end(), std::back_inserter(s), [&](Point p) { return !panel.y.log || on_log_axis(p.y); });
+  std::copy_if(all.begin(), all.end(), std::back_inserter(s),
+               [&](Point p) { return !panel.y.log || on_log_axis(p.y); });
   if (s.size() >= 2 && style != Style::Test) {
     Series pixels;
     for (const Point& p : s) pixels.push_back(panel.to_px(p));
@@ -240,10 +242,9 @@ int draw_legend(std::ostream& os, const std::vector<Run>& runs, bool any_exact, 
       if (style != Style::Train) marker(os, {x + 12, y}, "#555", style);
     };
   };
-  std::vector<svg::LegendEntry> entries = {
-      {style_sample(Style::Train), "train"},
-      {style_sample(Style::Valid), "valid"},
-      {style_sample(Style::Test), "test"}};
+  std::vector<svg::LegendEntry> entries = {{style_sample(Style::Train), "train"},
+                                           {style_sample(Style::Valid), "valid"},
+                                           {style_sample(Style::Test), "test"}};
   if (any_exact) entries.push_back({style_sample(Style::Exact), "exact match"});
   for (size_t i = 0; i < runs.size(); ++i) {
     auto swatch = [c = std::string(svg::colour(i))](std::ostream& os, double x, double y) {
@@ -271,12 +272,20 @@ std::string draw_svg(const std::vector<Run>& runs, const PlotOptions& o) {
   // spans decades early in training, so it goes to log when wide, as loss does.
   const Scale loss_scale = o.log_y ? Scale::Log : Scale::LogIfWide;
   const std::vector<PanelSpec> specs = {
-      {"loss", loss_scale, {{Split::Train, "loss", Style::Train}, {Split::Valid, "loss", Style::Valid},
-                            {Split::Test, "loss", Style::Test}}},
-      {"accuracy", Scale::Linear, {{Split::Valid, "accuracy", Style::Valid}, {Split::Valid, "exact_match", Style::Exact},
-                                   {Split::Test, "accuracy", Style::Test}, {Split::Test, "exact_match", Style::Test}}},
-      {"bits per byte", loss_scale, {{Split::Train, "bpb", Style::Train}, {Split::Valid, "bpb", Style::Valid},
-                                     {Split::Test, "bpb", Style::Test}}},
+      {"loss",
+       loss_scale,
+       {{Split::Train, "loss", Style::Train},
+        {Split::Valid, "loss", Style::Valid},
+        {Split::Test, "loss", Style::Test}}},
+      {"accuracy",
+       Scale::Linear,
+       {{Split::Valid, "accuracy", Style::Valid},
+        {Split::Valid, "exact_match", Style::Exact},
+        {Split::Test, "accuracy", Style::Test},
+        {Split::Test, "exact_match", Style::Test}}},
+      {"bits per byte",
+       loss_scale,
+       {{Split::Train, "bpb", Style::Train}, {Split::Valid, "bpb", Style::Valid}, {Split::Test, "bpb", Style::Test}}},
       {"gradient norm", Scale::LogIfWide, {{Split::Train, "grad_norm", Style::Train}}},
   };
   // The loss panel always; the others when some run has a value for them.
@@ -290,8 +299,8 @@ std::string draw_svg(const std::vector<Run>& runs, const PlotOptions& o) {
     all.insert(all.end(), panel.begin(), panel.end());
     if (&spec == &specs.front() || svg::extent(panel, &Point::y)) shown.emplace_back(&spec, std::move(panel));
   }
-  for (const Run& r : runs) any_exact = any_exact || !r.at(Split::Valid, "exact_match").empty() ||
-                                        !r.at(Split::Test, "exact_match").empty();
+  for (const Run& r : runs)
+    any_exact = any_exact || !r.at(Split::Valid, "exact_match").empty() || !r.at(Split::Test, "exact_match").empty();
   // One x axis for every panel, so a step lines up across them. One panel
   // takes the full width; more go two to a row.
   const Axis x = value_axis(all, &Point::x, Scale::Linear);
@@ -343,8 +352,8 @@ std::string render_plot_svg(const std::vector<fs::path>& run_dirs, const PlotOpt
 
 std::string render_plot_svg_from_metrics(const std::vector<RunMetrics>& metrics, const PlotOptions& options) {
   KS_CHECK(!metrics.empty(), "plot: no run folders given");
-  KS_CHECK(options.x_axis == "step" || options.x_axis == "time",
-           "plot: x axis must be step or time, got '", options.x_axis, "'");
+  KS_CHECK(options.x_axis == "step" || options.x_axis == "time", "plot: x axis must be step or time, got '",
+           options.x_axis, "'");
   KS_CHECK(options.labels.empty() || options.labels.size() == metrics.size(), "plot: ", options.labels.size(),
            " labels for ", metrics.size(), " run folders; give one per run");
   std::vector<Run> runs;

@@ -28,8 +28,8 @@
 namespace ks::tools {
 
 struct PlotOptions {
-  std::string x_axis = "step";  // "step" or "time" (elapsed_s, in minutes)
-  std::string title;            // empty: the run names
+  std::string x_axis = "step";      // "step" or "time" (elapsed_s, in minutes)
+  std::string title;                // empty: the run names
   std::vector<std::string> labels;  // empty, or one legend name per run folder, in order
   bool log_y = false;               // loss and bits per byte on a log axis (else log only when over 20x wide)
   // Runs named NAME-seedN (after --labels) become one curve per NAME: the

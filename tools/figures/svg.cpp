@@ -44,9 +44,7 @@ size_t utf8_length(const std::string& s, size_t i) {
 
 // ---- axes ----
 
-double Axis::fraction(double v) const {
-  return log ? std::log10(v / lo) / std::log10(hi / lo) : (v - lo) / (hi - lo);
-}
+double Axis::fraction(double v) const { return log ? std::log10(v / lo) / std::log10(hi / lo) : (v - lo) / (hi - lo); }
 
 Axis linear_axis(double lo, double hi) {
   // One value (relatively: 1e-5 and 2e-5 are two): give it room.
@@ -123,14 +121,22 @@ std::string xml_escape(const std::string& s, size_t max_chars) {
   for (size_t i = 0; i < s.size() && chars < keep; ++chars) {
     const char c = s[i];
     const size_t n = utf8_length(s, i);
-    if (n == 0) out += "\xEF\xBF\xBD", ++i;  // U+FFFD, the replacement character
-    else if (n > 1) out.append(s, i, n), i += n;
-    else if (c == '&') out += "&amp;", ++i;
-    else if (c == '<') out += "&lt;", ++i;
-    else if (c == '>') out += "&gt;", ++i;
-    else if (c == '"') out += "&quot;", ++i;
-    else if (static_cast<unsigned char>(c) < 0x20) out += ' ', ++i;  // control characters are not XML
-    else out += c, ++i;
+    if (n == 0)
+      out += "\xEF\xBF\xBD", ++i;  // U+FFFD, the replacement character
+    else if (n > 1)
+      out.append(s, i, n), i += n;
+    else if (c == '&')
+      out += "&amp;", ++i;
+    else if (c == '<')
+      out += "&lt;", ++i;
+    else if (c == '>')
+      out += "&gt;", ++i;
+    else if (c == '"')
+      out += "&quot;", ++i;
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += ' ', ++i;  // control characters are not XML
+    else
+      out += c, ++i;
   }
   if (cut && max_chars > 0) out += "\xE2\x80\xA6";  // …
   return out;

@@ -35,7 +35,9 @@ inline bool drawable(double v) { return v >= -kMaxDrawn && v <= kMaxDrawn; }
 // Whether a drawable value has a place on a log axis.
 inline bool on_log_axis(double v) { return v >= kLogMin; }
 
-struct Point { double x, y; };
+struct Point {
+  double x, y;
+};
 using Series = std::vector<Point>;
 
 // ---- axes ----
@@ -113,7 +115,9 @@ const char* colour(size_t i);
 
 // ---- the chart layout: 1000 px wide, panels 270 px high ----
 
-struct Box { double x0, y0, x1, y1; };
+struct Box {
+  double x0, y0, x1, y1;
+};
 
 // The box of panel k of panels flowed `columns` to a row (1: one per row,
 // full width), a title's height from the top, rows 340 px apart (room for the

@@ -50,16 +50,14 @@ struct BuildContext {
 const std::vector<KeyDoc> kEveryDataSet = {
     {"dataset", "seq2seq | listops | brown_lm | brown_genre | fashion_mnist | text | tsv_classification | tsv_seq2seq"},
     {"fingerprints", "written by train: the content hash of each data file and tokenizer of the run"}};
-const std::vector<KeyDoc> kGeneratorKeys = {
-    {"seed", "the generator's seed (default: the run's seed)"},
-    {"train_size", "generated training examples"},
-    {"valid_size", "generated validation examples"},
-    {"test_size", "generated test examples"}};
-const std::vector<KeyDoc> kSeq2SeqKeys = {
-    {"task", "copy | reverse | sort | addition"},
-    {"min_length", "the shortest source, in symbols (digits for addition)"},
-    {"max_length", "the longest source, in symbols"},
-    {"num_symbols", "copy, reverse, sort: the distinct symbols"}};
+const std::vector<KeyDoc> kGeneratorKeys = {{"seed", "the generator's seed (default: the run's seed)"},
+                                            {"train_size", "generated training examples"},
+                                            {"valid_size", "generated validation examples"},
+                                            {"test_size", "generated test examples"}};
+const std::vector<KeyDoc> kSeq2SeqKeys = {{"task", "copy | reverse | sort | addition"},
+                                          {"min_length", "the shortest source, in symbols (digits for addition)"},
+                                          {"max_length", "the longest source, in symbols"},
+                                          {"num_symbols", "copy, reverse, sort: the distinct symbols"}};
 const std::vector<KeyDoc> kListOpsKeys = {
     {"min_length", "the shortest expression, in tokens"},
     {"max_length", "the longest expression, in tokens"},
@@ -77,22 +75,19 @@ const std::vector<KeyDoc> kBrownGenreKeys = {
     {"window", "bytes per example"},
     {"split_seed", "the seed of the documents' train/valid/test split"},
     {"cache_dir", "where the corpus is kept; empty: $KEYSTONE_DATA or ~/.cache/keystone"}};
-const std::vector<KeyDoc> kFashionMnistKeys = {
-    {"dir", "the folder of the four idx .gz files"},
-    {"valid_size", "validation images cut from the 60,000 training images"},
-    {"split_seed", "the seed of that cut"},
-    {"limit", "at most this many examples per split; 0: all"}};
-const std::vector<KeyDoc> kFileKeys = {
-    {"train", "the training file (required)"},
-    {"valid", "the validation file; empty: cut from train"},
-    {"test", "the test file; empty: cut from train"},
-    {"valid_fraction", "the share of train cut for validation when valid is empty"},
-    {"test_fraction", "the share of train cut for testing when test is empty"},
-    {"split_seed", "the seed of those cuts"},
-    {"tokenizer", "the tokenizer trained on the training split (its keys below)"}};
-const std::vector<KeyDoc> kTsvKeys = {
-    {"header", "the first line is a header, skipped"},
-    {"max_length", "longer lines are cut to this many tokens; 0: kept whole"}};
+const std::vector<KeyDoc> kFashionMnistKeys = {{"dir", "the folder of the four idx .gz files"},
+                                               {"valid_size", "validation images cut from the 60,000 training images"},
+                                               {"split_seed", "the seed of that cut"},
+                                               {"limit", "at most this many examples per split; 0: all"}};
+const std::vector<KeyDoc> kFileKeys = {{"train", "the training file (required)"},
+                                       {"valid", "the validation file; empty: cut from train"},
+                                       {"test", "the test file; empty: cut from train"},
+                                       {"valid_fraction", "the share of train cut for validation when valid is empty"},
+                                       {"test_fraction", "the share of train cut for testing when test is empty"},
+                                       {"split_seed", "the seed of those cuts"},
+                                       {"tokenizer", "the tokenizer trained on the training split (its keys below)"}};
+const std::vector<KeyDoc> kTsvKeys = {{"header", "the first line is a header, skipped"},
+                                      {"max_length", "longer lines are cut to this many tokens; 0: kept whole"}};
 const std::vector<KeyDoc> kTextKeys = {{"seq_len", "tokens per example window"}};
 const std::vector<KeyDoc> kClassesKeys = {
     {"classes", "the labels in class order; absent: the training split's, sorted"}};
@@ -182,8 +177,7 @@ std::string recorded_text(const json& recorded, const std::string& key) {
 // Checks each file against the hash the run recorded ("fingerprints"): a
 // recorded file that is gone is an error saying how to give its new place; one
 // whose content changed gets a warning. Records the current hashes.
-void check_fingerprints(JsonSection& s, const std::vector<std::pair<std::string, fs::path>>& files,
-                        BuildContext& ctx) {
+void check_fingerprints(JsonSection& s, const std::vector<std::pair<std::string, fs::path>>& files, BuildContext& ctx) {
   for (const auto& [key, path] : files) {
     if (path.empty()) continue;
     std::error_code ec;
@@ -225,8 +219,8 @@ data::Splits listops_set(JsonSection& s, BuildContext& ctx) {
   // by the options that wrote it.
   fs::path cache = cache_dir(s);
   if (ctx.describe_only) return {};
-  cache /= str("listops-", o.min_length, "-", o.max_length, "-d", o.max_depth, "-a",
-                                      o.max_args, "-s", o.seed, "-n", n.train, "-", n.valid, "-", n.test);
+  cache /= str("listops-", o.min_length, "-", o.max_length, "-d", o.max_depth, "-a", o.max_args, "-s", o.seed, "-n",
+               n.train, "-", n.valid, "-", n.test);
   return data::listops(o, {n.train, n.valid, n.test}, cache);
 }
 
@@ -318,8 +312,9 @@ data::Splits tsv_classification_set(JsonSection& s, BuildContext& ctx) {
   data::TextOptions o = read_text_options(s, ctx, true);
   if (s.has("classes")) {
     json classes = s.get<json>("classes", json::array());
-    KS_CHECK(classes.is_array() && std::all_of(classes.begin(), classes.end(), [](const json& c) { return c.is_string(); }),
-             "config: ", s.where("classes"), ": expected a list of strings, got ", nn::json_excerpt(classes));
+    KS_CHECK(
+        classes.is_array() && std::all_of(classes.begin(), classes.end(), [](const json& c) { return c.is_string(); }),
+        "config: ", s.where("classes"), ": expected a list of strings, got ", nn::json_excerpt(classes));
     o.classes = classes.get<std::vector<std::string>>();
   }
   if (ctx.describe_only) return {};
@@ -348,9 +343,9 @@ double unknown_share(const data::Dataset& d) {
 using Builder = std::function<data::Splits(JsonSection&, BuildContext&)>;
 struct DataSetKind {
   Builder build;
-  data::Task task;            // what its examples are for
-  bool tokenized;             // its runs save tokenizer.json (pixel data has none)
-  std::vector<KeyDoc> keys;   // its keys besides kEveryDataSet's
+  data::Task task;           // what its examples are for
+  bool tokenized;            // its runs save tokenizer.json (pixel data has none)
+  std::vector<KeyDoc> keys;  // its keys besides kEveryDataSet's
 };
 const std::map<std::string, DataSetKind>& builders() {
   using data::Task;
@@ -393,9 +388,9 @@ const char* model_for_task(data::Task task) {
 // Throws unless the model section's family (when given) trains on `task`.
 void check_model_fits(const json& model, data::Task task) {
   const char* want = model_for_task(task);
-  KS_CHECK(!model.contains("model") || model["model"] == want, "config: model.model: ",
-           nn::json_excerpt(model["model"]), " cannot be trained on a ", data::task_name(task), " data set (use \"",
-           want, "\")");
+  KS_CHECK(!model.contains("model") || model["model"] == want,
+           "config: model.model: ", nn::json_excerpt(model["model"]), " cannot be trained on a ", data::task_name(task),
+           " data set (use \"", want, "\")");
 }
 
 // The data section's reader: its table grows by the data set's own keys once
@@ -420,7 +415,8 @@ std::string fingerprint_of(const std::string& bytes) {
 int64_t longest(const data::Splits& splits, bool target) {
   int64_t n = 0;
   for (const data::Dataset* d : {&splits.train, &splits.valid, &splits.test})
-    for (const data::Example& e : d->examples) n = std::max<int64_t>(n, int64_t(target ? e.target.size() : e.tokens.size()));
+    for (const data::Example& e : d->examples)
+      n = std::max<int64_t>(n, int64_t(target ? e.target.size() : e.tokens.size()));
   return n;
 }
 
@@ -430,9 +426,10 @@ void fill_at_least(json& model, const std::string& key, int64_t value, int64_t m
     model[key] = value;
     return;
   }
-  KS_CHECK(model[key].is_number_integer(), "config: model.", key, ": expected an integer, got ", nn::json_excerpt(model[key]));
-  KS_CHECK(model[key].get<int64_t>() >= minimum, "config: model.", key, ": ", model[key].get<int64_t>(), " is too small; ",
-           why, " needs at least ", minimum);
+  KS_CHECK(model[key].is_number_integer(), "config: model.", key, ": expected an integer, got ",
+           nn::json_excerpt(model[key]));
+  KS_CHECK(model[key].get<int64_t>() >= minimum, "config: model.", key, ": ", model[key].get<int64_t>(),
+           " is too small; ", why, " needs at least ", minimum);
 }
 
 }  // namespace
@@ -455,18 +452,23 @@ TrainingData build_data(const json& section, uint64_t run_seed, const RunTokeniz
   s.finish(str(" for dataset '", name, "'"));
   for (std::string& w : out.splits.warnings) out.warnings.push_back(str("data set '", name, "': ", std::move(w)));
   // Data sets with built-in tokenizers rebuild them; they must be the run's.
-  auto same = [](const std::shared_ptr<const data::Tokenizer>& built, const std::shared_ptr<const data::Tokenizer>& want) {
+  auto same = [](const std::shared_ptr<const data::Tokenizer>& built,
+                 const std::shared_ptr<const data::Tokenizer>& want) {
     return !want || !built || built == want || built->to_json() == want->to_json();
   };
   KS_CHECK(same(out.splits.train.tokenizer, saved.source) && same(out.splits.train.target_tokenizer, saved.target),
-           "data set '", name, "': the tokenizer built from the data differs from the run's saved tokenizer; "
+           "data set '", name,
+           "': the tokenizer built from the data differs from the run's saved tokenizer; "
            "the data changed since the run was trained");
   // The tokenizer files as the run folder holds them: the saved ones as read,
   // or the bytes Tokenizer::save will write (tools/train/run_dir.h).
   const data::Dataset& train = out.splits.train;
-  if (!saved.source_fingerprint.empty()) ctx.fingerprints["tokenizer"] = saved.source_fingerprint;
-  else if (train.tokenizer) ctx.fingerprints["tokenizer"] = fingerprint_of(train.tokenizer->file_text());
-  if (!saved.target_fingerprint.empty()) ctx.fingerprints["target_tokenizer"] = saved.target_fingerprint;
+  if (!saved.source_fingerprint.empty())
+    ctx.fingerprints["tokenizer"] = saved.source_fingerprint;
+  else if (train.tokenizer)
+    ctx.fingerprints["tokenizer"] = fingerprint_of(train.tokenizer->file_text());
+  if (!saved.target_fingerprint.empty())
+    ctx.fingerprints["target_tokenizer"] = saved.target_fingerprint;
   else if (train.target_tokenizer && train.target_tokenizer != train.tokenizer)
     ctx.fingerprints["target_tokenizer"] = fingerprint_of(train.target_tokenizer->file_text());
   if (!ctx.fingerprints.empty() || !ctx.recorded.empty()) s.set_resolved("fingerprints", ctx.fingerprints);
@@ -521,17 +523,19 @@ RunTokenizers read_run_tokenizers(const json& section, const fs::path& source_fi
                                : std::string();
   const auto kind = builders().find(name);
   const bool source = recorded.contains("tokenizer") || (kind != builders().end() && kind->second.tokenized);
-  const bool target = recorded.contains("target_tokenizer") ||
-                      (name == "tsv_seq2seq" && section.contains("target_tokenizer"));
+  const bool target =
+      recorded.contains("target_tokenizer") || (name == "tsv_seq2seq" && section.contains("target_tokenizer"));
   auto load = [&](const fs::path& file, const std::string& key, std::string& fingerprint) {
     const std::optional<std::string> text = read(file);
-    KS_CHECK(text.has_value(), "run tokenizer ", file.string(), " is missing: the run's text becomes ids only "
+    KS_CHECK(text.has_value(), "run tokenizer ", file.string(),
+             " is missing: the run's text becomes ids only "
              "through the tokenizer it was trained with (a new one would number them differently); restore the "
              "file from a copy of the run folder");
     fingerprint = fingerprint_of(*text);
     KS_CHECK(!recorded.contains(key) || recorded[key] == fingerprint, "run tokenizer ", file.string(),
              " is not the one the run was trained with: config.json records ", recorded_text(recorded, key),
-             " (data.fingerprints.", key, "), the file now has ", fingerprint, "; it was changed or damaged since. "
+             " (data.fingerprints.", key, "), the file now has ", fingerprint,
+             "; it was changed or damaged since. "
              "Restore it from a copy of the run folder");
     return std::shared_ptr<const data::Tokenizer>(data::tokenizer_from_json(*text, file.string()));
   };
@@ -553,22 +557,25 @@ std::string relocate_data_file(json& section, const std::string& assignment) {
   const std::string dotted = assignment.substr(0, eq);
   const std::string key = dotted.rfind("data.", 0) == 0 ? dotted.substr(5) : "";
   if (eq == std::string::npos || eq + 1 == assignment.size() || (key != "train" && key != "valid" && key != "test"))
-    throw cli::UsageError(str("--set ", assignment, ": a trained run may only be given the new path of a data file "
+    throw cli::UsageError(str("--set ", assignment,
+                              ": a trained run may only be given the new path of a data file "
                               "that moved, as data.train=PATH, data.valid=PATH or data.test=PATH"));
   const std::string given = assignment.substr(eq + 1);
   const json none = json::object();
   const json& recorded = section.is_object() && section.contains("fingerprints") && section["fingerprints"].is_object()
                              ? section["fingerprints"]
                              : none;
-  KS_CHECK(recorded.contains(key), "--set ", assignment, ": the run recorded no content hash for ", dotted,
-           ", so ", given, " cannot be checked to hold the data it was trained on");
+  KS_CHECK(recorded.contains(key), "--set ", assignment, ": the run recorded no content hash for ", dotted, ", so ",
+           given, " cannot be checked to hold the data it was trained on");
   const fs::path path = fs::absolute(given).lexically_normal();
   const std::string now = file_fingerprint(path);
   KS_CHECK(!now.empty(), "--set ", assignment, ": ", path.string(), " is not a readable file");
   const std::string old = section.value(key, json()).is_string() ? section[key].get<std::string>() : "?";
-  KS_CHECK(recorded[key] == now, "--set ", assignment, ": ", path.string(), " is not the file the run was trained on: "
-           "its content hash is ", now, ", the run recorded ", recorded_text(recorded, key), " for ", dotted,
-           " (", old, "); give the path of the moved file itself");
+  KS_CHECK(recorded[key] == now, "--set ", assignment, ": ", path.string(),
+           " is not the file the run was trained on: "
+           "its content hash is ",
+           now, ", the run recorded ", recorded_text(recorded, key), " for ", dotted, " (", old,
+           "); give the path of the moved file itself");
   section[key] = path.string();
   return str(dotted, ": reading ", path.string(), " in place of ", old, " (the same content, ", now, ")");
 }

@@ -14,10 +14,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
-#include <nlohmann/json.hpp>
 
 #include "core/distributed.h"
 

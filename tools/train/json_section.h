@@ -12,8 +12,8 @@
 // validates itself.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -43,19 +43,18 @@ class JsonSection {
 
   // The value at `key` or `fallback` when absent; a value of the wrong type
   // (or a real where an integer is expected) is an error naming the key.
-  template <class T>
-  T get(const std::string& key, const T& fallback) {
+  template <class T> T get(const std::string& key, const T& fallback) {
     mark_read(key);
     if (!j_.contains(key)) {
       resolved_[key] = fallback;
       return fallback;
     }
     const nlohmann::json& v = j_.at(key);
-    const bool ok = std::is_same_v<T, bool>             ? v.is_boolean()
-                    : std::is_same_v<T, std::string>    ? v.is_string()
-                    : std::is_integral_v<T>             ? v.is_number_integer()
-                    : std::is_floating_point_v<T>       ? v.is_number()
-                                                        : true;
+    const bool ok = std::is_same_v<T, bool>          ? v.is_boolean()
+                    : std::is_same_v<T, std::string> ? v.is_string()
+                    : std::is_integral_v<T>          ? v.is_number_integer()
+                    : std::is_floating_point_v<T>    ? v.is_number()
+                                                     : true;
     KS_CHECK(ok, "config: ", where(key), ": expected ", kind<T>(), ", got ", nn::json_excerpt(v));
     // nlohmann keeps integers >= 2^63 as unsigned: only a signed one can be negative,
     // and only an unsigned target can hold the large ones.
@@ -94,7 +93,8 @@ class JsonSection {
     mark_read(key);
     if (!j_.contains(key)) return nlohmann::json::object();
     resolved_[key] = j_.at(key);
-    KS_CHECK(j_.at(key).is_object(), "config: ", where(key), ": expected an object, got ", nn::json_excerpt(j_.at(key)));
+    KS_CHECK(j_.at(key).is_object(), "config: ", where(key), ": expected an object, got ",
+             nn::json_excerpt(j_.at(key)));
     return j_.at(key);
   }
   // Replaces what resolved() shows for `key` (read already): a value the
@@ -136,12 +136,15 @@ class JsonSection {
     KS_CHECK(doc(key) != nullptr, "internal error: config key ", where(key), " is read but not in its section's table");
     read_.insert(key);
   }
-  template <class T>
-  static const char* kind() {
-    if constexpr (std::is_same_v<T, bool>) return "true or false";
-    else if constexpr (std::is_same_v<T, std::string>) return "a string";
-    else if constexpr (std::is_integral_v<T>) return "an integer";
-    else return "a number";
+  template <class T> static const char* kind() {
+    if constexpr (std::is_same_v<T, bool>)
+      return "true or false";
+    else if constexpr (std::is_same_v<T, std::string>)
+      return "a string";
+    else if constexpr (std::is_integral_v<T>)
+      return "an integer";
+    else
+      return "a number";
   }
   const nlohmann::json& j_;
   std::string path_;

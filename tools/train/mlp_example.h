@@ -30,8 +30,8 @@ inline SpiralData make_spirals(int64_t per_class, int64_t classes, uint64_t seed
   std::vector<int64_t> ys;
   for (int64_t c = 0; c < classes; ++c)
     for (int64_t i = 0; i < per_class; ++i) {
-      double r = double(i) / double(per_class - 1);                                   // radius 0..1
-      double t = double(c) * 4.0 + 4.0 * r + 0.2 * n[size_t(c * per_class + i)];   // angle + noise
+      double r = double(i) / double(per_class - 1);                               // radius 0..1
+      double t = double(c) * 4.0 + 4.0 * r + 0.2 * n[size_t(c * per_class + i)];  // angle + noise
       xs.push_back(float(r * std::sin(t)));
       xs.push_back(float(r * std::cos(t)));
       ys.push_back(c);
@@ -83,9 +83,12 @@ inline MlpResult train_mlp(const MlpConfig& cfg, const std::function<void(int64_
     p.set_requires_grad(true);
     return p;
   };
-  std::vector<Tensor> params = {param({cfg.hidden, 2}, 2),           param({cfg.hidden}, 2),
-                                param({cfg.hidden, cfg.hidden}, cfg.hidden), param({cfg.hidden}, cfg.hidden),
-                                param({classes, cfg.hidden}, cfg.hidden),    param({classes}, cfg.hidden)};
+  std::vector<Tensor> params = {param({cfg.hidden, 2}, 2),
+                                param({cfg.hidden}, 2),
+                                param({cfg.hidden, cfg.hidden}, cfg.hidden),
+                                param({cfg.hidden}, cfg.hidden),
+                                param({classes, cfg.hidden}, cfg.hidden),
+                                param({classes}, cfg.hidden)};
   std::vector<Tensor> velocity;
   for (const Tensor& p : params) velocity.push_back(zeros_like(p));
 

@@ -13,17 +13,23 @@ std::string format_duration(double seconds) {
   if (!(seconds >= 0)) return "?";
   char buf[32];
   const long long s = (long long)std::llround(seconds);
-  if (s < 60) std::snprintf(buf, sizeof buf, "%llds", s);
-  else if (s < 3600) std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%llds", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
   return buf;
 }
 
 std::string format_count(double v) {
   char buf[32];
-  if (v < 1e3) std::snprintf(buf, sizeof buf, "%.0f", v);
-  else if (v < 1e6) std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.1fM", v / 1e6);
+  if (v < 1e3)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else if (v < 1e6)
+    std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.1fM", v / 1e6);
   return buf;
 }
 
@@ -36,7 +42,8 @@ std::string format_progress(const ProgressLine& p) {
   bar.back() = ']';
   std::fill_n(bar.begin() + 1, filled, '#');
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s %lld/%lld %3.0f%%", bar.c_str(), (long long)p.step, (long long)p.total, 100 * frac);
+  std::snprintf(buf, sizeof buf, "%s %lld/%lld %3.0f%%", bar.c_str(), (long long)p.step, (long long)p.total,
+                100 * frac);
   std::string line = buf;
   if (p.loss >= 0) {
     std::snprintf(buf, sizeof buf, " | loss %.4f", p.loss);
@@ -75,8 +82,10 @@ std::string format_metrics(const nlohmann::json& m) {
     std::snprintf(buf, sizeof buf, "exact %.1f%% of %lld", 100 * m["exact_match"].get<double>(), (long long)decoded);
     add(buf);
     // Which examples: a sample's score is not the whole split's.
-    if (of > decoded) out += str(" decoded (a seeded sample of ", of, ")");
-    else if (of > 0) out += " decoded (the whole split)";
+    if (of > decoded)
+      out += str(" decoded (a seeded sample of ", of, ")");
+    else if (of > 0)
+      out += " decoded (the whole split)";
   }
   for (const char* key : {"ter", "cer"})
     if (m.contains(key)) {

@@ -13,11 +13,11 @@ namespace ks::tools {
 
 struct ProgressLine {
   int64_t step = 0, total = 0;
-  double loss = -1;          // < 0: not known yet
+  double loss = -1;  // < 0: not known yet
   double lr = 0;
   double tokens_per_s = -1;  // < 0: not known yet
   double elapsed_s = 0;
-  double eta_s = -1;         // < 0: not known yet
+  double eta_s = -1;  // < 0: not known yet
 };
 
 // "[#######.............]  1200/5000  24% | loss 4.812 | 5.1k tok/s | lr 2.70e-04 | 3m12s | ETA 10m05s"

@@ -12,12 +12,9 @@
 namespace ks::tools {
 
 nlohmann::json machine_json() {
-  return {{"commit", build_commit()},
-          {"dirty", build_dirty()},
-          {"cpu", cpu_features().brand},
-          {"cpu_vendor", cpu_features().vendor},
-          {"threads", num_threads()},
-          {"bf16_gemm_path", cpu_gemm_path_name(cpu_gemm_path())}};
+  return {{"commit", build_commit()},    {"dirty", build_dirty()},
+          {"cpu", cpu_features().brand}, {"cpu_vendor", cpu_features().vendor},
+          {"threads", num_threads()},    {"bf16_gemm_path", cpu_gemm_path_name(cpu_gemm_path())}};
 }
 
 void append_provenance(const std::filesystem::path& dir, bool resumed, int64_t step) {

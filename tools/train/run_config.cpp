@@ -46,14 +46,13 @@ namespace {
 using KeyDoc = models::KeyDoc;
 
 // The keys of each section and what they mean (the defaults are in run_config.h).
-const std::vector<KeyDoc> kRootKeys = {
-    {"name", "the run's name; the default run folder is runs/<name>"},
-    {"seed", "parameter init, dropout, shuffling, and the generators' data"},
-    {"data", "which data set, built how"},
-    {"model", "the network"},
-    {"optimizer", "how the parameters are updated"},
-    {"schedule", "the learning rate over the run, a factor on optimizer.lr"},
-    {"train", "the loop: steps, batches, evaluation, checkpoints, device"}};
+const std::vector<KeyDoc> kRootKeys = {{"name", "the run's name; the default run folder is runs/<name>"},
+                                       {"seed", "parameter init, dropout, shuffling, and the generators' data"},
+                                       {"data", "which data set, built how"},
+                                       {"model", "the network"},
+                                       {"optimizer", "how the parameters are updated"},
+                                       {"schedule", "the learning rate over the run, a factor on optimizer.lr"},
+                                       {"train", "the loop: steps, batches, evaluation, checkpoints, device"}};
 const std::vector<KeyDoc> kOptimizerKeys = {
     {"type", "adamw | adam | sgd"},
     {"lr", "the peak learning rate"},
@@ -93,8 +92,10 @@ OptimizerConfig parse_optimizer(const json& j) {
   JsonSection s(j, "optimizer", kOptimizerKeys);
   OptimizerConfig o;
   o.type = s.get<std::string>("type", o.type);
-  KS_CHECK(o.type == "adamw" || o.type == "adam" || o.type == "sgd", "config: optimizer.type: expected adamw, adam "
-           "or sgd, got '", o.type, "'");
+  KS_CHECK(o.type == "adamw" || o.type == "adam" || o.type == "sgd",
+           "config: optimizer.type: expected adamw, adam "
+           "or sgd, got '",
+           o.type, "'");
   o.lr = s.get<double>("lr", o.lr);
   KS_CHECK(o.lr > 0, "config: optimizer.lr: must be positive, got ", o.lr);
   o.weight_decay = s.get_in("weight_decay", o.type == "adamw" ? o.weight_decay : 0.0, 0.0, 1e3);
@@ -133,7 +134,8 @@ TrainOptions parse_train(const json& j) {
            t.device.substr(0, 64), "'");
   t.precision = s.get<std::string>("precision", t.precision);
   parse_matmul_precision(t.precision, "config: train.precision");
-  KS_CHECK(t.precision != "tf32" || t.device == "cuda", "config: train.precision: tf32 needs train.device cuda "
+  KS_CHECK(t.precision != "tf32" || t.device == "cuda",
+           "config: train.precision: tf32 needs train.device cuda "
            "(the CPU has no TF32 unit; bf16 runs on both)");
   t.decode_examples = s.get_at_least("decode_examples", t.decode_examples, 0);
   t.zero = s.get<bool>("zero", t.zero);
@@ -149,8 +151,8 @@ TrainConfig parse_train_config(const json& j) {
   JsonSection root(j, "", kRootKeys);
   TrainConfig c;
   c.name = root.get<std::string>("name", c.name);
-  KS_CHECK(!c.name.empty() && c.name.find('/') == std::string::npos, "config: name: must be a non-empty file name, got '",
-           c.name, "'");
+  KS_CHECK(!c.name.empty() && c.name.find('/') == std::string::npos,
+           "config: name: must be a non-empty file name, got '", c.name, "'");
   c.seed = root.get<uint64_t>("seed", c.seed);
   c.data = root.object("data");
   KS_CHECK(c.data.contains("dataset"), "config: data.dataset: missing (which data set to train on)");
@@ -175,8 +177,8 @@ TrainConfig parse_train_config(const json& j) {
   c.schedule.total_steps = c.train.steps;
   // A warm-up as long as the run would leave nothing to decay; a run cut
   // short with --set train.steps should still train, so clip it and say so.
-  const bool decays = c.schedule.kind == nn::LRSchedule::Kind::WarmupCosine ||
-                      c.schedule.kind == nn::LRSchedule::Kind::WarmupLinear;
+  const bool decays =
+      c.schedule.kind == nn::LRSchedule::Kind::WarmupCosine || c.schedule.kind == nn::LRSchedule::Kind::WarmupLinear;
   if (decays && c.schedule.warmup_steps >= c.train.steps) {
     const int64_t clipped = c.train.steps - 1;
     c.warnings.push_back(str("schedule.warmup_steps ", c.schedule.warmup_steps, " is not below train.steps ",
@@ -198,8 +200,8 @@ TrainConfig parse_train_config(const json& j) {
 
 std::vector<models::KeyDoc> train_config_keys() {
   std::vector<KeyDoc> out = kRootKeys;
-  for (const auto& [section, keys] : {std::pair{"optimizer", &kOptimizerKeys}, {"schedule", &kScheduleKeys},
-                                      {"train", &kTrainKeys}})
+  for (const auto& [section, keys] :
+       {std::pair{"optimizer", &kOptimizerKeys}, {"schedule", &kScheduleKeys}, {"train", &kTrainKeys}})
     for (const KeyDoc& k : *keys) out.push_back({str(section, ".", k.key), k.doc});
   return out;
 }

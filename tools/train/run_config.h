@@ -67,10 +67,10 @@ struct TrainOptions {
   int64_t prefetch = 4;          // batches the background loader keeps ready
   std::string device = "cpu";
   std::string precision = "float32";  // float32 | tf32 (cuda only) | bf16: how GEMMs run (core/matmul_precision.h)
-  int64_t decode_examples = 100; // seq2seq: valid examples greedily decoded per evaluation (exact match)
+  int64_t decode_examples = 100;      // seq2seq: valid examples greedily decoded per evaluation (exact match)
   // Data-parallel runs (mpirun -np N; tools/train/trainer.h), ignored by one process:
-  bool zero = false;              // ZeRO-1: AdamW/SGD state sharded over the ranks (nn/zero.h)
-  double bucket_mb = 25;          // gradient all-reduce bucket size (nn/data_parallel.h)
+  bool zero = false;                // ZeRO-1: AdamW/SGD state sharded over the ranks (nn/zero.h)
+  double bucket_mb = 25;            // gradient all-reduce bucket size (nn/data_parallel.h)
   double collective_timeout = 300;  // seconds a rank waits in a collective before naming the ranks missing
 };
 
@@ -80,7 +80,7 @@ struct TrainConfig {
   nlohmann::json data;   // the data section, validated by tools/train/data_setup.h
   nlohmann::json model;  // the model section, validated by models/config.h
   OptimizerConfig optimizer;
-  nn::LRSchedule schedule;  // total_steps = train.steps, d_model from the model (noam)
+  nn::LRSchedule schedule;               // total_steps = train.steps, d_model from the model (noam)
   std::string schedule_type = "cosine";  // constant | cosine | linear | noam
   TrainOptions train;
   // What parsing adjusted and the user should hear (not part of the config).

@@ -43,7 +43,8 @@ RunLock::RunLock(const RunPaths& paths) {
     const int err = errno;
     const bool seen = ::lstat(file.c_str(), &st) == 0;
     if (seen && S_ISLNK(st.st_mode))
-      throw Error(str("the run folder's lock file ", file, " is a symbolic link; keystone train does not follow it "
+      throw Error(str("the run folder's lock file ", file,
+                      " is a symbolic link; keystone train does not follow it "
                       "(its target would be overwritten): remove it"));
     if (seen && !S_ISREG(st.st_mode))
       throw Error(str("the run folder's lock file ", file, " is not a regular file (", file_kind(st), "): remove it"));
@@ -116,8 +117,10 @@ void differing_keys(const json& a, const json& b, const std::string& prefix, std
   if (a.is_object() && b.is_object()) {
     for (auto& [k, v] : a.items()) {
       const std::string key = prefix.empty() ? k : prefix + "." + k;
-      if (!b.contains(k)) out.push_back(key);
-      else differing_keys(v, b.at(k), key, out);
+      if (!b.contains(k))
+        out.push_back(key);
+      else
+        differing_keys(v, b.at(k), key, out);
     }
     for (auto& [k, _] : b.items())
       if (!a.contains(k)) out.push_back(prefix.empty() ? k : prefix + "." + k);
@@ -132,7 +135,8 @@ void upgrade_stored_config(json& config) {
   if (!config.is_object() || !config.contains("model") || !config["model"].is_object()) return;
   json& m = config["model"];
   const std::string kind = m.contains("model") && m["model"].is_string() ? m["model"].get<std::string>() : "";
-  if ((kind == "decoder_lm" || kind == "seq2seq") && !m.contains("tied_lookup_reversed")) m["tied_lookup_reversed"] = false;
+  if ((kind == "decoder_lm" || kind == "seq2seq") && !m.contains("tied_lookup_reversed"))
+    m["tied_lookup_reversed"] = false;
 }
 
 std::vector<std::string> differing_keys(const json& a, const json& b) {
@@ -145,7 +149,8 @@ json check_checkpoint_config(const nn::Metadata& metadata, const json& config_js
   auto it = metadata.find("keystone.config");
   if (it == metadata.end()) return nullptr;  // a checkpoint not written by keystone train
   const json stored = nn::try_parse_json(it->second, str("checkpoint ", checkpoint.string(), ": keystone.config"));
-  KS_CHECK(stored.is_object(), "checkpoint ", checkpoint.string(), ": its stored config ('keystone.config') is not "
+  KS_CHECK(stored.is_object(), "checkpoint ", checkpoint.string(),
+           ": its stored config ('keystone.config') is not "
            "a JSON object");
   json was = stored, now = config_json;
   upgrade_stored_config(was);

@@ -94,11 +94,11 @@ nlohmann::json check_checkpoint_config(const nn::Metadata& metadata, const nlohm
 
 struct LoadedRun {
   RunPaths paths;
-  TrainConfig config;                        // from config.json
-  std::shared_ptr<models::Model> model;      // in eval mode, weights from the checkpoint
+  TrainConfig config;                                                  // from config.json
+  std::shared_ptr<models::Model> model;                                // in eval mode, weights from the checkpoint
   std::shared_ptr<const data::Tokenizer> tokenizer, target_tokenizer;  // null when the run has none
-  std::filesystem::path checkpoint;          // the file loaded
-  nn::Metadata metadata;                     // its metadata (step, ...)
+  std::filesystem::path checkpoint;                                    // the file loaded
+  nn::Metadata metadata;                                               // its metadata (step, ...)
 };
 
 // `checkpoint`: "best" (falling back to latest when a run has no best yet),

@@ -38,8 +38,7 @@ Sums score(const Tensor& logits, const Tensor& targets, int64_t ignore) {
 }
 
 // The Levenshtein distance by the one-row dynamic programme.
-template <class T>
-int64_t levenshtein(const std::vector<T>& a, const std::vector<T>& b) {
+template <class T> int64_t levenshtein(const std::vector<T>& a, const std::vector<T>& b) {
   std::vector<int64_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = int64_t(j);
   for (size_t i = 1; i <= a.size(); ++i) {
@@ -109,7 +108,8 @@ std::optional<double> bits_per_byte_factor(const data::Dataset& split) {
   return double(predictions) / (double(bytes) * std::numbers::ln2);
 }
 
-std::vector<std::vector<int64_t>> decode_sources(models::Seq2Seq& model, const std::vector<std::vector<int64_t>>& sources,
+std::vector<std::vector<int64_t>> decode_sources(models::Seq2Seq& model,
+                                                 const std::vector<std::vector<int64_t>>& sources,
                                                  const DecodeOptions& o) {
   const int64_t max_len = o.max_len > 0 ? o.max_len : model.config.max_len;
   KS_CHECK(o.batch_size >= 1, "decode: batch_size must be >= 1, got ", o.batch_size);
@@ -127,7 +127,8 @@ std::vector<std::vector<int64_t>> decode_sources(models::Seq2Seq& model, const s
     size_t width = 1;  // an empty source is one pad: no key to attend to, a well-defined decode
     for (size_t i = start; i < end; ++i) width = std::max(width, sources[i].size());
     std::vector<int64_t> ids((end - start) * width, pad);
-    for (size_t i = start; i < end; ++i) std::copy(sources[i].begin(), sources[i].end(), ids.begin() + (i - start) * width);
+    for (size_t i = start; i < end; ++i)
+      std::copy(sources[i].begin(), sources[i].end(), ids.begin() + (i - start) * width);
     Tensor src = from_vector(ids, {int64_t(end - start), int64_t(width)});
     if (!device.is_cpu()) src = to(src, device);
     if (o.beam <= 1) {
@@ -229,8 +230,8 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
   Sums total;
   const int ranks = options.group ? options.group->size() : 1, rank = options.group ? options.group->rank() : 0;
   const std::vector<std::vector<int64_t>> plan = loader.plan(0);  // the batches next() would hand out, in order
-  const int64_t evaluated = options.max_batches > 0 ? std::min(options.max_batches, int64_t(plan.size()))
-                                                    : int64_t(plan.size());
+  const int64_t evaluated =
+      options.max_batches > 0 ? std::min(options.max_batches, int64_t(plan.size())) : int64_t(plan.size());
   // A data-parallel rank collates and scores only its own batches.
   for (int64_t batch = rank; batch < evaluated; batch += ranks) {
     std::optional<data::Batch> next = data::collate(split, plan[size_t(batch)], lo);

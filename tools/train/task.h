@@ -102,7 +102,7 @@ struct DecodeScore {
 };
 
 struct DecodeOptions {
-  int64_t beam = 1;         // 1: greedy_decode, else beam_search with the GNMT length penalty alpha
+  int64_t beam = 1;  // 1: greedy_decode, else beam_search with the GNMT length penalty alpha
   double alpha = 0.6;
   int64_t max_len = 0;      // most tokens generated per source (eos included); 0: the model's max_len
   int64_t batch_size = 32;  // sources decoded together
@@ -115,19 +115,20 @@ struct DecodeOptions {
 // which leaves the positions of the real tokens as they are, so every output
 // is the one its source gets alone; an empty source is a lone pad, which the
 // encoder masks entirely.
-std::vector<std::vector<int64_t>> decode_sources(models::Seq2Seq& model, const std::vector<std::vector<int64_t>>& sources,
+std::vector<std::vector<int64_t>> decode_sources(models::Seq2Seq& model,
+                                                 const std::vector<std::vector<int64_t>>& sources,
                                                  const DecodeOptions& options);
 
 struct EvalResult {
-  double loss = 0;          // mean cross-entropy per prediction, nats (no label smoothing)
-  double accuracy = 0;      // argmax == target, over the predictions
+  double loss = 0;      // mean cross-entropy per prediction, nats (no label smoothing)
+  double accuracy = 0;  // argmax == target, over the predictions
   int64_t predictions = 0;
-  double bpb = -1;          // language model with a tokenizer: bits per byte (above); -1: not measured
-  int64_t bytes = 0;        // the bytes bpb divides by
-  double exact_match = -1;  // seq2seq: fraction of greedy decodes equal to the target; -1: not measured
+  double bpb = -1;            // language model with a tokenizer: bits per byte (above); -1: not measured
+  int64_t bytes = 0;          // the bytes bpb divides by
+  double exact_match = -1;    // seq2seq: fraction of greedy decodes equal to the target; -1: not measured
   double ter = -1, cer = -1;  // seq2seq: error rates of the greedy decodes (above); -1: not measured
-  int64_t decoded = 0;       // examples decoded, of
-  int64_t decoded_of = 0;    // the split's examples: all of them, or a seeded sample (decode_sample)
+  int64_t decoded = 0;        // examples decoded, of
+  int64_t decoded_of = 0;     // the split's examples: all of them, or a seeded sample (decode_sample)
   // {"loss", "accuracy", "predictions"} plus "ppl" for token tasks, "bpb"
   // and "bytes", and "exact_match", "ter", "cer", "decoded", "decoded_of" and
   // "decode_sample" ("all" or "seeded") when measured.

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "tools/cli/cli.h"
 #include "core/cpu_features.h"
 #include "core/distributed.h"
 #include "nn/user_input.h"
+#include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
 #include "tools/train/config_utf8.h"
 #include "tools/train/distributed_run.h"
@@ -55,8 +55,7 @@ void apply_set(nlohmann::json& raw, const std::string& assignment) {
   const size_t eq = assignment.find('=');
   const std::string key = assignment.substr(0, eq);
   if (const size_t bad = invalid_utf8(key); bad != std::string::npos)
-    throw cli::UsageError(str("--set: the key is not valid UTF-8 (byte ", hex_byte(key[bad]), " at offset ", bad,
-                              ")"));
+    throw cli::UsageError(str("--set: the key is not valid UTF-8 (byte ", hex_byte(key[bad]), " at offset ", bad, ")"));
   if (eq != std::string::npos)
     if (const size_t bad = invalid_utf8(assignment.substr(eq + 1)); bad != std::string::npos)
       throw cli::UsageError(str("--set ", key, ": the value is not valid UTF-8 (byte ",
@@ -99,7 +98,8 @@ int train(const std::vector<std::string>& args) {
         continue;
       }
       if (s.rfind("train.", 0) != 0)
-        throw cli::UsageError("--set " + s + ": a resumed run may only change train.* keys (and the path of a "
+        throw cli::UsageError("--set " + s +
+                              ": a resumed run may only change train.* keys (and the path of a "
                               "data file that moved: data.train, data.valid, data.test)");
       apply_set(raw, s);
     }

@@ -20,13 +20,18 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (a == "--steps") cfg.steps = std::stoll(value());
-      else if (a == "--lr") cfg.lr = std::stod(value());
-      else if (a == "--hidden") cfg.hidden = std::stoll(value());
-      else if (a == "--seed") cfg.seed = std::stoull(value());
+      if (a == "--steps")
+        cfg.steps = std::stoll(value());
+      else if (a == "--lr")
+        cfg.lr = std::stod(value());
+      else if (a == "--hidden")
+        cfg.hidden = std::stoll(value());
+      else if (a == "--seed")
+        cfg.seed = std::stoull(value());
       else if (a == "--help" || a == "-h") {
-        std::printf("usage: ks_train_mlp [--steps N] [--lr X] [--hidden N] [--seed N]\n"
-                    "Trains a 2-H-H-3 MLP with SGD+momentum on a generated 3-arm spiral.\n");
+        std::printf(
+            "usage: ks_train_mlp [--steps N] [--lr X] [--hidden N] [--seed N]\n"
+            "Trains a 2-H-H-3 MLP with SGD+momentum on a generated 3-arm spiral.\n");
         return 0;
       } else {
         std::fprintf(stderr, "ks_train_mlp: unknown flag %s (see --help)\n", a.c_str());
@@ -48,8 +53,8 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     });
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("done in %.1f s: final loss %.4f, train accuracy %.1f%%, test accuracy %.1f%%\n", secs,
-                r.final_loss, 100 * r.train_accuracy, 100 * r.test_accuracy);
+    std::printf("done in %.1f s: final loss %.4f, train accuracy %.1f%%, test accuracy %.1f%%\n", secs, r.final_loss,
+                100 * r.train_accuracy, 100 * r.test_accuracy);
     return 0;
   } catch (const ks::Error& e) {
     std::fprintf(stderr, "ks_train_mlp: %s\n", e.what());

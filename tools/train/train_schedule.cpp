@@ -34,8 +34,7 @@ std::string schedule_change_note(const ScheduleChange& c) {
   if (time_changed)
     changes += str(steps_changed ? ", " : "", "train.max_time ", c.was_max_time, " -> ", c.now_max_time, " s");
   std::string text = str("note: ", changes, ": the ", c.type, " schedule now ends at step ", after);
-  if (c.now_max_time > 0)
-    text += str(" or after ", c.now_max_time, " s, whichever comes first");
+  if (c.now_max_time > 0) text += str(" or after ", c.now_max_time, " s, whichever comes first");
   // Annealed to the clock, the schedule's place is not the step: say where it is.
   if (c.now_max_time > 0 || c.was_max_time > 0) {
     char elapsed[32];
@@ -45,8 +44,8 @@ std::string schedule_change_note(const ScheduleChange& c) {
   char was_rate[32], now_rate[32];
   std::snprintf(was_rate, sizeof was_rate, "%.3g", from);
   std::snprintf(now_rate, sizeof now_rate, "%.3g", to);
-  const std::string move = std::string(was_rate) == now_rate ? str("stays at ", now_rate)
-                                                              : str("goes from ", was_rate, " to ", now_rate);
+  const std::string move =
+      std::string(was_rate) == now_rate ? str("stays at ", now_rate) : str("goes from ", was_rate, " to ", now_rate);
   return text + str(", so the learning rate at step ", next, " ", move, " of optimizer.lr");
 }
 

@@ -21,11 +21,11 @@ int64_t schedule_position(int64_t step, int64_t steps, double max_time, double e
 // A resumed run's schedule before and after --set changed train.steps or
 // train.max_time (each schedule's total_steps is its train.steps).
 struct ScheduleChange {
-  std::string type;          // schedule.type, for the message ("cosine")
+  std::string type;  // schedule.type, for the message ("cosine")
   nn::LRSchedule was, now;
   double was_max_time = 0, now_max_time = 0;
-  int64_t step = 0;          // steps done
-  double elapsed_s = 0;      // the run's time so far
+  int64_t step = 0;      // steps done
+  double elapsed_s = 0;  // the run's time so far
 };
 
 // The one line --resume prints about it: what changed, where the schedule now

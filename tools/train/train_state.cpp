@@ -56,9 +56,9 @@ class Reader {
     const std::string& v = text(field);
     uint64_t u = 0;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), u);
-    KS_CHECK(!v.empty() && v[0] != '-' && v[0] != '+' && ec == std::errc() && end == v.data() + v.size(),
-             "checkpoint ", file_, ": training state 'keystone.", field, "' is ", v.substr(0, 40),
-             "; it must be an integer in [0, ", UINT64_MAX, "]");
+    KS_CHECK(!v.empty() && v[0] != '-' && v[0] != '+' && ec == std::errc() && end == v.data() + v.size(), "checkpoint ",
+             file_, ": training state 'keystone.", field, "' is ", v.substr(0, 40), "; it must be an integer in [0, ",
+             UINT64_MAX, "]");
     return u;
   }
 

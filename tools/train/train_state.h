@@ -20,17 +20,17 @@
 namespace ks::tools {
 
 struct TrainState {
-  int64_t step = 0;             // optimizer steps done
-  std::string loader;           // data::LoaderState as JSON
+  int64_t step = 0;                       // optimizer steps done
+  std::string loader;                     // data::LoaderState as JSON
   uint64_t rng_seed = 0, rng_offset = 0;  // the dropout generator
-  double best_loss = 0;         // valid loss of best.safetensors; meaningful when best_step > 0
-  int64_t best_step = 0;        // 0: no evaluation yet
-  int64_t evals_since_best = 0; // evaluations after best_step's (train.patience counts them)
+  double best_loss = 0;                   // valid loss of best.safetensors; meaningful when best_step > 0
+  int64_t best_step = 0;                  // 0: no evaluation yet
+  int64_t evals_since_best = 0;           // evaluations after best_step's (train.patience counts them)
   // The current log interval: sums since the last train record.
   double interval_loss = 0;
   double interval_grad_norm = 0;
   int64_t interval_steps = 0, interval_tokens = 0;
-  double elapsed_s = 0;         // wall-clock seconds of all sessions up to the save
+  double elapsed_s = 0;  // wall-clock seconds of all sessions up to the save
 
   nn::Metadata to_metadata() const;
   // Throws naming `file` and the field when one is missing, not a number, or

@@ -12,7 +12,6 @@
 
 #include "autograd/engine.h"
 #include "core/clock.h"
-#include "ops/elementwise.h"
 #include "core/cuda.h"
 #include "core/matmul_precision.h"
 #include "core/parallel.h"
@@ -21,9 +20,10 @@
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
 #include "nn/user_input.h"
+#include "ops/elementwise.h"
+#include "tools/figures/plot.h"
 #include "tools/train/config_utf8.h"
 #include "tools/train/distributed_run.h"
-#include "tools/figures/plot.h"
 #include "tools/train/progress.h"
 #include "tools/train/provenance.h"
 
@@ -52,8 +52,9 @@ extern "C" void on_stop_signal(int sig) {
 std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& o, const nn::Module& model) {
   auto groups = nn::decay_groups(model, o.weight_decay);
   if (o.type == "sgd")
-    return std::make_unique<nn::SGD>(groups, nn::SGDOptions{.lr = o.lr, .momentum = o.momentum,
-                                                            .weight_decay = o.weight_decay, .nesterov = o.nesterov});
+    return std::make_unique<nn::SGD>(
+        groups,
+        nn::SGDOptions{.lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay, .nesterov = o.nesterov});
   nn::AdamOptions a{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay};
   if (o.type == "adam") return std::make_unique<nn::Adam>(groups, a);
   return std::make_unique<nn::AdamW>(groups, a);
@@ -73,8 +74,7 @@ StopSignalScope::~StopSignalScope() {
   std::signal(SIGTERM, SIG_DFL);
 }
 
-Trainer::Trainer(const TrainConfig& config, TrainerOptions options)
-    : config_(config), options_(std::move(options)) {
+Trainer::Trainer(const TrainConfig& config, TrainerOptions options) : config_(config), options_(std::move(options)) {
   g_stop_requested = false;  // a request belongs to the run it was made for
   paths_.dir = options_.run_dir;
   device_ = resolve_device(config_.train.device, "train.device");
@@ -96,7 +96,8 @@ void Trainer::setup_ranks() {
   if (device_.is_cuda()) {
     const dist::LaunchInfo info = dist::launch_info();
     const int gpus = cuda_device_count();
-    KS_CHECK(info.local_size <= gpus && info.local_rank < gpus, "distributed: ", info.local_size > 0 ? info.local_size : info.local_rank + 1,
+    KS_CHECK(info.local_size <= gpus && info.local_rank<gpus, "distributed: ", info.local_size> 0 ? info.local_size
+                                                                                                  : info.local_rank + 1,
              " ranks on this machine but ", gpus, " GPU(s): train.device cuda needs one GPU per rank (launch at most ",
              gpus, " per machine, e.g. mpirun --map-by ppr:", std::max(1, gpus), ":node)");
     device_ = Device::cuda(info.local_rank);
@@ -115,35 +116,37 @@ RunTokenizers Trainer::run_tokenizers() const {
 void Trainer::build(bool resume) {
   check_config_utf8(config_.to_json());
   if (lead_) {
-  if (resume) {
-    KS_CHECK(fs::is_directory(paths_.dir), "cannot resume: run folder ", paths_.dir.string(), " does not exist");
-  } else {
-    std::error_code ec;
-    fs::create_directories(paths_.dir, ec);
-    KS_CHECK(!ec, "cannot create run folder ", paths_.dir.string(), ": ", ec.message());
-  }
-  lock_ = std::make_unique<RunLock>(paths_);
-  remove_stale_temporaries(paths_);
-  const bool saved = fs::exists(paths_.latest()) || fs::exists(paths_.best());
-  if (!resume) {
-    KS_CHECK(!saved, "run folder ", paths_.dir.string(),
-             " already holds a run; continue it with --resume, or choose a new folder with --out");
-    if (fs::exists(paths_.config()))
-      std::printf("note: %s holds a run that stopped before its first checkpoint; starting it afresh\n",
+    if (resume) {
+      KS_CHECK(fs::is_directory(paths_.dir), "cannot resume: run folder ", paths_.dir.string(), " does not exist");
+    } else {
+      std::error_code ec;
+      fs::create_directories(paths_.dir, ec);
+      KS_CHECK(!ec, "cannot create run folder ", paths_.dir.string(), ": ", ec.message());
+    }
+    lock_ = std::make_unique<RunLock>(paths_);
+    remove_stale_temporaries(paths_);
+    const bool saved = fs::exists(paths_.latest()) || fs::exists(paths_.best());
+    if (!resume) {
+      KS_CHECK(!saved, "run folder ", paths_.dir.string(),
+               " already holds a run; continue it with --resume, or choose a new folder with --out");
+      if (fs::exists(paths_.config()))
+        std::printf("note: %s holds a run that stopped before its first checkpoint; starting it afresh\n",
+                    paths_.dir.string().c_str());
+    } else if (!fs::exists(paths_.latest())) {
+      KS_CHECK(!saved, "cannot resume: ", paths_.dir.string(), " has ", paths_.best().filename().string(), " but no ",
+               paths_.latest().filename().string(), "; evaluate it with keystone eval --checkpoint best");
+      std::printf("note: %s has no checkpoint yet (it stopped before its first one); starting it from step 0\n",
                   paths_.dir.string().c_str());
-  } else if (!fs::exists(paths_.latest())) {
-    KS_CHECK(!saved, "cannot resume: ", paths_.dir.string(), " has ", paths_.best().filename().string(), " but no ",
-             paths_.latest().filename().string(), "; evaluate it with keystone eval --checkpoint best");
-    std::printf("note: %s has no checkpoint yet (it stopped before its first one); starting it from step 0\n",
-                paths_.dir.string().c_str());
-    resume = false;
-  }
-  for (const std::string& w : config_.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+      resume = false;
+    }
+    for (const std::string& w : config_.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   }
   const int ranks = host_->size(), rank = host_->rank();
   if (distributed()) resume = host_->broadcast_value(resume, 0);  // rank 0 has looked at the folder
-  if (config_.train.threads > 0) set_num_threads(int(config_.train.threads));
-  else if (distributed()) set_num_threads(threads_per_rank());
+  if (config_.train.threads > 0)
+    set_num_threads(int(config_.train.threads));
+  else if (distributed())
+    set_num_threads(threads_per_rank());
 
   // A resumed run reads its data with the tokenizers it was trained with.
   const json config_as_given = config_.to_json();
@@ -176,9 +179,13 @@ void Trainer::build(bool resume) {
     if (rank > 0) default_generator().set_state(rank_seed(config_.seed, rank), 0);
   }
   // The loader plans global batches (one rank's batch times the ranks) and hands this rank its slice.
-  data::LoaderOptions lo{.batch_size = config_.train.batch_size * ranks, .shuffle = true, .seed = config_.seed,
-                         .bucket_batches = config_.train.bucket_batches, .prefetch = config_.train.prefetch,
-                         .shards = ranks, .shard = rank};
+  data::LoaderOptions lo{.batch_size = config_.train.batch_size * ranks,
+                         .shuffle = true,
+                         .seed = config_.seed,
+                         .bucket_batches = config_.train.bucket_batches,
+                         .prefetch = config_.train.prefetch,
+                         .shards = ranks,
+                         .shard = rank};
   loader_ = std::make_unique<data::DataLoader>(std::make_shared<const data::Dataset>(splits_.train), lo);
   schedule_ = config_.schedule;
   schedule_.total_steps = config_.train.steps;
@@ -215,8 +222,8 @@ void Trainer::restore_from_latest(const json& config_as_given) {
     content = nn::safetensors_from_bytes(*bytes, file.string());
   }
   const json stored = check_checkpoint_config(content.metadata, config_as_given, file);
-  const json* stored_train = stored.is_object() && stored.contains("train") && stored["train"].is_object()
-                                 ? &stored["train"] : nullptr;
+  const json* stored_train =
+      stored.is_object() && stored.contains("train") && stored["train"].is_object() ? &stored["train"] : nullptr;
   auto stored_value = [&](const char* key) -> const json* {
     return stored_train && stored_train->contains(key) ? &(*stored_train)[key] : nullptr;
   };
@@ -236,7 +243,8 @@ void Trainer::restore_from_latest(const json& config_as_given) {
   // without its config) today's; both are at most 2^40, so the step counts on.
   const json* before_steps = stored_value("steps");
   const int64_t stored_steps = before_steps && before_steps->is_number_integer()
-                                   ? std::clamp<int64_t>(before_steps->get<int64_t>(), 0, kMaxTrainSteps) : 0;
+                                   ? std::clamp<int64_t>(before_steps->get<int64_t>(), 0, kMaxTrainSteps)
+                                   : 0;
   state_ = TrainState::from_metadata(m, file, std::max(stored_steps, config_.train.steps));
   loader_->restore(data::LoaderState::from_json(state_.loader));
   default_generator().set_state(state_.rng_seed, state_.rng_offset);
@@ -257,10 +265,14 @@ void Trainer::restore_from_latest(const json& config_as_given) {
 
   // A longer or shorter run, or another time budget, moves the schedule: say so, with the rate's jump.
   const json* before_time = stored_value("max_time");
-  ScheduleChange change{.type = config_.schedule_type, .was = schedule_, .now = schedule_,
-                        .was_max_time = before_time && before_time->is_number() ? before_time->get<double>()
-                                                                                : config_.train.max_time,
-                        .now_max_time = config_.train.max_time, .step = state_.step, .elapsed_s = elapsed_before_};
+  ScheduleChange change{
+      .type = config_.schedule_type,
+      .was = schedule_,
+      .now = schedule_,
+      .was_max_time = before_time && before_time->is_number() ? before_time->get<double>() : config_.train.max_time,
+      .now_max_time = config_.train.max_time,
+      .step = state_.step,
+      .elapsed_s = elapsed_before_};
   if (stored_steps > 0) change.was.total_steps = stored_steps;
   if (change.was_max_time < 0 || !std::isfinite(change.was_max_time)) change.was_max_time = config_.train.max_time;
   if (const std::string note = schedule_change_note(change); !note.empty()) std::printf("%s\n", note.c_str());
@@ -286,7 +298,8 @@ bool Trainer::trim_metrics_to_checkpoint() {
     } catch (const Error&) {
       throw Error(str(paths_.metrics().string(), ":", line_no, ": not JSON; fix or delete the line to resume"));
     }
-    KS_CHECK(r.is_object(), paths_.metrics().string(), ":", line_no, ": not a JSON record; fix or delete the line "
+    KS_CHECK(r.is_object(), paths_.metrics().string(), ":", line_no,
+             ": not a JSON record; fix or delete the line "
              "to resume");
     const json& step = r.contains("step") ? r["step"] : json(0);
     KS_CHECK(step.is_number_integer(), paths_.metrics().string(), ":", line_no, ": 'step' is not an integer");
@@ -337,8 +350,8 @@ void Trainer::save(const fs::path& path) {
     return;
   }
   // A collective: every rank's dropout stream, and ZeRO's shards, to rank 0.
-  const std::vector<std::string> streams = host_->all_gather_bytes(
-      json::array({default_generator().seed(), default_generator().offset()}).dump());
+  const std::vector<std::string> streams =
+      host_->all_gather_bytes(json::array({default_generator().seed(), default_generator().offset()}).dump());
   json all = json::array();
   for (const std::string& s : streams) all.push_back(json::parse(s));
   const nn::NamedTensors optim_state = zero_ ? zero_->full_state_dict() : nn::NamedTensors{};
@@ -376,8 +389,10 @@ void Trainer::log_train_record() {
 }
 
 bool Trainer::evaluate_valid() {
-  EvalOptions eo{.batch_size = config_.train.batch_size, .max_batches = config_.train.eval_batches,
-                 .decode_examples = config_.train.decode_examples, .group = distributed() ? host_ : nullptr};
+  EvalOptions eo{.batch_size = config_.train.batch_size,
+                 .max_batches = config_.train.eval_batches,
+                 .decode_examples = config_.train.decode_examples,
+                 .group = distributed() ? host_ : nullptr};
   EvalResult r = evaluate(*model_, splits_.valid, eo);
   last_valid_ = r.to_json(splits_.valid.task);
   json record = last_valid_;
@@ -393,8 +408,10 @@ bool Trainer::evaluate_valid() {
     ++state_.evals_since_best;
   }
   if (options_.progress && lead_) {
-    std::fprintf(stderr, "%s\n", pad_line(str("step ", state_.step, ": valid ", format_metrics(last_valid_),
-                                              improved ? "  (best so far)" : "")).c_str());
+    std::fprintf(
+        stderr, "%s\n",
+        pad_line(str("step ", state_.step, ": valid ", format_metrics(last_valid_), improved ? "  (best so far)" : ""))
+            .c_str());
   }
   if (improved) save(paths_.best());
   return improved;
@@ -404,7 +421,8 @@ void Trainer::evaluate_test_with_best() {
   if (lead_ && fs::exists(paths_.best())) nn::load_checkpoint(paths_.best().string(), *model_);
   if (distributed()) nn::broadcast_module(*model_, *tensors_, 0);
   // The whole split, every example decoded: the run's final word.
-  EvalOptions eo{.batch_size = config_.train.batch_size, .decode_examples = splits_.test.size(),
+  EvalOptions eo{.batch_size = config_.train.batch_size,
+                 .decode_examples = splits_.test.size(),
                  .group = distributed() ? host_ : nullptr};
   EvalResult r = evaluate(*model_, splits_.test, eo);
   last_test_ = r.to_json(splits_.test.task);
@@ -425,12 +443,19 @@ void Trainer::print_progress(bool force) {
   const double session = t - session_start_;
   const int64_t done = state_.step - session_first_step_;
   double eta = done > 0 ? session / double(done) * double(config_.train.steps - state_.step) : -1;
-  if (config_.train.max_time > 0) eta = eta < 0 ? config_.train.max_time - elapsed()
-                                                : std::min(eta, config_.train.max_time - elapsed());
-  ProgressLine p{.step = state_.step, .total = config_.train.steps, .loss = shown_loss_, .lr = optimizer_->lr(),
-                 .tokens_per_s = shown_rate_, .elapsed_s = elapsed(), .eta_s = eta};
-  if (tty) std::fprintf(stderr, "\r%s", pad_line(format_progress(p)).c_str());
-  else std::fprintf(stderr, "%s\n", format_progress(p).c_str());
+  if (config_.train.max_time > 0)
+    eta = eta < 0 ? config_.train.max_time - elapsed() : std::min(eta, config_.train.max_time - elapsed());
+  ProgressLine p{.step = state_.step,
+                 .total = config_.train.steps,
+                 .loss = shown_loss_,
+                 .lr = optimizer_->lr(),
+                 .tokens_per_s = shown_rate_,
+                 .elapsed_s = elapsed(),
+                 .eta_s = eta};
+  if (tty)
+    std::fprintf(stderr, "\r%s", pad_line(format_progress(p)).c_str());
+  else
+    std::fprintf(stderr, "%s\n", format_progress(p).c_str());
   std::fflush(stderr);
 }
 
@@ -440,8 +465,8 @@ void Trainer::print_start() const {
   int64_t params = 0;
   for (const Tensor& p : model_->parameters()) params += p.numel();
   std::string vocab = str(splits_.train.vocab_size);
-  if (splits_.train.task == data::Task::Seq2Seq) vocab = str(splits_.train.vocab_size, " source, ",
-                                                             splits_.train.target_vocab_size, " target");
+  if (splits_.train.task == data::Task::Seq2Seq)
+    vocab = str(splits_.train.vocab_size, " source, ", splits_.train.target_vocab_size, " target");
   if (splits_.train.task == data::Task::Classification) vocab += str(", ", splits_.train.num_classes(), " classes");
   const int64_t per_epoch = std::max<int64_t>(1, loader_->batches_per_epoch());
   const double epochs = double(t.steps * t.accumulate_steps) / double(per_epoch);
@@ -459,9 +484,11 @@ void Trainer::print_start() const {
                batch.c_str(), (long long)per_epoch, epochs,
                t.max_time > 0 ? str(", at most ", format_duration(t.max_time)).c_str() : "");
   if (distributed())
-    std::fprintf(stderr, "  data parallel: %d ranks over %s, %d thread(s) each; %lld gradient bucket(s) of at most "
-                 "%g MB%s\n", host_->size(), tensors_->backend().c_str(), num_threads(),
-                 (long long)ddp_->stats().buckets, t.bucket_mb, zero_ ? "; ZeRO-1 optimizer state" : "");
+    std::fprintf(stderr,
+                 "  data parallel: %d ranks over %s, %d thread(s) each; %lld gradient bucket(s) of at most "
+                 "%g MB%s\n",
+                 host_->size(), tensors_->backend().c_str(), num_threads(), (long long)ddp_->stats().buckets,
+                 t.bucket_mb, zero_ ? "; ZeRO-1 optimizer state" : "");
 }
 
 TrainOutcome Trainer::run() {
@@ -574,8 +601,7 @@ double Trainer::train_step(const std::vector<Tensor>& params) {
     Tensor loss = batch_loss(*model_, device_.is_cpu() ? batches[i] : batches[i].to(device_));
     const double micro_value = loss.item<double>();
     KS_CHECK(std::isfinite(micro_value), "training diverged: the loss is ", micro_value, " at step ", state_.step,
-             " (try a lower optimizer.lr or train.clip_grad_norm); the last checkpoint is ",
-             paths_.latest().string());
+             " (try a lower optimizer.lr or train.clip_grad_norm); the last checkpoint is ", paths_.latest().string());
     const double scale = (1.0 / parts) * (distributed() ? share * ranks : 1);
     backward(scale != 1 ? mul(loss, scale) : loss);
     value += micro_value / parts * share;
@@ -584,8 +610,8 @@ double Trainer::train_step(const std::vector<Tensor>& params) {
   if (distributed()) {
     // One reduction for what every rank must agree on: the loss, the tokens,
     // a stop request (a signal reaches ranks at different steps) and rank 0's clock.
-    const std::vector<double> sum = host_->all_reduce(
-        {value, double(tokens), g_stop_requested ? 1.0 : 0.0, lead_ ? elapsed() : 0.0});
+    const std::vector<double> sum =
+        host_->all_reduce({value, double(tokens), g_stop_requested ? 1.0 : 0.0, lead_ ? elapsed() : 0.0});
     value = sum[0];
     tokens = int64_t(sum[1]);
     agreed_stop_ = sum[2] > 0;
@@ -595,8 +621,10 @@ double Trainer::train_step(const std::vector<Tensor>& params) {
   const double grad_norm = nn::clip_grad_norm(params, max_norm);
   KS_CHECK(std::isfinite(grad_norm), "training diverged: the gradient norm is ", grad_norm, " at step ", state_.step,
            " (try a lower optimizer.lr); the last checkpoint is ", paths_.latest().string());
-  if (zero_) zero_->step();
-  else optimizer_->step();
+  if (zero_)
+    zero_->step();
+  else
+    optimizer_->step();
   optimizer_->zero_grad();
 
   state_.interval_loss += value;
@@ -611,11 +639,12 @@ void Trainer::print_summary() const {
   if (!last_valid_.empty()) std::printf("  last valid:  %s\n", format_metrics(last_valid_).c_str());
   std::printf("  best valid loss %.4f at step %lld\n", state_.best_loss, (long long)state_.best_step);
   if (ddp_ && ddp_->stats().syncs > 0)
-    std::printf("  data parallel: %d ranks; rank 0 waited %.1f s for gradient all-reduces (%.1f%% of this session), "
-                "%lld of %lld bucket launches overlapped with backward\n", host_->size(), ddp_->stats().wait_s,
-                100.0 * ddp_->stats().wait_s / std::max(1e-9, now_s() - session_start_),
-                (long long)ddp_->stats().launched_in_backward,
-                (long long)(ddp_->stats().launched_in_backward + ddp_->stats().launched_at_finish));
+    std::printf(
+        "  data parallel: %d ranks; rank 0 waited %.1f s for gradient all-reduces (%.1f%% of this session), "
+        "%lld of %lld bucket launches overlapped with backward\n",
+        host_->size(), ddp_->stats().wait_s, 100.0 * ddp_->stats().wait_s / std::max(1e-9, now_s() - session_start_),
+        (long long)ddp_->stats().launched_in_backward,
+        (long long)(ddp_->stats().launched_in_backward + ddp_->stats().launched_at_finish));
   if (!last_test_.empty()) std::printf("  test (best checkpoint): %s\n", format_metrics(last_test_).c_str());
   std::printf("  run folder:  %s\n", paths_.dir.string().c_str());
   std::printf("  checkpoint:  %s (latest: %s)\n", paths_.best().string().c_str(), paths_.latest().string().c_str());

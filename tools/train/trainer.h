@@ -53,12 +53,12 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <nlohmann/json.hpp>
 
-#include "datasets/loader.h"
 #include "core/distributed.h"
+#include "datasets/loader.h"
 #include "models/model.h"
 #include "nn/data_parallel.h"
 #include "nn/optim.h"
@@ -172,8 +172,8 @@ class Trainer {
   double session_start_ = 0, interval_start_ = 0, last_print_ = -1e9;
   int64_t session_first_step_ = 0;
   double elapsed_before_ = 0;  // seconds of earlier sessions of this run
-  double shown_loss_ = -1;  // smoothed loss for the progress line only
-  double shown_rate_ = -1;  // tokens/s of the last train record, for the progress line
+  double shown_loss_ = -1;     // smoothed loss for the progress line only
+  double shown_rate_ = -1;     // tokens/s of the last train record, for the progress line
   nlohmann::json last_valid_, last_test_;
 };
 

@@ -45,9 +45,8 @@ __attribute__((target("amx-tile"))) void configure_tiles() {
 }  // namespace
 
 __attribute__((target("amx-tile,amx-bf16"))) void amx_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0,
-                                                             const uint16_t* b1, int64_t kc, float* c,
-                                                             int64_t ldc, const float* c_in, int64_t ldc_in,
-                                                             const NextBlock& next) {
+                                                            const uint16_t* b1, int64_t kc, float* c, int64_t ldc,
+                                                            const float* c_in, int64_t ldc_in, const NextBlock& next) {
   configure_tiles();
   const int64_t a_stride = lda_p * int64_t(sizeof(uint16_t));
   const uint16_t* a1 = a + kPanel * lda_p;  // rows 16..31 of the block
@@ -78,7 +77,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_block(const uint16_t* a, i
     const int64_t k = s * kKStep;
     const bool wraps = s + kAhead >= steps;
     const int64_t kf = (wraps ? s + kAhead - steps : s + kAhead) * kKStep;
-    const bool in_range = kf < kc;  // a block shorter than kAhead steps prefetches less
+    const bool in_range = kf < kc;                                // a block shorter than kAhead steps prefetches less
     const uint16_t* fa = !in_range || !wraps ? nullptr : next.a;  // a block's own A rows stay in L1
     const uint16_t* fb0 = !in_range ? nullptr : wraps ? next.b0 : b0;
     const uint16_t* fb1 = !in_range ? nullptr : wraps ? next.b1 : b1;

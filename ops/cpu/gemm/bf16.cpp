@@ -77,8 +77,18 @@ PackedGemm packed_operands(const Gemm<float>& g) {
   });
   maybe_parallel(g.threaded, np / kPanel, std::max<int64_t>(1, (1 << 16) / (kp * kPanel)),
                  [&](int64_t p0, int64_t p1) { pack_b(g.b.data, g.b.transposed, g.b.ld, k, n, kp, p0, p1, pb); });
-  return {.a = pa, .ka = ka, .b = pb, .kp = kp, .m = m, .n = n, .alpha = g.alpha, .beta = g.beta, .c = g.c,
-          .ldc = g.ldc, .row_bias = g.row_bias, .threaded = g.threaded};
+  return {.a = pa,
+          .ka = ka,
+          .b = pb,
+          .kp = kp,
+          .m = m,
+          .n = n,
+          .alpha = g.alpha,
+          .beta = g.beta,
+          .c = g.c,
+          .ldc = g.ldc,
+          .row_bias = g.row_bias,
+          .threaded = g.threaded};
 }
 
 }  // namespace
@@ -140,8 +150,8 @@ void tiled_product(CpuGemmPath path, const PackedGemm& p) {
         const int64_t i0 = ib * kBlock, j0 = jb * kBlock;
         const int64_t rows = std::min(kBlock, m - i_base - i0), cols = std::min(kBlock, n - j_base - j0);
         if (c_transposed) {
-          store_transposed(acc + i0 * lds + j0, lds, rows, cols, alpha, beta,
-                                 c + (j_base + j0) * ldc + i_base + i0, ldc);
+          store_transposed(acc + i0 * lds + j0, lds, rows, cols, alpha, beta, c + (j_base + j0) * ldc + i_base + i0,
+                           ldc);
           return;
         }
         for (int64_t i = 0; i < rows; ++i) {

@@ -45,8 +45,8 @@ bool reselect_blas_kernels() {
   if (std::strcmp(openblas_get_corename(), "Prescott") != 0) return false;
   __builtin_cpu_init();
   const char* core = nullptr;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
     core = "SkylakeX";
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     core = "Haswell";
@@ -106,16 +106,15 @@ void gemm_bands(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, cons
         call(ta, tb, int(len), int(n), int(k), alpha, ta ? a + x0 : a + x0 * lda, int(lda), b, int(ldb), beta,
              c + x0 * ldc, int(ldc));
       else  // columns x0.. of op(B) and of C
-        call(ta, tb, int(m), int(len), int(k), alpha, a, int(lda), tb ? b + x0 * ldb : b + x0, int(ldb), beta,
-             c + x0, int(ldc));
+        call(ta, tb, int(m), int(len), int(k), alpha, a, int(lda), tb ? b + x0 * ldb : b + x0, int(ldb), beta, c + x0,
+             int(ldc));
     }
   });
 }
 
 }  // namespace
 
-template <class T>
-void gemm(const Gemm<T>& g) {
+template <class T> void gemm(const Gemm<T>& g) {
   if (g.m <= 0 || g.n <= 0) return;
   KS_ASSERT(!g.row_bias || (g.alpha == T(1) && g.beta == T(0)));
   if (g.k <= 0) {  // an empty sum: C = beta·C (BLAS leaves 0·NaN to beta == 0 as 0), or the bias rows

@@ -32,8 +32,7 @@ namespace ks::cpu {
 
 // One operand of a GEMM, row-major: element (r, c) of op(X) at data[r·ld + c],
 // or at data[c·ld + r] when `transposed` (X stored as the transpose of op(X)).
-template <class T>
-struct GemmMatrix {
+template <class T> struct GemmMatrix {
   const T* data = nullptr;
   int64_t ld = 0;  // row stride of the stored matrix, in elements
   bool transposed = false;
@@ -43,8 +42,7 @@ struct GemmMatrix {
 // C (m, n) ← alpha · op(A) (m, k) · op(B) (k, n) + beta · C, row-major, C's
 // rows ldc apart. Fields in BLAS's order, so that designated initialisers
 // read like the call they replace.
-template <class T>
-struct Gemm {
+template <class T> struct Gemm {
   int64_t m = 0, n = 0, k = 0;  // sizes must fit BLAS's 32-bit ints (callers check)
   T alpha = T(1);
   GemmMatrix<T> a = {}, b = {};
@@ -67,8 +65,7 @@ struct Gemm {
 
 // Runs g. m or n 0: nothing; k 0: an empty sum, C = beta·C (0 where beta is
 // 0, whatever C held), or the bias rows.
-template <class T>
-void gemm(const Gemm<T>& g);
+template <class T> void gemm(const Gemm<T>& g);
 extern template void gemm(const Gemm<float>&);
 extern template void gemm(const Gemm<double>&);
 

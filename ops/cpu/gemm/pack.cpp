@@ -40,8 +40,8 @@ KS_AVX512 inline __m512i rounded_high(__m512 x) {
   const __m512i u = _mm512_castps_si512(x);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
   const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                _mm512_set1_epi32(0x7f800000));
+  const __mmask16 nan =
+      _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
   return _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7fc00000));
 }
 // 16 floats to 16 bf16.
@@ -91,7 +91,7 @@ KS_AVX512 void pack_a(const float* a, bool transposed, int64_t lda, int64_t m, i
         for (int64_t g = band; g < band_end; g += 16) {
           __m512 r[16];
           for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(a + (c + j) * lda + g);  // column c+j, rows g..g+15
-          transpose16(r);                                                             // r[row] = columns c..c+15
+          transpose16(r);                                                              // r[row] = columns c..c+15
           for (int j = 0; j < 16; ++j) _mm256_storeu_si256((__m256i*)(out + (g + j) * kp + c), to_bf16x16(r[j]));
         }
       for (int64_t g = band; g < band_end; ++g) {
@@ -141,7 +141,7 @@ KS_AVX512 void pack_b(const float* b, bool transposed, int64_t ldb, int64_t k, i
     auto at = [&](int64_t r, int64_t c) { return transposed ? b[(n0 + c) * ldb + r] : b[r * ldb + n0 + c]; };
     int64_t r = 0;  // k rows done by the vector loops
     if (cols == kPanel && !transposed) {
-      r = k / 2 * 2;  // done above
+      r = k / 2 * 2;              // done above
     } else if (cols == kPanel) {  // element (r, c) at b[(n0 + c)·ldb + r]
       for (; r + 32 <= k; r += 32) {
         __m512 pairs[16];  // pairs[c] lane t = (k = r+2t, r+2t+1) of column c

@@ -38,8 +38,7 @@ inline int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; 
 
 // body(0, count) on this thread, or parallel_for over [0, count) when
 // `threaded`: how the GEMM drivers pack and multiply, threaded or not.
-template <class F>
-void maybe_parallel(bool threaded, int64_t count, int64_t grain, F&& body) {
+template <class F> void maybe_parallel(bool threaded, int64_t count, int64_t grain, F&& body) {
   if (threaded)
     parallel_for(0, count, grain, body);
   else
