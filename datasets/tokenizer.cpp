@@ -2,6 +2,9 @@
 // the byte-level tokenizer and train_tokenizer.
 #include "datasets/tokenizer.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "datasets/io.h"
 #include "datasets/tokenizer_json.h"
 
@@ -38,7 +41,22 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, con
   if (type == "word") return std::make_unique<WordTokenizer>(detail::word_tokenizer_from_json(j, where));
   if (type == "bpe") return std::make_unique<BpeTokenizer>(detail::bpe_tokenizer_from_json(j, where));
   throw Error(
-      str("load_tokenizer: ", where, ": unknown tokenizer type \"", type, "\" (expected byte, char, word or bpe)"));
+      str("load_tokenizer: ", where, ": unknown tokenizer type \"", type, "\" (expected ", tokenizer_types(), ")"));
+}
+
+namespace {
+const char* const kTokenizerTypes[] = {"byte", "char", "word", "bpe"};  // what the two factories here build
+}  // namespace
+
+bool is_tokenizer_type(const std::string& type) {
+  return std::find(std::begin(kTokenizerTypes), std::end(kTokenizerTypes), type) != std::end(kTokenizerTypes);
+}
+
+std::string tokenizer_types() {
+  std::string out;
+  const size_t n = std::size(kTokenizerTypes);
+  for (size_t i = 0; i < n; ++i) out += str(i == 0 ? "" : i + 1 == n ? " or " : ", ", kTokenizerTypes[i]);
+  return out;
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path) {
@@ -85,7 +103,7 @@ std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& o, const std:
     return std::make_unique<WordTokenizer>(WordTokenizer::build(
         corpus, {.lowercase = o.lowercase, .split_punctuation = o.split_punctuation}, o.min_freq, o.vocab_size));
   if (o.type == "bpe") return std::make_unique<BpeTokenizer>(BpeTokenizer::train(corpus, o.vocab_size, o.min_freq));
-  throw Error(str("train_tokenizer: unknown tokenizer type \"", o.type, "\" (expected byte, char, word or bpe)"));
+  throw Error(str("train_tokenizer: unknown tokenizer type \"", o.type, "\" (expected ", tokenizer_types(), ")"));
 }
 
 }  // namespace ks::data

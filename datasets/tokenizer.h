@@ -92,4 +92,9 @@ struct TokenizerOptions {
 // Builds a tokenizer from training text (ignored for "byte").
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const std::vector<std::string>& corpus);
 
+// Whether train_tokenizer and load_tokenizer know the type, and the known
+// types as an error message lists them ("byte, char, word or bpe").
+bool is_tokenizer_type(const std::string& type);
+std::string tokenizer_types();
+
 }  // namespace ks::data

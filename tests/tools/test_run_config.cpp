@@ -25,7 +25,7 @@ std::string config_error(json j) {
 
 TEST_CASE("run config: defaults are filled in and printed back") {
   TrainConfig c = parse_train_config(minimal());
-  CHECK(c.optimizer.type == "adamw");
+  CHECK(c.optimizer.kind == OptimizerKind::AdamW);
   CHECK(c.train.steps == 1000);
   CHECK(c.schedule.total_steps == 1000);
   json back = c.to_json();

@@ -274,8 +274,8 @@ data::TokenizerOptions read_tokenizer_options(JsonSection& s, const std::string&
   json tok_json = s.object(key);
   JsonSection tok(tok_json, s.where(key), kTokenizerKeys);
   o.type = tok.get<std::string>("type", o.type);
-  KS_CHECK(o.type == "byte" || o.type == "char" || o.type == "word" || o.type == "bpe", "config: ", tok.where("type"),
-           ": expected byte, char, word or bpe, got '", o.type, "'");
+  KS_CHECK(data::is_tokenizer_type(o.type), "config: ", tok.where("type"), ": expected ", data::tokenizer_types(),
+           ", got '", o.type, "'");
   o.vocab_size = tok.get_between("vocab_size", o.vocab_size, 0, data::kMaxVocabSize);  // what load_tokenizer accepts
   o.min_freq = tok.get_at_least("min_freq", o.min_freq, 1);
   o.lowercase = tok.get<bool>("lowercase", o.lowercase);

@@ -12,6 +12,15 @@
 
 namespace ks::tools {
 
+const char* optimizer_type_name(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::AdamW: return "adamw";
+    case OptimizerKind::Adam: return "adam";
+    case OptimizerKind::SGD: return "sgd";
+  }
+  return "adamw";
+}
+
 using json = nlohmann::json;
 
 json read_json_file(const std::string& path) {
@@ -91,20 +100,23 @@ const std::vector<KeyDoc> kTrainKeys = {
 OptimizerConfig parse_optimizer(const json& j) {
   JsonSection s(j, "optimizer", kOptimizerKeys);
   OptimizerConfig o;
-  o.type = s.get<std::string>("type", o.type);
-  KS_CHECK(o.type == "adamw" || o.type == "adam" || o.type == "sgd",
-           "config: optimizer.type: expected adamw, adam "
-           "or sgd, got '",
-           o.type, "'");
+  const std::string type = s.get<std::string>("type", optimizer_type_name(o.kind));
+  bool known = false;
+  for (OptimizerKind k : {OptimizerKind::AdamW, OptimizerKind::Adam, OptimizerKind::SGD})
+    if (type == optimizer_type_name(k)) {
+      o.kind = k;
+      known = true;
+    }
+  KS_CHECK(known, "config: optimizer.type: expected adamw, adam or sgd, got '", type, "'");
   o.lr = s.get<double>("lr", o.lr);
   KS_CHECK(o.lr > 0, "config: optimizer.lr: must be positive, got ", o.lr);
-  o.weight_decay = s.get_in("weight_decay", o.type == "adamw" ? o.weight_decay : 0.0, 0.0, 1e3);
-  if (o.type != "sgd") {
+  o.weight_decay = s.get_in("weight_decay", o.kind == OptimizerKind::AdamW ? o.weight_decay : 0.0, 0.0, 1e3);
+  if (o.kind != OptimizerKind::SGD) {
     o.beta1 = s.get_in("beta1", o.beta1, 0.0, 0.999999);
     o.beta2 = s.get_in("beta2", o.beta2, 0.0, 0.999999999);
     o.eps = s.get<double>("eps", o.eps);
     KS_CHECK(o.eps > 0, "config: optimizer.eps: must be positive, got ", o.eps);
-    s.finish(str(" for optimizer '", o.type, "'"));
+    s.finish(str(" for optimizer '", type, "'"));
   } else {
     o.momentum = s.get_in("momentum", o.momentum, 0.0, 1.0);
     o.nesterov = s.get<bool>("nesterov", o.nesterov);
@@ -207,8 +219,9 @@ std::vector<models::KeyDoc> train_config_keys() {
 }
 
 json TrainConfig::to_json() const {
-  json opt = {{"type", optimizer.type}, {"lr", optimizer.lr}, {"weight_decay", optimizer.weight_decay}};
-  if (optimizer.type == "sgd") {
+  json opt = {
+      {"type", optimizer_type_name(optimizer.kind)}, {"lr", optimizer.lr}, {"weight_decay", optimizer.weight_decay}};
+  if (optimizer.kind == OptimizerKind::SGD) {
     opt["momentum"] = optimizer.momentum;
     opt["nesterov"] = optimizer.nesterov;
   } else {

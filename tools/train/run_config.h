@@ -38,8 +38,12 @@
 
 namespace ks::tools {
 
+enum class OptimizerKind { AdamW, Adam, SGD };
+// "adamw", "adam", "sgd": the config's word for each kind.
+const char* optimizer_type_name(OptimizerKind kind);
+
 struct OptimizerConfig {
-  std::string type = "adamw";  // adamw | adam | sgd
+  OptimizerKind kind = OptimizerKind::AdamW;  // optimizer.type
   double lr = 1e-3;
   double weight_decay = 0.01;  // adamw: decoupled; adam/sgd: L2. Never on biases and norms.
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
