@@ -17,6 +17,7 @@
 #include "datasets/vocab.h"
 #include "models/decoder_lm.h"
 #include "models/seq2seq.h"
+#include "support/tiny_models.h"
 #include "tools/train/progress.h"
 #include "tools/train/task.h"
 
@@ -104,16 +105,7 @@ TEST_CASE("task: each predicted token adds the bytes it appends to the decoded t
 }
 
 TEST_CASE("task: evaluate reports bpb for a language model: its summed nats / ln 2 / the bytes") {
-  models::ModelConfig c;
-  c.model = "decoder_lm";
-  c.vocab_size = 260;
-  c.d_model = 16;
-  c.d_ff = 32;
-  c.layers = 1;
-  c.max_len = 16;
-  c.dropout = 0;
-  c.attention.heads = 2;
-  c.attention.d_model = c.d_model;
+  models::ModelConfig c = testing::tiny_model_config("decoder_lm", 260, 16, 1, 16, 2);
   manual_seed(3);
   std::shared_ptr<models::Model> model = models::build_model(c);
   // "héllo\nab" in windows of 4: é is two byte tokens, eos one newline; 8 predictions of 8 bytes.
