@@ -1,5 +1,6 @@
 // ops/layer_norm_formulas.h — what the CPU and CUDA layer_norm kernels share
-// (ops/layer_norm.h): the per-element formulas and the backward's entry.
+// (ops/layer_norm.h): the per-element formulas, the forward's entry and its
+// dispatch over the affine cases, and the backward's entry.
 //
 // For a row x of N elements, in double: μ = Σx / N, σ² = Σ(x − μ)² / N (two
 // passes, never E[x²] − E[x]²), rstd = 1/√(σ² + eps), x̂ = (x − μ)·rstd,
@@ -11,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/copy.h"
 #include "core/host_device.h"
@@ -34,6 +36,42 @@ KS_HOST_DEVICE inline T affine(double xhat, const T* w, const T* b, int64_t i) {
 
 KS_HOST_DEVICE inline double input_grad(double gw, double xhat, double a, double c, double rstd) {
   return rstd * (gw - a - xhat * c);
+}
+
+// The forward's operands, contiguous, and the (M rows, N columns) view;
+// `empty` when there are no rows (the kernel has nothing to do).
+struct ForwardInputs {
+  Tensor x, w, b;
+  int64_t M = 0, N = 0;
+  bool empty = true;
+};
+
+inline ForwardInputs forward_inputs(const Tensor& y, const Tensor& mean, const Tensor& x, const Tensor& w,
+                                    const Tensor& b) {
+  ForwardInputs in;
+  in.M = mean.numel();
+  if (in.M == 0) return in;
+  in.empty = false;
+  in.N = y.numel() / in.M;
+  in.x = contiguous_raw(x);
+  in.w = w.defined() ? contiguous_raw(w) : w;
+  in.b = b.defined() ? contiguous_raw(b) : b;
+  return in;
+}
+
+// f(has_w, has_b) with the two flags as std::true_type / std::false_type, so
+// that a backend's row loop is compiled once per affine case.
+template <class F> void with_affine(bool has_w, bool has_b, F&& f) {
+  using Y = std::true_type;
+  using N = std::false_type;
+  if (has_w && has_b)
+    f(Y{}, Y{});
+  else if (has_w)
+    f(Y{}, N{});
+  else if (has_b)
+    f(N{}, Y{});
+  else
+    f(N{}, N{});
 }
 
 // The backward's operands, contiguous, and the (M rows, N columns) view;

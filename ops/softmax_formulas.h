@@ -1,6 +1,7 @@
 // ops/softmax_formulas.h — what the CPU and CUDA softmax / log_softmax
 // kernels share (ops/softmax.h): the (outer, n, inner) view of a tensor
-// around the softmax dim, and the per-row and per-element formulas.
+// around the softmax dim, the per-row and per-element formulas, and the
+// dispatch over (dtype, softmax or log_softmax).
 //
 // For a row x with max m (taken as 0 when the whole row is -inf, so that
 // every exp(x - m) is 0 and no -inf - -inf NaN appears) and s = Σ exp(x - m),
@@ -14,7 +15,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "core/dispatch.h"
 #include "core/tensor.h"
 #include "ops/kernel_math.h"
 
@@ -66,6 +69,19 @@ template <class T, bool Log> KS_HOST_DEVICE inline T softmax_grad(T g, T y, T a)
     return g - kmath::exp(y) * a;
   else
     return y * (g - a);
+}
+
+// f(tag, log) for dtype `dt` (floating; a dtype tag as dispatch_floating
+// gives it) and `log` as std::true_type / std::false_type, so that a backend's
+// loops are compiled once per (dtype, softmax or log_softmax). A dtype error
+// names the op `op` ("softmax", "softmax backward") or its log_ form.
+template <class F> void dispatch_softmax(DType dt, bool log, const char* op, const char* log_op, F&& f) {
+  dispatch_floating(dt, log ? log_op : op, [&](auto tag) {
+    if (log)
+      f(tag, std::true_type{});
+    else
+      f(tag, std::false_type{});
+  });
 }
 
 }  // namespace ks::softmax_formulas

@@ -178,12 +178,9 @@ void softmax_cpu(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
   if (out.numel() == 0) return;
   const Tensor x = contiguous_raw(x_in);
   const Geometry G = geometry(x.sizes(), dim);
-  dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
+  dispatch_softmax(x.dtype(), log, "softmax", "log_softmax", [&](auto tag, auto is_log) {
     using T = typename decltype(tag)::type;
-    if (log)
-      run_forward<true>(out.data<T>(), x.data<T>(), G);
-    else
-      run_forward<false>(out.data<T>(), x.data<T>(), G);
+    run_forward<decltype(is_log)::value>(out.data<T>(), x.data<T>(), G);
   });
 }
 
@@ -191,12 +188,9 @@ void softmax_backward_cpu(bool log, const Tensor& dx, const Tensor& g_in, const 
   if (dx.numel() == 0) return;
   const Tensor g = contiguous_raw(g_in), y = contiguous_raw(y_in);
   const Geometry G = geometry(y.sizes(), dim);
-  dispatch_floating(y.dtype(), log ? "log_softmax backward" : "softmax backward", [&](auto tag) {
+  dispatch_softmax(y.dtype(), log, "softmax backward", "log_softmax backward", [&](auto tag, auto is_log) {
     using T = typename decltype(tag)::type;
-    if (log)
-      run_backward<true>(dx.data<T>(), g.data<T>(), y.data<T>(), G);
-    else
-      run_backward<false>(dx.data<T>(), g.data<T>(), y.data<T>(), G);
+    run_backward<decltype(is_log)::value>(dx.data<T>(), g.data<T>(), y.data<T>(), G);
   });
 }
 

@@ -143,12 +143,9 @@ void softmax_cuda(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) 
   if (out.numel() == 0) return;
   const Tensor x = contiguous_raw(x_in);
   const Geometry G = geometry(x.sizes(), dim);
-  dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
+  dispatch_softmax(x.dtype(), log, "softmax", "log_softmax", [&](auto tag, auto is_log) {
     using T = typename decltype(tag)::type;
-    if (log)
-      run_forward<T, true>(out, x, G);
-    else
-      run_forward<T, false>(out, x, G);
+    run_forward<T, decltype(is_log)::value>(out, x, G);
   });
 }
 
@@ -156,12 +153,9 @@ void softmax_backward_cuda(bool log, const Tensor& dx, const Tensor& g_in, const
   if (dx.numel() == 0) return;
   const Tensor g = contiguous_raw(g_in), y = contiguous_raw(y_in);
   const Geometry G = geometry(y.sizes(), dim);
-  dispatch_floating(y.dtype(), log ? "log_softmax backward" : "softmax backward", [&](auto tag) {
+  dispatch_softmax(y.dtype(), log, "softmax backward", "log_softmax backward", [&](auto tag, auto is_log) {
     using T = typename decltype(tag)::type;
-    if (log)
-      run_backward<T, true>(dx, g, y, G);
-    else
-      run_backward<T, false>(dx, g, y, G);
+    run_backward<T, decltype(is_log)::value>(dx, g, y, G);
   });
 }
 
