@@ -7,6 +7,7 @@
 // error texts.
 #include <limits>
 
+#include "ops/ops_testing.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -14,23 +15,6 @@ using namespace ks::testing;
 using V = const std::vector<Tensor>&;
 
 namespace {
-
-// True where query i must not see key j: (B, 1, T, S) as bool, or undefined.
-Tensor hidden(int64_t B, int64_t T, int64_t S, bool causal, int64_t offset, const Tensor& pad) {
-  Tensor out;
-  if (causal) {
-    Tensor c = zeros({1, 1, T, S}, {.dtype = kBool});
-    bool* p = c.data<bool>();
-    for (int64_t i = 0; i < T; ++i)
-      for (int64_t j = 0; j < S; ++j) p[i * S + j] = j > offset + i;
-    out = c;
-  }
-  if (pad.defined()) {
-    Tensor pv = view(pad, {B, 1, 1, S});
-    out = out.defined() ? logical_or(out, pv) : pv;
-  }
-  return out;
-}
 
 // The module's old path, op by op.
 Tensor composed(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& o) {
