@@ -58,15 +58,6 @@ std::vector<double> reference(const Tensor& q, const Tensor& k, const Tensor& v,
   return out;
 }
 
-// Padding (B, S) with the given keys hidden in batch row b.
-Tensor padding(int64_t B, int64_t S, const std::vector<std::pair<int64_t, int64_t>>& hide) {
-  Tensor p = zeros({B, S}, {.dtype = kBool});
-  for (auto [b, j] : hide) p.data<bool>()[b * S + j] = true;
-  return p;
-}
-
-Tensor lf(const Shape& s, uint64_t seed, Layout l = Layout::Contiguous) { return leaf64(s, seed, l, -2, 2); }
-
 // Values and all three gradients of sum(out ∘ w), fused against composed.
 void check_against_composed(const Tensor& q0, const Tensor& k0, const Tensor& v0, const SdpaOptions& o, double tol,
                             uint64_t seed = 0) {

@@ -40,15 +40,6 @@ MixtureAttention composed(const Tensor& q, const Tensor& k, const Tensor& bias, 
   return r;
 }
 
-// Padding (B, S) with the given keys hidden.
-Tensor padding(int64_t B, int64_t S, const std::vector<std::pair<int64_t, int64_t>>& hide) {
-  Tensor p = zeros({B, S}, {.dtype = kBool});
-  for (auto [b, j] : hide) p.data<bool>()[b * S + j] = true;
-  return p;
-}
-
-Tensor lf(const Shape& s, uint64_t seed, Layout l = Layout::Contiguous) { return leaf64(s, seed, l, -2, 2); }
-
 struct Inputs {
   Tensor q, k, bias, v;
 };
