@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "core/copy.h"
+#include "core/dispatch.h"
 #include "core/host_device.h"
 #include "core/tensor.h"
 
@@ -38,25 +39,24 @@ KS_HOST_DEVICE inline double input_grad(double gw, double xhat, double a, double
   return rstd * (gw - a - xhat * c);
 }
 
-// The forward's operands, contiguous, and the (M rows, N columns) view;
-// `empty` when there are no rows (the kernel has nothing to do).
+// The forward's operands, contiguous, and the (M rows, N columns) view.
 struct ForwardInputs {
   Tensor x, w, b;
   int64_t M = 0, N = 0;
-  bool empty = true;
 };
 
-inline ForwardInputs forward_inputs(const Tensor& y, const Tensor& mean, const Tensor& x, const Tensor& w,
-                                    const Tensor& b) {
+// The forward's entry, the same on both backends: nothing to do without rows;
+// else the operands made contiguous and f(tag, in) under the dtype dispatch.
+template <class F>
+void forward_entry(const Tensor& y, const Tensor& mean, const Tensor& x, const Tensor& w, const Tensor& b, F&& f) {
   ForwardInputs in;
   in.M = mean.numel();
-  if (in.M == 0) return in;
-  in.empty = false;
+  if (in.M == 0) return;
   in.N = y.numel() / in.M;
   in.x = contiguous_raw(x);
   in.w = w.defined() ? contiguous_raw(w) : w;
   in.b = b.defined() ? contiguous_raw(b) : b;
-  return in;
+  dispatch_floating(in.x.dtype(), "layer_norm", [&](auto tag) { f(tag, in); });
 }
 
 // f(has_w, has_b) with the two flags as std::true_type / std::false_type, so

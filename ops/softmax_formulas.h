@@ -1,7 +1,7 @@
 // ops/softmax_formulas.h — what the CPU and CUDA softmax / log_softmax
 // kernels share (ops/softmax.h): the (outer, n, inner) view of a tensor
 // around the softmax dim, the per-row and per-element formulas, and the
-// dispatch over (dtype, softmax or log_softmax).
+// kernels' entries with their dispatch over (dtype, softmax or log_softmax).
 //
 // For a row x with max m (taken as 0 when the whole row is -inf, so that
 // every exp(x - m) is 0 and no -inf - -inf NaN appears) and s = Σ exp(x - m),
@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/copy.h"
 #include "core/dispatch.h"
 #include "core/tensor.h"
 #include "ops/kernel_math.h"
@@ -82,6 +83,25 @@ template <class F> void dispatch_softmax(DType dt, bool log, const char* op, con
     else
       f(tag, std::false_type{});
   });
+}
+
+// The kernels' entries, the same on both backends: nothing to do for an empty
+// output; else the inputs made contiguous, the geometry around dim, and the
+// dispatch above; then f(tag, log, x, G) forward, f(tag, log, g, y, G) backward.
+template <class F> void forward_entry(const Tensor& out, const Tensor& x_in, int64_t dim, bool log, F&& f) {
+  if (out.numel() == 0) return;
+  const Tensor x = contiguous_raw(x_in);
+  const Geometry G = geometry(x.sizes(), dim);
+  dispatch_softmax(x.dtype(), log, "softmax", "log_softmax", [&](auto tag, auto is_log) { f(tag, is_log, x, G); });
+}
+
+template <class F>
+void backward_entry(const Tensor& dx, const Tensor& g_in, const Tensor& y_in, int64_t dim, bool log, F&& f) {
+  if (dx.numel() == 0) return;
+  const Tensor g = contiguous_raw(g_in), y = contiguous_raw(y_in);
+  const Geometry G = geometry(y.sizes(), dim);
+  dispatch_softmax(y.dtype(), log, "softmax backward", "log_softmax backward",
+                   [&](auto tag, auto is_log) { f(tag, is_log, g, y, G); });
 }
 
 }  // namespace ks::softmax_formulas

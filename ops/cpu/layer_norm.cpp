@@ -52,16 +52,12 @@ void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, cons
 
 void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x_in, const Tensor& w_in,
                     const Tensor& b_in, double eps) {
-  const ForwardInputs in = forward_inputs(y, mean, x_in, w_in, b_in);
-  if (in.empty) return;
-  const Tensor &x = in.x, &w = in.w, &b = in.b;
-  const int64_t M = in.M, N = in.N;
-  dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
+  forward_entry(y, mean, x_in, w_in, b_in, [&](auto tag, const ForwardInputs& in) {
     using T = typename decltype(tag)::type;
-    with_affine(w.defined(), b.defined(), [&](auto has_w, auto has_b) {
-      forward_rows<T, decltype(has_w)::value, decltype(has_b)::value>(y.data<T>(), mean.data<double>(),
-                                                                      rstd.data<double>(), x.data<T>(),
-                                                                      ptr_or_null<T>(w), ptr_or_null<T>(b), M, N, eps);
+    with_affine(in.w.defined(), in.b.defined(), [&](auto has_w, auto has_b) {
+      forward_rows<T, decltype(has_w)::value, decltype(has_b)::value>(
+          y.data<T>(), mean.data<double>(), rstd.data<double>(), in.x.data<T>(), ptr_or_null<T>(in.w),
+          ptr_or_null<T>(in.b), in.M, in.N, eps);
     });
   });
 }

@@ -48,13 +48,11 @@ __global__ void forward_rows(T* y, double* mean, double* rstd, const T* x, const
 
 void layer_norm_cuda(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x_in, const Tensor& w_in,
                      const Tensor& b_in, double eps) {
-  const ForwardInputs in = forward_inputs(y, mean, x_in, w_in, b_in);
-  if (in.empty) return;
-  const Tensor &x = in.x, &w = in.w, &b = in.b;
-  const int64_t M = in.M, N = in.N;
-  const int dev = x.device().index;
-  dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
+  forward_entry(y, mean, x_in, w_in, b_in, [&](auto tag, const ForwardInputs& in) {
     using T = typename decltype(tag)::type;
+    const Tensor &x = in.x, &w = in.w, &b = in.b;
+    const int64_t M = in.M, N = in.N;
+    const int dev = x.device().index;
     const T* wp = w.defined() ? w.data<T>() : nullptr;
     const T* bp = b.defined() ? b.data<T>() : nullptr;
     const cudaStream_t s = stream(dev);

@@ -140,23 +140,18 @@ template <class T, bool Log> void run_backward(const Tensor& dx, const Tensor& g
 }
 
 void softmax_cuda(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
-  if (out.numel() == 0) return;
-  const Tensor x = contiguous_raw(x_in);
-  const Geometry G = geometry(x.sizes(), dim);
-  dispatch_softmax(x.dtype(), log, "softmax", "log_softmax", [&](auto tag, auto is_log) {
+  forward_entry(out, x_in, dim, log, [&](auto tag, auto is_log, const Tensor& x, const Geometry& G) {
     using T = typename decltype(tag)::type;
     run_forward<T, decltype(is_log)::value>(out, x, G);
   });
 }
 
 void softmax_backward_cuda(bool log, const Tensor& dx, const Tensor& g_in, const Tensor& y_in, int64_t dim) {
-  if (dx.numel() == 0) return;
-  const Tensor g = contiguous_raw(g_in), y = contiguous_raw(y_in);
-  const Geometry G = geometry(y.sizes(), dim);
-  dispatch_softmax(y.dtype(), log, "softmax backward", "log_softmax backward", [&](auto tag, auto is_log) {
-    using T = typename decltype(tag)::type;
-    run_backward<T, decltype(is_log)::value>(dx, g, y, G);
-  });
+  backward_entry(dx, g_in, y_in, dim, log,
+                 [&](auto tag, auto is_log, const Tensor& g, const Tensor& y, const Geometry& G) {
+                   using T = typename decltype(tag)::type;
+                   run_backward<T, decltype(is_log)::value>(dx, g, y, G);
+                 });
 }
 
 }  // namespace
