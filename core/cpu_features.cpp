@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/enum_words.h"
 #include "core/error.h"
 
 #if defined(__x86_64__)
@@ -89,10 +90,11 @@ CpuFeatures detect() { return {}; }
 
 std::atomic<int> g_forced{-1};  // a CpuGemmPath set by set_cpu_gemm_path, or -1
 
+constexpr EnumWord<CpuGemmPath> kPathWords[] = {
+    {CpuGemmPath::Amx, "amx"}, {CpuGemmPath::Avx512Bf16, "avx512bf16"}, {CpuGemmPath::Float32, "float32"}};
+
 CpuGemmPath parse_path(const std::string& s) {
-  if (s == "amx") return CpuGemmPath::Amx;
-  if (s == "avx512bf16") return CpuGemmPath::Avx512Bf16;
-  if (s == "float32") return CpuGemmPath::Float32;
+  if (std::optional<CpuGemmPath> p = value_of(s, kPathWords)) return *p;
   throw Error(str("KS_CPU_GEMM: expected amx, avx512bf16 or float32, got '", s.substr(0, 64), "'"));
 }
 
@@ -115,14 +117,7 @@ const CpuFeatures& cpu_features() {
   return features;
 }
 
-const char* cpu_gemm_path_name(CpuGemmPath p) {
-  switch (p) {
-    case CpuGemmPath::Amx: return "amx";
-    case CpuGemmPath::Avx512Bf16: return "avx512bf16";
-    case CpuGemmPath::Float32: return "float32";
-  }
-  return "float32";
-}
+const char* cpu_gemm_path_name(CpuGemmPath p) { return word_of(p, kPathWords, "float32"); }
 
 bool cpu_gemm_path_available(CpuGemmPath p, std::string* why) {
   const CpuFeatures& f = cpu_features();

@@ -6,29 +6,23 @@
 
 #include <atomic>
 
+#include "core/enum_words.h"
 #include "core/error.h"
 
 namespace ks {
 namespace {
 std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::Float32};
-}
+constexpr EnumWord<MatmulPrecision> kWords[] = {
+    {MatmulPrecision::Float32, "float32"}, {MatmulPrecision::TF32, "tf32"}, {MatmulPrecision::BFloat16, "bf16"}};
+}  // namespace
 
 void set_matmul_precision(MatmulPrecision p) { g_matmul_precision = p; }
 MatmulPrecision matmul_precision() { return g_matmul_precision; }
 
-const char* matmul_precision_name(MatmulPrecision p) {
-  switch (p) {
-    case MatmulPrecision::Float32: return "float32";
-    case MatmulPrecision::TF32: return "tf32";
-    case MatmulPrecision::BFloat16: return "bf16";
-  }
-  return "float32";
-}
+const char* matmul_precision_name(MatmulPrecision p) { return word_of(p, kWords, "float32"); }
 
 MatmulPrecision parse_matmul_precision(const std::string& name, const std::string& what) {
-  if (name == "float32") return MatmulPrecision::Float32;
-  if (name == "tf32") return MatmulPrecision::TF32;
-  if (name == "bf16") return MatmulPrecision::BFloat16;
+  if (std::optional<MatmulPrecision> p = value_of(name, kWords)) return *p;
   throw Error(str(what, ": expected float32, tf32 or bf16, got '", name, "'"));
 }
 

@@ -6,19 +6,16 @@
 #include <climits>
 #include <cmath>
 
+#include "core/enum_words.h"
 #include "core/error.h"
 #include "core/random.h"
 
 namespace ks::data {
 
-const char* task_name(Task t) {
-  switch (t) {
-    case Task::LanguageModel: return "language_model";
-    case Task::Classification: return "classification";
-    case Task::Seq2Seq: return "seq2seq";
-  }
-  return "?";
-}
+constexpr EnumWord<Task> kTaskWords[] = {
+    {Task::LanguageModel, "language_model"}, {Task::Classification, "classification"}, {Task::Seq2Seq, "seq2seq"}};
+
+const char* task_name(Task t) { return word_of(t, kTaskWords, "?"); }
 
 Ids compact_ids(const std::vector<int64_t>& ids) {
   Ids out(ids.size());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/enum_words.h"
 #include "core/error.h"
 
 namespace ks::data {
@@ -44,25 +45,19 @@ Ids add(const Ids& a, const Ids& b) {
   return sum;
 }
 
+constexpr EnumWord<Seq2SeqTask> kTaskWords[] = {{Seq2SeqTask::Copy, "copy"},
+                                                {Seq2SeqTask::Reverse, "reverse"},
+                                                {Seq2SeqTask::Sort, "sort"},
+                                                {Seq2SeqTask::Addition, "addition"}};
+
 }  // namespace
 
 Seq2SeqTask parse_seq2seq_task(const std::string& name) {
-  if (name == "copy") return Seq2SeqTask::Copy;
-  if (name == "reverse") return Seq2SeqTask::Reverse;
-  if (name == "sort") return Seq2SeqTask::Sort;
-  if (name == "addition") return Seq2SeqTask::Addition;
+  if (std::optional<Seq2SeqTask> t = value_of(name, kTaskWords)) return *t;
   throw Error(str("seq2seq task: unknown task \"", name, "\" (expected copy, reverse, sort or addition)"));
 }
 
-const char* seq2seq_task_name(Seq2SeqTask t) {
-  switch (t) {
-    case Seq2SeqTask::Copy: return "copy";
-    case Seq2SeqTask::Reverse: return "reverse";
-    case Seq2SeqTask::Sort: return "sort";
-    case Seq2SeqTask::Addition: return "addition";
-  }
-  return "?";
-}
+const char* seq2seq_task_name(Seq2SeqTask t) { return word_of(t, kTaskWords, "?"); }
 
 std::shared_ptr<const CharTokenizer> seq2seq_tokenizer(const Seq2SeqOptions& o) {
   check(o);

@@ -1,5 +1,6 @@
 // ops/layer_norm_formulas.h — what the CPU and CUDA layer_norm kernels share
-// (ops/layer_norm.h): the per-element formulas and the backward's entry.
+// (ops/layer_norm.h): the per-element formulas, the forward's entry and its
+// dispatch over the affine cases, and the backward's entry.
 //
 // For a row x of N elements, in double: μ = Σx / N, σ² = Σ(x − μ)² / N (two
 // passes, never E[x²] − E[x]²), rstd = 1/√(σ² + eps), x̂ = (x − μ)·rstd,
@@ -11,8 +12,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/copy.h"
+#include "core/dispatch.h"
 #include "core/host_device.h"
 #include "core/tensor.h"
 
@@ -34,6 +37,41 @@ KS_HOST_DEVICE inline T affine(double xhat, const T* w, const T* b, int64_t i) {
 
 KS_HOST_DEVICE inline double input_grad(double gw, double xhat, double a, double c, double rstd) {
   return rstd * (gw - a - xhat * c);
+}
+
+// The forward's operands, contiguous, and the (M rows, N columns) view.
+struct ForwardInputs {
+  Tensor x, w, b;
+  int64_t M = 0, N = 0;
+};
+
+// The forward's entry, the same on both backends: nothing to do without rows;
+// else the operands made contiguous and f(tag, in) under the dtype dispatch.
+template <class F>
+void forward_entry(const Tensor& y, const Tensor& mean, const Tensor& x, const Tensor& w, const Tensor& b, F&& f) {
+  ForwardInputs in;
+  in.M = mean.numel();
+  if (in.M == 0) return;
+  in.N = y.numel() / in.M;
+  in.x = contiguous_raw(x);
+  in.w = w.defined() ? contiguous_raw(w) : w;
+  in.b = b.defined() ? contiguous_raw(b) : b;
+  dispatch_floating(in.x.dtype(), "layer_norm", [&](auto tag) { f(tag, in); });
+}
+
+// f(has_w, has_b) with the two flags as std::true_type / std::false_type, so
+// that a backend's row loop is compiled once per affine case.
+template <class F> void with_affine(bool has_w, bool has_b, F&& f) {
+  using Y = std::true_type;
+  using N = std::false_type;
+  if (has_w && has_b)
+    f(Y{}, Y{});
+  else if (has_w)
+    f(Y{}, N{});
+  else if (has_b)
+    f(N{}, Y{});
+  else
+    f(N{}, N{});
 }
 
 // The backward's operands, contiguous, and the (M rows, N columns) view;

@@ -1,7 +1,7 @@
 // ops/mixture_formulas.h — what the CPU and CUDA mixture_softmax kernels
 // share (ops/mixture.h for the math): the (N, T, M, S) view of the scores,
 // the mask's per-batch row offsets, a component's logit and the backward's
-// per-key weight.
+// per-key weight, and the kernels' entries (contiguity, geometry, dispatch).
 // Not here: the row loops (a vectorised scratch row on the CPU, a thread per
 // key recomputing its components on the GPU) and their reductions.
 #pragma once
@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/copy.h"
+#include "core/dispatch.h"
 #include "core/host_device.h"
 #include "core/tensor.h"
 #include "ops/kernel_math.h"
@@ -58,6 +60,35 @@ template <class T> KS_HOST_DEVICE inline T component_logit(T scale, T s, T b) { 
 template <class T> KS_HOST_DEVICE inline T key_weight(T a, T g, T dot, T u, bool hard) {
   const T dl = a * (g - dot);
   return hard ? dl : (u > T(0) ? dl / u : T(0));
+}
+
+// The kernels' entries, the same on both backends: scores and bias made
+// contiguous, their geometry, and the dtype dispatch naming the op; then
+// f(tag, scores, bias, G) (tag as dispatch_floating gives it).
+// Forward: nothing to do for an empty output.
+template <class F> void forward_entry(const Tensor& weights, const Tensor& scores_in, const Tensor& bias_in, F&& f) {
+  if (weights.numel() == 0) return;
+  const Tensor scores = contiguous_raw(scores_in), bias = contiguous_raw(bias_in);
+  const Geometry G = geometry(scores);
+  dispatch_floating(scores.dtype(), "mixture_softmax", [&](auto tag) { f(tag, scores, bias, G); });
+}
+
+// Backward: with no rows or no keys nothing reaches the inputs (the gradients
+// are zeroed); with no gradient asked for, nothing to do. f(tag, g, scores,
+// bias, G) with g contiguous too.
+template <class F>
+void backward_entry(const Tensor& dscores, const Tensor& dbias, const Tensor& g_in, const Tensor& weights,
+                    const Tensor& scores_in, const Tensor& bias_in, F&& f) {
+  const Tensor scores = contiguous_raw(scores_in), bias = contiguous_raw(bias_in);
+  const Geometry G = geometry(scores);
+  if (weights.numel() == 0) {
+    if (dscores.defined()) fill_(dscores, 0.0);
+    if (dbias.defined()) fill_(dbias, 0.0);
+    return;
+  }
+  if (!dscores.defined() && !dbias.defined()) return;
+  const Tensor g = contiguous_raw(g_in);
+  dispatch_floating(scores.dtype(), "mixture_softmax backward", [&](auto tag) { f(tag, g, scores, bias, G); });
 }
 
 }  // namespace ks::mixture_formulas

@@ -1,6 +1,7 @@
 // ops/softmax_formulas.h — what the CPU and CUDA softmax / log_softmax
 // kernels share (ops/softmax.h): the (outer, n, inner) view of a tensor
-// around the softmax dim, and the per-row and per-element formulas.
+// around the softmax dim, the per-row and per-element formulas, and the
+// kernels' entries with their dispatch over (dtype, softmax or log_softmax).
 //
 // For a row x with max m (taken as 0 when the whole row is -inf, so that
 // every exp(x - m) is 0 and no -inf - -inf NaN appears) and s = Σ exp(x - m),
@@ -14,7 +15,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "core/copy.h"
+#include "core/dispatch.h"
 #include "core/tensor.h"
 #include "ops/kernel_math.h"
 
@@ -66,6 +70,38 @@ template <class T, bool Log> KS_HOST_DEVICE inline T softmax_grad(T g, T y, T a)
     return g - kmath::exp(y) * a;
   else
     return y * (g - a);
+}
+
+// f(tag, log) for dtype `dt` (floating; a dtype tag as dispatch_floating
+// gives it) and `log` as std::true_type / std::false_type, so that a backend's
+// loops are compiled once per (dtype, softmax or log_softmax). A dtype error
+// names the op `op` ("softmax", "softmax backward") or its log_ form.
+template <class F> void dispatch_softmax(DType dt, bool log, const char* op, const char* log_op, F&& f) {
+  dispatch_floating(dt, log ? log_op : op, [&](auto tag) {
+    if (log)
+      f(tag, std::true_type{});
+    else
+      f(tag, std::false_type{});
+  });
+}
+
+// The kernels' entries, the same on both backends: nothing to do for an empty
+// output; else the inputs made contiguous, the geometry around dim, and the
+// dispatch above; then f(tag, log, x, G) forward, f(tag, log, g, y, G) backward.
+template <class F> void forward_entry(const Tensor& out, const Tensor& x_in, int64_t dim, bool log, F&& f) {
+  if (out.numel() == 0) return;
+  const Tensor x = contiguous_raw(x_in);
+  const Geometry G = geometry(x.sizes(), dim);
+  dispatch_softmax(x.dtype(), log, "softmax", "log_softmax", [&](auto tag, auto is_log) { f(tag, is_log, x, G); });
+}
+
+template <class F>
+void backward_entry(const Tensor& dx, const Tensor& g_in, const Tensor& y_in, int64_t dim, bool log, F&& f) {
+  if (dx.numel() == 0) return;
+  const Tensor g = contiguous_raw(g_in), y = contiguous_raw(y_in);
+  const Geometry G = geometry(y.sizes(), dim);
+  dispatch_softmax(y.dtype(), log, "softmax backward", "log_softmax backward",
+                   [&](auto tag, auto is_log) { f(tag, is_log, g, y, G); });
 }
 
 }  // namespace ks::softmax_formulas

@@ -18,8 +18,8 @@
 // Scratch per task: forward one (kBr, kBc) block and the (kBr, e) output
 // accumulator; backward three (kBr, kBcBack) blocks and T values of D.
 //
-// GEMMs go through the door single-threaded (ops/cpu/gemm/gemm.h): the tasks
-// are the parallelism. float32 inputs compute in float32 (BLAS and the
+// GEMMs go through the door single-threaded (ops/cpu/attention_products.h on
+// ops/cpu/gemm/gemm.h): the tasks are the parallelism. float32 inputs compute in float32 (BLAS and the
 // running sums), float64 in float64; under MatmulPrecision::BFloat16 the
 // float32 tile products are bf16 GEMMs, the softmax float32: on a packed bf16
 // path (AMX, AVX512-BF16) by ops/cpu/attention_bf16.cpp, which packs each
@@ -38,8 +38,8 @@
 #include "ops/attention.h"
 #include "ops/attention_formulas.h"
 #include "ops/cpu/attention_bf16.h"
+#include "ops/cpu/attention_products.h"
 #include "ops/cpu/attention_tiles.h"
-#include "ops/cpu/gemm/gemm.h"
 #include "ops/cpu/row_math.h"
 #include "ops/cpu/vec_math.h"
 
@@ -90,14 +90,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
         const int64_t cols = std::min(kBc, jend - j0);
         const T *Kj = K.at(pair, j0), *Vj = V.at(pair, j0);
         T* s = sbuf.data();
-        gemm<T>({.m = rows,
-                 .n = cols,
-                 .k = d.P,
-                 .alpha = scale,
-                 .a = {.data = Qi, .ld = Q.ld},
-                 .b = {.data = Kj, .ld = K.ld, .transposed = true},
-                 .c = s,
-                 .ldc = cols});  // (rows, cols)
+        score_tile(s, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld);  // (rows, cols)
         for (int64_t r = 0; r < rows; ++r) {
           T* sr = s + r * cols;
           online_softmax_row(sr, cols, visible_prefix(prm, i0 + r, j0, cols), pad_b ? pad_b + j0 : nullptr,
@@ -108,14 +101,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
             for (int64_t c = 0; c < cols; ++c) sr[c] *= f[c];
           }
         }
-        gemm<T>({.m = rows,
-                 .n = d.E,
-                 .k = cols,
-                 .a = {.data = s, .ld = cols},
-                 .b = {.data = Vj, .ld = V.ld},
-                 .beta = T(1),
-                 .c = acc.data(),
-                 .ldc = d.E});  // acc += p v
+        add_weighted_values(acc.data(), rows, d.E, cols, s, Vj, V.ld);  // acc += p v
       }
       finish_rows(O + (pair * d.T + i0) * d.E, L + pair * d.T + i0, acc.data(), m.data(), l.data(), rows, d.E);
     }
@@ -157,14 +143,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
         for (int64_t i0 = first_row / kBr * kBr; i0 < d.T; i0 += kBr) {
           const int64_t rows = std::min(kBr, d.T - i0);
           const T *Qi = Q.at(pair, i0), *Gi = G.at(pair, i0);
-          gemm<T>({.m = rows,
-                   .n = cols,
-                   .k = d.P,
-                   .alpha = scale,
-                   .a = {.data = Qi, .ld = Q.ld},
-                   .b = {.data = Kj, .ld = K.ld, .transposed = true},
-                   .c = P,
-                   .ldc = cols});  // scores
+          score_tile(P, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld);
           for (int64_t r = 0; r < rows; ++r) {
             T* pr = P + r * cols;
             const T lr = Lp[i0 + r];
@@ -172,47 +151,16 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
                             pad_b ? pad_b + j0 : nullptr, lr);
             if (prm.dropout) dropout_factors(W + r * cols, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
           }
-          gemm<T>({.m = rows,
-                   .n = cols,
-                   .k = d.E,
-                   .a = {.data = Gi, .ld = G.ld},
-                   .b = {.data = Vj, .ld = V.ld, .transposed = true},
-                   .c = dP,
-                   .ldc = cols});  // dO Vᵀ
+          weight_grad_tile(dP, rows, cols, d.E, Gi, G.ld, Vj, V.ld);  // dO Vᵀ
           if (prm.dropout)
             for (int64_t x = 0; x < rows * cols; ++x) {
               dP[x] *= W[x];
               W[x] *= P[x];
             }
           const T* Wd = prm.dropout ? W : P;
-          gemm<T>({.m = cols,
-                   .n = d.E,
-                   .k = rows,
-                   .a = {.data = Wd, .ld = cols, .transposed = true},
-                   .b = {.data = Gi, .ld = G.ld},
-                   .beta = T(1),
-                   .c = dVj,
-                   .ldc = d.E});  // dV += Wᵀ dO
+          add_value_grad(dVj, cols, d.E, rows, Wd, Gi, G.ld);  // dV += Wᵀ dO
           score_gradient(dP, P, D + i0, rows, cols);
-          // dQ += dS K, dK += dSᵀ Q
-          gemm<T>({.m = rows,
-                   .n = d.P,
-                   .k = cols,
-                   .alpha = scale,
-                   .a = {.data = dP, .ld = cols},
-                   .b = {.data = Kj, .ld = K.ld},
-                   .beta = T(1),
-                   .c = dQp + i0 * d.P,
-                   .ldc = d.P});
-          gemm<T>({.m = cols,
-                   .n = d.P,
-                   .k = rows,
-                   .alpha = scale,
-                   .a = {.data = dP, .ld = cols, .transposed = true},
-                   .b = {.data = Qi, .ld = Q.ld},
-                   .beta = T(1),
-                   .c = dKj,
-                   .ldc = d.P});
+          add_query_key_grads(dQp + i0 * d.P, dKj, rows, cols, d.P, scale, dP, Qi, Q.ld, Kj, K.ld);
         }
       }
     }

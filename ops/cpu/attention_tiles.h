@@ -4,8 +4,8 @@
 // is read through, the parallel grain, a masked score row,
 // the softmax kernels' row steps (online softmax, finishing, probabilities,
 // score gradients), and a row of dropout factors drawn in dropout()'s numbering.
-// Not here: the tile loops (each kernel's own), the tile products (cpu::gemm,
-// ops/cpu/gemm/gemm.h, on the calling thread: the tasks are the parallelism).
+// Not here: the tile loops (each kernel's own), the tile products
+// (cpu/attention_products.h, on cpu::gemm; the bf16 kernel's in its own file).
 #pragma once
 
 #include <algorithm>

@@ -52,29 +52,13 @@ void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, cons
 
 void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x_in, const Tensor& w_in,
                     const Tensor& b_in, double eps) {
-  const int64_t M = mean.numel();
-  if (M == 0) return;
-  const int64_t N = y.numel() / M;
-  const Tensor x = contiguous_raw(x_in);
-  const Tensor w = w_in.defined() ? contiguous_raw(w_in) : w_in;
-  const Tensor b = b_in.defined() ? contiguous_raw(b_in) : b_in;
-  dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
+  forward_entry(y, mean, x_in, w_in, b_in, [&](auto tag, const ForwardInputs& in) {
     using T = typename decltype(tag)::type;
-    auto run = [&](auto has_w, auto has_b) {
-      forward_rows<T, decltype(has_w)::value, decltype(has_b)::value>(y.data<T>(), mean.data<double>(),
-                                                                      rstd.data<double>(), x.data<T>(),
-                                                                      ptr_or_null<T>(w), ptr_or_null<T>(b), M, N, eps);
-    };
-    using Y = std::true_type;
-    using F = std::false_type;
-    if (w.defined() && b.defined())
-      run(Y{}, Y{});
-    else if (w.defined())
-      run(Y{}, F{});
-    else if (b.defined())
-      run(F{}, Y{});
-    else
-      run(F{}, F{});
+    with_affine(in.w.defined(), in.b.defined(), [&](auto has_w, auto has_b) {
+      forward_rows<T, decltype(has_w)::value, decltype(has_b)::value>(
+          y.data<T>(), mean.data<double>(), rstd.data<double>(), in.x.data<T>(), ptr_or_null<T>(in.w),
+          ptr_or_null<T>(in.b), in.M, in.N, eps);
+    });
   });
 }
 

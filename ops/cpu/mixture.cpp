@@ -247,31 +247,23 @@ void backward_rows(T* ds, T* db, const T* ga, const T* a, const T* s, const T* b
 
 void mixture_softmax_cpu(const Tensor& weights, const Tensor& resp, const Tensor& scores_in, const Tensor& bias_in,
                          const Tensor& mask, double scale, bool hard) {
-  if (weights.numel() == 0) return;
-  const Tensor scores = contiguous_raw(scores_in), bias = contiguous_raw(bias_in);
-  const Geometry G = geometry(scores);
-  dispatch_floating(scores.dtype(), "mixture_softmax", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    forward_rows<T>(weights.data<T>(), resp.defined() ? resp.data<T>() : nullptr, scores.data<T>(), bias.data<T>(),
-                    mask, G, T(scale), hard);
-  });
+  forward_entry(weights, scores_in, bias_in,
+                [&](auto tag, const Tensor& scores, const Tensor& bias, const Geometry& G) {
+                  using T = typename decltype(tag)::type;
+                  forward_rows<T>(weights.data<T>(), resp.defined() ? resp.data<T>() : nullptr, scores.data<T>(),
+                                  bias.data<T>(), mask, G, T(scale), hard);
+                });
 }
 
 void mixture_softmax_backward_cpu(const Tensor& dscores, const Tensor& dbias, const Tensor& g_in, const Tensor& weights,
                                   const Tensor& scores_in, const Tensor& bias_in, double scale, bool hard) {
-  const Tensor scores = contiguous_raw(scores_in), bias = contiguous_raw(bias_in);
-  const Geometry G = geometry(scores);
-  if (weights.numel() == 0) {  // no rows or no keys: nothing reaches the inputs
-    if (dscores.defined()) fill_(dscores, 0.0);
-    if (dbias.defined()) fill_(dbias, 0.0);
-    return;
-  }
-  const Tensor g = contiguous_raw(g_in);
-  dispatch_floating(scores.dtype(), "mixture_softmax backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    backward_rows<T>(dscores.defined() ? dscores.data<T>() : nullptr, dbias.defined() ? dbias.data<T>() : nullptr,
-                     g.data<T>(), weights.data<T>(), scores.data<T>(), bias.data<T>(), G, T(scale), hard);
-  });
+  backward_entry(dscores, dbias, g_in, weights, scores_in, bias_in,
+                 [&](auto tag, const Tensor& g, const Tensor& scores, const Tensor& bias, const Geometry& G) {
+                   using T = typename decltype(tag)::type;
+                   backward_rows<T>(dscores.defined() ? dscores.data<T>() : nullptr,
+                                    dbias.defined() ? dbias.data<T>() : nullptr, g.data<T>(), weights.data<T>(),
+                                    scores.data<T>(), bias.data<T>(), G, T(scale), hard);
+                 });
 }
 
 }  // namespace

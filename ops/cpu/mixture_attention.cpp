@@ -18,7 +18,7 @@
 // dA = f∘(dO vᵀ), W = A∘f, dx_r = P_r∘(dA − D); dV += Wᵀ dO, dq += scale·dx_r k_r,
 // dk_r += scale·dx_rᵀ q, dbias_r += Σ_i dx_r (in double).
 // That is M + 1 GEMMs per tile forward and 3M + 2 backward; every one of
-// them goes through cpu::gemm (ops/cpu/gemm/gemm.h) on the calling thread,
+// them goes through cpu::gemm (ops/cpu/attention_products.h) on the calling thread,
 // at the process's matmul precision.
 //
 // float32 inputs compute in float32 (BLAS and the running sums), float64 in
@@ -34,8 +34,8 @@
 
 #include "core/copy.h"
 #include "core/parallel.h"
+#include "ops/cpu/attention_products.h"
 #include "ops/cpu/attention_tiles.h"
-#include "ops/cpu/gemm/gemm.h"
 #include "ops/cpu/row_math.h"
 #include "ops/mixture_attention.h"
 #include "ops/mixture_attention_formulas.h"
@@ -149,14 +149,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& totals, c
       for (int64_t j0 = 0; j0 < jend; j0 += kBc) {
         const int64_t cols = std::min(kBc, jend - j0);
         for (int64_t r = 0; r < M; ++r)  // x_r = q k_rᵀ·scale (rows, cols), row stride cols
-          gemm<T>({.m = rows,
-                   .n = cols,
-                   .k = P,
-                   .alpha = scale,
-                   .a = {.data = Qi, .ld = Q.ld},
-                   .b = {.data = K.at(pair, j0, r), .ld = K.ld, .transposed = true},
-                   .c = X + r * blk,
-                   .ldc = cols});
+          score_tile(X + r * blk, rows, cols, P, scale, Qi, Q.ld, K.at(pair, j0, r), K.ld);
         for (int64_t row = 0; row < rows; ++row) {
           T* x = X + row * cols;  // component r's row at x + r·blk
           T* w = W + row * cols;
@@ -191,14 +184,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& totals, c
             for (int64_t c = 0; c < cols; ++c) w[c] *= f[c];
           }
         }
-        gemm<T>({.m = rows,
-                 .n = E,
-                 .k = cols,
-                 .a = {.data = W, .ld = cols},
-                 .b = {.data = V.at(pair, j0), .ld = V.ld},
-                 .beta = T(1),
-                 .c = acc.data(),
-                 .ldc = E});  // acc += w v
+        add_weighted_values(acc.data(), rows, E, cols, W, V.at(pair, j0), V.ld);  // acc += w v
       }
       T* Oi = O + (pair * T_ + i0) * E;
       T* Li = L + pair * T_ + i0;
@@ -259,21 +245,8 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dbias, con
           const int64_t rows = std::min(kBr, T_ - i0);
           const T *Qi = Q.at(pair, i0), *Gi = G.at(pair, i0);
           for (int64_t r = 0; r < M; ++r)
-            gemm<T>({.m = rows,
-                     .n = cols,
-                     .k = P,
-                     .alpha = scale,
-                     .a = {.data = Qi, .ld = Q.ld},
-                     .b = {.data = K.at(pair, j0, r), .ld = K.ld, .transposed = true},
-                     .c = X + r * blk,
-                     .ldc = cols});
-          gemm<T>({.m = rows,
-                   .n = cols,
-                   .k = E,
-                   .a = {.data = Gi, .ld = G.ld},
-                   .b = {.data = Vj, .ld = V.ld, .transposed = true},
-                   .c = dA,
-                   .ldc = cols});  // dO vᵀ
+            score_tile(X + r * blk, rows, cols, P, scale, Qi, Q.ld, K.at(pair, j0, r), K.ld);
+          weight_grad_tile(dA, rows, cols, E, Gi, G.ld, Vj, V.ld);  // dO vᵀ
           for (int64_t row = 0; row < rows; ++row) {
             T *x = X + row * cols, *w = W + row * cols, *da = dA + row * cols;
             const int64_t i = i0 + row;
@@ -319,35 +292,11 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dbias, con
               for (int64_t c = 0; c < cols; ++c) xr[c] = logit_grad(xr[c], da[c], Di);
             }
           }
-          gemm<T>({.m = cols,
-                   .n = E,
-                   .k = rows,
-                   .a = {.data = W, .ld = cols, .transposed = true},
-                   .b = {.data = Gi, .ld = G.ld},
-                   .beta = T(1),
-                   .c = dVp + j0 * E,
-                   .ldc = E});  // dV += Wᵀ dO
+          add_value_grad(dVp + j0 * E, cols, E, rows, W, Gi, G.ld);  // dV += Wᵀ dO
           for (int64_t r = 0; r < M; ++r) {
             const T* dx = X + r * blk;
             T* dKr = dKp + (r * S + j0) * P;
-            gemm<T>({.m = rows,
-                     .n = P,
-                     .k = cols,
-                     .alpha = scale,
-                     .a = {.data = dx, .ld = cols},
-                     .b = {.data = K.at(pair, j0, r), .ld = K.ld},
-                     .beta = T(1),
-                     .c = dQp + i0 * P,
-                     .ldc = P});
-            gemm<T>({.m = cols,
-                     .n = P,
-                     .k = rows,
-                     .alpha = scale,
-                     .a = {.data = dx, .ld = cols, .transposed = true},
-                     .b = {.data = Qi, .ld = Q.ld},
-                     .beta = T(1),
-                     .c = dKr,
-                     .ldc = P});
+            add_query_key_grads(dQp + i0 * P, dKr, rows, cols, P, scale, dx, Qi, Q.ld, K.at(pair, j0, r), K.ld);
             double* dbr = db.data() + r * S + j0;
             for (int64_t row = 0; row < rows; ++row)
               for (int64_t c = 0; c < cols; ++c) dbr[c] += double(dx[row * cols + c]);

@@ -175,29 +175,18 @@ template <bool Log, class T> void run_backward(T* dx, const T* g, const T* y, co
 }
 
 void softmax_cpu(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
-  if (out.numel() == 0) return;
-  const Tensor x = contiguous_raw(x_in);
-  const Geometry G = geometry(x.sizes(), dim);
-  dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
+  forward_entry(out, x_in, dim, log, [&](auto tag, auto is_log, const Tensor& x, const Geometry& G) {
     using T = typename decltype(tag)::type;
-    if (log)
-      run_forward<true>(out.data<T>(), x.data<T>(), G);
-    else
-      run_forward<false>(out.data<T>(), x.data<T>(), G);
+    run_forward<decltype(is_log)::value>(out.data<T>(), x.data<T>(), G);
   });
 }
 
 void softmax_backward_cpu(bool log, const Tensor& dx, const Tensor& g_in, const Tensor& y_in, int64_t dim) {
-  if (dx.numel() == 0) return;
-  const Tensor g = contiguous_raw(g_in), y = contiguous_raw(y_in);
-  const Geometry G = geometry(y.sizes(), dim);
-  dispatch_floating(y.dtype(), log ? "log_softmax backward" : "softmax backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (log)
-      run_backward<true>(dx.data<T>(), g.data<T>(), y.data<T>(), G);
-    else
-      run_backward<false>(dx.data<T>(), g.data<T>(), y.data<T>(), G);
-  });
+  backward_entry(dx, g_in, y_in, dim, log,
+                 [&](auto tag, auto is_log, const Tensor& g, const Tensor& y, const Geometry& G) {
+                   using T = typename decltype(tag)::type;
+                   run_backward<decltype(is_log)::value>(dx.data<T>(), g.data<T>(), y.data<T>(), G);
+                 });
 }
 
 }  // namespace

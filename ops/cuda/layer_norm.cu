@@ -48,40 +48,27 @@ __global__ void forward_rows(T* y, double* mean, double* rstd, const T* x, const
 
 void layer_norm_cuda(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x_in, const Tensor& w_in,
                      const Tensor& b_in, double eps) {
-  const int64_t M = mean.numel();
-  if (M == 0) return;
-  const int64_t N = y.numel() / M;
-  const Tensor x = contiguous_raw(x_in);
-  const Tensor w = w_in.defined() ? contiguous_raw(w_in) : w_in;
-  const Tensor b = b_in.defined() ? contiguous_raw(b_in) : b_in;
-  const int dev = x.device().index;
-  dispatch_floating(x.dtype(), "layer_norm", [&](auto tag) {
+  forward_entry(y, mean, x_in, w_in, b_in, [&](auto tag, const ForwardInputs& in) {
     using T = typename decltype(tag)::type;
+    const Tensor &x = in.x, &w = in.w, &b = in.b;
+    const int64_t M = in.M, N = in.N;
+    const int dev = x.device().index;
     const T* wp = w.defined() ? w.data<T>() : nullptr;
     const T* bp = b.defined() ? b.data<T>() : nullptr;
     const cudaStream_t s = stream(dev);
     DeviceGuard guard(x.device());
     const RowLaunch L = row_launch(M, N, dev);
-    auto launch = [&](auto tpr, auto has_w, auto has_b) {
-      forward_rows<T, decltype(tpr)::value, decltype(has_w)::value, decltype(has_b)::value><<<L.grid, kThreads, 0, s>>>(
-          y.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(), wp, bp, M, N, eps);
-    };
-    auto with_affine = [&](auto tpr) {
-      using Y = std::true_type;
-      using F = std::false_type;
-      if (wp && bp)
-        launch(tpr, Y{}, Y{});
-      else if (wp)
-        launch(tpr, Y{}, F{});
-      else if (bp)
-        launch(tpr, F{}, Y{});
-      else
-        launch(tpr, F{}, F{});
+    auto launch = [&](auto tpr) {
+      with_affine(wp != nullptr, bp != nullptr, [&](auto has_w, auto has_b) {
+        forward_rows<T, decltype(tpr)::value, decltype(has_w)::value, decltype(has_b)::value>
+            <<<L.grid, kThreads, 0, s>>>(y.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(), wp, bp, M,
+                                         N, eps);
+      });
     };
     if (L.warp_rows)
-      with_affine(std::integral_constant<int, kWarp>{});
+      launch(std::integral_constant<int, kWarp>{});
     else
-      with_affine(std::integral_constant<int, kThreads>{});
+      launch(std::integral_constant<int, kThreads>{});
     KS_CUDA_LAUNCH_CHECK();
   });
 }

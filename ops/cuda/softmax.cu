@@ -140,29 +140,18 @@ template <class T, bool Log> void run_backward(const Tensor& dx, const Tensor& g
 }
 
 void softmax_cuda(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
-  if (out.numel() == 0) return;
-  const Tensor x = contiguous_raw(x_in);
-  const Geometry G = geometry(x.sizes(), dim);
-  dispatch_floating(x.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
+  forward_entry(out, x_in, dim, log, [&](auto tag, auto is_log, const Tensor& x, const Geometry& G) {
     using T = typename decltype(tag)::type;
-    if (log)
-      run_forward<T, true>(out, x, G);
-    else
-      run_forward<T, false>(out, x, G);
+    run_forward<T, decltype(is_log)::value>(out, x, G);
   });
 }
 
 void softmax_backward_cuda(bool log, const Tensor& dx, const Tensor& g_in, const Tensor& y_in, int64_t dim) {
-  if (dx.numel() == 0) return;
-  const Tensor g = contiguous_raw(g_in), y = contiguous_raw(y_in);
-  const Geometry G = geometry(y.sizes(), dim);
-  dispatch_floating(y.dtype(), log ? "log_softmax backward" : "softmax backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (log)
-      run_backward<T, true>(dx, g, y, G);
-    else
-      run_backward<T, false>(dx, g, y, G);
-  });
+  backward_entry(dx, g_in, y_in, dim, log,
+                 [&](auto tag, auto is_log, const Tensor& g, const Tensor& y, const Geometry& G) {
+                   using T = typename decltype(tag)::type;
+                   run_backward<T, decltype(is_log)::value>(dx, g, y, G);
+                 });
 }
 
 }  // namespace

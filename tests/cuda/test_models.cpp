@@ -15,6 +15,7 @@
 #include "models/encoder_classifier.h"
 #include "models/seq2seq.h"
 #include "nn/optim.h"
+#include "support/tiny_models.h"
 
 using namespace ks;
 using namespace ks::testing;
@@ -79,17 +80,8 @@ template <class M, class Loss> void check_model(const models::ModelConfig& c, Lo
 }
 
 models::ModelConfig lm_config(const std::string& family) {
-  models::ModelConfig c;
-  c.model = "decoder_lm";
-  c.vocab_size = 50;
-  c.d_model = 32;
-  c.d_ff = 64;
-  c.layers = 2;
-  c.max_len = 32;
-  c.dropout = 0;
+  models::ModelConfig c = tiny_model_config("decoder_lm", 50, 32, 2, 32, 2);
   c.attention.type = family;
-  c.attention.heads = 2;
-  c.attention.d_model = c.d_model;
   return c;
 }
 
@@ -113,19 +105,10 @@ TEST_CASE("cuda: decoder_lm gives the CPU's loss, gradients and training losses"
 TEST_CASE("cuda: encoder_classifier with padding gives the CPU's loss and gradients" * needs_gpu()) {
   for (const std::string pooling : {"mean", "cls"}) {
     CAPTURE(pooling);
-    models::ModelConfig c;
-    c.model = "encoder_classifier";
-    c.vocab_size = 20;
+    models::ModelConfig c = tiny_model_config("encoder_classifier", 20, 32, 2, 17, 2);
     c.num_classes = 3;
     c.pad_id = 0;
     c.pooling = pooling;
-    c.d_model = 32;
-    c.d_ff = 64;
-    c.layers = 2;
-    c.max_len = 17;
-    c.dropout = 0;
-    c.attention.heads = 2;
-    c.attention.d_model = 32;
     check_model<models::EncoderClassifier>(
         c,
         [](models::EncoderClassifier& m, bool on_gpu_side, int step) {

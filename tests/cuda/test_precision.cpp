@@ -10,6 +10,7 @@
 #include "cuda/cuda_testing.h"
 #include "models/decoder_lm.h"
 #include "nn/optim.h"
+#include "support/tiny_models.h"
 
 using namespace ks;
 using namespace ks::testing;
@@ -72,22 +73,9 @@ TEST_CASE("cuda: TF32 GEMMs stay within TF32 rounding, and float32 is restored e
 }
 
 TEST_CASE("cuda: a decoder LM trained with bfloat16 GEMMs tracks the float32 CPU run" * needs_gpu()) {
-  models::ModelConfig c;
-  c.model = "decoder_lm";
-  c.vocab_size = 40;
-  c.d_model = 64;
-  c.d_ff = 128;
-  c.layers = 2;
-  c.max_len = 32;
-  c.dropout = 0;
-  c.attention.heads = 4;
-  c.attention.d_model = 64;
-  manual_seed(21);
-  auto cpu_model = std::dynamic_pointer_cast<models::DecoderLM>(models::build_model(c));
-  manual_seed(21);
-  auto gpu_model = std::dynamic_pointer_cast<models::DecoderLM>(models::build_model(c));
-  REQUIRE(cpu_model);
-  REQUIRE(gpu_model);
+  models::ModelConfig c = tiny_model_config("decoder_lm", 40, 64, 2, 32, 4);
+  auto cpu_model = seeded_model<models::DecoderLM>(c, 21);
+  auto gpu_model = seeded_model<models::DecoderLM>(c, 21);
   gpu_model->to(gpu());
   nn::AdamW cpu_opt(cpu_model->parameters(), {.lr = 3e-3}), gpu_opt(gpu_model->parameters(), {.lr = 3e-3});
   Generator gen(22);

@@ -6,6 +6,7 @@
 // Under AddressSanitizer the training tests run fewer steps and only check
 // that the loss falls (the full margins are checked in the Release build).
 #include "support/testing.h"
+#include "support/tiny_models.h"
 
 #include <algorithm>
 #include <cmath>
@@ -77,26 +78,14 @@ struct WordCorpus {
 };
 
 models::ModelConfig small_config(const std::string& family) {
-  models::ModelConfig c;
-  c.model = "decoder_lm";
-  c.vocab_size = WordCorpus::V;
-  c.d_model = 32;
-  c.d_ff = 64;
-  c.layers = 2;
-  c.max_len = 64;
-  c.dropout = 0;
+  models::ModelConfig c = tiny_model_config("decoder_lm", WordCorpus::V, 32, 2, 64, 2);
   c.attention.type = family;
-  c.attention.heads = 2;
-  c.attention.d_model = c.d_model;
   if (family == "fixed") c.attention.head_dim = 8;  // 2 heads of 8 < d / h = 16: a real fixed-size layer
   return c;
 }
 
 std::shared_ptr<models::DecoderLM> make_lm(const models::ModelConfig& c, uint64_t seed = 1) {
-  manual_seed(seed);
-  auto m = std::dynamic_pointer_cast<models::DecoderLM>(models::build_model(c));
-  REQUIRE(m != nullptr);
-  return m;
+  return seeded_model<models::DecoderLM>(c, seed);
 }
 
 // Trains with Adam on random windows; returns the mean held-out loss (eval mode, no grad).

@@ -7,6 +7,7 @@
 // Under AddressSanitizer the training tests run a few steps and only check
 // that the loss falls (the accuracy margins are checked in the Release build).
 #include "support/testing.h"
+#include "support/tiny_models.h"
 
 #include <random>
 
@@ -69,27 +70,15 @@ std::tuple<Tensor, Tensor, Tensor> pair_batch(int64_t B, std::mt19937_64& rng) {
 }
 
 models::ModelConfig classifier_config(const std::string& pooling) {
-  models::ModelConfig c;
-  c.model = "encoder_classifier";
-  c.vocab_size = kVocab;
+  models::ModelConfig c = tiny_model_config("encoder_classifier", kVocab, 32, 2, 65, 2);  // 64 tokens plus [CLS]
   c.num_classes = 2;
   c.pad_id = 0;
   c.pooling = pooling;
-  c.d_model = 32;
-  c.d_ff = 64;
-  c.layers = 2;
-  c.max_len = 65;  // 64 tokens plus [CLS]
-  c.dropout = 0;
-  c.attention.heads = 2;
-  c.attention.d_model = 32;
   return c;
 }
 
 std::shared_ptr<models::EncoderClassifier> make_classifier(const models::ModelConfig& c, uint64_t seed = 1) {
-  manual_seed(seed);
-  auto m = std::dynamic_pointer_cast<models::EncoderClassifier>(models::build_model(c));
-  REQUIRE(m != nullptr);
-  return m;
+  return seeded_model<models::EncoderClassifier>(c, seed);
 }
 
 double accuracy(const Tensor& logits, const Tensor& labels) {

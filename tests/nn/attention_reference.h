@@ -1,14 +1,18 @@
-// tests/nn/attention_reference.h — plain-loop pieces shared by the attention
-// tests: a Linear layer applied by explicit loops, and row-major index
-// helpers. Everything runs in double on values read out of the module, so
-// a reference never calls the ops it is checking. Not here: the attention
-// formulas themselves, which each test file writes out from its paper.
+// tests/nn/attention_reference.h — what the attention module tests share:
+// plain-loop pieces (a Linear layer applied by explicit loops, the masks as
+// predicates, a masked softmax), the seeded typed build of a module, and its
+// random inputs and bool mask tensors. The references run in double on values
+// read out of the module, so a reference never calls the ops it is checking.
+// Not here: the attention formulas themselves, which each test file writes
+// out from its paper.
 #pragma once
 
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <vector>
 
+#include "nn/attention/attention.h"
 #include "nn/layers.h"
 #include "support/testing.h"
 
@@ -36,6 +40,39 @@ inline Vec linear_ref(const Vec& x, int64_t n, const nn::Linear& l) {
 using MaskFn = std::function<bool(int64_t b, int64_t i, int64_t j)>;
 inline MaskFn no_mask() {
   return [](int64_t, int64_t, int64_t) { return false; };
+}
+// Causal: key j is hidden from query i when j > offset + i.
+inline MaskFn causal_mask(int64_t offset = 0) {
+  return [offset](int64_t, int64_t i, int64_t j) { return j > offset + i; };
+}
+// Key padding pad (B, S), nonzero where a key is hidden.
+inline MaskFn padding_mask(const Tensor& pad) {
+  std::vector<int> v;
+  for (double x : pad.to_vector<double>()) v.push_back(x != 0);
+  const int64_t S = pad.size(1);
+  return [v, S](int64_t b, int64_t, int64_t j) { return v[size_t(b * S + j)] != 0; };
+}
+
+// nn::make_attention(c) after manual_seed(seed), as the module type M (the
+// test fails if c builds another), moved to dtype dt.
+template <class M> std::shared_ptr<M> seeded_attention(const nn::AttentionConfig& c, DType dt, uint64_t seed) {
+  manual_seed(seed);
+  auto m = std::dynamic_pointer_cast<M>(nn::make_attention(c));
+  REQUIRE(m);
+  m->to(dt);
+  return m;
+}
+
+// The module's inputs: N(0, 1) values of `s` from seed; masks as bool
+// tensors of `shape` from 0/1 values.
+inline Tensor input(const Shape& s, uint64_t seed, DType dt = kFloat64) {
+  Generator g(seed);
+  return randn(s, {.dtype = dt}, &g);
+}
+inline Tensor bool_tensor(const std::vector<int>& values, const Shape& shape) {
+  Tensor t = empty(shape, {.dtype = kBool});
+  for (size_t i = 0; i < values.size(); ++i) t.data<bool>()[i] = values[i] != 0;
+  return t;
 }
 
 // Normalises w (n) in place as softmax over the entries not masked, from

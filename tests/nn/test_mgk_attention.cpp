@@ -81,10 +81,7 @@ template <class Options = nn::MgkOptions, class F> nn::AttentionConfig edited(nn
 
 // A module in float64 whose π is not uniform (so the tests see it matter).
 std::shared_ptr<nn::MixtureKeyAttention> make(const nn::AttentionConfig& c, DType dt = kFloat64, uint64_t seed = 7) {
-  manual_seed(seed);
-  auto m = std::dynamic_pointer_cast<nn::MixtureKeyAttention>(nn::make_attention(c));
-  REQUIRE(m);
-  m->to(dt);
+  auto m = seeded_attention<nn::MixtureKeyAttention>(c, dt, seed);
   NoGradGuard no_grad;
   Generator g(seed + 100);
   if (m->pi_logits.defined()) copy_(m->pi_logits, randn(m->pi_logits.sizes(), {.dtype = dt}, &g));
@@ -96,26 +93,6 @@ std::shared_ptr<nn::MixtureKeyAttention> make(const nn::AttentionConfig& c, DTyp
   return m;
 }
 
-Tensor input(const Shape& s, uint64_t seed, DType dt = kFloat64) {
-  Generator g(seed);
-  return randn(s, {.dtype = dt}, &g);
-}
-
-Tensor bool_tensor(const std::vector<int>& values, const Shape& shape) {
-  Tensor t = empty(shape, {.dtype = kBool});
-  for (size_t i = 0; i < values.size(); ++i) t.data<bool>()[i] = values[i] != 0;
-  return t;
-}
-
-MaskFn causal_mask() {
-  return [](int64_t, int64_t i, int64_t j) { return j > i; };
-}
-MaskFn padding_mask(const Tensor& pad) {
-  std::vector<int> v;
-  for (double x : pad.to_vector<double>()) v.push_back(x != 0);
-  const int64_t S = pad.size(1);
-  return [v, S](int64_t b, int64_t, int64_t j) { return v[size_t(b * S + j)] != 0; };
-}
 MaskFn either(MaskFn a, MaskFn b) {
   return [a, b](int64_t n, int64_t i, int64_t j) { return a(n, i, j) || b(n, i, j); };
 }

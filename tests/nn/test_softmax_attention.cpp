@@ -28,16 +28,7 @@ nn::AttentionConfig config(const std::string& type, int64_t d, int64_t h, int64_
 }
 
 std::shared_ptr<nn::MultiHeadAttention> make(const nn::AttentionConfig& c, DType dt = kFloat64, uint64_t seed = 7) {
-  manual_seed(seed);
-  auto m = std::dynamic_pointer_cast<nn::MultiHeadAttention>(nn::make_attention(c));
-  REQUIRE(m);
-  m->to(dt);
-  return m;
-}
-
-Tensor input(const Shape& s, uint64_t seed, DType dt = kFloat64) {
-  Generator g(seed);
-  return randn(s, {.dtype = dt}, &g);
+  return seeded_attention<nn::MultiHeadAttention>(c, dt, seed);
 }
 
 // softmax(Q_h K_hᵀ / √p + mask) V_h for every head h, concatenated, then W_o:
@@ -71,26 +62,6 @@ Vec mha_ref(const nn::MultiHeadAttention& m, const Tensor& query, const Tensor& 
         }
       }
   return linear_ref(heads, B * T, *m.o);
-}
-
-MaskFn causal_mask(int64_t offset = 0) {
-  return [offset](int64_t, int64_t i, int64_t j) { return j > offset + i; };
-}
-MaskFn padding_mask(const Tensor& pad) {
-  const std::vector<bool> v = [&] {
-    std::vector<bool> out;
-    for (double x : pad.to_vector<double>()) out.push_back(x != 0);
-    return out;
-  }();
-  const int64_t S = pad.size(1);
-  return [v, S](int64_t b, int64_t, int64_t j) { return bool(v[size_t(b * S + j)]); };
-}
-
-Tensor bool_tensor(const std::vector<int>& values, const Shape& shape) {
-  std::vector<bool> b(values.begin(), values.end());
-  Tensor t = empty(shape, {.dtype = kBool});
-  for (size_t i = 0; i < b.size(); ++i) t.data<bool>()[i] = b[i];
-  return t;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // error texts.
 #include <limits>
 
+#include "ops/ops_testing.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -14,23 +15,6 @@ using namespace ks::testing;
 using V = const std::vector<Tensor>&;
 
 namespace {
-
-// True where query i must not see key j: (B, 1, T, S) as bool, or undefined.
-Tensor hidden(int64_t B, int64_t T, int64_t S, bool causal, int64_t offset, const Tensor& pad) {
-  Tensor out;
-  if (causal) {
-    Tensor c = zeros({1, 1, T, S}, {.dtype = kBool});
-    bool* p = c.data<bool>();
-    for (int64_t i = 0; i < T; ++i)
-      for (int64_t j = 0; j < S; ++j) p[i * S + j] = j > offset + i;
-    out = c;
-  }
-  if (pad.defined()) {
-    Tensor pv = view(pad, {B, 1, 1, S});
-    out = out.defined() ? logical_or(out, pv) : pv;
-  }
-  return out;
-}
 
 // The module's old path, op by op.
 Tensor composed(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& o) {
@@ -73,15 +57,6 @@ std::vector<double> reference(const Tensor& q, const Tensor& k, const Tensor& v,
       }
   return out;
 }
-
-// Padding (B, S) with the given keys hidden in batch row b.
-Tensor padding(int64_t B, int64_t S, const std::vector<std::pair<int64_t, int64_t>>& hide) {
-  Tensor p = zeros({B, S}, {.dtype = kBool});
-  for (auto [b, j] : hide) p.data<bool>()[b * S + j] = true;
-  return p;
-}
-
-Tensor lf(const Shape& s, uint64_t seed, Layout l = Layout::Contiguous) { return leaf64(s, seed, l, -2, 2); }
 
 // Values and all three gradients of sum(out ∘ w), fused against composed.
 void check_against_composed(const Tensor& q0, const Tensor& k0, const Tensor& v0, const SdpaOptions& o, double tol,

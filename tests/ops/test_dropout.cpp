@@ -7,6 +7,7 @@
 #include "core/parallel.h"
 #include "ops/cpu/loops.h"
 #include "ops/dropout_formulas.h"
+#include "ops/ops_testing.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -54,14 +55,10 @@ TEST_CASE("dropout keeps about 1 - p, preserves the expectation and is thread-co
     CHECK(kept_fraction(y) == doctest::Approx(1 - p).epsilon(0.02));  // >= 3 sigma at 2e5 draws
     CHECK(sum(y).item() / 200000.0 == doctest::Approx(1.0).epsilon(0.02));
   }
-  const int saved = num_threads();
-  set_num_threads(1);
-  Generator s1(9);
-  std::vector<float> serial = dropout(x, 0.5, true, &s1).to_vector<float>();
-  set_num_threads(std::max(2, saved));
-  Generator s2(9);
-  std::vector<float> threaded = dropout(x, 0.5, true, &s2).to_vector<float>();
-  set_num_threads(saved);
+  auto [serial, threaded] = on_one_and_many_threads([&] {
+    Generator gen(9);
+    return dropout(x, 0.5, true, &gen).to_vector<float>();
+  });
   CHECK(serial == threaded);
 }
 

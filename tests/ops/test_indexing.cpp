@@ -1,6 +1,7 @@
 // tests/ops/test_indexing.cpp — index_select, index_add, gather, scatter_add:
 // forward against explicit loops, gradchecks over layouts (and through
 // expand), thread-count independence of the scatters, and error texts.
+#include "ops/ops_testing.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -17,13 +18,7 @@ Tensor seq(const Shape& shape, double start = 0) {
 
 // Runs f with 1 thread and with several, returning both results.
 std::pair<std::vector<double>, std::vector<double>> serial_and_parallel(const std::function<Tensor()>& f) {
-  const int saved = num_threads();
-  set_num_threads(1);
-  std::vector<double> serial = f().to_vector<double>();
-  set_num_threads(std::max(saved, 2));
-  std::vector<double> parallel = f().to_vector<double>();
-  set_num_threads(saved);
-  return {serial, parallel};
+  return on_one_and_many_threads([&] { return f().to_vector<double>(); });
 }
 
 }  // namespace

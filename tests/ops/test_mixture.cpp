@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "ops/mixture.h"
+#include "ops/ops_testing.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -210,12 +211,7 @@ TEST_CASE("mixture_softmax gives the same bits for any thread count") {
     return std::vector<std::vector<float>>{a.to_vector<float>(), s.grad().to_vector<float>(),
                                            bias.grad().to_vector<float>()};
   };
-  const int before = num_threads();
-  set_num_threads(1);
-  auto one = run();
-  set_num_threads(std::max(2, before));
-  auto many = run();
-  set_num_threads(before);
+  auto [one, many] = on_one_and_many_threads(run);
   CHECK(one == many);
 }
 

@@ -13,6 +13,7 @@
 
 #include "ops/mixture.h"
 #include "ops/mixture_attention.h"
+#include "ops/ops_testing.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -20,23 +21,6 @@ using namespace ks::testing;
 using V = const std::vector<Tensor>&;
 
 namespace {
-
-// True where query i must not see key j: (B, 1, T, S) bool, or undefined.
-Tensor hidden(int64_t B, int64_t T, int64_t S, bool causal, int64_t offset, const Tensor& pad) {
-  Tensor out;
-  if (causal) {
-    Tensor c = zeros({1, 1, T, S}, {.dtype = kBool});
-    bool* p = c.data<bool>();
-    for (int64_t i = 0; i < T; ++i)
-      for (int64_t j = 0; j < S; ++j) p[i * S + j] = j > offset + i;
-    out = c;
-  }
-  if (pad.defined()) {
-    Tensor pv = view(pad, {B, 1, 1, S});
-    out = out.defined() ? logical_or(out, pv) : pv;
-  }
-  return out;
-}
 
 double resolved_scale(const Tensor& q, const MixtureAttentionOptions& o) {
   return o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(q.size(3)));
@@ -55,15 +39,6 @@ MixtureAttention composed(const Tensor& q, const Tensor& k, const Tensor& bias, 
   if (o.totals) r.totals = sum(mix.responsibilities, {2, 4});
   return r;
 }
-
-// Padding (B, S) with the given keys hidden.
-Tensor padding(int64_t B, int64_t S, const std::vector<std::pair<int64_t, int64_t>>& hide) {
-  Tensor p = zeros({B, S}, {.dtype = kBool});
-  for (auto [b, j] : hide) p.data<bool>()[b * S + j] = true;
-  return p;
-}
-
-Tensor lf(const Shape& s, uint64_t seed, Layout l = Layout::Contiguous) { return leaf64(s, seed, l, -2, 2); }
 
 struct Inputs {
   Tensor q, k, bias, v;
@@ -380,12 +355,7 @@ TEST_CASE("mixture_attention results do not depend on the thread count") {
     for (const Tensor& t : {q, k, b, v}) r.push_back(t.grad().to_vector<float>());
     return r;
   };
-  const int before = num_threads();
-  set_num_threads(1);
-  auto one = run();
-  set_num_threads(std::max(2, before));
-  auto many = run();
-  set_num_threads(before);
+  auto [one, many] = on_one_and_many_threads(run);
   CHECK(one == many);
 }
 

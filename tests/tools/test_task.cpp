@@ -17,6 +17,7 @@
 #include "datasets/vocab.h"
 #include "models/decoder_lm.h"
 #include "models/seq2seq.h"
+#include "support/tiny_models.h"
 #include "tools/train/progress.h"
 #include "tools/train/task.h"
 
@@ -32,6 +33,24 @@ data::Ids bytes_of(const std::string& s) {
   data::Ids out;
   for (unsigned char c : s) out.push_back(int32_t(4 + c));
   return out;
+}
+
+// An untrained seq2seq model (width 16, 2 heads) over `vocab` ids on both
+// sides, positions up to max_len, built after manual_seed(seed).
+std::shared_ptr<models::Seq2Seq> tiny_seq2seq(int64_t vocab, int64_t max_len, uint64_t seed) {
+  nlohmann::json j = {
+      {"model", "seq2seq"}, {"src_vocab_size", vocab}, {"tgt_vocab_size", vocab}, {"d_model", 16},
+      {"d_ff", 32},         {"max_len", max_len},      {"dropout", 0.0},          {"attention", {{"heads", 2}}}};
+  return testing::seeded_model<models::Seq2Seq>(models::parse_model_config(j), seed);
+}
+
+// A seq2seq split with no examples yet, byte-tokenized on both sides.
+data::Dataset byte_pairs() {
+  data::Dataset set;
+  set.task = data::Task::Seq2Seq;
+  set.vocab_size = set.target_vocab_size = 260;
+  set.tokenizer = set.target_tokenizer = std::make_shared<data::ByteTokenizer>();
+  return set;
 }
 
 }  // namespace
@@ -104,16 +123,7 @@ TEST_CASE("task: each predicted token adds the bytes it appends to the decoded t
 }
 
 TEST_CASE("task: evaluate reports bpb for a language model: its summed nats / ln 2 / the bytes") {
-  models::ModelConfig c;
-  c.model = "decoder_lm";
-  c.vocab_size = 260;
-  c.d_model = 16;
-  c.d_ff = 32;
-  c.layers = 1;
-  c.max_len = 16;
-  c.dropout = 0;
-  c.attention.heads = 2;
-  c.attention.d_model = c.d_model;
+  models::ModelConfig c = testing::tiny_model_config("decoder_lm", 260, 16, 1, 16, 2);
   manual_seed(3);
   std::shared_ptr<models::Model> model = models::build_model(c);
   // "héllo\nab" in windows of 4: é is two byte tokens, eos one newline; 8 predictions of 8 bytes.
@@ -142,24 +152,16 @@ TEST_CASE("task: evaluate reports bpb for a language model: its summed nats / ln
 }
 
 TEST_CASE("task: evaluate's seq2seq decodes give exact match, TER and CER as DecodeScore computes them") {
-  nlohmann::json j = {
-      {"model", "seq2seq"}, {"src_vocab_size", 260}, {"tgt_vocab_size", 260}, {"d_model", 16},
-      {"d_ff", 32},         {"max_len", 12},         {"dropout", 0.0},        {"attention", {{"heads", 2}}}};
-  manual_seed(5);
-  auto model = std::dynamic_pointer_cast<models::Seq2Seq>(models::build_model(models::parse_model_config(j)));
-  REQUIRE(model);
-  data::Dataset set;
-  set.task = data::Task::Seq2Seq;
-  set.vocab_size = set.target_vocab_size = 260;
-  auto tok = std::make_shared<data::ByteTokenizer>();
-  set.tokenizer = set.target_tokenizer = tok;
+  auto model = tiny_seq2seq(260, 12, 5);  // the byte tokenizer's ids
+  data::Dataset set = byte_pairs();
+  const data::Tokenizer* tok = set.tokenizer.get();
   for (const char* text : {"abc", "hello", "x", "\xc3\xa9t\xc3\xa9"})
     set.examples.push_back({bytes_of(text), bytes_of(text), -1});
   EvalResult r = evaluate(*model, set, {.batch_size = 3, .decode_examples = 4});
   DecodeScore want;
   for (const data::Example& e : set.examples) {
     Tensor src = from_vector(std::vector<int64_t>(e.tokens.begin(), e.tokens.end()), {1, int64_t(e.tokens.size())});
-    want.add(model->greedy_decode(src, 12)[0], {e.target.begin(), e.target.end()}, tok.get());
+    want.add(model->greedy_decode(src, 12)[0], {e.target.begin(), e.target.end()}, tok);
   }
   CHECK(r.decoded == 4);
   CHECK(r.exact_match == doctest::Approx(want.exact_match()));
@@ -178,16 +180,8 @@ TEST_CASE("task: evaluate's seq2seq decodes give exact match, TER and CER as Dec
 
 TEST_CASE("task: evaluate decodes a seeded sample of the split, not its first lines, and says so") {
   // A split sorted by length, as a file often is: the first examples are unlike the rest.
-  nlohmann::json j = {
-      {"model", "seq2seq"}, {"src_vocab_size", 260}, {"tgt_vocab_size", 260}, {"d_model", 16},
-      {"d_ff", 32},         {"max_len", 12},         {"dropout", 0.0},        {"attention", {{"heads", 2}}}};
-  manual_seed(5);
-  auto model = std::dynamic_pointer_cast<models::Seq2Seq>(models::build_model(models::parse_model_config(j)));
-  REQUIRE(model);
-  data::Dataset set;
-  set.task = data::Task::Seq2Seq;
-  set.vocab_size = set.target_vocab_size = 260;
-  set.tokenizer = set.target_tokenizer = std::make_shared<data::ByteTokenizer>();
+  auto model = tiny_seq2seq(260, 12, 5);  // the byte tokenizer's ids
+  data::Dataset set = byte_pairs();
   for (int n = 1; n <= 10; ++n) set.examples.push_back({bytes_of(std::string(size_t(n), 'a')), bytes_of("ab"), -1});
 
   const std::vector<int64_t> sample = decode_sample(10, 4, 0);
@@ -235,12 +229,7 @@ TEST_CASE("task: split_tokens counts a language model's stream once, a seq2seq p
 }
 
 TEST_CASE("task: decode_sources in padded batches gives each source's own decode, greedy and beam") {
-  nlohmann::json j = {
-      {"model", "seq2seq"}, {"src_vocab_size", 20}, {"tgt_vocab_size", 20}, {"d_model", 16},
-      {"d_ff", 32},         {"max_len", 10},        {"dropout", 0.0},       {"attention", {{"heads", 2}}}};
-  manual_seed(7);
-  auto model = std::dynamic_pointer_cast<models::Seq2Seq>(models::build_model(models::parse_model_config(j)));
-  REQUIRE(model);
+  auto model = tiny_seq2seq(20, 10, 7);
   const std::vector<std::vector<int64_t>> sources = {
       {5, 6, 7, 8, 9, 10, 11}, {12}, {13, 14, 15}, {}, {4, 4, 19, 18, 17}};
   for (int64_t beam : {1, 3}) {
