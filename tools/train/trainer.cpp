@@ -12,7 +12,6 @@
 
 #include "autograd/engine.h"
 #include "core/clock.h"
-#include "core/cuda.h"
 #include "core/matmul_precision.h"
 #include "core/parallel.h"
 #include "core/random.h"
@@ -23,7 +22,6 @@
 #include "ops/elementwise.h"
 #include "tools/figures/plot.h"
 #include "tools/train/config_utf8.h"
-#include "tools/train/distributed_run.h"
 #include "tools/train/progress.h"
 #include "tools/train/provenance.h"
 
@@ -77,8 +75,9 @@ StopSignalScope::~StopSignalScope() {
 Trainer::Trainer(const TrainConfig& config, TrainerOptions options) : config_(config), options_(std::move(options)) {
   g_stop_requested = false;  // a request belongs to the run it was made for
   paths_.dir = options_.run_dir;
-  device_ = resolve_device(config_.train.device, "train.device");
-  setup_ranks();
+  replicas_ = Replicas::join(config_.train, resolve_device(config_.train.device, "train.device"));
+  device_ = replicas_->device();
+  lead_ = replicas_->lead();
   // Process-wide, so set on every run: a float32 run after a bf16 one must not inherit it.
   set_matmul_precision(parse_matmul_precision(config_.train.precision, "train.precision"));
   build(options_.resume);
@@ -86,83 +85,26 @@ Trainer::Trainer(const TrainConfig& config, TrainerOptions options) : config_(co
 
 Trainer::~Trainer() = default;
 
-void Trainer::setup_ranks() {
-  host_ = &dist::world(Device::cpu());
-  lead_ = host_->rank() == 0;
-  tensors_ = host_;
-  if (!distributed()) return;
-  host_->set_timeout(config_.train.collective_timeout);
-  // One GPU per rank: the rank's place on its machine picks it (NCCL refuses two ranks on one GPU).
-  if (device_.is_cuda()) {
-    const dist::LaunchInfo info = dist::launch_info();
-    const int gpus = cuda_device_count();
-    KS_CHECK(info.local_size <= gpus && info.local_rank<gpus, "distributed: ", info.local_size> 0 ? info.local_size
-                                                                                                  : info.local_rank + 1,
-             " ranks on this machine but ", gpus, " GPU(s): train.device cuda needs one GPU per rank (launch at most ",
-             gpus, " per machine, e.g. mpirun --map-by ppr:", std::max(1, gpus), ":node)");
-    device_ = Device::cuda(info.local_rank);
-  }
-  tensors_ = &dist::world(device_);
-  tensors_->set_timeout(config_.train.collective_timeout);
-}
-
-RunTokenizers Trainer::run_tokenizers() const {
-  if (!distributed()) return load_run_tokenizers(paths_, config_.data);
-  return read_run_tokenizers(config_.data, paths_.tokenizer(), paths_.target_tokenizer(), [&](const fs::path& file) {
-    return file_from_rank0(*host_, file, data::kMaxTokenizerFileBytes);
-  });
-}
-
 void Trainer::build(bool resume) {
   check_config_utf8(config_.to_json());
-  if (lead_) {
-    if (resume) {
-      KS_CHECK(fs::is_directory(paths_.dir), "cannot resume: run folder ", paths_.dir.string(), " does not exist");
-    } else {
-      std::error_code ec;
-      fs::create_directories(paths_.dir, ec);
-      KS_CHECK(!ec, "cannot create run folder ", paths_.dir.string(), ": ", ec.message());
-    }
-    lock_ = std::make_unique<RunLock>(paths_);
-    remove_stale_temporaries(paths_);
-    const bool saved = fs::exists(paths_.latest()) || fs::exists(paths_.best());
-    if (!resume) {
-      KS_CHECK(!saved, "run folder ", paths_.dir.string(),
-               " already holds a run; continue it with --resume, or choose a new folder with --out");
-      if (fs::exists(paths_.config()))
-        std::printf("note: %s holds a run that stopped before its first checkpoint; starting it afresh\n",
-                    paths_.dir.string().c_str());
-    } else if (!fs::exists(paths_.latest())) {
-      KS_CHECK(!saved, "cannot resume: ", paths_.dir.string(), " has ", paths_.best().filename().string(), " but no ",
-               paths_.latest().filename().string(), "; evaluate it with keystone eval --checkpoint best");
-      std::printf("note: %s has no checkpoint yet (it stopped before its first one); starting it from step 0\n",
-                  paths_.dir.string().c_str());
-      resume = false;
-    }
-    for (const std::string& w : config_.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  }
-  const int ranks = host_->size(), rank = host_->rank();
-  if (distributed()) resume = host_->broadcast_value(resume, 0);  // rank 0 has looked at the folder
+  resume = replicas_->lead_decides([&] { return open_folder(resume); });  // rank 0 looks at the folder
   if (config_.train.threads > 0)
     set_num_threads(int(config_.train.threads));
-  else if (distributed())
-    set_num_threads(threads_per_rank());
+  else if (const int threads = replicas_->default_threads(); threads > 0)
+    set_num_threads(threads);
 
   // A resumed run reads its data with the tokenizers it was trained with.
   const json config_as_given = config_.to_json();
-  TrainingData data = build_data(config_.data, config_.seed, resume ? run_tokenizers() : RunTokenizers{});
+  TrainingData data = build_data(config_.data, config_.seed,
+                                 resume ? read_run_tokenizers(config_.data, paths_.tokenizer(),
+                                                              paths_.target_tokenizer(), replicas_->tokenizer_files())
+                                        : RunTokenizers{});
   if (lead_) print_warnings(data.warnings);
   splits_ = std::move(data.splits);
   config_.data = data.resolved;
   models::ModelConfig model_config = models::parse_model_config(complete_model_section(config_.model, splits_));
   config_.model = model_config.to_json();
-  check_same_config_on_every_rank(*host_, config_.to_json());
-  if (distributed()) {
-    const int64_t global = int64_t(ranks) * config_.train.batch_size;
-    KS_CHECK(global <= splits_.train.size(), "distributed: ", ranks, " ranks x train.batch_size ",
-             config_.train.batch_size, " = ", global, " examples per step, but the training split has only ",
-             splits_.train.size(), ": launch fewer ranks or lower train.batch_size");
-  }
+  replicas_->check_run(config_.to_json(), config_.train.batch_size, splits_.train.size());
 
   manual_seed(config_.seed);
   model_ = models::build_model(model_config);
@@ -171,21 +113,16 @@ void Trainer::build(bool resume) {
   model_->to(device_);
   model_->train();
   optimizer_ = make_optimizer(config_.optimizer, *model_);
-  if (distributed()) {
-    ddp_ = std::make_unique<nn::DistributedDataParallel>(*model_, *tensors_,
-                                                         nn::DataParallelOptions{.bucket_mb = config_.train.bucket_mb});
-    if (config_.train.zero) zero_ = std::make_unique<nn::ZeroOptimizer>(*optimizer_, *tensors_);
-    // Rank 0 keeps the run's dropout stream; the others get streams of their own.
-    if (rank > 0) default_generator().set_state(rank_seed(config_.seed, rank), 0);
-  }
-  // The loader plans global batches (one rank's batch times the ranks) and hands this rank its slice.
-  data::LoaderOptions lo{.batch_size = config_.train.batch_size * ranks,
+  replicas_->attach(*model_, *optimizer_, config_.seed);
+  // The loader plans global batches (one replica's batch times the replicas) and hands this one its slice.
+  const int replicas = replicas_->size();
+  data::LoaderOptions lo{.batch_size = config_.train.batch_size * replicas,
                          .shuffle = true,
                          .seed = config_.seed,
                          .bucket_batches = config_.train.bucket_batches,
                          .prefetch = config_.train.prefetch,
-                         .shards = ranks,
-                         .shard = rank};
+                         .shards = replicas,
+                         .shard = replicas_->rank()};
   loader_ = std::make_unique<data::DataLoader>(std::make_shared<const data::Dataset>(splits_.train), lo);
   schedule_ = config_.schedule;
   schedule_.total_steps = config_.train.steps;
@@ -193,6 +130,34 @@ void Trainer::build(bool resume) {
 
   if (resume) restore_from_latest(config_as_given);
   if (lead_) write_run_files(resume);
+}
+
+bool Trainer::open_folder(bool resume) {
+  if (resume) {
+    KS_CHECK(fs::is_directory(paths_.dir), "cannot resume: run folder ", paths_.dir.string(), " does not exist");
+  } else {
+    std::error_code ec;
+    fs::create_directories(paths_.dir, ec);
+    KS_CHECK(!ec, "cannot create run folder ", paths_.dir.string(), ": ", ec.message());
+  }
+  lock_ = std::make_unique<RunLock>(paths_);
+  remove_stale_temporaries(paths_);
+  const bool saved = fs::exists(paths_.latest()) || fs::exists(paths_.best());
+  if (!resume) {
+    KS_CHECK(!saved, "run folder ", paths_.dir.string(),
+             " already holds a run; continue it with --resume, or choose a new folder with --out");
+    if (fs::exists(paths_.config()))
+      std::printf("note: %s holds a run that stopped before its first checkpoint; starting it afresh\n",
+                  paths_.dir.string().c_str());
+  } else if (!fs::exists(paths_.latest())) {
+    KS_CHECK(!saved, "cannot resume: ", paths_.dir.string(), " has ", paths_.best().filename().string(), " but no ",
+             paths_.latest().filename().string(), "; evaluate it with keystone eval --checkpoint best");
+    std::printf("note: %s has no checkpoint yet (it stopped before its first one); starting it from step 0\n",
+                paths_.dir.string().c_str());
+    resume = false;
+  }
+  for (const std::string& w : config_.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  return resume;
 }
 
 void Trainer::write_run_files(bool resumed) {
@@ -213,32 +178,15 @@ void Trainer::write_run_files(bool resumed) {
 void Trainer::restore_from_latest(const json& config_as_given) {
   const fs::path file = paths_.latest();
   // The config first: another family's weights would fail to load with a less telling message.
-  nn::SafetensorsContent content;
-  if (!distributed()) {
-    content = nn::load_safetensors(file.string());
-  } else {
-    std::optional<std::string> bytes = file_from_rank0(*host_, file, nn::kMaxSafetensorsBytes);
-    KS_CHECK(bytes.has_value(), "cannot resume: rank 0 finds no ", file.string());
-    content = nn::safetensors_from_bytes(*bytes, file.string());
-  }
+  const nn::SafetensorsContent content = replicas_->read_checkpoint(file);
   const json stored = check_checkpoint_config(content.metadata, config_as_given, file);
   const json* stored_train =
       stored.is_object() && stored.contains("train") && stored["train"].is_object() ? &stored["train"] : nullptr;
   auto stored_value = [&](const char* key) -> const json* {
     return stored_train && stored_train->contains(key) ? &(*stored_train)[key] : nullptr;
   };
-  // A checkpoint of N ranks holds N dropout streams and the batch split of N.
-  const auto world = content.metadata.find("keystone.world_size");
-  const std::string saved_ranks = world == content.metadata.end() ? "1" : world->second;
-  KS_CHECK(saved_ranks == std::to_string(host_->size()), "cannot resume: ", file.string(), " was written by a run of ",
-           saved_ranks, " rank(s), and this one has ", host_->size(), "; resume it with mpirun -np ", saved_ranks,
-           " (another count would change the dropout streams and which rank reads which examples)");
-  nn::Metadata m = nn::load_checkpoint(content, file.string(), *model_, zero_ ? nullptr : optimizer_.get());
-  if (zero_) {
-    const nn::NamedTensors optim_state = nn::checkpoint_optimizer_state(content, file.string());
-    KS_CHECK(!optim_state.empty(), "checkpoint ", file.string(), ": the file holds no optimizer state");
-    zero_->load_full_state_dict(optim_state);
-  }
+  replicas_->check_saved_replicas(content.metadata, file);
+  nn::Metadata m = replicas_->load_checkpoint(content, file, *model_, *optimizer_);
   // No run gets past its own train.steps, the checkpoint's or (for one saved
   // without its config) today's; both are at most 2^40, so the step counts on.
   const json* before_steps = stored_value("steps");
@@ -248,19 +196,12 @@ void Trainer::restore_from_latest(const json& config_as_given) {
   state_ = TrainState::from_metadata(m, file, std::max(stored_steps, config_.train.steps));
   loader_->restore(data::LoaderState::from_json(state_.loader));
   default_generator().set_state(state_.rng_seed, state_.rng_offset);
-  if (distributed() && host_->rank() > 0) {
-    const auto streams = m.find("keystone.rank_rng");
-    KS_CHECK(streams != m.end(), "checkpoint ", file.string(), ": no 'keystone.rank_rng' for the ranks' streams");
-    const auto [seed, offset] = rank_stream(streams->second, host_->rank(), host_->size(), file.string());
-    default_generator().set_state(seed, offset);
-  }
   elapsed_before_ = state_.elapsed_s;
-  agreed_elapsed_ = elapsed_before_;
+  replicas_->restored(m, file, elapsed_before_);
   // Decided once, by the saved clock, on every rank alike: a run whose training
   // is over only lacks (or already has) its test evaluation.
   finished_ = finished_reason(elapsed_before_);
-  test_done_ = lead_ && trim_metrics_to_checkpoint();
-  if (distributed()) test_done_ = host_->broadcast_value(test_done_, 0);
+  test_done_ = replicas_->lead_decides([&] { return trim_metrics_to_checkpoint(); });
   if (!lead_ || !finished_.empty()) return;  // a finished run trains no step: no schedule to speak of
 
   // A longer or shorter run, or another time budget, moves the schedule: say so, with the rate's jump.
@@ -345,23 +286,7 @@ void Trainer::save(const fs::path& path) {
   state_.elapsed_s = clock();
   nn::Metadata m = state_.to_metadata();
   m["keystone.config"] = config_.to_json().dump();
-  if (!distributed()) {
-    nn::save_checkpoint(path.string(), *model_, optimizer_.get(), m);
-    return;
-  }
-  // A collective: every rank's dropout stream, and ZeRO's shards, to rank 0.
-  const std::vector<std::string> streams =
-      host_->all_gather_bytes(json::array({default_generator().seed(), default_generator().offset()}).dump());
-  json all = json::array();
-  for (const std::string& s : streams) all.push_back(json::parse(s));
-  const nn::NamedTensors optim_state = zero_ ? zero_->full_state_dict() : nn::NamedTensors{};
-  if (lead_) {
-    m["keystone.world_size"] = std::to_string(host_->size());
-    m["keystone.rank_rng"] = all.dump();
-    nn::save_checkpoint(path.string(), *model_, zero_ ? optim_state : optimizer_->state_dict(), m);
-  }
-  // No rank goes on (or exits, which makes mpirun end the job) before the file is in place.
-  host_->barrier();
+  replicas_->save_checkpoint(path, *model_, *optimizer_, std::move(m));
 }
 
 void Trainer::log_train_record() {
@@ -377,11 +302,7 @@ void Trainer::log_train_record() {
                  {"lr", optimizer_->lr()},
                  {"tokens_per_s", shown_rate_}};
   if (bpb_factor_) record["bpb"] = state_.interval_loss / steps * *bpb_factor_;
-  if (ddp_) {
-    // Time rank 0 waited for gradient all-reduces after its backward: the communication overlap did not hide.
-    record["allreduce_wait_s"] = ddp_->stats().wait_s - wait_logged_;
-    wait_logged_ = ddp_->stats().wait_s;
-  }
+  replicas_->add_to_record(record);
   append_metrics(record);
   state_.interval_loss = state_.interval_grad_norm = 0;
   state_.interval_steps = state_.interval_tokens = 0;
@@ -392,7 +313,7 @@ bool Trainer::evaluate_valid() {
   EvalOptions eo{.batch_size = config_.train.batch_size,
                  .max_batches = config_.train.eval_batches,
                  .decode_examples = config_.train.decode_examples,
-                 .group = distributed() ? host_ : nullptr};
+                 .group = replicas_->eval_group()};
   EvalResult r = evaluate(*model_, splits_.valid, eo);
   last_valid_ = r.to_json(splits_.valid.task);
   json record = last_valid_;
@@ -418,12 +339,10 @@ bool Trainer::evaluate_valid() {
 }
 
 void Trainer::evaluate_test_with_best() {
-  if (lead_ && fs::exists(paths_.best())) nn::load_checkpoint(paths_.best().string(), *model_);
-  if (distributed()) nn::broadcast_module(*model_, *tensors_, 0);
+  replicas_->load_weights(paths_.best(), *model_);
   // The whole split, every example decoded: the run's final word.
-  EvalOptions eo{.batch_size = config_.train.batch_size,
-                 .decode_examples = splits_.test.size(),
-                 .group = distributed() ? host_ : nullptr};
+  EvalOptions eo{
+      .batch_size = config_.train.batch_size, .decode_examples = splits_.test.size(), .group = replicas_->eval_group()};
   EvalResult r = evaluate(*model_, splits_.test, eo);
   last_test_ = r.to_json(splits_.test.task);
   json record = last_test_;
@@ -477,18 +396,13 @@ void Trainer::print_start() const {
   for (int i = 0; i < 3; ++i)
     std::fprintf(stderr, "  %-5s %s examples, %s tokens\n", names[i], format_count(sets[i]->size()).c_str(),
                  format_count(split_tokens(*sets[i])).c_str());
-  std::string batch = str(t.batch_size);
-  if (distributed()) batch = str(host_->size(), " x ", batch);  // ranks x each rank's share
+  std::string batch = replicas_->batch_text(str(t.batch_size));
   if (t.accumulate_steps > 1) batch = str(t.accumulate_steps, " x ", batch);
   std::fprintf(stderr, "  %lld steps of %s examples: %lld batches per epoch, %.2f epochs%s\n", (long long)t.steps,
                batch.c_str(), (long long)per_epoch, epochs,
                t.max_time > 0 ? str(", at most ", format_duration(t.max_time)).c_str() : "");
-  if (distributed())
-    std::fprintf(stderr,
-                 "  data parallel: %d ranks over %s, %d thread(s) each; %lld gradient bucket(s) of at most "
-                 "%g MB%s\n",
-                 host_->size(), tensors_->backend().c_str(), num_threads(), (long long)ddp_->stats().buckets,
-                 t.bucket_mb, zero_ ? "; ZeRO-1 optimizer state" : "");
+  if (const std::string line = replicas_->start_line(t.bucket_mb); !line.empty())
+    std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 TrainOutcome Trainer::run() {
@@ -516,7 +430,7 @@ TrainOutcome Trainer::run() {
   if (lead_) append_provenance(paths_.dir, session_first_step_ > 0, session_first_step_);
   const std::vector<Tensor> params = model_->parameters();
   while (state_.step < t.steps) {
-    if (distributed() ? agreed_stop_ : g_stop_requested.load()) {
+    if (replicas_->stop(g_stop_requested)) {
       save(paths_.latest());
       if (lead_) {
         if (options_.progress) std::fprintf(stderr, "\n");
@@ -525,11 +439,11 @@ TrainOutcome Trainer::run() {
         } catch (const Error&) {  // a run stopped before its first record has nothing to plot
         }
         std::printf("stopped at step %lld; saved %s\ncontinue with: %skeystone train --out %s --resume\n",
-                    (long long)state_.step, paths_.latest().string().c_str(),
-                    distributed() ? str("mpirun -np ", host_->size(), " ").c_str() : "", paths_.dir.string().c_str());
+                    (long long)state_.step, paths_.latest().string().c_str(), replicas_->relaunch().c_str(),
+                    paths_.dir.string().c_str());
         std::fflush(stdout);
       }
-      if (distributed()) host_->barrier();  // a rank's exit status 130 makes mpirun end the others
+      replicas_->barrier();  // a rank's exit status 130 makes mpirun end the others
       return TrainOutcome::Stopped;
     }
     ++state_.step;
@@ -565,11 +479,11 @@ TrainOutcome Trainer::run() {
 double Trainer::train_step(const std::vector<Tensor>& params) {
   const TrainOptions& t = config_.train;
   optimizer_->set_lr_factor(schedule_.factor(std::max<int64_t>(1, schedule_step())));
-  const int ranks = host_->size();
+  const int replicas = replicas_->size();
   const int64_t micros = t.accumulate_steps;
   // The step's micro-batches first (their ids only, CPU tensors), to know
   // each one's predictions (target tokens, labels) before any backward:
-  // mine[i] on this rank, all[i] summed over the ranks.
+  // mine[i] on this replica, all[i] summed over the replicas.
   std::vector<data::Batch> batches;
   std::vector<double> mine;
   int64_t tokens = 0;
@@ -581,50 +495,41 @@ double Trainer::train_step(const std::vector<Tensor>& params) {
     mine.push_back(double(batch_predictions(*model_, *batch)));
     batches.push_back(std::move(*batch));
   }
-  const std::vector<double> all = distributed() ? host_->all_reduce(mine) : mine;
+  const std::vector<double> all = replicas_->sum(mine);
   double total = 0;
   for (double n : all) total += n;
   KS_CHECK(total > 0, "step ", state_.step, ": its training batches hold no targets to predict");
   // Each micro-batch's mean loss counts by its share of the step's
   // predictions, 1 / parts (exactly 1 / accumulate_steps when the
-  // micro-batches predict alike), and in a data-parallel run each rank's by
-  // its share of the micro-batch's, times the ranks (the gradient reduction
-  // averages): the gradients then sum to the mean over the whole step.
+  // micro-batches predict alike), and each replica's by its share of the
+  // micro-batch's, times the replicas (the gradient reduction averages): the
+  // gradients then sum to the mean over the whole step. Alone, share and
+  // replicas are exactly 1, and so are their products.
   double value = 0;
-  if (ddp_) ddp_->broadcast_buffers();  // rank 0's running statistics (soft-E's π), as PyTorch's DDP
+  replicas_->begin_step();
   for (int64_t micro = 0; micro < micros; ++micro) {
-    if (ddp_) ddp_->set_sync(micro + 1 == micros);
+    replicas_->set_sync(micro + 1 == micros);
     const size_t i = size_t(micro);
     if (mine[i] == 0) continue;  // nothing here for this rank (a short last batch); it adds zeros
     const double parts = total / all[i];
-    const double share = distributed() ? mine[i] / all[i] : 1;
+    const double share = mine[i] / all[i];
     Tensor loss = batch_loss(*model_, device_.is_cpu() ? batches[i] : batches[i].to(device_));
     const double micro_value = loss.item<double>();
     KS_CHECK(std::isfinite(micro_value), "training diverged: the loss is ", micro_value, " at step ", state_.step,
              " (try a lower optimizer.lr or train.clip_grad_norm); the last checkpoint is ", paths_.latest().string());
-    const double scale = (1.0 / parts) * (distributed() ? share * ranks : 1);
+    const double scale = (1.0 / parts) * (share * replicas);
     backward(scale != 1 ? mul(loss, scale) : loss);
     value += micro_value / parts * share;
   }
-  if (ddp_) ddp_->finish_gradient_sync();
-  if (distributed()) {
-    // One reduction for what every rank must agree on: the loss, the tokens,
-    // a stop request (a signal reaches ranks at different steps) and rank 0's clock.
-    const std::vector<double> sum =
-        host_->all_reduce({value, double(tokens), g_stop_requested ? 1.0 : 0.0, lead_ ? elapsed() : 0.0});
-    value = sum[0];
-    tokens = int64_t(sum[1]);
-    agreed_stop_ = sum[2] > 0;
-    agreed_elapsed_ = sum[3];
-  }
+  replicas_->finish_gradients();
+  const Replicas::StepTotals totals = replicas_->agree({.loss = value, .tokens = tokens}, g_stop_requested, elapsed());
+  value = totals.loss;
+  tokens = totals.tokens;
   const double max_norm = t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
   const double grad_norm = nn::clip_grad_norm(params, max_norm);
   KS_CHECK(std::isfinite(grad_norm), "training diverged: the gradient norm is ", grad_norm, " at step ", state_.step,
            " (try a lower optimizer.lr); the last checkpoint is ", paths_.latest().string());
-  if (zero_)
-    zero_->step();
-  else
-    optimizer_->step();
+  replicas_->optimizer_step(*optimizer_);
   optimizer_->zero_grad();
 
   state_.interval_loss += value;
@@ -638,13 +543,8 @@ void Trainer::print_summary() const {
   std::printf("finished %lld steps in %s\n", (long long)state_.step, format_duration(elapsed()).c_str());
   if (!last_valid_.empty()) std::printf("  last valid:  %s\n", format_metrics(last_valid_).c_str());
   std::printf("  best valid loss %.4f at step %lld\n", state_.best_loss, (long long)state_.best_step);
-  if (ddp_ && ddp_->stats().syncs > 0)
-    std::printf(
-        "  data parallel: %d ranks; rank 0 waited %.1f s for gradient all-reduces (%.1f%% of this session), "
-        "%lld of %lld bucket launches overlapped with backward\n",
-        host_->size(), ddp_->stats().wait_s, 100.0 * ddp_->stats().wait_s / std::max(1e-9, now_s() - session_start_),
-        (long long)ddp_->stats().launched_in_backward,
-        (long long)(ddp_->stats().launched_in_backward + ddp_->stats().launched_at_finish));
+  if (const std::string line = replicas_->summary_line(now_s() - session_start_); !line.empty())
+    std::printf("%s\n", line.c_str());
   if (!last_test_.empty()) std::printf("  test (best checkpoint): %s\n", format_metrics(last_test_).c_str());
   std::printf("  run folder:  %s\n", paths_.dir.string().c_str());
   std::printf("  checkpoint:  %s (latest: %s)\n", paths_.best().string().c_str(), paths_.latest().string().c_str());

@@ -32,18 +32,19 @@
 // give the gradient of one batch of them all.
 //
 // Data parallel (`mpirun -np N keystone train ...`, ranks from the
-// launcher's environment): every rank builds the same model (rank 0's
-// weights are broadcast) and reads its own slice of each global batch of
-// N × train.batch_size examples (datasets/loader.h shards). Each rank's mean
-// loss is weighted by its share of the global batch's predictions, and
-// nn::DistributedDataParallel averages the gradients during backward, so a
-// step equals one process's step on the global batch (to float32 reduction
-// order). The loss, token counts, stop requests and the clock are reduced
-// every step, so all ranks take the same decisions (stop, time budget,
-// patience); evaluation is split over the ranks and summed. Rank 0 alone
-// writes the run folder and prints; a checkpoint holds every rank's dropout
-// stream and (with train.zero) the gathered optimizer state, so --resume
-// with the same N continues exactly; another N is refused.
+// launcher's environment) is behind one interface, tools/train/replicas.h,
+// which a single process implements by doing nothing: every rank builds the
+// same model (rank 0's weights are broadcast) and reads its own slice of each
+// global batch of N × train.batch_size examples (datasets/loader.h shards).
+// Each rank's mean loss is weighted by its share of the global batch's
+// predictions, and nn::DistributedDataParallel averages the gradients during
+// backward, so a step equals one process's step on the global batch (to
+// float32 reduction order). The loss, token counts, stop requests and the
+// clock are reduced every step, so all ranks take the same decisions (stop,
+// time budget, patience); evaluation is split over the ranks and summed.
+// Rank 0 alone writes the run folder and prints; a checkpoint holds every
+// rank's dropout stream and (with train.zero) the gathered optimizer state,
+// so --resume with the same N continues exactly; another N is refused.
 // Not here: the folder layout and loading runs (tools/train/run_dir.h), the
 // command-line flags (tools/train/train.cpp), how a model computes its loss
 // (tools/train/task.h).
@@ -57,13 +58,11 @@
 #include <optional>
 #include <string>
 
-#include "core/distributed.h"
 #include "datasets/loader.h"
 #include "models/model.h"
-#include "nn/data_parallel.h"
 #include "nn/optim.h"
-#include "nn/zero.h"
 #include "tools/train/data_setup.h"
+#include "tools/train/replicas.h"
 #include "tools/train/run_dir.h"
 #include "tools/train/task.h"
 #include "tools/train/train_schedule.h"
@@ -114,6 +113,8 @@ class Trainer {
 
  private:
   void build(bool resume);
+  // Locks the folder and checks it may hold this run (rank 0); returns whether to resume.
+  bool open_folder(bool resume);
   void restore_from_latest(const nlohmann::json& config_json);
   // Cuts metrics.jsonl back to the checkpoint's step (rank 0), or leaves it as
   // it is and returns true when the run is finished and holds its test record.
@@ -127,16 +128,12 @@ class Trainer {
   void print_progress(bool force);
   void print_start() const;
   void print_summary() const;
-  void setup_ranks();
-  bool distributed() const { return host_->size() > 1; }
-  // The run's saved tokenizers, read by rank 0 and handed to every rank.
-  RunTokenizers run_tokenizers() const;
   // One optimizer step: forward and backward of every micro-batch, the
   // gradient reduction, clipping `params` and the update; returns the step's loss.
   double train_step(const std::vector<Tensor>& params);
   double elapsed() const;
   // The clock every decision uses: elapsed(), or rank 0's in a data-parallel run.
-  double clock() const { return distributed() ? agreed_elapsed_ : elapsed(); }
+  double clock() const { return replicas_->clock(elapsed()); }
   // The step the schedule is evaluated at: the real step, or further along
   // when train.max_time will end the run before train.steps.
   int64_t schedule_step() const;
@@ -155,14 +152,8 @@ class Trainer {
   nn::LRSchedule schedule_;
   std::optional<double> bpb_factor_;  // nats per token -> bits per byte on the train split (LMs with text)
 
-  dist::ProcessGroup* host_ = nullptr;     // the job's ranks, for host values (single when alone)
-  dist::ProcessGroup* tensors_ = nullptr;  // for tensors on device_: MPI on the CPU, NCCL on CUDA
-  bool lead_ = true;                       // rank 0: writes the run folder and prints
-  std::unique_ptr<nn::DistributedDataParallel> ddp_;
-  std::unique_ptr<nn::ZeroOptimizer> zero_;
-  double agreed_elapsed_ = 0;  // rank 0's clock after the last step
-  bool agreed_stop_ = false;   // some rank was asked to stop
-  double wait_logged_ = 0;     // ddp_'s wait_s at the last train record
+  std::unique_ptr<Replicas> replicas_;  // the processes training this run (one, or mpirun's ranks)
+  bool lead_ = true;                    // replicas_->lead(): writes the run folder and prints
 
   TrainState state_;  // what a checkpoint carries besides the weights (tools/train/train_state.h)
   // A resumed run whose training was over when saved: why (empty otherwise),
