@@ -265,9 +265,10 @@ TEST_CASE("trainer: accumulate_steps sums micro-batches into one step and resume
   Trainer whole(cfg, {.run_dir = tmp.path() / "whole", .progress = false});
   whole.run();
   {
-    Trainer first(cfg, {.run_dir = tmp.path() / "split", .progress = false, .on_step = [](int64_t step, double) {
-                          if (step == 3) request_training_stop();
-                        }});
+    Trainer first(cfg,
+                  {.run_dir = tmp.path() / "split", .progress = false, .callbacks = {.on_step = [](const StepEvent& e) {
+                                                                         if (e.step == 3) request_training_stop();
+                                                                       }}});
     CHECK(first.run() == TrainOutcome::Stopped);
   }
   Trainer second(parse_train_config(json::parse(read_text(tmp.path() / "split" / "config.json"))),

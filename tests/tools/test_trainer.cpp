@@ -93,9 +93,10 @@ TEST_CASE("trainer: a stopped and resumed run writes exactly the losses and weig
 
     // Stop after step 5, in the middle of an evaluation period, as Ctrl-C would.
     {
-      Trainer first(cfg, {.run_dir = tmp.path() / "split", .progress = false, .on_step = [](int64_t step, double) {
-                            if (step == 5) request_training_stop();
-                          }});
+      Trainer first(
+          cfg, {.run_dir = tmp.path() / "split", .progress = false, .callbacks = {.on_step = [](const StepEvent& e) {
+                                                                      if (e.step == 5) request_training_stop();
+                                                                    }}});
       CHECK(first.run() == TrainOutcome::Stopped);
       CHECK(first.step() == 5);
     }
@@ -236,9 +237,10 @@ TEST_CASE("cuda: trainer on the GPU tracks the CPU's losses and resumes exactly"
     Trainer whole(cfg, {.run_dir = tmp.path() / "whole", .progress = false});
     CHECK(whole.run() == TrainOutcome::Finished);
     {
-      Trainer first(cfg, {.run_dir = tmp.path() / "split", .progress = false, .on_step = [](int64_t step, double) {
-                            if (step == 5) request_training_stop();
-                          }});
+      Trainer first(
+          cfg, {.run_dir = tmp.path() / "split", .progress = false, .callbacks = {.on_step = [](const StepEvent& e) {
+                                                                      if (e.step == 5) request_training_stop();
+                                                                    }}});
       CHECK(first.run() == TrainOutcome::Stopped);
     }
     Trainer second(cfg, {.run_dir = tmp.path() / "split", .resume = true, .progress = false});

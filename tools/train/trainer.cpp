@@ -287,6 +287,8 @@ void Trainer::save(const fs::path& path) {
   nn::Metadata m = state_.to_metadata();
   m["keystone.config"] = config_.to_json().dump();
   replicas_->save_checkpoint(path, *model_, *optimizer_, std::move(m));
+  if (options_.callbacks.on_checkpoint)
+    options_.callbacks.on_checkpoint({.step = state_.step, .path = path, .best = path == paths_.best()});
 }
 
 void Trainer::log_train_record() {
@@ -334,6 +336,9 @@ bool Trainer::evaluate_valid() {
         pad_line(str("step ", state_.step, ": valid ", format_metrics(last_valid_), improved ? "  (best so far)" : ""))
             .c_str());
   }
+  if (options_.callbacks.on_evaluation)
+    options_.callbacks.on_evaluation(
+        {.step = state_.step, .split = "valid", .loss = r.loss, .improved = improved, .metrics = last_valid_});
   if (improved) save(paths_.best());
   return improved;
 }
@@ -350,6 +355,8 @@ void Trainer::evaluate_test_with_best() {
   record["step"] = state_.step;
   record["checkpoint_step"] = state_.best_step;
   append_metrics(record);
+  if (options_.callbacks.on_evaluation)
+    options_.callbacks.on_evaluation({.step = state_.step, .split = "test", .loss = r.loss, .metrics = last_test_});
 }
 
 void Trainer::print_progress(bool force) {
@@ -447,9 +454,9 @@ TrainOutcome Trainer::run() {
       return TrainOutcome::Stopped;
     }
     ++state_.step;
-    const double value = train_step(params);
-    shown_loss_ = shown_loss_ < 0 ? value : 0.9 * shown_loss_ + 0.1 * value;
-    if (options_.on_step) options_.on_step(state_.step, value);
+    const StepEvent done = train_step(params);
+    shown_loss_ = shown_loss_ < 0 ? done.loss : 0.9 * shown_loss_ + 0.1 * done.loss;
+    if (options_.callbacks.on_step) options_.callbacks.on_step(done);
 
     const bool out_of_time = t.max_time > 0 && clock() >= t.max_time;
     bool last = state_.step == t.steps || out_of_time;
@@ -476,9 +483,11 @@ TrainOutcome Trainer::run() {
   return TrainOutcome::Finished;
 }
 
-double Trainer::train_step(const std::vector<Tensor>& params) {
+StepEvent Trainer::train_step(const std::vector<Tensor>& params) {
   const TrainOptions& t = config_.train;
+  const double start = now_s();
   optimizer_->set_lr_factor(schedule_.factor(std::max<int64_t>(1, schedule_step())));
+  const double lr = optimizer_->lr();
   const int replicas = replicas_->size();
   const int64_t micros = t.accumulate_steps;
   // The step's micro-batches first (their ids only, CPU tensors), to know
@@ -536,7 +545,13 @@ double Trainer::train_step(const std::vector<Tensor>& params) {
   state_.interval_grad_norm += grad_norm;
   state_.interval_tokens += tokens;
   ++state_.interval_steps;
-  return value;
+  return {.step = state_.step,
+          .loss = value,
+          .lr = lr,
+          .grad_norm = grad_norm,
+          .tokens = tokens,
+          .tokens_per_s = double(tokens) / std::max(now_s() - start, 1e-9),
+          .elapsed_s = clock()};
 }
 
 void Trainer::print_summary() const {

@@ -1,9 +1,22 @@
-// tools/train/trainer.h — the training loop behind `keystone train`: data, model,
-// optimizer and schedule built from a config; a summary of what the run will
-// see; a live progress line; periodic evaluation; metrics.jsonl; latest and
-// best checkpoints; a clean stop on Ctrl-C (SIGINT) or SIGTERM that saves
-// first; resuming; gradient accumulation; a wall-clock budget
+// tools/train/trainer.h — the training loop behind `keystone train`, and the
+// C++ API of the installed library keystone_train (Keystone::keystone_train):
+// data, model, optimizer and schedule built from a config; a summary of what
+// the run will see; a live progress line; periodic evaluation; metrics.jsonl;
+// latest and best checkpoints; a clean stop on Ctrl-C (SIGINT) or SIGTERM that
+// saves first; resuming; gradient accumulation; a wall-clock budget
 // (train.max_time) and early stopping (train.patience).
+//
+//   ks::tools::TrainConfig config = ks::tools::parse_train_config(json);  // tools/train/run_config.h
+//   ks::tools::Trainer trainer(config, {.run_dir = "runs/mine", .progress = false,
+//                                       .callbacks = {.on_step = [](const ks::tools::StepEvent& e) { ... }}});
+//   trainer.run();
+//
+// Callbacks (TrainerCallbacks) let a program log anywhere: on_step after every
+// optimizer step, on_evaluation after every evaluation (valid during the run,
+// test with the best checkpoint at its end), on_checkpoint after every
+// checkpoint is written. They run on the training thread, on every replica of
+// a data-parallel run with the values all replicas agreed on (the checkpoint's
+// file is rank 0's); one that throws stops the run with its error.
 //
 // Resuming is exact: a checkpoint holds the parameters, the optimizer state,
 // and the training state of tools/train/train_state.h (loader position, dropout
@@ -84,12 +97,47 @@ class StopSignalScope {
   StopSignalScope& operator=(const StopSignalScope&) = delete;
 };
 
+// After an optimizer step: its loss (the mean over the step's predictions, as
+// metrics.jsonl's train records average), learning rate and gradient norm
+// (before clipping), and how fast it read tokens.
+struct StepEvent {
+  int64_t step = 0;  // 1 for the first step of a run
+  double loss = 0;
+  double lr = 0;
+  double grad_norm = 0;
+  int64_t tokens = 0;       // tokens the step's batches held (over all replicas)
+  double tokens_per_s = 0;  // tokens / the step's wall-clock time
+  double elapsed_s = 0;     // the run's clock, earlier sessions included
+};
+
+// After an evaluation: `metrics` is the record metrics.jsonl gets for it (loss,
+// ppl, accuracy, ... as tools/train/task.h computes them, without split and step).
+struct EvalEvent {
+  int64_t step = 0;
+  std::string split;  // "valid" (every train.eval_every steps) or "test" (at the end, best checkpoint)
+  double loss = 0;
+  bool improved = false;  // valid: a new best, whose checkpoint follows
+  nlohmann::json metrics;
+};
+
+// After a checkpoint is written (the file is complete; a data-parallel run's is rank 0's).
+struct CheckpointEvent {
+  int64_t step = 0;
+  std::filesystem::path path;
+  bool best = false;  // best.safetensors (the lowest valid loss so far), else latest.safetensors
+};
+
+struct TrainerCallbacks {
+  std::function<void(const StepEvent&)> on_step;
+  std::function<void(const EvalEvent&)> on_evaluation;
+  std::function<void(const CheckpointEvent&)> on_checkpoint;
+};
+
 struct TrainerOptions {
   std::filesystem::path run_dir;
   bool resume = false;
   bool progress = true;  // the live progress line (stderr); tests turn it off
-  // Called after every optimizer step with the step and its loss (tests).
-  std::function<void(int64_t step, double loss)> on_step{};
+  TrainerCallbacks callbacks{};
 };
 
 enum class TrainOutcome { Finished, Stopped };
@@ -129,8 +177,8 @@ class Trainer {
   void print_start() const;
   void print_summary() const;
   // One optimizer step: forward and backward of every micro-batch, the
-  // gradient reduction, clipping `params` and the update; returns the step's loss.
-  double train_step(const std::vector<Tensor>& params);
+  // gradient reduction, clipping `params` and the update.
+  StepEvent train_step(const std::vector<Tensor>& params);
   double elapsed() const;
   // The clock every decision uses: elapsed(), or rank 0's in a data-parallel run.
   double clock() const { return replicas_->clock(elapsed()); }
