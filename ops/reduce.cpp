@@ -1,7 +1,7 @@
 // ops/reduce.cpp — reduction ops: checks, output shapes, backward formulas.
 // The loops are in cpu/reduce.cpp. Backwards run with grad mode off and use
 // broadcast views (expand) of the reduced results and gradients, plus the
-// elementwise pieces of reduce_grad_kernel.
+// elementwise pieces of ReduceGradOps (reduce_grad_formulas.h).
 #include "ops/reduce.h"
 
 #include <cmath>
@@ -9,12 +9,12 @@
 #include "autograd/node.h"
 #include "core/factory.h"
 #include "ops/elementwise.h"
+#include "ops/reduce_grad_formulas.h"
 #include "ops/view.h"
 
 namespace ks {
 
 constinit KernelTable<ReduceKernel> reduce_kernel("reduce");
-constinit KernelTable<ReduceGradKernel> reduce_grad_kernel("reduce_grad");
 
 std::vector<bool> reduction_mask(const Dims& dims, int64_t ndim, const char* op) {
   std::vector<bool> mask(size_t(ndim), dims.empty());
@@ -98,10 +98,11 @@ Tensor present(const Tensor& t, const Plan& p) {
 // A reduced-shape tensor (result or kept shape) broadcast back over the input.
 Tensor spread(const Tensor& t, const Plan& p) { return expand(reshape(t, p.kept), p.in); }
 
-Tensor grad_op(ReduceGradOp op, const Shape& shape, DType dtype, Device device, const std::vector<Tensor>& in,
-               double param = 0) {
+// The piece Op of ReduceGradOps over inputs `in`, into a new tensor of `shape`.
+template <class Op>
+Tensor grad_op(const Shape& shape, DType dtype, Device device, const std::vector<Tensor>& in, double p = 0) {
   Tensor out = Tensor::empty(shape, dtype, device);
-  reduce_grad_kernel(device, op, out, in, param);
+  reduce_grad_kernel<Op>(device, out, in, p);
   return out;
 }
 
@@ -118,7 +119,7 @@ Tensor extreme(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, con
     record(is_max ? "AmaxBackward" : "AminBackward", {x}, {out},
            [p, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
              Tensor x = sx.unpack();
-             Tensor tie = grad_op(ReduceGradOp::TieMask, p.in, x.dtype(), x.device(), {x, spread(sy.unpack(), p)});
+             Tensor tie = grad_op<reduce_grad_ops::TieMask>(p.in, x.dtype(), x.device(), {x, spread(sy.unpack(), p)});
              Tensor share = div(reshape(g[0], p.kept), sum(tie, p.dims, true));
              return std::vector<Tensor>{mul(tie, share)};
            });
@@ -145,8 +146,8 @@ ValuesIndices select_along(const Tensor& x, int64_t dim, bool keepdim, bool is_m
              if (!p.dims.empty()) pos_shape[size_t(p.dims[0])] = p.n;
              Tensor pos =
                  expand(reshape(arange(double(p.n), {.dtype = kInt64, .device = g[0].device()}), pos_shape), p.in);
-             return std::vector<Tensor>{grad_op(ReduceGradOp::SelectGrad, p.in, g[0].dtype(), g[0].device(),
-                                                {pos, spread(si.unpack(), p), spread(g[0], p)})};
+             return std::vector<Tensor>{grad_op<reduce_grad_ops::SelectGrad>(
+                 p.in, g[0].dtype(), g[0].device(), {pos, spread(si.unpack(), p), spread(g[0], p)})};
            });
   return r;
 }
@@ -174,7 +175,7 @@ Tensor variance(const Tensor& x, const Dims& dims, double correction, bool keepd
           Tensor gk = reshape(g[0], p.kept);
           if (sy.defined()) {
             Tensor s = sy.unpack();
-            gk = grad_op(ReduceGradOp::SafeDiv, p.kept, s.dtype(), s.device(), {expand(gk, p.kept), s});
+            gk = grad_op<reduce_grad_ops::SafeDiv>(p.kept, s.dtype(), s.device(), {expand(gk, p.kept), s});
             return std::vector<Tensor>{mul(centred, mul(gk, 1.0 / (double(p.n) - correction)))};
           }
           return std::vector<Tensor>{mul(centred, mul(gk, 2.0 / (double(p.n) - correction)))};
@@ -222,8 +223,8 @@ Tensor prod(const Tensor& x, const Dims& dims, bool keepdim) {
       // element's derivative is the product of the others, even at zeros.
       Tensor x = sx.unpack();
       auto [nonzero, zero_count] = run(ReduceOp::ProdNonzero, x, p, x.dtype(), true);
-      return std::vector<Tensor>{grad_op(ReduceGradOp::ProdGrad, p.in, x.dtype(), x.device(),
-                                         {x, spread(nonzero, p), spread(zero_count, p), spread(g[0], p)})};
+      return std::vector<Tensor>{grad_op<reduce_grad_ops::ProdGrad>(
+          p.in, x.dtype(), x.device(), {x, spread(nonzero, p), spread(zero_count, p), spread(g[0], p)})};
     });
   return out;
 }
@@ -262,8 +263,8 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
     record("LogSumExpBackward", {x}, {out},
            [p, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
              Tensor x = sx.unpack();
-             return std::vector<Tensor>{grad_op(ReduceGradOp::SoftmaxGrad, p.in, x.dtype(), x.device(),
-                                                {x, spread(sy.unpack(), p), spread(g[0], p)})};
+             return std::vector<Tensor>{grad_op<reduce_grad_ops::SoftmaxGrad>(
+                 p.in, x.dtype(), x.device(), {x, spread(sy.unpack(), p), spread(g[0], p)})};
            });
   return out;
 }
@@ -282,11 +283,15 @@ Tensor norm(const Tensor& x, const Dims& dims, NormOptions opts) {
       Tensor yb = spread(sy.unpack(), p);
       Tensor gk = reshape(g[0], p.kept);
       if (std::isinf(p_)) {  // like amax of |x|: split among ties
-        Tensor tie = grad_op(ReduceGradOp::AbsTieMask, p.in, x.dtype(), x.device(), {x, yb});
+        Tensor tie = grad_op<reduce_grad_ops::AbsTieMask>(p.in, x.dtype(), x.device(), {x, yb});
         gk = div(gk, sum(tie, p.dims, true));
       }
-      return std::vector<Tensor>{
-          grad_op(ReduceGradOp::NormGrad, p.in, x.dtype(), x.device(), {x, yb, expand(gk, p.in)}, p_)};
+      Tensor grad;
+      for_each_op<reduce_grad_ops::NormGradOps>([&]<class Op>() {
+        if (!grad.defined() && Op::matches(p_))
+          grad = grad_op<Op>(p.in, x.dtype(), x.device(), {x, yb, expand(gk, p.in)}, p_);
+      });
+      return std::vector<Tensor>{grad};
     });
   return out;
 }

@@ -126,20 +126,12 @@ using ReduceKernel = void(ReduceOp op, const Tensor& out, const Tensor& indices,
                           const std::vector<bool>& reduce, const ReduceParams& params);
 extern KernelTable<ReduceKernel> reduce_kernel;
 
-// Elementwise pieces of reduction backwards (no autograd), out = f(in...),
-// every input already a broadcast view of out's shape:
-enum class ReduceGradOp {
-  SoftmaxGrad,  // (x, y, g) -> g·exp(x - y), 0 where y == -inf
-  NormGrad,     // (x, y, g), p -> g·sign(x)·|x|^(p-1) / y^(p-1), 0 where y == 0;
-                //   p = ±inf: g·sign(x) where |x| == y, else 0
-  TieMask,      // (x, y) -> 1 where x == y (NaN matches NaN), else 0
-  AbsTieMask,   // (x, y) -> 1 where |x| == y, else 0
-  SelectGrad,   // (pos, idx, g) -> g where pos == idx, else 0 (pos, idx int64)
-  ProdGrad,     // (x, prod_nonzero, zero_count, g) -> ∂Πx/∂x · g
-  SafeDiv,      // (a, b) -> a / b, 0 where b == 0
-};
-using ReduceGradKernel = void(ReduceGradOp op, const Tensor& out, const std::vector<Tensor>& in, double p);
-extern KernelTable<ReduceGradKernel> reduce_grad_kernel;
+// The elementwise pieces of the reductions' backwards (no autograd): one table
+// per piece of ReduceGradOps (ops/reduce_grad_formulas.h), filled by
+// ops/reduce_grad_kernels.h. out = Op::f(in...), every input already a
+// broadcast view of out's shape; p is norm's, for the pieces that take it.
+using ReduceGradKernel = void(const Tensor& out, const std::vector<Tensor>& in, double p);
+template <class Op> constinit inline KernelTable<ReduceGradKernel> reduce_grad_kernel("reduce_grad");
 
 // Helpers for reduction ops: normalises dims into a per-dim mask, and the
 // output shape with or without the reduced dims.

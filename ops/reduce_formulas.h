@@ -1,5 +1,5 @@
-// ops/reduce_formulas.h — the math of the reductions and of their elementwise
-// backwards, written once for the CPU and the CUDA kernels.
+// ops/reduce_formulas.h — the math of the reductions, written once for the
+// CPU and the CUDA kernels.
 //
 // A reducer is the per-output math of one ReduceOp, in the protocol that both
 // backends' loops run (ops/cpu/reduce_loops.h, ops/cuda/reduce.cu):
@@ -16,19 +16,17 @@
 //                 [&](auto tag, const auto& r) { reduce_with<typename decltype(tag)::type>(g, r); });
 //
 // float32/float64 accumulate in double, integers and bools in int64, wrapping
-// like two's complement (as PyTorch). The grad functors (ReduceGradOp) and
-// their kernel, reduce_grad<Loops>, are written once for both backends. Math functions are
-// ks::kmath's (ops/kernel_math.h), except exp: see libm_exp.
+// like two's complement (as PyTorch). Math functions are ks::kmath's
+// (ops/kernel_math.h), except exp: see libm_exp. The backwards' elementwise
+// pieces are descriptors of their own (reduce_grad_formulas.h).
 // Not here: loops, chunking, thread or block structure, and the CPU's
 // contiguous fast paths (lane sums, ops/cpu/reduce.cpp): those are per backend.
 #pragma once
 
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "core/error.h"
 #include "ops/kernel_math.h"
@@ -76,9 +74,6 @@ KS_HOST_DEVICE inline double clamp_below_zero(double v) { return is_nan(v) || 0.
 // logsumexp and its gradient keep the results they had.
 KS_HOST_DEVICE inline float libm_exp(float x) { return ::expf(x); }
 KS_HOST_DEVICE inline double libm_exp(double x) { return ::exp(x); }
-
-// -1, 0, 1, or NaN for NaN (so a NaN input yields a NaN gradient).
-template <class T> KS_HOST_DEVICE inline T sign_of(T x) { return x > 0 ? T(1) : x < 0 ? T(-1) : x == 0 ? T(0) : x; }
 
 // --- what one element contributes (T x -> Wide or double) ---
 template <class T> struct ToWide {
@@ -329,86 +324,6 @@ void with_reducers(ReduceOp op, const ReduceParams& params, DType dtype, const T
       });
   }
   KS_ASSERT(false);
-}
-
-// --- the elementwise pieces of the backwards (ReduceGradOp, ops/reduce.h) ---
-template <class T> struct SoftmaxGrad {  // (x, y, g)
-  KS_HOST_DEVICE T operator()(T x, T y, T g) const { return y == T(-INFINITY) ? T(0) : T(g * libm_exp(T(x - y))); }
-};
-template <class T> struct NormGradInf {  // (x, y, g), p = ±inf
-  KS_HOST_DEVICE T operator()(T x, T y, T g) const { return kmath::fabs(x) == y ? T(g * sign_of(x)) : T(0); }
-};
-template <class T> struct NormGrad2 {
-  KS_HOST_DEVICE T operator()(T x, T y, T g) const { return y == 0 ? T(0) : T(g * x / y); }
-};
-template <class T> struct NormGrad1 {
-  KS_HOST_DEVICE T operator()(T x, T, T g) const { return T(g * sign_of(x)); }
-};
-template <class T> struct NormGradP {
-  double p;
-  KS_HOST_DEVICE T operator()(T x, T y, T g) const {
-    if (y == 0 || x == 0) return T(0);
-    return T(g * sign_of(x) * kmath::pow(kmath::fabs(double(x)) / double(y), p - 1));
-  }
-};
-template <class T> struct TieMask {  // (x, y)
-  KS_HOST_DEVICE T operator()(T x, T y) const { return T(x == y || (is_nan(x) && is_nan(y))); }
-};
-template <class T> struct AbsTieMask {
-  KS_HOST_DEVICE T operator()(T x, T y) const { return T(kmath::fabs(x) == y || (is_nan(x) && is_nan(y))); }
-};
-template <class T> struct SelectGrad {  // (pos, idx, g)
-  KS_HOST_DEVICE T operator()(int64_t pos, int64_t i, T g) const { return pos == i ? g : T(0); }
-};
-// Derivative of Π x by x_i: the product of the others, i.e. y / x_i without
-// zeros; with one zero, nonzero only at that zero.
-template <class T> struct ProdGrad {  // (x, prod_nonzero, zero_count, g)
-  KS_HOST_DEVICE T operator()(T x, T nonzero, int64_t zeros, T g) const {
-    if (zeros == 0) return T(g * nonzero / x);
-    return zeros == 1 && x == 0 ? T(g * nonzero) : T(0);
-  }
-};
-template <class T> struct SafeDiv {  // (a, b)
-  KS_HOST_DEVICE T operator()(T a, T b) const { return b == 0 ? T(0) : T(a / b); }
-};
-
-// The first K inputs, as the backends' map loops take them.
-template <size_t K> std::array<Tensor, K> first_inputs(const std::vector<Tensor>& in) {
-  std::array<Tensor, K> a;
-  for (size_t k = 0; k < K; ++k) a[k] = in[k];
-  return a;
-}
-
-// Calls run(f, TypeTag<In>{}...) with the functor of op (floating T) and the
-// element types of its inputs.
-template <class T, class Run> void with_reduce_grad(ReduceGradOp op, double p, Run&& run) {
-  const TypeTag<T> t;
-  const TypeTag<int64_t> i64;
-  switch (op) {
-    case ReduceGradOp::SoftmaxGrad: return run(SoftmaxGrad<T>{}, t, t, t);
-    case ReduceGradOp::NormGrad:
-      if (std::isinf(p)) return run(NormGradInf<T>{}, t, t, t);
-      if (p == 2) return run(NormGrad2<T>{}, t, t, t);
-      if (p == 1) return run(NormGrad1<T>{}, t, t, t);
-      return run(NormGradP<T>{p}, t, t, t);
-    case ReduceGradOp::TieMask: return run(TieMask<T>{}, t, t);
-    case ReduceGradOp::AbsTieMask: return run(AbsTieMask<T>{}, t, t);
-    case ReduceGradOp::SelectGrad: return run(SelectGrad<T>{}, i64, i64, t);
-    case ReduceGradOp::ProdGrad: return run(ProdGrad<T>{}, t, t, i64, t);
-    case ReduceGradOp::SafeDiv: return run(SafeDiv<T>{}, t, t);
-  }
-  KS_ASSERT(false);
-}
-
-// The reduce_grad kernel of ops/reduce.h for the backend whose loops are
-// Loops (CpuLoops, CudaLoops): the functor of op run by Loops::map.
-template <class Loops> void reduce_grad(ReduceGradOp op, const Tensor& out, const std::vector<Tensor>& in, double p) {
-  dispatch_floating(out.dtype(), "reduce backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    with_reduce_grad<T>(op, p, [&](auto f, auto... types) {
-      Loops::template map<T, typename decltype(types)::type...>(f, out, first_inputs<sizeof...(types)>(in));
-    });
-  });
 }
 
 }  // namespace ks::reduce_formulas

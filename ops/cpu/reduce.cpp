@@ -1,7 +1,7 @@
 // ops/cpu/reduce.cpp — CPU reduction kernels: the reducers of
 // ops/reduce_formulas.h run by the skeleton in reduce_loops.h, with the
 // contiguous fast paths that only the CPU has; and the registration of the
-// backwards' elementwise pieces (reduce_grad<CpuLoops>, run by cpu_map).
+// backwards' elementwise pieces (ops/reduce_grad_kernels.h, run by cpu_map).
 //
 // A contiguous run of an additive reduction is folded in 16 independent
 // partial sums (vectorised, and a shorter error chain); max/min by vector
@@ -17,6 +17,7 @@
 #include "ops/cpu/reduce_loops.h"
 #include "ops/reduce.h"
 #include "ops/reduce_formulas.h"
+#include "ops/reduce_grad_kernels.h"
 
 namespace ks::cpu {
 namespace {
@@ -139,5 +140,6 @@ void reduce_cpu(ReduceOp op, const Tensor& out, const Tensor& indices, const Ten
 
 }  // namespace
 KS_REGISTER_KERNEL(reduce_kernel, CPU, reduce_cpu);
-KS_REGISTER_KERNEL(reduce_grad_kernel, CPU, reduce_formulas::reduce_grad<CpuLoops>);
+[[maybe_unused]] const bool reduce_grad_kernels_registered =
+    reduce_grad_kernels::register_reduce_grad_kernels<CpuLoops>(DeviceType::CPU);
 }  // namespace ks::cpu

@@ -1,6 +1,6 @@
 // ops/cuda/reduce.cu — CUDA reduction kernels (every ReduceOp of
 // ops/reduce.h), and the registration of their backwards' elementwise pieces
-// (reduce_grad<CudaLoops>, ops/reduce_formulas.h).
+// (ops/reduce_grad_kernels.h, run by cuda_map).
 //
 // The input is seen as M outputs × N reduced elements, each side a set of
 // coalesced dims with x's own strides, so no layout needs a copy. One op is a
@@ -21,6 +21,7 @@
 #include "core/cuda/loops.cuh"
 #include "ops/reduce.h"
 #include "ops/reduce_formulas.h"
+#include "ops/reduce_grad_kernels.h"
 
 namespace ks::cuda {
 namespace {
@@ -148,5 +149,6 @@ void reduce_cuda(ReduceOp op, const Tensor& out, const Tensor& indices, const Te
 
 }  // namespace
 KS_REGISTER_KERNEL(reduce_kernel, CUDA, reduce_cuda);
-KS_REGISTER_KERNEL(reduce_grad_kernel, CUDA, reduce_formulas::reduce_grad<CudaLoops>);
+[[maybe_unused]] const bool reduce_grad_kernels_registered =
+    reduce_grad_kernels::register_reduce_grad_kernels<CudaLoops>(DeviceType::CUDA);
 }  // namespace ks::cuda

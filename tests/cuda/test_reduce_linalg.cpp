@@ -2,7 +2,9 @@
 // (every ReduceOp, along dims and over everything, row and column layouts,
 // permuted and sliced inputs) and of matmul/linear through cuBLAS
 // (transposed operands, broadcast batches, 1-d promotion), with gradchecks.
+// The reduction backwards run every row of tests/ops/reduce_grad_rows.h.
 #include "cuda/cuda_testing.h"
+#include "ops/reduce_grad_rows.h"
 
 using namespace ks;
 using namespace ks::testing;
@@ -110,24 +112,18 @@ TEST_CASE("cuda: max, min, argmax, prod and integer sums match the CPU" * needs_
 }
 
 TEST_CASE("cuda: reduction backwards match the CPU" * needs_gpu()) {
-  Twin x = twin({5, 6, 7}, 67, Layout::Permuted, kFloat64, 0.5, 2);
-  const std::vector<std::function<Tensor(const Tensor&)>> fs = {
-      [](const Tensor& t) { return logsumexp(t, {1}); },
-      [](const Tensor& t) {
-        return norm(t, {0, 2}, {.p = 3});
-      },
-      [](const Tensor& t) { return norm(t, {2}, {.p = INFINITY}); },
-      [](const Tensor& t) { return prod(t, {1}); },
-      [](const Tensor& t) { return amax(t, {0}); },
-      [](const Tensor& t) { return max(t, 2).values; },
-      [](const Tensor& t) { return stddev(t, {1}); },
-  };
-  for (size_t k = 0; k < fs.size(); ++k) {
-    CAPTURE(k);
-    Tensor xc = detach(x.cpu).set_requires_grad(true), xg = detach(x.gpu).set_requires_grad(true);
-    backward(sum(fs[k](xc)));
-    backward(sum(fs[k](xg)));
-    check_matches(xg.grad(), xc.grad(), 1e-11, 1e-11);
+  for (const ReduceGradCase& c : reduce_grad_cases()) {  // every piece of ReduceGradOps
+    const std::string call = c.call;
+    CAPTURE(call);
+    Twin x = twin({5, 6, 7}, 67, Layout::Permuted, kFloat64, c.lo, c.hi);
+    // And the row's special points (ties, zeros, -inf).
+    Tensor special = from_vector(c.x, c.shape);
+    for (auto [cpu, gpu] : {std::pair{x.cpu, x.gpu}, std::pair{special, on_gpu(special)}}) {
+      Tensor xc = detach(cpu).set_requires_grad(true), xg = detach(gpu).set_requires_grad(true);
+      backward(sum(c.op(xc)));
+      backward(sum(c.op(xg)));
+      check_matches(xg.grad(), xc.grad(), 1e-11, 1e-11);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // tests/ops/test_binary.cpp — add/sub/mul/div/pow/maximum/minimum and the
 // scalar forms: forward against loops, broadcasting, gradchecks over
-// layouts, dtype rules and errors.
+// layouts, dtype rules and errors. The tables binary_cases() and
+// scalar_cases() are keyed by BinaryOps and ScalarOps.
 #include "elementwise_ref.h"
 
 using namespace ks;
@@ -40,6 +41,46 @@ std::vector<BinaryCase> binary_cases() {
   };
   static_assert(covers<BinaryOps, decltype(rows)>, "every op of BinaryOps needs a row in binary_cases()");
   return std::apply([](const auto&... r) { return std::vector<BinaryCase>{r...}; }, rows);
+}
+
+struct ScalarCase {
+  const char* call;  // the public function and its number, to tell rows apart in failures
+  Tensor (*op)(const Tensor&);
+  double (*ref)(double);
+  double lo, hi;  // input range
+  bool integers;  // also on int64/int32 (Op::integers, unless the function refuses them, as div)
+};
+template <class Op> struct ScalarRow : ScalarCase {
+  using op_type = Op;
+  ScalarRow(const char* call, Tensor (*f)(const Tensor&), double (*r)(double), double lo, double hi,
+            bool integers = Op::integers)
+      : ScalarCase{call, f, r, lo, hi, integers} {}
+};
+// One or more rows per op of ScalarOps (ops/elementwise_formulas.h), one per
+// public function that runs it; a missing op fails to compile.
+std::vector<ScalarCase> scalar_cases() {
+  using namespace binary_ops;
+  using X = const Tensor&;
+  std::tuple rows{
+      ScalarRow<AddScalar>(
+          "add(x, 3)", [](X x) { return add(x, 3.0); }, [](double v) { return v + 3; }, -2, 2),
+      ScalarRow<AddScalar>(
+          "add(3, x)", [](X x) { return add(3.0, x); }, [](double v) { return 3 + v; }, -2, 2),
+      ScalarRow<AddScalar>(
+          "sub(x, 2)", [](X x) { return sub(x, 2.0); }, [](double v) { return v - 2; }, -2, 2),
+      ScalarRow<MulScalar>(
+          "mul(x, -2)", [](X x) { return mul(x, -2.0); }, [](double v) { return v * -2; }, -2, 2),
+      ScalarRow<MulScalar>(
+          "mul(3, x)", [](X x) { return mul(3.0, x); }, [](double v) { return 3 * v; }, -2, 2),
+      ScalarRow<MulScalar>(
+          "div(x, 4)", [](X x) { return div(x, 4.0); }, [](double v) { return v / 4; }, -2, 2, false),
+      ScalarRow<RSubScalar>(
+          "sub(3, x)", [](X x) { return sub(3.0, x); }, [](double v) { return 3 - v; }, -2, 2),
+      ScalarRow<RDivScalar>(
+          "div(2, x)", [](X x) { return div(2.0, x); }, [](double v) { return 2 / v; }, 0.5, 2),
+  };
+  static_assert(covers<ScalarOps, decltype(rows)>, "every op of ScalarOps needs a row in scalar_cases()");
+  return std::apply([](const auto&... r) { return std::vector<ScalarCase>{r...}; }, rows);
 }
 
 }  // namespace
@@ -101,10 +142,36 @@ TEST_CASE("binary ops reject bad shapes and dtypes by name") {
                        doctest::Contains("integer division"), Error);
 }
 
-TEST_CASE("scalar overloads, reversed forms and operators match loops") {
+TEST_CASE("every scalar form matches a loop in each dtype it takes and gradchecks") {
+  using V = const std::vector<Tensor>&;
+  for (const ScalarCase& c : scalar_cases()) {
+    const std::string call = c.call;
+    CAPTURE(call);
+    Tensor x = leaf64({3, 4}, 10, c.lo, c.hi);
+    check_close(c.op(x), ref_unary(x, c.ref), 1e-12, 1e-12);
+    // float32 on a row long enough to be split across threads, and transposed.
+    Tensor x32 = to(leaf64({2, 16500}, 14, c.lo, c.hi), kFloat32);
+    check_close(c.op(x32), ref_unary(x32, c.ref), 2e-6, 2e-6);
+    Tensor t32 = transpose(to(leaf64({3, 101}, 15, c.lo, c.hi), kFloat32), 0, 1);
+    check_close(c.op(t32), ref_unary(t32, c.ref), 2e-6, 2e-6);
+    if (c.integers)
+      for (DType dt : {kInt64, kInt32}) {
+        CAPTURE(name(dt));
+        Tensor i = small_ints({4, 5}, 16, dt, -50, 50);
+        CHECK(c.op(i).dtype() == dt);
+        check_close(c.op(i), ref_unary(i, c.ref), 0);
+      }
+    auto f = c.op;
+    for (Layout l : all_layouts()) {
+      CAPTURE(layout_name(l));
+      CHECK_GRADCHECK([f](V a) { return f(a[0]); }, {leaf64({3, 4}, 11, l, c.lo, c.hi)});
+    }
+    CHECK_GRADCHECK([f](V a) { return f(expand(a[0], {3, 4})); }, {leaf64({1, 4}, 13, c.lo, c.hi)});
+  }
+}
+
+TEST_CASE("scalar operators match loops and gradcheck") {
   Tensor x = tensor({-2, -0.5, 1, 4}, {2, 2}, {.dtype = kFloat64});
-  check_close(sub(3.0, x), ref_unary(x, [](double v) { return 3.0 - v; }));
-  check_close(div(2.0, x), ref_unary(x, [](double v) { return 2.0 / v; }));
   check_close(1.0 - x, ref_unary(x, [](double v) { return 1.0 - v; }));
   check_close(2.0 / x, ref_unary(x, [](double v) { return 2.0 / v; }));
   check_close(3.0 * x, ref_unary(x, [](double v) { return 3.0 * v; }));
@@ -117,21 +184,14 @@ TEST_CASE("scalar overloads, reversed forms and operators match loops") {
   CHECK((i * 2.0).dtype() == kInt64);
   check_close(10.0 - i * 2.0 + 1.0, {17, 11, -3});
   check_close(-i, {3, 0, -7});
-}
-
-TEST_CASE("scalar forms gradcheck") {
   using V = const std::vector<Tensor>&;
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
-    Tensor x = leaf64({3, 4}, 11, l);
+    Tensor a = leaf64({3, 4}, 11, l);
     Tensor p = leaf64({3, 4}, 12, l, 0.5, 2.0);
-    CHECK_GRADCHECK([](V a) { return sub(2.0, a[0]); }, {x});
-    CHECK_GRADCHECK([](V a) { return div(2.0, a[0]); }, {p});
-    CHECK_GRADCHECK([](V a) { return 1.0 - a[0] * 3.0 + (-a[0]) / 2.0; }, {x});
-    CHECK_GRADCHECK([](V a) { return 2.0 / a[0] - 4.0; }, {p});
+    CHECK_GRADCHECK([](V v) { return 1.0 - v[0] * 3.0 + (-v[0]) / 2.0; }, {a});
+    CHECK_GRADCHECK([](V v) { return 2.0 / v[0] - 4.0; }, {p});
   }
-  Tensor v = leaf64({1, 4}, 13, 0.5, 2.0);
-  CHECK_GRADCHECK([](V a) { return 3.0 / expand(a[0], {3, 4}); }, {v});
 }
 
 TEST_CASE("pow(Tensor, Tensor) broadcasts and matches a loop") {

@@ -1,6 +1,7 @@
 // tests/ops/test_compare.cpp — comparisons, logical ops, where and
 // masked_fill: against loops on broadcast shapes, NaN and integer rules,
-// gradchecks of where/masked_fill, errors.
+// gradchecks of where/masked_fill, errors. The tables cmp_cases() and
+// logical_cases() are keyed by CompareOps and LogicalOps.
 #include "elementwise_ref.h"
 
 using namespace ks;
@@ -33,6 +34,28 @@ std::vector<CmpCase> cmp_cases() {
   };
   static_assert(covers<CompareOps, decltype(rows)>, "every op of CompareOps needs a row in cmp_cases()");
   return std::apply([](const auto&... r) { return std::vector<CmpCase>{r...}; }, rows);
+}
+
+struct LogicalCase {
+  const char* name;
+  Tensor (*op)(const Tensor&, const Tensor&);  // b unused by logical_not
+  bool (*ref)(bool, bool);
+};
+template <class Op> struct LogicalRow : LogicalCase {
+  using op_type = Op;
+  LogicalRow(Tensor (*op)(const Tensor&, const Tensor&), bool (*ref)(bool, bool)) : LogicalCase{Op::name, op, ref} {}
+};
+// One row per op of LogicalOps (ops/compare_formulas.h); a missing row fails to compile.
+std::vector<LogicalCase> logical_cases() {
+  using namespace compare_ops;
+  std::tuple rows{
+      LogicalRow<LogicalNot>([](const Tensor& a, const Tensor&) { return logical_not(a); },
+                             [](bool x, bool) { return !x; }),
+      LogicalRow<LogicalAnd>(logical_and, [](bool x, bool y) { return x && y; }),
+      LogicalRow<LogicalOr>(logical_or, [](bool x, bool y) { return x || y; }),
+  };
+  static_assert(covers<LogicalOps, decltype(rows)>, "every op of LogicalOps needs a row in logical_cases()");
+  return std::apply([](const auto&... r) { return std::vector<LogicalCase>{r...}; }, rows);
 }
 
 Tensor random_mask(const Shape& shape, uint64_t seed) {
@@ -83,13 +106,21 @@ TEST_CASE("comparisons: NaN, scalars against integers and floats, no gradient") 
   CHECK_FALSE(eq(x, x).requires_grad());
 }
 
-TEST_CASE("logical ops on bool masks") {
-  Tensor a = random_mask({3, 4}, 64), b = random_mask({4}, 65);
-  check_close(logical_and(a, b), ref_binary(a, b, {3, 4}, [](double x, double y) { return double(x && y); }), 0);
-  check_close(logical_or(a, b), ref_binary(a, b, {3, 4}, [](double x, double y) { return double(x || y); }), 0);
-  check_close(logical_not(a), ref_unary(a, [](double x) { return double(!x); }), 0);
-  check_close(logical_not(transpose(a, 0, 1)), ref_unary(transpose(a, 0, 1), [](double x) { return double(!x); }), 0);
-  CHECK(logical_not(a).dtype() == kBool);
+TEST_CASE("every logical op matches a loop on broadcast and transposed masks, and takes bool only") {
+  Tensor a = random_mask({3, 4}, 64), b = random_mask({4}, 65), t = transpose(random_mask({4, 3}, 67), 0, 1);
+  for (const LogicalCase& c : logical_cases()) {
+    const std::string op = c.name;
+    CAPTURE(op);
+    auto ref = [&](double x, double y) { return double(c.ref(x != 0, y != 0)); };
+    Tensor r = c.op(a, b);
+    CHECK(r.dtype() == kBool);
+    CHECK(r.sizes() == Shape{3, 4});
+    // logical_not reads its first input only, so its reference ignores b.
+    check_close(r, ref_binary(a, b, {3, 4}, ref), 0);
+    check_close(c.op(t, a), ref_binary(t, a, {3, 4}, ref), 0);
+    const std::string not_bool = op + ": input must be a bool tensor, got float32 [4]";
+    CHECK_THROWS_WITH_AS(c.op(ones({4}), ones({4})), not_bool.c_str(), Error);
+  }
   CHECK_THROWS_WITH_AS(logical_and(a, ones({4})), "logical_and: input must be a bool tensor, got float32 [4]", Error);
   CHECK_THROWS_WITH_AS(logical_not(zeros({2}, {.dtype = kInt64})),
                        "logical_not: input must be a bool tensor, got int64 [2]", Error);

@@ -1,6 +1,7 @@
 // tests/ops/test_inplace.cpp — in-place updates: values against loops with
 // broadcast operands and strided targets, version bumps, the no-history
-// rules, overlap between operand and target, and errors.
+// rules, overlap between operand and target, and errors. The fused updates'
+// table, inplace_cases(), is keyed by InplaceOps.
 #include "elementwise_ref.h"
 
 using namespace ks;
@@ -24,26 +25,87 @@ template <class U> void check_update(const Tensor& init, const std::vector<doubl
   check_close(t, expected, 1e-12, 1e-12);
 }
 
+struct InplaceCase {
+  const char* call;  // the public function and its numbers, to tell rows apart in failures
+  Tensor (*op)(const Tensor& t, const Tensor& a, const Tensor& b);  // b unused by the one-operand updates
+  double (*ref)(double t, double a, double b);
+  bool integers;  // also on int64/int32 (Op::integers, with an integral alpha)
+};
+template <class Op> struct InplaceRow : InplaceCase {
+  using op_type = Op;
+  InplaceRow(const char* call, Tensor (*f)(const Tensor&, const Tensor&, const Tensor&),
+             double (*r)(double, double, double), bool integers = Op::integers)
+      : InplaceCase{call, f, r, integers} {}
+};
+// One or more rows per op of InplaceOps (ops/elementwise_formulas.h), one per
+// public function that runs it; a missing op fails to compile.
+std::vector<InplaceCase> inplace_cases() {
+  using namespace binary_ops;
+  using X = const Tensor&;
+  std::tuple rows{
+      InplaceRow<AddScaled>(
+          "add_(t, a)", [](X t, X a, X) { return add_(t, a); }, [](double t, double a, double) { return t + a; }),
+      InplaceRow<AddScaled>(
+          "add_(t, a, 3)", [](X t, X a, X) { return add_(t, a, 3.0); },
+          [](double t, double a, double) { return t + 3 * a; }),
+      InplaceRow<AddScaled>(
+          "sub_(t, a, 2)", [](X t, X a, X) { return sub_(t, a, 2.0); },
+          [](double t, double a, double) { return t - 2 * a; }),
+      InplaceRow<AddScaled>(
+          "add_(t, a, 0.3)", [](X t, X a, X) { return add_(t, a, 0.3); },
+          [](double t, double a, double) { return t + 0.3 * a; }, false),
+      InplaceRow<Addcmul>(
+          "addcmul_(t, a, b, -0.1)", [](X t, X a, X b) { return addcmul_(t, a, b, -0.1); },
+          [](double t, double a, double b) { return t - 0.1 * a * b; }),
+      InplaceRow<Addcdiv>(
+          "addcdiv_(t, a, b, 0.01)", [](X t, X a, X b) { return addcdiv_(t, a, b, 0.01); },
+          [](double t, double a, double b) { return t + 0.01 * a / b; }),
+  };
+  static_assert(covers<InplaceOps, decltype(rows)>, "every op of InplaceOps needs a row in inplace_cases()");
+  return std::apply([](const auto&... r) { return std::vector<InplaceCase>{r...}; }, rows);
+}
+
 }  // namespace
 
+TEST_CASE("every fused in-place update matches a loop in each dtype it takes, operands broadcast") {
+  for (const InplaceCase& c : inplace_cases()) {
+    const std::string call = c.call;
+    CAPTURE(call);
+    // Operands a (4) and b (3, 1) broadcast over the target (3, 4); b is a divisor.
+    Tensor t = buf64({3, 4}, 81), a = buf64({4}, 82), b = buf64({3, 1}, 83, 0.5, 2.0);
+    check_update(t, ref_ternary(t, a, b, {3, 4}, c.ref), [&](Tensor x) { return c.op(x, a, b); });
+    // A transposed target: each of its elements, and only those, change.
+    Tensor base = buf64({4, 3}, 84);
+    Tensor tt = transpose(base, 0, 1);
+    std::vector<double> want = ref_ternary(tt, a, b, {3, 4}, c.ref);
+    c.op(tt, a, b);
+    check_close(tt, want, 1e-12, 1e-12);
+    // float32 on a long row (the vectorised path), as the optimizers run them.
+    Tensor f = to(buf64({40001}, 85), kFloat32), fa = to(buf64({40001}, 86), kFloat32),
+           fb = to(buf64({40001}, 87, 0.5, 1.0), kFloat32);
+    std::vector<double> fe = ref_ternary(f, fa, fb, {40001}, c.ref);
+    c.op(f, fa, fb);
+    check_close(f, fe, 1e-6, 1e-5);
+    if (c.integers)
+      for (DType dt : {kInt64, kInt32}) {
+        CAPTURE(name(dt));
+        Tensor i = small_ints({3, 4}, 88, dt, -50, 50), ia = small_ints({4}, 89, dt, -50, 50);
+        std::vector<double> ie = ref_ternary(i, ia, ia, {3, 4}, c.ref);
+        CHECK(c.op(i, ia, ia).dtype() == dt);
+        check_close(i, ie, 0);
+      }
+  }
+}
+
 TEST_CASE("in-place arithmetic matches loops, operands broadcast to the target") {
-  Tensor t = buf64({3, 4}, 91), o = buf64({4}, 92), p = buf64({3, 1}, 93, 0.5, 2.0);
+  Tensor t = buf64({3, 4}, 91), p = buf64({3, 1}, 93, 0.5, 2.0);
   const Shape s{3, 4};
-  check_update(t, ref_binary(t, o, s, [](double x, double y) { return x + y; }), [&](Tensor x) { return add_(x, o); });
-  check_update(t, ref_binary(t, o, s, [](double x, double y) { return x + 0.3 * y; }),
-               [&](Tensor x) { return add_(x, o, 0.3); });
-  check_update(t, ref_binary(t, o, s, [](double x, double y) { return x - 2 * y; }),
-               [&](Tensor x) { return sub_(x, o, 2.0); });
   check_update(t, ref_binary(t, p, s, [](double x, double y) { return x * y; }), [&](Tensor x) { return mul_(x, p); });
   check_update(t, ref_binary(t, p, s, [](double x, double y) { return x / y; }), [&](Tensor x) { return div_(x, p); });
   check_update(t, ref_unary(t, [](double x) { return x + 1.5; }), [](Tensor x) { return add_(x, 1.5); });
   check_update(t, ref_unary(t, [](double x) { return x - 1.5; }), [](Tensor x) { return sub_(x, 1.5); });
   check_update(t, ref_unary(t, [](double x) { return x * 0.9; }), [](Tensor x) { return mul_(x, 0.9); });
   check_update(t, ref_unary(t, [](double x) { return x / 4.0; }), [](Tensor x) { return div_(x, 4.0); });
-  check_update(t, ref_ternary(t, o, p, s, [](double x, double a, double b) { return x - 0.1 * a * b; }),
-               [&](Tensor x) { return addcmul_(x, o, p, -0.1); });
-  check_update(t, ref_ternary(t, o, p, s, [](double x, double a, double b) { return x + 0.01 * a / b; }),
-               [&](Tensor x) { return addcdiv_(x, o, p, 0.01); });
   Tensor q = buf64({3, 4}, 94, 0.1, 4.0);
   check_update(q, ref_unary(q, [](double x) { return std::sqrt(x); }), [](Tensor x) { return sqrt_(x); });
   check_update(t, ref_unary(t, [](double x) { return std::min(std::max(x, -0.2), 0.3); }),
@@ -55,16 +117,7 @@ TEST_CASE("in-place arithmetic matches loops, operands broadcast to the target")
 }
 
 TEST_CASE("in-place ops on strided targets and float32/integer dtypes") {
-  // A permuted target and a sliced one: only their own elements change.
-  Tensor base = buf64({4, 3}, 95);
-  Tensor before = clone(base);
-  Tensor t = transpose(base, 0, 1);  // (3, 4) view
-  Tensor o = buf64({4}, 96);
-  {
-    NoGradGuard g;
-    add_(t, o, 2.0);
-  }
-  check_close(t, ref_binary(transpose(before, 0, 1), o, {3, 4}, [](double x, double y) { return x + 2 * y; }), 1e-12);
+  // A sliced target: only its own elements change (a transposed one: the fused updates' test).
   Tensor wide = buf64({2, 6}, 97);
   Tensor wide_before = clone(wide);
   mul_(slice(wide, 1, 0, 6, 2), 10.0);
@@ -72,12 +125,6 @@ TEST_CASE("in-place ops on strided targets and float32/integer dtypes") {
   for (size_t i = 0; i < w.size(); ++i)
     if ((i % 6) % 2 == 0) w[i] *= 10;
   check_close(wide, w, 1e-12);
-  // float32 addcdiv_ on a long row (the vectorised path), as Adam runs it.
-  Tensor f = to(buf64({40001}, 98), kFloat32), a = to(buf64({40001}, 99), kFloat32),
-         b = to(buf64({40001}, 100, 0.5, 1.0), kFloat32);
-  std::vector<double> fe = ref_ternary(f, a, b, {40001}, [](double x, double y, double z) { return x - 1e-3 * y / z; });
-  addcdiv_(f, a, b, -1e-3);
-  check_close(f, fe, 1e-6, 1e-5);
   // Integers.
   Tensor i = tensor({1, 2, 3}, {3}, {.dtype = kInt64});
   add_(i, tensor({10, 20, 30}, {3}, {.dtype = kInt64}), 2.0);
