@@ -25,7 +25,7 @@ import sys
 
 EXTENSIONS = (".h", ".cpp", ".cu", ".cuh", ".py", ".sh", ".cmake", ".md", ".json", ".txt", ".in")
 SCANNED = (".h", ".cpp", ".cu", ".cuh", ".py", ".sh", ".cmake")
-TOP = ("core", "autograd", "ops", "nn", "models", "datasets", "tools", "tests", "docs")
+TOP = ("core", "autograd", "ops", "nn", "models", "datasets", "tools", "tests", "docs", "examples")
 # A word: path characters, so that "core/tensor.h's", "(ops/unary.cpp)" and
 # "tools/train/trainer.cpp:42" give the path alone.
 WORD = re.compile(r"[A-Za-z0-9_.+\-/*<>{}$]+")
