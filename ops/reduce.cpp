@@ -193,8 +193,9 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
   check_dtype(x, "sum", true, true);
   Tensor out = present(run(ReduceOp::Sum, x, p, sum_dtype(x.dtype()), false).first, p);
   if (needs_grad({x}))
-    record("SumBackward", {x}, {out},
-           [p](const std::vector<Tensor>& g) { return std::vector<Tensor>{spread(g[0], p)}; });
+    record(
+        "SumBackward", {x}, {out}, [p](const std::vector<Tensor>& g) { return std::vector<Tensor>{spread(g[0], p)}; },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -205,8 +206,10 @@ Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
   check_dtype(x, "mean", false, false);
   Tensor out = present(run(ReduceOp::Mean, x, p, x.dtype(), false).first, p);
   if (needs_grad({x}))
-    record("MeanBackward", {x}, {out},
-           [p](const std::vector<Tensor>& g) { return std::vector<Tensor>{spread(mul(g[0], 1.0 / double(p.n)), p)}; });
+    record(
+        "MeanBackward", {x}, {out},
+        [p](const std::vector<Tensor>& g) { return std::vector<Tensor>{spread(mul(g[0], 1.0 / double(p.n)), p)}; },
+        HigherOrder::Supported);
   return out;
 }
 

@@ -12,10 +12,16 @@
 namespace ks {
 namespace {
 
-// Records that `out` is a view (or copy) of `x` whose gradient is backward(g).
-template <class F> Tensor with_grad(const char* name, const Tensor& x, Tensor out, F backward) {
+// Records that `out` is a view (or copy) of `x` whose gradient is backward(g);
+// a backward made of views and ops is differentiable again, one that writes
+// into a fresh buffer (slice, select) is not.
+template <class F>
+Tensor with_grad(const char* name, const Tensor& x, Tensor out, F backward,
+                 HigherOrder higher_order = HigherOrder::Supported) {
   if (needs_grad({x}))
-    record(name, {x}, {out}, [backward](const std::vector<Tensor>& g) { return std::vector<Tensor>{backward(g[0])}; });
+    record(
+        name, {x}, {out}, [backward](const std::vector<Tensor>& g) { return std::vector<Tensor>{backward(g[0])}; },
+        higher_order);
   return out;
 }
 
@@ -149,7 +155,7 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
     Tensor gx = zeros(in, {.dtype = g.dtype(), .device = g.device()});
     copy_(slice(gx, d, start, end, step), g);
     return gx;
-  });
+  }, HigherOrder::Unsupported);
 }
 
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
@@ -176,7 +182,7 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
     Tensor gx = zeros(in, {.dtype = g.dtype(), .device = g.device()});
     copy_(select(gx, d, index), g);
     return gx;
-  });
+  }, HigherOrder::Unsupported);
 }
 
 Tensor squeeze(const Tensor& x) {
