@@ -2,6 +2,7 @@
 // (nn/ and models/ have their own headers: they bring in the JSON library.)
 #pragma once
 #include "autograd/anomaly.h"
+#include "autograd/checkpoint.h"
 #include "autograd/engine.h"
 #include "autograd/function.h"
 #include "autograd/gradcheck.h"

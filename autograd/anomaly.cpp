@@ -11,8 +11,10 @@ namespace {
 thread_local bool t_anomaly = false;
 thread_local std::vector<std::string> t_scopes;
 
-bool floating(const Tensor& t) { return t.defined() && (t.dtype() == kFloat32 || t.dtype() == kFloat64 ||
-                                                         t.dtype() == kBFloat16 || t.dtype() == kFloat16); }
+bool floating(const Tensor& t) {
+  return t.defined() &&
+         (t.dtype() == kFloat32 || t.dtype() == kFloat64 || t.dtype() == kBFloat16 || t.dtype() == kFloat16);
+}
 
 // 0: all finite; 1: an Inf but no NaN; 2: a NaN.
 int badness(const Tensor& t) {
@@ -56,8 +58,8 @@ void note_forward(Node& node, const std::vector<Tensor>& inputs, const std::vect
     if (badness(x) == 2) return;  // a NaN that came in was born elsewhere
   for (size_t k = 0; k < outputs.size(); ++k)
     if (badness(outputs[k]) == 2) {
-      node.forward_nonfinite = str("its forward made NaN in output ", k, " (", describe(outputs[k]),
-                                   ") from inputs without NaN");
+      node.forward_nonfinite =
+          str("its forward made NaN in output ", k, " (", describe(outputs[k]), ") from inputs without NaN");
       return;
     }
 }

@@ -76,8 +76,8 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
                describe(r), ", so pass its gradient explicitly");
       g = ones(r.sizes(), {.dtype = r.dtype(), .device = r.device()});
     }
-    KS_CHECK(g.sizes() == r.sizes() && g.dtype() == r.dtype(), what, ": gradient ", describe(g), " does not match root ",
-             describe(r));
+    KS_CHECK(g.sizes() == r.sizes() && g.dtype() == r.dtype(), what, ": gradient ", describe(g),
+             " does not match root ", describe(r));
     Edge e = gradient_edge(r);
     auto& buf = buffers[e.node.get()];
     buf.resize(e.node->outputs.size());
@@ -215,6 +215,41 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     KS_CHECK(options.allow_unused, "grad: input ", i, " (", describe(inputs[i]),
              ") was not used to compute the outputs; pass allow_unused = true to get an undefined gradient for it");
   }
+  return result;
+}
+
+std::vector<Tensor> grad_by_recompute(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& forward,
+                                      const std::vector<Tensor>& inputs, const std::vector<Tensor>& grad_outputs) {
+  GradModeGuard grad_mode(true);
+  // Each input enters through an identity node of its own, where grad() takes
+  // its gradient: grad() must not walk on into the input's history (another
+  // input may lie upstream of it, and would collect a second share).
+  std::vector<Tensor> entries, wrt;
+  std::vector<size_t> wrt_index;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& x = inputs[i];
+    if (!x.defined() || !x.requires_grad()) {
+      entries.push_back(x);
+      continue;
+    }
+    Tensor entry = detach(x);
+    record(
+        "RecomputeEntry", {x}, {entry}, [](const std::vector<Tensor>& g) { return g; }, HigherOrder::Supported);
+    entries.push_back(entry);
+    wrt.push_back(entry);
+    wrt_index.push_back(i);
+  }
+  std::vector<Tensor> result(inputs.size());
+  if (wrt.empty()) return result;
+  std::vector<Tensor> outputs = forward(entries), roots, weights;
+  for (size_t k = 0; k < outputs.size(); ++k)
+    if (outputs[k].defined() && outputs[k].requires_grad() && k < grad_outputs.size() && grad_outputs[k].defined()) {
+      roots.push_back(outputs[k]);
+      weights.push_back(grad_outputs[k]);
+    }
+  if (roots.empty()) return result;
+  std::vector<Tensor> grads = grad(roots, wrt, weights, {.create_graph = true, .allow_unused = true});
+  for (size_t j = 0; j < wrt.size(); ++j) result[wrt_index[j]] = grads[j];
   return result;
 }
 

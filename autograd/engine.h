@@ -17,6 +17,7 @@
 // gradients that throw, naming the op, if differentiated (node.h).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "autograd/node.h"
@@ -40,5 +41,12 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
 // returned rather than accumulated: no .grad is touched.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, GradOptions options = {});
+
+// How an op whose backward is a kernel supports create_graph: under it, the
+// op's closure returns the gradients of `forward` — the op restated in
+// differentiable ops — at its saved inputs (which unpack with their history),
+// weighted by `grad_outputs`. Undefined for inputs that need no gradient.
+std::vector<Tensor> grad_by_recompute(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& forward,
+                                      const std::vector<Tensor>& inputs, const std::vector<Tensor>& grad_outputs);
 
 }  // namespace ks

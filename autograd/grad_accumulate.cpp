@@ -27,8 +27,12 @@ Tensor grad_sum(const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::empty(a.sizes(), a.dtype(), a.device());
   if (out.numel()) grad_add_kernel(out.device(), out, a, b);
   if (needs_grad({a, b}))  // a backward with create_graph: the sum is part of the new graph
-    record("GradSumBackward", {a, b}, {out}, [](const std::vector<Tensor>& g) { return std::vector<Tensor>{g[0], g[0]}; },
-           HigherOrder::Supported);
+    record(
+        "GradSumBackward", {a, b}, {out},
+        [](const std::vector<Tensor>& g) {
+          return std::vector<Tensor>{g[0], g[0]};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

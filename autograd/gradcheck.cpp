@@ -143,8 +143,7 @@ GradcheckResult gradgradcheck(const GradcheckFn& f, const std::vector<Tensor>& i
       }
     for (size_t i : wrt) sources.push_back(x[i]);
     std::vector<Tensor> grads;
-    if (!roots.empty())
-      grads = grad(roots, sources, root_weights, {.create_graph = true, .allow_unused = true});
+    if (!roots.empty()) grads = grad(roots, sources, root_weights, {.create_graph = true, .allow_unused = true});
     for (size_t k = 0; k < wrt.size(); ++k)
       if (grads.size() <= k || !grads[k].defined()) {
         grads.resize(wrt.size());

@@ -30,7 +30,8 @@ HookHandle register_post_accumulate_grad_hook(const Tensor& leaf, std::function<
   const uint64_t id = g_next_id++;
   leaf.impl()->post_accumulate_hooks.emplace_back(id, std::move(hook));
   return HookHandle([leaf = std::weak_ptr<TensorImpl>(leaf.impl_ptr()), id] {
-    if (auto impl = leaf.lock()) std::erase_if(impl->post_accumulate_hooks, [&](const auto& h) { return h.first == id; });
+    if (auto impl = leaf.lock())
+      std::erase_if(impl->post_accumulate_hooks, [&](const auto& h) { return h.first == id; });
   });
 }
 

@@ -31,7 +31,8 @@ std::vector<Tensor> FunctionNode::apply(std::vector<Tensor>&& grad_outputs) {
 }
 
 std::vector<Tensor> NoHigherOrder::apply(std::vector<Tensor>&&) {
-  throw Error(str("backward: ", op_, " does not support higher-order gradients: its gradient was computed by "
+  throw Error(str("backward: ", op_,
+                  " does not support higher-order gradients: its gradient was computed by "
                   "kernels, not by differentiable ops, so it cannot be differentiated again (create_graph)"));
 }
 

@@ -79,9 +79,9 @@ class Node : public std::enable_shared_from_this<Node> {
   // Non-leaf tensors whose gradient (of output k) is kept in their .grad (retain_grad).
   std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;
   // Under anomaly mode (anomaly.h): where the forward op ran, and what it saw.
-  std::string created_in;     // module scope, e.g. "layers.1.attention"; empty outside anomaly mode
+  std::string created_in;         // module scope, e.g. "layers.1.attention"; empty outside anomaly mode
   std::string forward_nonfinite;  // non-empty: the forward made NaN/Inf from finite inputs
-  const uint64_t sequence_nr;  // creation order: later nodes run first
+  const uint64_t sequence_nr;     // creation order: later nodes run first
 };
 
 // The backward of an op as a closure: grad_outputs -> grad_inputs.
@@ -149,10 +149,10 @@ class SavedTensor {
  private:
   Tensor data_;  // a detached alias: same storage and version counter, no history
   uint64_t saved_version_ = 0;
-  std::shared_ptr<Node> grad_fn_;      // the producer, for a tensor that had one
+  std::shared_ptr<Node> grad_fn_;  // the producer, for a tensor that had one
   uint32_t output_nr_ = 0;
-  std::shared_ptr<TensorImpl> leaf_;   // the tensor itself, for a leaf that requires grad
-  const TensorImpl* id_ = nullptr;     // for an output of the op that saves it
+  std::shared_ptr<TensorImpl> leaf_;  // the tensor itself, for a leaf that requires grad
+  const TensorImpl* id_ = nullptr;    // for an output of the op that saves it
 };
 
 // The node whose backward is running on this thread (set by the engine), so

@@ -9,6 +9,7 @@
 #include "autograd/node.h"
 #include "core/factory.h"
 #include "ops/elementwise.h"
+#include "ops/unary.h"
 #include "ops/view.h"
 
 namespace ks {
@@ -262,12 +263,16 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
   Tensor y = run(ReduceOp::LogSumExp, x, p, x.dtype(), false).first;
   Tensor out = present(y, p);
   if (needs_grad({x}))
-    record("LogSumExpBackward", {x}, {out},
-           [p, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
-             Tensor x = sx.unpack();
-             return std::vector<Tensor>{grad_op(ReduceGradOp::SoftmaxGrad, p.in, x.dtype(), x.device(),
-                                                {x, spread(sy.unpack(), p), spread(g[0], p)})};
-           });
+    record(
+        "LogSumExpBackward", {x}, {out},
+        [p, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
+          Tensor x = sx.unpack();
+          if (GradMode::is_enabled())  // create_graph: g · softmax(x), the softmax from a recomputed logsumexp
+            return std::vector<Tensor>{mul(spread(g[0], p), exp(sub(x, expand(logsumexp(x, p.dims, true), p.in))))};
+          return std::vector<Tensor>{grad_op(ReduceGradOp::SoftmaxGrad, p.in, x.dtype(), x.device(),
+                                             {x, spread(sy.unpack(), p), spread(g[0], p)})};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

@@ -10,7 +10,7 @@ TEST_CASE("grad returns gradients without touching .grad") {
   Tensor w = tensor({0.5}, {}, {.dtype = kFloat64, .requires_grad = true});
   Tensor y = sum(mul(mul(x, x), w));  // Σ w x²
   auto g = grad({y}, {x, w});
-  check_close(g[0], {1.0, 2.0, 3.0});  // 2 w x
+  check_close(g[0], {1.0, 2.0, 3.0});           // 2 w x
   CHECK(g[1].item() == doctest::Approx(14.0));  // Σ x²
   CHECK_FALSE(x.grad().defined());
   CHECK_FALSE(w.grad().defined());
@@ -53,8 +53,8 @@ TEST_CASE("create_graph: the gradient has a graph, and second derivatives are ex
 
 TEST_CASE("gradgradcheck passes on differentiable backwards and finds a wrong second derivative") {
   Tensor a = leaf64({2, 3}, 11), b = leaf64({3}, 12, 0.5, 1.5);
-  CHECK_GRADGRADCHECK(
-      [](const std::vector<Tensor>& x) { return div(sub(mul(x[0], x[1]), x[1]), add(x[1], 1.0)); }, {a, b});
+  CHECK_GRADGRADCHECK([](const std::vector<Tensor>& x) { return div(sub(mul(x[0], x[1]), x[1]), add(x[1], 1.0)); },
+                      {a, b});
   CHECK_GRADGRADCHECK([](const std::vector<Tensor>& x) { return mean(mul(x[0], x[0]), {1}); }, {a});
 
   // The right first derivative, a wrong second: gradgradcheck names it.

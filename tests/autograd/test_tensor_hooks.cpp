@@ -26,7 +26,7 @@ TEST_CASE("a hook on a non-leaf sees its whole gradient and may replace it") {
   check_close(x.grad(), {3.0, 3.0});
 }
 
-TEST_CASE("a hook on a leaf runs before accumulation; an undefined return keeps the gradient") {
+TEST_CASE("a hook on a leaf runs before accumulation, and an undefined return keeps the gradient") {
   Tensor w = tensor({1.0, 1.0}, {2}, {.dtype = kFloat64, .requires_grad = true});
   int calls = 0;
   HookHandle clip = w.register_hook([&](const Tensor& g) { return clamp(g, -1.0, 1.0); });
