@@ -1,9 +1,12 @@
 // keystone.h — the tensor, autograd, op and data API in one include.
 // (nn/ and models/ have their own headers: they bring in the JSON library.)
 #pragma once
+#include "autograd/anomaly.h"
+#include "autograd/checkpoint.h"
 #include "autograd/engine.h"
 #include "autograd/function.h"
 #include "autograd/gradcheck.h"
+#include "autograd/hooks.h"
 #include "core/cuda.h"
 #include "core/denormals.h"
 #include "core/factory.h"

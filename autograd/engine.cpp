@@ -1,11 +1,16 @@
 // autograd/engine.cpp — dependency counting, then a ready queue ordered by
 // sequence number (highest first), accumulating gradients per node input.
+// backward() and grad() are one walk: grad() runs only the nodes on a path to
+// its inputs, takes their gradients as they complete, and accumulates nothing.
 #include "autograd/engine.h"
 
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "autograd/anomaly.h"
 #include "autograd/grad_accumulate.h"
+#include "autograd/hooks.h"
 #include "core/factory.h"
 #include "core/profiler.h"
 
@@ -30,33 +35,48 @@ void add_to_buffer(std::vector<Tensor>& buffer, size_t k, Tensor g) {
     buffer[k] = grad_sum(buffer[k], g);
 }
 
-}  // namespace
+// What one walk does: which gradients to hand back (grad()) or none (backward()).
+struct Walk {
+  std::vector<Edge> captures;  // grad(): where each input's gradient arrives
+  GradOptions options;
+};
 
-void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
-  backward(std::vector<Tensor>{root}, std::vector<Tensor>{grad}, retain_graph);
+// Under create_graph, the gradients of an op without higher-order support
+// get a history that throws when reached, with the op's edges so that a later
+// grad() walks into it instead of calling the input unused.
+void mark_no_higher_order(Node& node, std::vector<Tensor>& grad_in) {
+  for (Tensor& g : grad_in) {
+    if (!g.defined()) continue;
+    auto stop = std::make_shared<NoHigherOrder>(node.name());
+    stop->next_edges = node.next_edges;
+    stop->outputs.push_back({g.sizes(), g.dtype(), g.device()});
+    g = with_history(g, std::move(stop), 0);
+  }
 }
 
-void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph) {
-  KS_CHECK(roots.size() == grads.size(), "backward: ", roots.size(), " roots but ", grads.size(), " gradients");
-  NoGradGuard no_grad;
+std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, const Walk& walk) {
+  const std::string what = walk.captures.empty() ? "backward" : "grad";
+  KS_CHECK(grads.empty() || roots.size() == grads.size(), what, ": ", roots.size(), " outputs but ", grads.size(),
+           " gradients");
+  const bool create_graph = walk.options.create_graph;
+  const bool retain_graph = walk.options.retain_graph || create_graph;
+  GradModeGuard grad_mode(create_graph);
   profiler::Phase phase("backward");  // kernels below are charged to the backward pass
 
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
-  std::unordered_map<Node*, int> deps;
   std::vector<std::shared_ptr<Node>> root_nodes;
-
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
-    KS_CHECK(r.defined() && r.requires_grad(), "backward: root ", i,
+    KS_CHECK(r.defined() && r.requires_grad(), what, ": root ", i,
              " does not require grad and has no grad_fn (was it computed under NoGradGuard, "
              "or from tensors without requires_grad?)");
-    Tensor g = grads[i];
+    Tensor g = grads.empty() ? Tensor() : grads[i];
     if (!g.defined()) {
-      KS_CHECK(r.numel() == 1, "backward: a gradient can be implied only for a one-element root; root ", i, " is ",
+      KS_CHECK(r.numel() == 1, what, ": a gradient can be implied only for a one-element root; root ", i, " is ",
                describe(r), ", so pass its gradient explicitly");
       g = ones(r.sizes(), {.dtype = r.dtype(), .device = r.device()});
     }
-    KS_CHECK(g.sizes() == r.sizes() && g.dtype() == r.dtype(), "backward: gradient ", describe(g),
+    KS_CHECK(g.sizes() == r.sizes() && g.dtype() == r.dtype(), what, ": gradient ", describe(g),
              " does not match root ", describe(r));
     Edge e = gradient_edge(r);
     auto& buf = buffers[e.node.get()];
@@ -65,33 +85,50 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
     root_nodes.push_back(e.node);
   }
 
-  // Count, for every reachable node, how many edges point at it.
-  std::vector<Node*> stack;
-  std::unordered_map<Node*, bool> seen;
+  // Every node reachable from the roots, in discovery order.
+  std::vector<Node*> reachable;
+  std::unordered_set<Node*> seen;
   for (auto& n : root_nodes)
-    if (!seen[n.get()]) {
-      seen[n.get()] = true;
-      stack.push_back(n.get());
-    }
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    for (const Edge& e : n->next_edges) {
-      if (!e.valid()) continue;
-      ++deps[e.node.get()];
-      if (!seen[e.node.get()]) {
-        seen[e.node.get()] = true;
-        stack.push_back(e.node.get());
+    if (seen.insert(n.get()).second) reachable.push_back(n.get());
+  for (size_t i = 0; i < reachable.size(); ++i)
+    for (const Edge& e : reachable[i]->next_edges)
+      if (e.valid() && seen.insert(e.node.get()).second) reachable.push_back(e.node.get());
+
+  if (anomaly_mode_enabled()) check_forward(reachable);
+
+  // Which nodes run: all of them for backward(); for grad(), those with a
+  // path to a captured input (a node below every capture has nothing to give).
+  std::unordered_map<Node*, bool> runs;
+  if (walk.captures.empty()) {
+    for (Node* n : reachable) runs[n] = true;
+  } else {
+    std::unordered_set<Node*> targets;
+    for (const Edge& c : walk.captures) targets.insert(c.node.get());
+    // Children are discovered after their parents, so one reverse sweep sees
+    // every child's answer first... except through a child found earlier by
+    // another parent; iterate to a fixed point (a few passes at most).
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto it = reachable.rbegin(); it != reachable.rend(); ++it) {
+        bool leads = false;
+        for (const Edge& e : (*it)->next_edges)
+          if (e.valid() && (targets.count(e.node.get()) || runs[e.node.get()])) leads = true;
+        if (leads && !runs[*it]) runs[*it] = changed = true;
       }
     }
   }
 
+  std::unordered_map<Node*, int> deps;
+  for (Node* n : reachable)
+    if (runs[n])
+      for (const Edge& e : n->next_edges)
+        if (e.valid()) ++deps[e.node.get()];
+
+  std::vector<Tensor> captured(walk.captures.size());
   std::priority_queue<Node*, std::vector<Node*>, LaterFirst> ready;
+  std::unordered_set<Node*> queued;
   for (auto& n : root_nodes)
-    if (deps[n.get()] == 0 && seen[n.get()]) {
-      ready.push(n.get());
-      seen[n.get()] = false;
-    }
+    if (deps[n.get()] == 0 && queued.insert(n.get()).second) ready.push(n.get());
 
   while (!ready.empty()) {
     Node* node = ready.top();
@@ -99,20 +136,31 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
     std::vector<Tensor> grad_out = std::move(buffers[node]);
     buffers.erase(node);
     grad_out.resize(node->outputs.size());
+    run_grad_hooks(*node, grad_out);
+    for (size_t c = 0; c < walk.captures.size(); ++c)
+      if (walk.captures[c].node.get() == node) captured[c] = grad_out[walk.captures[c].input_nr];
+    if (!runs[node]) continue;
 
     bool any = false;
     for (const Tensor& g : grad_out) any = any || g.defined();
     std::vector<Tensor> grad_in;
     if (any) {
-      for (size_t k = 0; k < grad_out.size(); ++k)
+      for (size_t k = 0; k < grad_out.size() && node->materialize_grads; ++k)
         if (!grad_out[k].defined()) {
           const auto& m = node->outputs[k];
           grad_out[k] = zeros(m.sizes, {.dtype = m.dtype, .device = m.device});
         }
-      grad_in = node->apply(std::move(grad_out));
+      const bool check = anomaly_mode_enabled();
+      std::vector<Tensor> incoming = check ? grad_out : std::vector<Tensor>{};
+      {
+        CurrentNodeGuard current(node);
+        grad_in = node->apply(std::move(grad_out));
+      }
+      if (check) check_backward(*node, incoming, grad_in);
+      if (create_graph && !node->supports_higher_order()) mark_no_higher_order(*node, grad_in);
       if (!retain_graph) node->release_saved();
     }
-    KS_CHECK(grad_in.empty() || grad_in.size() == node->next_edges.size(), "backward: ", node->name(), " returned ",
+    KS_CHECK(grad_in.empty() || grad_in.size() == node->next_edges.size(), what, ": ", node->name(), " returned ",
              grad_in.size(), " gradients for ", node->next_edges.size(), " inputs");
 
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
@@ -122,13 +170,87 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
       buf.resize(e.node->outputs.size());
       if (i < grad_in.size() && grad_in[i].defined()) {
         const auto& m = e.node->outputs[e.input_nr];
-        KS_CHECK(grad_in[i].sizes() == m.sizes, "backward: ", node->name(), " returned a gradient of shape ",
+        KS_CHECK(grad_in[i].sizes() == m.sizes, what, ": ", node->name(), " returned a gradient of shape ",
                  grad_in[i].sizes(), " for input ", i, " of shape ", m.sizes);
         add_to_buffer(buf, e.input_nr, grad_in[i]);
       }
       if (--deps[e.node.get()] == 0) ready.push(e.node.get());
     }
   }
+  return captured;
+}
+
+}  // namespace
+
+void backward(const Tensor& root, const Tensor& grad, bool retain_graph, bool create_graph) {
+  backward(std::vector<Tensor>{root}, std::vector<Tensor>{grad}, retain_graph, create_graph);
+}
+
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+              bool create_graph) {
+  KS_CHECK(roots.size() == grads.size(), "backward: ", roots.size(), " roots but ", grads.size(), " gradients");
+  run(roots, grads, Walk{{}, {.retain_graph = retain_graph, .create_graph = create_graph}});
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, GradOptions options) {
+  KS_CHECK(!outputs.empty(), "grad: no outputs given");
+  KS_CHECK(!inputs.empty(), "grad: no inputs given");
+  Walk walk{{}, options};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& x = inputs[i];
+    KS_CHECK(x.defined(), "grad: input ", i, " is undefined");
+    KS_CHECK(x.requires_grad(), "grad: input ", i, " (", describe(x),
+             ") does not require grad, so nothing can be differentiated with respect to it");
+    walk.captures.push_back(gradient_edge(x));
+  }
+  std::vector<Tensor> result = run(outputs, grad_outputs, walk);
+  for (size_t i = 0; i < result.size(); ++i) {
+    if (result[i].defined()) {
+      // A gradient may still alias a buffer another input received; hand out
+      // a handle of its own (same storage) so the caller's writes stay theirs.
+      if (!options.create_graph) result[i] = detach(result[i]);
+      continue;
+    }
+    KS_CHECK(options.allow_unused, "grad: input ", i, " (", describe(inputs[i]),
+             ") was not used to compute the outputs; pass allow_unused = true to get an undefined gradient for it");
+  }
+  return result;
+}
+
+std::vector<Tensor> grad_by_recompute(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& forward,
+                                      const std::vector<Tensor>& inputs, const std::vector<Tensor>& grad_outputs) {
+  GradModeGuard grad_mode(true);
+  // Each input enters through an identity node of its own, where grad() takes
+  // its gradient: grad() must not walk on into the input's history (another
+  // input may lie upstream of it, and would collect a second share).
+  std::vector<Tensor> entries, wrt;
+  std::vector<size_t> wrt_index;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& x = inputs[i];
+    if (!x.defined() || !x.requires_grad()) {
+      entries.push_back(x);
+      continue;
+    }
+    Tensor entry = detach(x);
+    record(
+        "RecomputeEntry", {x}, {entry}, [](const std::vector<Tensor>& g) { return g; }, HigherOrder::Supported);
+    entries.push_back(entry);
+    wrt.push_back(entry);
+    wrt_index.push_back(i);
+  }
+  std::vector<Tensor> result(inputs.size());
+  if (wrt.empty()) return result;
+  std::vector<Tensor> outputs = forward(entries), roots, weights;
+  for (size_t k = 0; k < outputs.size(); ++k)
+    if (outputs[k].defined() && outputs[k].requires_grad() && k < grad_outputs.size() && grad_outputs[k].defined()) {
+      roots.push_back(outputs[k]);
+      weights.push_back(grad_outputs[k]);
+    }
+  if (roots.empty()) return result;
+  std::vector<Tensor> grads = grad(roots, wrt, weights, {.create_graph = true, .allow_unused = true});
+  for (size_t j = 0; j < wrt.size(); ++j) result[wrt_index[j]] = grads[j];
+  return result;
 }
 
 }  // namespace ks

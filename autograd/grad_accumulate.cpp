@@ -2,6 +2,8 @@
 // when a gradient may be summed into or kept without a copy.
 #include "autograd/grad_accumulate.h"
 
+#include "autograd/node.h"
+
 namespace ks {
 
 constinit KernelTable<GradAddKernel> grad_add_kernel("grad_add");
@@ -24,6 +26,13 @@ Tensor grad_sum(const Tensor& a, const Tensor& b) {
   check_same(a, b);
   Tensor out = Tensor::empty(a.sizes(), a.dtype(), a.device());
   if (out.numel()) grad_add_kernel(out.device(), out, a, b);
+  if (needs_grad({a, b}))  // a backward with create_graph: the sum is part of the new graph
+    record(
+        "GradSumBackward", {a, b}, {out},
+        [](const std::vector<Tensor>& g) {
+          return std::vector<Tensor>{g[0], g[0]};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

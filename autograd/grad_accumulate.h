@@ -10,7 +10,8 @@ namespace ks {
 
 // acc += g, in place (same shape; g may have any strides). Bumps acc's version.
 void grad_accumulate_(const Tensor& acc, const Tensor& g);
-// A new contiguous tensor a + b (same shapes, any strides).
+// A new contiguous tensor a + b (same shapes, any strides); differentiable
+// when grad mode is on (a backward with create_graph).
 Tensor grad_sum(const Tensor& a, const Tensor& b);
 
 // Whether t may be reused in place, or kept, by whoever holds this handle:

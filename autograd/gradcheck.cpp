@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/engine.h"
+#include "autograd/grad_mode.h"
 #include "core/factory.h"
 
 namespace ks {
@@ -109,6 +110,56 @@ GradcheckResult gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
                           GradcheckOptions opts) {
   return gradcheck(GradcheckFn([&](const std::vector<Tensor>& x) { return std::vector<Tensor>{f(x)}; }), inputs, opts);
+}
+
+GradcheckResult gradgradcheck(const GradcheckFn& f, const std::vector<Tensor>& inputs, GradcheckOptions opts) {
+  std::vector<size_t> wrt;  // the inputs that require grad
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined() && inputs[i].requires_grad()) wrt.push_back(i);
+  KS_CHECK(!wrt.empty(), "gradgradcheck: no input requires grad");
+
+  // Output weights v: fixed, distinct and away from zero, so no second-order
+  // term can cancel by symmetry; float64 leaves, differentiated too.
+  std::vector<Tensor> weights;
+  {
+    NoGradGuard no_grad;
+    for (const Tensor& y : f(inputs)) {
+      Tensor v = zeros(y.sizes(), {.dtype = kFloat64});
+      double* p = v.data<double>();
+      for (int64_t j = 0; j < v.numel(); ++j) p[j] = 0.5 + 0.125 * double((j * 7) % 11) - 0.0625 * double(j % 3);
+      weights.push_back(v.set_requires_grad(true));
+    }
+  }
+
+  GradcheckFn backward_of_f = [&](const std::vector<Tensor>& xv) {
+    GradModeGuard grad_mode(true);  // gradcheck's numerical pass turns it off; this map needs a graph
+    std::vector<Tensor> x(xv.begin(), xv.begin() + std::ptrdiff_t(inputs.size()));
+    std::vector<Tensor> v(xv.begin() + std::ptrdiff_t(inputs.size()), xv.end());
+    std::vector<Tensor> outputs = f(x), roots, root_weights, sources;
+    for (size_t o = 0; o < outputs.size(); ++o)
+      if (outputs[o].requires_grad()) {
+        roots.push_back(outputs[o]);
+        root_weights.push_back(v[o]);
+      }
+    for (size_t i : wrt) sources.push_back(x[i]);
+    std::vector<Tensor> grads;
+    if (!roots.empty()) grads = grad(roots, sources, root_weights, {.create_graph = true, .allow_unused = true});
+    for (size_t k = 0; k < wrt.size(); ++k)
+      if (grads.size() <= k || !grads[k].defined()) {
+        grads.resize(wrt.size());
+        grads[k] = zeros(x[wrt[k]].sizes(), {.dtype = kFloat64});  // unused: a zero derivative, exactly
+      }
+    return grads;
+  };
+  std::vector<Tensor> xv = inputs;
+  xv.insert(xv.end(), weights.begin(), weights.end());
+  return gradcheck(backward_of_f, xv, opts);
+}
+
+GradcheckResult gradgradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                              const std::vector<Tensor>& inputs, GradcheckOptions opts) {
+  return gradgradcheck(GradcheckFn([&](const std::vector<Tensor>& x) { return std::vector<Tensor>{f(x)}; }), inputs,
+                       opts);
 }
 
 }  // namespace ks

@@ -8,6 +8,12 @@
 // every output element, it compares the analytical Jacobian (one backward per
 // output element) with (f(x+eps) - f(x-eps)) / 2eps, elementwise within
 // atol + rtol*|numerical|. On failure the message names the worst element.
+//
+// gradgradcheck checks second derivatives the same way: it gradchecks the
+// map (x, v) -> grad(f(x), x, v, create_graph) for fixed, non-uniform output
+// weights v, so both the backward's dependence on x (the Hessian) and on v
+// (linearity) are compared with central differences. An op without
+// higher-order support makes it throw, naming the op.
 #pragma once
 
 #include <functional>
@@ -34,5 +40,9 @@ using GradcheckFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&
 GradcheckResult gradcheck(const GradcheckFn& f, const std::vector<Tensor>& inputs, GradcheckOptions opts = {});
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
                           GradcheckOptions opts = {});
+
+GradcheckResult gradgradcheck(const GradcheckFn& f, const std::vector<Tensor>& inputs, GradcheckOptions opts = {});
+GradcheckResult gradgradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                              const std::vector<Tensor>& inputs, GradcheckOptions opts = {});
 
 }  // namespace ks

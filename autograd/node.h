@@ -12,12 +12,21 @@
 //
 // This file holds the graph data structures and the "record" helper that ops
 // call; the walk over the graph is in engine.h.
+//
+// Higher order: when backward runs with create_graph (engine.h), grad mode is
+// on inside the backward closures, so a closure written in differentiable ops
+// records a graph of its own, and SavedTensor::unpack returns the saved value
+// with its history. An op declares that its closure is such
+// (HigherOrder::Supported); the gradients of any other op get a node that
+// throws, naming the op, if they are ever differentiated.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "autograd/grad_mode.h"
@@ -31,7 +40,7 @@ struct Edge {
   bool valid() const { return node != nullptr; }
 };
 
-class Node {
+class Node : public std::enable_shared_from_this<Node> {
  public:
   struct OutputMeta {  // enough to materialise a zero gradient for an unused output
     Shape sizes;
@@ -52,9 +61,27 @@ class Node {
   // Drops saved tensors after backward (unless retain_graph).
   virtual void release_saved() {}
 
+  // Whether apply, run with grad mode on, returns gradients that carry their
+  // own graph (so they can be differentiated again).
+  virtual bool supports_higher_order() const { return false; }
+
   std::vector<Edge> next_edges;
   std::vector<OutputMeta> outputs;
-  const uint64_t sequence_nr;  // creation order: later nodes run first
+  // The TensorImpls this node's outputs were made as, by address only: how a
+  // saved output finds its history when unpacked during this node's backward.
+  std::vector<std::pair<const TensorImpl*, uint32_t>> output_ids;
+  // Whether an output that got no gradient reaches apply as zeros (built-in
+  // ops) or undefined (ks::Function, which documents it so).
+  bool materialize_grads = true;
+  // Hooks on the gradient of output k (Tensor::register_hook on a non-leaf):
+  // (output_nr, id, fn), run in registration order before apply.
+  std::vector<std::tuple<uint32_t, uint64_t, std::function<Tensor(const Tensor&)>>> grad_hooks;
+  // Non-leaf tensors whose gradient (of output k) is kept in their .grad (retain_grad).
+  std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;
+  // Under anomaly mode (anomaly.h): where the forward op ran, and what it saw.
+  std::string created_in;         // module scope, e.g. "layers.1.attention"; empty outside anomaly mode
+  std::string forward_nonfinite;  // non-empty: the forward made NaN/Inf from finite inputs
+  const uint64_t sequence_nr;     // creation order: later nodes run first
 };
 
 // The backward of an op as a closure: grad_outputs -> grad_inputs.
@@ -62,19 +89,38 @@ using BackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& 
 
 // The node made by every built-in op and by ks::Function: it owns the
 // closure, so releasing the closure frees whatever it saved.
+// Whether an op's backward closure is written in differentiable ops.
+enum class HigherOrder { Unsupported, Supported };
+
 class FunctionNode final : public Node {
  public:
-  FunctionNode(std::string name, BackwardFn fn) : name_(std::move(name)), fn_(std::move(fn)) {}
+  FunctionNode(std::string name, BackwardFn fn, HigherOrder higher_order)
+      : name_(std::move(name)), fn_(std::move(fn)), higher_order_(higher_order) {}
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
   std::string name() const override { return name_; }
   void release_saved() override { fn_ = nullptr; }
+  bool supports_higher_order() const override { return higher_order_ == HigherOrder::Supported; }
 
  private:
   std::string name_;
   BackwardFn fn_;
+  HigherOrder higher_order_;
 };
 
-// Adds incoming gradients into a leaf's .grad.
+// The history of a gradient computed by an op without higher-order support
+// under create_graph: differentiating through it throws, naming the op.
+class NoHigherOrder final : public Node {
+ public:
+  explicit NoHigherOrder(std::string op) : op_(std::move(op)) {}
+  std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
+  std::string name() const override { return "NoHigherOrder(" + op_ + ")"; }
+
+ private:
+  std::string op_;
+};
+
+// Adds incoming gradients into a leaf's .grad (out of place, keeping their
+// graph, when backward runs with create_graph), after the leaf's gradient hooks.
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
@@ -86,7 +132,13 @@ class AccumulateGrad final : public Node {
 };
 
 // A tensor's value frozen for backward. Unpacking checks that nobody wrote to
-// the tensor (or any view of its storage) since it was saved.
+// the tensor (or any view of its storage) since it was saved. With grad mode
+// off (a plain backward) it unpacks without history; with grad mode on (a
+// backward with create_graph) it unpacks with the history the tensor had: its
+// producer, its leaf, or — for an output of the op being differentiated,
+// which has no producer yet when saved — the node running now. Holding the
+// producer of an input is no extra lifetime (the node's edges hold it too);
+// an output is remembered by address only, so saving one makes no cycle.
 class SavedTensor {
  public:
   SavedTensor() = default;
@@ -97,6 +149,23 @@ class SavedTensor {
  private:
   Tensor data_;  // a detached alias: same storage and version counter, no history
   uint64_t saved_version_ = 0;
+  std::shared_ptr<Node> grad_fn_;  // the producer, for a tensor that had one
+  uint32_t output_nr_ = 0;
+  std::shared_ptr<TensorImpl> leaf_;  // the tensor itself, for a leaf that requires grad
+  const TensorImpl* id_ = nullptr;    // for an output of the op that saves it
+};
+
+// The node whose backward is running on this thread (set by the engine), so
+// SavedTensor can give an op's saved output the history of that node.
+class CurrentNodeGuard {
+ public:
+  explicit CurrentNodeGuard(Node* node);
+  ~CurrentNodeGuard();
+  CurrentNodeGuard(const CurrentNodeGuard&) = delete;
+  CurrentNodeGuard& operator=(const CurrentNodeGuard&) = delete;
+
+ private:
+  Node* prev_;
 };
 
 // True if grad mode is on and any defined tensor requires grad.
@@ -107,9 +176,17 @@ Edge gradient_edge(const Tensor& t);
 
 // Connects op outputs to a new FunctionNode running `backward`, with one edge
 // per input. Call only when needs_grad(inputs). Outputs must be fresh tensors
-// made by the op (not aliases of inputs' TensorImpls).
-void record(std::string name, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-            BackwardFn backward);
+// made by the op (not aliases of inputs' TensorImpls). Pass
+// HigherOrder::Supported only when `backward` is written in differentiable
+// ops and unpacks what it saved (so a create_graph backward records through it).
+// Returns the node (for Function's extras: names, non-differentiable outputs).
+std::shared_ptr<FunctionNode> record(std::string name, const std::vector<Tensor>& inputs,
+                                     const std::vector<Tensor>& outputs, BackwardFn backward,
+                                     HigherOrder higher_order = HigherOrder::Unsupported);
+
+// A tensor with `t`'s value and the history (grad_fn, output_nr) given: what
+// the engine hands out for a gradient whose graph is made by hand.
+Tensor with_history(const Tensor& t, std::shared_ptr<Node> grad_fn, uint32_t output_nr);
 
 // A new leaf sharing t's storage (and version counter), with no history.
 Tensor detach(const Tensor& t);

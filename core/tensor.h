@@ -7,6 +7,7 @@
 // Factory functions (zeros, randn, ...) are in core/factory.h.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/hook_handle.h"
 #include "core/tensor_impl.h"
 
 namespace ks {
@@ -84,6 +86,13 @@ class Tensor {
   Tensor grad() const { return Tensor(checked()->grad); }
   void set_grad(const Tensor& g) const { checked()->grad = g.impl_; }
   uint64_t version() const { return checked()->version->value.load(); }
+  // Runs `hook` on this tensor's gradient whenever backward computes it; a
+  // hook may return a replacement (same shape) or an undefined Tensor (keep
+  // the gradient). Leaf or not. Defined in autograd/hooks.cpp.
+  HookHandle register_hook(std::function<Tensor(const Tensor& grad)> hook) const;
+  // Keeps this non-leaf tensor's gradient in .grad (accumulating, as a
+  // leaf's); a no-op on a leaf. Defined in autograd/hooks.cpp.
+  void retain_grad() const;
   // Called by every in-place op: invalidates tensors saved for backward.
   void bump_version() const { checked()->version->value.fetch_add(1); }
 

@@ -48,6 +48,9 @@ struct TensorImpl {
   // Called, in order, once the leaf's .grad has taken a backward's gradient
   // (autograd/hooks.h); each with its id for removal.
   std::vector<std::pair<uint64_t, std::function<void(const Tensor&)>>> post_accumulate_hooks;
+  // A leaf's gradient hooks (Tensor::register_hook), run before accumulation;
+  // a non-leaf's live on its grad_fn, which outlives the handle.
+  std::vector<std::pair<uint64_t, std::function<Tensor(const Tensor&)>>> grad_hooks;
 };
 
 }  // namespace ks

@@ -93,6 +93,11 @@ void Module::zero_grad() {
   for (Tensor& t : parameters()) t.set_grad(Tensor());
 }
 
+void Module::set_activation_checkpointing(bool on) {
+  checkpointing_ = on;
+  for (auto& [name, child] : children_) child->set_activation_checkpointing(on);
+}
+
 NamedTensors Module::state_dict() const {
   NamedTensors out = named_parameters();
   for (auto& entry : named_buffers()) out.push_back(entry);

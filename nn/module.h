@@ -61,6 +61,11 @@ class Module {
   void to(Device device);
   void to(DType dtype);  // floating parameters and buffers only
   void zero_grad();      // drops every parameter's .grad
+  // Activation checkpointing for the whole tree (train.checkpoint_layers):
+  // modules that support it (the Transformer layers) then keep only their
+  // inputs in training and recompute the rest in backward (autograd/checkpoint.h).
+  void set_activation_checkpointing(bool on);
+  bool activation_checkpointing() const { return checkpointing_; }
 
   // --- state ---
   // Parameters then buffers of the whole tree, by dotted name; the tensors
@@ -87,6 +92,7 @@ class Module {
 
   std::string type_name_;
   bool training_ = true;
+  bool checkpointing_ = false;
   NamedTensors params_;
   NamedTensors buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;

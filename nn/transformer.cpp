@@ -1,6 +1,8 @@
 // nn/transformer.cpp — residual wiring of the encoder and decoder layers.
 #include "nn/transformer.h"
 
+#include "autograd/checkpoint.h"
+#include "autograd/grad_mode.h"
 #include "ops/elementwise.h"
 
 namespace ks::nn {
@@ -22,7 +24,22 @@ EncoderLayer::EncoderLayer(const LayerConfig& cfg) : Module("EncoderLayer"), pre
   drop = register_module("drop", std::make_shared<Dropout>(cfg.dropout));
 }
 
+namespace {
+// Whether a layer's forward should keep only its inputs (autograd/checkpoint.h).
+bool checkpointed(const Module& layer) {
+  return layer.activation_checkpointing() && layer.is_training() && GradMode::is_enabled();
+}
+}  // namespace
+
 Tensor EncoderLayer::forward(const Tensor& x, const Tensor& key_padding) {
+  if (checkpointed(*this))  // by value: the recomputation runs in backward, after this call returned
+    return checkpoint(
+        [this, key_padding](const std::vector<Tensor>& in) { return std::vector<Tensor>{run(in[0], key_padding)}; },
+        {x})[0];
+  return run(x, key_padding);
+}
+
+Tensor EncoderLayer::run(const Tensor& x, const Tensor& key_padding) {
   AttentionMask mask{false, key_padding};
   Tensor h = residual(x, *ln1, *drop, pre_norm, [&](const Tensor& y) { return attn->forward(y, mask); });
   return residual(h, *ln2, *drop, pre_norm, [&](const Tensor& y) { return ff->forward(y); });
@@ -41,6 +58,17 @@ DecoderLayer::DecoderLayer(const LayerConfig& cfg, bool cross_attention)
 
 Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Tensor& self_padding,
                              const Tensor& memory_padding, DecoderLayerCache* cache) {
+  if (!cache && checkpointed(*this))
+    return checkpoint(
+        [this, self_padding, memory_padding](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{run(in[0], in[1], self_padding, memory_padding, nullptr)};
+        },
+        {x, memory})[0];
+  return run(x, memory, self_padding, memory_padding, cache);
+}
+
+Tensor DecoderLayer::run(const Tensor& x, const Tensor& memory, const Tensor& self_padding,
+                         const Tensor& memory_padding, DecoderLayerCache* cache) {
   AttentionMask causal{true, self_padding};
   Tensor h = residual(x, *ln1, *drop, pre_norm, [&](const Tensor& y) {
     return self_attn->forward(y, y, y, causal, cache ? &cache->self : nullptr);

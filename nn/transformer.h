@@ -29,13 +29,17 @@ struct LayerConfig {
 class EncoderLayer : public Module {
  public:
   explicit EncoderLayer(const LayerConfig& cfg);
-  // x (B, T, d); key_padding (B, T) bool or undefined.
+  // x (B, T, d); key_padding (B, T) bool or undefined. Checkpointed in
+  // training when activation checkpointing is on (Module::set_activation_checkpointing).
   Tensor forward(const Tensor& x, const Tensor& key_padding = Tensor());
   std::shared_ptr<Attention> attn;
   std::shared_ptr<FeedForward> ff;
   std::shared_ptr<LayerNorm> ln1, ln2;
   std::shared_ptr<Dropout> drop;
   bool pre_norm;
+
+ private:
+  Tensor run(const Tensor& x, const Tensor& key_padding);
 };
 
 // Decoding state of one DecoderLayer.
@@ -49,6 +53,7 @@ class DecoderLayer : public Module {
   DecoderLayer(const LayerConfig& cfg, bool cross_attention);
   // x (B, T, d); memory (B, S, d) for cross-attention (else undefined);
   // self_padding (B, T) and memory_padding (B, S) bool or undefined.
+  // Checkpointed like EncoderLayer's when training without a cache.
   Tensor forward(const Tensor& x, const Tensor& memory = Tensor(), const Tensor& self_padding = Tensor(),
                  const Tensor& memory_padding = Tensor(), DecoderLayerCache* cache = nullptr);
   std::shared_ptr<Attention> self_attn, cross_attn;  // cross_attn null without cross-attention
@@ -56,6 +61,10 @@ class DecoderLayer : public Module {
   std::shared_ptr<LayerNorm> ln1, ln2, ln3;
   std::shared_ptr<Dropout> drop;
   bool pre_norm;
+
+ private:
+  Tensor run(const Tensor& x, const Tensor& memory, const Tensor& self_padding, const Tensor& memory_padding,
+             DecoderLayerCache* cache);
 };
 
 }  // namespace ks::nn

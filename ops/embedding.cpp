@@ -3,6 +3,11 @@
 #include "ops/embedding.h"
 
 #include "autograd/node.h"
+#include "core/factory.h"
+#include "ops/compare.h"
+#include "ops/elementwise.h"
+#include "ops/indexing.h"
+#include "ops/view.h"
 
 namespace ks {
 
@@ -24,12 +29,20 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
   Tensor out = Tensor::empty(out_shape, weight.dtype(), weight.device());
   embedding_kernel(out.device(), out, weight, indices);
   if (needs_grad({weight}))
-    record("EmbeddingBackward", {weight}, {out},
-           [sidx = SavedTensor(indices), padding_idx, V, D](const std::vector<Tensor>& g) {
-             Tensor dw = Tensor::empty({V, D}, g[0].dtype(), g[0].device());
-             embedding_backward_kernel(dw.device(), dw, g[0], sidx.unpack(), padding_idx);
-             return std::vector<Tensor>{dw};
-           });
+    record(
+        "EmbeddingBackward", {weight}, {out},
+        [sidx = SavedTensor(indices), padding_idx, V, D](const std::vector<Tensor>& g) {
+          if (GradMode::is_enabled()) {  // create_graph: the same scatter-add as differentiable ops
+            Tensor rows = reshape(g[0], {-1, D}), flat = reshape(sidx.unpack(), {-1});
+            if (padding_idx >= 0) rows = mul(rows, unsqueeze(to(ne(flat, double(padding_idx)), rows.dtype()), 1));
+            return std::vector<Tensor>{
+                index_add(zeros({V, D}, {.dtype = rows.dtype(), .device = rows.device()}), 0, flat, rows)};
+          }
+          Tensor dw = Tensor::empty({V, D}, g[0].dtype(), g[0].device());
+          embedding_backward_kernel(dw.device(), dw, g[0], sidx.unpack(), padding_idx);
+          return std::vector<Tensor>{dw};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

@@ -61,12 +61,15 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index_in) {
   Tensor out = Tensor::empty(shape, x.dtype(), x.device());
   index_select_kernel(x.device(), out, x, d, index);
   if (needs_grad({x}))
-    record("IndexSelectBackward", {x}, {out},
-           [in = x.sizes(), d, si = SavedTensor(index)](const std::vector<Tensor>& g) {
-             Tensor gx = zeros(in, {.dtype = g[0].dtype(), .device = g[0].device()});
-             index_add_kernel(gx.device(), gx, d, si.unpack(), g[0]);
-             return std::vector<Tensor>{gx};
-           });
+    record(
+        "IndexSelectBackward", {x}, {out},
+        [in = x.sizes(), d, si = SavedTensor(index)](const std::vector<Tensor>& g) {
+          Tensor gx = zeros(in, {.dtype = g[0].dtype(), .device = g[0].device()});
+          if (GradMode::is_enabled()) return std::vector<Tensor>{index_add(gx, d, si.unpack(), g[0])};  // create_graph
+          index_add_kernel(gx.device(), gx, d, si.unpack(), g[0]);
+          return std::vector<Tensor>{gx};
+        },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -81,12 +84,14 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index_in, const Ten
   Tensor out = copy_of(x);
   index_add_kernel(out.device(), out, d, index, src);
   if (needs_grad({x, src}))
-    record("IndexAddBackward", {x, src}, {out},
-           [d, si = SavedTensor(src.requires_grad() ? index : Tensor()),
-            gx = x.requires_grad()](const std::vector<Tensor>& g) {
-             Tensor dsrc = si.defined() ? index_select(g[0], d, si.unpack()) : Tensor();
-             return std::vector<Tensor>{gx ? g[0] : Tensor(), dsrc};
-           });
+    record(
+        "IndexAddBackward", {x, src}, {out},
+        [d, si = SavedTensor(src.requires_grad() ? index : Tensor()),
+         gx = x.requires_grad()](const std::vector<Tensor>& g) {
+          Tensor dsrc = si.defined() ? index_select(g[0], d, si.unpack()) : Tensor();
+          return std::vector<Tensor>{gx ? g[0] : Tensor(), dsrc};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

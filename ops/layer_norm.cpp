@@ -2,7 +2,11 @@
 // loops are in cpu/layer_norm.cpp.
 #include "ops/layer_norm.h"
 
+#include "autograd/engine.h"
 #include "autograd/node.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/unary.h"
 
 namespace ks {
 
@@ -19,6 +23,18 @@ void check_affine(const Tensor& p, const char* what, const Tensor& x, const Shap
            describe(x));
   KS_CHECK(p.device() == x.device(), "layer_norm: ", what, " is on ", p.device().str(), " but input is on ",
            x.device().str());
+}
+
+// The forward in differentiable ops, over the last k dims: how a create_graph
+// backward differentiates layer_norm (grad_by_recompute); the kernel is the fast path.
+Tensor layer_norm_in_ops(const Tensor& x, int64_t k, const Tensor& weight, const Tensor& bias, double eps) {
+  Dims dims;
+  for (int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
+  Tensor centred = sub(x, mean(x, dims, true));
+  Tensor y = div(centred, sqrt(add(mean(mul(centred, centred), dims, true), eps)));
+  if (weight.defined()) y = mul(y, weight);
+  if (bias.defined()) y = add(y, bias);
+  return y;
 }
 
 }  // namespace
@@ -44,19 +60,35 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     const bool gx = x.requires_grad();
     const bool gw = weight.defined() && weight.requires_grad();
     const bool gb = bias.defined() && bias.requires_grad();
-    // x is read for dx and dweight; weight only for dx.
-    record("LayerNormBackward", {x, weight, bias}, {y},
-           [gx, gw, gb, sx = SavedTensor(gx || gw ? x : Tensor()), sw = SavedTensor(gx ? weight : Tensor()),
-            smean = SavedTensor(mean), srstd = SavedTensor(rstd), normalized_shape](const std::vector<Tensor>& g) {
-             const Tensor& gy = g[0];
-             Tensor dx, dw, db;
-             if (gx) dx = Tensor::empty(gy.sizes(), gy.dtype(), gy.device());
-             if (gw) dw = Tensor::empty(normalized_shape, gy.dtype(), gy.device());
-             if (gb) db = Tensor::empty(normalized_shape, gy.dtype(), gy.device());
-             layer_norm_backward_kernel(gy.device(), dx, dw, db, gy, sx.unpack(), smean.unpack(), srstd.unpack(),
-                                        sw.unpack());
-             return std::vector<Tensor>{dx, dw, db};
-           });
+    // x is read for dx and dweight; weight only for dx (and, with bias, by a
+    // create_graph backward's recomputation: parameters, alive anyway).
+    record(
+        "LayerNormBackward", {x, weight, bias}, {y},
+        [gx, gw, gb, k, eps, sx = SavedTensor(gx || gw ? x : Tensor()), sw = SavedTensor(weight),
+         sb = SavedTensor(bias), smean = SavedTensor(mean), srstd = SavedTensor(rstd),
+         normalized_shape](const std::vector<Tensor>& g) {
+          const Tensor& gy = g[0];
+          if (GradMode::is_enabled()) {  // create_graph
+            if (!sx.defined()) {         // only the bias needs a gradient: the sum of gy over the rows
+              Dims rows;
+              for (int64_t d = 0; d < gy.dim() - k; ++d) rows.push_back(d);
+              return std::vector<Tensor>{Tensor(), Tensor(), rows.empty() ? gy : sum(gy, rows)};
+            }
+            return grad_by_recompute(
+                [&](const std::vector<Tensor>& in) {
+                  return std::vector<Tensor>{layer_norm_in_ops(in[0], k, in[1], in[2], eps)};
+                },
+                {sx.unpack(), sw.unpack(), sb.unpack()}, {gy});
+          }
+          Tensor dx, dw, db;
+          if (gx) dx = Tensor::empty(gy.sizes(), gy.dtype(), gy.device());
+          if (gw) dw = Tensor::empty(normalized_shape, gy.dtype(), gy.device());
+          if (gb) db = Tensor::empty(normalized_shape, gy.dtype(), gy.device());
+          layer_norm_backward_kernel(gy.device(), dx, dw, db, gy, sx.unpack(), smean.unpack(), srstd.unpack(),
+                                     gx ? sw.unpack() : Tensor());
+          return std::vector<Tensor>{dx, dw, db};
+        },
+        HigherOrder::Supported);
   }
   return y;
 }

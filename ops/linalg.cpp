@@ -142,30 +142,45 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (needs_grad({a, b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     // dA needs B and dB needs A: keep each only if the other's gradient is wanted.
-    record("MatmulBackward", {a, b}, {out},
-           [sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(ga ? b : Tensor()), pa, pb, shape_a = a.sizes(),
-            shape_b = b.sizes(), shape_a2 = a2.sizes(), shape_b2 = b2.sizes()](const std::vector<Tensor>& grads) {
-             Tensor g = grads[0];  // (batch..., [M], [N]) -> (batch..., M, N)
-             if (pa) g = unsqueeze_raw(g, g.dim() - (pb ? 0 : 1));
-             if (pb) g = unsqueeze_raw(g, g.dim());
-             Tensor da, db;
-             if (sb.defined()) {
-               const Tensor b2 = pb ? unsqueeze_raw(sb.unpack(), 1) : sb.unpack();
-               da = reshape(sum_to(gemm(g, mT(b2)), shape_a2), shape_a);  // dC·Bᵀ
-             }
-             if (sa.defined()) {
-               const Tensor a2 = pa ? unsqueeze_raw(sa.unpack(), 0) : sa.unpack();
-               if (g.dim() > 2 && numel_of(Shape(shape_b2.begin(), shape_b2.end() - 2)) == 1) {
-                 // B was shared by the whole batch: one GEMM over all rows, Aᵀ·dC.
-                 const int64_t rows = rows_of(a2.sizes());
-                 db = gemm(mT(reshape(a2, {rows, a2.size(-1)})), reshape(g, {rows, g.size(-1)}));
-               } else {
-                 db = sum_to(gemm(mT(a2), g), shape_b2);
-               }
-               db = reshape(db, shape_b);
-             }
-             return std::vector<Tensor>{da, db};
-           });
+    record(
+        "MatmulBackward", {a, b}, {out},
+        [sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(ga ? b : Tensor()), pa, pb, shape_a = a.sizes(),
+         shape_b = b.sizes(), shape_a2 = a2.sizes(), shape_b2 = b2.sizes()](const std::vector<Tensor>& grads) {
+          Tensor g = grads[0];  // (batch..., [M], [N]) -> (batch..., M, N)
+          Tensor da, db;
+          if (GradMode::is_enabled()) {  // create_graph: the same products as differentiable ops
+            if (pa) g = unsqueeze(g, g.dim() - (pb ? 0 : 1));
+            if (pb) g = unsqueeze(g, g.dim());
+            if (sb.defined()) {
+              const Tensor b2 = pb ? unsqueeze(sb.unpack(), 1) : sb.unpack();
+              da = reshape(sum_to(matmul(g, transpose(b2, -1, -2)), shape_a2), shape_a);
+            }
+            if (sa.defined()) {
+              const Tensor a2 = pa ? unsqueeze(sa.unpack(), 0) : sa.unpack();
+              db = reshape(sum_to(matmul(transpose(a2, -1, -2), g), shape_b2), shape_b);
+            }
+            return std::vector<Tensor>{da, db};
+          }
+          if (pa) g = unsqueeze_raw(g, g.dim() - (pb ? 0 : 1));
+          if (pb) g = unsqueeze_raw(g, g.dim());
+          if (sb.defined()) {
+            const Tensor b2 = pb ? unsqueeze_raw(sb.unpack(), 1) : sb.unpack();
+            da = reshape(sum_to(gemm(g, mT(b2)), shape_a2), shape_a);  // dC·Bᵀ
+          }
+          if (sa.defined()) {
+            const Tensor a2 = pa ? unsqueeze_raw(sa.unpack(), 0) : sa.unpack();
+            if (g.dim() > 2 && numel_of(Shape(shape_b2.begin(), shape_b2.end() - 2)) == 1) {
+              // B was shared by the whole batch: one GEMM over all rows, Aᵀ·dC.
+              const int64_t rows = rows_of(a2.sizes());
+              db = gemm(mT(reshape(a2, {rows, a2.size(-1)})), reshape(g, {rows, g.size(-1)}));
+            } else {
+              db = sum_to(gemm(mT(a2), g), shape_b2);
+            }
+            db = reshape(db, shape_b);
+          }
+          return std::vector<Tensor>{da, db};
+        },
+        HigherOrder::Supported);
   }
   return out;
 }
@@ -190,26 +205,34 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
   if (needs_grad({x, weight, bias})) {
     const bool gx = x.requires_grad(), gw = weight.requires_grad();
-    record("LinearBackward", {x, weight, bias}, {out},
-           [sx = SavedTensor(gw ? x : Tensor()), sw = SavedTensor(gx ? weight : Tensor()),
-            gb = bias.defined() && bias.requires_grad(), shape_x = x.sizes(), in,
-            out_features](const std::vector<Tensor>& grads) {
-             const int64_t rows = rows_of(shape_x);  // all leading dims of x
-             const Tensor g = reshape(grads[0], {rows, out_features});
-             Tensor dx, dw, db;
-             const Tensor x2 = sx.defined() ? reshape(sx.unpack(), {rows, in}) : Tensor();  // (rows, in)
-             if (x2.defined() && linear_backward_kernel.has(g.device().type)) {
-               const Tensor w = sw.defined() ? sw.unpack() : Tensor();
-               if (linear_backward_kernel(g.device(), g, x2, w, sw.defined(), gb, dx, dw, db)) {
-                 if (dx.defined()) dx = reshape(dx, shape_x);
-                 return std::vector<Tensor>{dx, dw, db};
-               }
-             }
-             if (sw.defined()) dx = reshape(gemm(g, sw.unpack()), shape_x);  // g·W
-             if (x2.defined()) dw = gemm(mT(g), x2);                         // gᵀ·x
-             if (gb) db = sum(g, {0});
-             return std::vector<Tensor>{dx, dw, db};
-           });
+    record(
+        "LinearBackward", {x, weight, bias}, {out},
+        [sx = SavedTensor(gw ? x : Tensor()), sw = SavedTensor(gx ? weight : Tensor()),
+         gb = bias.defined() && bias.requires_grad(), shape_x = x.sizes(), in,
+         out_features](const std::vector<Tensor>& grads) {
+          const int64_t rows = rows_of(shape_x);  // all leading dims of x
+          const Tensor g = reshape(grads[0], {rows, out_features});
+          Tensor dx, dw, db;
+          if (GradMode::is_enabled()) {  // create_graph: the same products as differentiable ops
+            if (sw.defined()) dx = reshape(matmul(g, sw.unpack()), shape_x);
+            if (sx.defined()) dw = matmul(transpose(g, 0, 1), reshape(sx.unpack(), {rows, in}));
+            if (gb) db = sum(g, {0});
+            return std::vector<Tensor>{dx, dw, db};
+          }
+          const Tensor x2 = sx.defined() ? reshape(sx.unpack(), {rows, in}) : Tensor();  // (rows, in)
+          if (x2.defined() && linear_backward_kernel.has(g.device().type)) {
+            const Tensor w = sw.defined() ? sw.unpack() : Tensor();
+            if (linear_backward_kernel(g.device(), g, x2, w, sw.defined(), gb, dx, dw, db)) {
+              if (dx.defined()) dx = reshape(dx, shape_x);
+              return std::vector<Tensor>{dx, dw, db};
+            }
+          }
+          if (sw.defined()) dx = reshape(gemm(g, sw.unpack()), shape_x);  // g·W
+          if (x2.defined()) dw = gemm(mT(g), x2);                         // gᵀ·x
+          if (gb) db = sum(g, {0});
+          return std::vector<Tensor>{dx, dw, db};
+        },
+        HigherOrder::Supported);
   }
   return out;
 }

@@ -2,10 +2,16 @@
 // layout change, reductions and backward nodes; the loops are in cpu/loss.cpp.
 #include "ops/loss.h"
 
+#include "autograd/engine.h"
 #include "autograd/node.h"
 #include "core/copy.h"
+#include "core/factory.h"
+#include "ops/compare.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "ops/softmax.h"
+#include "ops/unary.h"
+#include "ops/view.h"
 
 namespace ks {
 
@@ -52,6 +58,32 @@ Tensor per_position(const Tensor& g, int64_t P) {
   return c.alias({P}, {1}, c.storage_offset());
 }
 
+// The class losses in differentiable ops: -Σ_c q_c log p_c per position, with
+// q = (1-ε)·onehot(target) + ε/C (zero where the target is ignored), reduced
+// as asked; `denom` is the kernel's divisor for Mean. How a create_graph
+// backward differentiates them (grad_by_recompute); the kernels are the fast path.
+Tensor class_loss_in_ops(const Tensor& x, const Tensor& targets, const ClassLossSpec& spec, Reduction reduction,
+                         const Tensor& denom) {
+  const int64_t cd = x.dim() == 1 ? 0 : 1, C = x.size(cd);
+  Tensor q;
+  {
+    NoGradGuard constant;
+    Shape along(size_t(x.dim()), 1);
+    along[size_t(cd)] = C;
+    Tensor classes = reshape(arange(double(C), {.dtype = kInt64, .device = x.device()}), along);
+    Tensor onehot = to(eq(classes, unsqueeze(targets, cd)), x.dtype());
+    Tensor valid = to(unsqueeze(ne(targets, double(spec.ignore_index)), cd), x.dtype());
+    q = mul(add(mul(onehot, 1.0 - spec.label_smoothing), spec.label_smoothing / double(C)), valid);
+  }
+  Tensor loss = neg(sum(mul(q, spec.from_logits ? log_softmax(x, cd) : x), {cd}));
+  switch (reduction) {
+    case Reduction::None: return loss;
+    case Reduction::Sum: return sum(loss);
+    case Reduction::Mean: return div(sum(loss), denom);
+  }
+  return loss;
+}
+
 Tensor class_loss(const char* name, const Tensor& x, const Tensor& targets, const ClassLossSpec& spec,
                   Reduction reduction) {
   KS_CHECK(x.defined() && targets.defined(), name, ": undefined input");
@@ -83,15 +115,27 @@ Tensor class_loss(const char* name, const Tensor& x, const Tensor& targets, cons
     case Reduction::Mean: out = div(sum(loss), denom); break;
   }
   if (needs_grad({x}))
-    record(spec.from_logits ? "CrossEntropyBackward" : "NllLossBackward", {x}, {out},
-           [spec, reduction, P, x_shape = x.sizes(), srows = SavedTensor(spec.from_logits ? rows : Tensor()),
-            slse = SavedTensor(lse), st = SavedTensor(t), sdenom = SavedTensor(denom)](const std::vector<Tensor>& g) {
-             const Tensor& gl = g[0];
-             const Tensor gpos = per_position(reduction == Reduction::Mean ? div(gl, sdenom.unpack()) : gl, P);
-             Tensor dx = Tensor::empty({P, x_shape.size() == 1 ? x_shape[0] : x_shape[1]}, gl.dtype(), gl.device());
-             class_loss_backward_kernel(dx.device(), dx, gpos, srows.unpack(), slse.unpack(), st.unpack(), spec);
-             return std::vector<Tensor>{from_class_rows(dx, x_shape)};
-           });
+    // A create_graph backward recomputes from x: the rows when they are x
+    // itself (2-d logits), else x too (a view of it, or the input log-probs).
+    record(
+        spec.from_logits ? "CrossEntropyBackward" : "NllLossBackward", {x}, {out},
+        [spec, reduction, P, x_shape = x.sizes(), srows = SavedTensor(spec.from_logits ? rows : Tensor()),
+         sx = SavedTensor(spec.from_logits && x.dim() == 2 ? Tensor() : x), starget = SavedTensor(targets),
+         slse = SavedTensor(lse), st = SavedTensor(t), sdenom = SavedTensor(denom)](const std::vector<Tensor>& g) {
+          const Tensor& gl = g[0];
+          if (GradMode::is_enabled())
+            return grad_by_recompute(
+                [&](const std::vector<Tensor>& in) {
+                  return std::vector<Tensor>{
+                      class_loss_in_ops(in[0], starget.unpack(), spec, reduction, sdenom.unpack())};
+                },
+                {sx.defined() ? sx.unpack() : srows.unpack()}, {gl});
+          const Tensor gpos = per_position(reduction == Reduction::Mean ? div(gl, sdenom.unpack()) : gl, P);
+          Tensor dx = Tensor::empty({P, x_shape.size() == 1 ? x_shape[0] : x_shape[1]}, gl.dtype(), gl.device());
+          class_loss_backward_kernel(dx.device(), dx, gpos, srows.unpack(), slse.unpack(), st.unpack(), spec);
+          return std::vector<Tensor>{from_class_rows(dx, x_shape)};
+        },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -121,17 +165,23 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   Tensor out = Tensor::empty(reduce ? Shape{} : input.sizes(), input.dtype(), input.device());
   mse_kernel(out.device(), out, input, target, reduce, scale);
   if (needs_grad({input, target}))
-    record("MseLossBackward", {input, target}, {out},
-           [sa = SavedTensor(input), sb = SavedTensor(target), reduce, scale, ga = input.requires_grad(),
-            gb = target.requires_grad()](const std::vector<Tensor>& g) {
-             const Tensor a = sa.unpack(), b = sb.unpack();
-             // A reduced loss's gradient is one value for every element.
-             const Tensor ge = reduce ? g[0].alias(a.sizes(), Shape(a.sizes().size(), 0), g[0].storage_offset()) : g[0];
-             Tensor da = ga ? Tensor::empty(a.sizes(), a.dtype(), a.device()) : Tensor();
-             Tensor db = gb ? Tensor::empty(a.sizes(), a.dtype(), a.device()) : Tensor();
-             mse_backward_kernel(a.device(), da, db, a, b, ge, scale);
-             return std::vector<Tensor>{da, db};
-           });
+    record(
+        "MseLossBackward", {input, target}, {out},
+        [sa = SavedTensor(input), sb = SavedTensor(target), reduce, scale, ga = input.requires_grad(),
+         gb = target.requires_grad()](const std::vector<Tensor>& g) {
+          const Tensor a = sa.unpack(), b = sb.unpack();
+          if (GradMode::is_enabled()) {  // create_graph: d/da = 2·scale·(a - b)·g, d/db its negative
+            Tensor da = mul(mul(sub(a, b), 2.0 * scale), g[0]);
+            return std::vector<Tensor>{ga ? da : Tensor(), gb ? neg(da) : Tensor()};
+          }
+          // A reduced loss's gradient is one value for every element.
+          const Tensor ge = reduce ? g[0].alias(a.sizes(), Shape(a.sizes().size(), 0), g[0].storage_offset()) : g[0];
+          Tensor da = ga ? Tensor::empty(a.sizes(), a.dtype(), a.device()) : Tensor();
+          Tensor db = gb ? Tensor::empty(a.sizes(), a.dtype(), a.device()) : Tensor();
+          mse_backward_kernel(a.device(), da, db, a, b, ge, scale);
+          return std::vector<Tensor>{da, db};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "core/factory.h"
 #include "ops/elementwise.h"
 #include "ops/reduce_grad_formulas.h"
+#include "ops/unary.h"
 #include "ops/view.h"
 
 namespace ks {
@@ -194,8 +195,9 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
   check_dtype(x, "sum", true, true);
   Tensor out = present(run(ReduceOp::Sum, x, p, sum_dtype(x.dtype()), false).first, p);
   if (needs_grad({x}))
-    record("SumBackward", {x}, {out},
-           [p](const std::vector<Tensor>& g) { return std::vector<Tensor>{spread(g[0], p)}; });
+    record(
+        "SumBackward", {x}, {out}, [p](const std::vector<Tensor>& g) { return std::vector<Tensor>{spread(g[0], p)}; },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -206,8 +208,10 @@ Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
   check_dtype(x, "mean", false, false);
   Tensor out = present(run(ReduceOp::Mean, x, p, x.dtype(), false).first, p);
   if (needs_grad({x}))
-    record("MeanBackward", {x}, {out},
-           [p](const std::vector<Tensor>& g) { return std::vector<Tensor>{spread(mul(g[0], 1.0 / double(p.n)), p)}; });
+    record(
+        "MeanBackward", {x}, {out},
+        [p](const std::vector<Tensor>& g) { return std::vector<Tensor>{spread(mul(g[0], 1.0 / double(p.n)), p)}; },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -260,12 +264,16 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
   Tensor y = run(ReduceOp::LogSumExp, x, p, x.dtype(), false).first;
   Tensor out = present(y, p);
   if (needs_grad({x}))
-    record("LogSumExpBackward", {x}, {out},
-           [p, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
-             Tensor x = sx.unpack();
-             return std::vector<Tensor>{grad_op<reduce_grad_ops::SoftmaxGrad>(
-                 p.in, x.dtype(), x.device(), {x, spread(sy.unpack(), p), spread(g[0], p)})};
-           });
+    record(
+        "LogSumExpBackward", {x}, {out},
+        [p, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
+          Tensor x = sx.unpack();
+          if (GradMode::is_enabled())  // create_graph: g · softmax(x), the softmax from a recomputed logsumexp
+            return std::vector<Tensor>{mul(spread(g[0], p), exp(sub(x, expand(logsumexp(x, p.dims, true), p.in))))};
+          return std::vector<Tensor>{grad_op<reduce_grad_ops::SoftmaxGrad>(
+              p.in, x.dtype(), x.device(), {x, spread(sy.unpack(), p), spread(g[0], p)})};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

@@ -20,8 +20,10 @@ Tensor unary_apply(const UnaryInfo& op, const Tensor& x, const UnaryParams& p) {
   if (out.numel() > 0) op.forward(out.device(), p, out, x);
   if (!needs_grad({x})) return out;
   if (op.saves == Saves::Self) {  // linear: the backward is the op on the gradient (differentiable again)
-    record(op.node, {x}, {out},
-           [op, p](const std::vector<Tensor>& g) { return std::vector<Tensor>{unary_apply(op, g[0], p)}; });
+    record(
+        op.node, {x}, {out},
+        [op, p](const std::vector<Tensor>& g) { return std::vector<Tensor>{unary_apply(op, g[0], p)}; },
+        HigherOrder::Supported);
     return out;
   }
   const Tensor& saved = op.saves == Saves::Output ? out : x;

@@ -12,10 +12,16 @@
 namespace ks {
 namespace {
 
-// Records that `out` is a view (or copy) of `x` whose gradient is backward(g).
-template <class F> Tensor with_grad(const char* name, const Tensor& x, Tensor out, F backward) {
+// Records that `out` is a view (or copy) of `x` whose gradient is backward(g);
+// a backward made of views and ops is differentiable again, one that writes
+// into a fresh buffer (slice, select) is not.
+template <class F>
+Tensor with_grad(const char* name, const Tensor& x, Tensor out, F backward,
+                 HigherOrder higher_order = HigherOrder::Supported) {
   if (needs_grad({x}))
-    record(name, {x}, {out}, [backward](const std::vector<Tensor>& g) { return std::vector<Tensor>{backward(g[0])}; });
+    record(
+        name, {x}, {out}, [backward](const std::vector<Tensor>& g) { return std::vector<Tensor>{backward(g[0])}; },
+        higher_order);
   return out;
 }
 
@@ -145,11 +151,14 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
   sizes[size_t(d)] = (end - start + step - 1) / step;
   strides[size_t(d)] *= step;
   Tensor out = make_view(x, sizes, strides, x.storage_offset() + start * x.stride(d));
-  return with_grad("SliceBackward", x, out, [in = x.sizes(), d, start, end, step](const Tensor& g) {
-    Tensor gx = zeros(in, {.dtype = g.dtype(), .device = g.device()});
-    copy_(slice(gx, d, start, end, step), g);
-    return gx;
-  });
+  return with_grad(
+      "SliceBackward", x, out,
+      [in = x.sizes(), d, start, end, step](const Tensor& g) {
+        Tensor gx = zeros(in, {.dtype = g.dtype(), .device = g.device()});
+        copy_(slice(gx, d, start, end, step), g);
+        return gx;
+      },
+      HigherOrder::Unsupported);
 }
 
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
@@ -172,11 +181,14 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
   Tensor out = make_view(x, sizes, strides, offset);
-  return with_grad("SelectBackward", x, out, [in = x.sizes(), d, index](const Tensor& g) {
-    Tensor gx = zeros(in, {.dtype = g.dtype(), .device = g.device()});
-    copy_(select(gx, d, index), g);
-    return gx;
-  });
+  return with_grad(
+      "SelectBackward", x, out,
+      [in = x.sizes(), d, index](const Tensor& g) {
+        Tensor gx = zeros(in, {.dtype = g.dtype(), .device = g.device()});
+        copy_(select(gx, d, index), g);
+        return gx;
+      },
+      HigherOrder::Unsupported);
 }
 
 Tensor squeeze(const Tensor& x) {

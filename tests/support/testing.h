@@ -86,3 +86,10 @@ inline void check_close(const Tensor& actual, const Tensor& expected, double ato
     auto ks_gc_result = ::ks::gradcheck(__VA_ARGS__);     \
     CHECK_MESSAGE(ks_gc_result.ok, ks_gc_result.message); \
   } while (0)
+
+// Runs ks::gradgradcheck (second derivatives) and fails the test with its report.
+#define CHECK_GRADGRADCHECK(...)                            \
+  do {                                                      \
+    auto ks_ggc_result = ::ks::gradgradcheck(__VA_ARGS__);  \
+    CHECK_MESSAGE(ks_ggc_result.ok, ks_ggc_result.message); \
+  } while (0)

@@ -1,0 +1,127 @@
+// tests/ops/test_second_derivatives.cpp — second derivatives (gradgradcheck
+// against float64 central differences) of the ops whose backward supports
+// create_graph beyond the elementwise families (those are in their own keyed
+// tables): matmul, linear, softmax, layer norm, embedding, the losses and the
+// reductions; and a Hessian-vector product of a two-layer MLP against a
+// finite-difference HVP.
+#include "support/testing.h"
+
+using namespace ks;
+using namespace ks::testing;
+
+namespace {
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+struct Row {
+  const char* name;
+  Fn f;
+  std::vector<Tensor> inputs;
+};
+
+Tensor targets(std::initializer_list<double> v, Shape shape) { return tensor(v, shape, {.dtype = kInt64}); }
+}  // namespace
+
+TEST_CASE("gradgradcheck: matmul, linear, softmax, layer norm, embedding, losses, reductions") {
+  // Non-linear wrappers (a product with the input, a square) make the second
+  // derivative of an op that is linear in an input non-trivial.
+  std::vector<Row> rows = {
+      {"matmul 2-d", [](const auto& x) { return matmul(x[0], x[1]); }, {leaf64({2, 3}, 1), leaf64({3, 2}, 2)}},
+      {"matmul batched, broadcast",
+       [](const auto& x) { return mul(matmul(x[0], x[1]), matmul(x[0], x[1])); },
+       {leaf64({2, 2, 3}, 3), leaf64({3, 2}, 4)}},
+      {"matmul vector-matrix",
+       [](const auto& x) { return mul(matmul(x[0], x[1]), sum(x[0])); },
+       {leaf64({3}, 5), leaf64({3, 2}, 6)}},
+      {"linear with bias",
+       [](const auto& x) {
+         Tensor y = linear(x[0], x[1], x[2]);
+         return mul(y, y);
+       },
+       {leaf64({2, 3}, 7), leaf64({4, 3}, 8), leaf64({4}, 9)}},
+      {"softmax", [](const auto& x) { return mul(softmax(x[0], 1), x[0]); }, {leaf64({2, 4}, 10)}},
+      {"log_softmax", [](const auto& x) { return mul(log_softmax(x[0], -1), x[0]); }, {leaf64({2, 4}, 11)}},
+      {"layer_norm",
+       [](const auto& x) { return layer_norm(x[0], {4}, x[1], x[2], 1e-5); },
+       {leaf64({3, 4}, 12), leaf64({4}, 13, 0.5, 1.5), leaf64({4}, 14)}},
+      {"layer_norm without affine",
+       [](const auto& x) {
+         return mul(layer_norm(x[0], {2, 3}, {}, {}, 1e-5), x[0]);
+       },
+       {leaf64({2, 2, 3}, 15)}},
+      {"embedding with padding",
+       [](const auto& x) {
+         Tensor e = embedding(x[0], targets({0, 2, 1, 2}, {2, 2}), 1);
+         return mul(e, e);
+       },
+       {leaf64({3, 2}, 16)}},
+      {"cross_entropy mean",
+       [](const auto& x) {
+         return cross_entropy(x[0], targets({0, 2, 1}, {3}));
+       },
+       {leaf64({3, 4}, 17)}},
+      {"cross_entropy (N, C, d), smoothing, ignore_index",
+       [](const auto& x) {
+         return cross_entropy(x[0], targets({0, 2, 1, -100}, {2, 2}), {.ignore_index = -100, .label_smoothing = 0.1});
+       },
+       {leaf64({2, 3, 2}, 18)}},
+      {"cross_entropy sum, one row",
+       [](const auto& x) { return cross_entropy(x[0], targets({2}, {}), {.reduction = Reduction::Sum}); },
+       {leaf64({4}, 19)}},
+      {"nll_loss of log_softmax",
+       [](const auto& x) {
+         return nll_loss(log_softmax(x[0], 1), targets({1, 0}, {2}));
+       },
+       {leaf64({2, 3}, 20)}},
+      {"mse_loss",
+       [](const auto& x) { return mse_loss(mul(x[0], x[0]), x[1]); },
+       {leaf64({2, 3}, 21), leaf64({2, 3}, 22)}},
+      {"sum and mean over dims",
+       [](const auto& x) { return mul(sum(mul(x[0], x[0]), {0}), mean(x[0], {0})); },
+       {leaf64({3, 2}, 23)}},
+      {"logsumexp",
+       [](const auto& x) { return mul(logsumexp(x[0], {1}, false), logsumexp(x[0], {1}, false)); },
+       {leaf64({2, 3}, 24)}},
+  };
+  for (const Row& row : rows) {
+    const std::string name = row.name;
+    CAPTURE(name);
+    CHECK_GRADCHECK(row.f, row.inputs);
+    CHECK_GRADGRADCHECK(row.f, row.inputs);
+  }
+}
+
+TEST_CASE("a Hessian-vector product of a two-layer MLP equals the finite-difference HVP") {
+  // loss(θ) = cross_entropy(W2 · tanh(W1 x + b1) + b2, y); Hv by double
+  // backward vs (∇loss(θ + εv) - ∇loss(θ - εv)) / 2ε, over all four parameters.
+  Tensor x = leaf64({5, 3}, 31);
+  x.set_requires_grad(false);
+  Tensor y = targets({0, 1, 2, 1, 0}, {5});
+  std::vector<Tensor> theta = {leaf64({4, 3}, 32), leaf64({4}, 33), leaf64({3, 4}, 34), leaf64({3}, 35)};
+  std::vector<Tensor> v = {leaf64({4, 3}, 36), leaf64({4}, 37), leaf64({3, 4}, 38), leaf64({3}, 39)};
+  auto loss = [&](const std::vector<Tensor>& p) {
+    return cross_entropy(linear(tanh(linear(x, p[0], p[1])), p[2], p[3]), y);
+  };
+
+  std::vector<Tensor> g = grad({loss(theta)}, theta, {}, {.create_graph = true});
+  Tensor gv;
+  for (size_t i = 0; i < g.size(); ++i) {
+    Tensor term = sum(mul(g[i], detach(v[i])));
+    gv = gv.defined() ? add(gv, term) : term;
+  }
+  std::vector<Tensor> hv = grad({gv}, theta);
+
+  const double eps = 1e-5;
+  auto shifted_grad = [&](double sign) {
+    std::vector<Tensor> p;
+    for (size_t i = 0; i < theta.size(); ++i) {
+      NoGradGuard no_grad;
+      p.push_back(add(theta[i], mul(v[i], sign * eps)).set_requires_grad(true));
+    }
+    return grad({loss(p)}, p);
+  };
+  std::vector<Tensor> plus = shifted_grad(1), minus = shifted_grad(-1);
+  for (size_t i = 0; i < theta.size(); ++i) {
+    CAPTURE(i);
+    NoGradGuard no_grad;
+    check_close(hv[i], div(sub(plus[i], minus[i]), 2 * eps), 1e-7, 1e-5);
+  }
+}
