@@ -102,8 +102,9 @@ struct PackedA {
   // The part from row i and k offset k0 on (k0 a multiple of kPad).
   PackedA at(int64_t i, int64_t k0) const { return {data + i * ld + k0, ld}; }
 };
-// Packed B: op(B) in bf16, in panels of 16 columns of (k, k+1) pairs, each
-// panel kp rows of k (a multiple of kPad) long, zero past its k.
+// Packed B: op(B) in bf16, in panels of 16 columns, kp·16 values apart: a
+// panel holds its columns' kp values of k (a multiple of kPad) as kp/2 rows
+// of (k, k+1) pairs, zero past the real k.
 struct PackedB {
   const uint16_t* data = nullptr;
   int64_t kp = 0;
@@ -111,11 +112,12 @@ struct PackedB {
   PackedB at(int64_t k0, int64_t j) const { return {data + (j / 16 * kp + k0) * 16, kp}; }
 };
 
-// op(A) (m, k) rounded and packed into out: padded(m) rows of packed_a_ld(k)
-// values, the padding zero.
+// op(A) (m, k) rounded and packed into out, on the calling thread:
+// padded(m) rows of packed_a_ld(k) values, the padding zero.
 PackedA pack_a(const GemmMatrix<float>& a, int64_t m, int64_t k, uint16_t* out);
-// op(B) (k, n) rounded and packed into out: padded(n) / 16 panels of
-// padded(k) rows, padded(k) · padded(n) values, the padding zero.
+// op(B) (k, n) rounded and packed into out, on the calling thread:
+// padded(n) / 16 panels with kp = padded(k), padded(k) · padded(n) values,
+// the padding zero.
 PackedB pack_b(const GemmMatrix<float>& b, int64_t k, int64_t n, uint16_t* out);
 
 // C (m, n) = A·B over the first k of packed parts, or C += A·B when
