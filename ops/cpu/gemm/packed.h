@@ -19,7 +19,8 @@
 // c with row stride ldc; init is the 32 rows at c_in with row stride ldc_in
 // (c_in = c to accumulate; ldc_in = 0 repeats one row, a bias), or 0 when
 // c_in is null.
-// Not here: the door and the public packed products (gemm.h, gemm.cpp).
+// Not here: the door's code (gemm.cpp) and what is declared for callers
+// outside this folder (gemm.h: Gemm, PackedA, PackedB, PackedProduct).
 // Driver and products: bf16.cpp; packing: pack.cpp; kernels: amx.cpp,
 // avx512bf16.cpp.
 #pragma once
