@@ -107,7 +107,8 @@ void sdpa_forward_bf16(const Tensor& out, const Tensor& lse, const Tensor& q_in,
         for (int64_t j0 = 0; j0 < jend; j0 += kBc) {
           const int64_t cols = std::min(kBc, jend - j0);
           float* s = sbuf.data();
-          packed_product({.path = path,  // q kᵀ, (rows, cols)
+          // q kᵀ, (rows, cols)
+          packed_product({.path = path,
                           .a = q_a.at(i0, 0),
                           .b = kt_b.at(0, j0),
                           .m = rows,
@@ -175,107 +176,112 @@ void sdpa_backward_bf16(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
   // row strides of the packed A operands: Q, dO, and per tile Wᵀ and dSᵀ (k <= kBr), dS (k <= kBcBack)
   const int64_t lq = packed_a_ld(d.P), lg = packed_a_ld(d.E), lr = packed_a_ld(kBr), lc = packed_a_ld(kBcBack);
   const int64_t tp = d.tp(), sp = d.sp(), pp = d.pp(), ep = d.ep();
-  parallel_for(0, d.B * d.H, attention_grain(d.T * d.S * (2 * d.P + 3 * d.E)),
-               [&](int64_t p0, int64_t p1) KS_AVX512_CLONE {
-                 // packed, once per (b, h): Q and dO as A; Kᵀ, Vᵀ, K, Q, dO as B; per tile: Wᵀ, dS, dSᵀ as A
-                 thread_local std::vector<uint16_t> qa, ga, kt, vt, kb, qb, gb, wt, dsa, dst;
-                 grow(qa, tp * lq);
-                 grow(ga, tp * lg);
-                 grow(kt, pp * sp);
-                 grow(vt, ep * sp);
-                 grow(kb, sp * pp);
-                 grow(qb, tp * pp);
-                 grow(gb, tp * ep);
-                 grow(wt, kBcBack * lr);
-                 grow(dsa, kBr * lc);
-                 grow(dst, kBcBack * lr);
-                 // P | dP | W (dropout: the factors, then P ∘ factors) | D (T)
-                 std::vector<float> buf(size_t(3 * kBr * kBcBack + d.T));
-                 float *P = buf.data(), *dP = P + kBr * kBcBack, *W = dP + kBr * kBcBack, *D = W + kBr * kBcBack;
-                 for (int64_t pair = p0; pair < p1; ++pair) {
-                   const float *Op = O + pair * d.T * d.E, *Lp = L + pair * d.T;
-                   float *dQp = dQ + pair * d.T * d.P, *dKp = dK + pair * d.S * d.P, *dVp = dV + pair * d.S * d.E;
-                   const bool* pad_b = PAD ? PAD + (pair / d.H) * d.S : nullptr;
-                   row_dots(D, G.at(pair, 0), G.ld, Op, d.T, d.E);
-                   const PackedA q_a = pack_a(rows_of(Q.at(pair, 0), Q.ld), d.T, d.P, qa.data());
-                   const PackedA g_a = pack_a(rows_of(G.at(pair, 0), G.ld), d.T, d.E, ga.data());
-                   const PackedB kt_b = pack_b(transpose_of(K.at(pair, 0), K.ld), d.P, d.S, kt.data());
-                   const PackedB vt_b = pack_b(transpose_of(V.at(pair, 0), V.ld), d.E, d.S, vt.data());
-                   const PackedB k_b = pack_b(rows_of(K.at(pair, 0), K.ld), d.S, d.P, kb.data());
-                   const PackedB q_b = pack_b(rows_of(Q.at(pair, 0), Q.ld), d.T, d.P, qb.data());
-                   const PackedB g_b = pack_b(rows_of(G.at(pair, 0), G.ld), d.T, d.E, gb.data());
-                   std::fill(dQp, dQp + d.T * d.P, 0.f);
-                   std::fill(dKp, dKp + d.S * d.P, 0.f);
-                   std::fill(dVp, dVp + d.S * d.E, 0.f);
-                   for (int64_t j0 = 0; j0 < d.S; j0 += kBcBack) {
-                     const int64_t cols = std::min(kBcBack, d.S - j0), cols_p = padded(cols);
-                     float *dKj = dKp + j0 * d.P, *dVj = dVp + j0 * d.E;
-                     for (int64_t i0 = first_query(prm, j0, d.T) / kBr * kBr; i0 < d.T; i0 += kBr) {
-                       const int64_t rows = std::min(kBr, d.T - i0), rows_p = padded(rows);
-                       packed_product({.path = path,  // scores, unscaled
-                                       .a = q_a.at(i0, 0),
-                                       .b = kt_b.at(0, j0),
-                                       .m = rows,
-                                       .n = cols,
-                                       .k = pp,
-                                       .c = P,
-                                       .ldc = cols});
-                       for (int64_t r = 0; r < rows; ++r) {
-                         float* pr = P + r * cols;
-                         const float lse_r = Lp[i0 + r];
-                         for (int64_t c = 0; c < cols; ++c) pr[c] *= scale;
-                         probability_row(pr, cols, lse_r == kNegInf ? 0 : visible_prefix(prm, i0 + r, j0, cols),
-                                         pad_b ? pad_b + j0 : nullptr, lse_r);
-                         if (prm.dropout)
-                           dropout_factors(W + r * cols, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
-                       }
-                       packed_product({.path = path,  // dO vᵀ
-                                       .a = g_a.at(i0, 0),
-                                       .b = vt_b.at(0, j0),
-                                       .m = rows,
-                                       .n = cols,
-                                       .k = ep,
-                                       .c = dP,
-                                       .ldc = cols});
-                       if (prm.dropout)
-                         for (int64_t x = 0; x < rows * cols; ++x) {
-                           dP[x] *= W[x];
-                           W[x] *= P[x];
-                         }
-                       packed_product({.path = path,  // dV += Wᵀ dO
-                                       .a = pack_a(transpose_of(prm.dropout ? W : P, cols), cols, rows, wt.data()),
-                                       .b = g_b.at(i0, 0),
-                                       .m = cols,
-                                       .n = d.E,
-                                       .k = rows_p,
-                                       .c = dVj,
-                                       .ldc = d.E,
-                                       .accumulate = true});
-                       score_gradient(dP, P, D + i0, rows, cols);
-                       packed_product({.path = path,  // dQ += dS k (scaled below)
-                                       .a = pack_a(rows_of(dP, cols), rows, cols, dsa.data()),
-                                       .b = k_b.at(j0, 0),
-                                       .m = rows,
-                                       .n = d.P,
-                                       .k = cols_p,
-                                       .c = dQp + i0 * d.P,
-                                       .ldc = d.P,
-                                       .accumulate = true});
-                       packed_product({.path = path,  // dK += dSᵀ q (scaled below)
-                                       .a = pack_a(transpose_of(dP, cols), cols, rows, dst.data()),
-                                       .b = q_b.at(i0, 0),
-                                       .m = cols,
-                                       .n = d.P,
-                                       .k = rows_p,
-                                       .c = dKj,
-                                       .ldc = d.P,
-                                       .accumulate = true});
-                     }
-                   }
-                   for (int64_t x = 0; x < d.T * d.P; ++x) dQp[x] *= scale;
-                   for (int64_t x = 0; x < d.S * d.P; ++x) dKp[x] *= scale;
-                 }
-               });
+  // one task: the (b, h) pairs [p0, p1)
+  auto pairs = [&](int64_t p0, int64_t p1) KS_AVX512_CLONE {
+    // packed, once per (b, h): Q and dO as A; Kᵀ, Vᵀ, K, Q, dO as B; per tile: Wᵀ, dS, dSᵀ as A
+    thread_local std::vector<uint16_t> qa, ga, kt, vt, kb, qb, gb, wt, dsa, dst;
+    grow(qa, tp * lq);
+    grow(ga, tp * lg);
+    grow(kt, pp * sp);
+    grow(vt, ep * sp);
+    grow(kb, sp * pp);
+    grow(qb, tp * pp);
+    grow(gb, tp * ep);
+    grow(wt, kBcBack * lr);
+    grow(dsa, kBr * lc);
+    grow(dst, kBcBack * lr);
+    // P | dP | W (dropout: the factors, then P ∘ factors) | D (T)
+    std::vector<float> buf(size_t(3 * kBr * kBcBack + d.T));
+    float *P = buf.data(), *dP = P + kBr * kBcBack, *W = dP + kBr * kBcBack, *D = W + kBr * kBcBack;
+    for (int64_t pair = p0; pair < p1; ++pair) {
+      const float *Op = O + pair * d.T * d.E, *Lp = L + pair * d.T;
+      float *dQp = dQ + pair * d.T * d.P, *dKp = dK + pair * d.S * d.P, *dVp = dV + pair * d.S * d.E;
+      const bool* pad_b = PAD ? PAD + (pair / d.H) * d.S : nullptr;
+      row_dots(D, G.at(pair, 0), G.ld, Op, d.T, d.E);
+      const PackedA q_a = pack_a(rows_of(Q.at(pair, 0), Q.ld), d.T, d.P, qa.data());
+      const PackedA g_a = pack_a(rows_of(G.at(pair, 0), G.ld), d.T, d.E, ga.data());
+      const PackedB kt_b = pack_b(transpose_of(K.at(pair, 0), K.ld), d.P, d.S, kt.data());
+      const PackedB vt_b = pack_b(transpose_of(V.at(pair, 0), V.ld), d.E, d.S, vt.data());
+      const PackedB k_b = pack_b(rows_of(K.at(pair, 0), K.ld), d.S, d.P, kb.data());
+      const PackedB q_b = pack_b(rows_of(Q.at(pair, 0), Q.ld), d.T, d.P, qb.data());
+      const PackedB g_b = pack_b(rows_of(G.at(pair, 0), G.ld), d.T, d.E, gb.data());
+      std::fill(dQp, dQp + d.T * d.P, 0.f);
+      std::fill(dKp, dKp + d.S * d.P, 0.f);
+      std::fill(dVp, dVp + d.S * d.E, 0.f);
+      for (int64_t j0 = 0; j0 < d.S; j0 += kBcBack) {
+        const int64_t cols = std::min(kBcBack, d.S - j0), cols_p = padded(cols);
+        float *dKj = dKp + j0 * d.P, *dVj = dVp + j0 * d.E;
+        for (int64_t i0 = first_query(prm, j0, d.T) / kBr * kBr; i0 < d.T; i0 += kBr) {
+          const int64_t rows = std::min(kBr, d.T - i0), rows_p = padded(rows);
+          // scores, unscaled
+          packed_product({.path = path,
+                          .a = q_a.at(i0, 0),
+                          .b = kt_b.at(0, j0),
+                          .m = rows,
+                          .n = cols,
+                          .k = pp,
+                          .c = P,
+                          .ldc = cols});
+          for (int64_t r = 0; r < rows; ++r) {
+            float* pr = P + r * cols;
+            const float lse_r = Lp[i0 + r];
+            for (int64_t c = 0; c < cols; ++c) pr[c] *= scale;
+            probability_row(pr, cols, lse_r == kNegInf ? 0 : visible_prefix(prm, i0 + r, j0, cols),
+                            pad_b ? pad_b + j0 : nullptr, lse_r);
+            if (prm.dropout) dropout_factors(W + r * cols, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
+          }
+          // dO vᵀ
+          packed_product({.path = path,
+                          .a = g_a.at(i0, 0),
+                          .b = vt_b.at(0, j0),
+                          .m = rows,
+                          .n = cols,
+                          .k = ep,
+                          .c = dP,
+                          .ldc = cols});
+          if (prm.dropout)
+            for (int64_t x = 0; x < rows * cols; ++x) {
+              dP[x] *= W[x];
+              W[x] *= P[x];
+            }
+          // dV += Wᵀ dO
+          packed_product({.path = path,
+                          .a = pack_a(transpose_of(prm.dropout ? W : P, cols), cols, rows, wt.data()),
+                          .b = g_b.at(i0, 0),
+                          .m = cols,
+                          .n = d.E,
+                          .k = rows_p,
+                          .c = dVj,
+                          .ldc = d.E,
+                          .accumulate = true});
+          score_gradient(dP, P, D + i0, rows, cols);
+          // dQ += dS k (scaled below)
+          packed_product({.path = path,
+                          .a = pack_a(rows_of(dP, cols), rows, cols, dsa.data()),
+                          .b = k_b.at(j0, 0),
+                          .m = rows,
+                          .n = d.P,
+                          .k = cols_p,
+                          .c = dQp + i0 * d.P,
+                          .ldc = d.P,
+                          .accumulate = true});
+          // dK += dSᵀ q (scaled below)
+          packed_product({.path = path,
+                          .a = pack_a(transpose_of(dP, cols), cols, rows, dst.data()),
+                          .b = q_b.at(i0, 0),
+                          .m = cols,
+                          .n = d.P,
+                          .k = rows_p,
+                          .c = dKj,
+                          .ldc = d.P,
+                          .accumulate = true});
+        }
+      }
+      for (int64_t x = 0; x < d.T * d.P; ++x) dQp[x] *= scale;
+      for (int64_t x = 0; x < d.S * d.P; ++x) dKp[x] *= scale;
+    }
+  };
+  parallel_for(0, d.B * d.H, attention_grain(d.T * d.S * (2 * d.P + 3 * d.E)), pairs);
 }
 
 }  // namespace ks::cpu

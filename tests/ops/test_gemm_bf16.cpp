@@ -47,6 +47,20 @@ template <class F> void for_each_path(F&& body) {
   set_cpu_gemm_path(original);
 }
 
+// body(path) for each packed path (AMX, AVX512-BF16) this CPU can run, without forcing it.
+template <class F> void for_each_packed_path(F&& body) {
+  for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
+    std::string why;
+    if (!cpu_gemm_path_available(path, &why)) {
+      MESSAGE("skipped the ", std::string(cpu_gemm_path_name(path)), " path: ", why);
+      continue;
+    }
+    const std::string name = cpu_gemm_path_name(path);
+    CAPTURE(name);
+    body(path);
+  }
+}
+
 double bf16_round(double x) { return double(float(BFloat16(float(x)))); }
 
 // For op(A) (m, k) and op(B) (k, n) as row-major double vectors: the float64
@@ -530,14 +544,7 @@ TEST_CASE("bf16 attention: the packed kernels equal the per-tile bf16 GEMMs up t
       return std::vector<Tensor>{out, ql.grad(), kl.grad(), vl.grad()};
     };
     const std::vector<Tensor> generic = run(CpuGemmPath::Float32);
-    for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
-      std::string why;
-      if (!cpu_gemm_path_available(path, &why)) {
-        MESSAGE("skipped the ", std::string(cpu_gemm_path_name(path)), " path: ", why);
-        continue;
-      }
-      const std::string name = cpu_gemm_path_name(path);
-      CAPTURE(name);
+    for_each_packed_path([&](CpuGemmPath path) {
       const std::vector<Tensor> packed = run(path);
       for (size_t i = 0; i < generic.size(); ++i) {
         CAPTURE(i);
@@ -555,7 +562,7 @@ TEST_CASE("bf16 attention: the packed kernels equal the per-tile bf16 GEMMs up t
         CHECK(worst <= 4e-3 * norm);
         CHECK(std::isfinite(worst));
       }
-    }
+    });
   }
   set_cpu_gemm_path(original);
 }
@@ -571,14 +578,7 @@ TEST_CASE("bf16 gemm: packed parts (gemm.h's PackedA/PackedB::at) multiply as th
     bool accumulate;
   };
   const Part parts[] = {{32, 32, 32, 45, 33, 64, false}, {0, 0, 64, 90, 70, 64, true}, {64, 64, 0, 26, 6, 128, true}};
-  for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
-    std::string why;
-    if (!cpu_gemm_path_available(path, &why)) {
-      MESSAGE("skipped the ", std::string(cpu_gemm_path_name(path)), " path: ", why);
-      continue;
-    }
-    const std::string name = cpu_gemm_path_name(path);
-    CAPTURE(name);
+  for_each_packed_path([&](CpuGemmPath path) {
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         CAPTURE(ta);
@@ -638,5 +638,5 @@ TEST_CASE("bf16 gemm: packed parts (gemm.h's PackedA/PackedB::at) multiply as th
           check_within_f32(got, ref, scale, real_k);
         }
       }
-  }
+  });
 }
