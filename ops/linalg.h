@@ -45,7 +45,7 @@ extern KernelTable<GemmBiasKernel> gemm_bias_kernel;
 // g summed over rows, for g (rows, out), x (rows, in), w (out, in); each of
 // dx and db only when it is wanted (dw always). Returns false, computing
 // nothing, where it does not apply; linear then runs gemm, gemm and sum. The
-// CPU's applies to its bf16 GEMMs (ops/cpu/linear_backward.cpp).
+// CPU's applies to its bf16 GEMMs (ops/cpu/gemm/linear_backward.cpp).
 using LinearBackwardKernel = bool(const Tensor& g, const Tensor& x, const Tensor& w, bool want_dx, bool want_db,
                                   Tensor& dx, Tensor& dw, Tensor& db);
 extern KernelTable<LinearBackwardKernel> linear_backward_kernel;

@@ -1,8 +1,8 @@
 // ops/cpu/attention_bf16.h — the float32 scaled_dot_product_attention CPU
 // kernels under MatmulPrecision::BFloat16 on a packed bf16 path (AMX or
 // AVX512-BF16): the same tiled FlashAttention-2 loops as ops/cpu/attention.cpp,
-// with each (b, h)'s operands rounded and packed once (ops/cpu/gemm/packed.h)
-// instead of once per tile product.
+// with each (b, h)'s operands rounded and packed once instead of once per
+// tile product (ops/cpu/gemm/gemm.h: bf16::pack_a, pack_b, packed_product).
 // Not here: float64, float32 under Float32, and bf16 on the float32 path
 // (no packed layout to reuse): those stay in ops/cpu/attention.cpp.
 #pragma once

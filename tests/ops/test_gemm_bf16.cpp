@@ -5,11 +5,13 @@
 // within float32 summation error, over ragged shapes, both transposes,
 // batched and broadcast operands, strided views, alpha/beta, threads, and
 // inside the fused softmax and MGK attention kernels, where the packed
-// attention kernels also match the per-tile ones, and in linear's fused
+// attention kernels also match the per-tile ones, in the packed parts those
+// kernels multiply (gemm.h's bf16::packed_product), and in linear's fused
 // backward (one pack of g for dx, dW and db); and
 // MatmulPrecision::Float32 stays OpenBLAS bit for bit.
 #include <cblas.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
@@ -43,6 +45,20 @@ template <class F> void for_each_path(F&& body) {
     body();
   }
   set_cpu_gemm_path(original);
+}
+
+// body(path) for each packed path (AMX, AVX512-BF16) this CPU can run, without forcing it.
+template <class F> void for_each_packed_path(F&& body) {
+  for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
+    std::string why;
+    if (!cpu_gemm_path_available(path, &why)) {
+      MESSAGE("skipped the ", std::string(cpu_gemm_path_name(path)), " path: ", why);
+      continue;
+    }
+    const std::string name = cpu_gemm_path_name(path);
+    CAPTURE(name);
+    body(path);
+  }
 }
 
 double bf16_round(double x) { return double(float(BFloat16(float(x)))); }
@@ -528,14 +544,7 @@ TEST_CASE("bf16 attention: the packed kernels equal the per-tile bf16 GEMMs up t
       return std::vector<Tensor>{out, ql.grad(), kl.grad(), vl.grad()};
     };
     const std::vector<Tensor> generic = run(CpuGemmPath::Float32);
-    for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
-      std::string why;
-      if (!cpu_gemm_path_available(path, &why)) {
-        MESSAGE("skipped the ", std::string(cpu_gemm_path_name(path)), " path: ", why);
-        continue;
-      }
-      const std::string name = cpu_gemm_path_name(path);
-      CAPTURE(name);
+    for_each_packed_path([&](CpuGemmPath path) {
       const std::vector<Tensor> packed = run(path);
       for (size_t i = 0; i < generic.size(); ++i) {
         CAPTURE(i);
@@ -553,7 +562,81 @@ TEST_CASE("bf16 attention: the packed kernels equal the per-tile bf16 GEMMs up t
         CHECK(worst <= 4e-3 * norm);
         CHECK(std::isfinite(worst));
       }
-    }
+    });
   }
   set_cpu_gemm_path(original);
+}
+
+TEST_CASE("bf16 gemm: packed parts (gemm.h's PackedA/PackedB::at) multiply as the rounded parts they name") {
+  // The fused attention packs whole operands once and multiplies parts of
+  // them; here each part's product (from row i0, column j0, k offset k0, with
+  // both transposes, edge blocks, accumulating or not) equals the float64
+  // product of the rounded parts, and C outside its m × n stays as it was.
+  const int64_t M = 90, N = 70, K = 100;
+  struct Part {
+    int64_t i0, j0, k0, m, n, k;  // k: a multiple of 32; the real k of the part is min(k, K - k0)
+    bool accumulate;
+  };
+  const Part parts[] = {{32, 32, 32, 45, 33, 64, false}, {0, 0, 64, 90, 70, 64, true}, {64, 64, 0, 26, 6, 128, true}};
+  for_each_packed_path([&](CpuGemmPath path) {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        Generator g(uint64_t(17 + 2 * ta + tb));
+        auto filled = [&](int64_t count) {
+          const std::vector<double> d = randn({count}, {}, &g).to_vector<double>();
+          return std::vector<float>(d.begin(), d.end());
+        };
+        const int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5;
+        const std::vector<float> a = filled((ta ? K : M) * lda), b = filled((tb ? N : K) * ldb);
+        auto at_a = [&](int64_t i, int64_t t) { return double(ta ? a[size_t(t * lda + i)] : a[size_t(i * lda + t)]); };
+        auto at_b = [&](int64_t t, int64_t j) { return double(tb ? b[size_t(j * ldb + t)] : b[size_t(t * ldb + j)]); };
+        std::vector<uint16_t> a_buf(size_t(cpu::bf16::padded(M) * cpu::bf16::packed_a_ld(K)));
+        std::vector<uint16_t> b_buf(size_t(cpu::bf16::padded(K) * cpu::bf16::padded(N)));
+        const cpu::bf16::PackedA pa =
+            cpu::bf16::pack_a({.data = a.data(), .ld = lda, .transposed = ta}, M, K, a_buf.data());
+        const cpu::bf16::PackedB pb =
+            cpu::bf16::pack_b({.data = b.data(), .ld = ldb, .transposed = tb}, K, N, b_buf.data());
+        CHECK(pa.ld == cpu::bf16::packed_a_ld(K));
+        CHECK(pb.kp == cpu::bf16::padded(K));
+        for (const Part& p : parts) {
+          CAPTURE(p.i0);
+          CAPTURE(p.k0);
+          const int64_t ldc = p.n + 3, real_k = std::min(p.k, K - p.k0);
+          const std::vector<float> c0 = filled(p.m * ldc);
+          std::vector<float> c = c0;
+          cpu::bf16::packed_product({.path = path,
+                                     .a = pa.at(p.i0, p.k0),
+                                     .b = pb.at(p.k0, p.j0),
+                                     .m = p.m,
+                                     .n = p.n,
+                                     .k = p.k,
+                                     .c = c.data(),
+                                     .ldc = ldc,
+                                     .accumulate = p.accumulate});
+          std::vector<double> va(size_t(p.m * real_k)), vb(size_t(real_k * p.n)), got(size_t(p.m * p.n)), ref, scale;
+          for (int64_t i = 0; i < p.m; ++i)
+            for (int64_t t = 0; t < real_k; ++t) va[size_t(i * real_k + t)] = at_a(p.i0 + i, p.k0 + t);
+          for (int64_t t = 0; t < real_k; ++t)
+            for (int64_t j = 0; j < p.n; ++j) vb[size_t(t * p.n + j)] = at_b(p.k0 + t, p.j0 + j);
+          rounded_reference(va, vb, p.m, p.n, real_k, ref, scale);
+          for (int64_t i = 0; i < p.m; ++i)
+            for (int64_t j = 0; j < ldc; ++j) {
+              const size_t e = size_t(i * ldc + j);
+              if (j >= p.n) {  // the padding between rows is never written
+                CHECK(c[e] == c0[e]);
+                continue;
+              }
+              const size_t r = size_t(i * p.n + j);
+              got[r] = c[e];
+              if (p.accumulate) {
+                ref[r] += c0[e];
+                scale[r] += std::fabs(double(c0[e]));
+              }
+            }
+          check_within_f32(got, ref, scale, real_k);
+        }
+      }
+  });
 }

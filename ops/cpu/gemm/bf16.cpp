@@ -1,7 +1,7 @@
 // ops/cpu/gemm/bf16.cpp — the bf16 GEMM driver behind the door (gemm.h,
 // packed.h's bf16::gemm): rounding and packing the operands, blocking,
-// threads, the write-back, and the float32 path; and packed_product, the
-// fused attention's products over its own packed operands.
+// threads, the write-back, and the float32 path; and gemm.h's
+// packed_product, the fused attention's products over its own packed operands.
 //
 // Blocking. op(A) and op(B) are rounded and packed whole (packed.h),
 // in parallel when threaded. C is cut into macro tiles of kMc × kNc (fewer
@@ -63,24 +63,19 @@ void rounded_sgemm(const Gemm<float>& g) {
 PackedGemm packed_operands(const Gemm<float>& g) {
   const int64_t m = g.m, n = g.n, k = g.k;
   const int64_t kp = round_up(k, kKStep), mp = round_up(m, kBlock), np = round_up(n, kBlock);
-  // Packed A's row stride: one cache line more than kp, so that the 16 rows
-  // of an A tile do not share a few L1 sets when kp is a power of two.
-  const int64_t ka = kp + 32;
+  const int64_t ka = packed_a_ld(k);  // kp and a cache line: tile rows spread over L1 sets
   thread_local std::vector<uint16_t> packed_a, packed_b;
   if (packed_a.size() < size_t(mp * ka)) packed_a.resize(size_t(mp * ka));
   if (packed_b.size() < size_t(np * kp)) packed_b.resize(size_t(np * kp));
   uint16_t* pa = packed_a.data();
   uint16_t* pb = packed_b.data();
   // A in groups of 16 rows, the unit of pack_a's transposing loop
-  maybe_parallel(g.threaded, mp / kPanel, std::max<int64_t>(1, (1 << 16) / (ka * kPanel)), [&](int64_t g0, int64_t g1) {
-    pack_a(g.a.data, g.a.transposed, g.a.ld, m, k, ka, g0 * kPanel, g1 * kPanel, pa);
-  });
+  maybe_parallel(g.threaded, mp / kPanel, std::max<int64_t>(1, (1 << 16) / (ka * kPanel)),
+                 [&](int64_t g0, int64_t g1) { pack_a_rows(g.a, m, k, ka, g0 * kPanel, g1 * kPanel, pa); });
   maybe_parallel(g.threaded, np / kPanel, std::max<int64_t>(1, (1 << 16) / (kp * kPanel)),
-                 [&](int64_t p0, int64_t p1) { pack_b(g.b.data, g.b.transposed, g.b.ld, k, n, kp, p0, p1, pb); });
-  return {.a = pa,
-          .ka = ka,
-          .b = pb,
-          .kp = kp,
+                 [&](int64_t p0, int64_t p1) { pack_b_panels(g.b, k, n, kp, p0, p1, pb); });
+  return {.a = {.data = pa, .ld = ka},
+          .b = {.data = pb, .kp = kp},
           .m = m,
           .n = n,
           .alpha = g.alpha,
@@ -113,8 +108,8 @@ void gemm(const Gemm<float>& g) {
 }
 
 void tiled_product(CpuGemmPath path, const PackedGemm& p) {
-  const uint16_t *pa = p.a, *pb = p.b;
-  const int64_t ka = p.ka, kp = p.kp, m = p.m, n = p.n, ldc = p.ldc;
+  const uint16_t *pa = p.a.data, *pb = p.b.data;
+  const int64_t ka = p.a.ld, kp = p.b.kp, m = p.m, n = p.n, ldc = p.ldc;
   const float alpha = p.alpha, beta = p.beta;
   float* const c = p.c;
   const float* const row_bias = p.row_bias;
@@ -212,9 +207,12 @@ void tiled_product(CpuGemmPath path, const PackedGemm& p) {
   });
 }
 
-void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const uint16_t* b, int64_t panel_stride,
-                    int64_t m, int64_t n, int64_t kc, float* c, int64_t ldc, bool accumulate) {
-  const auto block = path == CpuGemmPath::Amx ? amx_block : avx512bf16_block;
+void packed_product(const PackedProduct& p) {
+  const auto block = p.path == CpuGemmPath::Amx ? amx_block : avx512bf16_block;
+  const uint16_t *const a = p.a.data, *const b = p.b.data;
+  const int64_t lda_p = p.a.ld, panel_stride = p.b.kp * kPanel, m = p.m, n = p.n, kc = p.k, ldc = p.ldc;
+  float* const c = p.c;
+  const bool accumulate = p.accumulate;
   const int64_t m_blocks = round_up(m, kBlock) / kBlock, n_blocks = round_up(n, kBlock) / kBlock;
   auto a_of = [&](int64_t ib) { return a + ib * kBlock * lda_p; };
   auto b_of = [&](int64_t jb) { return b + 2 * jb * panel_stride; };

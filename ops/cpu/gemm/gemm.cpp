@@ -1,7 +1,8 @@
 // ops/cpu/gemm/gemm.cpp — the GEMM door of gemm.h: its checks, empty sums
 // and bias, the choice of precision, and the OpenBLAS path with its threading
 // on oneTBB and the DYNAMIC_ARCH kernel re-selection.
-// Not here: the bf16 driver and kernels (bf16.cpp, packed.h).
+// Not here: the bf16 driver and kernels (bf16.cpp, packed.h), the public
+// packed products (bf16.cpp, pack.cpp).
 //
 // Kernels. A DYNAMIC_ARCH OpenBLAS picks its kernels from the CPU model at
 // load time and falls back to "Prescott" (SSE3) for models it does not know:
@@ -70,15 +71,16 @@ const char* blas_kernels_name() { return openblas_get_corename(); }
 
 namespace {
 
-CBLAS_TRANSPOSE op(bool transposed) { return transposed ? CblasTrans : CblasNoTrans; }
+template <class T> CBLAS_TRANSPOSE op(const GemmMatrix<T>& x) { return x.transposed ? CblasTrans : CblasNoTrans; }
 
-void call(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
-          float beta, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+// One single-threaded OpenBLAS call for g as it stands (no bias; sizes checked by the caller).
+void call(const Gemm<float>& g) {
+  cblas_sgemm(CblasRowMajor, op(g.a), op(g.b), int(g.m), int(g.n), int(g.k), g.alpha, g.a.data, int(g.a.ld), g.b.data,
+              int(g.b.ld), g.beta, g.c, int(g.ldc));
 }
-void call(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, int lda, const double* b, int ldb,
-          double beta, double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+void call(const Gemm<double>& g) {
+  cblas_dgemm(CblasRowMajor, op(g.a), op(g.b), int(g.m), int(g.n), int(g.k), g.alpha, g.a.data, int(g.a.ld), g.b.data,
+              int(g.b.ld), g.beta, g.c, int(g.ldc));
 }
 
 // Below this many multiply-adds a GEMM runs on the calling thread.
@@ -86,28 +88,32 @@ constexpr double kThreadedGemm = double(1 << 22);
 // Band edges fall on multiples of this (OpenBLAS's register blocks divide it).
 constexpr int64_t kBandAlign = 64;
 
-template <class T>
-void gemm_bands(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
-                int64_t ldb, T beta, T* c, int64_t ldc, bool threaded) {
+// g on OpenBLAS, in bands of C on oneTBB when g.threaded and big enough.
+template <class T> void gemm_bands(const Gemm<T>& g) {
   const int threads = num_threads();
-  if (!threaded || threads == 1 || in_parallel_region() || double(m) * double(n) * double(k) < kThreadedGemm)
-    return call(ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  if (!g.threaded || threads == 1 || in_parallel_region() || double(g.m) * double(g.n) * double(g.k) < kThreadedGemm)
+    return call(g);
   // Every task packs the operand its band does not cut: cut the larger one's
   // dim, so that the one packed twice is the smaller (rows when m >= n).
-  const bool by_rows = m >= n;
-  const int64_t extent = by_rows ? m : n;
+  const bool by_rows = g.m >= g.n;
+  const int64_t extent = by_rows ? g.m : g.n;
   const int64_t per_thread = (extent + threads - 1) / threads;
   const int64_t band = (per_thread + kBandAlign - 1) / kBandAlign * kBandAlign;
   const int64_t bands = (extent + band - 1) / band;
   parallel_for(0, bands, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) {
       const int64_t x0 = t * band, len = std::min(band, extent - x0);
-      if (by_rows)  // rows x0.. of op(A) and of C
-        call(ta, tb, int(len), int(n), int(k), alpha, ta ? a + x0 : a + x0 * lda, int(lda), b, int(ldb), beta,
-             c + x0 * ldc, int(ldc));
-      else  // columns x0.. of op(B) and of C
-        call(ta, tb, int(m), int(len), int(k), alpha, a, int(lda), tb ? b + x0 * ldb : b + x0, int(ldb), beta, c + x0,
-             int(ldc));
+      Gemm<T> part = g;
+      if (by_rows) {  // rows x0.. of op(A) and of C
+        part.m = len;
+        part.a.data = g.a.transposed ? g.a.data + x0 : g.a.data + x0 * g.a.ld;
+        part.c = g.c + x0 * g.ldc;
+      } else {  // columns x0.. of op(B) and of C
+        part.n = len;
+        part.b.data = g.b.transposed ? g.b.data + x0 * g.b.ld : g.b.data + x0;
+        part.c = g.c + x0;
+      }
+      call(part);
     }
   });
 }
@@ -130,10 +136,11 @@ template <class T> void gemm(const Gemm<T>& g) {
   if constexpr (std::is_same_v<T, float>)
     if (g.precision.value_or(matmul_precision()) == MatmulPrecision::BFloat16) return bf16::gemm(g);
   // OpenBLAS: the bias copied into C, then C += A·B.
-  if (g.row_bias)
-    for (int64_t i = 0; i < g.m; ++i) std::copy(g.row_bias, g.row_bias + g.n, g.c + i * g.ldc);
-  gemm_bands(g.a.transposed, g.b.transposed, g.m, g.n, g.k, g.alpha, g.a.data, g.a.ld, g.b.data, g.b.ld,
-             g.row_bias ? T(1) : g.beta, g.c, g.ldc, g.threaded);
+  if (!g.row_bias) return gemm_bands(g);
+  for (int64_t i = 0; i < g.m; ++i) std::copy(g.row_bias, g.row_bias + g.n, g.c + i * g.ldc);
+  Gemm<T> added = g;
+  added.beta = T(1);
+  gemm_bands(added);
 }
 
 template void gemm(const Gemm<float>&);

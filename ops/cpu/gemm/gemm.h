@@ -1,4 +1,5 @@
-// ops/cpu/gemm/gemm.h — the one door to a GEMM on the CPU: every kernel that
+// ops/cpu/gemm/gemm.h — the one door to a GEMM on the CPU, and the only header
+// of ops/cpu/gemm/ that code outside the folder includes: every kernel that
 // multiplies matrices (ops/cpu/linalg.cpp, the tile products of the fused
 // attention kernels, ...) fills a cpu::Gemm and calls cpu::gemm.
 //
@@ -18,14 +19,19 @@
 //     (core/cpu_features.h): AMX tiles, AVX512-BF16, or OpenBLAS sgemm on
 //     rounded float32 copies; results differ between those only by float32
 //     summation order.
+// At the end, bf16::PackedProduct: the same bf16 products for a fused kernel
+// that rounds and packs its operands once and multiplies parts of them many
+// times (ops/cpu/attention_bf16.cpp), on the AMX or AVX512-BF16 path.
 // Not here: batching and strided layouts (ops/cpu/linalg.cpp,
-// ops/gemm_layout.h); operands packed once and multiplied many times by a
-// fused kernel (ops/cpu/gemm/packed.h).
+// ops/gemm_layout.h); the packed layouts themselves and the block kernels
+// (packed.h, internal to this folder); linear's fused bf16 backward
+// (linear_backward.cpp, registered as a kernel from this folder).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
+#include "core/cpu_features.h"
 #include "core/matmul_precision.h"
 
 namespace ks::cpu {
@@ -73,4 +79,61 @@ extern template void gemm(const Gemm<double>&);
 // OPENBLAS_CORETYPE in the environment chooses them too.
 const char* blas_kernels_name();
 
+// ---- Packed bf16 operands, for fused kernels (AMX and AVX512-BF16 paths only) ----
+//
+// A kernel that multiplies parts of the same operands many times (the fused
+// attention: each key tile against each query tile) rounds and packs each
+// operand once with pack_a / pack_b, then runs packed_product on the parts.
+// The rounding and the block kernels are cpu::gemm's, so results equal the
+// door's under MatmulPrecision::BFloat16 up to float32 summation order.
+namespace bf16 {
+
+// Packed rows of A, columns of B and the k of both are padded to multiples of this.
+constexpr int64_t kPad = 32;
+inline int64_t padded(int64_t x) { return (x + kPad - 1) / kPad * kPad; }
+// The row stride pack_a gives an op(A) with k columns: k padded, plus one
+// cache line, so that the 16 rows of an AMX tile do not share a few L1 sets.
+inline int64_t packed_a_ld(int64_t k) { return padded(k) + 32; }
+
+// Packed A: op(A) in bf16, row-major, rows `ld` apart, zero past its k.
+struct PackedA {
+  const uint16_t* data = nullptr;
+  int64_t ld = 0;
+  // The part from row i and k offset k0 on (k0 a multiple of kPad).
+  PackedA at(int64_t i, int64_t k0) const { return {data + i * ld + k0, ld}; }
+};
+// Packed B: op(B) in bf16, in panels of 16 columns, kp·16 values apart: a
+// panel holds its columns' kp values of k (a multiple of kPad) as kp/2 rows
+// of (k, k+1) pairs, zero past the real k.
+struct PackedB {
+  const uint16_t* data = nullptr;
+  int64_t kp = 0;
+  // The part from k offset k0 (even) and column j (a multiple of 16) on.
+  PackedB at(int64_t k0, int64_t j) const { return {data + (j / 16 * kp + k0) * 16, kp}; }
+};
+
+// op(A) (m, k) rounded and packed into out, on the calling thread:
+// padded(m) rows of packed_a_ld(k) values, the padding zero.
+PackedA pack_a(const GemmMatrix<float>& a, int64_t m, int64_t k, uint16_t* out);
+// op(B) (k, n) rounded and packed into out, on the calling thread:
+// padded(n) / 16 panels with kp = padded(k), padded(k) · padded(n) values,
+// the padding zero.
+PackedB pack_b(const GemmMatrix<float>& b, int64_t k, int64_t n, uint16_t* out);
+
+// C (m, n) = A·B over the first k of packed parts, or C += A·B when
+// `accumulate`, on the calling thread. k is a multiple of kPad (padded(m)
+// rows of a and padded(n) columns of b are read, their k past the real one
+// must be zero); only C's m × n elements are written.
+struct PackedProduct {
+  CpuGemmPath path = CpuGemmPath::Amx;  // Amx or Avx512Bf16: whose block kernel
+  PackedA a = {};
+  PackedB b = {};
+  int64_t m = 0, n = 0, k = 0;
+  float* c = nullptr;
+  int64_t ldc = 0;
+  bool accumulate = false;
+};
+void packed_product(const PackedProduct& p);
+
+}  // namespace bf16
 }  // namespace ks::cpu

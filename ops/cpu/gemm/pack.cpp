@@ -1,6 +1,7 @@
 // ops/cpu/gemm/pack.cpp — rounding float32 operands to bfloat16 and
-// packing them into the layouts of ops/cpu/gemm/packed.h, with AVX-512
-// (every CPU with an AMX or AVX512-BF16 path has AVX-512F/BW).
+// packing them into the layouts of packed.h, with AVX-512 (every CPU with an
+// AMX or AVX512-BF16 path has AVX-512F/BW): by ranges of rows and panels for
+// the driver, whole operands for gemm.h's pack_a / pack_b.
 //
 // Rounding is ks::BFloat16's, bit for bit: nearest even on the integer
 // pattern, NaN to 0x7fc0 (vcvtne2ps2bf16 would flush denormals instead).
@@ -76,8 +77,11 @@ KS_AVX512 void transpose16(__m512 r[16]) {
 
 }  // namespace
 
-KS_AVX512 void pack_a(const float* a, bool transposed, int64_t lda, int64_t m, int64_t k, int64_t kp, int64_t r0,
-                      int64_t r1, uint16_t* out) {
+KS_AVX512 void pack_a_rows(const GemmMatrix<float>& op_a, int64_t m, int64_t k, int64_t kp, int64_t r0, int64_t r1,
+                           uint16_t* out) {
+  const float* const a = op_a.data;
+  const bool transposed = op_a.transposed;
+  const int64_t lda = op_a.ld;
   const int64_t k16 = k / 16 * 16;
   int64_t i = r0;
   if (transposed) {  // element (i, c) at a[c·lda + i]
@@ -120,8 +124,11 @@ KS_AVX512 void pack_a(const float* a, bool transposed, int64_t lda, int64_t m, i
   }
 }
 
-KS_AVX512 void pack_b(const float* b, bool transposed, int64_t ldb, int64_t k, int64_t n, int64_t kp, int64_t p0,
-                      int64_t p1, uint16_t* out) {
+KS_AVX512 void pack_b_panels(const GemmMatrix<float>& op_b, int64_t k, int64_t n, int64_t kp, int64_t p0, int64_t p1,
+                             uint16_t* out) {
+  const float* const b = op_b.data;
+  const bool transposed = op_b.transposed;
+  const int64_t ldb = op_b.ld;
   const __m512i high_halves = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29,
                                                27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   const __m512i low16 = _mm512_set1_epi32(0xffff);
@@ -204,9 +211,17 @@ KS_AVX512 void pack_a_and_b(const float* g, int64_t ldg, int64_t m, int64_t n, i
   }
 }
 
-}  // namespace ks::cpu::bf16
+PackedA pack_a(const GemmMatrix<float>& a, int64_t m, int64_t k, uint16_t* out) {
+  const int64_t ld = packed_a_ld(k);
+  pack_a_rows(a, m, k, ld, 0, padded(m), out);
+  return {.data = out, .ld = ld};
+}
 
-namespace ks::cpu::bf16 {
+PackedB pack_b(const GemmMatrix<float>& b, int64_t k, int64_t n, uint16_t* out) {
+  const int64_t kp = padded(k);
+  pack_b_panels(b, k, n, kp, 0, padded(n) / kPanel, out);
+  return {.data = out, .kp = kp};
+}
 
 KS_AVX512 void store_transposed(const float* src, int64_t lds, int64_t rows, int64_t cols, float alpha, float beta,
                                 float* dst, int64_t ldd) {

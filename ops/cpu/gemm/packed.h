@@ -1,15 +1,16 @@
-// ops/cpu/gemm/packed.h — beneath the GEMM door (gemm.h): the packed bfloat16
-// operand layouts that the AMX and AVX512-BF16 block kernels read, the 32×32
-// block kernels themselves, and the products over packed operands. Callers
-// other than the GEMM library: the fused kernels that pack their operands
-// once and multiply them many times (ops/cpu/attention_bf16.cpp,
-// ops/cpu/linear_backward.cpp); every other kernel calls cpu::gemm.
+// ops/cpu/gemm/packed.h — internal to ops/cpu/gemm/ (code outside includes
+// gemm.h): the packed bfloat16 operand layouts that the AMX and AVX512-BF16
+// block kernels read, the 32×32 block kernels themselves, packing by ranges
+// of rows and panels (for callers that pack in parallel), and the blocked
+// product over whole packed operands (tiled_product). Callers: the bf16
+// driver behind the door (bf16.cpp), the public packed products of gemm.h,
+// and linear's fused backward (linear_backward.cpp).
 //
-// Packed A: op(A) (m, k) rounded to bf16, row-major with a row stride of
-// at least kp = k rounded up to 32 (the driver adds a cache line), rows
-// padded to a multiple of 32; padding is zero.
-// Packed B: op(B) (k, n) in panels of 16 columns, each panel kp/2 rows of
-// 16 bf16 pairs (64 bytes): element (k, n) at
+// Packed A (gemm.h's PackedA): op(A) (m, k) rounded to bf16, row-major with
+// a row stride of at least kp = k rounded up to 32 (packed_a_ld adds a cache
+// line), rows padded to a multiple of 32; padding is zero.
+// Packed B (gemm.h's PackedB): op(B) (k, n) in panels of 16 columns, each
+// panel kp/2 rows of 16 bf16 pairs (64 bytes): element (k, n) at
 //   panel n/16, row k/2, pair n%16, half k%2
 // — the "VNNI" layout both _tile_dpbf16ps and vdpbf16ps consume (a B tile is
 // 16 consecutive rows of a panel). Columns padded to a multiple of 32.
@@ -18,8 +19,10 @@
 // c with row stride ldc; init is the 32 rows at c_in with row stride ldc_in
 // (c_in = c to accumulate; ldc_in = 0 repeats one row, a bias), or 0 when
 // c_in is null.
-// Not here: the public door (gemm.h, gemm.cpp). Driver and products: bf16.cpp;
-// packing: pack.cpp; kernels: amx.cpp, avx512bf16.cpp.
+// Not here: the door's code (gemm.cpp) and what is declared for callers
+// outside this folder (gemm.h: Gemm, PackedA, PackedB, PackedProduct).
+// Driver and products: bf16.cpp; packing: pack.cpp; kernels: amx.cpp,
+// avx512bf16.cpp.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,8 @@ namespace ks::cpu::bf16 {
 constexpr int64_t kBlock = 32;  // rows and columns of one block kernel call
 constexpr int64_t kPanel = 16;  // columns per B panel
 constexpr int64_t kKStep = 32;  // k per tile step (a 64-byte tile row of bf16)
+// gemm.h's padding is what the block kernels read whole.
+static_assert(kPad == kBlock && kPad == kKStep && kPad == 2 * kPanel);
 
 inline int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
@@ -45,14 +50,11 @@ template <class F> void maybe_parallel(bool threaded, int64_t count, int64_t gra
     body(int64_t(0), count);
 }
 
-// Rows [r0, r1) of packed A from op(A) (m, k): element (i, c) at a[i·lda + c],
-// or at a[c·lda + i] when transposed. kp: the packed row stride (>= k; zeros after k).
-void pack_a(const float* a, bool transposed, int64_t lda, int64_t m, int64_t k, int64_t kp, int64_t r0, int64_t r1,
-            uint16_t* out);
-// Panels [p0, p1) of packed B from op(B) (k, n): element (r, c) at b[r·ldb + c],
-// or at b[c·ldb + r] when transposed.
-void pack_b(const float* b, bool transposed, int64_t ldb, int64_t k, int64_t n, int64_t kp, int64_t p0, int64_t p1,
-            uint16_t* out);
+// Rows [r0, r1) of packed A from op(A) (m, k). kp: the packed row stride
+// (>= k; zeros after k); rows past m are zero.
+void pack_a_rows(const GemmMatrix<float>& a, int64_t m, int64_t k, int64_t kp, int64_t r0, int64_t r1, uint16_t* out);
+// Panels [p0, p1) of packed B from op(B) (k, n), each kp (a multiple of 32) rows of k long.
+void pack_b_panels(const GemmMatrix<float>& b, int64_t k, int64_t n, int64_t kp, int64_t p0, int64_t p1, uint16_t* out);
 
 // Rows [r0, r1) of a float32 matrix g (m, n), row stride ldg, rounded once
 // and written in two layouts (either may be null): packed A rows of op(A) = g
@@ -61,13 +63,11 @@ void pack_b(const float* b, bool transposed, int64_t ldb, int64_t k, int64_t n, 
 // stride kp_b = round_up(m, 32) rows) into b_out, with round_up(n, 32) / 16
 // panels. r0 and r1 even; rows past m are zero in both. col_sums (n floats,
 // or null) gets each column's sum over the real rows added, in float32: the
-// linear layer's backward (ops/cpu/linear_backward.cpp) needs g·W, gᵀ·x and
+// linear layer's backward (linear_backward.cpp) needs g·W, gᵀ·x and
 // the bias gradient, all from one read of g.
 void pack_a_and_b(const float* g, int64_t ldg, int64_t m, int64_t n, int64_t ka, int64_t kp_b, int64_t r0, int64_t r1,
                   uint16_t* a_out, uint16_t* b_out, float* col_sums);
 
-// a: packed A at the block's first row and k offset, lda_p its row stride (kp);
-// b0, b1: the two panels at the same k offset.
 // dst[j·ldd + i] = alpha·src[i·lds + j] + beta·dst[j·ldd + i] for i < rows,
 // j < cols (beta = 0 never reads dst): a result block written transposed,
 // 16 × 16 at a time through registers.
@@ -83,6 +83,8 @@ struct NextBlock {
   const float* c = nullptr;  // the next block's accumulators, when it will load them
   int64_t ldc = 0;
 };
+// a: packed A at the block's first row and k offset, lda_p its row stride (kp);
+// b0, b1: the two panels at the same k offset.
 void amx_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c,
                int64_t ldc, const float* c_in, int64_t ldc_in, const NextBlock& next);
 void avx512bf16_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, const uint16_t* b1, int64_t kc, float* c,
@@ -96,10 +98,8 @@ void gemm(const Gemm<float>& g);
 // C (m, n) = alpha·A·B + beta·C from whole packed operands, cut into macro
 // tiles as bf16::gemm cuts them.
 struct PackedGemm {
-  const uint16_t* a = nullptr;  // packed A, round_up(m, 32) rows of stride ka
-  int64_t ka = 0;
-  const uint16_t* b = nullptr;  // packed B, round_up(n, 32) / 16 panels of kp rows (kp a multiple of 32)
-  int64_t kp = 0;
+  PackedA a = {};  // round_up(m, 32) rows
+  PackedB b = {};  // round_up(n, 32) / 16 panels; b.kp is the k of the product
   int64_t m = 0, n = 0;
   float alpha = 1, beta = 0;
   float* c = nullptr;
@@ -109,18 +109,7 @@ struct PackedGemm {
   bool threaded = false;            // parallel over macro tiles on oneTBB
 };
 // bf16::gemm is packing, then this; a caller that packed its operands itself
-// (ops/cpu/linear_backward.cpp) calls it directly.
+// (linear_backward.cpp) calls it directly.
 void tiled_product(CpuGemmPath path, const PackedGemm& p);
-
-// For kernels that pack their own operands once and multiply them many times
-// (the fused attention, ops/cpu/attention_bf16.cpp): C (m, n) = A·B, or
-// C += A·B when `accumulate`, on the calling thread, with the block kernel of
-// `path` (Amx or Avx512Bf16). a: packed A at its first row and k offset, row
-// stride lda_p, round_up(m, 32) rows readable; b: packed B's first panel at
-// the same k offset, panels panel_stride elements apart, round_up(n, 32) / 16
-// panels readable; kc: a multiple of 32, the padding zero in A or B. Blocks
-// crossing C's last row or column go through a local (32, 32) tile.
-void packed_product(CpuGemmPath path, const uint16_t* a, int64_t lda_p, const uint16_t* b, int64_t panel_stride,
-                    int64_t m, int64_t n, int64_t kc, float* c, int64_t ldc, bool accumulate);
 
 }  // namespace ks::cpu::bf16

@@ -1,4 +1,4 @@
-// ops/cpu/linear_backward.cpp — the CPU's linear_backward kernel (ops/linalg.h)
+// ops/cpu/gemm/linear_backward.cpp — the CPU's linear_backward kernel (ops/linalg.h)
 // for bf16 GEMMs on a packed path (AMX or AVX512-BF16): the output gradient
 // g (rows, out) rounded and packed once for both of its products.
 //
@@ -8,7 +8,7 @@
 // (rows × out: 8 MB per projection of the fixed 8 × 64 model, 134 MB for
 // an 8192-way output layer) and the two packs plus the sum cost about as
 // much as reading it three times. Here one pass over g writes both packed
-// layouts and the column sums (ops/cpu/gemm/packed.h: pack_a_and_b);
+// layouts and the column sums (packed.h: pack_a_and_b);
 // W and xᵀ are packed as bf16::gemm packs them, and the products run on
 // tiled_product, bf16::gemm's own blocking. The products are the same
 // rounded ones, so dx and dW equal bf16::gemm's up to float32 summation order
@@ -19,7 +19,9 @@
 // that slow pack on the larger one, and the composed path runs instead, as
 // it does for float32 precision (bit for bit as before), the float32 bf16
 // path, float64 and strided rows.
-// Not here: the packing and block kernels (ops/cpu/gemm/pack.cpp, amx.cpp,
+// It lives beside the GEMM library because it drives the packed layouts
+// (packed.h, internal to this folder) itself.
+// Not here: the packing and block kernels (pack.cpp, amx.cpp,
 // avx512bf16.cpp), the composed path (ops/linalg.cpp).
 #include <algorithm>
 #include <vector>
@@ -49,10 +51,10 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
   if (out < in || rows == 0 || out == 0 || in == 0) return false;
 
   const bool threaded = !in_parallel_region();
-  const int64_t kp_rows = bf16::round_up(rows, bf16::kKStep);     // k of dWᵀ = xᵀ·g
-  const int64_t ka_out = bf16::round_up(out, bf16::kKStep) + 32;  // packed g's row stride (k of dx = g·W)
-  const int64_t ka_rows = kp_rows + 32;                           // packed xᵀ's row stride
-  const int64_t groups = kp_rows / bf16::kBlock;                  // 32-row groups of g
+  const int64_t kp_rows = bf16::round_up(rows, bf16::kKStep);  // k of dWᵀ = xᵀ·g
+  const int64_t ka_out = bf16::packed_a_ld(out);               // packed g's row stride (k of dx = g·W)
+  const int64_t ka_rows = bf16::packed_a_ld(rows);             // packed xᵀ's row stride
+  const int64_t groups = kp_rows / bf16::kBlock;               // 32-row groups of g
   const int64_t out_p = bf16::round_up(out, bf16::kBlock), in_p = bf16::round_up(in, bf16::kBlock);
   thread_local std::vector<uint16_t> g_a, g_b, w_b, xt_a;
   thread_local std::vector<float> partial;
@@ -91,13 +93,12 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
   const float* xp = x.data<float>();
   const int64_t x_grain = std::max<int64_t>(1, (1 << 16) / (ka_rows * bf16::kPanel));
   bf16::maybe_parallel(threaded, in_p / bf16::kPanel, x_grain, [&](int64_t p0, int64_t p1) {
-    bf16::pack_a(xp, true, x.stride(0), in, rows, ka_rows, p0 * bf16::kPanel, p1 * bf16::kPanel, xta);
+    bf16::pack_a_rows({.data = xp, .ld = x.stride(0), .transposed = true}, in, rows, ka_rows, p0 * bf16::kPanel,
+                      p1 * bf16::kPanel, xta);
   });
   dw = Tensor::empty({out, in}, DType::Float32, g.device());
-  bf16::tiled_product(path, {.a = xta,
-                             .ka = ka_rows,
-                             .b = gb,
-                             .kp = kp_rows,
+  bf16::tiled_product(path, {.a = {.data = xta, .ld = ka_rows},
+                             .b = {.data = gb, .kp = kp_rows},
                              .m = in,
                              .n = out,
                              .c = dw.data<float>(),
@@ -113,13 +114,11 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
     uint16_t* const wb = w_b.data();
     const int64_t w_grain = std::max<int64_t>(1, (1 << 16) / (kp_out * bf16::kPanel));
     bf16::maybe_parallel(threaded, in_p / bf16::kPanel, w_grain, [&](int64_t p0, int64_t p1) {
-      bf16::pack_b(wp, false, w.stride(0), out, in, kp_out, p0, p1, wb);
+      bf16::pack_b_panels({.data = wp, .ld = w.stride(0)}, out, in, kp_out, p0, p1, wb);
     });
     dx = Tensor::empty({rows, in}, DType::Float32, g.device());
-    bf16::tiled_product(path, {.a = ga,
-                               .ka = ka_out,
-                               .b = wb,
-                               .kp = kp_out,
+    bf16::tiled_product(path, {.a = {.data = ga, .ld = ka_out},
+                               .b = {.data = wb, .kp = kp_out},
                                .m = rows,
                                .n = in,
                                .c = dx.data<float>(),
