@@ -58,13 +58,21 @@ python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["plugins"]=[sys.a
 expect 0 "finished 2 steps" -- "$ks" train --config "$tmp/listed.json" --out "$tmp/listed" --set train.steps=2 --quiet
 # info and bench take --plugin; info lists what each plugin registered.
 expect 0 "^ +\"attention family 'cosine'\"$" -- "$ks" info --plugin "$cosine"
-expect 0 "\"keystone_version\": \"$version\"" -- "$ks" info --plugin "$cosine"
+expect 0 "\"keystone_version\": \"$version\"" -- "$ks" info --plugin "$cosine"  # core/version.h = project(VERSION)
 expect 0 '"tokens_per_s"' -- "$ks" bench --plugin "$cosine" --attention cosine --steps 1 --layers 1 --seq 8 --batch 1 \
   --vocab 16 --d-model 8 --heads 2 --d-ff 8
 expect 0 "cosine: the factor on cos\(q, k\), > 0" -- "$ks" config --defaults --dataset text --plugin "$cosine" \
   --set model.attention.type=cosine
 expect 1 "config: model.attention.scale must be positive, got -1" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/bad" \
   --plugin "$cosine" --set model.attention.scale=-1
+
+# A run folder from before plugins (no "plugins" key) reads as one without plugins.
+expect 0 "finished 2 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/plain" --set model.attention.type=softmax \
+  --set train.steps=2 --quiet
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); del c["plugins"]; json.dump(c, open(sys.argv[1], "w"))' \
+  "$tmp/plain/config.json"
+expect 0 '"loss":[0-9.]+' -- "$ks" eval --run "$tmp/plain"
+expect 0 "finished 3 steps" -- "$ks" train --out "$tmp/plain" --resume --set train.steps=3 --quiet
 
 # The loader's errors, each naming the file.
 expect 1 "plugin $tmp/missing.so: no such file" -- "$ks" train --config "$tmp/lm.json" --plugin "$tmp/missing.so"
