@@ -11,26 +11,21 @@
 set -u
 PATH="/usr/bin:$PATH"
 ks="$1" version="$2" cosine="$3" clash="$4" no_declaration="$5" undefined="$6" old_version="$7" other_abi="$8"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-expect() {  # expect CODE PATTERN -- command...
-  local code="$1" pattern="$2"; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$code" ] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL: $* -> exit $rc (want $code), output: $out (want /$pattern/)"
-    fails=$((fails + 1))
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 expect_not() {  # expect_not PATTERN -- command...: its output must not match
   local pattern="$1"; shift 2
   if "$@" 2>&1 | grep -qE -- "$pattern"; then echo "FAIL: $* printed /$pattern/"; fails=$((fails + 1)); fi
 }
 
 # A tiny language model whose attention is the plugin's family (its option set with --set below).
-for i in $(seq 1 120); do echo "the cat sat on the mat $((i % 5))"; done > "$tmp/lines.txt"
+printf 'the cat sat on the mat %s\n' $(seq 1 120) > "$tmp/lines.txt"
 cat > "$tmp/lm.json" <<JSON
+{"name": "cosine-lm",
+ "data": {"dataset": "text", "train": "$tmp/lines.txt", "seq_len": 16, "tokenizer": {"type": "word"}},
+ "model": {"d_model": 16, "layers": 1, "attention": {"type": "cosine", "heads": 2}},
+ "schedule": {"type": "constant"},
+ "train": {"steps": 6, "batch_size": 8, "eval_every": 3, "threads": 1}}
+JSON
 {"name": "cosine-lm", "data": {"dataset": "text", "train": "$tmp/lines.txt", "seq_len": 16, "tokenizer": {"type": "word"}},
  "model": {"d_model": 16, "layers": 1, "attention": {"type": "cosine", "heads": 2}},
  "schedule": {"type": "constant"}, "train": {"steps": 6, "batch_size": 8, "eval_every": 3, "threads": 1}}
@@ -110,5 +105,4 @@ if grep -rnE --include='*.h' '^\s*#\s*(if|ifdef|ifndef|elif).*\b(KS_WITH_[A-Z]+|
   fails=$((fails + 1))
 fi
 
-if [ "$fails" -ne 0 ]; then echo "$fails checks failed"; exit 1; fi
-echo "all plugin checks passed"
+finish "all plugin checks passed"
