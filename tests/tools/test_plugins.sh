@@ -41,6 +41,7 @@ grep -q '"scale": 8' "$tmp/run/config.json" || { echo "FAIL: config.json lacks t
 # Every command that reads the run folder loads the plugin from its config.json.
 expect 0 '"loss":[0-9.]+' -- "$ks" eval --run "$tmp/run"
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/run" --prompt "the cat" --tokens 3 --top-k 2
+expect 1 "needs a seq2seq run" -- "$ks" translate --run "$tmp/run" --input "x"  # the run loaded, then refused
 expect 0 "layers.0.self_attn +2 " -- "$ks" analyze --run "$tmp/run" --batches 1 --examples 1 --out "$tmp/analysis"
 expect 0 '"attention": "cosine"' -- "$ks" info --config "$tmp/run/config.json"
 expect 0 '"scale": 8' -- "$ks" config --config "$tmp/run/config.json"
