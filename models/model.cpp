@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "core/plugin_loader.h"
 #include "ops/loss.h"
 
 namespace ks::models {
@@ -19,6 +20,7 @@ Tensor Model::loss(const Batch& batch) {
 }
 
 bool register_model(const std::string& name, ModelFactory factory) {
+  if (!plugin_may_register("model kind", name, registry().count(name) > 0)) return false;
   registry()[name] = factory;
   return true;
 }

@@ -60,8 +60,9 @@ class Model : public nn::Module {
 
 // The registry. A kind registers its factory under its config.model name
 // from its own source file, at static initialisation (KS_REGISTER_MODEL); a
-// later registration of a name replaces the earlier one. build_model throws
-// for a name nobody registered.
+// later registration of a name replaces the earlier one, except from a plugin
+// (core/plugin_loader.h: a plugin adds names). build_model throws for a name
+// nobody registered.
 using ModelFactory = std::shared_ptr<Model> (*)(const ModelConfig&);
 bool register_model(const std::string& name, ModelFactory factory);
 std::shared_ptr<Model> build_model(const ModelConfig& cfg);

@@ -5,6 +5,8 @@
 
 #include <map>
 
+#include "core/plugin_loader.h"
+
 namespace ks::nn {
 namespace {
 
@@ -53,6 +55,7 @@ std::string listed(const std::vector<std::string>& names) {
 }  // namespace
 
 bool register_attention_family(const std::string& type, AttentionFamily family) {
+  if (!plugin_may_register("attention family", type, registry().count(type) > 0)) return false;
   registry()[type] = family;
   return true;
 }

@@ -168,7 +168,8 @@ struct OptionKey {
 };
 
 // The registry behind make_attention: each family registers itself from its
-// own source file (KS_REGISTER_ATTENTION), so adding a family edits no list.
+// own source file (KS_REGISTER_ATTENTION), so adding a family edits no list;
+// a plugin's families arrive when it is loaded (core/plugin_loader.h).
 struct AttentionFamily {
   std::shared_ptr<Attention> (*make)(const AttentionConfig&);
   AttentionCost (*cost)(const AttentionConfig&, int64_t seq_len, bool causal);

@@ -14,18 +14,7 @@ ks="$1"
 sanitized=false
 if ldd "$ks" 2>/dev/null | grep -q libasan; then sanitized=true; fi
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-expect() {  # expect CODE PATTERN -- command...
-  local code="$1" pattern="$2"; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$code" ] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL: $* -> exit $rc (want $code), output: $out (want /$pattern/)"
-    fails=$((fails + 1))
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 expect 2 "usage: keystone" -- "$ks"
 expect 0 "commands:" -- "$ks" --help
 expect 2 "unknown command 'frobnicate'" -- "$ks" frobnicate
@@ -497,5 +486,4 @@ for _ in $(seq 1 500); do [ -s "$tmp/locked/config.json" ] && break; sleep 0.01;
 expect 1 "is in use by another keystone train \(pid $pid\)" -- "$ks" train --out "$tmp/locked" --resume
 kill -INT "$pid"; wait "$pid"
 
-if [ "$fails" -ne 0 ]; then echo "$fails checks failed"; exit 1; fi
-echo "all keystone CLI checks passed"
+finish "all keystone CLI checks passed"

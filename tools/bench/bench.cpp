@@ -22,6 +22,7 @@
 #include "core/factory.h"
 #include "core/matmul_precision.h"
 #include "core/parallel.h"
+#include "core/plugin_loader.h"
 #include "core/profiler.h"
 #include "models/decoder_lm.h"
 #include "nn/optim.h"
@@ -40,7 +41,7 @@ constexpr char kUsage[] =
     "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
     "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
     "                      [--precision float32|tf32|bf16]  (tf32: cuda only)\n"
-    "                      [--dropout 0] [--attention-dropout 0]\n"
+    "                      [--dropout 0] [--attention-dropout 0] [--plugin FILE ...]\n"
     "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
     "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
     "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
@@ -48,7 +49,8 @@ constexpr char kUsage[] =
     "--profile also prints, after the JSON line, the time per kernel and pass (forward, backward,\n"
     "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n"
     "--dropout and --attention-dropout (default 0, as in the torch script) time the model as the\n"
-    "Brown LM configs train it (0.3 and 0.1), with its dropout masks drawn every step.\n";
+    "Brown LM configs train it (0.3 and 0.1), with its dropout masks drawn every step.\n"
+    "--plugin loads a plugin first (repeatable), so --attention may name a family it registers.\n";
 
 // The profiler's rows as a table, per step, with the time outside every kernel last.
 void print_profile(double step_s, int64_t steps) {
@@ -71,8 +73,9 @@ int bench(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args,
                {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
-                "threads", "keys", "device", "precision", "dropout", "attention-dropout"},
-               {"profile"});
+                "threads", "keys", "device", "precision", "dropout", "attention-dropout", "plugin"},
+               {"profile"}, {"plugin"});
+  for (const std::string& p : f.get_all("plugin")) load_plugin(p);
   const std::string attention = f.get("attention", "softmax");
   const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
   const int64_t heads = f.get_int_at_least("heads", 8, 1), head_dim = f.get_int_at_least("head-dim", 0, 0);

@@ -30,8 +30,8 @@ namespace {
 using json = nlohmann::json;
 
 const char* kUsage =
-    "usage: keystone config --config FILE [--set key=value ...]\n"
-    "       keystone config --defaults [--dataset NAME] [--model NAME] [--set key=value ...]\n"
+    "usage: keystone config --config FILE [--set key=value ...] [--plugin FILE ...]\n"
+    "       keystone config --defaults [--dataset NAME] [--model NAME] [--set key=value ...] [--plugin FILE ...]\n"
     "\n"
     "Prints a training config with every key explicit, as JSON.\n"
     "  --config FILE    resolve FILE as `keystone train` would (reading its data for the sizes\n"
@@ -41,7 +41,8 @@ const char* kUsage =
     "  --dataset NAME   seq2seq (default), listops, brown_lm, brown_genre, fashion_mnist, text,\n"
     "                   tsv_classification, tsv_seq2seq\n"
     "  --model NAME     decoder_lm, encoder_classifier or seq2seq (default: the data set's)\n"
-    "  --set key=value  override a key by its dotted path first, e.g. --set model.attention.type=mgk\n";
+    "  --set key=value  override a key by its dotted path first, e.g. --set model.attention.type=mgk\n"
+    "  --plugin FILE    load a plugin first, as keystone train --plugin does (repeatable)\n";
 
 const char* kFromData = "<from the data>";
 
@@ -114,7 +115,7 @@ json key_docs(const json& data_docs, const std::string& model_family) {
 
 int config(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(args, {"config", "dataset", "model", "set"}, {"defaults"}, {"set"});
+  cli::Flags f(args, {"config", "dataset", "model", "set", "plugin"}, {"defaults"}, {"set", "plugin"});
   const bool defaults = f.has("defaults");
   if (defaults == f.has("config")) throw cli::UsageError("give exactly one of --config FILE or --defaults");
   if (!defaults && (f.has("dataset") || f.has("model")))
@@ -134,6 +135,7 @@ int config(const std::vector<std::string>& args) {
       throw cli::UsageError(e.what());
     }
   }
+  add_plugins(raw, f.get_all("plugin"));
   TrainConfig c = parse_train_config(raw);
   for (const std::string& w : c.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (defaults) {

@@ -6,13 +6,16 @@
 // family's running sums; 0 for a classifier). Activation memory depends on
 // the batch and the attention family and is not estimated here. `keystone info --machine` prints what the CPU offers
 // instead: the binary's commit, the bf16 GEMM paths (core/cpu_features.h),
-// which one bf16 GEMMs use, and the thread count.
+// which one bf16 GEMMs use, and the thread count. With --plugin (repeatable)
+// it loads plugins first (core/plugin_loader.h) and lists every plugin loaded,
+// its own or a training config's, with what each registered.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "core/cpu_features.h"
 #include "core/cuda.h"
 #include "core/parallel.h"
+#include "core/plugin_loader.h"
 #include "models/model.h"
 #include "ops/cpu/gemm/gemm.h"
 #include "tools/cli/cli.h"
@@ -25,7 +28,8 @@ namespace ks::tools {
 
 // What `keystone info --help` prints.
 constexpr char kUsage[] =
-    "usage: keystone info --config FILE [--seq N]\n"
+    "usage: keystone info --config FILE [--seq N] [--plugin FILE ...]\n"
+    "       keystone info --plugin FILE [--plugin FILE ...]\n"
     "       keystone info --machine\n"
     "FILE is a model config, or a training config (whose data then fills in the sizes).\n"
     "Prints parameters, forward FLOPs per token at sequence length N (default: the longest\n"
@@ -33,13 +37,27 @@ constexpr char kUsage[] =
     "and the decoding cache of one sequence of N positions (0 for a classifier).\n"
     "--machine prints the commit this binary was built from, the CPU (brand and vendor), its bf16 GEMM paths (amx, "
     "avx512bf16, float32), the one bf16 GEMMs use\n"
-    "(KS_CPU_GEMM forces one), OpenBLAS's float32 kernels, and the thread count.\n";
+    "(KS_CPU_GEMM forces one), OpenBLAS's float32 kernels, and the thread count.\n"
+    "--plugin loads a plugin (a shared library that declares KS_PLUGIN) first, so FILE may name what it\n"
+    "registers; \"plugins\" lists the plugins loaded (these and a training config's) and what each registered.\n";
+
+namespace {
+
+// Every plugin loaded, with what its loading registered.
+nlohmann::json plugins_json() {
+  nlohmann::json out = nlohmann::json::array();
+  for (const LoadedPlugin& p : loaded_plugins())
+    out.push_back({{"name", p.name}, {"path", p.path}, {"keystone_version", p.version}, {"registered", p.registered}});
+  return out;
+}
+
+}  // namespace
 
 int info(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(args, {"config", "seq"}, {"machine"});
+  cli::Flags f(args, {"config", "seq", "plugin"}, {"machine"}, {"plugin"});
   if (f.has("machine")) {
-    if (f.has("config")) throw cli::UsageError("--machine takes no --config");
+    if (f.has("config") || f.has("plugin")) throw cli::UsageError("--machine takes no --config or --plugin");
     nlohmann::json paths = nlohmann::json::object();
     for (CpuGemmPath p : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16, CpuGemmPath::Float32}) {
       std::string why;
@@ -52,7 +70,12 @@ int info(const std::vector<std::string>& args) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  if (!f.has("config")) throw cli::UsageError("--config FILE (or --machine) is required");
+  for (const std::string& p : f.get_all("plugin")) load_plugin(p);
+  if (!f.has("config")) {
+    if (!f.has("plugin")) throw cli::UsageError("--config FILE (or --machine) is required");
+    std::printf("%s\n", nlohmann::json{{"plugins", plugins_json()}}.dump(2).c_str());
+    return 0;
+  }
   const std::string path = f.get("config", "");
   nlohmann::json j = read_json_file(path);
   if (j.contains("data") && j.contains("model")) {
@@ -76,6 +99,7 @@ int info(const std::vector<std::string>& args) {
                         {"forward_flops_per_token", c.flops_per_token},
                         {"kv_cache_mib_per_sequence", c.kv_cache_bytes / mib},
                         {"train_state_mib", double(c.params) * 16.0 / mib}};
+  if (!loaded_plugins().empty()) out["plugins"] = plugins_json();
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }

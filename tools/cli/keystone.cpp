@@ -26,7 +26,10 @@ void usage(FILE* out) {
                "  bench      time training steps of the reference decoder LM (one JSON line)\n"
                "  info       parameters, FLOPs per token and training memory of a model config\n"
                "  config     a training config with every key and default explicit\n"
-               "Run `keystone <command> --help` for its flags.\n");
+               "Run `keystone <command> --help` for its flags.\n"
+               "Plugins (shared libraries that declare KS_PLUGIN, core/plugin.h) add attention families and\n"
+               "model kinds: train, config, info and bench take --plugin FILE; a run folder's config.json\n"
+               "lists the plugins it was trained with, and every command that reads it loads them.\n");
 }
 
 // Prints a failure and returns its exit code; in a data-parallel job it ends

@@ -6,6 +6,7 @@
 
 #include "core/cuda.h"
 #include "core/matmul_precision.h"
+#include "core/plugin_loader.h"
 #include "datasets/loader.h"
 #include "nn/user_input.h"
 #include "tools/train/json_section.h"
@@ -50,6 +51,15 @@ void apply_override(json& config, const std::string& assignment) {
   (*node)[path.back()] = value;
 }
 
+void add_plugins(json& config, const std::vector<std::string>& paths) {
+  if (paths.empty()) return;
+  KS_CHECK(config.is_object(), "--plugin: the config is not a JSON object");
+  json& list = config["plugins"];
+  if (list.is_null()) list = json::array();
+  KS_CHECK(list.is_array(), "config: plugins: expected a list of paths, got ", nn::json_excerpt(list));
+  for (const std::string& p : paths) list.push_back(p);
+}
+
 namespace {
 
 using KeyDoc = models::KeyDoc;
@@ -57,6 +67,9 @@ using KeyDoc = models::KeyDoc;
 // The keys of each section and what they mean (the defaults are in run_config.h).
 const std::vector<KeyDoc> kRootKeys = {{"name", "the run's name; the default run folder is runs/<name>"},
                                        {"seed", "parameter init, dropout, shuffling, and the generators' data"},
+                                       {"plugins",
+                                        "shared libraries (KS_PLUGIN) loaded before the model is read; stored "
+                                        "by absolute path"},
                                        {"data", "which data set, built how"},
                                        {"model", "the network"},
                                        {"optimizer", "how the parameters are updated"},
@@ -157,11 +170,24 @@ TrainOptions parse_train(const json& j) {
   return t;
 }
 
+// Loads the config's plugins and returns their absolute paths, each once.
+std::vector<std::string> load_plugins(const json& list) {
+  KS_CHECK(list.is_array(), "config: plugins: expected a list of paths, got ", nn::json_excerpt(list));
+  std::vector<std::string> out;
+  for (const json& p : list) {
+    KS_CHECK(p.is_string(), "config: plugins: expected a path, got ", nn::json_excerpt(p));
+    const std::string& path = load_plugin(p.get<std::string>()).path;
+    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+  }
+  return out;
+}
+
 }  // namespace
 
 TrainConfig parse_train_config(const json& j) {
   JsonSection root(j, "", kRootKeys);
   TrainConfig c;
+  c.plugins = load_plugins(root.get<json>("plugins", json::array()));
   c.name = root.get<std::string>("name", c.name);
   KS_CHECK(!c.name.empty() && c.name.find('/') == std::string::npos,
            "config: name: must be a non-empty file name, got '", c.name, "'");
@@ -231,6 +257,7 @@ json TrainConfig::to_json() const {
   }
   return {{"name", name},
           {"seed", seed},
+          {"plugins", plugins},
           {"data", data},
           {"model", model},
           {"optimizer", opt},

@@ -4,6 +4,7 @@
 //   {
 //     "name": "copy",                 run name; the default run folder is runs/<name>
 //     "seed": 0,                      parameter init, dropout, shuffling
+//     "plugins": [],                  shared libraries loaded before the model is read (below)
 //     "data":      {"dataset": "seq2seq", "task": "copy", ...}   see tools/train/data_setup.h
 //     "model":     {"model": "seq2seq", "d_model": 128, ...}    see models/config.h; sizes
 //                                     the data fixes (vocab_size, num_classes, ...) may be left out
@@ -26,6 +27,12 @@
 // path ("train.steps", "model.attention.type"), the value JSON when it parses
 // as JSON and a string otherwise. The resolved config (every default
 // explicit, data sizes filled in) is what a run folder keeps as config.json.
+//
+// "plugins" lists shared libraries that declare KS_PLUGIN (core/plugin.h):
+// parse_train_config loads them (core/plugin_loader.h), so the attention
+// families and model kinds they register are names the model section may use.
+// The resolved config keeps their absolute paths, so every command that reads
+// a run folder's config.json loads them again. `keystone train --plugin FILE` adds to the list.
 // Not here: building data or models (tools/train/data_setup.h, tools/train/task.h).
 #pragma once
 
@@ -81,6 +88,8 @@ struct TrainOptions {
 struct TrainConfig {
   std::string name = "run";
   uint64_t seed = 0;
+  // Absolute paths, each once: what parse_train_config loaded.
+  std::vector<std::string> plugins;
   nlohmann::json data;   // the data section, validated by tools/train/data_setup.h
   nlohmann::json model;  // the model section, validated by models/config.h
   OptimizerConfig optimizer;
@@ -103,8 +112,11 @@ inline constexpr uint64_t kMaxConfigBytes = uint64_t(64) << 20;
 nlohmann::json read_json_file(const std::string& path);
 // Applies one "dotted.key=value" override; a malformed one is an error naming it.
 void apply_override(nlohmann::json& config, const std::string& assignment);
-// Validates every section except data and model (left for their builders)
-// and returns the config.
+// Appends plugin paths (`--plugin FILE` flags) to the config's "plugins" list.
+void add_plugins(nlohmann::json& config, const std::vector<std::string>& paths);
+// Loads the plugins the config lists (errors name the file), then validates
+// every section except data and model (left for their builders) and returns
+// the config.
 TrainConfig parse_train_config(const nlohmann::json& j);
 // The keys parse_train_config reads, with their meanings, by dotted path
 // ("name", "train.steps"): the tables it checks them against.

@@ -132,6 +132,7 @@ void differing_keys(const json& a, const json& b, const std::string& prefix, std
 }  // namespace
 
 void upgrade_stored_config(json& config) {
+  if (config.is_object() && !config.contains("plugins")) config["plugins"] = json::array();
   if (!config.is_object() || !config.contains("model") || !config["model"].is_object()) return;
   json& m = config["model"];
   const std::string kind = m.contains("model") && m["model"].is_string() ? m["model"].get<std::string>() : "";

@@ -76,7 +76,8 @@ void remove_stale_temporaries(const RunPaths& paths);
 // as today's code must read it: a key added after the run was written gets
 // the value that reproduces the behaviour it was trained with, where that is
 // not the key's new default. Today: model.tied_lookup_reversed = false (tied
-// lookups were not reversed before the key existed).
+// lookups were not reversed before the key existed), and plugins = [] (no
+// plugins then), so such a checkpoint's config still matches config.json.
 void upgrade_stored_config(nlohmann::json& config);
 
 // Dotted paths where two JSON values differ (objects compared key by key;

@@ -25,7 +25,8 @@ std::string hex_byte(char c) {
 }
 
 const char* kUsage =
-    "usage: keystone train --config FILE [--set key=value ...] [--out DIR] [--device cpu|cuda] [--quiet]\n"
+    "usage: keystone train --config FILE [--set key=value ...] [--plugin FILE ...] [--out DIR] [--device cpu|cuda]\n"
+    "                      [--quiet]\n"
     "       keystone train --out DIR --resume [--set train.key=value ...]\n"
     "\n"
     "Trains the model a JSON config describes (see tools/configs/ and tools/train/run_config.h) and\n"
@@ -36,6 +37,10 @@ const char* kUsage =
     "  --config FILE      the training config\n"
     "  --set key=value    override one config key by its dotted path, e.g. --set train.steps=500\n"
     "                     --set model.attention.type=mgk (repeatable; the value is JSON or a string)\n"
+    "  --plugin FILE      load a plugin (a shared library that declares KS_PLUGIN, core/plugin.h) before\n"
+    "                     the config is read, so the attention families and model kinds it registers\n"
+    "                     may be named (repeatable; added to the config's \"plugins\" list, which the\n"
+    "                     run folder keeps, so eval, generate, analyze and --resume load it too)\n"
     "  --out DIR          the run folder\n"
     "  --resume           continue the run in --out DIR from its latest checkpoint, exactly as if\n"
     "                     it had not stopped; only train.* keys may be overridden, and data.train,\n"
@@ -71,13 +76,14 @@ void apply_set(nlohmann::json& raw, const std::string& assignment) {
 
 int train(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(args, {"config", "set", "out", "device"}, {"resume", "quiet"}, {"set"});
+  cli::Flags f(args, {"config", "set", "plugin", "out", "device"}, {"resume", "quiet"}, {"set", "plugin"});
   const bool resume = f.has("resume");
   nlohmann::json raw;
   std::string out = f.get("out", "");
   if (resume) {
     if (out.empty()) throw cli::UsageError("--resume needs --out DIR (the run folder to continue)");
     if (f.has("config")) throw cli::UsageError("--resume takes the run's own config.json; drop --config");
+    if (f.has("plugin")) throw cli::UsageError("--resume loads the plugins the run's config.json lists; drop --plugin");
     RunPaths paths{out};
     // In a data-parallel run only rank 0 reads the folder; the others get its text.
     dist::ProcessGroup& ranks = dist::world();
@@ -107,6 +113,7 @@ int train(const std::vector<std::string>& args) {
     if (!f.has("config")) throw cli::UsageError("--config FILE is required (or --out DIR --resume)");
     raw = read_json_file(f.get("config", ""));
     for (const std::string& s : f.get_all("set")) apply_set(raw, s);
+    add_plugins(raw, f.get_all("plugin"));
   }
   if (f.has("device")) apply_set(raw, "train.device=" + f.get("device", ""));
   TrainConfig config = parse_train_config(raw);

@@ -1,0 +1,169 @@
+// core/plugin_loader.cpp — load_plugin: the declaration read from the ELF file,
+// checked, then dlopen with the registries' names recorded (core/plugin_loader.h).
+#include "core/plugin_loader.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "core/error.h"
+#include "core/plugin.h"
+
+namespace ks {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct State {
+  std::recursive_mutex mutex;  // recursive: the registries call back while dlopen runs under it
+  std::vector<LoadedPlugin> plugins;
+  std::vector<fs::path> files;               // plugins[i]'s file, symbolic links resolved
+  std::map<std::string, std::string> owner;  // "attention family 'x'" -> "plugin 'p' (path)"
+  LoadedPlugin* loading = nullptr;           // the plugin whose initialisers run now
+  std::vector<std::string> clashes;          // what it tried to register twice
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+struct Declaration {
+  std::string name, version, abi;
+};
+
+// Reads `size` bytes at `offset`, or fails naming the file as truncated.
+std::string read_at(std::ifstream& in, uint64_t offset, uint64_t size, const std::string& path) {
+  std::string out(size, '\0');
+  in.seekg(std::streamoff(offset));
+  in.read(out.data(), std::streamsize(size));
+  KS_CHECK(in.good(), "plugin ", path, ": truncated ELF file (", size, " bytes at offset ", offset, " are missing)");
+  return out;
+}
+
+// The fields of the library's KS_PLUGIN declaration (section KS_PLUGIN_SECTION),
+// read without loading it; nullopt when it has none.
+std::optional<Declaration> read_declaration(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  KS_CHECK(in, "plugin ", path, ": cannot open it: ", std::strerror(errno));
+  Elf64_Ehdr eh{};
+  in.read(reinterpret_cast<char*>(&eh), sizeof eh);
+  KS_CHECK(in.gcount() >= SELFMAG && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0, "plugin ", path,
+           ": not a shared library (not an ELF file)");
+  KS_CHECK(in.good() && eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_ident[EI_DATA] == ELFDATA2LSB, "plugin ", path,
+           ": not a 64-bit little-endian ELF file, as this machine's libraries are");
+  KS_CHECK(eh.e_type == ET_DYN, "plugin ", path, ": not a shared library (an ELF ",
+           eh.e_type == ET_EXEC  ? "executable"
+           : eh.e_type == ET_REL ? "object file"
+                                 : "file of another type",
+           "; build it with add_library(... MODULE) or -shared)");
+  KS_CHECK(eh.e_shentsize == sizeof(Elf64_Shdr) && eh.e_shstrndx < eh.e_shnum, "plugin ", path,
+           ": its ELF section table is malformed");
+  const std::string table = read_at(in, eh.e_shoff, uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr), path);
+  auto section = [&](size_t i) {
+    Elf64_Shdr sh;
+    std::memcpy(&sh, table.data() + i * sizeof sh, sizeof sh);
+    return sh;
+  };
+  const Elf64_Shdr names_header = section(eh.e_shstrndx);
+  KS_CHECK(names_header.sh_size <= (uint64_t(1) << 24), "plugin ", path, ": its ELF section names are malformed");
+  const std::string names = read_at(in, names_header.sh_offset, names_header.sh_size, path);
+  for (size_t i = 0; i < eh.e_shnum; ++i) {
+    const Elf64_Shdr sh = section(i);
+    if (sh.sh_name >= names.size() || std::strcmp(names.c_str() + sh.sh_name, KS_PLUGIN_SECTION) != 0) continue;
+    KS_CHECK(sh.sh_type == SHT_PROGBITS && sh.sh_size <= 4096, "plugin ", path, ": its ", KS_PLUGIN_SECTION,
+             " section is malformed");
+    const std::string text = read_at(in, sh.sh_offset, sh.sh_size, path);
+    std::vector<std::string> fields;
+    for (size_t start = 0, end; start < text.size(); start = end + 1) {
+      end = text.find('\0', start);
+      if (end == std::string::npos) end = text.size();
+      fields.push_back(text.substr(start, end - start));
+    }
+    KS_CHECK(fields.size() >= 4 && fields[0] == KS_PLUGIN_MAGIC, "plugin ", path, ": its KS_PLUGIN declaration is ",
+             fields.empty() ? std::string("empty") : str("of another format ('", fields[0].substr(0, 40), "')"),
+             ": rebuild it against this Keystone (", KS_VERSION_STRING, ")");
+    return Declaration{fields[1], fields[2], fields[3]};
+  }
+  return std::nullopt;
+}
+
+std::string describe(const LoadedPlugin& p) { return str("plugin '", p.name, "' (", p.path, ")"); }
+
+}  // namespace
+
+const LoadedPlugin& load_plugin(const std::string& given) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  KS_CHECK(!given.empty(), "plugin: the path is empty");
+  const fs::path path = fs::absolute(given).lexically_normal();
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  KS_CHECK(fs::exists(status), "plugin ", path.string(), ": no such file");
+  KS_CHECK(fs::is_regular_file(status), "plugin ", path.string(), ": not a regular file");
+  const fs::path file = fs::canonical(path);
+  for (size_t i = 0; i < s.plugins.size(); ++i)
+    if (s.files[i] == file) return s.plugins[i];  // loaded already: nothing to do
+
+  const std::optional<Declaration> d = read_declaration(path.string());
+  KS_CHECK(d, "plugin ", path.string(),
+           " is not a Keystone plugin (it has no KS_PLUGIN declaration; see core/plugin.h)");
+  KS_CHECK(d->version == KS_VERSION_STRING && d->abi == KS_PLUGIN_ABI, "plugin ", path.string(), " ('", d->name,
+           "') was built for Keystone ", d->version, " (ABI ", d->abi, "), but this is Keystone ", KS_VERSION_STRING,
+           " (ABI ", KS_PLUGIN_ABI, "): rebuild the plugin against this Keystone");
+  for (const LoadedPlugin& p : s.plugins)
+    KS_CHECK(p.name != d->name, "plugin ", path.string(), ": a plugin named '", d->name, "' is loaded already, from ",
+             p.path);
+
+  LoadedPlugin plugin{d->name, path.string(), d->version, {}};
+  s.loading = &plugin;
+  s.clashes.clear();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  s.loading = nullptr;
+  if (!handle) {
+    const char* why = dlerror();
+    throw Error(str("plugin ", path.string(), ": cannot load it: ", why ? why : "dlopen failed"));
+  }
+  KS_CHECK(dlsym(handle, KS_PLUGIN_SYMBOL), "plugin ", path.string(), ": it exports no ", KS_PLUGIN_SYMBOL,
+           " symbol (its KS_PLUGIN declaration is hidden?)");
+  // Loaded, and never unloaded: whatever it registered stays in use.
+  s.plugins.push_back(plugin);
+  s.files.push_back(file);
+  if (!s.clashes.empty()) {
+    std::string list;
+    for (const std::string& c : s.clashes) list += (list.empty() ? "" : "; ") + c;
+    throw Error(str(describe(plugin), ": ", list, ". A plugin adds names; it cannot replace one"));
+  }
+  return s.plugins.back();
+}
+
+std::vector<LoadedPlugin> loaded_plugins() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  return s.plugins;
+}
+
+bool plugin_may_register(const char* what, const std::string& name, bool exists) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.loading) return true;
+  const std::string key = str(what, " '", name, "'");
+  if (exists) {
+    auto it = s.owner.find(key);
+    s.clashes.push_back(
+        str(key, " is registered already (", it == s.owner.end() ? "built in" : "by " + it->second, ")"));
+    return false;
+  }
+  s.loading->registered.push_back(key);
+  s.owner[key] = describe(*s.loading);
+  return true;
+}
+
+}  // namespace ks

@@ -1,0 +1,51 @@
+// core/plugin_loader.h — loading Keystone plugins (shared libraries that say
+// KS_PLUGIN, core/plugin.h) into the process, and the list of those loaded.
+//
+// load_plugin reads the library's declaration from the file first (its ELF
+// section KS_PLUGIN_SECTION), so a file that is no plugin, or a plugin built for
+// another Keystone version or ABI, is refused before any of its code runs.
+// Then dlopen runs its static initialisers, which register attention
+// families, model kinds and kernels. The registries ask plugin_may_register
+// before they add a name: a name a plugin registers that already exists (built
+// in, or from another plugin) is refused and reported by load_plugin, naming
+// both. Every failure is a ks::Error that names the file.
+//
+// Plugins are loaded from one thread, before anything is built from a config
+// (tools/train/run_config.h loads a config's "plugins"); they are never
+// unloaded (registries hold pointers into them). Not here: what a plugin
+// declares (core/plugin.h), the config key and the CLI flag (tools/).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ks {
+
+struct LoadedPlugin {
+  std::string name;                     // as its KS_PLUGIN says
+  std::string path;                     // absolute, as given (not resolving symbolic links)
+  std::string version;                  // the Keystone version it was built for
+  std::vector<std::string> registered;  // what its loading registered: "attention family 'tempered'"
+};
+
+// Loads the plugin at `path` (relative: to the working directory) and returns
+// it; a file loaded already (the same file by any path) is not loaded again.
+// Errors: no such file; not a 64-bit ELF shared library; no KS_PLUGIN
+// declaration ("not a Keystone plugin"); another Keystone version or ABI (both
+// named); dlopen's own error (an undefined symbol, a missing dependency);
+// another plugin of the same name; a name registered already.
+const LoadedPlugin& load_plugin(const std::string& path);
+
+// Every plugin loaded, in load order.
+std::vector<LoadedPlugin> loaded_plugins();
+
+// For the registries (nn/attention/attention.cpp, models/model.cpp), before
+// they add `name`, a `what` such as "attention family" or "model kind";
+// `exists`: the registry has the name already. Outside a plugin's loading it
+// returns true (Keystone's own rule: a later registration replaces). While a
+// plugin loads, it records the name as the plugin's and returns true, or, when
+// the name exists, records the clash for load_plugin to report and returns
+// false: the registry keeps its entry.
+bool plugin_may_register(const char* what, const std::string& name, bool exists);
+
+}  // namespace ks

@@ -1,0 +1,31 @@
+// tests/tools/plugins/clash.cpp — a plugin that registers names Keystone has
+// already (the "softmax" family and the "decoder_lm" kind): loading it must
+// fail naming the plugin and both names, and leave the built-in entries in
+// place (tests/tools/test_plugins.sh).
+#include "core/plugin.h"
+#include "models/model.h"
+#include "nn/attention/attention.h"
+
+KS_PLUGIN("clash");
+
+namespace {
+
+struct NoOptions : ks::nn::AttentionOptions {
+  static NoOptions parse(const nlohmann::json&, const std::string&) { return {}; }
+  static std::vector<ks::nn::OptionKey> option_keys() { return {}; }
+  nlohmann::json to_json() const override { return nlohmann::json::object(); }
+  void validate(const ks::nn::AttentionConfig&) const override {}
+};
+
+std::shared_ptr<ks::nn::Attention> make_none(const ks::nn::AttentionConfig&) {
+  throw ks::Error("the clash plugin's family was built: it must never replace softmax");
+}
+ks::nn::AttentionCost no_cost(const ks::nn::AttentionConfig&, int64_t, bool) { return {}; }
+std::shared_ptr<ks::models::Model> make_no_model(const ks::models::ModelConfig&) {
+  throw ks::Error("the clash plugin's model was built: it must never replace decoder_lm");
+}
+
+}  // namespace
+
+KS_REGISTER_ATTENTION("softmax", NoOptions, make_none, no_cost);
+KS_REGISTER_MODEL("decoder_lm", make_no_model);

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# tests/tools/test_plugins.sh — plugins (core/plugin.h) in the keystone binary:
+# a model with the "cosine" attention family of tests/tools/plugins/cosine_attention.cpp
+# trains through `keystone train --plugin`, and its run folder's config.json
+# keeps the plugin's absolute path, so eval, generate, analyze, info, config and
+# train --resume load it without being told; the family is unknown without it.
+# Then each way loading fails, with its message and exit code 1: no file, not
+# a shared library, no KS_PLUGIN declaration, another Keystone version or ABI,
+# dlopen's own error, and names that exist already. Arguments: the keystone
+# binary, the project version, and the plugins tests/tools/plugins/CMakeLists.txt builds.
+set -u
+PATH="/usr/bin:$PATH"
+ks="$1" version="$2" cosine="$3" clash="$4" no_declaration="$5" undefined="$6" old_version="$7" other_abi="$8"
+source "$(dirname "$0")/expect.sh"
+expect_not() {  # expect_not PATTERN -- command...: its output must not match
+  local pattern="$1"; shift 2
+  if "$@" 2>&1 | grep -qE -- "$pattern"; then echo "FAIL: $* printed /$pattern/"; fails=$((fails + 1)); fi
+}
+
+# A tiny language model whose attention is the plugin's family (its option set with --set below).
+printf 'the cat sat on the mat %s\n' $(seq 1 120) > "$tmp/lines.txt"
+cat > "$tmp/lm.json" <<JSON
+{"name": "cosine-lm",
+ "data": {"dataset": "text", "train": "$tmp/lines.txt", "seq_len": 16, "tokenizer": {"type": "word"}},
+ "model": {"d_model": 16, "layers": 1, "attention": {"type": "cosine", "heads": 2}},
+ "schedule": {"type": "constant"},
+ "train": {"steps": 6, "batch_size": 8, "eval_every": 3, "threads": 1}}
+JSON
+{"name": "cosine-lm", "data": {"dataset": "text", "train": "$tmp/lines.txt", "seq_len": 16, "tokenizer": {"type": "word"}},
+ "model": {"d_model": 16, "layers": 1, "attention": {"type": "cosine", "heads": 2}},
+ "schedule": {"type": "constant"}, "train": {"steps": 6, "batch_size": 8, "eval_every": 3, "threads": 1}}
+JSON
+expect 1 "config: model.attention.type: unknown family 'cosine'" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/none"
+# A relative path (from the plugin's folder) and the absolute one name one file: loaded once, stored once, absolute.
+dir=$(dirname "$cosine") file=$(basename "$cosine")
+expect 0 "finished 6 steps" -- env -C "$dir" "$ks" train --config "$tmp/lm.json" --out "$tmp/run" --quiet \
+  --plugin "./$file" --plugin "$cosine" --set model.attention.scale=8
+stored=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["plugins"])' "$tmp/run/config.json")
+[ "$stored" = "['$cosine']" ] || { echo "FAIL: config.json's plugins are $stored, want ['$cosine']"; fails=$((fails + 1)); }
+grep -q '"scale": 8' "$tmp/run/config.json" || { echo "FAIL: config.json lacks the family's option"; fails=$((fails + 1)); }
+# Every command that reads the run folder loads the plugin from its config.json.
+expect 0 '"loss":[0-9.]+' -- "$ks" eval --run "$tmp/run"
+expect 0 "^the cat" -- "$ks" generate --run "$tmp/run" --prompt "the cat" --tokens 3 --top-k 2
+expect 1 "needs a seq2seq run" -- "$ks" translate --run "$tmp/run" --input "x"  # the run loaded, then refused
+expect 0 "layers.0.self_attn +2 " -- "$ks" analyze --run "$tmp/run" --batches 1 --examples 1 --out "$tmp/analysis"
+expect 0 '"attention": "cosine"' -- "$ks" info --config "$tmp/run/config.json"
+expect 0 '"scale": 8' -- "$ks" config --config "$tmp/run/config.json"
+expect 0 "finished 8 steps" -- "$ks" train --out "$tmp/run" --resume --set train.steps=8 --quiet
+expect 2 "--resume loads the plugins the run's config.json lists; drop --plugin" -- \
+  "$ks" train --out "$tmp/run" --resume --plugin "$cosine"
+# The "plugins" key of a config file does what --plugin does.
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["plugins"]=[sys.argv[2]]; json.dump(c, open(sys.argv[3], "w"))' \
+  "$tmp/lm.json" "$cosine" "$tmp/listed.json"
+expect 0 "finished 2 steps" -- "$ks" train --config "$tmp/listed.json" --out "$tmp/listed" --set train.steps=2 --quiet
+# info and bench take --plugin; info lists what each plugin registered.
+expect 0 "^ +\"attention family 'cosine'\"$" -- "$ks" info --plugin "$cosine"
+expect 0 "\"keystone_version\": \"$version\"" -- "$ks" info --plugin "$cosine"  # core/version.h = project(VERSION)
+expect 0 '"tokens_per_s"' -- "$ks" bench --plugin "$cosine" --attention cosine --steps 1 --layers 1 --seq 8 --batch 1 \
+  --vocab 16 --d-model 8 --heads 2 --d-ff 8
+expect 0 "cosine: the factor on cos\(q, k\), > 0" -- "$ks" config --defaults --dataset text --plugin "$cosine" \
+  --set model.attention.type=cosine
+expect 1 "config: model.attention.scale must be positive, got -1" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/bad" \
+  --plugin "$cosine" --set model.attention.scale=-1
+
+# A run folder from before plugins (no "plugins" key) reads as one without plugins.
+expect 0 "finished 2 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/plain" --set model.attention.type=softmax \
+  --set train.steps=2 --quiet
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); del c["plugins"]; json.dump(c, open(sys.argv[1], "w"))' \
+  "$tmp/plain/config.json"
+expect 0 '"loss":[0-9.]+' -- "$ks" eval --run "$tmp/plain"
+expect 0 "finished 3 steps" -- "$ks" train --out "$tmp/plain" --resume --set train.steps=3 --quiet
+
+# The loader's errors, each naming the file.
+expect 1 "plugin $tmp/missing.so: no such file" -- "$ks" train --config "$tmp/lm.json" --plugin "$tmp/missing.so"
+expect 1 "plugin $tmp: not a regular file" -- "$ks" info --plugin "$tmp"
+echo "not a library" > "$tmp/text.so"
+expect 1 "plugin $tmp/text.so: not a shared library \(not an ELF file\)" -- "$ks" info --plugin "$tmp/text.so"
+expect 1 "plugin $ks is not a Keystone plugin" -- "$ks" info --plugin "$ks"  # a PIE executable is ET_DYN too
+expect 1 "plugin $no_declaration is not a Keystone plugin \(it has no KS_PLUGIN declaration" -- \
+  "$ks" info --plugin "$no_declaration"
+expect_not "initialiser ran" -- "$ks" info --plugin "$no_declaration"
+expect 1 "plugin $old_version \('mismatched'\) was built for Keystone 0.0.1 \(ABI [^)]+\), but this is Keystone $version" -- \
+  "$ks" train --config "$tmp/lm.json" --plugin "$old_version"
+expect 1 "was built for Keystone $version \(ABI itanium libstdc\+\+ cxx11-abi=0\), but this is Keystone $version \(ABI itanium" -- \
+  "$ks" info --plugin "$other_abi"
+expect_not "initialiser ran" -- "$ks" info --plugin "$other_abi"
+expect 1 "plugin $undefined: cannot load it: .*undefined symbol: ks_test_symbol_nobody_defines" -- \
+  "$ks" info --plugin "$undefined"
+expect 1 "plugin 'clash' \($clash\): attention family 'softmax' is registered already \(built in\); model kind 'decoder_lm' is registered already \(built in\)\. A plugin adds names; it cannot replace one" -- \
+  "$ks" info --plugin "$clash"
+# A second file declaring a loaded plugin's name is refused (a copy of the cosine plugin).
+cp "$cosine" "$tmp/copy.so"
+expect 1 "plugin $tmp/copy.so: a plugin named 'cosine-attention' is loaded already, from $cosine" -- \
+  "$ks" info --plugin "$cosine" --plugin "$tmp/copy.so"
+# A run whose plugin is gone says which file it needs.
+mv "$cosine" "$tmp/moved.so"
+expect 1 "plugin $cosine: no such file" -- "$ks" eval --run "$tmp/run"
+mv "$tmp/moved.so" "$cosine"
+
+# The ABI tag leaves out how Keystone was built (CUDA, MPI, sanitizers, NDEBUG) because no
+# installed header's layout depends on it: no header may test those macros.
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+if grep -rnE --include='*.h' '^\s*#\s*(if|ifdef|ifndef|elif).*\b(KS_WITH_[A-Z]+|NDEBUG|KS_SANITIZE|__SANITIZE_ADDRESS__)\b' \
+  "$root"/core "$root"/autograd "$root"/ops "$root"/nn "$root"/models "$root"/datasets "$root"/tools "$root"/keystone.h; then
+  echo "FAIL: the headers above change with the build's switches; name them in KS_PLUGIN_ABI (core/plugin.h)"
+  fails=$((fails + 1))
+fi
+
+finish "all plugin checks passed"
