@@ -37,9 +37,10 @@ DetectAnomalyGuard::DetectAnomalyGuard() : prev_(t_anomaly) { t_anomaly = true; 
 DetectAnomalyGuard::~DetectAnomalyGuard() { t_anomaly = prev_; }
 bool anomaly_mode_enabled() { return t_anomaly; }
 
-NameScope::NameScope(const std::string& name) {
+NameScope::NameScope(std::string_view name, int64_t index) {
   if (!t_anomaly) return;
-  t_scopes.push_back(name);
+  t_scopes.emplace_back(name);
+  if (index >= 0) t_scopes.back() += "." + std::to_string(index);
   pushed_ = true;
 }
 NameScope::~NameScope() {

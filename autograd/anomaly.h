@@ -16,7 +16,9 @@
 // state (the trainer reports non-finite gradient norms itself).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/tensor.h"
@@ -40,11 +42,11 @@ class DetectAnomalyGuard {
 bool anomaly_mode_enabled();
 
 // Names the part of a model that runs in a scope, for anomaly mode's messages:
-// nested scopes join with '.' ("decoder" > "layers.0" > "attention" gives
-// "decoder.layers.0.attention"). Costs nothing while anomaly mode is off.
+// nested scopes join with '.' ("decoder" > "layers", 0 > "self_attn" gives
+// "decoder.layers.0.self_attn"). Costs nothing while anomaly mode is off.
 class NameScope {
  public:
-  explicit NameScope(const std::string& name);
+  explicit NameScope(std::string_view name, int64_t index = -1);
   ~NameScope();
   NameScope(const NameScope&) = delete;
   NameScope& operator=(const NameScope&) = delete;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "autograd/anomaly.h"
 #include "autograd/grad_mode.h"
 #include "core/copy.h"
 #include "nn/init.h"
@@ -52,8 +53,10 @@ Tensor DecoderLM::forward(const Tensor& tokens, std::vector<nn::DecoderLayerCach
   // A tied table's lookup: √d-scaled, features reversed (models/config.h tied_lookup_reversed).
   if (!head) e = mul(config.tied_lookup_reversed ? flip(e, {-1}) : e, std::sqrt(double(config.d_model)));
   Tensor h = pos.add(e, offset);
-  for (size_t i = 0; i < layers->size(); ++i)
+  for (size_t i = 0; i < layers->size(); ++i) {
+    NameScope scope("layers", int64_t(i));  // anomaly mode's "layers.3.ff"
     h = (*layers)[i].forward(h, Tensor(), Tensor(), Tensor(), caches ? &(*caches)[i] : nullptr);
+  }
   if (ln_f) h = ln_f->forward(h);
   return head ? head->forward(h) : matmul(h, transpose(tok->weight, 0, 1));  // (B, T, V)
 }

@@ -2,6 +2,7 @@
 // heads, and the cost report.
 #include "models/encoder_classifier.h"
 
+#include "autograd/anomaly.h"
 #include "core/copy.h"
 #include "core/factory.h"
 #include "nn/init.h"
@@ -60,7 +61,10 @@ Tensor EncoderClassifier::encode(const Tensor& tokens) {
     if (padding.defined()) padding = cat({zeros({B, 1}, {.dtype = kBool, .device = tokens.device()}), padding}, 1);
   }
   h = pos.add(h);
-  for (const auto& layer : *layers) h = layer->forward(h, padding);
+  for (size_t i = 0; i < layers->size(); ++i) {
+    NameScope scope("layers", int64_t(i));  // anomaly mode's "layers.3.ff"
+    h = (*layers)[i].forward(h, padding);
+  }
   if (ln_f) h = ln_f->forward(h);
 
   if (use_cls) return select(h, 1, 0);  // (B, d)

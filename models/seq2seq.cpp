@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "autograd/anomaly.h"
 #include "autograd/grad_mode.h"
 #include "core/factory.h"
 #include "nn/init.h"
@@ -124,7 +125,10 @@ Seq2Seq::Encoded Seq2Seq::encode(const Tensor& src) {
   check_tokens(src, "src", config.src_vocab_size, config.max_len);
   Tensor padding = eq(src, double(config.pad_id));  // (B, S)
   Tensor h = embed(*src_embed, *src_pos, src, 0);
-  for (const auto& layer : *encoder) h = layer->forward(h, padding);
+  for (size_t i = 0; i < encoder->size(); ++i) {
+    NameScope scope("encoder", int64_t(i));  // anomaly mode's "encoder.3.ff"
+    h = (*encoder)[i].forward(h, padding);
+  }
   if (encoder_norm) h = encoder_norm->forward(h);
   return {h, padding};
 }
@@ -147,8 +151,10 @@ Tensor Seq2Seq::decode(const Tensor& tgt_in, const Tensor& memory, const Tensor&
   }
   Tensor padding = eq(tgt_in, double(config.pad_id));  // (B, T)
   Tensor h = embed(*tgt_embed, *tgt_pos, tgt_in, offset);
-  for (size_t i = 0; i < decoder->size(); ++i)
+  for (size_t i = 0; i < decoder->size(); ++i) {
+    NameScope scope("decoder", int64_t(i));
     h = (*decoder)[i].forward(h, memory, padding, memory_padding, cache ? &cache->layers[i] : nullptr);
+  }
   if (decoder_norm) h = decoder_norm->forward(h);
   if (cache) cache->length += tgt_in.size(1);
   return out ? out->forward(h) : linear(h, tgt_embed->weight, Tensor());  // (B, T, V)

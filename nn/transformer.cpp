@@ -1,6 +1,7 @@
 // nn/transformer.cpp — residual wiring of the encoder and decoder layers.
 #include "nn/transformer.h"
 
+#include "autograd/anomaly.h"
 #include "autograd/checkpoint.h"
 #include "autograd/grad_mode.h"
 #include "ops/elementwise.h"
@@ -41,8 +42,14 @@ Tensor EncoderLayer::forward(const Tensor& x, const Tensor& key_padding) {
 
 Tensor EncoderLayer::run(const Tensor& x, const Tensor& key_padding) {
   AttentionMask mask{false, key_padding};
-  Tensor h = residual(x, *ln1, *drop, pre_norm, [&](const Tensor& y) { return attn->forward(y, mask); });
-  return residual(h, *ln2, *drop, pre_norm, [&](const Tensor& y) { return ff->forward(y); });
+  Tensor h = residual(x, *ln1, *drop, pre_norm, [&](const Tensor& y) {
+    NameScope scope("attn");
+    return attn->forward(y, mask);
+  });
+  return residual(h, *ln2, *drop, pre_norm, [&](const Tensor& y) {
+    NameScope scope("ff");
+    return ff->forward(y);
+  });
 }
 
 DecoderLayer::DecoderLayer(const LayerConfig& cfg, bool cross_attention)
@@ -71,6 +78,7 @@ Tensor DecoderLayer::run(const Tensor& x, const Tensor& memory, const Tensor& se
                          const Tensor& memory_padding, DecoderLayerCache* cache) {
   AttentionMask causal{true, self_padding};
   Tensor h = residual(x, *ln1, *drop, pre_norm, [&](const Tensor& y) {
+    NameScope scope("self_attn");
     return self_attn->forward(y, y, y, causal, cache ? &cache->self : nullptr);
   });
   if (cross_attn) {
@@ -83,9 +91,15 @@ Tensor DecoderLayer::run(const Tensor& x, const Tensor& memory, const Tensor& se
       cross_cache = &cache->cross;
     }
     h = residual(h, *ln2, *drop, pre_norm,
-                 [&](const Tensor& y) { return cross_attn->forward(y, memory, memory, cross, cross_cache); });
+                 [&](const Tensor& y) {
+                   NameScope scope("cross_attn");
+                   return cross_attn->forward(y, memory, memory, cross, cross_cache);
+                 });
   }
-  return residual(h, *ln3, *drop, pre_norm, [&](const Tensor& y) { return ff->forward(y); });
+  return residual(h, *ln3, *drop, pre_norm, [&](const Tensor& y) {
+    NameScope scope("ff");
+    return ff->forward(y);
+  });
 }
 
 }  // namespace ks::nn

@@ -38,6 +38,8 @@ if [ -n "$cuda_compiler" ]; then
 fi
 "$work/project/test_squareplus"
 "$work/project/train_lm"
+"$work/project/autograd_tour"
+"$work/project/train_with_callbacks"
 quiet "$work/prefix/bin/keystone" info --config "$src/tools/configs/copy.json"
 echo "the installed keystone binary runs from the moved prefix"
 

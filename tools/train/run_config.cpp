@@ -106,6 +106,9 @@ const std::vector<KeyDoc> kTrainKeys = {
     {"device", "cpu | cuda"},
     {"precision", "float32 | tf32 (cuda) | bf16: how GEMMs run"},
     {"decode_examples", "seq2seq: valid examples greedily decoded per evaluation (a seeded sample)"},
+    {"checkpoint_layers", "keep only each Transformer layer's input and recompute the layer in backward: less memory, "
+                          "about one more forward of compute; the same gradients"},
+    {"detect_anomaly", "anomaly mode: backward names the op (and layer) where a NaN or Inf was born; slow"},
     {"zero", "data parallel: shard the optimizer state over the ranks (ZeRO-1)"},
     {"bucket_mb", "data parallel: the gradient all-reduce bucket size, MB"},
     {"collective_timeout", "data parallel: seconds a rank waits in a collective"}};
@@ -163,6 +166,8 @@ TrainOptions parse_train(const json& j) {
            "config: train.precision: tf32 needs train.device cuda "
            "(the CPU has no TF32 unit; bf16 runs on both)");
   t.decode_examples = s.get_at_least("decode_examples", t.decode_examples, 0);
+  t.checkpoint_layers = s.get<bool>("checkpoint_layers", t.checkpoint_layers);
+  t.detect_anomaly = s.get<bool>("detect_anomaly", t.detect_anomaly);
   t.zero = s.get<bool>("zero", t.zero);
   t.bucket_mb = s.get_in("bucket_mb", t.bucket_mb, 1e-3, 1 << 16);
   t.collective_timeout = s.get_in("collective_timeout", t.collective_timeout, 0.1, 1e7);
@@ -283,6 +288,8 @@ json TrainConfig::to_json() const {
             {"device", train.device},
             {"precision", train.precision},
             {"decode_examples", train.decode_examples},
+            {"checkpoint_layers", train.checkpoint_layers},
+            {"detect_anomaly", train.detect_anomaly},
             {"zero", train.zero},
             {"bucket_mb", train.bucket_mb},
             {"collective_timeout", train.collective_timeout}}}};

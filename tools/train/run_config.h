@@ -79,6 +79,8 @@ struct TrainOptions {
   std::string device = "cpu";
   std::string precision = "float32";  // float32 | tf32 (cuda only) | bf16: how GEMMs run (core/matmul_precision.h)
   int64_t decode_examples = 100;      // seq2seq: valid examples greedily decoded per evaluation (exact match)
+  bool checkpoint_layers = false;     // recompute each Transformer layer in backward (autograd/checkpoint.h)
+  bool detect_anomaly = false;        // anomaly mode: name the op where a NaN/Inf was born (autograd/anomaly.h)
   // Data-parallel runs (mpirun -np N; tools/train/trainer.h), ignored by one process:
   bool zero = false;                // ZeRO-1: AdamW/SGD state sharded over the ranks (nn/zero.h)
   double bucket_mb = 25;            // gradient all-reduce bucket size (nn/data_parallel.h)

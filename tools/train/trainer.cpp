@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
+#include "autograd/anomaly.h"
 #include "autograd/engine.h"
 #include "core/clock.h"
 #include "core/matmul_precision.h"
@@ -112,6 +114,7 @@ void Trainer::build(bool resume) {
   // optimizer's state is made on the parameters' device, and checkpoints load into them there.
   model_->to(device_);
   model_->train();
+  model_->set_activation_checkpointing(config_.train.checkpoint_layers);
   optimizer_ = make_optimizer(config_.optimizer, *model_);
   replicas_->attach(*model_, *optimizer_, config_.seed);
   // The loader plans global batches (one replica's batch times the replicas) and hands this one its slice.
@@ -522,11 +525,17 @@ StepEvent Trainer::train_step(const std::vector<Tensor>& params) {
     if (mine[i] == 0) continue;  // nothing here for this rank (a short last batch); it adds zeros
     const double parts = total / all[i];
     const double share = mine[i] / all[i];
+    // Anomaly mode checks every op of this micro-batch's forward and backward,
+    // and its backward is what names the op behind a non-finite loss.
+    std::optional<DetectAnomalyGuard> anomaly;
+    if (t.detect_anomaly) anomaly.emplace();
     Tensor loss = batch_loss(*model_, device_.is_cpu() ? batches[i] : batches[i].to(device_));
     const double micro_value = loss.item<double>();
-    KS_CHECK(std::isfinite(micro_value), "training diverged: the loss is ", micro_value, " at step ", state_.step,
-             " (try a lower optimizer.lr or train.clip_grad_norm); the last checkpoint is ", paths_.latest().string());
     const double scale = (1.0 / parts) * (share * replicas);
+    if (t.detect_anomaly && !std::isfinite(micro_value)) backward(loss);  // throws, naming the op
+    KS_CHECK(std::isfinite(micro_value), "training diverged: the loss is ", micro_value, " at step ", state_.step,
+             " (try a lower optimizer.lr or train.clip_grad_norm, or train.detect_anomaly to find the op); the last "
+             "checkpoint is ", paths_.latest().string());
     backward(scale != 1 ? mul(loss, scale) : loss);
     value += micro_value / parts * share;
   }
