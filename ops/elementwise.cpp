@@ -126,22 +126,23 @@ template <class Op> Tensor scalar_forward(const char* name, double s, const Tens
 Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(op, a, b);
   if (needs_grad({a, b}))
-    record(op.node, {a, b}, {out},
-           [op, sa = SavedTensor(a), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(),
-            ga = a.requires_grad(), gb = b.requires_grad()](const std::vector<Tensor>& g) {
-             Tensor a_ = sa.unpack(), b_ = sb.unpack();
-             const bool differentiated = needs_grad({g[0], a_, b_});  // create_graph only
-             auto grad_for = [&](int which, const Shape& shape_in) {
-               Tensor full = binary_grad_full(op, which, g[0], a_, b_);
-               if (differentiated) record_double_backward(op, which, full, g[0], a_, b_);
-               return sum_to(full, shape_in);
-             };
-             Tensor da, db;
-             if (ga) da = grad_for(0, shape_a);
-             if (gb) db = grad_for(1, shape_b);
-             return std::vector<Tensor>{da, db};
-           },
-           HigherOrder::Supported);
+    record(
+        op.node, {a, b}, {out},
+        [op, sa = SavedTensor(a), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(), ga = a.requires_grad(),
+         gb = b.requires_grad()](const std::vector<Tensor>& g) {
+          Tensor a_ = sa.unpack(), b_ = sb.unpack();
+          const bool differentiated = needs_grad({g[0], a_, b_});  // create_graph only
+          auto grad_for = [&](int which, const Shape& shape_in) {
+            Tensor full = binary_grad_full(op, which, g[0], a_, b_);
+            if (differentiated) record_double_backward(op, which, full, g[0], a_, b_);
+            return sum_to(full, shape_in);
+          };
+          Tensor da, db;
+          if (ga) da = grad_for(0, shape_a);
+          if (gb) db = grad_for(1, shape_b);
+          return std::vector<Tensor>{da, db};
+        },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -160,12 +161,13 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(binary_info<binary_ops::Sub>(), a, b);
   if (needs_grad({a, b}))
-    record("SubBackward", {a, b}, {out},
-           [sa = a.sizes(), sb = b.sizes(), gb = b.requires_grad()](const std::vector<Tensor>& g) {
-             // Reduce before negating: the reduced gradient may be much smaller.
-             return std::vector<Tensor>{sum_to(g[0], sa), gb ? negated(sum_to(g[0], sb)) : Tensor()};
-           },
-           HigherOrder::Supported);
+    record(
+        "SubBackward", {a, b}, {out},
+        [sa = a.sizes(), sb = b.sizes(), gb = b.requires_grad()](const std::vector<Tensor>& g) {
+          // Reduce before negating: the reduced gradient may be much smaller.
+          return std::vector<Tensor>{sum_to(g[0], sa), gb ? negated(sum_to(g[0], sb)) : Tensor()};
+        },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -174,15 +176,16 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   if (needs_grad({a, b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     // Save each input only if the other one's gradient needs it.
-    record("MulBackward", {a, b}, {out},
-           [sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(ga ? b : Tensor()), shape_a = a.sizes(),
-            shape_b = b.sizes()](const std::vector<Tensor>& g) {
-             Tensor da, db;
-             if (sb.defined()) da = sum_to(mul(g[0], sb.unpack()), shape_a);
-             if (sa.defined()) db = sum_to(mul(g[0], sa.unpack()), shape_b);
-             return std::vector<Tensor>{da, db};
-           },
-           HigherOrder::Supported);
+    record(
+        "MulBackward", {a, b}, {out},
+        [sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(ga ? b : Tensor()), shape_a = a.sizes(),
+         shape_b = b.sizes()](const std::vector<Tensor>& g) {
+          Tensor da, db;
+          if (sb.defined()) da = sum_to(mul(g[0], sb.unpack()), shape_a);
+          if (sa.defined()) db = sum_to(mul(g[0], sa.unpack()), shape_b);
+          return std::vector<Tensor>{da, db};
+        },
+        HigherOrder::Supported);
   }
   return out;
 }
@@ -195,21 +198,22 @@ Tensor div(const Tensor& a, const Tensor& b) {
   if (needs_grad({a, b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     // d(a/b)/da = 1/b reads only b; d(a/b)/db = -a/b² reads both.
-    record("DivBackward", {a, b}, {out},
-           [op, sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(), ga,
-            gb](const std::vector<Tensor>& g) {
-             Tensor a_ = sa.unpack(), b_ = sb.unpack();
-             Tensor da, db;
-             if (GradMode::is_enabled()) {  // create_graph: the same formulas in differentiable ops
-               if (ga) da = sum_to(div(g[0], b_), shape_a);
-               if (gb) db = sum_to(negated(div(mul(g[0], a_), mul(b_, b_))), shape_b);
-               return std::vector<Tensor>{da, db};
-             }
-             if (ga) da = binary_grad(op, 0, g[0], Tensor(), b_, shape_a);
-             if (gb) db = binary_grad(op, 1, g[0], a_, b_, shape_b);
-             return std::vector<Tensor>{da, db};
-           },
-           HigherOrder::Supported);
+    record(
+        "DivBackward", {a, b}, {out},
+        [op, sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(), ga,
+         gb](const std::vector<Tensor>& g) {
+          Tensor a_ = sa.unpack(), b_ = sb.unpack();
+          Tensor da, db;
+          if (GradMode::is_enabled()) {  // create_graph: the same formulas in differentiable ops
+            if (ga) da = sum_to(div(g[0], b_), shape_a);
+            if (gb) db = sum_to(negated(div(mul(g[0], a_), mul(b_, b_))), shape_b);
+            return std::vector<Tensor>{da, db};
+          }
+          if (ga) da = binary_grad(op, 0, g[0], Tensor(), b_, shape_a);
+          if (gb) db = binary_grad(op, 1, g[0], a_, b_, shape_b);
+          return std::vector<Tensor>{da, db};
+        },
+        HigherOrder::Supported);
   }
   return out;
 }
@@ -218,15 +222,16 @@ namespace {
 Tensor add_scalar(const char* name, const Tensor& a, double b) {
   Tensor out = scalar_forward<binary_ops::AddScalar>(name, b, a);
   if (needs_grad({a}))
-    record("AddScalarBackward", {a}, {out}, [](const std::vector<Tensor>& g) { return g; }, HigherOrder::Supported);
+    record(
+        "AddScalarBackward", {a}, {out}, [](const std::vector<Tensor>& g) { return g; }, HigherOrder::Supported);
   return out;
 }
 Tensor mul_scalar(const char* name, const Tensor& a, double b) {
   Tensor out = scalar_forward<binary_ops::MulScalar>(name, b, a);
   if (needs_grad({a}))
     record(
-        "MulScalarBackward", {a}, {out}, [b](const std::vector<Tensor>& g) { return std::vector<Tensor>{mul(g[0], b)}; },
-        HigherOrder::Supported);
+        "MulScalarBackward", {a}, {out},
+        [b](const std::vector<Tensor>& g) { return std::vector<Tensor>{mul(g[0], b)}; }, HigherOrder::Supported);
   return out;
 }
 // -g, recorded only when g carries a graph (a backward with create_graph).
@@ -249,8 +254,9 @@ Tensor mul(double a, const Tensor& b) { return mul_scalar("mul", b, a); }
 Tensor sub(double a, const Tensor& b) {
   Tensor out = scalar_forward<binary_ops::RSubScalar>("sub", a, b);
   if (needs_grad({b}))
-    record("RSubScalarBackward", {b}, {out},
-           [](const std::vector<Tensor>& g) { return std::vector<Tensor>{negated(g[0])}; }, HigherOrder::Supported);
+    record(
+        "RSubScalarBackward", {b}, {out},
+        [](const std::vector<Tensor>& g) { return std::vector<Tensor>{negated(g[0])}; }, HigherOrder::Supported);
   return out;
 }
 
@@ -260,10 +266,13 @@ Tensor div(double a, const Tensor& b) {
   Tensor out = scalar_forward<binary_ops::RDivScalar>("div", a, b);
   if (needs_grad({b}))
     // d(a/b)/db = -a/b² = -out/b.
-    record("RDivScalarBackward", {b}, {out}, [sb = SavedTensor(b), a](const std::vector<Tensor>& g) {
-      Tensor b_ = sb.unpack();
-      return std::vector<Tensor>{div(mul(g[0], -a), mul(b_, b_))};
-    }, HigherOrder::Supported);
+    record(
+        "RDivScalarBackward", {b}, {out},
+        [sb = SavedTensor(b), a](const std::vector<Tensor>& g) {
+          Tensor b_ = sb.unpack();
+          return std::vector<Tensor>{div(mul(g[0], -a), mul(b_, b_))};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

@@ -62,8 +62,9 @@ Tensor binary_forward(const BinaryInfo& op, const Tensor& a, const Tensor& b);
 Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a, const Tensor& b);
 
 template <class Op> Tensor binary(const Tensor& a, const Tensor& b) {
-  static_assert(requires(float t) { Op::daa(t, t, t) + Op::dab(t, t, t) + Op::dbb(t, t, t); },
-                "binary<Op>: the generic backward needs Op's second derivatives daa, dab and dbb beside da and db");
+  static_assert(
+      requires(float t) { Op::daa(t, t, t) + Op::dab(t, t, t) + Op::dbb(t, t, t); },
+      "binary<Op>: the generic backward needs Op's second derivatives daa, dab and dbb beside da and db");
   return binary_with_grads(binary_info<Op>(), a, b);
 }
 

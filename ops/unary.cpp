@@ -51,7 +51,8 @@ Tensor unary_apply(const UnaryInfo& op, const Tensor& x, const UnaryParams& p) {
   if (!needs_grad({x})) return out;
   if (op.saves == Saves::Self) {  // linear: the backward is the op on the gradient (differentiable again)
     record(
-        op.node, {x}, {out}, [op, p](const std::vector<Tensor>& g) { return std::vector<Tensor>{unary_apply(op, g[0], p)}; },
+        op.node, {x}, {out},
+        [op, p](const std::vector<Tensor>& g) { return std::vector<Tensor>{unary_apply(op, g[0], p)}; },
         HigherOrder::Supported);
     return out;
   }
