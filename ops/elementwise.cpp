@@ -131,7 +131,8 @@ Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a, const Tensor& b)
         [op, sa = SavedTensor(a), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(), ga = a.requires_grad(),
          gb = b.requires_grad()](const std::vector<Tensor>& g) {
           Tensor a_ = sa.unpack(), b_ = sb.unpack();
-          const bool differentiated = needs_grad({g[0], a_, b_});  // create_graph only
+          // Only under create_graph (grad mode on in backward); a plain backward does not build the vector.
+          const bool differentiated = GradMode::is_enabled() && needs_grad({g[0], a_, b_});
           auto grad_for = [&](int which, const Shape& shape_in) {
             Tensor full = binary_grad_full(op, which, g[0], a_, b_);
             if (differentiated) record_double_backward(op, which, full, g[0], a_, b_);

@@ -63,7 +63,8 @@ Tensor unary_apply(const UnaryInfo& op, const Tensor& x, const UnaryParams& p) {
         Tensor s = saved.unpack();
         Tensor grad = Tensor::empty(s.sizes(), s.dtype(), s.device());
         if (grad.numel() > 0) op.backward(grad.device(), p, grad, g[0], s);
-        if (needs_grad({g[0], s})) record_double_backward(op, p, grad, g[0], s);  // create_graph only
+        // Only under create_graph (grad mode on in backward); a plain backward does not build the vector.
+        if (GradMode::is_enabled() && needs_grad({g[0], s})) record_double_backward(op, p, grad, g[0], s);
         return std::vector<Tensor>{grad};
       },
       HigherOrder::Supported);
