@@ -6,6 +6,7 @@
 #include "ops/elementwise.h"
 
 #include <cmath>
+#include <string>
 
 #include "autograd/node.h"
 #include "ops/broadcast.h"
@@ -65,16 +66,49 @@ Tensor binary_forward(const BinaryInfo& op, const Tensor& a, const Tensor& b) {
 
 namespace {
 
-// dL/d(input `which`) of a (op) b, reduced to that input's shape. `a` may be
+// dL/d(input `which`) of a (op) b at the broadcast shape (g's). `a` may be
 // undefined when the formula does not read it.
-Tensor binary_grad(const BinaryInfo& op, int which, const Tensor& g, const Tensor& a, const Tensor& b,
-                   const Shape& shape_in) {
+Tensor binary_grad_full(const BinaryInfo& op, int which, const Tensor& g, const Tensor& a, const Tensor& b) {
   const Shape& shape = g.sizes();
   Tensor grad = Tensor::empty(shape, g.dtype(), g.device());
   if (grad.numel() > 0)
     op.backward(g.device(), which, grad, g, a.defined() ? broadcast_raw(a, shape, op.name) : a,
                 broadcast_raw(b, shape, op.name));
-  return sum_to(grad, shape_in);
+  return grad;
+}
+
+// The same, reduced to that input's shape.
+Tensor binary_grad(const BinaryInfo& op, int which, const Tensor& g, const Tensor& a, const Tensor& b,
+                   const Shape& shape_in) {
+  return sum_to(binary_grad_full(op, which, g, a, b), shape_in);
+}
+
+// The backward of a backward that is differentiated (create_graph): gx, the
+// full-shape gradient for input `which` already computed by the kernel,
+// recorded as an op of (g, a, b) named "<node>Backward". Its gradients: for g
+// the same kernel on gg; for a and b the second derivatives (which + 0 for a,
+// which + 1 for b: daa, dab, dbb) of gg · g, reduced to their shapes. They are
+// kernels, so a third derivative raises an error naming that node.
+void record_double_backward(const BinaryInfo& op, int which, const Tensor& gx, const Tensor& g, const Tensor& a,
+                            const Tensor& b) {
+  record(std::string(op.node) + "Backward", {g, a, b}, {gx},
+         [op, which, sg = SavedTensor(g), sa = SavedTensor(a), sb = SavedTensor(b), need_g = g.requires_grad(),
+          need_a = a.requires_grad(), need_b = b.requires_grad()](const std::vector<Tensor>& gg) {
+           Tensor g_ = sg.unpack(), a_ = sa.unpack(), b_ = sb.unpack();
+           const Shape& shape = g_.sizes();
+           auto second = [&](int input) {
+             Tensor d = Tensor::empty(shape, g_.dtype(), g_.device());
+             if (d.numel() > 0)
+               op.double_backward(d.device(), which + input, d, gg[0], g_, broadcast_raw(a_, shape, op.name),
+                                  broadcast_raw(b_, shape, op.name));
+             return sum_to(d, input == 0 ? a_.sizes() : b_.sizes());
+           };
+           Tensor dg, da, db;
+           if (need_g) dg = binary_grad_full(op, which, gg[0], a_, b_);
+           if (need_a) da = second(0);
+           if (need_b) db = second(1);
+           return std::vector<Tensor>{dg, da, db};
+         });
 }
 
 Tensor negated(const Tensor& g);  // below, beside the scalar ops it uses
@@ -92,15 +126,24 @@ template <class Op> Tensor scalar_forward(const char* name, double s, const Tens
 Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(op, a, b);
   if (needs_grad({a, b}))
-    record(op.node, {a, b}, {out},
-           [op, sa = SavedTensor(a), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(),
-            ga = a.requires_grad(), gb = b.requires_grad()](const std::vector<Tensor>& g) {
-             Tensor a_ = sa.unpack(), b_ = sb.unpack();
-             Tensor da, db;
-             if (ga) da = binary_grad(op, 0, g[0], a_, b_, shape_a);
-             if (gb) db = binary_grad(op, 1, g[0], a_, b_, shape_b);
-             return std::vector<Tensor>{da, db};
-           });
+    record(
+        op.node, {a, b}, {out},
+        [op, sa = SavedTensor(a), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(), ga = a.requires_grad(),
+         gb = b.requires_grad()](const std::vector<Tensor>& g) {
+          Tensor a_ = sa.unpack(), b_ = sb.unpack();
+          // Only under create_graph (grad mode on in backward); a plain backward does not build the vector.
+          const bool differentiated = GradMode::is_enabled() && needs_grad({g[0], a_, b_});
+          auto grad_for = [&](int which, const Shape& shape_in) {
+            Tensor full = binary_grad_full(op, which, g[0], a_, b_);
+            if (differentiated) record_double_backward(op, which, full, g[0], a_, b_);
+            return sum_to(full, shape_in);
+          };
+          Tensor da, db;
+          if (ga) da = grad_for(0, shape_a);
+          if (gb) db = grad_for(1, shape_b);
+          return std::vector<Tensor>{da, db};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

@@ -33,21 +33,38 @@ template <class Op> constinit inline KernelTable<BinaryKernel> binary_kernel("bi
 using BinaryBackwardKernel = void(int which, const Tensor& grad_in, const Tensor& grad_out, const Tensor& a,
                                   const Tensor& b);
 template <class Op> constinit inline KernelTable<BinaryBackwardKernel> binary_backward_kernel("binary_backward");
+// grad_in = d2(grad_grad * grad_out, a, b) with d2 = Op::daa, dab, dbb for
+// `which` 0, 1, 2: the derivative of the gradient for a (which 0, 1) or for b
+// (which 1, 2) with respect to a (0, 1) or b (1, 2), all at out's shape, for
+// a backward that is differentiated (create_graph). For the ops with daa, dab, dbb.
+using BinaryDoubleBackwardKernel = void(int which, const Tensor& grad_in, const Tensor& grad_grad,
+                                        const Tensor& grad_out, const Tensor& a, const Tensor& b);
+template <class Op>
+constinit inline KernelTable<BinaryDoubleBackwardKernel> binary_double_backward_kernel("binary_double_backward");
 // out = x (op) s; out may be x itself.
 using ScalarKernel = void(double s, const Tensor& out, const Tensor& x);
 template <class Op> constinit inline KernelTable<ScalarKernel> scalar_kernel("scalar");
 
 // What the templates below hand to the non-template code (elementwise.cpp).
-using BinaryInfo = OpInfo<BinaryKernel, BinaryBackwardKernel>;
+struct BinaryInfo : OpInfo<BinaryKernel, BinaryBackwardKernel> {
+  const KernelTable<BinaryDoubleBackwardKernel>& double_backward;
+};
 template <class Op> BinaryInfo binary_info() {
-  return {Op::name, Op::node, Op::integers, Saves::Input, binary_kernel<Op>, binary_backward_kernel<Op>};
+  return {{Op::name, Op::node, Op::integers, Saves::Input, binary_kernel<Op>, binary_backward_kernel<Op>},
+          binary_double_backward_kernel<Op>};
 }
 // a (op) b, checked and broadcast, without autograd.
 Tensor binary_forward(const BinaryInfo& op, const Tensor& a, const Tensor& b);
-// binary_forward with the generic backward: both inputs saved, Op's da and db kernels.
+// binary_forward with the generic backward: both inputs saved, Op's da and db
+// kernels; under create_graph each gradient is an op "<node>Backward" of (g, a,
+// b) whose own backward runs the daa, dab, dbb kernels (a third derivative
+// raises an error naming it).
 Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a, const Tensor& b);
 
 template <class Op> Tensor binary(const Tensor& a, const Tensor& b) {
+  static_assert(
+      requires(float t) { Op::daa(t, t, t) + Op::dab(t, t, t) + Op::dbb(t, t, t); },
+      "binary<Op>: the generic backward needs Op's second derivatives daa, dab and dbb beside da and db");
   return binary_with_grads(binary_info<Op>(), a, b);
 }
 

@@ -1,7 +1,8 @@
 // ops/elementwise_formulas.h — the binary elementwise ops, their scalar
 // forms and the fused in-place updates, one descriptor each: its name, the
 // dtypes it takes, f, and the derivatives da and db right under it where the
-// backward is a fused kernel. BinaryOps, ScalarOps and InplaceOps list them.
+// backward is a fused kernel, with the second derivatives daa, dab, dbb under
+// those. BinaryOps, ScalarOps and InplaceOps list them.
 //
 //   struct Op {                              // binary: ops/elementwise.h
 //     static constexpr const char* name, *node;
@@ -9,13 +10,18 @@
 //     template <class T> KS_HOST_DEVICE static T f(T x, T y);
 //     template <class T> KS_HOST_DEVICE static T da(T g, T x, T y);   // g · ∂f/∂x (or da(g, y): reads y only)
 //     template <class T> KS_HOST_DEVICE static T db(T g, T x, T y);   // g · ∂f/∂y
+//     template <class T> KS_HOST_DEVICE static T daa(T g, T x, T y);  // g · ∂²f/∂x²
+//     template <class T> KS_HOST_DEVICE static T dab(T g, T x, T y);  // g · ∂²f/∂x∂y
+//     template <class T> KS_HOST_DEVICE static T dbb(T g, T x, T y);  // g · ∂²f/∂y²
 //   };
 //   scalar:   f(T x, T c), c the number;   in-place: f(T t, T a [, T b], T c), c = alpha
 //
 // An op with da and db gets the generic backward (ops/elementwise.h's
-// binary<Op>: both inputs saved, one fused kernel per input); add, sub, mul
-// and div write theirs in elementwise.cpp, where it is a composition of ops or
-// saves less. The kernels (elementwise_kernels.h) run f, da, db in the CPU's
+// binary<Op>: both inputs saved, one fused kernel per input), and must have
+// daa, dab and dbb too (binary<Op> does not compile without them): a backward
+// with create_graph differentiates da and db through them. add, sub, mul and
+// div write theirs in elementwise.cpp, where it is a composition of ops (so
+// differentiable again) or saves less. The kernels (elementwise_kernels.h) run f, da, db in the CPU's
 // loop and the GPU's alike. Dtypes were checked by the ops. pow has no
 // vectorised form (libm's pow per element).
 // Not here: checks, broadcasting and autograd (elementwise.cpp, inplace.cpp).
@@ -66,6 +72,19 @@ struct Pow : BinaryOp {
   template <class T> KS_HOST_DEVICE static T db(T g, T x, T y) {
     return (x == T(0) && y >= T(0)) ? T(0) : T(g * kmath::pow(x, y) * kmath::log(x));
   }
+  // y (y - 1) x^(y-2), exactly 0 where x^y is constant or linear in x.
+  template <class T> KS_HOST_DEVICE static T daa(T g, T x, T y) {
+    return (y == T(0) || y == T(1)) ? T(0) : T(g * y * (y - T(1)) * kmath::pow(x, y - T(2)));
+  }
+  // x^(y-1) (1 + y log x), whose limit at x = 0 is 0 for y > 1.
+  template <class T> KS_HOST_DEVICE static T dab(T g, T x, T y) {
+    return (x == T(0) && y > T(1)) ? T(0) : T(g * kmath::pow(x, y - T(1)) * (T(1) + y * kmath::log(x)));
+  }
+  // x^y log² x, 0 at x = 0 as db is.
+  template <class T> KS_HOST_DEVICE static T dbb(T g, T x, T y) {
+    const T l = kmath::log(x);
+    return (x == T(0) && y >= T(0)) ? T(0) : T(g * kmath::pow(x, y) * l * l);
+  }
 };
 
 // maximum/minimum's gradient for one input: g where it won, half of g where
@@ -74,14 +93,22 @@ template <class T> KS_HOST_DEVICE T winner_grad(T g, bool won, bool tie) {
   return won ? g : (tie ? T(g * T(0.5)) : T(0));
 }
 
-struct Maximum : BinaryOp {  // NaN in either operand wins
+// maximum/minimum's second derivatives: the gradient is a piecewise constant
+// mask, flat off the ties.
+struct PiecewiseLinear : BinaryOp {
+  template <class T> KS_HOST_DEVICE static T daa(T, T, T) { return T(0); }
+  template <class T> KS_HOST_DEVICE static T dab(T, T, T) { return T(0); }
+  template <class T> KS_HOST_DEVICE static T dbb(T, T, T) { return T(0); }
+};
+
+struct Maximum : PiecewiseLinear {  // NaN in either operand wins
   static constexpr const char *name = "maximum", *node = "MaximumBackward";
   template <class T> KS_HOST_DEVICE static T f(T x, T y) { return (x > y || x != x) ? x : y; }
   template <class T> KS_HOST_DEVICE static T da(T g, T x, T y) { return winner_grad(g, x > y, x == y); }
   template <class T> KS_HOST_DEVICE static T db(T g, T x, T y) { return winner_grad(g, x < y, x == y); }
 };
 
-struct Minimum : BinaryOp {
+struct Minimum : PiecewiseLinear {
   static constexpr const char *name = "minimum", *node = "MinimumBackward";
   template <class T> KS_HOST_DEVICE static T f(T x, T y) { return (x < y || x != x) ? x : y; }
   template <class T> KS_HOST_DEVICE static T da(T g, T x, T y) { return winner_grad(g, x < y, x == y); }

@@ -37,6 +37,17 @@ template <class Op, class T> struct DA {
 template <class Op, class T> struct DB {
   KS_HOST_DEVICE T operator()(T g, T x, T y) const { return Op::db(g, x, y); }
 };
+// Op::daa, dab or dbb of gg · g (the second derivatives are linear in g too).
+template <class Op, class T, int Which> struct D2 {
+  KS_HOST_DEVICE T operator()(T gg, T g, T x, T y) const {
+    if constexpr (Which == 0)
+      return Op::daa(T(gg * g), x, y);
+    else if constexpr (Which == 1)
+      return Op::dab(T(gg * g), x, y);
+    else
+      return Op::dbb(T(gg * g), x, y);
+  }
+};
 
 // run(tag) over the dtypes Op takes.
 template <class Op, class Run> void dispatch(DType d, Run&& run) {
@@ -66,6 +77,18 @@ void binary_backward(int which, const Tensor& gi, const Tensor& go, const Tensor
   });
 }
 
+// The second derivative `which` (0: ∂²/∂a², 1: ∂²/∂a∂b, 2: ∂²/∂b²).
+template <class Op, class Loops>
+void binary_double_backward(int which, const Tensor& gi, const Tensor& gg, const Tensor& go, const Tensor& a,
+                            const Tensor& b) {
+  dispatch_floating(gi.dtype(), "binary double backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (which == 0) return Loops::template map<T, T, T, T, T>(D2<Op, T, 0>{}, gi, {gg, go, a, b});
+    if (which == 1) return Loops::template map<T, T, T, T, T>(D2<Op, T, 1>{}, gi, {gg, go, a, b});
+    Loops::template map<T, T, T, T, T>(D2<Op, T, 2>{}, gi, {gg, go, a, b});
+  });
+}
+
 template <class Op, class Loops> void scalar(double s, const Tensor& out, const Tensor& x) {
   dispatch<Op>(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -90,6 +113,8 @@ template <class Loops> bool register_elementwise_kernels(DeviceType device) {
     binary_kernel<Op>.set(device, binary<Op, Loops>);
     if constexpr (requires { &Op::template db<float>; })
       binary_backward_kernel<Op>.set(device, binary_backward<Op, Loops>);
+    if constexpr (requires(float t) { Op::dbb(t, t, t); })
+      binary_double_backward_kernel<Op>.set(device, binary_double_backward<Op, Loops>);
   });
   for_each_op<ScalarOps>([&]<class Op>() { scalar_kernel<Op>.set(device, scalar<Op, Loops>); });
   for_each_op<InplaceOps>([&]<class Op>() { inplace_kernel<Op>.set(device, inplace<Op, Loops>); });

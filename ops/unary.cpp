@@ -5,11 +5,41 @@
 #include "ops/unary.h"
 
 #include <cmath>
+#include <string>
 
 #include "autograd/node.h"
 #include "ops/elementwise.h"
 
 namespace ks {
+
+namespace {
+
+// The backward of a backward that is differentiated (create_graph): gx =
+// df(g, s) = g · h(s), already computed by the kernel, recorded as an op of
+// (g, s) named "<node>Backward". Its gradients are df(gg, s) for g and
+// ddf(gg · g, s) for s, by kernels, so a third derivative raises an error
+// naming that node.
+void record_double_backward(const UnaryInfo& op, const UnaryParams& p, const Tensor& gx, const Tensor& g,
+                            const Tensor& s) {
+  const bool need_s = s.requires_grad();
+  record(std::string(op.node) + "Backward", {g, s}, {gx},
+         [op, p, sg = SavedTensor(need_s ? g : Tensor()), ss = SavedTensor(s), need_g = g.requires_grad(),
+          need_s](const std::vector<Tensor>& gg) {
+           Tensor s_ = ss.unpack();
+           Tensor dg, ds;
+           if (need_g) {
+             dg = Tensor::empty(s_.sizes(), s_.dtype(), s_.device());
+             if (dg.numel() > 0) op.backward(dg.device(), p, dg, gg[0], s_);
+           }
+           if (need_s) {
+             ds = Tensor::empty(s_.sizes(), s_.dtype(), s_.device());
+             if (ds.numel() > 0) op.double_backward(ds.device(), p, ds, gg[0], sg.unpack(), s_);
+           }
+           return std::vector<Tensor>{dg, ds};
+         });
+}
+
+}  // namespace
 
 Tensor unary_apply(const UnaryInfo& op, const Tensor& x, const UnaryParams& p) {
   if (op.integers)
@@ -27,12 +57,17 @@ Tensor unary_apply(const UnaryInfo& op, const Tensor& x, const UnaryParams& p) {
     return out;
   }
   const Tensor& saved = op.saves == Saves::Output ? out : x;
-  record(op.node, {x}, {out}, [op, p, saved = SavedTensor(saved)](const std::vector<Tensor>& g) {
-    Tensor s = saved.unpack();
-    Tensor grad = Tensor::empty(s.sizes(), s.dtype(), s.device());
-    if (grad.numel() > 0) op.backward(grad.device(), p, grad, g[0], s);
-    return std::vector<Tensor>{grad};
-  });
+  record(
+      op.node, {x}, {out},
+      [op, p, saved = SavedTensor(saved)](const std::vector<Tensor>& g) {
+        Tensor s = saved.unpack();
+        Tensor grad = Tensor::empty(s.sizes(), s.dtype(), s.device());
+        if (grad.numel() > 0) op.backward(grad.device(), p, grad, g[0], s);
+        // Only under create_graph (grad mode on in backward); a plain backward does not build the vector.
+        if (GradMode::is_enabled() && needs_grad({g[0], s})) record_double_backward(op, p, grad, g[0], s);
+        return std::vector<Tensor>{grad};
+      },
+      HigherOrder::Supported);
   return out;
 }
 

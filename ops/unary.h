@@ -7,6 +7,9 @@
 //
 // Backward runs one fused kernel per op (grad_in = grad_out * f'(x) in a single
 // pass), reading the saved output or input as the descriptor's `saves` says.
+// Under create_graph that kernel's result is itself a recorded op,
+// "<node>Backward" (e.g. ExpBackwardBackward), whose backward runs df and ddf
+// kernels: second derivatives of every op; a third raises an error naming it.
 // float32 exp, log, tanh and erf (and so the ops built on them) use the
 // vectorised approximations of ops/cpu/vec_math.h (relative error < 1e-6).
 //
@@ -36,14 +39,24 @@ template <class Op> constinit inline KernelTable<UnaryKernel> unary_kernel("unar
 using UnaryBackwardKernel = void(const UnaryParams& p, const Tensor& grad_in, const Tensor& grad_out,
                                  const Tensor& saved);
 template <class Op> constinit inline KernelTable<UnaryBackwardKernel> unary_backward_kernel("unary_backward");
+// grad_saved = ddf(grad_grad * grad_out, saved): the backward's derivative with
+// respect to `saved`, for a backward that is differentiated (create_graph).
+using UnaryDoubleBackwardKernel = void(const UnaryParams& p, const Tensor& grad_saved, const Tensor& grad_grad,
+                                       const Tensor& grad_out, const Tensor& saved);
+template <class Op>
+constinit inline KernelTable<UnaryDoubleBackwardKernel> unary_double_backward_kernel("unary_double_backward");
 
 // What unary<Op> hands to the one non-template forward (unary.cpp).
-using UnaryInfo = OpInfo<UnaryKernel, UnaryBackwardKernel>;
+struct UnaryInfo : OpInfo<UnaryKernel, UnaryBackwardKernel> {
+  const KernelTable<UnaryDoubleBackwardKernel>& double_backward;
+};
 Tensor unary_apply(const UnaryInfo& op, const Tensor& x, const UnaryParams& p);
 
 // f(x) for the descriptor Op, checked, with its backward recorded.
 template <class Op> Tensor unary(const Tensor& x, const UnaryParams& p = {}) {
-  return unary_apply({Op::name, Op::node, Op::integers, Op::saves, unary_kernel<Op>, unary_backward_kernel<Op>}, x, p);
+  return unary_apply({{Op::name, Op::node, Op::integers, Op::saves, unary_kernel<Op>, unary_backward_kernel<Op>},
+                      unary_double_backward_kernel<Op>},
+                     x, p);
 }
 
 inline Tensor neg(const Tensor& x) { return unary<unary_ops::Neg>(x); }

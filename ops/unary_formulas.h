@@ -1,6 +1,7 @@
 // ops/unary_formulas.h — the unary ops, one descriptor each: its name, the
 // name of its backward node, what the backward saves, whether integer tensors
-// take it, and f with its derivative df right under it. UnaryOps lists them.
+// take it, and f with its derivative df and df's own derivative ddf right
+// under it. UnaryOps lists them.
 //
 //   struct Op {
 //     static constexpr const char* name, *node;
@@ -8,7 +9,14 @@
 //     static constexpr bool integers;     // also int64/int32 (else float32/float64 only)
 //     template <class T> KS_HOST_DEVICE static T f(T x [, UnaryArgs<T> p]);
 //     template <class T> KS_HOST_DEVICE static T df(T g, T saved [, UnaryArgs<T> p]);  // g · f'(x)
+//     template <class T> KS_HOST_DEVICE static T ddf(T g, T saved [, UnaryArgs<T> p]); // ∂df(g, s)/∂s
 //   };
+//
+// df is linear in g, df(g, s) = g · h(s), so ddf(g, s) = g · h'(s): the
+// derivative with respect to what is saved, x or (Saves::Output) y = f(x),
+// whose own history carries the chain on to x. It is what a backward with
+// create_graph differentiates (unary.cpp); an op without ddf does not compile,
+// so a second derivative is never a silent zero. A Saves::Self op has neither.
 //
 // f and df are KS_HOST_DEVICE, so the CPU's loop and the GPU's run the same
 // code (ops/unary_kernels.h instantiates both for every op of UnaryOps); the
@@ -56,12 +64,14 @@ struct Exp : UnaryOp {
   static constexpr Saves saves = Saves::Output;
   template <class T> KS_HOST_DEVICE static T f(T x) { return kmath::exp(x); }
   template <class T> KS_HOST_DEVICE static T df(T g, T y) { return g * y; }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T) { return g; }
 };
 
 struct Log : UnaryOp {
   static constexpr const char *name = "log", *node = "LogBackward";
   template <class T> KS_HOST_DEVICE static T f(T x) { return kmath::log(x); }
   template <class T> KS_HOST_DEVICE static T df(T g, T x) { return g / x; }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T x) { return -g / (x * x); }
 };
 
 struct Sqrt : UnaryOp {
@@ -69,6 +79,7 @@ struct Sqrt : UnaryOp {
   static constexpr Saves saves = Saves::Output;
   template <class T> KS_HOST_DEVICE static T f(T x) { return kmath::sqrt(x); }
   template <class T> KS_HOST_DEVICE static T df(T g, T y) { return T(0.5) * g / y; }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T y) { return T(-0.5) * g / (y * y); }
 };
 
 struct Rsqrt : UnaryOp {  // 1 / sqrt(x)
@@ -76,6 +87,7 @@ struct Rsqrt : UnaryOp {  // 1 / sqrt(x)
   static constexpr Saves saves = Saves::Output;
   template <class T> KS_HOST_DEVICE static T f(T x) { return T(1) / kmath::sqrt(x); }
   template <class T> KS_HOST_DEVICE static T df(T g, T y) { return T(-0.5) * g * y * y * y; }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T y) { return T(-1.5) * g * y * y; }
 };
 
 struct Abs : UnaryOp {  // gradient sign(x), 0 at 0
@@ -83,6 +95,7 @@ struct Abs : UnaryOp {  // gradient sign(x), 0 at 0
   static constexpr bool integers = true;
   template <class T> KS_HOST_DEVICE static T f(T x) { return x < T(0) ? T(-x) : x; }
   template <class T> KS_HOST_DEVICE static T df(T g, T x) { return x > T(0) ? g : (x < T(0) ? -g : T(0)); }
+  template <class T> KS_HOST_DEVICE static T ddf(T, T) { return T(0); }  // sign(x) is flat off the kink
 };
 
 struct Tanh : UnaryOp {
@@ -90,6 +103,7 @@ struct Tanh : UnaryOp {
   static constexpr Saves saves = Saves::Output;
   template <class T> KS_HOST_DEVICE static T f(T x) { return kmath::tanh(x); }
   template <class T> KS_HOST_DEVICE static T df(T g, T y) { return g * (T(1) - y * y); }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T y) { return T(-2) * g * y; }
 };
 
 struct Sigmoid : UnaryOp {
@@ -97,6 +111,7 @@ struct Sigmoid : UnaryOp {
   static constexpr Saves saves = Saves::Output;
   template <class T> KS_HOST_DEVICE static T f(T x) { return kmath::sigmoid(x); }
   template <class T> KS_HOST_DEVICE static T df(T g, T y) { return g * y * (T(1) - y); }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T y) { return g * (T(1) - T(2) * y); }
 };
 
 struct Relu : UnaryOp {  // gradient 0 at 0; NaN stays NaN
@@ -105,6 +120,7 @@ struct Relu : UnaryOp {  // gradient 0 at 0; NaN stays NaN
   static constexpr bool integers = true;
   template <class T> KS_HOST_DEVICE static T f(T x) { return x < T(0) ? T(0) : x; }
   template <class T> KS_HOST_DEVICE static T df(T g, T y) { return y > T(0) ? g : T(0); }
+  template <class T> KS_HOST_DEVICE static T ddf(T, T) { return T(0); }  // a step: flat off the kink
 };
 
 struct Silu : UnaryOp {  // x · sigmoid(x)
@@ -113,6 +129,10 @@ struct Silu : UnaryOp {  // x · sigmoid(x)
   template <class T> KS_HOST_DEVICE static T df(T g, T x) {
     const T sg = kmath::sigmoid(x);
     return g * sg * (T(1) + x * (T(1) - sg));
+  }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T x) {  // σ(1 - σ)(2 + x(1 - 2σ))
+    const T sg = kmath::sigmoid(x);
+    return g * sg * (T(1) - sg) * (T(2) + x * (T(1) - T(2) * sg));
   }
 };
 
@@ -123,6 +143,10 @@ struct Gelu : UnaryOp {  // x Φ(x), with the exact erf
     const T cdf = T(0.5) * (T(1) + kmath::erf(x * T(kSqrtHalf)));
     const T pdf = T(kInvSqrt2Pi) * kmath::exp(T(-0.5) * x * x);
     return g * (cdf + x * pdf);
+  }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T x) {  // φ' = -x φ, so (Φ + x φ)' = φ (2 - x²)
+    const T pdf = T(kInvSqrt2Pi) * kmath::exp(T(-0.5) * x * x);
+    return g * pdf * (T(2) - x * x);
   }
 };
 
@@ -138,6 +162,14 @@ struct GeluTanh : UnaryOp {  // 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
     const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluTanhC) * x2);
     return g * T(0.5) * ((T(1) + t) + x * (T(1) - t * t) * du);
   }
+  // With u' = du and u'' = 6 √(2/π) 0.044715 x: ½ d/dx[(1 + t) + x (1 - t²) u']
+  // = (1 - t²) (u' - x t u'² + ½ x u'').
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T x) {
+    const T x2 = x * x;
+    const T t = kmath::tanh(T(kSqrt2OverPi) * x * (T(1) + T(kGeluTanhC) * x2));
+    const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluTanhC) * x2);
+    return g * (T(1) - t * t) * (du - x * t * du * du + T(3 * kSqrt2OverPi * kGeluTanhC) * x2);
+  }
 };
 
 struct Elu : UnaryOp {  // x for x > 0, alpha (exp(x) - 1) otherwise; p.a = alpha
@@ -150,6 +182,10 @@ struct Elu : UnaryOp {  // x for x > 0, alpha (exp(x) - 1) otherwise; p.a = alph
     const T below = g * p.a * kmath::exp(x);
     return x > T(0) ? g : below;
   }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T x, UnaryArgs<T> p) {
+    const T below = g * p.a * kmath::exp(x);
+    return x > T(0) ? T(0) : below;
+  }
 };
 
 struct Clamp : UnaryOp {  // x limited to [p.a, p.b]; the gradient passes inside, 0 outside
@@ -157,6 +193,7 @@ struct Clamp : UnaryOp {  // x limited to [p.a, p.b]; the gradient passes inside
   static constexpr bool integers = true;
   template <class T> KS_HOST_DEVICE static T f(T x, UnaryArgs<T> p) { return x < p.a ? p.a : (x > p.b ? p.b : x); }
   template <class T> KS_HOST_DEVICE static T df(T g, T x, UnaryArgs<T> p) { return (x >= p.a && x <= p.b) ? g : T(0); }
+  template <class T> KS_HOST_DEVICE static T ddf(T, T, UnaryArgs<T>) { return T(0); }  // a step: flat off the bounds
 };
 
 // x ** c, p.a = c and p.b = c - 1 (rounded once from float64). The exponents
@@ -170,36 +207,45 @@ struct PowZero : PowOp {
   static constexpr bool matches(double c) { return c == 0; }
   template <class T> KS_HOST_DEVICE static T f(T, UnaryArgs<T>) { return T(1); }
   template <class T> KS_HOST_DEVICE static T df(T, T, UnaryArgs<T>) { return T(0); }
+  template <class T> KS_HOST_DEVICE static T ddf(T, T, UnaryArgs<T>) { return T(0); }
 };
 struct PowOne : PowOp {
   static constexpr bool matches(double c) { return c == 1; }
   template <class T> KS_HOST_DEVICE static T f(T x, UnaryArgs<T>) { return x; }
   template <class T> KS_HOST_DEVICE static T df(T g, T, UnaryArgs<T>) { return g; }
+  template <class T> KS_HOST_DEVICE static T ddf(T, T, UnaryArgs<T>) { return T(0); }
 };
 struct PowTwo : PowOp {
   static constexpr bool matches(double c) { return c == 2; }
   template <class T> KS_HOST_DEVICE static T f(T x, UnaryArgs<T>) { return x * x; }
   template <class T> KS_HOST_DEVICE static T df(T g, T x, UnaryArgs<T>) { return T(2) * g * x; }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T, UnaryArgs<T>) { return T(2) * g; }
 };
 struct PowThree : PowOp {
   static constexpr bool matches(double c) { return c == 3; }
   template <class T> KS_HOST_DEVICE static T f(T x, UnaryArgs<T>) { return x * x * x; }
   template <class T> KS_HOST_DEVICE static T df(T g, T x, UnaryArgs<T>) { return T(3) * g * x * x; }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T x, UnaryArgs<T>) { return T(6) * g * x; }
 };
 struct PowHalf : PowOp {
   static constexpr bool matches(double c) { return c == 0.5; }
   template <class T> KS_HOST_DEVICE static T f(T x, UnaryArgs<T>) { return kmath::sqrt(x); }
   template <class T> KS_HOST_DEVICE static T df(T g, T x, UnaryArgs<T>) { return T(0.5) * g / kmath::sqrt(x); }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T x, UnaryArgs<T>) { return T(-0.25) * g / (x * kmath::sqrt(x)); }
 };
 struct PowMinusOne : PowOp {
   static constexpr bool matches(double c) { return c == -1; }
   template <class T> KS_HOST_DEVICE static T f(T x, UnaryArgs<T>) { return T(1) / x; }
   template <class T> KS_HOST_DEVICE static T df(T g, T x, UnaryArgs<T>) { return -g / (x * x); }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T x, UnaryArgs<T>) { return T(2) * g / (x * x * x); }
 };
 struct PowAny : PowOp {
   static constexpr bool matches(double) { return true; }
   template <class T> KS_HOST_DEVICE static T f(T x, UnaryArgs<T> p) { return kmath::pow(x, p.a); }
   template <class T> KS_HOST_DEVICE static T df(T g, T x, UnaryArgs<T> p) { return p.a * g * kmath::pow(x, p.b); }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T x, UnaryArgs<T> p) {
+    return p.a * p.b * g * kmath::pow(x, p.b - T(1));
+  }
 };
 struct PowMinusHalf : PowAny {
   static constexpr bool matches(double c) { return c == -0.5; }

@@ -1,6 +1,7 @@
 // ops/unary_kernels.h — the kernels of every unary op, written once over the
-// backend's elementwise loop: unary_forward<Op, Loops> runs Op::f and
-// unary_backward<Op, Loops> runs Op::df through Loops::map (cpu_map for
+// backend's elementwise loop: unary_forward<Op, Loops> runs Op::f,
+// unary_backward<Op, Loops> Op::df and unary_double_backward<Op, Loops>
+// Op::ddf through Loops::map (cpu_map for
 // CpuLoops in ops/cpu/loops.h, cuda_map for CudaLoops in core/cuda/loops.cuh).
 // register_unary_kernels<Loops>(device) fills every op's tables from
 // UnaryOps, so a backend registers the whole family in one line and a new op
@@ -26,7 +27,7 @@ template <class T> T arg(double v) {
   return T(v);
 }
 
-// Op::f and Op::df as the loops' functors; p is passed only to the ops that take it.
+// Op::f, Op::df and Op::ddf as the loops' functors; p is passed only to the ops that take it.
 template <class Op, class T> struct Forward {
   UnaryArgs<T> p;
   KS_HOST_DEVICE T operator()(T x) const {
@@ -43,6 +44,15 @@ template <class Op, class T> struct Backward {
       return Op::df(g, s);
     else
       return Op::df(g, s, p);
+  }
+};
+template <class Op, class T> struct DoubleBackward {  // ddf(gg · g, s): df is linear in g
+  UnaryArgs<T> p;
+  KS_HOST_DEVICE T operator()(T gg, T g, T s) const {
+    if constexpr (requires { Op::ddf(g, s); })
+      return Op::ddf(T(gg * g), s);
+    else
+      return Op::ddf(T(gg * g), s, p);
   }
 };
 
@@ -65,12 +75,24 @@ void unary_backward(const UnaryParams& p, const Tensor& gi, const Tensor& go, co
   });
 }
 
+template <class Op, class Loops>
+void unary_double_backward(const UnaryParams& p, const Tensor& gs, const Tensor& gg, const Tensor& go,
+                           const Tensor& s) {
+  dispatch_floating(gs.dtype(), Op::node, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Loops::template map<T, T, T, T>(DoubleBackward<Op, T>{{T(p.a), T(p.b)}}, gs, {gg, go, s});
+  });
+}
+
 // Registers Op's kernels as `device`'s (a Saves::Self op has no backward
-// kernel: its backward is its forward). An op outside UnaryOps calls this
+// kernels: its backward is its forward). An op outside UnaryOps calls this
 // itself (tests/ops/test_readme_op.cpp).
 template <class Op, class Loops> bool register_unary_op(DeviceType device) {
   unary_kernel<Op>.set(device, unary_forward<Op, Loops>);
-  if constexpr (Op::saves != Saves::Self) unary_backward_kernel<Op>.set(device, unary_backward<Op, Loops>);
+  if constexpr (Op::saves != Saves::Self) {
+    unary_backward_kernel<Op>.set(device, unary_backward<Op, Loops>);
+    unary_double_backward_kernel<Op>.set(device, unary_double_backward<Op, Loops>);
+  }
   return true;
 }
 

@@ -1,7 +1,8 @@
 // tests/ops/test_binary.cpp — add/sub/mul/div/pow/maximum/minimum and the
-// scalar forms: forward against loops, broadcasting, gradchecks over
-// layouts, dtype rules and errors. The tables binary_cases() and
-// scalar_cases() are keyed by BinaryOps and ScalarOps.
+// scalar forms: forward against loops, broadcasting, gradchecks and
+// gradgradchecks over layouts, a third derivative's error, dtype rules and
+// errors. The tables binary_cases() and scalar_cases() are keyed by BinaryOps
+// and ScalarOps.
 #include "elementwise_ref.h"
 
 using namespace ks;
@@ -85,10 +86,12 @@ std::vector<ScalarCase> scalar_cases() {
 
 }  // namespace
 
-TEST_CASE("every binary op matches a loop and gradchecks, broadcast and permuted") {
+TEST_CASE("every binary op matches a loop, gradchecks and gradgradchecks, broadcast and permuted") {
+  using V = const std::vector<Tensor>&;
   for (const BinaryCase& c : binary_cases()) {
     const std::string op_name = c.name;
     CAPTURE(op_name);
+    auto f = c.op;
     Tensor a = leaf64({3, 1, 5}, 5, c.lo, c.hi), b = leaf64({4, 5}, 6, c.lo, c.hi);
     check_close(c.op(a, b), ref_binary(a, b, {3, 4, 5}, c.ref), 1e-12, 1e-12);
     Tensor a32 = to(a, kFloat32), p32 = permute(to(leaf64({5, 4}, 7, c.lo, c.hi), kFloat32), {1, 0});
@@ -96,10 +99,32 @@ TEST_CASE("every binary op matches a loop and gradchecks, broadcast and permuted
     for (Layout l : all_layouts()) {
       CAPTURE(layout_name(l));
       Tensor x = leaf64({3, 4}, 8, l, c.lo, c.hi), y = leaf64({4}, 9, l, c.lo, c.hi);
-      auto f = c.op;
-      CHECK_GRADCHECK([f](const std::vector<Tensor>& v) { return f(v[0], v[1]); }, {x, y});
+      CHECK_GRADCHECK([f](V v) { return f(v[0], v[1]); }, {x, y});
+      CHECK_GRADGRADCHECK([f](V v) { return f(v[0], v[1]); }, {x, y});
     }
+    // Second derivatives with one input a constant (its own are not asked
+    // for), and with the gradient reaching the op depending on the inputs.
+    Tensor x = leaf64({3, 4}, 16, c.lo, c.hi), y = leaf64({3, 1}, 17, c.lo, c.hi);
+    Tensor cx = detach(x), cy = detach(y);
+    CHECK_GRADGRADCHECK([f, cy](V v) { return f(v[0], cy); }, {x});
+    CHECK_GRADGRADCHECK([f, cx](V v) { return f(cx, v[0]); }, {y});
+    CHECK_GRADGRADCHECK([f](V v) { return mul(f(v[0], v[1]), v[1]); }, {x, y});
   }
+}
+
+TEST_CASE("pow's second derivatives are exact, and its third names the op") {
+  Tensor a = tensor({0.5, 2.0}, {2}, {.dtype = kFloat64, .requires_grad = true});
+  Tensor b = tensor({3.0, -1.5}, {2}, {.dtype = kFloat64, .requires_grad = true});
+  auto g = grad({sum(pow(a, b))}, {a, b}, {}, {.create_graph = true});
+  CHECK(std::string(g[0].grad_fn()->name()) == "PowBackwardBackward");
+  // d/da of (b a^(b-1)) = b (b-1) a^(b-2); d/db of (a^b log a) = a^b log² a.
+  check_close(grad({sum(g[0])}, {a}, {}, {.retain_graph = true})[0],
+              {3.0 * 2.0 * 0.5, -1.5 * -2.5 * std::pow(2.0, -3.5)}, 1e-14);
+  check_close(grad({sum(g[1])}, {b}, {}, {.retain_graph = true})[0],
+              {0.125 * std::log(0.5) * std::log(0.5), std::pow(2.0, -1.5) * std::log(2.0) * std::log(2.0)}, 1e-14);
+  Tensor g2 = grad({sum(g[0])}, {b}, {}, {.create_graph = true})[0];
+  CHECK_THROWS_WITH_AS(grad({sum(g2)}, {a}),
+                       doctest::Contains("PowBackwardBackward does not support higher-order gradients"), Error);
 }
 
 TEST_CASE("binary ops broadcast and match a loop reference") {

@@ -24,6 +24,7 @@ struct Softplus : UnaryOp {  // log(1 + exp(x)); its derivative is sigmoid(x)
   static constexpr const char *name = "softplus", *node = "SoftplusBackward";
   template <class T> KS_HOST_DEVICE static T f(T x) { return kmath::log(T(1) + kmath::exp(x)); }
   template <class T> KS_HOST_DEVICE static T df(T g, T x) { return g * kmath::sigmoid(x); }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T x) { return g * kmath::sigmoid(x) * kmath::sigmoid(-x); }
 };
 
 // 2. ops/unary.h: the public function.
@@ -44,7 +45,7 @@ namespace {
     unary_kernels::register_unary_op<example::Softplus, cpu::CpuLoops>(DeviceType::CPU);
 }  // namespace
 
-TEST_CASE("the README's example op runs: forward, float32 and float64, gradcheck, autograd node") {
+TEST_CASE("the README's example op runs: forward, float32 and float64, gradcheck, gradgradcheck, autograd node") {
   const UnaryCase c = example::softplus_row();
   Tensor x64 = leaf64({4, 9}, 71, c.lo, c.hi);
   check_close(c.op(x64), ref_unary(x64, c.ref), 1e-12, 1e-12);
@@ -53,6 +54,7 @@ TEST_CASE("the README's example op runs: forward, float32 and float64, gradcheck
   for (Layout l : all_layouts()) {
     CAPTURE(layout_name(l));
     CHECK_GRADCHECK([&](const std::vector<Tensor>& a) { return c.op(a[0]); }, {leaf64({3, 4}, 73, l, c.lo, c.hi)});
+    CHECK_GRADGRADCHECK([&](const std::vector<Tensor>& a) { return c.op(a[0]); }, {leaf64({3, 4}, 75, l, c.lo, c.hi)});
   }
   Tensor y = c.op(leaf64({2}, 74));
   CHECK(std::string(y.grad_fn()->name()) == "SoftplusBackward");

@@ -1,6 +1,7 @@
 // tests/ops/test_unary.cpp — the unary ops: the float32 fast math against
-// libm in double, forward against loops in both float dtypes, gradchecks over
-// layouts and an expanded input, gradients at kinks, integer forms, errors.
+// libm in double, forward against loops in both float dtypes, gradchecks and
+// gradgradchecks over layouts and an expanded input, a third derivative's
+// error, gradients at kinks, integer forms, errors.
 #include <bit>
 
 #include "elementwise_ref.h"
@@ -102,7 +103,7 @@ TEST_CASE("unary ops match a loop reference in float64 and float32") {
   CHECK(gelu(x).item() != gelu(x, GeluApprox::Tanh).item());
 }
 
-TEST_CASE("unary ops gradcheck over layouts and an expanded input") {
+TEST_CASE("every unary op gradchecks and gradgradchecks over layouts and an expanded input") {
   for (const UnaryCase& c : unary_cases()) {
     const std::string op_name = c.node;
     CAPTURE(op_name);
@@ -111,13 +112,34 @@ TEST_CASE("unary ops gradcheck over layouts and an expanded input") {
       CAPTURE(layout_name(l));
       Tensor x = leaf64({3, 4}, 53, l, c.lo, c.hi);
       CHECK_GRADCHECK([f](V a) { return f(a[0]); }, {x});
+      CHECK_GRADGRADCHECK([f](V a) { return f(a[0]); }, {x});
     }
     Tensor row = leaf64({1, 4}, 54, c.lo, c.hi);
     CHECK_GRADCHECK([f](V a) { return f(expand(a[0], {3, 4})); }, {row});
     // Composed with a broadcasting op.
     Tensor y = leaf64({3, 1}, 55, -0.1, 0.1);
     CHECK_GRADCHECK([f](V a) { return mul(f(a[0]), a[1]); }, {row, y});
+    // The gradient reaching the op depends on the inputs too (so the second
+    // derivative's dependence on the incoming gradient is checked), one broadcast.
+    Tensor w = leaf64({3, 1}, 59, 0.5, 1.5);
+    CHECK_GRADGRADCHECK([f](V a) { return mul(f(expand(a[0], {3, 4})), mul(a[0], a[1])); }, {row, w});
   }
+}
+
+TEST_CASE("a unary op's second derivative is exact, and its third names the op") {
+  Tensor x = tensor({-1.0, 0.5, 2.0}, {3}, {.dtype = kFloat64, .requires_grad = true});
+  Tensor g1 = grad({sum(exp(x))}, {x}, {}, {.create_graph = true})[0];
+  CHECK(std::string(g1.grad_fn()->name()) == "ExpBackwardBackward");
+  Tensor g2 = grad({sum(g1)}, {x}, {}, {.create_graph = true})[0];
+  check_close(g2, ref_unary(x, [](double v) { return std::exp(v); }), 1e-15);
+  CHECK_THROWS_WITH_AS(grad({sum(g2)}, {x}),
+                       doctest::Contains("ExpBackwardBackward does not support higher-order gradients"), Error);
+  // Saves::Input: log'' = -1/x².
+  Tensor p = tensor({0.5, 2.0}, {2}, {.dtype = kFloat64, .requires_grad = true});
+  Tensor l1 = grad({sum(log(p))}, {p}, {}, {.create_graph = true})[0];
+  check_close(grad({sum(l1)}, {p})[0], {-4.0, -0.25}, 1e-15);
+  // Without create_graph the gradient is a plain kernel result, as before.
+  CHECK_FALSE(grad({sum(exp(x))}, {x})[0].requires_grad());
 }
 
 TEST_CASE("unary gradients at kinks and bounds") {
