@@ -90,11 +90,10 @@ Tensor DecoderLayer::run(const Tensor& x, const Tensor& memory, const Tensor& se
       cache->cross.is_static = true;
       cross_cache = &cache->cross;
     }
-    h = residual(h, *ln2, *drop, pre_norm,
-                 [&](const Tensor& y) {
-                   NameScope scope("cross_attn");
-                   return cross_attn->forward(y, memory, memory, cross, cross_cache);
-                 });
+    h = residual(h, *ln2, *drop, pre_norm, [&](const Tensor& y) {
+      NameScope scope("cross_attn");
+      return cross_attn->forward(y, memory, memory, cross, cross_cache);
+    });
   }
   return residual(h, *ln3, *drop, pre_norm, [&](const Tensor& y) {
     NameScope scope("ff");

@@ -42,7 +42,7 @@ struct RowNormalize : ks::Function<RowNormalize> {
   static constexpr const char* name = "RowNormalize";
   static std::vector<Tensor> forward(ks::AutogradContext& ctx, const Tensor& x) {
     Tensor norm = ks::sqrt(ks::sum(ks::mul(x, x), {1}, true));  // (N, 1)
-    Tensor unit = ks::div(x, norm);                              // (N, D)
+    Tensor unit = ks::div(x, norm);                             // (N, D)
     ctx.save_for_backward({unit, norm});
     return {unit, norm};
   }
@@ -114,8 +114,8 @@ void gradient_penalty() {
   const double lambda = 10;
   auto penalty = [&](const Tensor& W_) {
     Tensor d = ks::sum(ks::mul(ks::tanh(ks::linear(x, W_)), w2));
-    Tensor gx = ks::grad({d}, {x}, {}, {.create_graph = true})[0];       // (4, 3)
-    Tensor norms = ks::sqrt(ks::sum(ks::mul(gx, gx), {1}));             // (4)
+    Tensor gx = ks::grad({d}, {x}, {}, {.create_graph = true})[0];  // (4, 3)
+    Tensor norms = ks::sqrt(ks::sum(ks::mul(gx, gx), {1}));         // (4)
     return ks::mul(ks::sum(ks::mul(ks::sub(norms, 1.0), ks::sub(norms, 1.0))), lambda);
   };
   Tensor gW = ks::grad({penalty(W)}, {W})[0];

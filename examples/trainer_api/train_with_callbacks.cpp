@@ -32,12 +32,20 @@ int main() {
   nlohmann::json config = {
       {"name", "trainer-api"},
       {"seed", 1},
-      {"data", {{"dataset", "text"}, {"train", (dir / "text.txt").string()}, {"seq_len", 32},
-                {"tokenizer", {{"type", "char"}}}}},
+      {"data",
+       {{"dataset", "text"},
+        {"train", (dir / "text.txt").string()},
+        {"seq_len", 32},
+        {"tokenizer", {{"type", "char"}}}}},
       {"model", {{"d_model", 32}, {"layers", 2}, {"dropout", 0.1}, {"attention", {{"type", "softmax"}, {"heads", 4}}}}},
       {"optimizer", {{"lr", 3e-3}}},
-      {"train", {{"steps", 20}, {"batch_size", 16}, {"eval_every", 10}, {"log_every", 5}, {"eval_batches", 2},
-                 {"checkpoint_layers", true}}}};
+      {"train",
+       {{"steps", 20},
+        {"batch_size", 16},
+        {"eval_every", 10},
+        {"log_every", 5},
+        {"eval_batches", 2},
+        {"checkpoint_layers", true}}}};
 
   int steps = 0, evaluations = 0, checkpoints = 0;
   double first_valid = 0, last_valid = 0;

@@ -12,8 +12,8 @@
 // it loads plugins first (core/plugin_loader.h) and lists every plugin loaded,
 // its own or a training config's, with what each registered.
 #include <cstdio>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/allocator.h"
 #include "core/cpu_features.h"

@@ -106,8 +106,9 @@ const std::vector<KeyDoc> kTrainKeys = {
     {"device", "cpu | cuda"},
     {"precision", "float32 | tf32 (cuda) | bf16: how GEMMs run"},
     {"decode_examples", "seq2seq: valid examples greedily decoded per evaluation (a seeded sample)"},
-    {"checkpoint_layers", "keep only each Transformer layer's input and recompute the layer in backward: less memory, "
-                          "about one more forward of compute; the same gradients"},
+    {"checkpoint_layers",
+     "keep only each Transformer layer's input and recompute the layer in backward: less memory, "
+     "about one more forward of compute; the same gradients"},
     {"detect_anomaly", "anomaly mode: backward names the op (and layer) where a NaN or Inf was born; slow"},
     {"zero", "data parallel: shard the optimizer state over the ranks (ZeRO-1)"},
     {"bucket_mb", "data parallel: the gradient all-reduce bucket size, MB"},

@@ -535,7 +535,8 @@ StepEvent Trainer::train_step(const std::vector<Tensor>& params) {
     if (t.detect_anomaly && !std::isfinite(micro_value)) backward(loss);  // throws, naming the op
     KS_CHECK(std::isfinite(micro_value), "training diverged: the loss is ", micro_value, " at step ", state_.step,
              " (try a lower optimizer.lr or train.clip_grad_norm, or train.detect_anomaly to find the op); the last "
-             "checkpoint is ", paths_.latest().string());
+             "checkpoint is ",
+             paths_.latest().string());
     backward(scale != 1 ? mul(loss, scale) : loss);
     value += micro_value / parts * share;
   }
