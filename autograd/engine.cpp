@@ -85,36 +85,39 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
     root_nodes.push_back(e.node);
   }
 
-  // Every node reachable from the roots, in discovery order.
+  // Every node reachable from the roots, in discovery order, and who feeds
+  // each (its parents: the nodes with an edge to it).
   std::vector<Node*> reachable;
+  std::unordered_map<Node*, std::vector<Node*>> parents;
   std::unordered_set<Node*> seen;
   for (auto& n : root_nodes)
     if (seen.insert(n.get()).second) reachable.push_back(n.get());
   for (size_t i = 0; i < reachable.size(); ++i)
-    for (const Edge& e : reachable[i]->next_edges)
-      if (e.valid() && seen.insert(e.node.get()).second) reachable.push_back(e.node.get());
+    for (const Edge& e : reachable[i]->next_edges) {
+      if (!e.valid()) continue;
+      parents[e.node.get()].push_back(reachable[i]);
+      if (seen.insert(e.node.get()).second) reachable.push_back(e.node.get());
+    }
 
   if (anomaly_mode_enabled()) check_forward(reachable);
 
   // Which nodes run: all of them for backward(); for grad(), those with a
-  // path to a captured input (a node below every capture has nothing to give).
+  // path to a captured input (a node below every capture has nothing to
+  // give): the ancestors of the captures, found by walking the edges backwards.
   std::unordered_map<Node*, bool> runs;
   if (walk.captures.empty()) {
     for (Node* n : reachable) runs[n] = true;
   } else {
-    std::unordered_set<Node*> targets;
-    for (const Edge& c : walk.captures) targets.insert(c.node.get());
-    // Children are discovered after their parents, so one reverse sweep sees
-    // every child's answer first... except through a child found earlier by
-    // another parent; iterate to a fixed point (a few passes at most).
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (auto it = reachable.rbegin(); it != reachable.rend(); ++it) {
-        bool leads = false;
-        for (const Edge& e : (*it)->next_edges)
-          if (e.valid() && (targets.count(e.node.get()) || runs[e.node.get()])) leads = true;
-        if (leads && !runs[*it]) runs[*it] = changed = true;
-      }
+    std::vector<Node*> frontier;
+    for (const Edge& c : walk.captures) frontier.push_back(c.node.get());
+    while (!frontier.empty()) {
+      Node* n = frontier.back();
+      frontier.pop_back();
+      for (Node* p : parents[n])
+        if (!runs[p]) {
+          runs[p] = true;
+          frontier.push_back(p);
+        }
     }
   }
 

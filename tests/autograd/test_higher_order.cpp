@@ -31,6 +31,19 @@ TEST_CASE("grad with respect to an intermediate tensor, and unused inputs") {
   CHECK_THROWS_WITH_AS(grad({y}, {constant}), doctest::Contains("does not require grad"), Error);
 }
 
+TEST_CASE("grad reaches an input through a node discovered before the path that leads to it") {
+  // y = a · exp(a) with a = 2x: the walk from y meets a first, then exp(a),
+  // whose one edge leads back to a; exp(a) must run too (dy/dx = 2 e^a (1 + a)).
+  Tensor x = tensor({0.5, -1.0}, {2}, {.dtype = kFloat64, .requires_grad = true});
+  Tensor a = mul(x, 2.0);
+  Tensor y = sum(mul(a, exp(a)));
+  const Tensor g = grad({y}, {x})[0];
+  for (int64_t i = 0; i < 2; ++i) {
+    const double ai = 2 * x.data<double>()[i];
+    CHECK(g.data<double>()[i] == doctest::Approx(2 * std::exp(ai) * (1 + ai)));
+  }
+}
+
 TEST_CASE("create_graph: the gradient has a graph, and second derivatives are exact") {
   Tensor x = tensor({0.5, -1.5}, {2}, {.dtype = kFloat64, .requires_grad = true});
   Tensor y = sum(mul(mul(x, x), x));  // Σ x³
