@@ -5,18 +5,21 @@
 //     return std::vector<Tensor>{layer->forward(in[0])};
 //   }, {x});
 //
-// The forward of `fn` runs with grad mode off, so none of its inner
-// activations is kept; only its inputs are. Backward runs `fn` again, this
-// time recording, from the same inputs and with the default generator put
-// back where it stood (so dropout draws the same masks), backpropagates the
-// outputs' gradients through that recomputation — into the parameters `fn`
-// uses, as a plain backward would — and hands the inputs their gradients.
-// The gradients are bit-identical to running `fn` without checkpointing.
+// Only `fn`'s inputs and outputs are kept: its forward records a graph just
+// long enough to learn which leaves (parameters, captured tensors) it reads,
+// then drops it with every inner activation. Backward runs `fn` again,
+// recording, from the same inputs and with the default generator put back
+// where it stood (so dropout draws the same masks), and differentiates that
+// recomputation: the inputs and the leaves get their gradients through the
+// one checkpoint node, as from any op, so backward() accumulates them,
+// grad() returns them (parameters inside `fn` included, .grad untouched),
+// hooks fire once per leaf, and under create_graph they are differentiable
+// again. The gradients are bit-identical to running `fn` without
+// checkpointing. Memory peaks at one call's activations, in forward as in
+// the recomputation.
 //
-// Limits (as PyTorch's reentrant checkpoint): its gradients cannot be
-// differentiated again (create_graph), grad() reaches the inputs but
-// parameters inside `fn` get theirs in .grad, and `fn` must be a function of
-// its inputs, its parameters and the default generator alone.
+// `fn` must be a function of its inputs, the leaves it reads and the default
+// generator alone, and must read the same leaves when run again.
 #pragma once
 
 #include <functional>

@@ -39,6 +39,7 @@ void add_to_buffer(std::vector<Tensor>& buffer, size_t k, Tensor g) {
 struct Walk {
   std::vector<Edge> captures;  // grad(): where each input's gradient arrives
   GradOptions options;
+  bool leaf_hooks = true;  // grad(): run a captured leaf's hooks (not for a walk inside a node's backward)
 };
 
 // Under create_graph, the gradients of an op without higher-order support
@@ -140,6 +141,11 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
     buffers.erase(node);
     grad_out.resize(node->outputs.size());
     run_grad_hooks(*node, grad_out);
+    bool capture = false;
+    for (const Edge& c : walk.captures) capture = capture || c.node.get() == node;
+    // A captured leaf's own hooks run here, as AccumulateGrad runs them in backward().
+    if (auto* leaf = dynamic_cast<AccumulateGrad*>(node); capture && walk.leaf_hooks && leaf && grad_out[0].defined())
+      grad_out[0] = run_grad_hooks(leaf->leaf(), std::move(grad_out[0]));
     for (size_t c = 0; c < walk.captures.size(); ++c)
       if (walk.captures[c].node.get() == node) captured[c] = grad_out[walk.captures[c].input_nr];
     if (!runs[node]) continue;
@@ -195,11 +201,13 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
   run(roots, grads, Walk{{}, {.retain_graph = retain_graph, .create_graph = create_graph}});
 }
 
-std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs, GradOptions options) {
+namespace {
+
+std::vector<Tensor> grad_walk(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                              const std::vector<Tensor>& grad_outputs, GradOptions options, bool leaf_hooks) {
   KS_CHECK(!outputs.empty(), "grad: no outputs given");
   KS_CHECK(!inputs.empty(), "grad: no inputs given");
-  Walk walk{{}, options};
+  Walk walk{{}, options, leaf_hooks};
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& x = inputs[i];
     KS_CHECK(x.defined(), "grad: input ", i, " is undefined");
@@ -221,12 +229,28 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   return result;
 }
 
+}  // namespace
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, GradOptions options) {
+  return grad_walk(outputs, inputs, grad_outputs, options, true);
+}
+
+std::vector<Tensor> grad_inside_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                                         const std::vector<Tensor>& grad_outputs, GradOptions options) {
+  return grad_walk(outputs, inputs, grad_outputs, options, false);
+}
+
+Tensor recompute_entry(const Tensor& x) {
+  Tensor entry = detach(x);
+  record(
+      "RecomputeEntry", {x}, {entry}, [](const std::vector<Tensor>& g) { return g; }, HigherOrder::Supported);
+  return entry;
+}
+
 std::vector<Tensor> grad_by_recompute(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& forward,
                                       const std::vector<Tensor>& inputs, const std::vector<Tensor>& grad_outputs) {
   GradModeGuard grad_mode(true);
-  // Each input enters through an identity node of its own, where grad() takes
-  // its gradient: grad() must not walk on into the input's history (another
-  // input may lie upstream of it, and would collect a second share).
   std::vector<Tensor> entries, wrt;
   std::vector<size_t> wrt_index;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -235,11 +259,8 @@ std::vector<Tensor> grad_by_recompute(const std::function<std::vector<Tensor>(co
       entries.push_back(x);
       continue;
     }
-    Tensor entry = detach(x);
-    record(
-        "RecomputeEntry", {x}, {entry}, [](const std::vector<Tensor>& g) { return g; }, HigherOrder::Supported);
-    entries.push_back(entry);
-    wrt.push_back(entry);
+    entries.push_back(recompute_entry(x));
+    wrt.push_back(entries.back());
     wrt_index.push_back(i);
   }
   std::vector<Tensor> result(inputs.size());

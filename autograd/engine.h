@@ -42,10 +42,23 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, GradOptions options = {});
 
+// grad() for a recomputation inside a node's backward (autograd/checkpoint.h):
+// the node hands what it returns on to the outer walk, which runs the hooks
+// of the leaves among `inputs`, so this walk leaves them out (each runs once).
+std::vector<Tensor> grad_inside_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                                         const std::vector<Tensor>& grad_outputs, GradOptions options);
+
 // How an op whose backward is a kernel supports create_graph: under it, the
 // op's closure returns the gradients of `forward` — the op restated in
 // differentiable ops — at its saved inputs (which unpack with their history),
 // weighted by `grad_outputs`. Undefined for inputs that need no gradient.
+// The tensor a recomputation starts from in place of `x`: x's value, with an
+// identity node of its own where grad() takes x's gradient — without
+// walking on into x's history (another input may lie upstream of x, and
+// would collect a second share), yet linked to it, so the gradient's own
+// graph reaches x under create_graph. Needs grad mode on and x to require grad.
+Tensor recompute_entry(const Tensor& x);
+
 std::vector<Tensor> grad_by_recompute(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& forward,
                                       const std::vector<Tensor>& inputs, const std::vector<Tensor>& grad_outputs);
 

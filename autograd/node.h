@@ -126,6 +126,7 @@ class AccumulateGrad final : public Node {
   explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
   std::string name() const override { return "AccumulateGrad"; }
+  Tensor leaf() const { return Tensor(leaf_); }
 
  private:
   std::shared_ptr<TensorImpl> leaf_;

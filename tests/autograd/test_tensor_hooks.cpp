@@ -76,4 +76,8 @@ TEST_CASE("hooks run in grad() too, on the gradient it returns") {
   check_close(grad({sum(h)}, {h})[0], {0.5});
   check_close(grad({sum(mul(h, 1.0))}, {x})[0], {2.0});  // 0.5 · 2x
   handle.remove();
+  HookHandle on_leaf = x.register_hook([](const Tensor& g) { return mul(g, 3.0); });
+  check_close(grad({sum(mul(x, x))}, {x})[0], {12.0});  // 3 · 2x: a leaf's hooks run on what grad() returns
+  CHECK_FALSE(x.grad().defined());
+  on_leaf.remove();
 }

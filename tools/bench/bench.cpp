@@ -41,7 +41,7 @@ constexpr char kUsage[] =
     "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
     "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
     "                      [--precision float32|tf32|bf16]  (tf32: cuda only)\n"
-    "                      [--dropout 0] [--attention-dropout 0] [--plugin FILE ...]\n"
+    "                      [--dropout 0] [--attention-dropout 0] [--checkpoint-layers] [--plugin FILE ...]\n"
     "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
     "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
     "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
@@ -50,6 +50,7 @@ constexpr char kUsage[] =
     "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n"
     "--dropout and --attention-dropout (default 0, as in the torch script) time the model as the\n"
     "Brown LM configs train it (0.3 and 0.1), with its dropout masks drawn every step.\n"
+    "--checkpoint-layers times it as train.checkpoint_layers trains it: each layer recomputed in backward.\n"
     "--plugin loads a plugin first (repeatable), so --attention may name a family it registers.\n";
 
 // The profiler's rows as a table, per step, with the time outside every kernel last.
@@ -74,7 +75,7 @@ int bench(const std::vector<std::string>& args) {
   cli::Flags f(args,
                {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
                 "threads", "keys", "device", "precision", "dropout", "attention-dropout", "plugin"},
-               {"profile"}, {"plugin"});
+               {"profile", "checkpoint-layers"}, {"plugin"});
   for (const std::string& p : f.get_all("plugin")) load_plugin(p);
   const std::string attention = f.get("attention", "softmax");
   const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
@@ -111,6 +112,7 @@ int bench(const std::vector<std::string>& args) {
   manual_seed(0);
   auto model = std::make_shared<models::DecoderLM>(models::parse_model_config(cfg));
   model->to(device);
+  model->set_activation_checkpointing(f.has("checkpoint-layers"));
   nn::AdamW opt(model->parameters(), {.lr = 3e-4, .weight_decay = 0.01});
   Tensor x = to(randint(0, vocab, {batch, seq}, {.dtype = kInt64}), device);
   Tensor y = to(randint(0, vocab, {batch, seq}, {.dtype = kInt64}), device);
@@ -144,6 +146,7 @@ int bench(const std::vector<std::string>& args) {
                         {"first_loss", first_loss},
                         {"device", device.str()},
                         {"precision", precision_name},
+                        {"checkpoint_layers", f.has("checkpoint-layers")},
                         {"cpu_gemm", cpu_gemm_path_name(cpu_gemm_path())},
                         {"cpu", cpu_features().brand}};
   std::printf("%s\n", out.dump().c_str());
