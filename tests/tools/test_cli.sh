@@ -43,6 +43,19 @@ expect 0 '"cpu_vendor": "[A-Za-z ]+"' -- "$ks" info --machine
 expect 0 '"commit": "([0-9a-f]{40}|unknown)"' -- "$ks" info --machine
 OPENBLAS_CORETYPE=Haswell expect 0 '"float32_gemm_kernels": "OpenBLAS Haswell"' -- "$ks" info --machine
 expect 0 '"cpu":"[^"]*","cpu_gemm":"(amx|avx512bf16|float32)"' -- "$ks" bench --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8
+tiny=(--layers 1 --seq 8 --batch 2 --vocab 16 --d-model 8 --heads 2 --d-ff 8)
+expect 0 '"mode":"model-forward"' -- "$ks" bench "${tiny[@]}" --steps 1 --forward-only
+expect 0 '"checksum":[-0-9.e]+,.*"mode":"attention-train"' -- "$ks" bench "${tiny[@]}" --steps 1 --attention-only
+expect 0 '"mode":"attention-forward"' -- "$ks" bench "${tiny[@]}" --steps 1 --attention-only --forward-only --bidirectional --attention mgk
+expect 2 "--bidirectional needs --attention-only" -- "$ks" bench "${tiny[@]}" --bidirectional
+expect 2 "--checkpoint-layers times training of the whole model" -- "$ks" bench "${tiny[@]}" --forward-only --checkpoint-layers
+# Checkpointed layers give the plain model's losses bit for bit, dropout on.
+plain=$("$ks" bench "${tiny[@]}" --steps 2 --dropout 0.3 --attention-dropout 0.1 | grep -o '"first_loss":[^,]*,"framework":[^,]*,"loss":[^,]*')
+checkpointed=$("$ks" bench "${tiny[@]}" --steps 2 --dropout 0.3 --attention-dropout 0.1 --checkpoint-layers | grep -o '"first_loss":[^,]*,"framework":[^,]*,"loss":[^,]*')
+if [[ -z "$plain" || "$plain" != "$checkpointed" ]]; then
+  echo "FAIL: bench --checkpoint-layers changed the losses: '$plain' vs '$checkpointed'"
+  exit 1
+fi
 expect 2 "--machine takes no --config" -- "$ks" info --machine --config x.json
 KS_CPU_GEMM=tpu expect 1 "KS_CPU_GEMM: expected amx, avx512bf16 or float32, got 'tpu'" -- "$ks" info --machine
 KS_CPU_GEMM=float32 expect 0 '"bf16_gemm_path": "float32"' -- "$ks" info --machine

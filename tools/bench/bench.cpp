@@ -12,7 +12,13 @@
 // --device cuda runs it on the GPU (tf32 there too),
 // the model initialised on the CPU and moved; each step ends in loss.item(),
 // which waits for the GPU, so the time is the GPU's.
+// Two other things it times, named by "mode" in the JSON line: inference
+// (--forward-only: the model's forward in eval mode, no graph) and one
+// attention sublayer alone (--attention-only: projections and attention,
+// forward and backward), where a family's own cost shows undiluted by the
+// embeddings, feed-forward and output layer.
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "autograd/engine.h"
@@ -25,7 +31,9 @@
 #include "core/plugin_loader.h"
 #include "core/profiler.h"
 #include "models/decoder_lm.h"
+#include "nn/attention/attention.h"
 #include "nn/optim.h"
+#include "ops/reduce.h"
 #include "ops/view.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
@@ -42,6 +50,7 @@ constexpr char kUsage[] =
     "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
     "                      [--precision float32|tf32|bf16]  (tf32: cuda only)\n"
     "                      [--dropout 0] [--attention-dropout 0] [--checkpoint-layers] [--plugin FILE ...]\n"
+    "                      [--forward-only] [--attention-only] [--bidirectional]\n"
     "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
     "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
     "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
@@ -51,7 +60,12 @@ constexpr char kUsage[] =
     "--dropout and --attention-dropout (default 0, as in the torch script) time the model as the\n"
     "Brown LM configs train it (0.3 and 0.1), with its dropout masks drawn every step.\n"
     "--checkpoint-layers times it as train.checkpoint_layers trains it: each layer recomputed in backward.\n"
-    "--plugin loads a plugin first (repeatable), so --attention may name a family it registers.\n";
+    "--plugin loads a plugin first (repeatable), so --attention may name a family it registers.\n"
+    "--forward-only times inference instead: the forward pass alone (eval mode, no graph, no optimizer).\n"
+    "--attention-only times one attention sublayer alone (its projections and the attention, forward\n"
+    "and backward, or forward with --forward-only) on random (batch, seq, d-model) inputs, causal unless\n"
+    "--bidirectional (an encoder's, as LRA's models are); mode in the JSON line says which was timed,\n"
+    "and checksum replaces loss there (the first step's output or input-gradient sum).\n";
 
 // The profiler's rows as a table, per step, with the time outside every kernel last.
 void print_profile(double step_s, int64_t steps) {
@@ -75,7 +89,7 @@ int bench(const std::vector<std::string>& args) {
   cli::Flags f(args,
                {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
                 "threads", "keys", "device", "precision", "dropout", "attention-dropout", "plugin"},
-               {"profile", "checkpoint-layers"}, {"plugin"});
+               {"profile", "checkpoint-layers", "forward-only", "attention-only", "bidirectional"}, {"plugin"});
   for (const std::string& p : f.get_all("plugin")) load_plugin(p);
   const std::string attention = f.get("attention", "softmax");
   const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
@@ -109,25 +123,64 @@ int bench(const std::vector<std::string>& args) {
   nlohmann::json cfg = {{"model", "decoder_lm"}, {"vocab_size", vocab},    {"d_model", d},       {"layers", layers},
                         {"d_ff", d_ff},          {"max_len", seq},         {"dropout", dropout}, {"pre_norm", true},
                         {"activation", "gelu"},  {"positions", "learned"}, {"attention", attn}};
+  const bool forward_only = f.has("forward-only"), attention_only = f.has("attention-only");
+  if (f.has("bidirectional") && !attention_only)
+    throw cli::UsageError("--bidirectional needs --attention-only (the whole model is a causal decoder LM)");
+  if (f.has("checkpoint-layers") && (forward_only || attention_only))
+    throw cli::UsageError("--checkpoint-layers times training of the whole model: not with --forward-only or "
+                          "--attention-only");
+  const models::ModelConfig model_config = models::parse_model_config(cfg);
   manual_seed(0);
-  auto model = std::make_shared<models::DecoderLM>(models::parse_model_config(cfg));
-  model->to(device);
-  model->set_activation_checkpointing(f.has("checkpoint-layers"));
-  nn::AdamW opt(model->parameters(), {.lr = 3e-4, .weight_decay = 0.01});
-  Tensor x = to(randint(0, vocab, {batch, seq}, {.dtype = kInt64}), device);
-  Tensor y = to(randint(0, vocab, {batch, seq}, {.dtype = kInt64}), device);
-
-  auto step = [&] {
-    Tensor loss = model->loss(x, y);
-    {
+  std::function<double()> step;  // one timed unit; returns the loss (or an output checksum)
+  int64_t params = 0;
+  std::shared_ptr<models::DecoderLM> model;
+  std::shared_ptr<nn::Attention> sublayer;
+  std::unique_ptr<nn::AdamW> opt;
+  Tensor x, y, g;
+  if (attention_only) {
+    sublayer = nn::make_attention(model_config.attention);
+    sublayer->to(device);
+    params = sublayer->num_parameters();
+    x = to(randn({batch, seq, d}), device);
+    g = to(randn({batch, seq, d}), device);
+    if (!forward_only) x.set_requires_grad(true);
+    const nn::AttentionMask mask{.causal = !f.has("bidirectional")};
+    step = [&, mask] {
+      if (forward_only) {
+        NoGradGuard no_grad;
+        return sum(sublayer->forward(x, mask)).item();
+      }
+      sublayer->zero_grad();
+      x.set_grad(Tensor());
+      const Tensor out = sublayer->forward(x, mask);  // (B, T, d)
+      backward(out, g);
+      return sum(x.grad()).item();  // waits for a GPU
+    };
+  } else {
+    model = std::make_shared<models::DecoderLM>(model_config);
+    model->to(device);
+    model->set_activation_checkpointing(f.has("checkpoint-layers"));
+    params = model->num_parameters();
+    opt = std::make_unique<nn::AdamW>(model->parameters(), nn::AdamOptions{.lr = 3e-4, .weight_decay = 0.01});
+    x = to(randint(0, vocab, {batch, seq}, {.dtype = kInt64}), device);
+    y = to(randint(0, vocab, {batch, seq}, {.dtype = kInt64}), device);
+    if (forward_only) model->eval();
+    step = [&] {
+      if (forward_only) {
+        NoGradGuard no_grad;
+        return model->loss(x, y).item();
+      }
+      Tensor loss = model->loss(x, y);
+      {
+        profiler::Phase phase("optimizer");
+        opt->zero_grad();
+      }
+      backward(loss);
       profiler::Phase phase("optimizer");
-      opt.zero_grad();
-    }
-    backward(loss);
-    profiler::Phase phase("optimizer");
-    opt.step();
-    return loss.item();
-  };
+      opt->step();
+      return loss.item();
+    };
+  }
   const double first_loss = step();  // warm-up: allocator caches fill, OpenBLAS threads start, cuBLAS loads
   const bool profile = f.has("profile");
   profiler::reset();
@@ -137,18 +190,22 @@ int bench(const std::vector<std::string>& args) {
   for (int64_t i = 0; i < steps; ++i) loss = step();
   const double dt = (now_s() - t0) / double(steps);
   profiler::enable(false);
+  const std::string mode = str(attention_only ? "attention" : "model", forward_only ? "-forward" : "-train");
   nlohmann::json out = {{"framework", "keystone-0.1.0"},
                         {"attention", attention},
+                        {"mode", mode},
                         {"tokens_per_s", double(batch * seq) / dt},
                         {"step_ms", dt * 1e3},
-                        {"params", model->num_parameters()},
-                        {"loss", loss},
-                        {"first_loss", first_loss},
+                        {"params", params},
                         {"device", device.str()},
                         {"precision", precision_name},
                         {"checkpoint_layers", f.has("checkpoint-layers")},
                         {"cpu_gemm", cpu_gemm_path_name(cpu_gemm_path())},
                         {"cpu", cpu_features().brand}};
+  if (attention_only)
+    out["checksum"] = first_loss;  // Σ output (forward) or Σ ∂/∂x (train) of the first step: a numerics check
+  else
+    out.update({{"loss", loss}, {"first_loss", first_loss}});
   std::printf("%s\n", out.dump().c_str());
   if (profile) print_profile(dt, steps);
   return 0;
