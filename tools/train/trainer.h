@@ -185,7 +185,9 @@ class Trainer {
   // its ids in range: data::Dataset::validate), with `config`'s optimizer,
   // schedule and train sections (parse_loop_config; its data and model
   // sections must be null). Evaluation scores model.predict (cross-entropy
-  // and accuracy of its logits), training minimises model.loss. With
+  // and accuracy of its logits), training minimises model.loss; a step's
+  // predictions (which weigh micro-batches) are its labels, or its targets
+  // other than model.config.pad_id (set it where batches hold padding). With
   // options.resume, the same model class and data again (above).
   Trainer(std::shared_ptr<models::Model> model, data::Splits splits, const TrainConfig& config, TrainerOptions options);
   ~Trainer();
