@@ -20,6 +20,7 @@
 #include "tools/train/trainer.h"
 
 using namespace ks;
+using ks::testing::error_of;
 using ks::testing::TempDir;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
@@ -105,15 +106,6 @@ train::TrainerOptions options(const fs::path& dir, Seen& seen, int64_t stop_at =
                             },
                         .on_evaluation = [&seen](const train::EvalEvent& e) { seen.evals.push_back(e); },
                         .on_checkpoint = [&seen](const train::CheckpointEvent& e) { seen.checkpoints.push_back(e); }}};
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace
