@@ -110,7 +110,7 @@ train::TrainerOptions options(const fs::path& dir, Seen& seen, int64_t stop_at =
 
 }  // namespace
 
-TEST_CASE("own model: a program's model class trains on its in-memory data; the loss falls, the callbacks fire") {
+TEST_CASE("own model: a program's model class trains on its in-memory data, its loss falls, the callbacks fire") {
   TempDir tmp;
   Seen seen;
   train::Trainer trainer(classifier(1), majority_splits(), loop_config(40), options(tmp.path() / "run", seen));
