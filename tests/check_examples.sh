@@ -3,8 +3,9 @@
 # (examples/, its README the how-to) built as a user builds it: Keystone is
 # installed from BUILD into a prefix that is then moved (so any path that is
 # not relative to the prefix breaks), the project is configured against the
-# moved prefix, built and run (its op test, its training program, and the
-# installed `keystone` binary, which finds its library through its RPATH);
+# moved prefix, built and run (its op test, its training programs, and the
+# installed `keystone` binary, which finds its library through its RPATH,
+# training a model with the project's attention plugin and evaluating it);
 # then one program is built against the build tree itself (its targets file,
 # from export()). CUDA_COMPILER (the build's nvcc, empty without CUDA) lets
 # the project compile its .cu kernel when Keystone has CUDA. ccache and Ninja
@@ -40,8 +41,31 @@ fi
 "$work/project/train_lm"
 "$work/project/autograd_tour"
 "$work/project/train_with_callbacks"
+"$work/project/test_sigmoid_attention"
 quiet "$work/prefix/bin/keystone" info --config "$src/tools/configs/copy.json"
 echo "the installed keystone binary runs from the moved prefix"
+
+echo "== the project's attention plugin, trained and evaluated by the installed keystone"
+for i in $(seq 300); do echo "the cat sat on the mat, the dog sat on the log $((i % 7))"; done >"$work/corpus.txt"
+cat >"$work/sigmoid.json" <<EOF
+{"name": "sigmoid", "seed": 1,
+ "data": {"dataset": "text", "train": "$work/corpus.txt", "seq_len": 32, "tokenizer": {"type": "char"}},
+ "model": {"model": "decoder_lm", "d_model": 32, "layers": 1, "attention": {"type": "sigmoid", "heads": 2}},
+ "optimizer": {"lr": 1e-2}, "schedule": {"type": "constant"},
+ "train": {"steps": 30, "batch_size": 8, "eval_every": 15, "eval_batches": 4, "log_every": 5, "threads": 2}}
+EOF
+run="$work/sigmoid-run"
+quiet "$work/prefix/bin/keystone" train --plugin "$work/project/libsigmoid_attention.so" --config "$work/sigmoid.json" \
+  --out "$run" --quiet
+grep -q '"type": "sigmoid"' "$run/config.json" || { echo "the run's config has no sigmoid attention" >&2; exit 1; }
+# The first train record's loss against the test loss of the best checkpoint.
+first=$(grep -m1 '"split":"train"' "$run/metrics.jsonl" | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/')
+# eval is told nothing of the plugin: it loads it from the run folder's config.json.
+evaluated=$("$work/prefix/bin/keystone" eval --run "$run")
+test_loss=$(echo "$evaluated" | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/')
+awk -v a="$first" -v b="$test_loss" 'BEGIN { exit !(b < 0.8 * a) }' ||
+  { echo "sigmoid attention did not learn: first train loss $first, test loss $test_loss" >&2; exit 1; }
+echo "sigmoid attention (plugin): keystone train --plugin, then eval from the run folder: loss $first -> $test_loss"
 
 echo "== train_lm against the build tree"
 quiet cmake -S "$src/examples" -B "$work/project-build-tree" -DKeystone_DIR="$build" "${args[@]}"

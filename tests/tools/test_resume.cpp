@@ -18,6 +18,7 @@
 
 using namespace ks;
 using namespace ks::tools;
+using namespace ks::train;
 using ks::testing::error_of;
 using ks::testing::read_text;
 using ks::testing::TempDir;

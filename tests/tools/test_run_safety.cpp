@@ -28,6 +28,7 @@
 
 using namespace ks;
 using namespace ks::tools;
+using namespace ks::train;
 using ks::testing::error_of;
 using ks::testing::read_text;
 using ks::testing::TempDir;
@@ -42,7 +43,7 @@ json lm_config(const fs::path& train_file, int64_t steps = 6) {
   return ks::testing::tiny_lm_config(train_file, steps, "safety");
 }
 
-void train(const json& config, const fs::path& dir) {
+void run_training(const json& config, const fs::path& dir) {
   Trainer(parse_train_config(config), {.run_dir = dir, .progress = false}).run();
 }
 
@@ -59,7 +60,7 @@ std::vector<json> records(const RunPaths& paths) {
 TEST_CASE("run folder: eval rebuilds the data with the run's tokenizer, and warns when a data file changed") {
   TempDir tmp;
   const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
-  train(lm_config(file), tmp.path() / "run");
+  run_training(lm_config(file), tmp.path() / "run");
   LoadedRun run = load_run(tmp.path() / "run");
   const std::vector<int32_t> before = run_data(run).splits.valid.examples.at(0).tokens;
 
@@ -84,7 +85,7 @@ TEST_CASE("run folder: the resolved config stores data paths absolute and record
   json c = lm_config("corpus.txt");
   std::string error;
   try {
-    train(c, "run");
+    run_training(c, "run");
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -101,7 +102,7 @@ TEST_CASE("run folder: the resolved config stores data paths absolute and record
 TEST_CASE("run folder: an edited config.json or a retyped tensor is refused by name") {
   TempDir tmp;
   const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
-  train(lm_config(file), tmp.path() / "run");
+  run_training(lm_config(file), tmp.path() / "run");
   const fs::path config = tmp.path() / "run" / "config.json";
   const std::string original = read_text(config);
   json edited = json::parse(original);
@@ -175,12 +176,12 @@ TEST_CASE("run folder: one keystone train at a time, however the other one is st
   RunPaths paths{tmp.path() / "run"};
   {
     RunLock held(paths);  // as a running train holds it
-    const std::string e = error_of([&] { train(lm_config(file), paths.dir); });
+    const std::string e = error_of([&] { run_training(lm_config(file), paths.dir); });
     CHECK(e == "run folder " + paths.dir.string() + " is in use by another keystone train (pid " +
                    std::to_string(::getpid()) + "); wait for it to finish or stop it first");
     CHECK_FALSE(fs::exists(paths.config()));  // nothing written
   }
-  CHECK_NOTHROW(train(lm_config(file), paths.dir));  // released with its holder
+  CHECK_NOTHROW(run_training(lm_config(file), paths.dir));  // released with its holder
 }
 
 TEST_CASE("run folder: the lock follows no link and takes only a regular file") {
@@ -190,7 +191,7 @@ TEST_CASE("run folder: the lock follows no link and takes only a regular file") 
   fs::create_directories(paths.dir);
   write_text(tmp.path() / "precious.txt", "keep me");
   fs::create_symlink(tmp.path() / "precious.txt", paths.lock());
-  CHECK(error_of([&] { train(lm_config(file), paths.dir); }) ==
+  CHECK(error_of([&] { run_training(lm_config(file), paths.dir); }) ==
         "the run folder's lock file " + paths.lock().string() +
             " is a symbolic link; keystone train does not follow "
             "it (its target would be overwritten): remove it");
@@ -198,14 +199,14 @@ TEST_CASE("run folder: the lock follows no link and takes only a regular file") 
   CHECK_FALSE(fs::exists(paths.config()));
   fs::remove(paths.lock());
   fs::create_directory(paths.lock());
-  CHECK(error_of([&] { train(lm_config(file), paths.dir); }) ==
+  CHECK(error_of([&] { run_training(lm_config(file), paths.dir); }) ==
         "the run folder's lock file " + paths.lock().string() + " is not a regular file (a directory): remove it");
   fs::remove(paths.lock());
   REQUIRE(::mkfifo(paths.lock().c_str(), 0644) == 0);
-  CHECK(error_of([&] { train(lm_config(file), paths.dir); }) ==
+  CHECK(error_of([&] { run_training(lm_config(file), paths.dir); }) ==
         "the run folder's lock file " + paths.lock().string() + " is not a regular file (a FIFO): remove it");
   fs::remove(paths.lock());
-  CHECK_NOTHROW(train(lm_config(file), paths.dir));
+  CHECK_NOTHROW(run_training(lm_config(file), paths.dir));
 }
 
 TEST_CASE("run folder: a config string that is not UTF-8 is refused by key before the folder exists") {
@@ -218,7 +219,7 @@ TEST_CASE("run folder: a config string that is not UTF-8 is refused by key befor
   TempDir tmp;
   json c = lm_config(write_corpus(tmp.path() / "corpus.txt", 'a'));
   c["name"] = "run\xff";
-  CHECK(error_of([&] { train(c, tmp.path() / "run"); }) ==
+  CHECK(error_of([&] { run_training(c, tmp.path() / "run"); }) ==
         "config: name: not valid UTF-8 (byte 0xff at offset 3); a "
         "config is JSON, which holds only UTF-8 text");
   CHECK_FALSE(fs::exists(tmp.path() / "run"));
@@ -241,7 +242,7 @@ TEST_CASE(
                                          "latest.safetensors.tmp.", "tokenizer.json.tmp", "plot.svg.tmp.old"};
   for (const std::string& name : stale) write_text(paths.dir / name, "half a file");
   for (const std::string& name : kept) write_text(paths.dir / name, "a user's file");
-  CHECK_NOTHROW(train(resolved, paths.dir));
+  CHECK_NOTHROW(run_training(resolved, paths.dir));
   CHECK(fs::exists(paths.latest()));
   for (const std::string& name : stale) CHECK_MESSAGE(!fs::exists(paths.dir / name), name);
   for (const std::string& name : kept) CHECK_MESSAGE(read_text(paths.dir / name) == "a user's file", name);
@@ -356,7 +357,7 @@ TEST_CASE("trainer: the test record covers the whole test split, every example d
 TEST_CASE("trainer: --resume with more steps continues, and config.json shows the steps now in force") {
   TempDir tmp;
   const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
-  train(lm_config(file, 4), tmp.path() / "run");
+  run_training(lm_config(file, 4), tmp.path() / "run");
   json c = json::parse(read_text(tmp.path() / "run" / "config.json"));
   c["train"]["steps"] = 7;
   Trainer t(parse_train_config(c), {.run_dir = tmp.path() / "run", .resume = true, .progress = false});
@@ -384,7 +385,7 @@ TEST_CASE("data: tsv_seq2seq takes a target_tokenizer of its own, and the run sa
   CHECK(d.splits.train.target_tokenizer->type() == "word");
   CHECK(d.splits.train.target_vocab_size == 4 + 2 + 5);  // specials, "the", "word", five digits
   CHECK(d.resolved["target_tokenizer"]["type"] == "word");
-  train(c, tmp.path() / "run");
+  run_training(c, tmp.path() / "run");
   LoadedRun run = load_run(tmp.path() / "run");
   CHECK(run.target_tokenizer->type() == "word");
   CHECK(run_data(run).splits.test.target_tokenizer->to_json() == run.target_tokenizer->to_json());

@@ -18,6 +18,7 @@
 
 using namespace ks;
 using namespace ks::tools;
+using namespace ks::train;
 using ks::testing::error_of;
 using ks::testing::TempDir;
 using json = nlohmann::json;

@@ -16,28 +16,28 @@ using ks::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-std::vector<tools::StepEvent> steps_of(const std::string& key) {
+std::vector<train::StepEvent> steps_of(const std::string& key) {
   TempDir tmp;
   const fs::path corpus = testing::write_corpus(tmp.path() / "corpus.txt");
   nlohmann::json j = testing::tiny_lm_config(corpus, 4, "options");
   j["model"]["layers"] = 2;
   if (!key.empty()) j["train"][key] = true;
   const tools::TrainConfig config = tools::parse_train_config(j);
-  std::vector<tools::StepEvent> seen;
-  tools::Trainer trainer(config, {.run_dir = tmp.path() / "run",
+  std::vector<train::StepEvent> seen;
+  train::Trainer trainer(config, {.run_dir = tmp.path() / "run",
                                   .progress = false,
-                                  .callbacks = {.on_step = [&](const tools::StepEvent& e) { seen.push_back(e); }}});
-  REQUIRE(trainer.run() == tools::TrainOutcome::Finished);
+                                  .callbacks = {.on_step = [&](const train::StepEvent& e) { seen.push_back(e); }}});
+  REQUIRE(trainer.run() == train::TrainOutcome::Finished);
   return seen;
 }
 }  // namespace
 
 TEST_CASE("train.checkpoint_layers and train.detect_anomaly train exactly the steps of a plain run") {
-  const std::vector<tools::StepEvent> plain = steps_of("");
+  const std::vector<train::StepEvent> plain = steps_of("");
   REQUIRE(plain.size() == 4);
   for (const std::string key : {"checkpoint_layers", "detect_anomaly"}) {
     CAPTURE(key);
-    const std::vector<tools::StepEvent> other = steps_of(key);
+    const std::vector<train::StepEvent> other = steps_of(key);
     REQUIRE(other.size() == plain.size());
     for (size_t i = 0; i < plain.size(); ++i) {
       CHECK(other[i].loss == plain[i].loss);

@@ -25,21 +25,21 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Seen {
-  std::vector<tools::StepEvent> steps;
-  std::vector<tools::EvalEvent> evals;
-  std::vector<tools::CheckpointEvent> checkpoints;
+  std::vector<train::StepEvent> steps;
+  std::vector<train::EvalEvent> evals;
+  std::vector<train::CheckpointEvent> checkpoints;
   std::vector<bool> file_there;  // each checkpoint's file existed when its callback ran
 };
 
-tools::TrainerCallbacks recording(Seen& seen, int64_t stop_at = 0) {
+train::TrainerCallbacks recording(Seen& seen, int64_t stop_at = 0) {
   return {.on_step =
-              [&seen, stop_at](const tools::StepEvent& e) {
+              [&seen, stop_at](const train::StepEvent& e) {
                 seen.steps.push_back(e);
-                if (e.step == stop_at) tools::request_training_stop();
+                if (e.step == stop_at) train::request_training_stop();
               },
-          .on_evaluation = [&seen](const tools::EvalEvent& e) { seen.evals.push_back(e); },
+          .on_evaluation = [&seen](const train::EvalEvent& e) { seen.evals.push_back(e); },
           .on_checkpoint =
-              [&seen](const tools::CheckpointEvent& e) {
+              [&seen](const train::CheckpointEvent& e) {
                 seen.checkpoints.push_back(e);
                 seen.file_there.push_back(fs::exists(e.path));
               }};
@@ -60,15 +60,15 @@ TEST_CASE("train API: the callbacks fire at every step, evaluation and checkpoin
   const fs::path corpus = testing::write_corpus(tmp.path() / "corpus.txt");
   const tools::TrainConfig config = tools::parse_train_config(testing::tiny_lm_config(corpus, 6, "api"));
   Seen seen;
-  tools::Trainer trainer(config, {.run_dir = tmp.path() / "run", .progress = false, .callbacks = recording(seen)});
-  REQUIRE(trainer.run() == tools::TrainOutcome::Finished);
+  train::Trainer trainer(config, {.run_dir = tmp.path() / "run", .progress = false, .callbacks = recording(seen)});
+  REQUIRE(trainer.run() == train::TrainOutcome::Finished);
 
   // A step event per step, in order, each what metrics.jsonl's train record of it says (log_every 1).
   const std::vector<json> train = records(trainer.paths().metrics(), "train");
   REQUIRE(seen.steps.size() == 6);
   REQUIRE(train.size() == 6);
   for (size_t i = 0; i < seen.steps.size(); ++i) {
-    const tools::StepEvent& e = seen.steps[i];
+    const train::StepEvent& e = seen.steps[i];
     CAPTURE(e.step);
     CHECK(e.step == int64_t(i) + 1);
     CHECK(e.loss == train[i]["loss"].get<double>());
@@ -100,7 +100,7 @@ TEST_CASE("train API: the callbacks fire at every step, evaluation and checkpoin
   CHECK(seen.evals[3].metrics == trainer.last_test());
 
   // A best checkpoint after each improved evaluation, a latest one at every evaluation (checkpoint_every 0).
-  std::vector<tools::CheckpointEvent> expected;
+  std::vector<train::CheckpointEvent> expected;
   for (size_t i = 0; i < 3; ++i) {
     if (seen.evals[i].improved)
       expected.push_back({.step = seen.evals[i].step, .path = trainer.paths().best(), .best = true});
@@ -121,13 +121,13 @@ TEST_CASE("train API: a run stopped from a callback and resumed gives exactly th
   const fs::path corpus = testing::write_corpus(tmp.path() / "corpus.txt");
   const tools::TrainConfig config = tools::parse_train_config(testing::tiny_lm_config(corpus, 6, "api"));
   Seen whole;
-  tools::Trainer(config, {.run_dir = tmp.path() / "whole", .progress = false, .callbacks = recording(whole)}).run();
+  train::Trainer(config, {.run_dir = tmp.path() / "whole", .progress = false, .callbacks = recording(whole)}).run();
 
   Seen split;
   {
-    tools::Trainer first(config,
+    train::Trainer first(config,
                          {.run_dir = tmp.path() / "split", .progress = false, .callbacks = recording(split, 3)});
-    CHECK(first.run() == tools::TrainOutcome::Stopped);
+    CHECK(first.run() == train::TrainOutcome::Stopped);
     CHECK(first.step() == 3);
   }
   CHECK(split.checkpoints.back().step == 3);  // the stop saves latest.safetensors first
@@ -135,10 +135,10 @@ TEST_CASE("train API: a run stopped from a callback and resumed gives exactly th
   // Resumed as `keystone train --resume` does: with the run's own config.json.
   const tools::TrainConfig saved =
       tools::parse_train_config(tools::read_json_file((tmp.path() / "split" / "config.json").string()));
-  tools::Trainer second(
+  train::Trainer second(
       saved, {.run_dir = tmp.path() / "split", .resume = true, .progress = false, .callbacks = recording(split)});
   CHECK(second.step() == 3);
-  CHECK(second.run() == tools::TrainOutcome::Finished);
+  CHECK(second.run() == train::TrainOutcome::Finished);
 
   REQUIRE(whole.steps.size() == 6);
   REQUIRE(split.steps.size() == 6);

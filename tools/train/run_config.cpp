@@ -75,6 +75,8 @@ const std::vector<KeyDoc> kRootKeys = {{"name", "the run's name; the default run
                                        {"optimizer", "how the parameters are updated"},
                                        {"schedule", "the learning rate over the run, a factor on optimizer.lr"},
                                        {"train", "the loop: steps, batches, evaluation, checkpoints, device"}};
+// parse_loop_config's: kRootKeys but plugins, data and model.
+const std::vector<KeyDoc> kLoopRootKeys = {kRootKeys[0], kRootKeys[1], kRootKeys[5], kRootKeys[6], kRootKeys[7]};
 const std::vector<KeyDoc> kOptimizerKeys = {
     {"type", "adamw | adam | sgd"},
     {"lr", "the peak learning rate"},
@@ -190,17 +192,22 @@ std::vector<std::string> load_plugins(const json& list) {
 
 }  // namespace
 
-TrainConfig parse_train_config(const json& j) {
-  JsonSection root(j, "", kRootKeys);
+namespace {
+
+// Both parsers: every section, or (own_model_and_data) all but plugins, data and model.
+TrainConfig parse_config(const json& j, bool own_model_and_data) {
+  JsonSection root(j, "", own_model_and_data ? kLoopRootKeys : kRootKeys);
   TrainConfig c;
-  c.plugins = load_plugins(root.get<json>("plugins", json::array()));
+  if (!own_model_and_data) c.plugins = load_plugins(root.get<json>("plugins", json::array()));
   c.name = root.get<std::string>("name", c.name);
   KS_CHECK(!c.name.empty() && c.name.find('/') == std::string::npos,
            "config: name: must be a non-empty file name, got '", c.name, "'");
   c.seed = root.get<uint64_t>("seed", c.seed);
-  c.data = root.object("data");
-  KS_CHECK(c.data.contains("dataset"), "config: data.dataset: missing (which data set to train on)");
-  c.model = root.object("model");
+  if (!own_model_and_data) {
+    c.data = root.object("data");
+    KS_CHECK(c.data.contains("dataset"), "config: data.dataset: missing (which data set to train on)");
+    c.model = root.object("model");
+  }
   c.optimizer = parse_optimizer(root.object("optimizer"));
   c.train = parse_train(root.object("train"));
 
@@ -240,6 +247,24 @@ TrainConfig parse_train_config(const json& j) {
   }
   root.finish();
   return c;
+}
+
+}  // namespace
+
+TrainConfig parse_train_config(const json& j) {
+  if (j.is_object() && j.contains(kProgramKey))
+    throw Error(str("config: this run trained a C++ program's own model and data (ks::train::Trainer: ",
+                    nn::json_excerpt(j.at(kProgramKey)),
+                    "), which its config.json cannot rebuild; evaluate or resume it from that program"));
+  return parse_config(j, false);
+}
+
+TrainConfig parse_loop_config(const json& j) {
+  for (const char* key : {"plugins", "data", "model"})
+    KS_CHECK(!j.is_object() || !j.contains(key), "config: ", key,
+             ": the model and data are the program's own; this config takes name, seed, optimizer, schedule and "
+             "train only");
+  return parse_config(j, true);
 }
 
 std::vector<models::KeyDoc> train_config_keys() {

@@ -118,8 +118,21 @@ void apply_override(nlohmann::json& config, const std::string& assignment);
 void add_plugins(nlohmann::json& config, const std::vector<std::string>& paths);
 // Loads the plugins the config lists (errors name the file), then validates
 // every section except data and model (left for their builders) and returns
-// the config.
+// the config. A run folder's config.json written for a program's own model
+// and data (kProgramKey, tools/train/trainer.h) is refused, naming why: it
+// does not say how to rebuild them, so no command can evaluate or resume it.
 TrainConfig parse_train_config(const nlohmann::json& j);
+// The config of a run whose model and data a C++ program brings itself
+// (ks::train::Trainer's second constructor): name, seed, optimizer, schedule
+// and train, validated as parse_train_config does; "data", "model" and
+// "plugins" are refused (the program builds those). The result's data and
+// model sections are null; a noam schedule reads schedule.d_model 256 unless
+// the program sets it.
+TrainConfig parse_loop_config(const nlohmann::json& j);
+// The root key of a config.json that the Trainer writes for a program's own
+// model and data in place of "data" and "model": what it can say of them
+// (the model's type name and parameter count, the task, the split sizes).
+inline constexpr const char* kProgramKey = "program";
 // The keys parse_train_config reads, with their meanings, by dotted path
 // ("name", "train.steps"): the tables it checks them against.
 std::vector<models::KeyDoc> train_config_keys();

@@ -128,10 +128,10 @@ int train(const std::vector<std::string>& args) {
     if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
   }
 
-  TrainerOptions options{.run_dir = out, .resume = resume, .progress = !f.has("quiet")};
-  Trainer trainer(config, options);
-  StopSignalScope signals;
-  return trainer.run() == TrainOutcome::Finished ? 0 : 130;
+  train::TrainerOptions options{.run_dir = out, .resume = resume, .progress = !f.has("quiet")};
+  train::Trainer trainer(config, options);
+  train::StopSignalScope signals;
+  return trainer.run() == train::TrainOutcome::Finished ? 0 : 130;
 }
 
 }  // namespace ks::tools

@@ -27,7 +27,9 @@
 #include "tools/train/progress.h"
 #include "tools/train/provenance.h"
 
-namespace ks::tools {
+namespace ks::train {
+
+using namespace tools;
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -74,9 +76,24 @@ StopSignalScope::~StopSignalScope() {
   std::signal(SIGTERM, SIG_DFL);
 }
 
-Trainer::Trainer(const TrainConfig& config, TrainerOptions options) : config_(config), options_(std::move(options)) {
+Trainer::Trainer(const TrainConfig& config, TrainerOptions options)
+    : Trainer(config, std::move(options), nullptr, data::Splits{}) {}
+
+Trainer::Trainer(std::shared_ptr<models::Model> model, data::Splits splits, const TrainConfig& config,
+                 TrainerOptions options)
+    : Trainer(config, std::move(options),
+              model ? std::move(model) : throw Error("ks::train::Trainer: the model is null"), std::move(splits)) {}
+
+Trainer::Trainer(const TrainConfig& config, TrainerOptions options, std::shared_ptr<models::Model> own_model,
+                 data::Splits own_splits)
+    : config_(config), options_(std::move(options)), own_(own_model != nullptr) {
   g_stop_requested = false;  // a request belongs to the run it was made for
   paths_.dir = options_.run_dir;
+  if (own_) {
+    model_ = std::move(own_model);
+    splits_ = std::move(own_splits);
+    check_own_model_and_data();
+  }
   replicas_ = Replicas::join(config_.train, resolve_device(config_.train.device, "train.device"));
   device_ = replicas_->device();
   lead_ = replicas_->lead();
@@ -87,29 +104,48 @@ Trainer::Trainer(const TrainConfig& config, TrainerOptions options) : config_(co
 
 Trainer::~Trainer() = default;
 
+void Trainer::check_own_model_and_data() {
+  KS_CHECK(config_.data.is_null() && config_.model.is_null() && config_.plugins.empty(),
+           "ks::train::Trainer: a program's own model and data take a config without data, model and plugins "
+           "(parse_loop_config)");
+  const char* names[] = {"train", "valid", "test"};
+  const data::Dataset* sets[] = {&splits_.train, &splits_.valid, &splits_.test};
+  json examples;
+  for (int i = 0; i < 3; ++i) {
+    KS_CHECK(sets[i]->size() > 0, "ks::train::Trainer: the ", names[i], " split holds no examples");
+    KS_CHECK(sets[i]->task == splits_.train.task, "ks::train::Trainer: the ", names[i], " split's task is ",
+             data::task_name(sets[i]->task), ", the train split's ", data::task_name(splits_.train.task));
+    sets[i]->validate(names[i]);
+    examples[names[i]] = sets[i]->size();
+  }
+  program_ = {{"model", model_->type_name()},
+              {"parameters", model_->num_parameters()},
+              {"task", data::task_name(splits_.train.task)},
+              {"examples", examples}};
+}
+
+json Trainer::run_config_json() const {
+  json j = config_.to_json();
+  if (!own_) return j;
+  for (const char* key : {"plugins", "data", "model"}) j.erase(key);
+  j[kProgramKey] = program_;
+  return j;
+}
+
 void Trainer::build(bool resume) {
-  check_config_utf8(config_.to_json());
+  check_config_utf8(run_config_json());
   resume = replicas_->lead_decides([&] { return open_folder(resume); });  // rank 0 looks at the folder
   if (config_.train.threads > 0)
     set_num_threads(int(config_.train.threads));
   else if (const int threads = replicas_->default_threads(); threads > 0)
     set_num_threads(threads);
 
-  // A resumed run reads its data with the tokenizers it was trained with.
-  const json config_as_given = config_.to_json();
-  TrainingData data = build_data(config_.data, config_.seed,
-                                 resume ? read_run_tokenizers(config_.data, paths_.tokenizer(),
-                                                              paths_.target_tokenizer(), replicas_->tokenizer_files())
-                                        : RunTokenizers{});
-  if (lead_) print_warnings(data.warnings);
-  splits_ = std::move(data.splits);
-  config_.data = data.resolved;
-  models::ModelConfig model_config = models::parse_model_config(complete_model_section(config_.model, splits_));
-  config_.model = model_config.to_json();
-  replicas_->check_run(config_.to_json(), config_.train.batch_size, splits_.train.size());
-
-  manual_seed(config_.seed);
-  model_ = models::build_model(model_config);
+  const json config_as_given = run_config_json();
+  models::ModelConfig model_config;
+  if (!own_) model_config = build_from_config(resume);
+  replicas_->check_run(run_config_json(), config_.train.batch_size, splits_.train.size());
+  manual_seed(config_.seed);  // for dropout, and the config's model's initialisation
+  if (!own_) model_ = models::build_model(model_config);
   // Initialised on the CPU (the same weights for a seed on every device), then moved; the
   // optimizer's state is made on the parameters' device, and checkpoints load into them there.
   model_->to(device_);
@@ -133,6 +169,20 @@ void Trainer::build(bool resume) {
 
   if (resume) restore_from_latest(config_as_given);
   if (lead_) write_run_files(resume);
+}
+
+models::ModelConfig Trainer::build_from_config(bool resume) {
+  // A resumed run reads its data with the tokenizers it was trained with.
+  TrainingData data = build_data(config_.data, config_.seed,
+                                 resume ? read_run_tokenizers(config_.data, paths_.tokenizer(),
+                                                              paths_.target_tokenizer(), replicas_->tokenizer_files())
+                                        : RunTokenizers{});
+  if (lead_) print_warnings(data.warnings);
+  splits_ = std::move(data.splits);
+  config_.data = data.resolved;
+  models::ModelConfig model_config = models::parse_model_config(complete_model_section(config_.model, splits_));
+  config_.model = model_config.to_json();
+  return model_config;
 }
 
 bool Trainer::open_folder(bool resume) {
@@ -175,7 +225,7 @@ void Trainer::write_run_files(bool resumed) {
     nn::write_file_atomically(paths_.metrics().string(), "");
   }
   // On resume too: the folder's config shows the train.* keys now in force.
-  nn::write_file_atomically(paths_.config().string(), config_.to_json().dump(2) + "\n");
+  nn::write_file_atomically(paths_.config().string(), run_config_json().dump(2) + "\n");
 }
 
 void Trainer::restore_from_latest(const json& config_as_given) {
@@ -288,7 +338,7 @@ void Trainer::save(const fs::path& path) {
   state_.rng_offset = default_generator().offset();
   state_.elapsed_s = clock();
   nn::Metadata m = state_.to_metadata();
-  m["keystone.config"] = config_.to_json().dump();
+  m["keystone.config"] = run_config_json().dump();
   replicas_->save_checkpoint(path, *model_, *optimizer_, std::move(m));
   if (options_.callbacks.on_checkpoint)
     options_.callbacks.on_checkpoint({.step = state_.step, .path = path, .best = path == paths_.best()});
@@ -400,7 +450,8 @@ void Trainer::print_start() const {
   const int64_t per_epoch = std::max<int64_t>(1, loader_->batches_per_epoch());
   const double epochs = double(t.steps * t.accumulate_steps) / double(per_epoch);
   std::fprintf(stderr, "run %s: %s, %s parameters, vocabulary %s\n", paths_.dir.string().c_str(),
-               config_.model.value("model", "?").c_str(), format_count(params).c_str(), vocab.c_str());
+               own_ ? model_->type_name().c_str() : config_.model.value("model", "?").c_str(),
+               format_count(params).c_str(), vocab.c_str());
   const char* names[] = {"train", "valid", "test"};
   const data::Dataset* sets[] = {&splits_.train, &splits_.valid, &splits_.test};
   for (int i = 0; i < 3; ++i)
@@ -448,9 +499,12 @@ TrainOutcome Trainer::run() {
           write_plot_svg({paths_.dir}, paths_.plot());
         } catch (const Error&) {  // a run stopped before its first record has nothing to plot
         }
-        std::printf("stopped at step %lld; saved %s\ncontinue with: %skeystone train --out %s --resume\n",
-                    (long long)state_.step, paths_.latest().string().c_str(), replicas_->relaunch().c_str(),
-                    paths_.dir.string().c_str());
+        std::printf("stopped at step %lld; saved %s\n", (long long)state_.step, paths_.latest().string().c_str());
+        if (own_)  // keystone cannot rebuild the program's model and data
+          std::printf("continue with: the same program, its Trainer given the same model and data and resume\n");
+        else
+          std::printf("continue with: %skeystone train --out %s --resume\n", replicas_->relaunch().c_str(),
+                      paths_.dir.string().c_str());
         std::fflush(stdout);
       }
       replicas_->barrier();  // a rank's exit status 130 makes mpirun end the others
@@ -577,4 +631,4 @@ void Trainer::print_summary() const {
   std::printf("  plot:        %s\n", paths_.plot().string().c_str());
 }
 
-}  // namespace ks::tools
+}  // namespace ks::train

@@ -1,14 +1,23 @@
-// tools/train/trainer.h — the training loop behind `keystone train`, and the
-// C++ API of the installed library keystone_train (Keystone::keystone_train):
-// data, model, optimizer and schedule built from a config; a summary of what
-// the run will see; a live progress line; periodic evaluation; metrics.jsonl;
-// latest and best checkpoints; a clean stop on Ctrl-C (SIGINT) or SIGTERM that
-// saves first; resuming; gradient accumulation; a wall-clock budget
-// (train.max_time) and early stopping (train.patience).
+// tools/train/trainer.h — ks::train::Trainer, the training loop behind
+// `keystone train` and the C++ API of the installed library keystone_train
+// (Keystone::keystone_train). It trains either
+//   - what a config describes: data, model, optimizer and schedule all built
+//     from a TrainConfig (parse_train_config, tools/train/run_config.h), as
+//     `keystone train` does; or
+//   - a program's own model and data: a models::Model (a subclass the program
+//     wrote, implementing predict and, if it likes, loss) and data::Splits it
+//     filled itself, with a config of the loop alone (parse_loop_config:
+//     name, seed, optimizer, schedule, train).
+// Either way it does the rest: a summary of what the run will see; a live
+// progress line; periodic evaluation; metrics.jsonl; latest and best
+// checkpoints; a clean stop on Ctrl-C (SIGINT) or SIGTERM that saves first;
+// resuming; gradient accumulation; clipping; the schedule; a wall-clock
+// budget (train.max_time) and early stopping (train.patience).
 //
-//   ks::tools::TrainConfig config = ks::tools::parse_train_config(json);  // tools/train/run_config.h
-//   ks::tools::Trainer trainer(config, {.run_dir = "runs/mine", .progress = false,
-//                                       .callbacks = {.on_step = [](const ks::tools::StepEvent& e) { ... }}});
+//   auto config = ks::train::parse_train_config(json);  // or parse_loop_config(json) with a model and data:
+//   ks::train::Trainer trainer(my_model, my_splits, config,
+//                              {.run_dir = "runs/mine", .progress = false,
+//                               .callbacks = {.on_step = [](const ks::train::StepEvent& e) { ... }}});
 //   trainer.run();
 //
 // Callbacks (TrainerCallbacks) let a program log anywhere: on_step after every
@@ -22,9 +31,24 @@
 // and the training state of tools/train/train_state.h (loader position, dropout
 // generator, partial sums of the current log interval), and the schedule is
 // a pure function of the step. So a run stopped at any step and resumed
-// writes the same losses as one that never stopped (tests/tools/test_trainer.cpp
-// checks this). The one exception is train.max_time: a schedule annealed to
+// writes the same losses as one that never stopped (tests/tools/test_trainer.cpp,
+// tests/train/test_own_model.cpp check this). The one exception is train.max_time: a schedule annealed to
 // wall-clock time depends on how fast each session ran.
+//
+// A program's own model and data: the run folder holds what it holds for a
+// config (metrics.jsonl, latest and best checkpoints, plot.svg, the splits'
+// tokenizers when they have any), but its config.json has, instead of "data",
+// "model" and "plugins", a "program" section (kProgramKey) that only names
+// them: the model's type name and parameter count, the task and the split
+// sizes. Nothing outside the program can rebuild them, so `keystone eval`,
+// `generate`, `analyze` and `train --resume` refuse such a folder, saying so
+// (parse_train_config). To resume, the program builds the same model class
+// and the same data again and passes them with options.resume: the weights,
+// optimizer state and loader position come from latest.safetensors, whose
+// stored config must then name the same model type, parameter count, task and
+// split sizes (an error naming the differing keys otherwise). To evaluate, it
+// loads best.safetensors into its model (nn/checkpoint.h load_checkpoint) and
+// calls tools/train/task.h evaluate.
 //
 // The folder is locked for the whole run (tools/train/run_dir.h RunLock). A folder
 // whose run stopped before its first checkpoint holds nothing to keep, so a
@@ -81,7 +105,14 @@
 #include "tools/train/train_schedule.h"
 #include "tools/train/train_state.h"
 
-namespace ks::tools {
+namespace ks::train {
+
+// The config the Trainer takes, and its parsers (tools/train/run_config.h),
+// under the trainer's namespace, where a program reaches for them.
+using tools::parse_loop_config;
+using tools::parse_train_config;
+using tools::RunPaths;
+using tools::TrainConfig;
 
 // Asks a running Trainer to save and stop after its current step. Safe to
 // call from a signal handler or another thread.
@@ -144,10 +175,21 @@ enum class TrainOutcome { Finished, Stopped };
 
 class Trainer {
  public:
-  // Builds data, model and optimizer. With options.resume, `config` must be
-  // the run's own config.json (train.* keys may differ) and the latest
-  // checkpoint is loaded; without it, run_dir must not hold a run already.
+  // Builds data, model and optimizer from `config` (parse_train_config). With
+  // options.resume, `config` must be the run's own config.json (train.* keys
+  // may differ) and the latest checkpoint is loaded; without it, run_dir must
+  // not hold a run already.
   Trainer(const TrainConfig& config, TrainerOptions options);
+  // Trains the program's own `model` (initialised as it likes; moved to
+  // train.device) on its own `splits` (each split non-empty, of one task,
+  // its ids in range: data::Dataset::validate), with `config`'s optimizer,
+  // schedule and train sections (parse_loop_config; its data and model
+  // sections must be null). Evaluation scores model.predict (cross-entropy
+  // and accuracy of its logits), training minimises model.loss; a step's
+  // predictions (which weigh micro-batches) are its labels, or its targets
+  // other than model.config.pad_id (set it where batches hold padding). With
+  // options.resume, the same model class and data again (above).
+  Trainer(std::shared_ptr<models::Model> model, data::Splits splits, const TrainConfig& config, TrainerOptions options);
   ~Trainer();
 
   TrainOutcome run();
@@ -155,12 +197,23 @@ class Trainer {
   int64_t step() const { return state_.step; }
   const RunPaths& paths() const { return paths_; }
   const TrainConfig& config() const { return config_; }
+  models::Model& model() { return *model_; }
   // The last evaluation of each split (empty when none ran).
   const nlohmann::json& last_valid() const { return last_valid_; }
   const nlohmann::json& last_test() const { return last_test_; }
 
  private:
+  Trainer(const TrainConfig& config, TrainerOptions options, std::shared_ptr<models::Model> own_model,
+          data::Splits own_splits);
   void build(bool resume);
+  // The config's data (a resumed run's with its saved tokenizers) into splits_, its model section
+  // completed from them; returns the model's config (own_ false).
+  models::ModelConfig build_from_config(bool resume);
+  // Checks the program's own splits and model (own_ true) and describes them for config.json.
+  void check_own_model_and_data();
+  // What config.json and each checkpoint's "keystone.config" hold: the config,
+  // with a program's own model and data as kProgramKey (tools/train/run_config.h).
+  nlohmann::json run_config_json() const;
   // Locks the folder and checks it may hold this run (rank 0); returns whether to resume.
   bool open_folder(bool resume);
   void restore_from_latest(const nlohmann::json& config_json);
@@ -190,8 +243,10 @@ class Trainer {
 
   TrainConfig config_;
   TrainerOptions options_;
+  bool own_ = false;        // the program's own model and data (the second constructor)
+  nlohmann::json program_;  // own_: config.json's kProgramKey section
   RunPaths paths_;
-  std::unique_ptr<RunLock> lock_;
+  std::unique_ptr<tools::RunLock> lock_;
   data::Splits splits_;
   Device device_ = Device::cpu();  // train.device: the model, its optimizer state and each batch live there
   std::shared_ptr<models::Model> model_;
@@ -200,10 +255,10 @@ class Trainer {
   nn::LRSchedule schedule_;
   std::optional<double> bpb_factor_;  // nats per token -> bits per byte on the train split (LMs with text)
 
-  std::unique_ptr<Replicas> replicas_;  // the processes training this run (one, or mpirun's ranks)
-  bool lead_ = true;                    // replicas_->lead(): writes the run folder and prints
+  std::unique_ptr<tools::Replicas> replicas_;  // the processes training this run (one, or mpirun's ranks)
+  bool lead_ = true;                           // replicas_->lead(): writes the run folder and prints
 
-  TrainState state_;  // what a checkpoint carries besides the weights (tools/train/train_state.h)
+  tools::TrainState state_;  // what a checkpoint carries besides the weights (tools/train/train_state.h)
   // A resumed run whose training was over when saved: why (empty otherwise),
   // and whether its test record is written; run() then does only what is left.
   std::string finished_;
@@ -216,4 +271,4 @@ class Trainer {
   nlohmann::json last_valid_, last_test_;
 };
 
-}  // namespace ks::tools
+}  // namespace ks::train
