@@ -28,4 +28,4 @@ std::shared_ptr<ks::models::Model> make_no_model(const ks::models::ModelConfig&)
 }  // namespace
 
 KS_REGISTER_ATTENTION("softmax", NoOptions, make_none, no_cost);
-KS_REGISTER_MODEL("decoder_lm", make_no_model);
+KS_REGISTER_MODEL({.name = "decoder_lm", .task = "language_model", .make = make_no_model});
