@@ -9,7 +9,7 @@
 // need no list of kinds: they call these methods on any Model. A kind defined
 // in a test file alone trains and evaluates through tools/train/task.h
 // (tests/tools/test_model_kind.cpp), and one in a plugin through `keystone
-// train --plugin` (tests/tools/plugins/tiny_lm.cpp); models/README.md lists
+// train --plugin` (tests/tools/plugins/scaled_lm.cpp); models/README.md lists
 // the steps of adding a kind.
 //
 // Not here: decoding. That is a capability of particular kinds, and the

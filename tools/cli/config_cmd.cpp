@@ -11,8 +11,8 @@
 //       reading any data; sizes the data fixes show as "<from the data>"
 //
 // Not here: what the keys mean (the key tables of tools/train/run_config.cpp,
-// tools/train/data_setup.cpp and models/config.cpp, which their readers check keys
-// against and this prints from).
+// tools/train/data_setup.cpp, models/config.cpp and each model kind's descriptor,
+// models/kind.h, which their readers check keys against and this prints from).
 #include <algorithm>
 #include <cstdio>
 #include <functional>
