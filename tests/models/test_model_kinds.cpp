@@ -73,7 +73,7 @@ TEST_CASE("model kinds: the built-in descriptors say what data they train on and
   CHECK_FALSE(s.contains("layers"));
 }
 
-TEST_CASE("model kinds: an unknown kind says a plugin's kind needs its plugin; a malformed descriptor is refused") {
+TEST_CASE("model kinds: an unknown kind says a plugin's kind needs its plugin, and a malformed descriptor is refused") {
   CHECK_THROWS_WITH_AS(models::model_kind("tiny_lm", "model."),
                        "config: model.model: unknown model 'tiny_lm' (expected decoder_lm, encoder_classifier or "
                        "seq2seq); a plugin's model kind is known once the plugin is loaded: keystone train --plugin "
