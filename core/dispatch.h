@@ -18,7 +18,10 @@
 // for a whole op list in one call (ops/unary_kernels.h).
 //
 // Tables are constant-initialised, so registration from any translation unit's
-// static initialiser is safe. Every call is timed while profiling is on
+// static initialiser is safe. A plugin's registrations (core/plugin.h) are
+// recorded under the plugin's name, and one into a slot that is filled
+// already is refused and reported naming both sides, as a plugin's attention
+// families and model kinds are (core/plugin_loader.h). Every call is timed while profiling is on
 // (core/profiler.h). Keystone is linked as one library (the layer
 // targets are object libraries), so no registering object file is dropped.
 #pragma once
@@ -31,11 +34,22 @@
 
 namespace ks {
 
+// core/plugin_loader.cpp: whether table `table`'s slot for `type` may be
+// filled (`filled`: it holds a kernel already); false only while a plugin
+// loads and the slot is filled. Records the kernel as the loading plugin's.
+bool kernel_may_register(const char* table, DeviceType type, bool filled);
+
 template <class Fn> class KernelTable {
  public:
   constexpr explicit KernelTable(const char* name) : name_(name), table_{} {}
 
-  void set(DeviceType type, Fn* fn) { table_[static_cast<int>(type)] = fn; }
+  // Fills the slot of `type`; false (the slot kept) for a plugin's kernel
+  // where there is one already.
+  bool set(DeviceType type, Fn* fn) {
+    if (!kernel_may_register(name_, type, has(type))) return false;
+    table_[static_cast<int>(type)] = fn;
+    return true;
+  }
   bool has(DeviceType type) const { return table_[static_cast<int>(type)] != nullptr; }
 
   Fn* get(Device device) const {
@@ -62,6 +76,5 @@ template <class Fn> class KernelTable {
 
 #define KS_CONCAT_INNER(a, b) a##b
 #define KS_CONCAT(a, b) KS_CONCAT_INNER(a, b)
-#define KS_REGISTER_KERNEL(table, device_type, fn)               \
-  static const bool KS_CONCAT(ks_kernel_registered_, __LINE__) = \
-      ((table).set(::ks::DeviceType::device_type, (fn)), true)
+#define KS_REGISTER_KERNEL(table, device_type, fn) \
+  static const bool KS_CONCAT(ks_kernel_registered_, __LINE__) = (table).set(::ks::DeviceType::device_type, (fn))

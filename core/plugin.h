@@ -1,7 +1,7 @@
 // core/plugin.h — what a Keystone plugin declares about itself. A plugin is a
 // shared library (CMake: add_library(mine MODULE ...) linking Keystone::keystone)
 // whose registrations — KS_REGISTER_ATTENTION (nn/attention/attention.h),
-// KS_REGISTER_MODEL (models/model.h), KS_REGISTER_KERNEL (core/dispatch.h) —
+// KS_REGISTER_MODEL (models/kind.h), KS_REGISTER_KERNEL (core/dispatch.h) —
 // run when it is loaded (`keystone train --plugin libmine.so`, or a config's
 // "plugins" list), so the names it registers become valid in JSON configs. One
 // source file of the plugin says, once:

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <optional>
 
+#include "core/device.h"
+#include "core/dispatch.h"
 #include "core/error.h"
 #include "core/plugin.h"
 
@@ -164,6 +166,10 @@ bool plugin_may_register(const char* what, const std::string& name, bool exists)
   s.loading->registered.push_back(key);
   s.owner[key] = describe(*s.loading);
   return true;
+}
+
+bool kernel_may_register(const char* table, DeviceType type, bool filled) {
+  return plugin_may_register(type == DeviceType::CPU ? "CPU kernel" : "CUDA kernel", table, filled);
 }
 
 }  // namespace ks

@@ -6,9 +6,10 @@
 // another Keystone version or ABI, is refused before any of its code runs.
 // Then dlopen runs its static initialisers, which register attention
 // families, model kinds and kernels. The registries ask plugin_may_register
-// before they add a name: a name a plugin registers that already exists (built
-// in, or from another plugin) is refused and reported by load_plugin, naming
-// both. Every failure is a ks::Error that names the file.
+// before they add a name (kernel tables through kernel_may_register,
+// core/dispatch.h, a kernel named by its table and device: "CPU kernel 'x'"): a name a plugin registers that already
+// exists (built in, or from another plugin) is refused and reported by load_plugin, naming both. Every failure is a
+// ks::Error that names the file.
 //
 // Plugins are loaded from one thread, before anything is built from a config
 // (tools/train/run_config.h loads a config's "plugins"); they are never
@@ -25,7 +26,8 @@ struct LoadedPlugin {
   std::string name;                     // as its KS_PLUGIN says
   std::string path;                     // absolute, as given (not resolving symbolic links)
   std::string version;                  // the Keystone version it was built for
-  std::vector<std::string> registered;  // what its loading registered: "attention family 'tempered'"
+  std::vector<std::string> registered;  // what its loading registered: "attention family 'tempered'",
+                                        // "model kind 'x'", "CPU kernel 'table'"
 };
 
 // Loads the plugin at `path` (relative: to the working directory) and returns
@@ -39,7 +41,7 @@ const LoadedPlugin& load_plugin(const std::string& path);
 // Every plugin loaded, in load order.
 std::vector<LoadedPlugin> loaded_plugins();
 
-// For the registries (nn/attention/attention.cpp, models/model.cpp), before
+// For the registries (nn/attention/attention.cpp, models/kind.cpp, core/dispatch.h), before
 // they add `name`, a `what` such as "attention family" or "model kind";
 // `exists`: the registry has the name already. Outside a plugin's loading it
 // returns true (Keystone's own rule: a later registration replaces). While a

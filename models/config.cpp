@@ -1,8 +1,12 @@
-// models/config.cpp — strict JSON parsing of model configs, and the table of
-// their keys.
+// models/config.cpp — strict JSON parsing of model configs: every model's keys
+// and the mechanism that adds a kind's (models/kind.h); no kind is named here.
 #include "models/config.h"
 
 #include <algorithm>
+#include <map>
+#include <variant>
+
+#include "models/kind.h"
 
 #include "nn/user_input.h"
 
@@ -40,46 +44,63 @@ namespace {
 
 using json = nlohmann::json;
 
-// The keys of every family, then each family's own. What each means is
-// documented here once; ModelConfig's comments say how the code uses it.
-const std::vector<KeyDoc> kEveryModel = {
-    {"model", "decoder_lm | encoder_classifier | seq2seq (default: the data set's task)"},
-    {"d_model", "the width of every token's vector"},
-    {"d_ff", "the feed-forward inner width; 0: 4 * d_model"},
-    {"max_len", "the longest sequence, in tokens (the positions table)"},
-    {"dropout", "dropout after attention, feed-forward and embeddings, in [0, 1)"},
-    {"pre_norm", "layer norm before each sublayer (true) or after it (false, the seq2seq default)"},
-    {"activation", "the feed-forward activation: gelu | relu"},
-    {"positions", "learned | sinusoidal (the seq2seq default)"},
-    {"attention", "the attention of every layer (its keys below)"}};
-const std::vector<KeyDoc> kDecoderLM = {
-    {"layers", "decoder layers"},
-    {"vocab_size", "token ids (the data's vocabulary)"},
-    {"tie_embeddings", "the output layer shares the token embedding"},
-    {"tied_lookup_reversed", "a tied table's lookups enter with their features reversed (a better first loss)"},
-    {"pad_id", "the padding token's id; -1: none"}};
-const std::vector<KeyDoc> kEncoderClassifier = {
-    {"layers", "encoder layers"},
-    {"vocab_size", "token ids (the data's vocabulary)"},
-    {"pad_id", "the padding token's id; -1: none"},
-    {"num_classes", "the classes the head predicts (the data's)"},
-    {"pooling", "mean | cls (a learned [CLS] vector is prepended)"},
-    {"dual", "two documents through one shared encoder, [u, v, |u-v|, u*v] to the head"},
-    {"head", "linear: Linear(d, C); mlp: Linear(d, d_ff), ReLU, Linear(d_ff, C) (the LRA code's; not with dual)"},
-    {"embedding_std",
-     "> 0: token and learned position tables drawn from N(0, std^2) (the LRA code's 0.02); "
-     "0: N(0, 1)"}};
-const std::vector<KeyDoc> kSeq2Seq = {
-    {"src_vocab_size", "source token ids (the data's)"},
-    {"tgt_vocab_size", "target token ids (the data's)"},
-    {"encoder_layers", "encoder layers"},
-    {"decoder_layers", "decoder layers"},
-    {"share_embeddings", "one table for source, target and output (needs equal vocabularies)"},
-    {"tied_lookup_reversed", "a shared table's lookups enter with their features reversed (a better first loss)"},
-    {"label_smoothing", "the training loss's label smoothing, in [0, 1)"},
-    {"pad_id", "the padding token's id"},
-    {"bos_id", "the begin-of-sequence token's id"},
-    {"eos_id", "the end-of-sequence token's id"}};
+// The keys of every model; each kind's own follow them (its descriptor's,
+// models/kind.h). What each means is documented here once; ModelConfig's
+// comments say how the code uses it.
+std::vector<KeyDoc> every_model_keys() {
+  std::string kinds;
+  for (const std::string& k : model_kinds()) kinds += (kinds.empty() ? "" : " | ") + k;
+  return {{"model", kinds + " (default: the data set's task)"},
+          {"d_model", "the width of every token's vector"},
+          {"d_ff", "the feed-forward inner width; 0: 4 * d_model"},
+          {"max_len", "the longest sequence, in tokens (the positions table)"},
+          {"dropout", "dropout after attention, feed-forward and embeddings, in [0, 1)"},
+          {"pre_norm", "layer norm before each sublayer (true) or after it (false, the seq2seq default)"},
+          {"activation", "the feed-forward activation: gelu | relu"},
+          {"positions", "learned | sinusoidal (the seq2seq default)"},
+          {"attention", "the attention of every layer (its keys below)"}};
+}
+
+// The ModelConfig fields a kind lists among its keys, by key: the parser
+// reads, writes and range-checks them for the kinds that list them.
+using Field =
+    std::variant<int64_t ModelConfig::*, bool ModelConfig::*, double ModelConfig::*, std::string ModelConfig::*>;
+const std::map<std::string, Field>& fields() {
+  using M = ModelConfig;
+  static const std::map<std::string, Field> table = {{"layers", &M::layers},
+                                                     {"tied_lookup_reversed", &M::tied_lookup_reversed},
+                                                     {"vocab_size", &M::vocab_size},
+                                                     {"tie_embeddings", &M::tie_embeddings},
+                                                     {"pad_id", &M::pad_id},
+                                                     {"num_classes", &M::num_classes},
+                                                     {"pooling", &M::pooling},
+                                                     {"dual", &M::dual},
+                                                     {"head", &M::head},
+                                                     {"embedding_std", &M::embedding_std},
+                                                     {"src_vocab_size", &M::src_vocab_size},
+                                                     {"tgt_vocab_size", &M::tgt_vocab_size},
+                                                     {"encoder_layers", &M::encoder_layers},
+                                                     {"decoder_layers", &M::decoder_layers},
+                                                     {"share_embeddings", &M::share_embeddings},
+                                                     {"label_smoothing", &M::label_smoothing},
+                                                     {"bos_id", &M::bos_id},
+                                                     {"eos_id", &M::eos_id}};
+  return table;
+}
+
+// The upper bound on a size field, where it allocates; 0: none.
+int64_t field_bound(const std::string& key) {
+  static const std::map<std::string, int64_t> bounds = {{"vocab_size", kMaxVocabSize},
+                                                        {"src_vocab_size", kMaxVocabSize},
+                                                        {"tgt_vocab_size", kMaxVocabSize},
+                                                        {"num_classes", kMaxVocabSize},
+                                                        {"layers", kMaxLayers},
+                                                        {"encoder_layers", kMaxLayers},
+                                                        {"decoder_layers", kMaxLayers}};
+  auto it = bounds.find(key);
+  return it == bounds.end() ? 0 : it->second;
+}
+
 // The attention keys every family has; each family's own follow them
 // (attention_keys), from its registration.
 const std::vector<KeyDoc> kAttention = {
@@ -139,31 +160,29 @@ nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m, const s
   return a;
 }
 
-// A family's own keys, after kEveryModel's; null for an unknown family.
-const std::vector<KeyDoc>* family_keys(const std::string& family) {
-  if (family == "decoder_lm") return &kDecoderLM;
-  if (family == "encoder_classifier") return &kEncoderClassifier;
-  if (family == "seq2seq") return &kSeq2Seq;
-  return nullptr;
-}
-
-const std::vector<KeyDoc>& checked_family_keys(const std::string& family, const std::string& prefix) {
-  const std::vector<KeyDoc>* own = family_keys(family);
-  if (!own) {
-    const std::string near = nearest_key(family, {"decoder_lm", "encoder_classifier", "seq2seq"});
-    throw Error(str("config: ", prefix, "model: unknown model '", family,
-                    "' (expected decoder_lm, encoder_classifier or seq2seq",
-                    near.empty() ? std::string() : str("; did you mean ", near, "?"), ")"));
-  }
-  return *own;
+// The kind's keys after every model's: its fields, then its options'.
+std::vector<KeyDoc> kind_keys(const ModelKind& kind) {
+  std::vector<KeyDoc> keys = kind.keys;
+  if (kind.option_keys)
+    for (const KeyDoc& k : kind.option_keys()) keys.push_back(k);
+  return keys;
 }
 
 }  // namespace
 
+void check_positive(int64_t v, const std::string& prefix, const char* key) {
+  KS_CHECK(v > 0, "config: ", prefix, key, ": must be positive, got ", v);
+}
+
+void check_at_most(int64_t v, int64_t most, const std::string& prefix, const char* key) {
+  KS_CHECK(v <= most, "config: ", prefix, key, ": at most ", most, ", got ", v);
+}
+
+bool is_model_field(const std::string& key) { return fields().count(key) > 0; }
+
 std::vector<KeyDoc> model_keys(const std::string& family) {
-  std::vector<KeyDoc> keys = kEveryModel;
-  const std::vector<KeyDoc>& own = checked_family_keys(family, "");
-  keys.insert(keys.end(), own.begin(), own.end());
+  std::vector<KeyDoc> keys = every_model_keys();
+  for (const KeyDoc& k : kind_keys(model_kind(family))) keys.push_back(k);
   for (const KeyDoc& k : attention_keys()) keys.push_back({"attention." + k.key, k.doc});
   return keys;
 }
@@ -174,19 +193,14 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
            "expected a JSON object, got ", nn::json_excerpt(j));
   ModelConfig m;
   nn::read_json_key(j, "model", m.model, p);
-  std::vector<KeyDoc> allowed = kEveryModel;
-  const std::vector<KeyDoc>& own = checked_family_keys(m.model, p);
-  allowed.insert(allowed.end(), own.begin(), own.end());
-  if (m.model == "seq2seq") {
-    m.pre_norm = false;
-    m.positions = "sinusoidal";
-    m.pad_id = 0;
-  }
+  const ModelKind& kind = model_kind(m.model, p);
+  std::vector<KeyDoc> allowed = every_model_keys();
+  for (const KeyDoc& k : kind_keys(kind)) allowed.push_back(k);
+  if (kind.defaults) kind.defaults(m);
   reject_unknown(j, allowed, p, str(" for model '", m.model, "'"));
 
   nn::read_json_key(j, "d_model", m.d_model, p);
   nn::read_json_key(j, "d_ff", m.d_ff, p);
-  nn::read_json_key(j, "layers", m.layers, p);
   nn::read_json_key(j, "max_len", m.max_len, p);
   nn::read_json_key(j, "dropout", m.dropout, p);
   nn::read_json_key(j, "pre_norm", m.pre_norm, p);
@@ -198,74 +212,25 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
     throw Error(str("config: ", p, "activation: ", e.what()));
   }
   nn::read_json_key(j, "positions", m.positions, p);
-  nn::read_json_key(j, "vocab_size", m.vocab_size, p);
-  nn::read_json_key(j, "tie_embeddings", m.tie_embeddings, p);
-  nn::read_json_key(j, "tied_lookup_reversed", m.tied_lookup_reversed, p);
-  nn::read_json_key(j, "pad_id", m.pad_id, p);
-  nn::read_json_key(j, "num_classes", m.num_classes, p);
-  nn::read_json_key(j, "pooling", m.pooling, p);
-  nn::read_json_key(j, "dual", m.dual, p);
-  nn::read_json_key(j, "head", m.head, p);
-  nn::read_json_key(j, "embedding_std", m.embedding_std, p);
-  nn::read_json_key(j, "src_vocab_size", m.src_vocab_size, p);
-  nn::read_json_key(j, "tgt_vocab_size", m.tgt_vocab_size, p);
-  nn::read_json_key(j, "encoder_layers", m.encoder_layers, p);
-  nn::read_json_key(j, "decoder_layers", m.decoder_layers, p);
-  nn::read_json_key(j, "share_embeddings", m.share_embeddings, p);
-  nn::read_json_key(j, "label_smoothing", m.label_smoothing, p);
-  nn::read_json_key(j, "bos_id", m.bos_id, p);
-  nn::read_json_key(j, "eos_id", m.eos_id, p);
+  for (const KeyDoc& k : kind.keys)
+    std::visit([&](auto member) { nn::read_json_key(j, k.key, m.*member, p); }, fields().at(k.key));
 
-  auto positive = [&](int64_t v, const char* key) {
-    KS_CHECK(v > 0, "config: ", p, key, ": must be positive, got ", v);
-  };
-  auto at_most = [&](int64_t v, int64_t most, const char* key) {
-    KS_CHECK(v <= most, "config: ", p, key, ": at most ", most, ", got ", v);
-  };
-  positive(m.d_model, "d_model");
-  at_most(m.d_model, kMaxWidth, "d_model");
+  check_positive(m.d_model, p, "d_model");
+  check_at_most(m.d_model, kMaxWidth, p, "d_model");
   KS_CHECK(m.d_ff >= 0, "config: ", p, "d_ff: must be >= 0 (0 means 4 * d_model), got ", m.d_ff);
-  at_most(m.d_ff, 64 * kMaxWidth, "d_ff");
-  positive(m.max_len, "max_len");
-  at_most(m.max_len, kMaxLength, "max_len");
-  for (auto [v, key] : {std::pair{m.vocab_size, "vocab_size"},
-                        {m.src_vocab_size, "src_vocab_size"},
-                        {m.tgt_vocab_size, "tgt_vocab_size"},
-                        {m.num_classes, "num_classes"}})
-    at_most(v, kMaxVocabSize, key);
-  for (auto [v, key] :
-       {std::pair{m.layers, "layers"}, {m.encoder_layers, "encoder_layers"}, {m.decoder_layers, "decoder_layers"}})
-    at_most(v, kMaxLayers, key);
+  check_at_most(m.d_ff, 64 * kMaxWidth, p, "d_ff");
+  check_positive(m.max_len, p, "max_len");
+  check_at_most(m.max_len, kMaxLength, p, "max_len");
+  for (const KeyDoc& k : kind.keys)
+    if (const int64_t most = field_bound(k.key))
+      check_at_most(m.*std::get<int64_t ModelConfig::*>(fields().at(k.key)), most, p, k.key.c_str());
   KS_CHECK(m.dropout >= 0 && m.dropout < 1, "config: ", p, "dropout: must be in [0, 1), got ", m.dropout);
   KS_CHECK(m.positions == "learned" || m.positions == "sinusoidal", "config: ", p,
            "positions: expected learned or sinusoidal, got '", m.positions, "'");
-  if (m.model == "seq2seq") {
-    positive(m.src_vocab_size, "src_vocab_size");
-    positive(m.tgt_vocab_size, "tgt_vocab_size");
-    positive(m.encoder_layers, "encoder_layers");
-    positive(m.decoder_layers, "decoder_layers");
-    KS_CHECK(!m.share_embeddings || m.src_vocab_size == m.tgt_vocab_size, "config: ", p,
-             "share_embeddings: needs src_vocab_size == tgt_vocab_size (", m.src_vocab_size, " vs ", m.tgt_vocab_size,
-             ")");
-    KS_CHECK(m.label_smoothing >= 0 && m.label_smoothing < 1, "config: ", p, "label_smoothing: must be in [0, 1), got ",
-             m.label_smoothing);
-    for (auto [id, key] : {std::pair{m.pad_id, "pad_id"}, {m.bos_id, "bos_id"}, {m.eos_id, "eos_id"}})
-      KS_CHECK(id >= 0 && id < m.tgt_vocab_size, "config: ", p, key, ": must be a token id in [0, ", m.tgt_vocab_size,
-               "), got ", id);
-  } else {
-    positive(m.vocab_size, "vocab_size");
-    positive(m.layers, "layers");
-    KS_CHECK(m.pad_id < m.vocab_size, "config: ", p, "pad_id: ", m.pad_id, " is not below vocab_size ", m.vocab_size);
-  }
-  if (m.model == "encoder_classifier") {
-    KS_CHECK(m.num_classes >= 2, "config: ", p, "num_classes: need at least 2 classes, got ", m.num_classes);
-    KS_CHECK(m.pooling == "mean" || m.pooling == "cls", "config: ", p, "pooling: expected mean or cls, got '",
-             m.pooling, "'");
-    KS_CHECK(m.head == "linear" || m.head == "mlp", "config: ", p, "head: expected linear or mlp, got '", m.head, "'");
-    KS_CHECK(!(m.dual && m.head == "mlp"), "config: ", p,
-             "head: mlp is for a single document; a dual model has its own two-layer head");
-    KS_CHECK(m.embedding_std >= 0 && m.embedding_std <= 10, "config: ", p, "embedding_std: must be in [0, 10], got ",
-             m.embedding_std);
+  if (kind.validate) kind.validate(m, p);
+  if (kind.parse_options) {
+    m.options = kind.parse_options(j, p);
+    m.options->validate(m, p);
   }
   m.attention = parse_attention(j.contains("attention") ? j.at("attention") : json::object(), m, p);
   return m;
@@ -287,28 +252,9 @@ nlohmann::json ModelConfig::to_json() const {
             {"activation", activation == nn::Activation::GELU ? "gelu" : "relu"},
             {"positions", positions},
             {"attention", a}};
-  if (model == "seq2seq") {
-    j.update({{"src_vocab_size", src_vocab_size},
-              {"tgt_vocab_size", tgt_vocab_size},
-              {"encoder_layers", encoder_layers},
-              {"decoder_layers", decoder_layers},
-              {"share_embeddings", share_embeddings},
-              {"tied_lookup_reversed", tied_lookup_reversed},
-              {"label_smoothing", label_smoothing},
-              {"pad_id", pad_id},
-              {"bos_id", bos_id},
-              {"eos_id", eos_id}});
-  } else {
-    j.update({{"layers", layers}, {"vocab_size", vocab_size}, {"pad_id", pad_id}});
-    if (model == "decoder_lm")
-      j.update({{"tie_embeddings", tie_embeddings}, {"tied_lookup_reversed", tied_lookup_reversed}});
-    else
-      j.update({{"num_classes", num_classes},
-                {"pooling", pooling},
-                {"dual", dual},
-                {"head", head},
-                {"embedding_std", embedding_std}});
-  }
+  const ModelKind& kind = model_kind(model);
+  for (const KeyDoc& k : kind.keys) std::visit([&](auto member) { j[k.key] = this->*member; }, fields().at(k.key));
+  if (kind.parse_options) j.update((options ? options : kind.parse_options(json::object(), ""))->to_json());
   return j;
 }
 

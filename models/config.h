@@ -1,16 +1,22 @@
-// models/config.h — the JSON configuration of every model, with its defaults
-// documented in one place (here) and strict validation: an unknown key, a key
-// that does not apply to the chosen model, or a bad value is rejected with a
+// models/config.h — the JSON configuration of every model, with the keys
+// every model shares documented here, and strict validation: an unknown key, a
+// key that does not apply to the chosen model, or a bad value is rejected with a
 // message naming the key (and the known key it is a near miss of).
 //
 //   {"model": "decoder_lm", "vocab_size": 8192, "d_model": 256, "layers": 4,
 //    "attention": {"type": "mgk", "heads": 4, "head_dim": 32, "keys": 2}}
+//
+// Which keys beyond the shared ones a config may hold, their defaults where
+// they differ, their checks and the kind's own options are the kind's
+// descriptor's (models/kind.h), in the kind's own file; the parser here names
+// no kind.
 //
 // Also here, for every config section (tools/train/json_section.h reads the others
 // with them): KeyDoc, a key with its one-line meaning, and nearest_key, the
 // "did you mean" of an unknown key.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -38,17 +44,37 @@ struct KeyDoc {
 // miss of it (a third of its letters or fewer differ), else "".
 std::string nearest_key(const std::string& key, const std::vector<std::string>& known);
 
+struct ModelConfig;
+
+// A model kind's own options, defined beside the kind (a plugin's kind has
+// its keys here, as an attention family has nn::AttentionOptions). The
+// shared ModelConfig holds them opaquely; the kind reads them typed
+// (ModelConfig::options_as). models/kind.h with_model_options makes a
+// descriptor's parser from the type.
+class ModelOptions {
+ public:
+  virtual ~ModelOptions() = default;
+  // Every key of the options, explicit, as the model section holds it.
+  virtual nlohmann::json to_json() const = 0;
+  // Throws ks::Error("config: <prefix><key>: ..."); `cfg` gives the shared
+  // fields the kind's rules may involve.
+  virtual void validate(const ModelConfig& cfg, const std::string& prefix) const = 0;
+};
+
+// Every model's fields, then the fields the built-in kinds read (each kind's
+// descriptor lists the keys it takes and documents them), then a kind's own
+// options.
 struct ModelConfig {
   // --- every model ---
-  std::string model = "decoder_lm";  // decoder_lm | encoder_classifier | seq2seq
+  std::string model = "decoder_lm";  // the kind (models/kind.h); the default is the language model
   int64_t d_model = 256;
-  int64_t d_ff = 0;       // 0: 4 * d_model
-  int64_t layers = 4;     // decoder_lm, encoder_classifier
+  int64_t d_ff = 0;  // 0: 4 * d_model
+  int64_t layers = 4;
   int64_t max_len = 512;  // longest sequence (positions table size)
   double dropout = 0.1;
-  bool pre_norm = true;  // seq2seq defaults to post-LN (Vaswani et al.) unless set
+  bool pre_norm = true;  // a kind may default to post-LN (seq2seq, Vaswani et al.)
   nn::Activation activation = nn::Activation::GELU;
-  std::string positions = "learned";  // learned | sinusoidal (seq2seq default: sinusoidal)
+  std::string positions = "learned";  // learned | sinusoidal (a kind may default to sinusoidal)
   nn::AttentionConfig attention;      // d_model is filled in from d_model
   // "head_dim": "seq" sets the head size to max_len (Bhojanapalli et al.'s p = n)
 
@@ -86,18 +112,45 @@ struct ModelConfig {
   double label_smoothing = 0.0;
   int64_t bos_id = 1, eos_id = 2;  // seq2seq pad_id defaults to 0
 
+  // --- the kind's own options (ModelKind::parse_options); null: it has none ---
+  std::shared_ptr<const ModelOptions> options;
+
   int64_t resolved_d_ff() const { return d_ff > 0 ? d_ff : 4 * d_model; }
   nlohmann::json to_json() const;  // the resolved config, every key explicit
+
+  // The options as the kind's type T; T's defaults when none are set.
+  // Options of another type are a programming error.
+  template <class T> const T& options_as() const {
+    if (!options) {
+      static const T defaults{};
+      return defaults;
+    }
+    const T* typed = dynamic_cast<const T*>(options.get());
+    KS_CHECK(typed, "model '", model, "': its options are another kind's");
+    return *typed;
+  }
+  template <class T> ModelConfig& with_options(T value) {
+    options = std::make_shared<const T>(std::move(value));
+    return *this;
+  }
 };
+
+// For the kinds' checks: throw "config: <prefix><key>: must be positive, got v"
+// and "config: <prefix><key>: at most m, got v".
+void check_positive(int64_t v, const std::string& prefix, const char* key);
+void check_at_most(int64_t v, int64_t most, const std::string& prefix, const char* key);
+// Whether `key` names a ModelConfig field a kind may list among its keys.
+bool is_model_field(const std::string& key);
 
 // Parses and validates; throws ks::Error("config: <prefix><key>: <problem>"),
 // `prefix` naming the section where it is one of a training config
 // ("model."); an unknown key gets the nearest valid one as a suggestion.
 ModelConfig parse_model_config(const nlohmann::json& j, const std::string& prefix = "");
 
-// The keys a model family takes, the attention section's among them as
-// "attention.<key>", each with its meaning: the table parse_model_config
-// accepts keys from. An unknown family is an error.
+// The keys a model kind takes (every model's, the kind's, its options'), the
+// attention section's among them as "attention.<key>", each with its
+// meaning: the table parse_model_config accepts keys from. An unknown kind is
+// an error.
 std::vector<KeyDoc> model_keys(const std::string& family);
 
 }  // namespace ks::models

@@ -117,10 +117,4 @@ ModelCost DecoderLM::cost(int64_t seq_len) const {
   return c;
 }
 
-namespace {
-std::shared_ptr<Model> make_decoder_lm(const ModelConfig& cfg) { return std::make_shared<DecoderLM>(cfg); }
-}  // namespace
-
-KS_REGISTER_MODEL("decoder_lm", make_decoder_lm);
-
 }  // namespace ks::models

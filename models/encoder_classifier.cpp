@@ -120,12 +120,4 @@ ModelCost EncoderClassifier::cost(int64_t seq_len) const {
   return c;
 }
 
-namespace {
-std::shared_ptr<Model> make_encoder_classifier(const ModelConfig& cfg) {
-  return std::make_shared<EncoderClassifier>(cfg);
-}
-}  // namespace
-
-KS_REGISTER_MODEL("encoder_classifier", make_encoder_classifier);
-
 }  // namespace ks::models

@@ -2,13 +2,15 @@
 // it does with a batch (its training loss and its predictions), and the
 // registry that builds a model from a config by name.
 //
-// Each model kind (decoder_lm, encoder_classifier, seq2seq) registers itself
+// Each model kind (decoder_lm, encoder_classifier, seq2seq) registers its
+// descriptor (models/kind.h: keys, checks, factory, the data it trains on)
 // from its own source file with KS_REGISTER_MODEL and implements the virtual
 // methods below, so build_model, training, evaluation and analysis (tools/)
 // need no list of kinds: they call these methods on any Model. A kind defined
 // in a test file alone trains and evaluates through tools/train/task.h
-// (tests/tools/test_model_kind.cpp); models/README.md lists the steps of
-// adding a kind.
+// (tests/tools/test_model_kind.cpp), and one in a plugin through `keystone
+// train --plugin` (tests/tools/plugins/scaled_lm.cpp); models/README.md lists
+// the steps of adding a kind.
 //
 // Not here: decoding. That is a capability of particular kinds, and the
 // tools that decode ask for it by type: `keystone generate` needs a
@@ -22,6 +24,7 @@
 #include "core/dispatch.h"
 #include "models/batch.h"
 #include "models/config.h"
+#include "models/kind.h"
 #include "nn/module.h"
 
 namespace ks::models {
@@ -58,16 +61,8 @@ class Model : public nn::Module {
   const ModelConfig config;
 };
 
-// The registry. A kind registers its factory under its config.model name
-// from its own source file, at static initialisation (KS_REGISTER_MODEL); a
-// later registration of a name replaces the earlier one, except from a plugin
-// (core/plugin_loader.h: a plugin adds names). build_model throws for a name
+// Builds the model of cfg.model's kind (models/kind.h); throws for a name
 // nobody registered.
-using ModelFactory = std::shared_ptr<Model> (*)(const ModelConfig&);
-bool register_model(const std::string& name, ModelFactory factory);
 std::shared_ptr<Model> build_model(const ModelConfig& cfg);
 
 }  // namespace ks::models
-
-#define KS_REGISTER_MODEL(name, factory) \
-  static const bool KS_CONCAT(ks_model_registered_, __LINE__) = ::ks::models::register_model(name, factory)

@@ -272,10 +272,4 @@ ModelCost Seq2Seq::cost(int64_t seq_len) const {
   return cost;
 }
 
-namespace {
-std::shared_ptr<Model> make_seq2seq(const ModelConfig& cfg) { return std::make_shared<Seq2Seq>(cfg); }
-}  // namespace
-
-KS_REGISTER_MODEL("seq2seq", make_seq2seq);
-
 }  // namespace ks::models

@@ -1,10 +1,16 @@
-// models/shared.cpp — token checks, the position table, the layer config.
+// models/shared.cpp — key and token checks, the position table, the layer config.
 #include "models/shared.h"
 
 #include "nn/init.h"
 #include "ops/reduce.h"
 
 namespace ks::models {
+
+void check_token_model_keys(const ModelConfig& m, const std::string& p) {
+  check_positive(m.vocab_size, p, "vocab_size");
+  check_positive(m.layers, p, "layers");
+  KS_CHECK(m.pad_id < m.vocab_size, "config: ", p, "pad_id: ", m.pad_id, " is not below vocab_size ", m.vocab_size);
+}
 
 nn::LayerConfig layer_config(const ModelConfig& cfg) {
   nn::LayerConfig l;

@@ -1,7 +1,7 @@
 // models/shared.h — what the decoder LM and the encoder classifier share:
-// checking a token batch, the position table chosen by config.positions
-// (learned parameters or a fixed sinusoidal buffer), and the layer config
-// their Transformer layers are built from.
+// the checks of their keys (vocab_size, layers, pad_id), checking a token batch, the position table chosen by
+// config.positions (learned parameters or a fixed sinusoidal buffer), and the layer config their Transformer layers are
+// built from.
 //
 // Not here: the token Embedding itself (nn::Embedding), the models.
 #pragma once
@@ -13,6 +13,10 @@
 #include "nn/transformer.h"
 
 namespace ks::models {
+
+// Throws "config: <prefix><key>: ..." unless vocab_size and layers are
+// positive and pad_id (< 0: none) is below vocab_size.
+void check_token_model_keys(const ModelConfig& m, const std::string& prefix);
 
 // d_model, d_ff, dropout, activation, pre_norm and attention from the model config.
 nn::LayerConfig layer_config(const ModelConfig& cfg);

@@ -1,5 +1,5 @@
 // tests/tools/test_model_kind.cpp — a model kind defined in this file alone,
-// registered as the built-in kinds are (KS_REGISTER_MODEL), trains and
+// registered as the built-in kinds are (KS_REGISTER_MODEL, models/kind.h), trains and
 // evaluates through tools/train/task.h: the tools call the kind's own methods
 // (models::Model::predict and loss), they do not list kinds. If they went
 // back to listing them, batch_loss and evaluate would have no case for this
@@ -49,7 +49,10 @@ class BigramLM : public models::Model {
 std::shared_ptr<models::Model> make_bigram_lm(const models::ModelConfig& cfg) {
   return std::make_shared<BigramLM>(cfg);
 }
-KS_REGISTER_MODEL("test_bigram_lm", make_bigram_lm);
+KS_REGISTER_MODEL({.name = "test_bigram_lm",
+                   .task = "language_model",
+                   .keys = {{"vocab_size", "token ids"}, {"pad_id", "the padding id"}},
+                   .make = make_bigram_lm});
 
 std::shared_ptr<models::Model> bigram_lm() {
   models::ModelConfig c;

@@ -4,6 +4,8 @@
 # trains through `keystone train --plugin`, and its run folder's config.json
 # keeps the plugin's absolute path, so eval, generate, analyze, info, config and
 # train --resume load it without being told; the family is unknown without it.
+# So does a model of the "scaled_lm" kind of tests/tools/plugins/scaled_lm.cpp,
+# whose own key is checked strictly, and whose plugin kernel info lists.
 # Then each way loading fails, with its message and exit code 1: no file, not
 # a shared library, no KS_PLUGIN declaration, another Keystone version or ABI,
 # dlopen's own error, and names that exist already. Arguments: the keystone
@@ -11,6 +13,7 @@
 set -u
 PATH="/usr/bin:$PATH"
 ks="$1" version="$2" cosine="$3" clash="$4" no_declaration="$5" undefined="$6" old_version="$7" other_abi="$8"
+scaled="$9"
 source "$(dirname "$0")/expect.sh"
 expect_not() {  # expect_not PATTERN -- command...: its output must not match
   local pattern="$1"; shift 2
@@ -25,10 +28,6 @@ cat > "$tmp/lm.json" <<JSON
  "model": {"d_model": 16, "layers": 1, "attention": {"type": "cosine", "heads": 2}},
  "schedule": {"type": "constant"},
  "train": {"steps": 6, "batch_size": 8, "eval_every": 3, "threads": 1}}
-JSON
-{"name": "cosine-lm", "data": {"dataset": "text", "train": "$tmp/lines.txt", "seq_len": 16, "tokenizer": {"type": "word"}},
- "model": {"d_model": 16, "layers": 1, "attention": {"type": "cosine", "heads": 2}},
- "schedule": {"type": "constant"}, "train": {"steps": 6, "batch_size": 8, "eval_every": 3, "threads": 1}}
 JSON
 expect 1 "config: model.attention.type: unknown family 'cosine'" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/none"
 # A relative path (from the plugin's folder) and the absolute one name one file: loaded once, stored once, absolute.
@@ -62,6 +61,37 @@ expect 0 "cosine: the factor on cos\(q, k\), > 0" -- "$ks" config --defaults --d
 expect 1 "config: model.attention.scale must be positive, got -1" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/bad" \
   --plugin "$cosine" --set model.attention.scale=-1
 
+# A model kind from a plugin: named in JSON, with its own key, unknown without the plugin.
+cat > "$tmp/scaled.json" <<JSON
+{"name": "scaled-lm",
+ "data": {"dataset": "text", "train": "$tmp/lines.txt", "seq_len": 16, "tokenizer": {"type": "word"}},
+ "model": {"model": "scaled_lm", "logit_scale": 0.5, "d_model": 16, "layers": 1, "attention": {"heads": 2}},
+ "schedule": {"type": "constant"},
+ "train": {"steps": 4, "batch_size": 8, "eval_every": 2, "threads": 1}}
+JSON
+expect 1 "config: model.model: unknown model 'scaled_lm' \(expected decoder_lm, encoder_classifier or seq2seq\); a plugin's model kind is known once the plugin is loaded: keystone train --plugin FILE" -- \
+  "$ks" train --config "$tmp/scaled.json" --out "$tmp/no_kind"
+expect 0 "finished 4 steps" -- "$ks" train --config "$tmp/scaled.json" --out "$tmp/scaled" --quiet --plugin "$scaled"
+grep -q '"logit_scale": 0.5' "$tmp/scaled/config.json" || { echo "FAIL: config.json lacks the kind's option"; fails=$((fails + 1)); }
+grep -q '"model": "scaled_lm"' "$tmp/scaled/config.json" || { echo "FAIL: config.json lacks the kind"; fails=$((fails + 1)); }
+expect 0 '"loss":[0-9.]+' -- "$ks" eval --run "$tmp/scaled"
+expect 0 "^the cat" -- "$ks" generate --run "$tmp/scaled" --prompt "the cat" --tokens 3 --top-k 2  # a DecoderLM
+expect 0 "finished 6 steps" -- "$ks" train --out "$tmp/scaled" --resume --set train.steps=6 --quiet
+expect 0 '"model": "scaled_lm"' -- "$ks" info --config "$tmp/scaled/config.json"
+expect 1 "config: model.logit_scal: unknown key for model 'scaled_lm' \(did you mean model.logit_scale\?\)" -- \
+  "$ks" train --config "$tmp/scaled.json" --out "$tmp/typo" --plugin "$scaled" --set model.logit_scal=2
+expect 1 "config: model.logit_scale: must be positive, got -1" -- \
+  "$ks" train --config "$tmp/scaled.json" --out "$tmp/bad_scale" --plugin "$scaled" --set model.logit_scale=-1
+expect 1 "config: model.logit_scale: unknown key for model 'decoder_lm'" -- \
+  "$ks" train --config "$tmp/scaled.json" --out "$tmp/other_kind" --plugin "$scaled" --set model.model=decoder_lm
+expect 1 'config: model.model: "scaled_lm" cannot be trained on a seq2seq data set \(use "seq2seq"\)' -- \
+  "$ks" config --defaults --dataset seq2seq --model scaled_lm --plugin "$scaled"
+expect 0 "logit_scale\": 1\.0,? +// the factor on the logits, > 0" -- \
+  "$ks" config --defaults --dataset text --model scaled_lm --plugin "$scaled"
+# info lists the plugin's kind and its kernel, recorded under its name.
+expect 0 "^ +\"model kind 'scaled_lm'\",?$" -- "$ks" info --plugin "$scaled"
+expect 0 "^ +\"CPU kernel 'scaled_lm.scale'\",?$" -- "$ks" info --plugin "$scaled"
+
 # A run folder from before plugins (no "plugins" key) reads as one without plugins.
 expect 0 "finished 2 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/plain" --set model.attention.type=softmax \
   --set train.steps=2 --quiet
@@ -86,8 +116,18 @@ expect 1 "was built for Keystone $version \(ABI itanium libstdc\+\+ cxx11-abi=0\
 expect_not "initialiser ran" -- "$ks" info --plugin "$other_abi"
 expect 1 "plugin $undefined: cannot load it: .*undefined symbol: ks_test_symbol_nobody_defines" -- \
   "$ks" info --plugin "$undefined"
-expect 1 "plugin 'clash' \($clash\): attention family 'softmax' is registered already \(built in\); model kind 'decoder_lm' is registered already \(built in\)\. A plugin adds names; it cannot replace one" -- \
+expect 1 "plugin 'clash' \($clash\): attention family 'softmax' is registered already \(built in\); model kind 'decoder_lm' is registered already \(built in\); CPU kernel 'where' is registered already \(built in\)\. A plugin adds names; it cannot replace one" -- \
   "$ks" info --plugin "$clash"
+# A clash between two plugins names the other plugin: a copy of the scaled_lm plugin under another plugin name
+# registers its kind again (its kernel table is its own copy's, RTLD_LOCAL, so that is no clash).
+cp "$scaled" "$tmp/scaled_copy.so"
+python3 - "$tmp/scaled_copy.so" <<'PY'
+import sys  # the copy declares another plugin name, of the same length, so the loader takes it for another plugin
+path = sys.argv[1]; data = open(path, 'rb').read()
+open(path, 'wb').write(data.replace(b'keystone-plugin 1\0scaled-lm\0', b'keystone-plugin 1\0scaled-LM\0'))
+PY
+expect 1 "plugin 'scaled-LM' \($tmp/scaled_copy.so\): model kind 'scaled_lm' is registered already \(by plugin 'scaled-lm' \($scaled\)\)\. A plugin adds" -- \
+  "$ks" info --plugin "$scaled" --plugin "$tmp/scaled_copy.so"
 # A second file declaring a loaded plugin's name is refused (a copy of the cosine plugin).
 cp "$cosine" "$tmp/copy.so"
 expect 1 "plugin $tmp/copy.so: a plugin named 'cosine-attention' is loaded already, from $cosine" -- \

@@ -11,8 +11,8 @@
 //       reading any data; sizes the data fixes show as "<from the data>"
 //
 // Not here: what the keys mean (the key tables of tools/train/run_config.cpp,
-// tools/train/data_setup.cpp and models/config.cpp, which their readers check keys
-// against and this prints from).
+// tools/train/data_setup.cpp, models/config.cpp and each model kind's descriptor,
+// models/kind.h, which their readers check keys against and this prints from).
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -49,15 +49,8 @@ const char* kFromData = "<from the data>";
 // The model section with its defaults; the sizes complete_model_section takes
 // from the data get stand-ins for validation and are shown as kFromData.
 json describe_model(json model) {
-  const std::string family = model.value("model", std::string("decoder_lm"));
-  std::vector<std::string> from_data = {"max_len"};
-  if (family == "seq2seq")
-    from_data.insert(from_data.end(), {"src_vocab_size", "tgt_vocab_size"});
-  else
-    from_data.insert(from_data.end(), {"vocab_size", "pad_id"});
-  if (family == "encoder_classifier") from_data.push_back("num_classes");
   std::vector<std::string> filled;
-  for (const std::string& key : from_data)
+  for (const std::string& key : model_keys_from_data(model.at("model").get<std::string>()))
     if (!model.contains(key)) {
       model[key] = key == "pad_id" ? 0 : key == "max_len" ? 512 : 16;
       filled.push_back(key);

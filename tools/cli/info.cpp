@@ -115,8 +115,9 @@ int info(const std::vector<std::string>& args) {
   }
   models::ModelConfig cfg = models::parse_model_config(j);
   // The longest input the model takes: a [CLS] token uses one of the positions.
-  const bool cls = cfg.model == "encoder_classifier" && cfg.pooling == "cls";
-  const int64_t seq = f.get_int_at_least("seq", cfg.max_len - (cls ? 1 : 0), 1);
+  const models::ModelKind& kind = models::model_kind(cfg.model);
+  const int64_t seq =
+      f.get_int_at_least("seq", cfg.max_len - (kind.extra_positions ? kind.extra_positions(cfg) : 0), 1);
   auto model = models::build_model(cfg);
   models::ModelCost c = model->cost(seq);
   const double mib = 1024.0 * 1024.0;

@@ -17,7 +17,7 @@
 #include "datasets/listops.h"
 #include "datasets/seq2seq_tasks.h"
 #include "datasets/user_data.h"
-#include "models/config.h"
+#include "models/kind.h"
 #include "tools/cli/cli.h"
 #include "tools/train/json_section.h"
 
@@ -378,19 +378,17 @@ const DataSetKind& find_data_set(const std::string& name) {
   return it->second;
 }
 
-// The model family that trains on a task's examples.
-const char* model_for_task(data::Task task) {
-  return task == data::Task::LanguageModel    ? "decoder_lm"
-         : task == data::Task::Classification ? "encoder_classifier"
-                                              : "seq2seq";
-}
+// The model kind a config without "model" gets on a task's examples (models/kind.h).
+std::string model_for_task(data::Task task) { return models::default_model_for_task(data::task_name(task)); }
 
-// Throws unless the model section's family (when given) trains on `task`.
+// Throws unless the model section's kind (when given) trains on `task`; an
+// unknown kind's error says so (and that a plugin's needs the plugin).
 void check_model_fits(const json& model, data::Task task) {
-  const char* want = model_for_task(task);
-  KS_CHECK(!model.contains("model") || model["model"] == want,
-           "config: model.model: ", nn::json_excerpt(model["model"]), " cannot be trained on a ", data::task_name(task),
-           " data set (use \"", want, "\")");
+  if (!model.contains("model")) return;
+  const json& given = model["model"];
+  if (given.is_string() && models::model_kind(given.get<std::string>(), "model.").task == data::task_name(task)) return;
+  throw Error(str("config: model.model: ", nn::json_excerpt(given), " cannot be trained on a ", data::task_name(task),
+                  " data set (use \"", model_for_task(task), "\")"));
 }
 
 // The data section's reader: its table grows by the data set's own keys once
@@ -420,16 +418,50 @@ int64_t longest(const data::Splits& splits, bool target) {
   return n;
 }
 
-// Sets model[key] to `value` when absent; otherwise checks it against `minimum`.
-void fill_at_least(json& model, const std::string& key, int64_t value, int64_t minimum, const std::string& why) {
-  if (!model.contains(key)) {
-    model[key] = value;
-    return;
+// What the data fixes in a model section for a kind of `task`: each key with
+// the data's value, set when the section lacks the key; a value the section
+// gives must be an integer of at least `minimum` (when there is one), which
+// `why` explains. A kind of the task takes these keys (models/kind.h).
+struct DataFill {
+  std::string key;
+  int64_t value;
+  std::optional<int64_t> minimum;
+  std::string why;
+};
+std::vector<DataFill> data_fills(data::Task task, const data::Splits& splits, const json& model) {
+  const data::Dataset& train = splits.train;
+  // Tokenized data reserves id 0 for padding; raw pixel ids have no padding.
+  const int64_t pad = train.tokenizer != nullptr ? data::kPadId : -1;
+  const int64_t src_len = longest(splits, false), tgt_len = longest(splits, true);
+  const int64_t vocab = train.vocab_size, classes = train.num_classes();
+  switch (task) {
+    case data::Task::LanguageModel:
+      return {{"vocab_size", vocab, vocab, "the data's vocabulary"},
+              {"pad_id", pad, std::nullopt, ""},
+              {"max_len", src_len, src_len, "the data's longest sequence"}};
+    case data::Task::Classification: {
+      const int64_t positions = src_len + (model.value("pooling", std::string("mean")) == "cls" ? 1 : 0);
+      return {{"vocab_size", vocab, vocab, "the data's vocabulary"},
+              {"num_classes", classes, classes, "the data's classes"},
+              {"pad_id", pad, std::nullopt, ""},
+              {"max_len", positions, positions, "the data's longest sequence (plus [CLS])"}};
+    }
+    case data::Task::Seq2Seq: {
+      const int64_t target = train.target_vocab_size;
+      const int64_t positions = std::max(src_len, tgt_len + 1);  // targets gain bos (input) or eos (output)
+      return {{"src_vocab_size", vocab, vocab, "the data's source vocabulary"},
+              {"tgt_vocab_size", target, target, "the data's target vocabulary"},
+              {"max_len", positions, positions, "the data's longest sequence (plus bos/eos)"}};
+    }
   }
-  KS_CHECK(model[key].is_number_integer(), "config: model.", key, ": expected an integer, got ",
-           nn::json_excerpt(model[key]));
-  KS_CHECK(model[key].get<int64_t>() >= minimum, "config: model.", key, ": ", model[key].get<int64_t>(),
-           " is too small; ", why, " needs at least ", minimum);
+  return {};
+}
+
+// The task whose name (data::task_name) a model kind gives.
+data::Task task_named(const std::string& name) {
+  for (data::Task t : {data::Task::LanguageModel, data::Task::Classification, data::Task::Seq2Seq})
+    if (name == data::task_name(t)) return t;
+  throw Error(str("model kind: unknown data task '", name, "' (expected language_model, classification or seq2seq)"));
 }
 
 }  // namespace
@@ -610,34 +642,25 @@ json complete_model_section(json model, const data::Splits& splits) {
   const data::Dataset& train = splits.train;
   check_model_fits(model, train.task);
   if (!model.contains("model")) model["model"] = model_for_task(train.task);
-  // Tokenized data reserves id 0 for padding; raw pixel ids have no padding.
-  const bool has_pad = train.tokenizer != nullptr;
-  const int64_t src_len = longest(splits, false), tgt_len = longest(splits, true);
-  switch (train.task) {
-    case data::Task::LanguageModel:
-      fill_at_least(model, "vocab_size", train.vocab_size, train.vocab_size, "the data's vocabulary");
-      if (!model.contains("pad_id")) model["pad_id"] = has_pad ? data::kPadId : -1;
-      fill_at_least(model, "max_len", src_len, src_len, "the data's longest sequence");
-      break;
-    case data::Task::Classification: {
-      fill_at_least(model, "vocab_size", train.vocab_size, train.vocab_size, "the data's vocabulary");
-      fill_at_least(model, "num_classes", train.num_classes(), train.num_classes(), "the data's classes");
-      if (!model.contains("pad_id")) model["pad_id"] = has_pad ? data::kPadId : -1;
-      const int64_t positions = src_len + (model.value("pooling", std::string("mean")) == "cls" ? 1 : 0);
-      fill_at_least(model, "max_len", positions, positions, "the data's longest sequence (plus [CLS])");
-      break;
-    }
-    case data::Task::Seq2Seq: {
-      fill_at_least(model, "src_vocab_size", train.vocab_size, train.vocab_size, "the data's source vocabulary");
-      fill_at_least(model, "tgt_vocab_size", train.target_vocab_size, train.target_vocab_size,
-                    "the data's target vocabulary");
-      const int64_t positions = std::max(src_len, tgt_len + 1);  // targets gain bos (input) or eos (output)
-      fill_at_least(model, "max_len", positions, positions, "the data's longest sequence (plus bos/eos)");
-      break;
+  for (const DataFill& f : data_fills(train.task, splits, model)) {
+    if (!model.contains(f.key)) {
+      model[f.key] = f.value;
+    } else if (f.minimum) {
+      KS_CHECK(model[f.key].is_number_integer(), "config: model.", f.key, ": expected an integer, got ",
+               nn::json_excerpt(model[f.key]));
+      KS_CHECK(model[f.key].get<int64_t>() >= *f.minimum, "config: model.", f.key, ": ", model[f.key].get<int64_t>(),
+               " is too small; ", f.why, " needs at least ", *f.minimum);
     }
   }
   models::parse_model_config(model, "model.");  // every other key's error named as model.<key>
   return model;
+}
+
+std::vector<std::string> model_keys_from_data(const std::string& kind) {
+  std::vector<std::string> keys;
+  for (const DataFill& f : data_fills(task_named(models::model_kind(kind, "model.").task), {}, json::object()))
+    keys.push_back(f.key);
+  return keys;
 }
 
 }  // namespace ks::tools

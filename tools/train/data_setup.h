@@ -110,21 +110,24 @@ TrainingData build_data(const nlohmann::json& section, uint64_t run_seed, const 
 // `docs`, when given, gets each key's meaning by its dotted path in the
 // section ("train", "tokenizer.type").
 nlohmann::json describe_data(const nlohmann::json& section, nlohmann::json* docs = nullptr);
-// The model family a data set's task trains ("decoder_lm", ...).
+// The model kind a data set's task trains by default (models/kind.h task_default).
 std::string model_for_data_set(const std::string& name);
-// Throws, as training would, unless the model section's family (when it
+// Throws, as training would, unless the model section's kind (when it
 // names one) trains on data set `name`'s task.
 void check_model_for_data_set(const nlohmann::json& model, const std::string& name);
 
 // Prints each warning to stderr as "warning: ...".
 void print_warnings(const std::vector<std::string>& warnings);
 
-// The model section completed from the data: the model type from the task
-// when absent; vocab_size / num_classes / src_vocab_size / tgt_vocab_size,
-// pad_id and max_len when absent. A given value that cannot hold the data
+// The model section completed from the data: the model kind from the task
+// when absent; what the task's data fixes when absent (language model:
+// vocab_size, pad_id, max_len; classification: also num_classes; seq2seq:
+// src_vocab_size, tgt_vocab_size, max_len), the keys a kind of that task takes. A given value that cannot hold the data
 // (a vocabulary smaller than the data's ids, a max_len shorter than its
 // longest sequence, a model that does not fit the task) is an error naming it,
 // and so is any other bad model key (as "model.<key>", models/config.h).
 nlohmann::json complete_model_section(nlohmann::json model, const data::Splits& splits);
+// The keys complete_model_section fills from the data for model kind `kind`.
+std::vector<std::string> model_keys_from_data(const std::string& kind);
 
 }  // namespace ks::tools

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "models/kind.h"
 #include "nn/user_input.h"
 
 namespace ks::tools {
@@ -135,9 +136,10 @@ void upgrade_stored_config(json& config) {
   if (config.is_object() && !config.contains("plugins")) config["plugins"] = json::array();
   if (!config.is_object() || !config.contains("model") || !config["model"].is_object()) return;
   json& m = config["model"];
-  const std::string kind = m.contains("model") && m["model"].is_string() ? m["model"].get<std::string>() : "";
-  if ((kind == "decoder_lm" || kind == "seq2seq") && !m.contains("tied_lookup_reversed"))
-    m["tied_lookup_reversed"] = false;
+  const std::string name = m.contains("model") && m["model"].is_string() ? m["model"].get<std::string>() : "";
+  if (const models::ModelKind* kind = models::find_model_kind(name))  // the keys the kind added since, as they were
+    for (auto& [key, value] : kind->stored_defaults.items())
+      if (!m.contains(key)) m[key] = value;
 }
 
 std::vector<std::string> differing_keys(const json& a, const json& b) {

@@ -1,10 +1,11 @@
 // tests/tools/plugins/clash.cpp — a plugin that registers names Keystone has
-// already (the "softmax" family and the "decoder_lm" kind): loading it must
-// fail naming the plugin and both names, and leave the built-in entries in
-// place (tests/tools/test_plugins.sh).
+// already (the "softmax" family, the "decoder_lm" kind and the CPU kernel of the
+// "where" table): loading it must fail naming the plugin and every name, and
+// leave the built-in entries in place (tests/tools/test_plugins.sh).
 #include "core/plugin.h"
 #include "models/model.h"
 #include "nn/attention/attention.h"
+#include "ops/compare.h"
 
 KS_PLUGIN("clash");
 
@@ -25,7 +26,12 @@ std::shared_ptr<ks::models::Model> make_no_model(const ks::models::ModelConfig&)
   throw ks::Error("the clash plugin's model was built: it must never replace decoder_lm");
 }
 
+void no_where(const ks::Tensor&, const ks::Tensor&, const ks::Tensor&, const ks::Tensor&) {
+  throw ks::Error("the clash plugin's kernel ran: it must never replace where's CPU kernel");
+}
+
 }  // namespace
 
 KS_REGISTER_ATTENTION("softmax", NoOptions, make_none, no_cost);
-KS_REGISTER_MODEL("decoder_lm", make_no_model);
+KS_REGISTER_MODEL({.name = "decoder_lm", .task = "language_model", .make = make_no_model});
+KS_REGISTER_KERNEL(ks::where_kernel, CPU, no_where);
