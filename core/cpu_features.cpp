@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "core/enum_words.h"
 #include "core/error.h"
@@ -64,6 +65,7 @@ CpuFeatures detect() {
   identify(f);
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return f;  // no OSXSAVE: no xgetbv
+  const unsigned c_fma = c;
   const uint64_t xcr0 = xgetbv0();
   const bool zmm_state = (xcr0 & 0xe6) == 0xe6;               // SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM
   const bool tile_state = (xcr0 & (3u << 17)) == (3u << 17);  // XTILECFG and XTILEDATA
@@ -72,6 +74,8 @@ CpuFeatures detect() {
   const bool amx_bf16 = d & (1u << 22), amx_tile = d & (1u << 24);
   unsigned a1 = 0, b1, c1, d1;
   const bool leaf7_1 = __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;  // SSE, AVX
+  f.avx2 = ymm_state && (b & (1u << 5)) && (c_fma & (1u << 12));
   f.avx512 = zmm_state && avx512f && avx512bw && avx512vl;
   f.avx512_bf16 = f.avx512 && leaf7_1 && (a1 & (1u << 5));
   f.amx_bf16 = amx_tile && amx_bf16 && tile_state;
@@ -87,6 +91,8 @@ CpuFeatures detect() {
 #else
 CpuFeatures detect() { return {}; }
 #endif
+
+const std::string kForcedFloat32 = "KS_CPU_GEMM chose the float32 path";
 
 std::atomic<int> g_forced{-1};  // a CpuGemmPath set by set_cpu_gemm_path, or -1
 
@@ -119,6 +125,20 @@ const CpuFeatures& cpu_features() {
 
 const char* cpu_gemm_path_name(CpuGemmPath p) { return word_of(p, kPathWords, "float32"); }
 
+std::string float32_path_reason(const CpuFeatures& f) {
+  if (default_cpu_gemm_path(f) != CpuGemmPath::Float32) return "";
+  if (f.amx_bf16 && !f.amx_permitted) return f.amx_refusal.empty() ? "Linux refused the AMX tile state" : f.amx_refusal;
+  if (f.avx512_bf16) return "Intel without AMX: its AVX512-BF16 is no faster than float32";
+  const char* isa = f.avx512 ? "AVX-512 without AVX512-BF16" : (f.avx2 ? "AVX2" : "no AVX2");
+  return str("this CPU has no bf16 units (", isa, ")");
+}
+
+std::string cpu_bf16_matmuls() {
+  const CpuGemmPath p = cpu_gemm_path();
+  if (p != CpuGemmPath::Float32) return str("bf16 (", cpu_gemm_path_name(p), " path)");
+  return "float32: " + (cpu_gemm_path_forced() ? kForcedFloat32 : float32_path_reason(cpu_features()));
+}
+
 bool cpu_gemm_path_available(CpuGemmPath p, std::string* why) {
   const CpuFeatures& f = cpu_features();
   std::string reason;
@@ -132,12 +152,12 @@ bool cpu_gemm_path_available(CpuGemmPath p, std::string* why) {
   return reason.empty();
 }
 
-CpuGemmPath cpu_gemm_path() {
-  const int forced = g_forced.load();
-  if (forced >= 0) return CpuGemmPath(forced);
-  static const CpuGemmPath chosen = [] {
+namespace {
+// KS_CPU_GEMM's path (checked), or nothing when it is unset or empty; read once.
+const std::optional<CpuGemmPath>& env_path() {
+  static const std::optional<CpuGemmPath> chosen = []() -> std::optional<CpuGemmPath> {
     const char* env = std::getenv("KS_CPU_GEMM");
-    if (!env || !*env) return default_cpu_gemm_path(cpu_features());
+    if (!env || !*env) return std::nullopt;
     const CpuGemmPath p = parse_path(env);
     std::string why;
     KS_CHECK(cpu_gemm_path_available(p, &why), "KS_CPU_GEMM=", env, ": ", why);
@@ -145,6 +165,16 @@ CpuGemmPath cpu_gemm_path() {
   }();
   return chosen;
 }
+}  // namespace
+
+CpuGemmPath cpu_gemm_path() {
+  const int forced = g_forced.load();
+  if (forced >= 0) return CpuGemmPath(forced);
+  static const CpuGemmPath chosen = env_path().value_or(default_cpu_gemm_path(cpu_features()));
+  return chosen;
+}
+
+bool cpu_gemm_path_forced() { return g_forced.load() >= 0 || env_path().has_value(); }
 
 void set_cpu_gemm_path(CpuGemmPath p) {
   std::string why;

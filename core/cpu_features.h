@@ -8,15 +8,19 @@
 //               permission: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA),
 //               requested once for the process.
 //   avx512bf16  vdpbf16ps on 512-bit vectors (AVX512-BF16 with AVX512F/BW).
-//   float32     the operands rounded to bfloat16, then OpenBLAS sgemm: the
-//               same results, to float32 summation order, on any x86-64.
+//   float32     no bf16 kernel: a bf16 GEMM runs as the float32 one
+//               (OpenBLAS sgemm on the float32 operands, no rounding), so
+//               under MatmulPrecision::BFloat16 results equal float32's bit
+//               for bit, at float32's speed, on any x86-64
+//               (core/matmul_precision.h says what bf16 then means).
 // The default is amx where available; else avx512bf16 on AMD (measured on
 // Zen 4, which runs vdpbf16ps at twice its float32 FMA rate: 1.5× a float32
 // step), else float32 (on Intel without AMX, vdpbf16ps has only the float32
 // FMA rate, and OpenBLAS on the rounded operands beats our kernel):
 // docs/performance.md has both machines' figures.
-// KS_CPU_GEMM=amx|avx512bf16|float32 forces a path (tests exercise each one);
-// forcing one the CPU lacks is an error naming what is missing.
+// KS_CPU_GEMM=amx|avx512bf16|float32 forces a path (tests exercise each one;
+// float32 reproduces a CPU without bf16 units on any machine); forcing one
+// the CPU lacks is an error naming what is missing.
 // Not here: whether GEMMs run in bf16 at all (core/matmul_precision.h).
 #pragma once
 
@@ -27,6 +31,7 @@ namespace ks {
 enum class CpuGemmPath { Float32, Avx512Bf16, Amx };
 
 struct CpuFeatures {
+  bool avx2 = false;           // AVX2 + FMA with the OS saving ymm state
   bool avx512 = false;         // AVX512F + BW + VL with the OS saving zmm state
   bool avx512_bf16 = false;    // and AVX512-BF16
   bool amx_bf16 = false;       // AMX-TILE + AMX-BF16 with the OS saving tile state
@@ -48,5 +53,18 @@ CpuGemmPath default_cpu_gemm_path(const CpuFeatures& f);
 CpuGemmPath cpu_gemm_path();
 // Forces a path for the process (tests); throws if it is not available.
 void set_cpu_gemm_path(CpuGemmPath p);
+// Whether cpu_gemm_path() was forced (set_cpu_gemm_path, KS_CPU_GEMM) rather than chosen by default.
+bool cpu_gemm_path_forced();
+
+// Why default_cpu_gemm_path(f) is the float32 path, in words ("" when it is
+// not): "this CPU has no bf16 units (AVX2)", "this CPU has no bf16 units
+// (AVX-512 without AVX512-BF16)", "Intel without AMX: its AVX512-BF16 is no
+// faster than float32", or Linux's AMX refusal. A pure function, for tests.
+std::string float32_path_reason(const CpuFeatures& f);
+// What a float32 GEMM under MatmulPrecision::BFloat16 computes in on this
+// CPU now, and why, for `keystone info --machine`, bench and the run folder:
+// "bf16 (amx path)", "bf16 (avx512bf16 path)", or "float32: <why>" where why
+// is float32_path_reason's or "KS_CPU_GEMM chose the float32 path" (forced).
+std::string cpu_bf16_matmuls();
 
 }  // namespace ks

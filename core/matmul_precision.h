@@ -6,13 +6,22 @@
 //   TF32      CUDA only: tensor cores with 10-bit mantissa inputs (cuBLAS's
 //             TF32 math mode), float32 sums. The CPU has no such unit; the
 //             configs refuse tf32 on the CPU, and CPU GEMMs run it as Float32.
-//   BFloat16  both operands rounded to bfloat16 (nearest even), products
-//             summed in float32 into a float32 result: mixed precision with
-//             float32 weights and optimizer state. On CUDA cublasGemmEx with
-//             CUBLAS_COMPUTE_32F; on the CPU Keystone's own kernels
-//             (ops/cpu/gemm/gemm.h: AMX tiles, AVX512-BF16, or a float32
-//             fallback on the rounded operands, so every path means the same).
+//   BFloat16  where there is a bf16 unit: both operands rounded to bfloat16
+//             (nearest even), products summed in float32 into a float32
+//             result: mixed precision with float32 weights and optimizer
+//             state. On CUDA cublasGemmEx with CUBLAS_COMPUTE_32F; on the CPU
+//             Keystone's own kernels (ops/cpu/gemm/gemm.h: AMX tiles,
+//             AVX512-BF16). On a CPU without a bf16 kernel (cpu_gemm_path()
+//             float32, core/cpu_features.h: no bf16 units, or KS_CPU_GEMM=float32)
+//             bf16 computes in float32: results equal Float32's bit for bit,
+//             at float32's speed. Rounding the operands there and still
+//             running float32 GEMMs made bf16 0.5-0.6x float32's speed for
+//             no gain (docs/performance.md, "bf16 without bf16 units").
 //
+// The config word "auto" is BFloat16 by another name: the fastest path the
+// machine has (bf16 on CUDA and on CPUs with bf16 units, float32 elsewhere),
+// where "bf16" names what the user asked for, so a run that asked for bf16
+// and gets float32 says so (tools/train/progress.h: format_gemm_path).
 // Everything but GEMMs (and the GEMM tiles inside fused attention) stays
 // float32 either way; float64 GEMMs ignore the setting.
 // Not here: which CPU kernel runs a bf16 GEMM (core/cpu_features.h).
@@ -28,7 +37,13 @@ enum class MatmulPrecision { Float32, TF32, BFloat16 };
 void set_matmul_precision(MatmulPrecision p);
 MatmulPrecision matmul_precision();
 
-// "float32", "tf32", "bf16" (the config's words) and back; parse throws naming `what` and the word.
+// What CPU float32 GEMMs run at for a requested precision: BFloat16 where the
+// CPU has a bf16 kernel (cpu_gemm_path() amx or avx512bf16), else Float32
+// (TF32 included). The one place the CPU decides whether bf16 is bf16.
+MatmulPrecision cpu_matmul_precision(MatmulPrecision requested = matmul_precision());
+
+// "float32", "tf32", "bf16" (the config's words) and back; parse also reads
+// "auto" (as BFloat16) and throws naming `what` and the word.
 const char* matmul_precision_name(MatmulPrecision p);
 MatmulPrecision parse_matmul_precision(const std::string& name, const std::string& what);
 

@@ -15,7 +15,9 @@
 // summed unscaled and multiplied by the softmax scale once at the end.
 // Scratch: per task the packed operands of one (b, h), (T + S)·(p + e)
 // bf16 values for the forward, about twice that for the backward.
-// Not here: float64, the Float32 precision, the float32 bf16 path.
+// Not here: float64, the Float32 precision, and bf16 on a CPU without a bf16
+// kernel (the float32 path), which computes in float32 with the float32
+// kernels of ops/cpu/attention.cpp (core/matmul_precision.h).
 #include "ops/cpu/attention_bf16.h"
 
 #include <algorithm>
@@ -68,9 +70,7 @@ template <class V> void grow(V& v, int64_t n) {
 
 }  // namespace
 
-bool sdpa_bf16_applies() {
-  return matmul_precision() == MatmulPrecision::BFloat16 && cpu_gemm_path() != CpuGemmPath::Float32;
-}
+bool sdpa_bf16_applies() { return cpu_matmul_precision() == MatmulPrecision::BFloat16; }
 
 void sdpa_forward_bf16(const Tensor& out, const Tensor& lse, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                        const Tensor& pad_in, const SdpaParams& prm) {

@@ -4,7 +4,8 @@
 // with each (b, h)'s operands rounded and packed once instead of once per
 // tile product (ops/cpu/gemm/gemm.h: bf16::pack_a, pack_b, packed_product).
 // Not here: float64, float32 under Float32, and bf16 on the float32 path
-// (no packed layout to reuse): those stay in ops/cpu/attention.cpp.
+// (no bf16 kernel: it computes in float32, core/matmul_precision.h): those
+// stay in ops/cpu/attention.cpp.
 #pragma once
 
 #include "core/tensor.h"

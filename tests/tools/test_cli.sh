@@ -59,6 +59,7 @@ fi
 expect 2 "--machine takes no --config" -- "$ks" info --machine --config x.json
 KS_CPU_GEMM=tpu expect 1 "KS_CPU_GEMM: expected amx, avx512bf16 or float32, got 'tpu'" -- "$ks" info --machine
 KS_CPU_GEMM=float32 expect 0 '"bf16_gemm_path": "float32"' -- "$ks" info --machine
+KS_CPU_GEMM=float32 expect 0 '"bf16_matmuls": "float32: KS_CPU_GEMM chose the float32 path"' -- "$ks" info --machine
 expect 1 "config: file not found: $tmp/none.json" -- "$ks" info --config "$tmp/none.json"
 echo '{"model": "decoder_lm", "vocab_size": 10,' > "$tmp/bad.json"
 expect 1 "$tmp/bad.json: not valid JSON: line 2, column 1: syntax error" -- "$ks" info --config "$tmp/bad.json"
@@ -112,8 +113,17 @@ expect 1 "config: data.lenght: unknown key for dataset 'seq2seq'" -- "$ks" train
 # Model keys are named with their section, and a near miss gets the key it misses.
 expect 1 "config: model.d_modle: unknown key for model 'seq2seq' \(did you mean model.d_model\?\)" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/typo" --set model.d_modle=16
 expect 1 "config: train.stpes: unknown key \(did you mean train.steps\?\)" -- "$ks" train --config "$tmp/copy.json" --set train.stpes=3
-# Where bf16 GEMMs run is said at the start: a CPU path without a bf16 unit is float32 speed.
-KS_CPU_GEMM=float32 expect 0 "train.precision bf16: GEMMs on the float32 path \(chosen by KS_CPU_GEMM\): operands rounded to bf16" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/bf16" --set train.precision=bf16 --set train.steps=2
+# Where bf16 GEMMs run is said at the start: without a bf16 unit they run in float32, and the run records it.
+KS_CPU_GEMM=float32 expect 0 "train.precision bf16: KS_CPU_GEMM chose the float32 path: GEMMs run in float32, results equal float32's bit for bit" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/bf16" --set train.precision=bf16 --set train.steps=2
+expect 0 '"bf16_matmuls":"float32: KS_CPU_GEMM chose the float32 path".*"matmul_precision":"bf16"' -- cat "$tmp/bf16/provenance.jsonl"
+KS_CPU_GEMM=float32 expect 0 "train.precision auto: KS_CPU_GEMM chose the float32 path: GEMMs run in float32" -- "$ks" train --config "$tmp/copy.json" --out "$tmp/auto" --set train.precision=auto --set train.steps=2
+# ... bit for bit: bf16 and auto on the float32 path train to float32's loss (softmax and MGK's fused kernels).
+for fam in softmax mgk; do
+  tiny=(bench --attention $fam --steps 2 --layers 1 --seq 40 --batch 2 --vocab 64 --d-model 32 --heads 2 --d-ff 64)
+  want=$("$ks" "${tiny[@]}" --precision float32 | grep -o '"loss":[^,]*')
+  KS_CPU_GEMM=float32 expect 0 "\"bf16_matmuls\":\"float32: KS_CPU_GEMM chose the float32 path\".*$want" -- "$ks" "${tiny[@]}" --precision bf16
+  KS_CPU_GEMM=float32 expect 0 "$want" -- "$ks" "${tiny[@]}" --precision auto
+done
 expect 1 "config: model.max_len: 3 is too small" -- "$ks" train --config "$tmp/copy.json" --set model.max_len=3 --out "$tmp/small"
 if ! nvidia-smi -L >/dev/null 2>&1; then
   expect 1 "train.device: cuda: (this build has no CUDA backend|no CUDA device is available)" -- "$ks" train --config "$tmp/copy.json" --device cuda --out "$tmp/cuda"
@@ -130,7 +140,7 @@ cp "$tmp/whole/metrics.jsonl" "$tmp/whole.metrics"
 expect 0 "already finished at step 200" -- "$ks" train --out "$tmp/whole" --resume
 cmp -s "$tmp/whole.metrics" "$tmp/whole/metrics.jsonl" || { echo "FAIL: resuming a finished run changed its metrics.jsonl"; fails=$((fails + 1)); }
 # One provenance line per training session (the finished resume above trained nothing).
-expect 0 '^1 .*\{"bf16_gemm_path":"[a-z0-9]+","commit":"([0-9a-f]{40}|unknown)","cpu":.*"event":"start","step":0,' -- \
+expect 0 '^1 .*\{"bf16_gemm_path":"[a-z0-9]+","bf16_matmuls":"[^"]+","commit":"([0-9a-f]{40}|unknown)","cpu":.*"event":"start","matmul_precision":"float32","step":0,' -- \
   bash -c "wc -l < '$tmp/whole/provenance.jsonl' | tr '\n' ' '; cat '$tmp/whole/provenance.jsonl'"
 expect 0 '"decode_sample":"seeded","decoded":5,"decoded_of":20,"exact_match".*"split":"test"' -- "$ks" eval --run "$tmp/whole" --decode 5
 expect 0 '"split":"valid"' -- "$ks" eval --run "$tmp/whole" --split valid --checkpoint latest

@@ -64,12 +64,14 @@ TEST_CASE("run config: every wrong key or value is named") {
   CHECK(config_error(j) == "config: train.device: expected cpu or cuda, got 'tpu'");
   j = minimal();
   j["train"] = {{"device", "cuda"}, {"precision", "fp8"}};
-  CHECK(config_error(j) == "config: train.precision: expected float32, tf32 or bf16, got 'fp8'");
+  CHECK(config_error(j) == "config: train.precision: expected float32, tf32, bf16 or auto, got 'fp8'");
   j["train"] = {{"precision", "tf32"}};
   CHECK(config_error(j) ==
         "config: train.precision: tf32 needs train.device cuda (the CPU has no TF32 unit; bf16 runs on both)");
   j["train"] = {{"precision", "bf16"}};
   CHECK(parse_train_config(j).train.precision == "bf16");
+  j["train"] = {{"precision", "auto"}};  // kept as written: each machine resolves it (core/matmul_precision.h)
+  CHECK(parse_train_config(j).train.precision == "auto");
   j["train"] = {{"device", "cuda"}, {"precision", "tf32"}};
   CHECK(parse_train_config(j).train.precision == "tf32");
   j = minimal();
@@ -370,19 +372,27 @@ TEST_CASE("config keys: a model the data set's task cannot train is refused with
         }));
 }
 
-TEST_CASE("progress: the line naming where bf16 GEMMs run") {
-  CHECK(format_gemm_path("float32", "cpu", CpuGemmPath::Float32, false).empty());
-  CHECK(format_gemm_path("bf16", "cpu", CpuGemmPath::Float32, true) ==
-        "train.precision bf16: GEMMs on the float32 path (chosen by KS_CPU_GEMM): operands rounded to bf16, then "
-        "OpenBLAS sgemm; bf16 results at float32 speed (keystone info --machine)");
-  CHECK(format_gemm_path("bf16", "cpu", CpuGemmPath::Float32, false).find("(this CPU has no faster bf16 unit)") !=
-        std::string::npos);
-  CHECK(format_gemm_path("bf16", "cpu", CpuGemmPath::Amx, false) ==
+TEST_CASE("progress: the line naming where bf16 GEMMs run, and that they run in float32 without a bf16 unit") {
+  const std::string none = "this CPU has no bf16 units (AVX2)";  // float32_path_reason's, on issue 32's Zen 3
+  CHECK(format_gemm_path("float32", "cpu", CpuGemmPath::Float32, false, none).empty());
+  CHECK(format_gemm_path("bf16", "cpu", CpuGemmPath::Float32, true, "") ==
+        "train.precision bf16: KS_CPU_GEMM chose the float32 path: GEMMs run in float32, results equal float32's "
+        "bit for bit (keystone info --machine)");
+  CHECK(format_gemm_path("bf16", "cpu", CpuGemmPath::Float32, false, none) ==
+        "train.precision bf16: this CPU has no bf16 units (AVX2): GEMMs run in float32, results equal float32's "
+        "bit for bit (keystone info --machine)");
+  CHECK(format_gemm_path("auto", "cpu", CpuGemmPath::Float32, false, none)
+            .rfind("train.precision auto: this CPU has no bf16 units (AVX2): GEMMs run in float32", 0) == 0);
+  CHECK(format_gemm_path("bf16", "cpu", CpuGemmPath::Amx, false, "") ==
         "train.precision bf16: GEMMs on the CPU's AMX tiles (amx path)");
-  CHECK(format_gemm_path("bf16", "cpu", CpuGemmPath::Avx512Bf16, true) ==
+  CHECK(format_gemm_path("auto", "cpu", CpuGemmPath::Avx512Bf16, false, "") ==
+        "train.precision auto: GEMMs with AVX512-BF16 (avx512bf16 path)");
+  CHECK(format_gemm_path("bf16", "cpu", CpuGemmPath::Avx512Bf16, true, "") ==
         "train.precision bf16: GEMMs with AVX512-BF16 (avx512bf16 path, chosen by KS_CPU_GEMM)");
-  CHECK(format_gemm_path("tf32", "cuda", CpuGemmPath::Float32, false) ==
+  CHECK(format_gemm_path("tf32", "cuda", CpuGemmPath::Float32, false, none) ==
         "train.precision tf32: GEMMs on the GPU's tensor cores in TF32, float32 sums");
+  CHECK(format_gemm_path("auto", "cuda", CpuGemmPath::Float32, false, none) ==
+        "train.precision auto: GEMMs in bf16 on the GPU (cuBLAS), float32 sums");
 }
 
 TEST_CASE("progress: durations, counts and the progress line") {

@@ -8,7 +8,8 @@
 // plus first_loss (the warm-up step's), which depends only on the weights and
 // the data, so two runs of one model can be checked against each other.
 // --precision bf16 runs the GEMMs with bfloat16 operands (CPU: AMX or
-// AVX512-BF16 kernels, reported as cpu_gemm; core/matmul_precision.h);
+// AVX512-BF16 kernels, reported as cpu_gemm; without them in float32, said
+// by bf16_matmuls; core/matmul_precision.h); auto is bf16 by another name;
 // --device cuda runs it on the GPU (tf32 there too),
 // the model initialised on the CPU and moved; each step ends in loss.item(),
 // which waits for the GPU, so the time is the GPU's.
@@ -48,12 +49,13 @@ constexpr char kUsage[] =
     "usage: keystone bench [--attention softmax|fixed|mgk|smgk|linear|mlk] [--d-model 256] [--layers 4]\n"
     "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
     "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
-    "                      [--precision float32|tf32|bf16]  (tf32: cuda only)\n"
+    "                      [--precision float32|tf32|bf16|auto]  (tf32: cuda only)\n"
     "                      [--dropout 0] [--attention-dropout 0] [--checkpoint-layers] [--plugin FILE ...]\n"
     "                      [--forward-only] [--attention-only] [--bidirectional]\n"
     "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
     "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
     "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
+    "bf16_matmuls (what bf16 computes in on this CPU: \"float32: this CPU has no bf16 units (AVX2)\"),\n"
     "cpu (the processor's brand string).\n"
     "--profile also prints, after the JSON line, the time per kernel and pass (forward, backward,\n"
     "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n"
@@ -201,6 +203,7 @@ int bench(const std::vector<std::string>& args) {
                         {"precision", precision_name},
                         {"checkpoint_layers", f.has("checkpoint-layers")},
                         {"cpu_gemm", cpu_gemm_path_name(cpu_gemm_path())},
+                        {"bf16_matmuls", cpu_bf16_matmuls()},
                         {"cpu", cpu_features().brand}};
   if (attention_only)
     out["checksum"] = first_loss;  // Σ output (forward) or Σ ∂/∂x (train) of the first step: a numerics check

@@ -4,8 +4,9 @@
 //      direct cblas_sgemm on the same data into a preallocated buffer;
 //   2. 128 attention-head GEMMs (8, 16, 256, 32) @ (8, 16, 32, 256) vs a plain
 //      loop of threaded cblas_sgemm calls;
-//   3. bf16 GEMMs (MatmulPrecision::BFloat16) on every CPU path this machine
-//      has, at 1024³ and at the reference LM's shapes (4096 tokens), beside
+//   3. bf16 GEMMs (MatmulPrecision::BFloat16) on every bf16 kernel this machine
+//      has (without one bf16 is the float32 column), at 1024³ and at the
+//      reference LM's shapes (4096 tokens), beside
 //      the tile-resident AMX peak measured on the same threads
 //      (../shared/bench/amx_peak.c's loop) and float32 sgemm;
 //   4. ks::add of 16M floats (output allocated per call, as a user sees it,
@@ -164,7 +165,7 @@ void bench_bf16(int threads, int reps) {
     const double flop = 2.0 * double(sh.m) * double(sh.n) * double(sh.k);
     const double f32 = best_seconds(reps, [&] { ks::matmul(a, b); });
     std::printf("%-32s float32 %7.1f", sh.what, flop / f32 * 1e-9);
-    for (ks::CpuGemmPath p : {ks::CpuGemmPath::Amx, ks::CpuGemmPath::Avx512Bf16, ks::CpuGemmPath::Float32}) {
+    for (ks::CpuGemmPath p : {ks::CpuGemmPath::Amx, ks::CpuGemmPath::Avx512Bf16}) {
       if (!ks::cpu_gemm_path_available(p)) continue;
       ks::set_cpu_gemm_path(p);
       ks::MatmulPrecisionScope bf16(ks::MatmulPrecision::BFloat16);

@@ -45,7 +45,8 @@ constexpr char kUsage[] =
     "measures the activation memory of one training batch (its first), without and with train.checkpoint_layers.\n"
     "--machine prints the commit this binary was built from, the CPU (brand and vendor), its bf16 GEMM paths (amx, "
     "avx512bf16, float32), the one bf16 GEMMs use\n"
-    "(KS_CPU_GEMM forces one), OpenBLAS's float32 kernels, and the thread count.\n"
+    "(KS_CPU_GEMM forces one) and what bf16 computes in there (bf16_matmuls: \"float32: this CPU has no bf16\n"
+    "units (AVX2)\" where there is no bf16 kernel), OpenBLAS's float32 kernels, and the thread count.\n"
     "--plugin loads a plugin (a shared library that declares KS_PLUGIN) first, so FILE may name what it\n"
     "registers; \"plugins\" lists the plugins loaded (these and a training config's) and what each registered.\n";
 

@@ -95,20 +95,22 @@ std::string format_metrics(const nlohmann::json& m) {
   return out;
 }
 
-std::string format_gemm_path(const std::string& precision, const std::string& device, CpuGemmPath path, bool forced) {
+std::string format_gemm_path(const std::string& precision, const std::string& device, CpuGemmPath path, bool forced,
+                             const std::string& reason) {
   if (precision == "float32") return "";
-  const std::string head = "train.precision " + precision + ": GEMMs ";
+  const std::string head = "train.precision " + precision + ": ";
   if (device != "cpu")
-    return head + (precision == "tf32" ? "on the GPU's tensor cores in TF32" : "in bf16 on the GPU (cuBLAS)") +
+    return head + "GEMMs " +
+           (precision == "tf32" ? "on the GPU's tensor cores in TF32" : "in bf16 on the GPU (cuBLAS)") +
            ", float32 sums";
   const std::string why = forced ? ", chosen by KS_CPU_GEMM" : "";
   switch (path) {
-    case CpuGemmPath::Amx: return head + "on the CPU's AMX tiles (amx path" + why + ")";
-    case CpuGemmPath::Avx512Bf16: return head + "with AVX512-BF16 (avx512bf16 path" + why + ")";
+    case CpuGemmPath::Amx: return head + "GEMMs on the CPU's AMX tiles (amx path" + why + ")";
+    case CpuGemmPath::Avx512Bf16: return head + "GEMMs with AVX512-BF16 (avx512bf16 path" + why + ")";
     case CpuGemmPath::Float32: break;
   }
-  return head + "on the float32 path" + (forced ? " (chosen by KS_CPU_GEMM)" : " (this CPU has no faster bf16 unit)") +
-         ": operands rounded to bf16, then OpenBLAS sgemm; bf16 results at float32 speed (keystone info --machine)";
+  return head + (forced ? "KS_CPU_GEMM chose the float32 path" : reason) +
+         ": GEMMs run in float32, results equal float32's bit for bit (keystone info --machine)";
 }
 
 std::string pad_line(const std::string& text) {

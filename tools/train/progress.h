@@ -26,11 +26,13 @@ std::string format_progress(const ProgressLine& p);
 // sample of 2000) | ter 1.2% | cer 0.8%"), from an EvalResult::to_json: each part only when its key is there.
 std::string format_metrics(const nlohmann::json& metrics);
 // The line a run starts with when train.precision is not float32: which
-// kernel its GEMMs run on. On the CPU, bf16 runs on `path` (core/cpu_features.h;
-// `forced`: chosen by KS_CPU_GEMM), and the float32 path says that no bf16
-// unit is used: "train.precision bf16: GEMMs on the float32 path (...)".
-// "" for float32.
-std::string format_gemm_path(const std::string& precision, const std::string& device, CpuGemmPath path, bool forced);
+// kernel its GEMMs run on. On the CPU, bf16 and auto run on `path`
+// (core/cpu_features.h; `forced`: chosen by KS_CPU_GEMM), and the float32
+// path says why (`reason`: float32_path_reason's) and that the GEMMs compute
+// in float32: "train.precision bf16: this CPU has no bf16 units (AVX2): GEMMs
+// run in float32, ...". "" for float32.
+std::string format_gemm_path(const std::string& precision, const std::string& device, CpuGemmPath path, bool forced,
+                             const std::string& reason);
 // "45s", "3m12s", "2h05m".
 std::string format_duration(double seconds);
 // 950 -> "950", 5100 -> "5.1k", 2.3e6 -> "2.3M".

@@ -106,7 +106,8 @@ const std::vector<KeyDoc> kTrainKeys = {
     {"bucket_batches", "batches per length bucket; 0: no bucketing"},
     {"prefetch", "batches the background loader keeps ready"},
     {"device", "cpu | cuda"},
-    {"precision", "float32 | tf32 (cuda) | bf16: how GEMMs run"},
+    {"precision",
+     "float32 | tf32 (cuda) | bf16 | auto: how GEMMs run (bf16 without bf16 units, and auto there: float32)"},
     {"decode_examples", "seq2seq: valid examples greedily decoded per evaluation (a seeded sample)"},
     {"checkpoint_layers",
      "keep only each Transformer layer's input and recompute the layer in backward: less memory, "

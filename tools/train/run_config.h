@@ -77,7 +77,7 @@ struct TrainOptions {
   int64_t bucket_batches = 0;    // > 0: length bucketing (datasets/loader.h)
   int64_t prefetch = 4;          // batches the background loader keeps ready
   std::string device = "cpu";
-  std::string precision = "float32";  // float32 | tf32 (cuda only) | bf16: how GEMMs run (core/matmul_precision.h)
+  std::string precision = "float32";  // float32 | tf32 (cuda) | bf16 | auto: how GEMMs run (core/matmul_precision.h)
   int64_t decode_examples = 100;      // seq2seq: valid examples greedily decoded per evaluation (exact match)
   bool checkpoint_layers = false;     // recompute each Transformer layer in backward (autograd/checkpoint.h)
   bool detect_anomaly = false;        // anomaly mode: name the op where a NaN/Inf was born (autograd/anomaly.h)

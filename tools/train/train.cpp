@@ -2,10 +2,10 @@
 // Exit codes: 0 finished, 130 stopped by Ctrl-C/SIGTERM after saving
 // (as shells report a SIGINT), 2 usage error, 1 runtime error.
 #include <cstdio>
-#include <cstdlib>
 
 #include "core/cpu_features.h"
 #include "core/distributed.h"
+#include "core/matmul_precision.h"
 #include "nn/user_input.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
@@ -118,13 +118,13 @@ int train(const std::vector<std::string>& args) {
   if (f.has("device")) apply_set(raw, "train.device=" + f.get("device", ""));
   TrainConfig config = parse_train_config(raw);
   if (out.empty()) out = "runs/" + config.name;
-  // Where bf16 GEMMs run is otherwise visible only in `keystone info --machine`:
-  // a CPU without a bf16 unit runs them at float32 speed.
+  // Where bf16 GEMMs run is said once: a CPU without a bf16 unit runs them in float32.
   const TrainOptions& t = config.train;
   if (!f.has("quiet") && dist::world().rank() == 0) {
-    const bool cpu_bf16 = t.device == "cpu" && t.precision == "bf16";
+    const bool cpu_bf16 = t.device == "cpu" && parse_matmul_precision(t.precision, "train.precision") ==
+                                                   MatmulPrecision::BFloat16;  // bf16 or auto
     const std::string line = format_gemm_path(t.precision, t.device, cpu_bf16 ? cpu_gemm_path() : CpuGemmPath::Float32,
-                                              std::getenv("KS_CPU_GEMM") != nullptr);
+                                              cpu_gemm_path_forced(), float32_path_reason(cpu_features()));
     if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
   }
 

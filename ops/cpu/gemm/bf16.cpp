@@ -1,6 +1,6 @@
 // ops/cpu/gemm/bf16.cpp — the bf16 GEMM driver behind the door (gemm.h,
-// packed.h's bf16::gemm): rounding and packing the operands, blocking,
-// threads, the write-back, and the float32 path; and gemm.h's
+// packed.h's bf16::gemm, on the AMX and AVX512-BF16 paths): rounding and
+// packing the operands, blocking, threads, the write-back; and gemm.h's
 // packed_product, the fused attention's products over its own packed operands.
 //
 // Blocking. op(A) and op(B) are rounded and packed whole (packed.h),
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
-#include "core/dtype.h"
+#include "core/error.h"
 #include "core/parallel.h"
 #include "ops/cpu/gemm/gemm.h"
 #include "ops/cpu/gemm/packed.h"
@@ -37,25 +37,6 @@ namespace {
 constexpr int64_t kKc = 256;  // k per chunk: a block's A and B (16 KiB each) fit L1
 constexpr int64_t kMc = 256;  // rows per macro tile
 constexpr int64_t kNc = 512;  // columns per macro tile
-
-inline float rounded(float x) { return float(BFloat16(x)); }
-
-// The float32 path: rounded copies of the operands, then OpenBLAS (the door at float32 precision).
-void rounded_sgemm(const Gemm<float>& g) {
-  const int64_t m = g.m, n = g.n, k = g.k;
-  thread_local std::vector<float> ra, rb;
-  ra.resize(size_t(m * k));
-  rb.resize(size_t(k * n));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < k; ++j) ra[size_t(i * k + j)] = rounded(g.a.at(i, j));
-  for (int64_t i = 0; i < k; ++i)
-    for (int64_t j = 0; j < n; ++j) rb[size_t(i * n + j)] = rounded(g.b.at(i, j));
-  Gemm<float> r = g;
-  r.a = {.data = ra.data(), .ld = k};
-  r.b = {.data = rb.data(), .ld = n};
-  r.precision = MatmulPrecision::Float32;
-  cpu::gemm(r);
-}
 
 // op(A) (m, k) and op(B) (k, n) of g rounded and packed whole into this
 // thread's buffers, in parallel when g.threaded: the product over them, C
@@ -90,7 +71,7 @@ PackedGemm packed_operands(const Gemm<float>& g) {
 
 void gemm(const Gemm<float>& g) {
   const CpuGemmPath path = cpu_gemm_path();
-  if (path == CpuGemmPath::Float32) return rounded_sgemm(g);
+  KS_ASSERT(path != CpuGemmPath::Float32);  // the door runs OpenBLAS there (cpu_matmul_precision)
   // A weight gradient (op(A) = Xᵀ, op(B) = Y, both strided along k) needs one
   // transposing pack, the slow kind: give it the smaller operand by computing
   // Cᵀ = Yᵀ·X and writing C transposed. (Weight gradients have no bias.)

@@ -1,6 +1,7 @@
 // ops/cpu/gemm/gemm.cpp — the GEMM door of gemm.h: its checks, empty sums
-// and bias, the choice of precision, and the OpenBLAS path with its threading
-// on oneTBB and the DYNAMIC_ARCH kernel re-selection.
+// and bias, the choice of precision (bf16 only where the CPU has a bf16
+// kernel: core/matmul_precision.h's cpu_matmul_precision), and the OpenBLAS
+// path with its threading on oneTBB and the DYNAMIC_ARCH kernel re-selection.
 // Not here: the bf16 driver and kernels (bf16.cpp, packed.h), the public
 // packed products (bf16.cpp, pack.cpp).
 //
@@ -133,8 +134,10 @@ template <class T> void gemm(const Gemm<T>& g) {
     }
     return;
   }
+  // bf16 products where the CPU has a bf16 kernel; without one, float32 (core/matmul_precision.h).
   if constexpr (std::is_same_v<T, float>)
-    if (g.precision.value_or(matmul_precision()) == MatmulPrecision::BFloat16) return bf16::gemm(g);
+    if (cpu_matmul_precision(g.precision.value_or(matmul_precision())) == MatmulPrecision::BFloat16)
+      return bf16::gemm(g);
   // OpenBLAS: the bias copied into C, then C += A·B.
   if (!g.row_bias) return gemm_bands(g);
   for (int64_t i = 0; i < g.m; ++i) std::copy(g.row_bias, g.row_bias + g.n, g.c + i * g.ldc);

@@ -12,13 +12,15 @@
 //     cut into bands of C run as oneTBB tasks. A DYNAMIC_ARCH OpenBLAS falls
 //     back to SSE3 kernels on CPU models it does not know; gemm.cpp
 //     re-selects by instruction set at load time.
-//   - float32 under MatmulPrecision::BFloat16 (core/matmul_precision.h): every
-//     element of op(A) and op(B) is first rounded to bfloat16 (nearest even,
-//     as ks::BFloat16 rounds); products are exact in float32 and summed in
-//     float32 (bf16.cpp). It runs on the kernel cpu_gemm_path() names
-//     (core/cpu_features.h): AMX tiles, AVX512-BF16, or OpenBLAS sgemm on
-//     rounded float32 copies; results differ between those only by float32
-//     summation order.
+//   - float32 under MatmulPrecision::BFloat16 (core/matmul_precision.h) on a
+//     CPU with a bf16 kernel (cpu_gemm_path(), core/cpu_features.h: AMX
+//     tiles or AVX512-BF16): every element of op(A) and op(B) is first
+//     rounded to bfloat16 (nearest even, as ks::BFloat16 rounds); products
+//     are exact in float32 and summed in float32 (bf16.cpp); results differ
+//     between the two kernels only by float32 summation order.
+//   - float32 under BFloat16 without a bf16 kernel (the float32 path: no
+//     bf16 units, or KS_CPU_GEMM=float32): the float32 path above, no
+//     rounding, so results equal Float32's bit for bit at its speed.
 // At the end, bf16::PackedProduct: the same bf16 products for a fused kernel
 // that rounds and packs its operands once and multiplies parts of them many
 // times (ops/cpu/attention_bf16.cpp), on the AMX or AVX512-BF16 path.
@@ -69,8 +71,8 @@ template <class T> struct Gemm {
   bool threaded = false;
 };
 
-// Runs g. m or n 0: nothing; k 0: an empty sum, C = beta·C (0 where beta is
-// 0, whatever C held), or the bias rows.
+// Runs g at cpu_matmul_precision(g.precision or matmul_precision()). m or n 0: nothing; k 0: an empty sum, C = beta·C
+// (0 where beta is 0, whatever C held), or the bias rows.
 template <class T> void gemm(const Gemm<T>& g);
 extern template void gemm(const Gemm<float>&);
 extern template void gemm(const Gemm<double>&);

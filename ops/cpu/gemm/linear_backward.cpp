@@ -17,8 +17,9 @@
 // It applies when out >= in: then bf16::gemm also computes dWᵀ with the
 // transposing pack on x, the smaller operand. For out < in it would put
 // that slow pack on the larger one, and the composed path runs instead, as
-// it does for float32 precision (bit for bit as before), the float32 bf16
-// path, float64 and strided rows.
+// it does for float32 precision (bit for bit as before), bf16 on the float32
+// path (which computes in float32: the same bits as float32 precision),
+// float64 and strided rows.
 // It lives beside the GEMM library because it drives the packed layouts
 // (packed.h, internal to this folder) itself.
 // Not here: the packing and block kernels (pack.cpp, amx.cpp,
@@ -43,9 +44,8 @@ bool rows_unit_stride(const Tensor& t) {
 
 bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool want_dx, bool want_db, Tensor& dx,
                          Tensor& dw, Tensor& db) {
-  if (matmul_precision() != MatmulPrecision::BFloat16) return false;
+  if (cpu_matmul_precision() != MatmulPrecision::BFloat16) return false;  // no bf16 kernel: float32's composed path
   const CpuGemmPath path = cpu_gemm_path();
-  if (path == CpuGemmPath::Float32) return false;
   if (!rows_unit_stride(g) || !rows_unit_stride(x) || (want_dx && !rows_unit_stride(w))) return false;
   const int64_t rows = g.size(0), out = g.size(1), in = x.size(1);
   if (out < in || rows == 0 || out == 0 || in == 0) return false;

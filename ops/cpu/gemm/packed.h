@@ -92,7 +92,7 @@ void avx512bf16_block(const uint16_t* a, int64_t lda_p, const uint16_t* b0, cons
 
 // The float32 GEMM of the door (gemm.h) under MatmulPrecision::BFloat16, for
 // m, n, k > 0: packing, then tiled_product, on the path cpu_gemm_path() names
-// (or OpenBLAS on rounded float32 copies, the Float32 path).
+// (amx or avx512bf16: without a bf16 kernel the door runs OpenBLAS instead).
 void gemm(const Gemm<float>& g);
 
 // C (m, n) = alpha·A·B + beta·C from whole packed operands, cut into macro
