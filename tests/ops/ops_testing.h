@@ -1,8 +1,8 @@
 // tests/ops/ops_testing.h — helpers that several files of the ops suite share:
 // the run of a computation on one thread and on several (for the tests that
 // results do not depend on the thread count), and the attention ops' inputs:
-// key padding, float64 leaves, and the (B, 1, T, S) boolean mask of the keys
-// a query may not see (for the composed references).
+// key padding and float64 leaves. (The (B, 1, T, S) boolean mask of the keys a
+// query may not see, for the composed references, is ops/attention_in_ops.h's.)
 // Not here: helpers of one file, the suites' common ones (support/testing.h).
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/attention_in_ops.h"
 #include "support/testing.h"
 
 namespace ks::testing {
@@ -34,23 +35,5 @@ inline Tensor padding(int64_t B, int64_t S, const std::vector<std::pair<int64_t,
 
 // A float64 leaf with values in [-2, 2), in layout l: the attention ops' inputs.
 inline Tensor lf(const Shape& s, uint64_t seed, Layout l = Layout::Contiguous) { return leaf64(s, seed, l, -2, 2); }
-
-// True where query i must not see key j: (B, 1, T, S) as bool, or undefined.
-// Causal: key j is hidden from query i when j > offset + i; pad is (B, S).
-inline Tensor hidden(int64_t B, int64_t T, int64_t S, bool causal, int64_t offset, const Tensor& pad) {
-  Tensor out;
-  if (causal) {
-    Tensor c = zeros({1, 1, T, S}, {.dtype = kBool});
-    bool* p = c.data<bool>();
-    for (int64_t i = 0; i < T; ++i)
-      for (int64_t j = 0; j < S; ++j) p[i * S + j] = j > offset + i;
-    out = c;
-  }
-  if (pad.defined()) {
-    Tensor pv = view(pad, {B, 1, 1, S});
-    out = out.defined() ? logical_or(out, pv) : pv;
-  }
-  return out;
-}
 
 }  // namespace ks::testing
