@@ -1,12 +1,14 @@
 // tests/ops/ops_testing.h — helpers that several files of the ops suite share:
 // the run of a computation on one thread and on several (for the tests that
-// results do not depend on the thread count), and the attention ops' inputs:
+// results do not depend on the thread count), the gradchecks of the descriptor
+// tables over layouts and an expanded input, and the attention ops' inputs:
 // key padding and float64 leaves. (The (B, 1, T, S) boolean mask of the keys a
 // query may not see, for the composed references, is ops/attention_in_ops.h's.)
 // Not here: helpers of one file, the suites' common ones (support/testing.h).
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -31,6 +33,29 @@ inline Tensor padding(int64_t B, int64_t S, const std::vector<std::pair<int64_t,
   Tensor p = zeros({B, S}, {.dtype = kBool});
   for (auto [b, j] : hide) p.data<bool>()[b * S + j] = true;
   return p;
+}
+
+// Gradchecks and gradgradchecks f on float64 leaves of `shapes` (values in
+// [lo, hi), seeds seed, seed + 1, ...) in every layout: how the descriptor
+// tables (unary, binary, reduce-grad) check that a backward reads any strides.
+inline void check_grads_over_layouts(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                                     const std::vector<Shape>& shapes, uint64_t seed, double lo, double hi) {
+  for (Layout l : all_layouts()) {
+    CAPTURE(layout_name(l));
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < shapes.size(); ++i) in.push_back(leaf64(shapes[i], seed + i, l, lo, hi));
+    CHECK_GRADCHECK(f, in);
+    CHECK_GRADGRADCHECK(f, in);
+  }
+}
+
+// The same for f of one input seen expanded (stride 0) from `from` to `to`.
+inline void check_grads_expanded(const std::function<Tensor(const Tensor&)>& f, const Shape& from, const Shape& to,
+                                 uint64_t seed, double lo, double hi) {
+  auto g = [f, to](const std::vector<Tensor>& a) { return f(expand(a[0], to)); };
+  Tensor x = leaf64(from, seed, lo, hi);
+  CHECK_GRADCHECK(g, {x});
+  CHECK_GRADGRADCHECK(g, {x});
 }
 
 // A float64 leaf with values in [-2, 2), in layout l: the attention ops' inputs.

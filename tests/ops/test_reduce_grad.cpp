@@ -3,6 +3,7 @@
 // gradient at the piece's special points in both float dtypes, and gradchecks
 // and gradgradchecks of its reduction over every layout and an expanded input.
 // Not here: the reductions' values (test_sum.cpp, test_reduce_*.cpp).
+#include "ops/ops_testing.h"
 #include "reduce_grad_rows.h"
 
 using namespace ks;
@@ -29,12 +30,7 @@ TEST_CASE("every reduction backward piece gradchecks and gradgradchecks over lay
     const std::string call = c.call;
     CAPTURE(call);
     auto f = c.op;
-    for (Layout l : all_layouts()) {
-      CAPTURE(layout_name(l));
-      CHECK_GRADCHECK([f](V a) { return f(a[0]); }, {leaf64({3, 4, 5}, 41, l, c.lo, c.hi)});
-      CHECK_GRADGRADCHECK([f](V a) { return f(a[0]); }, {leaf64({3, 4, 5}, 41, l, c.lo, c.hi)});
-    }
-    CHECK_GRADCHECK([f](V a) { return f(expand(a[0], {3, 4})); }, {leaf64({1, 4}, 42, c.lo, c.hi)});
-    CHECK_GRADGRADCHECK([f](V a) { return f(expand(a[0], {3, 4})); }, {leaf64({1, 4}, 42, c.lo, c.hi)});
+    check_grads_over_layouts([f](V a) { return f(a[0]); }, {{3, 4, 5}}, 41, c.lo, c.hi);
+    check_grads_expanded(f, {1, 4}, {3, 4}, 42, c.lo, c.hi);
   }
 }
