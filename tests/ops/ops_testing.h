@@ -58,6 +58,24 @@ inline void check_grads_expanded(const std::function<Tensor(const Tensor&)>& f, 
   CHECK_GRADGRADCHECK(g, {x});
 }
 
+// Gradgradchecks the attention op `op(inputs, options)` under each of
+// `options` (SdpaOptions-like: causal, dropout_p, gen), with a fresh generator
+// of one seed in every call, so that dropout draws the same mask each time.
+template <class Options, class Op>
+void gradgradcheck_attention(const std::vector<Options>& options, Op op, const std::vector<Tensor>& inputs) {
+  for (const Options& o : options) {
+    CAPTURE(o.causal);
+    CAPTURE(o.dropout_p);
+    auto f = [o, op](const std::vector<Tensor>& a) {
+      Generator gen(5);
+      Options with_gen = o;
+      with_gen.gen = &gen;
+      return op(a, with_gen);
+    };
+    CHECK_GRADGRADCHECK(f, inputs);
+  }
+}
+
 // A float64 leaf with values in [-2, 2), in layout l: the attention ops' inputs.
 inline Tensor lf(const Shape& s, uint64_t seed, Layout l = Layout::Contiguous) { return leaf64(s, seed, l, -2, 2); }
 

@@ -226,17 +226,9 @@ TEST_CASE("scaled_dot_product_attention gradgradchecks: masks with a row that se
       {.scale = 0.7, .causal = true, .causal_offset = 1},
       {.key_padding = pad, .dropout_p = 0.4, .training = true},
   };
-  for (const SdpaOptions& o : options) {
-    CAPTURE(o.causal);
-    CAPTURE(o.dropout_p);
-    auto f = [o](V a) {
-      Generator gen(5);  // the same dropout mask every call
-      SdpaOptions oo = o;
-      oo.gen = &gen;
-      return scaled_dot_product_attention(a[0], a[1], a[2], oo);
-    };
-    CHECK_GRADGRADCHECK(f, {lf({2, 1, 3, 2}, 81), lf({2, 1, 4, 2}, 82), lf({2, 1, 4, 2}, 83)});
-  }
+  gradgradcheck_attention(options,
+                          [](V a, const SdpaOptions& o) { return scaled_dot_product_attention(a[0], a[1], a[2], o); },
+                          {lf({2, 1, 3, 2}, 81), lf({2, 1, 4, 2}, 82), lf({2, 1, 4, 2}, 83)});
 }
 
 TEST_CASE("scaled_dot_product_attention reports bad shapes and dtypes") {

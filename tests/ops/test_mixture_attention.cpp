@@ -353,19 +353,10 @@ TEST_CASE("mixture_attention gradgradchecks: soft and hard, masks with a row tha
       {.scale = 0.7, .causal = true, .causal_offset = 1},
       {.key_padding = pad, .dropout_p = 0.4, .training = true},
   };
-  for (const MixtureAttentionOptions& o : options) {
-    CAPTURE(o.hard);
-    CAPTURE(o.causal);
-    CAPTURE(o.dropout_p);
-    auto f = [o](V a) {
-      Generator gen(5);  // the same dropout mask every call
-      MixtureAttentionOptions oo = o;
-      oo.gen = &gen;
-      return mixture_attention(a[0], a[1], a[2], a[3], oo).out;
-    };
-    const Inputs in = inputs(2, 1, 3, 4, 2, 2, 2, 91);
-    CHECK_GRADGRADCHECK(f, {in.q, in.k, lf({1, 1, 2, 4}, 95), in.v});  // bias broadcast over the batch
-  }
+  const Inputs in = inputs(2, 1, 3, 4, 2, 2, 2, 91);
+  gradgradcheck_attention(
+      options, [](V a, const MixtureAttentionOptions& o) { return mixture_attention(a[0], a[1], a[2], a[3], o).out; },
+      {in.q, in.k, lf({1, 1, 2, 4}, 95), in.v});  // bias broadcast over the batch
 }
 
 TEST_CASE("mixture_attention results do not depend on the thread count") {

@@ -20,6 +20,15 @@ struct Row {
 };
 
 Tensor targets(std::initializer_list<double> v, Shape shape) { return tensor(v, shape, {.dtype = kInt64}); }
+
+void check_rows(const std::vector<Row>& rows) {
+  for (const Row& row : rows) {
+    const std::string name = row.name;
+    CAPTURE(name);
+    CHECK_GRADCHECK(row.f, row.inputs);
+    CHECK_GRADGRADCHECK(row.f, row.inputs);
+  }
+}
 }  // namespace
 
 TEST_CASE("gradgradcheck: matmul, linear, softmax, layer norm, embedding, losses, reductions") {
@@ -105,12 +114,7 @@ TEST_CASE("gradgradcheck: matmul, linear, softmax, layer norm, embedding, losses
        {tensor({2, 0.5, 3, 1, -1, 0, 1.5, 2}, {2, 2, 2}, {.dtype = kFloat64, .requires_grad = true})}},
       {"prod of all", [](const auto& x) { return prod(x[0]); }, {leaf64({2, 3}, 29, 0.5, 1.5)}},
   };
-  for (const Row& row : rows) {
-    const std::string name = row.name;
-    CAPTURE(name);
-    CHECK_GRADCHECK(row.f, row.inputs);
-    CHECK_GRADGRADCHECK(row.f, row.inputs);
-  }
+  check_rows(rows);
 }
 
 TEST_CASE("gradgradcheck: block, view, index, mask, scan and dropout ops") {
@@ -175,12 +179,7 @@ TEST_CASE("gradgradcheck: block, view, index, mask, scan and dropout ops") {
        },
        {leaf64({3, 4}, 63)}},
   };
-  for (const Row& row : rows) {
-    const std::string name = row.name;
-    CAPTURE(name);
-    CHECK_GRADCHECK(row.f, row.inputs);
-    CHECK_GRADGRADCHECK(row.f, row.inputs);
-  }
+  check_rows(rows);
 }
 
 TEST_CASE("embedding's create_graph gradient leaves the padding row at zero") {
