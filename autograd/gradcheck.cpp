@@ -131,7 +131,7 @@ GradcheckResult gradgradcheck(const GradcheckFn& f, const std::vector<Tensor>& i
     }
   }
 
-  GradcheckFn backward_of_f = [&](const std::vector<Tensor>& xv) {
+  auto gradient_of_f = [&](const std::vector<Tensor>& xv, bool create_graph) {
     GradModeGuard grad_mode(true);  // gradcheck's numerical pass turns it off; this map needs a graph
     std::vector<Tensor> x(xv.begin(), xv.begin() + std::ptrdiff_t(inputs.size()));
     std::vector<Tensor> v(xv.begin() + std::ptrdiff_t(inputs.size()), xv.end());
@@ -143,7 +143,8 @@ GradcheckResult gradgradcheck(const GradcheckFn& f, const std::vector<Tensor>& i
       }
     for (size_t i : wrt) sources.push_back(x[i]);
     std::vector<Tensor> grads;
-    if (!roots.empty()) grads = grad(roots, sources, root_weights, {.create_graph = true, .allow_unused = true});
+    if (!roots.empty())
+      grads = grad(roots, sources, root_weights, {.create_graph = create_graph, .allow_unused = true});
     for (size_t k = 0; k < wrt.size(); ++k)
       if (grads.size() <= k || !grads[k].defined()) {
         grads.resize(wrt.size());
@@ -151,8 +152,21 @@ GradcheckResult gradgradcheck(const GradcheckFn& f, const std::vector<Tensor>& i
       }
     return grads;
   };
+  GradcheckFn backward_of_f = [&](const std::vector<Tensor>& xv) { return gradient_of_f(xv, true); };
   std::vector<Tensor> xv = inputs;
   xv.insert(xv.end(), weights.begin(), weights.end());
+
+  // The gradient differentiated must be the gradient: an op may restate its
+  // backward in differentiable ops under create_graph, so that one is compared
+  // with the plain backward's first.
+  std::vector<Tensor> plain = gradient_of_f(xv, false), graphed = backward_of_f(xv);
+  for (size_t k = 0; k < wrt.size(); ++k) {
+    std::vector<double> a = graphed[k].to_vector<double>(), b = plain[k].to_vector<double>();
+    for (size_t j = 0; j < a.size(); ++j)
+      if (!(std::fabs(a[j] - b[j]) <= opts.atol + opts.rtol * std::fabs(b[j])))
+        return {false, str("gradgradcheck failed: input ", wrt[k], " element ", unravel(int64_t(j), graphed[k].sizes()),
+                           ": the create_graph gradient ", a[j], " differs from the plain backward's ", b[j])};
+  }
   return gradcheck(backward_of_f, xv, opts);
 }
 

@@ -12,8 +12,10 @@
 // gradgradcheck checks second derivatives the same way: it gradchecks the
 // map (x, v) -> grad(f(x), x, v, create_graph) for fixed, non-uniform output
 // weights v, so both the backward's dependence on x (the Hessian) and on v
-// (linearity) are compared with central differences. An op without
-// higher-order support makes it throw, naming the op.
+// (linearity) are compared with central differences; first, that gradient
+// (create_graph's) is compared with a plain backward's, since an op may
+// restate its backward for create_graph. An op without higher-order support
+// makes it throw, naming the op.
 #pragma once
 
 #include <functional>

@@ -1,13 +1,16 @@
 // ops/attention.cpp — scaled_dot_product_attention: argument checks, the
-// dropout generator's bookkeeping and the backward node; the tiled kernels
-// are in cpu/attention.cpp and cuda/attention.cu.
+// dropout generator's bookkeeping and the backward node (the kernel, or under
+// create_graph the op's composition in ops differentiated, attention_in_ops.h);
+// the tiled kernels are in cpu/attention.cpp and cuda/attention.cu.
 #include "ops/attention.h"
 
 #include <cmath>
 
+#include "autograd/engine.h"
 #include "autograd/node.h"
 #include "core/copy.h"
 #include "core/factory.h"
+#include "ops/attention_in_ops.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 
@@ -80,22 +83,31 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 
   if (needs_grad({q, k, v})) {
     // Every gradient reads q, k (the probabilities), v (dP) and out, lse.
-    record("ScaledDotProductAttentionBackward", {q, k, v}, {out},
-           [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), so = SavedTensor(out), sl = SavedTensor(lse),
-            spad = SavedTensor(pad), gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad(),
-            prm](const std::vector<Tensor>& g) {
-             const Tensor q_ = sq.unpack(), k_ = sk.unpack(), v_ = sv.unpack();
-             Tensor dq = Tensor::empty(q_.sizes(), q_.dtype(), q_.device());
-             Tensor dk = Tensor::empty(k_.sizes(), k_.dtype(), k_.device());
-             Tensor dv = Tensor::empty(v_.sizes(), v_.dtype(), v_.device());
-             if (g[0].numel() > 0) {
-               sdpa_backward_kernel(g[0].device(), dq, dk, dv, g[0], q_, k_, v_, so.unpack(), sl.unpack(),
-                                    spad.unpack(), prm);
-             } else {  // no query row or no value column: nothing flows back
-               for (const Tensor& d : {dq, dk, dv}) fill_(d, 0.0);
-             }
-             return std::vector<Tensor>{gq ? dq : Tensor(), gk ? dk : Tensor(), gv ? dv : Tensor()};
-           });
+    record(
+        "ScaledDotProductAttentionBackward", {q, k, v}, {out},
+        [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), so = SavedTensor(out), sl = SavedTensor(lse),
+         spad = SavedTensor(pad), gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad(),
+         prm](const std::vector<Tensor>& g) {
+          const Tensor q_ = sq.unpack(), k_ = sk.unpack(), v_ = sv.unpack();
+          if (GradMode::is_enabled())  // create_graph
+            return grad_by_recompute(
+                [&](const std::vector<Tensor>& in) {
+                  return std::vector<Tensor>{
+                      scaled_dot_product_attention_in_ops(in[0], in[1], in[2], spad.unpack(), prm)};
+                },
+                {q_, k_, v_}, {g[0]});
+          Tensor dq = Tensor::empty(q_.sizes(), q_.dtype(), q_.device());
+          Tensor dk = Tensor::empty(k_.sizes(), k_.dtype(), k_.device());
+          Tensor dv = Tensor::empty(v_.sizes(), v_.dtype(), v_.device());
+          if (g[0].numel() > 0) {
+            sdpa_backward_kernel(g[0].device(), dq, dk, dv, g[0], q_, k_, v_, so.unpack(), sl.unpack(), spad.unpack(),
+                                 prm);
+          } else {  // no query row or no value column: nothing flows back
+            for (const Tensor& d : {dq, dk, dv}) fill_(d, 0.0);
+          }
+          return std::vector<Tensor>{gq ? dq : Tensor(), gk ? dk : Tensor(), gv ? dv : Tensor()};
+        },
+        HigherOrder::Supported);
   }
   return out;
 }

@@ -26,7 +26,9 @@
 // (-inf for a fully masked row). Backward recomputes the probabilities tile by
 // tile: D_i = rowsum(dO∘O); P = exp(s − lse); with dropout W = P·mask/(1−p);
 // dV = Wᵀ dO; dP = mask/(1−p) ∘ (dO Vᵀ); dS = P∘(dP − D); dQ = dS K·scale;
-// dK = dSᵀ Q·scale. First-order gradients only (backward records nothing).
+// dK = dSᵀ Q·scale. Under create_graph the backward instead differentiates the
+// op's composition in ops (ops/attention_in_ops.h), which forms the (T, S)
+// weights: higher-order gradients at O(T·S) memory.
 // Not here: the projections and head splitting (nn/attention/), returning the
 // weights (the module composes matmul/softmax for that). Kernels: ops/cpu/
 // and ops/cuda/attention.*.

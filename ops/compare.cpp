@@ -1,5 +1,6 @@
 // ops/compare.cpp — checks and shapes of comparisons, logical ops, where and
-// masked_fill, and the backward of the last two. The formulas are
+// masked_fill, and the backward of the last two (masked_fill of the gradient:
+// differentiable, so both support higher-order gradients). The formulas are
 // descriptors (compare_formulas.h); the kernels are ops/compare_kernels.h's.
 #include "ops/compare.h"
 
@@ -20,10 +21,11 @@ void check_bool(const char* op, const char* what, const Tensor& t) {
   KS_CHECK(t.dtype() == kBool, op, ": ", what, " must be a bool tensor, got ", describe(t));
 }
 
-// A new tensor: g with 0 where (mask == fill_when); mask broadcasts to g.
-Tensor zero_where(const Tensor& g, const Tensor& mask, bool fill_when, const char* name) {
+// A new tensor: g with 0 where mask is false (where's backward for a, without
+// building !mask); mask broadcasts to g.
+Tensor zero_where(const Tensor& g, const Tensor& mask) {
   Tensor out = Tensor::empty(g.sizes(), g.dtype(), g.device());
-  if (out.numel() > 0) masked_fill_kernel(out.device(), out, g, broadcast_raw(mask, g.sizes(), name), 0.0, fill_when);
+  if (out.numel() > 0) masked_fill_kernel(out.device(), out, g, broadcast_raw(mask, g.sizes(), "where"), 0.0, false);
   return out;
 }
 
@@ -68,15 +70,18 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     where_kernel(out.device(), out, broadcast_raw(cond, shape, "where"), broadcast_raw(a, shape, "where"),
                  broadcast_raw(b, shape, "where"));
   if (needs_grad({a, b}))
-    record("WhereBackward", {a, b}, {out},
-           [sc = SavedTensor(cond), shape_a = a.sizes(), shape_b = b.sizes(), ga = a.requires_grad(),
-            gb = b.requires_grad()](const std::vector<Tensor>& g) {
-             Tensor c = sc.unpack();
-             Tensor da, db;
-             if (ga) da = sum_to(zero_where(g[0], c, false, "where"), shape_a);
-             if (gb) db = sum_to(zero_where(g[0], c, true, "where"), shape_b);
-             return std::vector<Tensor>{da, db};
-           });
+    record(
+        "WhereBackward", {a, b}, {out},
+        [sc = SavedTensor(cond), shape_a = a.sizes(), shape_b = b.sizes(), ga = a.requires_grad(),
+         gb = b.requires_grad()](const std::vector<Tensor>& g) {
+          Tensor c = sc.unpack();
+          Tensor da, db;
+          if (ga)  // create_graph: g without the !c elements through masked_fill (differentiable)
+            da = sum_to(GradMode::is_enabled() ? masked_fill(g[0], logical_not(c), 0.0) : zero_where(g[0], c), shape_a);
+          if (gb) db = sum_to(masked_fill(g[0], c, 0.0), shape_b);
+          return std::vector<Tensor>{da, db};
+        },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -94,9 +99,12 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   if (out.numel() > 0)
     masked_fill_kernel(out.device(), out, x, broadcast_raw(mask, x.sizes(), "masked_fill"), value, true);
   if (needs_grad({x}))
-    record("MaskedFillBackward", {x}, {out}, [sm = SavedTensor(mask)](const std::vector<Tensor>& g) {
-      return std::vector<Tensor>{zero_where(g[0], sm.unpack(), true, "masked_fill")};
-    });
+    record(
+        "MaskedFillBackward", {x}, {out},
+        [sm = SavedTensor(mask)](const std::vector<Tensor>& g) {
+          return std::vector<Tensor>{masked_fill(g[0], sm.unpack(), 0.0)};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

@@ -1,9 +1,12 @@
 // ops/dropout.cpp — dropout: argument checks, generator bookkeeping and the
-// backward node; the loops are in cpu/dropout.cpp.
+// backward node (the kernel, or under create_graph the same product with the
+// saved mask in differentiable ops); the loops are in cpu/dropout.cpp.
 #include "ops/dropout.h"
 
 #include "autograd/node.h"
 #include "core/factory.h"
+#include "ops/elementwise.h"
+#include "ops/view.h"
 
 namespace ks {
 
@@ -30,12 +33,17 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   Tensor mask = Tensor::empty(x.sizes(), kBool, x.device());
   dropout_kernel(out.device(), out, mask, x, 1.0 - p, scale, g.seed(), first_block);
   if (needs_grad({x}))
-    record("DropoutBackward", {x}, {out}, [smask = SavedTensor(mask), scale](const std::vector<Tensor>& grads) {
-      const Tensor& gy = grads[0];
-      Tensor dx = Tensor::empty(gy.sizes(), gy.dtype(), gy.device());
-      dropout_backward_kernel(dx.device(), dx, gy, smask.unpack(), scale);
-      return std::vector<Tensor>{dx};
-    });
+    record(
+        "DropoutBackward", {x}, {out},
+        [smask = SavedTensor(mask), scale](const std::vector<Tensor>& grads) {
+          const Tensor& gy = grads[0];
+          if (GradMode::is_enabled())  // create_graph: g · mask · scale
+            return std::vector<Tensor>{mul(gy, mul(to(smask.unpack(), gy.dtype()), scale))};
+          Tensor dx = Tensor::empty(gy.sizes(), gy.dtype(), gy.device());
+          dropout_backward_kernel(dx.device(), dx, gy, smask.unpack(), scale);
+          return std::vector<Tensor>{dx};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

@@ -3,12 +3,14 @@
 // data) are in cpu/indexing.cpp.
 //
 // The pairs are each other's backward: index_select <-> index_add and
-// gather <-> scatter_add.
+// gather <-> scatter_add; under create_graph the backward calls the other op
+// itself (differentiable), otherwise its kernel.
 #include "ops/indexing.h"
 
 #include "autograd/node.h"
 #include "core/copy.h"
 #include "core/factory.h"
+#include "ops/shape.h"
 #include "ops/view.h"
 
 namespace ks {
@@ -103,11 +105,16 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor out = Tensor::empty(index.sizes(), x.dtype(), x.device());
   gather_kernel(x.device(), out, x, d, index);
   if (needs_grad({x}))
-    record("GatherBackward", {x}, {out}, [in = x.sizes(), d, si = SavedTensor(index)](const std::vector<Tensor>& g) {
-      Tensor gx = zeros(in, {.dtype = g[0].dtype(), .device = g[0].device()});
-      scatter_add_kernel(gx.device(), gx, d, si.unpack(), g[0]);
-      return std::vector<Tensor>{gx};
-    });
+    record(
+        "GatherBackward", {x}, {out},
+        [in = x.sizes(), d, si = SavedTensor(index)](const std::vector<Tensor>& g) {
+          Tensor gx = zeros(in, {.dtype = g[0].dtype(), .device = g[0].device()});
+          if (GradMode::is_enabled())
+            return std::vector<Tensor>{scatter_add(gx, d, si.unpack(), g[0])};  // create_graph
+          scatter_add_kernel(gx.device(), gx, d, si.unpack(), g[0]);
+          return std::vector<Tensor>{gx};
+        },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -124,23 +131,24 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   Tensor out = copy_of(x);
   scatter_add_kernel(out.device(), out, d, index, src);
   if (needs_grad({x, src}))
-    record("ScatterAddBackward", {x, src}, {out},
-           [d, si = SavedTensor(src.requires_grad() ? index : Tensor()), src_shape = src.sizes(),
-            gx = x.requires_grad()](const std::vector<Tensor>& g) {
-             Tensor dsrc;
-             if (si.defined()) {
-               Tensor idx = si.unpack();
-               dsrc = gather(g[0], d, idx);
-               if (src_shape != idx.sizes()) {  // src elements the index never reads get zero
-                 Tensor full_grad = zeros(src_shape, {.dtype = dsrc.dtype(), .device = dsrc.device()});
-                 Tensor region = full_grad;
-                 for (int64_t e = 0; e < idx.dim(); ++e) region = narrow(region, e, 0, idx.size(e));
-                 copy_(region, dsrc);
-                 dsrc = full_grad;
-               }
-             }
-             return std::vector<Tensor>{gx ? g[0] : Tensor(), dsrc};
-           });
+    record(
+        "ScatterAddBackward", {x, src}, {out},
+        [d, si = SavedTensor(src.requires_grad() ? index : Tensor()), src_shape = src.sizes(),
+         gx = x.requires_grad()](const std::vector<Tensor>& g) {
+          Tensor dsrc;
+          if (si.defined()) {
+            Tensor idx = si.unpack();
+            dsrc = gather(g[0], d, idx);
+            if (src_shape != idx.sizes()) {  // src elements the index never reads get zero: pad at the ends
+              std::vector<int64_t> pads;
+              for (int64_t e = idx.dim() - 1; e >= 0; --e)
+                pads.insert(pads.end(), {0, src_shape[size_t(e)] - idx.size(e)});
+              dsrc = pad(dsrc, pads);
+            }
+          }
+          return std::vector<Tensor>{gx ? g[0] : Tensor(), dsrc};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

@@ -1,10 +1,14 @@
 // ops/linear_attention.cpp — causal_linear_attention: argument checks and the
-// backward node; the scans are in cpu/linear_attention.cpp.
+// backward node (the kernel, or under create_graph the op's (T, T) composition
+// in ops differentiated, attention_in_ops.h); the scans are in
+// cpu/linear_attention.cpp.
 #include "ops/linear_attention.h"
 
 #include <cmath>
 
+#include "autograd/engine.h"
 #include "autograd/node.h"
+#include "ops/attention_in_ops.h"
 #include "ops/elementwise.h"
 
 namespace ks {
@@ -58,19 +62,27 @@ Tensor causal_linear_attention(const Tensor& phi_q, const Tensor& phi_k, const T
     // Every gradient reads every input: dφq needs the prefix states (φk, v,
     // S₀, z₀), the others the reverse sums of φq (g / d), where d needs z.
     auto wants = [](const Tensor& t) { return t.defined() && t.requires_grad(); };
-    record("CausalLinearAttentionBackward", {phi_q, phi_k, v, state, norm}, {out},
-           [sq = SavedTensor(phi_q), sk = SavedTensor(phi_k), sv = SavedTensor(v), ss = SavedTensor(state),
-            sn = SavedTensor(norm), gq = wants(phi_q), gk = wants(phi_k), gv = wants(v), gs = wants(state),
-            gn = wants(norm), eps](const std::vector<Tensor>& g) {
-             const Tensor q = sq.unpack(), k = sk.unpack(), v_ = sv.unpack(), s = ss.unpack(), n = sn.unpack();
-             auto grad_for = [&](bool want, const Tensor& x) {
-               return want ? Tensor::empty(x.sizes(), x.dtype(), x.device()) : Tensor();
-             };
-             Tensor dq = grad_for(gq, q), dk = grad_for(gk, k), dv = grad_for(gv, v_), ds = grad_for(gs, s),
-                    dn = grad_for(gn, n);
-             causal_linear_attention_backward_kernel(g[0].device(), dq, dk, dv, ds, dn, g[0], q, k, v_, s, n, eps);
-             return std::vector<Tensor>{dq, dk, dv, ds, dn};
-           });
+    record(
+        "CausalLinearAttentionBackward", {phi_q, phi_k, v, state, norm}, {out},
+        [sq = SavedTensor(phi_q), sk = SavedTensor(phi_k), sv = SavedTensor(v), ss = SavedTensor(state),
+         sn = SavedTensor(norm), gq = wants(phi_q), gk = wants(phi_k), gv = wants(v), gs = wants(state),
+         gn = wants(norm), eps](const std::vector<Tensor>& g) {
+          const Tensor q = sq.unpack(), k = sk.unpack(), v_ = sv.unpack(), s = ss.unpack(), n = sn.unpack();
+          if (GradMode::is_enabled())  // create_graph
+            return grad_by_recompute(
+                [&](const std::vector<Tensor>& in) {
+                  return std::vector<Tensor>{causal_linear_attention_in_ops(in[0], in[1], in[2], in[3], in[4], eps)};
+                },
+                {q, k, v_, s, n}, {g[0]});
+          auto grad_for = [&](bool want, const Tensor& x) {
+            return want ? Tensor::empty(x.sizes(), x.dtype(), x.device()) : Tensor();
+          };
+          Tensor dq = grad_for(gq, q), dk = grad_for(gk, k), dv = grad_for(gv, v_), ds = grad_for(gs, s),
+                 dn = grad_for(gn, n);
+          causal_linear_attention_backward_kernel(g[0].device(), dq, dk, dv, ds, dn, g[0], q, k, v_, s, n, eps);
+          return std::vector<Tensor>{dq, dk, dv, ds, dn};
+        },
+        HigherOrder::Supported);
   }
   return out;
 }

@@ -22,8 +22,9 @@
 // Backward recomputes the prefix states in a forward scan (for dφq) and runs
 // the reverse scan R_j = Σ_{i ≥ j} φq_i (g_i / d_i)ᵀ (for dφk, dv, dS₀, dz₀),
 // d_i being the denominator. Sums run in float64 whatever the dtype, so a
-// float32 state does not drift over long sequences. Gradients are
-// first-order (the backward itself records nothing).
+// float32 state does not drift over long sequences. Under create_graph the
+// backward instead differentiates the (T, T) composition in ops
+// (ops/attention_in_ops.h), for higher-order gradients.
 // Not here: the feature map, masks (zero a padded key's φk and v first), the
 // non-causal form (two matmuls, see the module). The kernels: ops/cpu/ and ops/cuda/.
 #pragma once

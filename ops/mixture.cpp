@@ -1,10 +1,13 @@
 // ops/mixture.cpp — mixture_softmax: checks, broadcasting and the backward
-// node; the loops are in cpu/mixture.cpp.
+// node (the kernel, or under create_graph the op's composition in ops
+// differentiated, attention_in_ops.h); the loops are in cpu/mixture.cpp.
 #include "ops/mixture.h"
 
 #include <cmath>
 
+#include "autograd/engine.h"
 #include "autograd/node.h"
+#include "ops/attention_in_ops.h"
 #include "ops/broadcast.h"
 #include "ops/reduce.h"
 
@@ -46,16 +49,24 @@ MixtureSoftmax mixture_softmax(const Tensor& scores, const Tensor& bias, double 
                          broadcast_raw(bias, bias_shape, "mixture_softmax"), mask_view, scale, opts.hard);
   if (needs_grad({scores, bias})) {
     const bool want_s = scores.requires_grad(), want_b = bias.requires_grad(), hard = opts.hard;
-    record("MixtureSoftmaxBackward", {scores, bias}, {out.weights},
-           [=, sa = SavedTensor(out.weights), ss_ = SavedTensor(scores),
-            sb = SavedTensor(bias)](const std::vector<Tensor>& g) {
-             Tensor a = sa.unpack(), s = ss_.unpack(), b = sb.unpack();
-             Tensor ds = want_s ? Tensor::empty(s.sizes(), s.dtype(), s.device()) : Tensor();
-             Tensor db = want_b ? Tensor::empty(bias_shape, s.dtype(), s.device()) : Tensor();
-             mixture_softmax_backward_kernel(s.device(), ds, db, g[0], a, s,
-                                             broadcast_raw(b, bias_shape, "mixture_softmax"), scale, hard);
-             return std::vector<Tensor>{ds, want_b ? sum_to(db, b.sizes()) : Tensor()};
-           });
+    record(
+        "MixtureSoftmaxBackward", {scores, bias}, {out.weights},
+        [=, sa = SavedTensor(out.weights), ss_ = SavedTensor(scores), sb = SavedTensor(bias),
+         sm = SavedTensor(mask)](const std::vector<Tensor>& g) {
+          Tensor a = sa.unpack(), s = ss_.unpack(), b = sb.unpack();
+          if (GradMode::is_enabled())  // create_graph
+            return grad_by_recompute(
+                [&](const std::vector<Tensor>& in) {
+                  return std::vector<Tensor>{mixture_softmax_in_ops(in[0], in[1], scale, sm.unpack(), hard)};
+                },
+                {s, b}, {g[0]});
+          Tensor ds = want_s ? Tensor::empty(s.sizes(), s.dtype(), s.device()) : Tensor();
+          Tensor db = want_b ? Tensor::empty(bias_shape, s.dtype(), s.device()) : Tensor();
+          mixture_softmax_backward_kernel(s.device(), ds, db, g[0], a, s,
+                                          broadcast_raw(b, bias_shape, "mixture_softmax"), scale, hard);
+          return std::vector<Tensor>{ds, want_b ? sum_to(db, b.sizes()) : Tensor()};
+        },
+        HigherOrder::Supported);
   }
   return out;
 }

@@ -23,7 +23,9 @@
 // Backward (through A only; γ carries no gradient) saves A, the scores and
 // the bias, and recomputes γ row by row:
 //   dℓ_ij = A_ij (g_ij − Σ_j' g_ij' A_ij'),   ds_irj = scale · γ_irj · dℓ_ij,
-//   dbias_rj = Σ_i γ_irj · dℓ_ij   (then summed to bias's shape).
+//   dbias_rj = Σ_i γ_irj · dℓ_ij   (then summed to bias's shape);
+// under create_graph it differentiates the composition in ops instead
+// (ops/attention_in_ops.h), for higher-order gradients.
 // Not here: the projections, ‖k‖² and log π (the caller builds bias), dropout.
 #pragma once
 

@@ -1,14 +1,18 @@
 // ops/mixture_attention.cpp — mixture_attention: argument checks, the
-// dropout generator's bookkeeping and the backward node; the tiled kernels
+// dropout generator's bookkeeping and the backward node (the kernel, or under
+// create_graph the op's composition in ops differentiated,
+// attention_in_ops.h); the tiled kernels
 // are in cpu/mixture_attention.cpp and cuda/mixture_attention.cu. Not here:
 // any loop over scores.
 #include "ops/mixture_attention.h"
 
 #include <cmath>
 
+#include "autograd/engine.h"
 #include "autograd/node.h"
 #include "core/copy.h"
 #include "core/factory.h"
+#include "ops/attention_in_ops.h"
 #include "ops/broadcast.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -61,26 +65,35 @@ MixtureAttention mixture_attention(const Tensor& q, const Tensor& k, const Tenso
 
   if (needs_grad({q, k, bias, v})) {
     // Every gradient recomputes the tiles: it reads q, k, bias, v and out, lse.
-    record("MixtureAttentionBackward", {q, k, bias, v}, {res.out},
-           [sq = SavedTensor(q), sk = SavedTensor(k), sb = SavedTensor(bias), sv = SavedTensor(v),
-            so = SavedTensor(res.out), sl = SavedTensor(lse), spad = SavedTensor(pad), gq = q.requires_grad(),
-            gk = k.requires_grad(), gb = bias.requires_grad(), gv = v.requires_grad(), bias_shape, prm,
-            hard](const std::vector<Tensor>& g) {
-             const Tensor q_ = sq.unpack(), k_ = sk.unpack(), b_ = sb.unpack(), v_ = sv.unpack();
-             Tensor dq = Tensor::empty(q_.sizes(), q_.dtype(), q_.device());
-             Tensor dk = Tensor::empty(k_.sizes(), k_.dtype(), k_.device());
-             Tensor db = Tensor::empty(bias_shape, q_.dtype(), q_.device());
-             Tensor dv = Tensor::empty(v_.sizes(), v_.dtype(), v_.device());
-             if (g[0].numel() > 0) {
-               mixture_attention_backward_kernel(g[0].device(), dq, dk, db, dv, g[0], q_, k_,
-                                                 broadcast_raw(b_, bias_shape, kOp), v_, so.unpack(), sl.unpack(),
-                                                 spad.unpack(), prm, hard);
-             } else {  // no query row or no value column: nothing flows back
-               for (const Tensor& d : {dq, dk, db, dv}) fill_(d, 0.0);
-             }
-             return std::vector<Tensor>{gq ? dq : Tensor(), gk ? dk : Tensor(), gb ? sum_to(db, b_.sizes()) : Tensor(),
-                                        gv ? dv : Tensor()};
-           });
+    record(
+        "MixtureAttentionBackward", {q, k, bias, v}, {res.out},
+        [sq = SavedTensor(q), sk = SavedTensor(k), sb = SavedTensor(bias), sv = SavedTensor(v),
+         so = SavedTensor(res.out), sl = SavedTensor(lse), spad = SavedTensor(pad), gq = q.requires_grad(),
+         gk = k.requires_grad(), gb = bias.requires_grad(), gv = v.requires_grad(), bias_shape, prm,
+         hard](const std::vector<Tensor>& g) {
+          const Tensor q_ = sq.unpack(), k_ = sk.unpack(), b_ = sb.unpack(), v_ = sv.unpack();
+          if (GradMode::is_enabled())  // create_graph
+            return grad_by_recompute(
+                [&](const std::vector<Tensor>& in) {
+                  return std::vector<Tensor>{
+                      mixture_attention_in_ops(in[0], in[1], in[2], in[3], spad.unpack(), prm, hard)};
+                },
+                {q_, k_, b_, v_}, {g[0]});
+          Tensor dq = Tensor::empty(q_.sizes(), q_.dtype(), q_.device());
+          Tensor dk = Tensor::empty(k_.sizes(), k_.dtype(), k_.device());
+          Tensor db = Tensor::empty(bias_shape, q_.dtype(), q_.device());
+          Tensor dv = Tensor::empty(v_.sizes(), v_.dtype(), v_.device());
+          if (g[0].numel() > 0) {
+            mixture_attention_backward_kernel(g[0].device(), dq, dk, db, dv, g[0], q_, k_,
+                                              broadcast_raw(b_, bias_shape, kOp), v_, so.unpack(), sl.unpack(),
+                                              spad.unpack(), prm, hard);
+          } else {  // no query row or no value column: nothing flows back
+            for (const Tensor& d : {dq, dk, db, dv}) fill_(d, 0.0);
+          }
+          return std::vector<Tensor>{gq ? dq : Tensor(), gk ? dk : Tensor(), gb ? sum_to(db, b_.sizes()) : Tensor(),
+                                     gv ? dv : Tensor()};
+        },
+        HigherOrder::Supported);
   }
   return res;
 }

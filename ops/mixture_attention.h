@@ -30,7 +30,8 @@
 //   D_i = rowsum(dO∘O);  dA = f∘(dO vᵀ) (f = dropout factor);  dV = (A∘f)ᵀ dO
 //   dx_r = γ_r·dℓ = P_r∘(dA − D);  dq += scale Σ_r dx_r k_r;  dk_r += scale dx_rᵀ q
 //   dbias_r = Σ_i dx_r (then summed to bias's shape).
-// First-order gradients only (backward records nothing).
+// Under create_graph the backward instead differentiates the op's composition
+// in ops (ops/attention_in_ops.h), which forms the (T, M, S) scores.
 //
 // totals (soft-E, when asked for): Σ_i Σ_j γ_irj over the visible (i, j) per
 // (B, h, M), no history — the posterior responsibility totals MGK's soft-E

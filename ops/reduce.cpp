@@ -1,14 +1,18 @@
 // ops/reduce.cpp — reduction ops: checks, output shapes, backward formulas.
-// The loops are in cpu/reduce.cpp. Backwards run with grad mode off and use
-// broadcast views (expand) of the reduced results and gradients, plus the
-// elementwise pieces of ReduceGradOps (reduce_grad_formulas.h).
+// The loops are in cpu/reduce.cpp. A plain backward uses broadcast views
+// (expand) of the reduced results and gradients, plus the elementwise pieces
+// of ReduceGradOps (reduce_grad_formulas.h); under create_graph (grad mode on
+// in backward) a piece that multiplies the incoming gradient is restated in
+// differentiable ops, so every reduction supports higher-order gradients.
 #include "ops/reduce.h"
 
 #include <cmath>
 
 #include "autograd/node.h"
 #include "core/factory.h"
+#include "ops/compare.h"
 #include "ops/elementwise.h"
+#include "ops/indexing.h"
 #include "ops/reduce_grad_formulas.h"
 #include "ops/unary.h"
 #include "ops/view.h"
@@ -109,6 +113,42 @@ Tensor grad_op(const Shape& shape, DType dtype, Device device, const std::vector
 
 DType sum_dtype(DType t) { return is_floating(t) ? t : kInt64; }
 
+// a / b, 0 where b == 0, in differentiable ops (create_graph): b is replaced
+// by 1 there before dividing, so no derivative of the result is NaN.
+Tensor safe_div(const Tensor& a, const Tensor& b) {
+  Tensor zero = eq(b, 0.0);
+  return masked_fill(div(a, masked_fill(b, zero, 1.0)), zero, 0.0);
+}
+
+// For every element of x, the product of the other elements of its slice
+// (create_graph's prod backward), in differentiable ops. Without a zero in x
+// it is y / x; with zeros, each element's slice with itself replaced by 1 is
+// multiplied out — n² values per slice of n, paid only by a create_graph
+// backward through zeros, and exact to every order.
+Tensor product_of_others(const Tensor& x, const Tensor& y, const Plan& p) {
+  if (sum(eq(x, 0.0)).item<int64_t>() == 0) return div(spread(y, p), x);
+  // x's kept dims first, its reduced dims flattened last: rows (..., n).
+  Dims perm, inverse(p.in.size());
+  Shape rows, permuted;
+  for (int64_t d = 0; d < int64_t(p.in.size()); ++d)
+    if (!p.mask[size_t(d)]) perm.push_back(d);
+  for (int64_t d : perm) rows.push_back(p.in[size_t(d)]);
+  perm.insert(perm.end(), p.dims.begin(), p.dims.end());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    inverse[size_t(perm[i])] = int64_t(i);
+    permuted.push_back(p.in[size_t(perm[i])]);
+  }
+  rows.push_back(p.n);
+  Shape square = rows;
+  square.push_back(p.n);
+  Tensor pos = arange(double(p.n), {.device = x.device()});
+  Tensor diagonal = eq(unsqueeze(pos, 1), unsqueeze(pos, 0));  // (n, n)
+  Tensor one = ones({}, {.dtype = x.dtype(), .device = x.device()});
+  // Row i of each slice: the slice with element i replaced by 1.
+  Tensor others = where(diagonal, one, expand(unsqueeze(reshape(permute(x, perm), rows), -2), square));
+  return permute(reshape(prod(others, {-1}), permuted), inverse);
+}
+
 // amax/amin/max()/min(): values with the gradient split among ties.
 Tensor extreme(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, const char* op) {
   Plan p = make_plan(x, dims, keepdim, op);
@@ -117,13 +157,15 @@ Tensor extreme(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, con
   Tensor y = run(is_max ? ReduceOp::Max : ReduceOp::Min, x, p, x.dtype(), false).first;
   Tensor out = present(y, p);
   if (needs_grad({x}))
-    record(is_max ? "AmaxBackward" : "AminBackward", {x}, {out},
-           [p, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
-             Tensor x = sx.unpack();
-             Tensor tie = grad_op<reduce_grad_ops::TieMask>(p.in, x.dtype(), x.device(), {x, spread(sy.unpack(), p)});
-             Tensor share = div(reshape(g[0], p.kept), sum(tie, p.dims, true));
-             return std::vector<Tensor>{mul(tie, share)};
-           });
+    record(
+        is_max ? "AmaxBackward" : "AminBackward", {x}, {out},
+        [p, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
+          Tensor x = sx.unpack();
+          Tensor tie = grad_op<reduce_grad_ops::TieMask>(p.in, x.dtype(), x.device(), {x, spread(sy.unpack(), p)});
+          Tensor share = div(reshape(g[0], p.kept), sum(tie, p.dims, true));
+          return std::vector<Tensor>{mul(tie, share)};  // in ops: create_graph differentiates the share
+        },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -140,16 +182,23 @@ ValuesIndices select_along(const Tensor& x, int64_t dim, bool keepdim, bool is_m
   auto [y, idx] = along(x, p, is_max, op);
   ValuesIndices r{present(y, p), present(idx, p)};
   if (needs_grad({x}))
-    record(is_max ? "MaxBackward" : "MinBackward", {x}, {r.values},
-           [p, si = SavedTensor(idx)](const std::vector<Tensor>& g) {
-             // pos: each element's index along the reduced dim, broadcast over the input.
-             Shape pos_shape(p.in.size(), 1);
-             if (!p.dims.empty()) pos_shape[size_t(p.dims[0])] = p.n;
-             Tensor pos =
-                 expand(reshape(arange(double(p.n), {.dtype = kInt64, .device = g[0].device()}), pos_shape), p.in);
-             return std::vector<Tensor>{grad_op<reduce_grad_ops::SelectGrad>(
-                 p.in, g[0].dtype(), g[0].device(), {pos, spread(si.unpack(), p), spread(g[0], p)})};
-           });
+    record(
+        is_max ? "MaxBackward" : "MinBackward", {x}, {r.values},
+        [p, si = SavedTensor(idx)](const std::vector<Tensor>& g) {
+          if (GradMode::is_enabled()) {  // create_graph: g added at the index, in ops
+            if (p.dims.empty()) return std::vector<Tensor>{reshape(g[0], p.in)};  // a 0-d x
+            Tensor gx = zeros(p.in, {.dtype = g[0].dtype(), .device = g[0].device()});
+            return std::vector<Tensor>{scatter_add(gx, p.dims[0], si.unpack(), reshape(g[0], p.kept))};
+          }
+          // pos: each element's index along the reduced dim, broadcast over the input.
+          Shape pos_shape(p.in.size(), 1);
+          if (!p.dims.empty()) pos_shape[size_t(p.dims[0])] = p.n;
+          Tensor pos =
+              expand(reshape(arange(double(p.n), {.dtype = kInt64, .device = g[0].device()}), pos_shape), p.in);
+          return std::vector<Tensor>{grad_op<reduce_grad_ops::SelectGrad>(
+              p.in, g[0].dtype(), g[0].device(), {pos, spread(si.unpack(), p), spread(g[0], p)})};
+        },
+        HigherOrder::Supported);
   return r;
 }
 
@@ -169,19 +218,43 @@ Tensor variance(const Tensor& x, const Dims& dims, double correction, bool keepd
   if (needs_grad({x}))
     record(
         take_sqrt ? "StdBackward" : "VarBackward", {x}, {out},
-        [p, correction, sx = SavedTensor(x), sy = SavedTensor(take_sqrt ? y : Tensor())](const std::vector<Tensor>& g) {
+        [p, correction, sx = SavedTensor(x),
+         ss = SavedTensor(take_sqrt ? out : Tensor())](const std::vector<Tensor>& g) {
           // d var / dx = 2 (x - mean) / (n - c);  d std / dx = (x - mean) / ((n - c) std).
           Tensor x = sx.unpack();
           Tensor centred = sub(x, mean(x, p.dims, true));
           Tensor gk = reshape(g[0], p.kept);
-          if (sy.defined()) {
-            Tensor s = sy.unpack();
-            gk = grad_op<reduce_grad_ops::SafeDiv>(p.kept, s.dtype(), s.device(), {expand(gk, p.kept), s});
+          if (ss.defined()) {
+            Tensor s = reshape(ss.unpack(), p.kept);
+            gk = GradMode::is_enabled()
+                     ? safe_div(gk, s)  // create_graph
+                     : grad_op<reduce_grad_ops::SafeDiv>(p.kept, s.dtype(), s.device(), {expand(gk, p.kept), s});
             return std::vector<Tensor>{mul(centred, mul(gk, 1.0 / (double(p.n) - correction)))};
           }
           return std::vector<Tensor>{mul(centred, mul(gk, 2.0 / (double(p.n) - correction)))};
-        });
+        },
+        HigherOrder::Supported);
   return out;
+}
+
+// norm's gradient g·sign(x)·|x|^(p-1) / y^(p-1) (NormGradOps) in
+// differentiable ops (create_graph), for p != 0; x, y (the norm) and g (split
+// among ties for p = ±inf) broadcast over x. For p = 1 and ±inf ∂y/∂x is
+// piecewise constant: the kernel's formula at g = 1, a constant factor.
+Tensor norm_grad_in_ops(const Tensor& x, const Tensor& y, const Tensor& g, double p) {
+  using namespace reduce_grad_ops;
+  if (NormGradInf::matches(p) || NormGrad1::matches(p)) {
+    Tensor one = ones(x.sizes(), {.dtype = x.dtype(), .device = x.device()});
+    Tensor slope = NormGradInf::matches(p) ? grad_op<NormGradInf>(x.sizes(), x.dtype(), x.device(), {x, y, one})
+                                           : grad_op<NormGrad1>(x.sizes(), x.dtype(), x.device(), {x, y, one});
+    return mul(g, slope);
+  }
+  if (NormGrad2::matches(p)) return safe_div(mul(g, x), y);
+  // 0 where y or x is 0; both are replaced by 1 there, so no derivative is NaN.
+  Tensor dead = logical_or(eq(y, 0.0), eq(x, 0.0));
+  Tensor xs = masked_fill(x, dead, 1.0), ys = masked_fill(y, dead, 1.0);
+  Tensor ax = abs(xs);
+  return masked_fill(mul(g, mul(div(xs, ax), pow(div(ax, ys), p - 1))), dead, 0.0);
 }
 
 }  // namespace
@@ -222,14 +295,19 @@ Tensor prod(const Tensor& x, const Dims& dims, bool keepdim) {
   check_dtype(x, "prod", true, true);
   Tensor out = present(run(ReduceOp::Prod, x, p, sum_dtype(x.dtype()), false).first, p);
   if (needs_grad({x}))
-    record("ProdBackward", {x}, {out}, [p, sx = SavedTensor(x)](const std::vector<Tensor>& g) {
-      // With the product of the nonzero elements and the zero count, each
-      // element's derivative is the product of the others, even at zeros.
-      Tensor x = sx.unpack();
-      auto [nonzero, zero_count] = run(ReduceOp::ProdNonzero, x, p, x.dtype(), true);
-      return std::vector<Tensor>{grad_op<reduce_grad_ops::ProdGrad>(
-          p.in, x.dtype(), x.device(), {x, spread(nonzero, p), spread(zero_count, p), spread(g[0], p)})};
-    });
+    record(
+        "ProdBackward", {x}, {out},
+        [p, sx = SavedTensor(x), sy = SavedTensor(out)](const std::vector<Tensor>& g) {
+          Tensor x = sx.unpack();
+          if (GradMode::is_enabled())  // create_graph
+            return std::vector<Tensor>{mul(spread(g[0], p), product_of_others(x, sy.unpack(), p))};
+          // With the product of the nonzero elements and the zero count, each
+          // element's derivative is the product of the others, even at zeros.
+          auto [nonzero, zero_count] = run(ReduceOp::ProdNonzero, x, p, x.dtype(), true);
+          return std::vector<Tensor>{grad_op<reduce_grad_ops::ProdGrad>(
+              p.in, x.dtype(), x.device(), {x, spread(nonzero, p), spread(zero_count, p), spread(g[0], p)})};
+        },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -285,22 +363,26 @@ Tensor norm(const Tensor& x, const Dims& dims, NormOptions opts) {
   Tensor y = run(ReduceOp::Norm, x, p, x.dtype(), false, {.p = p_}).first;
   Tensor out = present(y, p);
   if (needs_grad({x}))
-    record("NormBackward", {x}, {out}, [p, p_, sx = SavedTensor(x), sy = SavedTensor(y)](const std::vector<Tensor>& g) {
-      Tensor x = sx.unpack();
-      if (p_ == 0) return std::vector<Tensor>{zeros(p.in, {.dtype = x.dtype(), .device = x.device()})};
-      Tensor yb = spread(sy.unpack(), p);
-      Tensor gk = reshape(g[0], p.kept);
-      if (std::isinf(p_)) {  // like amax of |x|: split among ties
-        Tensor tie = grad_op<reduce_grad_ops::AbsTieMask>(p.in, x.dtype(), x.device(), {x, yb});
-        gk = div(gk, sum(tie, p.dims, true));
-      }
-      Tensor grad;
-      for_each_op<reduce_grad_ops::NormGradOps>([&]<class Op>() {
-        if (!grad.defined() && Op::matches(p_))
-          grad = grad_op<Op>(p.in, x.dtype(), x.device(), {x, yb, expand(gk, p.in)}, p_);
-      });
-      return std::vector<Tensor>{grad};
-    });
+    record(
+        "NormBackward", {x}, {out},
+        [p, p_, sx = SavedTensor(x), sy = SavedTensor(out)](const std::vector<Tensor>& g) {
+          Tensor x = sx.unpack();
+          if (p_ == 0) return std::vector<Tensor>{zeros(p.in, {.dtype = x.dtype(), .device = x.device()})};
+          Tensor yb = spread(sy.unpack(), p);
+          Tensor gk = reshape(g[0], p.kept);
+          if (std::isinf(p_)) {  // like amax of |x|: split among ties
+            Tensor tie = grad_op<reduce_grad_ops::AbsTieMask>(p.in, x.dtype(), x.device(), {x, yb});
+            gk = div(gk, sum(tie, p.dims, true));
+          }
+          if (GradMode::is_enabled()) return std::vector<Tensor>{norm_grad_in_ops(x, yb, expand(gk, p.in), p_)};
+          Tensor grad;
+          for_each_op<reduce_grad_ops::NormGradOps>([&]<class Op>() {
+            if (!grad.defined() && Op::matches(p_))
+              grad = grad_op<Op>(p.in, x.dtype(), x.device(), {x, yb, expand(gk, p.in)}, p_);
+          });
+          return std::vector<Tensor>{grad};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

@@ -1,7 +1,10 @@
 // ops/scan.cpp — cumsum's checks and backward; the loop is in cpu/scan.cpp.
+// Its backward is a reverse scan: the kernel's, or under create_graph the same
+// sum in differentiable ops (cumsum between two flips).
 #include "ops/scan.h"
 
 #include "autograd/node.h"
+#include "ops/shape.h"
 #include "ops/view.h"
 
 namespace ks {
@@ -16,11 +19,16 @@ Tensor cumsum(const Tensor& x, int64_t dim) {
   cumsum_kernel(out.device(), out, x, d, false);
   // d out[t] / d x[s] = [s <= t], so dx[s] = sum_{t >= s} g[t]: a reverse scan.
   if (needs_grad({x}))
-    record("CumsumBackward", {x}, {out}, [d](const std::vector<Tensor>& g) {
-      Tensor gx = Tensor::empty(g[0].sizes(), g[0].dtype(), g[0].device());
-      cumsum_kernel(gx.device(), gx, g[0], d, true);
-      return std::vector<Tensor>{gx};
-    });
+    record(
+        "CumsumBackward", {x}, {out},
+        [d](const std::vector<Tensor>& g) {
+          if (GradMode::is_enabled())
+            return std::vector<Tensor>{flip(cumsum(flip(g[0], {d}), d), {d})};  // create_graph
+          Tensor gx = Tensor::empty(g[0].sizes(), g[0].dtype(), g[0].device());
+          cumsum_kernel(gx.device(), gx, g[0], d, true);
+          return std::vector<Tensor>{gx};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

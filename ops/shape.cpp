@@ -1,7 +1,8 @@
 // ops/shape.cpp — checks, output shapes and backward formulas of the block
 // ops. Everything but triu/tril is pure data movement, done by core's copy_
 // and fill_ through views of the output (so each backend's copy kernel does
-// the work); triu/tril call triangle_kernel (cpu/shape.cpp).
+// the work); triu/tril call triangle_kernel (cpu/shape.cpp). Every backward is
+// a view or one of these ops, so all support higher-order gradients.
 #include "ops/shape.h"
 
 #include <algorithm>
@@ -67,13 +68,16 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     at += lengths[i];
   }
   if (needs_grad(tensors))
-    record("CatBackward", tensors, {out}, [skip, starts, lengths, d](const std::vector<Tensor>& g) {
-      std::vector<Tensor> grads;
-      for (size_t i = 0; i < skip.size(); ++i)
-        grads.push_back(skip[i] ? Tensor::empty({0}, g[0].dtype(), g[0].device())
-                                : narrow(g[0], d, starts[i], lengths[i]));
-      return grads;
-    });
+    record(
+        "CatBackward", tensors, {out},
+        [skip, starts, lengths, d](const std::vector<Tensor>& g) {
+          std::vector<Tensor> grads;
+          for (size_t i = 0; i < skip.size(); ++i)
+            grads.push_back(skip[i] ? Tensor::empty({0}, g[0].dtype(), g[0].device())
+                                    : narrow(g[0], d, starts[i], lengths[i]));
+          return grads;
+        },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -154,12 +158,15 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
   copy_(out.alias(tiled, contiguous_strides(tiled), 0), x.alias(tiled, tiled_src_strides, x.storage_offset()));
   if (needs_grad({x}))
-    record("RepeatBackward", {x}, {out}, [tiled, in = x.sizes()](const std::vector<Tensor>& g) {
-      if (tiled.empty()) return g;  // a 0-d x with no repeats: sum({}) would mean every dim
-      Dims tile_dims;
-      for (size_t i = 0; i < tiled.size(); i += 2) tile_dims.push_back(int64_t(i));
-      return std::vector<Tensor>{reshape(sum(reshape(g[0], tiled), tile_dims), in)};
-    });
+    record(
+        "RepeatBackward", {x}, {out},
+        [tiled, in = x.sizes()](const std::vector<Tensor>& g) {
+          if (tiled.empty()) return g;  // a 0-d x with no repeats: sum({}) would mean every dim
+          Dims tile_dims;
+          for (size_t i = 0; i < tiled.size(); i += 2) tile_dims.push_back(int64_t(i));
+          return std::vector<Tensor>{reshape(sum(reshape(g[0], tiled), tile_dims), in)};
+        },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -192,21 +199,23 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value) {
     src = narrow(src, s.dim, s.src, s.b - s.a);
   }
   copy_(inner, src);
-  if (needs_grad({x}))
-    record("PadBackward", {x}, {out}, [spans, in = x.sizes()](const std::vector<Tensor>& g) {
-      Tensor gi = g[0];
-      bool cropped = false;
-      for (const Span& s : spans) {
-        gi = narrow(gi, s.dim, s.a, s.b - s.a);
-        cropped = cropped || s.b - s.a != in[size_t(s.dim)];
-      }
-      if (!cropped) return std::vector<Tensor>{gi};
-      Tensor gx = zeros(in, {.dtype = gi.dtype(), .device = gi.device()});
-      Tensor dst = gx;
-      for (const Span& s : spans) dst = narrow(dst, s.dim, s.src, s.b - s.a);
-      copy_(dst, gi);
-      return std::vector<Tensor>{gx};
-    });
+  if (needs_grad({x})) {
+    // The gradient is g padded by the opposite pads: a crop where x was
+    // padded, zeros where x was cropped. Without a crop it is a view of g.
+    bool cropped = false;
+    for (const Span& s : spans) cropped = cropped || s.b - s.a != x.size(s.dim);
+    std::vector<int64_t> unpads(pads.size());
+    for (size_t i = 0; i < pads.size(); ++i) unpads[i] = -pads[i];
+    record(
+        "PadBackward", {x}, {out},
+        [spans, cropped, unpads](const std::vector<Tensor>& g) {
+          if (cropped) return std::vector<Tensor>{pad(g[0], unpads)};
+          Tensor gi = g[0];
+          for (const Span& s : spans) gi = narrow(gi, s.dim, s.a, s.b - s.a);
+          return std::vector<Tensor>{gi};
+        },
+        HigherOrder::Supported);
+  }
   return out;
 }
 
@@ -231,8 +240,10 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
   Tensor out = Tensor::empty(x.sizes(), x.dtype(), x.device());
   copy_(out, x.alias(x.sizes(), strides, offset));
   if (needs_grad({x}))
-    record("FlipBackward", {x}, {out},
-           [wrapped](const std::vector<Tensor>& g) { return std::vector<Tensor>{flip(g[0], wrapped)}; });
+    record(
+        "FlipBackward", {x}, {out},
+        [wrapped](const std::vector<Tensor>& g) { return std::vector<Tensor>{flip(g[0], wrapped)}; },
+        HigherOrder::Supported);
   return out;
 }
 
@@ -244,9 +255,12 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool upper) {
   Tensor out = Tensor::empty(x.sizes(), x.dtype(), x.device());
   triangle_kernel(out.device(), out, x, diagonal, upper);
   if (needs_grad({x}))
-    record(upper ? "TriuBackward" : "TrilBackward", {x}, {out}, [diagonal, upper](const std::vector<Tensor>& g) {
-      return std::vector<Tensor>{triangle(g[0], diagonal, upper)};
-    });
+    record(
+        upper ? "TriuBackward" : "TrilBackward", {x}, {out},
+        [diagonal, upper](const std::vector<Tensor>& g) {
+          return std::vector<Tensor>{triangle(g[0], diagonal, upper)};
+        },
+        HigherOrder::Supported);
   return out;
 }
 

@@ -12,17 +12,23 @@
 namespace ks {
 namespace {
 
-// Records that `out` is a view (or copy) of `x` whose gradient is backward(g);
-// a backward made of views and ops is differentiable again, one that writes
-// into a fresh buffer (slice, select) is not.
-template <class F>
-Tensor with_grad(const char* name, const Tensor& x, Tensor out, F backward,
-                 HigherOrder higher_order = HigherOrder::Supported) {
+// Records that `out` is a view (or copy) of `x` whose gradient is backward(g):
+// every backward here is made of views and ops, so it is differentiable again.
+template <class F> Tensor with_grad(const char* name, const Tensor& x, Tensor out, F backward) {
   if (needs_grad({x}))
     record(
         name, {x}, {out}, [backward](const std::vector<Tensor>& g) { return std::vector<Tensor>{backward(g[0])}; },
-        higher_order);
+        HigherOrder::Supported);
   return out;
+}
+
+// g written into zeros of shape `in` at slice(d, start, end, step): the
+// backward of slice and select, as an op whose own backward is that slice.
+Tensor slice_backward(const Tensor& g, const Shape& in, int64_t d, int64_t start, int64_t end, int64_t step) {
+  Tensor gx = zeros(in, {.dtype = g.dtype(), .device = g.device()});
+  copy_(slice(gx, d, start, end, step), g);
+  return with_grad("SliceBackwardBackward", g, gx,
+                   [d, start, end, step](const Tensor& gg) { return slice(gg, d, start, end, step); });
 }
 
 Tensor make_view(const Tensor& x, Shape sizes, Shape strides, int64_t offset) {
@@ -151,14 +157,9 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
   sizes[size_t(d)] = (end - start + step - 1) / step;
   strides[size_t(d)] *= step;
   Tensor out = make_view(x, sizes, strides, x.storage_offset() + start * x.stride(d));
-  return with_grad(
-      "SliceBackward", x, out,
-      [in = x.sizes(), d, start, end, step](const Tensor& g) {
-        Tensor gx = zeros(in, {.dtype = g.dtype(), .device = g.device()});
-        copy_(slice(gx, d, start, end, step), g);
-        return gx;
-      },
-      HigherOrder::Unsupported);
+  return with_grad("SliceBackward", x, out, [in = x.sizes(), d, start, end, step](const Tensor& g) {
+    return slice_backward(g, in, d, start, end, step);
+  });
 }
 
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
@@ -181,14 +182,9 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
   Tensor out = make_view(x, sizes, strides, offset);
-  return with_grad(
-      "SelectBackward", x, out,
-      [in = x.sizes(), d, index](const Tensor& g) {
-        Tensor gx = zeros(in, {.dtype = g.dtype(), .device = g.device()});
-        copy_(select(gx, d, index), g);
-        return gx;
-      },
-      HigherOrder::Unsupported);
+  return with_grad("SelectBackward", x, out, [in = x.sizes(), d, index](const Tensor& g) {
+    return slice_backward(unsqueeze(g, d), in, d, index, index + 1, 1);
+  });
 }
 
 Tensor squeeze(const Tensor& x) {

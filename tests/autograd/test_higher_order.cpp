@@ -86,6 +86,22 @@ TEST_CASE("gradgradcheck passes on differentiable backwards and finds a wrong se
   auto r = gradgradcheck([](const std::vector<Tensor>& v) { return Square::apply(v[0]); }, {x});
   CHECK_FALSE(r.ok);
   CHECK(r.message.find("gradcheck failed") != std::string::npos);
+
+  // A create_graph restatement of a backward that is not the gradient, though
+  // consistent with its own derivative: gradgradcheck compares it with the plain one.
+  struct Restated : Function<Restated> {
+    static Tensor forward(AutogradContext& ctx, const Tensor& x) {
+      ctx.save_for_backward({x});
+      return mul(x, x);
+    }
+    static std::vector<Tensor> backward(AutogradContext& ctx, const std::vector<Tensor>& g) {
+      return {mul(g[0], mul(ctx.saved()[0], GradMode::is_enabled() ? 2.5 : 2.0))};
+    }
+  };
+  CHECK_GRADCHECK([](const std::vector<Tensor>& v) { return Restated::apply(v[0]); }, {x});
+  r = gradgradcheck([](const std::vector<Tensor>& v) { return Restated::apply(v[0]); }, {x});
+  CHECK_FALSE(r.ok);
+  CHECK(r.message.find("differs from the plain backward's") != std::string::npos);
 }
 
 namespace {

@@ -1,15 +1,18 @@
 // tests/ops/ops_testing.h — helpers that several files of the ops suite share:
 // the run of a computation on one thread and on several (for the tests that
-// results do not depend on the thread count), and the attention ops' inputs:
-// key padding, float64 leaves, and the (B, 1, T, S) boolean mask of the keys
-// a query may not see (for the composed references).
+// results do not depend on the thread count), the gradchecks of the descriptor
+// tables over layouts and an expanded input, and the attention ops' inputs:
+// key padding and float64 leaves. (The (B, 1, T, S) boolean mask of the keys a
+// query may not see, for the composed references, is ops/attention_in_ops.h's.)
 // Not here: helpers of one file, the suites' common ones (support/testing.h).
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 #include <vector>
 
+#include "ops/attention_in_ops.h"
 #include "support/testing.h"
 
 namespace ks::testing {
@@ -32,25 +35,48 @@ inline Tensor padding(int64_t B, int64_t S, const std::vector<std::pair<int64_t,
   return p;
 }
 
+// Gradchecks and gradgradchecks f on float64 leaves of `shapes` (values in
+// [lo, hi), seeds seed, seed + 1, ...) in every layout: how the descriptor
+// tables (unary, binary, reduce-grad) check that a backward reads any strides.
+inline void check_grads_over_layouts(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                                     const std::vector<Shape>& shapes, uint64_t seed, double lo, double hi) {
+  for (Layout l : all_layouts()) {
+    CAPTURE(layout_name(l));
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < shapes.size(); ++i) in.push_back(leaf64(shapes[i], seed + i, l, lo, hi));
+    CHECK_GRADCHECK(f, in);
+    CHECK_GRADGRADCHECK(f, in);
+  }
+}
+
+// The same for f of one input seen expanded (stride 0) from `from` to `to`.
+inline void check_grads_expanded(const std::function<Tensor(const Tensor&)>& f, const Shape& from, const Shape& to,
+                                 uint64_t seed, double lo, double hi) {
+  auto g = [f, to](const std::vector<Tensor>& a) { return f(expand(a[0], to)); };
+  Tensor x = leaf64(from, seed, lo, hi);
+  CHECK_GRADCHECK(g, {x});
+  CHECK_GRADGRADCHECK(g, {x});
+}
+
+// Gradgradchecks the attention op `op(inputs, options)` under each of
+// `options` (SdpaOptions-like: causal, dropout_p, gen), with a fresh generator
+// of one seed in every call, so that dropout draws the same mask each time.
+template <class Options, class Op>
+void gradgradcheck_attention(const std::vector<Options>& options, Op op, const std::vector<Tensor>& inputs) {
+  for (const Options& o : options) {
+    CAPTURE(o.causal);
+    CAPTURE(o.dropout_p);
+    auto f = [o, op](const std::vector<Tensor>& a) {
+      Generator gen(5);
+      Options with_gen = o;
+      with_gen.gen = &gen;
+      return op(a, with_gen);
+    };
+    CHECK_GRADGRADCHECK(f, inputs);
+  }
+}
+
 // A float64 leaf with values in [-2, 2), in layout l: the attention ops' inputs.
 inline Tensor lf(const Shape& s, uint64_t seed, Layout l = Layout::Contiguous) { return leaf64(s, seed, l, -2, 2); }
-
-// True where query i must not see key j: (B, 1, T, S) as bool, or undefined.
-// Causal: key j is hidden from query i when j > offset + i; pad is (B, S).
-inline Tensor hidden(int64_t B, int64_t T, int64_t S, bool causal, int64_t offset, const Tensor& pad) {
-  Tensor out;
-  if (causal) {
-    Tensor c = zeros({1, 1, T, S}, {.dtype = kBool});
-    bool* p = c.data<bool>();
-    for (int64_t i = 0; i < T; ++i)
-      for (int64_t j = 0; j < S; ++j) p[i * S + j] = j > offset + i;
-    out = c;
-  }
-  if (pad.defined()) {
-    Tensor pv = view(pad, {B, 1, 1, S});
-    out = out.defined() ? logical_or(out, pv) : pv;
-  }
-  return out;
-}
 
 }  // namespace ks::testing

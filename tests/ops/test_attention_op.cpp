@@ -3,8 +3,8 @@
 // path matmul → masked_fill → softmax → dropout → matmul under causal masks
 // with an offset, key padding and fully masked rows, dropout masks and
 // generator offsets equal to dropout()'s, shapes across several tiles,
-// gradchecks over layouts (with masks, dropout and expanded inputs) and
-// error texts.
+// gradchecks over layouts (with masks, dropout and expanded inputs),
+// gradgradchecks (create_graph through the composition in ops) and error texts.
 #include <limits>
 
 #include "ops/ops_testing.h"
@@ -20,7 +20,8 @@ namespace {
 Tensor composed(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& o) {
   const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(q.size(3)));
   Tensor s = mul(matmul(q, transpose(k, -1, -2)), scale);
-  Tensor h = hidden(q.size(0), q.size(2), k.size(2), o.causal, o.causal_offset, o.key_padding);
+  Tensor h =
+      attention_hidden_mask(q.size(0), q.size(2), k.size(2), o.causal, o.causal_offset, o.key_padding, q.device());
   if (h.defined()) s = masked_fill(s, h, -INFINITY);
   return matmul(dropout(softmax(s, -1), o.dropout_p, o.training, o.gen), v);
 }
@@ -214,6 +215,20 @@ TEST_CASE("scaled_dot_product_attention gradchecks over every layout, with masks
   Tensor qc = detach(q), kc = detach(lf({1, 3, 4, 2}, 38)), vc = detach(lf({1, 3, 4, 3}, 39));
   CHECK_GRADCHECK([&](V t) { return scaled_dot_product_attention(qc, t[0], vc, {.causal = true}); },
                   {lf({1, 3, 4, 2}, 40)});
+}
+
+TEST_CASE("scaled_dot_product_attention gradgradchecks: masks with a row that sees nothing, dropout") {
+  // Batch 1 hides key 0: with causal offset 0 its first query sees nothing.
+  const Tensor pad = padding(2, 4, {{0, 3}, {1, 0}});
+  const std::vector<SdpaOptions> options = {
+      {},
+      {.causal = true, .key_padding = pad},
+      {.scale = 0.7, .causal = true, .causal_offset = 1},
+      {.key_padding = pad, .dropout_p = 0.4, .training = true},
+  };
+  gradgradcheck_attention(options,
+                          [](V a, const SdpaOptions& o) { return scaled_dot_product_attention(a[0], a[1], a[2], o); },
+                          {lf({2, 1, 3, 2}, 81), lf({2, 1, 4, 2}, 82), lf({2, 1, 4, 2}, 83)});
 }
 
 TEST_CASE("scaled_dot_product_attention reports bad shapes and dtypes") {

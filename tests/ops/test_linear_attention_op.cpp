@@ -1,7 +1,7 @@
 // tests/ops/test_linear_attention_op.cpp — causal_linear_attention: forward
 // against explicit sums over j <= i (with and without initial sums, e != p,
 // every layout), chunked scans that hand their sums on, float32 on long
-// sequences, keys that are all zero, gradchecks and error texts.
+// sequences, keys that are all zero, gradchecks, gradgradchecks and error texts.
 #include "support/testing.h"
 
 using namespace ks;
@@ -140,6 +140,14 @@ TEST_CASE("causal_linear_attention gradchecks over every layout, with initial su
   // The value of the output matters, not just its sum: weight it.
   Tensor w = leaf64({1, 2, 5, 3}, 41);
   CHECK_GRADCHECK([](V t) { return mul(causal_linear_attention(t[0], t[1], t[2]), t[3]); }, {q, k, v, w});
+}
+
+TEST_CASE("causal_linear_attention gradgradchecks, with and without initial sums") {
+  Tensor q = pos64({2, 1, 3, 2}, 101), k = pos64({2, 1, 3, 2}, 102), v = leaf64({2, 1, 3, 2}, 103);
+  CHECK_GRADGRADCHECK([](V a) { return causal_linear_attention(a[0], a[1], a[2]); }, {q, k, v});
+  Tensor s0 = leaf64({2, 1, 2, 2}, 104), z0 = pos64({2, 1, 2}, 105);
+  CHECK_GRADGRADCHECK([](V a) { return causal_linear_attention(a[0], a[1], a[2], a[3], a[4], 0.5); },
+                      {q, k, v, s0, z0});
 }
 
 TEST_CASE("causal_linear_attention reports bad shapes and dtypes") {

@@ -1,7 +1,7 @@
 // tests/ops/test_mixture.cpp — mixture_softmax: forward (weights and
 // responsibilities) against a loop reference in long double, soft and hard,
 // with causal/padding masks broadcast from small shapes; gradchecks over
-// layouts, broadcast bias and expanded scores; fully masked rows, large
+// layouts, broadcast bias and expanded scores; gradgradchecks; fully masked rows, large
 // scores, a -inf component; thread-count independence; error texts.
 #include <cmath>
 #include <limits>
@@ -196,6 +196,17 @@ TEST_CASE(
       check_close(o3.responsibilities, {0, 0, 1, 1});
       check_close(o3.weights, {e / (1 + e), 1 / (1 + e)}, 1e-6, 1e-5);
     }
+}
+
+TEST_CASE("mixture_softmax gradgradchecks: soft and hard, causal and padding masks, broadcast bias") {
+  const Tensor pad = bools({0, 1, 0, 0, 1, 1, 1, 1}, {2, 1, 4});  // batch 1 sees nothing
+  for (bool hard : {false, true}) {
+    CAPTURE(hard);
+    Tensor s = leaf64({2, 3, 2, 4}, 71, -2, 2), bias = leaf64({2, 4}, 72);
+    CHECK_GRADGRADCHECK([&](V a) { return mixture_softmax(a[0], a[1], 0.8, causal(3, 4), {.hard = hard}).weights; },
+                        {s, bias});
+    CHECK_GRADGRADCHECK([&](V a) { return mixture_softmax(a[0], a[1], 1.5, pad, {.hard = hard}).weights; }, {s, bias});
+  }
 }
 
 TEST_CASE("mixture_softmax gives the same bits for any thread count") {

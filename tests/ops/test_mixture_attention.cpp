@@ -5,7 +5,8 @@
 // rows; hard-E ties; T and S across tile edges; dropout masks and generator
 // offsets equal to dropout()'s; soft-E totals against mixture_softmax's
 // responsibilities; strided, permuted and broadcast (stride-0) inputs;
-// sMGK-shaped keys; float64 gradchecks; thread-count independence; error texts.
+// sMGK-shaped keys; float64 gradchecks and gradgradchecks; thread-count
+// independence; error texts.
 // Not here: the CUDA kernels (tests/cuda/test_mixture_attention.cpp), the
 // module (tests/nn/test_mgk_attention.cpp).
 #include <cmath>
@@ -31,7 +32,7 @@ MixtureAttention composed(const Tensor& q, const Tensor& k, const Tensor& bias, 
                           const MixtureAttentionOptions& o) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), P = q.size(3), M = k.size(2), S = k.size(3);
   Tensor scores = view(matmul(q, transpose(reshape(k, {B, H, M * S, P}), -1, -2)), {B, H, T, M, S});
-  Tensor mask = hidden(B, T, S, o.causal, o.causal_offset, o.key_padding);
+  Tensor mask = attention_hidden_mask(B, T, S, o.causal, o.causal_offset, o.key_padding, q.device());
   MixtureSoftmax mix =
       mixture_softmax(scores, bias, resolved_scale(q, o), mask, {.hard = o.hard, .responsibilities = o.totals});
   MixtureAttention r;
@@ -342,6 +343,20 @@ TEST_CASE("mixture_attention gradchecks in float64 over layouts, masks, dropout,
                   {in.q, in.k, b1, in.v});
   Tensor qc = detach(in.q), vc = detach(in.v), bc = detach(in.bias);
   CHECK_GRADCHECK([&](V t) { return mixture_attention(qc, t[0], bc, vc).out; }, {in.k});
+}
+
+TEST_CASE("mixture_attention gradgradchecks: soft and hard, masks with a row that sees nothing, dropout") {
+  const Tensor pad = padding(2, 4, {{0, 3}, {1, 0}});
+  const std::vector<MixtureAttentionOptions> options = {
+      {},
+      {.hard = true, .causal = true, .key_padding = pad},
+      {.scale = 0.7, .causal = true, .causal_offset = 1},
+      {.key_padding = pad, .dropout_p = 0.4, .training = true},
+  };
+  const Inputs in = inputs(2, 1, 3, 4, 2, 2, 2, 91);
+  gradgradcheck_attention(
+      options, [](V a, const MixtureAttentionOptions& o) { return mixture_attention(a[0], a[1], a[2], a[3], o).out; },
+      {in.q, in.k, lf({1, 1, 2, 4}, 95), in.v});  // bias broadcast over the batch
 }
 
 TEST_CASE("mixture_attention results do not depend on the thread count") {

@@ -1,8 +1,9 @@
 // tests/ops/test_reduce_grad.cpp — the reductions' backward pieces
 // (ReduceGradOps), one or more rows each in tests/ops/reduce_grad_rows.h: the
 // gradient at the piece's special points in both float dtypes, and gradchecks
-// of its reduction over every layout and an expanded input.
+// and gradgradchecks of its reduction over every layout and an expanded input.
 // Not here: the reductions' values (test_sum.cpp, test_reduce_*.cpp).
+#include "ops/ops_testing.h"
 #include "reduce_grad_rows.h"
 
 using namespace ks;
@@ -23,16 +24,13 @@ TEST_CASE("every reduction backward piece gives the written-out gradient at its 
   }
 }
 
-TEST_CASE("every reduction backward piece gradchecks over layouts and an expanded input") {
+TEST_CASE("every reduction backward piece gradchecks and gradgradchecks over layouts and an expanded input") {
   using V = const std::vector<Tensor>&;
   for (const ReduceGradCase& c : reduce_grad_cases()) {
     const std::string call = c.call;
     CAPTURE(call);
     auto f = c.op;
-    for (Layout l : all_layouts()) {
-      CAPTURE(layout_name(l));
-      CHECK_GRADCHECK([f](V a) { return f(a[0]); }, {leaf64({3, 4, 5}, 41, l, c.lo, c.hi)});
-    }
-    CHECK_GRADCHECK([f](V a) { return f(expand(a[0], {3, 4})); }, {leaf64({1, 4}, 42, c.lo, c.hi)});
+    check_grads_over_layouts([f](V a) { return f(a[0]); }, {{3, 4, 5}}, 41, c.lo, c.hi);
+    check_grads_expanded(f, {1, 4}, {3, 4}, 42, c.lo, c.hi);
   }
 }

@@ -1,8 +1,10 @@
 // tests/ops/test_second_derivatives.cpp — second derivatives (gradgradcheck
 // against float64 central differences) of the ops whose backward supports
-// create_graph beyond the elementwise families (those are in their own keyed
-// tables): matmul, linear, softmax, layer norm, embedding, the losses and the
-// reductions; and a Hessian-vector product of a two-layer MLP against a
+// create_graph beyond the keyed tables of the elementwise families and the
+// reductions' backward pieces: matmul, linear, softmax, layer norm, embedding,
+// the losses, the reductions without a piece of their own (sum, mean, var,
+// amin, prod through zeros); the block, view, index, mask, scan and dropout
+// ops; and a Hessian-vector product of a two-layer MLP against a
 // finite-difference HVP.
 #include "support/testing.h"
 
@@ -18,6 +20,15 @@ struct Row {
 };
 
 Tensor targets(std::initializer_list<double> v, Shape shape) { return tensor(v, shape, {.dtype = kInt64}); }
+
+void check_rows(const std::vector<Row>& rows) {
+  for (const Row& row : rows) {
+    const std::string name = row.name;
+    CAPTURE(name);
+    CHECK_GRADCHECK(row.f, row.inputs);
+    CHECK_GRADGRADCHECK(row.f, row.inputs);
+  }
+}
 }  // namespace
 
 TEST_CASE("gradgradcheck: matmul, linear, softmax, layer norm, embedding, losses, reductions") {
@@ -80,13 +91,95 @@ TEST_CASE("gradgradcheck: matmul, linear, softmax, layer norm, embedding, losses
       {"logsumexp",
        [](const auto& x) { return mul(logsumexp(x[0], {1}, false), logsumexp(x[0], {1}, false)); },
        {leaf64({2, 3}, 24)}},
+      {"var over two dims, keepdim",
+       [](const auto& x) {
+         return var(x[0], {0, 2}, {.keepdim = true});
+       },
+       {leaf64({2, 3, 2}, 26)}},
+      {"var, population",
+       [](const auto& x) { return mul(var(x[0], {1}, {.correction = 0, .keepdim = true}), x[0]); },
+       {leaf64({3, 4}, 27)}},
+      {"amin over two dims",
+       [](const auto& x) {
+         return mul(amin(x[0], {0, 1}), x[0]);
+       },
+       {leaf64({2, 3, 2}, 28)}},
+      {"prod through one zero and two",  // the product of the others, exact at zeros
+       [](const auto& x) { return prod(x[0], {1}); },
+       {tensor({2, 0, 3, 1, 0.5, 0, 0, 1.5, 1, 2, -1, 0.5}, {3, 4}, {.dtype = kFloat64, .requires_grad = true})}},
+      {"prod over two dims, one zero",
+       [](const auto& x) {
+         return mul(prod(x[0], {0, 2}, true), x[0]);
+       },
+       {tensor({2, 0.5, 3, 1, -1, 0, 1.5, 2}, {2, 2, 2}, {.dtype = kFloat64, .requires_grad = true})}},
+      {"prod of all", [](const auto& x) { return prod(x[0]); }, {leaf64({2, 3}, 29, 0.5, 1.5)}},
   };
-  for (const Row& row : rows) {
-    const std::string name = row.name;
-    CAPTURE(name);
-    CHECK_GRADCHECK(row.f, row.inputs);
-    CHECK_GRADGRADCHECK(row.f, row.inputs);
-  }
+  check_rows(rows);
+}
+
+TEST_CASE("gradgradcheck: block, view, index, mask, scan and dropout ops") {
+  // The block and view ops are linear: wrapped in a square, or multiplied by an
+  // input, so that their second derivatives are not zero.
+  auto sq = [](const Tensor& t) { return mul(t, t); };
+  Tensor idx = targets({2, 0, 1, 1, 0, 2}, {2, 3});
+  Tensor mask = tensor({1, 0, 0, 1, 1, 0}, {2, 3}, {.dtype = kBool});
+  std::vector<Row> rows = {
+      {"cat with a skipped [0]",
+       [sq](const auto& x) {
+         return sq(cat({x[0], empty({0}, {.dtype = kFloat64}), x[1]}, 1));
+       },
+       {leaf64({2, 3}, 40), leaf64({2, 2}, 41)}},
+      {"stack",
+       [sq](const auto& x) {
+         return sq(stack({x[0], x[1]}, 1));
+       },
+       {leaf64({2, 3}, 42), leaf64({2, 3}, 43)}},
+      {"repeat",
+       [sq](const auto& x) {
+         return sq(repeat(x[0], {2, 1, 2}));
+       },
+       {leaf64({2, 3}, 44)}},
+      {"pad, extend",
+       [sq](const auto& x) {
+         return sq(pad(x[0], {1, 2, 0, 1}, 0.5));
+       },
+       {leaf64({2, 3}, 45)}},
+      {"pad, crop and extend",
+       [sq](const auto& x) {
+         return sq(pad(x[0], {-1, 2, 1, -1}));
+       },
+       {leaf64({3, 3}, 46)}},
+      {"flip",
+       [](const auto& x) {
+         return mul(flip(x[0], {0, 1}), x[0]);
+       },
+       {leaf64({2, 3}, 47)}},
+      {"triu", [sq](const auto& x) { return sq(triu(x[0], 1)); }, {leaf64({2, 3, 3}, 48)}},
+      {"tril", [sq](const auto& x) { return sq(tril(x[0], -1)); }, {leaf64({3, 4}, 49)}},
+      {"slice with a step", [sq](const auto& x) { return sq(slice(x[0], 1, 1, 5, 2)); }, {leaf64({2, 5}, 50)}},
+      {"narrow", [sq](const auto& x) { return sq(narrow(x[0], 0, 1, 2)); }, {leaf64({3, 2}, 51)}},
+      {"select", [](const auto& x) { return mul(select(x[0], 1, -1), select(x[0], 1, 0)); }, {leaf64({3, 2}, 52)}},
+      {"split", [](const auto& x) { return mul(split(x[0], 2, 1)[0], split(x[0], 2, 1)[1]); }, {leaf64({2, 4}, 53)}},
+      {"index_select",
+       [sq, idx](const auto& x) { return sq(index_select(x[0], 0, select(idx, 0, 0))); },
+       {leaf64({3, 2}, 54)}},
+      {"gather", [sq, idx](const auto& x) { return sq(gather(x[0], 1, idx)); }, {leaf64({2, 4}, 55)}},
+      {"scatter_add, a larger src",
+       [sq, idx](const auto& x) { return sq(scatter_add(x[0], 1, idx, x[1])); },
+       {leaf64({2, 3}, 56), leaf64({3, 4}, 57)}},
+      {"where, broadcast",
+       [sq, mask](const auto& x) { return sq(where(mask, x[0], x[1])); },
+       {leaf64({2, 3}, 58), leaf64({3}, 59)}},
+      {"masked_fill", [sq, mask](const auto& x) { return sq(masked_fill(x[0], mask, 2.0)); }, {leaf64({2, 3}, 60)}},
+      {"cumsum", [sq](const auto& x) { return sq(cumsum(x[0], 0)); }, {leaf64({3, 2}, 61)}},
+      {"dropout",  // the same mask every call: a fresh generator of one seed
+       [sq](const auto& x) {
+         Generator gen(62);
+         return sq(dropout(x[0], 0.4, true, &gen));
+       },
+       {leaf64({3, 4}, 63)}},
+  };
+  check_rows(rows);
 }
 
 TEST_CASE("embedding's create_graph gradient leaves the padding row at zero") {
