@@ -129,8 +129,9 @@ int bench(const std::vector<std::string>& args) {
   if (f.has("bidirectional") && !attention_only)
     throw cli::UsageError("--bidirectional needs --attention-only (the whole model is a causal decoder LM)");
   if (f.has("checkpoint-layers") && (forward_only || attention_only))
-    throw cli::UsageError("--checkpoint-layers times training of the whole model: not with --forward-only or "
-                          "--attention-only");
+    throw cli::UsageError(
+        "--checkpoint-layers times training of the whole model: not with --forward-only or "
+        "--attention-only");
   const models::ModelConfig model_config = models::parse_model_config(cfg);
   manual_seed(0);
   std::function<double()> step;  // one timed unit; returns the loss (or an output checksum)
