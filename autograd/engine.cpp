@@ -86,8 +86,8 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
     root_nodes.push_back(e.node);
   }
 
-  // Every node reachable from the roots, in discovery order, and who feeds
-  // each (its parents: the nodes with an edge to it).
+  // Every node reachable from the roots, in discovery order, and, for
+  // grad(), who feeds each (its parents: the nodes with an edge to it).
   std::vector<Node*> reachable;
   std::unordered_map<Node*, std::vector<Node*>> parents;
   std::unordered_set<Node*> seen;
@@ -96,7 +96,7 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
   for (size_t i = 0; i < reachable.size(); ++i)
     for (const Edge& e : reachable[i]->next_edges) {
       if (!e.valid()) continue;
-      parents[e.node.get()].push_back(reachable[i]);
+      if (!walk.captures.empty()) parents[e.node.get()].push_back(reachable[i]);
       if (seen.insert(e.node.get()).second) reachable.push_back(e.node.get());
     }
 
@@ -141,13 +141,15 @@ std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tens
     buffers.erase(node);
     grad_out.resize(node->outputs.size());
     run_grad_hooks(*node, grad_out);
-    bool capture = false;
-    for (const Edge& c : walk.captures) capture = capture || c.node.get() == node;
-    // A captured leaf's own hooks run here, as AccumulateGrad runs them in backward().
-    if (auto* leaf = dynamic_cast<AccumulateGrad*>(node); capture && walk.leaf_hooks && leaf && grad_out[0].defined())
-      grad_out[0] = run_grad_hooks(leaf->leaf(), std::move(grad_out[0]));
-    for (size_t c = 0; c < walk.captures.size(); ++c)
-      if (walk.captures[c].node.get() == node) captured[c] = grad_out[walk.captures[c].input_nr];
+    if (!walk.captures.empty()) {
+      bool capture = false;
+      for (const Edge& c : walk.captures) capture = capture || c.node.get() == node;
+      // A captured leaf's own hooks run here, as AccumulateGrad runs them in backward().
+      auto* leaf = capture && walk.leaf_hooks ? dynamic_cast<AccumulateGrad*>(node) : nullptr;
+      if (leaf && grad_out[0].defined()) grad_out[0] = run_grad_hooks(leaf->leaf(), std::move(grad_out[0]));
+      for (size_t c = 0; c < walk.captures.size(); ++c)
+        if (walk.captures[c].node.get() == node) captured[c] = grad_out[walk.captures[c].input_nr];
+    }
     if (!runs[node]) continue;
 
     bool any = false;
