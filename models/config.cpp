@@ -71,6 +71,7 @@ const std::map<std::string, Field>& fields() {
                                                      {"tied_lookup_reversed", &M::tied_lookup_reversed},
                                                      {"vocab_size", &M::vocab_size},
                                                      {"tie_embeddings", &M::tie_embeddings},
+                                                     {"fused_loss", &M::fused_loss},
                                                      {"pad_id", &M::pad_id},
                                                      {"num_classes", &M::num_classes},
                                                      {"pooling", &M::pooling},

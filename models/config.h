@@ -92,7 +92,8 @@ struct ModelConfig {
   // --- decoder_lm and encoder_classifier ---
   int64_t vocab_size = 0;       // required
   bool tie_embeddings = false;  // decoder_lm: output layer shares the token embedding
-  int64_t pad_id = -1;          // < 0: no padding token
+  bool fused_loss = false;  // output layer + cross-entropy chunked, no (B·T, V) logits (ops/linear_cross_entropy.h)
+  int64_t pad_id = -1;      // < 0: no padding token
 
   // --- encoder_classifier ---
   int64_t num_classes = 0;       // required

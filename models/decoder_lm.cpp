@@ -10,6 +10,7 @@
 #include "nn/init.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
+#include "ops/linear_cross_entropy.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "ops/view.h"
@@ -37,6 +38,11 @@ DecoderLM::DecoderLM(const ModelConfig& cfg)
 }
 
 Tensor DecoderLM::forward(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches) {
+  const Tensor h = features(tokens, caches);
+  return head ? head->forward(h) : matmul(h, transpose(tok->weight, 0, 1));  // (B, T, V)
+}
+
+Tensor DecoderLM::features(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches) {
   if (caches && caches->empty()) caches->resize(size_t(config.layers));
   KS_CHECK(!caches || int64_t(caches->size()) == config.layers, "decoder_lm: expected ", config.layers,
            " layer caches, got ", caches ? caches->size() : 0);
@@ -58,17 +64,18 @@ Tensor DecoderLM::forward(const Tensor& tokens, std::vector<nn::DecoderLayerCach
     h = (*layers)[i].forward(h, Tensor(), Tensor(), Tensor(), caches ? &(*caches)[i] : nullptr);
   }
   if (ln_f) h = ln_f->forward(h);
-  return head ? head->forward(h) : matmul(h, transpose(tok->weight, 0, 1));  // (B, T, V)
+  return h;  // (B, T, d)
 }
 
 Tensor DecoderLM::loss(const Tensor& tokens, const Tensor& targets) {
-  Tensor logits = forward(tokens);  // checks the tokens
   KS_CHECK(targets.defined() && targets.dtype() == kInt64 && targets.sizes() == tokens.sizes(),
            "decoder_lm: targets must be int64 of the tokens' shape ", describe(tokens), ", got ",
            targets.defined() ? describe(targets) : std::string("undefined"));
+  const CrossEntropyOptions opts{.ignore_index = config.pad_id >= 0 ? config.pad_id : -100};
+  if (config.fused_loss) return linear_cross_entropy(features(tokens), output_weight(), Tensor(), targets, opts);
+  Tensor logits = forward(tokens);  // checks the tokens
   const int64_t n = tokens.numel();
-  return cross_entropy(reshape(logits, {n, config.vocab_size}), reshape(targets, {n}),
-                       {.ignore_index = config.pad_id >= 0 ? config.pad_id : -100});
+  return cross_entropy(reshape(logits, {n, config.vocab_size}), reshape(targets, {n}), opts);
 }
 
 Predictions DecoderLM::predict(const Batch& b) {

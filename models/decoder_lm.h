@@ -37,8 +37,15 @@ class DecoderLM : public Model {
   // sized to one cache per layer) the tokens continue the cached sequence:
   // their positions start at the cached length and they attend to it too.
   Tensor forward(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches = nullptr);
+  // The states the output layer reads, (B, T, d): forward without its last
+  // product. forward = features · output_weight()ᵀ.
+  Tensor features(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches = nullptr);
+  // (V, d): the head's weight, or the token table when tied.
+  const Tensor& output_weight() const { return head ? head->weight : tok->weight; }
   // Mean cross-entropy of forward(tokens) against targets (B, T) int64,
-  // positions whose target is pad_id ignored (when pad_id >= 0).
+  // positions whose target is pad_id ignored (when pad_id >= 0). With
+  // config.fused_loss the output layer and the loss run chunked
+  // (ops/linear_cross_entropy.h): the (B·T, V) logits are never formed.
   Tensor loss(const Tensor& tokens, const Tensor& targets);
   // Model's batch methods: forward(tokens) as (B·T, V) against targets (B·T),
   // pad_id ignored; loss(tokens, targets).

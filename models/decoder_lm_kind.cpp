@@ -21,7 +21,10 @@ KS_REGISTER_MODEL({
              {"tie_embeddings", "the output layer shares the token embedding"},
              {"tied_lookup_reversed",
               "a tied table's lookups enter with their features reversed (a better first loss)"},
-             {"pad_id", "the padding token's id; -1: none"}},
+             {"pad_id", "the padding token's id; -1: none"},
+             {"fused_loss",
+              "output layer and loss in chunks of rows, never the whole batch's logits: less memory; "
+              "float32 results agree to round-off, not bit for bit"}},
     .validate = check_token_model_keys,
     .make = make_decoder_lm,
     .stored_defaults = {{"tied_lookup_reversed", false}},  // ModelConfig::tied_lookup_reversed

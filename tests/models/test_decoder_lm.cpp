@@ -279,6 +279,35 @@ TEST_CASE("decoder_lm: tied embeddings share one tensor, get gradient from both 
   CHECK(after < (kSanitized ? before : 0.5 * test.unigram_entropy));
 }
 
+TEST_CASE("decoder_lm: fused_loss gives the unfused loss and gradients (to round-off), tied or not, pad ignored") {
+  for (bool tied : {false, true}) {
+    CAPTURE(tied);
+    auto c = small_config("softmax");
+    c.tie_embeddings = tied;
+    c.pad_id = 0;
+    auto fused_config = c;
+    fused_config.fused_loss = true;
+    auto plain = make_lm(c, 4), fused = make_lm(fused_config, 4);
+    const WordCorpus corpus(2000, 3);
+    std::mt19937_64 rng(5);
+    auto [x, y] = corpus.batch(8, 32, rng);
+    fill_(y.alias({4}, {1}, 0), 0.0);  // four ignored targets
+    const Tensor a = plain->loss(x, y), b = fused->loss(x, y);
+    CHECK(a.item() == doctest::Approx(b.item()).epsilon(1e-6));
+    backward(a);
+    backward(b);
+    const auto pa = plain->named_parameters(), pb = fused->named_parameters();
+    REQUIRE(pa.size() == pb.size());
+    for (size_t i = 0; i < pa.size(); ++i) {
+      CAPTURE(pa[i].first);
+      check_close(pb[i].second.grad(), pa[i].second.grad(), 1e-6, 1e-4);
+    }
+  }
+  auto j = models::parse_model_config(json::parse(R"({"vocab_size": 10, "fused_loss": true})"));
+  CHECK(j.fused_loss);
+  CHECK(j.to_json()["fused_loss"] == true);
+}
+
 TEST_CASE("decoder_lm: post-LN (no final norm) trains (held-out loss < 0.5 x unigram entropy)") {
   auto c = small_config("softmax");
   c.pre_norm = false;

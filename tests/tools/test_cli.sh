@@ -49,9 +49,11 @@ expect 0 '"checksum":[-0-9.e]+,.*"mode":"attention-train"' -- "$ks" bench "${tin
 expect 0 '"mode":"attention-forward"' -- "$ks" bench "${tiny[@]}" --steps 1 --attention-only --forward-only --bidirectional --attention mgk
 expect 2 "--bidirectional needs --attention-only" -- "$ks" bench "${tiny[@]}" --bidirectional
 expect 2 "--checkpoint-layers times training of the whole model" -- "$ks" bench "${tiny[@]}" --forward-only --checkpoint-layers
+expect 2 "--fused-loss times training of the whole model" -- "$ks" bench "${tiny[@]}" --attention-only --fused-loss
 # Checkpointed layers give the plain model's losses bit for bit, dropout on.
-plain=$("$ks" bench "${tiny[@]}" --steps 2 --dropout 0.3 --attention-dropout 0.1 | grep -o '"first_loss":[^,]*,"framework":[^,]*,"loss":[^,]*')
-checkpointed=$("$ks" bench "${tiny[@]}" --steps 2 --dropout 0.3 --attention-dropout 0.1 --checkpoint-layers | grep -o '"first_loss":[^,]*,"framework":[^,]*,"loss":[^,]*')
+losses() { grep -oE '"(first_loss|loss)":[^,}]*' | tr '\n' ' '; }
+plain=$("$ks" bench "${tiny[@]}" --steps 2 --dropout 0.3 --attention-dropout 0.1 | losses)
+checkpointed=$("$ks" bench "${tiny[@]}" --steps 2 --dropout 0.3 --attention-dropout 0.1 --checkpoint-layers | losses)
 if [[ -z "$plain" || "$plain" != "$checkpointed" ]]; then
   echo "FAIL: bench --checkpoint-layers changed the losses: '$plain' vs '$checkpointed'"
   exit 1

@@ -50,7 +50,8 @@ constexpr char kUsage[] =
     "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
     "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
     "                      [--precision float32|tf32|bf16|auto]  (tf32: cuda only)\n"
-    "                      [--dropout 0] [--attention-dropout 0] [--checkpoint-layers] [--plugin FILE ...]\n"
+    "                      [--dropout 0] [--attention-dropout 0] [--checkpoint-layers] [--fused-loss] [--plugin FILE "
+    "...]\n"
     "                      [--forward-only] [--attention-only] [--bidirectional]\n"
     "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
     "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
@@ -62,6 +63,7 @@ constexpr char kUsage[] =
     "--dropout and --attention-dropout (default 0, as in the torch script) time the model as the\n"
     "Brown LM configs train it (0.3 and 0.1), with its dropout masks drawn every step.\n"
     "--checkpoint-layers times it as train.checkpoint_layers trains it: each layer recomputed in backward.\n"
+    "--fused-loss times it with model.fused_loss: the output layer and loss in chunks of rows.\n"
     "--plugin loads a plugin first (repeatable), so --attention may name a family it registers.\n"
     "--forward-only times inference instead: the forward pass alone (eval mode, no graph, no optimizer).\n"
     "--attention-only times one attention sublayer alone (its projections and the attention, forward\n"
@@ -91,7 +93,8 @@ int bench(const std::vector<std::string>& args) {
   cli::Flags f(args,
                {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
                 "threads", "keys", "device", "precision", "dropout", "attention-dropout", "plugin"},
-               {"profile", "checkpoint-layers", "forward-only", "attention-only", "bidirectional"}, {"plugin"});
+               {"profile", "checkpoint-layers", "forward-only", "attention-only", "bidirectional", "fused-loss"},
+               {"plugin"});
   for (const std::string& p : f.get_all("plugin")) load_plugin(p);
   const std::string attention = f.get("attention", "softmax");
   const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
@@ -122,16 +125,17 @@ int bench(const std::vector<std::string>& args) {
   nlohmann::json attn = {{"type", attention}, {"heads", heads}, {"keys", keys}, {"dropout", attention_dropout}};
   // The torch script's head size: --head-dim, or d/h when it is 0.
   if (head_dim > 0 && (attention != "softmax" || head_dim * heads != d)) attn["head_dim"] = head_dim;
-  nlohmann::json cfg = {{"model", "decoder_lm"}, {"vocab_size", vocab},    {"d_model", d},       {"layers", layers},
-                        {"d_ff", d_ff},          {"max_len", seq},         {"dropout", dropout}, {"pre_norm", true},
-                        {"activation", "gelu"},  {"positions", "learned"}, {"attention", attn}};
+  nlohmann::json cfg = {{"model", "decoder_lm"},  {"vocab_size", vocab}, {"d_model", d},
+                        {"layers", layers},       {"d_ff", d_ff},        {"max_len", seq},
+                        {"dropout", dropout},     {"pre_norm", true},    {"activation", "gelu"},
+                        {"positions", "learned"}, {"attention", attn},   {"fused_loss", f.has("fused-loss")}};
   const bool forward_only = f.has("forward-only"), attention_only = f.has("attention-only");
   if (f.has("bidirectional") && !attention_only)
     throw cli::UsageError("--bidirectional needs --attention-only (the whole model is a causal decoder LM)");
-  if (f.has("checkpoint-layers") && (forward_only || attention_only))
-    throw cli::UsageError(
-        "--checkpoint-layers times training of the whole model: not with --forward-only or "
-        "--attention-only");
+  for (const char* flag : {"checkpoint-layers", "fused-loss"})
+    if (f.has(flag) && (forward_only || attention_only))
+      throw cli::UsageError(
+          str("--", flag, " times training of the whole model: not with --forward-only or --attention-only"));
   const models::ModelConfig model_config = models::parse_model_config(cfg);
   manual_seed(0);
   std::function<double()> step;  // one timed unit; returns the loss (or an output checksum)
@@ -203,6 +207,7 @@ int bench(const std::vector<std::string>& args) {
                         {"device", device.str()},
                         {"precision", precision_name},
                         {"checkpoint_layers", f.has("checkpoint-layers")},
+                        {"fused_loss", f.has("fused-loss")},
                         {"cpu_gemm", cpu_gemm_path_name(cpu_gemm_path())},
                         {"bf16_matmuls", cpu_bf16_matmuls()},
                         {"cpu", cpu_features().brand}};
