@@ -7,6 +7,7 @@
 #include "autograd/node.h"
 #include "ops/broadcast.h"
 #include "ops/elementwise.h"
+#include "ops/promote.h"
 #include "ops/reduce.h"
 
 namespace ks {
@@ -39,7 +40,9 @@ Tensor mask_of(const char* name, const KernelTable<CompareKernel>& kernel, const
 
 }  // namespace
 
-Tensor compare_apply(const char* name, const KernelTable<CompareKernel>& kernel, const Tensor& a, const Tensor& b) {
+Tensor compare_apply(const char* name, const KernelTable<CompareKernel>& kernel, const Tensor& a_in,
+                     const Tensor& b_in) {
+  const auto [a, b] = promoted(name, a_in, b_in);
   check_same_kind(name, a, b);
   check_numeric(name, a);
   return mask_of(name, kernel, a, b);
@@ -59,8 +62,10 @@ Tensor logical_apply(const char* name, const KernelTable<LogicalKernel>& kernel,
   return mask_of(name, kernel, a, b);
 }
 
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   check_bool("where", "condition", cond);
+  const auto operands = promoted("where", a_in, b_in);
+  const Tensor &a = operands.first, &b = operands.second;
   check_same_kind("where", a, b);
   KS_CHECK(cond.device() == a.device(), "where: device mismatch, condition ", describe(cond), " and ", describe(a));
   KS_CHECK(a.dtype() != kBFloat16 && a.dtype() != kFloat16, "where: unsupported dtype ", describe(a));

@@ -10,7 +10,9 @@
 
 #include "autograd/node.h"
 #include "ops/broadcast.h"
+#include "ops/promote.h"
 #include "ops/reduce.h"
+#include "ops/view.h"
 
 namespace ks {
 
@@ -42,6 +44,11 @@ void check_scalar_fits(const char* op, const Tensor& t, double s) {
 }
 
 namespace {
+
+// An integer or bool dividend or divisor as float32 (PyTorch's true division); others unchanged.
+Tensor as_quotient(const Tensor& t) {
+  return t.dtype() == kInt64 || t.dtype() == kInt32 || t.dtype() == kBool ? to(t, kFloat32) : t;
+}
 
 void check_div_dtype(const Tensor& t) {
   KS_CHECK(!(t.dtype() == kInt64 || t.dtype() == kInt32), "div: integer division is not supported (", describe(t),
@@ -123,7 +130,9 @@ template <class Op> Tensor scalar_forward(const char* name, double s, const Tens
 
 }  // namespace
 
-Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a, const Tensor& b) {
+Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a_in, const Tensor& b_in) {
+  const auto operands = promoted(op.name, a_in, b_in);
+  const Tensor &a = operands.first, &b = operands.second;
   Tensor out = binary_forward(op, a, b);
   if (needs_grad({a, b}))
     record(
@@ -147,7 +156,9 @@ Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a, const Tensor& b)
   return out;
 }
 
-Tensor add(const Tensor& a, const Tensor& b) {
+Tensor add(const Tensor& a_in, const Tensor& b_in) {
+  const auto operands = promoted("add", a_in, b_in);
+  const Tensor &a = operands.first, &b = operands.second;
   Tensor out = binary_forward(binary_info<binary_ops::Add>(), a, b);
   if (needs_grad({a, b}))
     record(
@@ -159,7 +170,9 @@ Tensor add(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor sub(const Tensor& a, const Tensor& b) {
+Tensor sub(const Tensor& a_in, const Tensor& b_in) {
+  const auto operands = promoted("sub", a_in, b_in);
+  const Tensor &a = operands.first, &b = operands.second;
   Tensor out = binary_forward(binary_info<binary_ops::Sub>(), a, b);
   if (needs_grad({a, b}))
     record(
@@ -172,7 +185,9 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor mul(const Tensor& a, const Tensor& b) {
+Tensor mul(const Tensor& a_in, const Tensor& b_in) {
+  const auto operands = promoted("mul", a_in, b_in);
+  const Tensor &a = operands.first, &b = operands.second;
   Tensor out = binary_forward(binary_info<binary_ops::Mul>(), a, b);
   if (needs_grad({a, b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
@@ -191,7 +206,10 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor div(const Tensor& a, const Tensor& b) {
+Tensor div(const Tensor& a_in, const Tensor& b_in) {
+  const auto operands = promoted("div", a_in, b_in);
+  // True division, as PyTorch's: integers divide in float32.
+  const Tensor a = as_quotient(operands.first), b = as_quotient(operands.second);
   check_same_kind("div", a, b);
   check_div_dtype(a);
   const BinaryInfo op = binary_info<binary_ops::Div>();
@@ -242,8 +260,9 @@ Tensor negated(const Tensor& g) { return mul_scalar("neg", g, -1.0); }
 Tensor add(const Tensor& a, double b) { return add_scalar("add", a, b); }
 Tensor sub(const Tensor& a, double b) { return add_scalar("sub", a, -b); }
 Tensor mul(const Tensor& a, double b) { return mul_scalar("mul", a, b); }
-Tensor div(const Tensor& a, double b) {
-  KS_CHECK(a.defined(), "div: undefined input");
+Tensor div(const Tensor& a_in, double b) {
+  KS_CHECK(a_in.defined(), "div: undefined input");
+  const Tensor a = as_quotient(a_in);
   check_div_dtype(a);
   // Multiplying by the reciprocal may differ from true division by one ulp;
   // it is what every framework's fast path does.
@@ -261,8 +280,9 @@ Tensor sub(double a, const Tensor& b) {
   return out;
 }
 
-Tensor div(double a, const Tensor& b) {
-  KS_CHECK(b.defined(), "div: undefined input");
+Tensor div(double a, const Tensor& b_in) {
+  KS_CHECK(b_in.defined(), "div: undefined input");
+  const Tensor b = as_quotient(b_in);
   check_div_dtype(b);
   Tensor out = scalar_forward<binary_ops::RDivScalar>("div", a, b);
   if (needs_grad({b}))

@@ -157,10 +157,6 @@ TEST_CASE("binary ops gradcheck with broadcast and non-contiguous inputs") {
 TEST_CASE("binary ops reject bad shapes and dtypes by name") {
   CHECK_THROWS_WITH_AS(add(zeros({2, 3}), zeros({4})),
                        "add: shapes [2, 3] and [4] are not broadcastable (dim -1: 3 vs 4)", Error);
-  CHECK_THROWS_WITH_AS(mul(zeros({2}), zeros({2}, {.dtype = kFloat64})),
-                       "mul: dtype mismatch, float32 [2] and float64 [2]", Error);
-  CHECK_THROWS_WITH_AS(div(zeros({2}, {.dtype = kInt64}), ones({2}, {.dtype = kInt64})),
-                       doctest::Contains("integer division"), Error);
 }
 
 TEST_CASE("every scalar form matches a loop in each dtype it takes and gradchecks") {
@@ -303,11 +299,7 @@ TEST_CASE("binary dtype rules name the op") {
                        "add: scalar 2.5 does not fit the integer tensor int64 [2] (use an integer in range, or a "
                        "float tensor)",
                        Error);
-  CHECK_THROWS_WITH_AS(div(i, 2.0), doctest::Contains("div: integer division is not supported"), Error);
-  CHECK_THROWS_WITH_AS(div(2.0, i), doctest::Contains("div: integer division is not supported"), Error);
   CHECK_THROWS_WITH_AS(sub(1.0, bl), doctest::Contains("sub: expected a numeric tensor"), Error);
   CHECK_THROWS_WITH_AS(maximum(zeros({2}), zeros({3})),
                        "maximum: shapes [2] and [3] are not broadcastable (dim -1: 2 vs 3)", Error);
-  CHECK_THROWS_WITH_AS(pow(zeros({2}), zeros({2}, {.dtype = kFloat64})),
-                       "pow: dtype mismatch, float32 [2] and float64 [2]", Error);
 }

@@ -189,8 +189,6 @@ TEST_CASE("masked_fill broadcasts the mask and zeroes the gradient where filled"
 }
 
 TEST_CASE("compare, where and masked_fill errors name the op") {
-  CHECK_THROWS_WITH_AS(lt(zeros({2}), zeros({2}, {.dtype = kInt64})), "lt: dtype mismatch, float32 [2] and int64 [2]",
-                       Error);
   CHECK_THROWS_WITH_AS(eq(zeros({2, 3}), zeros({4})),
                        "eq: shapes [2, 3] and [4] are not broadcastable (dim -1: 3 vs 4)", Error);
   Tensor m = tensor({1, 0}, {2}, {.dtype = kBool});
@@ -198,8 +196,6 @@ TEST_CASE("compare, where and masked_fill errors name the op") {
                        Error);
   CHECK_THROWS_WITH_AS(where(ones({2}), ones({2}), ones({2})),
                        "where: condition must be a bool tensor, got float32 [2]", Error);
-  CHECK_THROWS_WITH_AS(where(m, ones({2}), ones({2}, {.dtype = kFloat64})),
-                       "where: dtype mismatch, float32 [2] and float64 [2]", Error);
   CHECK_THROWS_WITH_AS(where(m, ones({3}), ones({2})),
                        "where: shapes [2] and [3] and [2] are not broadcastable (dim -1: 2 vs 3)", Error);
   CHECK_THROWS_WITH_AS(masked_fill(ones({2}), ones({2}), 0.0),
