@@ -50,6 +50,8 @@ expect 0 '"mode":"attention-forward"' -- "$ks" bench "${tiny[@]}" --steps 1 --at
 expect 2 "--bidirectional needs --attention-only" -- "$ks" bench "${tiny[@]}" --bidirectional
 expect 2 "--checkpoint-layers times training of the whole model" -- "$ks" bench "${tiny[@]}" --forward-only --checkpoint-layers
 expect 2 "--fused-loss times training of the whole model" -- "$ks" bench "${tiny[@]}" --attention-only --fused-loss
+expect 0 '"checksum":[0-9.e+]+,.*"mode":"decode",.*"new_tokens":3,.*"prefill_ms"' -- "$ks" bench "${tiny[@]}" --steps 1 --decode --prompt 4 --new-tokens 3
+expect 2 "--decode times generation: not with --forward-only" -- "$ks" bench "${tiny[@]}" --decode --forward-only
 # Checkpointed layers give the plain model's losses bit for bit, dropout on.
 losses() { grep -oE '"(first_loss|loss)":[^,}]*' | tr '\n' ' '; }
 plain=$("$ks" bench "${tiny[@]}" --steps 2 --dropout 0.3 --attention-dropout 0.1 | losses)

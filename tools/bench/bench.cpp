@@ -53,6 +53,7 @@ constexpr char kUsage[] =
     "                      [--dropout 0] [--attention-dropout 0] [--checkpoint-layers] [--fused-loss] [--plugin FILE "
     "...]\n"
     "                      [--forward-only] [--attention-only] [--bidirectional]\n"
+    "                      [--decode] [--prompt 128] [--new-tokens 128]\n"
     "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
     "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
     "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
@@ -69,7 +70,11 @@ constexpr char kUsage[] =
     "--attention-only times one attention sublayer alone (its projections and the attention, forward\n"
     "and backward, or forward with --forward-only) on random (batch, seq, d-model) inputs, causal unless\n"
     "--bidirectional (an encoder's, as LRA's models are); mode in the JSON line says which was timed,\n"
-    "and checksum replaces loss there (the first step's output or input-gradient sum).\n";
+    "and checksum replaces loss there (the first step's output or input-gradient sum).\n"
+    "--decode times generation instead: greedy decoding of --new-tokens tokens after a random prompt of\n"
+    "--prompt tokens, for --batch sequences at once, on the KV cache (DecoderLM::generate); tokens_per_s\n"
+    "counts the new tokens, prefill_ms is the prompt's pass alone (tools/bench/torch_decode_bench.py is\n"
+    "PyTorch's counterpart).\n";
 
 // The profiler's rows as a table, per step, with the time outside every kernel last.
 void print_profile(double step_s, int64_t steps) {
@@ -90,11 +95,12 @@ void print_profile(double step_s, int64_t steps) {
 
 int bench(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(args,
-               {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps",
-                "threads", "keys", "device", "precision", "dropout", "attention-dropout", "plugin"},
-               {"profile", "checkpoint-layers", "forward-only", "attention-only", "bidirectional", "fused-loss"},
-               {"plugin"});
+  cli::Flags f(
+      args,
+      {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps", "threads",
+       "keys", "device", "precision", "dropout", "attention-dropout", "plugin", "prompt", "new-tokens"},
+      {"profile", "checkpoint-layers", "forward-only", "attention-only", "bidirectional", "fused-loss", "decode"},
+      {"plugin"});
   for (const std::string& p : f.get_all("plugin")) load_plugin(p);
   const std::string attention = f.get("attention", "softmax");
   const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
@@ -125,8 +131,16 @@ int bench(const std::vector<std::string>& args) {
   nlohmann::json attn = {{"type", attention}, {"heads", heads}, {"keys", keys}, {"dropout", attention_dropout}};
   // The torch script's head size: --head-dim, or d/h when it is 0.
   if (head_dim > 0 && (attention != "softmax" || head_dim * heads != d)) attn["head_dim"] = head_dim;
+  const bool decode = f.has("decode");
+  const int64_t prompt_len = f.get_int_at_least("prompt", 128, 1),
+                new_tokens = f.get_int_at_least("new-tokens", 128, 1);
+  if (decode && (f.has("forward-only") || f.has("attention-only") || f.has("checkpoint-layers") || f.has("fused-loss")))
+    throw cli::UsageError(
+        "--decode times generation: not with --forward-only, --attention-only, --checkpoint-layers "
+        "or --fused-loss");
+  const int64_t max_len = decode ? std::max(seq, prompt_len + new_tokens) : seq;
   nlohmann::json cfg = {{"model", "decoder_lm"},  {"vocab_size", vocab}, {"d_model", d},
-                        {"layers", layers},       {"d_ff", d_ff},        {"max_len", seq},
+                        {"layers", layers},       {"d_ff", d_ff},        {"max_len", max_len},
                         {"dropout", dropout},     {"pre_norm", true},    {"activation", "gelu"},
                         {"positions", "learned"}, {"attention", attn},   {"fused_loss", f.has("fused-loss")}};
   const bool forward_only = f.has("forward-only"), attention_only = f.has("attention-only");
@@ -163,6 +177,15 @@ int bench(const std::vector<std::string>& args) {
       backward(out, g);
       return sum(x.grad()).item();  // waits for a GPU
     };
+  } else if (decode) {
+    model = std::make_shared<models::DecoderLM>(model_config);
+    model->to(device);
+    model->eval();
+    params = model->num_parameters();
+    x = to(randint(0, vocab, {batch, prompt_len}, {.dtype = kInt64}), device);
+    step = [&] {  // greedy, so the tokens (and their sum) depend only on the weights and the prompt
+      return sum(to(model->generate(x, new_tokens, {.greedy = true}), kFloat64)).item();
+    };
   } else {
     model = std::make_shared<models::DecoderLM>(model_config);
     model->to(device);
@@ -197,7 +220,8 @@ int bench(const std::vector<std::string>& args) {
   for (int64_t i = 0; i < steps; ++i) loss = step();
   const double dt = (now_s() - t0) / double(steps);
   profiler::enable(false);
-  const std::string mode = str(attention_only ? "attention" : "model", forward_only ? "-forward" : "-train");
+  const std::string mode =
+      decode ? "decode" : str(attention_only ? "attention" : "model", forward_only ? "-forward" : "-train");
   nlohmann::json out = {{"framework", "keystone-0.1.0"},
                         {"attention", attention},
                         {"mode", mode},
@@ -211,7 +235,18 @@ int bench(const std::vector<std::string>& args) {
                         {"cpu_gemm", cpu_gemm_path_name(cpu_gemm_path())},
                         {"bf16_matmuls", cpu_bf16_matmuls()},
                         {"cpu", cpu_features().brand}};
-  if (attention_only)
+  if (decode) {
+    // The prompt's pass alone (what generate does before its first token), timed after the runs above.
+    NoGradGuard no_grad;
+    const double p0 = now_s();
+    for (int64_t i = 0; i < steps; ++i) sum(model->forward(x)).item();  // item() waits for a GPU
+    out.update({{"tokens_per_s", double(batch * new_tokens) / dt},
+                {"prefill_ms", (now_s() - p0) / double(steps) * 1e3},
+                {"prompt", prompt_len},
+                {"new_tokens", new_tokens},
+                {"batch", batch},
+                {"checksum", first_loss}});  // Σ of the generated sequences' ids
+  } else if (attention_only)
     out["checksum"] = first_loss;  // Σ output (forward) or Σ ∂/∂x (train) of the first step: a numerics check
   else
     out.update({{"loss", loss}, {"first_loss", first_loss}});
