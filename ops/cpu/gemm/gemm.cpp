@@ -74,14 +74,34 @@ namespace {
 
 template <class T> CBLAS_TRANSPOSE op(const GemmMatrix<T>& x) { return x.transposed ? CblasTrans : CblasNoTrans; }
 
-// One single-threaded OpenBLAS call for g as it stands (no bias; sizes checked by the caller).
-void call(const Gemm<float>& g) {
-  cblas_sgemm(CblasRowMajor, op(g.a), op(g.b), int(g.m), int(g.n), int(g.k), g.alpha, g.a.data, int(g.a.ld), g.b.data,
-              int(g.b.ld), g.beta, g.c, int(g.ldc));
+void blas_gemv(CBLAS_TRANSPOSE t, int rows, int cols, float alpha, const float* m, int ld, const float* x, int incx,
+               float beta, float* y) {
+  cblas_sgemv(CblasRowMajor, t, rows, cols, alpha, m, ld, x, incx, beta, y, 1);
 }
-void call(const Gemm<double>& g) {
-  cblas_dgemm(CblasRowMajor, op(g.a), op(g.b), int(g.m), int(g.n), int(g.k), g.alpha, g.a.data, int(g.a.ld), g.b.data,
-              int(g.b.ld), g.beta, g.c, int(g.ldc));
+void blas_gemv(CBLAS_TRANSPOSE t, int rows, int cols, double alpha, const double* m, int ld, const double* x, int incx,
+               double beta, double* y) {
+  cblas_dgemv(CblasRowMajor, t, rows, cols, alpha, m, ld, x, incx, beta, y, 1);
+}
+
+// One single-threaded OpenBLAS call for g as it stands (no bias; sizes checked by the caller).
+// A single row (m == 1, as every step of decoding one sequence has) goes to
+// gemv: OpenBLAS 0.3.21's gemm packs the whole of op(B) on every call, which
+// at one row costs more than the product itself (forward for GEMV only came
+// in 0.3.27). c (1, n) = a (1, k) · op(B) is cᵀ = op(B)ᵀ · aᵀ.
+template <class T> void call(const Gemm<T>& g) {
+  if (g.m == 1) {
+    if (g.beta == T(0)) std::fill(g.c, g.c + g.n, T(0));  // BLAS may read y even when beta is 0 (0 · NaN)
+    const int inc_a = g.a.transposed ? int(g.a.ld) : 1;
+    return blas_gemv(g.b.transposed ? CblasNoTrans : CblasTrans, int(g.b.transposed ? g.n : g.k),
+                     int(g.b.transposed ? g.k : g.n), g.alpha, g.b.data, int(g.b.ld), g.a.data, inc_a,
+                     g.beta == T(0) ? T(1) : g.beta, g.c);
+  }
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, op(g.a), op(g.b), int(g.m), int(g.n), int(g.k), g.alpha, g.a.data, int(g.a.ld), g.b.data,
+                int(g.b.ld), g.beta, g.c, int(g.ldc));
+  else
+    cblas_dgemm(CblasRowMajor, op(g.a), op(g.b), int(g.m), int(g.n), int(g.k), g.alpha, g.a.data, int(g.a.ld), g.b.data,
+                int(g.b.ld), g.beta, g.c, int(g.ldc));
 }
 
 // Below this many multiply-adds a GEMM runs on the calling thread.
