@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/indexing.h"
+
 namespace ks::models {
 namespace {
 
@@ -122,6 +124,20 @@ std::vector<Hypothesis> beam_search(int64_t batch, const BeamStep& step, const B
     best[b] = *top;
   }
   return best;
+}
+
+void reorder_caches(std::vector<nn::DecoderLayerCache>& layers, const Tensor& rows) {
+  auto pick = [&](Tensor& t) {
+    if (t.defined()) t = index_select(t, 0, rows);
+  };
+  for (nn::DecoderLayerCache& layer : layers)
+    for (nn::AttentionCache* c : {&layer.self, &layer.cross}) {
+      pick(c->k);
+      pick(c->v);
+      pick(c->state);
+      pick(c->norm);
+      pick(c->key_padding);
+    }
 }
 
 }  // namespace ks::models

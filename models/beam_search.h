@@ -14,8 +14,12 @@
 // source: an eos among the first K ends a hypothesis, the best K others stay
 // live; a source is done once K hypotheses have ended (or at max_len, when its
 // live beams join the ended ones). With K = 1 this is exactly greedy decoding
-// (ties go to the lower token id, as argmax). Not here: sampling, n-best
-// lists, diverse beams.
+// (ties go to the lower token id, as argmax). An eos_id outside the
+// vocabulary (e.g. -1) never ends a hypothesis: every one runs to max_len.
+//
+// reorder_caches is the one piece that knows a network: the decoders' layer
+// caches follow `parents` with it (Seq2Seq and DecoderLM alike).
+// Not here: sampling, n-best lists, diverse beams.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "nn/transformer.h"
 
 namespace ks::models {
 
@@ -54,5 +59,10 @@ using BeamStep = std::function<Tensor(const std::vector<int64_t>& parents, const
 
 // The best hypothesis of each of `batch` sources.
 std::vector<Hypothesis> beam_search(int64_t batch, const BeamStep& step, const BeamSearchOptions& opts);
+
+// Keeps rows `rows` (int64 (N'), each in [0, N)) of every tensor cached by
+// the layers (self- and cross-attention; batch is dim 0 of each), in that
+// order: beams that continue another beam's prefix take its state.
+void reorder_caches(std::vector<nn::DecoderLayerCache>& layers, const Tensor& rows);
 
 }  // namespace ks::models

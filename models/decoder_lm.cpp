@@ -1,5 +1,5 @@
 // models/decoder_lm.cpp — the decoder-only LM: forward, loss, cached
-// generation and its cost report.
+// generation (sampling with stop strings, beam search) and its cost report.
 #include "models/decoder_lm.h"
 
 #include <cmath>
@@ -7,12 +7,15 @@
 #include "autograd/anomaly.h"
 #include "autograd/grad_mode.h"
 #include "core/copy.h"
+#include "core/factory.h"
 #include "nn/init.h"
 #include "ops/elementwise.h"
+#include "ops/indexing.h"
 #include "ops/linalg.h"
 #include "ops/linear_cross_entropy.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
+#include "ops/softmax.h"
 #include "ops/view.h"
 
 namespace ks::models {
@@ -85,25 +88,86 @@ Predictions DecoderLM::predict(const Batch& b) {
 
 Tensor DecoderLM::loss(const Batch& b) { return loss(b.tokens, b.targets); }
 
-Tensor DecoderLM::generate(const Tensor& prompt, int64_t max_new_tokens, const SamplingOptions& opts) {
+Tensor DecoderLM::generate(const Tensor& prompt, int64_t max_new_tokens, const SamplingOptions& opts,
+                           const StopStrings& stop) {
   KS_CHECK(max_new_tokens >= 0, "decoder_lm: generate: max_new_tokens must be >= 0, got ", max_new_tokens);
   check_tokens(prompt, config.vocab_size, config.max_len, 0, "decoder_lm: generate");
   KS_CHECK(prompt.size(1) + max_new_tokens <= config.max_len, "decoder_lm: generate: ", prompt.size(1),
            " prompt tokens + ", max_new_tokens, " new ones exceed max_len ", config.max_len);
+  stop.check();
   if (max_new_tokens == 0) return prompt;
 
   NoGradGuard no_grad;
   nn::EvalModeGuard eval_mode(*this);  // dropout off while generating
 
+  const int64_t B = prompt.size(0);
+  const bool penalized = opts.repetition_penalty != 1.0;
   std::vector<Tensor> pieces{prompt};
+  std::vector<std::vector<int64_t>> generated(size_t(stop.empty() ? 0 : B));
+  std::vector<bool> stopped(generated.size(), false);
+  int64_t running = B;
   std::vector<nn::DecoderLayerCache> caches;
   Tensor logits = forward(prompt, &caches);  // (B, T0, V): the prompt in one pass
   for (int64_t step = 0; step < max_new_tokens; ++step) {
-    Tensor next = sample_next(select(logits, 1, logits.size(1) - 1), opts);  // (B)
+    const Tensor seen = penalized ? cat(pieces, 1) : Tensor();                     // (B, T0 + step)
+    Tensor next = sample_next(select(logits, 1, logits.size(1) - 1), opts, seen);  // (B)
     pieces.push_back(unsqueeze(next, 1));
+    if (!stop.empty()) {
+      const std::vector<int64_t> ids = next.to_vector<int64_t>();
+      for (int64_t b = 0; b < B; ++b) {
+        if (stopped[size_t(b)]) continue;
+        generated[size_t(b)].push_back(ids[size_t(b)]);
+        if (stop.find(stop.decode(generated[size_t(b)])) != std::string::npos) {
+          stopped[size_t(b)] = true;
+          --running;
+        }
+      }
+      if (running == 0) break;
+    }
     if (step + 1 < max_new_tokens) logits = forward(pieces.back(), &caches);  // one new position
   }
   return cat(pieces, 1);
+}
+
+std::vector<Hypothesis> DecoderLM::beam_search(const Tensor& prompt, int64_t max_new_tokens, int64_t beam_size,
+                                               double length_penalty, int64_t eos_id) {
+  KS_CHECK(max_new_tokens >= 1, "decoder_lm: beam_search: max_new_tokens must be >= 1, got ", max_new_tokens);
+  KS_CHECK(beam_size >= 1, "decoder_lm: beam_search: beam_size must be >= 1, got ", beam_size);
+  check_tokens(prompt, config.vocab_size, config.max_len, 0, "decoder_lm: beam_search");
+  KS_CHECK(prompt.size(1) + max_new_tokens <= config.max_len, "decoder_lm: beam_search: ", prompt.size(1),
+           " prompt tokens + ", max_new_tokens, " new ones exceed max_len ", config.max_len);
+  NoGradGuard no_grad;
+  nn::EvalModeGuard eval_mode(*this);
+  const int64_t B = prompt.size(0), K = beam_size, N = B * K;
+  const Device device = prompt.device();
+  auto rows_tensor = [&](const std::vector<int64_t>& rows) {
+    Tensor t = from_vector(rows, {int64_t(rows.size())});
+    return device.is_cpu() ? t : ks::to(t, device);
+  };
+  std::vector<nn::DecoderLayerCache> caches;
+  BeamStep step = [&](const std::vector<int64_t>& parents, const std::vector<int64_t>& tokens) {
+    Tensor logits;  // (N, V)
+    if (parents.empty()) {
+      // The prompt once per source; row b·K + k takes source b's caches and logits.
+      std::vector<int64_t> source_of(static_cast<size_t>(N));
+      for (int64_t r = 0; r < N; ++r) source_of[size_t(r)] = r / K;
+      const Tensor rows = rows_tensor(source_of);
+      Tensor all = forward(prompt, &caches);  // (B, T0, V)
+      reorder_caches(caches, rows);
+      logits = index_select(select(all, 1, all.size(1) - 1), 0, rows);
+    } else {
+      reorder_caches(caches, rows_tensor(parents));
+      // Dead rows carry eos_id, which may be -1: any id in range serves, their outputs are ignored.
+      std::vector<int64_t> fed = tokens;
+      for (int64_t& t : fed)
+        if (t < 0 || t >= config.vocab_size) t = 0;
+      logits = select(forward(reshape(rows_tensor(fed), {N, 1}), &caches), 1, 0);
+    }
+    return log_softmax(logits, -1);
+  };
+  return models::beam_search(
+      B, step,
+      {.beam_size = K, .max_len = max_new_tokens, .length_penalty = length_penalty, .bos_id = 0, .eos_id = eos_id});
 }
 
 ModelCost DecoderLM::cost(int64_t seq_len) const {

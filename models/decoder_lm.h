@@ -14,16 +14,20 @@
 // Batches are right-padded: the causal mask already keeps pad tokens at the
 // end from affecting earlier positions, and loss() ignores pad targets, so no
 // key-padding mask is applied. Generation runs through one
-// nn::DecoderLayerCache per layer, so each new token costs one position.
-// Not here: tokenizers, the training loop, beam search.
+// nn::DecoderLayerCache per layer, so each new token costs one position;
+// beam search reorders those caches by the beams' parents
+// (models/beam_search.h). Not here: tokenizers, the training loop, the beam
+// bookkeeping, the sampling rules (models/sampling.h).
 #pragma once
 
 #include <memory>
 #include <vector>
 
+#include "models/beam_search.h"
 #include "models/model.h"
 #include "models/sampling.h"
 #include "models/shared.h"
+#include "models/stop_strings.h"
 #include "nn/container.h"
 #include "nn/transformer.h"
 
@@ -54,7 +58,22 @@ class DecoderLM : public Model {
   // prompt (1 or B, T0) int64 -> (B, T0 + max_new_tokens): the prompt followed
   // by the chosen tokens. Runs without gradients and in eval mode (the
   // module's mode is restored afterwards); the whole output must fit max_len.
-  Tensor generate(const Tensor& prompt, int64_t max_new_tokens, const SamplingOptions& opts = {});
+  // The repetition penalty sees each row's prompt and output so far. With
+  // stop strings the loop ends early, after the step at which every row's
+  // generated text contains one (a row that stopped before the others goes on
+  // being sampled): the result is (B, T0 + steps run), and the caller cuts
+  // each row's text with stop.cut (models/stop_strings.h).
+  Tensor generate(const Tensor& prompt, int64_t max_new_tokens, const SamplingOptions& opts = {},
+                  const StopStrings& stop = {});
+  // Beam search (models/beam_search.h) continuing each prompt row (B, T0) by
+  // up to max_new_tokens tokens, on the KV caches: the prompt runs once per
+  // row, its caches are copied to the row's beams, and every later step runs
+  // one position per beam after the caches follow the beams' parents. A
+  // hypothesis ends at eos_id (-1: none, every hypothesis has
+  // max_new_tokens tokens). beam_size 1 is greedy decoding. The best
+  // hypothesis of each row; its tokens exclude the prompt (and eos).
+  std::vector<Hypothesis> beam_search(const Tensor& prompt, int64_t max_new_tokens, int64_t beam_size,
+                                      double length_penalty = 0.0, int64_t eos_id = -1);
 
   // Forward FLOPs: every Linear 2·in·out per token, attention by
   // nn::attention_cost (causal), the output layer included (tied or not);

@@ -1,5 +1,6 @@
-// models/sampling.cpp — greedy and top-k / temperature sampling. Rows are
-// small (one vocabulary each), so the choice is made on the host in float64.
+// models/sampling.cpp — greedy, top-k / top-p / temperature sampling and the
+// repetition penalty. Rows are small (one vocabulary each), so the choice is
+// made on the host in float64.
 #include "models/sampling.h"
 
 #include <algorithm>
@@ -12,14 +13,42 @@
 
 namespace ks::models {
 
-Tensor sample_next(const Tensor& logits, const SamplingOptions& opts) {
+namespace {
+
+// CTRL's rule on one row (V), each id of seen[0, n) once: dividing a positive
+// logit and multiplying a negative one both make the token less likely.
+void penalize(double* row, int64_t V, const int64_t* seen, int64_t n, double penalty, std::vector<bool>& done) {
+  done.assign(size_t(V), false);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = seen[i];
+    KS_CHECK(t >= 0 && t < V, "sample_next: seen id ", t, " is outside the vocabulary [0, ", V, ")");
+    if (done[size_t(t)]) continue;
+    done[size_t(t)] = true;
+    row[t] = row[t] > 0 ? row[t] / penalty : row[t] * penalty;
+  }
+}
+
+}  // namespace
+
+Tensor sample_next(const Tensor& logits, const SamplingOptions& opts, const Tensor& seen) {
   KS_CHECK(logits.dim() == 2 && logits.size(1) > 0 && is_floating(logits.dtype()),
            "sample_next: expected floating logits (B, V) with V > 0, got ", describe(logits));
   KS_CHECK(opts.greedy || (opts.temperature > 0 && std::isfinite(opts.temperature)),
            "sample_next: temperature must be positive and finite, got ", opts.temperature);
   KS_CHECK(opts.top_k >= 0, "sample_next: top_k must be >= 0 (0: no limit), got ", opts.top_k);
+  KS_CHECK(opts.top_p > 0 && opts.top_p <= 1, "sample_next: top_p must be in (0, 1], got ", opts.top_p);
+  KS_CHECK(opts.repetition_penalty > 0 && std::isfinite(opts.repetition_penalty),
+           "sample_next: repetition_penalty must be positive and finite, got ", opts.repetition_penalty);
   const int64_t B = logits.size(0), V = logits.size(1);
-  const std::vector<double> x = logits.to_vector<double>();
+  std::vector<double> x = logits.to_vector<double>();
+  if (opts.repetition_penalty != 1.0 && seen.defined()) {
+    KS_CHECK(seen.dtype() == kInt64 && seen.dim() == 2 && seen.size(0) == B, "sample_next: seen must be int64 (", B,
+             ", S), got ", describe(seen));
+    const std::vector<int64_t> ids = seen.to_vector<int64_t>();
+    const int64_t S = seen.size(1);
+    std::vector<bool> done;
+    for (int64_t b = 0; b < B; ++b) penalize(x.data() + b * V, V, ids.data() + b * S, S, opts.repetition_penalty, done);
+  }
   std::vector<double> u;
   if (!opts.greedy) u = rand({B}, {.dtype = kFloat64}, opts.generator).to_vector<double>();
 
@@ -35,7 +64,7 @@ Tensor sample_next(const Tensor& logits, const SamplingOptions& opts) {
     }
     // Candidates by decreasing logit, lower id first among ties, cut to top_k.
     std::iota(order.begin(), order.end(), int64_t(0));
-    const int64_t k = opts.top_k > 0 ? std::min(opts.top_k, V) : V;
+    int64_t k = opts.top_k > 0 ? std::min(opts.top_k, V) : V;
     auto by_logit = [&](int64_t i, int64_t j) { return row[i] > row[j] || (row[i] == row[j] && i < j); };
     std::partial_sort(order.begin(), order.begin() + k, order.end(), by_logit);
     if (std::isinf(row[order[0]])) {  // +inf dominates; all -inf leaves nothing to weigh
@@ -48,6 +77,20 @@ Tensor sample_next(const Tensor& logits, const SamplingOptions& opts) {
     for (int64_t c = 0; c < k; ++c) {
       w[size_t(c)] = std::exp((row[order[size_t(c)]] - row[order[0]]) / opts.temperature);
       total += w[size_t(c)];
+    }
+    // The nucleus: the shortest prefix of the sorted candidates holding >= top_p
+    // of their mass. top_p = 1 cuts nothing, also where rounding would reach
+    // the whole mass before the last candidate.
+    if (opts.top_p < 1) {
+      double mass = 0;
+      for (int64_t c = 0; c < k; ++c) {
+        mass += w[size_t(c)];
+        if (mass >= opts.top_p * total) {
+          k = c + 1;
+          break;
+        }
+      }
+      total = mass;
     }
     // Inverse CDF; the last candidate takes whatever rounding leaves over.
     double target = u[size_t(b)] * total, acc = 0;

@@ -59,19 +59,7 @@ Tensor int64_tensor(const std::vector<int64_t>& values, Shape shape, Device devi
 
 }  // namespace
 
-void DecodeCache::reorder(const Tensor& rows) {
-  auto pick = [&](Tensor& t) {
-    if (t.defined()) t = index_select(t, 0, rows);
-  };
-  for (nn::DecoderLayerCache& layer : layers)
-    for (nn::AttentionCache* c : {&layer.self, &layer.cross}) {
-      pick(c->k);
-      pick(c->v);
-      pick(c->state);
-      pick(c->norm);
-      pick(c->key_padding);
-    }
-}
+void DecodeCache::reorder(const Tensor& rows) { reorder_caches(layers, rows); }
 
 Seq2Seq::Seq2Seq(const ModelConfig& cfg) : Model(cfg, "Seq2Seq") {
   KS_CHECK(cfg.src_vocab_size > 0 && cfg.tgt_vocab_size > 0,

@@ -287,7 +287,40 @@ expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm" --prompt "the cat" --token
 expect 0 '"bpb":[0-9.]+,"bytes":[0-9]+' -- "$ks" eval --run "$tmp/lm"
 expect 2 "--tokens: at most 15" -- "$ks" generate --run "$tmp/lm" --tokens 16
 expect 2 "--temperature: must be positive" -- "$ks" generate --run "$tmp/lm" --temperature 0
+# Top-p, repetition penalty, stop strings and beam search: their flags and errors.
+expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm" --prompt "the cat" --tokens 5 --top-k 3 --top-p 0.9 --repetition-penalty 1.3
+expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm" --prompt "the cat" --tokens 6 --beam 3 --length-penalty 0.6
+out=$("$ks" generate --run "$tmp/lm" --prompt "the cat" --tokens 12 --greedy --stop "mat" --stop "zzz" 2>&1)
+full=$("$ks" generate --run "$tmp/lm" --prompt "the cat" --tokens 12 --greedy 2>&1)
+if [ "$out" != "${full%%mat*}" ]; then
+  echo "FAIL: generate --stop mat: output not cut before the first 'mat': $out"; fails=$((fails + 1))
+fi
+expect 2 "--top-p: expected a number in \(0, 1\], got 0" -- "$ks" generate --run "$tmp/lm" --top-p 0
+expect 2 "--top-p: expected a number in \(0, 1\], got 1.5" -- "$ks" generate --run "$tmp/lm" --top-p 1.5
+expect 2 "--top-p: expected a number, got 'x'" -- "$ks" generate --run "$tmp/lm" --top-p x
+expect 2 "--repetition-penalty: expected a positive number, got -1" -- "$ks" generate --run "$tmp/lm" --repetition-penalty -1
+expect 2 "--beam: must be at least 1, got 0" -- "$ks" generate --run "$tmp/lm" --beam 0
+expect 2 "--beam: cannot be combined with --top-p" -- "$ks" generate --run "$tmp/lm" --beam 2 --top-p 0.5
+expect 2 "--length-penalty: needs --beam" -- "$ks" generate --run "$tmp/lm" --length-penalty 1
+expect 2 "--stop: a stop string must not be empty" -- "$ks" generate --run "$tmp/lm" --stop ""
 expect 1 "needs a seq2seq run" -- "$ks" translate --run "$tmp/lm" --input "x"
+# keystone average: one run averaged is that run (same eval); two seeds average into a run
+# that eval and generate read; another architecture, a missing run and a bad --out are refused.
+expect 0 "averaged 1 checkpoints" -- "$ks" average "$tmp/lm" --out "$tmp/avg1"
+strip='s/,?"(checkpoint|step)":("[^"]*"|[0-9]+)//g'
+if [ "$("$ks" eval --run "$tmp/lm" | sed -E "$strip")" != "$("$ks" eval --run "$tmp/avg1" | sed -E "$strip")" ]; then
+  echo "FAIL: average of one run evaluates differently from the run"; fails=$((fails + 1))
+fi
+expect 0 "finished 20 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-seed2" --set seed=2 --quiet
+expect 0 "averaged 2 checkpoints" -- "$ks" average "$tmp/lm" "$tmp/lm-seed2" --out "$tmp/avg2" --checkpoint latest
+expect 0 '"loss":[0-9.]+' -- "$ks" eval --run "$tmp/avg2"
+expect 0 "^the cat" -- "$ks" generate --run "$tmp/avg2" --prompt "the cat" --tokens 4
+expect 0 "finished 2 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-wide" --set model.d_model=24 --set train.steps=2 --quiet
+expect 1 "average: $tmp/lm-wide is another architecture than $tmp/lm: .*model.d_model \(24 vs 16\)" -- "$ks" average "$tmp/lm" "$tmp/lm-wide" --out "$tmp/avg3"
+expect 1 "run folder $tmp/nowhere does not exist" -- "$ks" average "$tmp/lm" "$tmp/nowhere" --out "$tmp/avg4"
+expect 2 "--out $tmp/avg2: the folder exists and is not empty" -- "$ks" average "$tmp/lm" --out "$tmp/avg2"
+expect 2 "--out DIR is required" -- "$ks" average "$tmp/lm"
+expect 2 "name at least one run folder" -- "$ks" average --out "$tmp/avg5"
 expect 0 '"split":"valid"' -- env -C / "$ks" eval --run "$tmp/lm" --split valid  # paths stored absolute
 expect 0 "batches per epoch, [0-9.]+ epochs" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-summary" --set train.steps=2
 cp "$tmp/lines.txt" "$tmp/lines.orig"

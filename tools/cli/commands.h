@@ -16,6 +16,7 @@ int train(const std::vector<std::string>& args);      // train from a config int
 int evaluate(const std::vector<std::string>& args);   // metrics of a run's checkpoint on a split
 int generate(const std::vector<std::string>& args);   // sample text from a language-model run
 int translate(const std::vector<std::string>& args);  // greedy or beam decoding with a seq2seq run
+int average(const std::vector<std::string>& args);    // average the weights of runs of one architecture
 int plot(const std::vector<std::string>& args);       // SVG curves of runs (tools/figures/plot.h)
 int analyze(const std::vector<std::string>&
                 args);  // attention maps, head redundancy, importance, rank (tools/analyze/analyze.h)

@@ -21,6 +21,7 @@ void usage(FILE* out) {
                "  eval       loss, perplexity and accuracy of a run's checkpoint on a split\n"
                "  generate   sample text from a language-model run\n"
                "  translate  greedy or beam-search decoding with a seq2seq run\n"
+               "  average    average the weights of runs of one architecture into a new run\n"
                "  plot       loss and accuracy curves of runs, in one SVG\n"
                "  analyze    attention maps, head redundancy, importance, pruning and rank of a run\n"
                "  bench      time training steps of the reference decoder LM (one JSON line)\n"
@@ -50,6 +51,7 @@ int run(const std::string& cmd, const std::vector<std::string>& args) {
   if (cmd == "eval") return ks::tools::evaluate(args);
   if (cmd == "generate") return ks::tools::generate(args);
   if (cmd == "translate") return ks::tools::translate(args);
+  if (cmd == "average") return ks::tools::average(args);
   if (cmd == "plot") return ks::tools::plot(args);
   if (cmd == "analyze") return ks::tools::analyze(args);
   if (cmd == "bench") return ks::tools::bench(args);

@@ -1,0 +1,38 @@
+// models/stop_strings.h — ending generation at a stop string. Models know
+// token ids, not text, so the caller hands over its tokenizer's decoding as a
+// function; a row stops once the decoded text of its generated tokens (the
+// prompt excluded) contains one of the strings, and its text is cut before
+// the earliest one.
+//
+// Matching is on decoded text, not on token ids, so a stop string may span
+// several tokens or end inside one: with a word tokenizer "the end" matches
+// two tokens joined by the decoder's space, and with a character or byte
+// tokenizer any substring matches. A stop string that the tokenizer cannot
+// produce (e.g. text its decoder never emits) never stops anything. The cut
+// is on the text, so the tokens of a stopped row still include the token that
+// completed the stop string (and, in a batch, whatever it was fed afterwards).
+//
+// Not here: sampling (models/sampling.h), the decoding loop (DecoderLM::generate).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ks::models {
+
+struct StopStrings {
+  std::vector<std::string> strings;                                    // none empty
+  std::function<std::string(const std::vector<int64_t>& ids)> decode;  // the generated ids -> text
+
+  bool empty() const { return strings.empty(); }
+  // The offset of the earliest stop string in text, or std::string::npos.
+  size_t find(const std::string& text) const;
+  // text up to (excluding) the earliest stop string; the whole text without one.
+  std::string cut(const std::string& text) const;
+  // Throws unless every string is non-empty and decode is set when there are strings.
+  void check() const;
+};
+
+}  // namespace ks::models
