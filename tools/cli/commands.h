@@ -17,6 +17,8 @@ int evaluate(const std::vector<std::string>& args);   // metrics of a run's chec
 int generate(const std::vector<std::string>& args);   // sample text from a language-model run
 int translate(const std::vector<std::string>& args);  // greedy or beam decoding with a seq2seq run
 int plot(const std::vector<std::string>& args);       // SVG curves of runs (tools/figures/plot.h)
+int import_model(const std::vector<std::string>& args);  // a Hugging Face folder as a run (tools/interop/)
+int export_model(const std::vector<std::string>& args);  // a run as a Hugging Face folder (tools/interop/)
 int analyze(const std::vector<std::string>&
                 args);  // attention maps, head redundancy, importance, rank (tools/analyze/analyze.h)
 

@@ -2,6 +2,7 @@
 // run, continuing a prompt. The prompt is encoded with the run's tokenizer;
 // an empty prompt starts after an <eos>, i.e. at a sentence boundary, which
 // is how the training streams separate lines. Each <eos> prints as a newline.
+#include <algorithm>
 #include <cstdio>
 
 #include "core/factory.h"
@@ -26,7 +27,7 @@ std::string render(const data::Tokenizer& tok, const std::vector<int64_t>& ids) 
   std::string text;
   std::vector<int64_t> piece;
   for (int64_t id : ids) {
-    if (id == data::kEosId) {
+    if (id == tok.eos_id()) {
       text += tok.decode(piece) + "\n";
       piece.clear();
     } else {
@@ -58,7 +59,7 @@ int generate(const std::vector<std::string>& args) {
     throw cli::UsageError(str("--tokens: at most ", max_len - 1, " (the model's max_len is ", max_len, ")"));
 
   std::vector<int64_t> prompt = run.tokenizer->encode(f.get("prompt", ""));
-  if (prompt.empty()) prompt.push_back(data::kEosId);
+  if (prompt.empty()) prompt.push_back(std::max<int64_t>(run.tokenizer->eos_id(), 0));
   // The prompt keeps its most recent tokens when prompt + output would not fit.
   const size_t room = size_t(max_len - tokens);
   const size_t dropped = prompt.size() > room ? prompt.size() - room : 0;
