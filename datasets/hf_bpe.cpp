@@ -78,7 +78,8 @@ HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id
   KS_CHECK(!model.value("byte_fallback", false), at, "model.byte_fallback: byte fallback (SentencePiece-style) ",
            "is not supported, only byte-level BPE");
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
-    KS_CHECK(is_null_or_absent(model, k) || model[k] == "", at, "model.", k, " is not supported (byte-level BPE has none)");
+    KS_CHECK(is_null_or_absent(model, k) || model[k] == "", at, "model.", k,
+             " is not supported (byte-level BPE has none)");
   KS_CHECK(is_null_or_absent(model, "dropout") || model["dropout"] == 0, at,
            "model.dropout: BPE dropout is not supported");
   ignore_merges_ = model.value("ignore_merges", false);
@@ -166,7 +167,10 @@ HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id
     }
     auto l = vocab_.find(left), r = vocab_.find(right), lr = vocab_.find(left + right);
     KS_CHECK(l != vocab_.end() && r != vocab_.end() && lr != vocab_.end(), at, "model.merges[", rank, "] (\"", left,
-             "\", \"", right, "\"): \"", l == vocab_.end() ? left : r == vocab_.end() ? right : left + right,
+             "\", \"", right, "\"): \"",
+             l == vocab_.end()   ? left
+             : r == vocab_.end() ? right
+                                 : left + right,
              "\" is not in model.vocab");
     merges_.emplace(key(l->second, r->second), Merge{rank, lr->second});  // a repeat keeps the first rank
     ++rank;

@@ -63,10 +63,10 @@ class HfBpeTokenizer : public Tokenizer {
   struct Merge {
     int64_t rank, id;
   };
-  std::unordered_map<uint64_t, Merge> merges_;  // (left << 32 | right) -> rank, result
-  int64_t byte_id_[256];                        // byte -> id of its one-character token
-  std::vector<std::string> bytes_;              // id -> the bytes it decodes to
-  std::vector<bool> assigned_;                  // id -> whether the file gives it a token
+  std::unordered_map<uint64_t, Merge> merges_;          // (left << 32 | right) -> rank, result
+  int64_t byte_id_[256];                                // byte -> id of its one-character token
+  std::vector<std::string> bytes_;                      // id -> the bytes it decodes to
+  std::vector<bool> assigned_;                          // id -> whether the file gives it a token
   std::vector<std::pair<std::string, int64_t>> added_;  // added tokens, longest first
   std::optional<SplitPattern> pattern_;                 // none: the text is one piece
   bool prefix_space_ = false, ignore_merges_ = false;

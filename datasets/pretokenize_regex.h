@@ -7,9 +7,10 @@
 // Each alternative is a small function of the code points at a position,
 // with the regex engine's leftmost-first, greedy-with-backtracking meaning
 // worked out in pretokenize_regex.cpp; tests/interop/ compares the result
-// with Python's re engine on the same patterns. Exactly these two patterns:
-// no regex engine (none in Debian does \p{L} small enough to be worth it), so
-// any other pattern is refused by name (known_pattern returns nullopt).
+// with Python's re engine on the same patterns. Exactly these two patterns,
+// without a regex engine (Debian's PCRE2 and Oniguruma do \p{L}, but were not
+// worth a dependency for two fixed patterns): any other pattern is refused
+// (known_pattern returns nullopt).
 #pragma once
 
 #include <optional>

@@ -53,7 +53,8 @@ const char* const kTokenizerTypes[] = {"byte", "char", "word", "bpe"};  // what 
 }  // namespace
 
 bool is_tokenizer_type(const std::string& type) {
-  return type == "hf_bpe" || std::find(std::begin(kTokenizerTypes), std::end(kTokenizerTypes), type) != std::end(kTokenizerTypes);
+  return type == "hf_bpe" ||
+         std::find(std::begin(kTokenizerTypes), std::end(kTokenizerTypes), type) != std::end(kTokenizerTypes);
 }
 
 std::string tokenizer_types() {

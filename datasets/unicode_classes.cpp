@@ -159,8 +159,8 @@ const Range kNumbers[] = {
 // clang-format on
 
 template <size_t N> bool in(const Range (&table)[N], char32_t c) {
-  auto it = std::upper_bound(std::begin(table), std::end(table), c,
-                             [](char32_t x, const Range& r) { return x < r.first; });
+  auto it =
+      std::upper_bound(std::begin(table), std::end(table), c, [](char32_t x, const Range& r) { return x < r.first; });
   return it != std::begin(table) && c <= std::prev(it)->last;
 }
 

@@ -85,8 +85,8 @@ const HfArchitecture& hf_architecture(const std::string& name, const std::string
   if (it != registry().end()) return it->second;
   std::string known;
   for (const auto& [n, a] : registry()) known += (known.empty() ? "" : ", ") + n;
-  throw Error(str("hf config ", where, ": \"architectures\": unknown architecture \"", name, "\" (known: ", known,
-                  ")"));
+  throw Error(
+      str("hf config ", where, ": \"architectures\": unknown architecture \"", name, "\" (known: ", known, ")"));
 }
 
 std::vector<const HfArchitecture*> hf_architectures() {

@@ -29,8 +29,8 @@ class HfConfig {
  public:
   HfConfig(json j, std::string where) : j_(std::move(j)), where_(std::move(where)) {}
   bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
-  int64_t integer(const std::string& key) const;                        // required, > 0
-  int64_t integer_or(const std::string& key, int64_t fallback) const;   // absent or null: fallback
+  int64_t integer(const std::string& key) const;                       // required, > 0
+  int64_t integer_or(const std::string& key, int64_t fallback) const;  // absent or null: fallback
   double number_or(const std::string& key, double fallback) const;
   bool boolean_or(const std::string& key, bool fallback) const;
   std::string string_or(const std::string& key, const std::string& fallback) const;

@@ -181,13 +181,13 @@ models::ModelConfig Trainer::build_from_config(bool resume) {
   // A resumed run reads its data with the tokenizers it was trained with.
   // A run started from another one's weights reads its data with that run's tokenizers.
   RunPaths from{options_.init_from};
-  TrainingData data = build_data(
-      config_.data, config_.seed,
-      resume ? read_run_tokenizers(config_.data, paths_.tokenizer(), paths_.target_tokenizer(),
-                                   replicas_->tokenizer_files())
-      : !options_.init_from.empty()
-          ? load_run_tokenizers(from, parse_train_config(read_json_file(from.config().string())).data)
-          : RunTokenizers{});
+  TrainingData data =
+      build_data(config_.data, config_.seed,
+                 resume ? read_run_tokenizers(config_.data, paths_.tokenizer(), paths_.target_tokenizer(),
+                                              replicas_->tokenizer_files())
+                 : !options_.init_from.empty()
+                     ? load_run_tokenizers(from, parse_train_config(read_json_file(from.config().string())).data)
+                     : RunTokenizers{});
   if (lead_) print_warnings(data.warnings);
   splits_ = std::move(data.splits);
   config_.data = data.resolved;
