@@ -82,6 +82,7 @@ int train(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args, {"config", "set", "plugin", "out", "device", "init-from"}, {"resume", "quiet"}, {"set", "plugin"});
   const bool resume = f.has("resume");
+  if (resume && f.has("init-from")) throw cli::UsageError("--init-from starts a new run; it does not go with --resume");
   nlohmann::json raw;
   std::string out = f.get("out", "");
   if (resume) {
@@ -140,7 +141,6 @@ int train(const std::vector<std::string>& args) {
     if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
   }
 
-  if (resume && f.has("init-from")) throw cli::UsageError("--init-from starts a new run; it does not go with --resume");
   train::TrainerOptions options{
       .run_dir = out, .resume = resume, .init_from = f.get("init-from", ""), .progress = !f.has("quiet")};
   train::Trainer trainer(config, options);

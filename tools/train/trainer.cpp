@@ -186,7 +186,7 @@ models::ModelConfig Trainer::build_from_config(bool resume) {
                  resume ? read_run_tokenizers(config_.data, paths_.tokenizer(), paths_.target_tokenizer(),
                                               replicas_->tokenizer_files())
                  : !options_.init_from.empty()
-                     ? load_run_tokenizers(from, parse_train_config(read_json_file(from.config().string())).data)
+                     ? load_run_tokenizers(from, read_json_file(from.config().string()).value("data", json::object()))
                      : RunTokenizers{});
   if (lead_) print_warnings(data.warnings);
   splits_ = std::move(data.splits);
