@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "datasets/hf_bpe.h"
 #include "datasets/io.h"
 #include "datasets/tokenizer_json.h"
 
@@ -32,6 +33,9 @@ void Tokenizer::save(const std::filesystem::path& path) const {
 std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, const std::string& where) {
   json j = nn::parse_json(json_text, str("load_tokenizer: ", where));
   KS_CHECK(j.is_object(), "load_tokenizer: ", where, ": expected a JSON object");
+  // Hugging Face ids are the file's own, without Keystone's fixed specials.
+  if ((j.contains("type") && j["type"] == "hf_bpe") || (!j.contains("type") && j.contains("model")))
+    return detail::hf_bpe_tokenizer_from_json(j, where);
   auto specials = detail::field<std::vector<std::string>>(j, "specials", where);
   KS_CHECK(specials == special_tokens(), "load_tokenizer: ", where,
            ": \"specials\" must be [\"<pad>\", \"<bos>\", \"<eos>\", \"<unk>\"] (Keystone's fixed ids 0-3)");
@@ -49,7 +53,8 @@ const char* const kTokenizerTypes[] = {"byte", "char", "word", "bpe"};  // what 
 }  // namespace
 
 bool is_tokenizer_type(const std::string& type) {
-  return std::find(std::begin(kTokenizerTypes), std::end(kTokenizerTypes), type) != std::end(kTokenizerTypes);
+  return type == "hf_bpe" ||
+         std::find(std::begin(kTokenizerTypes), std::end(kTokenizerTypes), type) != std::end(kTokenizerTypes);
 }
 
 std::string tokenizer_types() {
@@ -103,6 +108,8 @@ std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& o, const std:
     return std::make_unique<WordTokenizer>(WordTokenizer::build(
         corpus, {.lowercase = o.lowercase, .split_punctuation = o.split_punctuation}, o.min_freq, o.vocab_size));
   if (o.type == "bpe") return std::make_unique<BpeTokenizer>(BpeTokenizer::train(corpus, o.vocab_size, o.min_freq));
+  KS_CHECK(o.type != "hf_bpe", "train_tokenizer: an hf_bpe tokenizer is not trained here; it comes with a model ",
+           "(keystone import --from hf)");
   throw Error(str("train_tokenizer: unknown tokenizer type \"", o.type, "\" (expected ", tokenizer_types(), ")"));
 }
 

@@ -9,7 +9,9 @@
 // and the tokenizer's own symbols follow from id 4 (kNumSpecial).
 //
 // The concrete tokenizers: ByteTokenizer (here), CharTokenizer and
-// WordTokenizer (datasets/vocab.h), BpeTokenizer (datasets/bpe.h). A saved
+// WordTokenizer (datasets/vocab.h), BpeTokenizer (datasets/bpe.h), and
+// HfBpeTokenizer (datasets/hf_bpe.h, a Hugging Face tokenizer.json with the
+// file's own ids, so not the fixed specials: eos_id() says its end of text). A saved
 // tokenizer is one JSON object {"type": ..., "specials": [...], ...} that
 // load_tokenizer turns back into the right class.
 #pragma once
@@ -39,7 +41,7 @@ const std::vector<std::string>& special_tokens();
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
-  virtual std::string type() const = 0;    // "byte", "char", "word" or "bpe"
+  virtual std::string type() const = 0;    // "byte", "char", "word", "bpe" or "hf_bpe"
   virtual int64_t vocab_size() const = 0;  // specials included
   // Never emits pad, bos or eos (callers add those); emits unk only for text
   // outside a char/word vocabulary.
@@ -52,6 +54,9 @@ class Tokenizer {
   // True when decode(encode(s)) == s for every string s (byte, bpe). Char is
   // lossless only on its own characters; word never (it normalises spaces).
   virtual bool lossless() const = 0;
+  // The id that ends a text (between a text file's lines, where generation
+  // stops): kEosId, except for a tokenizer with its own ids (hf_bpe); < 0: none.
+  virtual int64_t eos_id() const { return kEosId; }
   // The whole tokenizer as one JSON object (see the file comment).
   virtual std::string to_json() const = 0;
   // The bytes save writes: a run records their hash to notice a tokenizer
@@ -92,8 +97,9 @@ struct TokenizerOptions {
 // Builds a tokenizer from training text (ignored for "byte").
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const std::vector<std::string>& corpus);
 
-// Whether train_tokenizer and load_tokenizer know the type, and the known
-// types as an error message lists them ("byte, char, word or bpe").
+// Whether a data section may name the type: the types train_tokenizer builds,
+// as an error message lists them ("byte, char, word or bpe"), and "hf_bpe",
+// which comes trained (a run's tokenizer.json from keystone import).
 bool is_tokenizer_type(const std::string& type);
 std::string tokenizer_types();
 

@@ -96,13 +96,14 @@ Splits text_language_model(const DataFiles& f, const TextOptions& o) {
   if (!o.tokenizer)
     for (const Line& l : lines.part[0]) corpus.push_back(l.text);
   auto tok = tokenizer_for(o, corpus);
+  KS_CHECK(tok->eos_id() >= 0, "text data: the ", tok->type(), " tokenizer has no end-of-text token to end lines with");
   Splits out;
   for (int s = 0; s < 3; ++s) {
     Ids stream;
     for (const Line& l : lines.part[s]) {
       Ids ids = encode(*tok, l.text, 0);
       stream.insert(stream.end(), ids.begin(), ids.end());
-      stream.push_back(int32_t(kEosId));
+      stream.push_back(int32_t(tok->eos_id()));
     }
     part(out, s) = language_model_windows(stream, o.seq_len, tok->vocab_size(), tok);
   }

@@ -56,7 +56,7 @@ std::vector<KeyDoc> every_model_keys() {
           {"max_len", "the longest sequence, in tokens (the positions table)"},
           {"dropout", "dropout after attention, feed-forward and embeddings, in [0, 1)"},
           {"pre_norm", "layer norm before each sublayer (true) or after it (false, the seq2seq default)"},
-          {"activation", "the feed-forward activation: gelu | relu"},
+          {"activation", "the feed-forward activation: gelu | relu | gelu_tanh"},
           {"positions", "learned | sinusoidal (the seq2seq default)"},
           {"attention", "the attention of every layer (its keys below)"}};
 }
@@ -205,7 +205,7 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
   nn::read_json_key(j, "max_len", m.max_len, p);
   nn::read_json_key(j, "dropout", m.dropout, p);
   nn::read_json_key(j, "pre_norm", m.pre_norm, p);
-  std::string act = m.activation == nn::Activation::GELU ? "gelu" : "relu";
+  std::string act = nn::activation_name(m.activation);
   nn::read_json_key(j, "activation", act, p);
   try {
     m.activation = nn::parse_activation(act);
@@ -250,7 +250,7 @@ nlohmann::json ModelConfig::to_json() const {
             {"max_len", max_len},
             {"dropout", dropout},
             {"pre_norm", pre_norm},
-            {"activation", activation == nn::Activation::GELU ? "gelu" : "relu"},
+            {"activation", nn::activation_name(activation)},
             {"positions", positions},
             {"attention", a}};
   const ModelKind& kind = model_kind(model);

@@ -89,7 +89,7 @@ Tensor EncoderClassifier::forward(const Tensor& a, const Tensor& b) {
   Tensor u = encode(a), v = encode(b);                          // (B, d) each, one shared encoder
   Tensor features = cat({u, v, abs(sub(u, v)), mul(u, v)}, 1);  // (B, 4d)
   Tensor z = hidden->forward(features);
-  z = config.activation == nn::Activation::GELU ? gelu(z) : relu(z);
+  z = nn::activate(config.activation, z);
   return head->forward(z);
 }
 

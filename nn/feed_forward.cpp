@@ -14,7 +14,16 @@ namespace ks::nn {
 Activation parse_activation(const std::string& name) {
   if (name == "gelu") return Activation::GELU;
   if (name == "relu") return Activation::ReLU;
-  throw Error(str("unknown activation '", name, "' (expected gelu or relu)"));
+  if (name == "gelu_tanh") return Activation::GELUTanh;
+  throw Error(str("unknown activation '", name, "' (expected gelu, relu or gelu_tanh)"));
+}
+
+const char* activation_name(Activation a) {
+  return a == Activation::GELU ? "gelu" : a == Activation::ReLU ? "relu" : "gelu_tanh";
+}
+
+Tensor activate(Activation a, const Tensor& x) {
+  return a == Activation::GELU ? gelu(x) : a == Activation::ReLU ? relu(x) : gelu(x, GeluApprox::Tanh);
 }
 
 FeedForward::FeedForward(int64_t d_model, int64_t d_ff, Activation act, double p)
@@ -26,7 +35,7 @@ FeedForward::FeedForward(int64_t d_model, int64_t d_ff, Activation act, double p
 
 Tensor FeedForward::forward(const Tensor& x) const {
   Tensor h = fc1->forward(x);
-  h = activation == Activation::GELU ? gelu(h) : relu(h);
+  h = activate(activation, h);
   return fc2->forward(drop->forward(h));
 }
 

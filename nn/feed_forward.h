@@ -10,8 +10,11 @@
 
 namespace ks::nn {
 
-enum class Activation { GELU, ReLU };
-Activation parse_activation(const std::string& name);  // "gelu" | "relu"
+// gelu: the exact erf form; gelu_tanh: its tanh approximation (GPT-2's "gelu_new").
+enum class Activation { GELU, ReLU, GELUTanh };
+Activation parse_activation(const std::string& name);  // "gelu" | "relu" | "gelu_tanh"
+const char* activation_name(Activation a);             // parse_activation's inverse
+Tensor activate(Activation a, const Tensor& x);
 
 class FeedForward : public Module {
  public:

@@ -90,6 +90,12 @@ expect 0 '"params": [0-9]+' -- "$ks" info --config "$tmp/listops.json"  # [CLS] 
 # --- train and the commands that read its run folders ---------------------------
 for c in train eval generate translate plot analyze; do expect 0 "usage: keystone $c" -- "$ks" $c --help; done
 expect 2 "--config FILE is required" -- "$ks" train
+# import/export (the GPT-2 checks themselves: tests/interop/test_gpt2.py)
+for c in import export; do expect 0 "usage: keystone $c" -- "$ks" $c --help; done
+expect 2 "--from hf is required" -- "$ks" import "$tmp" --from onnx --out "$tmp/imp" --data "$tmp/x"
+expect 2 "the model folder \(DIR\) is required" -- "$ks" import --from hf --out "$tmp/imp" --data "$tmp/x"
+expect 1 "has no config.json" -- "$ks" import "$tmp" --from hf --out "$tmp/imp" --data "$tmp/x"
+expect 2 "--init-from starts a new run" -- "$ks" train --out "$tmp/imp" --resume --init-from "$tmp"
 expect 2 "--resume needs --out DIR" -- "$ks" train --resume
 expect 1 "config: file not found: $tmp/none.json" -- "$ks" train --config "$tmp/none.json"
 cat > "$tmp/copy.json" <<'JSON'

@@ -18,6 +18,8 @@ int generate(const std::vector<std::string>& args);   // sample text from a lang
 int translate(const std::vector<std::string>& args);  // greedy or beam decoding with a seq2seq run
 int average(const std::vector<std::string>& args);    // average the weights of runs of one architecture
 int plot(const std::vector<std::string>& args);       // SVG curves of runs (tools/figures/plot.h)
+int import_model(const std::vector<std::string>& args);  // a Hugging Face folder as a run (tools/interop/)
+int export_model(const std::vector<std::string>& args);  // a run as a Hugging Face folder (tools/interop/)
 int analyze(const std::vector<std::string>&
                 args);  // attention maps, head redundancy, importance, rank (tools/analyze/analyze.h)
 

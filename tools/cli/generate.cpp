@@ -4,6 +4,7 @@
 // the run's tokenizer; an empty prompt starts after an <eos>, i.e. at a
 // sentence boundary, which is how the training streams separate lines. Each
 // <eos> prints as a newline, so a stop string "\n" stops at the end of a line.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -37,7 +38,7 @@ std::string render(const data::Tokenizer& tok, const std::vector<int64_t>& ids) 
   std::string text;
   std::vector<int64_t> piece;
   for (int64_t id : ids) {
-    if (id == data::kEosId) {
+    if (id == tok.eos_id()) {
       text += tok.decode(piece) + "\n";
       piece.clear();
     } else {
@@ -93,7 +94,7 @@ int generate(const std::vector<std::string>& args) {
     throw cli::UsageError(str("--tokens: at most ", max_len - 1, " (the model's max_len is ", max_len, ")"));
 
   std::vector<int64_t> prompt = run.tokenizer->encode(f.get("prompt", ""));
-  if (prompt.empty()) prompt.push_back(data::kEosId);
+  if (prompt.empty()) prompt.push_back(std::max<int64_t>(run.tokenizer->eos_id(), 0));
   // The prompt keeps its most recent tokens when prompt + output would not fit.
   const size_t room = size_t(max_len - tokens);
   const size_t dropped = prompt.size() > room ? prompt.size() - room : 0;
@@ -118,7 +119,7 @@ int generate(const std::vector<std::string>& args) {
 
   Tensor input = from_vector(prompt, {1, int64_t(prompt.size())});
   if (beam > 0) {
-    print(lm->beam_search(input, tokens, beam, length_penalty, data::kEosId)[0].tokens);
+    print(lm->beam_search(input, tokens, beam, length_penalty, run.tokenizer->eos_id())[0].tokens);
     return 0;
   }
   Generator gen{uint64_t(seed)};

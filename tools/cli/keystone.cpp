@@ -27,6 +27,8 @@ void usage(FILE* out) {
                "  bench      time training steps of the reference decoder LM (one JSON line)\n"
                "  info       parameters, FLOPs per token and training memory of a model config\n"
                "  config     a training config with every key and default explicit\n"
+               "  import     a Hugging Face model folder (GPT-2) as a run folder\n"
+               "  export     a run as a Hugging Face model folder\n"
                "Run `keystone <command> --help` for its flags.\n"
                "Plugins (shared libraries that declare KS_PLUGIN, core/plugin.h) add attention families and\n"
                "model kinds: train, config, info and bench take --plugin FILE; a run folder's config.json\n"
@@ -57,6 +59,8 @@ int run(const std::string& cmd, const std::vector<std::string>& args) {
   if (cmd == "bench") return ks::tools::bench(args);
   if (cmd == "info") return ks::tools::info(args);
   if (cmd == "config") return ks::tools::config(args);
+  if (cmd == "import") return ks::tools::import_model(args);
+  if (cmd == "export") return ks::tools::export_model(args);
   std::fprintf(stderr, "keystone: unknown command '%s'\n", cmd.c_str());
   usage(stderr);
   return 2;

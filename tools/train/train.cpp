@@ -28,6 +28,7 @@ const char* kUsage =
     "usage: keystone train --config FILE [--set key=value ...] [--plugin FILE ...] [--out DIR] [--device cpu|cuda]\n"
     "                      [--quiet]\n"
     "       keystone train --out DIR --resume [--set train.key=value ...]\n"
+    "       keystone train --init-from RUN --out DIR [--config FILE] [--set key=value ...]\n"
     "\n"
     "Trains the model a JSON config describes (see tools/configs/ and tools/train/run_config.h) and\n"
     "writes a run folder (default runs/<name>): config.json, metrics.jsonl, latest.safetensors,\n"
@@ -45,6 +46,9 @@ const char* kUsage =
     "  --resume           continue the run in --out DIR from its latest checkpoint, exactly as if\n"
     "                     it had not stopped; only train.* keys may be overridden, and data.train,\n"
     "                     data.valid, data.test given the new path of a moved file (same content)\n"
+    "  --init-from RUN    fine-tune: start from RUN's weights (best, else latest) with a fresh optimizer,\n"
+    "                     reading the data with RUN's tokenizer; the config is RUN's config.json unless\n"
+    "                     --config is given (its model must have the same tensors)\n"
     "  --device cpu|cuda  where to train (cuda needs a CUDA build and a GPU)\n"
     "  --quiet            no progress line\n"
     "\n"
@@ -76,8 +80,9 @@ void apply_set(nlohmann::json& raw, const std::string& assignment) {
 
 int train(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(args, {"config", "set", "plugin", "out", "device"}, {"resume", "quiet"}, {"set", "plugin"});
+  cli::Flags f(args, {"config", "set", "plugin", "out", "device", "init-from"}, {"resume", "quiet"}, {"set", "plugin"});
   const bool resume = f.has("resume");
+  if (resume && f.has("init-from")) throw cli::UsageError("--init-from starts a new run; it does not go with --resume");
   nlohmann::json raw;
   std::string out = f.get("out", "");
   if (resume) {
@@ -110,8 +115,16 @@ int train(const std::vector<std::string>& args) {
       apply_set(raw, s);
     }
   } else {
-    if (!f.has("config")) throw cli::UsageError("--config FILE is required (or --out DIR --resume)");
-    raw = read_json_file(f.get("config", ""));
+    const std::string init_from = f.get("init-from", "");
+    if (!f.has("config") && init_from.empty())
+      throw cli::UsageError("--config FILE is required (or --out DIR --resume)");
+    if (f.has("config")) {
+      raw = read_json_file(f.get("config", ""));
+    } else {
+      raw = read_json_file(RunPaths{init_from}.config().string());
+      upgrade_stored_config(raw);
+      if (raw.contains("data")) raw["data"].erase("fingerprints");  // the new run records its own
+    }
     for (const std::string& s : f.get_all("set")) apply_set(raw, s);
     add_plugins(raw, f.get_all("plugin"));
   }
@@ -128,7 +141,8 @@ int train(const std::vector<std::string>& args) {
     if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
   }
 
-  train::TrainerOptions options{.run_dir = out, .resume = resume, .progress = !f.has("quiet")};
+  train::TrainerOptions options{
+      .run_dir = out, .resume = resume, .init_from = f.get("init-from", ""), .progress = !f.has("quiet")};
   train::Trainer trainer(config, options);
   train::StopSignalScope signals;
   return trainer.run() == train::TrainOutcome::Finished ? 0 : 130;

@@ -146,6 +146,12 @@ void Trainer::build(bool resume) {
   replicas_->check_run(run_config_json(), config_.train.batch_size, splits_.train.size());
   manual_seed(config_.seed);  // for dropout, and the config's model's initialisation
   if (!own_) model_ = models::build_model(model_config);
+  if (!resume && !options_.init_from.empty()) {
+    RunPaths from{options_.init_from};
+    const fs::path weights = fs::exists(from.best()) ? from.best() : from.latest();
+    KS_CHECK(fs::exists(weights), "--init-from: run folder ", from.dir.string(), " has no checkpoint");
+    nn::load_checkpoint(weights.string(), *model_);
+  }
   // Initialised on the CPU (the same weights for a seed on every device), then moved; the
   // optimizer's state is made on the parameters' device, and checkpoints load into them there.
   model_->to(device_);
@@ -173,10 +179,15 @@ void Trainer::build(bool resume) {
 
 models::ModelConfig Trainer::build_from_config(bool resume) {
   // A resumed run reads its data with the tokenizers it was trained with.
-  TrainingData data = build_data(config_.data, config_.seed,
-                                 resume ? read_run_tokenizers(config_.data, paths_.tokenizer(),
-                                                              paths_.target_tokenizer(), replicas_->tokenizer_files())
-                                        : RunTokenizers{});
+  // A run started from another one's weights reads its data with that run's tokenizers.
+  RunPaths from{options_.init_from};
+  TrainingData data =
+      build_data(config_.data, config_.seed,
+                 resume ? read_run_tokenizers(config_.data, paths_.tokenizer(), paths_.target_tokenizer(),
+                                              replicas_->tokenizer_files())
+                 : !options_.init_from.empty()
+                     ? load_run_tokenizers(from, read_json_file(from.config().string()).value("data", json::object()))
+                     : RunTokenizers{});
   if (lead_) print_warnings(data.warnings);
   splits_ = std::move(data.splits);
   config_.data = data.resolved;

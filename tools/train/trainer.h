@@ -167,6 +167,10 @@ struct TrainerCallbacks {
 struct TrainerOptions {
   std::filesystem::path run_dir;
   bool resume = false;
+  // A run folder whose weights (best, else latest) start this fresh run, and
+  // whose tokenizers read its data (fine-tuning; the optimizer starts fresh).
+  // The model section must build the same tensors; an error names one that differs.
+  std::filesystem::path init_from;
   bool progress = true;  // the live progress line (stderr); tests turn it off
   TrainerCallbacks callbacks{};
 };

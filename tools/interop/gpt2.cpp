@@ -1,0 +1,204 @@
+// tools/interop/gpt2.cpp — GPT2LMHeadModel as a Keystone decoder_lm: learned
+// positions, pre-LN LayerNorm (eps 1e-5), GELU-tanh ("gelu_new"), softmax
+// attention with biases, a fused c_attn split into q, k, v.
+//
+//   HF (GPT2LMHeadModel, "transformer." prefix optional)   Keystone decoder_lm
+//   wte.weight (V, d)                                       tok.weight, and head.weight
+//   lm_head.weight (V, d), when present                     head.weight
+//   wpe.weight (P, d)                                       pos.weight
+//   h.i.ln_1.{weight,bias}                                  layers.i.ln1.*
+//   h.i.attn.c_attn.weight (d, 3d), .bias (3d)              layers.i.self_attn.{q,k,v}.weight (d, d)ᵀ, .bias
+//   h.i.attn.c_proj.weight (d, d)                           layers.i.self_attn.o.weight ᵀ
+//   h.i.ln_2.*                                              layers.i.ln3.*
+//   h.i.mlp.c_fc.weight (d, f), c_proj (f, d)               layers.i.ff.fc1 ᵀ, ff.fc2 ᵀ
+//   ln_f.*                                                  ln_f.*
+// GPT-2's Conv1D keeps a weight as (in, out); Keystone's Linear as (out, in).
+// The head is imported untied (a copy of wte): Keystone scales a tied table's
+// lookups by √d, GPT-2 does not. Export writes lm_head.weight only where the
+// head differs from wte (tie_word_embeddings false then).
+// Not here: Llama (its RMSNorm, RoPE, SwiGLU, GQA and bias-free blocks land
+// separately; its descriptor goes in a file of its own beside this one).
+#include <cmath>
+
+#include "core/copy.h"
+#include "core/error.h"
+#include "ops/shape.h"
+#include "tools/interop/hf_architecture.h"
+
+namespace ks::interop {
+namespace {
+
+constexpr double kLayerNormEps = 1e-5;  // nn::LayerNorm's; model.norm_eps lands with the blocks
+
+models::ModelConfig gpt2_model_config(const HfConfig& c) {
+  models::ModelConfig m;
+  m.model = "decoder_lm";
+  m.vocab_size = c.integer("vocab_size");
+  m.d_model = c.integer("n_embd");
+  m.layers = c.integer("n_layer");
+  m.max_len = c.integer("n_positions");
+  m.d_ff = c.integer_or("n_inner", 4 * m.d_model);
+  const int64_t heads = c.integer("n_head");
+  if (m.d_model % heads != 0) c.fail("n_head", str(heads, " does not divide n_embd ", m.d_model));
+  const std::string act = c.string_or("activation_function", "gelu_new");
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh")
+    m.activation = nn::Activation::GELUTanh;
+  else if (act == "gelu")
+    m.activation = nn::Activation::GELU;
+  else if (act == "relu")
+    m.activation = nn::Activation::ReLU;
+  else
+    c.fail("activation_function", str("\"", act, "\" is not supported (gelu_new, gelu_pytorch_tanh, gelu or relu)"));
+  const double eps = c.number_or("layer_norm_epsilon", kLayerNormEps);
+  if (eps != kLayerNormEps) c.fail("layer_norm_epsilon", str(eps, ": Keystone's LayerNorm uses 1e-05"));
+  if (!c.boolean_or("scale_attn_weights", true)) c.fail("scale_attn_weights", "false is not supported");
+  if (c.boolean_or("scale_attn_by_inverse_layer_idx", false))
+    c.fail("scale_attn_by_inverse_layer_idx", "true is not supported");
+  if (c.boolean_or("add_cross_attention", false)) c.fail("add_cross_attention", "true is not supported");
+  m.dropout = c.number_or("resid_pdrop", 0.1);
+  m.pre_norm = true;
+  m.positions = "learned";
+  m.tie_embeddings = false;
+  m.tied_lookup_reversed = false;
+  m.pad_id = -1;
+  m.attention.type = "softmax";
+  m.attention.heads = heads;
+  m.attention.head_dim = m.d_model / heads;
+  m.attention.dropout = c.number_or("attn_pdrop", 0.1);
+  m.attention.bias = true;
+  return m;
+}
+
+std::string prefix_of(const HfTensors& t) { return t.has("transformer.wte.weight") ? "transformer." : ""; }
+
+nn::NamedTensors gpt2_import(HfTensors& t, const HfConfig& c, const models::ModelConfig& m) {
+  const std::string p = prefix_of(t);
+  const int64_t d = m.d_model, f = m.resolved_d_ff(), V = m.vocab_size;
+  const std::string dims = str("n_embd ", d), ffs = str("n_embd ", d, ", n_inner ", f);
+  nn::NamedTensors out;
+  Tensor wte = t.take(p + "wte.weight", {V, d}, str("vocab_size ", V, ", ", dims));
+  out.emplace_back("tok.weight", wte);
+  out.emplace_back("pos.weight", t.take(p + "wpe.weight", {m.max_len, d}, str("n_positions ", m.max_len, ", ", dims)));
+  for (int64_t i = 0; i < m.layers; ++i) {
+    const std::string h = str(p, "h.", i, "."), k = str("layers.", i, ".");
+    auto norm = [&](const std::string& from, const std::string& to) {
+      out.emplace_back(k + to + ".weight", t.take(h + from + ".weight", {d}, dims));
+      out.emplace_back(k + to + ".bias", t.take(h + from + ".bias", {d}, dims));
+    };
+    norm("ln_1", "ln1");
+    Tensor qkv_w = t.take(h + "attn.c_attn.weight", {d, 3 * d}, dims);
+    Tensor qkv_b = t.take(h + "attn.c_attn.bias", {3 * d}, dims);
+    const char* parts[] = {"q", "k", "v"};
+    for (int64_t j = 0; j < 3; ++j) {
+      out.emplace_back(str(k, "self_attn.", parts[j], ".weight"), transposed(slice(qkv_w, 1, j * d, d)));
+      out.emplace_back(str(k, "self_attn.", parts[j], ".bias"), slice(qkv_b, 0, j * d, d));
+    }
+    out.emplace_back(k + "self_attn.o.weight", transposed(t.take(h + "attn.c_proj.weight", {d, d}, dims)));
+    out.emplace_back(k + "self_attn.o.bias", t.take(h + "attn.c_proj.bias", {d}, dims));
+    norm("ln_2", "ln3");
+    out.emplace_back(k + "ff.fc1.weight", transposed(t.take(h + "mlp.c_fc.weight", {d, f}, ffs)));
+    out.emplace_back(k + "ff.fc1.bias", t.take(h + "mlp.c_fc.bias", {f}, ffs));
+    out.emplace_back(k + "ff.fc2.weight", transposed(t.take(h + "mlp.c_proj.weight", {f, d}, ffs)));
+    out.emplace_back(k + "ff.fc2.bias", t.take(h + "mlp.c_proj.bias", {d}, ffs));
+    for (const char* buffer : {"attn.bias", "attn.masked_bias"})  // causal masks older files keep
+      if (t.has(h + buffer)) t.ignore(h + buffer);
+  }
+  out.emplace_back("ln_f.weight", t.take(p + "ln_f.weight", {d}, dims));
+  out.emplace_back("ln_f.bias", t.take(p + "ln_f.bias", {d}, dims));
+  const bool own_head = t.has("lm_head.weight");
+  KS_CHECK(own_head || c.boolean_or("tie_word_embeddings", true), "hf import: missing tensor 'lm_head.weight' ",
+           "(config.json has tie_word_embeddings false)");
+  out.emplace_back("head.weight", own_head ? t.take("lm_head.weight", {V, d}, str("vocab_size ", V, ", ", dims))
+                                           : contiguous_raw(wte));  // a copy, so the two train apart
+  return out;
+}
+
+std::string gpt2_cannot_export(const models::ModelConfig& m) {
+  std::vector<std::string> why;
+  if (m.model != "decoder_lm") why.push_back(str("model \"", m.model, "\" (GPT-2 is a decoder_lm)"));
+  if (m.positions != "learned") why.push_back(str("positions \"", m.positions, "\" (GPT-2's are learned)"));
+  if (!m.pre_norm) why.push_back("pre_norm false (GPT-2 is pre-LN)");
+  if (m.tie_embeddings)
+    why.push_back("tie_embeddings true (Keystone scales a tied table's lookups by sqrt(d_model); GPT-2 does not)");
+  if (m.attention.type != "softmax") why.push_back(str("attention.type \"", m.attention.type, "\" (GPT-2: softmax)"));
+  if (!m.attention.bias) why.push_back("attention.bias false (GPT-2's projections have biases)");
+  if (m.attention.resolved_head_dim() * m.attention.heads != m.d_model)
+    why.push_back("attention.head_dim x heads != d_model (GPT-2 splits d_model over its heads)");
+  std::string out;
+  for (const auto& w : why) out += (out.empty() ? "" : "; ") + w;
+  return out;
+}
+
+json gpt2_hf_config(const models::ModelConfig& m) {
+  const char* act = m.activation == nn::Activation::GELUTanh ? "gelu_new" : nn::activation_name(m.activation);
+  return json{{"architectures", {"GPT2LMHeadModel"}},
+              {"model_type", "gpt2"},
+              {"vocab_size", m.vocab_size},
+              {"n_positions", m.max_len},
+              {"n_embd", m.d_model},
+              {"n_layer", m.layers},
+              {"n_head", m.attention.heads},
+              {"n_inner", m.resolved_d_ff()},
+              {"activation_function", act},
+              {"layer_norm_epsilon", kLayerNormEps},
+              {"resid_pdrop", m.dropout},
+              {"embd_pdrop", m.dropout},
+              {"attn_pdrop", m.attention.dropout},
+              {"scale_attn_weights", true},
+              {"torch_dtype", "float32"}};
+}
+
+nn::NamedTensors gpt2_export(const nn::NamedTensors& state, const models::ModelConfig& m) {
+  std::map<std::string, Tensor> s(state.begin(), state.end());
+  auto at = [&](const std::string& name) {
+    auto it = s.find(name);
+    KS_CHECK(it != s.end(), "hf export: the model has no tensor '", name, "'");
+    return contiguous_raw(it->second);
+  };
+  nn::NamedTensors out;
+  const std::string p = "transformer.";
+  out.emplace_back(p + "wte.weight", at("tok.weight"));
+  out.emplace_back(p + "wpe.weight", at("pos.weight"));
+  for (int64_t i = 0; i < m.layers; ++i) {
+    const std::string h = str(p, "h.", i, "."), k = str("layers.", i, ".");
+    out.emplace_back(h + "ln_1.weight", at(k + "ln1.weight"));
+    out.emplace_back(h + "ln_1.bias", at(k + "ln1.bias"));
+    std::vector<Tensor> w, b;
+    for (const char* part : {"q", "k", "v"}) {
+      w.push_back(transposed(at(str(k, "self_attn.", part, ".weight"))));
+      b.push_back(at(str(k, "self_attn.", part, ".bias")));
+    }
+    out.emplace_back(h + "attn.c_attn.weight", contiguous_raw(cat(w, 1)));
+    out.emplace_back(h + "attn.c_attn.bias", contiguous_raw(cat(b, 0)));
+    out.emplace_back(h + "attn.c_proj.weight", transposed(at(k + "self_attn.o.weight")));
+    out.emplace_back(h + "attn.c_proj.bias", at(k + "self_attn.o.bias"));
+    out.emplace_back(h + "ln_2.weight", at(k + "ln3.weight"));
+    out.emplace_back(h + "ln_2.bias", at(k + "ln3.bias"));
+    out.emplace_back(h + "mlp.c_fc.weight", transposed(at(k + "ff.fc1.weight")));
+    out.emplace_back(h + "mlp.c_fc.bias", at(k + "ff.fc1.bias"));
+    out.emplace_back(h + "mlp.c_proj.weight", transposed(at(k + "ff.fc2.weight")));
+    out.emplace_back(h + "mlp.c_proj.bias", at(k + "ff.fc2.bias"));
+  }
+  out.emplace_back(p + "ln_f.weight", at("ln_f.weight"));
+  out.emplace_back(p + "ln_f.bias", at("ln_f.bias"));
+  const Tensor head = at("head.weight"), wte = at("tok.weight");
+  const bool tied = head.to_vector<float>() == wte.to_vector<float>();
+  if (!tied) out.emplace_back("lm_head.weight", head);
+  return out;
+}
+
+HfArchitecture gpt2() {
+  return {.name = "GPT2LMHeadModel",
+          .model_type = "gpt2",
+          .model_config = gpt2_model_config,
+          .import_tensors = gpt2_import,
+          .cannot_export = gpt2_cannot_export,
+          .hf_config = gpt2_hf_config,
+          .export_tensors = gpt2_export};
+}
+
+}  // namespace
+
+KS_HF_ARCHITECTURE(gpt2());
+
+}  // namespace ks::interop

@@ -1,0 +1,98 @@
+// tools/interop/hf_architecture.h — what `keystone import --from hf` and
+// `keystone export --to hf` need to know about one Hugging Face architecture,
+// as a descriptor in its own file (tools/interop/gpt2.cpp: GPT2LMHeadModel),
+// registered by name; the commands (tools/interop/import_export.cpp) name none.
+//
+// A descriptor maps config.json to a Keystone model section and back, and
+// the HF tensor names, layouts (GPT-2's Conv1D keeps weights as (in, out),
+// fused qkv) to the model's state dict and back. Its checks word every
+// error with the tensor or config key it is about.
+// Not here: reading the folder's safetensors (nn/safetensors_folder.h), the
+// tokenizer (datasets/hf_bpe.h).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "models/config.h"
+#include "nn/module.h"
+
+namespace ks::interop {
+
+using json = nlohmann::json;
+
+// A folder's config.json with typed reads whose errors name the file and key.
+class HfConfig {
+ public:
+  HfConfig(json j, std::string where) : j_(std::move(j)), where_(std::move(where)) {}
+  bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  int64_t integer(const std::string& key) const;                       // required, > 0
+  int64_t integer_or(const std::string& key, int64_t fallback) const;  // absent or null: fallback
+  double number_or(const std::string& key, double fallback) const;
+  bool boolean_or(const std::string& key, bool fallback) const;
+  std::string string_or(const std::string& key, const std::string& fallback) const;
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const;
+  const json& raw() const { return j_; }
+
+ private:
+  json j_;
+  std::string where_;
+};
+
+// The folder's tensors by name (float32); each is taken once, with its shape
+// checked against what the config implies.
+class HfTensors {
+ public:
+  HfTensors(const nn::NamedTensors& tensors, std::string where);
+  bool has(const std::string& name) const { return by_name_.count(name) > 0; }
+  // The tensor, which must exist and have `shape`; `why` names the config keys
+  // that fix the shape ("n_embd 64"), for the error when it differs.
+  Tensor take(const std::string& name, const Shape& shape, const std::string& why);
+  void ignore(const std::string& name) { taken_[name] = true; }  // a known buffer the model rebuilds
+  // Throws naming the first tensor nothing took (not part of `architecture`).
+  void check_all_taken(const std::string& architecture) const;
+
+ private:
+  std::map<std::string, Tensor> by_name_;
+  std::map<std::string, bool> taken_;
+  std::string where_;
+};
+
+struct HfArchitecture {
+  std::string name;        // config.json "architectures"[0], e.g. "GPT2LMHeadModel"
+  std::string model_type;  // config.json "model_type" on export, e.g. "gpt2"
+  // config.json -> the model section (a decoder_lm); errors name the key.
+  std::function<models::ModelConfig(const HfConfig&)> model_config;
+  // The HF tensors -> the model's parameters by state-dict name.
+  std::function<nn::NamedTensors(HfTensors&, const HfConfig&, const models::ModelConfig&)> import_tensors;
+  // Why this architecture cannot express the model ("" when it can): the
+  // blocks and options it has no place for, each named by its config key.
+  std::function<std::string(const models::ModelConfig&)> cannot_export;
+  // The model section -> config.json (without the token ids, which the command adds).
+  std::function<json(const models::ModelConfig&)> hf_config;
+  // The model's state dict -> the HF tensors, in the file's order.
+  std::function<nn::NamedTensors(const nn::NamedTensors& state, const models::ModelConfig&)> export_tensors;
+};
+
+// Registers at static initialisation (a descriptor file's KS_HF_ARCHITECTURE).
+bool register_hf_architecture(HfArchitecture a);
+// By config.json's architecture name; unknown: an error listing the known ones.
+const HfArchitecture& hf_architecture(const std::string& name, const std::string& where);
+// The architectures in name order (export tries each).
+std::vector<const HfArchitecture*> hf_architectures();
+
+// A raw (out, in) weight from a Conv1D (in, out) one and back: a contiguous transpose.
+Tensor transposed(const Tensor& t);
+// Rows [start, start + length) of dim `dim`, contiguous.
+Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t length);
+
+}  // namespace ks::interop
+
+#define KS_HF_CONCAT_(a, b) a##b
+#define KS_HF_CONCAT(a, b) KS_HF_CONCAT_(a, b)
+// In a descriptor's .cpp: KS_HF_ARCHITECTURE(make_descriptor());
+#define KS_HF_ARCHITECTURE(...) \
+  static const bool KS_HF_CONCAT(ks_hf_registered_, __LINE__) = ::ks::interop::register_hf_architecture(__VA_ARGS__)

@@ -1,0 +1,179 @@
+// tools/interop/import_export.cpp — `keystone import --from hf DIR --out RUN
+// --data FILE` and `keystone export --to hf RUN --out DIR`.
+//
+// import: config.json's "architectures" picks the descriptor
+// (tools/interop/hf_architecture.h), which makes the model section and maps
+// the tensors (model.safetensors or its sharded index, F16/BF16 as float32);
+// tokenizer.json becomes the run's hf_bpe tokenizer (its end-of-text id from
+// config.json's eos_token_id). The run folder it writes is what `keystone
+// train` would have: config.json (the data section: FILE as a text data set
+// read with that tokenizer), tokenizer.json and latest.safetensors, so eval,
+// generate, analyze and `train --init-from RUN` take it.
+// export: the first descriptor that can express the run's model writes
+// config.json, model.safetensors and, for an hf_bpe run, tokenizer.json.
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+#include "datasets/hf_bpe.h"
+#include "datasets/io.h"
+#include "models/model.h"
+#include "nn/checkpoint.h"
+#include "nn/safetensors_folder.h"
+#include "nn/user_input.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/commands.h"
+#include "tools/interop/hf_architecture.h"
+#include "tools/train/run_dir.h"
+
+namespace ks::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using interop::json;
+
+constexpr char kImportUsage[] =
+    "usage: keystone import --from hf DIR --out RUN --data FILE [--seq-len N]\n"
+    "Makes a run folder from a Hugging Face model folder (config.json, model.safetensors or\n"
+    "model.safetensors.index.json with its shards, tokenizer.json). Architectures: GPT2LMHeadModel.\n"
+    "  --data FILE   the text file (one document per line) that eval and train --init-from read\n"
+    "  --seq-len N   tokens per example window of that data (default: the smaller of 256 and n_positions)\n";
+
+constexpr char kExportUsage[] =
+    "usage: keystone export --to hf RUN --out DIR [--checkpoint best|latest|FILE]\n"
+    "Writes a run's model as a Hugging Face folder: config.json, model.safetensors (float32), and\n"
+    "tokenizer.json when the run's tokenizer is hf_bpe. Architectures: GPT2LMHeadModel.\n";
+
+// The one argument that is neither a flag nor a flag's value; the rest for cli::Flags.
+std::string positional(std::vector<std::string>& args, const std::set<std::string>& switches, const char* what) {
+  std::vector<std::string> rest;
+  std::string found;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].rfind("--", 0) == 0) {
+      rest.push_back(args[i]);
+      if (!switches.count(args[i].substr(2)) && i + 1 < args.size()) rest.push_back(args[++i]);
+    } else {
+      if (!found.empty()) throw cli::UsageError(str("one ", what, " only, got '", found, "' and '", args[i], "'"));
+      found = args[i];
+    }
+  }
+  if (found.empty()) throw cli::UsageError(str("the ", what, " is required"));
+  args = rest;
+  return found;
+}
+
+void check_format(const cli::Flags& f, const char* flag) {
+  if (f.get(flag, "") != "hf") throw cli::UsageError(str("--", flag, " hf is required (the only format)"));
+}
+
+}  // namespace
+
+int import_model(const std::vector<std::string>& given) {
+  if (cli::help_requested(given, kImportUsage)) return 0;
+  std::vector<std::string> args = given;
+  const fs::path dir = positional(args, {}, "model folder (DIR)");
+  cli::Flags f(args, {"from", "out", "data", "seq-len"});
+  check_format(f, "from");
+  if (!f.has("out")) throw cli::UsageError("--out RUN is required");
+  if (!f.has("data")) throw cli::UsageError("--data FILE is required (the text eval and fine-tuning read)");
+  const RunPaths run{f.get("out", "")};
+  KS_CHECK(fs::is_directory(dir), "hf import: ", dir.string(), " is not a folder");
+  KS_CHECK(!fs::exists(run.config()), "hf import: ", run.dir.string(), " already holds a run (config.json)");
+
+  // config.json -> the architecture's model section.
+  const std::string config_path = (dir / "config.json").string();
+  KS_CHECK(fs::exists(config_path), "hf import: ", dir.string(), " has no config.json");
+  const interop::HfConfig hf(read_json_file(config_path), config_path);
+  const json& arch = hf.raw().value("architectures", json::array());
+  if (!arch.is_array() || arch.size() != 1 || !arch[0].is_string())
+    hf.fail("architectures", "must list one architecture name, e.g. [\"GPT2LMHeadModel\"]");
+  const interop::HfArchitecture& a = interop::hf_architecture(arch[0].get<std::string>(), config_path);
+  const models::ModelConfig cfg = models::parse_model_config(a.model_config(hf).to_json());
+
+  // The tensors, every one accounted for, into a model of that config.
+  interop::HfTensors tensors(nn::load_safetensors_folder(dir.string()), dir.string());
+  const nn::NamedTensors weights = a.import_tensors(tensors, hf, cfg);
+  tensors.check_all_taken(a.name);
+  std::shared_ptr<models::Model> model = models::build_model(cfg);
+  nn::NamedTensors state = model->state_dict();
+  for (auto& [name, t] : state)
+    for (const auto& [from, w] : weights)
+      if (from == name) t = w;
+  model->load_state_dict(state);
+  for (const auto& [name, p] : model->named_parameters()) {
+    bool given_one = false;
+    for (const auto& [from, w] : weights) given_one |= from == name;
+    KS_CHECK(given_one, "hf import: ", a.name, " gives no value for the model's tensor '", name, "'");
+  }
+
+  // The tokenizer: without it the model's ids mean nothing.
+  const fs::path tok_path = dir / "tokenizer.json";
+  KS_CHECK(fs::exists(tok_path), "hf import: ", dir.string(), " has no tokenizer.json (the model's ids need it)");
+  const data::HfBpeTokenizer tok(
+      nn::parse_json(data::read_file(tok_path, "hf import", data::kMaxTokenizerFileBytes), tok_path.string()),
+      tok_path.string(), hf.integer_or("eos_token_id", -1));
+  KS_CHECK(tok.vocab_size() <= cfg.vocab_size, "hf import: tokenizer.json has ids up to ", tok.vocab_size() - 1,
+           " but config.json's vocab_size is ", cfg.vocab_size);
+
+  TrainConfig tc;
+  tc.name = run.dir.filename().string();
+  tc.optimizer.lr = 1e-4;  // fine-tuning, not training from scratch
+  tc.data = {{"dataset", "text"},
+             {"train", fs::absolute(f.get("data", "")).string()},
+             {"seq_len", f.get_int_at_least("seq-len", std::min<int64_t>(256, cfg.max_len), 2)},
+             {"tokenizer", {{"type", "hf_bpe"}}}};
+  tc.model = cfg.to_json();
+  const json config = tc.to_json();
+  fs::create_directories(run.dir);
+  tok.save(run.tokenizer());
+  nn::write_file_atomically(run.config().string(), config.dump(2) + "\n");
+  nn::save_checkpoint(run.latest().string(), *model, nullptr,
+                      {{"keystone.config", config.dump()}, {"keystone.imported_from", fs::absolute(dir).string()}});
+  std::printf("imported %s (%s, %lld parameters) into %s\n", dir.string().c_str(), a.name.c_str(),
+              static_cast<long long>(model->num_parameters()), run.dir.string().c_str());
+  return 0;
+}
+
+int export_model(const std::vector<std::string>& given) {
+  if (cli::help_requested(given, kExportUsage)) return 0;
+  std::vector<std::string> args = given;
+  const std::string run_dir = positional(args, {}, "run folder (RUN)");
+  cli::Flags f(args, {"to", "out", "checkpoint"});
+  check_format(f, "to");
+  if (!f.has("out")) throw cli::UsageError("--out DIR is required");
+  LoadedRun run = load_run(run_dir, f.get("checkpoint", "best"));
+  const models::ModelConfig cfg = models::parse_model_config(run.config.model);
+
+  const interop::HfArchitecture* a = nullptr;
+  std::string why;
+  for (const interop::HfArchitecture* c : interop::hf_architectures()) {
+    const std::string no = c->cannot_export(cfg);
+    if (no.empty()) {
+      a = c;
+      break;
+    }
+    why += str("\n  ", c->name, ": ", no);
+  }
+  KS_CHECK(a != nullptr, "hf export: no Hugging Face architecture can express run ", run_dir, "'s model:", why);
+
+  const nn::NamedTensors tensors = a->export_tensors(run.model->state_dict(), cfg);
+  json config = a->hf_config(cfg);
+  bool has_head = false;
+  for (const auto& [name, t] : tensors) has_head |= name == "lm_head.weight";
+  config["tie_word_embeddings"] = !has_head;
+  const auto* hf_tok = dynamic_cast<const data::HfBpeTokenizer*>(run.tokenizer.get());
+  const int64_t eos = run.tokenizer ? run.tokenizer->eos_id() : data::kEosId;
+  config["eos_token_id"] = eos;
+  config["bos_token_id"] = hf_tok ? eos : data::kBosId;  // GPT-2 begins with its end-of-text token
+
+  const fs::path out = f.get("out", "");
+  fs::create_directories(out);
+  nn::save_safetensors((out / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  nn::write_file_atomically((out / "config.json").string(), config.dump(2) + "\n");
+  if (hf_tok) nn::write_file_atomically((out / "tokenizer.json").string(), hf_tok->tokenizer_json().dump(2) + "\n");
+  std::printf("exported %s (%s) to %s%s\n", run_dir.c_str(), a->name.c_str(), out.string().c_str(),
+              hf_tok ? "" : " (no tokenizer.json: the run's tokenizer is not hf_bpe)");
+  return 0;
+}
+
+}  // namespace ks::tools
