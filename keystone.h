@@ -32,6 +32,7 @@
 #include "ops/indexing.h"
 #include "ops/inplace.h"
 #include "ops/layer_norm.h"
+#include "ops/rms_norm.h"
 #include "ops/linalg.h"
 #include "ops/linear_attention.h"
 #include "ops/loss.h"
