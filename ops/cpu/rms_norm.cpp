@@ -44,9 +44,9 @@ void rms_norm_cpu(const Tensor& y, const Tensor& rstd, const Tensor& x_in, const
   forward_entry(y, rstd, x_in, w_in, b_in, [&](auto tag, const ForwardInputs& in) {
     using T = typename decltype(tag)::type;
     with_affine(in.w.defined(), in.b.defined(), [&](auto has_w, auto has_b) {
-      forward_rows<T, decltype(has_w)::value, decltype(has_b)::value>(y.data<T>(), rstd.data<double>(),
-                                                                      in.x.data<T>(), ptr_or_null<T>(in.w),
-                                                                      ptr_or_null<T>(in.b), in.M, in.N, eps);
+      forward_rows<T, decltype(has_w)::value, decltype(has_b)::value>(y.data<T>(), rstd.data<double>(), in.x.data<T>(),
+                                                                      ptr_or_null<T>(in.w), ptr_or_null<T>(in.b), in.M,
+                                                                      in.N, eps);
     });
   });
 }

@@ -104,7 +104,9 @@ template <class T> struct CentredXhat {
   const T* x;
   const double *mean, *rstd;
   int64_t N;
-  __device__ double operator()(int64_t r, int64_t j) const { return normalized(double(x[r * N + j]), mean[r], rstd[r]); }
+  __device__ double operator()(int64_t r, int64_t j) const {
+    return normalized(double(x[r * N + j]), mean[r], rstd[r]);
+  }
 };
 
 void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g_in,

@@ -20,8 +20,7 @@ namespace {
 using namespace rms_norm_formulas;
 
 template <class T, int TPR, bool HasW, bool HasB>
-__global__ void forward_rows(T* y, double* rstd, const T* x, const T* w, const T* b, int64_t M, int64_t N,
-                             double eps) {
+__global__ void forward_rows(T* y, double* rstd, const T* x, const T* w, const T* b, int64_t M, int64_t N, double eps) {
   const int lane = row_lane<TPR>();
   const double inv_n = N > 0 ? 1.0 / double(N) : 0.0;
   for (int64_t r = first_row<TPR>(); r < M; r += row_stride<TPR>()) {
@@ -111,11 +110,11 @@ void rms_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db
       const T* wp = w.defined() ? w.data<T>() : nullptr;
       const RowLaunch L = row_launch(M, N, dev);
       if (L.warp_rows)
-        backward_dx_rows<T, kWarp><<<L.grid, kThreads, 0, s>>>(dx.data<T>(), g.data<T>(), xp, rstd.data<double>(), wp,
-                                                               M, N);
+        backward_dx_rows<T, kWarp>
+            <<<L.grid, kThreads, 0, s>>>(dx.data<T>(), g.data<T>(), xp, rstd.data<double>(), wp, M, N);
       else
-        backward_dx_rows<T, kThreads><<<L.grid, kThreads, 0, s>>>(dx.data<T>(), g.data<T>(), xp, rstd.data<double>(),
-                                                                  wp, M, N);
+        backward_dx_rows<T, kThreads>
+            <<<L.grid, kThreads, 0, s>>>(dx.data<T>(), g.data<T>(), xp, rstd.data<double>(), wp, M, N);
       KS_CUDA_LAUNCH_CHECK();
     }
     norm_columns::column_sums<T>(dw, db, g.data<T>(), ScaledXhat<T>{xp, rstd.data<double>(), N}, M, N, dev, s);
