@@ -44,7 +44,7 @@ Tensor run(models::Model& m, const models::ModelConfig& c) {
 
 }  // namespace
 
-TEST_CASE("block keys default to today's model: layernorm, 1e-5, mlp, biases; the resolved config states them") {
+TEST_CASE("block keys default to today's model: layernorm, 1e-5, mlp, biases, the resolved config states them") {
   auto m = models::parse_model_config(json{{"vocab_size", 10}});
   CHECK(m.norm == "layernorm");
   CHECK(m.norm_eps == 1e-5);

@@ -72,7 +72,7 @@ TEST_CASE("gated feed-forward: down(act(gate(x)) * up(x)), SiLU for swiglu and G
                        "unknown feed-forward 'moe' (expected geglu, mlp or swiglu)", Error);
 }
 
-TEST_CASE("hidden width: d_ff when set; else 4d for mlp, 2/3 of 4d rounded up to a multiple of 8 when gated") {
+TEST_CASE("hidden width: d_ff when set, else 4d for mlp, 2/3 of 4d rounded up to a multiple of 8 when gated") {
   CHECK(nn::feed_forward_kind("mlp").hidden(256, 0) == 1024);
   CHECK(nn::feed_forward_kind("mlp").hidden(256, 300) == 300);
   CHECK(nn::gated_hidden_width(256) == 688);  // Llama's int(2·4d/3) = 682, up to a multiple of 8
