@@ -3,11 +3,13 @@
 #include "models/config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <variant>
 
 #include "models/kind.h"
 
+#include "nn/registry.h"
 #include "nn/user_input.h"
 
 namespace ks::models {
@@ -44,6 +46,13 @@ namespace {
 
 using json = nlohmann::json;
 
+// "a: what a is; b: what b is" over a registry's names.
+template <class Doc> std::string choices(const std::vector<std::string>& names, Doc doc) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : "; ") + n + ": " + doc(n);
+  return s;
+}
+
 // The keys of every model; each kind's own follow them (its descriptor's,
 // models/kind.h). What each means is documented here once; ModelConfig's
 // comments say how the code uses it.
@@ -52,13 +61,29 @@ std::vector<KeyDoc> every_model_keys() {
   for (const std::string& k : model_kinds()) kinds += (kinds.empty() ? "" : " | ") + k;
   return {{"model", kinds + " (default: the data set's task)"},
           {"d_model", "the width of every token's vector"},
-          {"d_ff", "the feed-forward inner width; 0: 4 * d_model"},
+          {"d_ff", "the feed-forward inner width; 0: the ff's rule (mlp: 4 * d_model; gated: see ff)"},
           {"max_len", "the longest sequence, in tokens (the positions table)"},
           {"dropout", "dropout after attention, feed-forward and embeddings, in [0, 1)"},
           {"pre_norm", "layer norm before each sublayer (true) or after it (false, the seq2seq default)"},
           {"activation", "the feed-forward activation: gelu | relu | gelu_tanh"},
           {"positions", "learned | sinusoidal (the seq2seq default)"},
-          {"attention", "the attention of every layer (its keys below)"}};
+          {"attention", "the attention of every layer (its keys below)"},
+          {"norm", "every norm: " + choices(nn::norm_kinds(), [](auto& n) { return nn::norm_kind(n).doc; }) +
+                       " (default layernorm)"},
+          {"norm_eps", "every norm's eps, > 0 (default 1e-5)"},
+          {"ff", "the feed-forward: " +
+                     choices(nn::feed_forward_kinds(), [](auto& n) { return nn::feed_forward_kind(n).doc; }) +
+                     " (default mlp; activation applies to mlp)"},
+          {"bias", "false: no biases in the attention projections, feed-forwards, output heads and norms"}};
+}
+
+// Throws "config: <p><key>: unknown <what> 'v' (expected a or b; did you mean a?)" unless v is in `known`.
+void check_choice(const std::string& v, const std::vector<std::string>& known, const std::string& p, const char* key,
+                  const char* what) {
+  if (std::find(known.begin(), known.end(), v) != known.end()) return;
+  const std::string near = nearest_key(v, known);
+  throw Error(str("config: ", p, key, ": unknown ", what, " '", v, "' (expected ", nn::listed(known, " or "),
+                  near.empty() ? std::string() : str("; did you mean ", near, "?"), ")"));
 }
 
 // The ModelConfig fields a kind lists among its keys, by key: the parser
@@ -213,6 +238,10 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
     throw Error(str("config: ", p, "activation: ", e.what()));
   }
   nn::read_json_key(j, "positions", m.positions, p);
+  nn::read_json_key(j, "norm", m.norm, p);
+  nn::read_json_key(j, "norm_eps", m.norm_eps, p);
+  nn::read_json_key(j, "ff", m.ff, p);
+  nn::read_json_key(j, "bias", m.bias, p);
   for (const KeyDoc& k : kind.keys)
     std::visit([&](auto member) { nn::read_json_key(j, k.key, m.*member, p); }, fields().at(k.key));
 
@@ -228,13 +257,30 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
   KS_CHECK(m.dropout >= 0 && m.dropout < 1, "config: ", p, "dropout: must be in [0, 1), got ", m.dropout);
   KS_CHECK(m.positions == "learned" || m.positions == "sinusoidal", "config: ", p,
            "positions: expected learned or sinusoidal, got '", m.positions, "'");
+  check_choice(m.norm, nn::norm_kinds(), p, "norm", "norm");
+  KS_CHECK(m.norm_eps > 0 && std::isfinite(m.norm_eps), "config: ", p,
+           "norm_eps: must be a positive finite number, got ", m.norm_eps);
+  check_choice(m.ff, nn::feed_forward_kinds(), p, "ff", "feed-forward");
   if (kind.validate) kind.validate(m, p);
   if (kind.parse_options) {
     m.options = kind.parse_options(j, p);
     m.options->validate(m, p);
   }
-  m.attention = parse_attention(j.contains("attention") ? j.at("attention") : json::object(), m, p);
+  const json& attention = j.contains("attention") ? j.at("attention") : json::object();
+  m.attention = parse_attention(attention, m, p);
+  if (!m.bias) {  // model.bias false removes the projections' biases too; an explicit true contradicts it
+    KS_CHECK(!(attention.contains("bias") && attention.at("bias") == true), "config: ", p,
+             "attention.bias: true contradicts ", p, "bias: false (which removes every bias)");
+    m.attention.bias = false;
+  }
   return m;
+}
+
+int64_t ModelConfig::resolved_d_ff() const { return nn::feed_forward_kind(ff).hidden(d_model, d_ff); }
+
+const nlohmann::json& stored_model_defaults() {
+  static const json defaults = {{"norm", "layernorm"}, {"norm_eps", 1e-5}, {"ff", "mlp"}, {"bias", true}};
+  return defaults;
 }
 
 nlohmann::json ModelConfig::to_json() const {
@@ -252,7 +298,11 @@ nlohmann::json ModelConfig::to_json() const {
             {"pre_norm", pre_norm},
             {"activation", nn::activation_name(activation)},
             {"positions", positions},
-            {"attention", a}};
+            {"attention", a},
+            {"norm", norm},
+            {"norm_eps", norm_eps},
+            {"ff", ff},
+            {"bias", bias}};
   const ModelKind& kind = model_kind(model);
   for (const KeyDoc& k : kind.keys) std::visit([&](auto member) { j[k.key] = this->*member; }, fields().at(k.key));
   if (kind.parse_options) j.update((options ? options : kind.parse_options(json::object(), ""))->to_json());

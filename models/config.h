@@ -23,6 +23,7 @@
 
 #include "nn/attention/attention.h"
 #include "nn/feed_forward.h"
+#include "nn/norm.h"
 
 namespace ks::models {
 
@@ -68,7 +69,7 @@ struct ModelConfig {
   // --- every model ---
   std::string model = "decoder_lm";  // the kind (models/kind.h); the default is the language model
   int64_t d_model = 256;
-  int64_t d_ff = 0;  // 0: 4 * d_model
+  int64_t d_ff = 0;  // 0: the ff kind's rule (resolved_d_ff)
   int64_t layers = 4;
   int64_t max_len = 512;  // longest sequence (positions table size)
   double dropout = 0.1;
@@ -76,6 +77,10 @@ struct ModelConfig {
   nn::Activation activation = nn::Activation::GELU;
   std::string positions = "learned";  // learned | sinusoidal (a kind may default to sinusoidal)
   nn::AttentionConfig attention;      // d_model is filled in from d_model
+  std::string norm = "layernorm";     // every norm's kind (nn/norm.h)
+  double norm_eps = 1e-5;             // every norm's eps
+  std::string ff = "mlp";             // the feed-forward kind (nn/feed_forward.h)
+  bool bias = true;  // false: no biases in attention projections, feed-forwards, heads, nor norms' shifts
   // "head_dim": "seq" sets the head size to max_len (Bhojanapalli et al.'s p = n)
 
   // A tied table (decoder_lm tie_embeddings, seq2seq share_embeddings) is
@@ -116,7 +121,8 @@ struct ModelConfig {
   // --- the kind's own options (ModelKind::parse_options); null: it has none ---
   std::shared_ptr<const ModelOptions> options;
 
-  int64_t resolved_d_ff() const { return d_ff > 0 ? d_ff : 4 * d_model; }
+  int64_t resolved_d_ff() const;  // d_ff, or the ff kind's hidden width for 0
+  nn::NormConfig norm_config() const { return {norm, norm_eps, bias}; }
   nlohmann::json to_json() const;  // the resolved config, every key explicit
 
   // The options as the kind's type T; T's defaults when none are set.
@@ -135,6 +141,11 @@ struct ModelConfig {
     return *this;
   }
 };
+
+// Keys every model gained after run folders were first written, each with the
+// value that reproduces how such a run was built (for
+// tools/train/run_dir.h upgrade_stored_config, beside a kind's stored_defaults).
+const nlohmann::json& stored_model_defaults();
 
 // For the kinds' checks: throw "config: <prefix><key>: must be positive, got v"
 // and "config: <prefix><key>: at most m, got v".

@@ -28,7 +28,7 @@ DecoderLM::DecoderLM(const ModelConfig& cfg)
   layers = register_module("layers", std::make_shared<nn::ModuleList<nn::DecoderLayer>>());
   for (int64_t i = 0; i < cfg.layers; ++i)
     layers->push_back(std::make_shared<nn::DecoderLayer>(layer_config(cfg), /*cross_attention=*/false));
-  if (cfg.pre_norm) ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(cfg.d_model));
+  if (cfg.pre_norm) ln_f = register_module("ln_f", nn::make_norm(cfg.d_model, cfg.norm_config()));
   if (!cfg.tie_embeddings) {
     head = register_module("head", std::make_shared<nn::Linear>(cfg.d_model, cfg.vocab_size, /*bias=*/false));
   } else {
@@ -178,11 +178,13 @@ ModelCost DecoderLM::cost(int64_t seq_len) const {
 
   ModelCost c;
   c.embedding_params = V * d + pos.num_parameters();
-  const int64_t ff_params = d * ff + ff + ff * d + d;
-  const int64_t per_layer = attn.params + ff_params + 2 * 2 * d;  // ln1, ln3
-  c.params = c.embedding_params + config.layers * per_layer + (config.pre_norm ? 2 * d : 0) +
+  const nn::FeedForwardKind& ff_kind = nn::feed_forward_kind(config.ff);
+  const nn::FeedForwardConfig ff_cfg{.d_model = d, .d_ff = ff, .bias = config.bias};
+  const int64_t norm_params = nn::norm_kind(config.norm).params(d, config.bias);
+  const int64_t per_layer = attn.params + ff_kind.params(ff_cfg) + 2 * norm_params;  // ln1, ln3
+  c.params = c.embedding_params + config.layers * per_layer + (config.pre_norm ? norm_params : 0) +
              (config.tie_embeddings ? 0 : V * d);
-  c.flops_per_token = double(config.layers) * (attn.flops_per_token + 2.0 * 2 * d * ff) + 2.0 * d * V;
+  c.flops_per_token = double(config.layers) * (attn.flops_per_token + ff_kind.flops_per_token(ff_cfg)) + 2.0 * d * V;
   c.kv_cache_bytes =
       4.0 * double(config.layers) * (attn.cache_floats_per_position * double(seq_len) + attn.cache_floats_fixed);
   return c;

@@ -2,7 +2,7 @@
 //
 //   tokens (B, T) -> Embedding (pad_id as padding_idx) + positions (learned or sinusoidal)
 //     -> config.layers × nn::DecoderLayer (causal self-attention of config.attention, no
-//        cross-attention) -> final LayerNorm (pre-LN only; post-LN layers end normalised)
+//        cross-attention) -> final norm (pre-LN only; post-LN layers end normalised)
 //     -> logits (B, T, V): a Linear(d, V) without bias, or, with tie_embeddings,
 //        h · Eᵀ with E the token embedding's own weight (one tensor, two uses).
 // Tied tables are initialised N(0, 1/d) and their lookups scaled by √d
@@ -84,8 +84,8 @@ class DecoderLM : public Model {
   std::shared_ptr<nn::Embedding> tok;
   PositionTable pos;
   std::shared_ptr<nn::ModuleList<nn::DecoderLayer>> layers;
-  std::shared_ptr<nn::LayerNorm> ln_f;  // pre-LN only
-  std::shared_ptr<nn::Linear> head;     // null when tie_embeddings
+  std::shared_ptr<nn::Norm> ln_f;    // pre-LN only
+  std::shared_ptr<nn::Linear> head;  // null when tie_embeddings
 };
 
 }  // namespace ks::models

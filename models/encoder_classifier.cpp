@@ -42,12 +42,15 @@ EncoderClassifier::EncoderClassifier(const ModelConfig& cfg)
   }
   layers = register_module("layers", std::make_shared<nn::ModuleList<nn::EncoderLayer>>());
   for (int64_t i = 0; i < cfg.layers; ++i) layers->push_back(std::make_shared<nn::EncoderLayer>(layer_config(cfg)));
-  if (cfg.pre_norm) ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(cfg.d_model));
+  if (cfg.pre_norm) ln_f = register_module("ln_f", nn::make_norm(cfg.d_model, cfg.norm_config()));
   const int64_t d = cfg.d_model;
   const int64_t ff = cfg.resolved_d_ff();
-  if (cfg.dual) hidden = register_module("hidden", std::make_shared<nn::Linear>(4 * d, 2 * d));
-  if (cfg.head == "mlp") hidden = register_module("hidden", std::make_shared<nn::Linear>(d, ff));
-  head = register_module("head", std::make_shared<nn::Linear>(cfg.dual ? 2 * d : hidden ? ff : d, cfg.num_classes));
+  if (cfg.dual) hidden = register_module("hidden", std::make_shared<nn::Linear>(4 * d, 2 * d, cfg.bias));
+  if (cfg.head == "mlp") hidden = register_module("hidden", std::make_shared<nn::Linear>(d, ff, cfg.bias));
+  head = register_module("head", std::make_shared<nn::Linear>(cfg.dual ? 2 * d
+                                                              : hidden ? ff
+                                                                       : d,
+                                                              cfg.num_classes, cfg.bias));
 }
 
 Tensor EncoderClassifier::encode(const Tensor& tokens) {
@@ -104,15 +107,19 @@ ModelCost EncoderClassifier::cost(int64_t seq_len) const {
 
   ModelCost c;
   c.embedding_params = V * d + pos.num_parameters() + (cls.defined() ? d : 0);
-  const int64_t ff_params = d * ff + ff + ff * d + d;
-  const int64_t per_layer = attn.params + ff_params + 2 * 2 * d;  // ln1, ln2
+  const nn::FeedForwardKind& ff_kind = nn::feed_forward_kind(config.ff);
+  const nn::FeedForwardConfig ff_cfg{.d_model = d, .d_ff = ff, .bias = config.bias};
+  const int64_t norm_params = nn::norm_kind(config.norm).params(d, config.bias);
+  const int64_t per_layer = attn.params + ff_kind.params(ff_cfg) + 2 * norm_params;  // ln1, ln2
   const bool mlp = config.head == "mlp";
-  const int64_t head_params = config.dual ? (4 * d * 2 * d + 2 * d) + (2 * d * C + C)
-                              : mlp       ? (d * ff + ff) + (ff * C + C)
-                                          : d * C + C;
-  c.params = c.embedding_params + config.layers * per_layer + (config.pre_norm ? 2 * d : 0) + head_params;
+  const int64_t b = config.bias ? 1 : 0;  // a bias per output of each head linear
+  const int64_t head_params = config.dual ? (4 * d * 2 * d + b * 2 * d) + (2 * d * C + b * C)
+                              : mlp       ? (d * ff + b * ff) + (ff * C + b * C)
+                                          : d * C + b * C;
+  c.params = c.embedding_params + config.layers * per_layer + (config.pre_norm ? norm_params : 0) + head_params;
 
-  const double per_sequence = double(positions) * double(config.layers) * (attn.flops_per_token + 2.0 * 2 * d * ff);
+  const double per_sequence =
+      double(positions) * double(config.layers) * (attn.flops_per_token + ff_kind.flops_per_token(ff_cfg));
   if (config.dual)
     c.flops_per_token = (2 * per_sequence + 2.0 * (4 * d * 2 * d + 2 * d * C)) / double(2 * seq_len);
   else

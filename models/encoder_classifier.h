@@ -4,7 +4,7 @@
 //   tokens (B, T) -> Embedding (pad_id as padding_idx)   [cls: a learned vector prepended]
 //     + positions (learned or sinusoidal; the [CLS] vector takes position 0)
 //     -> config.layers × nn::EncoderLayer (keys equal to pad_id masked out)
-//     -> final LayerNorm (pre-LN only)
+//     -> final norm (pre-LN only)
 //     -> pooling: "mean" over the non-padding positions, or "cls" (the output at position 0)
 //     -> head: Linear(d, C), or with config.head "mlp" (the LRA code's)
 //        Linear(d, d_ff) -> ReLU -> Linear(d_ff, C)  -> logits (B, C)
@@ -51,9 +51,9 @@ class EncoderClassifier : public Model {
   PositionTable pos;
   Tensor cls;  // (d), pooling "cls" only
   std::shared_ptr<nn::ModuleList<nn::EncoderLayer>> layers;
-  std::shared_ptr<nn::LayerNorm> ln_f;  // pre-LN only
-  std::shared_ptr<nn::Linear> hidden;   // dual: 4d -> 2d; head "mlp": d -> d_ff; else none
-  std::shared_ptr<nn::Linear> head;     // d (dual: 2d, mlp: d_ff) -> C
+  std::shared_ptr<nn::Norm> ln_f;      // pre-LN only
+  std::shared_ptr<nn::Linear> hidden;  // dual: 4d -> 2d; head "mlp": d -> d_ff; else none
+  std::shared_ptr<nn::Linear> head;    // d (dual: 2d, mlp: d_ff) -> C
 };
 
 }  // namespace ks::models

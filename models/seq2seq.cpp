@@ -1,6 +1,8 @@
 // models/seq2seq.cpp — the encoder-decoder Transformer, its decoding loops and cost.
 #include "models/seq2seq.h"
 
+#include "models/shared.h"
+
 #include <cmath>
 
 #include "autograd/anomaly.h"
@@ -19,11 +21,6 @@
 
 namespace ks::models {
 namespace {
-
-nn::LayerConfig layer_of(const ModelConfig& cfg) {
-  return {cfg.d_model,    cfg.resolved_d_ff(), cfg.dropout,
-          cfg.activation, cfg.pre_norm,        cfg.attention.at_width(cfg.d_model)};
-}
 
 std::shared_ptr<nn::Embedding> token_table(int64_t vocab, int64_t d, int64_t pad_id) {
   auto e = std::make_shared<nn::Embedding>(vocab, d, pad_id);
@@ -86,15 +83,16 @@ Seq2Seq::Seq2Seq(const ModelConfig& cfg) : Model(cfg, "Seq2Seq") {
   drop = register_module("drop", std::make_shared<nn::Dropout>(cfg.dropout));
   encoder = register_module("encoder", std::make_shared<nn::ModuleList<nn::EncoderLayer>>());
   for (int64_t i = 0; i < cfg.encoder_layers; ++i)
-    encoder->push_back(std::make_shared<nn::EncoderLayer>(layer_of(cfg)));
+    encoder->push_back(std::make_shared<nn::EncoderLayer>(layer_config(cfg)));
   decoder = register_module("decoder", std::make_shared<nn::ModuleList<nn::DecoderLayer>>());
   for (int64_t i = 0; i < cfg.decoder_layers; ++i)
-    decoder->push_back(std::make_shared<nn::DecoderLayer>(layer_of(cfg), /*cross_attention=*/true));
+    decoder->push_back(std::make_shared<nn::DecoderLayer>(layer_config(cfg), /*cross_attention=*/true));
   if (cfg.pre_norm) {
-    encoder_norm = register_module("encoder_norm", std::make_shared<nn::LayerNorm>(d));
-    decoder_norm = register_module("decoder_norm", std::make_shared<nn::LayerNorm>(d));
+    encoder_norm = register_module("encoder_norm", nn::make_norm(d, cfg.norm_config()));
+    decoder_norm = register_module("decoder_norm", nn::make_norm(d, cfg.norm_config()));
   }
-  if (!cfg.share_embeddings) out = register_module("out", std::make_shared<nn::Linear>(d, cfg.tgt_vocab_size));
+  if (!cfg.share_embeddings)
+    out = register_module("out", std::make_shared<nn::Linear>(d, cfg.tgt_vocab_size, cfg.bias));
 }
 
 Tensor Seq2Seq::embed(const nn::Embedding& table, const nn::Module& positions, const Tensor& tokens, int64_t offset) {
@@ -238,8 +236,10 @@ ModelCost Seq2Seq::cost(int64_t seq_len) const {
   const nn::AttentionConfig a = c.attention.at_width(c.d_model);
   const nn::AttentionCost self = nn::attention_cost(a, seq_len, false);
   const nn::AttentionCost causal = nn::attention_cost(a, seq_len, true);  // same parameters as self
-  const int64_t ff_params = d * d_ff + d_ff + d_ff * d + d, norm_params = 2 * d;
-  const double ff_flops = 2.0 * d * d_ff + 2.0 * d_ff * d;
+  const nn::FeedForwardKind& ff_kind = nn::feed_forward_kind(c.ff);
+  const nn::FeedForwardConfig ff_cfg{.d_model = d, .d_ff = d_ff, .bias = c.bias};
+  const int64_t ff_params = ff_kind.params(ff_cfg), norm_params = nn::norm_kind(c.norm).params(d, c.bias);
+  const double ff_flops = ff_kind.flops_per_token(ff_cfg);
 
   ModelCost cost;
   cost.embedding_params = (c.share_embeddings ? V : c.src_vocab_size + V) * d;
@@ -248,7 +248,7 @@ ModelCost Seq2Seq::cost(int64_t seq_len) const {
   cost.params += c.encoder_layers * (self.params + ff_params + 2 * norm_params);
   cost.params += c.decoder_layers * (2 * self.params + ff_params + 3 * norm_params);
   if (c.pre_norm) cost.params += 2 * norm_params;
-  if (!c.share_embeddings) cost.params += d * V + V;
+  if (!c.share_embeddings) cost.params += d * V + (c.bias ? V : 0);
 
   cost.flops_per_token = double(c.encoder_layers) * (self.flops_per_token + ff_flops) +
                          double(c.decoder_layers) * (causal.flops_per_token + self.flops_per_token + ff_flops) +

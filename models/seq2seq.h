@@ -3,14 +3,14 @@
 // beam-search decoding through per-layer caches.
 //
 //   src (B, S) int64 -> embed·√d + positions -> dropout -> encoder layers
-//                    -> [final LayerNorm, pre-LN only]      = memory (B, S, d)
+//                    -> [final norm, pre-LN only]      = memory (B, S, d)
 //   tgt_in (B, T)    -> embed·√d + positions -> dropout -> decoder layers
 //                       (causal self-attention, cross-attention to memory)
-//                    -> [final LayerNorm, pre-LN only] -> output (B, T, V_tgt)
+//                    -> [final norm, pre-LN only] -> output (B, T, V_tgt)
 //
 // Choices, following Vaswani et al. and fairseq's transformer:
 // - post-LN by default (config.pre_norm switches to pre-LN, which adds the two
-//   final LayerNorms); sinusoidal positions by default, "learned" gives each
+//   final norms); sinusoidal positions by default, "learned" gives each
 //   side its own table.
 // - token tables start as N(0, 1/d), so that after the √d scale they are of
 //   unit size like the positions; the pad row is zero and gets no gradient.
@@ -87,8 +87,8 @@ class Seq2Seq : public Model {
   std::shared_ptr<nn::Module> src_pos, tgt_pos;         // SinusoidalPositions or LearnedPositions
   std::shared_ptr<nn::ModuleList<nn::EncoderLayer>> encoder;
   std::shared_ptr<nn::ModuleList<nn::DecoderLayer>> decoder;
-  std::shared_ptr<nn::LayerNorm> encoder_norm, decoder_norm;  // pre-LN only
-  std::shared_ptr<nn::Linear> out;                            // null when tied to the shared table
+  std::shared_ptr<nn::Norm> encoder_norm, decoder_norm;  // pre-LN only
+  std::shared_ptr<nn::Linear> out;                       // null when tied to the shared table
   std::shared_ptr<nn::Dropout> drop;
 
  private:

@@ -20,6 +20,9 @@ nn::LayerConfig layer_config(const ModelConfig& cfg) {
   l.activation = cfg.activation;
   l.pre_norm = cfg.pre_norm;
   l.attention = cfg.attention.at_width(cfg.d_model);
+  l.ff = cfg.ff;
+  l.ff_bias = cfg.bias;
+  l.norm = cfg.norm_config();
   return l;
 }
 

@@ -1,4 +1,4 @@
-// models/shared.h — what the decoder LM and the encoder classifier share:
+// models/shared.h — what the decoder LM and the encoder classifier share (and seq2seq, its layer config):
 // the checks of their keys (vocab_size, layers, pad_id), checking a token batch, the position table chosen by
 // config.positions (learned parameters or a fixed sinusoidal buffer), and the layer config their Transformer layers are
 // built from.
@@ -18,7 +18,7 @@ namespace ks::models {
 // positive and pad_id (< 0: none) is below vocab_size.
 void check_token_model_keys(const ModelConfig& m, const std::string& prefix);
 
-// d_model, d_ff, dropout, activation, pre_norm and attention from the model config.
+// d_model, d_ff, dropout, activation, pre_norm, attention, ff, norm and bias from the model config.
 nn::LayerConfig layer_config(const ModelConfig& cfg);
 
 // Throws "<who>: ..." unless tokens is int64 (B, T) with B, T >= 1, every id

@@ -1,10 +1,11 @@
-// nn/feed_forward.cpp — the feed-forward block and positional encodings.
+// nn/feed_forward.cpp — the feed-forward registry and the positional encodings.
 #include "nn/feed_forward.h"
 
 #include <cmath>
 
 #include "core/factory.h"
 #include "nn/init.h"
+#include "nn/registry.h"
 #include "ops/elementwise.h"
 #include "ops/unary.h"
 #include "ops/view.h"
@@ -26,17 +27,23 @@ Tensor activate(Activation a, const Tensor& x) {
   return a == Activation::GELU ? gelu(x) : a == Activation::ReLU ? relu(x) : gelu(x, GeluApprox::Tanh);
 }
 
-FeedForward::FeedForward(int64_t d_model, int64_t d_ff, Activation act, double p)
-    : Module("FeedForward"), activation(act) {
-  fc1 = register_module("fc1", std::make_shared<Linear>(d_model, d_ff));
-  fc2 = register_module("fc2", std::make_shared<Linear>(d_ff, d_model));
-  drop = register_module("drop", std::make_shared<Dropout>(p));
+namespace {
+Registry<FeedForwardKind>& registry() {
+  static Registry<FeedForwardKind> r("feed-forward");
+  return r;
 }
+}  // namespace
 
-Tensor FeedForward::forward(const Tensor& x) const {
-  Tensor h = fc1->forward(x);
-  h = activate(activation, h);
-  return fc2->forward(drop->forward(h));
+bool register_feed_forward(const std::string& name, FeedForwardKind kind) {
+  return registry().add(name, std::move(kind));
+}
+const FeedForwardKind& feed_forward_kind(const std::string& name) { return registry().at(name); }
+std::vector<std::string> feed_forward_kinds() { return registry().names(); }
+
+std::shared_ptr<FeedForward> make_feed_forward(const std::string& name, const FeedForwardConfig& cfg) {
+  KS_CHECK(cfg.d_model > 0 && cfg.d_ff > 0, "feed-forward '", name, "': sizes must be positive, got d_model ",
+           cfg.d_model, ", d_ff ", cfg.d_ff);
+  return feed_forward_kind(name).make(cfg);
 }
 
 namespace {

@@ -1,4 +1,4 @@
-// nn/layers.cpp — Linear, Embedding, LayerNorm, Dropout.
+// nn/layers.cpp — Linear, Embedding, Dropout.
 #include "nn/layers.h"
 
 #include <cmath>
@@ -8,7 +8,6 @@
 #include "nn/init.h"
 #include "ops/dropout.h"
 #include "ops/embedding.h"
-#include "ops/layer_norm.h"
 #include "ops/linalg.h"
 
 namespace ks::nn {
@@ -43,16 +42,6 @@ Embedding::Embedding(int64_t num, int64_t d, int64_t pad)
 }
 
 Tensor Embedding::forward(const Tensor& indices) const { return embedding(weight, indices, padding_idx); }
-
-LayerNorm::LayerNorm(int64_t d, double e, bool affine) : Module("LayerNorm"), dim(d), eps(e) {
-  KS_CHECK(d > 0, "LayerNorm: dim must be positive, got ", d);
-  if (affine) {
-    weight = register_parameter("weight", ones({d}));
-    bias = register_parameter("bias", zeros({d}));
-  }
-}
-
-Tensor LayerNorm::forward(const Tensor& x) const { return layer_norm(x, {dim}, weight, bias, eps); }
 
 Dropout::Dropout(double prob) : Module("Dropout"), p(prob) {
   KS_CHECK(p >= 0 && p <= 1, "Dropout: p must be in [0, 1], got ", p);

@@ -1,9 +1,9 @@
-// nn/layers.h — the basic layers: Linear, Embedding, LayerNorm, Dropout.
+// nn/layers.h — the basic layers: Linear, Embedding, Dropout.
 //
 // Each owns its parameters (initialised as PyTorch initialises them) and
 // forwards to the fused op in ops/. Shapes: Linear (..., in) -> (..., out);
-// Embedding int64 (...) -> (..., dim); LayerNorm and Dropout keep the shape.
-// Not here: containers (nn/container.h), Transformer blocks (nn/transformer.h).
+// Embedding int64 (...) -> (..., dim); Dropout keeps the shape.
+// Not here: containers (nn/container.h), the norms (nn/norm.h), Transformer blocks (nn/transformer.h).
 #pragma once
 
 #include "nn/module.h"
@@ -26,15 +26,6 @@ class Embedding : public Module {
   Tensor forward(const Tensor& indices) const;  // int64 (...) -> (..., dim)
   Tensor weight;                                // (num, dim), N(0, 1)
   int64_t num_embeddings, dim, padding_idx;
-};
-
-class LayerNorm : public Module {
- public:
-  explicit LayerNorm(int64_t dim, double eps = 1e-5, bool affine = true);
-  Tensor forward(const Tensor& x) const;  // normalises the last dim
-  Tensor weight, bias;                    // (dim,), ones and zeros
-  int64_t dim;
-  double eps;
 };
 
 class Dropout : public Module {

@@ -10,18 +10,26 @@ namespace ks::nn {
 namespace {
 
 // Pre-LN: x + drop(f(LN(x))).  Post-LN: LN(x + drop(f(x))).
-template <class F> Tensor residual(const Tensor& x, LayerNorm& ln, Dropout& drop, bool pre_norm, F f) {
+template <class F> Tensor residual(const Tensor& x, const Norm& ln, Dropout& drop, bool pre_norm, F f) {
   if (pre_norm) return add(x, drop.forward(f(ln.forward(x))));
   return ln.forward(add(x, drop.forward(f(x))));
+}
+
+std::shared_ptr<FeedForward> feed_forward(const LayerConfig& cfg) {
+  return make_feed_forward(cfg.ff, {.d_model = cfg.d_model,
+                                    .d_ff = cfg.d_ff,
+                                    .activation = cfg.activation,
+                                    .dropout = cfg.dropout,
+                                    .bias = cfg.ff_bias});
 }
 
 }  // namespace
 
 EncoderLayer::EncoderLayer(const LayerConfig& cfg) : Module("EncoderLayer"), pre_norm(cfg.pre_norm) {
   attn = register_module("attn", make_attention(cfg.attention.at_width(cfg.d_model)));
-  ff = register_module("ff", std::make_shared<FeedForward>(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout));
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(cfg.d_model));
-  ln2 = register_module("ln2", std::make_shared<LayerNorm>(cfg.d_model));
+  ff = register_module("ff", feed_forward(cfg));
+  ln1 = register_module("ln1", make_norm(cfg.d_model, cfg.norm));
+  ln2 = register_module("ln2", make_norm(cfg.d_model, cfg.norm));
   drop = register_module("drop", std::make_shared<Dropout>(cfg.dropout));
 }
 
@@ -56,10 +64,10 @@ DecoderLayer::DecoderLayer(const LayerConfig& cfg, bool cross_attention)
     : Module("DecoderLayer"), pre_norm(cfg.pre_norm) {
   self_attn = register_module("self_attn", make_attention(cfg.attention.at_width(cfg.d_model)));
   if (cross_attention) cross_attn = register_module("cross_attn", make_attention(cfg.attention.at_width(cfg.d_model)));
-  ff = register_module("ff", std::make_shared<FeedForward>(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout));
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(cfg.d_model));
-  if (cross_attention) ln2 = register_module("ln2", std::make_shared<LayerNorm>(cfg.d_model));
-  ln3 = register_module("ln3", std::make_shared<LayerNorm>(cfg.d_model));
+  ff = register_module("ff", feed_forward(cfg));
+  ln1 = register_module("ln1", make_norm(cfg.d_model, cfg.norm));
+  if (cross_attention) ln2 = register_module("ln2", make_norm(cfg.d_model, cfg.norm));
+  ln3 = register_module("ln3", make_norm(cfg.d_model, cfg.norm));
   drop = register_module("drop", std::make_shared<Dropout>(cfg.dropout));
 }
 

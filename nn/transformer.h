@@ -3,9 +3,10 @@
 //   EncoderLayer:  self-attention, feed-forward
 //   DecoderLayer:  causal self-attention, optional cross-attention to an
 //                  encoder's memory, feed-forward
-// Each sub-block is wrapped in a residual connection with LayerNorm either
+// Each sub-block is wrapped in a residual connection with a norm either
 // before it (pre-LN: x + f(LN(x)), stable without warm-up) or after it
-// (post-LN: LN(x + f(x)), as in Vaswani et al.).
+// (post-LN: LN(x + f(x)), as in Vaswani et al.). The norm and the
+// feed-forward are the configured kinds (nn/norm.h, nn/feed_forward.h).
 // Not here: embeddings, heads and decoding loops (models/).
 #pragma once
 
@@ -14,16 +15,20 @@
 #include "nn/attention/attention.h"
 #include "nn/feed_forward.h"
 #include "nn/layers.h"
+#include "nn/norm.h"
 
 namespace ks::nn {
 
 struct LayerConfig {
   int64_t d_model = 0;
   int64_t d_ff = 0;
-  double dropout = 0.0;  // on each sub-block's output (residual dropout)
-  Activation activation = Activation::GELU;
+  double dropout = 0.0;                      // on each sub-block's output (residual dropout)
+  Activation activation = Activation::GELU;  // the "mlp" feed-forward's
   bool pre_norm = true;
   AttentionConfig attention;  // at_width(d_model) gives each layer's
+  std::string ff = "mlp";     // the feed-forward kind; d_ff is its resolved hidden width
+  bool ff_bias = true;        // biases in the feed-forward's linears
+  NormConfig norm;            // every norm of the layer
 };
 
 class EncoderLayer : public Module {
@@ -34,7 +39,7 @@ class EncoderLayer : public Module {
   Tensor forward(const Tensor& x, const Tensor& key_padding = Tensor());
   std::shared_ptr<Attention> attn;
   std::shared_ptr<FeedForward> ff;
-  std::shared_ptr<LayerNorm> ln1, ln2;
+  std::shared_ptr<Norm> ln1, ln2;
   std::shared_ptr<Dropout> drop;
   bool pre_norm;
 
@@ -58,7 +63,7 @@ class DecoderLayer : public Module {
                  const Tensor& memory_padding = Tensor(), DecoderLayerCache* cache = nullptr);
   std::shared_ptr<Attention> self_attn, cross_attn;  // cross_attn null without cross-attention
   std::shared_ptr<FeedForward> ff;
-  std::shared_ptr<LayerNorm> ln1, ln2, ln3;
+  std::shared_ptr<Norm> ln1, ln2, ln3;
   std::shared_ptr<Dropout> drop;
   bool pre_norm;
 

@@ -1,10 +1,11 @@
-// ops/layer_norm.cpp — layer_norm: argument checks and the backward node; the
-// loops are in cpu/layer_norm.cpp.
+// ops/layer_norm.cpp — layer_norm: the forward's entry and the backward's
+// kernel call (checks and node shared with rms_norm, ops/norm_common.h); the
+// loops are in cpu/layer_norm.cpp and cuda/layer_norm.cu.
 #include "ops/layer_norm.h"
 
-#include "autograd/engine.h"
 #include "autograd/node.h"
 #include "ops/elementwise.h"
+#include "ops/norm_common.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 
@@ -13,83 +14,29 @@ namespace ks {
 constinit KernelTable<LayerNormKernel> layer_norm_kernel("layer_norm");
 constinit KernelTable<LayerNormBackwardKernel> layer_norm_backward_kernel("layer_norm_backward");
 
-namespace {
-
-void check_affine(const Tensor& p, const char* what, const Tensor& x, const Shape& normalized_shape) {
-  if (!p.defined()) return;
-  KS_CHECK(p.sizes() == normalized_shape, "layer_norm: ", what, " ", describe(p), " does not match normalized_shape ",
-           normalized_shape);
-  KS_CHECK(p.dtype() == x.dtype(), "layer_norm: ", what, " ", describe(p), " has a different dtype from input ",
-           describe(x));
-  KS_CHECK(p.device() == x.device(), "layer_norm: ", what, " is on ", p.device().str(), " but input is on ",
-           x.device().str());
-}
-
-// The forward in differentiable ops, over the last k dims: how a create_graph
-// backward differentiates layer_norm (grad_by_recompute); the kernel is the fast path.
-Tensor layer_norm_in_ops(const Tensor& x, int64_t k, const Tensor& weight, const Tensor& bias, double eps) {
-  Dims dims;
-  for (int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
-  Tensor centred = sub(x, mean(x, dims, true));
-  Tensor y = div(centred, sqrt(add(mean(mul(centred, centred), dims, true), eps)));
-  if (weight.defined()) y = mul(y, weight);
-  if (bias.defined()) y = add(y, bias);
-  return y;
-}
-
-}  // namespace
-
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
   KS_CHECK(x.defined(), "layer_norm: undefined input");
   KS_CHECK(is_floating(x.dtype()), "layer_norm: expected a floating tensor, got ", describe(x));
-  const int64_t k = int64_t(normalized_shape.size());
-  KS_CHECK(k >= 1 && k <= x.dim() && Shape(x.sizes().end() - k, x.sizes().end()) == normalized_shape,
-           "layer_norm: normalized_shape ", normalized_shape, " does not match the last dims of input ", describe(x));
-  check_affine(weight, "weight", x, normalized_shape);
-  check_affine(bias, "bias", x, normalized_shape);
-  KS_CHECK(eps >= 0, "layer_norm: eps must be >= 0, got ", eps);
-
-  const int64_t rows = numel_of(Shape(x.sizes().begin(), x.sizes().end() - k));
+  const int64_t rows = norm_common::check_args("layer_norm", x, normalized_shape, weight, bias, eps);
   Tensor y = Tensor::empty(x.sizes(), x.dtype(), x.device());
   Tensor mean = Tensor::empty({rows}, kFloat64, x.device());
   Tensor rstd = Tensor::empty({rows}, kFloat64, x.device());
   layer_norm_kernel(y.device(), y, mean, rstd, x, weight, bias, eps);
 
-  if (needs_grad({x, weight, bias})) {
-    const bool gx = x.requires_grad();
-    const bool gw = weight.defined() && weight.requires_grad();
-    const bool gb = bias.defined() && bias.requires_grad();
-    // x is read for dx and dweight; weight only for dx (and, with bias, by a
-    // create_graph backward's recomputation: parameters, alive anyway).
-    record(
-        "LayerNormBackward", {x, weight, bias}, {y},
-        [gx, gw, gb, k, eps, sx = SavedTensor(gx || gw ? x : Tensor()), sw = SavedTensor(weight),
-         sb = SavedTensor(bias), smean = SavedTensor(mean), srstd = SavedTensor(rstd),
-         normalized_shape](const std::vector<Tensor>& g) {
-          const Tensor& gy = g[0];
-          if (GradMode::is_enabled()) {  // create_graph
-            if (!sx.defined()) {         // only the bias needs a gradient: the sum of gy over the rows
-              Dims rows;
-              for (int64_t d = 0; d < gy.dim() - k; ++d) rows.push_back(d);
-              return std::vector<Tensor>{Tensor(), Tensor(), rows.empty() ? gy : sum(gy, rows)};
-            }
-            return grad_by_recompute(
-                [&](const std::vector<Tensor>& in) {
-                  return std::vector<Tensor>{layer_norm_in_ops(in[0], k, in[1], in[2], eps)};
-                },
-                {sx.unpack(), sw.unpack(), sb.unpack()}, {gy});
-          }
-          Tensor dx, dw, db;
-          if (gx) dx = Tensor::empty(gy.sizes(), gy.dtype(), gy.device());
-          if (gw) dw = Tensor::empty(normalized_shape, gy.dtype(), gy.device());
-          if (gb) db = Tensor::empty(normalized_shape, gy.dtype(), gy.device());
-          layer_norm_backward_kernel(gy.device(), dx, dw, db, gy, sx.unpack(), smean.unpack(), srstd.unpack(),
-                                     gx ? sw.unpack() : Tensor());
-          return std::vector<Tensor>{dx, dw, db};
-        },
-        HigherOrder::Supported);
-  }
+  const Dims dims = norm_common::last_dims(x, int64_t(normalized_shape.size()));
+  norm_common::record_backward(
+      "LayerNormBackward", x, normalized_shape, weight, bias, y,
+      [dims, eps](const Tensor& xi, const Tensor& w, const Tensor& b) {  // (x - mean) / sqrt(var + eps) · w + b
+        Tensor centred = sub(xi, ks::mean(xi, dims, true));
+        Tensor yi = div(centred, sqrt(add(ks::mean(mul(centred, centred), dims, true), eps)));
+        if (w.defined()) yi = mul(yi, w);
+        return b.defined() ? add(yi, b) : yi;
+      },
+      [smean = SavedTensor(mean), srstd = SavedTensor(rstd)](const Tensor& dx, const Tensor& dw, const Tensor& db,
+                                                             const Tensor& gy, const Tensor& xs, const Tensor& w) {
+        layer_norm_backward_kernel(gy.device(), dx, dw, db, gy, xs, smean.unpack(), srstd.unpack(), w);
+      });
   return y;
 }
 

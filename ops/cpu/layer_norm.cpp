@@ -3,16 +3,16 @@
 // Rows are contiguous (inputs are made so at entry) and independent, so the
 // forward and the dx part of the backward run in parallel over rows. Row
 // statistics accumulate in double with lane accumulators (row_math.h), in two
-// passes. dweight and dbias are column sums over rows: rows are split into at
-// most kBlocks blocks fixed by the row count alone, each block sums its rows
-// into its own double partials, and the partials are added in block order —
-// deterministic for any number of threads, and without atomics.
+// passes. dweight and dbias are column sums over rows, in fixed row blocks
+// added in block order (cpu/norm_rows.h): deterministic for any number of
+// threads, and without atomics.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
 #include "core/copy.h"
 #include "core/parallel.h"
+#include "ops/cpu/norm_rows.h"
 #include "ops/cpu/row_math.h"
 #include "ops/layer_norm.h"
 #include "ops/layer_norm_formulas.h"
@@ -22,10 +22,7 @@ namespace {
 
 using namespace layer_norm_formulas;
 
-constexpr int64_t kGrain = 16384;  // elements per parallel chunk
-constexpr int64_t kBlocks = 64;    // row blocks for dweight / dbias partials
-
-template <class T> const T* ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
+using namespace norm_rows;
 
 template <class T, bool HasW, bool HasB>
 void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, const T* b, int64_t M, int64_t N,
@@ -96,38 +93,18 @@ void layer_norm_backward_cpu(const Tensor& dx, const Tensor& dw, const Tensor& d
   const BackwardInputs in = backward_inputs(dw, db, g_in, x_in, mean, w_in);
   if (in.empty) return;
   const Tensor &g = in.g, &x = in.x, &w = in.w;
-  const int64_t M = in.M, N = in.N;
-  const int64_t per_block = (M + kBlocks - 1) / kBlocks, blocks = (M + per_block - 1) / per_block;
-  std::vector<double> pw(dw.defined() ? size_t(blocks * N) : 0), pb(db.defined() ? size_t(blocks * N) : 0);
+  const int64_t N = in.N;
   dispatch_floating(g.dtype(), "layer_norm backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* dxp = dx.defined() ? dx.data<T>() : nullptr;
-    parallel_for(0, blocks, std::max<int64_t>(1, kGrain / (per_block * N)), [&](int64_t b0, int64_t b1) {
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t r0 = blk * per_block, r1 = std::min(M, r0 + per_block);
-        double* pwb = pw.empty() ? nullptr : pw.data() + blk * N;
-        double* pbb = pb.empty() ? nullptr : pb.data() + blk * N;
-        const double* mu = mean.data<double>();
-        const double* rs = rstd.data<double>();
-        if (w.defined())
-          backward_rows<T, true>(dxp, pwb, pbb, g.data<T>(), ptr_or_null<T>(x), mu, rs, w.data<T>(), r0, r1, N);
-        else
-          backward_rows<T, false>(dxp, pwb, pbb, g.data<T>(), ptr_or_null<T>(x), mu, rs, nullptr, r0, r1, N);
-      }
+    const double* mu = mean.data<double>();
+    const double* rs = rstd.data<double>();
+    blocked_rows<T>(in.M, N, dw, db, [&](int64_t r0, int64_t r1, double* pwb, double* pbb) {
+      if (w.defined())
+        backward_rows<T, true>(dxp, pwb, pbb, g.data<T>(), ptr_or_null<T>(x), mu, rs, w.data<T>(), r0, r1, N);
+      else
+        backward_rows<T, false>(dxp, pwb, pbb, g.data<T>(), ptr_or_null<T>(x), mu, rs, nullptr, r0, r1, N);
     });
-    auto reduce_blocks = [&](const std::vector<double>& part, const Tensor& out) {
-      if (part.empty()) return;
-      T* o = out.data<T>();
-      parallel_for(0, N, std::max<int64_t>(256, kGrain / blocks), [&](int64_t j0, int64_t j1) {
-        for (int64_t j = j0; j < j1; ++j) {
-          double s = 0;
-          for (int64_t blk = 0; blk < blocks; ++blk) s += part[size_t(blk * N + j)];
-          o[j] = T(s);
-        }
-      });
-    };
-    reduce_blocks(pw, dw);
-    reduce_blocks(pb, db);
   });
 }
 

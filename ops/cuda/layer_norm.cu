@@ -5,13 +5,13 @@
 // forward gives each row a warp (N <= 1024) or a block: mean, then the
 // centred variance (two passes, in double), then y; mean and rstd are saved
 // in float64. The backward's dx is the same row pattern. dweight and dbias
-// are column sums over rows: rows are cut into chunks fixed by M alone, each
-// (chunk, column) thread sums its rows in order into a double partial, and a
-// second kernel adds the partials in chunk order — deterministic, no atomics.
+// are column sums over rows in chunks fixed by M, added in chunk order
+// (cuda/norm_columns.cuh) — deterministic, no atomics.
 #include <type_traits>
 
 #include "core/copy.h"
 #include "ops/cuda/block_reduce.cuh"
+#include "ops/cuda/norm_columns.cuh"
 #include "ops/layer_norm.h"
 #include "ops/layer_norm_formulas.h"
 
@@ -99,31 +99,15 @@ __global__ void backward_dx_rows(T* dx, const T* g, const T* x, const double* me
   }
 }
 
-// partial_w/b[chunk * N + j] = Σ over the chunk's rows of g·x̂ and g, column j.
-template <class T>
-__global__ void param_partials(double* pw, double* pb, const T* g, const T* x, const double* mean, const double* rstd,
-                               int64_t M, int64_t N, int64_t rows_per_chunk) {
-  const int64_t chunk = blockIdx.y;
-  const int64_t r0 = chunk * rows_per_chunk, r1 = r0 + rows_per_chunk < M ? r0 + rows_per_chunk : M;
-  for (int64_t j : grid_stride(N)) {
-    double aw = 0, ab = 0;
-    for (int64_t r = r0; r < r1; ++r) {
-      const double gv = double(g[r * N + j]);
-      if (pw) aw += gv * normalized(double(x[r * N + j]), mean[r], rstd[r]);
-      ab += gv;
-    }
-    if (pw) pw[chunk * N + j] = aw;
-    if (pb) pb[chunk * N + j] = ab;
+// x̂ of (row, column), for the parameter column sums.
+template <class T> struct CentredXhat {
+  const T* x;
+  const double *mean, *rstd;
+  int64_t N;
+  __device__ double operator()(int64_t r, int64_t j) const {
+    return normalized(double(x[r * N + j]), mean[r], rstd[r]);
   }
-}
-
-template <class T> __global__ void sum_partials(T* out, const double* part, int64_t chunks, int64_t N) {
-  for (int64_t j : grid_stride(N)) {
-    double s = 0;
-    for (int64_t c = 0; c < chunks; ++c) s += part[c * N + j];
-    out[j] = T(s);
-  }
-}
+};
 
 void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g_in,
                               const Tensor& x_in, const Tensor& mean, const Tensor& rstd, const Tensor& w_in) {
@@ -132,9 +116,6 @@ void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& 
   const Tensor &g = in.g, &x = in.x, &w = in.w;
   const int64_t M = in.M, N = in.N;
   const int dev = g.device().index;
-  // Chunks of rows for the parameter partials: a function of M alone.
-  const int64_t rows_per_chunk = std::max<int64_t>(16, (M + 255) / 256);
-  const int64_t chunks = (M + rows_per_chunk - 1) / rows_per_chunk;
   dispatch_floating(g.dtype(), "layer_norm backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const cudaStream_t s = stream(dev);
@@ -151,23 +132,8 @@ void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& 
                                                                   rstd.data<double>(), wp, M, N);
       KS_CUDA_LAUNCH_CHECK();
     }
-    if (!dw.defined() && !db.defined()) return;
-    Tensor pw = dw.defined() ? Tensor::empty({chunks, N}, kFloat64, g.device()) : Tensor();
-    Tensor pb = db.defined() ? Tensor::empty({chunks, N}, kFloat64, g.device()) : Tensor();
-    const dim3 grid(unsigned(std::min<int64_t>((N + kThreads - 1) / kThreads, 65535)), unsigned(chunks));
-    param_partials<T><<<grid, kThreads, 0, s>>>(pw.defined() ? pw.data<double>() : nullptr,
-                                                pb.defined() ? pb.data<double>() : nullptr, g.data<T>(), xp,
-                                                mean.data<double>(), rstd.data<double>(), M, N, rows_per_chunk);
-    KS_CUDA_LAUNCH_CHECK();
-    const unsigned cols_grid = grid_for(N, kThreads, dev);
-    if (dw.defined()) {
-      sum_partials<T><<<cols_grid, kThreads, 0, s>>>(dw.data<T>(), pw.data<double>(), chunks, N);
-      KS_CUDA_LAUNCH_CHECK();
-    }
-    if (db.defined()) {
-      sum_partials<T><<<cols_grid, kThreads, 0, s>>>(db.data<T>(), pb.data<double>(), chunks, N);
-      KS_CUDA_LAUNCH_CHECK();
-    }
+    norm_columns::column_sums<T>(dw, db, g.data<T>(), CentredXhat<T>{xp, mean.data<double>(), rstd.data<double>(), N},
+                                 M, N, dev, s);
   });
 }
 

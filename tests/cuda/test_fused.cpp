@@ -1,5 +1,5 @@
 // tests/cuda/test_fused.cpp — CPU-vs-CUDA agreement of the fused kernels:
-// softmax/log_softmax, layer_norm, cross_entropy/nll_loss/mse_loss,
+// softmax/log_softmax, layer_norm, rms_norm, cross_entropy/nll_loss/mse_loss,
 // embedding, dropout and the optimizer updates, forward and backward, with
 // float64 gradchecks through the GPU and the error messages of bad targets
 // and indices.
@@ -68,6 +68,27 @@ TEST_CASE("cuda: layer_norm forward and backward match the CPU" * needs_gpu()) {
         return through_gpu([](const std::vector<Tensor>& u) { return layer_norm(u[0], {4}, u[1], u[2]); }, t);
       },
       {leaf64({3, 4}, 113, Layout::Permuted), leaf64({4}, 114), leaf64({4}, 115)});
+}
+
+TEST_CASE("cuda: rms_norm forward and backward match the CPU" * needs_gpu()) {
+  for (DType d : {kFloat32, kFloat64}) {
+    const double r = d == kFloat64 ? 1e-11 : 2e-5;
+    for (const Shape& shape : {Shape{4, 6, 16}, Shape{3, 3000}}) {
+      CAPTURE(d);
+      CAPTURE(shape.back());
+      const Shape ns{shape.back()};
+      Twin x = twin(shape, 116, Layout::Permuted, d, 5, 7), w = twin(ns, 117, Layout::Contiguous, d),
+           b = twin(ns, 118, Layout::Sliced, d);
+      check_layer_grads([&ns](const Tensor& t, const Tensor& wt, const Tensor& bt) { return rms_norm(t, ns, wt, bt); },
+                        x, w, b, r);
+      check_grad([&ns](const Tensor& t) { return rms_norm(t, ns); }, x, r);
+    }
+  }
+  CHECK_GRADCHECK(
+      [](const std::vector<Tensor>& t) {
+        return through_gpu([](const std::vector<Tensor>& u) { return rms_norm(u[0], {4}, u[1], u[2]); }, t);
+      },
+      {leaf64({3, 4}, 119, Layout::Permuted), leaf64({4}, 114), leaf64({4}, 115)});
 }
 
 TEST_CASE("cuda: cross_entropy, nll_loss and mse_loss match the CPU" * needs_gpu()) {

@@ -11,6 +11,7 @@
 #include "core/copy.h"
 #include "nn/checkpoint.h"
 #include "nn/feed_forward.h"
+#include "nn/ff_mlp.h"
 #include "nn/safetensors.h"
 
 using namespace ks;
@@ -21,7 +22,7 @@ std::string temp_path(const std::string& name) { return "/tmp/ks_ckpt_" + std::t
 
 TEST_CASE("checkpoint round trip: identical outputs and optimizer continuation") {
   manual_seed(3);
-  nn::FeedForward a(8, 16), b(8, 16);
+  nn::MLP a(8, 16), b(8, 16);
   nn::AdamW oa(a.parameters(), {.lr = 0.01}), ob(b.parameters(), {.lr = 0.01});
   Tensor x = randn({4, 8});
   for (int i = 0; i < 2; ++i) {
@@ -47,7 +48,7 @@ TEST_CASE("checkpoint round trip: identical outputs and optimizer continuation")
 }
 
 TEST_CASE("a checkpoint of another shape or with a tensor missing fails clearly") {
-  nn::FeedForward small(8, 16), big(8, 32);
+  nn::MLP small(8, 16), big(8, 32);
   std::string p = temp_path("shape.safetensors");
   nn::save_checkpoint(p, small);
   CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, big),
@@ -69,7 +70,7 @@ TEST_CASE("a checkpoint of another shape or with a tensor missing fails clearly"
 
 TEST_CASE("a checkpoint holding NaN or infinite weights is refused, naming the tensor") {
   // A diverged or damaged file would otherwise evaluate to a loss of NaN (printed as null) and exit 0.
-  nn::FeedForward ff(4, 8), other(4, 8);
+  nn::MLP ff(4, 8), other(4, 8);
   std::string p = temp_path("nan.safetensors");
   for (double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
     nn::NamedTensors state = ff.state_dict();

@@ -8,6 +8,7 @@
 #include "nn/feed_forward.h"
 #include "nn/init.h"
 #include "nn/layers.h"
+#include "nn/norm_layer.h"
 #include "nn/transformer.h"
 
 using namespace ks;

@@ -437,3 +437,26 @@ TEST_CASE("run folders written before tied_lookup_reversed read it as false, so 
             {{"model", "decoder_lm"}, {"vocab_size", 10}, {"d_model", 8}, {"layers", 1}, {"attention", {{"heads", 2}}}})
             .tied_lookup_reversed);
 }
+
+TEST_CASE("run folders written before model.norm, norm_eps, ff and bias read them as the blocks they were built with") {
+  const json old_cfg = {{"name", "r"}, {"model", {{"model", "encoder_classifier"}, {"vocab_size", 10}}}};
+  json upgraded = old_cfg;
+  upgrade_stored_config(upgraded);
+  CHECK(upgraded["model"]["norm"] == "layernorm");
+  CHECK(upgraded["model"]["norm_eps"] == 1e-5);
+  CHECK(upgraded["model"]["ff"] == "mlp");
+  CHECK(upgraded["model"]["bias"] == true);
+  // An old checkpoint's config matches a config.json that states today's keys at those values...
+  const nn::Metadata stored = {{"keystone.config", old_cfg.dump()}};
+  CHECK_NOTHROW(check_checkpoint_config(stored, upgraded, "old.safetensors"));
+  // ... and not one edited to other blocks.
+  json edited = upgraded;
+  edited["model"]["ff"] = "swiglu";
+  CHECK_THROWS_WITH_AS(check_checkpoint_config(stored, edited, "old.safetensors"), doctest::Contains("model.ff"),
+                       Error);
+  // A new run's keys are kept as they are.
+  json fresh = {{"model", {{"model", "decoder_lm"}, {"norm", "rmsnorm"}, {"bias", false}}}};
+  upgrade_stored_config(fresh);
+  CHECK(fresh["model"]["norm"] == "rmsnorm");
+  CHECK(fresh["model"]["bias"] == false);
+}

@@ -136,6 +136,8 @@ void upgrade_stored_config(json& config) {
   if (config.is_object() && !config.contains("plugins")) config["plugins"] = json::array();
   if (!config.is_object() || !config.contains("model") || !config["model"].is_object()) return;
   json& m = config["model"];
+  for (auto& [key, value] : models::stored_model_defaults().items())  // every model's keys added since
+    if (!m.contains(key)) m[key] = value;
   const std::string name = m.contains("model") && m["model"].is_string() ? m["model"].get<std::string>() : "";
   if (const models::ModelKind* kind = models::find_model_kind(name))  // the keys the kind added since, as they were
     for (auto& [key, value] : kind->stored_defaults.items())

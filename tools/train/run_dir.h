@@ -75,7 +75,8 @@ void remove_stale_temporaries(const RunPaths& paths);
 // A run's stored config (its config.json, or a checkpoint's keystone.config)
 // as today's code must read it: a key added after the run was written gets
 // the value that reproduces the behaviour it was trained with, where that is
-// not the key's new default. Today: the model kind's stored_defaults
+// not the key's new default. Today: every model's models::stored_model_defaults
+// (norm, norm_eps, ff, bias as they were before the keys), the model kind's stored_defaults
 // (models/kind.h; decoder_lm and seq2seq: tied_lookup_reversed = false, as
 // tied lookups were not reversed before the key existed), and plugins = [] (no
 // plugins then), so such a checkpoint's config still matches config.json.

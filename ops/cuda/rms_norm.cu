@@ -1,0 +1,127 @@
+// ops/cuda/rms_norm.cu — fused CUDA kernels for rms_norm, forward and
+// backward, with the numerics of ops/cpu/rms_norm.cpp.
+//
+// Rows (M of them, N elements each) are contiguous after the entry copy. The
+// forward gives each row a warp (N <= 1024) or a block: mean(x²) in double,
+// then y; rstd is saved in float64. The backward's dx is the same row
+// pattern; dweight and dbias are layer_norm's deterministic column sums
+// (cuda/norm_columns.cuh) with x̂ = x·rstd.
+#include <type_traits>
+
+#include "core/copy.h"
+#include "ops/cuda/block_reduce.cuh"
+#include "ops/cuda/norm_columns.cuh"
+#include "ops/rms_norm.h"
+#include "ops/rms_norm_formulas.h"
+
+namespace ks::cuda {
+namespace {
+
+using namespace rms_norm_formulas;
+
+template <class T, int TPR, bool HasW, bool HasB>
+__global__ void forward_rows(T* y, double* rstd, const T* x, const T* w, const T* b, int64_t M, int64_t N, double eps) {
+  const int lane = row_lane<TPR>();
+  const double inv_n = N > 0 ? 1.0 / double(N) : 0.0;
+  for (int64_t r = first_row<TPR>(); r < M; r += row_stride<TPR>()) {
+    const T* xr = x + r * N;
+    T* yr = y + r * N;
+    double q = 0;
+    for (int64_t i = lane; i < N; i += TPR) {
+      const double v = double(xr[i]);
+      q += v * v;
+    }
+    const double rs = rstd_of(row_sum<TPR>(q) * inv_n, eps);
+    if (lane == 0) rstd[r] = rs;
+    for (int64_t i = lane; i < N; i += TPR) yr[i] = affine<T, HasW, HasB>(double(xr[i]) * rs, w, b, i);
+  }
+}
+
+void rms_norm_cuda(const Tensor& y, const Tensor& rstd, const Tensor& x_in, const Tensor& w_in, const Tensor& b_in,
+                   double eps) {
+  forward_entry(y, rstd, x_in, w_in, b_in, [&](auto tag, const ForwardInputs& in) {
+    using T = typename decltype(tag)::type;
+    const Tensor& x = in.x;
+    const int64_t M = in.M, N = in.N;
+    const int dev = x.device().index;
+    const T* wp = in.w.defined() ? in.w.data<T>() : nullptr;
+    const T* bp = in.b.defined() ? in.b.data<T>() : nullptr;
+    const cudaStream_t s = stream(dev);
+    DeviceGuard guard(x.device());
+    const RowLaunch L = row_launch(M, N, dev);
+    auto launch = [&](auto tpr) {
+      with_affine(wp != nullptr, bp != nullptr, [&](auto has_w, auto has_b) {
+        forward_rows<T, decltype(tpr)::value, decltype(has_w)::value, decltype(has_b)::value>
+            <<<L.grid, kThreads, 0, s>>>(y.data<T>(), rstd.data<double>(), x.data<T>(), wp, bp, M, N, eps);
+      });
+    };
+    if (L.warp_rows)
+      launch(std::integral_constant<int, kWarp>{});
+    else
+      launch(std::integral_constant<int, kThreads>{});
+    KS_CUDA_LAUNCH_CHECK();
+  });
+}
+
+// dx_i = rstd · (gw_i - x̂_i · mean(gw · x̂)),  gw = g · weight, x̂ = x · rstd.
+template <class T, int TPR>
+__global__ void backward_dx_rows(T* dx, const T* g, const T* x, const double* rstd, const T* w, int64_t M, int64_t N) {
+  const int lane = row_lane<TPR>();
+  const double inv_n = 1.0 / double(N);
+  for (int64_t r = first_row<TPR>(); r < M; r += row_stride<TPR>()) {
+    const T* gr = g + r * N;
+    const T* xr = x + r * N;
+    const double rs = rstd[r];
+    double sc = 0;
+    for (int64_t i = lane; i < N; i += TPR) {
+      const double gw = w ? double(gr[i]) * double(w[i]) : double(gr[i]);
+      sc += gw * (double(xr[i]) * rs);
+    }
+    const double c = row_sum<TPR>(sc) * inv_n;
+    T* dr = dx + r * N;
+    for (int64_t i = lane; i < N; i += TPR) {
+      const double gw = w ? double(gr[i]) * double(w[i]) : double(gr[i]);
+      dr[i] = T(input_grad(gw, double(xr[i]) * rs, c, rs));
+    }
+  }
+}
+
+// x̂ of (row, column), for the parameter column sums.
+template <class T> struct ScaledXhat {
+  const T* x;
+  const double* rstd;
+  int64_t N;
+  __device__ double operator()(int64_t r, int64_t j) const { return double(x[r * N + j]) * rstd[r]; }
+};
+
+void rms_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g_in,
+                            const Tensor& x_in, const Tensor& rstd, const Tensor& w_in) {
+  const BackwardInputs in = backward_inputs(dw, db, g_in, x_in, rstd, w_in);
+  if (in.empty) return;
+  const Tensor &g = in.g, &x = in.x, &w = in.w;
+  const int64_t M = in.M, N = in.N;
+  const int dev = g.device().index;
+  dispatch_floating(g.dtype(), "rms_norm backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const cudaStream_t s = stream(dev);
+    DeviceGuard guard(g.device());
+    const T* xp = x.defined() ? x.data<T>() : nullptr;
+    if (dx.defined()) {
+      const T* wp = w.defined() ? w.data<T>() : nullptr;
+      const RowLaunch L = row_launch(M, N, dev);
+      if (L.warp_rows)
+        backward_dx_rows<T, kWarp>
+            <<<L.grid, kThreads, 0, s>>>(dx.data<T>(), g.data<T>(), xp, rstd.data<double>(), wp, M, N);
+      else
+        backward_dx_rows<T, kThreads>
+            <<<L.grid, kThreads, 0, s>>>(dx.data<T>(), g.data<T>(), xp, rstd.data<double>(), wp, M, N);
+      KS_CUDA_LAUNCH_CHECK();
+    }
+    norm_columns::column_sums<T>(dw, db, g.data<T>(), ScaledXhat<T>{xp, rstd.data<double>(), N}, M, N, dev, s);
+  });
+}
+
+}  // namespace
+KS_REGISTER_KERNEL(rms_norm_kernel, CUDA, rms_norm_cuda);
+KS_REGISTER_KERNEL(rms_norm_backward_kernel, CUDA, rms_norm_backward_cuda);
+}  // namespace ks::cuda
