@@ -39,6 +39,7 @@
 #include "ops/mixture_attention.h"
 #include "ops/optim.h"
 #include "ops/reduce.h"
+#include "ops/rope.h"
 #include "ops/scan.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
