@@ -50,15 +50,20 @@ using json = nlohmann::json;
 std::vector<KeyDoc> every_model_keys() {
   std::string kinds;
   for (const std::string& k : model_kinds()) kinds += (kinds.empty() ? "" : " | ") + k;
-  return {{"model", kinds + " (default: the data set's task)"},
-          {"d_model", "the width of every token's vector"},
-          {"d_ff", "the feed-forward inner width; 0: 4 * d_model"},
-          {"max_len", "the longest sequence, in tokens (the positions table)"},
-          {"dropout", "dropout after attention, feed-forward and embeddings, in [0, 1)"},
-          {"pre_norm", "layer norm before each sublayer (true) or after it (false, the seq2seq default)"},
-          {"activation", "the feed-forward activation: gelu | relu"},
-          {"positions", "learned | sinusoidal (the seq2seq default)"},
-          {"attention", "the attention of every layer (its keys below)"}};
+  std::string positions;
+  for (const std::string& k : nn::position_kinds()) positions += (positions.empty() ? "" : " | ") + k;
+  std::vector<KeyDoc> keys = {
+      {"model", kinds + " (default: the data set's task)"},
+      {"d_model", "the width of every token's vector"},
+      {"d_ff", "the feed-forward inner width; 0: 4 * d_model"},
+      {"max_len", "the longest sequence, in tokens (the positions table)"},
+      {"dropout", "dropout after attention, feed-forward and embeddings, in [0, 1)"},
+      {"pre_norm", "layer norm before each sublayer (true) or after it (false, the seq2seq default)"},
+      {"activation", "the feed-forward activation: gelu | relu"},
+      {"positions", positions + " (sinusoidal: the seq2seq default)"},
+      {"attention", "the attention of every layer (its keys below)"}};
+  for (const nn::OptionKey& k : nn::position_option_keys()) keys.push_back({k.key, k.doc});
+  return keys;
 }
 
 // The ModelConfig fields a kind lists among its keys, by key: the parser
@@ -154,6 +159,9 @@ nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m, const s
   a.options = nn::parse_attention_options(j, a.type, at);  // the family's own keys
   try {
     a.validate();
+    nn::AttentionConfig self = a;  // as the layers' self-attention gets it (models/shared.h layer_config)
+    m.position_kind()->configure_self_attention(self);
+    self.validate();
   } catch (const Error& e) {
     throw Error(str("config: ", prefix, e.what()));  // validate names "attention.<key>"
   }
@@ -225,8 +233,7 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
     if (const int64_t most = field_bound(k.key))
       check_at_most(m.*std::get<int64_t ModelConfig::*>(fields().at(k.key)), most, p, k.key.c_str());
   KS_CHECK(m.dropout >= 0 && m.dropout < 1, "config: ", p, "dropout: must be in [0, 1), got ", m.dropout);
-  KS_CHECK(m.positions == "learned" || m.positions == "sinusoidal", "config: ", p,
-           "positions: expected learned or sinusoidal, got '", m.positions, "'");
+  m.position_options = nn::parse_positions(m.positions, j, p);
   if (kind.validate) kind.validate(m, p);
   if (kind.parse_options) {
     m.options = kind.parse_options(j, p);
@@ -234,6 +241,12 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
   }
   m.attention = parse_attention(j.contains("attention") ? j.at("attention") : json::object(), m, p);
   return m;
+}
+
+std::shared_ptr<const nn::Positions> ModelConfig::position_kind() const {
+  // Options of another kind: `positions` was changed after parsing; the new kind starts from its defaults.
+  if (position_options && position_options->kind() == positions) return position_options;
+  return nn::parse_positions(positions, json::object(), "model.");
 }
 
 nlohmann::json ModelConfig::to_json() const {
@@ -252,6 +265,7 @@ nlohmann::json ModelConfig::to_json() const {
             {"activation", activation == nn::Activation::GELU ? "gelu" : "relu"},
             {"positions", positions},
             {"attention", a}};
+  j.update(position_kind()->to_json());  // the kind's own keys (rope_theta), none for a table
   const ModelKind& kind = model_kind(model);
   for (const KeyDoc& k : kind.keys) std::visit([&](auto member) { j[k.key] = this->*member; }, fields().at(k.key));
   if (kind.parse_options) j.update((options ? options : kind.parse_options(json::object(), ""))->to_json());

@@ -23,6 +23,7 @@
 
 #include "nn/attention/attention.h"
 #include "nn/feed_forward.h"
+#include "nn/positions/positions.h"
 
 namespace ks::models {
 
@@ -74,8 +75,12 @@ struct ModelConfig {
   double dropout = 0.1;
   bool pre_norm = true;  // a kind may default to post-LN (seq2seq, Vaswani et al.)
   nn::Activation activation = nn::Activation::GELU;
-  std::string positions = "learned";  // learned | sinusoidal (a kind may default to sinusoidal)
-  nn::AttentionConfig attention;      // d_model is filled in from d_model
+  std::string positions = "learned";  // a position kind (nn/positions/; a kind may default to sinusoidal)
+  // The kind's options (rope_theta), parsed by the kind; null, or another
+  // kind's (positions changed after parsing): the kind's defaults. Read
+  // through position_kind().
+  std::shared_ptr<const nn::Positions> position_options;
+  nn::AttentionConfig attention;  // d_model is filled in from d_model
   // "head_dim": "seq" sets the head size to max_len (Bhojanapalli et al.'s p = n)
 
   // A tied table (decoder_lm tie_embeddings, seq2seq share_embeddings) is
@@ -116,6 +121,8 @@ struct ModelConfig {
   std::shared_ptr<const ModelOptions> options;
 
   int64_t resolved_d_ff() const { return d_ff > 0 ? d_ff : 4 * d_model; }
+  // The descriptor of `positions` with position_options (its defaults when null).
+  std::shared_ptr<const nn::Positions> position_kind() const;
   nlohmann::json to_json() const;  // the resolved config, every key explicit
 
   // The options as the kind's type T; T's defaults when none are set.

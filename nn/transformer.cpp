@@ -55,7 +55,8 @@ Tensor EncoderLayer::run(const Tensor& x, const Tensor& key_padding) {
 DecoderLayer::DecoderLayer(const LayerConfig& cfg, bool cross_attention)
     : Module("DecoderLayer"), pre_norm(cfg.pre_norm) {
   self_attn = register_module("self_attn", make_attention(cfg.attention.at_width(cfg.d_model)));
-  if (cross_attention) cross_attn = register_module("cross_attn", make_attention(cfg.attention.at_width(cfg.d_model)));
+  if (cross_attention)
+    cross_attn = register_module("cross_attn", make_attention(cfg.attention.at_width(cfg.d_model).cross()));
   ff = register_module("ff", std::make_shared<FeedForward>(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout));
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(cfg.d_model));
   if (cross_attention) ln2 = register_module("ln2", std::make_shared<LayerNorm>(cfg.d_model));
