@@ -156,7 +156,7 @@ TEST_CASE("rope: a decoder layer's cross-attention takes no rope, its self-atten
   CHECK(layer.cross_attn->config.rope_theta == 0);
 }
 
-TEST_CASE("rope: linear and mlk refuse it by name; an odd head size is refused") {
+TEST_CASE("rope: linear and mlk refuse it by name, and an odd head size is refused") {
   for (const char* type : {"linear", "mlk"})
     CHECK_THROWS_WITH_AS(
         nn::make_attention(config(type, 8, 2)),
