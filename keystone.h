@@ -40,6 +40,7 @@
 #include "ops/optim.h"
 #include "ops/reduce.h"
 #include "ops/rms_norm.h"
+#include "ops/rope.h"
 #include "ops/scan.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"

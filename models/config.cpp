@@ -59,22 +59,27 @@ template <class Doc> std::string choices(const std::vector<std::string>& names, 
 std::vector<KeyDoc> every_model_keys() {
   std::string kinds;
   for (const std::string& k : model_kinds()) kinds += (kinds.empty() ? "" : " | ") + k;
-  return {{"model", kinds + " (default: the data set's task)"},
-          {"d_model", "the width of every token's vector"},
-          {"d_ff", "the feed-forward inner width; 0: the ff's rule (mlp: 4 * d_model; gated: see ff)"},
-          {"max_len", "the longest sequence, in tokens (the positions table)"},
-          {"dropout", "dropout after attention, feed-forward and embeddings, in [0, 1)"},
-          {"pre_norm", "layer norm before each sublayer (true) or after it (false, the seq2seq default)"},
-          {"activation", "the feed-forward activation: gelu | relu | gelu_tanh"},
-          {"positions", "learned | sinusoidal (the seq2seq default)"},
-          {"attention", "the attention of every layer (its keys below)"},
-          {"norm", "every norm: " + choices(nn::norm_kinds(), [](auto& n) { return nn::norm_kind(n).doc; }) +
-                       " (default layernorm)"},
-          {"norm_eps", "every norm's eps, > 0 (default 1e-5)"},
-          {"ff", "the feed-forward: " +
-                     choices(nn::feed_forward_kinds(), [](auto& n) { return nn::feed_forward_kind(n).doc; }) +
-                     " (default mlp; activation applies to mlp)"},
-          {"bias", "false: no biases in the attention projections, feed-forwards, output heads and norms"}};
+  std::string positions;
+  for (const std::string& k : nn::position_kinds()) positions += (positions.empty() ? "" : " | ") + k;
+  std::vector<KeyDoc> keys = {
+      {"model", kinds + " (default: the data set's task)"},
+      {"d_model", "the width of every token's vector"},
+      {"d_ff", "the feed-forward inner width; 0: the ff's rule (mlp: 4 * d_model; gated: see ff)"},
+      {"max_len", "the longest sequence, in tokens (the positions table)"},
+      {"dropout", "dropout after attention, feed-forward and embeddings, in [0, 1)"},
+      {"pre_norm", "layer norm before each sublayer (true) or after it (false, the seq2seq default)"},
+      {"activation", "the feed-forward activation: gelu | relu | gelu_tanh"},
+      {"positions", positions + " (sinusoidal: the seq2seq default)"},
+      {"attention", "the attention of every layer (its keys below)"},
+      {"norm", "every norm: " + choices(nn::norm_kinds(), [](auto& n) { return nn::norm_kind(n).doc; }) +
+                   " (default layernorm)"},
+      {"norm_eps", "every norm's eps, > 0 (default 1e-5)"},
+      {"ff", "the feed-forward: " +
+                 choices(nn::feed_forward_kinds(), [](auto& n) { return nn::feed_forward_kind(n).doc; }) +
+                 " (default mlp; activation applies to mlp)"},
+      {"bias", "false: no biases in the attention projections, feed-forwards, output heads and norms"}};
+  for (const nn::OptionKey& k : nn::position_option_keys()) keys.push_back({k.key, k.doc});
+  return keys;
 }
 
 // Throws "config: <p><key>: unknown <what> 'v' (expected a or b; did you mean a?)" unless v is in `known`.
@@ -180,6 +185,9 @@ nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m, const s
   a.options = nn::parse_attention_options(j, a.type, at);  // the family's own keys
   try {
     a.validate();
+    nn::AttentionConfig self = a;  // as the layers' self-attention gets it (models/shared.h layer_config)
+    m.position_kind()->configure_self_attention(self);
+    self.validate();
   } catch (const Error& e) {
     throw Error(str("config: ", prefix, e.what()));  // validate names "attention.<key>"
   }
@@ -255,8 +263,7 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
     if (const int64_t most = field_bound(k.key))
       check_at_most(m.*std::get<int64_t ModelConfig::*>(fields().at(k.key)), most, p, k.key.c_str());
   KS_CHECK(m.dropout >= 0 && m.dropout < 1, "config: ", p, "dropout: must be in [0, 1), got ", m.dropout);
-  KS_CHECK(m.positions == "learned" || m.positions == "sinusoidal", "config: ", p,
-           "positions: expected learned or sinusoidal, got '", m.positions, "'");
+  m.position_options = nn::parse_positions(m.positions, j, p);
   check_choice(m.norm, nn::norm_kinds(), p, "norm", "norm");
   KS_CHECK(m.norm_eps > 0 && std::isfinite(m.norm_eps), "config: ", p,
            "norm_eps: must be a positive finite number, got ", m.norm_eps);
@@ -283,6 +290,12 @@ const nlohmann::json& stored_model_defaults() {
   return defaults;
 }
 
+std::shared_ptr<const nn::Positions> ModelConfig::position_kind() const {
+  // Options of another kind: `positions` was changed after parsing; the new kind starts from its defaults.
+  if (position_options && position_options->kind() == positions) return position_options;
+  return nn::parse_positions(positions, json::object(), "model.");
+}
+
 nlohmann::json ModelConfig::to_json() const {
   json a = nn::attention_options_json(attention);  // the family's keys, every other family's at its defaults
   a.update({{"type", attention.type},
@@ -303,6 +316,7 @@ nlohmann::json ModelConfig::to_json() const {
             {"norm_eps", norm_eps},
             {"ff", ff},
             {"bias", bias}};
+  j.update(position_kind()->to_json());  // the kind's own keys (rope_theta), none for a table
   const ModelKind& kind = model_kind(model);
   for (const KeyDoc& k : kind.keys) std::visit([&](auto member) { j[k.key] = this->*member; }, fields().at(k.key));
   if (kind.parse_options) j.update((options ? options : kind.parse_options(json::object(), ""))->to_json());

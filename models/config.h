@@ -24,6 +24,7 @@
 #include "nn/attention/attention.h"
 #include "nn/feed_forward.h"
 #include "nn/norm.h"
+#include "nn/positions/positions.h"
 
 namespace ks::models {
 
@@ -75,11 +76,15 @@ struct ModelConfig {
   double dropout = 0.1;
   bool pre_norm = true;  // a kind may default to post-LN (seq2seq, Vaswani et al.)
   nn::Activation activation = nn::Activation::GELU;
-  std::string positions = "learned";  // learned | sinusoidal (a kind may default to sinusoidal)
-  nn::AttentionConfig attention;      // d_model is filled in from d_model
-  std::string norm = "layernorm";     // every norm's kind (nn/norm.h)
-  double norm_eps = 1e-5;             // every norm's eps
-  std::string ff = "mlp";             // the feed-forward kind (nn/feed_forward.h)
+  std::string positions = "learned";  // a position kind (nn/positions/; a kind may default to sinusoidal)
+  // The kind's options (rope_theta), parsed by the kind; null, or another
+  // kind's (positions changed after parsing): the kind's defaults. Read
+  // through position_kind().
+  std::shared_ptr<const nn::Positions> position_options;
+  nn::AttentionConfig attention;  // d_model is filled in from d_model
+  std::string norm = "layernorm";  // every norm's kind (nn/norm.h)
+  double norm_eps = 1e-5;          // every norm's eps
+  std::string ff = "mlp";          // the feed-forward kind (nn/feed_forward.h)
   bool bias = true;  // false: no biases in attention projections, feed-forwards, heads, nor norms' shifts
   // "head_dim": "seq" sets the head size to max_len (Bhojanapalli et al.'s p = n)
 
@@ -123,6 +128,8 @@ struct ModelConfig {
 
   int64_t resolved_d_ff() const;  // d_ff, or the ff kind's hidden width for 0
   nn::NormConfig norm_config() const { return {norm, norm_eps, bias}; }
+  // The descriptor of `positions` with position_options (its defaults when null).
+  std::shared_ptr<const nn::Positions> position_kind() const;
   nlohmann::json to_json() const;  // the resolved config, every key explicit
 
   // The options as the kind's type T; T's defaults when none are set.

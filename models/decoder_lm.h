@@ -1,6 +1,6 @@
 // models/decoder_lm.h — the decoder-only language model ("decoder_lm").
 //
-//   tokens (B, T) -> Embedding (pad_id as padding_idx) + positions (learned or sinusoidal)
+//   tokens (B, T) -> Embedding (pad_id as padding_idx) + positions (learned, sinusoidal; rope: none, it turns q and k)
 //     -> config.layers × nn::DecoderLayer (causal self-attention of config.attention, no
 //        cross-attention) -> final norm (pre-LN only; post-LN layers end normalised)
 //     -> logits (B, T, V): a Linear(d, V) without bias, or, with tie_embeddings,

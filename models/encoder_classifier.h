@@ -2,7 +2,7 @@
 // ("encoder_classifier"), as used for the LRA tasks.
 //
 //   tokens (B, T) -> Embedding (pad_id as padding_idx)   [cls: a learned vector prepended]
-//     + positions (learned or sinusoidal; the [CLS] vector takes position 0)
+//     + positions (learned or sinusoidal, or rope inside attention; the [CLS] vector takes position 0)
 //     -> config.layers × nn::EncoderLayer (keys equal to pad_id masked out)
 //     -> final norm (pre-LN only)
 //     -> pooling: "mean" over the non-padding positions, or "cls" (the output at position 0)

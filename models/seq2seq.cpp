@@ -8,6 +8,7 @@
 #include "autograd/anomaly.h"
 #include "autograd/grad_mode.h"
 #include "core/factory.h"
+#include "models/shared.h"
 #include "nn/init.h"
 #include "ops/compare.h"
 #include "ops/elementwise.h"
@@ -28,11 +29,6 @@ std::shared_ptr<nn::Embedding> token_table(int64_t vocab, int64_t d, int64_t pad
   NoGradGuard no_grad;
   fill_(e->weight.alias({d}, {1}, pad_id * d), 0.0);
   return e;
-}
-
-std::shared_ptr<nn::Module> position_table(const ModelConfig& cfg) {
-  if (cfg.positions == "learned") return std::make_shared<nn::LearnedPositions>(cfg.max_len, cfg.d_model);
-  return std::make_shared<nn::SinusoidalPositions>(cfg.max_len, cfg.d_model);
 }
 
 // tokens (B, T) int64, every id in [0, vocab), T >= 1 and cached + T <= max_len.
@@ -58,7 +54,7 @@ Tensor int64_tensor(const std::vector<int64_t>& values, Shape shape, Device devi
 
 void DecodeCache::reorder(const Tensor& rows) { reorder_caches(layers, rows); }
 
-Seq2Seq::Seq2Seq(const ModelConfig& cfg) : Model(cfg, "Seq2Seq") {
+Seq2Seq::Seq2Seq(const ModelConfig& cfg) : Model(cfg, "Seq2Seq"), position_kind(cfg.position_kind()) {
   KS_CHECK(cfg.src_vocab_size > 0 && cfg.tgt_vocab_size > 0,
            "seq2seq: src_vocab_size and tgt_vocab_size must be "
            "positive, got ",
@@ -78,8 +74,9 @@ Seq2Seq::Seq2Seq(const ModelConfig& cfg) : Model(cfg, "Seq2Seq") {
     src_embed = register_module("src_embed", token_table(cfg.src_vocab_size, d, cfg.pad_id));
     tgt_embed = register_module("tgt_embed", token_table(cfg.tgt_vocab_size, d, cfg.pad_id));
   }
-  src_pos = register_module("src_pos", position_table(cfg));
-  tgt_pos = register_module("tgt_pos", position_table(cfg));
+  // A kind with a table gives each side its own; rope gives none (its rotations are in the self-attentions).
+  if (auto table = position_kind->make_table(cfg.max_len, d)) src_pos = register_module("src_pos", table);
+  if (auto table = position_kind->make_table(cfg.max_len, d)) tgt_pos = register_module("tgt_pos", table);
   drop = register_module("drop", std::make_shared<nn::Dropout>(cfg.dropout));
   encoder = register_module("encoder", std::make_shared<nn::ModuleList<nn::EncoderLayer>>());
   for (int64_t i = 0; i < cfg.encoder_layers; ++i)
@@ -95,22 +92,19 @@ Seq2Seq::Seq2Seq(const ModelConfig& cfg) : Model(cfg, "Seq2Seq") {
     out = register_module("out", std::make_shared<nn::Linear>(d, cfg.tgt_vocab_size, cfg.bias));
 }
 
-Tensor Seq2Seq::embed(const nn::Embedding& table, const nn::Module& positions, const Tensor& tokens, int64_t offset) {
+Tensor Seq2Seq::embed(const nn::Embedding& table, const nn::Module* positions, const Tensor& tokens, int64_t offset) {
   Tensor x = table.forward(tokens);  // (B, T, d)
   // A shared table is also the output layer: its lookups enter reversed (models/config.h tied_lookup_reversed).
   if (config.share_embeddings && config.tied_lookup_reversed) x = flip(x, {-1});
   x = mul(x, std::sqrt(double(config.d_model)));
-  if (auto* s = dynamic_cast<const nn::SinusoidalPositions*>(&positions))
-    x = s->forward(x, offset);
-  else
-    x = dynamic_cast<const nn::LearnedPositions&>(positions).forward(x, offset);
+  if (positions) x = position_kind->add_table(*positions, x, offset);
   return drop->forward(x);
 }
 
 Seq2Seq::Encoded Seq2Seq::encode(const Tensor& src) {
   check_tokens(src, "src", config.src_vocab_size, config.max_len);
   Tensor padding = eq(src, double(config.pad_id));  // (B, S)
-  Tensor h = embed(*src_embed, *src_pos, src, 0);
+  Tensor h = embed(*src_embed, src_pos.get(), src, 0);
   for (size_t i = 0; i < encoder->size(); ++i) {
     NameScope scope("encoder", int64_t(i));  // anomaly mode's "encoder.3.ff"
     h = (*encoder)[i].forward(h, padding);
@@ -136,7 +130,7 @@ Tensor Seq2Seq::decode(const Tensor& tgt_in, const Tensor& memory, const Tensor&
              " layers, the decoder ", decoder->size());
   }
   Tensor padding = eq(tgt_in, double(config.pad_id));  // (B, T)
-  Tensor h = embed(*tgt_embed, *tgt_pos, tgt_in, offset);
+  Tensor h = embed(*tgt_embed, tgt_pos.get(), tgt_in, offset);
   for (size_t i = 0; i < decoder->size(); ++i) {
     NameScope scope("decoder", int64_t(i));
     h = (*decoder)[i].forward(h, memory, padding, memory_padding, cache ? &cache->layers[i] : nullptr);
@@ -243,7 +237,7 @@ ModelCost Seq2Seq::cost(int64_t seq_len) const {
 
   ModelCost cost;
   cost.embedding_params = (c.share_embeddings ? V : c.src_vocab_size + V) * d;
-  if (c.positions == "learned") cost.embedding_params += 2 * c.max_len * d;
+  if (src_pos) cost.embedding_params += src_pos->num_parameters() + tgt_pos->num_parameters();
   cost.params = cost.embedding_params;
   cost.params += c.encoder_layers * (self.params + ff_params + 2 * norm_params);
   cost.params += c.decoder_layers * (2 * self.params + ff_params + 3 * norm_params);

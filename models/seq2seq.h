@@ -11,7 +11,8 @@
 // Choices, following Vaswani et al. and fairseq's transformer:
 // - post-LN by default (config.pre_norm switches to pre-LN, which adds the two
 //   final norms); sinusoidal positions by default, "learned" gives each
-//   side its own table.
+//   side its own table, "rope" rotates queries and keys in the encoder's and
+//   the decoder's self-attention (never in cross-attention) and has no table.
 // - token tables start as N(0, 1/d), so that after the √d scale they are of
 //   unit size like the positions; the pad row is zero and gets no gradient.
 // - share_embeddings (fairseq's share_all_embeddings): one table for source
@@ -84,7 +85,8 @@ class Seq2Seq : public Model {
   ModelCost cost(int64_t seq_len) const override;
 
   std::shared_ptr<nn::Embedding> src_embed, tgt_embed;  // the same module when shared
-  std::shared_ptr<nn::Module> src_pos, tgt_pos;         // SinusoidalPositions or LearnedPositions
+  std::shared_ptr<nn::Module> src_pos, tgt_pos;         // the positions kind's tables; null for rope
+  std::shared_ptr<const nn::Positions> position_kind;   // config.positions (nn/positions/)
   std::shared_ptr<nn::ModuleList<nn::EncoderLayer>> encoder;
   std::shared_ptr<nn::ModuleList<nn::DecoderLayer>> decoder;
   std::shared_ptr<nn::Norm> encoder_norm, decoder_norm;  // pre-LN only
@@ -92,7 +94,7 @@ class Seq2Seq : public Model {
   std::shared_ptr<nn::Dropout> drop;
 
  private:
-  Tensor embed(const nn::Embedding& table, const nn::Module& positions, const Tensor& tokens, int64_t offset);
+  Tensor embed(const nn::Embedding& table, const nn::Module* positions, const Tensor& tokens, int64_t offset);
 };
 
 }  // namespace ks::models

@@ -1,7 +1,6 @@
 // models/shared.cpp — key and token checks, the position table, the layer config.
 #include "models/shared.h"
 
-#include "nn/init.h"
 #include "ops/reduce.h"
 
 namespace ks::models {
@@ -23,6 +22,7 @@ nn::LayerConfig layer_config(const ModelConfig& cfg) {
   l.ff = cfg.ff;
   l.ff_bias = cfg.bias;
   l.norm = cfg.norm_config();
+  cfg.position_kind()->configure_self_attention(l.attention);  // rope_theta (cross-attention drops it)
   return l;
 }
 
@@ -40,19 +40,18 @@ void check_tokens(const Tensor& tokens, int64_t vocab_size, int64_t max_len, int
   KS_CHECK(lo >= 0 && hi < vocab_size, who, ": token id ", lo < 0 ? lo : hi, " is outside [0, ", vocab_size, ")");
 }
 
-PositionTable::PositionTable(nn::Module& owner, const ModelConfig& cfg) {
-  if (cfg.positions == "learned")
-    learned_ = owner.register_module("pos", std::make_shared<nn::LearnedPositions>(cfg.max_len, cfg.d_model));
-  else
-    sinusoidal_ = owner.register_module("pos", std::make_shared<nn::SinusoidalPositions>(cfg.max_len, cfg.d_model));
+PositionTable::PositionTable(nn::Module& owner, const ModelConfig& cfg) : kind_(cfg.position_kind()) {
+  if (auto table = kind_->make_table(cfg.max_len, cfg.d_model)) table_ = owner.register_module("pos", table);
 }
 
+int64_t PositionTable::num_parameters() const { return table_ ? table_->num_parameters() : 0; }
+
 void PositionTable::init_normal(double std) {
-  if (learned_) nn::init::normal_(learned_->weight, 0.0, std);
+  if (table_) kind_->init_table_normal(*table_, std);
 }
 
 Tensor PositionTable::add(const Tensor& x, int64_t offset) const {
-  return learned_ ? learned_->forward(x, offset) : sinusoidal_->forward(x, offset);
+  return table_ ? kind_->add_table(*table_, x, offset) : x;
 }
 
 }  // namespace ks::models

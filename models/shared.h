@@ -1,7 +1,7 @@
 // models/shared.h — what the decoder LM and the encoder classifier share (and seq2seq, its layer config):
 // the checks of their keys (vocab_size, layers, pad_id), checking a token batch, the position table chosen by
-// config.positions (learned parameters or a fixed sinusoidal buffer), and the layer config their Transformer layers are
-// built from.
+// config.positions (learned parameters, a fixed sinusoidal buffer, or none), and the layer config their Transformer
+// layers are built from (with what the positions kind sets on self-attention).
 //
 // Not here: the token Embedding itself (nn::Embedding), the models.
 #pragma once
@@ -25,20 +25,22 @@ nn::LayerConfig layer_config(const ModelConfig& cfg);
 // in [0, vocab_size), and positions offset .. offset + T - 1 fit max_len.
 void check_tokens(const Tensor& tokens, int64_t vocab_size, int64_t max_len, int64_t offset, const char* who);
 
-// Registers itself on `owner` as "pos": nn::LearnedPositions (parameter
-// "pos.weight") or nn::SinusoidalPositions (buffer "pos.table").
+// The table config.positions adds to the token embeddings (nn/positions/):
+// its module registered on `owner` as "pos" (nn::LearnedPositions, parameter
+// "pos.weight"; nn::SinusoidalPositions, buffer "pos.table"), or nothing for a
+// kind that acts inside attention (rope).
 class PositionTable {
  public:
   PositionTable(nn::Module& owner, const ModelConfig& cfg);
-  // x (B, T, d) -> x + P[offset : offset + T]
+  // x (B, T, d) -> x + P[offset : offset + T]; x itself without a table.
   Tensor add(const Tensor& x, int64_t offset = 0) const;
-  int64_t num_parameters() const { return learned_ ? learned_->weight.numel() : 0; }
+  int64_t num_parameters() const;
   // Redraws a learned table from N(0, std²); a sinusoidal one is fixed and kept.
   void init_normal(double std);
 
  private:
-  std::shared_ptr<nn::LearnedPositions> learned_;
-  std::shared_ptr<nn::SinusoidalPositions> sinusoidal_;
+  std::shared_ptr<const nn::Positions> kind_;
+  std::shared_ptr<nn::Module> table_;  // null: no table
 };
 
 }  // namespace ks::models

@@ -63,7 +63,8 @@ Tensor EncoderLayer::run(const Tensor& x, const Tensor& key_padding) {
 DecoderLayer::DecoderLayer(const LayerConfig& cfg, bool cross_attention)
     : Module("DecoderLayer"), pre_norm(cfg.pre_norm) {
   self_attn = register_module("self_attn", make_attention(cfg.attention.at_width(cfg.d_model)));
-  if (cross_attention) cross_attn = register_module("cross_attn", make_attention(cfg.attention.at_width(cfg.d_model)));
+  if (cross_attention)
+    cross_attn = register_module("cross_attn", make_attention(cfg.attention.at_width(cfg.d_model).cross()));
   ff = register_module("ff", feed_forward(cfg));
   ln1 = register_module("ln1", make_norm(cfg.d_model, cfg.norm));
   if (cross_attention) ln2 = register_module("ln2", make_norm(cfg.d_model, cfg.norm));

@@ -3,6 +3,7 @@
 // keys), and finding the attention modules of a model.
 #include "nn/attention/attention.h"
 
+#include <cmath>
 #include <map>
 
 #include "core/plugin_loader.h"
@@ -73,6 +74,12 @@ AttentionConfig AttentionConfig::at_width(int64_t d) const {
   return a;
 }
 
+AttentionConfig AttentionConfig::cross() const {
+  AttentionConfig a = *this;
+  a.rope_theta = 0;
+  return a;
+}
+
 void AttentionConfig::validate() const {
   const AttentionFamily& f = family(type);
   KS_CHECK(d_model > 0, "attention: d_model must be positive, got ", d_model);
@@ -84,6 +91,10 @@ void AttentionConfig::validate() const {
              "; set attention.head_dim (the \"fixed\" family allows any head size)");
   KS_CHECK(!options || typeid(*options) == *f.options_type, "attention '", type, "': its options are another family's");
   KS_CHECK(dropout >= 0 && dropout < 1, "attention.dropout must be in [0, 1), got ", dropout);
+  KS_CHECK(rope_theta >= 0 && std::isfinite(rope_theta), "attention.rope_theta must be >= 0 (0: no rotary ",
+           "embeddings), got ", rope_theta);
+  KS_CHECK(rope_theta == 0 || resolved_head_dim() % 2 == 0, "attention.rope_theta: rotary embeddings pair ",
+           "dimension i with i + p/2, so the head size must be even, got ", resolved_head_dim());
   (options ? *options : *defaults(f)).validate(*this);
 }
 

@@ -57,6 +57,11 @@ struct AttentionConfig {
   int64_t head_dim = 0;  // p; 0: d_model / heads (which must divide). "fixed" sets it freely
   double dropout = 0;    // on attention weights (families that form them)
   bool bias = true;      // biases of the projections
+  // > 0: rotary position embeddings with this base θ (ops/rope.h): queries and
+  // keys turn by their absolute positions (cache offset + t) after projection,
+  // before the cache keeps the keys (nn/attention/rope.h). Set by the
+  // positions kind "rope" (nn/positions/) on self-attention only; 0: none.
+  double rope_theta = 0;
   // The family's options, shared read-only between copies of the config;
   // null: the family's defaults. Set with with_options, read with options_as.
   std::shared_ptr<const AttentionOptions> options;
@@ -67,6 +72,9 @@ struct AttentionConfig {
   // memory of the same width): this config with d_model = d and kv_dim 0.
   // The one place a model sets an attention's width.
   AttentionConfig at_width(int64_t d) const;
+  // This config for a cross-attention: without position terms (rope_theta
+  // 0), as a decoder's queries and the encoder's keys share no positions.
+  AttentionConfig cross() const;
   // Throws ks::Error naming the offending field and value.
   void validate() const;
 

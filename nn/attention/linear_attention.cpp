@@ -32,8 +32,20 @@ std::vector<OptionKey> MlkOptions::option_keys() { return {{"keys", "Gaussian ke
 
 nlohmann::json MlkOptions::to_json() const { return {{"keys", keys}}; }
 
-void MlkOptions::validate(const AttentionConfig&) const {
+namespace {
+// RoFormer's linear form (rotated φ(q)·φ(k) in the numerator, the unrotated
+// sums in the denominator) is not implemented: its rotated numerator cannot go
+// through ops/linear_attention.h's one prefix scan, which shares its keys with
+// the denominator. Refused by name rather than silently unrotated.
+void refuse_rope(const AttentionConfig& cfg) {
+  KS_CHECK(cfg.rope_theta == 0, "attention.rope_theta: the \"", cfg.type, "\" family does not take rotary ",
+           "embeddings (positions \"rope\"); use softmax, fixed, mgk or smgk, or positions learned/sinusoidal");
+}
+}  // namespace
+
+void MlkOptions::validate(const AttentionConfig& cfg) const {
   KS_CHECK(keys >= 1, "attention.keys must be >= 1, got ", keys);
+  refuse_rope(cfg);
 }
 
 LinearAttention::LinearAttention(const AttentionConfig& cfg, bool mixture)
@@ -143,7 +155,7 @@ struct LinearOptions : AttentionOptions {
   static LinearOptions parse(const nlohmann::json&, const std::string&) { return {}; }
   static std::vector<OptionKey> option_keys() { return {}; }
   nlohmann::json to_json() const override { return nlohmann::json::object(); }
-  void validate(const AttentionConfig&) const override {}
+  void validate(const AttentionConfig& cfg) const override { refuse_rope(cfg); }
 };
 
 std::shared_ptr<Attention> make_linear(const AttentionConfig& cfg) {

@@ -12,6 +12,7 @@
 #include "core/copy.h"
 #include "core/factory.h"
 #include "nn/attention/heads.h"
+#include "nn/attention/rope.h"
 #include "nn/init.h"
 #include "nn/user_input.h"
 #include "ops/compare.h"
@@ -161,7 +162,8 @@ Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, cons
   const std::vector<double> inv_s2 = inverse_sigma2();
   const bool one_sigma = std::all_of(inv_s2.begin(), inv_s2.end(), [&](double x) { return x == inv_s2[0]; });
 
-  Tensor qh = split_heads(q->forward(query), h, p);  // (B, h, T, p)
+  const int64_t at = rope_offset(cache);  // rotary positions (nn/attention/rope.h), when rope_theta > 0
+  Tensor qh = apply_rope(config, split_heads(q->forward(query), h, p), at);  // (B, h, T, p)
   CachedKeys kv = keys_through_cache(
       cache,
       [&] {
@@ -173,7 +175,8 @@ Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, cons
         } else {
           kr = contiguous(permute(view(k->forward(key), {B, S, M, h, p}), {0, 3, 2, 1, 4}));
         }
-        return std::pair{kr, split_heads(v->forward(value), h, p)};
+        // Each key component turns by its position; ‖q − k_r‖² then depends on the distance only.
+        return std::pair{apply_rope(config, kr, at), split_heads(v->forward(value), h, p)};
       },
       mask.key_padding, B, 3, query.device());
   const Tensor& kr = kv.k;  // (B, h, M, S, p)

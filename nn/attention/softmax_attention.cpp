@@ -8,6 +8,7 @@
 #include "autograd/node.h"
 #include "core/factory.h"
 #include "nn/attention/heads.h"
+#include "nn/attention/rope.h"
 #include "ops/attention.h"
 #include "ops/compare.h"
 #include "ops/elementwise.h"
@@ -34,11 +35,13 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   const int64_t B = query.size(0), T = query.size(1);
 
   const double scale = 1.0 / std::sqrt(double(p));
-  Tensor qh = split_heads(q->forward(query), h, p);  // (B, h, T, p)
+  const int64_t at = rope_offset(cache);  // rotary positions (nn/attention/rope.h), when rope_theta > 0
+  Tensor qh = apply_rope(config, split_heads(q->forward(query), h, p), at);  // (B, h, T, p)
   CachedKeys kv = keys_through_cache(
       cache,
       [&] {
-        return std::pair{split_heads(k->forward(key), h, p), split_heads(v->forward(value), h, p)};
+        return std::pair{apply_rope(config, split_heads(k->forward(key), h, p), at),
+                         split_heads(v->forward(value), h, p)};
       },
       mask.key_padding, B, 2, query.device());  // k, v (B, h, S, p)
 
