@@ -74,9 +74,9 @@ std::vector<KeyDoc> every_model_keys() {
       {"norm", "every norm: " + choices(nn::norm_kinds(), [](auto& n) { return nn::norm_kind(n).doc; }) +
                    " (default layernorm)"},
       {"norm_eps", "every norm's eps, > 0 (default 1e-5)"},
-      {"ff", "the feed-forward: " +
-                 choices(nn::feed_forward_kinds(), [](auto& n) { return nn::feed_forward_kind(n).doc; }) +
-                 " (default mlp; activation applies to mlp)"},
+      {"ff",
+       "the feed-forward: " + choices(nn::feed_forward_kinds(), [](auto& n) { return nn::feed_forward_kind(n).doc; }) +
+           " (default mlp; activation applies to mlp)"},
       {"bias", "false: no biases in the attention projections, feed-forwards, output heads and norms"}};
   for (const nn::OptionKey& k : nn::position_option_keys()) keys.push_back({k.key, k.doc});
   return keys;

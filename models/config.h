@@ -81,11 +81,11 @@ struct ModelConfig {
   // kind's (positions changed after parsing): the kind's defaults. Read
   // through position_kind().
   std::shared_ptr<const nn::Positions> position_options;
-  nn::AttentionConfig attention;  // d_model is filled in from d_model
+  nn::AttentionConfig attention;   // d_model is filled in from d_model
   std::string norm = "layernorm";  // every norm's kind (nn/norm.h)
   double norm_eps = 1e-5;          // every norm's eps
   std::string ff = "mlp";          // the feed-forward kind (nn/feed_forward.h)
-  bool bias = true;  // false: no biases in attention projections, feed-forwards, heads, nor norms' shifts
+  bool bias = true;                // false: no biases in attention projections, feed-forwards, heads, nor norms' shifts
   // "head_dim": "seq" sets the head size to max_len (Bhojanapalli et al.'s p = n)
 
   // A tied table (decoder_lm tie_embeddings, seq2seq share_embeddings) is

@@ -162,7 +162,7 @@ TEST_CASE("decoder_lm: generate with a repetition penalty equals penalised argma
   CHECK(out.to_vector<int64_t>() != m->generate(from_vector(prompt, {1, 4}), 12).to_vector<int64_t>());
 }
 
-TEST_CASE("stop strings: generation ends at the step whose text holds one; the text is cut before it") {
+TEST_CASE("stop strings: generation ends at the step whose text holds one, and the text is cut before it") {
   auto m = small_lm(32);
   // Each id decodes to "<id>,": a stop string can span tokens and end inside one.
   auto decode = [](const std::vector<int64_t>& ids) {
