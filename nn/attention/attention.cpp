@@ -52,6 +52,14 @@ std::string listed(const std::vector<std::string>& names) {
   return s;
 }
 
+// The families whose default options say yes to `takes`, in registry order.
+std::vector<std::string> families_that(bool (AttentionOptions::*takes)() const) {
+  std::vector<std::string> out;
+  for (auto& [name, f] : registry())
+    if (((*defaults(f)).*takes)()) out.push_back(name);
+  return out;
+}
+
 }  // namespace
 
 bool register_attention_family(const std::string& type, AttentionFamily family) {
@@ -84,7 +92,16 @@ void AttentionConfig::validate() const {
              "; set attention.head_dim (the \"fixed\" family allows any head size)");
   KS_CHECK(!options || typeid(*options) == *f.options_type, "attention '", type, "': its options are another family's");
   KS_CHECK(dropout >= 0 && dropout < 1, "attention.dropout must be in [0, 1), got ", dropout);
-  (options ? *options : *defaults(f)).validate(*this);
+  KS_CHECK(kv_heads >= 0, "attention.kv_heads must be >= 0 (0 means heads), got ", kv_heads);
+  KS_CHECK(kv_heads == 0 || heads % kv_heads == 0, "attention.kv_heads: ", kv_heads, " key/value heads do not divide ",
+           heads, " heads (each key/value head serves an equal group of query heads)");
+  const AttentionOptions& opts = options ? *options : *defaults(f);
+  KS_CHECK(resolved_kv_heads() == heads || opts.takes_kv_groups(), "attention.kv_heads: the \"", type,
+           "\" family has one key/value head per query head, got kv_heads ", kv_heads, " for ", heads,
+           " heads (grouped-query attention: ", listed(families_that(&AttentionOptions::takes_kv_groups)), ")");
+  KS_CHECK(!alibi || opts.takes_alibi(), "attention.alibi: the \"", type, "\" family does not take ALiBi (",
+           listed(families_that(&AttentionOptions::takes_alibi)), " do)");
+  opts.validate(*this);
 }
 
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg) {
