@@ -138,6 +138,9 @@ const std::vector<KeyDoc> kAttention = {
     {"type", "the attention family: softmax | fixed | linear | mgk | smgk | mlk | ..."},
     {"heads", "attention heads"},
     {"head_dim", "each head's width p; 0: d_model / heads; \"seq\": max_len"},
+    {"kv_heads",
+     "key/value heads, dividing heads (grouped-query attention; 1: multi-query); 0: heads (softmax, fixed)"},
+    {"alibi", "ALiBi linear position biases on the scores, -m_h|i - j| (softmax, fixed)"},
     {"dropout", "dropout on the attention weights, in [0, 1)"},
     {"bias", "biases in the projections"}};
 
@@ -179,6 +182,8 @@ nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m, const s
   } else {
     nn::read_json_key(j, "head_dim", a.head_dim, at);
   }
+  nn::read_json_key(j, "kv_heads", a.kv_heads, at);
+  nn::read_json_key(j, "alibi", a.alibi, at);
   nn::read_json_key(j, "dropout", a.dropout, at);
   nn::read_json_key(j, "bias", a.bias, at);
   a = a.at_width(m.d_model);
@@ -301,6 +306,8 @@ nlohmann::json ModelConfig::to_json() const {
   a.update({{"type", attention.type},
             {"heads", attention.heads},
             {"head_dim", attention.resolved_head_dim()},
+            {"kv_heads", attention.kv_heads},
+            {"alibi", attention.alibi},
             {"dropout", attention.dropout},
             {"bias", attention.bias}});
   json j = {{"model", model},

@@ -67,15 +67,18 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   check_attention_operand(kOp, "k", k, q);
   check_attention_operand(kOp, "v", v, q);
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), P = q.size(3);
-  KS_CHECK(k.dim() == 4 && k.size(0) == B && k.size(1) == H && k.size(3) == P, kOp, ": k must be (", B, ", ", H,
-           ", S, ", P, ") to match q ", describe(q), ", got ", describe(k));
-  const int64_t S = k.size(2);
-  KS_CHECK(v.dim() == 4 && v.size(0) == B && v.size(1) == H && v.size(2) == S, kOp, ": v must be (", B, ", ", H, ", ",
+  KS_CHECK(k.dim() == 4 && k.size(0) == B && k.size(3) == P, kOp, ": k must be (", B, ", ", H, ", S, ", P,
+           ") to match q ", describe(q), ", got ", describe(k));
+  KS_CHECK(k.size(1) > 0 && H % k.size(1) == 0, kOp, ": k has ", k.size(1), " heads, which do not divide q's ", H,
+           " (each key/value head serves an equal group of query heads), got k ", describe(k));
+  const int64_t G = k.size(1), S = k.size(2);
+  KS_CHECK(v.dim() == 4 && v.size(0) == B && v.size(1) == G && v.size(2) == S, kOp, ": v must be (", B, ", ", G, ", ",
            S, ", e) to match k ", describe(k), ", got ", describe(v));
   const int64_t E = v.size(3);
   const Tensor& pad = opt.key_padding;
-  const SdpaParams prm = resolve_attention_params(kOp, q, S, pad, opt.scale, opt.causal, opt.causal_offset,
-                                                  opt.dropout_p, opt.training, opt.gen);
+  SdpaParams prm = resolve_attention_params(kOp, q, S, pad, opt.scale, opt.causal, opt.causal_offset, opt.dropout_p,
+                                            opt.training, opt.gen);
+  prm.alibi = opt.alibi;
 
   Tensor out = Tensor::empty({B, H, T, E}, q.dtype(), q.device());
   Tensor lse = Tensor::empty({B, H, T}, q.dtype(), q.device());

@@ -1,15 +1,25 @@
 // ops/attention.h — fused scaled-dot-product (softmax) attention that never
 // forms the (T, S) score matrix in memory (FlashAttention-2 style).
 //
-//   out = dropout(softmax(q kᵀ · scale + mask), p) @ v
+//   out = dropout(softmax(q kᵀ · scale + alibi + mask), p) @ v
 //
-//   q (B, h, T, p), k (B, h, S, p), v (B, h, S, e)  ->  out (B, h, T, e), contiguous
+//   q (B, h, T, p), k (B, g, S, p), v (B, g, S, e)  ->  out (B, h, T, e), contiguous
 //
+// g (key/value heads) divides h: query head n attends with key/value head
+// n / (h / g) (grouped-query attention; g = 1 multi-query, g = h the plain
+// multi-head form). K and V are read where they lie, never repeated; the
+// backward sums dK and dV over each group's h / g query heads.
 // One dtype (float32 or float64) and device throughout; any strides (stride-0
 // expanded inputs included). Options (SdpaOptions):
 //   scale          <= 0 means 1/√p.
 //   causal         query i sees key j only if j <= causal_offset + i
-//                  (causal_offset: the keys a decoding cache held before).
+//                  (causal_offset: the keys a decoding cache held before;
+//                  query i stands at absolute position causal_offset + i).
+//   alibi          ALiBi (Press et al. 2022): score (i, j) of head n gets
+//                  −m_n·|causal_offset + i − j|, the slopes m_n as in the
+//                  paper (attention_formulas::alibi_slope). Causal, that is
+//                  −m_n·(i − j) over the keys a query sees; not causal (an
+//                  encoder), the symmetric form −m_n·|i − j|.
 //   key_padding    (B, S) bool, true where a key is hidden; or undefined.
 //   dropout_p      on the weights, when training; the mask is the one
 //                  dropout(weights (B, h, T, S), p, training, gen) would draw
@@ -30,8 +40,8 @@
 // op's composition in ops (ops/attention_in_ops.h), which forms the (T, S)
 // weights: higher-order gradients at O(T·S) memory.
 // Not here: the projections and head splitting (nn/attention/), returning the
-// weights (the module composes matmul/softmax for that). Kernels: ops/cpu/
-// and ops/cuda/attention.*.
+// weights (the module composes them, with matmul_kv_heads and alibi_bias of
+// ops/attention_in_ops.h). Kernels: ops/cpu/ and ops/cuda/attention.*.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +56,7 @@ struct SdpaOptions {
   double scale = 0;  // <= 0: 1/√p
   bool causal = false;
   int64_t causal_offset = 0;  // query i sees key j iff j <= causal_offset + i
+  bool alibi = false;         // linear position biases, −m_head·|causal_offset + i − j|
   Tensor key_padding{};       // (B, S) bool, true = hidden; or undefined
   double dropout_p = 0;       // in [0, 1]
   bool training = false;
@@ -60,6 +71,7 @@ struct SdpaParams {
   double scale = 1;
   bool causal = false;
   int64_t causal_offset = 0;
+  bool alibi = false;     // −m_head·|causal_offset + i − j| on every score (softmax attention only)
   bool dropout = false;   // draw a mask (training and p > 0)
   double keep = 1;        // 1 − p: element kept iff its uniform draw < keep
   double drop_scale = 1;  // 1 / (1 − p), 0 for p = 1
@@ -79,13 +91,15 @@ SdpaParams resolve_attention_params(const char* op, const Tensor& q, int64_t S, 
                                     bool causal, int64_t causal_offset, double dropout_p, bool training,
                                     Generator* gen);
 
-// out (B, h, T, e) and lse (B, h, T): contiguous, of q's dtype. q, k, v any
-// strides; key_padding (B, S) bool any strides, or undefined. Shapes checked.
+// out (B, h, T, e) and lse (B, h, T): contiguous, of q's dtype. q (B, h, T, p),
+// k (B, g, S, p), v (B, g, S, e) with g dividing h, any strides; key_padding
+// (B, S) bool any strides, or undefined. Shapes checked.
 using SdpaForwardKernel = void(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                                const Tensor& key_padding, const SdpaParams& prm);
 extern KernelTable<SdpaForwardKernel> sdpa_forward_kernel;
-// dq, dk, dv contiguous, shaped like q, k, v (every one defined); g (B, h, T, e)
-// any strides; out and lse as the forward wrote them.
+// dq, dk, dv contiguous, shaped like q, k, v (every one defined; dk, dv summed
+// over each key/value head's group); g (B, h, T, e) any strides; out and lse
+// as the forward wrote them.
 using SdpaBackwardKernel = void(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& g, const Tensor& q,
                                 const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                                 const Tensor& key_padding, const SdpaParams& prm);

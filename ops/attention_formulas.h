@@ -2,10 +2,12 @@
 // fused attention kernel shares, CPU and CUDA, softmax (ops/attention.h) and
 // mixture (ops/mixture_attention.h): which keys a query sees under the causal
 // rule, the index of a weight in dropout()'s numbering of the (B, h, T, S)
-// weights, and that weight's dropout factor.
+// weights, and that weight's dropout factor; the key/value head a query head
+// reads (grouped-query attention) and ALiBi's slopes and biases.
 // Not here: the per-family formulas (softmax_formulas.h, mixture_attention_formulas.h).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "core/host_device.h"
@@ -46,5 +48,25 @@ KS_HOST_DEVICE inline uint64_t weight_index(int64_t pair, int64_t T, int64_t S, 
 template <class T> KS_HOST_DEVICE inline T drop_factor(const SdpaParams& prm, uint64_t n) {
   return bernoulli_element(prm.seed, prm.first_block, n, prm.keep) ? T(prm.drop_scale) : T(0);
 }
+
+// The (b, key/value head) pair that query pair b·h + n reads when each of the
+// g key/value heads serves group = h / g query heads: b·g + n / group, which
+// is pair / group because h = g·group.
+KS_HOST_DEVICE inline int64_t kv_pair(int64_t pair, int64_t group) { return pair / group; }
+
+// ALiBi's slope m of head n of h (Press et al. 2022, and their code): for h a
+// power of two the geometric sequence 2^(−8(n+1)/h); otherwise the c = the
+// largest power of two below h heads take c's sequence and the remaining
+// h − c heads every other slope of 2c's (2^(−8(2k+1)/2c), k = 0, 1, ...).
+KS_HOST_DEVICE inline double alibi_slope(int64_t n, int64_t h) {
+  int64_t c = 1;
+  while (c * 2 <= h) c *= 2;
+  return n < c ? exp2(-8.0 * double(n + 1) / double(c)) : exp2(-8.0 * double(2 * (n - c) + 1) / double(2 * c));
+}
+
+// ALiBi's bias distance |i_abs − j| of query position i_abs and key j: the
+// causal form −m·(i − j) over the keys a causal query sees, the symmetric
+// −m·|i − j| otherwise (the bias is −slope · distance).
+KS_HOST_DEVICE inline int64_t alibi_distance(int64_t i_abs, int64_t j) { return i_abs >= j ? i_abs - j : j - i_abs; }
 
 }  // namespace ks::attention_formulas

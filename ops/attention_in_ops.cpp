@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/factory.h"
+#include "ops/attention_formulas.h"
 #include "ops/compare.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
@@ -39,20 +40,41 @@ Tensor attention_dropout_factor(const Shape& shape, DType dtype, Device device, 
   return factor;
 }
 
+Tensor matmul_kv_heads(const Tensor& a, const Tensor& b) {
+  const int64_t B = a.size(0), h = a.size(1), g = b.size(1);
+  if (g == h) return matmul(a, b);
+  KS_CHECK(g > 0 && h % g == 0, "matmul_kv_heads: ", g, " key/value heads do not divide ", h, " heads");
+  Tensor grouped = reshape(a, {B, g, h / g, a.size(2), a.size(3)});  // (B, g, group, T, x)
+  Tensor out = matmul(grouped, unsqueeze(b, 2));                     // (B, g, group, T, S)
+  return reshape(out, {B, h, a.size(2), b.size(3)});
+}
+
+Tensor alibi_bias(int64_t heads, int64_t T, int64_t S, int64_t offset, DType dtype, Device device) {
+  Tensor bias = Tensor::empty({1, heads, T, S}, kFloat64, Device::cpu());
+  double* p = bias.data<double>();
+  for (int64_t n = 0; n < heads; ++n) {
+    const double m = attention_formulas::alibi_slope(n, heads);
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < S; ++j) *p++ = -m * double(attention_formulas::alibi_distance(offset + i, j));
+  }
+  return to(to(bias, dtype), device);
+}
+
 namespace {
 
-// The weights (B, h, T, S) after dropout, times v.
+// The weights (B, h, T, S) after dropout, times v (B, g, S, e).
 Tensor weighted_values(Tensor weights, const Tensor& v, const SdpaParams& prm) {
   if (prm.dropout)
     weights = mul(weights, attention_dropout_factor(weights.sizes(), weights.dtype(), weights.device(), prm));
-  return matmul(weights, v);
+  return matmul_kv_heads(weights, v);
 }
 
 }  // namespace
 
 Tensor scaled_dot_product_attention_in_ops(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding,
                                            const SdpaParams& prm) {
-  Tensor s = mul(matmul(q, transpose(k, -1, -2)), prm.scale);
+  Tensor s = mul(matmul_kv_heads(q, transpose(k, -1, -2)), prm.scale);
+  if (prm.alibi) s = add(s, alibi_bias(q.size(1), q.size(2), k.size(2), prm.causal_offset, s.dtype(), s.device()));
   Tensor hidden =
       attention_hidden_mask(q.size(0), q.size(2), k.size(2), prm.causal, prm.causal_offset, key_padding, q.device());
   if (hidden.defined()) s = masked_fill(s, hidden, -INFINITY);

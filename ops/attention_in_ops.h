@@ -4,7 +4,8 @@
 // that the fused kernels support higher-order gradients. Each agrees with its
 // fused op (values and gradients), dropout mask included, at O(T·S) memory.
 //
-//   scaled_dot_product_attention:  matmul → masked_fill → softmax → ·mask → matmul
+//   scaled_dot_product_attention:  matmul (+ ALiBi) → masked_fill → softmax → ·mask → matmul, grouped over
+//                                  key/value heads (matmul_kv_heads)
 //   mixture_softmax:               scale·s + bias → logsumexp (hard: max) over M → masked_fill → softmax
 //   mixture_attention:             matmul → mixture_softmax (above) → ·mask → matmul
 //   causal_linear_attention:       tril(φq φkᵀ) @ v + φq S₀, over tril(φq φkᵀ)·1 + φq·z₀ + eps
@@ -31,7 +32,18 @@ Tensor attention_hidden_mask(int64_t B, int64_t T, int64_t S, bool causal, int64
 // drawn as prm says (the same Philox counters as the fused op's); no history.
 Tensor attention_dropout_factor(const Shape& shape, DType dtype, Device device, const SdpaParams& prm);
 
-// q (B, h, T, p), k (B, h, S, p), v (B, h, S, e) -> (B, h, T, e); prm resolved by the op.
+// a (B, h, T, x) times b (B, g, x, S) -> (B, h, T, S), head n of a with head
+// n / (h / g) of b (g divides h): grouped-query attention's products, by
+// broadcasting over each group (b is not repeated; its gradient sums over
+// the group). With g = h, matmul(a, b).
+Tensor matmul_kv_heads(const Tensor& a, const Tensor& b);
+
+// ALiBi's biases (1, h, T, S), constant: −m_n·|offset + i − j| for head n of
+// h, query i, key j (ops/attention.h; slopes attention_formulas::alibi_slope).
+Tensor alibi_bias(int64_t heads, int64_t T, int64_t S, int64_t offset, DType dtype, Device device);
+
+// q (B, h, T, p), k (B, g, S, p), v (B, g, S, e) -> (B, h, T, e), g dividing
+// h; prm resolved by the op (ALiBi included).
 Tensor scaled_dot_product_attention_in_ops(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& key_padding,
                                            const SdpaParams& prm);
 

@@ -53,6 +53,14 @@ std::string listed(const std::vector<std::string>& names) {
   return s;
 }
 
+// The families whose default options say yes to `takes`, in registry order.
+std::vector<std::string> families_that(bool (AttentionOptions::*takes)() const) {
+  std::vector<std::string> out;
+  for (auto& [name, f] : registry())
+    if (((*defaults(f)).*takes)()) out.push_back(name);
+  return out;
+}
+
 }  // namespace
 
 bool register_attention_family(const std::string& type, AttentionFamily family) {
@@ -76,7 +84,8 @@ AttentionConfig AttentionConfig::at_width(int64_t d) const {
 
 AttentionConfig AttentionConfig::cross() const {
   AttentionConfig a = *this;
-  a.rope_theta = 0;
+  a.rope_theta = 0;  // the decoder's queries and the encoder's keys share no positions
+  a.alibi = false;
   return a;
 }
 
@@ -95,7 +104,16 @@ void AttentionConfig::validate() const {
            "embeddings), got ", rope_theta);
   KS_CHECK(rope_theta == 0 || resolved_head_dim() % 2 == 0, "attention.rope_theta: rotary embeddings pair ",
            "dimension i with i + p/2, so the head size must be even, got ", resolved_head_dim());
-  (options ? *options : *defaults(f)).validate(*this);
+  KS_CHECK(kv_heads >= 0, "attention.kv_heads must be >= 0 (0 means heads), got ", kv_heads);
+  KS_CHECK(kv_heads == 0 || heads % kv_heads == 0, "attention.kv_heads: ", kv_heads, " key/value heads do not divide ",
+           heads, " heads (each key/value head serves an equal group of query heads)");
+  const AttentionOptions& opts = options ? *options : *defaults(f);
+  KS_CHECK(resolved_kv_heads() == heads || opts.takes_kv_groups(), "attention.kv_heads: the \"", type,
+           "\" family has one key/value head per query head, got kv_heads ", kv_heads, " for ", heads,
+           " heads (grouped-query attention: ", listed(families_that(&AttentionOptions::takes_kv_groups)), ")");
+  KS_CHECK(!alibi || opts.takes_alibi(), "attention.alibi: the \"", type, "\" family does not take ALiBi (",
+           listed(families_that(&AttentionOptions::takes_alibi)), " do)");
+  opts.validate(*this);
 }
 
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg) {

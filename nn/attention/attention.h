@@ -46,6 +46,11 @@ class AttentionOptions {
   // Throws ks::Error naming "attention.<key>" and the value; `cfg` gives the
   // shared fields (heads, head_dim, …) the family's rules may involve.
   virtual void validate(const AttentionConfig& cfg) const = 0;
+  // Whether the family takes fewer key/value heads than query heads
+  // (AttentionConfig::kv_heads) and ALiBi (AttentionConfig::alibi); the
+  // shared validate refuses them, naming the families that do, otherwise.
+  virtual bool takes_kv_groups() const { return false; }
+  virtual bool takes_alibi() const { return false; }
 };
 
 // What every family has, plus the family's own options.
@@ -55,6 +60,8 @@ struct AttentionConfig {
   int64_t kv_dim = 0;   // key/value input width (cross-attention); 0: d_model
   int64_t heads = 8;
   int64_t head_dim = 0;  // p; 0: d_model / heads (which must divide). "fixed" sets it freely
+  int64_t kv_heads = 0;  // key/value heads g, dividing heads (grouped-query attention; 1: multi-query); 0: heads
+  bool alibi = false;    // ALiBi's linear biases on the scores (Press et al. 2022), families that take it
   double dropout = 0;    // on attention weights (families that form them)
   bool bias = true;      // biases of the projections
   // > 0: rotary position embeddings with this base θ (ops/rope.h): queries and
@@ -68,6 +75,7 @@ struct AttentionConfig {
 
   int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : d_model / heads; }
   int64_t resolved_kv_dim() const { return kv_dim > 0 ? kv_dim : d_model; }
+  int64_t resolved_kv_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   // The attention of a layer of width d (self- and cross-attention over a
   // memory of the same width): this config with d_model = d and kv_dim 0.
   // The one place a model sets an attention's width.
@@ -108,7 +116,7 @@ struct AttentionMask {
 // positions' keys/values (or adds them into the running sums). Cross-attention
 // (is_static): the first forward projects the encoder memory, later ones reuse it.
 struct AttentionCache {
-  Tensor k, v;         // softmax family (B, h, S, p); mgk keys (B, h, M, S, p)
+  Tensor k, v;         // softmax family (B, g, S, p), g = kv_heads; mgk keys (B, h, M, S, p)
   Tensor state, norm;  // linear family: Σ φ(k) vᵀ (B, h, p, p) and Σ φ(k) (B, h, p)
   Tensor key_padding;  // (B, S) accumulated, when masks are given
   int64_t length = 0;  // keys seen so far
@@ -130,7 +138,8 @@ class Attention : public Module {
   //   last_weights (B, h, T, S)  the attention probabilities; for linear/mlk
   //                              the matrix their sums stand for, built explicitly
   //   last_scores  (B, h, T, S)  what the weights normalise: softmax/fixed the
-  //                              scaled q·k (before masks), linear/mlk φ(q)·φ(k)
+  //                              scaled q·k (plus ALiBi's biases; before
+  //                              masks), linear/mlk φ(q)·φ(k)
   //                              (0 where masked); mgk/smgk (B, h, M, T, S), each
   //                              component's logit without the per-query −‖q‖²/2σ²
   //   last_heads   (B, h, T, e)  each head's output before the output
@@ -159,7 +168,7 @@ struct AttentionCost {
   int64_t params = 0;
   double flops_per_token = 0;
   // What decoding keeps per sequence (AttentionCache), in floats: for each
-  // cached position its keys and value (softmax, fixed: 2·h·p; mgk, smgk:
+  // cached position its keys and value (softmax, fixed: 2·g·p, g = kv_heads; mgk, smgk:
   // (M + 1)·h·p), and whatever the length (linear, mlk: the running sums
   // Σ φ(k) vᵀ and Σ φ(k), h·(p·p + p)).
   double cache_floats_per_position = 0;

@@ -1,6 +1,9 @@
 // nn/attention/softmax_attention.cpp — scaled dot-product attention per head:
 // the fused ops/attention.h op, or, when return_weights asks for the
-// probabilities, the composed matmul → mask → softmax → dropout → matmul.
+// probabilities, the composed matmul (+ ALiBi) → mask → softmax → dropout →
+// matmul. With kv_heads = g < h the K and V projections are g·p wide and each
+// key/value head serves h / g query heads (the op reads them grouped; the
+// composed path broadcasts, ops/attention_in_ops.h: matmul_kv_heads).
 #include "nn/attention/softmax_attention.h"
 
 #include <cmath>
@@ -10,6 +13,7 @@
 #include "nn/attention/heads.h"
 #include "nn/attention/rope.h"
 #include "ops/attention.h"
+#include "ops/attention_in_ops.h"
 #include "ops/compare.h"
 #include "ops/elementwise.h"
 #include "ops/linalg.h"
@@ -20,10 +24,11 @@ namespace ks::nn {
 
 MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, const std::string& type_name)
     : Attention(cfg, type_name) {
-  const int64_t inner = cfg.heads * cfg.resolved_head_dim();
+  const int64_t inner = cfg.heads * cfg.resolved_head_dim(),
+                kv_inner = cfg.resolved_kv_heads() * cfg.resolved_head_dim();
   q = register_module("q", std::make_shared<Linear>(cfg.d_model, inner, cfg.bias));
-  k = register_module("k", std::make_shared<Linear>(cfg.resolved_kv_dim(), inner, cfg.bias));
-  v = register_module("v", std::make_shared<Linear>(cfg.resolved_kv_dim(), inner, cfg.bias));
+  k = register_module("k", std::make_shared<Linear>(cfg.resolved_kv_dim(), kv_inner, cfg.bias));
+  v = register_module("v", std::make_shared<Linear>(cfg.resolved_kv_dim(), kv_inner, cfg.bias));
   o = register_module("o", std::make_shared<Linear>(inner, cfg.d_model, cfg.bias));
   attn_drop = register_module("attn_drop", std::make_shared<Dropout>(cfg.dropout));
 }
@@ -31,7 +36,7 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, const std::st
 Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                    const AttentionMask& mask, AttentionCache* cache) {
   check_attention_inputs(config, query, key, value, mask, cache);
-  const int64_t h = config.heads, p = config.resolved_head_dim();
+  const int64_t h = config.heads, g = config.resolved_kv_heads(), p = config.resolved_head_dim();
   const int64_t B = query.size(0), T = query.size(1);
 
   const double scale = 1.0 / std::sqrt(double(p));
@@ -40,16 +45,17 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   CachedKeys kv = keys_through_cache(
       cache,
       [&] {
-        return std::pair{apply_rope(config, split_heads(k->forward(key), h, p), at),
-                         split_heads(v->forward(value), h, p)};
+        return std::pair{apply_rope(config, split_heads(k->forward(key), g, p), at),
+                         split_heads(v->forward(value), g, p)};
       },
-      mask.key_padding, B, 2, query.device());  // k, v (B, h, S, p)
+      mask.key_padding, B, 2, query.device());  // k, v (B, g, S, p)
 
   if (!return_weights) {
     // The fused op: no (B, h, T, S) tensor is formed, forward or backward.
     const SdpaOptions opt{.scale = scale,
                           .causal = mask.causal,
                           .causal_offset = kv.offset,
+                          .alibi = config.alibi,
                           .key_padding = kv.key_padding,
                           .dropout_p = attn_drop->p,
                           .training = attn_drop->is_training()};
@@ -58,14 +64,15 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   // The weights are wanted: materialise them, op by op, with the fused op's semantics.
   const int64_t S = kv.k.size(2);
   // The scale goes on the queries (T·p values) rather than the scores (T·S).
-  Tensor scores = matmul(mul(qh, scale), transpose(kv.k, -1, -2));  // (B, h, T, S)
+  Tensor scores = matmul_kv_heads(mul(qh, scale), transpose(kv.k, -1, -2));  // (B, h, T, S)
+  if (config.alibi) scores = add(scores, alibi_bias(h, T, S, kv.offset, scores.dtype(), scores.device()));
   last_scores = detach(scores);
   Tensor masked = attention_mask({mask.causal, kv.key_padding}, B, T, S, kv.offset, query.device());
   if (masked.defined()) scores = masked_fill(scores, masked, -INFINITY);
   Tensor weights = softmax(scores, -1);  // a fully masked row gives zeros
   last_weights = detach(weights);
   weights = attn_drop->forward(weights);
-  return o->forward(gate_and_merge_heads(*this, matmul(weights, kv.v)));  // (B, T, d)
+  return o->forward(gate_and_merge_heads(*this, matmul_kv_heads(weights, kv.v)));  // (B, T, d)
 }
 
 namespace {
@@ -75,6 +82,8 @@ struct SoftmaxOptions : AttentionOptions {
   static SoftmaxOptions parse(const nlohmann::json&, const std::string&) { return {}; }
   static std::vector<OptionKey> option_keys() { return {}; }
   nlohmann::json to_json() const override { return nlohmann::json::object(); }
+  bool takes_kv_groups() const override { return true; }
+  bool takes_alibi() const override { return true; }
   void validate(const AttentionConfig& cfg) const override {
     if (cfg.head_dim > 0)
       KS_CHECK(cfg.head_dim * cfg.heads == cfg.d_model, "attention.head_dim: the \"softmax\" family uses ",
@@ -87,6 +96,8 @@ struct FixedOptions : AttentionOptions {
   static FixedOptions parse(const nlohmann::json&, const std::string&) { return {}; }
   static std::vector<OptionKey> option_keys() { return {}; }
   nlohmann::json to_json() const override { return nlohmann::json::object(); }
+  bool takes_kv_groups() const override { return true; }
+  bool takes_alibi() const override { return true; }
   void validate(const AttentionConfig& cfg) const override {
     KS_CHECK(cfg.head_dim > 0, "attention.head_dim: the \"fixed\" family needs an explicit head_dim");
   }
@@ -97,14 +108,19 @@ std::shared_ptr<Attention> make_fixed(const AttentionConfig& cfg) {
   return std::make_shared<MultiHeadAttention>(cfg, "FixedHeadAttention");
 }
 
+// With g = kv_heads < h the K and V projections, and what the cache keeps per
+// position, shrink by g / h; the attention products do not (every query head
+// still scores every key). ALiBi adds one addition per score.
 AttentionCost mha_cost(const AttentionConfig& cfg, int64_t n, bool causal) {
   const int64_t d = cfg.d_model, kv = cfg.resolved_kv_dim(), inner = cfg.heads * cfg.resolved_head_dim();
+  const int64_t kv_inner = cfg.resolved_kv_heads() * cfg.resolved_head_dim();
   AttentionCost c;
-  c.params = inner * d + 2 * inner * kv + inner * d + (cfg.bias ? 3 * inner + d : 0);
+  c.params = inner * d + 2 * kv_inner * kv + inner * d + (cfg.bias ? inner + 2 * kv_inner + d : 0);
   const double keys = causal ? (double(n) + 1) / 2 : double(n);
-  c.flops_per_token = 2.0 * (inner * d + 2 * inner * kv + inner * d)  // projections
-                      + 2.0 * 2 * keys * double(inner);               // QKᵀ and AV
-  c.cache_floats_per_position = 2.0 * double(inner);                  // k and v
+  c.flops_per_token = 2.0 * (inner * d + 2 * kv_inner * kv + inner * d)  // projections
+                      + 2.0 * 2 * keys * double(inner)                   // QKᵀ and AV
+                      + (cfg.alibi ? keys * double(cfg.heads) : 0.0);    // ALiBi's biases
+  c.cache_floats_per_position = 2.0 * double(kv_inner);                  // k and v
   return c;
 }
 

@@ -9,7 +9,10 @@
 // divide d) — with p = d/h it is the same layer, output for output. Neither
 // has options of its own: their options (softmax_attention.cpp) only check
 // head_dim, which "softmax" takes only as d/h and "fixed" needs explicit.
-// Parameters: 4·h·p·d weights plus 3·h·p + d biases (kv_dim = d).
+// Grouped-query / multi-query attention (kv_heads = g dividing h): W_k, W_v
+// are d × g·p and head i reads key/value head i / (h / g); the cache holds
+// (B, g, S, p). ALiBi (alibi): −m_i·|i − j| on head i's scores (ops/attention.h).
+// Parameters: (2·h + 2·g)·p·d weights plus (h + 2·g)·p + d biases (kv_dim = d).
 #pragma once
 
 #include <memory>

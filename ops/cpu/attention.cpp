@@ -2,6 +2,9 @@
 // FlashAttention-2 style, never holding more than a (query tile, key tile)
 // block of scores (see ops/attention.h for the math).
 //
+// Grouped-query attention: k and v have g heads, query head n reads head
+// n / (h / g) (attention_formulas::kv_pair) where it lies. ALiBi: each score
+// row gets its −m·|i − j| (add_alibi_row) before the mask and the softmax.
 // Forward: one task per (b, h, query tile of kBr rows). The task walks the
 // key tiles (kBc keys) that any of its rows can see (a causal mask ends the
 // walk early): scores = q kᵀ·scale by one GEMM, masked entries set to -inf,
@@ -10,7 +13,9 @@
 // GEMM). Dropout multiplies p by mask/(1−p) after p has entered l, as the
 // composed softmax → dropout does. At the end out = o / l and lse = m + log l
 // (a row that saw no key: out = 0, lse = -inf).
-// Backward: one task per (b, h): D_i = dO_i · O_i for every row, then for
+// Backward: one task per (b, key/value head), walking its group of query
+// heads in order, so that dK and dV sum over the group with no race and in
+// a fixed order. Per query head: D_i = dO_i · O_i for every row, then for
 // each key tile, each query tile that can see it: P = exp(s − lse) (0 where
 // masked), W = P ∘ mask/(1−p), dV_j += Wᵀ dO_i, dP = (dO_i V_jᵀ) ∘ mask/(1−p),
 // dS = P ∘ (dP − D), dQ_i += dS K_j·scale, dK_j += dSᵀ Q_i·scale: five GEMMs
@@ -46,7 +51,7 @@
 namespace ks::cpu {
 namespace {
 
-using namespace attention_formulas;  // visible_prefix, key_end, weight_index
+using namespace attention_formulas;  // visible_prefix, key_end, weight_index, kv_pair, alibi_slope
 
 // Query rows per tile and keys per tile. A (64, 256) float block is 64 KiB:
 // the three blocks of a task stay in L2, and one key tile covers a whole
@@ -60,6 +65,8 @@ constexpr int64_t kBcBack = 64;
 
 struct Geometry {
   int64_t B, H, T, S, P, E;
+  int64_t G;  // key/value heads; each serves H / G query heads
+  int64_t group() const { return H / G; }
 };
 
 template <class T>
@@ -67,7 +74,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
                    const Tensor& pad_in, const SdpaParams& prm) {
   const Mat<T> Q(q_in), K(k_in), V(v_in);
   const Tensor pad = pad_in.defined() ? contiguous_raw(pad_in) : Tensor();
-  const Geometry d{q_in.size(0), q_in.size(1), q_in.size(2), k_in.size(2), q_in.size(3), v_in.size(3)};
+  const Geometry d{q_in.size(0), q_in.size(1), q_in.size(2), k_in.size(2), q_in.size(3), v_in.size(3), k_in.size(1)};
   const bool* PAD = pad.defined() ? pad.data<bool>() : nullptr;
   T *O = out.data<T>(), *L = lse.data<T>();
   const int64_t tiles = (d.T + kBr - 1) / kBr;
@@ -79,20 +86,22 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
     std::vector<T> m(static_cast<size_t>(kBr)), l(static_cast<size_t>(kBr));
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t pair = task / tiles, i0 = (task % tiles) * kBr, rows = std::min(kBr, d.T - i0);
-      const int64_t b = pair / d.H;
+      const int64_t b = pair / d.H, kvp = kv_pair(pair, d.group());
       const T* Qi = Q.at(pair, i0);
       const bool* pad_b = PAD ? PAD + b * d.S : nullptr;
+      const T slope = prm.alibi ? T(alibi_slope(pair % d.H, d.H)) : T(0);
       std::fill(acc.begin(), acc.end(), T(0));
       std::fill(m.begin(), m.end(), kNegInf);
       std::fill(l.begin(), l.end(), T(0));
       const int64_t jend = key_end(prm, i0 + rows, d.S);
       for (int64_t j0 = 0; j0 < jend; j0 += kBc) {
         const int64_t cols = std::min(kBc, jend - j0);
-        const T *Kj = K.at(pair, j0), *Vj = V.at(pair, j0);
+        const T *Kj = K.at(kvp, j0), *Vj = V.at(kvp, j0);
         T* s = sbuf.data();
         score_tile(s, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld);  // (rows, cols)
         for (int64_t r = 0; r < rows; ++r) {
           T* sr = s + r * cols;
+          if (prm.alibi) add_alibi_row(sr, cols, slope, prm.causal_offset + i0 + r, j0);
           online_softmax_row(sr, cols, visible_prefix(prm, i0 + r, j0, cols), pad_b ? pad_b + j0 : nullptr,
                              m[size_t(r)], l[size_t(r)], acc.data() + r * d.E, d.E);
           if (prm.dropout) {
@@ -114,53 +123,59 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
                     const SdpaParams& prm) {
   const Mat<T> Q(q_in), K(k_in), V(v_in), G(g_in);
   const Tensor pad = pad_in.defined() ? contiguous_raw(pad_in) : Tensor();
-  const Geometry d{q_in.size(0), q_in.size(1), q_in.size(2), k_in.size(2), q_in.size(3), v_in.size(3)};
+  const Geometry d{q_in.size(0), q_in.size(1), q_in.size(2), k_in.size(2), q_in.size(3), v_in.size(3), k_in.size(1)};
   const T* O = out.data<T>();
   const T* L = lse.data<T>();
   const bool* PAD = pad.defined() ? pad.data<bool>() : nullptr;
   T *dQ = dq.data<T>(), *dK = dk.data<T>(), *dV = dv.data<T>();
   const T scale = T(prm.scale);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  parallel_for(0, d.B * d.H, attention_grain(d.T * d.S * (2 * d.P + 3 * d.E)), [&](int64_t p0, int64_t p1) {
+  const int64_t group = d.group();
+  parallel_for(0, d.B * d.G, attention_grain(group * d.T * d.S * (2 * d.P + 3 * d.E)), [&](int64_t p0, int64_t p1) {
     // P | dP | W (dropout: the factors, then P ∘ factors) | D (T)
     std::vector<T> buf(size_t(3 * kBr * kBcBack + d.T));
     T *P = buf.data(), *dP = P + kBr * kBcBack, *W = dP + kBr * kBcBack, *D = W + kBr * kBcBack;
-    for (int64_t pair = p0; pair < p1; ++pair) {
-      const int64_t b = pair / d.H;
-      const T *Op = O + pair * d.T * d.E, *Lp = L + pair * d.T;
-      T *dQp = dQ + pair * d.T * d.P, *dKp = dK + pair * d.S * d.P, *dVp = dV + pair * d.S * d.E;
-      const bool* pad_b = PAD ? PAD + b * d.S : nullptr;
-      row_dots(D, G.at(pair, 0), G.ld, Op, d.T, d.E);
-      std::fill(dQp, dQp + d.T * d.P, T(0));
+    for (int64_t kvp = p0; kvp < p1; ++kvp) {
+      T *dKp = dK + kvp * d.S * d.P, *dVp = dV + kvp * d.S * d.E;
       std::fill(dKp, dKp + d.S * d.P, T(0));
       std::fill(dVp, dVp + d.S * d.E, T(0));
-      for (int64_t j0 = 0; j0 < d.S; j0 += kBcBack) {
-        const int64_t cols = std::min(kBcBack, d.S - j0);
-        const T *Kj = K.at(pair, j0), *Vj = V.at(pair, j0);
-        T *dKj = dKp + j0 * d.P, *dVj = dVp + j0 * d.E;
-        // Under the causal rule, query i sees key j0 only from i = j0 − offset on.
-        const int64_t first_row = prm.causal ? std::clamp<int64_t>(j0 - prm.causal_offset, 0, d.T) : 0;
-        for (int64_t i0 = first_row / kBr * kBr; i0 < d.T; i0 += kBr) {
-          const int64_t rows = std::min(kBr, d.T - i0);
-          const T *Qi = Q.at(pair, i0), *Gi = G.at(pair, i0);
-          score_tile(P, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld);
-          for (int64_t r = 0; r < rows; ++r) {
-            T* pr = P + r * cols;
-            const T lr = Lp[i0 + r];
-            probability_row(pr, cols, lr == kNegInf ? 0 : visible_prefix(prm, i0 + r, j0, cols),
-                            pad_b ? pad_b + j0 : nullptr, lr);
-            if (prm.dropout) dropout_factors(W + r * cols, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
-          }
-          weight_grad_tile(dP, rows, cols, d.E, Gi, G.ld, Vj, V.ld);  // dO Vᵀ
-          if (prm.dropout)
-            for (int64_t x = 0; x < rows * cols; ++x) {
-              dP[x] *= W[x];
-              W[x] *= P[x];
+      for (int64_t pair = kvp * group; pair < (kvp + 1) * group; ++pair) {  // the query heads reading kvp
+        const int64_t b = pair / d.H;
+        const T *Op = O + pair * d.T * d.E, *Lp = L + pair * d.T;
+        T* dQp = dQ + pair * d.T * d.P;
+        const bool* pad_b = PAD ? PAD + b * d.S : nullptr;
+        const T slope = prm.alibi ? T(alibi_slope(pair % d.H, d.H)) : T(0);
+        row_dots(D, G.at(pair, 0), G.ld, Op, d.T, d.E);
+        std::fill(dQp, dQp + d.T * d.P, T(0));
+        for (int64_t j0 = 0; j0 < d.S; j0 += kBcBack) {
+          const int64_t cols = std::min(kBcBack, d.S - j0);
+          const T *Kj = K.at(kvp, j0), *Vj = V.at(kvp, j0);
+          T *dKj = dKp + j0 * d.P, *dVj = dVp + j0 * d.E;
+          // Under the causal rule, query i sees key j0 only from i = j0 − offset on.
+          const int64_t first_row = prm.causal ? std::clamp<int64_t>(j0 - prm.causal_offset, 0, d.T) : 0;
+          for (int64_t i0 = first_row / kBr * kBr; i0 < d.T; i0 += kBr) {
+            const int64_t rows = std::min(kBr, d.T - i0);
+            const T *Qi = Q.at(pair, i0), *Gi = G.at(pair, i0);
+            score_tile(P, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld);
+            for (int64_t r = 0; r < rows; ++r) {
+              T* pr = P + r * cols;
+              const T lr = Lp[i0 + r];
+              if (prm.alibi) add_alibi_row(pr, cols, slope, prm.causal_offset + i0 + r, j0);
+              probability_row(pr, cols, lr == kNegInf ? 0 : visible_prefix(prm, i0 + r, j0, cols),
+                              pad_b ? pad_b + j0 : nullptr, lr);
+              if (prm.dropout) dropout_factors(W + r * cols, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
             }
-          const T* Wd = prm.dropout ? W : P;
-          add_value_grad(dVj, cols, d.E, rows, Wd, Gi, G.ld);  // dV += Wᵀ dO
-          score_gradient(dP, P, D + i0, rows, cols);
-          add_query_key_grads(dQp + i0 * d.P, dKj, rows, cols, d.P, scale, dP, Qi, Q.ld, Kj, K.ld);
+            weight_grad_tile(dP, rows, cols, d.E, Gi, G.ld, Vj, V.ld);  // dO Vᵀ
+            if (prm.dropout)
+              for (int64_t x = 0; x < rows * cols; ++x) {
+                dP[x] *= W[x];
+                W[x] *= P[x];
+              }
+            const T* Wd = prm.dropout ? W : P;
+            add_value_grad(dVj, cols, d.E, rows, Wd, Gi, G.ld);  // dV += Wᵀ dO
+            score_gradient(dP, P, D + i0, rows, cols);
+            add_query_key_grads(dQp + i0 * d.P, dKj, rows, cols, d.P, scale, dP, Qi, Q.ld, Kj, K.ld);
+          }
         }
       }
     }

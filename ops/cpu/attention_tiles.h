@@ -1,7 +1,7 @@
 // ops/cpu/attention_tiles.h — what the CPU kernels of the fused attention
 // ops (cpu/attention.cpp, cpu/attention_bf16.cpp, cpu/mixture_attention.cpp)
 // share beyond ops/attention_formulas.h: the operand view each (b, h) matrix
-// is read through, the parallel grain, a masked score row,
+// is read through, the parallel grain, a masked score row, ALiBi's biases on a score row,
 // the softmax kernels' row steps (online softmax, finishing, probabilities,
 // score gradients), and a row of dropout factors drawn in dropout()'s numbering.
 // Not here: the tile loops (each kernel's own), the tile products
@@ -16,6 +16,7 @@
 #include "core/copy.h"
 #include "core/random_bulk.h"
 #include "ops/attention.h"
+#include "ops/attention_formulas.h"
 #include "ops/cpu/row_math.h"
 #include "ops/cpu/vec_math.h"
 
@@ -60,6 +61,14 @@ template <class T> T mask_row(T* s, int64_t lim, int64_t cols, const bool* pad) 
     for (int64_t c = 0; c < lim; ++c)
       if (pad[c]) s[c] = kNegInf;
   return row_max(s, lim);
+}
+
+// ALiBi: score row s of query position i_abs (causal_offset + i) over keys
+// [j0, j0 + cols) += −slope·|i_abs − j| (ops/attention_formulas.h). Masked
+// entries get it too; masking sets them to -inf after.
+template <class T>
+[[gnu::always_inline]] inline void add_alibi_row(T* s, int64_t cols, T slope, int64_t i_abs, int64_t j0) {
+  for (int64_t c = 0; c < cols; ++c) s[c] -= slope * T(attention_formulas::alibi_distance(i_abs, j0 + c));
 }
 
 // The row steps both softmax attention kernels take (cpu/attention.cpp and

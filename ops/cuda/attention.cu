@@ -20,6 +20,11 @@
 //             tiles that see it; dQ: one block per (b, h, query tile), looping
 //             over its key tiles. Both recompute P = exp(s − lse) and
 //             dS = P∘(f·dO vᵀ − D) (f = dropout factor); dK/dV also W = P·f.
+// Grouped-query attention: k and v have g heads; query pair b·h + n reads
+// key/value pair (b·h + n) / group (attention_formulas::kv_pair), and the
+// dK/dV kernel's block (b, key/value head, key tile) walks the group's query
+// heads in order, so dK and dV sum over the group, still without atomics.
+// ALiBi: −m·|i − j| on every score (forward and the recomputed backward).
 // Arithmetic in the input dtype (float32 or float64). The dropout factor of
 // element n of the (B, h, T, S) weights comes from Philox block
 // first_block + n / 4, word n % 4, as ops/cuda/dropout.cu draws it.
@@ -37,7 +42,7 @@
 namespace ks::cuda {
 namespace {
 
-using namespace attention_formulas;  // key_end, weight_index, drop_factor
+using namespace attention_formulas;  // key_end, weight_index, drop_factor, kv_pair, alibi_slope
 using namespace attention_tiles;     // the tile geometry and its helpers
 
 using Dims = TileDims;  // M = 1
@@ -46,6 +51,14 @@ __device__ inline float dexp(float x) { return expf(x); }
 __device__ inline double dexp(double x) { return exp(x); }
 __device__ inline float dlog(float x) { return logf(x); }
 __device__ inline double dlog(double x) { return log(x); }
+
+// ALiBi's bias of score (query position i_abs, key j) for a head of slope m (0 without ALiBi).
+template <class T> __device__ inline T alibi_bias(const SdpaParams& prm, T slope, int64_t i_abs, int64_t j) {
+  return prm.alibi ? -slope * T(alibi_distance(i_abs, j)) : T(0);
+}
+template <class T> __device__ inline T head_slope(const SdpaParams& prm, int64_t pair, int64_t H) {
+  return prm.alibi ? T(alibi_slope(pair % H, H)) : T(0);
+}
 
 // --- forward ---
 // Shared: Q (BR, p) | K (32, p + 1) | V (32, e) | P (BR, 32) | O (BR, e) | m (BR) | l (BR)
@@ -64,7 +77,8 @@ __global__ void __launch_bounds__(kBlock)
   T *Ks = Qs + BR * P, *Vs = Ks + kBC * KP, *Ps = Vs + kBC * E, *Os = Ps + BR * kBC, *ms = Os + BR * E, *ls = ms + BR;
   const auto [pair, i0, rows, pad_b] = query_tile(d, pad);
   const int tid = threadIdx.x, lane = tid % kWarp;
-  const T scale = T(prm.scale);
+  const T scale = T(prm.scale), slope = head_slope<T>(prm, pair, d.H);
+  const int64_t kvp = kv_pair(pair, d.group);
 
   load_rows(Qs, P, Q + (pair * d.T + i0) * P, rows, P);
   start_rows(Os, ms, ls, BR, E);
@@ -72,13 +86,17 @@ __global__ void __launch_bounds__(kBlock)
   for (int64_t j0 = 0; j0 < jend; j0 += kBC) {
     const int cols = int(min(int64_t(kBC), jend - j0));
     __syncthreads();  // the previous tile is no longer read
-    load_rows(Ks, KP, K + (pair * d.S + j0) * P, cols, P);
-    load_rows(Vs, E, V + (pair * d.S + j0) * E, cols, E);
+    load_rows(Ks, KP, K + (kvp * d.S + j0) * P, cols, P);
+    load_rows(Vs, E, V + (kvp * d.S + j0) * E, cols, E);
     __syncthreads();
     for (const int r : warp_rows(d.rw, rows)) {
       const int64_t i = i0 + r;
       const bool visible = lane < cols && sees(prm, pad_b, i, j0 + lane);
-      const T s = visible ? dot(Qs + r * P, Ks + lane * KP, P) * scale : neg_inf<T>();
+      T s = neg_inf<T>();
+      if (visible) {
+        s = dot(Qs + r * P, Ks + lane * KP, P) * scale;
+        if (prm.alibi) s += alibi_bias(prm, slope, prm.causal_offset + i, j0 + lane);
+      }
       const T m_old = ms[r];
       const T m_new = max(m_old, warp_max(s));
       if (m_new == neg_inf<T>()) continue;  // the row has seen nothing yet (uniform)
@@ -109,7 +127,9 @@ __device__ inline void scores_backward(T* Ws, T* dSs, const T* Qr, const T* Gr, 
   const int lane = threadIdx.x % kWarp;
   T w = 0, ds = 0;
   if (lane < cols && lse != neg_inf<T>() && sees(prm, pad_b, i, j0 + lane)) {
-    const T p = dexp(dot(Qr, Ks + lane * KP, P) * T(prm.scale) - lse);
+    T s = dot(Qr, Ks + lane * KP, P) * T(prm.scale);
+    if (prm.alibi) s += alibi_bias(prm, head_slope<T>(prm, pair, d.H), prm.causal_offset + i, j0 + lane);
+    const T p = dexp(s - lse);
     const T f = prm.dropout ? drop_factor<T>(prm, uint64_t((pair * d.T + i) * d.S + j0 + lane)) : T(1);
     const T dp = dot(Gr, Vs + lane * VP, E);
     w = p * f;
@@ -135,40 +155,42 @@ __global__ void __launch_bounds__(kBlock)
   T* Ks = reinterpret_cast<T*>(smem);
   T *Vs = Ks + kBC * KP, *dKs = Vs + kBC * VP, *dVs = dKs + kBC * P, *Qs = dVs + kBC * E, *Gs = Qs + BR * P,
     *Ws = Gs + BR * E, *dSs = Ws + BR * kBC;
-  const auto [pair, j0, cols, pad_b] = key_tile(d, pad);
+  const auto [kvp, j0, cols, pad_b] = key_tile(d, pad);  // kvp: (b, key/value head)
   const int tid = threadIdx.x;
   const T scale = T(prm.scale);
 
-  load_rows(Ks, KP, K + (pair * d.S + j0) * P, cols, P);
-  load_rows(Vs, VP, V + (pair * d.S + j0) * E, cols, E);
+  load_rows(Ks, KP, K + (kvp * d.S + j0) * P, cols, P);
+  load_rows(Vs, VP, V + (kvp * d.S + j0) * E, cols, E);
   fill(dKs, kBC * P, T(0));
   fill(dVs, kBC * E, T(0));
   // Under the causal rule, key j0 is seen from query j0 − offset on.
   const int64_t first = prm.causal ? min(max(j0 - prm.causal_offset, int64_t(0)), d.T) : 0;
-  for (int64_t i0 = first / BR * BR; i0 < d.T; i0 += BR) {
-    const int rows = int(min(int64_t(BR), d.T - i0));
-    __syncthreads();  // the previous query tile is no longer read
-    load_rows(Qs, P, Q + (pair * d.T + i0) * P, rows, P);
-    load_rows(Gs, E, G + (pair * d.T + i0) * E, rows, E);
-    __syncthreads();
-    for (const int r : warp_rows(d.rw, rows)) {
-      const int64_t i = i0 + r;
-      scores_backward(Ws + r * kBC, dSs + r * kBC, Qs + r * P, Gs + r * E, Ks, Vs, KP, VP, P, E, cols, pair, i, j0,
-                      L[pair * d.T + i], D[pair * d.T + i], pad_b, d, prm);
-    }
-    __syncthreads();
-    // dV_c += Σ_r W_rc dO_r;  dK_c += scale · Σ_r dS_rc Q_r  (r in order: deterministic)
-    accumulate_dv(dVs, Ws, Gs, rows, cols, E);
-    for (int64_t x = tid; x < cols * P; x += kBlock) {
-      const int64_t c = x / P, a = x % P;
-      T acc = 0;
-      for (int r = 0; r < rows; ++r) acc += dSs[r * kBC + c] * Qs[r * P + a];
-      dKs[x] += acc * scale;
+  for (int64_t pair = kvp * d.group; pair < (kvp + 1) * d.group; ++pair) {  // the query heads reading kvp, in order
+    for (int64_t i0 = first / BR * BR; i0 < d.T; i0 += BR) {
+      const int rows = int(min(int64_t(BR), d.T - i0));
+      __syncthreads();  // the previous query tile is no longer read
+      load_rows(Qs, P, Q + (pair * d.T + i0) * P, rows, P);
+      load_rows(Gs, E, G + (pair * d.T + i0) * E, rows, E);
+      __syncthreads();
+      for (const int r : warp_rows(d.rw, rows)) {
+        const int64_t i = i0 + r;
+        scores_backward(Ws + r * kBC, dSs + r * kBC, Qs + r * P, Gs + r * E, Ks, Vs, KP, VP, P, E, cols, pair, i, j0,
+                        L[pair * d.T + i], D[pair * d.T + i], pad_b, d, prm);
+      }
+      __syncthreads();
+      // dV_c += Σ_r W_rc dO_r;  dK_c += scale · Σ_r dS_rc Q_r  (r in order: deterministic)
+      accumulate_dv(dVs, Ws, Gs, rows, cols, E);
+      for (int64_t x = tid; x < cols * P; x += kBlock) {
+        const int64_t c = x / P, a = x % P;
+        T acc = 0;
+        for (int r = 0; r < rows; ++r) acc += dSs[r * kBC + c] * Qs[r * P + a];
+        dKs[x] += acc * scale;
+      }
     }
   }
   __syncthreads();
-  store(dK + (pair * d.S + j0) * P, dKs, cols * P);
-  store(dV + (pair * d.S + j0) * E, dVs, cols * E);
+  store(dK + (kvp * d.S + j0) * P, dKs, cols * P);
+  store(dV + (kvp * d.S + j0) * E, dVs, cols * E);
 }
 
 // Shared: Q (BR, p) | dO (BR, e) | dQ (BR, p) | K (32, p + 1) | V (32, e + 1) | dS (BR, 32)
@@ -189,6 +211,7 @@ __global__ void __launch_bounds__(kBlock)
   const auto [pair, i0, rows, pad_b] = query_tile(d, pad);
   const int tid = threadIdx.x;
   const T scale = T(prm.scale);
+  const int64_t kvp = kv_pair(pair, d.group);
 
   load_rows(Qs, P, Q + (pair * d.T + i0) * P, rows, P);
   load_rows(Gs, E, G + (pair * d.T + i0) * E, rows, E);
@@ -197,8 +220,8 @@ __global__ void __launch_bounds__(kBlock)
   for (int64_t j0 = 0; j0 < jend; j0 += kBC) {
     const int cols = int(min(int64_t(kBC), jend - j0));
     __syncthreads();  // the previous key tile is no longer read
-    load_rows(Ks, KP, K + (pair * d.S + j0) * P, cols, P);
-    load_rows(Vs, VP, V + (pair * d.S + j0) * E, cols, E);
+    load_rows(Ks, KP, K + (kvp * d.S + j0) * P, cols, P);
+    load_rows(Vs, VP, V + (kvp * d.S + j0) * E, cols, E);
     __syncthreads();
     for (const int r : warp_rows(d.rw, rows)) {
       const int64_t i = i0 + r;
@@ -232,7 +255,7 @@ void sdpa_forward_cuda(const Tensor& out, const Tensor& lse, const Tensor& q_in,
   dispatch_floating(out.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     DeviceGuard guard(dev);
-    Dims d{q.size(1), q.size(2), k.size(2), 1, q.size(3), v.size(3), 0, 0};
+    Dims d{q.size(1), q.size(2), k.size(2), 1, q.size(3), v.size(3), 0, 0, q.size(1) / k.size(1)};
     const Launch l =
         plan(sdpa_forward<T>, forward_shared, d, false, q.size(0) * d.H, sizeof(T), dev.index, op, head_sizes(d));
     sdpa_forward<T><<<l.grid, kBlock, l.bytes, stream(dev)>>>(out.data<T>(), lse.data<T>(), q.data<T>(), k.data<T>(),
@@ -256,14 +279,15 @@ void sdpa_backward_cuda(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
     DeviceGuard guard(dev);
     const cudaStream_t s = stream(dev);
     const bool* padp = pad.defined() ? pad.data<bool>() : nullptr;
-    Dims d{q.size(1), q.size(2), k.size(2), 1, q.size(3), v.size(3), 0, 0};
+    Dims d{q.size(1), q.size(2), k.size(2), 1, q.size(3), v.size(3), 0, 0, q.size(1) / k.size(1)};
     const int64_t rows = pairs * d.T;
     row_dot<T>
         <<<grid_for(rows, kThreads, dev.index), kThreads, 0, s>>>(D.data<T>(), g.data<T>(), out.data<T>(), rows, d.E);
     KS_CUDA_LAUNCH_CHECK();
     if (d.S > 0) {
       Dims dkv = d;
-      const Launch l = plan(sdpa_backward_kv<T>, kv_shared, dkv, true, pairs, sizeof(T), dev.index, op, head_sizes(d));
+      const Launch l = plan(sdpa_backward_kv<T>, kv_shared, dkv, true, pairs / d.group, sizeof(T), dev.index, op,
+                            head_sizes(d));  // one block per (b, key/value head, key tile)
       sdpa_backward_kv<T><<<l.grid, kBlock, l.bytes, s>>>(dk.data<T>(), dv.data<T>(), q.data<T>(), k.data<T>(),
                                                           v.data<T>(), g.data<T>(), lse.data<T>(), D.data<T>(), padp,
                                                           dkv, prm);

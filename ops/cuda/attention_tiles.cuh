@@ -29,28 +29,34 @@ constexpr int kBC = kWarp;              // keys per tile: one per lane
 // attention); tiles and rw are set per kernel by plan().
 struct TileDims {
   int64_t H, T, S, M, P, E;
-  int64_t tiles;  // query tiles (forward, dQ) or key tiles (dK/dV) per (b, h)
-  int rw;         // query rows per warp
+  int64_t tiles;      // query tiles (forward, dQ) or key tiles (dK/dV) per (b, h)
+  int rw;             // query rows per warp
+  int64_t group = 1;  // query heads per key/value head (grouped-query attention)
 };
 
-// Where a block of a tile kernel stands: its (b, h) pair, the first query
-// row (query-tile kernels) or key (key-tile kernels) of its tile, how many
-// the tile holds, and the pair's padding row (null without padding).
+// Where a block of a tile kernel stands: its (b, h) pair (query-tile
+// kernels) or (b, key/value head) pair (key-tile kernels), the first query
+// row or key of its tile, how many the tile holds, and the pair's padding row
+// (null without padding).
 struct TileBlock {
   int64_t pair, first;
   int count;
   const bool* pad_b;
 };
 
-// Tiles of `size` over `extent` rows or keys, d.tiles of them per pair.
-__device__ inline TileBlock tile_block(const TileDims& d, const bool* pad, int64_t size, int64_t extent) {
+// Tiles of `size` over `extent` rows or keys, d.tiles of them per pair of
+// `heads` heads per batch row.
+__device__ inline TileBlock tile_block(const TileDims& d, const bool* pad, int64_t size, int64_t extent,
+                                       int64_t heads) {
   const int64_t pair = blockIdx.x / d.tiles, first = (blockIdx.x % d.tiles) * size;
-  return {pair, first, int(min(size, extent - first)), pad ? pad + (pair / d.H) * d.S : nullptr};
+  return {pair, first, int(min(size, extent - first)), pad ? pad + (pair / heads) * d.S : nullptr};
 }
 __device__ inline TileBlock query_tile(const TileDims& d, const bool* pad) {
-  return tile_block(d, pad, kWarps * d.rw, d.T);
+  return tile_block(d, pad, kWarps * d.rw, d.T, d.H);
 }
-__device__ inline TileBlock key_tile(const TileDims& d, const bool* pad) { return tile_block(d, pad, kBC, d.S); }
+__device__ inline TileBlock key_tile(const TileDims& d, const bool* pad) {
+  return tile_block(d, pad, kBC, d.S, d.H / d.group);
+}
 
 // The rows of a query tile this thread's warp owns: rw consecutive rows,
 // fewer in the last tile.  for (int r : warp_rows(d.rw, rows)) ...
