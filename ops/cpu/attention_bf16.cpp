@@ -17,8 +17,9 @@
 // even), so the two differ only in float32 summation order; dQ and dK are
 // summed unscaled and multiplied by the softmax scale once at the end. ALiBi
 // adds −m·|i − j| to each scaled score row (add_alibi_row).
-// Scratch: per task the packed operands of one (b, h), (T + S)·(p + e)
-// bf16 values for the forward, about twice that for the backward.
+// Scratch: per task the packed operands of one (b, key/value head) and one
+// query head at a time, (T + S)·(p + e) bf16 values for the forward, about
+// twice that for the backward.
 // Not here: float64, the Float32 precision, and bf16 on a CPU without a bf16
 // kernel (the float32 path), which computes in float32 with the float32
 // kernels of ops/cpu/attention.cpp (core/matmul_precision.h).

@@ -130,6 +130,9 @@ int info(const std::vector<std::string>& args) {
                         {"seq_len", seq},
                         {"forward_flops_per_token", c.flops_per_token},
                         {"kv_cache_mib_per_sequence", c.kv_cache_bytes / mib},
+                        // what the last decoded position added (attention.kv_heads shrinks it; 0 for linear sums)
+                        {"kv_cache_bytes_per_position",
+                         seq > 1 ? c.kv_cache_bytes - model->cost(seq - 1).kv_cache_bytes : c.kv_cache_bytes},
                         {"train_state_mib", double(c.params) * 16.0 / mib}};
   if (!loaded_plugins().empty()) out["plugins"] = plugins_json();
   if (first_batch && first_batch->size() > 0)
