@@ -69,8 +69,8 @@ TEST_CASE("rope config: rope_theta defaults to 10000, is checked, belongs to rop
                        "config: rope_theta: expected a number, got \"big\"", Error);
   CHECK_THROWS_WITH_AS(models::parse_model_config(lm_json("softmax", {{"positions", "learned"}, {"rope_theta", 500}})),
                        "config: rope_theta applies to positions rope only, not 'learned'", Error);
-  CHECK_THROWS_WITH_AS(models::parse_model_config(lm_json("softmax", {{"positions", "alibi"}})),
-                       "config: positions: expected learned, rope or sinusoidal, got 'alibi'", Error);
+  CHECK_THROWS_WITH_AS(models::parse_model_config(lm_json("softmax", {{"positions", "xpos"}})),
+                       "config: positions: expected alibi, learned, rope or sinusoidal, got 'xpos'", Error);
   // A family that cannot take rope is refused when the config is read, by name.
   CHECK_THROWS_WITH_AS(models::parse_model_config(lm_json("linear")),
                        doctest::Contains("config: attention.rope_theta: the \"linear\" family does not take rotary"),
@@ -183,4 +183,14 @@ TEST_CASE("rope seq2seq and encoder classifier: rope in self-attention only, no 
   labelled.labels = reshape(random_tokens(1, 4, 0, 3, 13), {4});
   auto [b2, a2] = train_steps(*c, labelled, 5);
   CHECK(a2 < b2);
+}
+
+TEST_CASE("alibi positions: no table, ALiBi on every self-attention, refused by families without it") {
+  models::ModelConfig c = models::parse_model_config(lm_json("softmax", {{"positions", "alibi"}}));
+  CHECK(models::layer_config(c).attention.alibi);
+  CHECK(models::parse_model_config(c.to_json()).to_json() == c.to_json());
+  models::DecoderLM lm(c);
+  for (auto& [name, _] : lm.named_parameters()) CHECK(name.rfind("pos", 0) != 0);
+  CHECK_THROWS_WITH_AS(models::parse_model_config(lm_json("mgk", {{"positions", "alibi"}})),
+                       doctest::Contains("attention.alibi: the \"mgk\" family does not take ALiBi"), Error);
 }
