@@ -13,21 +13,16 @@ is computed the unfused way as torch_lm_bench.py computes it (all M
 components' logits, then a logsumexp over them). Where a newer PyTorch is at
 hand, --sdpa uses its fused kernel for softmax and fixed.
 """
-import argparse, json, math, time
+import argparse, json, time
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch_common import Projections, add_attention_args
 
 p = argparse.ArgumentParser()
-p.add_argument("--attention", default="softmax", choices=["softmax", "fixed", "mgk"])
-p.add_argument("--d-model", type=int, default=256)
-p.add_argument("--heads", type=int, default=8)
-p.add_argument("--head-dim", type=int, default=0)
+add_attention_args(p)
 p.add_argument("--seq", type=int, default=256)
 p.add_argument("--batch", type=int, default=16)
 p.add_argument("--steps", type=int, default=10)
-p.add_argument("--threads", type=int, default=2)
-p.add_argument("--keys", type=int, default=2)
 p.add_argument("--forward-only", action="store_true")
 p.add_argument("--bidirectional", action="store_true")
 p.add_argument("--sdpa", action="store_true", help="F.scaled_dot_product_attention (PyTorch 2.0+), softmax/fixed")
@@ -40,48 +35,20 @@ if a.sdpa and not hasattr(F, "scaled_dot_product_attention"):
     raise SystemExit(f"--sdpa: PyTorch {torch.__version__} has no scaled_dot_product_attention (2.0+)")
 
 
-class Attn(nn.Module):
-    def __init__(s):
-        super().__init__()
-        s.h = a.heads
-        s.dh = a.head_dim or a.d_model // a.heads
-        inner = s.h * s.dh
-        s.m = a.keys if a.attention == "mgk" else 1
-        s.q = nn.Linear(a.d_model, inner)
-        s.k = nn.Linear(a.d_model, inner * s.m)
-        s.v = nn.Linear(a.d_model, inner)
-        if s.m > 1:
-            s.pi = nn.Parameter(torch.zeros(s.h, s.m))
-        s.o = nn.Linear(inner, a.d_model)
-
+class Attn(Projections):
     def forward(s, x):
-        B, T, _ = x.shape
-        q = s.q(x).view(B, T, s.h, s.dh).transpose(1, 2)  # (B, h, T, p)
-        v = s.v(x).view(B, T, s.h, s.dh).transpose(1, 2)
+        T = x.shape[1]
+        q, k, v = s.qkv(x)
         causal = not a.bidirectional
-        if s.m == 1:
-            k = s.k(x).view(B, T, s.h, s.dh).transpose(1, 2)
-            if a.sdpa:
-                y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-            else:
-                att = (q @ k.transpose(-1, -2)) / math.sqrt(s.dh)  # (B, h, T, T)
-                if causal:
-                    att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-                y = att.softmax(-1) @ v
-        else:
-            # score_ij = Σ_r π_r exp(-|q_i - k_jr|² / 2σ²), σ² = √p, normalised over j
-            k = s.k(x).view(B, T, s.h, s.m, s.dh).permute(0, 2, 3, 1, 4)  # (B, h, M, T, p)
-            qq = q.unsqueeze(2)  # (B, h, 1, T, p)
-            d2 = (qq * qq).sum(-1, keepdim=True) - 2 * qq @ k.transpose(-1, -2) + (k * k).sum(-1).unsqueeze(-2)
-            logits = -d2 / (2 * math.sqrt(s.dh)) + F.log_softmax(s.pi, -1).view(1, s.h, s.m, 1, 1)
-            logits = torch.logsumexp(logits, dim=2)  # (B, h, T, T)
-            if causal:
-                logits = logits.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-            y = logits.softmax(-1) @ v
-        return s.o(y.transpose(1, 2).reshape(B, T, s.h * s.dh))
+        if a.sdpa and s.m == 1:
+            return s.out(F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+        att = s.scores(q, k)  # (B, h, T, T)
+        if causal:
+            att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+        return s.out(att.softmax(-1) @ v)
 
 
-model = Attn()
+model = Attn(a)
 x = torch.randn(a.batch, a.seq, a.d_model, requires_grad=not a.forward_only)
 g = torch.randn(a.batch, a.seq, a.d_model)
 

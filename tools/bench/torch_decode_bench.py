@@ -12,53 +12,30 @@ its M keys per position, (B, h, M, S, p), and mixes them the unfused way, as
 torch_lm_bench.py does. Prints one JSON line (tokens_per_s counts new tokens;
 prefill_ms is the prompt's pass alone).
 """
-import argparse, json, math, time
+import argparse, json, time
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+from torch_common import Projections, add_attention_args
 
 p = argparse.ArgumentParser()
-p.add_argument("--attention", default="softmax", choices=["softmax", "fixed", "mgk"])
-p.add_argument("--d-model", type=int, default=256)
+add_attention_args(p)
 p.add_argument("--layers", type=int, default=4)
-p.add_argument("--heads", type=int, default=8)
-p.add_argument("--head-dim", type=int, default=0)
 p.add_argument("--d-ff", type=int, default=1024)
 p.add_argument("--vocab", type=int, default=8192)
 p.add_argument("--batch", type=int, default=1)
 p.add_argument("--prompt", type=int, default=128)
 p.add_argument("--new-tokens", type=int, default=128)
 p.add_argument("--steps", type=int, default=3)
-p.add_argument("--threads", type=int, default=2)
-p.add_argument("--keys", type=int, default=2)
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
 max_len = a.prompt + a.new_tokens
 
 
-class Attn(nn.Module):
-    def __init__(s):
-        super().__init__()
-        s.h = a.heads
-        s.dh = a.head_dim or a.d_model // a.heads
-        inner = s.h * s.dh
-        s.m = a.keys if a.attention == "mgk" else 1
-        s.q = nn.Linear(a.d_model, inner)
-        s.k = nn.Linear(a.d_model, inner * s.m)
-        s.v = nn.Linear(a.d_model, inner)
-        if s.m > 1:
-            s.pi = nn.Parameter(torch.zeros(s.h, s.m))
-        s.o = nn.Linear(inner, a.d_model)
-
+class Attn(Projections):
     def forward(s, x, cache):
-        B, T, _ = x.shape
-        q = s.q(x).view(B, T, s.h, s.dh).transpose(1, 2)  # (B, h, T, p)
-        v = s.v(x).view(B, T, s.h, s.dh).transpose(1, 2)
-        if s.m == 1:
-            k = s.k(x).view(B, T, s.h, s.dh).transpose(1, 2)
-        else:
-            k = s.k(x).view(B, T, s.h, s.m, s.dh).permute(0, 2, 3, 1, 4)  # (B, h, M, T, p)
+        T = x.shape[1]
+        q, k, v = s.qkv(x)
         if cache:
             k = torch.cat([cache["k"], k], dim=-2)
             v = torch.cat([cache["v"], v], dim=-2)
@@ -66,21 +43,14 @@ class Attn(nn.Module):
         S = v.shape[-2]
         # query i sits at position S - T + i and sees keys 0 .. S - T + i
         mask = torch.ones(T, S, dtype=torch.bool).triu(S - T + 1)
-        if s.m == 1:
-            att = (q @ k.transpose(-1, -2)) / math.sqrt(s.dh)
-        else:
-            qq = q.unsqueeze(2)  # (B, h, 1, T, p)
-            d2 = (qq * qq).sum(-1, keepdim=True) - 2 * qq @ k.transpose(-1, -2) + (k * k).sum(-1).unsqueeze(-2)
-            att = torch.logsumexp(-d2 / (2 * math.sqrt(s.dh)) + F.log_softmax(s.pi, -1).view(1, s.h, s.m, 1, 1), 2)
-        y = att.masked_fill(mask, float("-inf")).softmax(-1) @ v
-        return s.o(y.transpose(1, 2).reshape(B, T, s.h * s.dh))
+        return s.out(s.scores(q, k).masked_fill(mask, float("-inf")).softmax(-1) @ v)
 
 
 class Block(nn.Module):
     def __init__(s):
         super().__init__()
         s.ln1, s.ln2 = nn.LayerNorm(a.d_model), nn.LayerNorm(a.d_model)
-        s.att = Attn()
+        s.att = Attn(a)
         s.ff = nn.Sequential(nn.Linear(a.d_model, a.d_ff), nn.GELU(), nn.Linear(a.d_ff, a.d_model))
 
     def forward(s, x, cache):
