@@ -107,7 +107,9 @@ void AttentionConfig::validate() const {
   KS_CHECK(kv_heads >= 0, "attention.kv_heads must be >= 0 (0 means heads), got ", kv_heads);
   KS_CHECK(kv_heads == 0 || heads % kv_heads == 0, "attention.kv_heads: ", kv_heads, " key/value heads do not divide ",
            heads, " heads (each key/value head serves an equal group of query heads)");
-  const AttentionOptions& opts = options ? *options : *defaults(f);
+  // Held here: the family's defaults are a temporary (a reference to *defaults(f) would dangle).
+  const std::shared_ptr<const AttentionOptions> held = options ? options : defaults(f);
+  const AttentionOptions& opts = *held;
   KS_CHECK(resolved_kv_heads() == heads || opts.takes_kv_groups(), "attention.kv_heads: the \"", type,
            "\" family has one key/value head per query head, got kv_heads ", kv_heads, " for ", heads,
            " heads (grouped-query attention: ", listed(families_that(&AttentionOptions::takes_kv_groups)), ")");
