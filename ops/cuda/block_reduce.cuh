@@ -10,6 +10,8 @@
 // alone, so results are deterministic. Not a general reduction (reduce.cu).
 #pragma once
 
+#include <type_traits>
+
 #include "core/cuda/loops.cuh"
 
 namespace ks::cuda {
@@ -77,6 +79,15 @@ inline RowLaunch row_launch(int64_t rows, int64_t n, int device) {
   const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
   const int64_t cap = int64_t(multiprocessors(device)) * (2048 / kThreads) * 4;
   return {warp_rows, unsigned(std::max<int64_t>(1, std::min(blocks, cap)))};
+}
+
+// Calls launch(tpr) with tpr a std::integral_constant<int, TPR> of the row
+// width row_launch chose, so a kernel templated on TPR is written once.
+template <class Launch> void with_row_width(const RowLaunch& L, Launch&& launch) {
+  if (L.warp_rows)
+    launch(std::integral_constant<int, kWarp>{});
+  else
+    launch(std::integral_constant<int, kThreads>{});
 }
 
 // The row this thread works on first, and the stride to its next row, for TPR threads per row.

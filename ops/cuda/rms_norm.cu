@@ -49,16 +49,12 @@ void rms_norm_cuda(const Tensor& y, const Tensor& rstd, const Tensor& x_in, cons
     const cudaStream_t s = stream(dev);
     DeviceGuard guard(x.device());
     const RowLaunch L = row_launch(M, N, dev);
-    auto launch = [&](auto tpr) {
+    with_row_width(L, [&](auto tpr) {
       with_affine(wp != nullptr, bp != nullptr, [&](auto has_w, auto has_b) {
         forward_rows<T, decltype(tpr)::value, decltype(has_w)::value, decltype(has_b)::value>
             <<<L.grid, kThreads, 0, s>>>(y.data<T>(), rstd.data<double>(), x.data<T>(), wp, bp, M, N, eps);
       });
-    };
-    if (L.warp_rows)
-      launch(std::integral_constant<int, kWarp>{});
-    else
-      launch(std::integral_constant<int, kThreads>{});
+    });
     KS_CUDA_LAUNCH_CHECK();
   });
 }
@@ -109,12 +105,10 @@ void rms_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db
     if (dx.defined()) {
       const T* wp = w.defined() ? w.data<T>() : nullptr;
       const RowLaunch L = row_launch(M, N, dev);
-      if (L.warp_rows)
-        backward_dx_rows<T, kWarp>
+      with_row_width(L, [&](auto tpr) {
+        backward_dx_rows<T, decltype(tpr)::value>
             <<<L.grid, kThreads, 0, s>>>(dx.data<T>(), g.data<T>(), xp, rstd.data<double>(), wp, M, N);
-      else
-        backward_dx_rows<T, kThreads>
-            <<<L.grid, kThreads, 0, s>>>(dx.data<T>(), g.data<T>(), xp, rstd.data<double>(), wp, M, N);
+      });
       KS_CUDA_LAUNCH_CHECK();
     }
     norm_columns::column_sums<T>(dw, db, g.data<T>(), ScaledXhat<T>{xp, rstd.data<double>(), N}, M, N, dev, s);

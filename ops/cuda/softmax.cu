@@ -110,10 +110,9 @@ template <class T, bool Log> void run_forward(const Tensor& out, const Tensor& x
   const T* xp = x.data<T>();
   if (G.inner == 1) {
     const RowLaunch L = row_launch(G.outer, G.n, dev);
-    if (L.warp_rows)
-      forward_rows<T, Log, kWarp><<<L.grid, kThreads, 0, s>>>(yp, xp, G.outer, G.n);
-    else
-      forward_rows<T, Log, kThreads><<<L.grid, kThreads, 0, s>>>(yp, xp, G.outer, G.n);
+    with_row_width(L, [&](auto tpr) {
+      forward_rows<T, Log, decltype(tpr)::value><<<L.grid, kThreads, 0, s>>>(yp, xp, G.outer, G.n);
+    });
   } else {
     forward_columns<T, Log><<<grid_for(G.outer * G.inner, kThreads, dev), kThreads, 0, s>>>(yp, xp, G);
   }
@@ -129,10 +128,9 @@ template <class T, bool Log> void run_backward(const Tensor& dx, const Tensor& g
   const T* yp = y.data<T>();
   if (G.inner == 1) {
     const RowLaunch L = row_launch(G.outer, G.n, dev);
-    if (L.warp_rows)
-      backward_rows<T, Log, kWarp><<<L.grid, kThreads, 0, s>>>(dp, gp, yp, G.outer, G.n);
-    else
-      backward_rows<T, Log, kThreads><<<L.grid, kThreads, 0, s>>>(dp, gp, yp, G.outer, G.n);
+    with_row_width(L, [&](auto tpr) {
+      backward_rows<T, Log, decltype(tpr)::value><<<L.grid, kThreads, 0, s>>>(dp, gp, yp, G.outer, G.n);
+    });
   } else {
     backward_columns<T, Log><<<grid_for(G.outer * G.inner, kThreads, dev), kThreads, 0, s>>>(dp, gp, yp, G);
   }

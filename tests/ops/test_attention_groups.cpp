@@ -14,6 +14,7 @@
 
 #include "core/matmul_precision.h"
 #include "ops/cpu/gemm/gemm.h"
+#include "ops/gemm_paths.h"
 #include "ops/ops_testing.h"
 #include "support/testing.h"
 
@@ -170,16 +171,7 @@ TEST_CASE("grouped-query attention and ALiBi: the bf16 tile products on every bf
   // path this CPU can run, its results stay within bf16's rounding of the
   // float64 composed path (8-bit mantissas: ~1e-2 of the values' norm), where
   // a wrong key/value head or a wrong bias moves them by the norm itself.
-  const CpuGemmPath original = cpu_gemm_path();
-  for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16, CpuGemmPath::Float32}) {
-    std::string why;
-    if (!cpu_gemm_path_available(path, &why)) {
-      MESSAGE("skipped the ", std::string(cpu_gemm_path_name(path)), " path: ", why);
-      continue;
-    }
-    const std::string name = cpu_gemm_path_name(path);
-    CAPTURE(name);
-    set_cpu_gemm_path(path);
+  for_each_gemm_path(kAllGemmPaths, [&](CpuGemmPath) {
     for (const Case& c : cases()) {
       CAPTURE(c.h);
       CAPTURE(c.g);
@@ -200,8 +192,7 @@ TEST_CASE("grouped-query attention and ALiBi: the bf16 tile products on every bf
         CHECK(worst <= 2e-2 * norm);
       }
     }
-  }
-  set_cpu_gemm_path(original);
+  });
 }
 
 TEST_CASE("grouped-query attention and ALiBi gradcheck and gradgradcheck (create_graph through the composition)") {

@@ -23,6 +23,7 @@
 #include "core/cpu_features.h"
 #include "core/matmul_precision.h"
 #include "ops/cpu/gemm/gemm.h"
+#include "ops/gemm_paths.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -30,37 +31,9 @@ using namespace ks::testing;
 
 namespace {
 
-const CpuGemmPath kPaths[] = {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16, CpuGemmPath::Float32};
-
-// Forces each bf16 kernel path this CPU can run for the body; the process's own choice comes back after.
+// body() once on each bf16 kernel path this CPU can run, forced (gemm_paths.h).
 template <class F> void for_each_path(F&& body) {
-  const CpuGemmPath original = cpu_gemm_path();
-  for (CpuGemmPath p : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
-    std::string why;
-    if (!cpu_gemm_path_available(p, &why)) {
-      MESSAGE("skipped the ", std::string(cpu_gemm_path_name(p)), " path: ", why);
-      continue;
-    }
-    set_cpu_gemm_path(p);
-    const std::string path = cpu_gemm_path_name(p);
-    CAPTURE(path);
-    body();
-  }
-  set_cpu_gemm_path(original);
-}
-
-// body(path) for each packed path (AMX, AVX512-BF16) this CPU can run, without forcing it.
-template <class F> void for_each_packed_path(F&& body) {
-  for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
-    std::string why;
-    if (!cpu_gemm_path_available(path, &why)) {
-      MESSAGE("skipped the ", std::string(cpu_gemm_path_name(path)), " path: ", why);
-      continue;
-    }
-    const std::string name = cpu_gemm_path_name(path);
-    CAPTURE(name);
-    body(path);
-  }
+  for_each_gemm_path(kPackedPaths, [&](CpuGemmPath) { body(); });
 }
 
 double bf16_round(double x) { return double(float(BFloat16(float(x)))); }
@@ -427,7 +400,7 @@ TEST_CASE("bf16 gemm: KS_CPU_GEMM and set_cpu_gemm_path name what is missing") {
   MESSAGE("this CPU: avx512 ", f.avx512, ", avx512_bf16 ", f.avx512_bf16, ", amx_bf16 ", f.amx_bf16, ", amx permitted ",
           f.amx_permitted, "; bf16 GEMMs use ", std::string(cpu_gemm_path_name(cpu_gemm_path())));
   CHECK(cpu_gemm_path_available(CpuGemmPath::Float32));
-  for (CpuGemmPath p : kPaths) {
+  for (CpuGemmPath p : kAllGemmPaths) {
     std::string why;
     if (cpu_gemm_path_available(p, &why)) continue;
     CHECK(!why.empty());
@@ -528,7 +501,6 @@ TEST_CASE("bf16 attention: the packed kernels equal the float32 kernels on bf16 
       {300, 90, 16, 16, {.causal = true, .causal_offset = -7, .key_padding = pad}},
       {70, 90, 32, 16, {.causal = true, .dropout_p = 0.25, .training = true}},
   };
-  const CpuGemmPath original = cpu_gemm_path();
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
     CAPTURE(ci);
@@ -550,8 +522,7 @@ TEST_CASE("bf16 attention: the packed kernels equal the float32 kernels on bf16 
       return std::vector<Tensor>{out, ql.grad(), kl.grad(), vl.grad()};
     };
     const std::vector<Tensor> generic = run(MatmulPrecision::Float32);
-    for_each_packed_path([&](CpuGemmPath path) {
-      set_cpu_gemm_path(path);
+    for_each_gemm_path(kPackedPaths, [&](CpuGemmPath) {
       const std::vector<Tensor> packed = run(MatmulPrecision::BFloat16);
       for (size_t i = 0; i < generic.size(); ++i) {
         CAPTURE(i);
@@ -565,7 +536,6 @@ TEST_CASE("bf16 attention: the packed kernels equal the float32 kernels on bf16 
       }
     });
   }
-  set_cpu_gemm_path(original);
 }
 
 TEST_CASE("bf16 gemm: packed parts (gemm.h's PackedA/PackedB::at) multiply as the rounded parts they name") {
@@ -579,7 +549,7 @@ TEST_CASE("bf16 gemm: packed parts (gemm.h's PackedA/PackedB::at) multiply as th
     bool accumulate;
   };
   const Part parts[] = {{32, 32, 32, 45, 33, 64, false}, {0, 0, 64, 90, 70, 64, true}, {64, 64, 0, 26, 6, 128, true}};
-  for_each_packed_path([&](CpuGemmPath path) {
+  for_each_gemm_path(kPackedPaths, [&](CpuGemmPath path) {
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         CAPTURE(ta);

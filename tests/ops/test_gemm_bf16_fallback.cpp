@@ -15,6 +15,7 @@
 #include "core/cpu_features.h"
 #include "core/matmul_precision.h"
 #include "ops/cpu/gemm/gemm.h"
+#include "ops/gemm_paths.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -101,21 +102,11 @@ TEST_CASE("bf16 without a bf16 kernel: float32's results bit for bit, fused kern
 }
 
 TEST_CASE("bf16 with a bf16 kernel still rounds: the same workload gives other bits") {
-  bool ran = false;
-  for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
-    std::string why;
-    if (!cpu_gemm_path_available(path, &why)) {
-      MESSAGE("skipped the ", std::string(cpu_gemm_path_name(path)), " path: ", why);
-      continue;
-    }
-    const CpuGemmPath original = cpu_gemm_path();
-    set_cpu_gemm_path(path);
+  const int ran = for_each_gemm_path(kPackedPaths, [&](CpuGemmPath) {
     CHECK(cpu_matmul_precision(MatmulPrecision::BFloat16) == MatmulPrecision::BFloat16);
     CHECK(bits(workload(MatmulPrecision::Float32)) != bits(workload(MatmulPrecision::BFloat16)));
-    set_cpu_gemm_path(original);
-    ran = true;
-  }
-  if (!ran) MESSAGE("no bf16 kernel on this CPU: only the float32 path above ran");
+  });
+  if (ran == 0) MESSAGE("no bf16 kernel on this CPU: only the float32 path above ran");
 }
 
 TEST_CASE("precision auto: BFloat16 by another name, so bf16 with a bf16 kernel and float32 without") {
@@ -128,13 +119,8 @@ TEST_CASE("precision auto: BFloat16 by another name, so bf16 with a bf16 kernel 
     Float32PathScope float32_path;
     CHECK(cpu_matmul_precision(resolved) == MatmulPrecision::Float32);
   }
-  for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
-    if (!cpu_gemm_path_available(path)) continue;
-    const CpuGemmPath original = cpu_gemm_path();
-    set_cpu_gemm_path(path);
-    CHECK(cpu_matmul_precision(resolved) == MatmulPrecision::BFloat16);
-    set_cpu_gemm_path(original);
-  }
+  for_each_gemm_path(kPackedPaths,
+                     [&](CpuGemmPath) { CHECK(cpu_matmul_precision(resolved) == MatmulPrecision::BFloat16); });
   CHECK(cpu_matmul_precision(MatmulPrecision::Float32) == MatmulPrecision::Float32);
   CHECK(cpu_matmul_precision(MatmulPrecision::TF32) == MatmulPrecision::Float32);  // no TF32 unit on the CPU
 }
