@@ -25,6 +25,7 @@
 #include "nn/feed_forward.h"
 #include "nn/norm.h"
 #include "nn/positions/positions.h"
+#include "nn/typed_options.h"
 
 namespace ks::models {
 
@@ -135,13 +136,7 @@ struct ModelConfig {
   // The options as the kind's type T; T's defaults when none are set.
   // Options of another type are a programming error.
   template <class T> const T& options_as() const {
-    if (!options) {
-      static const T defaults{};
-      return defaults;
-    }
-    const T* typed = dynamic_cast<const T*>(options.get());
-    KS_CHECK(typed, "model '", model, "': its options are another kind's");
-    return *typed;
+    return nn::typed_options<T>(options, "model '", model, "': its options are another kind's");
   }
   template <class T> ModelConfig& with_options(T value) {
     options = std::make_shared<const T>(std::move(value));

@@ -30,6 +30,7 @@
 
 #include "core/dispatch.h"
 #include "nn/module.h"
+#include "nn/typed_options.h"
 
 namespace ks::nn {
 
@@ -90,13 +91,7 @@ struct AttentionConfig {
   // variant's options may derive from its base family's); T's defaults when
   // none are set. Options of another type are a programming error.
   template <class T> const T& options_as() const {
-    if (!options) {
-      static const T defaults{};
-      return defaults;
-    }
-    const T* typed = dynamic_cast<const T*>(options.get());
-    KS_CHECK(typed, "attention '", type, "': its options are another family's");
-    return *typed;
+    return typed_options<T>(options, "attention '", type, "': its options are another family's");
   }
   template <class T> AttentionConfig& with_options(T value) {
     options = std::make_shared<const T>(std::move(value));

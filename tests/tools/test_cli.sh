@@ -421,6 +421,7 @@ expect 1 "tsv classification: classes: \"pos\" is listed twice" -- "$ks" config 
 
 if [ -r /usr/share/common-licenses/GPL-3 ]; then
   expect 0 '"vocab_size": 1024' -- "$ks" config --config $root/tools/configs/my_text_lm.json
+  expect 0 '"kv_heads": 2' -- "$ks" config --config $root/tools/configs/my_text_llama.json
 fi
 
 # The experiment tools (tools/experiments/: run.py, report.py, heads_figure.py)

@@ -54,6 +54,9 @@ constexpr char kUsage[] =
     "...]\n"
     "                      [--forward-only] [--attention-only] [--bidirectional]\n"
     "                      [--decode] [--prompt 128] [--new-tokens 128]\n"
+    "                      [--norm layernorm|rmsnorm] [--positions learned|sinusoidal|rope|alibi] [--ff "
+    "mlp|swiglu|geglu]\n"
+    "                      [--kv-heads N] [--no-bias]\n"
     "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
     "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
     "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
@@ -65,6 +68,9 @@ constexpr char kUsage[] =
     "Brown LM configs train it (0.3 and 0.1), with its dropout masks drawn every step.\n"
     "--checkpoint-layers times it as train.checkpoint_layers trains it: each layer recomputed in backward.\n"
     "--fused-loss times it with model.fused_loss: the output layer and loss in chunks of rows.\n"
+    "--norm, --positions, --ff, --kv-heads and --no-bias swap the blocks as model.norm, model.positions,\n"
+    "model.ff, attention.kv_heads and model.bias: false do (tools/bench/torch_blocks_bench.py is PyTorch's\n"
+    "counterpart); --d-ff stays the hidden width of a gated feed-forward too.\n"
     "--plugin loads a plugin first (repeatable), so --attention may name a family it registers.\n"
     "--forward-only times inference instead: the forward pass alone (eval mode, no graph, no optimizer).\n"
     "--attention-only times one attention sublayer alone (its projections and the attention, forward\n"
@@ -95,12 +101,13 @@ void print_profile(double step_s, int64_t steps) {
 
 int bench(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(
-      args,
-      {"attention", "d-model", "layers", "heads", "head-dim", "d-ff", "seq", "batch", "vocab", "steps", "threads",
-       "keys", "device", "precision", "dropout", "attention-dropout", "plugin", "prompt", "new-tokens"},
-      {"profile", "checkpoint-layers", "forward-only", "attention-only", "bidirectional", "fused-loss", "decode"},
-      {"plugin"});
+  cli::Flags f(args,
+               {"attention", "d-model", "layers",     "heads", "head-dim",  "d-ff",      "seq",     "batch",
+                "vocab",     "steps",   "threads",    "keys",  "device",    "precision", "dropout", "attention-dropout",
+                "plugin",    "prompt",  "new-tokens", "norm",  "positions", "ff",        "kv-heads"},
+               {"profile", "checkpoint-layers", "forward-only", "attention-only", "bidirectional", "fused-loss",
+                "decode", "no-bias"},
+               {"plugin"});
   for (const std::string& p : f.get_all("plugin")) load_plugin(p);
   const std::string attention = f.get("attention", "softmax");
   const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
@@ -129,6 +136,7 @@ int bench(const std::vector<std::string>& args) {
   set_num_threads(int(threads));
 
   nlohmann::json attn = {{"type", attention}, {"heads", heads}, {"keys", keys}, {"dropout", attention_dropout}};
+  if (f.has("kv-heads")) attn["kv_heads"] = f.get_int_at_least("kv-heads", heads, 1);
   // The torch script's head size: --head-dim, or d/h when it is 0.
   if (head_dim > 0 && (attention != "softmax" || head_dim * heads != d)) attn["head_dim"] = head_dim;
   const bool decode = f.has("decode");
@@ -139,10 +147,21 @@ int bench(const std::vector<std::string>& args) {
         "--decode times generation: not with --forward-only, --attention-only, --checkpoint-layers "
         "or --fused-loss");
   const int64_t max_len = decode ? std::max(seq, prompt_len + new_tokens) : seq;
-  nlohmann::json cfg = {{"model", "decoder_lm"},  {"vocab_size", vocab}, {"d_model", d},
-                        {"layers", layers},       {"d_ff", d_ff},        {"max_len", max_len},
-                        {"dropout", dropout},     {"pre_norm", true},    {"activation", "gelu"},
-                        {"positions", "learned"}, {"attention", attn},   {"fused_loss", f.has("fused-loss")}};
+  nlohmann::json cfg = {{"model", "decoder_lm"},
+                        {"vocab_size", vocab},
+                        {"d_model", d},
+                        {"layers", layers},
+                        {"d_ff", d_ff},
+                        {"max_len", max_len},
+                        {"dropout", dropout},
+                        {"pre_norm", true},
+                        {"activation", "gelu"},
+                        {"positions", f.get("positions", "learned")},
+                        {"norm", f.get("norm", "layernorm")},
+                        {"ff", f.get("ff", "mlp")},
+                        {"bias", !f.has("no-bias")},
+                        {"attention", attn},
+                        {"fused_loss", f.has("fused-loss")}};
   const bool forward_only = f.has("forward-only"), attention_only = f.has("attention-only");
   if (f.has("bidirectional") && !attention_only)
     throw cli::UsageError("--bidirectional needs --attention-only (the whole model is a causal decoder LM)");
@@ -232,6 +251,12 @@ int bench(const std::vector<std::string>& args) {
                         {"precision", precision_name},
                         {"checkpoint_layers", f.has("checkpoint-layers")},
                         {"fused_loss", f.has("fused-loss")},
+                        {"blocks",
+                         {{"norm", cfg["norm"]},
+                          {"positions", cfg["positions"]},
+                          {"ff", cfg["ff"]},
+                          {"kv_heads", model_config.attention.resolved_kv_heads()},
+                          {"bias", cfg["bias"]}}},
                         {"cpu_gemm", cpu_gemm_path_name(cpu_gemm_path())},
                         {"bf16_matmuls", cpu_bf16_matmuls()},
                         {"cpu", cpu_features().brand}};
