@@ -40,12 +40,12 @@ DecoderLM::DecoderLM(const ModelConfig& cfg)
   }
 }
 
-Tensor DecoderLM::forward(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches) {
-  const Tensor h = features(tokens, caches);
+Tensor DecoderLM::forward(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches, const LeftPadding* left) {
+  const Tensor h = features(tokens, caches, left);
   return head ? head->forward(h) : matmul(h, transpose(tok->weight, 0, 1));  // (B, T, V)
 }
 
-Tensor DecoderLM::features(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches) {
+Tensor DecoderLM::features(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches, const LeftPadding* left) {
   if (caches && caches->empty()) caches->resize(size_t(config.layers));
   KS_CHECK(!caches || int64_t(caches->size()) == config.layers, "decoder_lm: expected ", config.layers,
            " layer caches, got ", caches ? caches->size() : 0);
@@ -61,10 +61,20 @@ Tensor DecoderLM::features(const Tensor& tokens, std::vector<nn::DecoderLayerCac
   Tensor e = tok->forward(tokens);  // (B, T, d)
   // A tied table's lookup: √d-scaled, features reversed (models/config.h tied_lookup_reversed).
   if (!head) e = mul(config.tied_lookup_reversed ? flip(e, {-1}) : e, std::sqrt(double(config.d_model)));
-  Tensor h = pos.add(e, offset);
+  Tensor h, self_padding;
+  if (left) {
+    KS_CHECK(int64_t(left->pads.size()) == tokens.size(0), "decoder_lm: left padding of ", left->pads.size(),
+             " rows for tokens ", describe(tokens));
+    std::vector<int64_t> starts;  // row b's slot `offset` is its position offset − pads[b]
+    for (int64_t p : left->pads) starts.push_back(offset - p);
+    h = pos.add(e, starts);
+    self_padding = left->key_padding;
+  } else {
+    h = pos.add(e, offset);
+  }
   for (size_t i = 0; i < layers->size(); ++i) {
     NameScope scope("layers", int64_t(i));  // anomaly mode's "layers.3.ff"
-    h = (*layers)[i].forward(h, Tensor(), Tensor(), Tensor(), caches ? &(*caches)[i] : nullptr);
+    h = (*layers)[i].forward(h, Tensor(), self_padding, Tensor(), caches ? &(*caches)[i] : nullptr);
   }
   if (ln_f) h = ln_f->forward(h);
   return h;  // (B, T, d)

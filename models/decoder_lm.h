@@ -11,13 +11,16 @@
 // so that an untrained state does not point at its own token's output row;
 // untied ones are N(0, 1) and not scaled.
 //
-// Batches are right-padded: the causal mask already keeps pad tokens at the
-// end from affecting earlier positions, and loss() ignores pad targets, so no
-// key-padding mask is applied. Generation runs through one
+// Training batches are right-padded: the causal mask already keeps pad tokens
+// at the end from affecting earlier positions, and loss() ignores pad targets,
+// so no key-padding mask is applied. Generation runs through one
 // nn::DecoderLayerCache per layer, so each new token costs one position;
 // beam search reorders those caches by the beams' parents
-// (models/beam_search.h). Not here: tokenizers, the training loop, the beam
-// bookkeeping, the sampling rules (models/sampling.h).
+// (models/beam_search.h). Batched generation of prompts of different lengths
+// (generate_batch, models/decoder_lm_batch.cpp) left-pads them instead
+// (LeftPadding): the pads are masked as keys and skipped by the position
+// table. Not here: tokenizers, the training loop, the beam bookkeeping, the
+// sampling rules (models/sampling.h).
 #pragma once
 
 #include <memory>
@@ -33,6 +36,33 @@
 
 namespace ks::models {
 
+// Rows of different lengths run together, each left-padded to the longest:
+// row b's first pads[b] slots are padding. They are masked as keys
+// (key_padding; the caches keep it for later calls) and get no position
+// table row, so row b's token in slot s sits at position s − pads[b], as it
+// would alone. Slot-based positions inside attention (rope, ALiBi) depend
+// only on distances, which the pads do not change.
+struct LeftPadding {
+  std::vector<int64_t> pads;  // per row, >= 0
+  Tensor key_padding;         // (B, T) bool over this call's tokens, true at pads; undefined: none among them
+};
+
+// One row of generate_batch: a prompt and what is the row's own.
+struct BatchPrompt {
+  std::vector<int64_t> prompt;  // non-empty token ids
+  uint64_t seed = 0;            // the row's random stream, Generator(seed); unused when greedy
+  StopStrings stop;             // the row's stop strings with its decoding; none: no stop strings
+};
+
+// What generate_batch made of one row: the new tokens, the prompt excluded;
+// the token that ended the row (eos, or the one completing a stop string) is
+// the last of them.
+struct Continuation {
+  enum class End { length, eos, stop };
+  std::vector<int64_t> tokens;
+  End end = End::length;  // length: max_new_tokens reached
+};
+
 class DecoderLM : public Model {
  public:
   explicit DecoderLM(const ModelConfig& cfg);
@@ -40,10 +70,13 @@ class DecoderLM : public Model {
   // tokens int64 (B, T) -> logits (B, T, V). With `caches` (an empty vector is
   // sized to one cache per layer) the tokens continue the cached sequence:
   // their positions start at the cached length and they attend to it too.
-  Tensor forward(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches = nullptr);
+  // With `left` the rows are left-padded (LeftPadding).
+  Tensor forward(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches = nullptr,
+                 const LeftPadding* left = nullptr);
   // The states the output layer reads, (B, T, d): forward without its last
   // product. forward = features · output_weight()ᵀ.
-  Tensor features(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches = nullptr);
+  Tensor features(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches = nullptr,
+                  const LeftPadding* left = nullptr);
   // (V, d): the head's weight, or the token table when tied.
   const Tensor& output_weight() const { return head ? head->weight : tok->weight; }
   // Mean cross-entropy of forward(tokens) against targets (B, T) int64,
@@ -65,6 +98,20 @@ class DecoderLM : public Model {
   // each row's text with stop.cut (models/stop_strings.h).
   Tensor generate(const Tensor& prompt, int64_t max_new_tokens, const SamplingOptions& opts = {},
                   const StopStrings& stop = {});
+  // Batched generation on the KV caches: the prompts, left-padded to the
+  // longest, run in one pass, then every step runs one position for each row
+  // still going. A row ends independently, at eos_id (-1: never), at a stop
+  // string of its own (the generated text contains one) or after
+  // max_new_tokens; an ended row leaves the batch (its caches are dropped), so
+  // it costs nothing more. Each row samples with opts (whose generator must be
+  // null) from its own Generator(seed), one draw per step as generate draws
+  // for a single row, so row i's continuation is that of generate on its
+  // prompt alone with Generator(rows[i].seed) (to float32 round-off of the
+  // logits, which the batch's padding and sizes may change in the last bits),
+  // whatever the other rows are. The longest prompt + max_new_tokens must fit
+  // max_len. Eval mode and no gradients, as generate.
+  std::vector<Continuation> generate_batch(const std::vector<BatchPrompt>& rows, int64_t max_new_tokens,
+                                           const SamplingOptions& opts = {}, int64_t eos_id = -1);
   // Beam search (models/beam_search.h) continuing each prompt row (B, T0) by
   // up to max_new_tokens tokens, on the KV caches: the prompt runs once per
   // row, its caches are copied to the row's beams, and every later step runs

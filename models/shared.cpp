@@ -1,7 +1,11 @@
 // models/shared.cpp — key and token checks, the position table, the layer config.
 #include "models/shared.h"
 
+#include <algorithm>
+
 #include "ops/reduce.h"
+#include "ops/shape.h"
+#include "ops/view.h"
 
 namespace ks::models {
 
@@ -52,6 +56,25 @@ void PositionTable::init_normal(double std) {
 
 Tensor PositionTable::add(const Tensor& x, int64_t offset) const {
   return table_ ? kind_->add_table(*table_, x, offset) : x;
+}
+
+Tensor PositionTable::add(const Tensor& x, const std::vector<int64_t>& starts) const {
+  KS_CHECK(x.dim() == 3 && int64_t(starts.size()) == x.size(0), "positions: ", starts.size(), " row starts for x ",
+           describe(x));
+  if (!table_) return x;
+  const int64_t T = x.size(1);
+  std::vector<Tensor> rows;
+  for (int64_t b = 0; b < x.size(0); ++b) {
+    const Tensor row = narrow(x, 0, b, 1);                                       // (1, T, d)
+    const int64_t pads = std::min(std::max<int64_t>(-starts[size_t(b)], 0), T);  // slots before position 0
+    if (pads == T) {
+      rows.push_back(row);
+      continue;
+    }
+    Tensor real = kind_->add_table(*table_, narrow(row, 1, pads, T - pads), starts[size_t(b)] + pads);
+    rows.push_back(pads > 0 ? cat({narrow(row, 1, 0, pads), real}, 1) : real);
+  }
+  return cat(rows, 0);
 }
 
 }  // namespace ks::models

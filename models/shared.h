@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "models/config.h"
 #include "nn/feed_forward.h"
@@ -34,6 +35,11 @@ class PositionTable {
   PositionTable(nn::Module& owner, const ModelConfig& cfg);
   // x (B, T, d) -> x + P[offset : offset + T]; x itself without a table.
   Tensor add(const Tensor& x, int64_t offset = 0) const;
+  // Row by row (left-padded batches, models/decoder_lm.h LeftPadding): row b
+  // of x (B, T, d) plus P[starts[b] + t] wherever starts[b] + t >= 0; the
+  // slots before position 0 (the pads) unchanged. Each row's sum is the one
+  // add(row, starts[b]) forms, bit for bit.
+  Tensor add(const Tensor& x, const std::vector<int64_t>& starts) const;
   int64_t num_parameters() const;
   // Redraws a learned table from N(0, std²); a sinusoidal one is fixed and kept.
   void init_normal(double std);

@@ -309,6 +309,37 @@ expect 2 "--beam: must be at least 1, got 0" -- "$ks" generate --run "$tmp/lm" -
 expect 2 "--beam: cannot be combined with --top-p" -- "$ks" generate --run "$tmp/lm" --beam 2 --top-p 0.5
 expect 2 "--length-penalty: needs --beam" -- "$ks" generate --run "$tmp/lm" --length-penalty 1
 expect 2 "--stop: a stop string must not be empty" -- "$ks" generate --run "$tmp/lm" --stop ""
+# Batched generation (--prompts, --batch): each prompt's text is its unbatched text, greedy or sampled with
+# row i's seed --seed + i, stop strings per row; prompts of different lengths (an empty one too), in batches of 2.
+printf 'the cat\non the mat 3 the\n\nsat\n' > "$tmp/prompts.txt"
+for mode in "--greedy" "--top-k 3 --seed 4 --stop mat"; do
+  # shellcheck disable=SC2086
+  got=$("$ks" generate --run "$tmp/lm" --prompts "$tmp/prompts.txt" --batch 2 --tokens 7 $mode 2>&1)
+  want=""; i=0
+  while IFS= read -r line; do
+    mine=${mode/--seed 4/--seed $((4 + i))}
+    # shellcheck disable=SC2086
+    want+="--- prompt $((i + 1))"$'\n'"$("$ks" generate --run "$tmp/lm" --prompt "$line" --tokens 7 $mine 2>&1)"$'\n'
+    i=$((i + 1))
+  done < "$tmp/prompts.txt"
+  if [ "$got"$'\n' != "$want" ]; then
+    echo "FAIL: generate --prompts $mode differs from generate per prompt: $got (want $want)"; fails=$((fails + 1))
+  fi
+done
+got=$("$ks" generate --run "$tmp/lm" --prompt "the" --tokens 6 --top-k 3 --seed 8 --samples 3 --batch 3 2>&1)
+want=$("$ks" generate --run "$tmp/lm" --prompt "the" --tokens 6 --top-k 3 --seed 10)
+if [ "$(tail -n 1 <<<"$got")" != "$want" ]; then
+  echo "FAIL: generate --samples 3 --batch 3: sample 3 is not seed 8 + 2's: $got (want $want)"; fails=$((fails + 1))
+fi
+expect 0 "tokens/s \(batch 2\)" -- "$ks" generate --run "$tmp/lm" --prompts "$tmp/prompts.txt" --batch 2 --tokens 3 --timing
+: > "$tmp/no-prompts.txt"
+expect 2 "--prompts: $tmp/no-prompts.txt holds no prompts" -- "$ks" generate --run "$tmp/lm" --prompts "$tmp/no-prompts.txt"
+expect 2 "--prompts: cannot read $tmp/absent.txt" -- "$ks" generate --run "$tmp/lm" --prompts "$tmp/absent.txt"
+expect 2 "--batch: must be at least 1, got 0" -- "$ks" generate --run "$tmp/lm" --batch 0
+expect 2 "--beam: cannot be combined with --batch" -- "$ks" generate --run "$tmp/lm" --beam 2 --batch 2
+expect 2 "--beam: cannot be combined with --prompts" -- "$ks" generate --run "$tmp/lm" --beam 2 --prompts "$tmp/prompts.txt"
+expect 2 "--prompts: not with --prompt" -- "$ks" generate --run "$tmp/lm" --prompt "x" --prompts "$tmp/prompts.txt"
+expect 2 "--samples: not with --prompts" -- "$ks" generate --run "$tmp/lm" --samples 2 --prompts "$tmp/prompts.txt"
 expect 1 "needs a seq2seq run" -- "$ks" translate --run "$tmp/lm" --input "x"
 # keystone average: one run averaged is that run (same eval); two seeds average into a run
 # that eval and generate read; another architecture, a missing run and a bad --out are refused.

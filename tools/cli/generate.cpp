@@ -4,9 +4,14 @@
 // the run's tokenizer; an empty prompt starts after an <eos>, i.e. at a
 // sentence boundary, which is how the training streams separate lines. Each
 // <eos> prints as a newline, so a stop string "\n" stops at the end of a line.
+// Several prompts (a --prompts file, one per line, or --samples copies of one)
+// decode together with --batch (DecoderLM::generate_batch), each row with its
+// own seed and its own end.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "core/factory.h"
@@ -24,14 +29,20 @@ constexpr char kUsage[] =
     "usage: keystone generate --run DIR [--prompt TEXT] [--tokens 100] [--temperature 1.0]\n"
     "                         [--top-k 0] [--top-p 1.0] [--repetition-penalty 1.0] [--greedy]\n"
     "                         [--beam K] [--length-penalty 0] [--stop TEXT]... [--samples 1] [--seed 0]\n"
-    "                         [--checkpoint best|latest|FILE]\n"
+    "                         [--checkpoint best|latest|FILE] [--prompts FILE] [--batch N] [--timing]\n"
     "Continues the prompt with a language-model run. Sampling applies, in this order (Hugging Face's):\n"
     "the repetition penalty (logits of tokens already in prompt or output: positive / R, negative * R),\n"
     "softmax(logits / temperature), the top-k tokens when --top-k > 0, then the smallest set of most\n"
     "likely of those whose probability sums to >= --top-p. --greedy takes the argmax (after the penalty).\n"
     "--beam K: beam search with K beams (GNMT length penalty --length-penalty), ending a hypothesis at\n"
     "<eos>; not combined with the sampling flags. --stop TEXT (repeatable): the output ends before the\n"
-    "first stop string found in the generated text (matched on decoded text; <eos> decodes as a newline).\n";
+    "first stop string found in the generated text (matched on decoded text; <eos> decodes as a newline).\n"
+    "--prompts FILE: one prompt per line, each continued and printed after a '--- prompt N' line.\n"
+    "--batch N: decode N rows at once on the KV cache (the lines of --prompts, default all of them, or the\n"
+    "--samples of --prompt), left-padded to the longest, each row ending on its own. Row i (from 0, over the\n"
+    "whole file or all samples) samples from its own stream seeded --seed + i, so its text is that of\n"
+    "`generate --prompt <its line> --seed <seed + i>` whatever the batch holds. Not with --beam.\n"
+    "--timing: print the new tokens per second of the decoding (loading excluded) to stderr.\n";
 
 // Ids to text, one line per <eos>-separated piece.
 std::string render(const data::Tokenizer& tok, const std::vector<int64_t>& ids) {
@@ -48,6 +59,49 @@ std::string render(const data::Tokenizer& tok, const std::vector<int64_t>& ids) 
   return text + tok.decode(piece);
 }
 
+// One prompt as generate continues and prints it: its ids, cut to the room
+// max_len leaves for the new tokens, and its text.
+struct PromptText {
+  const data::Tokenizer* tok;
+  std::vector<int64_t> ids;
+  std::string text;
+
+  // The text new ids add to the prompt's: decoded together, so a word
+  // tokenizer's joining space between prompt and continuation is kept.
+  std::string continuation(const std::vector<int64_t>& new_ids) const {
+    std::vector<int64_t> all = ids;
+    all.insert(all.end(), new_ids.begin(), new_ids.end());
+    const std::string whole = render(*tok, all);
+    return whole.compare(0, text.size(), text) == 0 ? whole.substr(text.size()) : render(*tok, new_ids);
+  }
+};
+
+PromptText prepare(const data::Tokenizer& tok, const std::string& prompt, int64_t max_len, int64_t tokens) {
+  std::vector<int64_t> ids = tok.encode(prompt);
+  if (ids.empty()) ids.push_back(std::max<int64_t>(tok.eos_id(), 0));
+  // The prompt keeps its most recent tokens when prompt + output would not fit.
+  const size_t room = size_t(max_len - tokens);
+  const size_t dropped = ids.size() > room ? ids.size() - room : 0;
+  ids.erase(ids.begin(), ids.begin() + std::ptrdiff_t(dropped));
+  if (dropped)
+    std::fprintf(stderr, "generate: kept the last %zu prompt tokens (max_len %lld)\n", room, (long long)max_len);
+  std::string text = render(tok, ids);
+  return {&tok, std::move(ids), std::move(text)};
+}
+
+// The lines of a --prompts file, each one prompt ("\r\n" endings too).
+std::vector<std::string> read_prompts(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw cli::UsageError(str("--prompts: cannot read ", path));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+  }
+  if (lines.empty()) throw cli::UsageError(str("--prompts: ", path, " holds no prompts"));
+  return lines;
+}
+
 // A probability-like flag in (0, 1].
 double get_unit_interval(const cli::Flags& f, const std::string& name, double fallback) {
   const double v = f.get_double(name, fallback);
@@ -61,8 +115,8 @@ int generate(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args,
                {"run", "prompt", "tokens", "temperature", "top-k", "top-p", "repetition-penalty", "beam",
-                "length-penalty", "stop", "samples", "seed", "checkpoint"},
-               {"greedy"}, {"stop"});
+                "length-penalty", "stop", "samples", "seed", "checkpoint", "prompts", "batch"},
+               {"greedy", "timing"}, {"stop"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   const int64_t tokens = f.get_int_at_least("tokens", 100, 1), samples = f.get_int_at_least("samples", 1, 1);
   const double temperature = f.get_double("temperature", 1.0);
@@ -78,8 +132,16 @@ int generate(const std::vector<std::string>& args) {
   if (!std::isfinite(length_penalty)) throw cli::UsageError("--length-penalty: must be finite");
   if (f.has("length-penalty") && !f.has("beam")) throw cli::UsageError("--length-penalty: needs --beam");
   if (f.has("beam"))
-    for (const char* other : {"temperature", "top-k", "top-p", "repetition-penalty", "greedy", "samples", "seed"})
+    for (const char* other :
+         {"temperature", "top-k", "top-p", "repetition-penalty", "greedy", "samples", "seed", "batch", "prompts"})
       if (f.has(other)) throw cli::UsageError(str("--beam: cannot be combined with --", other));
+  const int64_t batch = f.has("batch") ? f.get_int_at_least("batch", 1, 1) : 0;  // 0: every row at once
+  if (f.has("prompts") && f.has("prompt")) throw cli::UsageError("--prompts: not with --prompt");
+  if (f.has("prompts") && f.has("samples"))
+    throw cli::UsageError("--samples: not with --prompts (each line is one row)");
+  const std::vector<std::string> lines =
+      f.has("prompts") ? read_prompts(f.get("prompts", "")) : std::vector<std::string>{};
+  const bool batched = f.has("batch") || f.has("prompts");
   models::StopStrings stop{.strings = f.get_all("stop")};
   for (const std::string& s : stop.strings)
     if (s.empty()) throw cli::UsageError("--stop: a stop string must not be empty");
@@ -93,48 +155,67 @@ int generate(const std::vector<std::string>& args) {
   if (tokens >= max_len)
     throw cli::UsageError(str("--tokens: at most ", max_len - 1, " (the model's max_len is ", max_len, ")"));
 
-  std::vector<int64_t> prompt = run.tokenizer->encode(f.get("prompt", ""));
-  if (prompt.empty()) prompt.push_back(std::max<int64_t>(run.tokenizer->eos_id(), 0));
-  // The prompt keeps its most recent tokens when prompt + output would not fit.
-  const size_t room = size_t(max_len - tokens);
-  const size_t dropped = prompt.size() > room ? prompt.size() - room : 0;
-  prompt.erase(prompt.begin(), prompt.begin() + std::ptrdiff_t(dropped));
-  if (dropped)
-    std::fprintf(stderr, "generate: kept the last %zu prompt tokens (max_len %lld)\n", room, (long long)max_len);
-
-  // The text the new ids add to the prompt's: decoded together, so a word
-  // tokenizer's joining space between prompt and continuation is kept.
-  const std::string prompt_text = render(*run.tokenizer, prompt);
-  auto continuation = [&](const std::vector<int64_t>& ids) {
-    std::vector<int64_t> all = prompt;
-    all.insert(all.end(), ids.begin(), ids.end());
-    const std::string text = render(*run.tokenizer, all);
-    return text.compare(0, prompt_text.size(), prompt_text) == 0 ? text.substr(prompt_text.size())
-                                                                 : render(*run.tokenizer, ids);
+  auto print = [&](const PromptText& p, const models::StopStrings& cut, const std::vector<int64_t>& new_ids) {
+    std::printf("%s%s\n", p.text.c_str(), cut.cut(p.continuation(new_ids)).c_str());
   };
-  stop.decode = continuation;
-  auto print = [&](const std::vector<int64_t>& new_ids) {
-    std::printf("%s%s\n", prompt_text.c_str(), stop.cut(continuation(new_ids)).c_str());
-  };
-
-  Tensor input = from_vector(prompt, {1, int64_t(prompt.size())});
-  if (beam > 0) {
-    print(lm->beam_search(input, tokens, beam, length_penalty, run.tokenizer->eos_id())[0].tokens);
-    return 0;
-  }
   Generator gen{uint64_t(seed)};
   models::SamplingOptions so{.greedy = f.has("greedy"),
                              .temperature = temperature,
                              .top_k = top_k,
                              .top_p = top_p,
                              .repetition_penalty = penalty,
-                             .generator = &gen};
-  for (int64_t s = 0; s < samples; ++s) {
-    Tensor out = lm->generate(input, tokens, so, stop);  // (1, T0 + steps run)
-    std::vector<int64_t> ids = out.to_vector<int64_t>();
-    if (samples > 1) std::printf("--- sample %lld\n", (long long)(s + 1));
-    print(std::vector<int64_t>(ids.begin() + std::ptrdiff_t(prompt.size()), ids.end()));
+                             .generator = batched ? nullptr : &gen};  // batched rows have streams of their own
+  int64_t new_tokens = 0, rows_at_once = 1;
+  double seconds = 0;
+  auto timed = [&](auto&& decode) {
+    const auto t0 = std::chrono::steady_clock::now();
+    decode();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+
+  if (batched) {
+    // The rows: the file's lines, or the samples of one prompt; row i samples from seed + i.
+    std::vector<PromptText> rows;
+    for (const std::string& line : lines) rows.push_back(prepare(*run.tokenizer, line, max_len, tokens));
+    if (lines.empty()) rows.assign(size_t(samples), prepare(*run.tokenizer, f.get("prompt", ""), max_len, tokens));
+    const char* label = lines.empty() ? "sample" : "prompt";
+    const size_t group = batch > 0 ? size_t(batch) : rows.size();
+    rows_at_once = int64_t(std::min(group, rows.size()));
+    for (size_t first = 0; first < rows.size(); first += group) {
+      std::vector<models::BatchPrompt> chunk;
+      for (size_t i = first; i < std::min(rows.size(), first + group); ++i) {
+        models::StopStrings mine = stop;
+        mine.decode = [&p = rows[i]](const std::vector<int64_t>& ids) { return p.continuation(ids); };
+        chunk.push_back({.prompt = rows[i].ids, .seed = uint64_t(seed) + i, .stop = std::move(mine)});
+      }
+      std::vector<models::Continuation> out;
+      timed([&] { out = lm->generate_batch(chunk, tokens, so); });  // eos ends no row: it prints as a newline
+      for (size_t j = 0; j < out.size(); ++j) {
+        new_tokens += int64_t(out[j].tokens.size());
+        if (rows.size() > 1) std::printf("--- %s %zu\n", label, first + j + 1);
+        print(rows[first + j], chunk[j].stop, out[j].tokens);
+      }
+    }
+  } else {
+    const PromptText prompt = prepare(*run.tokenizer, f.get("prompt", ""), max_len, tokens);
+    stop.decode = [&](const std::vector<int64_t>& ids) { return prompt.continuation(ids); };
+    Tensor input = from_vector(prompt.ids, {1, int64_t(prompt.ids.size())});
+    if (beam > 0) {
+      print(prompt, stop, lm->beam_search(input, tokens, beam, length_penalty, run.tokenizer->eos_id())[0].tokens);
+      return 0;
+    }
+    for (int64_t s = 0; s < samples; ++s) {
+      std::vector<int64_t> ids;
+      timed([&] { ids = lm->generate(input, tokens, so, stop).to_vector<int64_t>(); });  // (1, T0 + steps run)
+      if (samples > 1) std::printf("--- sample %lld\n", (long long)(s + 1));
+      const std::vector<int64_t> new_ids(ids.begin() + std::ptrdiff_t(prompt.ids.size()), ids.end());
+      new_tokens += int64_t(new_ids.size());
+      print(prompt, stop, new_ids);
+    }
   }
+  if (f.has("timing"))
+    std::fprintf(stderr, "generate: %lld new tokens in %.3f s: %.1f tokens/s (batch %lld)\n", (long long)new_tokens,
+                 seconds, double(new_tokens) / seconds, (long long)rows_at_once);
   return 0;
 }
 
