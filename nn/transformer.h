@@ -28,7 +28,7 @@ struct LayerConfig {
   AttentionConfig attention;  // at_width(d_model) gives each layer's
   std::string ff = "mlp";     // the feed-forward kind; d_ff is its resolved hidden width
   bool ff_bias = true;        // biases in the feed-forward's linears
-  NormConfig norm;            // every norm of the layer
+  NormConfig norm{};          // every norm of the layer
 };
 
 class EncoderLayer : public Module {
