@@ -179,7 +179,7 @@ def main():
         damaged("wrong shape", edit_sd=lambda s: s.update({"transformer.h.0.attn.c_attn.weight": torch.zeros(32, 64)}),
                 needle="tensor 'transformer.h.0.attn.c_attn.weight' has shape [32, 64]")
         damaged("unknown architecture", edit_cfg=lambda c: c.update(architectures=["BertForMaskedLM"]),
-                needle='unknown architecture "BertForMaskedLM" (known: GPT2LMHeadModel)')
+                needle='unknown architecture "BertForMaskedLM" (known: GPT2LMHeadModel, LlamaForCausalLM)')
         damaged("config disagrees", edit_cfg=lambda c: c.update(n_inner=128),
                 needle="tensor 'transformer.h.0.mlp.c_fc.weight' has shape [32, 64] but config.json (n_embd 32, "
                        "n_inner 128) needs [32, 128]")

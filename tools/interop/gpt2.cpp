@@ -16,8 +16,7 @@
 // The head is imported untied (a copy of wte): Keystone scales a tied table's
 // lookups by √d, GPT-2 does not. Export writes lm_head.weight only where the
 // head differs from wte (tie_word_embeddings false then).
-// Not here: Llama (its RMSNorm, RoPE, SwiGLU, GQA and bias-free blocks land
-// separately; its descriptor goes in a file of its own beside this one).
+// Not here: Llama (tools/interop/llama.cpp).
 #include <cmath>
 
 #include "core/copy.h"
@@ -105,28 +104,21 @@ nn::NamedTensors gpt2_import(HfTensors& t, const HfConfig& c, const models::Mode
   }
   out.emplace_back("ln_f.weight", t.take(p + "ln_f.weight", {d}, dims));
   out.emplace_back("ln_f.bias", t.take(p + "ln_f.bias", {d}, dims));
-  const bool own_head = t.has("lm_head.weight");
-  KS_CHECK(own_head || c.boolean_or("tie_word_embeddings", true), "hf import: missing tensor 'lm_head.weight' ",
-           "(config.json has tie_word_embeddings false)");
-  out.emplace_back("head.weight", own_head ? t.take("lm_head.weight", {V, d}, str("vocab_size ", V, ", ", dims))
-                                           : contiguous_raw(wte));  // a copy, so the two train apart
+  out.emplace_back("head.weight", import_head(t, c, wte, /*tied_default=*/true, str("vocab_size ", V, ", ", dims)));
   return out;
 }
 
 std::string gpt2_cannot_export(const models::ModelConfig& m) {
-  std::vector<std::string> why;
-  if (m.model != "decoder_lm") why.push_back(str("model \"", m.model, "\" (GPT-2 is a decoder_lm)"));
+  std::vector<std::string> why = causal_lm_mismatches(m, "GPT-2");
   if (m.positions != "learned") why.push_back(str("positions \"", m.positions, "\" (GPT-2's are learned)"));
-  if (!m.pre_norm) why.push_back("pre_norm false (GPT-2 is pre-LN)");
-  if (m.tie_embeddings)
-    why.push_back("tie_embeddings true (Keystone scales a tied table's lookups by sqrt(d_model); GPT-2 does not)");
-  if (m.attention.type != "softmax") why.push_back(str("attention.type \"", m.attention.type, "\" (GPT-2: softmax)"));
-  if (!m.attention.bias) why.push_back("attention.bias false (GPT-2's projections have biases)");
+  if (m.norm != "layernorm") why.push_back(str("norm \"", m.norm, "\" (GPT-2: layernorm)"));
+  if (m.ff != "mlp") why.push_back(str("ff \"", m.ff, "\" (GPT-2: mlp)"));
+  if (!m.bias || !m.attention.bias) why.push_back("bias false (GPT-2's projections and norms have biases)");
+  if (m.attention.resolved_kv_heads() != m.attention.heads)
+    why.push_back("attention.kv_heads (GPT-2 has as many key/value heads as query heads)");
   if (m.attention.resolved_head_dim() * m.attention.heads != m.d_model)
     why.push_back("attention.head_dim x heads != d_model (GPT-2 splits d_model over its heads)");
-  std::string out;
-  for (const auto& w : why) out += (out.empty() ? "" : "; ") + w;
-  return out;
+  return joined(why);
 }
 
 json gpt2_hf_config(const models::ModelConfig& m) {
@@ -149,41 +141,34 @@ json gpt2_hf_config(const models::ModelConfig& m) {
 }
 
 nn::NamedTensors gpt2_export(const nn::NamedTensors& state, const models::ModelConfig& m) {
-  std::map<std::string, Tensor> s(state.begin(), state.end());
-  auto at = [&](const std::string& name) {
-    auto it = s.find(name);
-    KS_CHECK(it != s.end(), "hf export: the model has no tensor '", name, "'");
-    return contiguous_raw(it->second);
-  };
+  const ModelState s(state);
   nn::NamedTensors out;
   const std::string p = "transformer.";
-  out.emplace_back(p + "wte.weight", at("tok.weight"));
-  out.emplace_back(p + "wpe.weight", at("pos.weight"));
+  out.emplace_back(p + "wte.weight", s.at("tok.weight"));
+  out.emplace_back(p + "wpe.weight", s.at("pos.weight"));
   for (int64_t i = 0; i < m.layers; ++i) {
     const std::string h = str(p, "h.", i, "."), k = str("layers.", i, ".");
-    out.emplace_back(h + "ln_1.weight", at(k + "ln1.weight"));
-    out.emplace_back(h + "ln_1.bias", at(k + "ln1.bias"));
+    out.emplace_back(h + "ln_1.weight", s.at(k + "ln1.weight"));
+    out.emplace_back(h + "ln_1.bias", s.at(k + "ln1.bias"));
     std::vector<Tensor> w, b;
     for (const char* part : {"q", "k", "v"}) {
-      w.push_back(transposed(at(str(k, "self_attn.", part, ".weight"))));
-      b.push_back(at(str(k, "self_attn.", part, ".bias")));
+      w.push_back(transposed(s.at(str(k, "self_attn.", part, ".weight"))));
+      b.push_back(s.at(str(k, "self_attn.", part, ".bias")));
     }
     out.emplace_back(h + "attn.c_attn.weight", contiguous_raw(cat(w, 1)));
     out.emplace_back(h + "attn.c_attn.bias", contiguous_raw(cat(b, 0)));
-    out.emplace_back(h + "attn.c_proj.weight", transposed(at(k + "self_attn.o.weight")));
-    out.emplace_back(h + "attn.c_proj.bias", at(k + "self_attn.o.bias"));
-    out.emplace_back(h + "ln_2.weight", at(k + "ln3.weight"));
-    out.emplace_back(h + "ln_2.bias", at(k + "ln3.bias"));
-    out.emplace_back(h + "mlp.c_fc.weight", transposed(at(k + "ff.fc1.weight")));
-    out.emplace_back(h + "mlp.c_fc.bias", at(k + "ff.fc1.bias"));
-    out.emplace_back(h + "mlp.c_proj.weight", transposed(at(k + "ff.fc2.weight")));
-    out.emplace_back(h + "mlp.c_proj.bias", at(k + "ff.fc2.bias"));
+    out.emplace_back(h + "attn.c_proj.weight", transposed(s.at(k + "self_attn.o.weight")));
+    out.emplace_back(h + "attn.c_proj.bias", s.at(k + "self_attn.o.bias"));
+    out.emplace_back(h + "ln_2.weight", s.at(k + "ln3.weight"));
+    out.emplace_back(h + "ln_2.bias", s.at(k + "ln3.bias"));
+    out.emplace_back(h + "mlp.c_fc.weight", transposed(s.at(k + "ff.fc1.weight")));
+    out.emplace_back(h + "mlp.c_fc.bias", s.at(k + "ff.fc1.bias"));
+    out.emplace_back(h + "mlp.c_proj.weight", transposed(s.at(k + "ff.fc2.weight")));
+    out.emplace_back(h + "mlp.c_proj.bias", s.at(k + "ff.fc2.bias"));
   }
-  out.emplace_back(p + "ln_f.weight", at("ln_f.weight"));
-  out.emplace_back(p + "ln_f.bias", at("ln_f.bias"));
-  const Tensor head = at("head.weight"), wte = at("tok.weight");
-  const bool tied = head.to_vector<float>() == wte.to_vector<float>();
-  if (!tied) out.emplace_back("lm_head.weight", head);
+  out.emplace_back(p + "ln_f.weight", s.at("ln_f.weight"));
+  out.emplace_back(p + "ln_f.bias", s.at("ln_f.bias"));
+  export_head(out, s.at("head.weight"), s.at("tok.weight"));
   return out;
 }
 

@@ -95,6 +95,42 @@ std::vector<const HfArchitecture*> hf_architectures() {
   return out;
 }
 
+Tensor ModelState::at(const std::string& name) const {
+  auto it = by_name_.find(name);
+  KS_CHECK(it != by_name_.end(), "hf export: the model has no tensor '", name, "'");
+  return contiguous_raw(it->second);
+}
+
+std::vector<std::string> causal_lm_mismatches(const models::ModelConfig& m, const std::string& architecture) {
+  std::vector<std::string> why;
+  if (m.model != "decoder_lm") why.push_back(str("model \"", m.model, "\" (", architecture, " is a decoder_lm)"));
+  if (!m.pre_norm) why.push_back(str("pre_norm false (", architecture, " is pre-norm)"));
+  if (m.tie_embeddings)
+    why.push_back(str("tie_embeddings true (Keystone scales a tied table's lookups by sqrt(d_model); ", architecture,
+                      " does not)"));
+  if (m.attention.type != "softmax")
+    why.push_back(str("attention.type \"", m.attention.type, "\" (", architecture, ": softmax)"));
+  if (m.attention.alibi) why.push_back(str("attention.alibi true (", architecture, " has no ALiBi)"));
+  return why;
+}
+
+std::string joined(const std::vector<std::string>& reasons) {
+  std::string out;
+  for (const auto& r : reasons) out += (out.empty() ? "" : "; ") + r;
+  return out;
+}
+
+Tensor import_head(HfTensors& t, const HfConfig& c, const Tensor& table, bool tied_default, const std::string& why) {
+  if (t.has("lm_head.weight")) return t.take("lm_head.weight", table.sizes(), why);
+  KS_CHECK(c.boolean_or("tie_word_embeddings", tied_default), "hf import: missing tensor 'lm_head.weight' ",
+           "(config.json has tie_word_embeddings false)");
+  return table;  // the model's load_state_dict copies it into a head of its own
+}
+
+void export_head(nn::NamedTensors& out, const Tensor& head, const Tensor& table) {
+  if (head.to_vector<float>() != table.to_vector<float>()) out.emplace_back("lm_head.weight", head);
+}
+
 Tensor transposed(const Tensor& t) { return contiguous_raw(transpose(t, 0, 1)); }
 
 Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
