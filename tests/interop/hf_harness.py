@@ -137,27 +137,34 @@ class Harness:
         else:
             self.check(False, "train --init-from at lr 1e-12")
 
-    def check_export(self, a, hf, run, ids, cfg_keys_not_kept):
+    def check_export(self, a, hf, run, ids, cfg_keys_not_kept, tag=""):
         """Export -> the same HF tensors, bit for bit; -> import -> the same run weights."""
-        out = os.path.join(self.tmp, "export")
-        self.check(self.ks("export", "--to", "hf", run, "--out", out).returncode == 0, "export of the imported run")
+        out = os.path.join(self.tmp, "export" + tag)
+        self.check(self.ks("export", "--to", "hf", run, "--out", out).returncode == 0,
+                   f"export of the imported run{tag}")
         x = hf_folder.load_safetensors(os.path.join(hf, "model.safetensors"))
         y = hf_folder.load_safetensors(os.path.join(out, "model.safetensors"))
         self.check(set(x) == set(y) and all(torch.equal(x[k], y[k]) for k in x),
-                   f"export gives back the HF tensors bit-exactly ({sorted(set(x) ^ set(y))[:4]})")
+                   f"export{tag} gives back the HF tensors bit-exactly ({sorted(set(x) ^ set(y))[:4]})")
         with open(os.path.join(out, "config.json")) as f:
             ecfg = json.load(f)
         differ = {k: (v, ecfg.get(k)) for k, v in a.cfg.items() if k not in cfg_keys_not_kept and ecfg.get(k) != v}
-        self.check(not differ, f"exported config.json has the original's keys (differ: {differ})")
+        self.check(not differ, f"exported{tag} config.json has the original's keys (differ: {differ})")
         with open(os.path.join(out, "tokenizer.json"), encoding="utf-8") as f:
-            self.check(json.load(f) == a.tok, "exported tokenizer.json is the original")
+            self.check(json.load(f) == a.tok, f"exported{tag} tokenizer.json is the original")
         self.check(torch.equal(a.logits(y, ecfg, ids), a.logits(a.sd, a.cfg, ids)),
-                   "the exported folder runs in the reference")
-        run2 = os.path.join(self.tmp, "run2")
-        self.check(self.import_folder(out, run2), "re-import")
+                   f"the exported{tag} folder runs in the reference")
+        run2 = os.path.join(self.tmp, "run2" + tag)
+        self.check(self.import_folder(out, run2), f"re-import{tag}")
         x = hf_folder.load_safetensors(os.path.join(run, "latest.safetensors"))
         y = hf_folder.load_safetensors(os.path.join(run2, "latest.safetensors"))
-        self.check(set(x) == set(y) and all(torch.equal(x[k], y[k]) for k in x), "export -> import round trip bit-exact")
+        self.check(set(x) == set(y) and all(torch.equal(x[k], y[k]) for k in x),
+                   f"export -> import{tag} round trip bit-exact")
+
+    def run_model(self, run):
+        """The model section of the run's config.json."""
+        with open(os.path.join(run, "config.json")) as f:
+            return json.load(f)["model"]
 
     def damaged(self, a, name, edit_cfg=None, edit_sd=None, edit_dir=None, needle=""):
         """A folder of a's with one thing wrong: import fails (1) with `needle` in the error."""

@@ -29,7 +29,7 @@ def main():
     reference_tok = bref.Tokenizer(vocab, merges, bref.GPT2, [("<|endoftext|>", eot)])
     cfg = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": eot + 1, "n_positions": 64,
            "n_embd": 32, "n_layer": 2, "n_head": 4, "n_inner": 64, "activation_function": "gelu_new",
-           "layer_norm_epsilon": 1e-5, "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0,
+           "layer_norm_epsilon": 1e-3, "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0,
            "bos_token_id": eot, "eos_token_id": eot, "tie_word_embeddings": True}
     a = Architecture(cfg, ref.random_gpt2(cfg, seed=1), tok, reference_tok, vocab, {eot: "<|endoftext|>"}, eot,
                      ref.gpt2_logits)
@@ -37,8 +37,12 @@ def main():
     h = Harness(sys.argv[1], sys.argv[2], tmp)
     try:
         h.write_data((TEXT + "\n" + CORPUS[1]).split("\n"))
-        h.check_architecture(a, "Hello world! It's 中文 😀 <|endoftext|> 3.14   ok", "Hello world",
-                             cfg_keys_not_kept=("resid_pdrop", "embd_pdrop", "attn_pdrop"))
+        run = h.check_architecture(a, "Hello world! It's 中文 😀 <|endoftext|> 3.14   ok", "Hello world",
+                                   cfg_keys_not_kept=("resid_pdrop", "embd_pdrop", "attn_pdrop"))
+        m = h.run_model(run)
+        h.check(m["norm_eps"] == 1e-3, f"layer_norm_epsilon is the run's norm_eps ({m['norm_eps']})")
+        h.check(m["tie_embeddings"] and not m["tied_lookup_scaled"] and not m["tied_lookup_reversed"],
+                "GPT-2's tied head is a tied table with its lookups as they are")
         h.damaged(a, "missing tensor", edit_sd=lambda s: s.pop("transformer.h.1.mlp.c_fc.weight"),
                   needle="missing tensor 'transformer.h.1.mlp.c_fc.weight'")
         h.damaged(a, "wrong shape",
@@ -48,8 +52,9 @@ def main():
                   needle="tensor 'transformer.h.0.mlp.c_fc.weight' has shape [32, 64] but config.json (n_embd 32, "
                          "n_inner 128) needs [32, 128]")
         h.damaged(a, "missing key", edit_cfg=lambda c: c.pop("n_head"), needle='"n_head": missing')
-        h.damaged(a, "unsupported eps", edit_cfg=lambda c: c.update(layer_norm_epsilon=1e-6),
-                  needle='"layer_norm_epsilon"')
+        h.damaged(a, "bad eps", edit_cfg=lambda c: c.update(layer_norm_epsilon=0), needle='"layer_norm_epsilon"')
+        h.damaged(a, "head not tied", edit_sd=lambda s: s.update({"lm_head.weight": torch.zeros(eot + 1, 32)}),
+                  needle="tensor 'lm_head.weight' differs from the embedding, but config.json ties them")
         h.damaged(a, "extra tensor",
                   edit_sd=lambda s: s.update({"transformer.h.9.attn.c_attn.weight": torch.zeros(2)}),
                   needle="tensor 'transformer.h.9.attn.c_attn.weight' is not part of GPT2LMHeadModel")

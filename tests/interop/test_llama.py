@@ -56,6 +56,8 @@ def main():
             hf_folder.write_folder(d, v.cfg, v.sd, tok)
             h.check(h.import_folder(d, run), f"import of a {name} folder")
             h.check_logits(run, v, v.sd, ids, f"{name}: logits equal the reference's")
+            if name == "tied":  # a tied table without lm_head.weight, back out as one
+                h.check_export(v, d, run, ids, ("bos_token_id",), tag=" (tied)")
 
         h.damaged(a, "missing tensor", edit_sd=lambda s: s.pop("model.layers.1.mlp.gate_proj.weight"),
                   needle="missing tensor 'model.layers.1.mlp.gate_proj.weight'")

@@ -1,10 +1,10 @@
 // tools/interop/gpt2.cpp — GPT2LMHeadModel as a Keystone decoder_lm: learned
-// positions, pre-LN LayerNorm (eps 1e-5), GELU-tanh ("gelu_new"), softmax
+// positions, pre-LN LayerNorm (layer_norm_epsilon), GELU-tanh ("gelu_new"), softmax
 // attention with biases, a fused c_attn split into q, k, v.
 //
 //   HF (GPT2LMHeadModel, "transformer." prefix optional)   Keystone decoder_lm
-//   wte.weight (V, d)                                       tok.weight, and head.weight
-//   lm_head.weight (V, d), when present                     head.weight
+//   wte.weight (V, d)                                       tok.weight (tied: also the head)
+//   lm_head.weight (V, d), tie_word_embeddings false        head.weight
 //   wpe.weight (P, d)                                       pos.weight
 //   h.i.ln_1.{weight,bias}                                  layers.i.ln1.*
 //   h.i.attn.c_attn.weight (d, 3d), .bias (3d)              layers.i.self_attn.{q,k,v}.weight (d, d)ᵀ, .bias
@@ -13,9 +13,9 @@
 //   h.i.mlp.c_fc.weight (d, f), c_proj (f, d)               layers.i.ff.fc1 ᵀ, ff.fc2 ᵀ
 //   ln_f.*                                                  ln_f.*
 // GPT-2's Conv1D keeps a weight as (in, out); Keystone's Linear as (out, in).
-// The head is imported untied (a copy of wte): Keystone scales a tied table's
-// lookups by √d, GPT-2 does not. Export writes lm_head.weight only where the
-// head differs from wte (tie_word_embeddings false then).
+// GPT-2 ties its head (tie_word_embeddings, default true): the model is tied,
+// its lookups unscaled (hf_architecture.h set_head), and its export writes no
+// lm_head.weight.
 // Not here: Llama (tools/interop/llama.cpp).
 #include <cmath>
 
@@ -27,7 +27,7 @@
 namespace ks::interop {
 namespace {
 
-constexpr double kLayerNormEps = 1e-5;  // nn::LayerNorm's; model.norm_eps lands with the blocks
+constexpr double kLayerNormEps = 1e-5;  // GPT2Config's default
 
 models::ModelConfig gpt2_model_config(const HfConfig& c) {
   models::ModelConfig m;
@@ -48,8 +48,8 @@ models::ModelConfig gpt2_model_config(const HfConfig& c) {
     m.activation = nn::Activation::ReLU;
   else
     c.fail("activation_function", str("\"", act, "\" is not supported (gelu_new, gelu_pytorch_tanh, gelu or relu)"));
-  const double eps = c.number_or("layer_norm_epsilon", kLayerNormEps);
-  if (eps != kLayerNormEps) c.fail("layer_norm_epsilon", str(eps, ": Keystone's LayerNorm uses 1e-05"));
+  m.norm_eps = c.number_or("layer_norm_epsilon", kLayerNormEps);
+  if (!(m.norm_eps > 0)) c.fail("layer_norm_epsilon", str("must be > 0, got ", m.norm_eps));
   if (!c.boolean_or("scale_attn_weights", true)) c.fail("scale_attn_weights", "false is not supported");
   if (c.boolean_or("scale_attn_by_inverse_layer_idx", false))
     c.fail("scale_attn_by_inverse_layer_idx", "true is not supported");
@@ -57,8 +57,7 @@ models::ModelConfig gpt2_model_config(const HfConfig& c) {
   m.dropout = c.number_or("resid_pdrop", 0.1);
   m.pre_norm = true;
   m.positions = "learned";
-  m.tie_embeddings = false;
-  m.tied_lookup_reversed = false;
+  set_head(m, c, /*tied_default=*/true);
   m.pad_id = -1;
   m.attention.type = "softmax";
   m.attention.heads = heads;
@@ -70,7 +69,7 @@ models::ModelConfig gpt2_model_config(const HfConfig& c) {
 
 std::string prefix_of(const HfTensors& t) { return t.has("transformer.wte.weight") ? "transformer." : ""; }
 
-nn::NamedTensors gpt2_import(HfTensors& t, const HfConfig& c, const models::ModelConfig& m) {
+nn::NamedTensors gpt2_import(HfTensors& t, const HfConfig&, const models::ModelConfig& m) {
   const std::string p = prefix_of(t);
   const int64_t d = m.d_model, f = m.resolved_d_ff(), V = m.vocab_size;
   const std::string dims = str("n_embd ", d), ffs = str("n_embd ", d, ", n_inner ", f);
@@ -104,7 +103,7 @@ nn::NamedTensors gpt2_import(HfTensors& t, const HfConfig& c, const models::Mode
   }
   out.emplace_back("ln_f.weight", t.take(p + "ln_f.weight", {d}, dims));
   out.emplace_back("ln_f.bias", t.take(p + "ln_f.bias", {d}, dims));
-  out.emplace_back("head.weight", import_head(t, c, wte, /*tied_default=*/true, str("vocab_size ", V, ", ", dims)));
+  import_head(out, t, m, wte, str("vocab_size ", V, ", ", dims));
   return out;
 }
 
@@ -132,7 +131,7 @@ json gpt2_hf_config(const models::ModelConfig& m) {
               {"n_head", m.attention.heads},
               {"n_inner", m.resolved_d_ff()},
               {"activation_function", act},
-              {"layer_norm_epsilon", kLayerNormEps},
+              {"layer_norm_epsilon", m.norm_eps},
               {"resid_pdrop", m.dropout},
               {"embd_pdrop", m.dropout},
               {"attn_pdrop", m.attention.dropout},
@@ -168,7 +167,7 @@ nn::NamedTensors gpt2_export(const nn::NamedTensors& state, const models::ModelC
   }
   out.emplace_back(p + "ln_f.weight", s.at("ln_f.weight"));
   out.emplace_back(p + "ln_f.bias", s.at("ln_f.bias"));
-  export_head(out, s.at("head.weight"), s.at("tok.weight"));
+  export_head(out, s, m);
   return out;
 }
 

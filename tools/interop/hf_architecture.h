@@ -97,21 +97,26 @@ class ModelState {
 };
 
 // The reasons every descriptor here gives for a model that is not a pre-norm
-// decoder_lm with softmax attention (no ALiBi) and an untied head, each
-// naming its key; `architecture` words them ("GPT-2").
+// decoder_lm with softmax attention (no ALiBi) and a head that is its own or
+// tied with unscaled, unreversed lookups, each naming its key;
+// `architecture` words them ("GPT-2").
 std::vector<std::string> causal_lm_mismatches(const models::ModelConfig& m, const std::string& architecture);
 // "a; b": a descriptor's reasons joined for cannot_export ("" for none).
 std::string joined(const std::vector<std::string>& reasons);
 
-// The output layer (V, d) from the file: lm_head.weight when it is there;
-// else, where config.json's tie_word_embeddings (default `tied_default`) ties
-// it, a copy of the embedding `table` (Keystone's tied lookups are scaled, an
-// HF model's are not, so the head is imported untied); else an error naming
-// lm_head.weight. `why` names the keys that fix its shape.
-Tensor import_head(HfTensors& t, const HfConfig& c, const Tensor& table, bool tied_default, const std::string& why);
-// Appends lm_head.weight unless the head equals the embedding table (then the
-// folder is tied, and the command writes tie_word_embeddings true).
-void export_head(nn::NamedTensors& out, const Tensor& head, const Tensor& table);
+// config.json's tie_word_embeddings (absent: `tied_default`, the
+// architecture's) as m's head: tied, the lookups used as they are
+// (tied_lookup_scaled and tied_lookup_reversed false), or a head of its own.
+void set_head(models::ModelConfig& m, const HfConfig& c, bool tied_default);
+// The head's weight: none for a tied model (an lm_head.weight the file holds
+// anyway must equal `table`, the embedding); else lm_head.weight (V, d) as
+// head.weight, its absence an error naming it. `why` names the keys that fix
+// its shape.
+void import_head(nn::NamedTensors& out, HfTensors& t, const models::ModelConfig& m, const Tensor& table,
+                 const std::string& why);
+// lm_head.weight for a model with a head of its own; none for a tied one
+// (the command then writes tie_word_embeddings true).
+void export_head(nn::NamedTensors& out, const ModelState& s, const models::ModelConfig& m);
 
 // A raw (out, in) weight from a Conv1D (in, out) one and back: a contiguous transpose.
 Tensor transposed(const Tensor& t);

@@ -1,7 +1,7 @@
 // tools/interop/llama.cpp — LlamaForCausalLM as a Keystone decoder_lm: RMSNorm
 // (rms_norm_eps), rotary positions (rope_theta, no rope_scaling), a SwiGLU
 // feed-forward (hidden_act silu), grouped-query softmax attention
-// (num_key_value_heads), no biases, pre-norm, an untied head.
+// (num_key_value_heads), no biases, pre-norm, a head of its own (or tied).
 //
 //   HF (LlamaForCausalLM)                                    Keystone decoder_lm
 //   model.embed_tokens.weight (V, d)                         tok.weight
@@ -13,13 +13,13 @@
 //   model.layers.i.mlp.{gate,up}_proj.weight (f, d)          layers.i.ff.{gate,up}.weight
 //   model.layers.i.mlp.down_proj.weight (d, f)               layers.i.ff.down.weight
 //   model.norm.weight (d)                                    ln_f.weight
-//   lm_head.weight (V, d)                                    head.weight
+//   lm_head.weight (V, d), unless tie_word_embeddings       head.weight (tied: tok.weight)
 // Both keep Linear weights as (out, in), and both rotate by HF's rotate_half
 // pairing (dimension i of a head with i + p/2; ops/rope.h), so q_proj and
 // k_proj rows are taken as they are, no permutation. Query head n reads
 // key/value head n / (h/g) in both (HF's repeat_kv; ops/attention.h).
-// A tied checkpoint (tie_word_embeddings true, no lm_head.weight) is imported
-// with its head a copy of embed_tokens (hf_architecture.h import_head).
+// A tied checkpoint (tie_word_embeddings true, no lm_head.weight) makes a tied
+// model with unscaled lookups (hf_architecture.h set_head).
 // Not here: GPT-2 (tools/interop/gpt2.cpp).
 #include "core/error.h"
 #include "nn/user_input.h"
@@ -67,8 +67,7 @@ models::ModelConfig llama_model_config(const HfConfig& c) {
   m.pre_norm = true;
   m.positions = "rope";
   m.position_options = nn::parse_positions("rope", {{"rope_theta", theta}}, "");
-  m.tie_embeddings = false;
-  m.tied_lookup_reversed = false;
+  set_head(m, c, /*tied_default=*/false);
   m.pad_id = -1;
   m.attention.type = "softmax";
   m.attention.heads = heads;
@@ -104,7 +103,7 @@ std::vector<LayerWeight> layer_weights(const models::ModelConfig& m) {
           {"mlp.down_proj", "ff.down", {d, f}, ffs}};
 }
 
-nn::NamedTensors llama_import(HfTensors& t, const HfConfig& c, const models::ModelConfig& m) {
+nn::NamedTensors llama_import(HfTensors& t, const HfConfig&, const models::ModelConfig& m) {
   const int64_t d = m.d_model, V = m.vocab_size;
   const std::string dims = str("hidden_size ", d), vocab = str("vocab_size ", V, ", ", dims);
   nn::NamedTensors out;
@@ -118,7 +117,7 @@ nn::NamedTensors llama_import(HfTensors& t, const HfConfig& c, const models::Mod
     if (t.has(l + "self_attn.rotary_emb.inv_freq")) t.ignore(l + "self_attn.rotary_emb.inv_freq");  // older files
   }
   out.emplace_back("ln_f.weight", t.take("model.norm.weight", {d}, dims));
-  out.emplace_back("head.weight", import_head(t, c, embed, /*tied_default=*/false, vocab));
+  import_head(out, t, m, embed, vocab);
   return out;
 }
 
@@ -164,7 +163,7 @@ nn::NamedTensors llama_export(const nn::NamedTensors& state, const models::Model
       out.emplace_back(str("model.layers.", i, ".", w.hf, ".weight"),
                        s.at(str("layers.", i, ".", w.keystone, ".weight")));
   out.emplace_back("model.norm.weight", s.at("ln_f.weight"));
-  export_head(out, s.at("head.weight"), s.at("tok.weight"));
+  export_head(out, s, m);
   return out;
 }
 
