@@ -6,16 +6,25 @@ continuation identical; eval, generate, analyze and train --init-from take the
 run; export -> the same tensors bit for bit, config.json and tokenizer.json
 kept, the folder runs in the reference; export -> import round trips
 bit-exact; damaged folders refused naming the tensor or key.
+Importing it exits 77 (ctest's skip) where `import torch` fails.
 Not here: an architecture's reference (gpt2_reference.py, llama_reference.py).
 """
 import json
 import os
+import shutil
 import subprocess
+import sys
+import tempfile
 
-import torch
+try:
+    import torch
+except Exception:  # noqa: BLE001 - any failure to import means no torch here
+    print("SKIPPED: no torch")
+    sys.exit(77)
 
-import bpe_reference as bref
-import hf_folder
+import bpe_reference as bref  # noqa: E402
+import hf_folder  # noqa: E402
+from test_tokenizer import CORPUS, TEXT  # noqa: E402
 
 
 class Architecture:
@@ -194,3 +203,16 @@ class Harness:
         self.damaged(a, "truncated safetensors", edit_dir=truncate, needle="truncated")
         self.damaged(a, "no tokenizer", edit_dir=lambda d: os.remove(os.path.join(d, "tokenizer.json")),
                      needle="has no tokenizer.json")
+
+
+def run_test(name, checks):
+    """`test_x.py KEYSTONE KS_LOGITS`: checks(harness) in a temporary folder with
+    a data file of the tokenizer test's text; the exit status."""
+    tmp = tempfile.mkdtemp(prefix="ks_" + name.lower().replace("-", "") + "_")
+    h = Harness(sys.argv[1], sys.argv[2], tmp)
+    try:
+        h.write_data((TEXT + "\n" + CORPUS[1]).split("\n"))
+        checks(h)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return h.result(name)

@@ -5,21 +5,13 @@ trained by bpe_reference.py), through every check of hf_harness.py, then the
 damaged folders only GPT-2 has. Skips (77) where `import torch` fails.
 """
 import os
-import shutil
 import sys
-import tempfile
-
-try:
-    import torch
-except Exception:  # noqa: BLE001 - any failure to import means no torch here
-    print("SKIPPED: no torch")
-    sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_harness import Architecture, run_test, torch  # noqa: E402 (exits 77 without torch)
 import bpe_reference as bref  # noqa: E402
 import gpt2_reference as ref  # noqa: E402
-from hf_harness import Architecture, Harness  # noqa: E402
-from test_tokenizer import CORPUS, TEXT, tokenizer_json  # noqa: E402
+from test_tokenizer import CORPUS, tokenizer_json  # noqa: E402
 
 
 def main():
@@ -33,10 +25,8 @@ def main():
            "bos_token_id": eot, "eos_token_id": eot, "tie_word_embeddings": True}
     a = Architecture(cfg, ref.random_gpt2(cfg, seed=1), tok, reference_tok, vocab, {eot: "<|endoftext|>"}, eot,
                      ref.gpt2_logits)
-    tmp = tempfile.mkdtemp(prefix="ks_gpt2_")
-    h = Harness(sys.argv[1], sys.argv[2], tmp)
-    try:
-        h.write_data((TEXT + "\n" + CORPUS[1]).split("\n"))
+
+    def checks(h):
         run = h.check_architecture(a, "Hello world! It's 中文 😀 <|endoftext|> 3.14   ok", "Hello world",
                                    cfg_keys_not_kept=("resid_pdrop", "embd_pdrop", "attn_pdrop"))
         m = h.run_model(run)
@@ -58,9 +48,8 @@ def main():
         h.damaged(a, "extra tensor",
                   edit_sd=lambda s: s.update({"transformer.h.9.attn.c_attn.weight": torch.zeros(2)}),
                   needle="tensor 'transformer.h.9.attn.c_attn.weight' is not part of GPT2LMHeadModel")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return h.result("GPT-2")
+
+    return run_test("GPT-2", checks)
 
 
 if __name__ == "__main__":

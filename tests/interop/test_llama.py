@@ -8,22 +8,14 @@ and the damaged folders and unsupported keys Llama has. Skips (77) where
 `import torch` fails.
 """
 import os
-import shutil
 import sys
-import tempfile
-
-try:
-    import torch
-except Exception:  # noqa: BLE001 - any failure to import means no torch here
-    print("SKIPPED: no torch")
-    sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_harness import Architecture, run_test, torch  # noqa: E402 (exits 77 without torch)
 import bpe_reference as bref  # noqa: E402
 import hf_folder  # noqa: E402
 import llama_reference as ref  # noqa: E402
-from hf_harness import Architecture, Harness  # noqa: E402
-from test_tokenizer import CORPUS, TEXT, tokenizer_json  # noqa: E402
+from test_tokenizer import CORPUS, tokenizer_json  # noqa: E402
 
 
 def main():
@@ -39,10 +31,8 @@ def main():
            "mlp_bias": False, "tie_word_embeddings": False, "bos_token_id": bos, "eos_token_id": eos}
     a = Architecture(cfg, ref.random_llama(cfg, seed=2), tok, reference_tok, vocab,
                      {bos: "<|begin_of_text|>", eos: "<|end_of_text|>"}, eos, ref.llama_logits)
-    tmp = tempfile.mkdtemp(prefix="ks_llama_")
-    h = Harness(sys.argv[1], sys.argv[2], tmp)
-    try:
-        h.write_data((TEXT + "\n" + CORPUS[1]).split("\n"))
+
+    def checks(h):
         text = "<|begin_of_text|>Hello world! It's 中文 😀 <|end_of_text|> 3.14   ok"
         # bos_token_id: the export writes the eos id there (a run keeps no begin-of-text id).
         h.check_architecture(a, text, "Hello world", cfg_keys_not_kept=("bos_token_id",))
@@ -52,7 +42,7 @@ def main():
         for name, edit in (("tied", {"tie_word_embeddings": True}), ("multi-query", {"num_key_value_heads": 1})):
             v = Architecture(dict(cfg, **edit), None, tok, reference_tok, vocab, a.specials, eos, ref.llama_logits)
             v.sd = ref.random_llama(v.cfg, seed=3)
-            d, run = os.path.join(tmp, "hf_" + name), os.path.join(tmp, "run_" + name)
+            d, run = os.path.join(h.tmp, "hf_" + name), os.path.join(h.tmp, "run_" + name)
             hf_folder.write_folder(d, v.cfg, v.sd, tok)
             h.check(h.import_folder(d, run), f"import of a {name} folder")
             h.check_logits(run, v, v.sd, ids, f"{name}: logits equal the reference's")
@@ -86,9 +76,8 @@ def main():
         h.damaged(a, "extra tensor",
                   edit_sd=lambda s: s.update({"model.layers.0.self_attn.q_proj.bias": torch.zeros(32)}),
                   needle="tensor 'model.layers.0.self_attn.q_proj.bias' is not part of LlamaForCausalLM")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return h.result("Llama")
+
+    return run_test("Llama", checks)
 
 
 if __name__ == "__main__":
