@@ -99,6 +99,7 @@ const std::map<std::string, Field>& fields() {
   using M = ModelConfig;
   static const std::map<std::string, Field> table = {{"layers", &M::layers},
                                                      {"tied_lookup_reversed", &M::tied_lookup_reversed},
+                                                     {"tied_lookup_scaled", &M::tied_lookup_scaled},
                                                      {"vocab_size", &M::vocab_size},
                                                      {"tie_embeddings", &M::tie_embeddings},
                                                      {"fused_loss", &M::fused_loss},

@@ -99,6 +99,10 @@ struct ModelConfig {
   // every evaluation measured (README, "Configs and measured runs"). Run
   // folders from before this key mean false (tools/train/run_dir.h).
   bool tied_lookup_reversed = true;
+  // decoder_lm: false leaves a tied table's lookups unscaled, as GPT-2 and
+  // Llama use theirs (what `keystone import --from hf` makes of a tied
+  // checkpoint); true, the default and every earlier run's, scales them by √d.
+  bool tied_lookup_scaled = true;
 
   // --- decoder_lm and encoder_classifier ---
   int64_t vocab_size = 0;       // required

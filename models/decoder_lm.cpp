@@ -59,8 +59,9 @@ Tensor DecoderLM::features(const Tensor& tokens, std::vector<nn::DecoderLayerCac
   }
 
   Tensor e = tok->forward(tokens);  // (B, T, d)
-  // A tied table's lookup: √d-scaled, features reversed (models/config.h tied_lookup_reversed).
-  if (!head) e = mul(config.tied_lookup_reversed ? flip(e, {-1}) : e, std::sqrt(double(config.d_model)));
+  // A tied table's lookup: features reversed, √d-scaled (models/config.h tied_lookup_reversed, tied_lookup_scaled).
+  if (!head && config.tied_lookup_reversed) e = flip(e, {-1});
+  if (!head && config.tied_lookup_scaled) e = mul(e, std::sqrt(double(config.d_model)));
   Tensor h, self_padding;
   if (left) {
     KS_CHECK(int64_t(left->pads.size()) == tokens.size(0), "decoder_lm: left padding of ", left->pads.size(),

@@ -9,7 +9,9 @@
 // (Vaswani et al. §3.4), so both uses start at unit scale, and the lookups
 // enter with their features reversed (tied_lookup_reversed, models/config.h)
 // so that an untrained state does not point at its own token's output row;
-// untied ones are N(0, 1) and not scaled.
+// untied ones are N(0, 1) and not scaled. An imported GPT-2 or Llama tied
+// table has neither the scaling nor the reversal (tied_lookup_scaled and
+// tied_lookup_reversed false).
 //
 // Training batches are right-padded: the causal mask already keeps pad tokens
 // at the end from affecting earlier positions, and loss() ignores pad targets,

@@ -21,6 +21,8 @@ KS_REGISTER_MODEL({
              {"tie_embeddings", "the output layer shares the token embedding"},
              {"tied_lookup_reversed",
               "a tied table's lookups enter with their features reversed (a better first loss)"},
+             {"tied_lookup_scaled",
+              "a tied table's lookups are scaled by sqrt(d_model) (false: as they are, as GPT-2's and Llama's)"},
              {"pad_id", "the padding token's id; -1: none"},
              {"fused_loss",
               "output layer and loss in chunks of rows, never the whole batch's logits: less memory; "

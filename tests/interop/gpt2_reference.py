@@ -1,50 +1,11 @@
 """tests/interop/gpt2_reference.py — GPT-2 (GPT2LMHeadModel) in plain PyTorch,
-from its Hugging Face state dict (Conv1D weights (in, out), fused c_attn), and
-a safetensors reader/writer by hand (no safetensors or transformers package).
-What `keystone import --from hf` must agree with.
+from its Hugging Face state dict (Conv1D weights (in, out), fused c_attn); no
+transformers package. What `keystone import --from hf` must agree with.
+Not here: the folder's files (hf_folder.py).
 """
-import json
 import math
-import struct
 
 import torch
-
-DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
-CODES = {v: k for k, v in DTYPES.items()}
-
-
-def save_safetensors(path, tensors, dtype=torch.float32):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        t = t.detach().to(dtype).contiguous()
-        raw = t.view(torch.int16).numpy().tobytes() if t.element_size() == 2 else t.numpy().tobytes()
-        header[name] = {"dtype": CODES[dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__" or e["dtype"] not in DTYPES:  # a checkpoint's integer training state
-            continue
-        a, b = e["data_offsets"]
-        dt = DTYPES[e["dtype"]]
-        raw = bytearray(data[8 + n + a:8 + n + b])
-        if dt == torch.float32:
-            t = torch.frombuffer(raw, dtype=torch.float32) if raw else torch.zeros(0)
-        else:
-            t = torch.frombuffer(raw, dtype=torch.int16).view(dt)
-        out[name] = t.reshape(e["shape"]).clone()
-    return out
 
 
 def random_gpt2(cfg, seed):
@@ -96,9 +57,3 @@ def gpt2_logits(sd, cfg, ids):
     head = sd.get("lm_head.weight", sd[p + "wte.weight"])
     return x @ head.T
 
-
-def greedy(sd, cfg, ids, n):
-    ids = list(ids)
-    for _ in range(n):
-        ids.append(int(gpt2_logits(sd, cfg, ids)[-1].argmax()))
-    return ids

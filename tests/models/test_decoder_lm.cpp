@@ -279,6 +279,30 @@ TEST_CASE("decoder_lm: tied embeddings share one tensor, get gradient from both 
   CHECK(after < (kSanitized ? before : 0.5 * test.unigram_entropy));
 }
 
+TEST_CASE("decoder_lm: tied_lookup_scaled false uses a tied table as an untied model whose head is the table") {
+  auto c = small_config("softmax");
+  c.tied_lookup_reversed = false;
+  auto tied_config = c, untied_config = c;
+  tied_config.tie_embeddings = true;
+  tied_config.tied_lookup_scaled = false;  // GPT-2's and Llama's tied tables (tools/interop/)
+  untied_config.tie_embeddings = false;
+  auto tied = make_lm(tied_config, 4), untied = make_lm(untied_config, 5);
+  tied->eval();
+  untied->eval();
+  nn::NamedTensors state = tied->state_dict();
+  state.emplace_back("head.weight", tied->tok->weight);
+  untied->load_state_dict(state);
+  Tensor x = from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 6}, {2, 3});
+  NoGradGuard no_grad;
+  CHECK(amax(abs(sub(tied->forward(x), untied->forward(x)))).item() < 1e-5);
+  // The default scales the lookups by √d: another function of the same weights.
+  tied_config.tied_lookup_scaled = true;
+  auto scaled = make_lm(tied_config, 4);
+  scaled->eval();
+  scaled->load_state_dict(tied->state_dict());
+  CHECK(amax(abs(sub(scaled->forward(x), untied->forward(x)))).item() > 1e-2);
+}
+
 TEST_CASE("decoder_lm: fused_loss gives the unfused loss and gradients (to round-off), tied or not, pad ignored") {
   for (bool tied : {false, true}) {
     CAPTURE(tied);

@@ -1,10 +1,10 @@
 // tools/interop/gpt2.cpp — GPT2LMHeadModel as a Keystone decoder_lm: learned
-// positions, pre-LN LayerNorm (eps 1e-5), GELU-tanh ("gelu_new"), softmax
+// positions, pre-LN LayerNorm (layer_norm_epsilon), GELU-tanh ("gelu_new"), softmax
 // attention with biases, a fused c_attn split into q, k, v.
 //
 //   HF (GPT2LMHeadModel, "transformer." prefix optional)   Keystone decoder_lm
-//   wte.weight (V, d)                                       tok.weight, and head.weight
-//   lm_head.weight (V, d), when present                     head.weight
+//   wte.weight (V, d)                                       tok.weight (tied: also the head)
+//   lm_head.weight (V, d), tie_word_embeddings false        head.weight
 //   wpe.weight (P, d)                                       pos.weight
 //   h.i.ln_1.{weight,bias}                                  layers.i.ln1.*
 //   h.i.attn.c_attn.weight (d, 3d), .bias (3d)              layers.i.self_attn.{q,k,v}.weight (d, d)ᵀ, .bias
@@ -13,11 +13,10 @@
 //   h.i.mlp.c_fc.weight (d, f), c_proj (f, d)               layers.i.ff.fc1 ᵀ, ff.fc2 ᵀ
 //   ln_f.*                                                  ln_f.*
 // GPT-2's Conv1D keeps a weight as (in, out); Keystone's Linear as (out, in).
-// The head is imported untied (a copy of wte): Keystone scales a tied table's
-// lookups by √d, GPT-2 does not. Export writes lm_head.weight only where the
-// head differs from wte (tie_word_embeddings false then).
-// Not here: Llama (its RMSNorm, RoPE, SwiGLU, GQA and bias-free blocks land
-// separately; its descriptor goes in a file of its own beside this one).
+// GPT-2 ties its head (tie_word_embeddings, default true): the model is tied,
+// its lookups unscaled (hf_architecture.h set_head), and its export writes no
+// lm_head.weight.
+// Not here: Llama (tools/interop/llama.cpp).
 #include <cmath>
 
 #include "core/copy.h"
@@ -28,7 +27,7 @@
 namespace ks::interop {
 namespace {
 
-constexpr double kLayerNormEps = 1e-5;  // nn::LayerNorm's; model.norm_eps lands with the blocks
+constexpr double kLayerNormEps = 1e-5;  // GPT2Config's default
 
 models::ModelConfig gpt2_model_config(const HfConfig& c) {
   models::ModelConfig m;
@@ -49,8 +48,8 @@ models::ModelConfig gpt2_model_config(const HfConfig& c) {
     m.activation = nn::Activation::ReLU;
   else
     c.fail("activation_function", str("\"", act, "\" is not supported (gelu_new, gelu_pytorch_tanh, gelu or relu)"));
-  const double eps = c.number_or("layer_norm_epsilon", kLayerNormEps);
-  if (eps != kLayerNormEps) c.fail("layer_norm_epsilon", str(eps, ": Keystone's LayerNorm uses 1e-05"));
+  m.norm_eps = c.number_or("layer_norm_epsilon", kLayerNormEps);
+  if (!(m.norm_eps > 0)) c.fail("layer_norm_epsilon", str("must be > 0, got ", m.norm_eps));
   if (!c.boolean_or("scale_attn_weights", true)) c.fail("scale_attn_weights", "false is not supported");
   if (c.boolean_or("scale_attn_by_inverse_layer_idx", false))
     c.fail("scale_attn_by_inverse_layer_idx", "true is not supported");
@@ -58,8 +57,7 @@ models::ModelConfig gpt2_model_config(const HfConfig& c) {
   m.dropout = c.number_or("resid_pdrop", 0.1);
   m.pre_norm = true;
   m.positions = "learned";
-  m.tie_embeddings = false;
-  m.tied_lookup_reversed = false;
+  set_head(m, c, /*tied_default=*/true);
   m.pad_id = -1;
   m.attention.type = "softmax";
   m.attention.heads = heads;
@@ -71,7 +69,7 @@ models::ModelConfig gpt2_model_config(const HfConfig& c) {
 
 std::string prefix_of(const HfTensors& t) { return t.has("transformer.wte.weight") ? "transformer." : ""; }
 
-nn::NamedTensors gpt2_import(HfTensors& t, const HfConfig& c, const models::ModelConfig& m) {
+nn::NamedTensors gpt2_import(HfTensors& t, const HfConfig&, const models::ModelConfig& m) {
   const std::string p = prefix_of(t);
   const int64_t d = m.d_model, f = m.resolved_d_ff(), V = m.vocab_size;
   const std::string dims = str("n_embd ", d), ffs = str("n_embd ", d, ", n_inner ", f);
@@ -105,28 +103,21 @@ nn::NamedTensors gpt2_import(HfTensors& t, const HfConfig& c, const models::Mode
   }
   out.emplace_back("ln_f.weight", t.take(p + "ln_f.weight", {d}, dims));
   out.emplace_back("ln_f.bias", t.take(p + "ln_f.bias", {d}, dims));
-  const bool own_head = t.has("lm_head.weight");
-  KS_CHECK(own_head || c.boolean_or("tie_word_embeddings", true), "hf import: missing tensor 'lm_head.weight' ",
-           "(config.json has tie_word_embeddings false)");
-  out.emplace_back("head.weight", own_head ? t.take("lm_head.weight", {V, d}, str("vocab_size ", V, ", ", dims))
-                                           : contiguous_raw(wte));  // a copy, so the two train apart
+  import_head(out, t, m, wte, str("vocab_size ", V, ", ", dims));
   return out;
 }
 
 std::string gpt2_cannot_export(const models::ModelConfig& m) {
-  std::vector<std::string> why;
-  if (m.model != "decoder_lm") why.push_back(str("model \"", m.model, "\" (GPT-2 is a decoder_lm)"));
+  std::vector<std::string> why = causal_lm_mismatches(m, "GPT-2");
   if (m.positions != "learned") why.push_back(str("positions \"", m.positions, "\" (GPT-2's are learned)"));
-  if (!m.pre_norm) why.push_back("pre_norm false (GPT-2 is pre-LN)");
-  if (m.tie_embeddings)
-    why.push_back("tie_embeddings true (Keystone scales a tied table's lookups by sqrt(d_model); GPT-2 does not)");
-  if (m.attention.type != "softmax") why.push_back(str("attention.type \"", m.attention.type, "\" (GPT-2: softmax)"));
-  if (!m.attention.bias) why.push_back("attention.bias false (GPT-2's projections have biases)");
+  if (m.norm != "layernorm") why.push_back(str("norm \"", m.norm, "\" (GPT-2: layernorm)"));
+  if (m.ff != "mlp") why.push_back(str("ff \"", m.ff, "\" (GPT-2: mlp)"));
+  if (!m.bias || !m.attention.bias) why.push_back("bias false (GPT-2's projections and norms have biases)");
+  if (m.attention.resolved_kv_heads() != m.attention.heads)
+    why.push_back("attention.kv_heads (GPT-2 has as many key/value heads as query heads)");
   if (m.attention.resolved_head_dim() * m.attention.heads != m.d_model)
     why.push_back("attention.head_dim x heads != d_model (GPT-2 splits d_model over its heads)");
-  std::string out;
-  for (const auto& w : why) out += (out.empty() ? "" : "; ") + w;
-  return out;
+  return joined(why);
 }
 
 json gpt2_hf_config(const models::ModelConfig& m) {
@@ -140,7 +131,7 @@ json gpt2_hf_config(const models::ModelConfig& m) {
               {"n_head", m.attention.heads},
               {"n_inner", m.resolved_d_ff()},
               {"activation_function", act},
-              {"layer_norm_epsilon", kLayerNormEps},
+              {"layer_norm_epsilon", m.norm_eps},
               {"resid_pdrop", m.dropout},
               {"embd_pdrop", m.dropout},
               {"attn_pdrop", m.attention.dropout},
@@ -149,41 +140,34 @@ json gpt2_hf_config(const models::ModelConfig& m) {
 }
 
 nn::NamedTensors gpt2_export(const nn::NamedTensors& state, const models::ModelConfig& m) {
-  std::map<std::string, Tensor> s(state.begin(), state.end());
-  auto at = [&](const std::string& name) {
-    auto it = s.find(name);
-    KS_CHECK(it != s.end(), "hf export: the model has no tensor '", name, "'");
-    return contiguous_raw(it->second);
-  };
+  const ModelState s(state);
   nn::NamedTensors out;
   const std::string p = "transformer.";
-  out.emplace_back(p + "wte.weight", at("tok.weight"));
-  out.emplace_back(p + "wpe.weight", at("pos.weight"));
+  out.emplace_back(p + "wte.weight", s.at("tok.weight"));
+  out.emplace_back(p + "wpe.weight", s.at("pos.weight"));
   for (int64_t i = 0; i < m.layers; ++i) {
     const std::string h = str(p, "h.", i, "."), k = str("layers.", i, ".");
-    out.emplace_back(h + "ln_1.weight", at(k + "ln1.weight"));
-    out.emplace_back(h + "ln_1.bias", at(k + "ln1.bias"));
+    out.emplace_back(h + "ln_1.weight", s.at(k + "ln1.weight"));
+    out.emplace_back(h + "ln_1.bias", s.at(k + "ln1.bias"));
     std::vector<Tensor> w, b;
     for (const char* part : {"q", "k", "v"}) {
-      w.push_back(transposed(at(str(k, "self_attn.", part, ".weight"))));
-      b.push_back(at(str(k, "self_attn.", part, ".bias")));
+      w.push_back(transposed(s.at(str(k, "self_attn.", part, ".weight"))));
+      b.push_back(s.at(str(k, "self_attn.", part, ".bias")));
     }
     out.emplace_back(h + "attn.c_attn.weight", contiguous_raw(cat(w, 1)));
     out.emplace_back(h + "attn.c_attn.bias", contiguous_raw(cat(b, 0)));
-    out.emplace_back(h + "attn.c_proj.weight", transposed(at(k + "self_attn.o.weight")));
-    out.emplace_back(h + "attn.c_proj.bias", at(k + "self_attn.o.bias"));
-    out.emplace_back(h + "ln_2.weight", at(k + "ln3.weight"));
-    out.emplace_back(h + "ln_2.bias", at(k + "ln3.bias"));
-    out.emplace_back(h + "mlp.c_fc.weight", transposed(at(k + "ff.fc1.weight")));
-    out.emplace_back(h + "mlp.c_fc.bias", at(k + "ff.fc1.bias"));
-    out.emplace_back(h + "mlp.c_proj.weight", transposed(at(k + "ff.fc2.weight")));
-    out.emplace_back(h + "mlp.c_proj.bias", at(k + "ff.fc2.bias"));
+    out.emplace_back(h + "attn.c_proj.weight", transposed(s.at(k + "self_attn.o.weight")));
+    out.emplace_back(h + "attn.c_proj.bias", s.at(k + "self_attn.o.bias"));
+    out.emplace_back(h + "ln_2.weight", s.at(k + "ln3.weight"));
+    out.emplace_back(h + "ln_2.bias", s.at(k + "ln3.bias"));
+    out.emplace_back(h + "mlp.c_fc.weight", transposed(s.at(k + "ff.fc1.weight")));
+    out.emplace_back(h + "mlp.c_fc.bias", s.at(k + "ff.fc1.bias"));
+    out.emplace_back(h + "mlp.c_proj.weight", transposed(s.at(k + "ff.fc2.weight")));
+    out.emplace_back(h + "mlp.c_proj.bias", s.at(k + "ff.fc2.bias"));
   }
-  out.emplace_back(p + "ln_f.weight", at("ln_f.weight"));
-  out.emplace_back(p + "ln_f.bias", at("ln_f.bias"));
-  const Tensor head = at("head.weight"), wte = at("tok.weight");
-  const bool tied = head.to_vector<float>() == wte.to_vector<float>();
-  if (!tied) out.emplace_back("lm_head.weight", head);
+  out.emplace_back(p + "ln_f.weight", s.at("ln_f.weight"));
+  out.emplace_back(p + "ln_f.bias", s.at("ln_f.bias"));
+  export_head(out, s, m);
   return out;
 }
 

@@ -95,6 +95,55 @@ std::vector<const HfArchitecture*> hf_architectures() {
   return out;
 }
 
+Tensor ModelState::at(const std::string& name) const {
+  auto it = by_name_.find(name);
+  KS_CHECK(it != by_name_.end(), "hf export: the model has no tensor '", name, "'");
+  return contiguous_raw(it->second);
+}
+
+std::vector<std::string> causal_lm_mismatches(const models::ModelConfig& m, const std::string& architecture) {
+  std::vector<std::string> why;
+  if (m.model != "decoder_lm") why.push_back(str("model \"", m.model, "\" (", architecture, " is a decoder_lm)"));
+  if (!m.pre_norm) why.push_back(str("pre_norm false (", architecture, " is pre-norm)"));
+  if (m.tie_embeddings && (m.tied_lookup_scaled || m.tied_lookup_reversed))
+    why.push_back(str("tie_embeddings true with tied_lookup_scaled or tied_lookup_reversed true (", architecture,
+                      " uses a tied table's lookups as they are)"));
+  if (m.attention.type != "softmax")
+    why.push_back(str("attention.type \"", m.attention.type, "\" (", architecture, ": softmax)"));
+  if (m.attention.alibi) why.push_back(str("attention.alibi true (", architecture, " has no ALiBi)"));
+  return why;
+}
+
+std::string joined(const std::vector<std::string>& reasons) {
+  std::string out;
+  for (const auto& r : reasons) out += (out.empty() ? "" : "; ") + r;
+  return out;
+}
+
+void set_head(models::ModelConfig& m, const HfConfig& c, bool tied_default) {
+  m.tie_embeddings = c.boolean_or("tie_word_embeddings", tied_default);
+  m.tied_lookup_scaled = false;
+  m.tied_lookup_reversed = false;
+}
+
+void import_head(nn::NamedTensors& out, HfTensors& t, const models::ModelConfig& m, const Tensor& table,
+                 const std::string& why) {
+  if (m.tie_embeddings) {
+    if (t.has("lm_head.weight"))
+      KS_CHECK(t.take("lm_head.weight", table.sizes(), why).to_vector<float>() == table.to_vector<float>(),
+               "hf import: tensor 'lm_head.weight' differs from the embedding, but config.json ties them ",
+               "(tie_word_embeddings true)");
+    return;
+  }
+  KS_CHECK(t.has("lm_head.weight"), "hf import: missing tensor 'lm_head.weight' ",
+           "(config.json has tie_word_embeddings false)");
+  out.emplace_back("head.weight", t.take("lm_head.weight", table.sizes(), why));
+}
+
+void export_head(nn::NamedTensors& out, const ModelState& s, const models::ModelConfig& m) {
+  if (!m.tie_embeddings) out.emplace_back("lm_head.weight", s.at("head.weight"));
+}
+
 Tensor transposed(const Tensor& t) { return contiguous_raw(transpose(t, 0, 1)); }
 
 Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t length) {

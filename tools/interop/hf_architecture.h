@@ -1,7 +1,8 @@
 // tools/interop/hf_architecture.h — what `keystone import --from hf` and
 // `keystone export --to hf` need to know about one Hugging Face architecture,
-// as a descriptor in its own file (tools/interop/gpt2.cpp: GPT2LMHeadModel),
-// registered by name; the commands (tools/interop/import_export.cpp) name none.
+// as a descriptor in its own file (tools/interop/gpt2.cpp: GPT2LMHeadModel,
+// tools/interop/llama.cpp: LlamaForCausalLM), registered by name; the commands
+// (tools/interop/import_export.cpp) name none.
 //
 // A descriptor maps config.json to a Keystone model section and back, and
 // the HF tensor names, layouts (GPT-2's Conv1D keeps weights as (in, out),
@@ -83,6 +84,39 @@ bool register_hf_architecture(HfArchitecture a);
 const HfArchitecture& hf_architecture(const std::string& name, const std::string& where);
 // The architectures in name order (export tries each).
 std::vector<const HfArchitecture*> hf_architectures();
+
+// The model's state dict by name, for an export.
+class ModelState {
+ public:
+  explicit ModelState(const nn::NamedTensors& state) : by_name_(state.begin(), state.end()) {}
+  // The tensor, contiguous; a model without it is an error naming it.
+  Tensor at(const std::string& name) const;
+
+ private:
+  std::map<std::string, Tensor> by_name_;
+};
+
+// The reasons every descriptor here gives for a model that is not a pre-norm
+// decoder_lm with softmax attention (no ALiBi) and a head that is its own or
+// tied with unscaled, unreversed lookups, each naming its key;
+// `architecture` words them ("GPT-2").
+std::vector<std::string> causal_lm_mismatches(const models::ModelConfig& m, const std::string& architecture);
+// "a; b": a descriptor's reasons joined for cannot_export ("" for none).
+std::string joined(const std::vector<std::string>& reasons);
+
+// config.json's tie_word_embeddings (absent: `tied_default`, the
+// architecture's) as m's head: tied, the lookups used as they are
+// (tied_lookup_scaled and tied_lookup_reversed false), or a head of its own.
+void set_head(models::ModelConfig& m, const HfConfig& c, bool tied_default);
+// The head's weight: none for a tied model (an lm_head.weight the file holds
+// anyway must equal `table`, the embedding); else lm_head.weight (V, d) as
+// head.weight, its absence an error naming it. `why` names the keys that fix
+// its shape.
+void import_head(nn::NamedTensors& out, HfTensors& t, const models::ModelConfig& m, const Tensor& table,
+                 const std::string& why);
+// lm_head.weight for a model with a head of its own; none for a tied one
+// (the command then writes tie_word_embeddings true).
+void export_head(nn::NamedTensors& out, const ModelState& s, const models::ModelConfig& m);
 
 // A raw (out, in) weight from a Conv1D (in, out) one and back: a contiguous transpose.
 Tensor transposed(const Tensor& t);

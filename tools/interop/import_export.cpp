@@ -32,17 +32,30 @@ namespace {
 namespace fs = std::filesystem;
 using interop::json;
 
-constexpr char kImportUsage[] =
-    "usage: keystone import --from hf DIR --out RUN --data FILE [--seq-len N]\n"
-    "Makes a run folder from a Hugging Face model folder (config.json, model.safetensors or\n"
-    "model.safetensors.index.json with its shards, tokenizer.json). Architectures: GPT2LMHeadModel.\n"
-    "  --data FILE   the text file (one document per line) that eval and train --init-from read\n"
-    "  --seq-len N   tokens per example window of that data (default: the smaller of 256 and n_positions)\n";
+// The usages end with the registered architectures' names.
+std::string architectures() {
+  std::string names;
+  for (const interop::HfArchitecture* a : interop::hf_architectures()) names += (names.empty() ? "" : ", ") + a->name;
+  return names;
+}
 
-constexpr char kExportUsage[] =
-    "usage: keystone export --to hf RUN --out DIR [--checkpoint best|latest|FILE]\n"
-    "Writes a run's model as a Hugging Face folder: config.json, model.safetensors (float32), and\n"
-    "tokenizer.json when the run's tokenizer is hf_bpe. Architectures: GPT2LMHeadModel.\n";
+std::string import_usage() {
+  return "usage: keystone import --from hf DIR --out RUN --data FILE [--seq-len N]\n"
+         "Makes a run folder from a Hugging Face model folder (config.json, model.safetensors or\n"
+         "model.safetensors.index.json with its shards, tokenizer.json).\n"
+         "  --data FILE   the text file (one document per line) that eval and train --init-from read\n"
+         "  --seq-len N   tokens per example window of that data (default: the smaller of 256 and the\n"
+         "                model's longest sequence)\n"
+         "Architectures: " +
+         architectures() + ".\n";
+}
+
+std::string export_usage() {
+  return "usage: keystone export --to hf RUN --out DIR [--checkpoint best|latest|FILE]\n"
+         "Writes a run's model as a Hugging Face folder: config.json, model.safetensors (float32), and\n"
+         "tokenizer.json when the run's tokenizer is hf_bpe. Architectures: " +
+         architectures() + ".\n";
+}
 
 // The one argument that is neither a flag nor a flag's value; the rest for cli::Flags.
 std::string positional(std::vector<std::string>& args, const std::set<std::string>& switches, const char* what) {
@@ -62,6 +75,14 @@ std::string positional(std::vector<std::string>& args, const std::set<std::strin
   return found;
 }
 
+// config.json's end-of-text id; Llama 3.1 lists several ([128001, 128008, 128009]): the first.
+int64_t eos_token_id(const interop::HfConfig& hf) {
+  const json& e = hf.has("eos_token_id") ? hf.raw().at("eos_token_id") : json();
+  if (!e.is_array()) return hf.integer_or("eos_token_id", -1);
+  if (e.empty() || !e[0].is_number_integer()) hf.fail("eos_token_id", "must be an integer or a list of integers");
+  return e[0].get<int64_t>();
+}
+
 void check_format(const cli::Flags& f, const char* flag) {
   if (f.get(flag, "") != "hf") throw cli::UsageError(str("--", flag, " hf is required (the only format)"));
 }
@@ -69,7 +90,7 @@ void check_format(const cli::Flags& f, const char* flag) {
 }  // namespace
 
 int import_model(const std::vector<std::string>& given) {
-  if (cli::help_requested(given, kImportUsage)) return 0;
+  if (cli::help_requested(given, import_usage().c_str())) return 0;
   std::vector<std::string> args = given;
   const fs::path dir = positional(args, {}, "model folder (DIR)");
   cli::Flags f(args, {"from", "out", "data", "seq-len"});
@@ -86,7 +107,7 @@ int import_model(const std::vector<std::string>& given) {
   const interop::HfConfig hf(read_json_file(config_path), config_path);
   const json& arch = hf.raw().value("architectures", json::array());
   if (!arch.is_array() || arch.size() != 1 || !arch[0].is_string())
-    hf.fail("architectures", "must list one architecture name, e.g. [\"GPT2LMHeadModel\"]");
+    hf.fail("architectures", str("must list one architecture name, one of ", architectures()));
   const interop::HfArchitecture& a = interop::hf_architecture(arch[0].get<std::string>(), config_path);
   const models::ModelConfig cfg = models::parse_model_config(a.model_config(hf).to_json());
 
@@ -111,7 +132,7 @@ int import_model(const std::vector<std::string>& given) {
   KS_CHECK(fs::exists(tok_path), "hf import: ", dir.string(), " has no tokenizer.json (the model's ids need it)");
   const data::HfBpeTokenizer tok(
       nn::parse_json(data::read_file(tok_path, "hf import", data::kMaxTokenizerFileBytes), tok_path.string()),
-      tok_path.string(), hf.integer_or("eos_token_id", -1));
+      tok_path.string(), eos_token_id(hf));
   KS_CHECK(tok.vocab_size() <= cfg.vocab_size, "hf import: tokenizer.json has ids up to ", tok.vocab_size() - 1,
            " but config.json's vocab_size is ", cfg.vocab_size);
 
@@ -135,7 +156,7 @@ int import_model(const std::vector<std::string>& given) {
 }
 
 int export_model(const std::vector<std::string>& given) {
-  if (cli::help_requested(given, kExportUsage)) return 0;
+  if (cli::help_requested(given, export_usage().c_str())) return 0;
   std::vector<std::string> args = given;
   const std::string run_dir = positional(args, {}, "run folder (RUN)");
   cli::Flags f(args, {"to", "out", "checkpoint"});

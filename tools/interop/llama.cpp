@@ -1,0 +1,184 @@
+// tools/interop/llama.cpp — LlamaForCausalLM as a Keystone decoder_lm: RMSNorm
+// (rms_norm_eps), rotary positions (rope_theta, no rope_scaling), a SwiGLU
+// feed-forward (hidden_act silu), grouped-query softmax attention
+// (num_key_value_heads), no biases, pre-norm, a head of its own (or tied).
+//
+//   HF (LlamaForCausalLM)                                    Keystone decoder_lm
+//   model.embed_tokens.weight (V, d)                         tok.weight
+//   model.layers.i.input_layernorm.weight (d)                layers.i.ln1.weight
+//   model.layers.i.self_attn.q_proj.weight (h·p, d)          layers.i.self_attn.q.weight
+//   model.layers.i.self_attn.{k,v}_proj.weight (g·p, d)      layers.i.self_attn.{k,v}.weight
+//   model.layers.i.self_attn.o_proj.weight (d, h·p)          layers.i.self_attn.o.weight
+//   model.layers.i.post_attention_layernorm.weight (d)       layers.i.ln3.weight
+//   model.layers.i.mlp.{gate,up}_proj.weight (f, d)          layers.i.ff.{gate,up}.weight
+//   model.layers.i.mlp.down_proj.weight (d, f)               layers.i.ff.down.weight
+//   model.norm.weight (d)                                    ln_f.weight
+//   lm_head.weight (V, d), unless tie_word_embeddings       head.weight (tied: tok.weight)
+// Both keep Linear weights as (out, in), and both rotate by HF's rotate_half
+// pairing (dimension i of a head with i + p/2; ops/rope.h), so q_proj and
+// k_proj rows are taken as they are, no permutation. Query head n reads
+// key/value head n / (h/g) in both (HF's repeat_kv; ops/attention.h).
+// A tied checkpoint (tie_word_embeddings true, no lm_head.weight) makes a tied
+// model with unscaled lookups (hf_architecture.h set_head).
+// Not here: GPT-2 (tools/interop/gpt2.cpp).
+#include "core/error.h"
+#include "nn/user_input.h"
+#include "tools/interop/hf_architecture.h"
+
+namespace ks::interop {
+namespace {
+
+constexpr double kRmsNormEps = 1e-6;  // LlamaConfig's defaults where a config.json leaves the key out
+constexpr double kRopeTheta = 10000;
+
+models::ModelConfig llama_model_config(const HfConfig& c) {
+  models::ModelConfig m;
+  m.model = "decoder_lm";
+  m.vocab_size = c.integer("vocab_size");
+  m.d_model = c.integer("hidden_size");
+  m.d_ff = c.integer("intermediate_size");
+  m.layers = c.integer("num_hidden_layers");
+  m.max_len = c.integer("max_position_embeddings");
+  const int64_t heads = c.integer("num_attention_heads");
+  const int64_t kv_heads = c.integer_or("num_key_value_heads", heads);
+  if (kv_heads <= 0 || heads % kv_heads != 0)
+    c.fail("num_key_value_heads", str(kv_heads, " does not divide num_attention_heads ", heads));
+  if (!c.has("head_dim") && m.d_model % heads != 0)
+    c.fail("num_attention_heads", str(heads, " does not divide hidden_size ", m.d_model));
+  const int64_t head_dim = c.has("head_dim") ? c.integer("head_dim") : m.d_model / heads;
+  if (head_dim % 2 != 0) c.fail(c.has("head_dim") ? "head_dim" : "num_attention_heads", "rope needs an even head size");
+  const std::string act = c.string_or("hidden_act", "silu");
+  if (act != "silu") c.fail("hidden_act", str("\"", act, "\" is not supported (silu: Keystone's swiglu)"));
+  if (c.has("rope_scaling"))
+    c.fail("rope_scaling", str(nn::json_excerpt(c.raw().at("rope_scaling")), " is not supported (Keystone's rope ",
+                               "turns by rope_theta alone; only null)"));
+  const double theta = c.number_or("rope_theta", kRopeTheta);
+  if (!(theta > 0)) c.fail("rope_theta", str("must be > 0, got ", theta));
+  if (c.boolean_or("attention_bias", false))
+    c.fail("attention_bias", "true is not supported (a Keystone model with biases has them in its norms too)");
+  if (c.boolean_or("mlp_bias", false))
+    c.fail("mlp_bias", "true is not supported (a Keystone model with biases has them in its norms too)");
+  m.norm = "rmsnorm";
+  m.norm_eps = c.number_or("rms_norm_eps", kRmsNormEps);
+  if (!(m.norm_eps > 0)) c.fail("rms_norm_eps", str("must be > 0, got ", m.norm_eps));
+  m.ff = "swiglu";
+  m.bias = false;
+  m.dropout = 0;  // Llama has no residual dropout
+  m.pre_norm = true;
+  m.positions = "rope";
+  m.position_options = nn::parse_positions("rope", {{"rope_theta", theta}}, "");
+  set_head(m, c, /*tied_default=*/false);
+  m.pad_id = -1;
+  m.attention.type = "softmax";
+  m.attention.heads = heads;
+  m.attention.head_dim = head_dim;
+  m.attention.kv_heads = kv_heads;
+  m.attention.dropout = c.number_or("attention_dropout", 0.0);
+  m.attention.bias = false;
+  return m;
+}
+
+// One layer's weights: the HF name after "model.layers.i.", Keystone's after
+// "layers.i." (both with ".weight"), the shape, and the config keys that fix it.
+struct LayerWeight {
+  std::string hf, keystone;
+  Shape shape;
+  std::string why;
+};
+
+std::vector<LayerWeight> layer_weights(const models::ModelConfig& m) {
+  const int64_t d = m.d_model, f = m.resolved_d_ff();
+  const int64_t h = m.attention.heads, g = m.attention.resolved_kv_heads(), p = m.attention.resolved_head_dim();
+  const std::string dims = str("hidden_size ", d), ffs = str("hidden_size ", d, ", intermediate_size ", f);
+  const std::string qs = str("hidden_size ", d, ", num_attention_heads ", h, ", head size ", p);
+  const std::string kvs = str("hidden_size ", d, ", num_key_value_heads ", g, ", head size ", p);
+  return {{"input_layernorm", "ln1", {d}, dims},
+          {"self_attn.q_proj", "self_attn.q", {h * p, d}, qs},
+          {"self_attn.k_proj", "self_attn.k", {g * p, d}, kvs},
+          {"self_attn.v_proj", "self_attn.v", {g * p, d}, kvs},
+          {"self_attn.o_proj", "self_attn.o", {d, h * p}, qs},
+          {"post_attention_layernorm", "ln3", {d}, dims},
+          {"mlp.gate_proj", "ff.gate", {f, d}, ffs},
+          {"mlp.up_proj", "ff.up", {f, d}, ffs},
+          {"mlp.down_proj", "ff.down", {d, f}, ffs}};
+}
+
+nn::NamedTensors llama_import(HfTensors& t, const HfConfig&, const models::ModelConfig& m) {
+  const int64_t d = m.d_model, V = m.vocab_size;
+  const std::string dims = str("hidden_size ", d), vocab = str("vocab_size ", V, ", ", dims);
+  nn::NamedTensors out;
+  Tensor embed = t.take("model.embed_tokens.weight", {V, d}, vocab);
+  out.emplace_back("tok.weight", embed);
+  const std::vector<LayerWeight> weights = layer_weights(m);
+  for (int64_t i = 0; i < m.layers; ++i) {
+    const std::string l = str("model.layers.", i, "."), k = str("layers.", i, ".");
+    for (const LayerWeight& w : weights)
+      out.emplace_back(str(k, w.keystone, ".weight"), t.take(str(l, w.hf, ".weight"), w.shape, w.why));
+    if (t.has(l + "self_attn.rotary_emb.inv_freq")) t.ignore(l + "self_attn.rotary_emb.inv_freq");  // older files
+  }
+  out.emplace_back("ln_f.weight", t.take("model.norm.weight", {d}, dims));
+  import_head(out, t, m, embed, vocab);
+  return out;
+}
+
+std::string llama_cannot_export(const models::ModelConfig& m) {
+  std::vector<std::string> why = causal_lm_mismatches(m, "Llama");
+  if (m.positions != "rope") why.push_back(str("positions \"", m.positions, "\" (Llama's: rope)"));
+  if (m.norm != "rmsnorm") why.push_back(str("norm \"", m.norm, "\" (Llama: rmsnorm)"));
+  if (m.ff != "swiglu") why.push_back(str("ff \"", m.ff, "\" (Llama: swiglu)"));
+  if (m.bias || m.attention.bias) why.push_back("bias true (Llama has no biases)");
+  return joined(why);
+}
+
+json llama_hf_config(const models::ModelConfig& m) {
+  const int64_t heads = m.attention.heads, head_dim = m.attention.resolved_head_dim();
+  json c = {{"architectures", {"LlamaForCausalLM"}},
+            {"model_type", "llama"},
+            {"vocab_size", m.vocab_size},
+            {"hidden_size", m.d_model},
+            {"intermediate_size", m.resolved_d_ff()},
+            {"num_hidden_layers", m.layers},
+            {"num_attention_heads", heads},
+            {"num_key_value_heads", m.attention.resolved_kv_heads()},
+            {"hidden_act", "silu"},
+            {"max_position_embeddings", m.max_len},
+            {"rms_norm_eps", m.norm_eps},
+            {"rope_theta", m.position_kind()->to_json().at("rope_theta")},
+            {"rope_scaling", nullptr},
+            {"attention_bias", false},
+            {"attention_dropout", m.attention.dropout},
+            {"mlp_bias", false},
+            {"torch_dtype", "float32"}};
+  if (head_dim * heads != m.d_model) c["head_dim"] = head_dim;  // else HF's default, hidden_size / heads
+  return c;
+}
+
+nn::NamedTensors llama_export(const nn::NamedTensors& state, const models::ModelConfig& m) {
+  const ModelState s(state);
+  nn::NamedTensors out;
+  out.emplace_back("model.embed_tokens.weight", s.at("tok.weight"));
+  const std::vector<LayerWeight> weights = layer_weights(m);
+  for (int64_t i = 0; i < m.layers; ++i)
+    for (const LayerWeight& w : weights)
+      out.emplace_back(str("model.layers.", i, ".", w.hf, ".weight"),
+                       s.at(str("layers.", i, ".", w.keystone, ".weight")));
+  out.emplace_back("model.norm.weight", s.at("ln_f.weight"));
+  export_head(out, s, m);
+  return out;
+}
+
+HfArchitecture llama() {
+  return {.name = "LlamaForCausalLM",
+          .model_type = "llama",
+          .model_config = llama_model_config,
+          .import_tensors = llama_import,
+          .cannot_export = llama_cannot_export,
+          .hf_config = llama_hf_config,
+          .export_tensors = llama_export};
+}
+
+}  // namespace
+
+KS_HF_ARCHITECTURE(llama());
+
+}  // namespace ks::interop
