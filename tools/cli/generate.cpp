@@ -24,14 +24,15 @@ constexpr char kUsage[] =
     "usage: keystone generate --run DIR [--prompt TEXT] [--tokens 100] [--temperature 1.0]\n"
     "                         [--top-k 0] [--top-p 1.0] [--repetition-penalty 1.0] [--greedy]\n"
     "                         [--beam K] [--length-penalty 0] [--stop TEXT]... [--samples 1] [--seed 0]\n"
-    "                         [--checkpoint best|latest|FILE]\n"
+    "                         [--checkpoint best|latest|FILE] [--weights raw|ema]\n"
     "Continues the prompt with a language-model run. Sampling applies, in this order (Hugging Face's):\n"
     "the repetition penalty (logits of tokens already in prompt or output: positive / R, negative * R),\n"
     "softmax(logits / temperature), the top-k tokens when --top-k > 0, then the smallest set of most\n"
     "likely of those whose probability sums to >= --top-p. --greedy takes the argmax (after the penalty).\n"
     "--beam K: beam search with K beams (GNMT length penalty --length-penalty), ending a hypothesis at\n"
     "<eos>; not combined with the sampling flags. --stop TEXT (repeatable): the output ends before the\n"
-    "first stop string found in the generated text (matched on decoded text; <eos> decodes as a newline).\n";
+    "first stop string found in the generated text (matched on decoded text; <eos> decodes as a newline).\n"
+    "--weights ema: the checkpoint's moving average of the weights (a run trained with train.ema_decay).\n";
 
 // Ids to text, one line per <eos>-separated piece.
 std::string render(const data::Tokenizer& tok, const std::vector<int64_t>& ids) {
@@ -61,7 +62,7 @@ int generate(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args,
                {"run", "prompt", "tokens", "temperature", "top-k", "top-p", "repetition-penalty", "beam",
-                "length-penalty", "stop", "samples", "seed", "checkpoint"},
+                "length-penalty", "stop", "samples", "seed", "checkpoint", "weights"},
                {"greedy"}, {"stop"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   const int64_t tokens = f.get_int_at_least("tokens", 100, 1), samples = f.get_int_at_least("samples", 1, 1);
@@ -84,7 +85,8 @@ int generate(const std::vector<std::string>& args) {
   for (const std::string& s : stop.strings)
     if (s.empty()) throw cli::UsageError("--stop: a stop string must not be empty");
 
-  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"));
+  const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
+  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights);
   auto* lm = dynamic_cast<models::DecoderLM*>(run.model.get());
   KS_CHECK(lm != nullptr, "generate: run ", run.paths.dir.string(), " is a ", run.config.model.value("model", "?"),
            " model; generate needs a decoder_lm run (translate decodes seq2seq runs)");
