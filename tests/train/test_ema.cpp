@@ -3,11 +3,12 @@
 // average computed here from the weights each step left (plain and with the
 // warm-up); a run stopped and resumed ends with the EMA, weights and records
 // of one that never stopped, bit for bit; every evaluation (valid and the
-// final test) reports the average beside the raw weights, and load_run's
-// Weights::Ema (eval/generate/translate --weights ema) scores exactly what
-// the run logged; the key is validated; a run folder without an average
-// resumes into one that keeps it, and one with an average into one without.
-// Not here: data-parallel runs (tests/distributed/test_train.sh), the flags' usage errors (tests/tools/test_cli.sh).
+// final test) reports the average beside the raw weights, whose training it
+// leaves as it is; load_run's Weights::Ema (eval/generate/translate --weights
+// ema) scores exactly what the run logged; the key is validated; a run folder
+// without an average resumes into one that keeps it, and one with an average
+// into one without. Not here: data-parallel runs
+// (tests/distributed/test_train.sh), the flags' usage errors (tests/tools/test_cli.sh).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -170,6 +171,14 @@ TEST_CASE("train.ema_decay: every evaluation reports the average beside the raw 
     for (const char* key : {"loss_ema", "ppl_ema", "accuracy_ema", "bpb_ema"}) CHECK(r.contains(key));
     CHECK(r["loss_ema"] != r["loss"]);  // the average is other weights
   }
+  // Keeping the average changes nothing of the training: the losses of a run without it, bit for bit.
+  train::Trainer plain(tools::parse_train_config(testing::tiny_lm_config(corpus, 4, "ema")),
+                       {.run_dir = tmp.path() / "plain", .progress = false});
+  REQUIRE(plain.run() == train::TrainOutcome::Finished);
+  CHECK(records(plain.paths().metrics(), "train") == records(trainer.paths().metrics(), "train"));
+  const std::vector<json> plain_valid = records(plain.paths().metrics(), "valid");
+  REQUIRE(plain_valid.size() == valid.size());
+  for (size_t i = 0; i < valid.size(); ++i) CHECK(plain_valid[i]["loss"] == valid[i]["loss"]);
   REQUIRE(evals.size() == 3);
   CHECK(evals[1].metrics["loss_ema"] == valid[1]["loss_ema"]);
   CHECK(evals[2].metrics["loss_ema"] == test[0]["loss_ema"]);
