@@ -5,7 +5,6 @@
 
 namespace ks::nn {
 namespace {
-const std::string kOptimizerPrefix = "optimizer/";
 
 // Throws unless every value of the floating tensors (contiguous, on the CPU,
 // as load_safetensors gives them) is finite: weights of a diverged run or a
@@ -36,18 +35,32 @@ void save_checkpoint(const std::string& path, const Module& model, const Optimiz
 }
 
 void save_checkpoint(const std::string& path, const Module& model, const NamedTensors& optimizer_state,
-                     const Metadata& metadata) {
+                     const Metadata& metadata, const NamedTensors& ema) {
   NamedTensors all = model.state_dict();
   for (auto& [key, t] : optimizer_state) all.emplace_back(kOptimizerPrefix + key, t);
+  for (auto& [key, t] : ema) all.emplace_back(kEmaPrefix + key, t);
   save_safetensors(path, all, metadata);
 }
 
-NamedTensors checkpoint_optimizer_state(const SafetensorsContent& content, const std::string& path) {
+namespace {
+
+// The entries under `prefix`, without it, checked finite.
+NamedTensors section(const SafetensorsContent& content, const std::string& prefix, const std::string& path) {
   NamedTensors out;
   for (auto& [name, t] : content.tensors)
-    if (name.rfind(kOptimizerPrefix, 0) == 0) out.emplace_back(name.substr(kOptimizerPrefix.size()), t);
-  check_finite(out, kOptimizerPrefix, path);
+    if (name.rfind(prefix, 0) == 0) out.emplace_back(name.substr(prefix.size()), t);
+  check_finite(out, prefix, path);
   return out;
+}
+
+}  // namespace
+
+NamedTensors checkpoint_optimizer_state(const SafetensorsContent& content, const std::string& path) {
+  return section(content, kOptimizerPrefix, path);
+}
+
+NamedTensors checkpoint_ema_state(const SafetensorsContent& content, const std::string& path) {
+  return section(content, kEmaPrefix, path);
 }
 
 Metadata load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer, bool strict) {
@@ -60,7 +73,7 @@ Metadata load_checkpoint(const SafetensorsContent& content, const std::string& p
   for (auto& [name, t] : content.tensors) {
     if (name.rfind(kOptimizerPrefix, 0) == 0)
       optim_state.emplace_back(name.substr(kOptimizerPrefix.size()), t);
-    else
+    else if (name.rfind(kEmaPrefix, 0) != 0)  // the moving average is read by checkpoint_ema_state
       model_state.emplace_back(name, t);
   }
   check_finite(model_state, "", path);

@@ -1,7 +1,10 @@
 // nn/checkpoint.h — a training checkpoint in one safetensors file: the
 // model's state dict under its own dotted names (so Python can load it as a
-// state dict directly), the optimizer's state under "optimizer/<key>", and
-// string metadata (step, config, ...). Written atomically.
+// state dict directly), the optimizer's state under "optimizer/<key>", when
+// the trainer keeps one the moving average of the parameters under
+// "ema/<name>" (tools/train/weight_ema.h), and string metadata (step,
+// config, ...). Written atomically, all of it in one file, so the parts always
+// belong to one step.
 #pragma once
 
 #include <map>
@@ -15,12 +18,18 @@ namespace ks::nn {
 
 using Metadata = std::map<std::string, std::string>;
 
+// The prefix of the optimizer's entries, and of the parameters' moving average
+// (train.ema_decay): loading the model skips both.
+inline const std::string kOptimizerPrefix = "optimizer/";
+inline const std::string kEmaPrefix = "ema/";
+
 void save_checkpoint(const std::string& path, const Module& model, const Optimizer* optimizer = nullptr,
                      const Metadata& metadata = {});
 // The same with the optimizer's state given as named tensors (empty: none),
-// e.g. ZeRO's gathered state (nn/zero.h).
+// e.g. ZeRO's gathered state (nn/zero.h), and `ema` the parameters' moving
+// average (empty: none), stored under kEmaPrefix + its names.
 void save_checkpoint(const std::string& path, const Module& model, const NamedTensors& optimizer_state,
-                     const Metadata& metadata);
+                     const Metadata& metadata, const NamedTensors& ema = {});
 
 // Loads into `model` (and `optimizer` if given, which then must find its
 // state in the file); returns the metadata. Every error names the file; a
@@ -34,5 +43,7 @@ Metadata load_checkpoint(const SafetensorsContent& content, const std::string& p
 // (for a caller that places them itself, as ZeRO does); one holding a NaN or
 // an infinity is an error naming it and `path`.
 NamedTensors checkpoint_optimizer_state(const SafetensorsContent& content, const std::string& path);
+// The same for the moving average's entries (kEmaPrefix; empty when the file has none).
+NamedTensors checkpoint_ema_state(const SafetensorsContent& content, const std::string& path);
 
 }  // namespace ks::nn

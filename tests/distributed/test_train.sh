@@ -5,8 +5,11 @@
 #     float32 reduction-order tolerance, for 50 steps of a decoder LM and of a
 #     seq2seq model (variable lengths: the per-rank loss weighting), dropout
 #     off; with train.zero (ZeRO-1) the same, and equal to plain DDP bitwise;
+#     the LM keeps a moving average of its weights (train.ema_decay), whose
+#     valid losses agree the same ways (each rank's average is the same one);
 #   - a 2-rank run stopped by SIGTERM and resumed equals the uninterrupted one
-#     (dropout on: each rank's own stream is saved and restored);
+#     (dropout on: each rank's own stream is saved and restored), its moving
+#     average's valid losses included;
 #   - a killed rank ends the job non-zero within the stated bound, with the
 #     rank named, and the last checkpoint still loads; a stopped (hung) rank
 #     is named by the other after train.collective_timeout;
@@ -34,6 +37,8 @@ ranks_of() {
 
 # The train records' losses of a run, one per line.
 losses() { grep '"split":"train"' "$1/metrics.jsonl" | sed -E 's/.*"loss":([^,]+),.*/\1/'; }
+# The valid records' losses of the moving average (train.ema_decay), one per line.
+ema_losses() { grep '"split":"valid"' "$1/metrics.jsonl" | sed -nE 's/.*"loss_ema":([^,]+),.*/\1/p'; }
 # close A B TOL: every line of A within TOL (relative) of B's.
 close() {
   paste "$1" "$2" | awk -v tol="$3" '{ d = $1 - $2; if (d < 0) d = -d; s = $2 < 0 ? -$2 : $2;
@@ -47,7 +52,8 @@ cat > "$tmp/lm.json" <<JSON
  "data": {"dataset": "text", "train": "$tmp/lines.txt", "seq_len": 16, "tokenizer": {"type": "word"}},
  "model": {"d_model": 32, "layers": 2, "dropout": 0, "attention": {"heads": 4}},
  "schedule": {"type": "cosine", "warmup_steps": 5},
- "train": {"steps": 50, "batch_size": 8, "eval_every": 25, "log_every": 1, "threads": 1, "bucket_mb": 0.01}}
+ "train": {"steps": 50, "batch_size": 8, "eval_every": 25, "log_every": 1, "threads": 1, "bucket_mb": 0.01,
+           "ema_decay": 0.9}}
 JSON
 cat > "$tmp/s2s.json" <<JSON
 {"name": "dp-s2s", "seed": 5,
@@ -76,6 +82,10 @@ for m in lm s2s; do
   [ -f "$tmp/$m-2/latest.safetensors" ] && [ -f "$tmp/$m-2/plot.svg" ] || fail "$m: rank 0 wrote no checkpoint or plot"
 done
 grep -q "data parallel: 2 ranks (mpi)" "$tmp/lm-2.log" || true  # --quiet hides the summary line
+for r in 1 2 z; do ema_losses "$tmp/lm-$r" > "$tmp/lm-$r.ema"; done
+[ "$(wc -l < "$tmp/lm-2.ema")" = 2 ] || fail "lm: 2 ranks logged $(wc -l < "$tmp/lm-2.ema") valid loss_ema, want 2"
+close "$tmp/lm-2.ema" "$tmp/lm-1.ema" 1e-4 || fail "lm: the 2-rank moving average's losses differ from the 1-rank run's"
+cmp -s "$tmp/lm-z.ema" "$tmp/lm-2.ema" || fail "lm: ZeRO-1's moving average's losses differ from plain data parallel's"
 
 # --- 2. stop (SIGTERM to both ranks) and resume: the uninterrupted losses -------
 sed -e 's/"dropout": 0,/"dropout": 0.1,/' -e 's/"steps": 50/"steps": 60/' "$tmp/lm.json" > "$tmp/lmd.json"
@@ -96,6 +106,9 @@ seeds=$(sed -E 's/.*\[\[([0-9]+),[0-9]+\],\[([0-9]+),[0-9]+\]\].*/\1 \2/' <<<"$s
 read -r s0 s1 <<<"$seeds"
 [ -n "$s0" ] && [ -n "$s1" ] && [ "$s0" != "$s1" ] || fail "resume: the checkpoint's rank streams are not two distinct ones: $streams"
 cmp -s "$tmp/whole.loss" "$tmp/cut.loss" || fail "resume: the resumed 2-rank run's losses differ from the uninterrupted one"
+ema_losses "$tmp/whole" > "$tmp/whole.ema"; ema_losses "$tmp/cut" > "$tmp/cut.ema"
+[ -s "$tmp/whole.ema" ] && cmp -s "$tmp/whole.ema" "$tmp/cut.ema" \
+  || fail "resume: the resumed 2-rank run's moving average differs from the uninterrupted one's"
 expect_out() {  # expect_out CODE PATTERN LOG
   [ "$1" = "$4" ] && grep -qE -- "$2" "$3" || fail "want exit $1 and /$2/, got exit $4: $(tail -6 "$3")"
 }

@@ -160,6 +160,7 @@ expect 0 "exact match: [0-9]+ of 4" -- "$ks" translate --run "$tmp/whole" --spli
 expect 0 "exact match: [0-9]+ of 20 \([0-9.]+%\) \| TER [0-9.]+% \| CER [0-9.]+%" -- "$ks" translate --run "$tmp/whole" --split test
 expect 2 "--limit goes with --split" -- "$ks" translate --run "$tmp/whole" --input "123" --limit 3
 expect 0 "^[0-9]*$" -- "$ks" translate --run "$tmp/whole" --input "123"
+expect 1 "holds no moving average of the weights" -- "$ks" translate --run "$tmp/whole" --input "123" --weights ema
 expect 0 "warning: --input: 3 of 4 tokens are unknown" -- "$ks" translate --run "$tmp/whole" --input "zzz1"
 # --file decodes in batches of 32: 40 lines give 40 outputs, each the one --input gives.
 for i in $(seq 1 40); do echo "$((i * 7919 % 100000))"; done > "$tmp/sources.txt"
@@ -291,6 +292,13 @@ JSON
 expect 0 "finished 20 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm" --quiet
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm" --prompt "the cat" --tokens 5 --top-k 3 --samples 2
 expect 0 '"bpb":[0-9.]+,"bytes":[0-9]+' -- "$ks" eval --run "$tmp/lm"
+# train.ema_decay: the evaluation lines show the moving average's metrics beside the weights', and
+# eval / generate --weights ema read the average; a run without one is refused by name.
+expect 0 "step 20: valid loss [0-9.]+ .*\|\| ema loss [0-9.]+ \| ppl" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-ema" --set train.ema_decay=0.9
+expect 0 '"loss":[0-9.]+.*"weights":"ema"' -- "$ks" eval --run "$tmp/lm-ema" --weights ema
+expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm-ema" --prompt "the cat" --tokens 5 --greedy --weights ema
+expect 2 "--weights: expected raw or ema, got 'avg'" -- "$ks" generate --run "$tmp/lm-ema" --weights avg
+expect 1 "best.safetensors holds no moving average of the weights \(the run was trained without train.ema_decay\)" -- "$ks" generate --run "$tmp/lm" --weights ema
 expect 2 "--tokens: at most 15" -- "$ks" generate --run "$tmp/lm" --tokens 16
 expect 2 "--temperature: must be positive" -- "$ks" generate --run "$tmp/lm" --temperature 0
 # Top-p, repetition penalty, stop strings and beam search: their flags and errors.

@@ -1,6 +1,7 @@
 // tools/cli/cli.cpp — flag parsing and --help for the keystone tool.
 #include "tools/cli/cli.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace ks::cli {
@@ -83,6 +84,16 @@ int64_t Flags::get_int_at_least(const std::string& name, int64_t fallback, int64
   if (v < minimum)
     throw UsageError("--" + name + ": must be at least " + std::to_string(minimum) + ", got " + std::to_string(v));
   return v;
+}
+
+std::string Flags::get_choice(const std::string& name, const std::string& fallback,
+                              const std::vector<std::string>& choices) const {
+  const std::string v = get(name, fallback);
+  if (std::find(choices.begin(), choices.end(), v) != choices.end()) return v;
+  std::string list;
+  for (size_t i = 0; i < choices.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  throw UsageError("--" + name + ": expected " + list + ", got '" + v + "'");
 }
 
 }  // namespace ks::cli

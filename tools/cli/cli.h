@@ -43,6 +43,9 @@ class Flags {
   double get_double(const std::string& name, double fallback) const;
   // An integer flag that must be >= minimum.
   int64_t get_int_at_least(const std::string& name, int64_t fallback, int64_t minimum) const;
+  // A flag whose value must be one of `choices` ("--weights: expected raw or ema, got 'x'" otherwise).
+  std::string get_choice(const std::string& name, const std::string& fallback,
+                         const std::vector<std::string>& choices) const;
 
  private:
   std::map<std::string, std::string> values_;  // the last value of each flag

@@ -18,23 +18,27 @@ namespace ks::tools {
 constexpr char kUsage[] =
     "usage: keystone eval --run DIR [--split valid|test|train] [--checkpoint best|latest|FILE]\n"
     "                     [--batch N] [--batches N] [--decode N] [--mask-heads SITE:HEAD,...]\n"
-    "                     [--set data.train=PATH ...]\n"
+    "                     [--weights raw|ema] [--set data.train=PATH ...]\n"
     "Loss per prediction, perplexity (token tasks) and accuracy of a run's checkpoint on a split\n"
     "(default: test with the best checkpoint), as one JSON object. --batches limits the batches\n"
     "read (0: all); --decode N also greedily decodes N examples of a seq2seq run (exact match; a\n"
     "seeded sample of the split, the same every time). --set data.train=PATH (or data.valid,\n"
     "data.test) reads a data file that moved from PATH, which must hold the content the run recorded.\n"
     "--mask-heads zeroes the gates of those heads (SITE: the attention module's number, as\n"
-    "`keystone analyze` lists them (a decoder LM's layer), or its name; HEAD: the head), e.g. 0:1,2:3.\n";
+    "`keystone analyze` lists them (a decoder LM's layer), or its name; HEAD: the head), e.g. 0:1,2:3.\n"
+    "--weights ema evaluates the checkpoint's moving average of the weights (train.ema_decay), as\n"
+    "timm's validate.py --use-ema does; the output then says \"weights\": \"ema\".\n";
 
 int evaluate(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(args, {"run", "split", "checkpoint", "batch", "batches", "decode", "mask-heads", "set"}, {}, {"set"});
+  cli::Flags f(args, {"run", "split", "checkpoint", "weights", "batch", "batches", "decode", "mask-heads", "set"}, {},
+               {"set"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   const std::string split = f.get("split", "test");
   if (split != "train" && split != "valid" && split != "test")
     throw cli::UsageError("--split: expected train, valid or test, got '" + split + "'");
-  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"));
+  const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
+  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights);
   for (const std::string& s : f.get_all("set"))
     std::fprintf(stderr, "note: %s\n", relocate_data_file(run.config.data, s).c_str());
   EvalOptions eo{.batch_size = f.get_int_at_least("batch", run.config.train.batch_size, 1),
@@ -51,6 +55,7 @@ int evaluate(const std::vector<std::string>& args) {
   nlohmann::json out = evaluate(*run.model, set, eo).to_json(set.task);
   out["split"] = split;
   out["checkpoint"] = run.checkpoint.string();
+  if (weights == Weights::Ema) out["weights"] = "ema";
   if (!masked.empty()) {
     out["masked_heads"] = nlohmann::json::array();
     for (const HeadRef& r : masked)

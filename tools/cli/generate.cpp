@@ -29,7 +29,8 @@ constexpr char kUsage[] =
     "usage: keystone generate --run DIR [--prompt TEXT] [--tokens 100] [--temperature 1.0]\n"
     "                         [--top-k 0] [--top-p 1.0] [--repetition-penalty 1.0] [--greedy]\n"
     "                         [--beam K] [--length-penalty 0] [--stop TEXT]... [--samples 1] [--seed 0]\n"
-    "                         [--checkpoint best|latest|FILE] [--prompts FILE] [--batch N] [--timing]\n"
+    "                         [--checkpoint best|latest|FILE] [--weights raw|ema] [--prompts FILE] [--batch N]\n"
+    "                         [--timing]\n"
     "Continues the prompt with a language-model run. Sampling applies, in this order (Hugging Face's):\n"
     "the repetition penalty (logits of tokens already in prompt or output: positive / R, negative * R),\n"
     "softmax(logits / temperature), the top-k tokens when --top-k > 0, then the smallest set of most\n"
@@ -42,7 +43,8 @@ constexpr char kUsage[] =
     "--samples of --prompt), left-padded to the longest, each row ending on its own. Row i (from 0, over the\n"
     "whole file or all samples) samples from its own stream seeded --seed + i, so its text is that of\n"
     "`generate --prompt <its line> --seed <seed + i>` whatever the batch holds. Not with --beam.\n"
-    "--timing: print the new tokens per second of the decoding (loading excluded) to stderr.\n";
+    "--timing: print the new tokens per second of the decoding (loading excluded) to stderr.\n"
+    "--weights ema: the checkpoint's moving average of the weights (a run trained with train.ema_decay).\n";
 
 // Ids to text, one line per <eos>-separated piece.
 std::string render(const data::Tokenizer& tok, const std::vector<int64_t>& ids) {
@@ -115,7 +117,7 @@ int generate(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args,
                {"run", "prompt", "tokens", "temperature", "top-k", "top-p", "repetition-penalty", "beam",
-                "length-penalty", "stop", "samples", "seed", "checkpoint", "prompts", "batch"},
+                "length-penalty", "stop", "samples", "seed", "checkpoint", "prompts", "batch", "weights"},
                {"greedy", "timing"}, {"stop"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   const int64_t tokens = f.get_int_at_least("tokens", 100, 1), samples = f.get_int_at_least("samples", 1, 1);
@@ -146,7 +148,8 @@ int generate(const std::vector<std::string>& args) {
   for (const std::string& s : stop.strings)
     if (s.empty()) throw cli::UsageError("--stop: a stop string must not be empty");
 
-  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"));
+  const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
+  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights);
   auto* lm = dynamic_cast<models::DecoderLM*>(run.model.get());
   KS_CHECK(lm != nullptr, "generate: run ", run.paths.dir.string(), " is a ", run.config.model.value("model", "?"),
            " model; generate needs a decoder_lm run (translate decodes seq2seq runs)");

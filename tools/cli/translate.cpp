@@ -23,11 +23,13 @@ namespace {
 constexpr char kUsage[] =
     "usage: keystone translate --run DIR (--input TEXT | --file FILE | --split valid|test [--limit N])\n"
     "                          [--beam 1] [--alpha 0.6] [--max-len N] [--checkpoint best|latest|FILE]\n"
+    "                          [--weights raw|ema]\n"
     "Decodes with a seq2seq run: greedy with --beam 1, else beam search with the GNMT length\n"
     "penalty alpha. --input: one source; --file: one source per line; --split: the run's own data\n"
     "(all of it, or the first --limit N examples), printing source, reference and output per example\n"
     "and at the end exact match, the token error rate (TER) and the character error rate (CER).\n"
-    "A source of mostly unknown tokens gets a warning on stderr.\n";
+    "A source of mostly unknown tokens gets a warning on stderr. --weights ema decodes with the\n"
+    "checkpoint's moving average of the weights (a run trained with train.ema_decay).\n";
 
 constexpr int64_t kBatch = 32;  // sources decoded together
 // The largest --file read: far more sources than anyone decodes in one go.
@@ -53,7 +55,7 @@ std::string fmt_percent(double r) {
 
 int translate(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(args, {"run", "input", "file", "split", "limit", "beam", "alpha", "max-len", "checkpoint"});
+  cli::Flags f(args, {"run", "input", "file", "split", "limit", "beam", "alpha", "max-len", "checkpoint", "weights"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   const int sources = int(f.has("input")) + int(f.has("file")) + int(f.has("split"));
   if (sources != 1) throw cli::UsageError("give exactly one of --input, --file or --split");
@@ -61,7 +63,8 @@ int translate(const std::vector<std::string>& args) {
   const int64_t beam = f.get_int_at_least("beam", 1, 1);
   const double alpha = f.get_double("alpha", 0.6);
 
-  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"));
+  const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
+  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights);
   auto* s2s = dynamic_cast<models::Seq2Seq*>(run.model.get());
   KS_CHECK(s2s != nullptr, "translate: run ", run.paths.dir.string(), " is a ", run.config.model.value("model", "?"),
            " model; translate needs a seq2seq run");

@@ -148,7 +148,7 @@ Replicas::StepTotals DataParallel::agree(StepTotals mine, bool stop_requested, d
 }
 
 void DataParallel::save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
-                                   const nn::Optimizer& optimizer, nn::Metadata metadata) {
+                                   const nn::Optimizer& optimizer, nn::Metadata metadata, const nn::NamedTensors& ema) {
   // A collective: every rank's dropout stream, and ZeRO's shards, to rank 0.
   const std::vector<std::string> streams =
       host_.all_gather_bytes(json::array({default_generator().seed(), default_generator().offset()}).dump());
@@ -158,7 +158,7 @@ void DataParallel::save_checkpoint(const std::filesystem::path& path, const nn::
   if (lead()) {
     metadata["keystone.world_size"] = std::to_string(size());
     metadata["keystone.rank_rng"] = all.dump();
-    nn::save_checkpoint(path.string(), model, zero_ ? optim_state : optimizer.state_dict(), metadata);
+    nn::save_checkpoint(path.string(), model, zero_ ? optim_state : optimizer.state_dict(), metadata, ema);
   }
   // No rank goes on (or exits, which makes mpirun end the job) before the file is in place.
   host_.barrier();

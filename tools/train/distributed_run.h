@@ -60,7 +60,7 @@ class DataParallel final : public Replicas {
   double clock(double) const override { return agreed_elapsed_; }
 
   void save_checkpoint(const std::filesystem::path& path, const nn::Module& model, const nn::Optimizer& optimizer,
-                       nn::Metadata metadata) override;
+                       nn::Metadata metadata, const nn::NamedTensors& ema) override;
   nn::Metadata load_checkpoint(const nn::SafetensorsContent& content, const std::filesystem::path& file,
                                nn::Module& model, nn::Optimizer& optimizer) override;
   void restored(const nn::Metadata& metadata, const std::filesystem::path& file, double elapsed_s) override;

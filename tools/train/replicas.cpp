@@ -35,8 +35,8 @@ class SingleProcess final : public Replicas {
   double clock(double elapsed_here) const override { return elapsed_here; }
 
   void save_checkpoint(const fs::path& path, const nn::Module& model, const nn::Optimizer& optimizer,
-                       nn::Metadata metadata) override {
-    nn::save_checkpoint(path.string(), model, &optimizer, metadata);
+                       nn::Metadata metadata, const nn::NamedTensors& ema) override {
+    nn::save_checkpoint(path.string(), model, optimizer.state_dict(), metadata, ema);
   }
   nn::Metadata load_checkpoint(const nn::SafetensorsContent& content, const fs::path& file, nn::Module& model,
                                nn::Optimizer& optimizer) override {

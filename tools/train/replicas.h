@@ -87,8 +87,9 @@ class Replicas {
   virtual double clock(double elapsed_here) const = 0;
 
   // ---- checkpoints and evaluation ----
+  // `ema`: the moving average of the weights (empty: none), every replica's the same; rank 0 writes it.
   virtual void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
-                               const nn::Optimizer& optimizer, nn::Metadata metadata) = 0;
+                               const nn::Optimizer& optimizer, nn::Metadata metadata, const nn::NamedTensors& ema) = 0;
   virtual nn::Metadata load_checkpoint(const nn::SafetensorsContent& content, const std::filesystem::path& file,
                                        nn::Module& model, nn::Optimizer& optimizer) = 0;
   // After a resume set the run's dropout stream and clock to the checkpoint's

@@ -113,6 +113,11 @@ const std::vector<KeyDoc> kTrainKeys = {
      "keep only each Transformer layer's input and recompute the layer in backward: less memory, "
      "about one more forward of compute; the same gradients"},
     {"detect_anomaly", "anomaly mode: backward names the op (and layer) where a NaN or Inf was born; slow"},
+    {"ema_decay",
+     "in [0, 1); 0: off. Keep an exponential moving average of the weights, ema = d * ema + (1 - d) * w after "
+     "every step, saved in the checkpoints and evaluated beside them (loss_ema, ...); eval, generate and "
+     "translate read it with --weights ema"},
+    {"ema_warmup", "ema_decay: decay min(ema_decay, n / (9 + n)) at the n-th step, so early weights fade faster"},
     {"zero", "data parallel: shard the optimizer state over the ranks (ZeRO-1)"},
     {"bucket_mb", "data parallel: the gradient all-reduce bucket size, MB"},
     {"collective_timeout", "data parallel: seconds a rank waits in a collective"}};
@@ -172,6 +177,10 @@ TrainOptions parse_train(const json& j) {
   t.decode_examples = s.get_at_least("decode_examples", t.decode_examples, 0);
   t.checkpoint_layers = s.get<bool>("checkpoint_layers", t.checkpoint_layers);
   t.detect_anomaly = s.get<bool>("detect_anomaly", t.detect_anomaly);
+  t.ema_decay = s.get<double>("ema_decay", t.ema_decay);
+  KS_CHECK(t.ema_decay >= 0 && t.ema_decay < 1,
+           "config: train.ema_decay: must be in [0, 1) (0: no moving average), got ", t.ema_decay);
+  t.ema_warmup = s.get<bool>("ema_warmup", t.ema_warmup);
   t.zero = s.get<bool>("zero", t.zero);
   t.bucket_mb = s.get_in("bucket_mb", t.bucket_mb, 1e-3, 1 << 16);
   t.collective_timeout = s.get_in("collective_timeout", t.collective_timeout, 0.1, 1e7);
@@ -317,6 +326,8 @@ json TrainConfig::to_json() const {
             {"decode_examples", train.decode_examples},
             {"checkpoint_layers", train.checkpoint_layers},
             {"detect_anomaly", train.detect_anomaly},
+            {"ema_decay", train.ema_decay},
+            {"ema_warmup", train.ema_warmup},
             {"zero", train.zero},
             {"bucket_mb", train.bucket_mb},
             {"collective_timeout", train.collective_timeout}}}};

@@ -16,7 +16,7 @@
 //                   "eval_batches": 0, "log_every": 10, "checkpoint_every": 0,
 //                   "clip_grad_norm": 1.0, "max_time": 0, "patience": 0, "threads": 0,
 //                   "bucket_batches": 0, "prefetch": 4, "device": "cpu",
-//                   "precision": "float32", "decode_examples": 100}
+//                   "precision": "float32", "decode_examples": 100, "ema_decay": 0, "ema_warmup": false}
 //   }
 //
 // What each key means is in the tables of run_config.cpp, the ones the
@@ -81,6 +81,8 @@ struct TrainOptions {
   int64_t decode_examples = 100;      // seq2seq: valid examples greedily decoded per evaluation (exact match)
   bool checkpoint_layers = false;     // recompute each Transformer layer in backward (autograd/checkpoint.h)
   bool detect_anomaly = false;        // anomaly mode: name the op where a NaN/Inf was born (autograd/anomaly.h)
+  double ema_decay = 0;               // in (0, 1): keep a moving average of the weights (tools/train/weight_ema.h)
+  bool ema_warmup = false;            // the average's decay min(ema_decay, n / (9 + n)) at update n
   // Data-parallel runs (mpirun -np N; tools/train/trainer.h), ignored by one process:
   bool zero = false;                // ZeRO-1: AdamW/SGD state sharded over the ranks (nn/zero.h)
   double bucket_mb = 25;            // gradient all-reduce bucket size (nn/data_parallel.h)

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "models/kind.h"
 #include "nn/user_input.h"
+#include "tools/train/weight_ema.h"
 
 namespace ks::tools {
 
@@ -183,7 +184,7 @@ RunTokenizers load_run_tokenizers(const RunPaths& paths, const json& data_sectio
   return read_run_tokenizers(data_section, paths.tokenizer(), paths.target_tokenizer());
 }
 
-LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint) {
+LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weights weights) {
   LoadedRun run;
   run.paths.dir = run_dir;
   KS_CHECK(fs::is_directory(run_dir), "run folder ", run_dir.string(), " does not exist");
@@ -203,8 +204,9 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint) {
   models::ModelConfig cfg = models::parse_model_config(run.config.model);
   run.model = models::build_model(cfg);
   // The config first: another family's weights would fail to load with a less telling message.
-  const nn::SafetensorsContent content = nn::load_safetensors(run.checkpoint.string());
+  nn::SafetensorsContent content = nn::load_safetensors(run.checkpoint.string());
   check_checkpoint_config(content.metadata, config_json, run.checkpoint);
+  if (weights == Weights::Ema) content = with_ema_as_weights(std::move(content), run.checkpoint);
   run.metadata = nn::load_checkpoint(content, run.checkpoint.string(), *run.model);
   run.model->eval();
   RunTokenizers tokenizers = load_run_tokenizers(run.paths, run.config.data);

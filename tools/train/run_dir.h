@@ -95,6 +95,10 @@ std::vector<std::string> differing_keys(const nlohmann::json& a, const nlohmann:
 nlohmann::json check_checkpoint_config(const nn::Metadata& metadata, const nlohmann::json& config_json,
                                        const std::filesystem::path& checkpoint);
 
+// Which weights of a checkpoint load_run puts in the model: the trained ones,
+// or their moving average (train.ema_decay; tools/train/weight_ema.h).
+enum class Weights { Raw, Ema };
+
 struct LoadedRun {
   RunPaths paths;
   TrainConfig config;                                                  // from config.json
@@ -105,8 +109,10 @@ struct LoadedRun {
 };
 
 // `checkpoint`: "best" (falling back to latest when a run has no best yet),
-// "latest", or a path to a .safetensors file. Errors name the folder or file.
-LoadedRun load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best");
+// "latest", or a path to a .safetensors file. Errors name the folder or file
+// (Weights::Ema: also a checkpoint that holds no moving average).
+LoadedRun load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best",
+                   Weights weights = Weights::Raw);
 
 // The run's saved tokenizers (null where it has none), checked against its
 // resolved data section (tools/train/data_setup.h read_run_tokenizers).

@@ -51,6 +51,12 @@ extern "C" void on_stop_signal(int sig) {
   (void)ignored;
 }
 
+// "  || ema <metrics>" for an evaluation's record with the average's metrics, else "".
+std::string ema_line(const json& record) {
+  const json ema = ema_metrics(record);
+  return ema.empty() ? "" : "  || ema " + format_metrics(ema);
+}
+
 std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& o, const nn::Module& model) {
   auto groups = nn::decay_groups(model, o.weight_decay);
   if (o.kind == OptimizerKind::SGD)
@@ -159,6 +165,9 @@ void Trainer::build(bool resume) {
   model_->set_activation_checkpointing(config_.train.checkpoint_layers);
   optimizer_ = make_optimizer(config_.optimizer, *model_);
   replicas_->attach(*model_, *optimizer_, config_.seed);
+  // After attach: a data-parallel run's average starts from rank 0's weights on every rank.
+  if (config_.train.ema_decay > 0)
+    ema_ = std::make_unique<WeightEma>(*model_, config_.train.ema_decay, config_.train.ema_warmup);
   // The loader plans global batches (one replica's batch times the replicas) and hands this one its slice.
   const int replicas = replicas_->size();
   data::LoaderOptions lo{.batch_size = config_.train.batch_size * replicas,
@@ -258,6 +267,7 @@ void Trainer::restore_from_latest(const json& config_as_given) {
                                    ? std::clamp<int64_t>(before_steps->get<int64_t>(), 0, kMaxTrainSteps)
                                    : 0;
   state_ = TrainState::from_metadata(m, file, std::max(stored_steps, config_.train.steps));
+  restore_ema(content, file);
   loader_->restore(data::LoaderState::from_json(state_.loader));
   default_generator().set_state(state_.rng_seed, state_.rng_offset);
   elapsed_before_ = state_.elapsed_s;
@@ -281,6 +291,18 @@ void Trainer::restore_from_latest(const json& config_as_given) {
   if (stored_steps > 0) change.was.total_steps = stored_steps;
   if (change.was_max_time < 0 || !std::isfinite(change.was_max_time)) change.was_max_time = config_.train.max_time;
   if (const std::string note = schedule_change_note(change); !note.empty()) std::printf("%s\n", note.c_str());
+}
+
+void Trainer::restore_ema(const nn::SafetensorsContent& content, const fs::path& file) {
+  // train.ema_decay may change on --resume: an average starts from the checkpoint's weights, or is dropped.
+  if (ema_ && !ema_->load(content, file, state_.step) && lead_)
+    std::printf(
+        "note: %s holds no moving average of the weights; train.ema_decay %g starts one from its weights "
+        "at step %lld\n",
+        file.string().c_str(), config_.train.ema_decay, (long long)state_.step);
+  if (!ema_ && lead_ && !nn::checkpoint_ema_state(content, file.string()).empty())
+    std::printf("note: train.ema_decay is 0: the moving average of the weights in %s is not kept\n",
+                file.string().c_str());
 }
 
 bool Trainer::trim_metrics_to_checkpoint() {
@@ -350,7 +372,8 @@ void Trainer::save(const fs::path& path) {
   state_.elapsed_s = clock();
   nn::Metadata m = state_.to_metadata();
   m["keystone.config"] = run_config_json().dump();
-  replicas_->save_checkpoint(path, *model_, *optimizer_, std::move(m));
+  if (ema_) m.merge(ema_->metadata());
+  replicas_->save_checkpoint(path, *model_, *optimizer_, std::move(m), ema_ ? ema_->tensors() : nn::NamedTensors{});
   if (options_.callbacks.on_checkpoint)
     options_.callbacks.on_checkpoint({.step = state_.step, .path = path, .best = path == paths_.best()});
 }
@@ -382,6 +405,10 @@ bool Trainer::evaluate_valid() {
                  .group = replicas_->eval_group()};
   EvalResult r = evaluate(*model_, splits_.valid, eo);
   last_valid_ = r.to_json(splits_.valid.task);
+  if (ema_) {
+    WeightEma::InModel averaged(*ema_);
+    add_ema_metrics(last_valid_, evaluate(*model_, splits_.valid, eo).to_json(splits_.valid.task));
+  }
   json record = last_valid_;
   record["split"] = "valid";
   record["step"] = state_.step;
@@ -395,10 +422,10 @@ bool Trainer::evaluate_valid() {
     ++state_.evals_since_best;
   }
   if (options_.progress && lead_) {
-    std::fprintf(
-        stderr, "%s\n",
-        pad_line(str("step ", state_.step, ": valid ", format_metrics(last_valid_), improved ? "  (best so far)" : ""))
-            .c_str());
+    std::fprintf(stderr, "%s\n",
+                 pad_line(str("step ", state_.step, ": valid ", format_metrics(last_valid_), ema_line(last_valid_),
+                              improved ? "  (best so far)" : ""))
+                     .c_str());
   }
   if (options_.callbacks.on_evaluation)
     options_.callbacks.on_evaluation(
@@ -414,6 +441,12 @@ void Trainer::evaluate_test_with_best() {
       .batch_size = config_.train.batch_size, .decode_examples = splits_.test.size(), .group = replicas_->eval_group()};
   EvalResult r = evaluate(*model_, splits_.test, eo);
   last_test_ = r.to_json(splits_.test.task);
+  // The best checkpoint's own average (of the same step), when it holds one.
+  if (ema_ && replicas_->lead_decides([&] { return fs::exists(paths_.best()); }) &&
+      ema_->load(replicas_->read_checkpoint(paths_.best()), paths_.best(), state_.best_step)) {
+    WeightEma::InModel averaged(*ema_);
+    add_ema_metrics(last_test_, evaluate(*model_, splits_.test, eo).to_json(splits_.test.task));
+  }
   json record = last_test_;
   record["split"] = "test";
   record["step"] = state_.step;
@@ -615,6 +648,7 @@ StepEvent Trainer::train_step(const std::vector<Tensor>& params) {
            " (try a lower optimizer.lr); the last checkpoint is ", paths_.latest().string());
   replicas_->optimizer_step(*optimizer_);
   optimizer_->zero_grad();
+  if (ema_) ema_->update();
 
   state_.interval_loss += value;
   state_.interval_grad_norm += grad_norm;
@@ -631,11 +665,13 @@ StepEvent Trainer::train_step(const std::vector<Tensor>& params) {
 
 void Trainer::print_summary() const {
   std::printf("finished %lld steps in %s\n", (long long)state_.step, format_duration(elapsed()).c_str());
-  if (!last_valid_.empty()) std::printf("  last valid:  %s\n", format_metrics(last_valid_).c_str());
+  if (!last_valid_.empty())
+    std::printf("  last valid:  %s%s\n", format_metrics(last_valid_).c_str(), ema_line(last_valid_).c_str());
   std::printf("  best valid loss %.4f at step %lld\n", state_.best_loss, (long long)state_.best_step);
   if (const std::string line = replicas_->summary_line(now_s() - session_start_); !line.empty())
     std::printf("%s\n", line.c_str());
-  if (!last_test_.empty()) std::printf("  test (best checkpoint): %s\n", format_metrics(last_test_).c_str());
+  if (!last_test_.empty())
+    std::printf("  test (best checkpoint): %s%s\n", format_metrics(last_test_).c_str(), ema_line(last_test_).c_str());
   std::printf("  run folder:  %s\n", paths_.dir.string().c_str());
   std::printf("  checkpoint:  %s (latest: %s)\n", paths_.best().string().c_str(), paths_.latest().string().c_str());
   std::printf("  metrics:     %s\n", paths_.metrics().string().c_str());

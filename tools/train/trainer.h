@@ -63,6 +63,13 @@
 // The best checkpoint is the one with the lowest validation loss. After the
 // last step the whole test split is evaluated with it.
 //
+// train.ema_decay keeps a moving average of the weights (tools/train/weight_ema.h),
+// updated after every optimizer step, saved in every checkpoint beside the
+// weights of its step and resumed with them exactly. Every evaluation scores
+// the raw weights and the average: the record gets loss, ppl, ... and
+// loss_ema, ppl_ema, ...; the best checkpoint stays the raw weights' lowest
+// valid loss, and the test record scores its weights and its average.
+//
 // Gradient accumulation (train.accumulate_steps) weighs each micro-batch's
 // mean loss by its share of the step's predictions (target tokens, labels),
 // as data parallelism weighs the ranks, so accumulate_steps micro-batches
@@ -104,6 +111,7 @@
 #include "tools/train/task.h"
 #include "tools/train/train_schedule.h"
 #include "tools/train/train_state.h"
+#include "tools/train/weight_ema.h"
 
 namespace ks::train {
 
@@ -142,7 +150,8 @@ struct StepEvent {
 };
 
 // After an evaluation: `metrics` is the record metrics.jsonl gets for it (loss,
-// ppl, accuracy, ... as tools/train/task.h computes them, without split and step).
+// ppl, accuracy, ... as tools/train/task.h computes them, without split and step;
+// with train.ema_decay also loss_ema, ppl_ema, ...: the moving average's).
 struct EvalEvent {
   int64_t step = 0;
   std::string split;  // "valid" (every train.eval_every steps) or "test" (at the end, best checkpoint)
@@ -221,6 +230,8 @@ class Trainer {
   // Locks the folder and checks it may hold this run (rank 0); returns whether to resume.
   bool open_folder(bool resume);
   void restore_from_latest(const nlohmann::json& config_json);
+  // The checkpoint's moving average into ema_ (or a note that it starts or is dropped).
+  void restore_ema(const nn::SafetensorsContent& content, const std::filesystem::path& file);
   // Cuts metrics.jsonl back to the checkpoint's step (rank 0), or leaves it as
   // it is and returns true when the run is finished and holds its test record.
   bool trim_metrics_to_checkpoint();
@@ -256,6 +267,7 @@ class Trainer {
   std::shared_ptr<models::Model> model_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<data::DataLoader> loader_;
+  std::unique_ptr<tools::WeightEma> ema_;  // train.ema_decay > 0: the moving average of the weights
   nn::LRSchedule schedule_;
   std::optional<double> bpb_factor_;  // nats per token -> bits per byte on the train split (LMs with text)
 
