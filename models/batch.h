@@ -16,11 +16,11 @@
 namespace ks::models {
 
 struct Batch {
-  Tensor tokens;         // (B, T) int64: the input; seq2seq: the source
-  Tensor decoder_input;  // (B, S) int64, seq2seq only: bos + target (teacher forcing)
-  Tensor targets;        // (B, T) int64 (language model) or (B, S) (seq2seq): what each position
-                         // predicts, pad_id past each row's end
-  Tensor labels;         // (B) int64, classification only
+  Tensor tokens{};         // (B, T) int64: the input; seq2seq: the source
+  Tensor decoder_input{};  // (B, S) int64, seq2seq only: bos + target (teacher forcing)
+  Tensor targets{};        // (B, T) int64 (language model) or (B, S) (seq2seq): what each position
+                           // predicts, pad_id past each row's end
+  Tensor labels{};         // (B) int64, classification only
 };
 
 // One row per prediction a batch asks of a model, with what it should have

@@ -40,11 +40,11 @@ struct ModelKind {
   // task's sizes into the model section (tools/train/data_setup.h), so a kind
   // lists the keys its task's data fills (language_model: vocab_size, pad_id;
   // classification: also num_classes; seq2seq: src_vocab_size, tgt_vocab_size).
-  std::string task;
+  std::string task{};
   // The kind a config without "model" gets on its task's data (one per task).
   bool task_default = false;
   // The ModelConfig fields it reads beyond every model's, each with its meaning.
-  std::vector<KeyDoc> keys;
+  std::vector<KeyDoc> keys{};
   // Sets the fields whose defaults differ for this kind, before parsing.
   void (*defaults)(ModelConfig&) = nullptr;
   // Checks the fields it reads; throws "config: <prefix><key>: ...".

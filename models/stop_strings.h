@@ -23,8 +23,8 @@
 namespace ks::models {
 
 struct StopStrings {
-  std::vector<std::string> strings;                                    // none empty
-  std::function<std::string(const std::vector<int64_t>& ids)> decode;  // the generated ids -> text
+  std::vector<std::string> strings;                                      // none empty
+  std::function<std::string(const std::vector<int64_t>& ids)> decode{};  // the generated ids -> text
 
   bool empty() const { return strings.empty(); }
   // The offset of the earliest stop string in text, or std::string::npos.

@@ -179,7 +179,7 @@ struct TrainerOptions {
   // A run folder whose weights (best, else latest) start this fresh run, and
   // whose tokenizers read its data (fine-tuning; the optimizer starts fresh).
   // The model section must build the same tensors; an error names one that differs.
-  std::filesystem::path init_from;
+  std::filesystem::path init_from{};
   bool progress = true;  // the live progress line (stderr); tests turn it off
   TrainerCallbacks callbacks{};
 };
