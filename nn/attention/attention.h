@@ -72,7 +72,7 @@ struct AttentionConfig {
   double rope_theta = 0;
   // The family's options, shared read-only between copies of the config;
   // null: the family's defaults. Set with with_options, read with options_as.
-  std::shared_ptr<const AttentionOptions> options;
+  std::shared_ptr<const AttentionOptions> options{};
 
   int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : d_model / heads; }
   int64_t resolved_kv_dim() const { return kv_dim > 0 ? kv_dim : d_model; }
@@ -104,7 +104,7 @@ struct AttentionMask {
   // where offset is the number of keys already in the cache.
   bool causal = false;
   // (B, S) bool, true where the key is padding (never attended to). Undefined: none.
-  Tensor key_padding;
+  Tensor key_padding{};
 };
 
 // Per-layer decoding state. Self-attention: each forward appends the new

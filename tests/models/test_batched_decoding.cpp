@@ -115,7 +115,7 @@ TEST_CASE("generate_batch: left-padded rows' logits equal each prompt's own to f
     auto m = lm(v);
     NoGradGuard g;
     m->eval();
-    const int64_t B = int64_t(kPrompts.size()), L = 9, V = 40;
+    const int64_t B = int64_t(kPrompts.size()), L = 9;  // vocabulary V = 40
     std::vector<int64_t> ids, pads;
     std::vector<bool> padded;
     for (const auto& p : kPrompts) {

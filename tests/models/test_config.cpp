@@ -146,3 +146,36 @@ TEST_CASE("a model section's errors carry its prefix, and a near-miss key gets a
   }
   CHECK_THROWS_WITH_AS(models::model_keys("gpt"), doctest::Contains("unknown model 'gpt'"), Error);
 }
+
+TEST_CASE("attention.kv_heads and ALiBi parse, round-trip, and name the key when bad") {
+  auto parse = [](const char* text) { return models::parse_model_config(json::parse(text)); };
+  auto g = parse(R"({"vocab_size": 10, "attention": {"heads": 8, "kv_heads": 2}})");
+  CHECK(g.attention.kv_heads == 2);
+  CHECK(g.attention.resolved_kv_heads() == 2);
+  CHECK(g.to_json()["attention"]["kv_heads"] == 2);
+  CHECK(parse(g.to_json().dump().c_str()).to_json() == g.to_json());
+  CHECK(parse(R"({"vocab_size": 10})").attention.resolved_kv_heads() == 8);           // 0 means heads
+  auto m = parse(R"({"vocab_size": 10, "attention": {"heads": 8, "kv_heads": 1}})");  // multi-query
+  CHECK(m.attention.resolved_kv_heads() == 1);
+  auto a = parse(R"({"vocab_size": 10, "attention": {"alibi": true}})");
+  CHECK(a.attention.alibi);
+  CHECK(a.to_json()["attention"]["alibi"] == true);
+  CHECK(parse(a.to_json().dump().c_str()).to_json() == a.to_json());
+  CHECK(parse(R"({"vocab_size": 10, "attention": {"type": "fixed", "heads": 4, "head_dim": 64, "alibi": true}})")
+            .attention.alibi);
+
+  auto bad = [&](const char* text) { return parse(text); };
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"heads": 8, "kv_heads": 3}})"),
+                       doctest::Contains("attention.kv_heads: 3 key/value heads do not divide 8 heads"), Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"kv_heads": -1}})"),
+                       doctest::Contains("attention.kv_heads"), Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"kv_heads": "two"}})"),
+                       doctest::Contains("config: attention.kv_heads: expected an integer"), Error);
+  CHECK_THROWS_WITH_AS(
+      bad(R"({"vocab_size": 10, "attention": {"type": "mgk", "heads": 4, "kv_heads": 2}})"),
+      doctest::Contains("attention.kv_heads: the \"mgk\" family has one key/value head per query head"), Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"type": "linear", "alibi": true}})"),
+                       doctest::Contains("attention.alibi: the \"linear\" family does not take ALiBi"), Error);
+  CHECK_THROWS_WITH_AS(bad(R"({"vocab_size": 10, "attention": {"alibi": 1}})"),
+                       doctest::Contains("config: attention.alibi: expected true or false"), Error);
+}

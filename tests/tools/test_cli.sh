@@ -299,6 +299,14 @@ expect 0 '"loss":[0-9.]+.*"weights":"ema"' -- "$ks" eval --run "$tmp/lm-ema" --w
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm-ema" --prompt "the cat" --tokens 5 --greedy --weights ema
 expect 2 "--weights: expected raw or ema, got 'avg'" -- "$ks" generate --run "$tmp/lm-ema" --weights avg
 expect 1 "best.safetensors holds no moving average of the weights \(the run was trained without train.ema_decay\)" -- "$ks" generate --run "$tmp/lm" --weights ema
+# export --weights ema writes the average: a Llama-style run's two exports differ, and the raw one is the weights.
+expect 0 "finished 4 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-llama" --quiet --set train.steps=4 \
+  --set train.ema_decay=0.5 --set model.attention.type=softmax --set model.norm=rmsnorm --set model.positions=rope \
+  --set model.ff=swiglu --set model.bias=false --set model.attention.kv_heads=1
+expect 0 "LlamaForCausalLM" -- "$ks" export --to hf "$tmp/lm-llama" --out "$tmp/hf-raw"
+expect 0 "LlamaForCausalLM" -- "$ks" export --to hf "$tmp/lm-llama" --out "$tmp/hf-ema" --weights ema
+cmp -s "$tmp/hf-raw/model.safetensors" "$tmp/hf-ema/model.safetensors" && { echo "FAIL: export --weights ema wrote the raw weights"; fails=$((fails + 1)); }
+expect 1 "holds no moving average of the weights" -- "$ks" export --to hf "$tmp/lm" --out "$tmp/hf-none" --weights ema
 expect 2 "--tokens: at most 15" -- "$ks" generate --run "$tmp/lm" --tokens 16
 expect 2 "--temperature: must be positive" -- "$ks" generate --run "$tmp/lm" --temperature 0
 # Top-p, repetition penalty, stop strings and beam search: their flags and errors.

@@ -51,9 +51,10 @@ std::string import_usage() {
 }
 
 std::string export_usage() {
-  return "usage: keystone export --to hf RUN --out DIR [--checkpoint best|latest|FILE]\n"
+  return "usage: keystone export --to hf RUN --out DIR [--checkpoint best|latest|FILE] [--weights raw|ema]\n"
          "Writes a run's model as a Hugging Face folder: config.json, model.safetensors (float32), and\n"
-         "tokenizer.json when the run's tokenizer is hf_bpe. Architectures: " +
+         "tokenizer.json when the run's tokenizer is hf_bpe. --weights ema writes the checkpoint's moving\n"
+         "average of the weights (a run trained with train.ema_decay). Architectures: " +
          architectures() + ".\n";
 }
 
@@ -159,10 +160,11 @@ int export_model(const std::vector<std::string>& given) {
   if (cli::help_requested(given, export_usage().c_str())) return 0;
   std::vector<std::string> args = given;
   const std::string run_dir = positional(args, {}, "run folder (RUN)");
-  cli::Flags f(args, {"to", "out", "checkpoint"});
+  cli::Flags f(args, {"to", "out", "checkpoint", "weights"});
   check_format(f, "to");
   if (!f.has("out")) throw cli::UsageError("--out DIR is required");
-  LoadedRun run = load_run(run_dir, f.get("checkpoint", "best"));
+  const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
+  LoadedRun run = load_run(run_dir, f.get("checkpoint", "best"), weights);
   const models::ModelConfig cfg = models::parse_model_config(run.config.model);
 
   const interop::HfArchitecture* a = nullptr;

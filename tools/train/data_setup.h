@@ -67,8 +67,8 @@ struct TrainingData {
 // members: none saved (pixel data), or a fresh run. target == source when the
 // run has no target_tokenizer.json.
 struct RunTokenizers {
-  std::shared_ptr<const data::Tokenizer> source, target;
-  std::string source_fingerprint, target_fingerprint;  // of the files read; "" for none
+  std::shared_ptr<const data::Tokenizer> source{}, target{};
+  std::string source_fingerprint{}, target_fingerprint{};  // of the files read; "" for none
 };
 
 // A file's bytes, or nullopt where it does not exist.

@@ -168,9 +168,9 @@ struct CheckpointEvent {
 };
 
 struct TrainerCallbacks {
-  std::function<void(const StepEvent&)> on_step;
-  std::function<void(const EvalEvent&)> on_evaluation;
-  std::function<void(const CheckpointEvent&)> on_checkpoint;
+  std::function<void(const StepEvent&)> on_step{};
+  std::function<void(const EvalEvent&)> on_evaluation{};
+  std::function<void(const CheckpointEvent&)> on_checkpoint{};
 };
 
 struct TrainerOptions {
