@@ -247,7 +247,7 @@ class Page(unittest.TestCase):
         first = done.stdout.splitlines()[0]
         self.assertEqual(first, "a: 101.0 ± 1.0 (3 seeds: 100.0, 101.0, 102.0), a − b −10.0, [−12.3, −7.7], "
                                 "A better, "
-                                "kept by Holm across the 1 tests, adjusted p 0.000")
+                                "kept by Holm across the 1 tests, adjusted p < 0.001")
         self.assertIn("| a | 3 | 1.00 M (0.50 M) | 2.0 M | 1,000 |", done.stdout)
         # Dropping the middle seed of a side leaves [100, 102] against three: the
         # standard error √(1 + 1/3), Welch's df 1.7 rounded down to 1, t 12.706.

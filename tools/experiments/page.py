@@ -122,7 +122,7 @@ class Page:
             if kind == "holm":
                 kept = v["holm"][0] != "not distinguishable"
                 return (f"{'kept' if kept else 'not kept'} by Holm across the {r.family} tests, "
-                        f"adjusted p {v['holm'][1]:.3f}")
+                        f"adjusted p {'< 0.001' if v['holm'][1] < 0.0005 else format(v['holm'][1], '.3f')}")
             if kind == "staged":
                 if v["staged"] is None:
                     fail(f"{where}: {x} against {y} is no two-stage comparison")
