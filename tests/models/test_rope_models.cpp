@@ -102,11 +102,20 @@ TEST_CASE("rope decoder_lm: no position table (max_len * d fewer parameters), co
 }
 
 TEST_CASE("rope decoder_lm: logits with caches equal full recomputation at several offsets, every family taking it") {
-  for (const std::string family : {"softmax", "fixed", "mgk", "smgk"}) {
+  // Each family with rope; the families with grouped-query attention also
+  // with rope and one key/value head for its two query heads (multi-query).
+  struct Case {
+    std::string family;
+    int64_t kv_heads;
+  };
+  const Case cases[] = {{"softmax", 0}, {"fixed", 0}, {"mgk", 0}, {"smgk", 0}, {"softmax", 1}, {"fixed", 1}};
+  for (const auto& [family, kv_heads] : cases) {
     CAPTURE(family);
+    CAPTURE(kv_heads);
     manual_seed(3);
-    auto m =
-        std::dynamic_pointer_cast<models::DecoderLM>(models::build_model(models::parse_model_config(lm_json(family))));
+    json j = lm_json(family);
+    j["attention"]["kv_heads"] = kv_heads;
+    auto m = std::dynamic_pointer_cast<models::DecoderLM>(models::build_model(models::parse_model_config(j)));
     REQUIRE(m);
     m->to(kFloat64);
     m->eval();
