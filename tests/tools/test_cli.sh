@@ -26,6 +26,15 @@ expect 2 "--batch: must be at least 1, got 0" -- "$ks" bench --batch 0
 expect 2 "--dropout: expected a probability in \[0, 1\), got 1.5" -- "$ks" bench --dropout 1.5
 expect 2 "--attention-dropout: expected a probability in \[0, 1\), got -0.1" -- "$ks" bench --attention-dropout -0.1
 expect 2 "--dropout: expected a number, got 'x'" -- "$ks" bench --dropout x
+# The block flags are model keys: a bad value is refused by the config's own check, naming the key.
+expect 1 "config: norm: unknown norm 'bogus'" -- "$ks" bench --norm bogus
+expect 1 "config: positions: expected alibi, learned, rope or sinusoidal, got 'bogus'" -- "$ks" bench --positions bogus
+expect 1 "config: ff: unknown feed-forward 'bogus'" -- "$ks" bench --ff bogus
+expect 1 "attention.kv_heads: 3 key/value heads do not divide 8 heads" -- "$ks" bench --kv-heads 3
+expect 2 "--kv-heads: must be at least 1, got 0" -- "$ks" bench --kv-heads 0
+expect 0 '"blocks":\{"bias":false,"ff":"swiglu","kv_heads":1,"norm":"rmsnorm","positions":"rope"\}' -- "$ks" bench --steps 1 \
+  --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8 --norm rmsnorm --positions rope --ff swiglu \
+  --kv-heads 1 --no-bias
 expect 0 '"tokens_per_s"' -- "$ks" bench --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8 --dropout 0.3 --attention-dropout 0.1
 # --device cuda: without a usable GPU (no backend in this build, or no device
 # or driver) it is a runtime error naming the reason; with one, a tiny run on it.
