@@ -2,15 +2,18 @@
 // a C++ type inside a kernel.
 //
 // float32 is the working type; float64 serves gradcheck and references; int64
-// and int32 hold indices and labels; bool holds masks. bfloat16 and float16 are
-// storage types only (16-bit patterns with conversions), waiting for the CUDA
-// backend: CPU kernels reject them with a clear error.
+// and int32 hold indices and labels; bool holds masks. bfloat16 and float16
+// are stored as 16-bit patterns and computed in float32 (compute_t below): a
+// CPU kernel that takes them widens each element as it loads it and rounds
+// each result once, as it stores it. CUDA kernels take them later; until then
+// they refuse them naming the dtype.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <ostream>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 
@@ -77,6 +80,15 @@ template <> constexpr DType dtype_of<Float16>() { return DType::Float16; }
 //   dispatch_floating(t.dtype(), "exp", [&](auto tag) { using T = typename decltype(tag)::type; ... });
 template <class T> struct TypeTag { using type = T; };
 
+// The type a kernel computes elements of type T in: float for the 16-bit
+// types (PyTorch's "opmath" type: a sum of bfloat16 values accumulates in
+// float32), T itself otherwise.
+template <class T> struct ComputeType { using type = T; };
+template <> struct ComputeType<BFloat16> { using type = float; };
+template <> struct ComputeType<Float16> { using type = float; };
+template <class T> using compute_t = typename ComputeType<T>::type;
+template <class T> constexpr bool is_16bit_v = std::is_same_v<T, BFloat16> || std::is_same_v<T, Float16>;
+
 // float32, float64.
 template <class F> decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
   switch (t) {
@@ -94,6 +106,31 @@ template <class F> decltype(auto) dispatch_numeric(DType t, const char* op, F&& 
     case DType::Int64: return f(TypeTag<int64_t>{});
     case DType::Int32: return f(TypeTag<int32_t>{});
     default: throw Error(str(op, ": expected a numeric tensor (float32, float64, int64, int32), got ", name(t)));
+  }
+}
+
+// dispatch_floating and dispatch_numeric with bfloat16 and float16 added, for
+// kernels that compute in compute_t<T> (ops/kernel_dtypes.h picks per backend).
+template <class F> decltype(auto) dispatch_floating16(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::BFloat16: return f(TypeTag<BFloat16>{});
+    case DType::Float16: return f(TypeTag<Float16>{});
+    case DType::Float32: return f(TypeTag<float>{});
+    case DType::Float64: return f(TypeTag<double>{});
+    default: throw Error(str(op, ": expected a floating tensor (float32, float64, bfloat16, float16), got ", name(t)));
+  }
+}
+template <class F> decltype(auto) dispatch_numeric16(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::BFloat16: return f(TypeTag<BFloat16>{});
+    case DType::Float16: return f(TypeTag<Float16>{});
+    case DType::Float32: return f(TypeTag<float>{});
+    case DType::Float64: return f(TypeTag<double>{});
+    case DType::Int64: return f(TypeTag<int64_t>{});
+    case DType::Int32: return f(TypeTag<int32_t>{});
+    default:
+      throw Error(
+          str(op, ": expected a numeric tensor (float32, float64, bfloat16, float16, int64, int32), got ", name(t)));
   }
 }
 

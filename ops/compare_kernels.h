@@ -15,6 +15,7 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "ops/compare.h"
+#include "ops/kernel_dtypes.h"
 
 namespace ks::compare_kernels {
 
@@ -30,20 +31,26 @@ template <class Op> struct Logical {
 };
 
 template <class Op, class Loops> void compare(const Tensor& out, const Tensor& a, const Tensor& b) {
-  dispatch_numeric(a.dtype(), "compare", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    Loops::template map<bool, T, T>(Compare<Op, T>{}, out, {a, b});
+  dispatch_numeric_on<Loops>(a.dtype(), "compare", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    Loops::template map<bool, S, S>(widened<bool, S, S>(Compare<Op, compute_t<S>>{}), out, {a, b});
   });
 }
 
 // a (op) s, compared where it is exact: in T for floating T, and for integer
 // T when s is one of T's values, else in double (which holds every int32 and
-// every int64 a model uses as a label or index).
+// every int64 a model uses as a label or index). For a 16-bit a, s is first
+// rounded to a's dtype, as PyTorch does (bfloat16 1.0 == 1.001 is true).
 template <class Op, class Loops> void compare_scalar(const Tensor& out, const Tensor& a, double s) {
-  dispatch_numeric(a.dtype(), "compare", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    auto against = [&](auto c) { Loops::template map<bool, T>(Compare<Op, T, decltype(c)>{c}, out, {a}); };
-    if constexpr (std::is_floating_point_v<T>) {
+  dispatch_numeric_on<Loops>(a.dtype(), "compare", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
+    auto against = [&](auto c) {
+      Loops::template map<bool, S>(widened<bool, S>(Compare<Op, T, decltype(c)>{c}), out, {a});
+    };
+    if constexpr (is_16bit_v<S>) {
+      against(widen(S(T(s))));
+    } else if constexpr (std::is_floating_point_v<T>) {
       against(T(s));
     } else {
       const bool in_t = std::trunc(s) == s && s >= double(std::numeric_limits<T>::lowest()) &&
@@ -66,7 +73,7 @@ template <class Op, class Loops> void logical(const Tensor& out, const Tensor& a
 }
 
 template <class Loops> void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
-  dispatch_all(out.dtype(), "where", [&](auto tag) {
+  dispatch_all_on<Loops>(out.dtype(), "where", [&](auto tag) {
     using T = typename decltype(tag)::type;
     Loops::template map<T, uint8_t, T, T>(compare_ops::Where<T>{}, out, {cond, a, b});
   });
@@ -74,7 +81,7 @@ template <class Loops> void where(const Tensor& out, const Tensor& cond, const T
 
 template <class Loops>
 void masked_fill(const Tensor& out, const Tensor& x, const Tensor& mask, double value, bool fill_when) {
-  dispatch_all(out.dtype(), "masked_fill", [&](auto tag) {
+  dispatch_all_on<Loops>(out.dtype(), "masked_fill", [&](auto tag) {
     using T = typename decltype(tag)::type;
     Loops::template map<T, T, uint8_t>(compare_ops::MaskedFill<T>{convert<T>(value), fill_when}, out, {x, mask});
   });

@@ -5,6 +5,8 @@
 // register_elementwise_kernels<Loops>(device) fills every op's tables from
 // BinaryOps, ScalarOps and InplaceOps, so a backend registers them all in one
 // line and a new op needs no edit here.
+// bfloat16 and float16 compute in float32 where the backend takes them
+// (ops/kernel_dtypes.h): operands widen as they load, results round once.
 // In-place updates pass the target as both output and first input: each
 // element reads and writes only itself, and ops/inplace.cpp has already
 // copied any operand that partially overlaps it.
@@ -15,6 +17,7 @@
 #include "core/tensor.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
+#include "ops/kernel_dtypes.h"
 
 namespace ks::elementwise_kernels {
 
@@ -49,31 +52,32 @@ template <class Op, class T, int Which> struct D2 {
   }
 };
 
-// run(tag) over the dtypes Op takes.
-template <class Op, class Run> void dispatch(DType d, Run&& run) {
+// run(tag) over the dtypes Op takes on Loops' backend; the tag's type is the stored one (S below).
+template <class Op, class Loops, class Run> void dispatch(DType d, Run&& run) {
   if constexpr (Op::integers)
-    dispatch_numeric(d, "elementwise op", run);
+    dispatch_numeric_on<Loops>(d, "elementwise op", run);
   else
-    dispatch_floating(d, "elementwise op", run);
+    dispatch_floating_on<Loops>(d, "elementwise op", run);
 }
 
 template <class Op, class Loops> void binary(const Tensor& out, const Tensor& a, const Tensor& b) {
-  dispatch<Op>(out.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    Loops::template map<T, T, T>(F<Op, T>{}, out, {a, b});
+  dispatch<Op, Loops>(out.dtype(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    Loops::template map<S, S, S>(widened<S, S, S>(F<Op, compute_t<S>>{}), out, {a, b});
   });
 }
 
 // The gradient for input `which` (0: a, 1: b).
 template <class Op, class Loops>
 void binary_backward(int which, const Tensor& gi, const Tensor& go, const Tensor& a, const Tensor& b) {
-  dispatch_floating(gi.dtype(), "binary backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (which == 1) return Loops::template map<T, T, T, T>(DB<Op, T>{}, gi, {go, a, b});
+  dispatch_floating_on<Loops>(gi.dtype(), "binary backward", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
+    if (which == 1) return Loops::template map<S, S, S, S>(widened<S, S, S, S>(DB<Op, T>{}), gi, {go, a, b});
     if constexpr (requires(T g, T y) { Op::da(g, y); })
-      Loops::template map<T, T, T>(DA<Op, T>{}, gi, {go, b});
+      Loops::template map<S, S, S>(widened<S, S, S>(DA<Op, T>{}), gi, {go, b});
     else
-      Loops::template map<T, T, T, T>(DA<Op, T>{}, gi, {go, a, b});
+      Loops::template map<S, S, S, S>(widened<S, S, S, S>(DA<Op, T>{}), gi, {go, a, b});
   });
 }
 
@@ -81,29 +85,33 @@ void binary_backward(int which, const Tensor& gi, const Tensor& go, const Tensor
 template <class Op, class Loops>
 void binary_double_backward(int which, const Tensor& gi, const Tensor& gg, const Tensor& go, const Tensor& a,
                             const Tensor& b) {
-  dispatch_floating(gi.dtype(), "binary double backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (which == 0) return Loops::template map<T, T, T, T, T>(D2<Op, T, 0>{}, gi, {gg, go, a, b});
-    if (which == 1) return Loops::template map<T, T, T, T, T>(D2<Op, T, 1>{}, gi, {gg, go, a, b});
-    Loops::template map<T, T, T, T, T>(D2<Op, T, 2>{}, gi, {gg, go, a, b});
+  dispatch_floating_on<Loops>(gi.dtype(), "binary double backward", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
+    auto run = [&](auto d2) { Loops::template map<S, S, S, S, S>(widened<S, S, S, S, S>(d2), gi, {gg, go, a, b}); };
+    if (which == 0) return run(D2<Op, T, 0>{});
+    if (which == 1) return run(D2<Op, T, 1>{});
+    run(D2<Op, T, 2>{});
   });
 }
 
 template <class Op, class Loops> void scalar(double s, const Tensor& out, const Tensor& x) {
-  dispatch<Op>(out.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    Loops::template map<T, T>(F<Op, T>{static_cast<T>(s)}, out, {x});
+  dispatch<Op, Loops>(out.dtype(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
+    Loops::template map<S, S>(widened<S, S>(F<Op, T>{static_cast<T>(s)}), out, {x});
   });
 }
 
 template <class Op, class Loops> void inplace(double alpha, const Tensor& t, const Tensor& a, const Tensor& b) {
-  dispatch<Op>(t.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch<Op, Loops>(t.dtype(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
     const F<Op, T> f{static_cast<T>(alpha)};
     if constexpr (requires(T x) { Op::f(x, x, x); })
-      Loops::template map<T, T, T>(f, t, {t, a});
+      Loops::template map<S, S, S>(widened<S, S, S>(f), t, {t, a});
     else
-      Loops::template map<T, T, T, T>(f, t, {t, a, b});
+      Loops::template map<S, S, S, S>(widened<S, S, S, S>(f), t, {t, a, b});
   });
 }
 

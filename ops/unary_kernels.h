@@ -6,6 +6,8 @@
 // register_unary_kernels<Loops>(device) fills every op's tables from
 // UnaryOps, so a backend registers the whole family in one line and a new op
 // needs no edit here.
+// bfloat16 and float16 compute in float32 where the backend takes them
+// (ops/kernel_dtypes.h).
 // Not here: the formulas (unary_formulas.h), checks and autograd (unary.cpp).
 #pragma once
 
@@ -14,6 +16,7 @@
 
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "ops/kernel_dtypes.h"
 #include "ops/unary.h"
 
 namespace ks::unary_kernels {
@@ -58,29 +61,32 @@ template <class Op, class T> struct DoubleBackward {  // ddf(gg · g, s): df is 
 
 template <class Op, class Loops> void unary_forward(const UnaryParams& p, const Tensor& out, const Tensor& x) {
   auto run = [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    Loops::template map<T, T>(Forward<Op, T>{{arg<T>(p.a), arg<T>(p.b)}}, out, {x});
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
+    Loops::template map<S, S>(widened<S, S>(Forward<Op, T>{{arg<T>(p.a), arg<T>(p.b)}}), out, {x});
   };
   if constexpr (Op::integers)
-    dispatch_numeric(out.dtype(), Op::name, run);
+    dispatch_numeric_on<Loops>(out.dtype(), Op::name, run);
   else
-    dispatch_floating(out.dtype(), Op::name, run);
+    dispatch_floating_on<Loops>(out.dtype(), Op::name, run);
 }
 
 template <class Op, class Loops>
 void unary_backward(const UnaryParams& p, const Tensor& gi, const Tensor& go, const Tensor& s) {
-  dispatch_floating(gi.dtype(), Op::node, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    Loops::template map<T, T, T>(Backward<Op, T>{{T(p.a), T(p.b)}}, gi, {go, s});
+  dispatch_floating_on<Loops>(gi.dtype(), Op::node, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
+    Loops::template map<S, S, S>(widened<S, S, S>(Backward<Op, T>{{T(p.a), T(p.b)}}), gi, {go, s});
   });
 }
 
 template <class Op, class Loops>
 void unary_double_backward(const UnaryParams& p, const Tensor& gs, const Tensor& gg, const Tensor& go,
                            const Tensor& s) {
-  dispatch_floating(gs.dtype(), Op::node, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    Loops::template map<T, T, T, T>(DoubleBackward<Op, T>{{T(p.a), T(p.b)}}, gs, {gg, go, s});
+  dispatch_floating_on<Loops>(gs.dtype(), Op::node, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
+    Loops::template map<S, S, S, S>(widened<S, S, S, S>(DoubleBackward<Op, T>{{T(p.a), T(p.b)}}), gs, {gg, go, s});
   });
 }
 

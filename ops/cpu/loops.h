@@ -67,11 +67,13 @@ void cpu_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in
 }
 
 // The CPU's loops as a type, for the kernels written once for every backend
-// (ops/*_formulas.h), instantiated as `unary_forward<CpuLoops>`:
+// (ops/*_formulas.h), instantiated as `unary_forward<CpuLoops>`. Its kernels
+// take bfloat16 and float16 too, computing in float32 (ops/kernel_dtypes.h):
 //   map<Out, In...>(f, out, in)      cpu_map
 //   for_each_index(device, n, grain, f)  f(i) for i in [0, n), in parallel
 //                                        chunks of at least `grain` indices
 struct CpuLoops {
+  static constexpr bool computes_16bit = true;  // ops/kernel_dtypes.h
   template <class Out, class... In, class F>
   static void map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in) {
     cpu_map<Out, In...>(f, out, in);
