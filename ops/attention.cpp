@@ -62,7 +62,7 @@ SdpaParams resolve_attention_params(const char* op, const Tensor& q, int64_t S, 
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& opt) {
   KS_CHECK(q.defined(), kOp, ": undefined q");
-  check_floating(kOp, q);
+  check_float32_or_float64(kOp, q);
   KS_CHECK(q.dim() == 4, kOp, ": q must be (B, h, T, p), got ", describe(q));
   check_attention_operand(kOp, "k", k, q);
   check_attention_operand(kOp, "v", v, q);

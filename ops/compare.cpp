@@ -68,7 +68,6 @@ Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   const Tensor &a = operands.first, &b = operands.second;
   check_same_kind("where", a, b);
   KS_CHECK(cond.device() == a.device(), "where: device mismatch, condition ", describe(cond), " and ", describe(a));
-  KS_CHECK(a.dtype() != kBFloat16 && a.dtype() != kFloat16, "where: unsupported dtype ", describe(a));
   Shape shape = broadcast_shapes({cond.sizes(), a.sizes(), b.sizes()}, "where");
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   if (out.numel() > 0)
@@ -94,7 +93,6 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   KS_CHECK(x.defined(), "masked_fill: undefined input");
   check_bool("masked_fill", "mask", mask);
   KS_CHECK(x.device() == mask.device(), "masked_fill: device mismatch, ", describe(x), " and mask ", describe(mask));
-  KS_CHECK(x.dtype() != kBFloat16 && x.dtype() != kFloat16, "masked_fill: unsupported dtype ", describe(x));
   KS_CHECK(broadcast_shapes({x.sizes(), mask.sizes()}, "masked_fill") == x.sizes(), "masked_fill: mask ",
            describe(mask), " does not broadcast to the input's shape ", x.sizes());
   check_scalar_fits("masked_fill", x, value);

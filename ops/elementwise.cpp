@@ -19,11 +19,17 @@ namespace ks {
 void check_numeric(const char* op, const Tensor& t) {
   KS_CHECK(t.defined(), op, ": undefined input");
   const DType d = t.dtype();
-  KS_CHECK(d == kFloat32 || d == kFloat64 || d == kInt64 || d == kInt32, op,
-           ": expected a numeric tensor (float32, float64, int64, int32), got ", describe(t));
+  KS_CHECK(is_floating(d) || d == kInt64 || d == kInt32, op,
+           ": expected a numeric tensor (float32, float64, bfloat16, float16, int64, int32), got ", describe(t));
 }
 
 void check_floating(const char* op, const Tensor& t) {
+  KS_CHECK(t.defined(), op, ": undefined input");
+  KS_CHECK(is_floating(t.dtype()), op, ": expected a floating tensor (float32, float64, bfloat16, float16), got ",
+           describe(t));
+}
+
+void check_float32_or_float64(const char* op, const Tensor& t) {
   KS_CHECK(t.defined(), op, ": undefined input");
   KS_CHECK(t.dtype() == kFloat32 || t.dtype() == kFloat64, op, ": expected a float32 or float64 tensor, got ",
            describe(t));

@@ -138,7 +138,6 @@ Tensor masked_fill_(const Tensor& t, const Tensor& mask, double value) {
   check_target("masked_fill_", t);
   KS_CHECK(mask.defined() && mask.dtype() == kBool, "masked_fill_: mask must be a bool tensor, got ", describe(mask));
   KS_CHECK(t.device() == mask.device(), "masked_fill_: device mismatch, ", describe(t), " and mask ", describe(mask));
-  KS_CHECK(t.dtype() != kBFloat16 && t.dtype() != kFloat16, "masked_fill_: unsupported dtype ", describe(t));
   check_scalar_fits("masked_fill_", t, value);
   KS_CHECK(t.dtype() != kBool || value == 0 || value == 1, "masked_fill_: value ", value,
            " is not 0 or 1 for a bool tensor");

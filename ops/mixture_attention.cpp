@@ -31,7 +31,7 @@ constexpr const char* kOp = "mixture_attention";
 MixtureAttention mixture_attention(const Tensor& q, const Tensor& k, const Tensor& bias, const Tensor& v,
                                    const MixtureAttentionOptions& opt) {
   KS_CHECK(q.defined(), kOp, ": undefined q");
-  check_floating(kOp, q);
+  check_float32_or_float64(kOp, q);
   KS_CHECK(q.dim() == 4, kOp, ": q must be (B, h, T, p), got ", describe(q));
   check_attention_operand(kOp, "k", k, q);
   check_attention_operand(kOp, "bias", bias, q);

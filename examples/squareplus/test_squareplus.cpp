@@ -67,7 +67,8 @@ int main() {
   check(strided.ok, "gradcheck, transposed, b = 0.5", strided.message);
 
   const std::string int_error = error_of([] { myops::squareplus(ks::zeros({2}, {.dtype = ks::kInt64})); });
-  check(int_error == "squareplus: expected a float32 or float64 tensor, got int64 [2]", "error for int64", int_error);
+  check(int_error == "squareplus: expected a floating tensor (float32, float64, bfloat16, float16), got int64 [2]",
+        "error for int64", int_error);
   const std::string b_error = error_of([&] { myops::squareplus(x64, 0.0); });
   check(b_error == "squareplus: b must be > 0, got 0", "error for b = 0", b_error);
 

@@ -192,8 +192,9 @@ TEST_CASE("compare, where and masked_fill errors name the op") {
   CHECK_THROWS_WITH_AS(eq(zeros({2, 3}), zeros({4})),
                        "eq: shapes [2, 3] and [4] are not broadcastable (dim -1: 3 vs 4)", Error);
   Tensor m = tensor({1, 0}, {2}, {.dtype = kBool});
-  CHECK_THROWS_WITH_AS(ge(m, 0.0), "ge: expected a numeric tensor (float32, float64, int64, int32), got bool [2]",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      ge(m, 0.0), "ge: expected a numeric tensor (float32, float64, bfloat16, float16, int64, int32), got bool [2]",
+      Error);
   CHECK_THROWS_WITH_AS(where(ones({2}), ones({2}), ones({2})),
                        "where: condition must be a bool tensor, got float32 [2]", Error);
   CHECK_THROWS_WITH_AS(where(m, ones({3}), ones({2})),

@@ -212,10 +212,14 @@ TEST_CASE("in-place errors name the op") {
   CHECK_THROWS_WITH_AS(add_(zeros({2}), zeros({2}, {.dtype = kFloat64})),
                        "add_: dtype mismatch, float32 [2] and float64 [2]", Error);
   Tensor i = zeros({2}, {.dtype = kInt64});
-  CHECK_THROWS_WITH_AS(div_(i, i), "div_: expected a float32 or float64 tensor, got int64 [2]", Error);
-  CHECK_THROWS_WITH_AS(addcdiv_(i, i, i), "addcdiv_: expected a float32 or float64 tensor, got int64 [2]", Error);
+  CHECK_THROWS_WITH_AS(div_(i, i),
+                       "div_: expected a floating tensor (float32, float64, bfloat16, float16), got int64 [2]", Error);
+  CHECK_THROWS_WITH_AS(addcdiv_(i, i, i),
+                       "addcdiv_: expected a floating tensor (float32, float64, bfloat16, float16), got int64 [2]",
+                       Error);
   CHECK_THROWS_WITH_AS(add_(i, i, 0.5), doctest::Contains("add_: scalar 0.5 does not fit the integer tensor"), Error);
-  CHECK_THROWS_WITH_AS(sqrt_(i), "sqrt_: expected a float32 or float64 tensor, got int64 [2]", Error);
+  CHECK_THROWS_WITH_AS(sqrt_(i),
+                       "sqrt_: expected a floating tensor (float32, float64, bfloat16, float16), got int64 [2]", Error);
   CHECK_THROWS_WITH_AS(clamp_(zeros({2}), 1, 0), "clamp_: min 1 is greater than max 0", Error);
   CHECK_THROWS_WITH_AS(masked_fill_(zeros({2}), ones({2}), 0.0),
                        "masked_fill_: mask must be a bool tensor, got float32 [2]", Error);
