@@ -107,7 +107,7 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias = Tensor()) {
 
 void check_pair(const char* op, const Tensor& a, const Tensor& b) {
   KS_CHECK(a.dtype() == b.dtype(), op, ": dtype mismatch, ", describe(a), " and ", describe(b));
-  KS_CHECK(a.dtype() == kFloat32 || a.dtype() == kFloat64, op, ": expected float32 or float64 tensors, got ",
+  KS_CHECK(is_floating(a.dtype()), op, ": expected floating tensors (float32, float64, bfloat16, float16), got ",
            describe(a), " and ", describe(b));
   KS_CHECK(a.device() == b.device(), op, ": device mismatch, ", describe(a), " and ", describe(b));
 }

@@ -1,8 +1,10 @@
 // ops/linalg.h — matrix products: matmul (PyTorch semantics) and linear.
 //
-// Both are float32/float64 only and run on BLAS GEMM (cuBLAS on CUDA). They
+// Both take float32 and float64 and run on BLAS GEMM (cuBLAS on CUDA). They
 // never copy an operand whose matrix dims BLAS can read through a transpose
 // flag and a leading dimension, and never materialise broadcast batch dims.
+// On the CPU they also take bfloat16 and float16, multiplied through float32
+// copies of the operands and rounded once (ops/cpu/linalg.cpp, gemm_16bit).
 // Not here: elementwise or reduction ops, and no integer matrix products.
 #pragma once
 

@@ -3,6 +3,9 @@
 // which follows the process's matmul precision for float32 and parallelises a
 // single GEMM on oneTBB itself.
 //
+// bfloat16 and float16 tensors multiply through float32 copies (gemm_16bit
+// says why that is exact), the result rounded once.
+//
 // Operands. A matrix goes to the door where it lies when its last two strides are
 // (ld, 1) (row-major) or (1, ld) (a transposed view, passed transposed).
 // Anything else (every other column, a stride-0 matrix dim) is copied first,
@@ -17,9 +20,11 @@
 //   - any call from inside a parallel region: single-threaded.
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <type_traits>
 
 #include "core/copy.h"
+#include "core/matmul_precision.h"
 #include "core/parallel.h"
 #include "ops/cpu/gemm/gemm.h"
 #include "ops/gemm_layout.h"
@@ -36,8 +41,10 @@ constexpr double kSmallGemm = double(1 << 24);
 constexpr double kTaskWork = double(1 << 20);
 
 // `bias` (N,), contiguous, or undefined: see GemmBiasKernel (ops/linalg.h).
+// `precision` unset: the process's matmul precision (float32 only).
 template <class T>
-void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate, const Tensor& bias = Tensor()) {
+void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate, const Tensor& bias = Tensor(),
+                std::optional<MatmulPrecision> precision = std::nullopt) {
   if (c.numel() == 0) return;
   KS_ASSERT(c.is_contiguous() && a.dim() == c.dim() && b.dim() == c.dim());
   const int64_t M = c.size(-2), N = c.size(-1), K = a.size(-1);
@@ -77,6 +84,7 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
              .c = pc + i * M * N,
              .ldc = N,
              .row_bias = bias.defined() ? bias.data<T>() : nullptr,
+             .precision = precision,
              .threaded = threaded});
   };
 
@@ -101,18 +109,42 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
   }
 }
 
+// bfloat16 and float16 operands. The product of two 16-bit values is exact in
+// float32, so the operands widen (exactly) to float32 copies, the float32
+// GEMM sums the products, and the result rounds once into c. bfloat16 runs at
+// MatmulPrecision::BFloat16, whose rounding leaves bf16 values unchanged, so
+// the bf16 kernels (AMX, AVX512-BF16) multiply them where the CPU has one and
+// sgemm where it has none, the same products either way; float16 runs at
+// Float32, as bf16 rounding would drop three of its mantissa bits.
+// The widened copies cost a pass over each operand: a kernel that packs the
+// 16-bit values directly is the faster form, not written yet.
+void gemm_16bit(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate, const Tensor& bias) {
+  const Device cpu = Device::cpu();
+  const Tensor c32 = accumulate ? to_raw(c, cpu, kFloat32) : Tensor::empty(c.sizes(), kFloat32, cpu);
+  const MatmulPrecision precision = c.dtype() == kBFloat16 ? MatmulPrecision::BFloat16 : MatmulPrecision::Float32;
+  gemm_typed<float>(c32, to_raw(a, cpu, kFloat32), to_raw(b, cpu, kFloat32), accumulate,
+                    bias.defined() ? to_raw(bias, cpu, kFloat32) : Tensor(), precision);
+  copy_(c, c32);
+}
+
 void gemm_cpu(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate) {
-  dispatch_floating(c.dtype(), "gemm", [&](auto tag) {
+  dispatch_floating16(c.dtype(), "gemm", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    gemm_typed<T>(c, a, b, accumulate);
+    if constexpr (is_16bit_v<T>)
+      gemm_16bit(c, a, b, accumulate, Tensor());
+    else
+      gemm_typed<T>(c, a, b, accumulate);
   });
 }
 
 void gemm_bias_cpu(const Tensor& c, const Tensor& a, const Tensor& b, const Tensor& bias) {
   KS_ASSERT(bias.dim() == 1 && bias.is_contiguous() && bias.size(0) == c.size(-1));
-  dispatch_floating(c.dtype(), "gemm", [&](auto tag) {
+  dispatch_floating16(c.dtype(), "gemm", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    gemm_typed<T>(c, a, b, /*accumulate=*/false, bias);
+    if constexpr (is_16bit_v<T>)
+      gemm_16bit(c, a, b, /*accumulate=*/false, bias);
+    else
+      gemm_typed<T>(c, a, b, /*accumulate=*/false, bias);
   });
 }
 

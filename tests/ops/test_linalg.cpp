@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "ops/cpu/gemm/gemm.h"
 #include "support/testing.h"
@@ -340,8 +341,10 @@ TEST_CASE("matmul and linear reject bad shapes and dtypes by name") {
                        "matmul: batch dims of [2, 2, 3] and [3, 3, 4] cannot be broadcast ([2] vs [3])", Error);
   CHECK_THROWS_WITH_AS(matmul(zeros({2, 3}), zeros({3, 4}, {.dtype = kFloat64})),
                        "matmul: dtype mismatch, float32 [2, 3] and float64 [3, 4]", Error);
-  CHECK_THROWS_WITH_AS(matmul(zeros({2, 2}, {.dtype = kInt64}), zeros({2, 2}, {.dtype = kInt64})),
-                       "matmul: expected float32 or float64 tensors, got int64 [2, 2] and int64 [2, 2]", Error);
+  CHECK_THROWS_WITH_AS(
+      matmul(zeros({2, 2}, {.dtype = kInt64}), zeros({2, 2}, {.dtype = kInt64})),
+      "matmul: expected floating tensors (float32, float64, bfloat16, float16), got int64 [2, 2] and int64 [2, 2]",
+      Error);
   CHECK_THROWS_WITH_AS(matmul(scalar_tensor(2), zeros({3})),
                        "matmul: both arguments must be at least 1-d, got float32 [] and float32 [3]", Error);
   CHECK_THROWS_WITH_AS(linear(zeros({2, 3}), zeros({4, 5})),
@@ -352,4 +355,39 @@ TEST_CASE("matmul and linear reject bad shapes and dtypes by name") {
                        "linear: bias must have shape [4], got float32 [3]", Error);
   CHECK_THROWS_WITH_AS(linear(zeros({2, 3}), zeros({4, 3}), zeros({4}, {.dtype = kFloat64})),
                        "linear: dtype mismatch, float32 [2, 3] and float64 [4]", Error);
+}
+
+TEST_CASE("matmul and linear on bfloat16 and float16: exact products summed in float32, rounded once") {
+  for (DType d : {kBFloat16, kFloat16}) {
+    CAPTURE(d);
+    const double u = d == kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);  // unit roundoff
+    auto half = [d](const Shape& s, uint64_t seed) { return detach(to(leaf64(s, seed), d)); };
+    // A batch broadcast against a shared matrix, and a transposed operand.
+    Tensor a = half({3, 17, 40}, 81), b = half({40, 9}, 82);
+    Tensor y = matmul(a, b);
+    CHECK(y.dtype() == d);
+    // The products are exact and summed in float32, so the only error of note
+    // is the final rounding: within one unit roundoff (and float32's sums).
+    check_close(to(y, kFloat64), ref_matmul(to(a, kFloat64), to(b, kFloat64)), 40 * 1e-6, 1.01 * u);
+    Tensor bt = transpose(half({9, 40}, 83), 0, 1);
+    check_close(to(matmul(a, bt), kFloat64), ref_matmul(to(a, kFloat64), to(bt, kFloat64)), 40 * 1e-6, 1.01 * u);
+
+    // linear with a bias, and its gradients in the input's dtype.
+    Tensor x = half({5, 40}, 84).set_requires_grad(true), w = half({7, 40}, 85).set_requires_grad(true);
+    Tensor bias = half({7}, 86);
+    Tensor out = linear(x, w, bias);
+    CHECK(out.dtype() == d);
+    Tensor ref = add(ref_matmul(to(x, kFloat64), transpose(to(w, kFloat64), 0, 1)), to(bias, kFloat64));
+    check_close(to(out, kFloat64), ref, 40 * 1e-6, 1.01 * u);
+    Tensor g = half({5, 7}, 87);
+    backward(linear(x, w), g);
+    CHECK(x.grad().dtype() == d);
+    CHECK(w.grad().dtype() == d);
+    check_close(to(x.grad(), kFloat64), ref_matmul(to(g, kFloat64), to(w, kFloat64)), 7 * 1e-6, 1.01 * u);
+    check_close(to(w.grad(), kFloat64), ref_matmul(transpose(to(g, kFloat64), 0, 1), to(x, kFloat64)), 5 * 1e-6,
+                1.01 * u);
+  }
+  // Mixed dtypes are refused, as before: no implicit promotion inside a product.
+  CHECK_THROWS_WITH_AS(matmul(to(ones({2, 2}), kBFloat16), ones({2, 2})),
+                       "matmul: dtype mismatch, bfloat16 [2, 2] and float32 [2, 2]", Error);
 }
