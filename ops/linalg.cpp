@@ -13,6 +13,7 @@
 
 #include "autograd/node.h"
 #include "core/copy.h"
+#include "core/matmul_precision.h"
 #include "ops/broadcast.h"
 #include "ops/reduce.h"
 #include "ops/view.h"
@@ -105,6 +106,30 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias = Tensor()) {
   return out;
 }
 
+// Whether linear may save its input x rounded to bfloat16 instead of x: under
+// bf16 matmul precision on a CPU with a bf16 kernel, every product that reads
+// x in the backward (dW = gᵀ·x, fused or composed, and the create_graph
+// matmul) rounds it to bf16 first, so the rounded copy, half the bytes,
+// changes no bit of any gradient. Without a bf16 kernel the GEMMs compute in
+// float32 (core/matmul_precision.h) and x is saved as it is. So is a leaf
+// x (a parameter, a batch): its caller holds it anyway, and a copy would add
+// bytes instead of freeing them.
+bool saves_input_in_bf16(const Tensor& x) {
+  return x.dtype() == kFloat32 && x.device().is_cpu() && x.grad_fn() != nullptr &&
+         cpu_matmul_precision() == MatmulPrecision::BFloat16;
+}
+
+// x rounded to bfloat16 by a differentiable cast, so that create_graph's
+// products still reach x; shared within a SharedLinearInput scope.
+Tensor bf16_input_copy(const Tensor& x) {
+  SharedLinearInput* scope = SharedLinearInput::current();
+  if (scope)
+    if (Tensor copy = scope->find(x); copy.defined()) return copy;
+  Tensor copy = to(x, kBFloat16);
+  if (scope) scope->keep(x, copy);
+  return copy;
+}
+
 void check_pair(const char* op, const Tensor& a, const Tensor& b) {
   KS_CHECK(a.dtype() == b.dtype(), op, ": dtype mismatch, ", describe(a), " and ", describe(b));
   KS_CHECK(is_floating(a.dtype()), op, ": expected floating tensors (float32, float64, bfloat16, float16), got ",
@@ -112,7 +137,24 @@ void check_pair(const char* op, const Tensor& a, const Tensor& b) {
   KS_CHECK(a.device() == b.device(), op, ": device mismatch, ", describe(a), " and ", describe(b));
 }
 
+thread_local SharedLinearInput* innermost_scope = nullptr;
+
 }  // namespace
+
+SharedLinearInput::SharedLinearInput() : outer_(innermost_scope) { innermost_scope = this; }
+SharedLinearInput::~SharedLinearInput() { innermost_scope = outer_; }
+SharedLinearInput* SharedLinearInput::current() { return innermost_scope; }
+
+Tensor SharedLinearInput::find(const Tensor& x) const {
+  return x.impl_ptr().get() == x_ && x.version() == version_ ? copy_ : Tensor();
+}
+
+void SharedLinearInput::keep(const Tensor& x, const Tensor& copy) {
+  x_ = x.impl_ptr().get();
+  x_holder_ = x;
+  copy_ = copy;
+  version_ = x.version();
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   KS_CHECK(a.defined() && b.defined(), "matmul: undefined input");
@@ -205,9 +247,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
   if (needs_grad({x, weight, bias})) {
     const bool gx = x.requires_grad(), gw = weight.requires_grad();
+    const Tensor x_saved = !gw ? Tensor() : saves_input_in_bf16(x) ? bf16_input_copy(x) : x;
     record(
         "LinearBackward", {x, weight, bias}, {out},
-        [sx = SavedTensor(gw ? x : Tensor()), sw = SavedTensor(gx ? weight : Tensor()),
+        [sx = SavedTensor(x_saved), sw = SavedTensor(gx ? weight : Tensor()),
          gb = bias.defined() && bias.requires_grad(), shape_x = x.sizes(), in,
          out_features](const std::vector<Tensor>& grads) {
           const int64_t rows = rows_of(shape_x);  // all leading dims of x
@@ -215,7 +258,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
           Tensor dx, dw, db;
           if (GradMode::is_enabled()) {  // create_graph: the same products as differentiable ops
             if (sw.defined()) dx = reshape(matmul(g, sw.unpack()), shape_x);
-            if (sx.defined()) dw = matmul(transpose(g, 0, 1), reshape(sx.unpack(), {rows, in}));
+            if (sx.defined()) dw = matmul(transpose(g, 0, 1), reshape(to(sx.unpack(), g.dtype()), {rows, in}));
             if (gb) db = sum(g, {0});
             return std::vector<Tensor>{dx, dw, db};
           }
@@ -227,8 +270,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
               return std::vector<Tensor>{dx, dw, db};
             }
           }
-          if (sw.defined()) dx = reshape(gemm(g, sw.unpack()), shape_x);  // g·W
-          if (x2.defined()) dw = gemm(mT(g), x2);                         // gᵀ·x
+          if (sw.defined()) dx = reshape(gemm(g, sw.unpack()), shape_x);           // g·W
+          if (x2.defined()) dw = gemm(mT(g), to_raw(x2, x2.device(), g.dtype()));  // gᵀ·x (x widened if saved in bf16)
           if (gb) db = sum(g, {0});
           return std::vector<Tensor>{dx, dw, db};
         },

@@ -28,6 +28,33 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // leading dims of x, with the bias preloaded into the output.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// Under bf16 matmul precision on a CPU with a bf16 kernel, linear saves its
+// input for the weight's gradient rounded to bfloat16 (half the bytes, the
+// same bits: every GEMM that reads it in the backward rounds it first; the
+// backward then uses that copy even where the precision changed since).
+// Linears that read the same input inside one SharedLinearInput scope (an
+// attention layer's query, key and value projections) save one copy between
+// them; outside a scope each makes its own, as PyTorch's autocast does.
+// Scopes nest; a scope belongs to its thread.
+class SharedLinearInput {
+ public:
+  SharedLinearInput();
+  ~SharedLinearInput();
+  SharedLinearInput(const SharedLinearInput&) = delete;
+  SharedLinearInput& operator=(const SharedLinearInput&) = delete;
+
+  // The rounded copy of x this scope holds, or undefined.
+  Tensor find(const Tensor& x) const;
+  void keep(const Tensor& x, const Tensor& copy);
+  static SharedLinearInput* current();
+
+ private:
+  SharedLinearInput* outer_;
+  const TensorImpl* x_ = nullptr;  // compared only, never dereferenced: x_holder_ keeps it alive
+  Tensor x_holder_, copy_;
+  uint64_t version_ = 0;
+};
+
 // --- kernels ---
 // c (batch..., M, N) = a (batch..., M, K) · b (batch..., K, N), plus c's
 // previous values when `accumulate`. a, b and c have one rank >= 2 and the

@@ -69,6 +69,7 @@ Tensor LinearAttention::mixture() const { return pi_logits.defined() ? softmax(p
 Tensor LinearAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMask& mask,
                                 AttentionCache* cache) {
   check_attention_inputs(config, query, key, value, mask, cache);
+  SharedLinearInput share;  // q, k and v of one input save one bf16 copy of it (ops/linalg.h)
   const char* who = config.type.c_str();
   const int64_t h = config.heads, p = config.resolved_head_dim(), M = num_keys;
   const int64_t B = query.size(0), T = query.size(1);

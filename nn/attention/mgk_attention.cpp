@@ -157,6 +157,7 @@ std::vector<double> MixtureKeyAttention::inverse_sigma2() const {
 Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const AttentionMask& mask, AttentionCache* cache) {
   check_attention_inputs(config, query, key, value, mask, cache);
+  SharedLinearInput share;  // q, k and v of one input save one bf16 copy of it (ops/linalg.h)
   const int64_t h = config.heads, p = config.resolved_head_dim(), M = options.keys;
   const int64_t B = query.size(0), T = query.size(1);
   const std::vector<double> inv_s2 = inverse_sigma2();

@@ -36,6 +36,7 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, const std::st
 Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                    const AttentionMask& mask, AttentionCache* cache) {
   check_attention_inputs(config, query, key, value, mask, cache);
+  SharedLinearInput share;  // q, k and v of one input save one bf16 copy of it (ops/linalg.h)
   const int64_t h = config.heads, g = config.resolved_kv_heads(), p = config.resolved_head_dim();
   const int64_t B = query.size(0), T = query.size(1);
 

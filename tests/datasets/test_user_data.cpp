@@ -144,7 +144,9 @@ TEST_CASE("tsv classification: a class listed twice, or two labels of one number
 TEST_CASE("user data: lines that are not UTF-8 load, with one warning per file naming the first") {
   TempDir dir;
   // Latin-1 bytes (\xe9, \xff): the char tokenizer would quietly make each one a symbol of its own.
-  write_text(dir / "pairs.tsv", "abc\tcba\ncaf\xe9\t\xe9fac\nxy\tyx\n\xff\tz\n");
+  write_text(dir / "pairs.tsv",
+             "abc\tcba\ncaf\xe9\t\xe9"
+             "fac\nxy\tyx\n\xff\tz\n");
   write_text(dir / "clean.tsv", "ab\tba\n");
   const std::string tail =
       " (is the file in another encoding? such bytes are kept as bytes, not read as the characters they meant)";

@@ -20,6 +20,8 @@
 // it does for float32 precision (bit for bit as before), bf16 on the float32
 // path (which computes in float32: the same bits as float32 precision),
 // float64 and strided rows.
+// x may be float32, or bfloat16 where linear saved it rounded (ops/linalg.cpp):
+// its pack then copies the values it would have rounded to, the same bits.
 // It lives beside the GEMM library because it drives the packed layouts
 // (packed.h, internal to this folder) itself.
 // Not here: the packing and block kernels (pack.cpp, amx.cpp,
@@ -36,9 +38,9 @@
 namespace ks::cpu {
 namespace {
 
-// A 2-d float32 matrix whose rows are unit-stride (any row stride).
-bool rows_unit_stride(const Tensor& t) {
-  return t.defined() && t.dim() == 2 && t.dtype() == DType::Float32 && (t.stride(1) == 1 || t.size(1) == 1) &&
+// A 2-d matrix of `dtype` whose rows are unit-stride (any row stride).
+bool rows_unit_stride(const Tensor& t, DType dtype = DType::Float32) {
+  return t.defined() && t.dim() == 2 && t.dtype() == dtype && (t.stride(1) == 1 || t.size(1) == 1) &&
          t.stride(0) >= t.size(1);
 }
 
@@ -46,7 +48,8 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
                          Tensor& dw, Tensor& db) {
   if (cpu_matmul_precision() != MatmulPrecision::BFloat16) return false;  // no bf16 kernel: float32's composed path
   const CpuGemmPath path = cpu_gemm_path();
-  if (!rows_unit_stride(g) || !rows_unit_stride(x) || (want_dx && !rows_unit_stride(w))) return false;
+  const bool x_rows = rows_unit_stride(x) || rows_unit_stride(x, DType::BFloat16);
+  if (!rows_unit_stride(g) || !x_rows || (want_dx && !rows_unit_stride(w))) return false;
   const int64_t rows = g.size(0), out = g.size(1), in = x.size(1);
   if (out < in || rows == 0 || out == 0 || in == 0) return false;
 
@@ -90,12 +93,19 @@ bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool
   }
 
   // 2. dWᵀ (in, out) = xᵀ (in, rows) · g (rows, out), written transposed into dW (out, in).
-  const float* xp = x.data<float>();
   const int64_t x_grain = std::max<int64_t>(1, (1 << 16) / (ka_rows * bf16::kPanel));
-  bf16::maybe_parallel(threaded, in_p / bf16::kPanel, x_grain, [&](int64_t p0, int64_t p1) {
-    bf16::pack_a_rows({.data = xp, .ld = x.stride(0), .transposed = true}, in, rows, ka_rows, p0 * bf16::kPanel,
-                      p1 * bf16::kPanel, xta);
-  });
+  auto pack_xt = [&](auto tag) {  // float32 x rounded, bfloat16 x copied
+    using X = typename decltype(tag)::type;
+    const X* xp = x.data<X>();
+    bf16::maybe_parallel(threaded, in_p / bf16::kPanel, x_grain, [&](int64_t p0, int64_t p1) {
+      bf16::pack_a_rows<X>({.data = xp, .ld = x.stride(0), .transposed = true}, in, rows, ka_rows, p0 * bf16::kPanel,
+                           p1 * bf16::kPanel, xta);
+    });
+  };
+  if (x.dtype() == DType::BFloat16)
+    pack_xt(TypeTag<BFloat16>{});
+  else
+    pack_xt(TypeTag<float>{});
   dw = Tensor::empty({out, in}, DType::Float32, g.device());
   bf16::tiled_product(path, {.a = {.data = xta, .ld = ka_rows},
                              .b = {.data = gb, .kp = kp_rows},

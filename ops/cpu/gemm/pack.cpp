@@ -16,6 +16,8 @@
 //                          those pairs gives 16 panel rows.
 // Edges (fewer than 16 rows, columns or k left) go element by element.
 // pack_a_and_b is the third and first cases at once, from one read of g.
+// pack_a_rows also reads bfloat16 sources (a linear layer's input saved in
+// bf16, ops/linalg.cpp): their values are already bf16, so packing copies them.
 // Not here: the kernels and the blocking (amx.cpp, avx512bf16.cpp, bf16.cpp).
 #include <immintrin.h>
 
@@ -75,11 +77,22 @@ KS_AVX512 void transpose16(__m512 r[16]) {
   }
 }
 
+// 16 values as floats: float32 loaded, bfloat16 widened (exactly; rounding it again changes no bit).
+KS_AVX512 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+KS_AVX512 inline __m512 load16(const BFloat16* p) {
+  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+
 }  // namespace
 
-KS_AVX512 void pack_a_rows(const GemmMatrix<float>& op_a, int64_t m, int64_t k, int64_t kp, int64_t r0, int64_t r1,
-                           uint16_t* out) {
-  const float* const a = op_a.data;
+// A function template does not take GCC's target attribute reliably (its
+// instantiations compiled without AVX-512 here), so the target is set around it.
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl")
+template <class Src>
+void pack_a_rows(const GemmMatrix<Src>& op_a, int64_t m, int64_t k, int64_t kp, int64_t r0, int64_t r1, uint16_t* out) {
+  const Src* const a = op_a.data;
   const bool transposed = op_a.transposed;
   const int64_t lda = op_a.ld;
   const int64_t k16 = k / 16 * 16;
@@ -94,13 +107,13 @@ KS_AVX512 void pack_a_rows(const GemmMatrix<float>& op_a, int64_t m, int64_t k, 
       for (int64_t c = 0; c < k16; c += 16)
         for (int64_t g = band; g < band_end; g += 16) {
           __m512 r[16];
-          for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(a + (c + j) * lda + g);  // column c+j, rows g..g+15
-          transpose16(r);                                                              // r[row] = columns c..c+15
+          for (int j = 0; j < 16; ++j) r[j] = load16(a + (c + j) * lda + g);  // column c+j, rows g..g+15
+          transpose16(r);                                                     // r[row] = columns c..c+15
           for (int j = 0; j < 16; ++j) _mm256_storeu_si256((__m256i*)(out + (g + j) * kp + c), to_bf16x16(r[j]));
         }
       for (int64_t g = band; g < band_end; ++g) {
         uint16_t* row = out + g * kp;
-        for (int64_t c = k16; c < k; ++c) row[c] = to_bf16(a[c * lda + g]);
+        for (int64_t c = k16; c < k; ++c) row[c] = to_bf16(float(a[c * lda + g]));
         std::fill(row + k, row + kp, uint16_t(0));
       }
     }
@@ -113,16 +126,20 @@ KS_AVX512 void pack_a_rows(const GemmMatrix<float>& op_a, int64_t m, int64_t k, 
       continue;
     }
     if (transposed) {
-      for (int64_t c = 0; c < k; ++c) row[c] = to_bf16(a[c * lda + i]);
+      for (int64_t c = 0; c < k; ++c) row[c] = to_bf16(float(a[c * lda + i]));
     } else {
-      const float* src = a + i * lda;
+      const Src* src = a + i * lda;
       int64_t c = 0;
-      for (; c < k16; c += 16) _mm256_storeu_si256((__m256i*)(row + c), to_bf16x16(_mm512_loadu_ps(src + c)));
-      for (; c < k; ++c) row[c] = to_bf16(src[c]);
+      for (; c < k16; c += 16) _mm256_storeu_si256((__m256i*)(row + c), to_bf16x16(load16(src + c)));
+      for (; c < k; ++c) row[c] = to_bf16(float(src[c]));
     }
     std::fill(row + k, row + kp, uint16_t(0));
   }
 }
+
+template void pack_a_rows(const GemmMatrix<float>&, int64_t, int64_t, int64_t, int64_t, int64_t, uint16_t*);
+template void pack_a_rows(const GemmMatrix<BFloat16>&, int64_t, int64_t, int64_t, int64_t, int64_t, uint16_t*);
+#pragma GCC pop_options
 
 KS_AVX512 void pack_b_panels(const GemmMatrix<float>& op_b, int64_t k, int64_t n, int64_t kp, int64_t p0, int64_t p1,
                              uint16_t* out) {

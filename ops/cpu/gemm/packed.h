@@ -50,9 +50,11 @@ template <class F> void maybe_parallel(bool threaded, int64_t count, int64_t gra
     body(int64_t(0), count);
 }
 
-// Rows [r0, r1) of packed A from op(A) (m, k). kp: the packed row stride
-// (>= k; zeros after k); rows past m are zero.
-void pack_a_rows(const GemmMatrix<float>& a, int64_t m, int64_t k, int64_t kp, int64_t r0, int64_t r1, uint16_t* out);
+// Rows [r0, r1) of packed A from op(A) (m, k), float32 (rounded) or
+// bfloat16 (copied). kp: the packed row stride (>= k; zeros after k); rows
+// past m are zero.
+template <class Src>
+void pack_a_rows(const GemmMatrix<Src>& a, int64_t m, int64_t k, int64_t kp, int64_t r0, int64_t r1, uint16_t* out);
 // Panels [p0, p1) of packed B from op(B) (k, n), each kp (a multiple of 32) rows of k long.
 void pack_b_panels(const GemmMatrix<float>& b, int64_t k, int64_t n, int64_t kp, int64_t p0, int64_t p1, uint16_t* out);
 
