@@ -71,13 +71,17 @@ Plan make_plan(const Tensor& x, const Dims& dims, bool keepdim, const char* op) 
   return p;
 }
 
-void check_dtype(const Tensor& x, const char* op, bool allow_int, bool allow_bool) {
+// allow_half: bfloat16 and float16 too (sum and mean, accumulated in float64 on the CPU).
+void check_dtype(const Tensor& x, const char* op, bool allow_int, bool allow_bool, bool allow_half = false) {
   const DType t = x.dtype();
-  bool ok = t == kFloat32 || t == kFloat64 || (allow_int && (t == kInt32 || t == kInt64)) || (allow_bool && t == kBool);
+  bool ok = t == kFloat32 || t == kFloat64 || (allow_int && (t == kInt32 || t == kInt64)) ||
+            (allow_bool && t == kBool) || (allow_half && (t == kBFloat16 || t == kFloat16));
+  const char* half = allow_half ? "bfloat16, float16, " : "";
   KS_CHECK(ok, op, ": expected a ",
-           allow_bool  ? "float32, float64, int32, int64 or bool"
-           : allow_int ? "float32, float64, int32 or int64"
-                       : "float32 or float64",
+           allow_bool   ? str("float32, float64, ", half, "int32, int64 or bool")
+           : allow_int  ? str("float32, float64, ", half, "int32 or int64")
+           : allow_half ? std::string("float32, float64, bfloat16 or float16")
+                        : std::string("float32 or float64"),
            " tensor, got ", describe(x));
 }
 
@@ -265,7 +269,7 @@ Tensor sum(const Tensor& x) { return sum(x, {}, false); }
 
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
   Plan p = make_plan(x, dims, keepdim, "sum");
-  check_dtype(x, "sum", true, true);
+  check_dtype(x, "sum", true, true, /*allow_half=*/true);
   Tensor out = present(run(ReduceOp::Sum, x, p, sum_dtype(x.dtype()), false).first, p);
   if (needs_grad({x}))
     record(
@@ -278,7 +282,7 @@ Tensor mean(const Tensor& x) { return mean(x, {}, false); }
 
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
   Plan p = make_plan(x, dims, keepdim, "mean");
-  check_dtype(x, "mean", false, false);
+  check_dtype(x, "mean", false, false, /*allow_half=*/true);
   Tensor out = present(run(ReduceOp::Mean, x, p, x.dtype(), false).first, p);
   if (needs_grad({x}))
     record(

@@ -29,13 +29,14 @@
 #include <utility>
 
 #include "core/error.h"
+#include "ops/kernel_dtypes.h"
 #include "ops/kernel_math.h"
 #include "ops/reduce.h"
 
 namespace ks::reduce_formulas {
 
-// The accumulation type of T.
-template <class T> using Wide = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+// The accumulation type of T (bfloat16 and float16 accumulate in double, as float32 does).
+template <class T> using Wide = std::conditional_t<std::is_floating_point_v<T> || is_16bit_v<T>, double, int64_t>;
 
 // a + b and a · b, wrapping for integers (signed overflow would be undefined).
 template <class A> KS_HOST_DEVICE inline A wrap_add(A a, A b) {
@@ -77,10 +78,10 @@ KS_HOST_DEVICE inline double libm_exp(double x) { return ::exp(x); }
 
 // --- what one element contributes (T x -> Wide or double) ---
 template <class T> struct ToWide {
-  KS_HOST_DEVICE Wide<T> operator()(T v) const { return Wide<T>(v); }
+  KS_HOST_DEVICE Wide<T> operator()(T v) const { return Wide<T>(widen(v)); }
 };
 struct AsDouble {
-  template <class T> KS_HOST_DEVICE double operator()(T v) const { return double(v); }
+  template <class T> KS_HOST_DEVICE double operator()(T v) const { return double(widen(v)); }
 };
 struct Square {  // norm 2
   template <class T> KS_HOST_DEVICE double operator()(T v) const { return double(v) * double(v); }
@@ -263,13 +264,21 @@ inline bool two_pass(ReduceOp op) { return op == ReduceOp::Var || op == ReduceOp
 // element type and r the pass's reducer. out, idx (ArgMax, ArgMin,
 // ProdNonzero, else null) and centre (M doubles when two_pass(op), else null)
 // are pointers on the kernel's device.
-template <class Run>
+// Take16: the backend's kernels read bfloat16 and float16 (sum and mean only).
+template <bool Take16 = false, class Run>
 void with_reducers(ReduceOp op, const ReduceParams& params, DType dtype, const Tensor& out, int64_t* idx,
                    double* centre, Run&& run) {
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Prod:
     case ReduceOp::ProdNonzero:
+      if constexpr (Take16) {  // a 16-bit sum: accumulated in double, stored in the input's dtype
+        if (op == ReduceOp::Sum && (dtype == DType::BFloat16 || dtype == DType::Float16))
+          return dispatch_floating16(dtype, "sum", [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            if constexpr (is_16bit_v<T>) run(tag, map_sum<T>(out.data<T>(), ToWide<T>{}, AsIs{}));
+          });
+      }
       return dispatch_all(dtype, op == ReduceOp::Sum ? "sum" : "prod", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using Out = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
@@ -296,6 +305,13 @@ void with_reducers(ReduceOp op, const ReduceParams& params, DType dtype, const T
     case ReduceOp::Std:
     case ReduceOp::LogSumExp:
     case ReduceOp::Norm:
+      if constexpr (Take16) {  // a 16-bit mean, as the sum
+        if (op == ReduceOp::Mean && (dtype == DType::BFloat16 || dtype == DType::Float16))
+          return dispatch_floating16(dtype, "mean", [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            if constexpr (is_16bit_v<T>) run(tag, map_sum<T>(out.data<T>(), AsDouble{}, MeanOf{}));
+          });
+      }
       return dispatch_floating(dtype, "reduce", [&](auto tag) {
         using T = typename decltype(tag)::type;
         T* o = out.data<T>();

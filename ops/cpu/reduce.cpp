@@ -134,8 +134,9 @@ void reduce_cpu(ReduceOp op, const Tensor& out, const Tensor& indices, const Ten
   const ReduceGeometry g = reduce_geometry(x, mask);
   int64_t* idx = indices.defined() ? indices.data<int64_t>() : nullptr;
   std::vector<double> centre(two_pass(op) ? size_t(g.M) : 0);
-  with_reducers(op, params, x.dtype(), out, idx, centre.data(),
-                [&](auto tag, const auto& r) { reduce_with<typename decltype(tag)::type>(g, with_lanes(r)); });
+  with_reducers</*Take16=*/true>(op, params, x.dtype(), out, idx, centre.data(), [&](auto tag, const auto& r) {
+    reduce_with<typename decltype(tag)::type>(g, with_lanes(r));
+  });
 }
 
 }  // namespace

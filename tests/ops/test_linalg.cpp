@@ -380,7 +380,10 @@ TEST_CASE("matmul and linear on bfloat16 and float16: exact products summed in f
     Tensor ref = add(ref_matmul(to(x, kFloat64), transpose(to(w, kFloat64), 0, 1)), to(bias, kFloat64));
     check_close(to(out, kFloat64), ref, 40 * 1e-6, 1.01 * u);
     Tensor g = half({5, 7}, 87);
-    backward(linear(x, w), g);
+    Tensor bl = half({7}, 88).set_requires_grad(true);
+    backward(linear(x, w, bl), g);
+    CHECK(bl.grad().dtype() == d);
+    check_close(to(bl.grad(), kFloat64), sum(to(g, kFloat64), {0}), 1e-6, 1.01 * u);  // summed in float64, rounded
     CHECK(x.grad().dtype() == d);
     CHECK(w.grad().dtype() == d);
     check_close(to(x.grad(), kFloat64), ref_matmul(to(g, kFloat64), to(w, kFloat64)), 7 * 1e-6, 1.01 * u);

@@ -1,5 +1,6 @@
 // tests/ops/test_sum.cpp — sum over dims (row, column and copied layouts),
-// integer and bool sums, precision and thread-count independence, and sum_to.
+// integer and bool sums, bfloat16/float16 sums and means (float64 accumulation),
+// precision and thread-count independence, and sum_to.
 #include <cstring>
 
 #include "ops/reduce_reference.h"
@@ -114,6 +115,36 @@ TEST_CASE("sum gradchecks and sum_to") {
 TEST_CASE("sum rejects bad dims and dtypes by name") {
   CHECK_THROWS_WITH_AS(sum(zeros({2}), {0, 0}), "sum: dim 0 appears more than once in [0, 0]", Error);
   CHECK_THROWS_WITH_AS(sum(zeros({2, 3}), {2}), "sum: dim 2 out of range for a 2-d tensor", Error);
-  CHECK_THROWS_WITH_AS(sum(zeros({2}, {.dtype = kBFloat16})),
-                       "sum: expected a float32, float64, int32, int64 or bool tensor, got bfloat16 [2]", Error);
+  CHECK_THROWS_WITH_AS(prod(zeros({2}, {.dtype = kBFloat16})),
+                       "prod: expected a float32, float64, int32, int64 or bool tensor, got bfloat16 [2]", Error);
+  CHECK_THROWS_WITH_AS(mean(zeros({2}, {.dtype = kInt32})),
+                       "mean: expected a float32, float64, bfloat16 or float16 tensor, got int32 [2]", Error);
+}
+
+TEST_CASE("sum and mean of bfloat16 and float16 accumulate in float64 and keep the dtype") {
+  for (DType d : {kBFloat16, kFloat16}) {
+    CAPTURE(d);
+    // 4096 ones: in 16-bit accumulation the sum stops at 256 (bf16) or 2048 (f16).
+    Tensor ones16 = to(ones({2, 4096}), d);
+    Tensor s = sum(ones16, {1});
+    CHECK(s.dtype() == d);
+    CHECK(s.to_vector<double>() == std::vector<double>{4096, 4096});
+    CHECK(to(mean(ones16), kFloat64).item() == 1.0);
+    // Random rows, over each dim and all: the float64 sum of the same values, rounded once.
+    Tensor x = to(leaf64({3, 50, 7}, 21), d);
+    Tensor x64 = to(x, kFloat64);
+    for (const Dims& dims : {Dims{0}, Dims{1}, Dims{2}, Dims{0, 2}, Dims{}}) {
+      Tensor want = to(to(dims.empty() ? sum(x64) : sum(x64, dims), d), kFloat64);
+      Tensor got = to(dims.empty() ? sum(x) : sum(x, dims), kFloat64);
+      check_close(got, want, 0, 0);
+      Tensor want_mean = to(to(dims.empty() ? mean(x64) : mean(x64, dims), d), kFloat64);
+      check_close(to(dims.empty() ? mean(x) : mean(x, dims), kFloat64), want_mean, 0, 0);
+    }
+    // Gradients come back in the input's dtype.
+    Tensor leaf = detach(x).set_requires_grad(true);
+    backward(add(sum(leaf), mean(leaf)));
+    CHECK(leaf.grad().dtype() == d);
+    const double one_plus = double(to(tensor({1.0 + 1.0 / 1050.0}, {1}), d).item());
+    CHECK(to(leaf.grad(), kFloat64).to_vector<double>() == std::vector<double>(1050, one_plus));
+  }
 }
