@@ -104,7 +104,10 @@ Tensor class_loss(const char* name, const Tensor& x, const Tensor& targets, cons
   const int64_t P = rows.size(0);
   const Tensor t = per_position(targets, P);
   Tensor loss = Tensor::empty({P}, x.dtype(), x.device());
-  Tensor lse = spec.from_logits ? Tensor::empty({P}, x.dtype(), x.device()) : Tensor();
+  // A 16-bit input keeps its log-sum-exp in float32: the backward's exp(x - lse)
+  // would inherit an lse rounded to 8 bits as a relative error of |lse|·2⁻⁹.
+  const DType lse_dtype = x.dtype() == kBFloat16 || x.dtype() == kFloat16 ? kFloat32 : x.dtype();
+  Tensor lse = spec.from_logits ? Tensor::empty({P}, lse_dtype, x.device()) : Tensor();
   Tensor denom = Tensor::empty({}, x.dtype(), x.device());
   class_loss_kernel(x.device(), loss, lse, denom, rows, t, spec);
 

@@ -16,8 +16,7 @@ constinit KernelTable<RmsNormBackwardKernel> rms_norm_backward_kernel("rms_norm_
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
   KS_CHECK(x.defined(), "rms_norm: undefined input");
-  KS_CHECK(x.dtype() == kFloat32 || x.dtype() == kFloat64, "rms_norm: expected a float32 or float64 tensor, got ",
-           describe(x));
+  KS_CHECK(is_floating(x.dtype()), "rms_norm: expected a floating tensor, got ", describe(x));
   const int64_t rows = norm_common::check_args("rms_norm", x, normalized_shape, weight, bias, eps);
   Tensor y = Tensor::empty(x.sizes(), x.dtype(), x.device());
   Tensor rstd = Tensor::empty({rows}, kFloat64, x.device());

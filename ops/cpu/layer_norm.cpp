@@ -14,6 +14,7 @@
 #include "core/parallel.h"
 #include "ops/cpu/norm_rows.h"
 #include "ops/cpu/row_math.h"
+#include "ops/cpu/through_float32.h"
 #include "ops/layer_norm.h"
 #include "ops/layer_norm_formulas.h"
 
@@ -49,6 +50,11 @@ void forward_rows(T* y, double* mean, double* rstd, const T* x, const T* w, cons
 
 void layer_norm_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x_in, const Tensor& w_in,
                     const Tensor& b_in, double eps) {
+  if (is_16bit(y)) {  // through float32, rounded once (through_float32.h); mean and rstd are float64 either way
+    const Float32Out o(y);
+    layer_norm_cpu(o.f32, mean, rstd, as_float32(x_in), as_float32(w_in), as_float32(b_in), eps);
+    return o.store();
+  }
   forward_entry(y, mean, x_in, w_in, b_in, [&](auto tag, const ForwardInputs& in) {
     using T = typename decltype(tag)::type;
     with_affine(in.w.defined(), in.b.defined(), [&](auto has_w, auto has_b) {
@@ -90,6 +96,14 @@ void backward_rows(T* dx, double* pw, double* pb, const T* g, const T* x, const 
 
 void layer_norm_backward_cpu(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g_in,
                              const Tensor& x_in, const Tensor& mean, const Tensor& rstd, const Tensor& w_in) {
+  if (is_16bit(g_in)) {
+    const Float32Out ddx(dx), ddw(dw), ddb(db);
+    layer_norm_backward_cpu(ddx.f32, ddw.f32, ddb.f32, as_float32(g_in), as_float32(x_in), mean, rstd,
+                            as_float32(w_in));
+    ddx.store();
+    ddw.store();
+    return ddb.store();
+  }
   const BackwardInputs in = backward_inputs(dw, db, g_in, x_in, mean, w_in);
   if (in.empty) return;
   const Tensor &g = in.g, &x = in.x, &w = in.w;

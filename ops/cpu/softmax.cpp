@@ -1,5 +1,5 @@
 // ops/cpu/softmax.cpp — CPU kernels for softmax / log_softmax, forward and
-// backward.
+// backward. bfloat16 and float16 run through float32 (through_float32.h).
 //
 // The input is made contiguous and viewed as (outer, n, inner) around the
 // softmax dim. inner == 1 (the last dim, the common case) runs row by row
@@ -14,6 +14,7 @@
 #include "core/copy.h"
 #include "core/parallel.h"
 #include "ops/cpu/row_math.h"
+#include "ops/cpu/through_float32.h"
 #include "ops/softmax.h"
 #include "ops/softmax_formulas.h"
 
@@ -175,6 +176,11 @@ template <bool Log, class T> void run_backward(T* dx, const T* g, const T* y, co
 }
 
 void softmax_cpu(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
+  if (is_16bit(out)) {  // through float32, rounded once (through_float32.h)
+    const Float32Out o(out);
+    softmax_cpu(log, o.f32, as_float32(x_in), dim);
+    return o.store();
+  }
   forward_entry(out, x_in, dim, log, [&](auto tag, auto is_log, const Tensor& x, const Geometry& G) {
     using T = typename decltype(tag)::type;
     run_forward<decltype(is_log)::value>(out.data<T>(), x.data<T>(), G);
@@ -182,6 +188,11 @@ void softmax_cpu(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
 }
 
 void softmax_backward_cpu(bool log, const Tensor& dx, const Tensor& g_in, const Tensor& y_in, int64_t dim) {
+  if (is_16bit(dx)) {
+    const Float32Out d(dx);
+    softmax_backward_cpu(log, d.f32, as_float32(g_in), as_float32(y_in), dim);
+    return d.store();
+  }
   backward_entry(dx, g_in, y_in, dim, log,
                  [&](auto tag, auto is_log, const Tensor& g, const Tensor& y, const Geometry& G) {
                    using T = typename decltype(tag)::type;

@@ -1,0 +1,33 @@
+// ops/cpu/through_float32.h — bfloat16 and float16 for a CPU row kernel
+// written for float32 and float64 (softmax, the norms, the class losses):
+// the 16-bit inputs are widened to float32 copies (exactly), the float32
+// kernel runs, and each 16-bit output is rounded once from its float32
+// result. That is the contract of every 16-bit op (core/dtype.h: computed in
+// float32, rounded once), at the price of one copy per operand; a kernel that
+// widens as it loads (the elementwise ones, ops/kernel_dtypes.h) saves it.
+// Not here: the kernels themselves.
+#pragma once
+
+#include "core/copy.h"
+#include "core/tensor.h"
+
+namespace ks::cpu {
+
+inline bool is_16bit(const Tensor& t) {
+  return t.defined() && (t.dtype() == DType::BFloat16 || t.dtype() == DType::Float16);
+}
+
+// t as float32 when it is 16-bit (a widened copy), else t itself (undefined stays undefined).
+inline Tensor as_float32(const Tensor& t) { return is_16bit(t) ? to_raw(t, t.device(), DType::Float32) : t; }
+
+// A float32 stand-in for a 16-bit output, written back (rounded once) by store(); any other output is its own.
+struct Float32Out {
+  Tensor target, f32;
+  explicit Float32Out(const Tensor& t)
+      : target(t), f32(is_16bit(t) ? Tensor::empty(t.sizes(), DType::Float32, t.device()) : t) {}
+  void store() const {
+    if (is_16bit(target)) copy_(target, f32);
+  }
+};
+
+}  // namespace ks::cpu

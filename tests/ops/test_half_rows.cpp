@@ -1,0 +1,111 @@
+// tests/ops/test_half_rows.cpp — bfloat16 and float16 through the CPU's row
+// kernels (softmax, log_softmax, layer_norm, rms_norm, cross_entropy), which
+// run them through float32 (ops/cpu/through_float32.h): each forward result
+// is the float32 op on the widened input rounded once, bit for bit; each
+// gradient comes back in the input's dtype within a few unit roundoffs of the
+// float64 gradient of the same values.
+// Not here: the elementwise ops (test_half_elementwise.cpp), sum and mean
+// (test_sum.cpp), CUDA, which refuses these dtypes.
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/engine.h"
+#include "autograd/node.h"
+#include "core/factory.h"
+#include "ops/elementwise.h"
+#include "ops/layer_norm.h"
+#include "ops/loss.h"
+#include "ops/reduce.h"
+#include "ops/rms_norm.h"
+#include "ops/softmax.h"
+#include "ops/view.h"
+#include "support/testing.h"
+
+using namespace ks;
+using namespace ks::testing;
+
+namespace {
+
+const DType kHalfTypes[] = {kBFloat16, kFloat16};
+
+double unit_roundoff(DType d) { return d == kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }
+
+Tensor half_leaf(DType d, const Shape& shape, uint64_t seed, double lo = -2, double hi = 2) {
+  return detach(to(leaf64(shape, seed, lo, hi), d));
+}
+
+struct RowCase {
+  std::string name;
+  // The op on x (with whatever parameters it takes, in x's dtype).
+  std::function<Tensor(const Tensor&)> op;
+};
+
+std::vector<RowCase> row_cases(DType d) {
+  const Tensor w = half_leaf(d, {33}, 91, 0.5, 1.5), b = half_leaf(d, {33}, 92);
+  auto in = [](const Tensor& x, const Tensor& p) { return to(p, x.dtype()); };  // the parameter in x's dtype
+  return {
+      {"softmax, last dim", [](const Tensor& x) { return softmax(x, -1); }},
+      {"softmax, dim 0", [](const Tensor& x) { return softmax(x, 0); }},
+      {"log_softmax", [](const Tensor& x) { return log_softmax(x, -1); }},
+      {"layer_norm", [=](const Tensor& x) { return layer_norm(x, {33}, in(x, w), in(x, b), 1e-5); }},
+      {"rms_norm", [=](const Tensor& x) { return rms_norm(x, {33}, in(x, w), Tensor(), 1e-6); }},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("16-bit softmax, log_softmax, layer_norm and rms_norm: float32's result rounded once") {
+  for (DType d : kHalfTypes) {
+    for (const RowCase& c : row_cases(d)) {
+      CAPTURE(d);
+      CAPTURE(c.name);
+      Tensor x = half_leaf(d, {70, 33}, 93);
+      Tensor y = c.op(x);
+      CHECK(y.dtype() == d);
+      CHECK(y.to_vector<float>() == to(c.op(to(x, kFloat32)), d).to_vector<float>());
+    }
+  }
+}
+
+TEST_CASE("16-bit row ops: gradients in the input's dtype, near float64's") {
+  for (DType d : kHalfTypes) {
+    for (const RowCase& c : row_cases(d)) {
+      CAPTURE(d);
+      CAPTURE(c.name);
+      const double u = unit_roundoff(d);
+      Tensor x = half_leaf(d, {20, 33}, 94).set_requires_grad(true);
+      Tensor x64 = to(detach(x), kFloat64).set_requires_grad(true);
+      Tensor g = half_leaf(d, {20, 33}, 95, -1, 1);
+      backward(c.op(x), g);
+      backward(c.op(x64), to(g, kFloat64));
+      REQUIRE(x.grad().defined());
+      CHECK(x.grad().dtype() == d);
+      // The saved output is rounded (softmax's y), and so is every result: a few
+      // unit roundoffs relative to the gradient's scale.
+      const std::vector<double> ref = x64.grad().to_vector<double>();
+      double scale = 0;
+      for (double v : ref) scale = std::max(scale, std::fabs(v));
+      check_close(to(x.grad(), kFloat64), x64.grad(), 8 * u * scale, 4 * u);
+    }
+  }
+}
+
+TEST_CASE("16-bit cross_entropy: the loss as float32's rounded once, its log-sum-exp kept in float32") {
+  for (DType d : kHalfTypes) {
+    CAPTURE(d);
+    Tensor logits = half_leaf(d, {64, 300}, 96, -4, 4).set_requires_grad(true);
+    Tensor targets = randint(0, 300, {64}, {.dtype = kInt64});
+    Tensor loss = cross_entropy(logits, targets, {.reduction = Reduction::None});
+    CHECK(loss.dtype() == d);
+    CHECK(loss.to_vector<float>() ==
+          to(cross_entropy(to(logits, kFloat32), targets, {.reduction = Reduction::None}), d).to_vector<float>());
+    // The mean's gradient: softmax - onehot, over 64 rows, near float64's.
+    backward(cross_entropy(logits, targets));
+    Tensor l64 = to(detach(logits), kFloat64).set_requires_grad(true);
+    backward(cross_entropy(l64, targets));
+    CHECK(logits.grad().dtype() == d);
+    check_close(to(logits.grad(), kFloat64), l64.grad(), 1e-6, 4 * unit_roundoff(d));
+  }
+}
