@@ -55,8 +55,10 @@ void embedding_backward_cpu(const Tensor& dw, const Tensor& g_in, const Tensor& 
     std::vector<int64_t> next(start.begin(), start.end() - 1);
     for (int64_t i = 0; i < n; ++i) order[size_t(next[size_t(idx[i])]++)] = i;
   }
-  dispatch_floating(dw.dtype(), "embedding backward", [&](auto tag) {
+  // 16-bit gradients too: each row summed in double, rounded once (through float32) at the end.
+  dispatch_floating16(dw.dtype(), "embedding backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
     const T* gp = g.data<T>();
     T* out = dw.data<T>();
     const int64_t avg_work = D * (1 + n / std::max<int64_t>(V, 1));
@@ -68,9 +70,9 @@ void embedding_backward_cpu(const Tensor& dw, const Tensor& g_in, const Tensor& 
         if (v != padding_idx)
           for (int64_t k = start[size_t(v)]; k < start[size_t(v + 1)]; ++k) {
             const T* gr = gp + order[size_t(k)] * D;
-            for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += double(gr[d]);
+            for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += double(static_cast<C>(gr[d]));
           }
-        for (int64_t d = 0; d < D; ++d) row[d] = T(acc[size_t(d)]);
+        for (int64_t d = 0; d < D; ++d) row[d] = T(static_cast<C>(acc[size_t(d)]));
       }
     });
   });

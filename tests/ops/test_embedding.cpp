@@ -1,7 +1,11 @@
 // tests/ops/test_embedding.cpp — embedding: gather against a loop reference
 // (strided weight, any index shape), scatter-add backward with repeated
-// indices and padding_idx, gradchecks over layouts, determinism, errors.
+// indices and padding_idx, gradchecks over layouts, determinism, errors,
+// bfloat16/float16 weights.
 #include "ops/embedding.h"
+#include "ops/indexing.h"
+#include "ops/reduce.h"
+#include "ops/view.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -95,4 +99,21 @@ TEST_CASE("embedding errors name the bad index, V and dtypes") {
                        "embedding: weight must be 2-D (num_embeddings, embedding_dim), got float32 [5]", Error);
   CHECK_THROWS_WITH_AS(embedding(w, idx({1}, {1}), 5),
                        "embedding: padding_idx 5 is out of range for 5 embeddings (use -1 for none)", Error);
+}
+
+TEST_CASE("embedding in bfloat16 and float16: rows copied, gradients summed in double and rounded once") {
+  for (DType d : {kBFloat16, kFloat16}) {
+    CAPTURE(d);
+    Tensor w = detach(to(leaf64({10, 6}, 31), d)).set_requires_grad(true);
+    Tensor ids = tensor({3, 0, 3, 9}, {4}, {.dtype = kInt64});
+    Tensor out = embedding(w, ids);
+    CHECK(out.dtype() == d);
+    CHECK(out.to_vector<float>() == to(index_select(to(detach(w), kFloat32), 0, ids), d).to_vector<float>());
+    // 3000 lookups of row 0, each with gradient 1: a 16-bit running sum would
+    // stop at 256 (bfloat16) or 2048 (float16); summed in double it is 3000, rounded once.
+    Tensor many = zeros({3000}, {.dtype = kInt64});
+    backward(sum(embedding(w, many)));
+    CHECK(w.grad().dtype() == d);
+    CHECK(to(w.grad(), kFloat64).to_vector<double>()[0] == double(to(tensor({3000.0}, {1}), d).item()));
+  }
 }
