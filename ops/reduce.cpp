@@ -71,7 +71,7 @@ Plan make_plan(const Tensor& x, const Dims& dims, bool keepdim, const char* op) 
   return p;
 }
 
-// allow_half: bfloat16 and float16 too (sum and mean, accumulated in float64 on the CPU).
+// allow_half: bfloat16 and float16 too (every reduction but prod: run() says how).
 void check_dtype(const Tensor& x, const char* op, bool allow_int, bool allow_bool, bool allow_half = false) {
   const DType t = x.dtype();
   bool ok = t == kFloat32 || t == kFloat64 || (allow_int && (t == kInt32 || t == kInt64)) ||
@@ -91,8 +91,18 @@ void check_nonempty(const Tensor& x, const Plan& p, const char* op) {
 }
 
 // Runs the kernel; returns (values, indices) in the kept shape.
+bool is_16bit(DType t) { return t == kBFloat16 || t == kFloat16; }
+
+// The reduction `op` of x into a fresh (kept-shape) result and, with_indices, int64 indices.
+// A 16-bit x reduces through a float32 copy, its result rounded once, except
+// for sum and mean, whose kernels read 16-bit values themselves.
 std::pair<Tensor, Tensor> run(ReduceOp op, const Tensor& x, const Plan& p, DType out_dtype, bool with_indices,
                               ReduceParams params = {}) {
+  if (is_16bit(x.dtype()) && op != ReduceOp::Sum && op != ReduceOp::Mean) {
+    auto [out, idx] =
+        run(op, to_raw(x, x.device(), kFloat32), p, is_16bit(out_dtype) ? kFloat32 : out_dtype, with_indices, params);
+    return {to_raw(out, out.device(), out_dtype), idx};
+  }
   Tensor out = Tensor::empty(p.kept, out_dtype, x.device());
   Tensor idx = with_indices ? Tensor::empty(p.kept, kInt64, x.device()) : Tensor();
   reduce_kernel(x.device(), op, out, idx, x, p.mask, params);
@@ -108,8 +118,14 @@ Tensor present(const Tensor& t, const Plan& p) {
 Tensor spread(const Tensor& t, const Plan& p) { return expand(reshape(t, p.kept), p.in); }
 
 // The piece Op of ReduceGradOps over inputs `in`, into a new tensor of `shape`.
+// 16-bit: through float32 copies of the 16-bit inputs, the result rounded once.
 template <class Op>
 Tensor grad_op(const Shape& shape, DType dtype, Device device, const std::vector<Tensor>& in, double p = 0) {
+  if (is_16bit(dtype)) {
+    std::vector<Tensor> wide;
+    for (const Tensor& t : in) wide.push_back(t.defined() && is_16bit(t.dtype()) ? to_raw(t, device, kFloat32) : t);
+    return to_raw(grad_op<Op>(shape, kFloat32, device, wide, p), device, dtype);
+  }
   Tensor out = Tensor::empty(shape, dtype, device);
   reduce_grad_kernel<Op>(device, out, in, p);
   return out;
@@ -156,7 +172,7 @@ Tensor product_of_others(const Tensor& x, const Tensor& y, const Plan& p) {
 // amax/amin/max()/min(): values with the gradient split among ties.
 Tensor extreme(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, const char* op) {
   Plan p = make_plan(x, dims, keepdim, op);
-  check_dtype(x, op, true, false);
+  check_dtype(x, op, true, false, /*allow_half=*/true);
   check_nonempty(x, p, op);
   Tensor y = run(is_max ? ReduceOp::Max : ReduceOp::Min, x, p, x.dtype(), false).first;
   Tensor out = present(y, p);
@@ -175,7 +191,7 @@ Tensor extreme(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, con
 
 // max/min/argmax/argmin along one dim: (values, indices) in the kept shape.
 std::pair<Tensor, Tensor> along(const Tensor& x, const Plan& p, bool is_max, const char* op) {
-  check_dtype(x, op, true, false);
+  check_dtype(x, op, true, false, /*allow_half=*/true);
   check_nonempty(x, p, op);
   return run(is_max ? ReduceOp::ArgMax : ReduceOp::ArgMin, x, p, x.dtype(), true);
 }
@@ -215,7 +231,7 @@ Tensor arg_along(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, c
 Tensor variance(const Tensor& x, const Dims& dims, double correction, bool keepdim, bool take_sqrt) {
   const char* op = take_sqrt ? "stddev" : "var";
   Plan p = make_plan(x, dims, keepdim, op);
-  check_dtype(x, op, false, false);
+  check_dtype(x, op, false, false, /*allow_half=*/true);
   KS_CHECK(std::isfinite(correction), op, ": correction must be finite, got ", correction);
   Tensor y = run(take_sqrt ? ReduceOp::Std : ReduceOp::Var, x, p, x.dtype(), false, {.correction = correction}).first;
   Tensor out = present(y, p);
@@ -342,7 +358,7 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return arg_along(x, 
 
 Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
   Plan p = make_plan(x, dims, keepdim, "logsumexp");
-  check_dtype(x, "logsumexp", false, false);
+  check_dtype(x, "logsumexp", false, false, /*allow_half=*/true);
   Tensor y = run(ReduceOp::LogSumExp, x, p, x.dtype(), false).first;
   Tensor out = present(y, p);
   if (needs_grad({x}))
@@ -362,7 +378,7 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
 Tensor norm(const Tensor& x, const Dims& dims, NormOptions opts) {
   const double p_ = opts.p;
   Plan p = make_plan(x, dims, opts.keepdim, "norm");
-  check_dtype(x, "norm", false, false);
+  check_dtype(x, "norm", false, false, /*allow_half=*/true);
   KS_CHECK(p_ >= 0 || p_ == -INFINITY, "norm: p must be positive, 0 or ±inf, got ", p_);
   Tensor y = run(ReduceOp::Norm, x, p, x.dtype(), false, {.p = p_}).first;
   Tensor out = present(y, p);

@@ -1,6 +1,8 @@
 // tests/ops/test_half_rows.cpp — bfloat16 and float16 through the CPU's row
 // kernels (softmax, log_softmax, layer_norm, rms_norm, cross_entropy), which
-// run them through float32 (ops/cpu/through_float32.h): each forward result
+// run them through float32 (ops/cpu/through_float32.h), and through the
+// reductions other than sum and mean (max, min, argmax, var, stddev,
+// logsumexp, norm: ops/reduce.cpp's run()): each forward result
 // is the float32 op on the widened input rounded once, bit for bit; each
 // gradient comes back in the input's dtype within a few unit roundoffs of the
 // float64 gradient of the same values.
@@ -51,6 +53,16 @@ std::vector<RowCase> row_cases(DType d) {
       {"log_softmax", [](const Tensor& x) { return log_softmax(x, -1); }},
       {"layer_norm", [=](const Tensor& x) { return layer_norm(x, {33}, in(x, w), in(x, b), 1e-5); }},
       {"rms_norm", [=](const Tensor& x) { return rms_norm(x, {33}, in(x, w), Tensor(), 1e-6); }},
+      {"amax", [](const Tensor& x) { return amax(x, {1}, true); }},
+      {"max along a dim", [](const Tensor& x) { return max(x, 0, true).values; }},
+      {"amin",
+       [](const Tensor& x) {
+         return amin(x, {0, 1});
+       }},
+      {"var", [](const Tensor& x) { return var(x, {1}); }},
+      {"stddev", [](const Tensor& x) { return stddev(x, {0}); }},
+      {"logsumexp", [](const Tensor& x) { return logsumexp(x, {1}); }},
+      {"norm", [](const Tensor& x) { return norm(x, {1}); }},
   };
 }
 
@@ -77,7 +89,7 @@ TEST_CASE("16-bit row ops: gradients in the input's dtype, near float64's") {
       const double u = unit_roundoff(d);
       Tensor x = half_leaf(d, {20, 33}, 94).set_requires_grad(true);
       Tensor x64 = to(detach(x), kFloat64).set_requires_grad(true);
-      Tensor g = half_leaf(d, {20, 33}, 95, -1, 1);
+      Tensor g = half_leaf(d, c.op(x).sizes(), 95, -1, 1);
       backward(c.op(x), g);
       backward(c.op(x64), to(g, kFloat64));
       REQUIRE(x.grad().defined());
@@ -89,6 +101,16 @@ TEST_CASE("16-bit row ops: gradients in the input's dtype, near float64's") {
       for (double v : ref) scale = std::max(scale, std::fabs(v));
       check_close(to(x.grad(), kFloat64), x64.grad(), 8 * u * scale, 4 * u);
     }
+  }
+}
+
+TEST_CASE("16-bit argmax and argmin: the float32 answer, as int64") {
+  for (DType d : kHalfTypes) {
+    CAPTURE(d);
+    Tensor x = half_leaf(d, {9, 40}, 97);
+    CHECK(argmax(x, 1).dtype() == kInt64);
+    CHECK(argmax(x, 1).to_vector<int64_t>() == argmax(to(x, kFloat32), 1).to_vector<int64_t>());
+    CHECK(argmin(x).to_vector<int64_t>() == argmin(to(x, kFloat32)).to_vector<int64_t>());
   }
 }
 

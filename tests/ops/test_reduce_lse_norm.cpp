@@ -109,13 +109,13 @@ TEST_CASE("norm gradcheck for several p, zero norms give zero gradients") {
 
 TEST_CASE("logsumexp and norm reject bad dims, dtypes and p by name") {
   CHECK_THROWS_WITH_AS(logsumexp(zeros({2}, {.dtype = kInt64}), {0}),
-                       "logsumexp: expected a float32 or float64 tensor, got int64 [2]", Error);
+                       "logsumexp: expected a float32, float64, bfloat16 or float16 tensor, got int64 [2]", Error);
   CHECK_THROWS_WITH_AS(logsumexp(zeros({2, 3}), {5}), "logsumexp: dim 5 out of range for a 2-d tensor", Error);
   CHECK_THROWS_WITH_AS(norm(zeros({2}), {}, {.p = -1}), "norm: p must be positive, 0 or ±inf, got -1", Error);
   CHECK_THROWS_WITH_AS(norm(zeros({2}), {}, {.p = NAN}), doctest::Contains("norm: p must be positive"), Error);
   CHECK_THROWS_WITH_AS(logsumexp(zeros({2, 3}), {0, -2}), "logsumexp: dim -2 appears more than once in [0, -2]", Error);
   CHECK_THROWS_WITH_AS(norm(zeros({2, 2}), {1, 1}), "norm: dim 1 appears more than once in [1, 1]", Error);
   CHECK_THROWS_WITH_AS(norm(zeros({2, 2}), {-3}), "norm: dim -3 out of range for a 2-d tensor", Error);
-  CHECK_THROWS_WITH_AS(norm(zeros({2}, {.dtype = kInt32})), "norm: expected a float32 or float64 tensor, got int32 [2]",
-                       Error);
+  CHECK_THROWS_WITH_AS(norm(zeros({2}, {.dtype = kInt32})),
+                       "norm: expected a float32, float64, bfloat16 or float16 tensor, got int32 [2]", Error);
 }
