@@ -17,6 +17,7 @@
 #include "core/random_values.h"
 #include "core/tensor.h"
 #include "ops/dropout.h"
+#include "ops/kernel_dtypes.h"
 
 namespace ks::dropout_formulas {
 
@@ -73,9 +74,11 @@ template <class Loops> struct dropout_kernels {
   }
 
   static void backward(const Tensor& dx, const Tensor& g, const Tensor& mask, double scale) {
-    dispatch_floating(dx.dtype(), "dropout backward", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      Loops::template map<T, T, uint8_t>(MaskedScale<T>{T(scale)}, dx, {g, mask});  // bool's bytes
+    dispatch_floating_on<Loops>(dx.dtype(), "dropout backward", [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      using T = compute_t<S>;
+      Loops::template map<S, S, uint8_t>(widened<S, S, uint8_t>(MaskedScale<T>{T(scale)}), dx,
+                                         {g, mask});  // bool's bytes
     });
   }
 };

@@ -20,16 +20,17 @@ void dropout_forward(const Tensor& out, const Tensor& mask, const Tensor& x_in, 
   const int64_t n = out.numel();
   if (n == 0) return;
   const Tensor x = contiguous_raw(x_in);
-  dispatch_floating(x.dtype(), "dropout", [&](auto tag) {
+  dispatch_floating16(x.dtype(), "dropout", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    using C = compute_t<T>;  // 16-bit: scaled in float32, rounded once
     T* o = out.data<T>();
     bool* m = mask.data<bool>();
     const uint8_t* m_bytes = reinterpret_cast<const uint8_t*>(m);  // read as bytes: see MaskedScale
     const T* xs = x.data<T>();
-    const dropout_formulas::MaskedScale<T> apply{T(scale)};
+    const dropout_formulas::MaskedScale<C> apply{C(scale)};
     parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
       bernoulli_draws(m + begin, end - begin, seed, first_block, uint64_t(begin), keep);
-      for (int64_t i = begin; i < end; ++i) o[i] = apply(xs[i], m_bytes[i]);
+      for (int64_t i = begin; i < end; ++i) o[i] = T(apply(static_cast<C>(xs[i]), m_bytes[i]));
     });
   });
 }

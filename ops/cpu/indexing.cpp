@@ -14,6 +14,7 @@
 
 #include "core/copy.h"
 #include "ops/cpu/dim_lines.h"
+#include "ops/cpu/through_float32.h"
 #include "ops/indexing.h"
 
 namespace ks::cpu {
@@ -141,21 +142,32 @@ template <class T> void scatter_add_typed(const Tensor& out, int64_t dim, const 
 
 void index_select_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   check_range("index_select", index, dim, x.size(dim));
-  dispatch_all(x.dtype(), "index_select",
-               [&](auto tag) { index_select_typed<typename decltype(tag)::type>(out, x, dim, index); });
+  dispatch_storage(x.dtype(), "index_select",
+                   [&](auto tag) { index_select_typed<typename decltype(tag)::type>(out, x, dim, index); });
 }
 
 void index_add_cpu(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_range("index_add", index, dim, out.size(dim));
+  if (is_16bit(out)) {  // added in float32, rounded once (through_float32.h)
+    const Tensor o32 = as_float32(out);
+    index_add_cpu(o32, dim, index, as_float32(src));
+    return copy_(out, o32);
+  }
   dispatch_numeric(out.dtype(), "index_add",
                    [&](auto tag) { index_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
 }
 
 void gather_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
-  dispatch_all(x.dtype(), "gather", [&](auto tag) { gather_typed<typename decltype(tag)::type>(out, x, dim, index); });
+  dispatch_storage(x.dtype(), "gather",
+                   [&](auto tag) { gather_typed<typename decltype(tag)::type>(out, x, dim, index); });
 }
 
 void scatter_add_cpu(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (is_16bit(out)) {  // added in float32, rounded once (through_float32.h)
+    const Tensor o32 = as_float32(out);
+    scatter_add_cpu(o32, dim, index, as_float32(src));
+    return copy_(out, o32);
+  }
   dispatch_numeric(out.dtype(), "scatter_add",
                    [&](auto tag) { scatter_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
 }

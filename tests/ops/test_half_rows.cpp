@@ -2,7 +2,9 @@
 // kernels (softmax, log_softmax, layer_norm, rms_norm, cross_entropy), which
 // run them through float32 (ops/cpu/through_float32.h), and through the
 // reductions other than sum and mean (max, min, argmax, var, stddev,
-// logsumexp, norm: ops/reduce.cpp's run()): each forward result
+// logsumexp, norm: ops/reduce.cpp's run()), and the ops that move or add
+// elements (index_select, gather, index_add, scatter_add, tril, triu,
+// cumsum, dropout): each forward result
 // is the float32 op on the widened input rounded once, bit for bit; each
 // gradient comes back in the input's dtype within a few unit roundoffs of the
 // float64 gradient of the same values.
@@ -16,11 +18,15 @@
 #include "autograd/engine.h"
 #include "autograd/node.h"
 #include "core/factory.h"
+#include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/indexing.h"
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"
 #include "ops/rms_norm.h"
+#include "ops/scan.h"
+#include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/view.h"
 #include "support/testing.h"
@@ -129,5 +135,36 @@ TEST_CASE("16-bit cross_entropy: the loss as float32's rounded once, its log-sum
     backward(cross_entropy(l64, targets));
     CHECK(logits.grad().dtype() == d);
     check_close(to(logits.grad(), kFloat64), l64.grad(), 1e-6, 4 * unit_roundoff(d));
+  }
+}
+
+TEST_CASE("16-bit index_select, gather, index_add, scatter_add, tril, triu, cumsum and dropout") {
+  for (DType d : kHalfTypes) {
+    CAPTURE(d);
+    Tensor x = half_leaf(d, {6, 5}, 98);
+    const Tensor x32 = to(x, kFloat32);
+    auto same = [d](const Tensor& y, const Tensor& y32) {
+      CHECK(y.dtype() == d);
+      CHECK(y.to_vector<float>() == to(y32, d).to_vector<float>());
+    };
+    const Tensor rows = tensor({4, 0, 4}, {3}, {.dtype = kInt64});
+    same(index_select(x, 0, rows), index_select(x32, 0, rows));
+    const Tensor cols = tensor({0, 1, 1, 0, 4, 2}, {6, 1}, {.dtype = kInt64});
+    same(gather(x, 1, cols), gather(x32, 1, cols));
+    same(tril(x, -1), tril(x32, -1));
+    same(triu(x, 1), triu(x32, 1));
+    same(cumsum(x, 1), cumsum(x32, 1));  // summed in float32, each prefix rounded once
+    // Adds into a 16-bit target happen in float32 and round once.
+    const Tensor src = half_leaf(d, {3, 5}, 99);
+    same(index_add(x, 0, rows, src), index_add(x32, 0, rows, to(src, kFloat32)));
+    same(scatter_add(x, 1, cols, half_leaf(d, {6, 1}, 100)),
+         scatter_add(x32, 1, cols, to(half_leaf(d, {6, 1}, 100), kFloat32)));
+    // dropout: the same mask as float32 from the same generator, kept values scaled in float32.
+    Generator g1(5), g2(5);
+    same(dropout(x, 0.3, true, &g1), dropout(x32, 0.3, true, &g2));
+    // Gradients of the moves come back in 16 bits.
+    Tensor leaf = detach(x).set_requires_grad(true);
+    backward(sum(add(index_select(leaf, 0, rows), cumsum(index_select(leaf, 0, rows), 1))));
+    CHECK(leaf.grad().dtype() == d);
   }
 }
