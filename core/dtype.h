@@ -27,6 +27,8 @@ inline std::ostream& operator<<(std::ostream& os, DType t) { return os << name(t
 inline bool is_floating(DType t) {
   return t == DType::Float32 || t == DType::Float64 || t == DType::BFloat16 || t == DType::Float16;
 }
+// bfloat16 and float16: stored in 16 bits, computed in float32 (compute_t below).
+inline bool is_16bit(DType t) { return t == DType::BFloat16 || t == DType::Float16; }
 DType parse_dtype(const std::string& s);  // throws on an unknown name
 
 // 16-bit storage types. Conversion rounds to nearest even.

@@ -106,7 +106,7 @@ Tensor class_loss(const char* name, const Tensor& x, const Tensor& targets, cons
   Tensor loss = Tensor::empty({P}, x.dtype(), x.device());
   // A 16-bit input keeps its log-sum-exp in float32: the backward's exp(x - lse)
   // would inherit an lse rounded to 8 bits as a relative error of |lse|·2⁻⁹.
-  const DType lse_dtype = x.dtype() == kBFloat16 || x.dtype() == kFloat16 ? kFloat32 : x.dtype();
+  const DType lse_dtype = is_16bit(x.dtype()) ? kFloat32 : x.dtype();
   Tensor lse = spec.from_logits ? Tensor::empty({P}, lse_dtype, x.device()) : Tensor();
   Tensor denom = Tensor::empty({}, x.dtype(), x.device());
   class_loss_kernel(x.device(), loss, lse, denom, rows, t, spec);

@@ -75,7 +75,7 @@ Plan make_plan(const Tensor& x, const Dims& dims, bool keepdim, const char* op) 
 void check_dtype(const Tensor& x, const char* op, bool allow_int, bool allow_bool, bool allow_half = false) {
   const DType t = x.dtype();
   bool ok = t == kFloat32 || t == kFloat64 || (allow_int && (t == kInt32 || t == kInt64)) ||
-            (allow_bool && t == kBool) || (allow_half && (t == kBFloat16 || t == kFloat16));
+            (allow_bool && t == kBool) || (allow_half && is_16bit(t));
   const char* half = allow_half ? "bfloat16, float16, " : "";
   KS_CHECK(ok, op, ": expected a ",
            allow_bool   ? str("float32, float64, ", half, "int32, int64 or bool")
@@ -89,9 +89,6 @@ void check_nonempty(const Tensor& x, const Plan& p, const char* op) {
   KS_CHECK(p.n > 0 || numel_of(p.kept) == 0, op, ": cannot reduce over a zero-size dim of ", describe(x),
            " (the result would have no value)");
 }
-
-// Runs the kernel; returns (values, indices) in the kept shape.
-bool is_16bit(DType t) { return t == kBFloat16 || t == kFloat16; }
 
 // The reduction `op` of x into a fresh (kept-shape) result and, with_indices, int64 indices.
 // A 16-bit x reduces through a float32 copy, its result rounded once, except

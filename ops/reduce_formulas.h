@@ -273,7 +273,7 @@ void with_reducers(ReduceOp op, const ReduceParams& params, DType dtype, const T
     case ReduceOp::Prod:
     case ReduceOp::ProdNonzero:
       if constexpr (Take16) {  // a 16-bit sum: accumulated in double, stored in the input's dtype
-        if (op == ReduceOp::Sum && (dtype == DType::BFloat16 || dtype == DType::Float16))
+        if (op == ReduceOp::Sum && is_16bit(dtype))
           return dispatch_floating16(dtype, "sum", [&](auto tag) {
             using T = typename decltype(tag)::type;
             if constexpr (is_16bit_v<T>) run(tag, map_sum<T>(out.data<T>(), ToWide<T>{}, AsIs{}));
@@ -306,7 +306,7 @@ void with_reducers(ReduceOp op, const ReduceParams& params, DType dtype, const T
     case ReduceOp::LogSumExp:
     case ReduceOp::Norm:
       if constexpr (Take16) {  // a 16-bit mean, as the sum
-        if (op == ReduceOp::Mean && (dtype == DType::BFloat16 || dtype == DType::Float16))
+        if (op == ReduceOp::Mean && is_16bit(dtype))
           return dispatch_floating16(dtype, "mean", [&](auto tag) {
             using T = typename decltype(tag)::type;
             if constexpr (is_16bit_v<T>) run(tag, map_sum<T>(out.data<T>(), AsDouble{}, MeanOf{}));

@@ -149,9 +149,9 @@ void index_select_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Ten
 void index_add_cpu(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_range("index_add", index, dim, out.size(dim));
   if (is_16bit(out)) {  // added in float32, rounded once (through_float32.h)
-    const Tensor o32 = as_float32(out);
-    index_add_cpu(o32, dim, index, as_float32(src));
-    return copy_(out, o32);
+    const Float32Out o(out, /*reads=*/true);
+    index_add_cpu(o.f32, dim, index, as_float32(src));
+    return o.store();
   }
   dispatch_numeric(out.dtype(), "index_add",
                    [&](auto tag) { index_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
@@ -164,9 +164,9 @@ void gather_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& i
 
 void scatter_add_cpu(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   if (is_16bit(out)) {  // added in float32, rounded once (through_float32.h)
-    const Tensor o32 = as_float32(out);
-    scatter_add_cpu(o32, dim, index, as_float32(src));
-    return copy_(out, o32);
+    const Float32Out o(out, /*reads=*/true);
+    scatter_add_cpu(o.f32, dim, index, as_float32(src));
+    return o.store();
   }
   dispatch_numeric(out.dtype(), "scatter_add",
                    [&](auto tag) { scatter_add_typed<typename decltype(tag)::type>(out, dim, index, src); });

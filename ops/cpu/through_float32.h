@@ -13,18 +13,21 @@
 
 namespace ks::cpu {
 
-inline bool is_16bit(const Tensor& t) {
-  return t.defined() && (t.dtype() == DType::BFloat16 || t.dtype() == DType::Float16);
-}
+inline bool is_16bit(const Tensor& t) { return t.defined() && is_16bit(t.dtype()); }
 
 // t as float32 when it is 16-bit (a widened copy), else t itself (undefined stays undefined).
 inline Tensor as_float32(const Tensor& t) { return is_16bit(t) ? to_raw(t, t.device(), DType::Float32) : t; }
 
-// A float32 stand-in for a 16-bit output, written back (rounded once) by store(); any other output is its own.
+// A float32 stand-in for a 16-bit output, written back (rounded once) by
+// store(); any other output is its own. `reads`: the kernel also reads the
+// target (it adds into it), so the stand-in starts as its widened copy.
 struct Float32Out {
   Tensor target, f32;
-  explicit Float32Out(const Tensor& t)
-      : target(t), f32(is_16bit(t) ? Tensor::empty(t.sizes(), DType::Float32, t.device()) : t) {}
+  explicit Float32Out(const Tensor& t, bool reads = false)
+      : target(t),
+        f32(!is_16bit(t) ? t
+            : reads      ? as_float32(t)
+                         : Tensor::empty(t.sizes(), DType::Float32, t.device())) {}
   void store() const {
     if (is_16bit(target)) copy_(target, f32);
   }
