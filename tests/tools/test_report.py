@@ -194,6 +194,22 @@ class Readings(unittest.TestCase):
         self.assertIn("| a | b | 0 of 3, 3 of 3 | 0.100 | not distinguishable | not distinguishable (0.100) | — |",
                       done.stdout)
 
+    def test_escape_where_every_seed_left_is_read_on_welch(self):
+        runs = Runs(self)
+        with open(runs.claims, "a") as f:
+            f.write("#escape 1 2.1\n")
+        for seed, (a, b) in enumerate([(0.34, 0.33), (0.35, 0.34), (0.36, 0.35)]):
+            runs.run("a", seed, finished(None, (2.27, 1.9), accuracy=a))
+            runs.run("b", seed, finished(None, (1.95, 1.9), accuracy=b))
+        done = runs.report("1")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertNotIn("bimodal", done.stdout)
+        # Both sides' sd 1 point, so Welch's interval is 1 ± t(4)·√(2/3) = 1 ± 2.267: not distinguishable.
+        self.assertRegex(done.stdout, r"\| a \| b \| 3, 3 \| \+1\.00 \| \[-1\.27, \+3\.27\] \| not distinguishable \|")
+        self.assertIn("| a | 3 | 3 | 1000, 1000, 1000 | 35.0 ± 1.0 | — |", done.stdout)
+        self.assertIn("| b | 3 | 3 | 500, 500, 500 | 34.0 ± 1.0 | — |", done.stdout)
+        self.assertIn("| a | b | 3 of 3, 3 of 3 | 1.000 | every seed left: read on Welch above | — | — |", done.stdout)
+
     def test_a_bad_escape_line_is_refused(self):
         runs = Runs(self)
         with open(runs.claims, "a") as f:

@@ -117,8 +117,12 @@ class Page:
                 return interval(w["diff"] - w["half"], w["diff"] + w["half"])
             if kind == "reading":
                 return v["reading"]
-            if kind in ("p", "fisher"):
+            if kind == "p":
                 return f"p = {v['p']:.3f}"
+            if kind == "fisher":
+                if "fisher" not in v:
+                    fail(f"{where}: {x} against {y} is no plateau-escape comparison")
+                return f"p = {v['fisher']:.3f}"
             if kind == "holm":
                 kept = v["holm"][0] != "not distinguishable"
                 return (f"{'kept' if kept else 'not kept'} by Holm across the {r.family} tests, "

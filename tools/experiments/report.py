@@ -36,8 +36,11 @@ added because three seeds read "not distinguishable") the interval at
 Pocock's nominal level for a first look at FIRST_LOOK seeds.
 A claim with a line `#escape CLAIM LOSS` has a bimodal outcome (a run leaves
 the majority-class plateau or not): a seed has left it at the first
-validation evaluation whose loss is below LOSS nats, and its comparisons are
-read on the share of seeds that left (Fisher's exact test), not on Welch.
+validation evaluation whose loss is below LOSS nats, and a comparison in
+which some seed stayed is read on the share of seeds that left (Fisher's
+exact test), not on Welch. Where every seed of both rows left, the outcome is
+not bimodal: the comparison is read on Welch as any other, and its Fisher
+row is printed for the escape rate only (outside the Holm family).
 
 --analysis (claim 6): the heads of the analysed runs, `keystone analyze
 --compare` over a claim's analyses averaged over seeds (the C++ definitions of
@@ -159,18 +162,22 @@ class Report:
         metric = (self.seeds(y) or self.seeds(x) or [(None, {"metric": "ppl"})])[0][1]["metric"]
         v = {"claim": claim, "a": x, "b": y, "na": len(a), "nb": len(b), "metric": metric,
              "higher_is_better": metric != "ppl", "welch": stats.welch(a, b), "p": None, "holm": None,
-             "escape": claim in self.escape, "pocock": None, "staged": None}
+             "escape": False, "pocock": None, "staged": None}
         w = v["welch"]
         if w is None:
             return v
+        if claim in self.escape:
+            ka, kb = (sum(step is not None for _, step, _ in self.left(n)) for n in (x, y))
+            v["left"] = (ka, kb)
+            v["fisher"] = stats.fisher_exact([[ka, len(a) - ka], [kb, len(b) - kb]])
+            v["escape"] = ka < len(a) or kb < len(b)  # bimodal only where some seed stayed
         v["reading"] = reading(w["diff"], w["half"], statistics.mean(b), v["higher_is_better"])
         staged = x in self.staged and y in self.staged and min(len(a), len(b)) > FIRST_LOOK
         if staged:
             v["pocock"] = stats.pocock(FIRST_LOOK / min(len(a), len(b)), stats.ALPHA)
         if v["escape"]:
-            ka, kb = (sum(step is not None for _, step, _ in self.left(n)) for n in (x, y))
-            v["left"] = (ka, kb)
-            v["p"] = stats.fisher_exact([[ka, len(a) - ka], [kb, len(b) - kb]])
+            ka, kb = v["left"]
+            v["p"] = v["fisher"]
             v["direction"] = "A better" if ka / len(a) > kb / len(b) else "A worse"
             if staged:
                 v["staged"] = v["direction"] if v["p"] < v["pocock"][1] else "not distinguishable"
@@ -280,6 +287,10 @@ class Report:
             if v["claim"] != claim or v["welch"] is None:
                 continue
             ka, kb = v["left"]
+            if not v["escape"]:  # every seed left: read on Welch above, this row is the escape rate only
+                lines.append(f"| {v['a']} | {v['b']} | {ka} of {v['na']}, {kb} of {v['nb']} | {p_text(v['fisher'])} "
+                             "| every seed left: read on Welch above | — | — |")
+                continue
             direct = v["direction"] if v["p"] < stats.ALPHA else "not distinguishable"
             staged = "—" if v["staged"] is None else \
                 f"p {'<' if v['p'] < v['pocock'][1] else '≥'} α′: {v['staged']}"
