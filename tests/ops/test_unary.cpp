@@ -104,6 +104,26 @@ TEST_CASE("unary ops match a loop reference in float64 and float32") {
   CHECK(gelu(x).item() != gelu(x, GeluApprox::Tanh).item());
 }
 
+TEST_CASE("the float32 gelu backward: the vectorised loop gives the strided loop's bits") {
+  // The contiguous loop inlines Gelu::df and vectorises it (its AVX-512 twin
+  // where the CPU has it; the inlining budget of ops/cpu/unary.cpp in
+  // CMakeLists.txt), the strided one runs it an element at a time: the same
+  // operations in the same order, so the same bits.
+  const Tensor values = detach(to(leaf64({2, 16500}, 61, -9, 9), kFloat32));  // > kElementwiseGrain
+  const Tensor g = detach(to(leaf64({2, 16500}, 62, -3, 3), kFloat32));
+  Tensor flat = contiguous(values), by_column = contiguous(transpose(values, 0, 1));  // (2, n) and (n, 2)
+  flat.set_requires_grad(true);
+  by_column.set_requires_grad(true);
+  backward(gelu(flat), g);
+  backward(gelu(transpose(by_column, 0, 1)), g);  // a strided (2, n) view of the same values
+  const Tensor a = flat.grad(), b = contiguous(transpose(by_column.grad(), 0, 1));
+  const uint32_t *as = reinterpret_cast<const uint32_t*>(a.data<float>()),
+                 *bs = reinterpret_cast<const uint32_t*>(b.data<float>());
+  int64_t differ = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) differ += as[i] != bs[i];
+  CHECK(differ == 0);
+}
+
 TEST_CASE("every unary op gradchecks and gradgradchecks over layouts and an expanded input") {
   for (const UnaryCase& c : unary_cases()) {
     const std::string op_name = c.node;
