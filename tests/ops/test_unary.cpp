@@ -1,7 +1,8 @@
 // tests/ops/test_unary.cpp — the unary ops: the float32 fast math against
 // libm in double, forward against loops in both float dtypes, gradchecks and
 // gradgradchecks over layouts and an expanded input, a third derivative's
-// error, gradients at kinks, integer forms, errors.
+// error, gradients at kinks, integer forms, errors, and the GELU backward's
+// vectorised loop against its strided one, bit for bit.
 #include <bit>
 
 #include "elementwise_ref.h"

@@ -131,7 +131,7 @@ class Page:
                 if v["staged"] is None:
                     fail(f"{where}: {x} against {y} is no two-stage comparison")
                 c, nominal = v["pocock"]
-                if v["escape"]:
+                if v["bimodal"]:
                     return f"p = {v['p']:.3f} against α′ = {nominal:.4f}: {v['staged']}"
                 return f"{interval(*v['staged_interval'])} at α′ = {nominal:.4f}: {v['staged']}"
             return self.loo(x, y, v)

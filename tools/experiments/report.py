@@ -162,7 +162,7 @@ class Report:
         metric = (self.seeds(y) or self.seeds(x) or [(None, {"metric": "ppl"})])[0][1]["metric"]
         v = {"claim": claim, "a": x, "b": y, "na": len(a), "nb": len(b), "metric": metric,
              "higher_is_better": metric != "ppl", "welch": stats.welch(a, b), "p": None, "holm": None,
-             "escape": False, "pocock": None, "staged": None}
+             "bimodal": False, "pocock": None, "staged": None}
         w = v["welch"]
         if w is None:
             return v
@@ -170,12 +170,12 @@ class Report:
             ka, kb = (sum(step is not None for _, step, _ in self.left(n)) for n in (x, y))
             v["left"] = (ka, kb)
             v["fisher"] = stats.fisher_exact([[ka, len(a) - ka], [kb, len(b) - kb]])
-            v["escape"] = ka < len(a) or kb < len(b)  # bimodal only where some seed stayed
+            v["bimodal"] = ka < len(a) or kb < len(b)  # read on the escape only where some seed stayed
         v["reading"] = reading(w["diff"], w["half"], statistics.mean(b), v["higher_is_better"])
         staged = x in self.staged and y in self.staged and min(len(a), len(b)) > FIRST_LOOK
         if staged:
             v["pocock"] = stats.pocock(FIRST_LOOK / min(len(a), len(b)), stats.ALPHA)
-        if v["escape"]:
+        if v["bimodal"]:
             ka, kb = v["left"]
             v["p"] = v["fisher"]
             v["direction"] = "A better" if ka / len(a) > kb / len(b) else "A worse"
@@ -249,7 +249,7 @@ class Report:
                 continue
             cells = f"| {v['a']} | {v['b']} | {v['na']}, {v['nb']} | {w['diff']:+.2f} " \
                     f"| [{w['diff'] - w['half']:+.2f}, {w['diff'] + w['half']:+.2f}] "
-            if v["escape"]:
+            if v["bimodal"]:
                 lines.append(cells + "| bimodal: read the plateau escape below | | | |")
                 continue
             staged = "—" if v["staged"] is None else \
@@ -287,7 +287,7 @@ class Report:
             if v["claim"] != claim or v["welch"] is None:
                 continue
             ka, kb = v["left"]
-            if not v["escape"]:  # every seed left: read on Welch above, this row is the escape rate only
+            if not v["bimodal"]:  # every seed left: read on Welch above, this row is the escape rate only
                 lines.append(f"| {v['a']} | {v['b']} | {ka} of {v['na']}, {kb} of {v['nb']} | {p_text(v['fisher'])} "
                              "| every seed left: read on Welch above | — | — |")
                 continue
