@@ -111,7 +111,11 @@ struct AttentionMask {
 // positions' keys/values (or adds them into the running sums). Cross-attention
 // (is_static): the first forward projects the encoder memory, later ones reuse it.
 struct AttentionCache {
-  Tensor k, v;         // softmax family (B, g, S, p), g = kv_heads; mgk keys (B, h, M, S, p)
+  Tensor k, v;  // softmax family (B, g, S, p), g = kv_heads; mgk keys (B, h, M, S, p)
+  // While decoding without autograd, k and v are views of the first `length`
+  // positions of these, which have room for more (nn/attention/heads.h,
+  // keys_through_cache); undefined otherwise.
+  Tensor k_room, v_room;
   Tensor state, norm;  // linear family: Σ φ(k) vᵀ (B, h, p, p) and Σ φ(k) (B, h, p)
   Tensor key_padding;  // (B, S) accumulated, when masks are given
   int64_t length = 0;  // keys seen so far

@@ -1,9 +1,12 @@
 // nn/attention/heads.cpp — shared attention plumbing.
 #include "nn/attention/heads.h"
 
+#include <algorithm>
 #include <tuple>
 
+#include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "core/copy.h"
 #include "core/factory.h"
 #include "ops/compare.h"
 #include "ops/elementwise.h"
@@ -55,6 +58,49 @@ Tensor append_to_cache(const Tensor& stored, const Tensor& fresh, int64_t dim) {
   return stored.defined() ? cat({stored, fresh}, dim) : fresh;
 }
 
+namespace {
+
+// Positions [start, start + length) of `t` along `dim`: a view with no history.
+Tensor positions(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+  Shape sizes = t.sizes();
+  sizes[size_t(dim)] = length;
+  return t.alias(sizes, t.strides(), t.storage_offset() + start * t.stride(dim));
+}
+
+// True where `stored` is the start of `room` and nobody else holds `room`.
+bool room_is_ours(const Tensor& room, const Tensor& stored, int64_t dim) {
+  if (!room.defined() || !stored.defined() || room.impl_ptr().use_count() != 1) return false;
+  if (stored.impl()->storage != room.impl()->storage || stored.storage_offset() != room.storage_offset() ||
+      stored.strides() != room.strides() || stored.dtype() != room.dtype())
+    return false;
+  for (int64_t d = 0; d < room.dim(); ++d)
+    if (d != dim && stored.size(d) != room.size(d)) return false;
+  return true;
+}
+
+}  // namespace
+
+Tensor append_to_room(Tensor& room, const Tensor& stored, const Tensor& fresh, int64_t dim) {
+  const bool recorded =
+      GradMode::is_enabled() && (fresh.requires_grad() || (stored.defined() && stored.requires_grad()));
+  if (recorded) {
+    room = Tensor();
+    return append_to_cache(stored, fresh, dim);
+  }
+  const int64_t held = stored.defined() ? stored.size(dim) : 0, needed = held + fresh.size(dim);
+  const bool in_place = room_is_ours(room, stored, dim) && fresh.dtype() == room.dtype() &&
+                        fresh.device() == room.device() && room.size(dim) >= needed;
+  if (!in_place) {
+    Shape sizes = fresh.sizes();
+    sizes[size_t(dim)] = std::max<int64_t>(2 * needed, 16);
+    Tensor grown = Tensor::empty(sizes, fresh.dtype(), fresh.device());
+    if (held > 0) copy_(positions(grown, dim, 0, held), stored);
+    room = grown;
+  }
+  copy_(positions(room, dim, held, fresh.size(dim)), fresh);
+  return positions(room, dim, 0, needed);
+}
+
 CachedKeys keys_through_cache(AttentionCache* cache, const ProjectKeys& project, const Tensor& key_padding,
                               int64_t batch, int64_t k_dim, Device device) {
   CachedKeys out;
@@ -69,8 +115,8 @@ CachedKeys keys_through_cache(AttentionCache* cache, const ProjectKeys& project,
   if (!cache) return out;
   if (!cache->is_static) {
     out.offset = cache->length;
-    out.k = append_to_cache(cache->k, out.k, k_dim);
-    out.v = append_to_cache(cache->v, out.v, 2);
+    out.k = append_to_room(cache->k_room, cache->k, out.k, k_dim);
+    out.v = append_to_room(cache->v_room, cache->v, out.v, 2);
     if (key_padding.defined() || cache->key_padding.defined()) {
       const int64_t fresh_len = out.v.size(2) - cache->length;
       Tensor fresh =

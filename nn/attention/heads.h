@@ -27,6 +27,18 @@ Tensor attention_mask(const AttentionMask& mask, int64_t batch, int64_t t, int64
 // Appends `fresh` (..., S_new, p) to `stored` along `dim` (a new tensor), or returns fresh.
 Tensor append_to_cache(const Tensor& stored, const Tensor& fresh, int64_t dim);
 
+// The same append for a growing decoding cache, without a concatenation per
+// step: with autograd off, `stored` is a view of the first positions of
+// `room`, which has space for more along `dim`; the fresh positions are
+// copied into it and the longer view returned. A full room is replaced by
+// one twice the length needed, so n appends copy O(n) positions, not the
+// O(n²) of a concatenation per step. It writes in place only where this
+// cache alone holds `room` and `stored` still lies at its start: a copied
+// AttentionCache (a fork) or a reordered `stored` (beam search) gets a new
+// room. Where autograd records (the fresh keys or `stored` require grad),
+// it concatenates, as append_to_cache, and drops the room.
+Tensor append_to_room(Tensor& room, const Tensor& stored, const Tensor& fresh, int64_t dim);
+
 // The projected keys and values one forward attends to, after the cache.
 struct CachedKeys {
   Tensor k, v;         // as the family lays them out, with S along k_dim / dim 2
@@ -35,9 +47,9 @@ struct CachedKeys {
 };
 // Without a cache: project() and the given padding. A static cache projects
 // on its first call and is reused after that (project() is not called). A
-// growing cache appends project()'s keys along k_dim and values along dim 2,
-// and appends key_padding (which covers the new keys only; missing padding
-// counts as "not padded"). The cache is updated in place.
+// growing cache appends project()'s keys along k_dim and values along dim 2
+// (append_to_room), and appends key_padding (which covers the new keys only;
+// missing padding counts as "not padded"). The cache is updated in place.
 using ProjectKeys = std::function<std::pair<Tensor, Tensor>()>;
 CachedKeys keys_through_cache(AttentionCache* cache, const ProjectKeys& project, const Tensor& key_padding,
                               int64_t batch, int64_t k_dim, Device device);
