@@ -80,10 +80,16 @@ Tensor arange(double start, double end, double step, TensorOptions opts) {
   double count = std::ceil((end - start) / step);
   int64_t n = count > 0 ? int64_t(count) : 0;
   Tensor cpu = Tensor::empty({n}, opts.dtype, Device::cpu());
-  dispatch_numeric(opts.dtype, "arange", [&](auto tag) {
+  dispatch_numeric16(opts.dtype, "arange", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = cpu.data<T>();
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + double(i) * step);
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = start + double(i) * step;
+      if constexpr (is_16bit_v<T>)
+        p[i] = T(float(x));  // as PyTorch: computed wider, rounded once more to 16 bits
+      else
+        p[i] = static_cast<T>(x);
+    }
   });
   return finish(to_raw(cpu, opts.device, opts.dtype), opts);
 }

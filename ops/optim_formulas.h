@@ -3,7 +3,11 @@
 // struct built on the host from the hyperparameters and the arrays, with a
 // KS_HOST_DEVICE call operator that updates element i in place; the kernels
 // run it through the backend's Loops::for_each_index (parallel_for on the
-// CPU, a thread per element on the GPU). The formulas follow
+// CPU, a thread per element on the GPU). 16-bit parameters (where the
+// backend computes them: ops/kernel_dtypes.h) keep 16-bit state, as
+// PyTorch's zeros_like state does, and update in float32: each element is
+// widened as it is loaded and the parameter and both moments rounded once,
+// as they are stored. The formulas follow
 // PyTorch's torch.optim.Adam/AdamW/SGD (non-foreach) exactly, including where
 // eps goes. Not here: gradient clipping's sum of squares (each backend's own
 // deterministic reduction).
@@ -15,6 +19,7 @@
 #include "core/dtype.h"
 #include "core/host_device.h"
 #include "core/tensor.h"
+#include "ops/kernel_dtypes.h"
 #include "ops/kernel_math.h"
 #include "ops/optim.h"
 
@@ -23,62 +28,65 @@ namespace ks::optim_formulas {
 // Adam (decoupled = false: L2 added to the gradient) and AdamW (decoupled:
 // the weights decay directly), with bias correction folded into two scalars.
 template <class T> struct AdamStep {
-  T *p, *m, *v;  // parameter, first and second moments: (n,) each
+  using C = compute_t<T>;  // T itself, float for the 16-bit types
+  T *p, *m, *v;            // parameter, first and second moments: (n,) each
   const T* g;
-  T b1, b2, one_b1, one_b2, step_size, inv_sqrt_bc2, eps, decay, wd;
+  C b1, b2, one_b1, one_b2, step_size, inv_sqrt_bc2, eps, decay, wd;
   bool decoupled;
 
   AdamStep(const AdamHyper& h, T* p_, const T* g_, T* m_, T* v_) : p(p_), m(m_), v(v_), g(g_) {
     const double bc1 = 1.0 - std::pow(h.beta1, double(h.step));
     const double bc2 = 1.0 - std::pow(h.beta2, double(h.step));
-    b1 = T(h.beta1), b2 = T(h.beta2), one_b1 = T(1 - h.beta1), one_b2 = T(1 - h.beta2);
-    step_size = T(h.lr / bc1), inv_sqrt_bc2 = T(1.0 / std::sqrt(bc2)), eps = T(h.eps);
-    decay = T(1.0 - h.lr * h.weight_decay), wd = T(h.weight_decay);
+    b1 = C(h.beta1), b2 = C(h.beta2), one_b1 = C(1 - h.beta1), one_b2 = C(1 - h.beta2);
+    step_size = C(h.lr / bc1), inv_sqrt_bc2 = C(1.0 / std::sqrt(bc2)), eps = C(h.eps);
+    decay = C(1.0 - h.lr * h.weight_decay), wd = C(h.weight_decay);
     decoupled = h.decoupled;
   }
 
   KS_HOST_DEVICE void operator()(int64_t i) const {
-    T grad = g[i];
-    T param = p[i];
+    C grad = widen(g[i]);
+    C param = widen(p[i]);
     if (decoupled)
       param *= decay;
     else
       grad += wd * param;
-    const T mi = b1 * m[i] + one_b1 * grad;
-    const T vi = b2 * v[i] + one_b2 * grad * grad;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = param - step_size * mi / (kmath::sqrt(vi) * inv_sqrt_bc2 + eps);
+    const C mi = b1 * widen(m[i]) + one_b1 * grad;
+    const C vi = b2 * widen(v[i]) + one_b2 * grad * grad;
+    m[i] = T(mi);
+    v[i] = T(vi);
+    p[i] = T(param - step_size * mi / (kmath::sqrt(vi) * inv_sqrt_bc2 + eps));
   }
 };
 
 // SGD with optional momentum (buf null when momentum = 0), dampening, Nesterov
 // and L2 weight decay.
 template <class T> struct SgdStep {
+  using C = compute_t<T>;
   T *p, *buf;  // parameter and momentum buffer (null without momentum): (n,) each
   const T* g;
-  T lr, mu, damp, wd;
+  C lr, mu, damp, wd;
   bool nesterov, first_step;
 
   SgdStep(const SgdHyper& h, T* p_, const T* g_, T* buf_)
       : p(p_),
         buf(buf_),
         g(g_),
-        lr(T(h.lr)),
-        mu(T(h.momentum)),
-        damp(T(1 - h.dampening)),
-        wd(T(h.weight_decay)),
+        lr(C(h.lr)),
+        mu(C(h.momentum)),
+        damp(C(1 - h.dampening)),
+        wd(C(h.weight_decay)),
         nesterov(h.nesterov),
         first_step(h.first_step) {}
 
   KS_HOST_DEVICE void operator()(int64_t i) const {
-    T d = g[i] + wd * p[i];
+    const C param = widen(p[i]);
+    C d = widen(g[i]) + wd * param;
     if (buf) {
-      const T bi = first_step ? d : mu * buf[i] + damp * d;
-      buf[i] = bi;
+      const C bi = first_step ? d : mu * widen(buf[i]) + damp * d;
+      buf[i] = T(bi);
       d = nesterov ? d + mu * bi : bi;
     }
-    p[i] -= lr * d;
+    p[i] = T(param - lr * d);
   }
 };
 
@@ -91,7 +99,7 @@ template <class T> struct Scale {
 // for the backend whose loops are Loops.
 template <class Loops> struct optim_kernels {
   static void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const AdamHyper& h) {
-    dispatch_floating(p.dtype(), "adam_update_", [&](auto tag) {
+    dispatch_floating_on<Loops>(p.dtype(), "adam_update_", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const AdamStep<T> step(h, p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>());
       Loops::for_each_index(p.device(), p.numel(), kElementwiseGrain / 4, step);
@@ -99,7 +107,7 @@ template <class Loops> struct optim_kernels {
   }
 
   static void sgd(const Tensor& p, const Tensor& g, const Tensor& buf, const SgdHyper& h) {
-    dispatch_floating(p.dtype(), "sgd_update_", [&](auto tag) {
+    dispatch_floating_on<Loops>(p.dtype(), "sgd_update_", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const SgdStep<T> step(h, p.data<T>(), g.data<T>(), h.momentum != 0 ? buf.data<T>() : nullptr);
       Loops::for_each_index(p.device(), p.numel(), kElementwiseGrain / 2, step);
@@ -107,9 +115,10 @@ template <class Loops> struct optim_kernels {
   }
 
   static void scale(const Tensor& t, double s) {
-    dispatch_floating(t.dtype(), "scale_", [&](auto tag) {
+    dispatch_floating_on<Loops>(t.dtype(), "scale_", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      Loops::template map<T, T>(Scale<T>{T(s)}, t, {t});
+      using C = compute_t<T>;
+      Loops::template map<T, T>(widened<T, T>(Scale<C>{C(s)}), t, {t});
     });
   }
 };

@@ -71,7 +71,7 @@ Plan make_plan(const Tensor& x, const Dims& dims, bool keepdim, const char* op) 
   return p;
 }
 
-// allow_half: bfloat16 and float16 too (every reduction but prod: run() says how).
+// allow_half: bfloat16 and float16 too (run() says how).
 void check_dtype(const Tensor& x, const char* op, bool allow_int, bool allow_bool, bool allow_half = false) {
   const DType t = x.dtype();
   bool ok = t == kFloat32 || t == kFloat64 || (allow_int && (t == kInt32 || t == kInt64)) ||
@@ -309,7 +309,7 @@ Tensor prod(const Tensor& x) { return prod(x, {}, false); }
 
 Tensor prod(const Tensor& x, const Dims& dims, bool keepdim) {
   Plan p = make_plan(x, dims, keepdim, "prod");
-  check_dtype(x, "prod", true, true);
+  check_dtype(x, "prod", true, true, /*allow_half=*/true);
   Tensor out = present(run(ReduceOp::Prod, x, p, sum_dtype(x.dtype()), false).first, p);
   if (needs_grad({x}))
     record(

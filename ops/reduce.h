@@ -6,12 +6,16 @@
 // stay as size 1, so the result broadcasts against the input:
 //   x (B, T, C):  sum(x, {-1}) -> (B, T);  sum(x, {0, 2}, true) -> (1, T, 1)
 //
-// Dtypes: sum and prod keep float32/float64 and turn int32, int64 and bool
-// into int64 (integers accumulate in int64, wrapping on overflow, as PyTorch).
-// mean, var, stddev, logsumexp and norm take float32/float64 only. The
-// max/min family takes float32, float64, int32, int64 and keeps the dtype;
-// indices are int64. float32 reductions accumulate in double, in an order
-// fixed by the shape alone: results never depend on the thread count.
+// Dtypes: sum and prod keep the floating dtypes and turn int32, int64 and
+// bool into int64 (integers accumulate in int64, wrapping on overflow, as
+// PyTorch). mean, var, stddev, logsumexp and norm take the floating dtypes
+// only. The max/min family takes the floating dtypes, int32 and int64 and
+// keeps the dtype; indices are int64. float32 reductions accumulate in
+// double, in an order fixed by the shape alone: results never depend on the
+// thread count. bfloat16 and float16: sum and mean read them and accumulate
+// in double; every other reduction runs on a float32 copy, its result
+// rounded once (ops/reduce.cpp, run()); gradients come back in the 16-bit
+// dtype.
 //
 // This file is not the elementwise or softmax family: those live elsewhere.
 #pragma once

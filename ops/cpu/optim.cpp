@@ -6,6 +6,7 @@
 
 #include "core/parallel.h"
 #include "ops/cpu/loops.h"
+#include "ops/kernel_dtypes.h"
 #include "ops/optim.h"
 #include "ops/optim_formulas.h"
 
@@ -13,7 +14,7 @@ namespace ks::cpu {
 namespace {
 
 double sum_squares_cpu(const Tensor& t) {
-  return dispatch_floating(t.dtype(), "sum_of_squares", [&](auto tag) {
+  return dispatch_floating16(t.dtype(), "sum_of_squares", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = static_cast<const T*>(t.data_ptr());
     const int64_t n = t.numel();
@@ -23,8 +24,10 @@ double sum_squares_cpu(const Tensor& t) {
     parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
       for (int64_t c = b; c < e; ++c) {
         double acc = 0;
-        for (int64_t i = c * chunk, end = std::min(n, (c + 1) * chunk); i < end; ++i)
-          acc += double(x[i]) * double(x[i]);
+        for (int64_t i = c * chunk, end = std::min(n, (c + 1) * chunk); i < end; ++i) {
+          const double xi = widen(x[i]);  // exact: 16-bit values widen to float
+          acc += xi * xi;
+        }
         partial[size_t(c)] = acc;
       }
     });

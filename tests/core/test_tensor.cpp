@@ -24,6 +24,9 @@ TEST_CASE("empty/zeros/ones/full have the right metadata and values") {
 TEST_CASE("arange and from_vector") {
   CHECK(arange(5, {.dtype = kInt64}).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 3, 4});
   CHECK(arange(1, 2, 0.25, {.dtype = kFloat64}).to_vector<double>() == std::vector<double>{1, 1.25, 1.5, 1.75});
+  // 16-bit: each value rounded once from float; 257 is not a bfloat16 (8 bits of mantissa), so it rounds to even.
+  CHECK(arange(255, 259, 1, {.dtype = kBFloat16}).to_vector<double>() == std::vector<double>{255, 256, 256, 258});
+  CHECK(arange(255, 259, 1, {.dtype = kFloat16}).to_vector<double>() == std::vector<double>{255, 256, 257, 258});
   Tensor v = from_vector(std::vector<int32_t>{1, 2, 3, 4, 5, 6}, {2, 3});
   CHECK(v.dtype() == kInt32);
   CHECK(v.sizes() == Shape{2, 3});

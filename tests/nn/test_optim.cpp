@@ -1,5 +1,6 @@
 // tests/nn/test_optim.cpp — optimizers against scalar re-implementations of
-// torch.optim's formulas, state round trips, clipping and schedules.
+// torch.optim's formulas (also on bfloat16 and float16 parameters), state
+// round trips, clipping and schedules.
 #include "support/testing.h"
 
 #include <cmath>
@@ -84,6 +85,95 @@ TEST_CASE("SGD with momentum, Nesterov and weight decay follows torch.optim") {
   Tensor q = zeros({2}, {.requires_grad = true});
   CHECK_THROWS_WITH_AS(nn::SGD({q}, {.nesterov = true}), "SGD: Nesterov momentum needs momentum > 0 and dampening 0",
                        Error);
+}
+
+namespace {
+
+// x rounded to `dt` (through float32, as the kernels store it).
+std::vector<double> rounded(const std::vector<double>& x, DType dt) {
+  return to_raw(to_raw(from_vector(x), Device::cpu(), kFloat32), Device::cpu(), dt).to_vector<double>();
+}
+// The optimizer's state slot whose name ends with `slot`.
+std::vector<double> state_of(const nn::Optimizer& opt, const std::string& slot) {
+  for (const auto& [name, t] : opt.state_dict())
+    if (name.size() > slot.size() && name.ends_with("." + slot)) return t.to_vector<double>();
+  FAIL("no state slot " << slot);
+  return {};
+}
+// Within one unit in the last place of `dt`: 2^-7 relative for bfloat16, 2^-10
+// for float16, whose subnormals (below 2^-14) are 2^-24 apart.
+void check_within_ulp(const std::vector<double>& got, const std::vector<double>& want, DType dt) {
+  REQUIRE(got.size() == want.size());
+  const double rel = dt == kBFloat16 ? 0x1p-7 : 0x1p-10, subnormal = dt == kBFloat16 ? 0x1p-133 : 0x1p-24;
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::abs(got[i] - want[i]) <= rel * std::abs(want[i]) + subnormal);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Adam, AdamW and SGD update 16-bit parameters in float32, their state rounded once a step") {
+  for (DType dt : {kBFloat16, kFloat16}) {
+    for (int kind : {0, 1, 2}) {  // Adam, AdamW, SGD with Nesterov momentum
+      CAPTURE(name(dt));
+      CAPTURE(kind);
+      Tensor p = to_raw(from_vector(std::vector<double>{0.5, -1.0, 2.0, 0.1}), Device::cpu(), dt);
+      p.set_requires_grad(true);
+      const nn::AdamOptions ao{.lr = 0.1, .beta1 = 0.8, .beta2 = 0.9, .eps = 1e-6, .weight_decay = 0.05};
+      const nn::SGDOptions so{.lr = 0.05, .momentum = 0.9, .weight_decay = 0.1, .nesterov = true};
+      std::unique_ptr<nn::Optimizer> opt;
+      if (kind == 0) opt.reset(new nn::Adam({p}, ao));
+      if (kind == 1) opt.reset(new nn::AdamW({p}, ao));
+      if (kind == 2) opt.reset(new nn::SGD({p}, so));
+      for (int t = 1; t <= 5; ++t) {
+        CAPTURE(t);
+        // One step from the stored (rounded) values, in double, each result rounded to dt.
+        const std::vector<double> p0 = p.to_vector<double>();
+        backward(quad_loss(p));
+        std::vector<double> g = p.grad().to_vector<double>();
+        CHECK(p.grad().dtype() == dt);
+        std::vector<double> m =
+            t == 1 ? std::vector<double>(4, 0) : state_of(*opt, kind == 2 ? "momentum_buffer" : "exp_avg");
+        std::vector<double> v = t == 1 || kind == 2 ? std::vector<double>(4, 0) : state_of(*opt, "exp_avg_sq");
+        std::vector<double> want = p0;
+        for (size_t i = 0; i < 4; ++i) {
+          if (kind == 2) {
+            const double d = g[i] + so.weight_decay * p0[i];
+            m[i] = t == 1 ? d : so.momentum * m[i] + d;
+            want[i] = p0[i] - so.lr * (d + so.momentum * m[i]);
+            continue;
+          }
+          if (kind == 1)
+            want[i] *= 1 - ao.lr * ao.weight_decay;
+          else
+            g[i] += ao.weight_decay * p0[i];
+          m[i] = ao.beta1 * m[i] + (1 - ao.beta1) * g[i];
+          v[i] = ao.beta2 * v[i] + (1 - ao.beta2) * g[i] * g[i];
+          const double denom = std::sqrt(v[i]) / std::sqrt(1 - std::pow(ao.beta2, t)) + ao.eps;
+          want[i] -= ao.lr * m[i] / (1 - std::pow(ao.beta1, t)) / denom;
+        }
+        opt->step();
+        opt->zero_grad();
+        CHECK(p.dtype() == dt);
+        check_within_ulp(p.to_vector<double>(), rounded(want, dt), dt);
+        check_within_ulp(state_of(*opt, kind == 2 ? "momentum_buffer" : "exp_avg"), rounded(m, dt), dt);
+        if (kind != 2) check_within_ulp(state_of(*opt, "exp_avg_sq"), rounded(v, dt), dt);
+      }
+    }
+  }
+}
+
+TEST_CASE("clip_grad_norm on 16-bit gradients sums their squares in double") {
+  for (DType dt : {kBFloat16, kFloat16}) {
+    CAPTURE(name(dt));
+    Tensor a = to_raw(zeros({2}), Device::cpu(), dt);
+    a.set_requires_grad(true);
+    a.set_grad(to_raw(tensor({3, 0}), Device::cpu(), dt));
+    CHECK(nn::clip_grad_norm({a}, 1.0) == doctest::Approx(3.0));
+    CHECK(a.grad().dtype() == dt);
+    check_close(a.grad(), {1.0, 0}, 1e-3);
+  }
 }
 
 TEST_CASE("optimizer state round trip continues the same trajectory") {

@@ -2,7 +2,7 @@
 // kernels (softmax, log_softmax, layer_norm, rms_norm, cross_entropy), which
 // run them through float32 (ops/cpu/through_float32.h), and through the
 // reductions other than sum and mean (max, min, argmax, var, stddev,
-// logsumexp, norm: ops/reduce.cpp's run()), and the ops that move or add
+// logsumexp, norm, prod: ops/reduce.cpp's run()), and the ops that move or add
 // elements (index_select, gather, index_add, scatter_add, tril, triu,
 // cumsum, dropout): each forward result
 // is the float32 op on the widened input rounded once, bit for bit; each
@@ -107,6 +107,32 @@ TEST_CASE("16-bit row ops: gradients in the input's dtype, near float64's") {
       for (double v : ref) scale = std::max(scale, std::fabs(v));
       check_close(to(x.grad(), kFloat64), x64.grad(), 8 * u * scale, 4 * u);
     }
+  }
+}
+
+TEST_CASE("16-bit prod: float32's product rounded once; gradients near float64's, also at zeros") {
+  for (DType d : kHalfTypes) {
+    CAPTURE(d);
+    const double u = unit_roundoff(d);
+    // Factors near 1, so that products of 33 stay in float16's range; row 3 holds one zero, row 5 two.
+    Tensor x64 = leaf64({8, 33}, 96, 0.5, 1.5);
+    x64.data<double>()[3 * 33 + 7] = 0;
+    x64.data<double>()[5 * 33 + 2] = x64.data<double>()[5 * 33 + 30] = 0;
+    Tensor x = detach(to(x64, d)).set_requires_grad(true);
+    Tensor y = prod(x, {1});
+    CHECK(y.dtype() == d);
+    CHECK(y.to_vector<float>() == to(prod(to(detach(x), kFloat32), {1}), d).to_vector<float>());
+    CHECK(prod(x).to_vector<float>() == to(prod(to(detach(x), kFloat32)), d).to_vector<float>());
+
+    Tensor w = to(detach(x), kFloat64).set_requires_grad(true);
+    Tensor g = half_leaf(d, {8}, 97, -1, 1);
+    backward(y, g);
+    backward(prod(w, {1}), to(g, kFloat64));
+    REQUIRE(x.grad().defined());
+    CHECK(x.grad().dtype() == d);
+    check_close(to(x.grad(), kFloat64), w.grad(), 8 * u, 8 * u);
+    CHECK(x.grad().to_vector<double>()[3 * 33 + 7] != 0);  // the product of the others
+    CHECK(x.grad().to_vector<double>()[5 * 33 + 2] == 0);  // another zero in its row
   }
 }
 
