@@ -62,7 +62,7 @@ SdpaParams resolve_attention_params(const char* op, const Tensor& q, int64_t S, 
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& opt) {
   KS_CHECK(q.defined(), kOp, ": undefined q");
-  check_float32_or_float64(kOp, q);
+  check_floating(kOp, q);
   KS_CHECK(q.dim() == 4, kOp, ": q must be (B, h, T, p), got ", describe(q));
   check_attention_operand(kOp, "k", k, q);
   check_attention_operand(kOp, "v", v, q);
@@ -81,7 +81,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   prm.alibi = opt.alibi;
 
   Tensor out = Tensor::empty({B, H, T, E}, q.dtype(), q.device());
-  Tensor lse = Tensor::empty({B, H, T}, q.dtype(), q.device());
+  Tensor lse = Tensor::empty({B, H, T}, is_16bit(q.dtype()) ? kFloat32 : q.dtype(), q.device());  // kept wide
   if (out.numel() > 0) sdpa_forward_kernel(out.device(), out, lse, q, k, v, pad, prm);
 
   if (needs_grad({q, k, v})) {

@@ -9,8 +9,9 @@
 // n / (h / g) (grouped-query attention; g = 1 multi-query, g = h the plain
 // multi-head form). K and V are read where they lie, never repeated; the
 // backward sums dK and dV over each group's h / g query heads.
-// One dtype (float32 or float64) and device throughout; any strides (stride-0
-// expanded inputs included). Options (SdpaOptions):
+// One dtype and device throughout; any strides (stride-0 expanded inputs
+// included). bfloat16 and float16 compute on the CPU in float32 (widened
+// copies), each result rounded once; CUDA refuses them. Options (SdpaOptions):
 //   scale          <= 0 means 1/√p.
 //   causal         query i sees key j only if j <= causal_offset + i
 //                  (causal_offset: the keys a decoding cache held before;
@@ -91,7 +92,8 @@ SdpaParams resolve_attention_params(const char* op, const Tensor& q, int64_t S, 
                                     bool causal, int64_t causal_offset, double dropout_p, bool training,
                                     Generator* gen);
 
-// out (B, h, T, e) and lse (B, h, T): contiguous, of q's dtype. q (B, h, T, p),
+// out (B, h, T, e) and lse (B, h, T): contiguous, of q's dtype (lse float32
+// for a 16-bit q: the row statistics stay wide). q (B, h, T, p),
 // k (B, g, S, p), v (B, g, S, e) with g dividing h, any strides; key_padding
 // (B, S) bool any strides, or undefined. Shapes checked.
 using SdpaForwardKernel = void(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,

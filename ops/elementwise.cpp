@@ -29,12 +29,6 @@ void check_floating(const char* op, const Tensor& t) {
            describe(t));
 }
 
-void check_float32_or_float64(const char* op, const Tensor& t) {
-  KS_CHECK(t.defined(), op, ": undefined input");
-  KS_CHECK(t.dtype() == kFloat32 || t.dtype() == kFloat64, op, ": expected a float32 or float64 tensor, got ",
-           describe(t));
-}
-
 void check_same_kind(const char* op, const Tensor& a, const Tensor& b) {
   KS_CHECK(a.defined() && b.defined(), op, ": undefined input");
   KS_CHECK(a.dtype() == b.dtype(), op, ": dtype mismatch, ", describe(a), " and ", describe(b));

@@ -106,9 +106,6 @@ inline Tensor operator/(double a, const Tensor& b) { return div(a, b); }
 // The 16-bit types pass: the CPU computes them in float32; CUDA's kernels refuse them.
 void check_numeric(const char* op, const Tensor& t);   // float32, float64, bfloat16, float16, int64, int32
 void check_floating(const char* op, const Tensor& t);  // float32, float64, bfloat16, float16
-// For the ops whose tensors are float32 or float64 only (the fused attention
-// ops, which round to bfloat16 inside their products under bf16 precision).
-void check_float32_or_float64(const char* op, const Tensor& t);
 // Same dtype and device.
 void check_same_kind(const char* op, const Tensor& a, const Tensor& b);
 // An integer tensor takes only an integral scalar within its range.

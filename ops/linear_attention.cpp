@@ -33,7 +33,7 @@ void check_operand(const char* what, const Tensor& t, const Tensor& phi_q) {
 
 Tensor causal_linear_attention(const Tensor& phi_q, const Tensor& phi_k, const Tensor& v, const Tensor& state,
                                const Tensor& norm, double eps) {
-  check_float32_or_float64(kOp, phi_q);
+  check_floating(kOp, phi_q);
   KS_CHECK(phi_q.dim() == 4, kOp, ": phi_q must be (B, h, T, p), got ", describe(phi_q));
   check_operand("phi_k", phi_k, phi_q);
   check_operand("v", v, phi_q);

@@ -31,7 +31,7 @@ constexpr const char* kOp = "mixture_attention";
 MixtureAttention mixture_attention(const Tensor& q, const Tensor& k, const Tensor& bias, const Tensor& v,
                                    const MixtureAttentionOptions& opt) {
   KS_CHECK(q.defined(), kOp, ": undefined q");
-  check_float32_or_float64(kOp, q);
+  check_floating(kOp, q);
   KS_CHECK(q.dim() == 4, kOp, ": q must be (B, h, T, p), got ", describe(q));
   check_attention_operand(kOp, "k", k, q);
   check_attention_operand(kOp, "bias", bias, q);
@@ -55,8 +55,9 @@ MixtureAttention mixture_attention(const Tensor& q, const Tensor& k, const Tenso
 
   MixtureAttention res;
   res.out = Tensor::empty({B, H, T, E}, q.dtype(), q.device());
-  Tensor lse = Tensor::empty({B, H, T}, q.dtype(), q.device());
-  if (opt.totals) res.totals = Tensor::empty({B, H, M}, q.dtype(), q.device());
+  const DType wide = is_16bit(q.dtype()) ? kFloat32 : q.dtype();  // the row statistics stay wide
+  Tensor lse = Tensor::empty({B, H, T}, wide, q.device());
+  if (opt.totals) res.totals = Tensor::empty({B, H, M}, wide, q.device());
   if (T > 0 && B * H > 0) {
     mixture_attention_forward_kernel(q.device(), res.out, lse, res.totals, q, k, bias_view, v, pad, prm, hard);
   } else if (res.totals.defined()) {

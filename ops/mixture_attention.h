@@ -13,8 +13,9 @@
 //   (e.g. (1, h, M, S) or a stride-0 expand), v (B, h, S, e)
 //   ->  out (B, h, T, e), contiguous
 //
-// bias is the caller's: log π_r − ‖k_jr‖²/2σ² for MGK. One dtype (float32 or
-// float64) and device throughout, any strides. The mask and dropout options
+// bias is the caller's: log π_r − ‖k_jr‖²/2σ² for MGK. One dtype and device
+// throughout, any strides; bfloat16 and float16 as scaled_dot_product_attention
+// takes them (in float32 on the CPU, results rounded once). The mask and dropout options
 // mean what they mean for scaled_dot_product_attention (SdpaOptions): causal
 // with causal_offset, key_padding (B, S), and a dropout mask that is exactly
 // dropout(A (B, h, T, S), p, training, gen)'s, so this op and the composed
@@ -73,8 +74,9 @@ MixtureAttention mixture_attention(const Tensor& q, const Tensor& k, const Tenso
 
 // --- kernels ---
 // prm as for scaled_dot_product_attention (scale, mask, dropout), resolved by
-// the op. out (B, h, T, e), lse (B, h, T): contiguous, of q's dtype; totals
-// (B, h, M) contiguous or undefined (not wanted). q, k, v any strides; bias a
+// the op. out (B, h, T, e), lse (B, h, T): contiguous, of q's dtype (lse and
+// totals float32 for a 16-bit q); totals (B, h, M) contiguous or undefined
+// (not wanted). q, k, v any strides; bias a
 // (B, h, M, S) view, any strides (0 included); key_padding (B, S) bool any
 // strides, or undefined.
 using MixtureAttentionForwardKernel = void(const Tensor& out, const Tensor& lse, const Tensor& totals, const Tensor& q,

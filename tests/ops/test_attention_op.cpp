@@ -247,8 +247,11 @@ TEST_CASE("scaled_dot_product_attention reports bad shapes and dtypes") {
                        "scaled_dot_product_attention: k float64 [2, 3, 7, 4] has a different dtype from q float32 "
                        "[2, 3, 5, 4]",
                        Error);
-  CHECK_THROWS_WITH_AS(scaled_dot_product_attention(zeros({2, 3, 5, 4}, {.dtype = kInt64}), k, v),
-                       doctest::Contains("scaled_dot_product_attention: expected a float32 or float64 tensor"), Error);
+  CHECK_THROWS_WITH_AS(
+      scaled_dot_product_attention(zeros({2, 3, 5, 4}, {.dtype = kInt64}), k, v),
+      doctest::Contains(
+          "scaled_dot_product_attention: expected a floating tensor (float32, float64, bfloat16, float16), got int64"),
+      Error);
   CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k, v, {.key_padding = zeros({2, 7})}),
                        "scaled_dot_product_attention: key_padding must be bool (2, 7), got float32 [2, 7]", Error);
   CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k, v, {.key_padding = zeros({2, 5}, {.dtype = kBool})}),

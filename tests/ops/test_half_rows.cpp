@@ -110,7 +110,7 @@ TEST_CASE("16-bit row ops: gradients in the input's dtype, near float64's") {
   }
 }
 
-TEST_CASE("16-bit prod: float32's product rounded once; gradients near float64's, also at zeros") {
+TEST_CASE("16-bit prod: float32's product rounded once, gradients near float64's, also at zeros") {
   for (DType d : kHalfTypes) {
     CAPTURE(d);
     const double u = unit_roundoff(d);

@@ -165,8 +165,11 @@ TEST_CASE("causal_linear_attention reports bad shapes and dtypes") {
                        "causal_linear_attention: phi_k float64 [2, 3, 5, 4] has a different dtype from phi_q float32 "
                        "[2, 3, 5, 4]",
                        Error);
-  CHECK_THROWS_WITH_AS(causal_linear_attention(zeros({2, 3, 5, 4}, {.dtype = kInt64}), k, v),
-                       doctest::Contains("causal_linear_attention: expected a float32 or float64 tensor"), Error);
+  CHECK_THROWS_WITH_AS(
+      causal_linear_attention(zeros({2, 3, 5, 4}, {.dtype = kInt64}), k, v),
+      doctest::Contains(
+          "causal_linear_attention: expected a floating tensor (float32, float64, bfloat16, float16), got int64"),
+      Error);
   CHECK_THROWS_WITH_AS(causal_linear_attention(q, k, v, rand({2, 3, 4, 6})),
                        "causal_linear_attention: state and norm must be given together (state float32 [2, 3, 4, 6], "
                        "norm undefined)",

@@ -395,8 +395,11 @@ TEST_CASE("mixture_attention reports bad shapes and dtypes") {
   CHECK_THROWS_WITH_AS(mixture_attention(q, k, to(b, kFloat64), v),
                        "mixture_attention: bias float64 [2, 3, 2, 7] has a different dtype from q float32 [2, 3, 5, 4]",
                        Error);
-  CHECK_THROWS_WITH_AS(mixture_attention(zeros({2, 3, 5, 4}, {.dtype = kInt64}), k, b, v),
-                       doctest::Contains("mixture_attention: expected a float32 or float64 tensor"), Error);
+  CHECK_THROWS_WITH_AS(
+      mixture_attention(zeros({2, 3, 5, 4}, {.dtype = kInt64}), k, b, v),
+      doctest::Contains(
+          "mixture_attention: expected a floating tensor (float32, float64, bfloat16, float16), got int64"),
+      Error);
   CHECK_THROWS_WITH_AS(mixture_attention(q, k, b, v, {.key_padding = zeros({2, 7})}),
                        "mixture_attention: key_padding must be bool (2, 7), got float32 [2, 7]", Error);
   CHECK_THROWS_WITH_AS(mixture_attention(q, k, b, v, {.dropout_p = -0.5}),
