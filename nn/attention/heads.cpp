@@ -60,13 +60,6 @@ Tensor append_to_cache(const Tensor& stored, const Tensor& fresh, int64_t dim) {
 
 namespace {
 
-// Positions [start, start + length) of `t` along `dim`: a view with no history.
-Tensor positions(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
-  Shape sizes = t.sizes();
-  sizes[size_t(dim)] = length;
-  return t.alias(sizes, t.strides(), t.storage_offset() + start * t.stride(dim));
-}
-
 // True where `stored` is the start of `room` and nobody else holds `room`.
 bool room_is_ours(const Tensor& room, const Tensor& stored, int64_t dim) {
   if (!room.defined() || !stored.defined() || room.impl_ptr().use_count() != 1) return false;
@@ -94,11 +87,11 @@ Tensor append_to_room(Tensor& room, const Tensor& stored, const Tensor& fresh, i
     Shape sizes = fresh.sizes();
     sizes[size_t(dim)] = std::max<int64_t>(2 * needed, 16);
     Tensor grown = Tensor::empty(sizes, fresh.dtype(), fresh.device());
-    if (held > 0) copy_(positions(grown, dim, 0, held), stored);
+    if (held > 0) copy_(narrow(grown, dim, 0, held), stored);
     room = grown;
   }
-  copy_(positions(room, dim, held, fresh.size(dim)), fresh);
-  return positions(room, dim, 0, needed);
+  copy_(narrow(room, dim, held, fresh.size(dim)), fresh);
+  return narrow(room, dim, 0, needed);  // no history: nothing here requires grad
 }
 
 CachedKeys keys_through_cache(AttentionCache* cache, const ProjectKeys& project, const Tensor& key_padding,
