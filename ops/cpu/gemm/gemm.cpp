@@ -33,6 +33,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "ops/cpu/gemm/gemv.h"
 #include "ops/cpu/gemm/packed.h"
 
 // Exported by DYNAMIC_ARCH builds of OpenBLAS only, hence weak.
@@ -83,12 +84,28 @@ void blas_gemv(CBLAS_TRANSPOSE t, int rows, int cols, double alpha, const double
   cblas_dgemv(CblasRowMajor, t, rows, cols, alpha, m, ld, x, incx, beta, y, 1);
 }
 
-// One single-threaded OpenBLAS call for g as it stands (no bias; sizes checked by the caller).
-// A single row (m == 1, as every step of decoding one sequence has) goes to
-// gemv: OpenBLAS 0.3.21's gemm packs the whole of op(B) on every call, which
-// at one row costs more than the product itself (forward for GEMV only came
-// in 0.3.27). c (1, n) = a (1, k) · op(B) is cᵀ = op(B)ᵀ · aᵀ.
+// One call for g as it stands (no bias; sizes checked by the caller). A
+// single row (m == 1, as every step of decoding one sequence has) is a
+// matrix-vector product: against a transposed float32 B (every linear
+// layer's forward) our own row-dot kernel, faster at streaming B (gemv.h,
+// on oneTBB when g.threaded); otherwise OpenBLAS's gemv, because 0.3.21's
+// gemm packs the whole of op(B) on every call, which at one row costs more
+// than the product itself (forward for GEMV only came in 0.3.27).
+// c (1, n) = a (1, k) · op(B) is cᵀ = op(B)ᵀ · aᵀ. Otherwise one
+// single-threaded OpenBLAS gemm.
 template <class T> void call(const Gemm<T>& g) {
+  if constexpr (std::is_same_v<T, float>)
+    if (g.m == 1 && g.b.transposed && gemv_rows_available())
+      return gemv_rows({.n = g.n,
+                        .k = g.k,
+                        .alpha = g.alpha,
+                        .a = g.a.data,
+                        .inc_a = g.a.transposed ? g.a.ld : 1,
+                        .b = g.b.data,
+                        .ldb = g.b.ld,
+                        .beta = g.beta,
+                        .c = g.c,
+                        .threaded = g.threaded});
   if (g.m == 1) {
     if (g.beta == T(0)) std::fill(g.c, g.c + g.n, T(0));  // BLAS may read y even when beta is 0 (0 · NaN)
     const int inc_a = g.a.transposed ? int(g.a.ld) : 1;

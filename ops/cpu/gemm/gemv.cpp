@@ -1,0 +1,188 @@
+// ops/cpu/gemm/gemv.cpp — the one-row product's kernels (gemv.h): four of
+// B's rows at a time against a, 16 float32 lanes per row, in 512-bit
+// registers or as two 256-bit halves, the same operations in the same order.
+// Not here: the choice between this and OpenBLAS (gemm.cpp's `call`).
+#include "ops/cpu/gemm/gemv.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace ks::cpu {
+namespace {
+
+#define KS_GEMV_AVX2 __attribute__((target("avx2,fma")))
+#define KS_GEMV_AVX512 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl")))
+
+constexpr int64_t kRows = 4;  // rows per step: four independent FMA chains hide their latency
+// Below this many multiply-adds the product stays on the calling thread: a
+// oneTBB hand-off costs a few microseconds, a 64K-element row block about as much.
+constexpr int64_t kThreadedGemv = int64_t(1) << 17;
+
+// The sum of 16 lanes given as two halves (lanes 0–7, 8–15): lane l + lane
+// l + 8, then + 4, + 2, + 1. Both kernels end here, so their bits agree.
+[[gnu::always_inline]] inline KS_GEMV_AVX2 float add_lanes(__m256 lo, __m256 hi) {
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+  return _mm_cvtss_f32(s1);
+}
+
+// How many rows ahead of the current four to prefetch into L1: about 16 KiB
+// of B ahead (measured on the Zen 5 VM: 5–25% faster streaming than without).
+int64_t prefetch_rows(int64_t k) {
+  const int64_t rows = (int64_t(16384) / int64_t(sizeof(float)) / std::max<int64_t>(k, 1) + kRows - 1) / kRows * kRows;
+  return std::max(rows, kRows);
+}
+
+// The cache line at offset i of the four rows from `rows_ahead` on: a hint
+// only, so the bits do not depend on it.
+[[gnu::always_inline]] inline void prefetch_four(const float* rows_ahead, int64_t ld, int64_t i) {
+  for (int64_t r = 0; r < kRows; ++r) _mm_prefetch(reinterpret_cast<const char*>(rows_ahead + r * ld + i), _MM_HINT_T0);
+}
+
+// The rows `ahead` on from row j, or row j itself near B's end.
+[[gnu::always_inline]] inline const float* rows_ahead(const GemvRows& g, int64_t j, int64_t ahead) {
+  return g.b + (j + ahead + kRows <= g.n ? j + ahead : j) * g.ldb;
+}
+
+// Where the result goes: alpha·dot + beta·c (c not read when beta is 0).
+[[gnu::always_inline]] inline float finish(const GemvRows& g, int64_t j, float dot) {
+  const float scaled = g.alpha * dot;
+  return g.beta == 0.f ? scaled : scaled + g.beta * g.c[j];
+}
+
+// Rows [j0, j1) of the product with 512-bit lanes; a contiguous (k values).
+KS_GEMV_AVX512 void rows_avx512(const GemvRows& g, const float* a, int64_t j0, int64_t j1) {
+  const int64_t k = g.k, full = k / 16 * 16;
+  const __mmask16 tail = __mmask16((1u << (k - full)) - 1u);
+  const int64_t ahead = prefetch_rows(k);
+  int64_t j = j0;
+  for (; j + kRows <= j1; j += kRows) {
+    const float *w = g.b + j * g.ldb, *pf = rows_ahead(g, j, ahead);
+    __m512 acc[kRows];
+    for (auto& x : acc) x = _mm512_setzero_ps();
+    for (int64_t i = 0; i < full; i += 16) {
+      const __m512 av = _mm512_loadu_ps(a + i);
+      prefetch_four(pf, g.ldb, i);
+      for (int64_t r = 0; r < kRows; ++r) acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(w + r * g.ldb + i), av, acc[r]);
+    }
+    if (tail) {
+      const __m512 av = _mm512_maskz_loadu_ps(tail, a + full);
+      for (int64_t r = 0; r < kRows; ++r)
+        acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w + r * g.ldb + full), av, acc[r]);
+    }
+    for (int64_t r = 0; r < kRows; ++r)
+      g.c[j + r] = finish(g, j + r, add_lanes(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
+  }
+  for (; j < j1; ++j) {  // the last rows, one at a time, with the same operations
+    const float* w = g.b + j * g.ldb;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < full; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(a + i), acc);
+    if (tail) acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, w + full), _mm512_maskz_loadu_ps(tail, a + full), acc);
+    g.c[j] = finish(g, j, add_lanes(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)));
+  }
+}
+
+// The mask of the first n (0–8) lanes of a 256-bit maskload.
+KS_GEMV_AVX2 __m256i first_lanes(int64_t n) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), lane);
+}
+
+// The same as rows_avx512, each 16-lane register as two 8-lane halves.
+KS_GEMV_AVX2 void rows_avx2(const GemvRows& g, const float* a, int64_t j0, int64_t j1) {
+  const int64_t k = g.k, full = k / 16 * 16, rest = k - full;
+  const __m256i mask_lo = first_lanes(rest < 8 ? rest : 8), mask_hi = first_lanes(rest > 8 ? rest - 8 : 0);
+  const auto load_tail = [&](const float* p, __m256& lo, __m256& hi) KS_GEMV_AVX2 {
+    lo = _mm256_maskload_ps(p, mask_lo);
+    hi = _mm256_maskload_ps(p + 8, mask_hi);
+  };
+  const int64_t ahead = prefetch_rows(k);
+  int64_t j = j0;
+  for (; j + kRows <= j1; j += kRows) {
+    const float *w = g.b + j * g.ldb, *pf = rows_ahead(g, j, ahead);
+    __m256 lo[kRows], hi[kRows];
+    for (int64_t r = 0; r < kRows; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < full; i += 16) {
+      const __m256 a_lo = _mm256_loadu_ps(a + i), a_hi = _mm256_loadu_ps(a + i + 8);
+      prefetch_four(pf, g.ldb, i);
+      for (int64_t r = 0; r < kRows; ++r) {
+        lo[r] = _mm256_fmadd_ps(_mm256_loadu_ps(w + r * g.ldb + i), a_lo, lo[r]);
+        hi[r] = _mm256_fmadd_ps(_mm256_loadu_ps(w + r * g.ldb + i + 8), a_hi, hi[r]);
+      }
+    }
+    if (rest) {
+      __m256 a_lo, a_hi, w_lo, w_hi;
+      load_tail(a + full, a_lo, a_hi);
+      for (int64_t r = 0; r < kRows; ++r) {
+        load_tail(w + r * g.ldb + full, w_lo, w_hi);
+        lo[r] = _mm256_fmadd_ps(w_lo, a_lo, lo[r]);
+        hi[r] = _mm256_fmadd_ps(w_hi, a_hi, hi[r]);
+      }
+    }
+    for (int64_t r = 0; r < kRows; ++r) g.c[j + r] = finish(g, j + r, add_lanes(lo[r], hi[r]));
+  }
+  for (; j < j1; ++j) {
+    const float* w = g.b + j * g.ldb;
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (int64_t i = 0; i < full; i += 16) {
+      lo = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(a + i), lo);
+      hi = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(a + i + 8), hi);
+    }
+    if (rest) {
+      __m256 a_lo, a_hi, w_lo, w_hi;
+      load_tail(a + full, a_lo, a_hi);
+      load_tail(w + full, w_lo, w_hi);
+      lo = _mm256_fmadd_ps(w_lo, a_lo, lo);
+      hi = _mm256_fmadd_ps(w_hi, a_hi, hi);
+    }
+    g.c[j] = finish(g, j, add_lanes(lo, hi));
+  }
+}
+
+bool has(GemvIsa isa) {
+  const CpuFeatures& f = cpu_features();
+  return isa == GemvIsa::Avx512 ? f.avx512 && f.avx2 : f.avx2;
+}
+
+}  // namespace
+
+bool gemv_rows_available() { return has(GemvIsa::Avx2); }
+
+void gemv_rows(const GemvRows& g, GemvIsa isa) {
+  KS_CHECK(has(isa), "gemv_rows: this CPU has no ", isa == GemvIsa::Avx512 ? "AVX-512" : "AVX2 with FMA");
+  if (g.n <= 0) return;
+  // a strided (a column of a transposed operand) is gathered once: k values.
+  std::vector<float> gathered;
+  const float* a = g.a;
+  if (g.inc_a != 1) {
+    gathered.resize(size_t(g.k));
+    for (int64_t i = 0; i < g.k; ++i) gathered[size_t(i)] = g.a[i * g.inc_a];
+    a = gathered.data();
+  }
+  const auto rows = [&](int64_t j0, int64_t j1) {
+    if (isa == GemvIsa::Avx512)
+      rows_avx512(g, a, j0, j1);
+    else
+      rows_avx2(g, a, j0, j1);
+  };
+  if (!g.threaded || num_threads() == 1 || in_parallel_region() || g.n * g.k < kThreadedGemv) return rows(0, g.n);
+  // Blocks of 64 rows; each output's bits do not depend on its block.
+  constexpr int64_t kBlock = 64;
+  parallel_for(0, (g.n + kBlock - 1) / kBlock, 1,
+               [&](int64_t lo, int64_t hi) { rows(lo * kBlock, std::min(hi * kBlock, g.n)); });
+}
+
+void gemv_rows(const GemvRows& g) {
+  static const GemvIsa widest = has(GemvIsa::Avx512) ? GemvIsa::Avx512 : GemvIsa::Avx2;
+  gemv_rows(g, widest);
+}
+
+}  // namespace ks::cpu

@@ -1,0 +1,135 @@
+// tests/ops/test_gemv.cpp — the one-row float32 product (ops/cpu/gemm/gemv.h):
+// against a float64 reference within float32 summation error, over ragged k
+// (masked tails) and n (rows left after the groups of four), strided rows of
+// B and a strided a, alpha and beta; the AVX2 and AVX-512 kernels give the
+// same bits, as do one and two threads; and the GEMM door sends a one-row
+// linear forward there (the same bits as gemv_rows). A CPU without AVX-512
+// (or AVX2) skips what needs it, saying so.
+// Not here: OpenBLAS's sgemv for a not-transposed B (test_linalg.cpp covers
+// matmul's shapes), the bf16 GEMMs (test_gemm_bf16.cpp).
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/parallel.h"
+#include "ops/cpu/gemm/gemm.h"
+#include "ops/cpu/gemm/gemv.h"
+#include "support/testing.h"
+
+using namespace ks;
+using namespace ks::cpu;
+
+namespace {
+
+// Values with varied exponents and signs, so that the order of summation shows in the bits.
+std::vector<float> values(int64_t count, uint32_t seed) {
+  std::vector<float> v(static_cast<size_t>(count));
+  uint32_t s = seed * 2654435761u + 1u;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = (float(s >> 8) / float(1 << 24) - 0.5f) * std::ldexp(1.f, int(s % 7) - 3);
+  }
+  return v;
+}
+
+struct Case {
+  int64_t n, k, ldb, inc_a;
+  float alpha, beta;
+};
+
+// Runs c = alpha·B·a + beta·c0 on `isa` and checks it against float64.
+std::vector<float> run_and_check(const Case& cs, GemvIsa isa, bool threaded) {
+  const std::vector<float> b = values(cs.n * cs.ldb, 1), a = values(cs.k * cs.inc_a, 2), c0 = values(cs.n, 3);
+  std::vector<float> c = c0;
+  gemv_rows({.n = cs.n,
+             .k = cs.k,
+             .alpha = cs.alpha,
+             .a = a.data(),
+             .inc_a = cs.inc_a,
+             .b = b.data(),
+             .ldb = cs.ldb,
+             .beta = cs.beta,
+             .c = c.data(),
+             .threaded = threaded},
+            isa);
+  for (int64_t j = 0; j < cs.n; ++j) {
+    double dot = 0, scale = 0;
+    for (int64_t i = 0; i < cs.k; ++i) {
+      const double t = double(b[size_t(j * cs.ldb + i)]) * double(a[size_t(i * cs.inc_a)]);
+      dot += t;
+      scale += std::fabs(t);
+    }
+    const double want = cs.alpha * dot + (cs.beta == 0 ? 0.0 : cs.beta * double(c0[size_t(j)]));
+    const double tol =
+        (double(cs.k) + 3) * 0x1p-24 * (std::fabs(cs.alpha) * scale + std::fabs(cs.beta * c0[size_t(j)]));
+    REQUIRE_MESSAGE(std::fabs(double(c[size_t(j)]) - want) <= tol + 1e-30, "n ", cs.n, " k ", cs.k, " row ", j);
+  }
+  return c;
+}
+
+const std::vector<Case> kCases = {
+    {1, 1, 1, 1, 1.f, 0.f},         {3, 15, 15, 1, 1.f, 0.f},     {5, 16, 16, 1, 1.f, 0.f},
+    {7, 17, 20, 1, 1.f, 0.f},       {9, 33, 33, 3, 2.f, 0.f},     {64, 256, 256, 1, 1.f, 0.f},
+    {130, 100, 128, 1, -0.5f, 1.f}, {768, 256, 256, 1, 1.f, 0.f}, {1030, 257, 300, 2, 1.f, 0.25f},
+};
+
+bool has_avx512() { return cpu_features().avx512 && cpu_features().avx2; }
+
+}  // namespace
+
+TEST_CASE("gemv_rows: float64 within float32 summation error, every shape, each kernel the CPU has") {
+  if (!gemv_rows_available()) {
+    MESSAGE("skipped: this CPU has no AVX2 with FMA (the GEMM door keeps OpenBLAS's sgemv)");
+    return;
+  }
+  for (const Case& cs : kCases) {
+    run_and_check(cs, GemvIsa::Avx2, false);
+    if (has_avx512()) run_and_check(cs, GemvIsa::Avx512, false);
+  }
+  if (!has_avx512()) MESSAGE("skipped the AVX-512 kernel: this CPU has none");
+}
+
+TEST_CASE("gemv_rows: AVX2 and AVX-512 give the same bits, at one thread and two") {
+  if (!gemv_rows_available()) {
+    MESSAGE("skipped: this CPU has no AVX2 with FMA");
+    return;
+  }
+  const int threads = num_threads();
+  for (const Case& cs : kCases) {
+    set_num_threads(1);
+    const std::vector<float> one = run_and_check(cs, GemvIsa::Avx2, true);
+    set_num_threads(2);
+    const std::vector<float> two = run_and_check(cs, GemvIsa::Avx2, true);
+    CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+    if (has_avx512()) {
+      const std::vector<float> wide = run_and_check(cs, GemvIsa::Avx512, true);
+      CHECK_MESSAGE(std::memcmp(one.data(), wide.data(), one.size() * sizeof(float)) == 0, "n ", cs.n, " k ", cs.k);
+    }
+  }
+  set_num_threads(threads);
+  if (!has_avx512()) MESSAGE("skipped the AVX-512 comparison: this CPU has none");
+}
+
+TEST_CASE("gemm: a one-row product against a transposed B runs on gemv_rows") {
+  if (!gemv_rows_available()) {
+    MESSAGE("skipped: this CPU has no AVX2 with FMA");
+    return;
+  }
+  const int64_t n = 300, k = 129;
+  const std::vector<float> w = values(n * k, 4), x = values(k, 5), bias = values(n, 6);
+  std::vector<float> door(static_cast<size_t>(n)), direct;
+  // y = x · Wᵀ + bias, as linear's forward calls the door.
+  gemm(Gemm<float>{.m = 1,
+                   .n = n,
+                   .k = k,
+                   .a = {.data = x.data(), .ld = k},
+                   .b = {.data = w.data(), .ld = k, .transposed = true},
+                   .c = door.data(),
+                   .ldc = n,
+                   .row_bias = bias.data(),
+                   .precision = MatmulPrecision::Float32});
+  direct = bias;
+  gemv_rows({.n = n, .k = k, .a = x.data(), .b = w.data(), .ldb = k, .beta = 1.f, .c = direct.data()});
+  CHECK(std::memcmp(door.data(), direct.data(), door.size() * sizeof(float)) == 0);
+}
