@@ -13,6 +13,8 @@
 #include "ops/attention_in_ops.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/linalg.h"
+#include "ops/view.h"
 
 namespace ks {
 
@@ -86,12 +88,20 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 
   if (needs_grad({q, k, v})) {
     // Every gradient reads q, k (the probabilities), v (dP) and out, lse.
+    // Under bf16 products the kernel reads q, k and v only as bf16 GEMM
+    // operands (ops/cpu/attention_bf16.cpp packs them), so each is saved
+    // rounded where linear's input would be (ops/linalg.h): half the bytes,
+    // widened back exactly in the backward, the same gradients bit for bit.
+    // A create_graph backward's gradients reach q, k and v through that cast
+    // (rounded to bf16), as through linear's.
+    const auto saved = [](const Tensor& x) { return SavedTensor(saves_input_in_bf16(x) ? to(x, kBFloat16) : x); };
     record(
         "ScaledDotProductAttentionBackward", {q, k, v}, {out},
-        [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), so = SavedTensor(out), sl = SavedTensor(lse),
-         spad = SavedTensor(pad), gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad(),
-         prm](const std::vector<Tensor>& g) {
-          const Tensor q_ = sq.unpack(), k_ = sk.unpack(), v_ = sv.unpack();
+        [sq = saved(q), sk = saved(k), sv = saved(v), so = SavedTensor(out), sl = SavedTensor(lse),
+         spad = SavedTensor(pad), dtype = q.dtype(), gq = q.requires_grad(), gk = k.requires_grad(),
+         gv = v.requires_grad(), prm](const std::vector<Tensor>& g) {
+          const auto widened = [dtype](const Tensor& x) { return x.dtype() == dtype ? x : to(x, dtype); };
+          const Tensor q_ = widened(sq.unpack()), k_ = widened(sk.unpack()), v_ = widened(sv.unpack());
           if (GradMode::is_enabled())  // create_graph
             return grad_by_recompute(
                 [&](const std::vector<Tensor>& in) {

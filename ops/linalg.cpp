@@ -106,19 +106,6 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias = Tensor()) {
   return out;
 }
 
-// Whether linear may save its input x rounded to bfloat16 instead of x: under
-// bf16 matmul precision on a CPU with a bf16 kernel, every product that reads
-// x in the backward (dW = gᵀ·x, fused or composed, and the create_graph
-// matmul) rounds it to bf16 first, so the rounded copy, half the bytes,
-// changes no bit of any gradient. Without a bf16 kernel the GEMMs compute in
-// float32 (core/matmul_precision.h) and x is saved as it is. So is a leaf
-// x (a parameter, a batch): its caller holds it anyway, and a copy would add
-// bytes instead of freeing them.
-bool saves_input_in_bf16(const Tensor& x) {
-  return x.dtype() == kFloat32 && x.device().is_cpu() && x.grad_fn() != nullptr &&
-         cpu_matmul_precision() == MatmulPrecision::BFloat16;
-}
-
 // x rounded to bfloat16 by a differentiable cast, so that create_graph's
 // products still reach x; shared within a SharedLinearInput scope.
 Tensor bf16_input_copy(const Tensor& x) {
@@ -140,6 +127,16 @@ void check_pair(const char* op, const Tensor& a, const Tensor& b) {
 thread_local SharedLinearInput* innermost_scope = nullptr;
 
 }  // namespace
+
+// Linear's backward reads x in dW = gᵀ·x (fused or composed) and in
+// create_graph's matmul, each rounding it to bf16 first. Without a bf16
+// kernel the GEMMs compute in float32 (core/matmul_precision.h) and x is
+// saved as it is. So is a leaf x (a parameter, a batch): its caller
+// holds it anyway, and a copy would add bytes instead of freeing them.
+bool saves_input_in_bf16(const Tensor& x) {
+  return x.dtype() == kFloat32 && x.device().is_cpu() && x.grad_fn() != nullptr &&
+         cpu_matmul_precision() == MatmulPrecision::BFloat16;
+}
 
 SharedLinearInput::SharedLinearInput() : outer_(innermost_scope) { innermost_scope = this; }
 SharedLinearInput::~SharedLinearInput() { innermost_scope = outer_; }

@@ -28,6 +28,13 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // leading dims of x, with the bias preloaded into the output.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// Whether an op whose backward reads x only as a bf16 GEMM operand may save
+// x rounded to bfloat16 instead of x, for the same gradients bit for bit at
+// half the bytes: float32 x with a history, under bf16 matmul precision on a
+// CPU with a bf16 kernel (linear's input; the fused softmax attention's q, k
+// and v, ops/attention.cpp).
+bool saves_input_in_bf16(const Tensor& x);
+
 // Under bf16 matmul precision on a CPU with a bf16 kernel, linear saves its
 // input for the weight's gradient rounded to bfloat16 (half the bytes, the
 // same bits: every GEMM that reads it in the backward rounds it first; the

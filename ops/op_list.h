@@ -19,7 +19,10 @@ namespace ks {
 
 // What an op's backward reads: its input(s), its output, or (Self, for a
 // linear op) nothing: the backward is the op itself applied to the gradient.
-enum class Saves { Input, Output, Self };
+// Activation: the input, but where linear would save its input in bf16
+// (ops/linalg.h's saves_input_in_bf16) rounded to bf16, as PyTorch's autocast
+// runs a feed-forward layer's activation on the bf16 output of its linear.
+enum class Saves { Input, Output, Self, Activation };
 
 // What a family's template front (unary<Op>, binary<Op>) hands to the
 // family's one non-template forward: the descriptor's facts and its kernel tables.

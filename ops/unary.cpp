@@ -9,6 +9,8 @@
 
 #include "autograd/node.h"
 #include "ops/elementwise.h"
+#include "ops/linalg.h"
+#include "ops/view.h"
 
 namespace ks {
 
@@ -56,11 +58,17 @@ Tensor unary_apply(const UnaryInfo& op, const Tensor& x, const UnaryParams& p) {
         HigherOrder::Supported);
     return out;
   }
-  const Tensor& saved = op.saves == Saves::Output ? out : x;
+  // An activation's input rounded to bf16 is widened back for the
+  // derivative: under bf16 precision the derivative is taken at the rounded
+  // input (the bf16 saving: half the bytes of a feed-forward layer's widest
+  // activation), elsewhere at the input itself.
+  const bool rounded = op.saves == Saves::Activation && saves_input_in_bf16(x);
+  const Tensor saved = op.saves == Saves::Output ? out : rounded ? to(x, kBFloat16) : x;
   record(
       op.node, {x}, {out},
-      [op, p, saved = SavedTensor(saved)](const std::vector<Tensor>& g) {
+      [op, p, saved = SavedTensor(saved), dtype = x.dtype()](const std::vector<Tensor>& g) {
         Tensor s = saved.unpack();
+        if (s.dtype() != dtype) s = to(s, dtype);
         Tensor grad = Tensor::empty(s.sizes(), s.dtype(), s.device());
         if (grad.numel() > 0) op.backward(grad.device(), p, grad, g[0], s);
         // Only under create_graph (grad mode on in backward); a plain backward does not build the vector.

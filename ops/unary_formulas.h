@@ -17,6 +17,8 @@
 // whose own history carries the chain on to x. It is what a backward with
 // create_graph differentiates (unary.cpp); an op without ddf does not compile,
 // so a second derivative is never a silent zero. A Saves::Self op has neither.
+// A Saves::Activation op (gelu, silu) saves x, rounded to bf16 under bf16
+// precision (ops/op_list.h); df then sees the rounded x, widened.
 //
 // f and df are KS_HOST_DEVICE, so the CPU's loop and the GPU's run the same
 // code (ops/unary_kernels.h instantiates both for every op of UnaryOps); the
@@ -125,6 +127,7 @@ struct Relu : UnaryOp {  // gradient 0 at 0; NaN stays NaN
 
 struct Silu : UnaryOp {  // x · sigmoid(x)
   static constexpr const char *name = "silu", *node = "SiluBackward";
+  static constexpr Saves saves = Saves::Activation;
   template <class T> KS_HOST_DEVICE static T f(T x) { return x * kmath::sigmoid(x); }
   template <class T> KS_HOST_DEVICE static T df(T g, T x) {
     const T sg = kmath::sigmoid(x);
@@ -138,6 +141,7 @@ struct Silu : UnaryOp {  // x · sigmoid(x)
 
 struct Gelu : UnaryOp {  // x Φ(x), with the exact erf
   static constexpr const char *name = "gelu", *node = "GeluBackward";
+  static constexpr Saves saves = Saves::Activation;
   template <class T> KS_HOST_DEVICE static T f(T x) { return T(0.5) * x * (T(1) + kmath::erf(x * T(kSqrtHalf))); }
   template <class T> KS_HOST_DEVICE static T df(T g, T x) {
     const T cdf = T(0.5) * (T(1) + kmath::erf(x * T(kSqrtHalf)));
@@ -152,6 +156,7 @@ struct Gelu : UnaryOp {  // x Φ(x), with the exact erf
 
 struct GeluTanh : UnaryOp {  // 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
   static constexpr const char *name = "gelu", *node = "GeluTanhBackward";
+  static constexpr Saves saves = Saves::Activation;
   template <class T> KS_HOST_DEVICE static T f(T x) {
     const T u = T(kSqrt2OverPi) * (x + T(kGeluTanhC) * x * x * x);
     return T(0.5) * x * (T(1) + kmath::tanh(u));
