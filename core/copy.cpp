@@ -1,8 +1,20 @@
 // core/copy.cpp — copy_, fill_, contiguous_raw, to_raw and their CPU kernels.
+// Casts between float32 and bfloat16 of contiguous runs (the bf16 copies
+// that bf16 precision saves for the backward, and their widening) run in
+// 512- or 256-bit registers with BFloat16's own rounding, bit for bit
+// (core/dtype.h: nearest even, NaN to the quiet 0x7fc0); every other copy
+// runs the scalar loop.
 #include "core/copy.h"
 
-#include <cstring>
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_epi32() as an unused
+// source, which -Wmaybe-uninitialized reports (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
 
+#include <cstring>
+#include <type_traits>
+
+#include "core/cpu_features.h"
 #include "core/strided_loop.h"
 
 namespace ks {
@@ -28,6 +40,81 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape, const char* op) {
   return s;
 }
 
+#define KS_COPY_AVX2 __attribute__((target("avx2")))
+#define KS_COPY_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512vl")))
+
+// d[i] = BFloat16(s[i]) for i < n; the tail (and a CPU without AVX2) scalar.
+KS_COPY_AVX512 int64_t round_to_bf16_avx512(const float* s, uint16_t* d, int64_t n) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x7fc0);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i u = _mm512_loadu_si512(s + i);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(bias, odd)), 16);
+    r = _mm512_mask_mov_epi32(r, nan, quiet);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm512_cvtepi32_epi16(r));
+  }
+  return i;
+}
+
+KS_COPY_AVX2 int64_t round_to_bf16_avx2(const float* s, uint16_t* d, int64_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x7fc0);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i r[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 8 * h));
+      // |u| as a signed int is at most 0x7fffffff, so the signed compare is the unsigned one.
+      const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+      const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+      const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(bias, odd)), 16);
+      r[h] = _mm256_blendv_epi8(rounded, quiet, nan);
+    }
+    // packus works within 128-bit lanes: (a0 b0 a1 b1), put back in order.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), 0xd8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), packed);
+  }
+  return i;
+}
+
+// d[i] = float(s[i]): the bits moved up by 16.
+KS_COPY_AVX2 int64_t widen_bf16_avx2(const uint16_t* s, float* d, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm256_slli_epi32(w, 16));
+  }
+  return i;
+}
+
+// A contiguous run cast between float32 and bfloat16 in registers; false for any other pair.
+template <class D, class S> bool cast_run(char* dst, const char* src, int64_t n) {
+  static const bool avx2 = cpu_features().avx2;
+  static const CastIsa widest = cpu_features().avx512 ? CastIsa::Avx512 : CastIsa::Avx2;
+  if (!avx2) return false;
+  if constexpr (std::is_same_v<D, BFloat16> && std::is_same_v<S, float>) {
+    const float* s = reinterpret_cast<const float*>(src);
+    uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+    int64_t i = round_to_bf16_run(s, d, n, widest);
+    for (; i < n; ++i) d[i] = BFloat16(s[i]).bits;
+    return true;
+  } else if constexpr (std::is_same_v<D, float> && std::is_same_v<S, BFloat16>) {
+    const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
+    float* d = reinterpret_cast<float*>(dst);
+    int64_t i = widen_bf16_run(s, d, n);
+    for (; i < n; ++i) {
+      BFloat16 b;
+      b.bits = s[i];
+      d[i] = float(b);
+    }
+    return true;
+  }
+  return false;
+}
+
 void copy_cpu(const Tensor& dst, const Tensor& src) {
   auto L =
       make_strided_layout<2>(dst.sizes(), {dst.strides(), src.strides()}, {dst.element_size(), src.element_size()});
@@ -39,9 +126,11 @@ void copy_cpu(const Tensor& dst, const Tensor& src) {
       using S = typename decltype(st)::type;
       strided_for_each<2>(
           L, {base_d, base_s}, kElementwiseGrain, [](std::array<char*, 2> p, int64_t n, std::array<int64_t, 2> s) {
-            if constexpr (std::is_same_v<D, S>) {
-              if (s[0] == int64_t(sizeof(D)) && s[1] == int64_t(sizeof(S))) {
+            if (s[0] == int64_t(sizeof(D)) && s[1] == int64_t(sizeof(S))) {
+              if constexpr (std::is_same_v<D, S>) {
                 std::memcpy(p[0], p[1], size_t(n) * sizeof(D));
+                return;
+              } else if (cast_run<D, S>(p[0], p[1], n)) {
                 return;
               }
             }
@@ -78,6 +167,17 @@ KS_REGISTER_KERNEL(fill_kernel, CPU, fill_cpu);
 KS_REGISTER_KERNEL(device_memcpy, CPU, memcpy_cpu);
 
 }  // namespace
+
+int64_t round_to_bf16_run(const float* src, uint16_t* dst, int64_t n, CastIsa isa) {
+  const CpuFeatures& f = cpu_features();
+  if (isa == CastIsa::Avx512 && f.avx512) return round_to_bf16_avx512(src, dst, n);
+  if (isa == CastIsa::Avx2 && f.avx2) return round_to_bf16_avx2(src, dst, n);
+  return 0;
+}
+
+int64_t widen_bf16_run(const uint16_t* src, float* dst, int64_t n) {
+  return cpu_features().avx2 ? widen_bf16_avx2(src, dst, n) : 0;
+}
 
 void copy_(const Tensor& dst, const Tensor& src) {
   KS_CHECK(dst.is_non_overlapping(), "copy_: destination ", describe(dst), " has overlapping (expanded) elements");

@@ -22,6 +22,15 @@ Tensor contiguous_raw(const Tensor& t);
 // is one (same device, same dtype, contiguous).
 Tensor to_raw(const Tensor& t, Device device, DType dtype);
 
+// The CPU's register loops for contiguous float32 <-> bfloat16 casts, which
+// copy_ runs on the widest this CPU has; exposed so that tests can run the
+// 256-bit one on an AVX-512 machine too. Each returns how many leading
+// elements it converted (a multiple of its width; the caller does the
+// rest), 0 where the CPU lacks the instructions.
+enum class CastIsa { Avx2, Avx512 };
+int64_t round_to_bf16_run(const float* src, uint16_t* dst, int64_t n, CastIsa isa);
+int64_t widen_bf16_run(const uint16_t* src, float* dst, int64_t n);
+
 // --- kernel tables, filled by each backend ---
 // Same-device strided copy with conversion; shapes already equal (src may have 0 strides).
 using CopyKernel = void(const Tensor& dst, const Tensor& src);
