@@ -2,12 +2,14 @@
 // the run of a computation on one thread and on several (for the tests that
 // results do not depend on the thread count), the gradchecks of the descriptor
 // tables over layouts and an expanded input, and the attention ops' inputs:
-// key padding and float64 leaves. (The (B, 1, T, S) boolean mask of the keys a
+// key padding and float64 leaves; a random leaf parameter and the bitwise
+// comparison of two float tensors. (The (B, 1, T, S) boolean mask of the keys a
 // query may not see, for the composed references, is ops/attention_in_ops.h's.)
 // Not here: helpers of one file, the suites' common ones (support/testing.h).
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -16,6 +18,16 @@
 #include "support/testing.h"
 
 namespace ks::testing {
+
+// A leaf of standard normal values that requires grad.
+inline Tensor param(const Shape& shape, Generator& gen) { return randn(shape, {}, &gen).set_requires_grad(true); }
+
+// Whether a and b hold the same bits: dtype, shape, and every value read as float32.
+inline bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
+  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
+  return std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
 
 // {f() on one thread, f() on at least two}; the thread count is put back.
 template <class F> auto on_one_and_many_threads(F&& f) {

@@ -4,11 +4,10 @@
 // counts), every reduction, ignored
 // rows, label smoothing, 3-D inputs; float64 gradchecks and second
 // derivatives; errors.
-#include <cstring>
-
 #include "autograd/engine.h"
 #include "ops/linalg.h"
 #include "ops/linear_cross_entropy.h"
+#include "ops/ops_testing.h"
 #include "ops/view.h"
 #include "support/testing.h"
 
@@ -16,11 +15,6 @@ using namespace ks;
 using namespace ks::testing;
 
 namespace {
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
-}
 
 struct Grads {
   Tensor loss, dx, dw, db;

@@ -15,22 +15,13 @@
 #include "ops/elementwise.h"
 #include "ops/gemm_paths.h"
 #include "ops/linalg.h"
+#include "ops/ops_testing.h"
 #include "ops/reduce.h"
 #include "ops/view.h"
 #include "support/testing.h"
 
 using namespace ks;
 using namespace ks::testing;
-
-namespace {
-
-Tensor param(const Shape& shape, Generator& gen) { return randn(shape, {}, &gen).set_requires_grad(true); }
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.sizes() == b.sizes() && a.to_vector<float>() == b.to_vector<float>();
-}
-
-}  // namespace
 
 TEST_CASE("linear saves its input in bf16 under bf16 precision, and the gradients keep their bits") {
   // out >= in takes the fused backward kernel, out < in the composed GEMMs.

@@ -16,6 +16,7 @@
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/gemm_paths.h"
+#include "ops/ops_testing.h"
 #include "ops/reduce.h"
 #include "ops/unary.h"
 #include "ops/view.h"
@@ -25,12 +26,6 @@ using namespace ks;
 using namespace ks::testing;
 
 namespace {
-
-Tensor param(const Shape& shape, Generator& gen) { return randn(shape, {}, &gen).set_requires_grad(true); }
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.sizes() == b.sizes() && a.to_vector<float>() == b.to_vector<float>();
-}
 
 // x·1: the same values with a history, as a layer's activations have (a leaf is saved as it is).
 Tensor with_history(const Tensor& leaf) { return mul(leaf, 1.0); }
