@@ -2,16 +2,21 @@
 // against a float64 reference within float32 summation error, over ragged k
 // (masked tails) and n (rows left after the groups of four), strided rows of
 // B and a strided a, alpha and beta; the AVX2 and AVX-512 kernels give the
-// same bits, as do one and two threads; and the GEMM door sends a one-row
-// linear forward there (the same bits as gemv_rows). A CPU without AVX-512
-// (or AVX2) skips what needs it, saying so.
+// same bits, as do one and two threads; with round_bf16 (bf16 precision)
+// against the float64 product of the operands rounded to bf16, NaN and
+// infinities included; and the GEMM door sends a one-row linear forward
+// there, under float32 and bf16 precision (the same bits as gemv_rows). A
+// CPU without AVX-512 (or AVX2) skips what needs it, saying so.
 // Not here: OpenBLAS's sgemv for a not-transposed B (test_linalg.cpp covers
 // matmul's shapes), the bf16 GEMMs (test_gemm_bf16.cpp).
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/dtype.h"
+#include "core/matmul_precision.h"
 #include "core/parallel.h"
 #include "ops/cpu/gemm/gemm.h"
 #include "ops/cpu/gemm/gemv.h"
@@ -38,8 +43,11 @@ struct Case {
   float alpha, beta;
 };
 
-// Runs c = alpha·B·a + beta·c0 on `isa` and checks it against float64.
-std::vector<float> run_and_check(const Case& cs, GemvIsa isa, bool threaded) {
+double operand(float x, bool round_bf16) { return round_bf16 ? double(float(BFloat16(x))) : double(x); }
+
+// Runs c = alpha·B·a + beta·c0 on `isa` and checks it against float64 (of
+// the operands rounded to bf16 under round_bf16).
+std::vector<float> run_and_check(const Case& cs, GemvIsa isa, bool threaded, bool round_bf16 = false) {
   const std::vector<float> b = values(cs.n * cs.ldb, 1), a = values(cs.k * cs.inc_a, 2), c0 = values(cs.n, 3);
   std::vector<float> c = c0;
   gemv_rows({.n = cs.n,
@@ -51,12 +59,13 @@ std::vector<float> run_and_check(const Case& cs, GemvIsa isa, bool threaded) {
              .ldb = cs.ldb,
              .beta = cs.beta,
              .c = c.data(),
-             .threaded = threaded},
+             .threaded = threaded,
+             .round_bf16 = round_bf16},
             isa);
   for (int64_t j = 0; j < cs.n; ++j) {
     double dot = 0, scale = 0;
     for (int64_t i = 0; i < cs.k; ++i) {
-      const double t = double(b[size_t(j * cs.ldb + i)]) * double(a[size_t(i * cs.inc_a)]);
+      const double t = operand(b[size_t(j * cs.ldb + i)], round_bf16) * operand(a[size_t(i * cs.inc_a)], round_bf16);
       dot += t;
       scale += std::fabs(t);
     }
@@ -88,6 +97,35 @@ TEST_CASE("gemv_rows: float64 within float32 summation error, every shape, each 
     if (has_avx512()) run_and_check(cs, GemvIsa::Avx512, false);
   }
   if (!has_avx512()) MESSAGE("skipped the AVX-512 kernel: this CPU has none");
+}
+
+TEST_CASE("gemv_rows with round_bf16: the products of bf16-rounded operands, the same bits on AVX2 and AVX-512") {
+  if (!gemv_rows_available()) {
+    MESSAGE("skipped: this CPU has no AVX2 with FMA");
+    return;
+  }
+  for (const Case& cs : kCases) {
+    const std::vector<float> narrow = run_and_check(cs, GemvIsa::Avx2, true, true);
+    // Rounding shows: the float32 product differs somewhere once k is large.
+    if (cs.k >= 64) CHECK(narrow != run_and_check(cs, GemvIsa::Avx2, true, false));
+    if (has_avx512())
+      CHECK(std::memcmp(narrow.data(), run_and_check(cs, GemvIsa::Avx512, true, true).data(),
+                        narrow.size() * sizeof(float)) == 0);
+  }
+  // NaN stays NaN and infinities stay infinite through the rounding; the
+  // largest finite floats round up to infinity, as BFloat16 rounds them.
+  const float inf = std::numeric_limits<float>::infinity(), big = std::numeric_limits<float>::max();
+  const std::vector<float> w = {std::nanf(""), 1.f, inf, 1.f, big, 1.f, 1.f, 1.f};  // (4, 2)
+  const std::vector<float> x = {1.f, 0.f};
+  for (GemvIsa isa : {GemvIsa::Avx2, GemvIsa::Avx512}) {
+    if (isa == GemvIsa::Avx512 && !has_avx512()) continue;
+    std::vector<float> c(4);
+    gemv_rows({.n = 4, .k = 2, .a = x.data(), .b = w.data(), .ldb = 2, .c = c.data(), .round_bf16 = true}, isa);
+    CHECK(std::isnan(c[0]));
+    CHECK(c[1] == inf);
+    CHECK(c[2] == inf);
+    CHECK(c[3] == 1.f);
+  }
 }
 
 TEST_CASE("gemv_rows: AVX2 and AVX-512 give the same bits, at one thread and two") {
@@ -132,4 +170,22 @@ TEST_CASE("gemm: a one-row product against a transposed B runs on gemv_rows") {
   direct = bias;
   gemv_rows({.n = n, .k = k, .a = x.data(), .b = w.data(), .ldb = k, .beta = 1.f, .c = direct.data()});
   CHECK(std::memcmp(door.data(), direct.data(), door.size() * sizeof(float)) == 0);
+  // Under bf16 precision (where the CPU has a bf16 kernel): the rounding kernel, not the packing driver.
+  if (cpu_matmul_precision(MatmulPrecision::BFloat16) == MatmulPrecision::BFloat16) {
+    gemm(Gemm<float>{.m = 1,
+                     .n = n,
+                     .k = k,
+                     .a = {.data = x.data(), .ld = k},
+                     .b = {.data = w.data(), .ld = k, .transposed = true},
+                     .c = door.data(),
+                     .ldc = n,
+                     .row_bias = bias.data(),
+                     .precision = MatmulPrecision::BFloat16});
+    direct = bias;
+    gemv_rows(
+        {.n = n, .k = k, .a = x.data(), .b = w.data(), .ldb = k, .beta = 1.f, .c = direct.data(), .round_bf16 = true});
+    CHECK(std::memcmp(door.data(), direct.data(), door.size() * sizeof(float)) == 0);
+  } else {
+    MESSAGE("skipped the bf16 door: this CPU has no bf16 kernel (bf16 precision computes in float32 there)");
+  }
 }

@@ -93,19 +93,25 @@ void blas_gemv(CBLAS_TRANSPOSE t, int rows, int cols, double alpha, const double
 // than the product itself (forward for GEMV only came in 0.3.27).
 // c (1, n) = a (1, k) · op(B) is cᵀ = op(B)ᵀ · aᵀ. Otherwise one
 // single-threaded OpenBLAS gemm.
+// The one-row kernel takes bf16 precision too (rounding as it loads), so it
+// is chosen before the bf16 driver, which would pack all of B for one row.
+bool one_row_kernel(int64_t m, bool b_transposed) { return m == 1 && b_transposed && gemv_rows_available(); }
+
 template <class T> void call(const Gemm<T>& g) {
   if constexpr (std::is_same_v<T, float>)
-    if (g.m == 1 && g.b.transposed && gemv_rows_available())
-      return gemv_rows({.n = g.n,
-                        .k = g.k,
-                        .alpha = g.alpha,
-                        .a = g.a.data,
-                        .inc_a = g.a.transposed ? g.a.ld : 1,
-                        .b = g.b.data,
-                        .ldb = g.b.ld,
-                        .beta = g.beta,
-                        .c = g.c,
-                        .threaded = g.threaded});
+    if (one_row_kernel(g.m, g.b.transposed))
+      return gemv_rows(
+          {.n = g.n,
+           .k = g.k,
+           .alpha = g.alpha,
+           .a = g.a.data,
+           .inc_a = g.a.transposed ? g.a.ld : 1,
+           .b = g.b.data,
+           .ldb = g.b.ld,
+           .beta = g.beta,
+           .c = g.c,
+           .threaded = g.threaded,
+           .round_bf16 = cpu_matmul_precision(g.precision.value_or(matmul_precision())) == MatmulPrecision::BFloat16});
   if (g.m == 1) {
     if (g.beta == T(0)) std::fill(g.c, g.c + g.n, T(0));  // BLAS may read y even when beta is 0 (0 · NaN)
     const int inc_a = g.a.transposed ? int(g.a.ld) : 1;
@@ -173,7 +179,8 @@ template <class T> void gemm(const Gemm<T>& g) {
   }
   // bf16 products where the CPU has a bf16 kernel; without one, float32 (core/matmul_precision.h).
   if constexpr (std::is_same_v<T, float>)
-    if (cpu_matmul_precision(g.precision.value_or(matmul_precision())) == MatmulPrecision::BFloat16)
+    if (cpu_matmul_precision(g.precision.value_or(matmul_precision())) == MatmulPrecision::BFloat16 &&
+        !one_row_kernel(g.m, g.b.transposed))
       return bf16::gemm(g);
   // OpenBLAS: the bias copied into C, then C += A·B.
   if (!g.row_bias) return gemm_bands(g);

@@ -15,8 +15,11 @@
 // halves) give the same bits, and so does any split of the outputs among
 // threads. They differ from OpenBLAS's sgemv and sgemm in the last bits, as
 // those differ from each other.
+// Under bf16 precision (round_bf16) the operands are rounded to bf16 as
+// they are loaded, the same products as the bf16 GEMMs' in another order
+// of float32 sums.
 // Not here: a not-transposed B (c = a · B, the backward's dx; OpenBLAS's
-// sgemv stays), float64, and bf16 precision (ops/cpu/gemm/bf16.cpp).
+// sgemv stays, or the bf16 driver, ops/cpu/gemm/bf16.cpp), float64.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +45,13 @@ struct GemvRows {
   float beta = 0.f;
   float* c = nullptr;
   bool threaded = false;
+  // bf16 precision's products: a and each element of B rounded to bf16
+  // (nearest even, as core/dtype.h's BFloat16) before it is multiplied,
+  // the sums in float32, as the bf16 GEMM kernels compute. A one-row
+  // product is bound by reading B, so rounding B as it is loaded costs
+  // about nothing, where packing it for the bf16 kernels costs more than
+  // the product itself.
+  bool round_bf16 = false;
 };
 // Runs on the widest kernel available (gemv_rows_available() must be true).
 void gemv_rows(const GemvRows& g);
