@@ -156,22 +156,9 @@ TEST_CASE("gemm: a one-row product against a transposed B runs on gemv_rows") {
   }
   const int64_t n = 300, k = 129;
   const std::vector<float> w = values(n * k, 4), x = values(k, 5), bias = values(n, 6);
-  std::vector<float> door(static_cast<size_t>(n)), direct;
-  // y = x · Wᵀ + bias, as linear's forward calls the door.
-  gemm(Gemm<float>{.m = 1,
-                   .n = n,
-                   .k = k,
-                   .a = {.data = x.data(), .ld = k},
-                   .b = {.data = w.data(), .ld = k, .transposed = true},
-                   .c = door.data(),
-                   .ldc = n,
-                   .row_bias = bias.data(),
-                   .precision = MatmulPrecision::Float32});
-  direct = bias;
-  gemv_rows({.n = n, .k = k, .a = x.data(), .b = w.data(), .ldb = k, .beta = 1.f, .c = direct.data()});
-  CHECK(std::memcmp(door.data(), direct.data(), door.size() * sizeof(float)) == 0);
-  // Under bf16 precision (where the CPU has a bf16 kernel): the rounding kernel, not the packing driver.
-  if (cpu_matmul_precision(MatmulPrecision::BFloat16) == MatmulPrecision::BFloat16) {
+  // y = x · Wᵀ + bias, as linear's forward calls the door, against gemv_rows on the bias.
+  const auto door_equals_kernel = [&](MatmulPrecision precision) {
+    std::vector<float> door(static_cast<size_t>(n)), direct = bias;
     gemm(Gemm<float>{.m = 1,
                      .n = n,
                      .k = k,
@@ -180,11 +167,21 @@ TEST_CASE("gemm: a one-row product against a transposed B runs on gemv_rows") {
                      .c = door.data(),
                      .ldc = n,
                      .row_bias = bias.data(),
-                     .precision = MatmulPrecision::BFloat16});
-    direct = bias;
-    gemv_rows(
-        {.n = n, .k = k, .a = x.data(), .b = w.data(), .ldb = k, .beta = 1.f, .c = direct.data(), .round_bf16 = true});
-    CHECK(std::memcmp(door.data(), direct.data(), door.size() * sizeof(float)) == 0);
+                     .precision = precision});
+    gemv_rows({.n = n,
+               .k = k,
+               .a = x.data(),
+               .b = w.data(),
+               .ldb = k,
+               .beta = 1.f,
+               .c = direct.data(),
+               .round_bf16 = precision == MatmulPrecision::BFloat16});
+    return std::memcmp(door.data(), direct.data(), door.size() * sizeof(float)) == 0;
+  };
+  CHECK(door_equals_kernel(MatmulPrecision::Float32));
+  // Under bf16 precision (where the CPU has a bf16 kernel): the rounding kernel, not the packing driver.
+  if (cpu_matmul_precision(MatmulPrecision::BFloat16) == MatmulPrecision::BFloat16) {
+    CHECK(door_equals_kernel(MatmulPrecision::BFloat16));
   } else {
     MESSAGE("skipped the bf16 door: this CPU has no bf16 kernel (bf16 precision computes in float32 there)");
   }
