@@ -2,7 +2,8 @@
 // Casts between float32 and bfloat16 of contiguous runs (the bf16 copies
 // that bf16 precision saves for the backward, and their widening) run in
 // 512- or 256-bit registers with BFloat16's own rounding, bit for bit
-// (core/dtype.h: nearest even, NaN to the quiet 0x7fc0); every other copy
+// (core/bf16_simd.h; a NaN becomes the quiet 0x7fc0, as core/dtype.h's
+// BFloat16 makes it); every other copy
 // runs the scalar loop.
 #include "core/copy.h"
 
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/bf16_simd.h"
 #include "core/cpu_features.h"
 #include "core/strided_loop.h"
 
@@ -45,33 +47,26 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape, const char* op) {
 
 // d[i] = BFloat16(s[i]) for i < n; the tail (and a CPU without AVX2) scalar.
 KS_COPY_AVX512 int64_t round_to_bf16_avx512(const float* s, uint16_t* d, int64_t n) {
-  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
-  const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x7fc0);
+  const __m512i quiet = _mm512_set1_epi32(0x7fc0);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512i u = _mm512_loadu_si512(s + i);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
-    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(bias, odd)), 16);
-    r = _mm512_mask_mov_epi32(r, nan, quiet);
+    __m512i r = _mm512_srli_epi32(bf16_simd::with_rounding_bias(u), 16);
+    r = _mm512_mask_mov_epi32(r, bf16_simd::nan_lanes(u), quiet);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm512_cvtepi32_epi16(r));
   }
   return i;
 }
 
 KS_COPY_AVX2 int64_t round_to_bf16_avx2(const float* s, uint16_t* d, int64_t n) {
-  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
-  const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x7fc0);
+  const __m256i quiet = _mm256_set1_epi32(0x7fc0);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m256i r[2];
     for (int h = 0; h < 2; ++h) {
       const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 8 * h));
-      // |u| as a signed int is at most 0x7fffffff, so the signed compare is the unsigned one.
-      const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
-      const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
-      const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(bias, odd)), 16);
-      r[h] = _mm256_blendv_epi8(rounded, quiet, nan);
+      const __m256i rounded = _mm256_srli_epi32(bf16_simd::with_rounding_bias(u), 16);
+      r[h] = _mm256_blendv_epi8(rounded, quiet, bf16_simd::nan_lanes(u));
     }
     // packus works within 128-bit lanes: (a0 b0 a1 b1), put back in order.
     const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), 0xd8);

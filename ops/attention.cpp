@@ -94,14 +94,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     // widened back exactly in the backward, the same gradients bit for bit.
     // A create_graph backward's gradients reach q, k and v through that cast
     // (rounded to bf16), as through linear's.
-    const auto saved = [](const Tensor& x) { return SavedTensor(saves_input_in_bf16(x) ? to(x, kBFloat16) : x); };
     record(
         "ScaledDotProductAttentionBackward", {q, k, v}, {out},
-        [sq = saved(q), sk = saved(k), sv = saved(v), so = SavedTensor(out), sl = SavedTensor(lse),
+        [sq = SavedTensor(input_saved_for_backward(q)), sk = SavedTensor(input_saved_for_backward(k)),
+         sv = SavedTensor(input_saved_for_backward(v)), so = SavedTensor(out), sl = SavedTensor(lse),
          spad = SavedTensor(pad), dtype = q.dtype(), gq = q.requires_grad(), gk = k.requires_grad(),
          gv = v.requires_grad(), prm](const std::vector<Tensor>& g) {
-          const auto widened = [dtype](const Tensor& x) { return x.dtype() == dtype ? x : to(x, dtype); };
-          const Tensor q_ = widened(sq.unpack()), k_ = widened(sk.unpack()), v_ = widened(sv.unpack());
+          const Tensor q_ = widened_saved_input(sq.unpack(), dtype), k_ = widened_saved_input(sk.unpack(), dtype),
+                       v_ = widened_saved_input(sv.unpack(), dtype);
           if (GradMode::is_enabled())  // create_graph
             return grad_by_recompute(
                 [&](const std::vector<Tensor>& in) {

@@ -138,6 +138,12 @@ bool saves_input_in_bf16(const Tensor& x) {
          cpu_matmul_precision() == MatmulPrecision::BFloat16;
 }
 
+Tensor input_saved_for_backward(const Tensor& x) { return saves_input_in_bf16(x) ? to(x, kBFloat16) : x; }
+
+Tensor widened_saved_input(const Tensor& saved, DType dtype) {
+  return saved.dtype() == dtype ? saved : to(saved, dtype);
+}
+
 SharedLinearInput::SharedLinearInput() : outer_(innermost_scope) { innermost_scope = this; }
 SharedLinearInput::~SharedLinearInput() { innermost_scope = outer_; }
 SharedLinearInput* SharedLinearInput::current() { return innermost_scope; }

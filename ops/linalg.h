@@ -35,6 +35,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // and v, ops/attention.cpp).
 bool saves_input_in_bf16(const Tensor& x);
 
+// What such an op saves of x for its backward: x rounded to bf16 where
+// saves_input_in_bf16(x), else x itself. The rounding is a differentiable
+// cast, so a create_graph backward reaches x through it.
+Tensor input_saved_for_backward(const Tensor& x);
+// A tensor input_saved_for_backward returned, in the dtype its input had
+// (widening bf16 to float32 is exact).
+Tensor widened_saved_input(const Tensor& saved, DType dtype);
+
 // Under bf16 matmul precision on a CPU with a bf16 kernel, linear saves its
 // input for the weight's gradient rounded to bfloat16 (half the bytes, the
 // same bits: every GEMM that reads it in the backward rounds it first; the

@@ -62,13 +62,13 @@ Tensor unary_apply(const UnaryInfo& op, const Tensor& x, const UnaryParams& p) {
   // derivative: under bf16 precision the derivative is taken at the rounded
   // input (the bf16 saving: half the bytes of a feed-forward layer's widest
   // activation), elsewhere at the input itself.
-  const bool rounded = op.saves == Saves::Activation && saves_input_in_bf16(x);
-  const Tensor saved = op.saves == Saves::Output ? out : rounded ? to(x, kBFloat16) : x;
+  const Tensor saved = op.saves == Saves::Output       ? out
+                       : op.saves == Saves::Activation ? input_saved_for_backward(x)
+                                                       : x;
   record(
       op.node, {x}, {out},
       [op, p, saved = SavedTensor(saved), dtype = x.dtype()](const std::vector<Tensor>& g) {
-        Tensor s = saved.unpack();
-        if (s.dtype() != dtype) s = to(s, dtype);
+        const Tensor s = widened_saved_input(saved.unpack(), dtype);
         Tensor grad = Tensor::empty(s.sizes(), s.dtype(), s.device());
         if (grad.numel() > 0) op.backward(grad.device(), p, grad, g[0], s);
         // Only under create_graph (grad mode on in backward); a plain backward does not build the vector.
