@@ -1,14 +1,18 @@
-// tests/ops/test_gemv.cpp — the one-row float32 product (ops/cpu/gemm/gemv.h):
+// tests/ops/test_gemv.cpp — the few-row float32 product (ops/cpu/gemm/gemv.h):
 // against a float64 reference within float32 summation error, over ragged k
 // (masked tails) and n (rows left after the groups of four), strided rows of
 // B and a strided a, alpha and beta; the AVX2 and AVX-512 kernels give the
 // same bits, as do one and two threads; with round_bf16 (bf16 precision)
 // against the float64 product of the operands rounded to bf16, NaN and
-// infinities included; and the GEMM door sends a one-row linear forward
-// there, under float32 and bf16 precision (the same bits as gemv_rows). A
-// CPU without AVX-512 (or AVX2) skips what needs it, saying so.
+// infinities included; each row of a few-row product has the bits of that
+// row alone, a transposed a and a wider c included; and the GEMM door sends
+// a one-row linear forward, and a few rows against a weight, there, under
+// float32 and bf16 precision (the same bits as gemv_rows), while a few rows
+// against a small B stay on OpenBLAS. A CPU without AVX-512 (or AVX2) skips
+// what needs it, saying so.
 // Not here: OpenBLAS's sgemv for a not-transposed B (test_linalg.cpp covers
 // matmul's shapes), the bf16 GEMMs (test_gemm_bf16.cpp).
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -182,6 +186,120 @@ TEST_CASE("gemm: a one-row product against a transposed B runs on gemv_rows") {
   // Under bf16 precision (where the CPU has a bf16 kernel): the rounding kernel, not the packing driver.
   if (cpu_matmul_precision(MatmulPrecision::BFloat16) == MatmulPrecision::BFloat16) {
     CHECK(door_equals_kernel(MatmulPrecision::BFloat16));
+  } else {
+    MESSAGE("skipped the bf16 door: this CPU has no bf16 kernel (bf16 precision computes in float32 there)");
+  }
+}
+
+TEST_CASE("gemv_rows: each row of a few-row product has the bits of that row alone") {
+  if (!gemv_rows_available()) {
+    MESSAGE("skipped: this CPU has no AVX2 with FMA");
+    return;
+  }
+  const int threads = num_threads();
+  // (m, n, k): ragged k and n, one to sixteen rows of a.
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{2, 7, 17}, {3, 130, 100}, {16, 300, 257}}) {
+    for (bool transposed_a : {false, true}) {
+      for (bool round_bf16 : {false, true}) {
+        for (GemvIsa isa : {GemvIsa::Avx2, GemvIsa::Avx512}) {
+          if (isa == GemvIsa::Avx512 && !has_avx512()) continue;
+          const int64_t ldb = k + 3, ldc = n + 5;
+          const std::vector<float> b = values(n * ldb, 7), a = values(m * k, 8), c0 = values(m * ldc, 9);
+          // a (m, k) row-major, or the same values stored transposed (k, m).
+          std::vector<float> stored = a;
+          if (transposed_a)
+            for (int64_t row = 0; row < m; ++row)
+              for (int64_t i = 0; i < k; ++i) stored[size_t(i * m + row)] = a[size_t(row * k + i)];
+          std::vector<float> c = c0;
+          set_num_threads(2);
+          gemv_rows({.m = m,
+                     .n = n,
+                     .k = k,
+                     .alpha = 0.5f,
+                     .a = stored.data(),
+                     .inc_a = transposed_a ? m : 1,
+                     .lda = transposed_a ? 1 : k,
+                     .b = b.data(),
+                     .ldb = ldb,
+                     .beta = 2.f,
+                     .c = c.data(),
+                     .ldc = ldc,
+                     .threaded = true,
+                     .round_bf16 = round_bf16},
+                    isa);
+          set_num_threads(1);
+          for (int64_t row = 0; row < m; ++row) {
+            std::vector<float> alone(c0.begin() + row * ldc, c0.begin() + row * ldc + n);
+            gemv_rows({.n = n,
+                       .k = k,
+                       .alpha = 0.5f,
+                       .a = a.data() + row * k,
+                       .b = b.data(),
+                       .ldb = ldb,
+                       .beta = 2.f,
+                       .c = alone.data(),
+                       .round_bf16 = round_bf16},
+                      GemvIsa::Avx2);
+            REQUIRE_MESSAGE(std::memcmp(alone.data(), c.data() + row * ldc, size_t(n) * sizeof(float)) == 0, "m ", m,
+                            " row ", row, " transposed a ", transposed_a, " bf16 ", round_bf16);
+            // The padding between c's rows is not written.
+            CHECK(std::memcmp(c.data() + row * ldc + n, c0.data() + row * ldc + n, size_t(ldc - n) * sizeof(float)) ==
+                  0);
+          }
+        }
+      }
+    }
+  }
+  set_num_threads(threads);
+  if (!has_avx512()) MESSAGE("skipped the AVX-512 kernel: this CPU has none");
+}
+
+TEST_CASE("gemm: a few rows against a weight run on gemv_rows, against a small B on OpenBLAS") {
+  if (!gemv_rows_available()) {
+    MESSAGE("skipped: this CPU has no AVX2 with FMA");
+    return;
+  }
+  // y = x · Wᵀ + bias through the door, against gemv_rows row by row on the bias.
+  const auto door_equals_kernel = [](int64_t m, int64_t n, int64_t k, MatmulPrecision precision) {
+    const std::vector<float> w = values(n * k, 10), x = values(m * k, 11), bias = values(n, 12);
+    std::vector<float> door(static_cast<size_t>(m * n)), direct(static_cast<size_t>(m * n));
+    gemm(Gemm<float>{.m = m,
+                     .n = n,
+                     .k = k,
+                     .a = {.data = x.data(), .ld = k},
+                     .b = {.data = w.data(), .ld = k, .transposed = true},
+                     .c = door.data(),
+                     .ldc = n,
+                     .row_bias = bias.data(),
+                     .precision = precision,
+                     .threaded = true});
+    for (int64_t row = 0; row < m; ++row) {
+      std::copy(bias.begin(), bias.end(), direct.begin() + row * n);
+      gemv_rows({.n = n,
+                 .k = k,
+                 .a = x.data() + row * k,
+                 .b = w.data(),
+                 .ldb = k,
+                 .beta = 1.f,
+                 .c = direct.data() + row * n,
+                 .round_bf16 = precision == MatmulPrecision::BFloat16});
+    }
+    return std::memcmp(door.data(), direct.data(), door.size() * sizeof(float)) == 0;
+  };
+  // 16 rows against a (768, 256) weight: the kernel, with two threads as with one.
+  const int threads = num_threads();
+  for (int t : {1, 2}) {
+    set_num_threads(t);
+    CHECK(door_equals_kernel(16, 768, 256, MatmulPrecision::Float32));
+    CHECK(door_equals_kernel(5, 300, 257, MatmulPrecision::Float32));
+  }
+  set_num_threads(threads);
+  // Past 16 rows, or against fewer than 2^16 elements of B, OpenBLAS's sgemm
+  // (whose sums differ in the last bits on these values).
+  CHECK_FALSE(door_equals_kernel(17, 768, 256, MatmulPrecision::Float32));
+  CHECK_FALSE(door_equals_kernel(16, 64, 256, MatmulPrecision::Float32));
+  if (cpu_matmul_precision(MatmulPrecision::BFloat16) == MatmulPrecision::BFloat16) {
+    CHECK(door_equals_kernel(16, 768, 256, MatmulPrecision::BFloat16));
   } else {
     MESSAGE("skipped the bf16 door: this CPU has no bf16 kernel (bf16 precision computes in float32 there)");
   }

@@ -84,34 +84,49 @@ void blas_gemv(CBLAS_TRANSPOSE t, int rows, int cols, double alpha, const double
   cblas_dgemv(CblasRowMajor, t, rows, cols, alpha, m, ld, x, incx, beta, y, 1);
 }
 
-// One call for g as it stands (no bias; sizes checked by the caller). A
-// single row (m == 1, as every step of decoding one sequence has) is a
-// matrix-vector product: against a transposed float32 B (every linear
-// layer's forward) our own row-dot kernel, faster at streaming B (gemv.h,
-// on oneTBB when g.threaded); otherwise OpenBLAS's gemv, because 0.3.21's
-// gemm packs the whole of op(B) on every call, which at one row costs more
-// than the product itself (forward for GEMV only came in 0.3.27).
+// One call for g as it stands (no bias; sizes checked by the caller).
+// A few rows against a transposed float32 B (every linear layer's forward
+// while decoding, m the sequences decoded together) run on our own row-dot
+// kernel (gemv.h, on oneTBB when g.threaded): faster at streaming B at one
+// row, and at a few rows it reads B once where 0.3.21's gemm packs the
+// whole of op(B) on every call. Other single rows go to OpenBLAS's gemv,
+// for the same packing (forward for GEMV only came in 0.3.27):
 // c (1, n) = a (1, k) · op(B) is cᵀ = op(B)ᵀ · aᵀ. Otherwise one
 // single-threaded OpenBLAS gemm.
-// The one-row kernel takes bf16 precision too (rounding as it loads), so it
-// is chosen before the bf16 driver, which would pack all of B for one row.
-bool one_row_kernel(int64_t m, bool b_transposed) { return m == 1 && b_transposed && gemv_rows_available(); }
+// The few-row kernel takes bf16 precision too (rounding as it loads), so it
+// is chosen before the bf16 driver, which would pack all of B.
+//
+// Which products: every single row, as since 2026-12-05; from two to
+// kFewRows rows only against a B of at least kFewRowsWeights elements (a
+// weight, not an attention score product of a short sequence), so that the
+// float32 bits of training and of the small models, whose products stay on
+// OpenBLAS, do not change.
+constexpr int64_t kFewRows = 16;
+constexpr int64_t kFewRowsWeights = int64_t(1) << 16;
+bool few_rows_kernel(int64_t m, int64_t n, int64_t k, bool b_transposed) {
+  return b_transposed && gemv_rows_available() && (m == 1 || (m <= kFewRows && n * k >= kFewRowsWeights));
+}
+
+// g on the few-row kernel, whole (it splits B's rows among threads itself,
+// by the whole product's shape, so the choice never depends on a band).
+void few_rows(const Gemm<float>& g, bool round_bf16) {
+  gemv_rows({.m = g.m,
+             .n = g.n,
+             .k = g.k,
+             .alpha = g.alpha,
+             .a = g.a.data,
+             .inc_a = g.a.transposed ? g.a.ld : 1,
+             .lda = g.a.transposed ? 1 : g.a.ld,
+             .b = g.b.data,
+             .ldb = g.b.ld,
+             .beta = g.beta,
+             .c = g.c,
+             .ldc = g.ldc,
+             .threaded = g.threaded,
+             .round_bf16 = round_bf16});
+}
 
 template <class T> void call(const Gemm<T>& g) {
-  if constexpr (std::is_same_v<T, float>)
-    if (one_row_kernel(g.m, g.b.transposed))
-      return gemv_rows(
-          {.n = g.n,
-           .k = g.k,
-           .alpha = g.alpha,
-           .a = g.a.data,
-           .inc_a = g.a.transposed ? g.a.ld : 1,
-           .b = g.b.data,
-           .ldb = g.b.ld,
-           .beta = g.beta,
-           .c = g.c,
-           .threaded = g.threaded,
-           .round_bf16 = cpu_matmul_precision(g.precision.value_or(matmul_precision())) == MatmulPrecision::BFloat16});
   if (g.m == 1) {
     if (g.beta == T(0)) std::fill(g.c, g.c + g.n, T(0));  // BLAS may read y even when beta is 0 (0 · NaN)
     const int inc_a = g.a.transposed ? int(g.a.ld) : 1;
@@ -177,17 +192,26 @@ template <class T> void gemm(const Gemm<T>& g) {
     }
     return;
   }
-  // bf16 products where the CPU has a bf16 kernel; without one, float32 (core/matmul_precision.h).
-  if constexpr (std::is_same_v<T, float>)
-    if (cpu_matmul_precision(g.precision.value_or(matmul_precision())) == MatmulPrecision::BFloat16 &&
-        !one_row_kernel(g.m, g.b.transposed))
-      return bf16::gemm(g);
-  // OpenBLAS: the bias copied into C, then C += A·B.
-  if (!g.row_bias) return gemm_bands(g);
-  for (int64_t i = 0; i < g.m; ++i) std::copy(g.row_bias, g.row_bias + g.n, g.c + i * g.ldc);
-  Gemm<T> added = g;
-  added.beta = T(1);
-  gemm_bands(added);
+  // The bias copied into C, then C += A·B, for every path but the bf16
+  // driver, which adds it itself.
+  const auto preload_bias = [&](Gemm<T>& h) {
+    if (!h.row_bias) return;
+    for (int64_t i = 0; i < h.m; ++i) std::copy(h.row_bias, h.row_bias + h.n, h.c + i * h.ldc);
+    h.beta = T(1);
+  };
+  Gemm<T> plain = g;
+  if constexpr (std::is_same_v<T, float>) {
+    // bf16 products where the CPU has a bf16 kernel; without one, float32 (core/matmul_precision.h).
+    const bool bf16 = cpu_matmul_precision(g.precision.value_or(matmul_precision())) == MatmulPrecision::BFloat16;
+    if (few_rows_kernel(g.m, g.n, g.k, g.b.transposed)) {
+      preload_bias(plain);
+      return few_rows(plain, bf16);
+    }
+    if (bf16) return bf16::gemm(g);
+  }
+  // OpenBLAS.
+  preload_bias(plain);
+  gemm_bands(plain);
 }
 
 template void gemm(const Gemm<float>&);

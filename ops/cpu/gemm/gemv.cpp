@@ -1,7 +1,9 @@
-// ops/cpu/gemm/gemv.cpp — the one-row product's kernels (gemv.h): four of
-// B's rows at a time against a, 16 float32 lanes per row, in 512-bit
-// registers or as two 256-bit halves, the same operations in the same order;
-// under round_bf16 each element of B rounded to bf16 as it is loaded.
+// ops/cpu/gemm/gemv.cpp — the few-row product's kernels (gemv.h): four of
+// B's rows at a time against each row of a in turn (the four read from
+// memory for the first row, from L1 for the others), 16 float32 lanes per
+// row, in 512-bit registers or as two 256-bit halves, the same operations in
+// the same order; under round_bf16 each element of B rounded to bf16 as it
+// is loaded.
 // Not here: the choice between this and OpenBLAS (gemm.cpp's `call`).
 #include "ops/cpu/gemm/gemv.h"
 
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/bf16_simd.h"
 #include "core/cpu_features.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -58,69 +61,70 @@ int64_t prefetch_rows(int64_t k) {
 }
 
 // Where the result goes: alpha·dot + beta·c (c not read when beta is 0).
-[[gnu::always_inline]] inline float finish(const GemvRows& g, int64_t j, float dot) {
+[[gnu::always_inline]] inline void finish(const GemvRows& g, float* c, float dot) {
   const float scaled = g.alpha * dot;
-  return g.beta == 0.f ? scaled : scaled + g.beta * g.c[j];
+  *c = g.beta == 0.f ? scaled : scaled + g.beta * *c;
 }
 
 // x rounded to bf16 (the value kept in float32) when Round, as BFloat16(float)
-// rounds (core/dtype.h: nearest even; NaN stays NaN): bf16 precision's
+// rounds (core/bf16_simd.h: nearest even; a NaN stays NaN): bf16 precision's
 // operands. A product of two such values is exact in float32.
 template <bool Round> [[gnu::always_inline]] inline KS_GEMV_AVX512 __m512 rounded512(__m512 x) {
   if constexpr (!Round) return x;
   const __m512i u = _mm512_castps_si512(x);
-  const __mmask16 nan =
-      _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  const __m512i r = _mm512_and_si512(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd)),
-                                     _mm512_set1_epi32(int(0xffff0000u)));
-  return _mm512_castsi512_ps(_mm512_mask_mov_epi32(r, nan, u));
+  const __m512i r = _mm512_and_si512(bf16_simd::with_rounding_bias(u), _mm512_set1_epi32(int(0xffff0000u)));
+  return _mm512_castsi512_ps(_mm512_mask_mov_epi32(r, bf16_simd::nan_lanes(u), u));
 }
 template <bool Round> [[gnu::always_inline]] inline KS_GEMV_AVX2 __m256 rounded256(__m256 x) {
   if constexpr (!Round) return x;
   const __m256i u = _mm256_castps_si256(x);
-  // |u| as a signed int is at most 0x7fffffff, so the signed compare is the unsigned one.
-  const __m256i nan =
-      _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
-  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  const __m256i r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd)),
-                                     _mm256_set1_epi32(int(0xffff0000u)));
-  return _mm256_castsi256_ps(_mm256_blendv_epi8(r, u, nan));
+  const __m256i r = _mm256_and_si256(bf16_simd::with_rounding_bias(u), _mm256_set1_epi32(int(0xffff0000u)));
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(r, u, bf16_simd::nan_lanes(u)));
 }
 
-// Rows [j0, j1) of the product with 512-bit lanes; a contiguous (k values).
-template <bool Round> KS_GEMV_AVX512 void rows_avx512(const GemvRows& g, const float* a, int64_t j0, int64_t j1) {
+// Columns [j0, j1) of c with 512-bit lanes, for every row of a (each
+// contiguous, k values, rows lda apart). The four of B's rows in hand are
+// prefetched ahead only for a's first row: the others find them in L1.
+template <bool Round>
+KS_GEMV_AVX512 void rows_avx512(const GemvRows& g, const float* a, int64_t lda, int64_t j0, int64_t j1) {
   const int64_t k = g.k, full = k / 16 * 16;
   const __mmask16 tail = __mmask16((1u << (k - full)) - 1u);
   const int64_t ahead = prefetch_rows(k);
   int64_t j = j0;
   for (; j + kRows <= j1; j += kRows) {
     const float *w = g.b + j * g.ldb, *pf = rows_ahead(g, j, ahead);
-    __m512 acc[kRows];
-    for (auto& x : acc) x = _mm512_setzero_ps();
-    for (int64_t i = 0; i < full; i += 16) {
-      const __m512 av = _mm512_loadu_ps(a + i);
-      prefetch_four(pf, g.ldb, i);
+    for (int64_t row = 0; row < g.m; ++row) {
+      const float* x = a + row * lda;
+      __m512 acc[kRows];
+      for (auto& v : acc) v = _mm512_setzero_ps();
+      for (int64_t i = 0; i < full; i += 16) {
+        const __m512 xv = _mm512_loadu_ps(x + i);
+        if (row == 0) prefetch_four(pf, g.ldb, i);
+        for (int64_t r = 0; r < kRows; ++r)
+          acc[r] = _mm512_fmadd_ps(rounded512<Round>(_mm512_loadu_ps(w + r * g.ldb + i)), xv, acc[r]);
+      }
+      if (tail) {
+        const __m512 xv = _mm512_maskz_loadu_ps(tail, x + full);
+        for (int64_t r = 0; r < kRows; ++r)
+          acc[r] = _mm512_fmadd_ps(rounded512<Round>(_mm512_maskz_loadu_ps(tail, w + r * g.ldb + full)), xv, acc[r]);
+      }
       for (int64_t r = 0; r < kRows; ++r)
-        acc[r] = _mm512_fmadd_ps(rounded512<Round>(_mm512_loadu_ps(w + r * g.ldb + i)), av, acc[r]);
+        finish(g, g.c + row * g.ldc + j + r,
+               add_lanes(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
     }
-    if (tail) {
-      const __m512 av = _mm512_maskz_loadu_ps(tail, a + full);
-      for (int64_t r = 0; r < kRows; ++r)
-        acc[r] = _mm512_fmadd_ps(rounded512<Round>(_mm512_maskz_loadu_ps(tail, w + r * g.ldb + full)), av, acc[r]);
-    }
-    for (int64_t r = 0; r < kRows; ++r)
-      g.c[j + r] = finish(g, j + r, add_lanes(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
   }
-  for (; j < j1; ++j) {  // the last rows, one at a time, with the same operations
+  for (; j < j1; ++j) {  // the last rows of B, one at a time, with the same operations
     const float* w = g.b + j * g.ldb;
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = 0; i < full; i += 16)
-      acc = _mm512_fmadd_ps(rounded512<Round>(_mm512_loadu_ps(w + i)), _mm512_loadu_ps(a + i), acc);
-    if (tail)
-      acc = _mm512_fmadd_ps(rounded512<Round>(_mm512_maskz_loadu_ps(tail, w + full)),
-                            _mm512_maskz_loadu_ps(tail, a + full), acc);
-    g.c[j] = finish(g, j, add_lanes(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)));
+    for (int64_t row = 0; row < g.m; ++row) {
+      const float* x = a + row * lda;
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t i = 0; i < full; i += 16)
+        acc = _mm512_fmadd_ps(rounded512<Round>(_mm512_loadu_ps(w + i)), _mm512_loadu_ps(x + i), acc);
+      if (tail)
+        acc = _mm512_fmadd_ps(rounded512<Round>(_mm512_maskz_loadu_ps(tail, w + full)),
+                              _mm512_maskz_loadu_ps(tail, x + full), acc);
+      finish(g, g.c + row * g.ldc + j, add_lanes(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)));
+    }
   }
 }
 
@@ -131,7 +135,8 @@ KS_GEMV_AVX2 __m256i first_lanes(int64_t n) {
 }
 
 // The same as rows_avx512, each 16-lane register as two 8-lane halves.
-template <bool Round> KS_GEMV_AVX2 void rows_avx2(const GemvRows& g, const float* a, int64_t j0, int64_t j1) {
+template <bool Round>
+KS_GEMV_AVX2 void rows_avx2(const GemvRows& g, const float* a, int64_t lda, int64_t j0, int64_t j1) {
   const int64_t k = g.k, full = k / 16 * 16, rest = k - full;
   const __m256i mask_lo = first_lanes(rest < 8 ? rest : 8), mask_hi = first_lanes(rest > 8 ? rest - 8 : 0);
   const auto load_tail = [&](const float* p, __m256& lo, __m256& hi) KS_GEMV_AVX2 {
@@ -142,46 +147,52 @@ template <bool Round> KS_GEMV_AVX2 void rows_avx2(const GemvRows& g, const float
   int64_t j = j0;
   for (; j + kRows <= j1; j += kRows) {
     const float *w = g.b + j * g.ldb, *pf = rows_ahead(g, j, ahead);
-    __m256 lo[kRows], hi[kRows];
-    for (int64_t r = 0; r < kRows; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < full; i += 16) {
-      const __m256 a_lo = _mm256_loadu_ps(a + i), a_hi = _mm256_loadu_ps(a + i + 8);
-      prefetch_four(pf, g.ldb, i);
-      for (int64_t r = 0; r < kRows; ++r) {
-        lo[r] = _mm256_fmadd_ps(rounded256<Round>(_mm256_loadu_ps(w + r * g.ldb + i)), a_lo, lo[r]);
-        hi[r] = _mm256_fmadd_ps(rounded256<Round>(_mm256_loadu_ps(w + r * g.ldb + i + 8)), a_hi, hi[r]);
+    for (int64_t row = 0; row < g.m; ++row) {
+      const float* x = a + row * lda;
+      __m256 lo[kRows], hi[kRows];
+      for (int64_t r = 0; r < kRows; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
+      for (int64_t i = 0; i < full; i += 16) {
+        const __m256 x_lo = _mm256_loadu_ps(x + i), x_hi = _mm256_loadu_ps(x + i + 8);
+        if (row == 0) prefetch_four(pf, g.ldb, i);
+        for (int64_t r = 0; r < kRows; ++r) {
+          lo[r] = _mm256_fmadd_ps(rounded256<Round>(_mm256_loadu_ps(w + r * g.ldb + i)), x_lo, lo[r]);
+          hi[r] = _mm256_fmadd_ps(rounded256<Round>(_mm256_loadu_ps(w + r * g.ldb + i + 8)), x_hi, hi[r]);
+        }
       }
-    }
-    if (rest) {
-      __m256 a_lo, a_hi, w_lo, w_hi;
-      load_tail(a + full, a_lo, a_hi);
-      for (int64_t r = 0; r < kRows; ++r) {
-        load_tail(w + r * g.ldb + full, w_lo, w_hi);
-        w_lo = rounded256<Round>(w_lo);
-        w_hi = rounded256<Round>(w_hi);
-        lo[r] = _mm256_fmadd_ps(w_lo, a_lo, lo[r]);
-        hi[r] = _mm256_fmadd_ps(w_hi, a_hi, hi[r]);
+      if (rest) {
+        __m256 x_lo, x_hi, w_lo, w_hi;
+        load_tail(x + full, x_lo, x_hi);
+        for (int64_t r = 0; r < kRows; ++r) {
+          load_tail(w + r * g.ldb + full, w_lo, w_hi);
+          w_lo = rounded256<Round>(w_lo);
+          w_hi = rounded256<Round>(w_hi);
+          lo[r] = _mm256_fmadd_ps(w_lo, x_lo, lo[r]);
+          hi[r] = _mm256_fmadd_ps(w_hi, x_hi, hi[r]);
+        }
       }
+      for (int64_t r = 0; r < kRows; ++r) finish(g, g.c + row * g.ldc + j + r, add_lanes(lo[r], hi[r]));
     }
-    for (int64_t r = 0; r < kRows; ++r) g.c[j + r] = finish(g, j + r, add_lanes(lo[r], hi[r]));
   }
   for (; j < j1; ++j) {
     const float* w = g.b + j * g.ldb;
-    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-    for (int64_t i = 0; i < full; i += 16) {
-      lo = _mm256_fmadd_ps(rounded256<Round>(_mm256_loadu_ps(w + i)), _mm256_loadu_ps(a + i), lo);
-      hi = _mm256_fmadd_ps(rounded256<Round>(_mm256_loadu_ps(w + i + 8)), _mm256_loadu_ps(a + i + 8), hi);
+    for (int64_t row = 0; row < g.m; ++row) {
+      const float* x = a + row * lda;
+      __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+      for (int64_t i = 0; i < full; i += 16) {
+        lo = _mm256_fmadd_ps(rounded256<Round>(_mm256_loadu_ps(w + i)), _mm256_loadu_ps(x + i), lo);
+        hi = _mm256_fmadd_ps(rounded256<Round>(_mm256_loadu_ps(w + i + 8)), _mm256_loadu_ps(x + i + 8), hi);
+      }
+      if (rest) {
+        __m256 x_lo, x_hi, w_lo, w_hi;
+        load_tail(x + full, x_lo, x_hi);
+        load_tail(w + full, w_lo, w_hi);
+        w_lo = rounded256<Round>(w_lo);
+        w_hi = rounded256<Round>(w_hi);
+        lo = _mm256_fmadd_ps(w_lo, x_lo, lo);
+        hi = _mm256_fmadd_ps(w_hi, x_hi, hi);
+      }
+      finish(g, g.c + row * g.ldc + j, add_lanes(lo, hi));
     }
-    if (rest) {
-      __m256 a_lo, a_hi, w_lo, w_hi;
-      load_tail(a + full, a_lo, a_hi);
-      load_tail(w + full, w_lo, w_hi);
-      w_lo = rounded256<Round>(w_lo);
-      w_hi = rounded256<Round>(w_hi);
-      lo = _mm256_fmadd_ps(w_lo, a_lo, lo);
-      hi = _mm256_fmadd_ps(w_hi, a_hi, hi);
-    }
-    g.c[j] = finish(g, j, add_lanes(lo, hi));
   }
 }
 
@@ -196,30 +207,34 @@ bool gemv_rows_available() { return has(GemvIsa::Avx2); }
 
 void gemv_rows(const GemvRows& g, GemvIsa isa) {
   KS_CHECK(has(isa), "gemv_rows: this CPU has no ", isa == GemvIsa::Avx512 ? "AVX-512" : "AVX2 with FMA");
-  if (g.n <= 0) return;
-  // a strided (a column of a transposed operand) is gathered once, and
-  // rounded once under round_bf16: k values.
+  if (g.m <= 0 || g.n <= 0) return;
+  // A strided a (a transposed operand) is gathered once, and rounded once
+  // under round_bf16: m·k values, contiguous rows.
   std::vector<float> gathered;
   const float* a = g.a;
+  int64_t lda = g.lda;
   if (g.inc_a != 1 || g.round_bf16) {
-    gathered.resize(size_t(g.k));
-    for (int64_t i = 0; i < g.k; ++i) {
-      const float x = g.a[i * g.inc_a];
-      gathered[size_t(i)] = g.round_bf16 ? float(BFloat16(x)) : x;
-    }
+    gathered.resize(size_t(g.m * g.k));
+    for (int64_t row = 0; row < g.m; ++row)
+      for (int64_t i = 0; i < g.k; ++i) {
+        const float x = g.a[row * g.lda + i * g.inc_a];
+        gathered[size_t(row * g.k + i)] = g.round_bf16 ? float(BFloat16(x)) : x;
+      }
     a = gathered.data();
+    lda = g.k;
   }
-  const auto rows = [&](int64_t j0, int64_t j1) {
+  const auto columns = [&](int64_t j0, int64_t j1) {
     if (isa == GemvIsa::Avx512)
-      (g.round_bf16 ? rows_avx512<true> : rows_avx512<false>)(g, a, j0, j1);
+      (g.round_bf16 ? rows_avx512<true> : rows_avx512<false>)(g, a, lda, j0, j1);
     else
-      (g.round_bf16 ? rows_avx2<true> : rows_avx2<false>)(g, a, j0, j1);
+      (g.round_bf16 ? rows_avx2<true> : rows_avx2<false>)(g, a, lda, j0, j1);
   };
-  if (!g.threaded || num_threads() == 1 || in_parallel_region() || g.n * g.k < kThreadedGemv) return rows(0, g.n);
-  // Blocks of 64 rows; each output's bits do not depend on its block.
+  if (!g.threaded || num_threads() == 1 || in_parallel_region() || g.m * g.n * g.k < kThreadedGemv)
+    return columns(0, g.n);
+  // Blocks of 64 of B's rows; each output's bits do not depend on its block.
   constexpr int64_t kBlock = 64;
   parallel_for(0, (g.n + kBlock - 1) / kBlock, 1,
-               [&](int64_t lo, int64_t hi) { rows(lo * kBlock, std::min(hi * kBlock, g.n)); });
+               [&](int64_t lo, int64_t hi) { columns(lo * kBlock, std::min(hi * kBlock, g.n)); });
 }
 
 void gemv_rows(const GemvRows& g) {
