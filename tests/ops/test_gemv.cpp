@@ -286,20 +286,20 @@ TEST_CASE("gemm: a few rows against a weight run on gemv_rows, against a small B
     }
     return std::memcmp(door.data(), direct.data(), door.size() * sizeof(float)) == 0;
   };
-  // 16 rows against a (768, 256) weight: the kernel, with two threads as with one.
+  // 8 rows against a (768, 256) weight: the kernel, with two threads as with one.
   const int threads = num_threads();
   for (int t : {1, 2}) {
     set_num_threads(t);
-    CHECK(door_equals_kernel(16, 768, 256, MatmulPrecision::Float32));
+    CHECK(door_equals_kernel(8, 768, 256, MatmulPrecision::Float32));
     CHECK(door_equals_kernel(5, 300, 257, MatmulPrecision::Float32));
   }
   set_num_threads(threads);
-  // Past 16 rows, or against fewer than 2^16 elements of B, OpenBLAS's sgemm
+  // Past 8 rows, or against fewer than 2^16 elements of B, OpenBLAS's sgemm
   // (whose sums differ in the last bits on these values).
-  CHECK_FALSE(door_equals_kernel(17, 768, 256, MatmulPrecision::Float32));
-  CHECK_FALSE(door_equals_kernel(16, 64, 256, MatmulPrecision::Float32));
+  CHECK_FALSE(door_equals_kernel(9, 768, 256, MatmulPrecision::Float32));
+  CHECK_FALSE(door_equals_kernel(8, 64, 256, MatmulPrecision::Float32));
   if (cpu_matmul_precision(MatmulPrecision::BFloat16) == MatmulPrecision::BFloat16) {
-    CHECK(door_equals_kernel(16, 768, 256, MatmulPrecision::BFloat16));
+    CHECK(door_equals_kernel(8, 768, 256, MatmulPrecision::BFloat16));
   } else {
     MESSAGE("skipped the bf16 door: this CPU has no bf16 kernel (bf16 precision computes in float32 there)");
   }

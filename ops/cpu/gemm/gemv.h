@@ -1,9 +1,9 @@
 // ops/cpu/gemm/gemv.h — the few-row float32 product of decoding: c (m, n) =
 // a (m, k) · Bᵀ, B stored (n, k) row-major, i.e. m·n dot products of B's rows
 // with a's. Every linear layer and the tied output layer of a model decoding
-// is this product, with m the number of sequences decoded together (1 to a
-// few dozen), and it reads the whole weight for each step: bound by memory
-// bandwidth at one row, by packing B at a few rows.
+// is this product, with m the number of sequences decoded together, and it
+// reads the whole weight for each step: bound by memory bandwidth at one
+// row, by packing B at a few rows (gemm.cpp sends it up to 8 rows).
 //
 // Why not OpenBLAS: at one row its sgemv (which gemm.cpp called until
 // 2026-12-05) streamed the reference LM's weights at 30–60 GB/s on one core
