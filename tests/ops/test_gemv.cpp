@@ -197,8 +197,10 @@ TEST_CASE("gemv_rows: each row of a few-row product has the bits of that row alo
     return;
   }
   const int threads = num_threads();
-  // (m, n, k): ragged k and n, one to sixteen rows of a.
-  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{2, 7, 17}, {3, 130, 100}, {16, 300, 257}}) {
+  // (m, n, k): ragged k and n; fewer rows than a tile of four (the one-row
+  // loop), whole tiles, and a tile with rows left over.
+  for (const auto& [m, n, k] :
+       std::vector<std::array<int64_t, 3>>{{2, 7, 17}, {3, 130, 100}, {5, 9, 33}, {8, 64, 16}, {16, 300, 257}}) {
     for (bool transposed_a : {false, true}) {
       for (bool round_bf16 : {false, true}) {
         for (GemvIsa isa : {GemvIsa::Avx2, GemvIsa::Avx512}) {
@@ -286,20 +288,23 @@ TEST_CASE("gemm: a few rows against a weight run on gemv_rows, against a small B
     }
     return std::memcmp(door.data(), direct.data(), door.size() * sizeof(float)) == 0;
   };
-  // 8 rows against a (768, 256) weight: the kernel, with two threads as with one.
+  // Up to gemv_rows_max_rows() rows (16 with AVX-512, 8 with AVX2) against
+  // a (768, 256) weight: the kernel, with two threads as with one.
+  const int64_t most = gemv_rows_max_rows();
+  CHECK(most == (has_avx512() ? 16 : 8));
   const int threads = num_threads();
   for (int t : {1, 2}) {
     set_num_threads(t);
-    CHECK(door_equals_kernel(8, 768, 256, MatmulPrecision::Float32));
+    CHECK(door_equals_kernel(most, 768, 256, MatmulPrecision::Float32));
     CHECK(door_equals_kernel(5, 300, 257, MatmulPrecision::Float32));
   }
   set_num_threads(threads);
-  // Past 8 rows, or against fewer than 2^16 elements of B, OpenBLAS's sgemm
+  // Past that, or against fewer than 2^16 elements of B, OpenBLAS's sgemm
   // (whose sums differ in the last bits on these values).
-  CHECK_FALSE(door_equals_kernel(9, 768, 256, MatmulPrecision::Float32));
-  CHECK_FALSE(door_equals_kernel(8, 64, 256, MatmulPrecision::Float32));
+  CHECK_FALSE(door_equals_kernel(most + 1, 768, 256, MatmulPrecision::Float32));
+  CHECK_FALSE(door_equals_kernel(most, 64, 256, MatmulPrecision::Float32));
   if (cpu_matmul_precision(MatmulPrecision::BFloat16) == MatmulPrecision::BFloat16) {
-    CHECK(door_equals_kernel(8, 768, 256, MatmulPrecision::BFloat16));
+    CHECK(door_equals_kernel(most, 768, 256, MatmulPrecision::BFloat16));
   } else {
     MESSAGE("skipped the bf16 door: this CPU has no bf16 kernel (bf16 precision computes in float32 there)");
   }

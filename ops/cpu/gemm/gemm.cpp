@@ -97,19 +97,18 @@ void blas_gemv(CBLAS_TRANSPOSE t, int rows, int cols, double alpha, const double
 // is chosen before the bf16 driver, which would pack all of B.
 //
 // Which products: every single row, as since 2026-12-05; from two to
-// kFewRows rows only against a B of at least kFewRowsWeights elements (a
-// weight, not an attention score product of a short sequence), so that the
-// float32 bits of training and of the small models, whose products stay on
-// OpenBLAS, do not change. Past 8 rows OpenBLAS's packed kernel catches up:
-// on the Zen 5 VM, one thread, against (768, 256) and (8192, 256) weights,
-// this kernel is 2.2-3.6x sgemm at 2-4 rows, 1.1-1.3x at 8, 0.75-0.8x at 16
-// (each row's four of B's rows come from L1 at five loads per four
-// multiply-adds, and every output ends in its own 16-lane sum; a kernel
-// that held a tile of rows of a in registers would be needed there).
-constexpr int64_t kFewRows = 8;
+// gemv_rows_max_rows() rows only against a B of at least kFewRowsWeights
+// elements (a weight, not an attention score product of a short sequence),
+// so that the float32 bits of training and of the small models, whose
+// products stay on OpenBLAS, do not change. On the Zen 5 VM, one thread,
+// against (768, 256), (256, 1024) and (8192, 256) weights, the AVX-512
+// kernel is 1.4-1.8x sgemm at 16 rows, 1.7-6.4x at 4-8 (docs/performance.md,
+// "Few-row products"); without its four-row tiles it fell to 0.75-0.8x at
+// 16 rows, hence 8 for the AVX2 kernel, which has none (not measured on an
+// AVX2-only machine).
 constexpr int64_t kFewRowsWeights = int64_t(1) << 16;
 bool few_rows_kernel(int64_t m, int64_t n, int64_t k, bool b_transposed) {
-  return b_transposed && gemv_rows_available() && (m == 1 || (m <= kFewRows && n * k >= kFewRowsWeights));
+  return b_transposed && gemv_rows_available() && (m == 1 || (m <= gemv_rows_max_rows() && n * k >= kFewRowsWeights));
 }
 
 // g on the few-row kernel, whole (it splits B's rows among threads itself,

@@ -1,9 +1,10 @@
 // ops/cpu/gemm/gemv.cpp — the few-row product's kernels (gemv.h): four of
-// B's rows at a time against each row of a in turn (the four read from
-// memory for the first row, from L1 for the others), 16 float32 lanes per
-// row, in 512-bit registers or as two 256-bit halves, the same operations in
-// the same order; under round_bf16 each element of B rounded to bf16 as it
-// is loaded.
+// B's rows at a time (read from memory once, then from L1) against the rows
+// of a, four at a time in 16 accumulators with AVX-512, one at a time
+// otherwise; 16 float32 lanes per output, in 512-bit registers or as two
+// 256-bit halves, the same operations in the same order, and the lanes
+// added in one tree; under round_bf16 each element of B rounded to bf16 as
+// it is loaded.
 // Not here: the choice between this and OpenBLAS (gemm.cpp's `call`).
 #include "ops/cpu/gemm/gemv.h"
 
@@ -82,9 +83,58 @@ template <bool Round> [[gnu::always_inline]] inline KS_GEMV_AVX2 __m256 rounded2
   return _mm256_castsi256_ps(_mm256_blendv_epi8(r, u, bf16_simd::nan_lanes(u)));
 }
 
+// Four rows of a (x, rows lda apart; c's from `row` on) against four of
+// B's rows (w, from column j of c): 16 accumulators, acc[4·r + q] for B's
+// row r and a's row q, each loaded vector used four times, so the kernel is
+// bound by its multiply-adds rather than by loads. Every accumulator sums
+// the same products in the same order as the one-row loop below, and the
+// 16 lane sums are taken together in add_lanes's tree: the same pairs of
+// lanes added at each level (l + l+8, then + 4, + 2, + 1), moved between
+// registers by shuffles, which do not round. So each output keeps the bits
+// of its row alone. pf: B's rows to prefetch, or null.
+template <bool Round>
+[[gnu::always_inline]] inline KS_GEMV_AVX512 void tile_avx512(const GemvRows& g, const float* w, const float* x,
+                                                              int64_t lda, int64_t row, int64_t j, int64_t full,
+                                                              __mmask16 tail, const float* pf) {
+  __m512 acc[16];
+  for (auto& v : acc) v = _mm512_setzero_ps();
+  const auto step = [&](int64_t i, __mmask16 lanes) KS_GEMV_AVX512 __attribute__((always_inline)) {
+    __m512 xv[4];
+    for (int64_t q = 0; q < 4; ++q) xv[q] = _mm512_maskz_loadu_ps(lanes, x + q * lda + i);
+    for (int64_t r = 0; r < kRows; ++r) {
+      const __m512 wv = rounded512<Round>(_mm512_maskz_loadu_ps(lanes, w + r * g.ldb + i));
+      for (int64_t q = 0; q < 4; ++q) acc[4 * r + q] = _mm512_fmadd_ps(wv, xv[q], acc[4 * r + q]);
+    }
+  };
+  for (int64_t i = 0; i < full; i += 16) {
+    if (pf) prefetch_four(pf, g.ldb, i);
+    step(i, __mmask16(0xffff));
+  }
+  if (tail) step(full, tail);
+  // Level 1, lane l + lane l+8: [acc 2p lanes 0-7 | acc 2p+1 lanes 0-7] + [their lanes 8-15].
+  __m512 s8[8], s4[4], s2[2];
+  for (int p = 0; p < 8; ++p)
+    s8[p] = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2 * p], acc[2 * p + 1], 0x44),
+                          _mm512_shuffle_f32x4(acc[2 * p], acc[2 * p + 1], 0xee));
+  // Level 2, + 4: 128-bit block b of s4[q] is acc[4q + b]'s four sums.
+  for (int q = 0; q < 4; ++q)
+    s4[q] = _mm512_add_ps(_mm512_shuffle_f32x4(s8[2 * q], s8[2 * q + 1], 0x88),
+                          _mm512_shuffle_f32x4(s8[2 * q], s8[2 * q + 1], 0xdd));
+  // Level 3, + 2: block b of s2[u] is acc[8u + b]'s two sums, then acc[8u + 4 + b]'s.
+  for (int u = 0; u < 2; ++u)
+    s2[u] = _mm512_add_ps(_mm512_shuffle_ps(s4[2 * u], s4[2 * u + 1], 0x44),
+                          _mm512_shuffle_ps(s4[2 * u], s4[2 * u + 1], 0xee));
+  // Level 4, + 1: lane 4q + r is acc[4r + q]'s sum, i.e. a's row q against B's row r.
+  alignas(64) float sums[16];
+  _mm512_store_ps(sums, _mm512_add_ps(_mm512_shuffle_ps(s2[0], s2[1], 0x88), _mm512_shuffle_ps(s2[0], s2[1], 0xdd)));
+  for (int64_t q = 0; q < 4; ++q)
+    for (int64_t r = 0; r < kRows; ++r) finish(g, g.c + (row + q) * g.ldc + j + r, sums[4 * q + r]);
+}
+
 // Columns [j0, j1) of c with 512-bit lanes, for every row of a (each
-// contiguous, k values, rows lda apart). The four of B's rows in hand are
-// prefetched ahead only for a's first row: the others find them in L1.
+// contiguous, k values, rows lda apart): four rows of a at a time while
+// there are four, then one at a time. The four of B's rows in hand are
+// prefetched ahead only for a's first rows: the others find them in L1.
 template <bool Round>
 KS_GEMV_AVX512 void rows_avx512(const GemvRows& g, const float* a, int64_t lda, int64_t j0, int64_t j1) {
   const int64_t k = g.k, full = k / 16 * 16;
@@ -93,7 +143,10 @@ KS_GEMV_AVX512 void rows_avx512(const GemvRows& g, const float* a, int64_t lda, 
   int64_t j = j0;
   for (; j + kRows <= j1; j += kRows) {
     const float *w = g.b + j * g.ldb, *pf = rows_ahead(g, j, ahead);
-    for (int64_t row = 0; row < g.m; ++row) {
+    int64_t row = 0;
+    for (; row + 4 <= g.m; row += 4)
+      tile_avx512<Round>(g, w, a + row * lda, lda, row, j, full, tail, row == 0 ? pf : nullptr);
+    for (; row < g.m; ++row) {
       const float* x = a + row * lda;
       __m512 acc[kRows];
       for (auto& v : acc) v = _mm512_setzero_ps();
@@ -204,6 +257,8 @@ bool has(GemvIsa isa) {
 }  // namespace
 
 bool gemv_rows_available() { return has(GemvIsa::Avx2); }
+
+int64_t gemv_rows_max_rows() { return has(GemvIsa::Avx512) ? 16 : 8; }
 
 void gemv_rows(const GemvRows& g, GemvIsa isa) {
   KS_CHECK(has(isa), "gemv_rows: this CPU has no ", isa == GemvIsa::Avx512 ? "AVX-512" : "AVX2 with FMA");

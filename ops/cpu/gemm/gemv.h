@@ -3,7 +3,7 @@
 // with a's. Every linear layer and the tied output layer of a model decoding
 // is this product, with m the number of sequences decoded together, and it
 // reads the whole weight for each step: bound by memory bandwidth at one
-// row, by packing B at a few rows (gemm.cpp sends it up to 8 rows).
+// row, by packing B at a few rows (gemm.cpp sends it up to 16 rows).
 //
 // Why not OpenBLAS: at one row its sgemv (which gemm.cpp called until
 // 2026-12-05) streamed the reference LM's weights at 30–60 GB/s on one core
@@ -39,6 +39,11 @@ enum class GemvIsa { Avx2, Avx512 };
 
 // The widest kernel this CPU runs, or nothing (no AVX2 + FMA: callers use BLAS).
 bool gemv_rows_available();
+// How many rows of a the widest kernel takes before OpenBLAS's sgemm
+// catches up (gemm.cpp's door): 16 with AVX-512, whose kernel holds four
+// rows of a against four of B in 16 registers; 8 with AVX2, whose 16
+// registers hold one row of a at a time.
+int64_t gemv_rows_max_rows();
 // c[i][j] = alpha · dot(B row j, a row i) + beta · c[i][j] for i < m, j < n
 // (c not read when beta is 0); a row of a has k values at stride inc_a, its
 // rows lda apart; c's rows are ldc apart.
