@@ -89,6 +89,35 @@ const std::vector<Case> kCases = {
 
 bool has_avx512() { return cpu_features().avx512 && cpu_features().avx2; }
 
+// y = x · Wᵀ + bias through the GEMM door, as linear's forward calls it,
+// against gemv_rows row by row on the bias: whether the door ran the kernel.
+bool door_equals_kernel(int64_t m, int64_t n, int64_t k, MatmulPrecision precision) {
+  const std::vector<float> w = values(n * k, 10), x = values(m * k, 11), bias = values(n, 12);
+  std::vector<float> door(static_cast<size_t>(m * n)), direct(static_cast<size_t>(m * n));
+  gemm(Gemm<float>{.m = m,
+                   .n = n,
+                   .k = k,
+                   .a = {.data = x.data(), .ld = k},
+                   .b = {.data = w.data(), .ld = k, .transposed = true},
+                   .c = door.data(),
+                   .ldc = n,
+                   .row_bias = bias.data(),
+                   .precision = precision,
+                   .threaded = true});
+  for (int64_t row = 0; row < m; ++row) {
+    std::copy(bias.begin(), bias.end(), direct.begin() + row * n);
+    gemv_rows({.n = n,
+               .k = k,
+               .a = x.data() + row * k,
+               .b = w.data(),
+               .ldb = k,
+               .beta = 1.f,
+               .c = direct.data() + row * n,
+               .round_bf16 = precision == MatmulPrecision::BFloat16});
+  }
+  return std::memcmp(door.data(), direct.data(), door.size() * sizeof(float)) == 0;
+}
+
 }  // namespace
 
 TEST_CASE("gemv_rows: float64 within float32 summation error, every shape, each kernel the CPU has") {
@@ -151,44 +180,6 @@ TEST_CASE("gemv_rows: AVX2 and AVX-512 give the same bits, at one thread and two
   }
   set_num_threads(threads);
   if (!has_avx512()) MESSAGE("skipped the AVX-512 comparison: this CPU has none");
-}
-
-TEST_CASE("gemm: a one-row product against a transposed B runs on gemv_rows") {
-  if (!gemv_rows_available()) {
-    MESSAGE("skipped: this CPU has no AVX2 with FMA");
-    return;
-  }
-  const int64_t n = 300, k = 129;
-  const std::vector<float> w = values(n * k, 4), x = values(k, 5), bias = values(n, 6);
-  // y = x · Wᵀ + bias, as linear's forward calls the door, against gemv_rows on the bias.
-  const auto door_equals_kernel = [&](MatmulPrecision precision) {
-    std::vector<float> door(static_cast<size_t>(n)), direct = bias;
-    gemm(Gemm<float>{.m = 1,
-                     .n = n,
-                     .k = k,
-                     .a = {.data = x.data(), .ld = k},
-                     .b = {.data = w.data(), .ld = k, .transposed = true},
-                     .c = door.data(),
-                     .ldc = n,
-                     .row_bias = bias.data(),
-                     .precision = precision});
-    gemv_rows({.n = n,
-               .k = k,
-               .a = x.data(),
-               .b = w.data(),
-               .ldb = k,
-               .beta = 1.f,
-               .c = direct.data(),
-               .round_bf16 = precision == MatmulPrecision::BFloat16});
-    return std::memcmp(door.data(), direct.data(), door.size() * sizeof(float)) == 0;
-  };
-  CHECK(door_equals_kernel(MatmulPrecision::Float32));
-  // Under bf16 precision (where the CPU has a bf16 kernel): the rounding kernel, not the packing driver.
-  if (cpu_matmul_precision(MatmulPrecision::BFloat16) == MatmulPrecision::BFloat16) {
-    CHECK(door_equals_kernel(MatmulPrecision::BFloat16));
-  } else {
-    MESSAGE("skipped the bf16 door: this CPU has no bf16 kernel (bf16 precision computes in float32 there)");
-  }
 }
 
 TEST_CASE("gemv_rows: each row of a few-row product has the bits of that row alone") {
@@ -256,38 +247,13 @@ TEST_CASE("gemv_rows: each row of a few-row product has the bits of that row alo
   if (!has_avx512()) MESSAGE("skipped the AVX-512 kernel: this CPU has none");
 }
 
-TEST_CASE("gemm: a few rows against a weight run on gemv_rows, against a small B on OpenBLAS") {
+TEST_CASE("gemm: one row, or a few against a weight, run on gemv_rows, a few against a small B on OpenBLAS") {
   if (!gemv_rows_available()) {
     MESSAGE("skipped: this CPU has no AVX2 with FMA");
     return;
   }
-  // y = x · Wᵀ + bias through the door, against gemv_rows row by row on the bias.
-  const auto door_equals_kernel = [](int64_t m, int64_t n, int64_t k, MatmulPrecision precision) {
-    const std::vector<float> w = values(n * k, 10), x = values(m * k, 11), bias = values(n, 12);
-    std::vector<float> door(static_cast<size_t>(m * n)), direct(static_cast<size_t>(m * n));
-    gemm(Gemm<float>{.m = m,
-                     .n = n,
-                     .k = k,
-                     .a = {.data = x.data(), .ld = k},
-                     .b = {.data = w.data(), .ld = k, .transposed = true},
-                     .c = door.data(),
-                     .ldc = n,
-                     .row_bias = bias.data(),
-                     .precision = precision,
-                     .threaded = true});
-    for (int64_t row = 0; row < m; ++row) {
-      std::copy(bias.begin(), bias.end(), direct.begin() + row * n);
-      gemv_rows({.n = n,
-                 .k = k,
-                 .a = x.data() + row * k,
-                 .b = w.data(),
-                 .ldb = k,
-                 .beta = 1.f,
-                 .c = direct.data() + row * n,
-                 .round_bf16 = precision == MatmulPrecision::BFloat16});
-    }
-    return std::memcmp(door.data(), direct.data(), door.size() * sizeof(float)) == 0;
-  };
+  // One row against any transposed B.
+  CHECK(door_equals_kernel(1, 300, 129, MatmulPrecision::Float32));
   // Up to gemv_rows_max_rows() rows (16 with AVX-512, 8 with AVX2) against
   // a (768, 256) weight: the kernel, with two threads as with one.
   const int64_t most = gemv_rows_max_rows();
@@ -304,6 +270,7 @@ TEST_CASE("gemm: a few rows against a weight run on gemv_rows, against a small B
   CHECK_FALSE(door_equals_kernel(most + 1, 768, 256, MatmulPrecision::Float32));
   CHECK_FALSE(door_equals_kernel(most, 64, 256, MatmulPrecision::Float32));
   if (cpu_matmul_precision(MatmulPrecision::BFloat16) == MatmulPrecision::BFloat16) {
+    CHECK(door_equals_kernel(1, 300, 129, MatmulPrecision::BFloat16));
     CHECK(door_equals_kernel(most, 768, 256, MatmulPrecision::BFloat16));
   } else {
     MESSAGE("skipped the bf16 door: this CPU has no bf16 kernel (bf16 precision computes in float32 there)");
