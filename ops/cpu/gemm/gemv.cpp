@@ -5,7 +5,7 @@
 // 256-bit halves, the same operations in the same order, and the lanes
 // added in one tree; under round_bf16 each element of B rounded to bf16 as
 // it is loaded.
-// Not here: the choice between this and OpenBLAS (gemm.cpp's `call`).
+// Not here: the choice between this and OpenBLAS (gemm.cpp's few_rows_kernel).
 #include "ops/cpu/gemm/gemv.h"
 
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_epi32() as an unused
