@@ -84,17 +84,13 @@ void blas_gemv(CBLAS_TRANSPOSE t, int rows, int cols, double alpha, const double
   cblas_dgemv(CblasRowMajor, t, rows, cols, alpha, m, ld, x, incx, beta, y, 1);
 }
 
-// One call for g as it stands (no bias; sizes checked by the caller).
 // A few rows against a transposed float32 B (every linear layer's forward
 // while decoding, m the sequences decoded together) run on our own row-dot
-// kernel (gemv.h, on oneTBB when g.threaded): faster at streaming B at one
-// row, and at a few rows it reads B once where 0.3.21's gemm packs the
-// whole of op(B) on every call. Other single rows go to OpenBLAS's gemv,
-// for the same packing (forward for GEMV only came in 0.3.27):
-// c (1, n) = a (1, k) · op(B) is cᵀ = op(B)ᵀ · aᵀ. Otherwise one
-// single-threaded OpenBLAS gemm.
-// The few-row kernel takes bf16 precision too (rounding as it loads), so it
-// is chosen before the bf16 driver, which would pack all of B.
+// kernel (gemv.h, on oneTBB when g.threaded), chosen by gemm() below:
+// faster at streaming B at one row, and at a few rows it reads B once where
+// 0.3.21's gemm packs the whole of op(B) on every call. It takes bf16
+// precision too (rounding as it loads), so it is chosen before the bf16
+// driver, which would pack all of B.
 //
 // Which products: every single row, as since 2026-12-05; from two to
 // gemv_rows_max_rows() rows only against a B of at least kFewRowsWeights
@@ -130,6 +126,11 @@ void few_rows(const Gemm<float>& g, bool round_bf16) {
              .round_bf16 = round_bf16});
 }
 
+// One OpenBLAS call for g as it stands (no bias; sizes checked by the
+// caller). A single row goes to gemv, because 0.3.21's gemm packs the whole
+// of op(B) on every call (forward for GEMV only came in 0.3.27):
+// c (1, n) = a (1, k) · op(B) is cᵀ = op(B)ᵀ · aᵀ. Otherwise one
+// single-threaded gemm.
 template <class T> void call(const Gemm<T>& g) {
   if (g.m == 1) {
     if (g.beta == T(0)) std::fill(g.c, g.c + g.n, T(0));  // BLAS may read y even when beta is 0 (0 · NaN)
