@@ -23,8 +23,9 @@ build="${KS_BUILD_DIR:-build}"
 # --- 1. Debian packages ------------------------------------------------------
 packages=(build-essential cmake ninja-build libopenblas-dev libtbb-dev doctest-dev nlohmann-json3-dev)
 # Data-parallel training (KS_MPI) and its tests under mpirun need Open MPI;
-# the format check (tests/check_format.sh) needs clang-format.
-[ "$mode" = test ] && packages+=(openmpi-bin libopenmpi-dev clang-format)
+# the format check (tests/check_format.sh) needs clang-format; clang builds
+# the sanitizer pass.
+[ "$mode" = test ] && packages+=(openmpi-bin libopenmpi-dev clang-format clang)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -95,7 +96,10 @@ case "$mode" in
     (cd "$build" && ctest --output-on-failure -j "$jobs")
     if [ "${KS_SKIP_SANITIZE:-0}" != 1 ]; then
       echo "== tests (Debug, AddressSanitizer + UndefinedBehaviorSanitizer)"
-      configure_and_build "$build-asan" -DCMAKE_BUILD_TYPE=Debug -DKS_SANITIZE=ON -DKS_CUDA=OFF
+      # Built by clang: it compiles this pass about twice as fast as GCC (the
+      # same checks). CC and CXX count only where the folder is configured
+      # for the first time; one configured before keeps its compiler.
+      CC=clang CXX=clang++ configure_and_build "$build-asan" -DCMAKE_BUILD_TYPE=Debug -DKS_SANITIZE=ON -DKS_CUDA=OFF
       (cd "$build-asan" && KS_CPU_CACHE=0 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         ctest --output-on-failure -j "$jobs" -LE slow)
     fi

@@ -58,7 +58,7 @@ TEST_CASE("a 1000-iteration training loop keeps resident memory flat") {
   }
   CHECK(last_loss < first_loss);
   CHECK(in_use_at_end == in_use_after_warmup);
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef KS_TEST_ASAN
   // AddressSanitizer keeps freed memory in quarantine, so RSS grows by design;
   // its leak checker and the allocator count above stand in for this check.
   (void)rss_after_warmup;

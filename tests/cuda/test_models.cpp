@@ -58,7 +58,9 @@ template <class M, class Loss> void check_model(const models::ModelConfig& c, Lo
   nn::Adam cpu_opt(cpu_model->parameters(), {.lr = 3e-3});
   nn::Adam gpu_opt(gpu_model->parameters(), {.lr = 3e-3});  // built before the move: to() rebinds in place
   gpu_model->to(gpu());
-  for (const auto& [name, t] : gpu_model->named_buffers()) {
+  for (const auto& named : gpu_model->named_buffers()) {
+    const std::string& name = named.first;  // not a structured binding: CAPTURE's lambda (clang 14)
+    const Tensor& t = named.second;
     CAPTURE(name);
     CHECK(t.device().is_cuda());
   }
@@ -163,7 +165,9 @@ TEST_CASE("cuda: optimizer state follows a model moved to the GPU after training
     stay_opt.zero_grad();
     moved_opt.zero_grad();
   }
-  for (const auto& [name, t] : moved_opt.state_dict()) {
+  for (const auto& named : moved_opt.state_dict()) {
+    const std::string& name = named.first;  // not a structured binding: CAPTURE's lambda (clang 14)
+    const Tensor& t = named.second;
     CAPTURE(name);
     if (name != "step") CHECK(t.device().is_cuda());
   }

@@ -109,7 +109,9 @@ TEST_CASE("rope decoder_lm: logits with caches equal full recomputation at sever
     int64_t kv_heads;
   };
   const Case cases[] = {{"softmax", 0}, {"fixed", 0}, {"mgk", 0}, {"smgk", 0}, {"softmax", 1}, {"fixed", 1}};
-  for (const auto& [family, kv_heads] : cases) {
+  for (const Case& c : cases) {
+    const std::string& family = c.family;  // not a structured binding: CAPTURE's lambda (clang 14)
+    const int64_t kv_heads = c.kv_heads;
     CAPTURE(family);
     CAPTURE(kv_heads);
     manual_seed(3);

@@ -114,7 +114,9 @@ TEST_CASE("Transformer layers of every norm and feed-forward: cached decoding eq
           steps.push_back(dec.forward(narrow(tgt, 1, t, 1), memory, Tensor(), Tensor(), &cache));
         check_close(cat(steps, 1), full, 1e-5, 1e-4);
         backward(sum(full));
-        for (auto& [name, p] : dec.named_parameters()) {
+        for (const auto& named : dec.named_parameters()) {
+          const std::string& name = named.first;  // not a structured binding: CAPTURE's lambda (clang 14)
+          const Tensor& p = named.second;
           CAPTURE(name);
           CHECK(p.grad().defined());
         }

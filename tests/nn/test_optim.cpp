@@ -257,7 +257,9 @@ TEST_CASE("decay groups do not decay MGK's and MLK's mixture logits or sMGK's sh
     nn::DecoderLayer layer(cfg, /*cross_attention=*/true);
     // The rule decay_groups had by parameter name: 1-d, or named *pi_logits, *.mu or mu.
     std::set<std::string> by_name;
-    for (const auto& [name, p] : layer.named_parameters()) {
+    for (const auto& named : layer.named_parameters()) {
+      const std::string& name = named.first;  // not a structured binding: the lambda below reads it (clang 14)
+      const Tensor& p = named.second;
       auto ends_with = [&](const std::string& tail) {
         return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
       };

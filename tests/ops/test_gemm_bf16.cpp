@@ -134,7 +134,8 @@ TEST_CASE("bf16 gemm: linear's bias starts the sums (no copy), same products, ev
   const std::vector<std::array<int64_t, 3>> shapes = {
       {100, 33, 17}, {70, 100, 300}, {64, 64, 64}, {1, 15, 1000}, {33, 47, 600}};
   for_each_path([&] {
-    for (const auto& [m, n, k] : shapes) {
+    for (const auto& shape : shapes) {
+      const int64_t m = shape[0], n = shape[1], k = shape[2];  // not a structured binding: CAPTURE (clang 14)
       CAPTURE(m);
       CAPTURE(n);
       CAPTURE(k);
@@ -170,12 +171,13 @@ TEST_CASE("bf16 gemm: the operands really are rounded (a float32 product would d
 
 TEST_CASE("bf16 gemm: alpha, beta, transposes and leading dimensions, threaded or not, as the GEMM door means them") {
   for_each_path([&] {
-    for (auto [alpha, beta] : {std::pair{0.5f, 0.25f}, std::pair{1.f, 1.f}, std::pair{1.f, 0.f}})
+    for (auto scales : {std::pair{0.5f, 0.25f}, std::pair{1.f, 1.f}, std::pair{1.f, 0.f}})
       for (bool ta : {false, true})
         for (bool tb : {false, true})
           for (int64_t m : {1, 31, 70})
             for (int64_t n : {1, 33, 65})
               for (int64_t k : {1, 47, 600}) {
+                const float alpha = scales.first, beta = scales.second;  // not a structured binding (clang 14)
                 CAPTURE(alpha);
                 CAPTURE(beta);
                 CAPTURE(ta);

@@ -190,8 +190,9 @@ TEST_CASE("gemv_rows: each row of a few-row product has the bits of that row alo
   const int threads = num_threads();
   // (m, n, k): ragged k and n; fewer rows than a tile of four (the one-row
   // loop), whole tiles, and a tile with rows left over.
-  for (const auto& [m, n, k] :
+  for (const auto& shape :
        std::vector<std::array<int64_t, 3>>{{2, 7, 17}, {3, 130, 100}, {5, 9, 33}, {8, 64, 16}, {16, 300, 257}}) {
+    const int64_t m = shape[0], n = shape[1], k = shape[2];  // not a structured binding: a lambda uses m (clang 14)
     for (bool transposed_a : {false, true}) {
       for (bool round_bf16 : {false, true}) {
         for (GemvIsa isa : {GemvIsa::Avx2, GemvIsa::Avx512}) {

@@ -101,7 +101,9 @@ TEST_CASE("matmul matches a loop reference for every shape case") {
       {{2, 0}, {0, 3}},  // empty sum: zeros
       {{4, 0, 3}, {3, 2}},
   };
-  for (auto [sa, sb] : cases) {
+  for (const auto& shapes : cases) {
+    const auto& sa = shapes.first;  // not a structured binding: clang 14 cannot capture one in CAPTURE's lambda
+    const auto& sb = shapes.second;
     CAPTURE(str(sa, " @ ", sb));
     Tensor a = rnd(sa, 1), b = rnd(sb, 2);
     Tensor expected = ref_matmul(a, b);
@@ -183,7 +185,8 @@ TEST_CASE(
   if (!bands_keep_bits)
     MESSAGE("OpenBLAS runs its ", kernels,
             " kernels: threaded and single-threaded GEMMs compared to 1e-4, not bit for bit");
-  for (const auto& [m, n, k] : shapes)
+  for (const auto& shape : shapes) {
+    const int64_t m = shape[0], n = shape[1], k = shape[2];  // not a structured binding: CAPTURE's lambda (clang 14)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         CAPTURE(m);
@@ -206,6 +209,7 @@ TEST_CASE(
           check_close(from_vector(two, {int64_t(two.size())}), std::vector<double>(one.begin(), one.end()), 1e-4, 1e-5);
         }
       }
+  }
   CHECK(openblas_get_num_threads() == 1);
 
   // A batch of small GEMMs: one per task.

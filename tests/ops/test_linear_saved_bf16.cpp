@@ -25,7 +25,8 @@ using namespace ks::testing;
 
 TEST_CASE("linear saves its input in bf16 under bf16 precision, and the gradients keep their bits") {
   // out >= in takes the fused backward kernel, out < in the composed GEMMs.
-  for (const auto& [in, out] : {std::pair<int64_t, int64_t>{48, 80}, {96, 40}}) {
+  for (const auto& shape : {std::pair<int64_t, int64_t>{48, 80}, {96, 40}}) {
+    const int64_t in = shape.first, out = shape.second;  // not a structured binding: CAPTURE's lambda (clang 14)
     CAPTURE(in);
     CAPTURE(out);
     const int ran = for_each_gemm_path(kPackedPaths, [&](CpuGemmPath) {

@@ -138,7 +138,9 @@ TEST_CASE("max/min family rejects bad dims, dtypes and empty dims by name") {
       {"amax", [](const Tensor& x, int64_t d) { return amax(x, {d}); }},
       {"amin", [](const Tensor& x, int64_t d) { return amin(x, {d}, true); }},
   };
-  for (const auto& [name, op] : one_dim) {
+  for (const auto& named_op : one_dim) {
+    const auto& name = named_op.first;  // not a structured binding: clang 14 cannot capture one in CAPTURE's lambda
+    const auto& op = named_op.second;
     CAPTURE(name);
     CHECK_THROWS_WITH_AS(op(zeros({2, 3}), 2), str(name, ": dim 2 out of range for a 2-d tensor").c_str(), Error);
     CHECK_THROWS_WITH_AS(

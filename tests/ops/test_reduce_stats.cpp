@@ -152,7 +152,9 @@ TEST_CASE("mean, var, stddev and prod reject bad dims and dtypes by name") {
       {"stddev", [](const Tensor& x, const Dims& d) { return stddev(x, d); }},
       {"prod", [](const Tensor& x, const Dims& d) { return prod(x, d); }},
   };
-  for (const auto& [name, op] : ops) {
+  for (const auto& named_op : ops) {
+    const auto& name = named_op.first;  // not a structured binding: clang 14 cannot capture one in CAPTURE's lambda
+    const auto& op = named_op.second;
     CAPTURE(name);
     CHECK_THROWS_WITH_AS(op(zeros({2, 3}), {2}), str(name, ": dim 2 out of range for a 2-d tensor").c_str(), Error);
     CHECK_THROWS_WITH_AS(op(zeros({2, 3}), {-3}), str(name, ": dim -3 out of range for a 2-d tensor").c_str(), Error);

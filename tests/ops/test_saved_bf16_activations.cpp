@@ -84,7 +84,9 @@ TEST_CASE("bf16 precision: gelu and silu take their derivative at the bf16-round
       {"gelu", [](const Tensor& x) { return gelu(x); }},
       {"gelu tanh", [](const Tensor& x) { return gelu(x, GeluApprox::Tanh); }},
       {"silu", [](const Tensor& x) { return silu(x); }}};
-  for (const auto& [name, f] : activations) {
+  for (const auto& activation : activations) {
+    const auto& name = activation.first;  // not a structured binding: clang 14 cannot capture one in a lambda
+    const auto& f = activation.second;
     CAPTURE(std::string(name));
     const int ran = for_each_gemm_path(kPackedPaths, [&](CpuGemmPath) {
       Generator gen(23);

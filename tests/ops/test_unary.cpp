@@ -71,8 +71,10 @@ TEST_CASE("float32 fast math matches libm to a few ulp, special values included"
   CHECK(std::isnan(flog(NAN)));
   CHECK(flog(1.f) == 0.f);
   CHECK(flog(1e-45f) == doctest::Approx(std::log(double(1e-45f))).epsilon(1e-6));  // smallest denormal
-  CHECK(ftanh(INFINITY) == doctest::Approx(1.0).epsilon(1e-7));
-  CHECK(ftanh(-INFINITY) == doctest::Approx(-1.0).epsilon(1e-7));
+  // At the clamp the approximation is 1 - 2.4e-7 where its Horner steps fuse
+  // into FMAs (4 ulp: within the 1e-6 above); a constant argument folds to 1.
+  CHECK(ftanh(INFINITY) == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK(ftanh(-INFINITY) == doctest::Approx(-1.0).epsilon(1e-6));
   CHECK(std::isnan(ftanh(NAN)));
   CHECK(ferf(INFINITY) == doctest::Approx(1.0).epsilon(1e-7));
   CHECK(std::isnan(ferf(NAN)));

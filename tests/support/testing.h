@@ -15,8 +15,16 @@
 
 namespace ks::testing {
 
-// True in AddressSanitizer builds, where training tests run shortened.
-#ifdef __SANITIZE_ADDRESS__
+// True in AddressSanitizer builds, where training tests run shortened. GCC
+// defines __SANITIZE_ADDRESS__; clang answers __has_feature instead.
+#if defined(__SANITIZE_ADDRESS__)
+#define KS_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KS_TEST_ASAN 1
+#endif
+#endif
+#ifdef KS_TEST_ASAN
 constexpr bool kSanitized = true;
 #else
 constexpr bool kSanitized = false;

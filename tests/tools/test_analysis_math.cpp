@@ -175,7 +175,8 @@ TEST_CASE("analysis math: singular values of a 2x3 matrix match the hand-compute
 }
 
 TEST_CASE("analysis math: singular values of rows < cols and rows > cols equal their transpose's") {
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{7, 4}, {4, 7}, {1, 6}, {6, 1}, {200, 150}}) {
+  for (auto shape : {std::pair<int64_t, int64_t>{7, 4}, {4, 7}, {1, 6}, {6, 1}, {200, 150}}) {
+    const int64_t rows = shape.first, cols = shape.second;  // not a structured binding: CAPTURE's lambda (clang 14)
     CAPTURE(rows);
     CAPTURE(cols);
     const V a = random_matrix(rows, cols, uint64_t(rows * 1000 + cols));

@@ -10,9 +10,10 @@ set -u
 # makes dozens.
 PATH="/usr/bin:$PATH"
 ks="$1"
-# A binary built with AddressSanitizer (the test command's second pass).
+# A binary built with AddressSanitizer (the test command's second pass): GCC's
+# runtime is libasan, clang's libclang_rt.asan.
 sanitized=false
-if ldd "$ks" 2>/dev/null | grep -q libasan; then sanitized=true; fi
+if ldd "$ks" 2>/dev/null | grep -q -E 'libasan|libclang_rt\.asan'; then sanitized=true; fi
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$(dirname "$0")/expect.sh"
 expect 2 "usage: keystone" -- "$ks"

@@ -59,7 +59,9 @@ TEST_CASE("resume: a finished run is left as it was, metrics.jsonl byte for byte
   by_patience["train"]["patience"] = 2;
   json by_time = lm_config(file, 100000);
   by_time["train"]["max_time"] = 1e-3;
-  for (const auto& [name, config] : {std::pair{"steps", by_steps}, {"patience", by_patience}, {"max_time", by_time}}) {
+  for (const auto& stop : {std::pair{"steps", by_steps}, {"patience", by_patience}, {"max_time", by_time}}) {
+    const char* name = stop.first;  // not a structured binding: clang 14 cannot capture one in CAPTURE's lambda
+    const json& config = stop.second;
     CAPTURE(name);
     const fs::path dir = tmp.path() / name;
     int64_t steps = 0;

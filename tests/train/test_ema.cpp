@@ -93,7 +93,9 @@ TEST_CASE("train.ema_decay: the average after k steps is d * ema + (1 - d) * w f
     REQUIRE(ema.size() == reference.size());
     CHECK(saved.metadata.at("keystone.ema_updates") == "6");
     double worst = 0;
-    for (const auto& [name, want] : reference) {
+    for (const auto& entry : reference) {
+      const std::string& name = entry.first;  // not a structured binding: CAPTURE's lambda (clang 14)
+      const std::vector<double>& want = entry.second;
       CAPTURE(name);
       REQUIRE(ema.count(name) == 1);
       const std::vector<double>& got = ema.at(name);

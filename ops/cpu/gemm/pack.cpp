@@ -87,9 +87,14 @@ KS_AVX512 inline __m512 load16(const BFloat16* p) {
 }  // namespace
 
 // A function template does not take GCC's target attribute reliably (its
-// instantiations compiled without AVX-512 here), so the target is set around it.
+// instantiations compiled without AVX-512 here), so the target is set around
+// it; clang ignores GCC's pragma and has its own.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl")
+#endif
 template <class Src>
 void pack_a_rows(const GemmMatrix<Src>& op_a, int64_t m, int64_t k, int64_t kp, int64_t r0, int64_t r1, uint16_t* out) {
   const Src* const a = op_a.data;
@@ -139,7 +144,11 @@ void pack_a_rows(const GemmMatrix<Src>& op_a, int64_t m, int64_t k, int64_t kp, 
 
 template void pack_a_rows(const GemmMatrix<float>&, int64_t, int64_t, int64_t, int64_t, int64_t, uint16_t*);
 template void pack_a_rows(const GemmMatrix<BFloat16>&, int64_t, int64_t, int64_t, int64_t, int64_t, uint16_t*);
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 KS_AVX512 void pack_b_panels(const GemmMatrix<float>& op_b, int64_t k, int64_t n, int64_t kp, int64_t p0, int64_t p1,
                              uint16_t* out) {
