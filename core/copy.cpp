@@ -9,7 +9,9 @@
 
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_epi32() as an unused
 // source, which -Wmaybe-uninitialized reports (GCC bug 105593).
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstring>

@@ -5,7 +5,9 @@
 
 // GCC 12's masked AVX-512 intrinsics pass _mm512_undefined_epi32() as the
 // unused source, which -Wmaybe-uninitialized reports (GCC bug 105593).
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cmath>

@@ -98,7 +98,10 @@ void AttentionConfig::validate() const {
   if (head_dim == 0)
     KS_CHECK(d_model % heads == 0, "attention.heads: ", heads, " heads do not divide d_model ", d_model,
              "; set attention.head_dim (the \"fixed\" family allows any head size)");
-  KS_CHECK(!options || typeid(*options) == *f.options_type, "attention '", type, "': its options are another family's");
+  if (options) {
+    const AttentionOptions& given = *options;  // typeid of a named object: no call inside typeid's operand
+    KS_CHECK(typeid(given) == *f.options_type, "attention '", type, "': its options are another family's");
+  }
   KS_CHECK(dropout >= 0 && dropout < 1, "attention.dropout must be in [0, 1), got ", dropout);
   KS_CHECK(rope_theta >= 0 && std::isfinite(rope_theta), "attention.rope_theta must be >= 0 (0: no rotary ",
            "embeddings), got ", rope_theta);

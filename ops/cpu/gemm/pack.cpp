@@ -31,7 +31,9 @@
 // intrinsics as uninitialised when they are inlined into target-attribute
 // functions; the warning is about the header, not this code.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace ks::cpu::bf16 {
 namespace {
