@@ -1,5 +1,6 @@
-// core/cpu_features.cpp — cpuid/xgetbv detection, the Linux AMX permission
-// request, and the choice of bf16 GEMM path (core/cpu_features.h).
+// core/cpu_features.cpp — cpuid/xgetbv detection, KS_CPU_ISA's cap, the
+// Linux AMX permission request, and the choice of bf16 GEMM path
+// (core/cpu_features.h).
 #include "core/cpu_features.h"
 
 #include <atomic>
@@ -79,18 +80,36 @@ CpuFeatures detect() {
   f.avx512 = zmm_state && avx512f && avx512bw && avx512vl;
   f.avx512_bf16 = f.avx512 && leaf7_1 && (a1 & (1u << 5));
   f.amx_bf16 = amx_tile && amx_bf16 && tile_state;
-  if (f.amx_bf16) {
-    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0)
-      f.amx_permitted = true;
-    else
-      f.amx_refusal =
-          str("Linux refused the tile data permission (arch_prctl ARCH_REQ_XCOMP_PERM: ", std::strerror(errno), ")");
-  }
   return f;
+}
+
+// After the cap: a process capped below AMX never asks for the tile state.
+void request_amx_permission(CpuFeatures& f) {
+  if (!f.amx_bf16) return;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0)
+    f.amx_permitted = true;
+  else
+    f.amx_refusal =
+        str("Linux refused the tile data permission (arch_prctl ARCH_REQ_XCOMP_PERM: ", std::strerror(errno), ")");
 }
 #else
 CpuFeatures detect() { return {}; }
+void request_amx_permission(CpuFeatures&) {}
 #endif
+
+constexpr EnumWord<CpuIsa> kIsaWords[] = {
+    {CpuIsa::Avx2, "avx2"}, {CpuIsa::Avx512, "avx512"}, {CpuIsa::Avx512Bf16, "avx512bf16"}, {CpuIsa::Amx, "amx"}};
+
+// Whether KS_CPU_ISA, and not the CPU, is why f lacks level `isa`.
+bool capped_below(const CpuFeatures& f, CpuIsa isa) {
+  if (f.capped_from.empty()) return false;
+  const std::optional<CpuIsa> had = value_of(f.capped_from, kIsaWords);
+  return had && *had >= isa;
+}
+
+std::string cap_words(const CpuFeatures& f) {
+  return str("KS_CPU_ISA caps the kernels at ", widest_isa_name(f), " (this CPU has ", f.capped_from, ")");
+}
 
 const std::string kForcedFloat32 = "KS_CPU_GEMM chose the float32 path";
 
@@ -118,8 +137,55 @@ CpuGemmPath default_cpu_gemm_path(const CpuFeatures& f) {
   return CpuGemmPath::Float32;
 }
 
+const char* cpu_isa_name(CpuIsa isa) { return word_of(isa, kIsaWords, "avx2"); }
+
+const char* widest_isa_name(const CpuFeatures& f) {
+  if (f.amx_bf16) return "amx";
+  if (f.avx512_bf16) return "avx512bf16";
+  if (f.avx512) return "avx512";
+  return f.avx2 ? "avx2" : "none";
+}
+
+std::optional<CpuIsa> parse_cpu_isa(const std::string& word, std::string* error) {
+  const std::optional<CpuIsa> isa = value_of(word, kIsaWords);
+  if (!isa && error)
+    *error = str("KS_CPU_ISA: expected avx2, avx512, avx512bf16 or amx, got '", word.substr(0, 64), "'");
+  return isa;
+}
+
+std::optional<CpuIsa> cpu_isa_cap(std::string* error) {
+  const char* env = std::getenv("KS_CPU_ISA");
+  if (!env || !*env) return std::nullopt;
+  return parse_cpu_isa(env, error);
+}
+
+CpuFeatures capped_features(CpuFeatures f, CpuIsa cap) {
+  const std::string widest = widest_isa_name(f);
+  if (cap < CpuIsa::Amx) {
+    f.amx_bf16 = f.amx_permitted = false;
+    f.amx_refusal.clear();
+  }
+  if (cap < CpuIsa::Avx512Bf16) f.avx512_bf16 = false;
+  if (cap < CpuIsa::Avx512) f.avx512 = false;
+  if (widest != widest_isa_name(f)) f.capped_from = widest;
+  return f;
+}
+
+std::string cpu_isa_report(const CpuFeatures& f) {
+  if (f.capped_from.empty()) return widest_isa_name(f);
+  return str(widest_isa_name(f), " (capped by KS_CPU_ISA; the CPU has ", f.capped_from, ")");
+}
+
 const CpuFeatures& cpu_features() {
-  static const CpuFeatures features = detect();
+  static const CpuFeatures features = [] {
+    std::string error;
+    const std::optional<CpuIsa> cap = cpu_isa_cap(&error);
+    KS_CHECK(error.empty(), error);
+    CpuFeatures f = detect();
+    if (cap) f = capped_features(std::move(f), *cap);
+    request_amx_permission(f);
+    return f;
+  }();
   return features;
 }
 
@@ -127,6 +193,7 @@ const char* cpu_gemm_path_name(CpuGemmPath p) { return word_of(p, kPathWords, "f
 
 std::string float32_path_reason(const CpuFeatures& f) {
   if (default_cpu_gemm_path(f) != CpuGemmPath::Float32) return "";
+  if (capped_below(f, CpuIsa::Avx512Bf16)) return cap_words(f);
   if (f.amx_bf16 && !f.amx_permitted) return f.amx_refusal.empty() ? "Linux refused the AMX tile state" : f.amx_refusal;
   if (f.avx512_bf16) return "Intel without AMX: its AVX512-BF16 is no faster than float32";
   const char* isa = f.avx512 ? "AVX-512 without AVX512-BF16" : (f.avx2 ? "AVX2" : "no AVX2");
@@ -143,11 +210,11 @@ bool cpu_gemm_path_available(CpuGemmPath p, std::string* why) {
   const CpuFeatures& f = cpu_features();
   std::string reason;
   if (p == CpuGemmPath::Amx && !f.amx_bf16)
-    reason = "this CPU (or its OS) has no AMX-TILE/AMX-BF16 tile state";
+    reason = capped_below(f, CpuIsa::Amx) ? cap_words(f) : "this CPU (or its OS) has no AMX-TILE/AMX-BF16 tile state";
   else if (p == CpuGemmPath::Amx && !f.amx_permitted)
     reason = f.amx_refusal;
   else if (p == CpuGemmPath::Avx512Bf16 && !f.avx512_bf16)
-    reason = "this CPU (or its OS) has no AVX512-BF16";
+    reason = capped_below(f, CpuIsa::Avx512Bf16) ? cap_words(f) : "this CPU (or its OS) has no AVX512-BF16";
   if (why) *why = reason;
   return reason.empty();
 }

@@ -21,14 +21,27 @@
 // KS_CPU_GEMM=amx|avx512bf16|float32 forces a path (tests exercise each one;
 // float32 reproduces a CPU without bf16 units on any machine); forcing one
 // the CPU lacks is an error naming what is missing.
+//
+// KS_CPU_ISA=avx2|avx512|avx512bf16|amx caps the instruction sets Keystone's
+// own kernels use, as oneDNN's ONEDNN_MAX_CPU_ISA does, so that one machine
+// runs what a narrower one would: under avx2 no AVX-512 twin of a loop runs,
+// no bf16 GEMM kernel, and OpenBLAS takes its Haswell (AVX2) kernels where
+// OPENBLAS_CORETYPE is unset (ops/cpu/gemm/gemm.cpp). The features below are
+// the capped ones; `keystone info --machine` and every run record say so. A
+// cap wider than the CPU changes nothing. The library itself is compiled for
+// AVX2 (KS_NATIVE_ARCH), so nothing narrower can be asked for.
 // Not here: whether GEMMs run in bf16 at all (core/matmul_precision.h).
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace ks {
 
 enum class CpuGemmPath { Float32, Avx512Bf16, Amx };
+
+// The instruction-set levels Keystone's kernels tell apart, narrowest first.
+enum class CpuIsa { Avx2, Avx512, Avx512Bf16, Amx };
 
 struct CpuFeatures {
   bool avx2 = false;           // AVX2 + FMA with the OS saving ymm state
@@ -39,9 +52,29 @@ struct CpuFeatures {
   std::string amx_refusal;     // why amx_permitted is false, when amx_bf16 is true
   std::string vendor;          // cpuid's vendor string: "GenuineIntel", "AuthenticAMD", ...
   std::string brand;           // the processor brand string, spaces trimmed (may be empty)
+  std::string capped_from;     // the widest level detected, where KS_CPU_ISA took it lower ("" otherwise)
 };
-// Detected once per process (the AMX permission request included).
+// Detected once per process, KS_CPU_ISA's cap applied (the AMX permission
+// request included, unless the cap rules AMX out). Throws for a bad KS_CPU_ISA.
 const CpuFeatures& cpu_features();
+
+// "avx2", "avx512", "avx512bf16", "amx".
+const char* cpu_isa_name(CpuIsa isa);
+// The widest level features f allow: one of the above, or "none" (no AVX2).
+const char* widest_isa_name(const CpuFeatures& f);
+// The level named by `word`, or nothing; `error` then gets the message that
+// names the four words. Never throws: OpenBLAS's set-up reads KS_CPU_ISA
+// before main, where an exception would end the process.
+std::optional<CpuIsa> parse_cpu_isa(const std::string& word, std::string* error);
+// KS_CPU_ISA's level, or nothing when it is unset, empty or bad (`error`
+// tells the last two apart).
+std::optional<CpuIsa> cpu_isa_cap(std::string* error = nullptr);
+// f with every feature above `cap` turned off and capped_from set where that
+// turned one off (a pure function, for tests).
+CpuFeatures capped_features(CpuFeatures f, CpuIsa cap);
+// For reports: the widest level in use, and the CPU's own where KS_CPU_ISA
+// capped it ("avx2 (capped by KS_CPU_ISA; the CPU has avx512bf16)").
+std::string cpu_isa_report(const CpuFeatures& f);
 
 const char* cpu_gemm_path_name(CpuGemmPath p);  // "amx", "avx512bf16", "float32"
 // Whether this CPU (and OS) can run the path; `why` gets the reason when not.

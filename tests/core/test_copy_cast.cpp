@@ -55,7 +55,7 @@ TEST_CASE("float32 -> bfloat16 register loops round as BFloat16 does, bit for bi
     const int64_t done = round_to_bf16_run(x.data(), got.data(), n, isa);
     if (!has) {
       CHECK(done == 0);
-      MESSAGE("skipped the ", name, " loop: this CPU has none");
+      MESSAGE("skipped the ", std::string(name), " loop: this process runs ", cpu_isa_report(cpu_features()));
       continue;
     }
     CHECK(done == n / 16 * 16);

@@ -129,7 +129,7 @@ TEST_CASE("gemv_rows: float64 within float32 summation error, every shape, each 
     run_and_check(cs, GemvIsa::Avx2, false);
     if (has_avx512()) run_and_check(cs, GemvIsa::Avx512, false);
   }
-  if (!has_avx512()) MESSAGE("skipped the AVX-512 kernel: this CPU has none");
+  if (!has_avx512()) MESSAGE("skipped the AVX-512 kernel: this process runs ", cpu_isa_report(cpu_features()));
 }
 
 TEST_CASE("gemv_rows with round_bf16: the products of bf16-rounded operands, the same bits on AVX2 and AVX-512") {
@@ -179,7 +179,7 @@ TEST_CASE("gemv_rows: AVX2 and AVX-512 give the same bits, at one thread and two
     }
   }
   set_num_threads(threads);
-  if (!has_avx512()) MESSAGE("skipped the AVX-512 comparison: this CPU has none");
+  if (!has_avx512()) MESSAGE("skipped the AVX-512 comparison: this process runs ", cpu_isa_report(cpu_features()));
 }
 
 TEST_CASE("gemv_rows: each row of a few-row product has the bits of that row alone") {
@@ -245,7 +245,7 @@ TEST_CASE("gemv_rows: each row of a few-row product has the bits of that row alo
     }
   }
   set_num_threads(threads);
-  if (!has_avx512()) MESSAGE("skipped the AVX-512 kernel: this CPU has none");
+  if (!has_avx512()) MESSAGE("skipped the AVX-512 kernel: this process runs ", cpu_isa_report(cpu_features()));
 }
 
 TEST_CASE("gemm: one row, or a few against a weight, run on gemv_rows, a few against a small B on OpenBLAS") {

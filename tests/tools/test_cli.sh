@@ -74,6 +74,12 @@ expect 2 "--machine takes no --config" -- "$ks" info --machine --config x.json
 KS_CPU_GEMM=tpu expect 1 "KS_CPU_GEMM: expected amx, avx512bf16 or float32, got 'tpu'" -- "$ks" info --machine
 KS_CPU_GEMM=float32 expect 0 '"bf16_gemm_path": "float32"' -- "$ks" info --machine
 KS_CPU_GEMM=float32 expect 0 '"bf16_matmuls": "float32: KS_CPU_GEMM chose the float32 path"' -- "$ks" info --machine
+# KS_CPU_ISA caps the kernels' instruction sets (core/cpu_features.h); a bad value stops any command first.
+KS_CPU_ISA=sse4 expect 1 "KS_CPU_ISA: expected avx2, avx512, avx512bf16 or amx, got 'sse4'" -- "$ks" info --machine
+KS_CPU_ISA=sse4 expect 1 "KS_CPU_ISA: expected avx2, avx512, avx512bf16 or amx, got 'sse4'" -- "$ks" config --config "$root/tools/configs/default.json"
+KS_CPU_ISA=avx2 expect 0 '"cpu_isa": "avx2( \(capped by KS_CPU_ISA; the CPU has [a-z0-9]+\))?"' -- "$ks" info --machine
+KS_CPU_ISA=avx2 expect 0 '"bf16_gemm_path": "float32"' -- "$ks" info --machine
+KS_CPU_ISA=avx2 KS_CPU_GEMM=avx512bf16 expect 1 "KS_CPU_GEMM=avx512bf16: (KS_CPU_ISA caps the kernels at avx2|this CPU \(or its OS\) has no AVX512-BF16)" -- "$ks" info --machine
 expect 1 "config: file not found: $tmp/none.json" -- "$ks" info --config "$tmp/none.json"
 echo '{"model": "decoder_lm", "vocab_size": 10,' > "$tmp/bad.json"
 expect 1 "$tmp/bad.json: not valid JSON: line 2, column 1: syntax error" -- "$ks" info --config "$tmp/bad.json"

@@ -35,6 +35,7 @@
 #include "models/decoder_lm.h"
 #include "nn/attention/attention.h"
 #include "nn/optim.h"
+#include "ops/cpu/gemm/gemm.h"
 #include "ops/reduce.h"
 #include "ops/view.h"
 #include "tools/cli/cli.h"
@@ -62,7 +63,9 @@ constexpr char kUsage[] =
     "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
     "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
     "bf16_matmuls (what bf16 computes in on this CPU: \"float32: this CPU has no bf16 units (AVX2)\"),\n"
-    "cpu (the processor's brand string), peak_tensor_mib (on the CPU: the most tensor memory held at once).\n"
+    "cpu (the processor's brand string), cpu_isa (the widest instruction set the kernels use; KS_CPU_ISA=avx2\n"
+    "caps it, to time what an AVX2-only machine runs), float32_gemm_kernels (\"OpenBLAS SkylakeX\", ...),\n"
+    "peak_tensor_mib (on the CPU: the most tensor memory held at once).\n"
     "--profile also prints, after the JSON line, the time per kernel and pass (forward, backward,\n"
     "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n"
     "--dropout and --attention-dropout (default 0, as in the torch script) time the model as the\n"
@@ -260,7 +263,9 @@ int bench(const std::vector<std::string>& args) {
                           {"bias", cfg["bias"]}}},
                         {"cpu_gemm", cpu_gemm_path_name(cpu_gemm_path())},
                         {"bf16_matmuls", cpu_bf16_matmuls()},
-                        {"cpu", cpu_features().brand}};
+                        {"cpu", cpu_features().brand},
+                        {"cpu_isa", cpu_isa_report(cpu_features())},
+                        {"float32_gemm_kernels", std::string("OpenBLAS ") + cpu::blas_kernels_name()}};
   // Tensor bytes the CPU allocator held at most, model and optimizer state included (not
   // thread-local kernel scratch, not the allocator's cached blocks: the process's peak RSS is above it).
   if (device.is_cpu()) out["peak_tensor_mib"] = double(cpu_memory_stats().peak_in_use) / (1024.0 * 1024.0);

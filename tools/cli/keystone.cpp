@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/distributed.h"
 #include "core/error.h"
 #include "tools/cli/cli.h"
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
+    ks::cpu_features();  // a bad KS_CPU_ISA stops here, before any work, not in the first kernel that asks
     const int code = run(cmd, args);
     ks::dist::shutdown();  // MPI_Finalize after a data-parallel run; nothing otherwise
     return code;

@@ -13,10 +13,10 @@
 namespace ks::tools {
 
 nlohmann::json machine_json() {
-  return {{"commit", build_commit()},          {"dirty", build_dirty()},
-          {"cpu", cpu_features().brand},       {"cpu_vendor", cpu_features().vendor},
-          {"threads", num_threads()},          {"bf16_gemm_path", cpu_gemm_path_name(cpu_gemm_path())},
-          {"bf16_matmuls", cpu_bf16_matmuls()}};
+  return {{"commit", build_commit()},           {"dirty", build_dirty()},
+          {"cpu", cpu_features().brand},        {"cpu_vendor", cpu_features().vendor},
+          {"threads", num_threads()},           {"bf16_gemm_path", cpu_gemm_path_name(cpu_gemm_path())},
+          {"bf16_matmuls", cpu_bf16_matmuls()}, {"cpu_isa", cpu_isa_report(cpu_features())}};
 }
 
 void append_provenance(const std::filesystem::path& dir, bool resumed, int64_t step) {

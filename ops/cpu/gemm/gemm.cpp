@@ -10,7 +10,9 @@
 // 0.3.21 does so on Emerald Rapids, 4-5x below the AVX-512 kernels. When that
 // fallback is active and the user has not chosen OPENBLAS_CORETYPE, Keystone
 // re-selects by instruction set (SkylakeX for AVX-512, Haswell for AVX2+FMA)
-// once at load time, through OpenBLAS's own OPENBLAS_CORETYPE mechanism.
+// once at load time, through OpenBLAS's own OPENBLAS_CORETYPE mechanism. The
+// same re-selection takes OpenBLAS's AVX-512 kernels down to Haswell's when
+// KS_CPU_ISA caps the process below AVX-512 (core/cpu_features.h).
 //
 // Threads. OpenBLAS always runs single-threaded here; a threaded GEMM is cut
 // into bands of C, one single-threaded OpenBLAS call per oneTBB task. Its
@@ -25,12 +27,14 @@
 #include "ops/cpu/gemm/gemm.h"
 
 #include <cblas.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "ops/cpu/gemm/gemv.h"
@@ -43,13 +47,25 @@ extern "C" void gotoblas_dynamic_quit(void) __attribute__((weak));
 namespace ks::cpu {
 namespace {
 
+// The OpenBLAS 0.3.21 cores whose sgemm is AVX-512 code.
+bool avx512_blas_core(const char* name) {
+  for (const char* core : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+    if (strcasecmp(name, core) == 0) return true;
+  return false;
+}
+
 bool reselect_blas_kernels() {
   if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || std::getenv("OPENBLAS_CORETYPE")) return false;
-  if (std::strcmp(openblas_get_corename(), "Prescott") != 0) return false;
+  // A bad KS_CPU_ISA counts as none here; cpu_features() reports it, after main has begun.
+  const std::optional<CpuIsa> cap = cpu_isa_cap();
+  const bool avx512_allowed = !cap || *cap >= CpuIsa::Avx512;
+  const char* chosen = openblas_get_corename();
+  const bool fell_back = std::strcmp(chosen, "Prescott") == 0;
+  if (!fell_back && (avx512_allowed || !avx512_blas_core(chosen))) return false;
   __builtin_cpu_init();
   const char* core = nullptr;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512vl"))
+  if (avx512_allowed && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
     core = "SkylakeX";
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     core = "Haswell";
