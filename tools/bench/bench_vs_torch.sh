@@ -1,32 +1,61 @@
 #!/usr/bin/env bash
 # tools/bench/bench_vs_torch.sh — Keystone's training step against PyTorch's on this
 # CPU, side by side in one run: for each attention shape of issue 12's table
-# (softmax 8×32, fixed 8×64, mgk 4×32, mgk 8×32) and each precision (float32;
-# bf16 = our AMX/AVX512-BF16 GEMMs vs torch.autocast's oneDNN), the two
-# benches run in turn ROUNDS times and each line is one run's tokens/s.
+# (softmax 8×32, fixed 8×64, mgk 4×32, mgk 8×32), each thread count and each
+# precision (float32; bf16 = our AMX/AVX512-BF16 GEMMs vs torch.autocast's
+# oneDNN), the two benches run in turn ROUNDS times and each line is one
+# run's tokens/s.
 #   bash tools/bench/bench_vs_torch.sh [ROUNDS (default 3)]
-# Needs build/keystone and Debian's python3-torch. Both run with
-# OPENBLAS_CORETYPE=SkylakeX, the same float32 kernels for both (the AVX-512
-# ones Keystone selects itself where OpenBLAS falls back to SSE3 kernels, and
-# not what an environment's own OPENBLAS_CORETYPE may say).
-# Not a test: it prints figures; docs/performance.md has a run and its reading.
+# Environment: THREADS (default "2"), PRECISIONS (default "float32 bf16"),
+# STEPS (timed steps per run, default the benches' own), ISA:
+#   unset   both run with OPENBLAS_CORETYPE=SkylakeX, the same float32 kernels
+#           for both (the AVX-512 ones Keystone selects itself where OpenBLAS
+#           falls back to SSE3 kernels, and not what an environment's own
+#           OPENBLAS_CORETYPE may say);
+#   avx2    what an AVX2-only machine runs, on this one: Keystone under
+#           KS_CPU_ISA=avx2 (core/cpu_features.h), PyTorch's oneDNN under
+#           ONEDNN_MAX_CPU_ISA=AVX2, both with OpenBLAS's Haswell kernels
+#           (Debian's PyTorch 1.13 dispatches its own kernels at AVX2 already:
+#           torch.__config__.show(), "CPU capability usage"). float32 only:
+#           PyTorch's bf16 autocast takes oneDNN's AVX-512 kernels on this CPU
+#           and stops under the cap ("could not create a primitive descriptor
+#           iterator"), so there Keystone's bf16 is compared with its own
+#           float32 (keystone bench --precision bf16 under KS_CPU_ISA=avx2).
+#           The instruction mix is an AVX2 machine's; the cores, caches and
+#           memory are still this machine's.
+# Needs build/keystone and Debian's python3-torch.
+# Not a test: it prints figures; docs/performance.md has runs and their reading.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds="${1:-3}"
 torch_bench=../shared/bench/torch_lm_bench.py
 shapes=("softmax --heads 8" "fixed --heads 8 --head-dim 64" "mgk --heads 4 --head-dim 32" "mgk --heads 8")
+steps=()
+[ -n "${STEPS:-}" ] && steps=(--steps "$STEPS")
+case "${ISA:-}" in
+  "") coretype=SkylakeX; ks_env=(); pt_env=() ;;
+  avx2) coretype=Haswell; ks_env=(KS_CPU_ISA=avx2); pt_env=(ONEDNN_MAX_CPU_ISA=AVX2)
+    if [ "${PRECISIONS:-float32 bf16}" != float32 ]; then
+      echo "ISA=avx2 compares float32 only (PRECISIONS=float32): PyTorch's bf16 autocast needs oneDNN's AVX-512" >&2
+      exit 2
+    fi ;;
+  *) echo "ISA: expected avx2 or nothing, got '$ISA'" >&2; exit 2 ;;
+esac
 tps() { sed -n 's/.*"tokens_per_s": *\([0-9.]*\).*/\1/p' | head -1; }
-printf "%-36s %-8s %5s %12s %12s %7s\n" shape precision round keystone torch ratio
+printf "%-36s %7s %-8s %5s %12s %12s %7s\n" shape threads precision round keystone torch ratio
 for shape in "${shapes[@]}"; do
-  for precision in float32 bf16; do
-    for r in $(seq 1 "$rounds"); do
-      # shellcheck disable=SC2086
-      ks=$(OPENBLAS_CORETYPE=SkylakeX ./build/keystone bench --attention $shape --threads 2 --precision "$precision" | tps)
-      # shellcheck disable=SC2086
-      pt=$(OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 "$torch_bench" --attention $shape --threads 2 \
-             --precision "$precision" | tps)
-      printf "%-36s %-8s %5s %12.0f %12.0f %6.2fx\n" "$shape" "$precision" "$r" "$ks" "$pt" \
-        "$(python3 -c "print($ks / $pt)")"
+  for threads in ${THREADS:-2}; do
+    for precision in ${PRECISIONS:-float32 bf16}; do
+      for r in $(seq 1 "$rounds"); do
+        # shellcheck disable=SC2086
+        ks=$(env OPENBLAS_CORETYPE=$coretype "${ks_env[@]}" ./build/keystone bench --attention $shape \
+               --threads "$threads" --precision "$precision" "${steps[@]}" | tps)
+        # shellcheck disable=SC2086
+        pt=$(env OPENBLAS_CORETYPE=$coretype "${pt_env[@]}" /usr/bin/python3 "$torch_bench" --attention $shape --threads "$threads" \
+               --precision "$precision" "${steps[@]}" | tps)
+        printf "%-36s %7s %-8s %5s %12.0f %12.0f %6.2fx\n" "$shape" "$threads" "$precision" "$r" "$ks" "$pt" \
+          "$(python3 -c "print($ks / $pt)")"
+      done
     done
   done
 done
