@@ -140,10 +140,10 @@ CpuGemmPath default_cpu_gemm_path(const CpuFeatures& f) {
 const char* cpu_isa_name(CpuIsa isa) { return word_of(isa, kIsaWords, "avx2"); }
 
 const char* widest_isa_name(const CpuFeatures& f) {
-  if (f.amx_bf16) return "amx";
-  if (f.avx512_bf16) return "avx512bf16";
-  if (f.avx512) return "avx512";
-  return f.avx2 ? "avx2" : "none";
+  if (f.amx_bf16) return cpu_isa_name(CpuIsa::Amx);
+  if (f.avx512_bf16) return cpu_isa_name(CpuIsa::Avx512Bf16);
+  if (f.avx512) return cpu_isa_name(CpuIsa::Avx512);
+  return f.avx2 ? cpu_isa_name(CpuIsa::Avx2) : "none";
 }
 
 std::optional<CpuIsa> parse_cpu_isa(const std::string& word, std::string* error) {
