@@ -83,8 +83,9 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const int64_t task_work = std::min(kBr, d.T) * d.S * (d.P + d.E);  // multiply-adds, at most
   parallel_for(0, d.B * d.H * tiles, attention_grain(task_work), [&](int64_t t0, int64_t t1) {
-    std::vector<T> sbuf(size_t(kBr * kBc)), fbuf(prm.dropout ? size_t(kBc) : 0), acc(size_t(kBr * d.E));
-    std::vector<T> m(static_cast<size_t>(kBr)), l(static_cast<size_t>(kBr));
+    const int64_t tile_rows = std::min(kBr, d.T);  // 1 in a decoding step: no (kBr, kBc) block to clear
+    std::vector<T> sbuf(size_t(tile_rows * kBc)), fbuf(prm.dropout ? size_t(kBc) : 0), acc(size_t(tile_rows * d.E));
+    std::vector<T> m(static_cast<size_t>(tile_rows)), l(static_cast<size_t>(tile_rows));
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t pair = task / tiles, i0 = (task % tiles) * kBr, rows = std::min(kBr, d.T - i0);
       const int64_t b = pair / d.H, kvp = kv_pair(pair, d.group());

@@ -9,6 +9,7 @@
 // packed bf16 kernel's own products (cpu/attention_bf16.cpp).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "ops/cpu/gemm/gemm.h"
@@ -31,9 +32,33 @@ void score_tile(T* s, int64_t rows, int64_t cols, int64_t p, T scale, const T* q
                false);
 }
 
-// acc (rows, e), rows e apart, += w v: the weighted values.
+// acc (rows, e), rows e apart, += w v: the weighted values. A single row
+// (a decoding step's query) is summed here, key by key in order, one fused
+// multiply-add per element: as one BLAS call it went to OpenBLAS's sgemv,
+// whose call and blocking cost more than the sum itself at e = 32 to 64
+// (docs/performance.md, "The decoding attention"). Only decoding takes
+// this row: a training step's query tiles have kBr rows.
 template <class T>
 void add_weighted_values(T* acc, int64_t rows, int64_t e, int64_t cols, const T* w, const T* v, int64_t v_ld) {
+  if (rows == 1) {
+    // 32 columns at a time held in registers across the keys (a sum kept in
+    // memory waits on its own store at every key), the rest one by one.
+    constexpr int64_t kCols = 32;
+    int64_t c0 = 0;
+    for (; c0 + kCols <= e; c0 += kCols) {
+      T sum[kCols];
+      for (int64_t c = 0; c < kCols; ++c) sum[c] = acc[c0 + c];
+      for (int64_t j = 0; j < cols; ++j) {
+        const T wj = w[j];
+        const T* vj = v + j * v_ld + c0;
+        for (int64_t c = 0; c < kCols; ++c) sum[c] = std::fma(wj, vj[c], sum[c]);
+      }
+      for (int64_t c = 0; c < kCols; ++c) acc[c0 + c] = sum[c];
+    }
+    for (int64_t j = 0; j < cols && c0 < e; ++j)
+      for (int64_t c = c0; c < e; ++c) acc[c] = std::fma(w[j], v[j * v_ld + c], acc[c]);
+    return;
+  }
   tile_gemm<T>(acc, e, rows, e, cols, T(1), {.data = w, .ld = cols}, {.data = v, .ld = v_ld}, true);
 }
 

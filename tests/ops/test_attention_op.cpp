@@ -117,6 +117,33 @@ TEST_CASE("scaled_dot_product_attention matches explicit loops in every layout")
               std::vector<double>(30, 0.0));
 }
 
+TEST_CASE("scaled_dot_product_attention: a decoding step's single query row") {
+  // One query row per (b, h) sums its weighted values key by key
+  // (ops/cpu/attention_products.h): value widths with whole blocks of 32
+  // columns, a block and a tail, a tail alone; keys across two key tiles
+  // (the running max rescales), a causal offset and padded keys.
+  for (int64_t E : {32, 40, 5, 64}) {
+    CAPTURE(E);
+    const int64_t B = 3, H = 2, S = 300;
+    Tensor q = detach(lf({B, H, 1, 8}, 21)), k = detach(lf({B, H, S, 8}, 22)), v = detach(lf({B, H, S, E}, 23));
+    SdpaOptions o{.causal = true, .causal_offset = S - 1, .key_padding = padding(B, S, {{0, 0}, {1, 299}, {2, 17}})};
+    const std::vector<double> want = reference(q, k, v, o);
+    check_close(scaled_dot_product_attention(q, k, v, o), want, 1e-12, 1e-10);
+    const Tensor q32 = to(q, kFloat32), k32 = to(k, kFloat32), v32 = to(v, kFloat32);
+    const Tensor y = scaled_dot_product_attention(q32, k32, v32, o);
+    check_close(y, want, 1e-5, 1e-4);
+    // A sequence decoded in a batch gets the bits it gets alone.
+    for (int64_t b = 0; b < B; ++b) {
+      CAPTURE(b);
+      SdpaOptions ob = o;
+      ob.key_padding = narrow(o.key_padding, 0, b, 1);
+      const Tensor alone =
+          scaled_dot_product_attention(narrow(q32, 0, b, 1), narrow(k32, 0, b, 1), narrow(v32, 0, b, 1), ob);
+      CHECK(contiguous(narrow(y, 0, b, 1)).to_vector<float>() == alone.to_vector<float>());
+    }
+  }
+}
+
 TEST_CASE("scaled_dot_product_attention equals the composed path, values and gradients, with every mask") {
   Tensor q = lf({2, 2, 6, 3}, 11), k = lf({2, 2, 9, 3}, 12), v = lf({2, 2, 9, 4}, 13);
   // Batch 1 hides its first three keys: with causal offset 0 its first rows see nothing.
