@@ -50,6 +50,13 @@ KS_KMATH_INLINE double tanh(double x) { return ::tanh(x); }
 KS_KMATH_INLINE double erf(double x) { return ::erf(x); }
 KS_KMATH_INLINE double expm1(double x) { return ::expm1(x); }
 
+// a·b + c rounded once. A formula spells its multiply-adds with this where
+// its bits must not depend on the compiler: left to -ffp-contract, GCC at
+// -O2 fuses where it finds a product used once, GCC at -O0 nowhere, clang
+// elsewhere again (ops/cpu/vec_math.h does the same for its polynomials).
+KS_KMATH_INLINE float fma(float a, float b, float c) { return ::fmaf(a, b, c); }
+KS_KMATH_INLINE double fma(double a, double b, double c) { return ::fma(a, b, c); }
+
 // Both sides vectorise or inline these as they are.
 KS_KMATH_INLINE float sqrt(float x) { return ::sqrtf(x); }
 KS_KMATH_INLINE double sqrt(double x) { return ::sqrt(x); }

@@ -139,6 +139,10 @@ struct Silu : UnaryOp {  // x · sigmoid(x)
   }
 };
 
+// Its multiply-adds are kmath::fma (ops/kernel_math.h): 0.5(1 + erf) cancels
+// near x = -4, where a fused or unfused cdf + x·pdf differ in the leading
+// digits, and the same formula compiled in a test or a Debug build gave other
+// bits than the kernel's.
 struct Gelu : UnaryOp {  // x Φ(x), with the exact erf
   static constexpr const char *name = "gelu", *node = "GeluBackward";
   static constexpr Saves saves = Saves::Activation;
@@ -146,11 +150,11 @@ struct Gelu : UnaryOp {  // x Φ(x), with the exact erf
   template <class T> KS_HOST_DEVICE static T df(T g, T x) {
     const T cdf = T(0.5) * (T(1) + kmath::erf(x * T(kSqrtHalf)));
     const T pdf = T(kInvSqrt2Pi) * kmath::exp(T(-0.5) * x * x);
-    return g * (cdf + x * pdf);
+    return g * kmath::fma(x, pdf, cdf);  // Φ + x φ
   }
   template <class T> KS_HOST_DEVICE static T ddf(T g, T x) {  // φ' = -x φ, so (Φ + x φ)' = φ (2 - x²)
     const T pdf = T(kInvSqrt2Pi) * kmath::exp(T(-0.5) * x * x);
-    return g * pdf * (T(2) - x * x);
+    return g * pdf * kmath::fma(-x, x, T(2));
   }
 };
 
