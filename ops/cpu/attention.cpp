@@ -112,7 +112,10 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
             for (int64_t c = 0; c < cols; ++c) sr[c] *= f[c];
           }
         }
-        add_weighted_values(acc.data(), rows, d.E, cols, s, Vj, V.ld);  // acc += p v
+        if (d.T == 1)  // a decoding step
+          add_weighted_values_row(acc.data(), d.E, cols, s, Vj, V.ld);
+        else
+          add_weighted_values(acc.data(), rows, d.E, cols, s, Vj, V.ld);  // acc += p v
       }
       finish_rows(O + (pair * d.T + i0) * d.E, L + pair * d.T + i0, acc.data(), m.data(), l.data(), rows, d.E);
     }

@@ -2,7 +2,8 @@
 // attention kernels on cpu::gemm (cpu/attention.cpp and, once per mixture
 // component, cpu/mixture_attention.cpp) both take, each named for the term of
 // the attention math it computes. Each is one cpu::gemm on the calling thread
-// (the kernels' tasks are the parallelism), in the kernels' own precision.
+// (the kernels' tasks are the parallelism), in the kernels' own precision,
+// but for a decoding step's one query row, summed by a loop here.
 // Operands: q (rows, p) and k (cols, p), v (cols, e), dO (rows, e), each with
 // its row stride ld (a Mat's); tiles s, w, ds (rows, cols), rows cols apart.
 // Not here: the row steps between the products (cpu/attention_tiles.h), the
@@ -32,34 +33,35 @@ void score_tile(T* s, int64_t rows, int64_t cols, int64_t p, T scale, const T* q
                false);
 }
 
-// acc (rows, e), rows e apart, += w v: the weighted values. A single row
-// (a decoding step's query) is summed here, key by key in order, one fused
-// multiply-add per element: as one BLAS call it went to OpenBLAS's sgemv,
-// whose call and blocking cost more than the sum itself at e = 32 to 64
-// (docs/performance.md, "The decoding attention"). Only decoding takes
-// this row: a training step's query tiles have kBr rows.
+// acc (rows, e), rows e apart, += w v: the weighted values.
 template <class T>
 void add_weighted_values(T* acc, int64_t rows, int64_t e, int64_t cols, const T* w, const T* v, int64_t v_ld) {
-  if (rows == 1) {
-    // 32 columns at a time held in registers across the keys (a sum kept in
-    // memory waits on its own store at every key), the rest one by one.
-    constexpr int64_t kCols = 32;
-    int64_t c0 = 0;
-    for (; c0 + kCols <= e; c0 += kCols) {
-      T sum[kCols];
-      for (int64_t c = 0; c < kCols; ++c) sum[c] = acc[c0 + c];
-      for (int64_t j = 0; j < cols; ++j) {
-        const T wj = w[j];
-        const T* vj = v + j * v_ld + c0;
-        for (int64_t c = 0; c < kCols; ++c) sum[c] = std::fma(wj, vj[c], sum[c]);
-      }
-      for (int64_t c = 0; c < kCols; ++c) acc[c0 + c] = sum[c];
-    }
-    for (int64_t j = 0; j < cols && c0 < e; ++j)
-      for (int64_t c = c0; c < e; ++c) acc[c] = std::fma(w[j], v[j * v_ld + c], acc[c]);
-    return;
-  }
   tile_gemm<T>(acc, e, rows, e, cols, T(1), {.data = w, .ld = cols}, {.data = v, .ld = v_ld}, true);
+}
+
+// The same for the one query row of a decoding step (acc and w one row):
+// key by key in order, one fused multiply-add per element, 32 columns at a
+// time held in registers across the keys (a sum kept in memory waits on its
+// own store at every key). As one BLAS call per (b, h) it went to OpenBLAS's
+// sgemv, whose call and blocking cost more than the sum at e = 32 to 64
+// (docs/performance.md, "A fourth machine", Decoding). Only a query of
+// length 1 takes it, so a training step's bits, ragged last tiles included,
+// stay the GEMM's.
+template <class T> void add_weighted_values_row(T* acc, int64_t e, int64_t cols, const T* w, const T* v, int64_t v_ld) {
+  constexpr int64_t kCols = 32;
+  int64_t c0 = 0;
+  for (; c0 + kCols <= e; c0 += kCols) {
+    T sum[kCols];
+    for (int64_t c = 0; c < kCols; ++c) sum[c] = acc[c0 + c];
+    for (int64_t j = 0; j < cols; ++j) {
+      const T wj = w[j];
+      const T* vj = v + j * v_ld + c0;
+      for (int64_t c = 0; c < kCols; ++c) sum[c] = std::fma(wj, vj[c], sum[c]);
+    }
+    for (int64_t c = 0; c < kCols; ++c) acc[c0 + c] = sum[c];
+  }
+  for (int64_t j = 0; j < cols && c0 < e; ++j)
+    for (int64_t c = c0; c < e; ++c) acc[c] = std::fma(w[j], v[j * v_ld + c], acc[c]);
 }
 
 // dw ← dO vᵀ, the gradient of the weights.

@@ -118,10 +118,11 @@ TEST_CASE("scaled_dot_product_attention matches explicit loops in every layout")
 }
 
 TEST_CASE("scaled_dot_product_attention: a decoding step's single query row") {
-  // One query row per (b, h) sums its weighted values key by key
-  // (ops/cpu/attention_products.h): value widths with whole blocks of 32
-  // columns, a block and a tail, a tail alone; keys across two key tiles
-  // (the running max rescales), a causal offset and padded keys.
+  // A query of length 1 sums its weighted values key by key
+  // (ops/cpu/attention_products.h, add_weighted_values_row): value widths
+  // with whole blocks of 32 columns, a block and a tail, a tail alone; keys
+  // across two key tiles (the running max rescales), a causal offset and
+  // padded keys.
   for (int64_t E : {32, 40, 5, 64}) {
     CAPTURE(E);
     const int64_t B = 3, H = 2, S = 300;
