@@ -142,12 +142,22 @@ void few_rows(const Gemm<float>& g, bool round_bf16) {
              .round_bf16 = round_bf16});
 }
 
-// One OpenBLAS call for g as it stands (no bias; sizes checked by the
-// caller). A single row goes to gemv, because 0.3.21's gemm packs the whole
-// of op(B) on every call (forward for GEMV only came in 0.3.27):
-// c (1, n) = a (1, k) · op(B) is cᵀ = op(B)ᵀ · aᵀ. Otherwise one
-// single-threaded gemm.
-template <class T> void call(const Gemm<T>& g) {
+// C's m rows set to the bias row (n values), for a product then added to it.
+template <class T> void fill_bias_rows(const Gemm<T>& g) {
+  for (int64_t i = 0; i < g.m; ++i) std::copy(g.row_bias, g.row_bias + g.n, g.c + i * g.ldc);
+}
+
+// One OpenBLAS call for g (sizes checked by the caller); a bias is first
+// copied into C's rows and the product added to it (beta 1). A single row
+// goes to gemv, because 0.3.21's gemm packs the whole of op(B) on every call
+// (forward for GEMV only came in 0.3.27): c (1, n) = a (1, k) · op(B) is
+// cᵀ = op(B)ᵀ · aᵀ. Otherwise one single-threaded gemm.
+template <class T> void call(Gemm<T> g) {
+  if (g.row_bias) {
+    fill_bias_rows(g);
+    g.beta = T(1);
+    g.row_bias = nullptr;
+  }
   if (g.m == 1) {
     if (g.beta == T(0)) std::fill(g.c, g.c + g.n, T(0));  // BLAS may read y even when beta is 0 (0 · NaN)
     const int inc_a = g.a.transposed ? int(g.a.ld) : 1;
@@ -188,10 +198,11 @@ template <class T> void gemm_bands(const Gemm<T>& g) {
         part.m = len;
         part.a.data = g.a.transposed ? g.a.data + x0 : g.a.data + x0 * g.a.ld;
         part.c = g.c + x0 * g.ldc;
-      } else {  // columns x0.. of op(B) and of C
+      } else {  // columns x0.. of op(B), of C and of the bias
         part.n = len;
         part.b.data = g.b.transposed ? g.b.data + x0 * g.b.ld : g.b.data + x0;
         part.c = g.c + x0;
+        if (g.row_bias) part.row_bias = g.row_bias + x0;
       }
       call(part);
     }
@@ -204,35 +215,29 @@ template <class T> void gemm(const Gemm<T>& g) {
   if (g.m <= 0 || g.n <= 0) return;
   KS_ASSERT(!g.row_bias || (g.alpha == T(1) && g.beta == T(0)));
   if (g.k <= 0) {  // an empty sum: C = beta·C (BLAS leaves 0·NaN to beta == 0 as 0), or the bias rows
+    if (g.row_bias) return fill_bias_rows(g);
     for (int64_t i = 0; i < g.m; ++i) {
       T* row = g.c + i * g.ldc;
-      if (g.row_bias)
-        std::copy(g.row_bias, g.row_bias + g.n, row);
-      else
-        for (int64_t j = 0; j < g.n; ++j) row[j] = g.beta == T(0) ? T(0) : g.beta * row[j];
+      for (int64_t j = 0; j < g.n; ++j) row[j] = g.beta == T(0) ? T(0) : g.beta * row[j];
     }
     return;
   }
-  // The bias copied into C, then C += A·B, for every path but the bf16
-  // driver, which adds it itself.
-  const auto preload_bias = [&](Gemm<T>& h) {
-    if (!h.row_bias) return;
-    for (int64_t i = 0; i < h.m; ++i) std::copy(h.row_bias, h.row_bias + h.n, h.c + i * h.ldc);
-    h.beta = T(1);
-  };
-  Gemm<T> plain = g;
   if constexpr (std::is_same_v<T, float>) {
     // bf16 products where the CPU has a bf16 kernel; without one, float32 (core/matmul_precision.h).
     const bool bf16 = cpu_matmul_precision(g.precision.value_or(matmul_precision())) == MatmulPrecision::BFloat16;
-    if (few_rows_kernel(g.m, g.n, g.k, g.b.transposed)) {
-      preload_bias(plain);
-      return few_rows(plain, bf16);
+    if (few_rows_kernel(g.m, g.n, g.k, g.b.transposed)) {  // the bias copied into C, then C += A·B
+      Gemm<T> h = g;
+      if (h.row_bias) {
+        fill_bias_rows(h);
+        h.beta = T(1);
+      }
+      return few_rows(h, bf16);
     }
-    if (bf16) return bf16::gemm(g);
+    if (bf16) return bf16::gemm(g);  // which starts its sums from the bias itself
   }
-  // OpenBLAS.
-  preload_bias(plain);
-  gemm_bands(plain);
+  // OpenBLAS; each band copies its part of the bias into C (in parallel
+  // where the GEMM is cut into bands), then adds its product.
+  gemm_bands(g);
 }
 
 template void gemm(const Gemm<float>&);
