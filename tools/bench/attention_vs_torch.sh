@@ -16,11 +16,10 @@ seqs="${2:-1024 2048 4096}"
 shapes=("softmax --heads 8" "fixed --heads 8 --head-dim 64" "mgk --heads 4 --head-dim 32")
 field() { sed -n "s/.*\"$1\": *\\([0-9.]*\\).*/\\1/p" | head -1; }
 export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
-# PyTorch's OpenBLAS pool capped at the run's thread count (see bench_vs_torch.sh).
-torch_blas=(OPENBLAS_NUM_THREADS=${TORCH_BLAS_THREADS:-2})
-[ "${TORCH_BLAS_THREADS:-}" = default ] && torch_blas=()
+. tools/bench/torch_blas.sh  # PyTorch's BLAS on the run's thread count
+torch_blas=$(torch_blas_env 2)
 cpu=$(./build/keystone bench --attention-only --seq 16 --batch 1 --steps 1 | sed -n 's/.*"cpu":"\([^"]*\)".*/\1/p')
-echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD), PyTorch: ${torch_blas[*]:-its default OpenBLAS pool}"
+echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD), PyTorch: ${torch_blas:-its default OpenBLAS pool}"
 printf "%-30s %6s %5s %12s %12s %7s\n" shape seq round keystone_ms torch_ms ratio
 for shape in "${shapes[@]}"; do
   for n in $seqs; do
@@ -29,7 +28,7 @@ for shape in "${shapes[@]}"; do
       # shellcheck disable=SC2086
       ks=$(./build/keystone bench --attention-only $common --precision float32 | field step_ms)
       # shellcheck disable=SC2086
-      pt=$(env "${torch_blas[@]}" /usr/bin/python3 tools/bench/torch_attention_bench.py $common | field step_ms)
+      pt=$(env $torch_blas /usr/bin/python3 tools/bench/torch_attention_bench.py $common | field step_ms)
       printf "%-30s %6s %5s %12.1f %12.1f %6.2fx\n" "$shape" "$n" "$r" "$ks" "$pt" \
         "$(python3 -c "print($pt / $ks)")"
     done

@@ -23,14 +23,8 @@
 #           float32 (keystone bench --precision bf16 under KS_CPU_ISA=avx2).
 #           The instruction mix is an AVX2 machine's; the cores, caches and
 #           memory are still this machine's.
-# PyTorch runs with OPENBLAS_NUM_THREADS set to the thread count: Debian's
-# PyTorch 1.13 does its float32 GEMMs in OpenBLAS (pthreads build), whose
-# pool has one thread per core whatever torch.set_num_threads says, so a
-# "one-thread" PyTorch run otherwise multiplies matrices on every idle core
-# (1.8 cores of CPU time on a 2-vCPU machine, docs/performance.md, "One
-# thread means one core"). TORCH_BLAS_THREADS overrides it ("default": the
-# pool as Debian's PyTorch sets it up). Keystone runs OpenBLAS on one thread
-# and does its own threading (ops/cpu/gemm/gemm.h).
+# PyTorch's BLAS runs on the thread count asked for (tools/bench/torch_blas.sh;
+# TORCH_BLAS_THREADS overrides it, "default" leaves Debian's pool).
 # Needs build/keystone and Debian's python3-torch.
 # Not a test: it prints figures; docs/performance.md has runs and their reading.
 set -euo pipefail
@@ -49,7 +43,7 @@ case "${ISA:-}" in
     fi ;;
   *) echo "ISA: expected avx2 or nothing, got '$ISA'" >&2; exit 2 ;;
 esac
-torch_blas_env() { [ "${TORCH_BLAS_THREADS:-}" = default ] || echo "OPENBLAS_NUM_THREADS=${TORCH_BLAS_THREADS:-$1}"; }
+. tools/bench/torch_blas.sh
 tps() { sed -n 's/.*"tokens_per_s": *\([0-9.]*\).*/\1/p' | head -1; }
 printf "%-36s %7s %-8s %5s %12s %12s %7s\n" shape threads precision round keystone torch ratio
 for shape in "${shapes[@]}"; do

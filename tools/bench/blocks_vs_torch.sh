@@ -24,11 +24,10 @@ blocks=("--norm layernorm"
   "--norm rmsnorm --positions rope --ff swiglu --d-ff 688 --kv-heads 2 --no-bias")
 field() { sed -n "s/.*\"$1\": *\\([0-9.]*\\).*/\\1/p" | head -1; }
 export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
-# PyTorch's OpenBLAS pool capped at the run's thread count (see bench_vs_torch.sh).
-torch_blas=(OPENBLAS_NUM_THREADS=${TORCH_BLAS_THREADS:-$threads})
-[ "${TORCH_BLAS_THREADS:-}" = default ] && torch_blas=()
+. tools/bench/torch_blas.sh  # PyTorch's BLAS on the run's thread count
+torch_blas=$(torch_blas_env $threads)
 cpu=$(./build/keystone bench --attention-only --seq 16 --batch 1 --steps 1 | sed -n 's/.*"cpu":"\([^"]*\)".*/\1/p')
-echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD), $threads thread(s), $steps steps, PyTorch: ${torch_blas[*]:-its default OpenBLAS pool}, load $(cut -d' ' -f1 /proc/loadavg)"
+echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD), $threads thread(s), $steps steps, PyTorch: ${torch_blas:-its default OpenBLAS pool}, load $(cut -d' ' -f1 /proc/loadavg)"
 printf "%-70s %5s %12s %12s %7s\n" blocks round keystone_ms torch_ms ratio
 for b in "${blocks[@]}"; do
   for r in $(seq 1 "$rounds"); do
@@ -36,7 +35,7 @@ for b in "${blocks[@]}"; do
     # shellcheck disable=SC2086
     ks=$(./build/keystone bench $common | field step_ms)
     # shellcheck disable=SC2086
-    pt=$(env "${torch_blas[@]}" /usr/bin/python3 tools/bench/torch_blocks_bench.py $common | field step_ms)
+    pt=$(env $torch_blas /usr/bin/python3 tools/bench/torch_blocks_bench.py $common | field step_ms)
     printf "%-70s %5s %12.1f %12.1f %6.2fx\n" "$b" "$r" "$ks" "$pt" "$(python3 -c "print($pt / $ks)")"
   done
 done

@@ -14,11 +14,10 @@ batches="${2:-1 16}"
 lengths="${3:-128:128 1024:256}"
 field() { sed -n "s/.*\"$1\": *\\([0-9.]*\\).*/\\1/p" | head -1; }
 export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
-# PyTorch's OpenBLAS pool capped at the run's thread count (see bench_vs_torch.sh).
-torch_blas=(OPENBLAS_NUM_THREADS=${TORCH_BLAS_THREADS:-1})
-[ "${TORCH_BLAS_THREADS:-}" = default ] && torch_blas=()
+. tools/bench/torch_blas.sh  # PyTorch's BLAS on the run's thread count
+torch_blas=$(torch_blas_env 1)
 cpu=$(./build/keystone bench --attention-only --seq 16 --batch 1 --steps 1 | sed -n 's/.*"cpu":"\([^"]*\)".*/\1/p')
-echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD)${OLD:+, old: $OLD}, PyTorch: ${torch_blas[*]:-its default OpenBLAS pool}"
+echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD)${OLD:+, old: $OLD}, PyTorch: ${torch_blas:-its default OpenBLAS pool}"
 printf "%5s %5s %6s %6s %10s %10s %10s %7s\n" round batch prompt new old keystone torch ratio
 for r in $(seq 1 "$rounds"); do
   for b in $batches; do
@@ -31,7 +30,7 @@ for r in $(seq 1 "$rounds"); do
       # shellcheck disable=SC2086
       ks=$(./build/keystone bench --decode $args | field tokens_per_s)
       # shellcheck disable=SC2086
-      pt=$(env "${torch_blas[@]}" /usr/bin/python3 tools/bench/torch_decode_bench.py $args | field tokens_per_s)
+      pt=$(env $torch_blas /usr/bin/python3 tools/bench/torch_decode_bench.py $args | field tokens_per_s)
       printf "%5s %5s %6s %6s %10s %10.0f %10.0f %6.2fx\n" "$r" "$b" "$prompt" "$new" "$old" "$ks" "$pt" \
         "$(python3 -c "print($ks / $pt)")"
     done
