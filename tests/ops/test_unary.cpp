@@ -4,6 +4,7 @@
 // error, gradients at kinks, integer forms, errors, the GELU backward's
 // vectorised loop against its strided one, and the float32 formulas compiled
 // here against the kernels, bit for bit.
+#include <algorithm>
 #include <bit>
 
 #include "elementwise_ref.h"
@@ -28,6 +29,13 @@ double worst_rel_error(float (*fast)(float), double (*exact)(double), float lo, 
     worst = std::max(worst, std::fabs(double(fast(x)) - e) / (std::fabs(e) + tiny));
   }
   return worst;
+}
+
+// How many of a's values differ from b's in their bits (NaNs included).
+int64_t differing_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  int64_t differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) differ += std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i]);
+  return differ;
 }
 
 }  // namespace
@@ -124,11 +132,7 @@ TEST_CASE("the float32 gelu backward: the vectorised loop gives the strided loop
   backward(gelu(flat), g);
   backward(gelu(transpose(by_column, 0, 1)), g);  // a strided (2, n) view of the same values
   const Tensor a = flat.grad(), b = contiguous(transpose(by_column.grad(), 0, 1));
-  const uint32_t *as = reinterpret_cast<const uint32_t*>(a.data<float>()),
-                 *bs = reinterpret_cast<const uint32_t*>(b.data<float>());
-  int64_t differ = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) differ += as[i] != bs[i];
-  CHECK(differ == 0);
+  CHECK(differing_bits(a.to_vector<float>(), b.to_vector<float>()) == 0);
 }
 
 // The formulas' multiply-adds are spelled as fused ones (ops/kernel_math.h,
@@ -150,11 +154,9 @@ TEST_CASE("float32 exp, log, tanh, GELU and its derivative compiled here give th
   }
   const Tensor x = from_vector(xs);
   const auto same_bits = [&](const Tensor& kernel, float (*fn)(float)) {
-    const std::vector<float> k = kernel.to_vector<float>();
-    int64_t differ = 0;
-    for (int64_t i = 0; i < n; ++i)
-      differ += std::bit_cast<uint32_t>(k[size_t(i)]) != std::bit_cast<uint32_t>(fn(xs[size_t(i)]));
-    return differ;
+    std::vector<float> mine(xs.size());
+    std::transform(xs.begin(), xs.end(), mine.begin(), fn);
+    return differing_bits(kernel.to_vector<float>(), mine);
   };
   CHECK(same_bits(exp(x), [](float v) { return cpu::vmath::exp(v); }) == 0);
   CHECK(same_bits(log(abs(x)), [](float v) { return cpu::vmath::log(std::fabs(v)); }) == 0);
@@ -163,11 +165,7 @@ TEST_CASE("float32 exp, log, tanh, GELU and its derivative compiled here give th
   Tensor xg = detach(x).set_requires_grad(true);
   backward(gelu(xg), from_vector(gs));
   gelu_df_here(here.data(), gs.data(), xs.data(), n);
-  const std::vector<float> kernel = xg.grad().to_vector<float>();
-  int64_t differ = 0;
-  for (int64_t i = 0; i < n; ++i)
-    differ += std::bit_cast<uint32_t>(kernel[size_t(i)]) != std::bit_cast<uint32_t>(here[size_t(i)]);
-  CHECK(differ == 0);
+  CHECK(differing_bits(xg.grad().to_vector<float>(), here) == 0);
 }
 
 TEST_CASE("every unary op gradchecks and gradgradchecks over layouts and an expanded input") {

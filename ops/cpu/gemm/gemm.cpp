@@ -147,17 +147,23 @@ template <class T> void fill_bias_rows(const Gemm<T>& g) {
   for (int64_t i = 0; i < g.m; ++i) std::copy(g.row_bias, g.row_bias + g.n, g.c + i * g.ldc);
 }
 
-// One OpenBLAS call for g (sizes checked by the caller); a bias is first
-// copied into C's rows and the product added to it (beta 1). A single row
-// goes to gemv, because 0.3.21's gemm packs the whole of op(B) on every call
-// (forward for GEMV only came in 0.3.27): c (1, n) = a (1, k) · op(B) is
-// cᵀ = op(B)ᵀ · aᵀ. Otherwise one single-threaded gemm.
-template <class T> void call(Gemm<T> g) {
+// g with its bias, if any, already in C: C += A·B (beta 1) finishes it.
+template <class T> Gemm<T> bias_in_c(Gemm<T> g) {
   if (g.row_bias) {
     fill_bias_rows(g);
     g.beta = T(1);
     g.row_bias = nullptr;
   }
+  return g;
+}
+
+// One OpenBLAS call for g (sizes checked by the caller); a bias is first
+// copied into C's rows and the product added to it (beta 1). A single row
+// goes to gemv, because 0.3.21's gemm packs the whole of op(B) on every call
+// (forward for GEMV only came in 0.3.27): c (1, n) = a (1, k) · op(B) is
+// cᵀ = op(B)ᵀ · aᵀ. Otherwise one single-threaded gemm.
+template <class T> void call(const Gemm<T>& biased) {
+  const Gemm<T> g = bias_in_c(biased);
   if (g.m == 1) {
     if (g.beta == T(0)) std::fill(g.c, g.c + g.n, T(0));  // BLAS may read y even when beta is 0 (0 · NaN)
     const int inc_a = g.a.transposed ? int(g.a.ld) : 1;
@@ -225,14 +231,7 @@ template <class T> void gemm(const Gemm<T>& g) {
   if constexpr (std::is_same_v<T, float>) {
     // bf16 products where the CPU has a bf16 kernel; without one, float32 (core/matmul_precision.h).
     const bool bf16 = cpu_matmul_precision(g.precision.value_or(matmul_precision())) == MatmulPrecision::BFloat16;
-    if (few_rows_kernel(g.m, g.n, g.k, g.b.transposed)) {  // the bias copied into C, then C += A·B
-      Gemm<T> h = g;
-      if (h.row_bias) {
-        fill_bias_rows(h);
-        h.beta = T(1);
-      }
-      return few_rows(h, bf16);
-    }
+    if (few_rows_kernel(g.m, g.n, g.k, g.b.transposed)) return few_rows(bias_in_c(g), bf16);
     if (bf16) return bf16::gemm(g);  // which starts its sums from the bias itself
   }
   // OpenBLAS; each band copies its part of the bias into C (in parallel
