@@ -11,6 +11,10 @@
 #   env $(torch_blas_env THREADS) python3 ...
 # prints OPENBLAS_NUM_THREADS=THREADS, or TORCH_BLAS_THREADS's value when set;
 # nothing with TORCH_BLAS_THREADS=default (the pool as Debian's PyTorch sets it up).
+case "${TORCH_BLAS_THREADS:-default}" in
+  default | [1-9] | [1-9][0-9] | [1-9][0-9][0-9]) ;;
+  *) echo "TORCH_BLAS_THREADS: expected a thread count (1-999) or 'default', got '$TORCH_BLAS_THREADS'" >&2; exit 2 ;;
+esac
 torch_blas_env() {
   [ "${TORCH_BLAS_THREADS:-}" = default ] || echo "OPENBLAS_NUM_THREADS=${TORCH_BLAS_THREADS:-$1}"
 }
