@@ -37,24 +37,15 @@ DType parse_dtype(const std::string& s) {
 }
 
 // IEEE half: 1 sign, 5 exponent, 10 mantissa bits.
-Float16::Float16(float f) {
+uint16_t float16_bits_of(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t mag = x & 0x7fffffffu;
-  if (mag > 0x7f800000u) {
-    bits = static_cast<uint16_t>(sign | 0x7e00u);
-    return;
-  }  // NaN
-  if (mag >= 0x477ff000u) {
-    bits = static_cast<uint16_t>(sign | 0x7c00u);
-    return;
-  }                         // overflow -> inf
-  if (mag < 0x38800000u) {  // subnormal or zero in half
-    if (mag < 0x33000000u) {
-      bits = static_cast<uint16_t>(sign);
-      return;
-    }
+  if (mag > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
+  if (mag >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+  if (mag < 0x38800000u) {                                               // subnormal or zero in half
+    if (mag < 0x33000000u) return static_cast<uint16_t>(sign);
     uint32_t e = mag >> 23;
     uint32_t m = (mag & 0x7fffffu) | 0x800000u;
     uint32_t shift = 126 - e;  // 14 + (113 - e) - 1
@@ -62,15 +53,14 @@ Float16::Float16(float f) {
     uint32_t rem = m & ((1u << shift) - 1);
     uint32_t halfway = 1u << (shift - 1);
     if (rem > halfway || (rem == halfway && (half_m & 1u))) ++half_m;
-    bits = static_cast<uint16_t>(sign | half_m);
-    return;
+    return static_cast<uint16_t>(sign | half_m);
   }
   uint32_t r = mag - 0x38000000u;  // rebias exponent 127 -> 15
   r += 0xfffu + ((r >> 13) & 1u);  // round to nearest even
-  bits = static_cast<uint16_t>(sign | (r >> 13));
+  return static_cast<uint16_t>(sign | (r >> 13));
 }
 
-Float16::operator float() const {
+float float16_value_of(uint16_t bits) {
   uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
   uint32_t e = (bits >> 10) & 0x1fu;
   uint32_t m = bits & 0x3ffu;

@@ -5,8 +5,8 @@
 // and int32 hold indices and labels; bool holds masks. bfloat16 and float16
 // are stored as 16-bit patterns and computed in float32 (compute_t below): a
 // CPU kernel that takes them widens each element as it loads it and rounds
-// each result once, as it stores it. CUDA kernels take them later; until then
-// they refuse them naming the dtype.
+// each result once, as it stores it; a CUDA kernel does the same in its
+// threads, with the conversions below compiled for the device.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,11 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/host_device.h"
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#endif
 
 namespace ks {
 
@@ -31,13 +36,35 @@ inline bool is_floating(DType t) {
 inline bool is_16bit(DType t) { return t == DType::BFloat16 || t == DType::Float16; }
 DType parse_dtype(const std::string& s);  // throws on an unknown name
 
-// 16-bit storage types. Conversion rounds to nearest even.
+// The bits of a float and back, on the host and on a GPU.
+KS_HOST_DEVICE inline uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+KS_HOST_DEVICE inline float float_from_bits(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
+// 16-bit storage types. Conversion rounds to nearest even, and a NaN becomes
+// one quiet NaN (0x7fc0; float16: 0x7e00 with the sign), so the CPU and a GPU
+// store the same bits for every float.
 struct BFloat16 {
   uint16_t bits = 0;
   BFloat16() = default;
-  explicit BFloat16(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
+  // Integer arithmetic only, the same code on both sides.
+  KS_HOST_DEVICE explicit BFloat16(float f) {
+    uint32_t u = float_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) {
       bits = 0x7fc0;
       return;
@@ -45,18 +72,32 @@ struct BFloat16 {
     u += 0x7fffu + ((u >> 16) & 1u);
     bits = static_cast<uint16_t>(u >> 16);
   }
-  explicit operator float() const {
-    uint32_t u = static_cast<uint32_t>(bits) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
+  KS_HOST_DEVICE explicit operator float() const { return float_from_bits(static_cast<uint32_t>(bits) << 16); }
 };
+
+// float16's bit arithmetic, for the host (core/dtype.cpp); a GPU converts in
+// one instruction (__float2half_rn, __half2float), which rounds the same way.
+uint16_t float16_bits_of(float f);
+float float16_value_of(uint16_t bits);
+
 struct Float16 {
   uint16_t bits = 0;
   Float16() = default;
-  explicit Float16(float f);
-  explicit operator float() const;
+  KS_HOST_DEVICE explicit Float16(float f) {
+#if defined(__CUDA_ARCH__)
+    bits = f != f ? static_cast<uint16_t>(((float_bits(f) >> 16) & 0x8000u) | 0x7e00u)
+                  : __half_as_ushort(__float2half_rn(f));
+#else
+    bits = float16_bits_of(f);
+#endif
+  }
+  KS_HOST_DEVICE explicit operator float() const {
+#if defined(__CUDA_ARCH__)
+    return __half2float(__ushort_as_half(bits));
+#else
+    return float16_value_of(bits);
+#endif
+  }
 };
 
 // The C++ type stored for each dtype.
@@ -151,8 +192,9 @@ template <class F> decltype(auto) dispatch_storage(DType t, const char* op, F&& 
   }
 }
 
-// Converts between any two element types through float/double where needed.
-template <class To, class From> inline To convert(From v) {
+// Converts between any two element types through float/double where needed,
+// on the host and on a GPU (core/cuda/copy.cu).
+template <class To, class From> KS_HOST_DEVICE inline To convert(From v) {
   if constexpr (std::is_same_v<From, BFloat16> || std::is_same_v<From, Float16>) {
     return convert<To>(static_cast<float>(v));
   } else if constexpr (std::is_same_v<To, BFloat16> || std::is_same_v<To, Float16>) {

@@ -10,8 +10,8 @@
 // multi-head form). K and V are read where they lie, never repeated; the
 // backward sums dK and dV over each group's h / g query heads.
 // One dtype and device throughout; any strides (stride-0 expanded inputs
-// included). bfloat16 and float16 compute on the CPU in float32 (widened
-// copies), each result rounded once; CUDA refuses them. Options (SdpaOptions):
+// included). bfloat16 and float16 compute in float32 (widened copies, on
+// either device), each result rounded once. Options (SdpaOptions):
 //   scale          <= 0 means 1/√p.
 //   causal         query i sees key j only if j <= causal_offset + i
 //                  (causal_offset: the keys a decoding cache held before;

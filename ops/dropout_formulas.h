@@ -35,10 +35,12 @@ template <class T> struct MaskedScale {
 
 // Elements 4b .. 4b+3 (those below n): kept with probability keep, then
 // out = x·scale, else 0; mask records the draw. x, out, mask contiguous.
-template <class T> struct DropoutBlock {
-  T* out;
+// S is the stored type; a 16-bit element is scaled in float32 and rounded once.
+template <class S> struct DropoutBlock {
+  using T = compute_t<S>;
+  S* out;
   bool* mask;
-  const T* x;
+  const S* x;
   int64_t n;
   double keep;
   T scale;
@@ -52,7 +54,7 @@ template <class T> struct DropoutBlock {
       if (i >= n) break;
       const bool kept = bernoulli_draw(w, k, keep);
       mask[i] = kept;
-      out[i] = MaskedScale<T>{scale}(x[i], kept);
+      out[i] = S(MaskedScale<T>{scale}(widen(x[i]), kept));
     }
   }
 };
@@ -66,9 +68,10 @@ template <class Loops> struct dropout_kernels {
     const int64_t n = out.numel();
     if (n == 0) return;
     const Tensor x = contiguous_raw(x_in);
-    dispatch_floating(x.dtype(), "dropout", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const DropoutBlock<T> block{out.data<T>(), mask.data<bool>(), x.data<T>(), n, keep, T(scale), seed, first_block};
+    dispatch_floating_on<Loops>(x.dtype(), "dropout", [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      const compute_t<S> scaled_by = compute_t<S>(scale);
+      const DropoutBlock<S> block{out.data<S>(), mask.data<bool>(), x.data<S>(), n, keep, scaled_by, seed, first_block};
       Loops::for_each_index(x.device(), (n + 3) / 4, kBlockGrain, block);
     });
   }

@@ -103,7 +103,7 @@ inline Tensor operator/(double a, const Tensor& b) { return div(a, b); }
 
 // --- dtype checks shared by the elementwise families (unary, compare, inplace) ---
 // Each throws "<op>: expected ... got <describe(t)>".
-// The 16-bit types pass: the CPU computes them in float32; CUDA's kernels refuse them.
+// The 16-bit types pass: the kernels compute them in float32 (ops/kernel_dtypes.h).
 void check_numeric(const char* op, const Tensor& t);   // float32, float64, bfloat16, float16, int64, int32
 void check_floating(const char* op, const Tensor& t);  // float32, float64, bfloat16, float16
 // Same dtype and device.

@@ -4,8 +4,8 @@
 // float32.
 //
 // A backend's loops type says `static constexpr bool computes_16bit = true`
-// when its kernels may be instantiated for the 16-bit types (CpuLoops does;
-// CudaLoops does not yet, so CUDA kernels refuse them naming the dtype).
+// when its kernels may be instantiated for the 16-bit types (CpuLoops and
+// CudaLoops both do; a backend that does not refuses them naming the dtype).
 // widened<Out>(f) turns a functor f over compute types into one over stored
 // types: each 16-bit argument is widened to float, f runs in float, and the
 // result is rounded once to Out. For operands that are not 16-bit it returns

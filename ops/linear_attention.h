@@ -13,9 +13,9 @@
 //   before (a decoding cache); both undefined (zeros) or both given.
 //
 // One dtype and device throughout (the state and norm too); any strides
-// (stride-0 expanded inputs included); bfloat16 and float16 compute on the
-// CPU in float32 (widened copies), each result rounded once; CUDA refuses
-// them. The result is contiguous. eps >= 0 keeps a query
+// (stride-0 expanded inputs included); bfloat16 and float16 compute in
+// float32 (widened copies, on either device), each result rounded once. The
+// result is contiguous. eps >= 0 keeps a query
 // that sees no key at all (every key padded, φk = 0) at exactly 0, not NaN;
 // it is added to the denominator, never to the numerator.
 //

@@ -20,7 +20,7 @@ namespace ks::cuda {
 namespace {
 
 template <class D, class S> void copy_typed(const Tensor& dst, const Tensor& src) {
-  cuda_map<D, S>([] __device__(S v) { return dconvert<D>(v); }, dst, {src});
+  cuda_map<D, S>([] __device__(S v) { return convert<D>(v); }, dst, {src});
 }
 
 void copy_cuda(const Tensor& dst, const Tensor& src) {

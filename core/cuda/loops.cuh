@@ -1,6 +1,7 @@
 // core/cuda/loops.cuh — the elementwise launch under every CUDA kernel that
-// maps tensors element by element (copies, fills, binary/unary ops, masks),
-// and device-side dtype conversions.
+// maps tensors element by element (copies, fills, binary/unary ops, masks).
+// dtype conversions on the device are core/dtype.h's (convert, BFloat16,
+// Float16), compiled for both sides.
 //
 //   cuda_map<Out, In...>(f, out, {in...});   // out[i] = f(in_0[i], ...), f a __device__ functor
 //
@@ -15,9 +16,6 @@
 // this is not where reductions live (ops/cuda/reduce.cu).
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -31,30 +29,6 @@
 #include "core/tensor.h"
 
 namespace ks::cuda {
-
-// --- dtype conversion on the device, matching ks::convert (core/dtype.h) ---
-template <class T> __device__ inline float to_float16_source(T v) {
-  if constexpr (std::is_same_v<T, BFloat16>)
-    return __bfloat162float(__ushort_as_bfloat16(v.bits));
-  else
-    return __half2float(__ushort_as_half(v.bits));
-}
-
-template <class To, class From> __device__ inline To dconvert(From v) {
-  if constexpr (std::is_same_v<From, BFloat16> || std::is_same_v<From, Float16>) {
-    return dconvert<To>(to_float16_source(v));
-  } else if constexpr (std::is_same_v<To, BFloat16>) {
-    To out;
-    out.bits = __bfloat16_as_ushort(__float2bfloat16_rn(static_cast<float>(v)));
-    return out;
-  } else if constexpr (std::is_same_v<To, Float16>) {
-    To out;
-    out.bits = __half_as_ushort(__float2half_rn(static_cast<float>(v)));
-    return out;
-  } else {
-    return static_cast<To>(v);
-  }
-}
 
 // --- geometry ---
 constexpr int kMaxDims = 12;
@@ -199,11 +173,13 @@ template <class F> void cuda_for_each_index(const Device& device, int64_t n, F f
 
 // The GPU's loops as a type, for the kernels written once for every backend
 // (ops/*_formulas.h), instantiated as `unary_forward<CudaLoops>`; the same
-// interface as ops/cpu/loops.h's CpuLoops:
+// interface as ops/cpu/loops.h's CpuLoops, and like it computing bfloat16 and
+// float16 in float32 (ops/kernel_dtypes.h):
 //   map<Out, In...>(f, out, in)          cuda_map
 //   for_each_index(device, n, grain, f)  cuda_for_each_index (one thread per
 //                                        index; grain is the CPU's chunking)
 struct CudaLoops {
+  static constexpr bool computes_16bit = true;
   template <class Out, class... In, class F>
   static void map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in) {
     cuda_map<Out, In...>(f, out, in);

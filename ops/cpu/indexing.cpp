@@ -14,8 +14,8 @@
 
 #include "core/copy.h"
 #include "ops/cpu/dim_lines.h"
-#include "ops/cpu/through_float32.h"
 #include "ops/indexing.h"
+#include "ops/through_float32.h"
 
 namespace ks::cpu {
 namespace {

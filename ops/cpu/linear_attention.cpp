@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "core/parallel.h"
-#include "ops/cpu/through_float32.h"
 #include "ops/linear_attention.h"
+#include "ops/through_float32.h"
 
 namespace ks::cpu {
 namespace {

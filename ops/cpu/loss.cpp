@@ -20,9 +20,9 @@
 #include "core/parallel.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/row_math.h"
-#include "ops/cpu/through_float32.h"
 #include "ops/loss.h"
 #include "ops/loss_formulas.h"
+#include "ops/through_float32.h"
 
 namespace ks::cpu {
 namespace {

@@ -37,9 +37,9 @@
 #include "ops/cpu/attention_products.h"
 #include "ops/cpu/attention_tiles.h"
 #include "ops/cpu/row_math.h"
-#include "ops/cpu/through_float32.h"
 #include "ops/mixture_attention.h"
 #include "ops/mixture_attention_formulas.h"
+#include "ops/through_float32.h"
 
 namespace ks::cpu {
 namespace {

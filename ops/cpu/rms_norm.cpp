@@ -10,9 +10,9 @@
 #include "core/parallel.h"
 #include "ops/cpu/norm_rows.h"
 #include "ops/cpu/row_math.h"
-#include "ops/cpu/through_float32.h"
 #include "ops/rms_norm.h"
 #include "ops/rms_norm_formulas.h"
+#include "ops/through_float32.h"
 
 namespace ks::cpu {
 namespace {

@@ -9,8 +9,8 @@
 #include <algorithm>
 
 #include "ops/cpu/dim_lines.h"
-#include "ops/cpu/through_float32.h"
 #include "ops/scan.h"
+#include "ops/through_float32.h"
 
 namespace ks::cpu {
 namespace {

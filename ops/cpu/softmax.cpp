@@ -14,9 +14,9 @@
 #include "core/copy.h"
 #include "core/parallel.h"
 #include "ops/cpu/row_math.h"
-#include "ops/cpu/through_float32.h"
 #include "ops/softmax.h"
 #include "ops/softmax_formulas.h"
+#include "ops/through_float32.h"
 
 namespace ks::cpu {
 namespace {

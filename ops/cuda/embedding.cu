@@ -14,7 +14,9 @@
 // Atomic (cuda_set_deterministic(false)): dweight is zeroed and every
 // gradient element is atomically added into its row; faster, but the order
 // of float additions, and so the last bits, vary between runs.
-// The row padding_idx always gets zero gradient.
+// The row padding_idx always gets zero gradient. bfloat16 and float16
+// gradients are summed in a float32 stand-in the same way and rounded once
+// (ops/through_float32.h), the CPU's result in the deterministic form.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <climits>
@@ -24,6 +26,7 @@
 #include "core/cuda/loops.cuh"
 #include "core/factory.h"
 #include "ops/embedding.h"
+#include "ops/through_float32.h"
 
 namespace ks::cuda {
 namespace {
@@ -155,6 +158,11 @@ void embedding_backward_typed(const Tensor& dw, const Tensor& g, const Tensor& i
 }
 
 void embedding_backward_cuda(const Tensor& dw, const Tensor& g_in, const Tensor& indices_in, int64_t padding_idx) {
+  if (is_16bit(dw)) {  // summed in float32's way (double, or float32 atomics), rounded once (ops/through_float32.h)
+    const Float32Out d(dw);
+    embedding_backward_cuda(d.f32, as_float32(g_in), indices_in, padding_idx);
+    return d.store();
+  }
   const Tensor g = contiguous_raw(g_in), indices = contiguous_raw(indices_in);
   dispatch_floating(dw.dtype(), "embedding backward", [&](auto tag) {
     embedding_backward_typed<typename decltype(tag)::type>(dw, g, indices, padding_idx);

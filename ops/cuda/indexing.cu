@@ -11,11 +11,13 @@
 // its contributions in the CPU's order, in the element type — bit for bit
 // the CPU's result. Parallelism is the number of columns (P·L), enough for
 // the shapes models use (index_select's backward over rows of width D).
-// Any strides on every operand; no copies.
+// Any strides on every operand; no copies. The 16-bit selects move elements
+// as they are; the 16-bit adds run through float32 (ops/through_float32.h).
 #include "core/copy.h"
 #include "core/factory.h"
 #include "ops/cuda/dim_geometry.cuh"
 #include "ops/indexing.h"
+#include "ops/through_float32.h"
 
 namespace ks::cuda {
 
@@ -165,23 +167,34 @@ template <class T> void scatter_add_typed(const Tensor& out, int64_t dim, const 
 
 void index_select_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   check_index_range("index_select", index, dim, x.size(dim));
-  dispatch_all(x.dtype(), "index_select",
-               [&](auto tag) { index_select_typed<typename decltype(tag)::type>(out, x, dim, index); });
+  dispatch_storage(x.dtype(), "index_select",
+                   [&](auto tag) { index_select_typed<typename decltype(tag)::type>(out, x, dim, index); });
 }
 
 void index_add_cuda(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_index_range("index_add", index, dim, out.size(dim));
+  if (is_16bit(out)) {  // added in float32, rounded once (ops/through_float32.h)
+    const Float32Out o(out, /*reads=*/true);
+    index_add_cuda(o.f32, dim, index, as_float32(src));
+    return o.store();
+  }
   dispatch_numeric(out.dtype(), "index_add",
                    [&](auto tag) { index_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
 }
 
 void gather_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   check_index_range("gather", index, dim, x.size(dim));
-  dispatch_all(x.dtype(), "gather", [&](auto tag) { gather_typed<typename decltype(tag)::type>(out, x, dim, index); });
+  dispatch_storage(x.dtype(), "gather",
+                   [&](auto tag) { gather_typed<typename decltype(tag)::type>(out, x, dim, index); });
 }
 
 void scatter_add_cuda(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_index_range("scatter_add", index, dim, out.size(dim));
+  if (is_16bit(out)) {  // added in float32, rounded once (ops/through_float32.h)
+    const Float32Out o(out, /*reads=*/true);
+    scatter_add_cuda(o.f32, dim, index, as_float32(src));
+    return o.store();
+  }
   dispatch_numeric(out.dtype(), "scatter_add",
                    [&](auto tag) { scatter_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
 }

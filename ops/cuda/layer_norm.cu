@@ -6,7 +6,8 @@
 // centred variance (two passes, in double), then y; mean and rstd are saved
 // in float64. The backward's dx is the same row pattern. dweight and dbias
 // are column sums over rows in chunks fixed by M, added in chunk order
-// (cuda/norm_columns.cuh) — deterministic, no atomics.
+// (cuda/norm_columns.cuh) — deterministic, no atomics. bfloat16 and float16
+// run through float32 (ops/through_float32.h), as on the CPU.
 #include <type_traits>
 
 #include "core/copy.h"
@@ -14,6 +15,7 @@
 #include "ops/cuda/norm_columns.cuh"
 #include "ops/layer_norm.h"
 #include "ops/layer_norm_formulas.h"
+#include "ops/through_float32.h"
 
 namespace ks::cuda {
 namespace {
@@ -48,6 +50,11 @@ __global__ void forward_rows(T* y, double* mean, double* rstd, const T* x, const
 
 void layer_norm_cuda(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x_in, const Tensor& w_in,
                      const Tensor& b_in, double eps) {
+  if (is_16bit(y)) {  // through float32, rounded once (ops/through_float32.h); mean and rstd are float64 either way
+    const Float32Out o(y);
+    layer_norm_cuda(o.f32, mean, rstd, as_float32(x_in), as_float32(w_in), as_float32(b_in), eps);
+    return o.store();
+  }
   forward_entry(y, mean, x_in, w_in, b_in, [&](auto tag, const ForwardInputs& in) {
     using T = typename decltype(tag)::type;
     const Tensor &x = in.x, &w = in.w, &b = in.b;
@@ -107,6 +114,14 @@ template <class T> struct CentredXhat {
 
 void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g_in,
                               const Tensor& x_in, const Tensor& mean, const Tensor& rstd, const Tensor& w_in) {
+  if (is_16bit(g_in)) {
+    const Float32Out ddx(dx), ddw(dw), ddb(db);
+    layer_norm_backward_cuda(ddx.f32, ddw.f32, ddb.f32, as_float32(g_in), as_float32(x_in), mean, rstd,
+                             as_float32(w_in));
+    ddx.store();
+    ddw.store();
+    return ddb.store();
+  }
   const BackwardInputs in = backward_inputs(dw, db, g_in, x_in, mean, w_in);
   if (in.empty) return;
   const Tensor &g = in.g, &x = in.x, &w = in.w;

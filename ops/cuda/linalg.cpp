@@ -13,6 +13,11 @@
 // merged dim becomes one strided-batched call (stride 0 for a broadcast
 // operand); any outer batch dims are looped on the host.
 //
+// bfloat16 and float16 tensors multiply on cuBLAS's 16-bit Ex path: 16-bit
+// operands and result, products summed in float32, each result rounded once
+// (with accumulate, C + A·B is rounded once), the contract of the CPU's
+// 16-bit GEMM; the summation order is cuBLAS's, so the last bits may differ.
+//
 // float32 runs in full FP32 by default (cuBLAS's default math mode, no TF32),
 // so results agree with the CPU's to float32 rounding. matmul_precision()
 // (core/matmul_precision.h) selects TF32 (the handle's math mode, set per call) or
@@ -90,13 +95,20 @@ inline cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cubla
   return cublas().dgemm_strided_batched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, count);
 }
 
-// bfloat16 operands, float32 result and sums. A and B point at bfloat16 bytes.
-inline cublasStatus_t gemm_batched_bf16(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                                        int k, const float* alpha, const void* A, int lda, long long sa, const void* B,
-                                        int ldb, long long sb, const float* beta, float* C, int ldc, long long sc,
-                                        int count) {
-  return cublas().gemm_strided_batched_ex(h, ta, tb, m, n, k, alpha, A, CUDA_R_16BF, lda, sa, B, CUDA_R_16BF, ldb, sb,
-                                          beta, C, CUDA_R_32F, ldc, sc, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+// Operands and result of the given cuBLAS types, sums in float32 (cuBLAS's
+// Ex call): bfloat16 operands into a float32 result (MatmulPrecision::BFloat16),
+// or 16-bit tensors throughout.
+inline cublasStatus_t gemm_batched_ex(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                      const float* alpha, const void* A, cudaDataType_t ab_type, int lda, long long sa,
+                                      const void* B, int ldb, long long sb, const float* beta, void* C,
+                                      cudaDataType_t c_type, int ldc, long long sc, int count) {
+  return cublas().gemm_strided_batched_ex(h, ta, tb, m, n, k, alpha, A, ab_type, lda, sa, B, ab_type, ldb, sb, beta, C,
+                                          c_type, ldc, sc, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+// cuBLAS's name of a 16-bit element type.
+template <class T> constexpr cudaDataType_t cuda_type() {
+  return std::is_same_v<T, BFloat16> ? CUDA_R_16BF : CUDA_R_16F;
 }
 
 template <class T> void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate) {
@@ -129,7 +141,8 @@ template <class T> void gemm_typed(const Tensor& c, const Tensor& a, const Tenso
   DeviceGuard guard(c.device());
   KS_CUBLAS_CHECK(
       cublas().set_math_mode(h, precision == MatmulPrecision::TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  const T alpha = T(1), beta = accumulate ? T(1) : T(0);
+  using Scalar = compute_t<T>;  // alpha and beta: float for the 16-bit types
+  const Scalar alpha = Scalar(1), beta = accumulate ? Scalar(1) : Scalar(0);
   // Element offsets below apply to either element type: both operands are T, or both bfloat16.
   const size_t item = A.element_size();
   const char* pa = static_cast<const char*>(A.data_ptr());
@@ -147,23 +160,26 @@ template <class T> void gemm_typed(const Tensor& c, const Tensor& a, const Tenso
     // Column-major Cᵀ (N, M) = Bᵀ (N, K) · Aᵀ (K, M).
     const char* qa = pa + size_t(oa) * item;
     const char* qb = pb + size_t(ob) * item;
-    if constexpr (std::is_same_v<T, float>) {
-      if (bf16) {
-        KS_CUBLAS_CHECK(gemm_batched_bf16(h, cublas_op(lb), cublas_op(la), int(N), int(M), int(K), &alpha, qb,
-                                          int(lb.ld), inner.sb, qa, int(la.ld), inner.sa, &beta, pc + oc, int(N),
-                                          inner.sc, int(inner.size)));
+    if constexpr (is_16bit_v<T> || std::is_same_v<T, float>) {
+      if (is_16bit_v<T> || bf16) {  // 16-bit tensors, or float32 at MatmulPrecision::BFloat16
+        const cudaDataType_t ab_type = is_16bit_v<T> ? cuda_type<T>() : CUDA_R_16BF;
+        const cudaDataType_t c_type = is_16bit_v<T> ? cuda_type<T>() : CUDA_R_32F;
+        KS_CUBLAS_CHECK(gemm_batched_ex(h, cublas_op(lb), cublas_op(la), int(N), int(M), int(K), &alpha, qb, ab_type,
+                                        int(lb.ld), inner.sb, qa, int(la.ld), inner.sa, &beta, pc + oc, c_type, int(N),
+                                        inner.sc, int(inner.size)));
         continue;
       }
     }
-    KS_CUBLAS_CHECK(gemm_batched(h, cublas_op(lb), cublas_op(la), int(N), int(M), int(K), &alpha,
-                                 reinterpret_cast<const T*>(qb), int(lb.ld), inner.sb, reinterpret_cast<const T*>(qa),
-                                 int(la.ld), inner.sa, &beta, pc + oc, int(N), inner.sc, int(inner.size)));
+    if constexpr (!is_16bit_v<T>)
+      KS_CUBLAS_CHECK(gemm_batched(h, cublas_op(lb), cublas_op(la), int(N), int(M), int(K), &alpha,
+                                   reinterpret_cast<const T*>(qb), int(lb.ld), inner.sb, reinterpret_cast<const T*>(qa),
+                                   int(la.ld), inner.sa, &beta, pc + oc, int(N), inner.sc, int(inner.size)));
   }
   if (sync_launches()) KS_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 void gemm_cuda(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate) {
-  dispatch_floating(c.dtype(), "gemm", [&](auto tag) {
+  dispatch_floating16(c.dtype(), "gemm", [&](auto tag) {
     using T = typename decltype(tag)::type;
     gemm_typed<T>(c, a, b, accumulate);
   });

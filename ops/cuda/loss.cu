@@ -9,12 +9,16 @@
 // log-sum-exp is max-shifted and accumulated in double; log-softmax is never
 // materialised, and the backward recomputes softmax from the logits and the
 // saved log-sum-exp. The mse sum is deterministic (block_reduce.cuh).
+// bfloat16 and float16 class losses run through float32
+// (ops/through_float32.h), as on the CPU; mse takes float32 and float64, as
+// on the CPU.
 #include <cmath>
 
 #include "core/copy.h"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/loss.h"
 #include "ops/loss_formulas.h"
+#include "ops/through_float32.h"
 
 namespace ks::cuda {
 namespace {
@@ -95,6 +99,12 @@ __global__ void class_loss_rows(T* loss, T* lse, const T* x, const int64_t* t, i
 
 void class_loss_cuda(const Tensor& loss, const Tensor& lse, const Tensor& denom, const Tensor& x_in,
                      const Tensor& targets_in, const ClassLossSpec& spec) {
+  if (is_16bit(x_in)) {  // through float32, rounded once (ops/through_float32.h)
+    const Float32Out l(loss), s(lse);
+    class_loss_cuda(l.f32, s.f32, denom, as_float32(x_in), targets_in, spec);
+    l.store();
+    return s.store();
+  }
   const Tensor x = contiguous_raw(x_in), targets = contiguous_raw(targets_in);
   const int64_t P = x.size(0), C = x.size(1);
   const int64_t count = check_targets(targets, P, C, spec);
@@ -146,6 +156,11 @@ __global__ void class_loss_backward_kernel_impl(T* dx, const T* g, int64_t gs, c
 
 void class_loss_backward_cuda(const Tensor& dx, const Tensor& gpos, const Tensor& x_in, const Tensor& lse,
                               const Tensor& targets_in, const ClassLossSpec& spec) {
+  if (is_16bit(dx)) {
+    const Float32Out d(dx);
+    class_loss_backward_cuda(d.f32, as_float32(gpos), as_float32(x_in), as_float32(lse), targets_in, spec);
+    return d.store();
+  }
   const Tensor targets = contiguous_raw(targets_in);
   const Tensor x = spec.from_logits ? contiguous_raw(x_in) : x_in;
   const int64_t P = dx.size(0), C = dx.size(1);

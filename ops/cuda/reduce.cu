@@ -17,6 +17,9 @@
 // launch shape depends only on the tensor's shape, so results are
 // deterministic; sums may differ from the CPU's in the last bits (another
 // summation order). var/stddev and logsumexp take two passes, as on the CPU.
+// bfloat16 and float16 sums and means read the 16-bit values and accumulate
+// in double, as on the CPU; every other 16-bit reduction reaches the kernel
+// as a float32 copy (ops/reduce.cpp).
 // Not here: the formulas (reduce_formulas.h).
 #include "core/cuda/loops.cuh"
 #include "ops/reduce.h"
@@ -143,8 +146,8 @@ void reduce_cuda(ReduceOp op, const Tensor& out, const Tensor& indices, const Te
   const Geometry g = geometry(x, mask);
   int64_t* idx = indices.defined() ? indices.data<int64_t>() : nullptr;
   const Tensor centre = two_pass(op) ? Tensor::empty({g.M}, kFloat64, x.device()) : Tensor();
-  with_reducers(op, params, x.dtype(), out, idx, centre.defined() ? centre.data<double>() : nullptr,
-                [&](auto tag, const auto& r) { reduce_with<typename decltype(tag)::type>(x, g, r); });
+  with_reducers</*Take16=*/true>(op, params, x.dtype(), out, idx, centre.defined() ? centre.data<double>() : nullptr,
+                                 [&](auto tag, const auto& r) { reduce_with<typename decltype(tag)::type>(x, g, r); });
 }
 
 }  // namespace

@@ -8,11 +8,13 @@
 // neighbouring columns and every step reads and writes one coalesced row.
 // Along the last dim each thread walks its own row (uncoalesced, but those
 // scans are short in the models here). Any strides; no copies. A parallel
-// (work-efficient) scan would add in another order; not done.
+// (work-efficient) scan would add in another order; not done. bfloat16 and
+// float16 run through float32 (ops/through_float32.h), as on the CPU.
 #include <type_traits>
 
 #include "ops/cuda/dim_geometry.cuh"
 #include "ops/scan.h"
+#include "ops/through_float32.h"
 
 namespace ks::cuda {
 namespace {
@@ -48,6 +50,11 @@ template <class T> void cumsum_typed(const Tensor& out, const Tensor& x, int64_t
 
 void cumsum_cuda(const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
   if (out.numel() == 0) return;
+  if (is_16bit(out)) {  // through float32, rounded once (ops/through_float32.h)
+    const Float32Out o(out);
+    cumsum_cuda(o.f32, as_float32(x), dim, reverse);
+    return o.store();
+  }
   dispatch_numeric(x.dtype(), "cumsum",
                    [&](auto tag) { cumsum_typed<typename decltype(tag)::type>(out, x, dim, reverse); });
 }

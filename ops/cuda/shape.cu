@@ -40,8 +40,8 @@ template <class T> void triangle_typed(const Tensor& out, const Tensor& x, int64
 
 void triangle_cuda(const Tensor& out, const Tensor& x, int64_t diagonal, bool upper) {
   if (out.numel() == 0) return;
-  dispatch_all(x.dtype(), upper ? "triu" : "tril",
-               [&](auto tag) { triangle_typed<typename decltype(tag)::type>(out, x, diagonal, upper); });
+  dispatch_storage(x.dtype(), upper ? "triu" : "tril",
+                   [&](auto tag) { triangle_typed<typename decltype(tag)::type>(out, x, diagonal, upper); });
 }
 
 }  // namespace

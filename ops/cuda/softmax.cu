@@ -8,12 +8,15 @@
 // per (outer, inner) column walking the dim, so neighbouring threads read
 // neighbouring memory. A fully masked row (all -inf) uses max 0, so every
 // exp is 0: softmax gives zeros and log_softmax -inf, with zero gradient.
+// bfloat16 and float16 run through float32 (ops/through_float32.h), as on
+// the CPU.
 #include <cmath>
 
 #include "core/copy.h"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/softmax.h"
 #include "ops/softmax_formulas.h"
+#include "ops/through_float32.h"
 
 namespace ks::cuda {
 namespace {
@@ -138,6 +141,11 @@ template <class T, bool Log> void run_backward(const Tensor& dx, const Tensor& g
 }
 
 void softmax_cuda(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
+  if (is_16bit(out)) {  // through float32, rounded once (ops/through_float32.h)
+    const Float32Out o(out);
+    softmax_cuda(log, o.f32, as_float32(x_in), dim);
+    return o.store();
+  }
   forward_entry(out, x_in, dim, log, [&](auto tag, auto is_log, const Tensor& x, const Geometry& G) {
     using T = typename decltype(tag)::type;
     run_forward<T, decltype(is_log)::value>(out, x, G);
@@ -145,6 +153,11 @@ void softmax_cuda(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) 
 }
 
 void softmax_backward_cuda(bool log, const Tensor& dx, const Tensor& g_in, const Tensor& y_in, int64_t dim) {
+  if (is_16bit(dx)) {
+    const Float32Out d(dx);
+    softmax_backward_cuda(log, d.f32, as_float32(g_in), as_float32(y_in), dim);
+    return d.store();
+  }
   backward_entry(dx, g_in, y_in, dim, log,
                  [&](auto tag, auto is_log, const Tensor& g, const Tensor& y, const Geometry& G) {
                    using T = typename decltype(tag)::type;

@@ -4,7 +4,7 @@
 // widened operands, rounded once to the 16-bit type (checked bit for bit),
 // and within the format's rounding of a float64 reference.
 // Not here: the row families (reductions, softmax, norms, losses), the
-// promotion rules (test_type_promotion.cpp), CUDA, which refuses these dtypes.
+// promotion rules (test_type_promotion.cpp), CUDA (tests/cuda/test_half.cpp).
 #include <cmath>
 #include <functional>
 #include <string>

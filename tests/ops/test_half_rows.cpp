@@ -1,6 +1,6 @@
 // tests/ops/test_half_rows.cpp — bfloat16 and float16 through the CPU's row
 // kernels (softmax, log_softmax, layer_norm, rms_norm, cross_entropy), which
-// run them through float32 (ops/cpu/through_float32.h), and through the
+// run them through float32 (ops/through_float32.h), and through the
 // reductions other than sum and mean (max, min, argmax, var, stddev,
 // logsumexp, norm, prod: ops/reduce.cpp's run()), and the ops that move or add
 // elements (index_select, gather, index_add, scatter_add, tril, triu,
@@ -9,7 +9,7 @@
 // gradient comes back in the input's dtype within a few unit roundoffs of the
 // float64 gradient of the same values.
 // Not here: the elementwise ops (test_half_elementwise.cpp), sum and mean
-// (test_sum.cpp), CUDA, which refuses these dtypes.
+// (test_sum.cpp), CUDA (tests/cuda/test_half.cpp).
 #include <cmath>
 #include <functional>
 #include <string>

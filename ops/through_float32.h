@@ -1,5 +1,6 @@
-// ops/cpu/through_float32.h — bfloat16 and float16 for a CPU row kernel
-// written for float32 and float64 (softmax, the norms, the class losses):
+// ops/through_float32.h — bfloat16 and float16 for a row kernel written for
+// float32 and float64 (softmax, the norms, the class losses, the fused
+// attentions), on the CPU and on CUDA alike:
 // the 16-bit inputs are widened to float32 copies (exactly), the float32
 // kernel runs, and each 16-bit output is rounded once from its float32
 // result. That is the contract of every 16-bit op (core/dtype.h: computed in
@@ -11,7 +12,7 @@
 #include "core/copy.h"
 #include "core/tensor.h"
 
-namespace ks::cpu {
+namespace ks {
 
 inline bool is_16bit(const Tensor& t) { return t.defined() && is_16bit(t.dtype()); }
 
@@ -33,4 +34,4 @@ struct Float32Out {
   }
 };
 
-}  // namespace ks::cpu
+}  // namespace ks
