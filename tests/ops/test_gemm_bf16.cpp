@@ -8,7 +8,8 @@
 // kernels, where the packed attention kernels also match the float32 ones on
 // bf16-exact inputs, in the packed parts those kernels multiply (gemm.h's
 // bf16::packed_product), and in linear's fused backward (one pack of g for
-// dx, dW and db); and MatmulPrecision::Float32 stays OpenBLAS bit for bit.
+// dx, dW and db; a large g in pieces, with the same bits); and
+// MatmulPrecision::Float32 stays OpenBLAS bit for bit.
 // bf16 on the float32 path (no bf16 kernel) computes in float32:
 // tests/ops/test_gemm_bf16_fallback.cpp.
 #include <cblas.h>
@@ -380,6 +381,40 @@ TEST_CASE("bf16 gemm: linear's backward packs g once: dx, dW and db as the compo
   CHECK(!linear_backward_kernel(Device::cpu(), g, x2, w2, true, true, dx, dw, db));  // float32 precision
   CHECK(!dx.defined());
   CHECK(!dw.defined());
+}
+
+TEST_CASE("bf16 gemm: linear's backward packs a large g a piece at a time, with the bits of g packed whole") {
+  struct Shape3 {
+    int64_t rows, out, in;
+  };
+  for (const Shape3 s : {Shape3{300, 1000, 17}, Shape3{4100, 96, 64}, Shape3{130, 31, 31}, Shape3{33, 1000, 40}}) {
+    CAPTURE(s.rows);
+    CAPTURE(s.out);
+    CAPTURE(s.in);
+    for_each_path([&] {
+      Generator gen(12);
+      const Tensor x = randn({s.rows, s.in}, {}, &gen), w = randn({s.out, s.in}, {}, &gen);
+      const Tensor g = randn({s.rows, s.out}, {}, &gen);
+      MatmulPrecisionScope bf16(MatmulPrecision::BFloat16);
+      Tensor dx, dw, db;
+      REQUIRE(linear_backward_kernel(Device::cpu(), g, x, w, true, true, dx, dw, db));
+      // 4 KiB per packed layout: pieces of 32 columns, then of 32 rows (a few
+      // hundred of them), ragged last pieces included.
+      const int64_t before = cpu::set_linear_backward_whole_bytes(4096);
+      Tensor dx_p, dw_p, db_p, dx_q, dw_q, db_q;
+      const bool ran = linear_backward_kernel(Device::cpu(), g, x, w, true, true, dx_p, dw_p, db_p) &&
+                       linear_backward_kernel(Device::cpu(), g, x, Tensor(), false, false, dx_q, dw_q, db_q);
+      cpu::set_linear_backward_whole_bytes(before);
+      REQUIRE(ran);
+      CHECK(dx_p.to_vector<float>() == dx.to_vector<float>());
+      CHECK(dw_p.to_vector<float>() == dw.to_vector<float>());
+      CHECK(db_p.to_vector<float>() == db.to_vector<float>());
+      CHECK(dw_q.to_vector<float>() == dw.to_vector<float>());
+      CHECK(!dx_q.defined());
+    });
+  }
+  CHECK_THROWS_WITH_AS(cpu::set_linear_backward_whole_bytes(0),
+                       "set_linear_backward_whole_bytes: the limit must be positive, got 0", Error);
 }
 
 TEST_CASE("bf16 gemm: float32 precision stays OpenBLAS sgemm bit for bit") {
