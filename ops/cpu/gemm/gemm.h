@@ -79,7 +79,7 @@ extern template void gemm(const Gemm<double>&);
 
 // The most bytes linear's fused bf16 backward (linear_backward.cpp) packs its
 // output gradient into whole, per layout; above it the gradient is packed a
-// piece at a time, with the same bits. 32 MiB unless set; tests lower it to
+// piece at a time, with the same bits. 8 MiB unless set; tests lower it to
 // run the pieces on small shapes. Returns the previous limit.
 int64_t set_linear_backward_whole_bytes(int64_t bytes);
 

@@ -11,7 +11,7 @@
 // layouts and the column sums (packed.h: pack_a_and_b). Packed whole, g
 // would be held twice more in bf16 by thread_local buffers that keep their
 // largest size (2 × 64 MiB for that output layer, more than the bf16
-// activations save); above 32 MiB per layout g goes in pieces instead —
+// activations save); above 8 MiB per layout g goes in pieces instead —
 // columns for dW and the sums, then rows for dx, at the price of a second
 // read of g — with each result summing the same products in the same order.
 // W and xᵀ are packed as bf16::gemm packs them, and the products run on
@@ -54,7 +54,7 @@ bool rows_unit_stride(const Tensor& t, DType dtype = DType::Float32) {
 // The most bytes one packed layout of g may take before g is packed a piece at
 // a time (gemm.h): the packed buffers are thread_local and keep their largest
 // size, so this bounds what the backward holds besides its tensors.
-std::atomic<int64_t> whole_bytes_limit{int64_t(32) << 20};
+std::atomic<int64_t> whole_bytes_limit{int64_t(8) << 20};
 
 bool linear_backward_cpu(const Tensor& g, const Tensor& x, const Tensor& w, bool want_dx, bool want_db, Tensor& dx,
                          Tensor& dw, Tensor& db) {
