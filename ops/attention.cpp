@@ -88,18 +88,19 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 
   if (needs_grad({q, k, v})) {
     // Every gradient reads q, k (the probabilities), v (dP) and out, lse.
-    // Under bf16 products the kernel reads q, k and v only as bf16 GEMM
+    // Under bf16 products the CPU kernel reads q, k and v only as bf16 GEMM
     // operands (ops/cpu/attention_bf16.cpp packs them), so each is saved
     // rounded where linear's input would be (ops/linalg.h): half the bytes,
     // widened back exactly in the backward, the same gradients bit for bit.
     // A create_graph backward's gradients reach q, k and v through that cast
-    // (rounded to bf16), as through linear's.
+    // (rounded to bf16), as through linear's. The CUDA kernel computes in
+    // float32 at any precision, so there they are saved as they are.
+    const auto saved = [](const Tensor& t) { return t.device().is_cpu() ? input_saved_for_backward(t) : t; };
     record(
         "ScaledDotProductAttentionBackward", {q, k, v}, {out},
-        [sq = SavedTensor(input_saved_for_backward(q)), sk = SavedTensor(input_saved_for_backward(k)),
-         sv = SavedTensor(input_saved_for_backward(v)), so = SavedTensor(out), sl = SavedTensor(lse),
-         spad = SavedTensor(pad), dtype = q.dtype(), gq = q.requires_grad(), gk = k.requires_grad(),
-         gv = v.requires_grad(), prm](const std::vector<Tensor>& g) {
+        [sq = SavedTensor(saved(q)), sk = SavedTensor(saved(k)), sv = SavedTensor(saved(v)), so = SavedTensor(out),
+         sl = SavedTensor(lse), spad = SavedTensor(pad), dtype = q.dtype(), gq = q.requires_grad(),
+         gk = k.requires_grad(), gv = v.requires_grad(), prm](const std::vector<Tensor>& g) {
           const Tensor q_ = widened_saved_input(sq.unpack(), dtype), k_ = widened_saved_input(sk.unpack(), dtype),
                        v_ = widened_saved_input(sv.unpack(), dtype);
           if (GradMode::is_enabled())  // create_graph

@@ -129,13 +129,16 @@ thread_local SharedLinearInput* innermost_scope = nullptr;
 }  // namespace
 
 // Linear's backward reads x in dW = gᵀ·x (fused or composed) and in
-// create_graph's matmul, each rounding it to bf16 first. Without a bf16
-// kernel the GEMMs compute in float32 (core/matmul_precision.h) and x is
-// saved as it is. So is a leaf x (a parameter, a batch): its caller
-// holds it anyway, and a copy would add bytes instead of freeing them.
+// create_graph's matmul, each rounding it to bf16 first: on the CPU where it
+// has a bf16 kernel (without one the GEMMs compute in float32,
+// core/matmul_precision.h, and x is saved as it is), on CUDA always (cuBLAS
+// gets bf16 copies of both operands, ops/cuda/linalg.cpp). A leaf x (a
+// parameter, a batch) is saved as it is: its caller holds it anyway, and a
+// copy would add bytes instead of freeing them.
 bool saves_input_in_bf16(const Tensor& x) {
-  return x.dtype() == kFloat32 && x.device().is_cpu() && x.grad_fn() != nullptr &&
-         cpu_matmul_precision() == MatmulPrecision::BFloat16;
+  if (x.dtype() != kFloat32 || x.grad_fn() == nullptr) return false;
+  if (x.device().is_cpu()) return cpu_matmul_precision() == MatmulPrecision::BFloat16;
+  return x.device().is_cuda() && matmul_precision() == MatmulPrecision::BFloat16;
 }
 
 Tensor input_saved_for_backward(const Tensor& x) { return saves_input_in_bf16(x) ? to(x, kBFloat16) : x; }

@@ -31,8 +31,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // Whether an op whose backward reads x only as a bf16 GEMM operand may save
 // x rounded to bfloat16 instead of x, for the same gradients bit for bit at
 // half the bytes: float32 x with a history, under bf16 matmul precision on a
-// CPU with a bf16 kernel (linear's input; the fused softmax attention's q, k
-// and v, ops/attention.cpp).
+// CPU with a bf16 kernel or on CUDA (linear's input; the CPU's fused softmax
+// attention's q, k and v, ops/attention.cpp).
 bool saves_input_in_bf16(const Tensor& x);
 
 // What such an op saves of x for its backward: x rounded to bf16 where
@@ -43,10 +43,11 @@ Tensor input_saved_for_backward(const Tensor& x);
 // (widening bf16 to float32 is exact).
 Tensor widened_saved_input(const Tensor& saved, DType dtype);
 
-// Under bf16 matmul precision on a CPU with a bf16 kernel, linear saves its
-// input for the weight's gradient rounded to bfloat16 (half the bytes, the
-// same bits: every GEMM that reads it in the backward rounds it first; the
-// backward then uses that copy even where the precision changed since).
+// Under bf16 matmul precision on a CPU with a bf16 kernel or on CUDA, linear
+// saves its input for the weight's gradient rounded to bfloat16 (half the
+// bytes, the same bits: every GEMM that reads it in the backward rounds it
+// first; the backward then uses that copy even where the precision changed
+// since).
 // Linears that read the same input inside one SharedLinearInput scope (an
 // attention layer's query, key and value projections) save one copy between
 // them; outside a scope each makes its own, as PyTorch's autocast does.

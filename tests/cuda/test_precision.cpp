@@ -1,7 +1,8 @@
 // tests/cuda/test_precision.cpp — the float32 GEMM precisions of the CUDA
 // backend (core/matmul_precision.h): bfloat16 GEMMs equal a float32
 // product of bfloat16-rounded operands (so the rounding really happens, and
-// nothing else is lost), in every operand layout and in linear's backward;
+// nothing else is lost), in every operand layout and in linear's backward,
+// which then saves its input in bfloat16 (half the bytes, the same gradient);
 // TF32 stays within TF32's rounding; float64 ignores the switch; and a
 // decoder LM trained with bfloat16 GEMMs tracks the float32 CPU run.
 #include <random>
@@ -58,6 +59,35 @@ TEST_CASE("cuda: bfloat16 GEMMs are float32 products of bfloat16-rounded operand
   // float64 ignores the switch.
   Twin a64 = twin({30, 50}, 705, Layout::Contiguous, kFloat64), b64 = twin({50, 20}, 706, Layout::Contiguous, kFloat64);
   check_matches(matmul(a64.gpu, b64.gpu), matmul(a64.cpu, b64.cpu), 1e-12, 1e-12);
+}
+
+TEST_CASE("cuda: under bfloat16 GEMMs a linear saves its input in bfloat16, half the bytes, the same gradient" *
+          needs_gpu()) {
+  // h = x·W1ᵀ (64, 512) is held only by the linear that reads it: 128 KiB in
+  // float32, a 64 KiB bf16 copy under bf16 GEMMs (cuBLAS rounds it anyway).
+  const Twin x = twin({64, 32}, 720), w1 = twin({512, 32}, 721), w2 = twin({16, 512}, 722), g = twin({64, 16}, 723);
+  struct Run {
+    int64_t held;
+    Tensor dw2;
+  };
+  auto run = [&](MatmulPrecision p) {
+    PrecisionScope scope(p);
+    const Tensor xg = detach(x.gpu).set_requires_grad(true), w1g = detach(w1.gpu).set_requires_grad(true);
+    const Tensor w2g = detach(w2.gpu).set_requires_grad(true);
+    cuda_synchronize();
+    const size_t before = cuda_memory_stats().bytes_in_use;
+    Tensor y = linear(linear(xg, w1g), w2g);  // h lives on only in what the second linear saved
+    cuda_synchronize();
+    const int64_t held = int64_t(cuda_memory_stats().bytes_in_use) - int64_t(before);
+    backward(y, g.gpu);
+    return Run{held, w2g.grad()};
+  };
+  const Run f32 = run(MatmulPrecision::Float32), b16 = run(MatmulPrecision::BFloat16);
+  CHECK(f32.held - b16.held == 64 * 512 * 2);
+  // dW2 = gᵀ·h from the saved copy: the bits of the same product from the float32 h.
+  PrecisionScope scope(MatmulPrecision::BFloat16);
+  const Tensor h = linear(x.gpu, w1.gpu);
+  check_matches(b16.dw2, to(matmul(transpose(g.gpu, 0, 1), h), Device::cpu()), 0, 0);
 }
 
 TEST_CASE("cuda: TF32 GEMMs stay within TF32 rounding, and float32 is restored exactly" * needs_gpu()) {
