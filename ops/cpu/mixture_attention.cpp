@@ -22,7 +22,9 @@
 // at the process's matmul precision.
 //
 // float32 inputs compute in float32 (BLAS and the running sums), float64 in
-// float64. Operands are read where they lie when BLAS can (unit column
+// float64. The task bodies run in 512-bit registers where the CPU has
+// AVX-512 (avx512_clone.h: the same operations in the same order, the same
+// bits). Operands are read where they lie when BLAS can (unit column
 // stride), else copied contiguous once; results do not depend on the thread
 // count. The dropout mask is drawn from Philox exactly as ops/cpu/dropout.cpp
 // draws it for the (B, h, T, S) weights.
@@ -36,6 +38,7 @@
 #include "core/parallel.h"
 #include "ops/cpu/attention_products.h"
 #include "ops/cpu/attention_tiles.h"
+#include "ops/cpu/avx512_clone.h"
 #include "ops/cpu/row_math.h"
 #include "ops/mixture_attention.h"
 #include "ops/mixture_attention_formulas.h"
@@ -76,8 +79,8 @@ template <class T> struct BiasRows {
 // bias, sets the keys the row does not see ([lim, cols) and padded ones) to
 // -inf, and writes each key's max_r x into mx.
 template <class T>
-void logits_row(T* x, int64_t blk, T* mx, const BiasRows<T>& bias, int64_t pair, int64_t j0, int64_t M, int64_t cols,
-                int64_t lim, const bool* pad) {
+KS_ROWS_INLINE void logits_row(T* x, int64_t blk, T* mx, const BiasRows<T>& bias, int64_t pair, int64_t j0, int64_t M,
+                               int64_t cols, int64_t lim, const bool* pad) {
   std::fill(mx, mx + cols, kNegInf<T>);
   for (int64_t r = 0; r < M; ++r) {
     T* xr = x + r * blk;
@@ -93,7 +96,8 @@ void logits_row(T* x, int64_t blk, T* mx, const BiasRows<T>& bias, int64_t pair,
 
 // Soft-E: adds Σ_c γ_rc of one row's keys to tot[r] (u: scratch of cols).
 template <class T>
-void add_responsibilities(double* tot, const T* x, int64_t blk, const T* mx, T* u, int64_t M, int64_t cols, bool hard) {
+KS_ROWS_INLINE void add_responsibilities(double* tot, const T* x, int64_t blk, const T* mx, T* u, int64_t M,
+                                         int64_t cols, bool hard) {
   if (hard) {  // γ = 1 at the first r reaching the max, on keys some component reaches
     for (int64_t c = 0; c < cols; ++c) {
       if (mx[c] == kNegInf<T>) continue;
@@ -132,7 +136,7 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& totals, c
   std::vector<double> partial(want_totals ? size_t(B * H * tiles * M) : 0);  // per task, added in order below
   const int64_t blk = kBr * kBc;
   const int64_t task_work = std::min(kBr, T_) * S * (M * P + E);  // multiply-adds, at most
-  parallel_for(0, B * H * tiles, attention_grain(task_work), [&](int64_t t0, int64_t t1) {
+  const auto tasks = [&](int64_t t0, int64_t t1) KS_INLINE_LAMBDA {
     // x: M logit blocks | w: the key weights | mx, f, u: one row each
     std::vector<T> buf(size_t((M + 1) * blk + 3 * kBc)), acc(size_t(kBr * E));
     T *X = buf.data(), *W = X + M * blk, *mx = W + blk, *f = mx + kBc, *u = f + kBc;
@@ -195,7 +199,9 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& totals, c
         Li[row] = row_lse(m[size_t(row)], l[size_t(row)]);
       }
     }
-  });
+  };
+  parallel_for(0, B * H * tiles, attention_grain(task_work),
+               [&](int64_t t0, int64_t t1) { run_widest(tasks, t0, t1); });
   if (!want_totals) return;
   T* tot = totals.data<T>();  // (B, h, M): each pair's tiles added in order
   for (int64_t pair = 0; pair < B * H; ++pair)
@@ -220,7 +226,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dbias, con
   T *dQ = dq.data<T>(), *dK = dk.data<T>(), *dB = dbias.data<T>(), *dV = dv.data<T>();
   const T scale = T(prm.scale);
   const int64_t blk = kBr * kBcBack;
-  parallel_for(0, B * H, attention_grain(T_ * S * (3 * M * P + 2 * E)), [&](int64_t p0, int64_t p1) {
+  const auto pairs = [&](int64_t p0, int64_t p1) KS_INLINE_LAMBDA {
     // x: M blocks (logits, then P_r, then dx_r) | dA | W | mx, f: one row each | D (T)
     std::vector<T> buf(size_t((M + 2) * blk + 2 * kBcBack + T_));
     T *X = buf.data(), *dA = X + M * blk, *W = dA + blk, *mx = W + blk, *f = mx + kBcBack, *D = f + kBcBack;
@@ -307,7 +313,9 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dbias, con
       T* dBp = dB + pair * M * S;
       for (int64_t x = 0; x < M * S; ++x) dBp[x] = T(db[size_t(x)]);
     }
-  });
+  };
+  parallel_for(0, B * H, attention_grain(T_ * S * (3 * M * P + 2 * E)),
+               [&](int64_t p0, int64_t p1) { run_widest(pairs, p0, p1); });
 }
 
 void mixture_attention_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& totals, const Tensor& q,

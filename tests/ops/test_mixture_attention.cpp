@@ -6,12 +6,15 @@
 // offsets equal to dropout()'s; soft-E totals against mixture_softmax's
 // responsibilities; strided, permuted and broadcast (stride-0) inputs;
 // sMGK-shaped keys; float64 gradchecks and gradgradchecks; thread-count
-// independence; error texts.
+// independence; the AVX-512 twins against the AVX2 code, bit for bit; error
+// texts.
 // Not here: the CUDA kernels (tests/cuda/test_mixture_attention.cpp), the
 // module (tests/nn/test_mgk_attention.cpp).
 #include <cmath>
 #include <limits>
 
+#include "core/cpu_features.h"
+#include "ops/cpu/avx512_clone.h"
 #include "ops/mixture.h"
 #include "ops/mixture_attention.h"
 #include "ops/ops_testing.h"
@@ -108,6 +111,41 @@ TEST_CASE("mixture_attention equals the composed path, values and gradients: M =
             check_against_composed(in, o, 1e-12);
           }
     }
+}
+
+TEST_CASE("mixture_attention's AVX-512 twins give the AVX2 code's bits, forward and backward") {
+  if (!cpu_features().avx512) {
+    MESSAGE("no AVX-512 on this CPU: only the AVX2 code runs, nothing to compare");
+    return;
+  }
+  Tensor pad = zeros({2, 150}, {.dtype = kBool});
+  pad.data<bool>()[3] = pad.data<bool>()[150 + 149] = true;
+  struct Case {
+    int64_t M;
+    MixtureAttentionOptions o;
+  };
+  for (const Case& c : {Case{2, {.totals = true, .causal = true, .key_padding = pad}}, Case{3, {.hard = true}},
+                        Case{2, {.totals = true, .dropout_p = 0.2, .training = true}}}) {
+    CAPTURE(c.M);
+    const Inputs in = to32(inputs(2, 2, 150, 150, c.M, 16, 8, 90));
+    std::vector<std::vector<float>> runs[2];
+    for (int twins = 0; twins < 2; ++twins) {
+      const bool before = cpu::set_avx512_twins(twins == 1);
+      Tensor q = detach(in.q).set_requires_grad(true), k = detach(in.k).set_requires_grad(true),
+             b = detach(in.bias).set_requires_grad(true), v = detach(in.v).set_requires_grad(true);
+      MixtureAttentionOptions o = c.o;
+      Generator gen(5);
+      o.gen = &gen;
+      MixtureAttention y = mixture_attention(q, k, b, v, o);
+      Generator wg(78);
+      backward(sum(mul(y.out, rand(y.out.sizes(), {}, &wg))));
+      cpu::set_avx512_twins(before);
+      runs[twins] = {y.out.to_vector<float>(), q.grad().to_vector<float>(), k.grad().to_vector<float>(),
+                     b.grad().to_vector<float>(), v.grad().to_vector<float>()};
+      if (y.totals.defined()) runs[twins].push_back(y.totals.to_vector<float>());
+    }
+    CHECK(runs[0] == runs[1]);
+  }
 }
 
 TEST_CASE("mixture_attention: a query that sees no key gives zeros and zero gradient, never NaN") {
