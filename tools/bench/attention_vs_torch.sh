@@ -15,6 +15,12 @@ rounds="${1:-2}"
 seqs="${2:-1024 2048 4096}"
 shapes=("softmax --heads 8" "fixed --heads 8 --head-dim 64" "mgk --heads 4 --head-dim 32")
 field() { sed -n "s/.*\"$1\": *\\([0-9.]*\\).*/\\1/p" | head -1; }
+. tools/bench/args.sh
+counts ROUNDS "$rounds"
+# shellcheck disable=SC2086
+counts SEQS $seqs
+needs_keystone
+needs_torch
 export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
 . tools/bench/torch_blas.sh  # PyTorch's BLAS on the run's thread count
 torch_blas=$(torch_blas_env 2)

@@ -34,6 +34,17 @@ torch_bench=../shared/bench/torch_lm_bench.py
 shapes=("softmax --heads 8" "fixed --heads 8 --head-dim 64" "mgk --heads 4 --head-dim 32" "mgk --heads 8")
 steps=()
 [ -n "${STEPS:-}" ] && steps=(--steps "$STEPS")
+. tools/bench/args.sh
+counts ROUNDS "$rounds"
+# shellcheck disable=SC2086
+counts THREADS ${THREADS:-2}
+[ -n "${STEPS:-}" ] && counts STEPS "$STEPS"
+for precision in ${PRECISIONS:-float32 bf16}; do
+  case "$precision" in
+    float32 | bf16) ;;
+    *) echo "PRECISIONS: expected float32 and/or bf16, got '$precision'" >&2; exit 2 ;;
+  esac
+done
 case "${ISA:-}" in
   "") coretype=SkylakeX; ks_env=(); pt_env=() ;;
   avx2) coretype=Haswell; ks_env=(KS_CPU_ISA=avx2); pt_env=(ONEDNN_MAX_CPU_ISA=AVX2)
@@ -44,6 +55,8 @@ case "${ISA:-}" in
   *) echo "ISA: expected avx2 or nothing, got '$ISA'" >&2; exit 2 ;;
 esac
 . tools/bench/torch_blas.sh
+needs_keystone
+needs_torch
 tps() { sed -n 's/.*"tokens_per_s": *\([0-9.]*\).*/\1/p' | head -1; }
 printf "%-36s %7s %-8s %5s %12s %12s %7s\n" shape threads precision round keystone torch ratio
 for shape in "${shapes[@]}"; do

@@ -23,6 +23,12 @@ blocks=("--norm layernorm"
   "--no-bias"
   "--norm rmsnorm --positions rope --ff swiglu --d-ff 688 --kv-heads 2 --no-bias")
 field() { sed -n "s/.*\"$1\": *\\([0-9.]*\\).*/\\1/p" | head -1; }
+. tools/bench/args.sh
+counts ROUNDS "$rounds"
+counts THREADS "$threads"
+counts STEPS "$steps"
+needs_keystone
+needs_torch
 export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
 . tools/bench/torch_blas.sh  # PyTorch's BLAS on the run's thread count
 torch_blas=$(torch_blas_env $threads)

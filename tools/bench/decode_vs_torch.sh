@@ -13,6 +13,18 @@ rounds="${1:-2}"
 batches="${2:-1 16}"
 lengths="${3:-128:128 1024:256}"
 field() { sed -n "s/.*\"$1\": *\\([0-9.]*\\).*/\\1/p" | head -1; }
+. tools/bench/args.sh
+counts ROUNDS "$rounds"
+# shellcheck disable=SC2086
+counts BATCHES $batches
+for pair in $lengths; do
+  case "$pair" in
+    *:*) counts "LENGTHS (prompt:new-tokens)" "${pair%%:*}" "${pair##*:}" ;;
+    *) echo "LENGTHS: expected prompt:new-tokens pairs, got '$pair'" >&2; exit 2 ;;
+  esac
+done
+needs_keystone
+needs_torch
 export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
 . tools/bench/torch_blas.sh  # PyTorch's BLAS on the run's thread count
 torch_blas=$(torch_blas_env 1)

@@ -17,6 +17,11 @@ cd "$(dirname "$0")/../.."
 threads="${1:-2}"
 runs="${2:-8}"
 out="${3:-spread-out}"
+. tools/bench/args.sh
+counts THREADS "$threads"
+counts RUNS "$runs"
+needs_keystone
+command -v perf > /dev/null || { echo "perf not found: install linux-perf" >&2; exit 2; }
 mkdir -p "$out"
 export OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-SkylakeX}"  # as the speed tables (bench_vs_torch.sh)
 steal() { awk '/^cpu /{print $9}' /proc/stat; }

@@ -1,0 +1,24 @@
+# tools/bench/args.sh — sourced by the bench scripts (*_vs_torch.sh,
+# spread_study.sh): the checks of their arguments and of what they need, so
+# that a bad count or a missing program stops a script at once, naming it,
+# instead of failing halfway through a run. Not a script to run on its own.
+#   counts NAME VALUE...   each VALUE a whole number from 1 up, else exit 2
+#   needs_keystone         build/keystone is built, else exit 2
+#   needs_torch            Debian's python3 imports torch, else exit 2
+counts() {
+  local name=$1 value
+  shift
+  for value in "$@"; do
+    case "$value" in
+      [1-9] | [1-9][0-9] | [1-9][0-9][0-9] | [1-9][0-9][0-9][0-9] | [1-9][0-9][0-9][0-9][0-9]) ;;
+      *) echo "$name: expected whole numbers from 1 to 99999, got '$value'" >&2; exit 2 ;;
+    esac
+  done
+}
+needs_keystone() {
+  [ -x build/keystone ] || { echo "build/keystone not found: build it first (cmake --build build)" >&2; exit 2; }
+}
+needs_torch() {
+  /usr/bin/python3 -c 'import torch' 2>/dev/null ||
+    { echo "/usr/bin/python3 cannot import torch: install Debian's python3-torch" >&2; exit 2; }
+}
