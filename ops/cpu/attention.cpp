@@ -189,11 +189,6 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
 
 void sdpa_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& key_padding, const SdpaParams& prm) {
-  if (is_16bit(q)) {  // lse is float32 already (ops/attention.cpp)
-    const Float32Out o(out);
-    sdpa_forward_cpu(o.f32, lse, as_float32(q), as_float32(k), as_float32(v), key_padding, prm);
-    return o.store();
-  }
   if (out.dtype() == DType::Float32 && sdpa_bf16_applies())
     return sdpa_forward_bf16(out, lse, q, k, v, key_padding, prm);
   dispatch_floating(out.dtype(), "scaled_dot_product_attention", [&](auto tag) {
@@ -204,13 +199,6 @@ void sdpa_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& q, con
 void sdpa_backward_cpu(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& g, const Tensor& q,
                        const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                        const Tensor& key_padding, const SdpaParams& prm) {
-  if (is_16bit(g)) {
-    const Float32Out a(dq), b(dk), c(dv);
-    sdpa_backward_cpu(a.f32, b.f32, c.f32, as_float32(g), as_float32(q), as_float32(k), as_float32(v), as_float32(out),
-                      lse, key_padding, prm);
-    a.store(), b.store(), c.store();
-    return;
-  }
   if (g.dtype() == DType::Float32 && sdpa_bf16_applies())
     return sdpa_backward_bf16(dq, dk, dv, g, q, k, v, out, lse, key_padding, prm);
   dispatch_floating(g.dtype(), "scaled_dot_product_attention backward", [&](auto tag) {
@@ -219,6 +207,6 @@ void sdpa_backward_cpu(const Tensor& dq, const Tensor& dk, const Tensor& dv, con
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(sdpa_forward_kernel, CPU, sdpa_forward_cpu);
-KS_REGISTER_KERNEL(sdpa_backward_kernel, CPU, sdpa_backward_cpu);
+KS_REGISTER_KERNEL(sdpa_forward_kernel, CPU, through_float32::sdpa_forward<sdpa_forward_cpu>);
+KS_REGISTER_KERNEL(sdpa_backward_kernel, CPU, through_float32::sdpa_backward<sdpa_backward_cpu>);
 }  // namespace ks::cpu

@@ -148,11 +148,6 @@ void index_select_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Ten
 
 void index_add_cpu(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_range("index_add", index, dim, out.size(dim));
-  if (is_16bit(out)) {  // added in float32, rounded once (through_float32.h)
-    const Float32Out o(out, /*reads=*/true);
-    index_add_cpu(o.f32, dim, index, as_float32(src));
-    return o.store();
-  }
   dispatch_numeric(out.dtype(), "index_add",
                    [&](auto tag) { index_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
 }
@@ -163,18 +158,13 @@ void gather_cpu(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& i
 }
 
 void scatter_add_cpu(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
-  if (is_16bit(out)) {  // added in float32, rounded once (through_float32.h)
-    const Float32Out o(out, /*reads=*/true);
-    scatter_add_cpu(o.f32, dim, index, as_float32(src));
-    return o.store();
-  }
   dispatch_numeric(out.dtype(), "scatter_add",
                    [&](auto tag) { scatter_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
 }
 
 }  // namespace
 KS_REGISTER_KERNEL(index_select_kernel, CPU, index_select_cpu);
-KS_REGISTER_KERNEL(index_add_kernel, CPU, index_add_cpu);
+KS_REGISTER_KERNEL(index_add_kernel, CPU, through_float32::index_add<index_add_cpu>);
 KS_REGISTER_KERNEL(gather_kernel, CPU, gather_cpu);
-KS_REGISTER_KERNEL(scatter_add_kernel, CPU, scatter_add_cpu);
+KS_REGISTER_KERNEL(scatter_add_kernel, CPU, through_float32::scatter_add<scatter_add_cpu>);
 }  // namespace ks::cpu

@@ -256,12 +256,6 @@ void backward_typed(const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t, 
 
 void causal_linear_attention_cpu(const Tensor& out, const Tensor& phi_q, const Tensor& phi_k, const Tensor& v,
                                  const Tensor& state, const Tensor& norm, double eps) {
-  if (is_16bit(phi_q)) {
-    const Float32Out o(out);
-    causal_linear_attention_cpu(o.f32, as_float32(phi_q), as_float32(phi_k), as_float32(v), as_float32(state),
-                                as_float32(norm), eps);
-    return o.store();
-  }
   dispatch_floating(out.dtype(), "causal_linear_attention", [&](auto tag) {
     forward_typed<typename decltype(tag)::type>(out, phi_q, phi_k, v, state, norm, eps);
   });
@@ -271,19 +265,14 @@ void causal_linear_attention_backward_cpu(const Tensor& dq, const Tensor& dk, co
                                           const Tensor& dnorm, const Tensor& g, const Tensor& phi_q,
                                           const Tensor& phi_k, const Tensor& v, const Tensor& state, const Tensor& norm,
                                           double eps) {
-  if (is_16bit(g)) {  // the gradients not wanted stay undefined
-    const Float32Out a(dq), b(dk), c(dv), d(dstate), e(dnorm);
-    causal_linear_attention_backward_cpu(a.f32, b.f32, c.f32, d.f32, e.f32, as_float32(g), as_float32(phi_q),
-                                         as_float32(phi_k), as_float32(v), as_float32(state), as_float32(norm), eps);
-    a.store(), b.store(), c.store(), d.store(), e.store();
-    return;
-  }
   dispatch_floating(g.dtype(), "causal_linear_attention backward", [&](auto tag) {
     backward_typed<typename decltype(tag)::type>(dq, dk, dv, dstate, dnorm, g, phi_q, phi_k, v, state, norm, eps);
   });
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(causal_linear_attention_kernel, CPU, causal_linear_attention_cpu);
-KS_REGISTER_KERNEL(causal_linear_attention_backward_kernel, CPU, causal_linear_attention_backward_cpu);
+KS_REGISTER_KERNEL(causal_linear_attention_kernel, CPU,
+                   through_float32::causal_linear_attention<causal_linear_attention_cpu>);
+KS_REGISTER_KERNEL(causal_linear_attention_backward_kernel, CPU,
+                   through_float32::causal_linear_attention_backward<causal_linear_attention_backward_cpu>);
 }  // namespace ks::cpu

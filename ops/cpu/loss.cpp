@@ -85,12 +85,6 @@ void class_loss_rows(T* loss, T* lse, const T* x, const int64_t* t, int64_t P, i
 
 void class_loss_cpu(const Tensor& loss, const Tensor& lse, const Tensor& denom, const Tensor& x_in,
                     const Tensor& targets_in, const ClassLossSpec& spec) {
-  if (is_16bit(x_in)) {  // through float32, rounded once (through_float32.h)
-    const Float32Out l(loss), s(lse);
-    class_loss_cpu(l.f32, s.f32, denom, as_float32(x_in), targets_in, spec);
-    l.store();
-    return s.store();
-  }
   const Tensor x = contiguous_raw(x_in), targets = contiguous_raw(targets_in);
   const int64_t P = x.size(0), C = x.size(1);
   const int64_t count = check_targets(targets.data<int64_t>(), P, C, spec);
@@ -143,11 +137,6 @@ void class_loss_backward_rows(T* dx, const T* g, int64_t gs, const T* x, const T
 
 void class_loss_backward_cpu(const Tensor& dx, const Tensor& gpos, const Tensor& x_in, const Tensor& lse,
                              const Tensor& targets_in, const ClassLossSpec& spec) {
-  if (is_16bit(dx)) {
-    const Float32Out d(dx);
-    class_loss_backward_cpu(d.f32, as_float32(gpos), as_float32(x_in), as_float32(lse), targets_in, spec);
-    return d.store();
-  }
   const Tensor targets = contiguous_raw(targets_in);
   const Tensor x = spec.from_logits ? contiguous_raw(x_in) : x_in;
   const int64_t P = dx.size(0), C = dx.size(1);
@@ -183,8 +172,8 @@ void mse_cpu(const Tensor& out, const Tensor& a_in, const Tensor& b_in, bool red
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(class_loss_kernel, CPU, class_loss_cpu);
-KS_REGISTER_KERNEL(class_loss_backward_kernel, CPU, class_loss_backward_cpu);
+KS_REGISTER_KERNEL(class_loss_kernel, CPU, through_float32::class_loss<class_loss_cpu>);
+KS_REGISTER_KERNEL(class_loss_backward_kernel, CPU, through_float32::class_loss_backward<class_loss_backward_cpu>);
 KS_REGISTER_KERNEL(mse_kernel, CPU, mse_cpu);
 KS_REGISTER_KERNEL(mse_backward_kernel, CPU, loss_formulas::mse_maps<CpuLoops>::backward);
 }  // namespace ks::cpu

@@ -321,12 +321,6 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dbias, con
 void mixture_attention_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& totals, const Tensor& q,
                                    const Tensor& k, const Tensor& bias, const Tensor& v, const Tensor& key_padding,
                                    const SdpaParams& prm, bool hard) {
-  if (is_16bit(q)) {  // lse and totals are float32 already (ops/mixture_attention.cpp)
-    const Float32Out o(out);
-    mixture_attention_forward_cpu(o.f32, lse, totals, as_float32(q), as_float32(k), as_float32(bias), as_float32(v),
-                                  key_padding, prm, hard);
-    return o.store();
-  }
   dispatch_floating(out.dtype(), "mixture_attention", [&](auto tag) {
     forward_typed<typename decltype(tag)::type>(out, lse, totals, q, k, bias, v, key_padding, prm, hard);
   });
@@ -336,19 +330,14 @@ void mixture_attention_backward_cpu(const Tensor& dq, const Tensor& dk, const Te
                                     const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& bias,
                                     const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& key_padding,
                                     const SdpaParams& prm, bool hard) {
-  if (is_16bit(g)) {
-    const Float32Out a(dq), b(dk), c(dbias), d(dv);
-    mixture_attention_backward_cpu(a.f32, b.f32, c.f32, d.f32, as_float32(g), as_float32(q), as_float32(k),
-                                   as_float32(bias), as_float32(v), as_float32(out), lse, key_padding, prm, hard);
-    a.store(), b.store(), c.store(), d.store();
-    return;
-  }
   dispatch_floating(g.dtype(), "mixture_attention backward", [&](auto tag) {
     backward_typed<typename decltype(tag)::type>(dq, dk, dbias, dv, g, q, k, bias, v, out, lse, key_padding, prm, hard);
   });
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(mixture_attention_forward_kernel, CPU, mixture_attention_forward_cpu);
-KS_REGISTER_KERNEL(mixture_attention_backward_kernel, CPU, mixture_attention_backward_cpu);
+KS_REGISTER_KERNEL(mixture_attention_forward_kernel, CPU,
+                   through_float32::mixture_attention_forward<mixture_attention_forward_cpu>);
+KS_REGISTER_KERNEL(mixture_attention_backward_kernel, CPU,
+                   through_float32::mixture_attention_backward<mixture_attention_backward_cpu>);
 }  // namespace ks::cpu

@@ -42,11 +42,6 @@ void forward_rows(T* y, double* rstd, const T* x, const T* w, const T* b, int64_
 
 void rms_norm_cpu(const Tensor& y, const Tensor& rstd, const Tensor& x_in, const Tensor& w_in, const Tensor& b_in,
                   double eps) {
-  if (is_16bit(y)) {  // through float32, rounded once (through_float32.h); rstd is float64 either way
-    const Float32Out o(y);
-    rms_norm_cpu(o.f32, rstd, as_float32(x_in), as_float32(w_in), as_float32(b_in), eps);
-    return o.store();
-  }
   forward_entry(y, rstd, x_in, w_in, b_in, [&](auto tag, const ForwardInputs& in) {
     using T = typename decltype(tag)::type;
     with_affine(in.w.defined(), in.b.defined(), [&](auto has_w, auto has_b) {
@@ -87,13 +82,6 @@ void backward_rows(T* dx, double* pw, double* pb, const T* g, const T* x, const 
 
 void rms_norm_backward_cpu(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g_in, const Tensor& x_in,
                            const Tensor& rstd, const Tensor& w_in) {
-  if (is_16bit(g_in)) {
-    const Float32Out ddx(dx), ddw(dw), ddb(db);
-    rms_norm_backward_cpu(ddx.f32, ddw.f32, ddb.f32, as_float32(g_in), as_float32(x_in), rstd, as_float32(w_in));
-    ddx.store();
-    ddw.store();
-    return ddb.store();
-  }
   const BackwardInputs in = backward_inputs(dw, db, g_in, x_in, rstd, w_in);
   if (in.empty) return;
   const Tensor &g = in.g, &x = in.x, &w = in.w;
@@ -112,6 +100,6 @@ void rms_norm_backward_cpu(const Tensor& dx, const Tensor& dw, const Tensor& db,
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(rms_norm_kernel, CPU, rms_norm_cpu);
-KS_REGISTER_KERNEL(rms_norm_backward_kernel, CPU, rms_norm_backward_cpu);
+KS_REGISTER_KERNEL(rms_norm_kernel, CPU, through_float32::rms_norm<rms_norm_cpu>);
+KS_REGISTER_KERNEL(rms_norm_backward_kernel, CPU, through_float32::rms_norm_backward<rms_norm_backward_cpu>);
 }  // namespace ks::cpu

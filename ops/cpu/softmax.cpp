@@ -176,11 +176,6 @@ template <bool Log, class T> void run_backward(T* dx, const T* g, const T* y, co
 }
 
 void softmax_cpu(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
-  if (is_16bit(out)) {  // through float32, rounded once (through_float32.h)
-    const Float32Out o(out);
-    softmax_cpu(log, o.f32, as_float32(x_in), dim);
-    return o.store();
-  }
   forward_entry(out, x_in, dim, log, [&](auto tag, auto is_log, const Tensor& x, const Geometry& G) {
     using T = typename decltype(tag)::type;
     run_forward<decltype(is_log)::value>(out.data<T>(), x.data<T>(), G);
@@ -188,11 +183,6 @@ void softmax_cpu(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
 }
 
 void softmax_backward_cpu(bool log, const Tensor& dx, const Tensor& g_in, const Tensor& y_in, int64_t dim) {
-  if (is_16bit(dx)) {
-    const Float32Out d(dx);
-    softmax_backward_cpu(log, d.f32, as_float32(g_in), as_float32(y_in), dim);
-    return d.store();
-  }
   backward_entry(dx, g_in, y_in, dim, log,
                  [&](auto tag, auto is_log, const Tensor& g, const Tensor& y, const Geometry& G) {
                    using T = typename decltype(tag)::type;
@@ -201,6 +191,6 @@ void softmax_backward_cpu(bool log, const Tensor& dx, const Tensor& g_in, const 
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(softmax_kernel, CPU, softmax_cpu);
-KS_REGISTER_KERNEL(softmax_backward_kernel, CPU, softmax_backward_cpu);
+KS_REGISTER_KERNEL(softmax_kernel, CPU, through_float32::softmax<softmax_cpu>);
+KS_REGISTER_KERNEL(softmax_backward_kernel, CPU, through_float32::softmax_backward<softmax_backward_cpu>);
 }  // namespace ks::cpu

@@ -249,11 +249,6 @@ std::string head_sizes(const Dims& d) {
 
 void sdpa_forward_cuda(const Tensor& out, const Tensor& lse, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                        const Tensor& pad_in, const SdpaParams& prm) {
-  if (is_16bit(q_in)) {  // through float32 (ops/through_float32.h); lse is float32 already (ops/attention.cpp)
-    const Float32Out o(out);
-    sdpa_forward_cuda(o.f32, lse, as_float32(q_in), as_float32(k_in), as_float32(v_in), pad_in, prm);
-    return o.store();
-  }
   const Tensor q = contiguous_raw(q_in), k = contiguous_raw(k_in), v = contiguous_raw(v_in);
   const Tensor pad = contiguous_or_undefined(pad_in);
   const Device dev = out.device();
@@ -274,13 +269,6 @@ void sdpa_forward_cuda(const Tensor& out, const Tensor& lse, const Tensor& q_in,
 void sdpa_backward_cuda(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& g_in, const Tensor& q_in,
                         const Tensor& k_in, const Tensor& v_in, const Tensor& out_in, const Tensor& lse,
                         const Tensor& pad_in, const SdpaParams& prm) {
-  if (is_16bit(g_in)) {
-    const Float32Out a(dq), b(dk), c(dv);
-    sdpa_backward_cuda(a.f32, b.f32, c.f32, as_float32(g_in), as_float32(q_in), as_float32(k_in), as_float32(v_in),
-                       as_float32(out_in), lse, pad_in, prm);
-    a.store(), b.store(), c.store();
-    return;
-  }
   const Tensor q = contiguous_raw(q_in), k = contiguous_raw(k_in), v = contiguous_raw(v_in), g = contiguous_raw(g_in);
   const Tensor out = contiguous_raw(out_in), pad = contiguous_or_undefined(pad_in);
   const Device dev = g.device();
@@ -315,6 +303,6 @@ void sdpa_backward_cuda(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(sdpa_forward_kernel, CUDA, sdpa_forward_cuda);
-KS_REGISTER_KERNEL(sdpa_backward_kernel, CUDA, sdpa_backward_cuda);
+KS_REGISTER_KERNEL(sdpa_forward_kernel, CUDA, through_float32::sdpa_forward<sdpa_forward_cuda>);
+KS_REGISTER_KERNEL(sdpa_backward_kernel, CUDA, through_float32::sdpa_backward<sdpa_backward_cuda>);
 }  // namespace ks::cuda

@@ -173,11 +173,6 @@ void index_select_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Te
 
 void index_add_cuda(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_index_range("index_add", index, dim, out.size(dim));
-  if (is_16bit(out)) {  // added in float32, rounded once (ops/through_float32.h)
-    const Float32Out o(out, /*reads=*/true);
-    index_add_cuda(o.f32, dim, index, as_float32(src));
-    return o.store();
-  }
   dispatch_numeric(out.dtype(), "index_add",
                    [&](auto tag) { index_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
 }
@@ -190,18 +185,13 @@ void gather_cuda(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& 
 
 void scatter_add_cuda(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   check_index_range("scatter_add", index, dim, out.size(dim));
-  if (is_16bit(out)) {  // added in float32, rounded once (ops/through_float32.h)
-    const Float32Out o(out, /*reads=*/true);
-    scatter_add_cuda(o.f32, dim, index, as_float32(src));
-    return o.store();
-  }
   dispatch_numeric(out.dtype(), "scatter_add",
                    [&](auto tag) { scatter_add_typed<typename decltype(tag)::type>(out, dim, index, src); });
 }
 
 }  // namespace
 KS_REGISTER_KERNEL(index_select_kernel, CUDA, index_select_cuda);
-KS_REGISTER_KERNEL(index_add_kernel, CUDA, index_add_cuda);
+KS_REGISTER_KERNEL(index_add_kernel, CUDA, through_float32::index_add<index_add_cuda>);
 KS_REGISTER_KERNEL(gather_kernel, CUDA, gather_cuda);
-KS_REGISTER_KERNEL(scatter_add_kernel, CUDA, scatter_add_cuda);
+KS_REGISTER_KERNEL(scatter_add_kernel, CUDA, through_float32::scatter_add<scatter_add_cuda>);
 }  // namespace ks::cuda

@@ -50,11 +50,6 @@ __global__ void forward_rows(T* y, double* mean, double* rstd, const T* x, const
 
 void layer_norm_cuda(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x_in, const Tensor& w_in,
                      const Tensor& b_in, double eps) {
-  if (is_16bit(y)) {  // through float32, rounded once (ops/through_float32.h); mean and rstd are float64 either way
-    const Float32Out o(y);
-    layer_norm_cuda(o.f32, mean, rstd, as_float32(x_in), as_float32(w_in), as_float32(b_in), eps);
-    return o.store();
-  }
   forward_entry(y, mean, x_in, w_in, b_in, [&](auto tag, const ForwardInputs& in) {
     using T = typename decltype(tag)::type;
     const Tensor &x = in.x, &w = in.w, &b = in.b;
@@ -114,14 +109,6 @@ template <class T> struct CentredXhat {
 
 void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g_in,
                               const Tensor& x_in, const Tensor& mean, const Tensor& rstd, const Tensor& w_in) {
-  if (is_16bit(g_in)) {
-    const Float32Out ddx(dx), ddw(dw), ddb(db);
-    layer_norm_backward_cuda(ddx.f32, ddw.f32, ddb.f32, as_float32(g_in), as_float32(x_in), mean, rstd,
-                             as_float32(w_in));
-    ddx.store();
-    ddw.store();
-    return ddb.store();
-  }
   const BackwardInputs in = backward_inputs(dw, db, g_in, x_in, mean, w_in);
   if (in.empty) return;
   const Tensor &g = in.g, &x = in.x, &w = in.w;
@@ -147,6 +134,6 @@ void layer_norm_backward_cuda(const Tensor& dx, const Tensor& dw, const Tensor& 
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(layer_norm_kernel, CUDA, layer_norm_cuda);
-KS_REGISTER_KERNEL(layer_norm_backward_kernel, CUDA, layer_norm_backward_cuda);
+KS_REGISTER_KERNEL(layer_norm_kernel, CUDA, through_float32::layer_norm<layer_norm_cuda>);
+KS_REGISTER_KERNEL(layer_norm_backward_kernel, CUDA, through_float32::layer_norm_backward<layer_norm_backward_cuda>);
 }  // namespace ks::cuda

@@ -200,12 +200,6 @@ Tensor contiguous_or_undefined(const Tensor& t) { return t.defined() ? contiguou
 
 void causal_linear_attention_cuda(const Tensor& out, const Tensor& phi_q_in, const Tensor& phi_k_in, const Tensor& v_in,
                                   const Tensor& state_in, const Tensor& norm_in, double eps) {
-  if (is_16bit(phi_q_in)) {  // through float32 (ops/through_float32.h)
-    const Float32Out o(out);
-    causal_linear_attention_cuda(o.f32, as_float32(phi_q_in), as_float32(phi_k_in), as_float32(v_in),
-                                 as_float32(state_in), as_float32(norm_in), eps);
-    return o.store();
-  }
   const Tensor phi_q = contiguous_raw(phi_q_in), phi_k = contiguous_raw(phi_k_in), v = contiguous_raw(v_in);
   const Tensor state = contiguous_or_undefined(state_in), norm = contiguous_or_undefined(norm_in);
   const Geometry d = geometry_of(phi_q, v, "causal_linear_attention");
@@ -226,14 +220,6 @@ void causal_linear_attention_backward_cuda(const Tensor& dq, const Tensor& dk, c
                                            const Tensor& dnorm, const Tensor& g_in, const Tensor& phi_q_in,
                                            const Tensor& phi_k_in, const Tensor& v_in, const Tensor& state_in,
                                            const Tensor& norm_in, double eps) {
-  if (is_16bit(g_in)) {  // the gradients not wanted stay undefined
-    const Float32Out a(dq), b(dk), c(dv), d(dstate), e(dnorm);
-    causal_linear_attention_backward_cuda(a.f32, b.f32, c.f32, d.f32, e.f32, as_float32(g_in), as_float32(phi_q_in),
-                                          as_float32(phi_k_in), as_float32(v_in), as_float32(state_in),
-                                          as_float32(norm_in), eps);
-    a.store(), b.store(), c.store(), d.store(), e.store();
-    return;
-  }
   const Tensor g = contiguous_raw(g_in), phi_q = contiguous_raw(phi_q_in), phi_k = contiguous_raw(phi_k_in),
                v = contiguous_raw(v_in);
   const Tensor state = contiguous_or_undefined(state_in), norm = contiguous_or_undefined(norm_in);
@@ -254,6 +240,8 @@ void causal_linear_attention_backward_cuda(const Tensor& dq, const Tensor& dk, c
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(causal_linear_attention_kernel, CUDA, causal_linear_attention_cuda);
-KS_REGISTER_KERNEL(causal_linear_attention_backward_kernel, CUDA, causal_linear_attention_backward_cuda);
+KS_REGISTER_KERNEL(causal_linear_attention_kernel, CUDA,
+                   through_float32::causal_linear_attention<causal_linear_attention_cuda>);
+KS_REGISTER_KERNEL(causal_linear_attention_backward_kernel, CUDA,
+                   through_float32::causal_linear_attention_backward<causal_linear_attention_backward_cuda>);
 }  // namespace ks::cuda

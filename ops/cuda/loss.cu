@@ -99,12 +99,6 @@ __global__ void class_loss_rows(T* loss, T* lse, const T* x, const int64_t* t, i
 
 void class_loss_cuda(const Tensor& loss, const Tensor& lse, const Tensor& denom, const Tensor& x_in,
                      const Tensor& targets_in, const ClassLossSpec& spec) {
-  if (is_16bit(x_in)) {  // through float32, rounded once (ops/through_float32.h)
-    const Float32Out l(loss), s(lse);
-    class_loss_cuda(l.f32, s.f32, denom, as_float32(x_in), targets_in, spec);
-    l.store();
-    return s.store();
-  }
   const Tensor x = contiguous_raw(x_in), targets = contiguous_raw(targets_in);
   const int64_t P = x.size(0), C = x.size(1);
   const int64_t count = check_targets(targets, P, C, spec);
@@ -156,11 +150,6 @@ __global__ void class_loss_backward_kernel_impl(T* dx, const T* g, int64_t gs, c
 
 void class_loss_backward_cuda(const Tensor& dx, const Tensor& gpos, const Tensor& x_in, const Tensor& lse,
                               const Tensor& targets_in, const ClassLossSpec& spec) {
-  if (is_16bit(dx)) {
-    const Float32Out d(dx);
-    class_loss_backward_cuda(d.f32, as_float32(gpos), as_float32(x_in), as_float32(lse), targets_in, spec);
-    return d.store();
-  }
   const Tensor targets = contiguous_raw(targets_in);
   const Tensor x = spec.from_logits ? contiguous_raw(x_in) : x_in;
   const int64_t P = dx.size(0), C = dx.size(1);
@@ -200,8 +189,8 @@ void mse_cuda(const Tensor& out, const Tensor& a, const Tensor& b, bool reduce, 
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(class_loss_kernel, CUDA, class_loss_cuda);
-KS_REGISTER_KERNEL(class_loss_backward_kernel, CUDA, class_loss_backward_cuda);
+KS_REGISTER_KERNEL(class_loss_kernel, CUDA, through_float32::class_loss<class_loss_cuda>);
+KS_REGISTER_KERNEL(class_loss_backward_kernel, CUDA, through_float32::class_loss_backward<class_loss_backward_cuda>);
 KS_REGISTER_KERNEL(mse_kernel, CUDA, mse_cuda);
 KS_REGISTER_KERNEL(mse_backward_kernel, CUDA, loss_formulas::mse_maps<CudaLoops>::backward);
 }  // namespace ks::cuda

@@ -323,12 +323,6 @@ Dims dims_of(const Tensor& q, const Tensor& k, const Tensor& v) {
 void mixture_attention_forward_cuda(const Tensor& out, const Tensor& lse, const Tensor& totals, const Tensor& q_in,
                                     const Tensor& k_in, const Tensor& bias_in, const Tensor& v_in, const Tensor& pad_in,
                                     const SdpaParams& prm, bool hard) {
-  if (is_16bit(q_in)) {  // through float32 (ops/through_float32.h); lse and totals are float32 already
-    const Float32Out o(out);
-    mixture_attention_forward_cuda(o.f32, lse, totals, as_float32(q_in), as_float32(k_in), as_float32(bias_in),
-                                   as_float32(v_in), pad_in, prm, hard);
-    return o.store();
-  }
   const Tensor q = contiguous_raw(q_in), k = contiguous_raw(k_in), bias = contiguous_raw(bias_in);
   const Tensor v = contiguous_raw(v_in), pad = contiguous_or_undefined(pad_in);
   const Device dev = out.device();
@@ -357,13 +351,6 @@ void mixture_attention_backward_cuda(const Tensor& dq, const Tensor& dk, const T
                                      const Tensor& g_in, const Tensor& q_in, const Tensor& k_in, const Tensor& bias_in,
                                      const Tensor& v_in, const Tensor& out_in, const Tensor& lse, const Tensor& pad_in,
                                      const SdpaParams& prm, bool hard) {
-  if (is_16bit(g_in)) {
-    const Float32Out a(dq), b(dk), c(dbias), d(dv);
-    mixture_attention_backward_cuda(a.f32, b.f32, c.f32, d.f32, as_float32(g_in), as_float32(q_in), as_float32(k_in),
-                                    as_float32(bias_in), as_float32(v_in), as_float32(out_in), lse, pad_in, prm, hard);
-    a.store(), b.store(), c.store(), d.store();
-    return;
-  }
   const Tensor q = contiguous_raw(q_in), k = contiguous_raw(k_in), bias = contiguous_raw(bias_in);
   const Tensor v = contiguous_raw(v_in), g = contiguous_raw(g_in), out = contiguous_raw(out_in);
   const Tensor pad = contiguous_or_undefined(pad_in);
@@ -399,6 +386,8 @@ void mixture_attention_backward_cuda(const Tensor& dq, const Tensor& dk, const T
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(mixture_attention_forward_kernel, CUDA, mixture_attention_forward_cuda);
-KS_REGISTER_KERNEL(mixture_attention_backward_kernel, CUDA, mixture_attention_backward_cuda);
+KS_REGISTER_KERNEL(mixture_attention_forward_kernel, CUDA,
+                   through_float32::mixture_attention_forward<mixture_attention_forward_cuda>);
+KS_REGISTER_KERNEL(mixture_attention_backward_kernel, CUDA,
+                   through_float32::mixture_attention_backward<mixture_attention_backward_cuda>);
 }  // namespace ks::cuda

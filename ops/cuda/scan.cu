@@ -50,15 +50,10 @@ template <class T> void cumsum_typed(const Tensor& out, const Tensor& x, int64_t
 
 void cumsum_cuda(const Tensor& out, const Tensor& x, int64_t dim, bool reverse) {
   if (out.numel() == 0) return;
-  if (is_16bit(out)) {  // through float32, rounded once (ops/through_float32.h)
-    const Float32Out o(out);
-    cumsum_cuda(o.f32, as_float32(x), dim, reverse);
-    return o.store();
-  }
   dispatch_numeric(x.dtype(), "cumsum",
                    [&](auto tag) { cumsum_typed<typename decltype(tag)::type>(out, x, dim, reverse); });
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(cumsum_kernel, CUDA, cumsum_cuda);
+KS_REGISTER_KERNEL(cumsum_kernel, CUDA, through_float32::cumsum<cumsum_cuda>);
 }  // namespace ks::cuda

@@ -141,11 +141,6 @@ template <class T, bool Log> void run_backward(const Tensor& dx, const Tensor& g
 }
 
 void softmax_cuda(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) {
-  if (is_16bit(out)) {  // through float32, rounded once (ops/through_float32.h)
-    const Float32Out o(out);
-    softmax_cuda(log, o.f32, as_float32(x_in), dim);
-    return o.store();
-  }
   forward_entry(out, x_in, dim, log, [&](auto tag, auto is_log, const Tensor& x, const Geometry& G) {
     using T = typename decltype(tag)::type;
     run_forward<T, decltype(is_log)::value>(out, x, G);
@@ -153,11 +148,6 @@ void softmax_cuda(bool log, const Tensor& out, const Tensor& x_in, int64_t dim) 
 }
 
 void softmax_backward_cuda(bool log, const Tensor& dx, const Tensor& g_in, const Tensor& y_in, int64_t dim) {
-  if (is_16bit(dx)) {
-    const Float32Out d(dx);
-    softmax_backward_cuda(log, d.f32, as_float32(g_in), as_float32(y_in), dim);
-    return d.store();
-  }
   backward_entry(dx, g_in, y_in, dim, log,
                  [&](auto tag, auto is_log, const Tensor& g, const Tensor& y, const Geometry& G) {
                    using T = typename decltype(tag)::type;
@@ -166,6 +156,6 @@ void softmax_backward_cuda(bool log, const Tensor& dx, const Tensor& g_in, const
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(softmax_kernel, CUDA, softmax_cuda);
-KS_REGISTER_KERNEL(softmax_backward_kernel, CUDA, softmax_backward_cuda);
+KS_REGISTER_KERNEL(softmax_kernel, CUDA, through_float32::softmax<softmax_cuda>);
+KS_REGISTER_KERNEL(softmax_backward_kernel, CUDA, through_float32::softmax_backward<softmax_backward_cuda>);
 }  // namespace ks::cuda

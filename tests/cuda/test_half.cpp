@@ -42,17 +42,9 @@ using namespace ks::testing;
 
 namespace {
 
-const DType kHalfTypes[] = {kBFloat16, kFloat16};
-
-// Half the distance from 1 to the next value of d.
-double unit_roundoff(DType d) { return d == kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }
-
-// Values in [lo, hi) representable in d, on the CPU (a leaf's detached copy).
-Tensor half_cpu(DType d, const Shape& shape, uint64_t seed, double lo = -2, double hi = 2) {
-  return detach(to(leaf64(shape, seed, lo, hi), d));
-}
+// half_leaf's values on the GPU.
 Tensor half_gpu(DType d, const Shape& shape, uint64_t seed, double lo = -2, double hi = 2) {
-  return on_gpu(half_cpu(d, shape, seed, lo, hi));
+  return on_gpu(half_leaf(d, shape, seed, lo, hi));
 }
 
 // y (16-bit, on the GPU) is the GPU's float32 result f32 rounded once, bit for
@@ -130,7 +122,7 @@ TEST_CASE("cuda: every unary op on 16-bit tensors is the GPU's float32 op rounde
       const std::string op_name = c.node;
       CAPTURE(d);
       CAPTURE(op_name);
-      const Tensor x_cpu = half_cpu(d, {3, 1000}, 61, c.lo, c.hi);
+      const Tensor x_cpu = half_leaf(d, {3, 1000}, 61, c.lo, c.hi);
       const Tensor x = on_gpu(x_cpu);
       const Tensor y = c.op(x);
       CHECK(y.dtype() == d);
@@ -145,7 +137,7 @@ TEST_CASE("cuda: every unary op on 16-bit tensors is the GPU's float32 op rounde
 TEST_CASE("cuda: 16-bit binary, scalar, compare, where, masked_fill and in-place ops" * needs_gpu()) {
   for (DType d : kHalfTypes) {
     CAPTURE(d);
-    const Tensor a_cpu = half_cpu(d, {3, 4}, 63), b_cpu = half_cpu(d, {4}, 64, 0.5, 2);  // b broadcasts
+    const Tensor a_cpu = half_leaf(d, {3, 4}, 63), b_cpu = half_leaf(d, {4}, 64, 0.5, 2);  // b broadcasts
     const Tensor a = on_gpu(a_cpu), b = on_gpu(b_cpu), a32 = to(a, kFloat32), b32 = to(b, kFloat32);
     using Binary = std::function<Tensor(const Tensor&, const Tensor&)>;
     const Binary ops[] = {[](const Tensor& p, const Tensor& q) { return add(p, q); },
@@ -222,7 +214,7 @@ TEST_CASE("cuda: 16-bit softmax, norms and reductions are the GPU's float32 roun
     };
     for (const auto& [row_name, op] : rows) {
       CAPTURE(row_name);
-      const Tensor x_cpu = half_cpu(d, {70, 33}, 93);
+      const Tensor x_cpu = half_leaf(d, {70, 33}, 93);
       const Tensor x = on_gpu(x_cpu);
       const Tensor y = op(x);
       CHECK(y.dtype() == d);
@@ -231,7 +223,7 @@ TEST_CASE("cuda: 16-bit softmax, norms and reductions are the GPU's float32 roun
       check_near_cpu(y, op(x_cpu));
       // The gradient comes back in 16 bits, near the CPU's.
       const Tensor leaf = detach(x).set_requires_grad(true), leaf_cpu = detach(x_cpu).set_requires_grad(true);
-      const Tensor g_cpu = half_cpu(d, y.sizes(), 95, -1, 1);
+      const Tensor g_cpu = half_leaf(d, y.sizes(), 95, -1, 1);
       backward(op(leaf), on_gpu(g_cpu));
       backward(op(leaf_cpu), g_cpu);
       REQUIRE(leaf.grad().defined());
@@ -239,17 +231,17 @@ TEST_CASE("cuda: 16-bit softmax, norms and reductions are the GPU's float32 roun
       check_matches(leaf.grad(), leaf_cpu.grad(), 4 * unit_roundoff(d), 4 * unit_roundoff(d));
     }
     // The whole-tensor sum of 16-bit values, exact in double on both sides.
-    const Tensor big_cpu = half_cpu(d, {50000}, 94, -1, 1);
+    const Tensor big_cpu = half_leaf(d, {50000}, 94, -1, 1);
     CHECK(bits16(sum(on_gpu(big_cpu))) == bits16(sum(big_cpu)));
-    CHECK(argmax(on_gpu(half_cpu(d, {9, 40}, 97)), 1).to_vector<int64_t>() ==
-          argmax(half_cpu(d, {9, 40}, 97), 1).to_vector<int64_t>());
+    CHECK(argmax(on_gpu(half_leaf(d, {9, 40}, 97)), 1).to_vector<int64_t>() ==
+          argmax(half_leaf(d, {9, 40}, 97), 1).to_vector<int64_t>());
   }
 }
 
 TEST_CASE("cuda: 16-bit cross_entropy, its log-sum-exp in float32, its gradient near the CPU's" * needs_gpu()) {
   for (DType d : kHalfTypes) {
     CAPTURE(d);
-    const Tensor logits_cpu = half_cpu(d, {64, 300}, 96, -4, 4);
+    const Tensor logits_cpu = half_leaf(d, {64, 300}, 96, -4, 4);
     const Tensor targets_cpu = randint(0, 300, {64}, {.dtype = kInt64});
     const Tensor logits = on_gpu(logits_cpu), targets = on_gpu(targets_cpu);
     const Tensor loss = cross_entropy(logits, targets, {.reduction = Reduction::None});
@@ -267,7 +259,7 @@ TEST_CASE("cuda: 16-bit cross_entropy, its log-sum-exp in float32, its gradient 
 TEST_CASE("cuda: 16-bit embedding, index ops, tril and dropout give the CPU's bits" * needs_gpu()) {
   for (DType d : kHalfTypes) {
     CAPTURE(d);
-    const Tensor x_cpu = half_cpu(d, {6, 5}, 98), x = on_gpu(x_cpu);
+    const Tensor x_cpu = half_leaf(d, {6, 5}, 98), x = on_gpu(x_cpu);
     auto same = [d](const Tensor& y, const Tensor& y_cpu) {
       CHECK(y.device().is_cuda());
       CHECK(y.dtype() == d);
@@ -280,7 +272,7 @@ TEST_CASE("cuda: 16-bit embedding, index ops, tril and dropout give the CPU's bi
     same(tril(x, -1), tril(x_cpu, -1));
     same(triu(x, 1), triu(x_cpu, 1));
     // Adds into a 16-bit target: in float32, in the CPU's order, rounded once.
-    const Tensor src = half_cpu(d, {3, 5}, 99), col_src = half_cpu(d, {6, 1}, 100);
+    const Tensor src = half_leaf(d, {3, 5}, 99), col_src = half_leaf(d, {6, 1}, 100);
     same(index_add(x, 0, rows_gpu, on_gpu(src)), index_add(x_cpu, 0, rows, src));
     same(scatter_add(x, 1, cols_gpu, on_gpu(col_src)), scatter_add(x_cpu, 1, cols, col_src));
     same(cumsum(x, 0), cumsum(x_cpu, 0));
@@ -290,13 +282,13 @@ TEST_CASE("cuda: 16-bit embedding, index ops, tril and dropout give the CPU's bi
 
     // embedding: rows moved as they are; the weight's gradient summed per row in
     // double, in position order, rounded once: the CPU's bits (deterministic mode).
-    const Tensor weight_cpu = half_cpu(d, {11, 7}, 101);
+    const Tensor weight_cpu = half_leaf(d, {11, 7}, 101);
     const Tensor ids = tensor({3, 0, 3, 10, 3, 5, 0, 2}, {2, 4}, {.dtype = kInt64});
     const Tensor weight = detach(on_gpu(weight_cpu)).set_requires_grad(true);
     const Tensor weight_leaf_cpu = detach(weight_cpu).set_requires_grad(true);
     const Tensor e = embedding(weight, on_gpu(ids), /*padding_idx=*/5);
     same(e, embedding(weight_cpu, ids, 5));
-    const Tensor g = half_cpu(d, {2, 4, 7}, 102);
+    const Tensor g = half_leaf(d, {2, 4, 7}, 102);
     backward(e, on_gpu(g));
     backward(embedding(weight_leaf_cpu, ids, 5), g);
     same(weight.grad(), weight_leaf_cpu.grad());
@@ -312,14 +304,14 @@ TEST_CASE("cuda: 16-bit matmul sums in float32 and rounds once, batched and broa
     };
     for (const Case& c : {Case{{37, 64}, {64, 29}}, Case{{3, 5, 64}, {64, 7}}, Case{{2, 3, 8, 64}, {3, 64, 9}}}) {
       CAPTURE(c.a);
-      const Tensor a_cpu = half_cpu(d, c.a, 103, -1, 1), b_cpu = half_cpu(d, c.b, 104, -1, 1);
+      const Tensor a_cpu = half_leaf(d, c.a, 103, -1, 1), b_cpu = half_leaf(d, c.b, 104, -1, 1);
       const Tensor y = matmul(on_gpu(a_cpu), on_gpu(b_cpu));
       CHECK(y.dtype() == d);
       // One rounding of the result, plus float32's sum of 64 products of size <= 1.
       const Tensor ref = matmul(to(a_cpu, kFloat64), to(b_cpu, kFloat64));
       check_matches(to(y, kFloat64), ref, 1.01 * u, 64 * 64 * 0x1p-24);
       // A transposed operand is read in place (cuBLAS's op T).
-      const Tensor bt_cpu = half_cpu(d, {29, 64}, 105, -1, 1);
+      const Tensor bt_cpu = half_leaf(d, {29, 64}, 105, -1, 1);
       if (c.a.size() == 2) {
         const Tensor yt = matmul(on_gpu(a_cpu), transpose(on_gpu(bt_cpu), 0, 1));
         check_matches(to(yt, kFloat64), matmul(to(a_cpu, kFloat64), transpose(to(bt_cpu, kFloat64), 0, 1)), 1.01 * u,
@@ -387,11 +379,11 @@ TEST_CASE("cuda: 16-bit fused attention is the GPU's float32 attention rounded o
 TEST_CASE("cuda: AdamW on 16-bit parameters steps as the CPU's does" * needs_gpu()) {
   for (DType d : kHalfTypes) {
     CAPTURE(d);
-    const Tensor p_cpu = half_cpu(d, {300}, 110, -1, 1).set_requires_grad(true);
+    const Tensor p_cpu = half_leaf(d, {300}, 110, -1, 1).set_requires_grad(true);
     const Tensor p_gpu = on_gpu(p_cpu).set_requires_grad(true);
     nn::AdamW opt_cpu({p_cpu}, {.lr = 1e-2, .eps = 1e-4}), opt_gpu({p_gpu}, {.lr = 1e-2, .eps = 1e-4});
     for (int step = 0; step < 3; ++step) {
-      const Tensor g = half_cpu(d, {300}, 111 + uint64_t(step), -1, 1);
+      const Tensor g = half_leaf(d, {300}, 111 + uint64_t(step), -1, 1);
       p_cpu.set_grad(clone(g));
       p_gpu.set_grad(on_gpu(g));
       opt_cpu.step();

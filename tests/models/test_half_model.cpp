@@ -23,8 +23,6 @@ using namespace ks::testing;
 
 namespace {
 
-const DType kHalfTypes[] = {kBFloat16, kFloat16};
-
 models::ModelConfig config(const std::string& family) {
   models::ModelConfig c = tiny_model_config("decoder_lm", 16, 32, 2, 16, family == "mgk" ? 2 : 4);
   c.attention.type = family;
@@ -83,7 +81,7 @@ TEST_CASE("a decoder LM cast to 16 bits starts at float32's loss, trains under A
       Tensor cached = cat(steps, 1);
       CHECK(cached.dtype() == d);
       // The same ops on the same 16-bit values but other summation orders (one row against many).
-      const double u = d == kBFloat16 ? 0x1p-8 : 0x1p-11;
+      const double u = unit_roundoff(d);
       check_close(to(cached, kFloat64), to(full, kFloat64), 64 * u, 64 * u);
     }
   }

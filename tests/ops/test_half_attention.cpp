@@ -27,10 +27,6 @@ using namespace ks::testing;
 
 namespace {
 
-const DType kHalfTypes[] = {kBFloat16, kFloat16};
-
-double unit_roundoff(DType d) { return d == kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }
-
 struct AttentionCase {
   std::string name;
   std::vector<Shape> shapes;  // the differentiable operands

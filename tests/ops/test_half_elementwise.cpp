@@ -24,16 +24,6 @@ using namespace ks::testing;
 
 namespace {
 
-const DType kHalfTypes[] = {kBFloat16, kFloat16};
-
-// The unit roundoff of a 16-bit type: half the distance from 1 to the next value.
-double unit_roundoff(DType d) { return d == kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }
-
-// Values drawn in [lo, hi], already representable in `d`.
-Tensor half_leaf(DType d, const Shape& shape, uint64_t seed, double lo, double hi) {
-  return detach(to(leaf64(shape, seed, lo, hi), d));
-}
-
 // y (16-bit) equals the float32 computation `f32` rounded once to y's dtype, bit for bit.
 void check_rounded_once(const Tensor& y, const Tensor& f32) {
   REQUIRE(y.dtype() != kFloat32);

@@ -36,14 +36,6 @@ using namespace ks::testing;
 
 namespace {
 
-const DType kHalfTypes[] = {kBFloat16, kFloat16};
-
-double unit_roundoff(DType d) { return d == kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }
-
-Tensor half_leaf(DType d, const Shape& shape, uint64_t seed, double lo = -2, double hi = 2) {
-  return detach(to(leaf64(shape, seed, lo, hi), d));
-}
-
 struct RowCase {
   std::string name;
   // The op on x (with whatever parameters it takes, in x's dtype).

@@ -39,6 +39,15 @@ inline Tensor leaf64(const Shape& shape, uint64_t seed, double lo = -1, double h
   return t;
 }
 
+// The 16-bit dtypes; the unit roundoff of each (half the distance from 1 to
+// the next value); and values in [lo, hi) already representable in one of
+// them, as a detached CPU tensor.
+constexpr DType kHalfTypes[] = {kBFloat16, kFloat16};
+inline double unit_roundoff(DType d) { return d == kBFloat16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }
+inline Tensor half_leaf(DType d, const Shape& shape, uint64_t seed, double lo = -2, double hi = 2) {
+  return detach(to(leaf64(shape, seed, lo, hi), d));
+}
+
 // The layouts a kernel must handle, each as a float64 leaf of `shape` with
 // requires_grad: contiguous; permuted (dims reversed in memory); sliced (every
 // other element of a larger tensor along the last dim).
