@@ -16,6 +16,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cuda/cuda_testing.h"
@@ -212,7 +213,9 @@ TEST_CASE("cuda: 16-bit softmax, norms and reductions are the GPU's float32 roun
         {"norm", [](const Tensor& x) { return norm(x, {1}); }},
         {"cumsum", [](const Tensor& x) { return cumsum(x, 1); }},
     };
-    for (const auto& [row_name, op] : rows) {
+    for (const auto& row : rows) {  // not a structured binding: CAPTURE's lambda (clang 14)
+      const std::string& row_name = row.first;
+      const Row& op = row.second;
       CAPTURE(row_name);
       const Tensor x_cpu = half_leaf(d, {70, 33}, 93);
       const Tensor x = on_gpu(x_cpu);
@@ -354,7 +357,10 @@ TEST_CASE("cuda: 16-bit fused attention is the GPU's float32 attention rounded o
        [](const std::vector<Tensor>& x) { return causal_linear_attention(x[0], x[1], x[2], x[3], x[4], 1e-6); }},
   };
   for (DType d : kHalfTypes) {
-    for (const auto& [case_name, shapes, op] : cases) {
+    for (const auto& c : cases) {  // not a structured binding: CAPTURE's lambda (clang 14)
+      const std::string& case_name = std::get<0>(c);
+      const std::vector<Shape>& shapes = std::get<1>(c);
+      const Op& op = std::get<2>(c);
       CAPTURE(d);
       CAPTURE(case_name);
       const bool positive = case_name.starts_with("causal_linear");  // φ's features are positive
