@@ -19,8 +19,8 @@ constinit KernelTable<MixtureSoftmaxBackwardKernel> mixture_softmax_backward_ker
 MixtureSoftmax mixture_softmax(const Tensor& scores, const Tensor& bias, double scale, const Tensor& mask,
                                MixtureOptions opts) {
   KS_CHECK(scores.defined() && bias.defined(), "mixture_softmax: undefined input");
-  KS_CHECK(scores.dtype() == kFloat32 || scores.dtype() == kFloat64,
-           "mixture_softmax: expected float32 or float64 scores, got ", describe(scores));
+  KS_CHECK(is_floating(scores.dtype()),
+           "mixture_softmax: expected floating scores (float32, float64, bfloat16, float16), got ", describe(scores));
   KS_CHECK(scores.dim() >= 3, "mixture_softmax: scores must be (..., T, M, S), got ", describe(scores));
   KS_CHECK(bias.dtype() == scores.dtype() && bias.device() == scores.device(), "mixture_softmax: bias ", describe(bias),
            " must have the dtype and device of scores ", describe(scores));

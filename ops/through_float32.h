@@ -1,6 +1,7 @@
 // ops/through_float32.h — bfloat16 and float16 for the kernels written for
-// float32 and float64 (softmax, the norms, the class losses, the fused
-// attentions, the index adds, cumsum), on the CPU and on CUDA alike: the
+// float32 and float64 (softmax, the norms, the losses, rope, the mixture
+// softmax, the fused attentions, the index adds, cumsum), on the CPU and on
+// CUDA alike: the
 // 16-bit inputs are widened to float32 copies (exactly), the float32 kernel
 // runs, and each 16-bit output is rounded once from its float32 result. That
 // is the contract of every 16-bit op (core/dtype.h: computed in float32,
@@ -23,8 +24,10 @@
 #include "ops/layer_norm.h"
 #include "ops/linear_attention.h"
 #include "ops/loss.h"
+#include "ops/mixture.h"
 #include "ops/mixture_attention.h"
 #include "ops/rms_norm.h"
+#include "ops/rope.h"
 #include "ops/scan.h"
 #include "ops/softmax.h"
 
@@ -118,6 +121,47 @@ void class_loss_backward(const Tensor& dx, const Tensor& gpos, const Tensor& x, 
   const Float32Out d(dx);
   K(d.f32, as_float32(gpos), as_float32(x), as_float32(lse), targets, spec);
   d.store();
+}
+
+template <MseKernel* K> void mse(const Tensor& out, const Tensor& a, const Tensor& b, bool reduce, double scale) {
+  if (!is_16bit(a)) return K(out, a, b, reduce, scale);
+  const Float32Out o(out);
+  K(o.f32, as_float32(a), as_float32(b), reduce, scale);
+  o.store();
+}
+
+template <MseBackwardKernel* K>
+void mse_backward(const Tensor& da, const Tensor& db, const Tensor& a, const Tensor& b, const Tensor& g, double scale) {
+  if (!is_16bit(a)) return K(da, db, a, b, g, scale);
+  const Float32Out x(da), y(db);
+  K(x.f32, y.f32, as_float32(a), as_float32(b), as_float32(g), scale);
+  x.store(), y.store();
+}
+
+template <RopeKernel* K>
+void rope(const Tensor& out, const Tensor& x, const Tensor& positions, const RopeGeometry& geometry) {
+  if (!is_16bit(x)) return K(out, x, positions, geometry);
+  const Float32Out o(out);
+  K(o.f32, as_float32(x), positions, geometry);
+  o.store();
+}
+
+template <MixtureSoftmaxKernel* K>
+void mixture_softmax(const Tensor& weights, const Tensor& resp, const Tensor& scores, const Tensor& bias,
+                     const Tensor& mask, double scale, bool hard) {
+  if (!is_16bit(scores)) return K(weights, resp, scores, bias, mask, scale, hard);
+  const Float32Out w(weights), r(resp);
+  K(w.f32, r.f32, as_float32(scores), as_float32(bias), mask, scale, hard);
+  w.store(), r.store();
+}
+
+template <MixtureSoftmaxBackwardKernel* K>
+void mixture_softmax_backward(const Tensor& dscores, const Tensor& dbias, const Tensor& g, const Tensor& weights,
+                              const Tensor& scores, const Tensor& bias, double scale, bool hard) {
+  if (!is_16bit(scores)) return K(dscores, dbias, g, weights, scores, bias, scale, hard);
+  const Float32Out ds(dscores), db(dbias);
+  K(ds.f32, db.f32, as_float32(g), as_float32(weights), as_float32(scores), as_float32(bias), scale, hard);
+  ds.store(), db.store();
 }
 
 template <SdpaForwardKernel* K>

@@ -174,6 +174,7 @@ void mse_cpu(const Tensor& out, const Tensor& a_in, const Tensor& b_in, bool red
 }  // namespace
 KS_REGISTER_KERNEL(class_loss_kernel, CPU, through_float32::class_loss<class_loss_cpu>);
 KS_REGISTER_KERNEL(class_loss_backward_kernel, CPU, through_float32::class_loss_backward<class_loss_backward_cpu>);
-KS_REGISTER_KERNEL(mse_kernel, CPU, mse_cpu);
-KS_REGISTER_KERNEL(mse_backward_kernel, CPU, loss_formulas::mse_maps<CpuLoops>::backward);
+KS_REGISTER_KERNEL(mse_kernel, CPU, through_float32::mse<mse_cpu>);
+KS_REGISTER_KERNEL(mse_backward_kernel, CPU,
+                   through_float32::mse_backward<loss_formulas::mse_maps<CpuLoops>::backward>);
 }  // namespace ks::cpu

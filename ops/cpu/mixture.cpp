@@ -32,6 +32,7 @@
 #include "ops/cpu/row_math.h"
 #include "ops/mixture.h"
 #include "ops/mixture_formulas.h"
+#include "ops/through_float32.h"
 
 namespace ks::cpu {
 namespace {
@@ -267,6 +268,7 @@ void mixture_softmax_backward_cpu(const Tensor& dscores, const Tensor& dbias, co
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(mixture_softmax_kernel, CPU, mixture_softmax_cpu);
-KS_REGISTER_KERNEL(mixture_softmax_backward_kernel, CPU, mixture_softmax_backward_cpu);
+KS_REGISTER_KERNEL(mixture_softmax_kernel, CPU, through_float32::mixture_softmax<mixture_softmax_cpu>);
+KS_REGISTER_KERNEL(mixture_softmax_backward_kernel, CPU,
+                   through_float32::mixture_softmax_backward<mixture_softmax_backward_cpu>);
 }  // namespace ks::cpu

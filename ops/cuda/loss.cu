@@ -191,6 +191,7 @@ void mse_cuda(const Tensor& out, const Tensor& a, const Tensor& b, bool reduce, 
 }  // namespace
 KS_REGISTER_KERNEL(class_loss_kernel, CUDA, through_float32::class_loss<class_loss_cuda>);
 KS_REGISTER_KERNEL(class_loss_backward_kernel, CUDA, through_float32::class_loss_backward<class_loss_backward_cuda>);
-KS_REGISTER_KERNEL(mse_kernel, CUDA, mse_cuda);
-KS_REGISTER_KERNEL(mse_backward_kernel, CUDA, loss_formulas::mse_maps<CudaLoops>::backward);
+KS_REGISTER_KERNEL(mse_kernel, CUDA, through_float32::mse<mse_cuda>);
+KS_REGISTER_KERNEL(mse_backward_kernel, CUDA,
+                   through_float32::mse_backward<loss_formulas::mse_maps<CudaLoops>::backward>);
 }  // namespace ks::cuda

@@ -27,6 +27,7 @@
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/mixture.h"
 #include "ops/mixture_formulas.h"
+#include "ops/through_float32.h"
 
 namespace ks::cuda {
 namespace {
@@ -236,6 +237,7 @@ void mixture_softmax_backward_cuda(const Tensor& dscores, const Tensor& dbias, c
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(mixture_softmax_kernel, CUDA, mixture_softmax_cuda);
-KS_REGISTER_KERNEL(mixture_softmax_backward_kernel, CUDA, mixture_softmax_backward_cuda);
+KS_REGISTER_KERNEL(mixture_softmax_kernel, CUDA, through_float32::mixture_softmax<mixture_softmax_cuda>);
+KS_REGISTER_KERNEL(mixture_softmax_backward_kernel, CUDA,
+                   through_float32::mixture_softmax_backward<mixture_softmax_backward_cuda>);
 }  // namespace ks::cuda

@@ -4,10 +4,11 @@
 // only by the math library's sin/cos (an ulp of float64).
 #include "core/cuda/loops.cuh"
 #include "ops/rope_formulas.h"
+#include "ops/through_float32.h"
 
 namespace ks::cuda {
 [[maybe_unused]] const bool rope_kernel_registered = [] {
-  rope_kernel.set(DeviceType::CUDA, rope_formulas::rope<CudaLoops>);
+  rope_kernel.set(DeviceType::CUDA, through_float32::rope<rope_formulas::rope<CudaLoops>>);
   return true;
 }();
 }  // namespace ks::cuda

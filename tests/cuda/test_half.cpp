@@ -31,8 +31,10 @@
 #include "ops/layer_norm.h"
 #include "ops/linear_attention.h"
 #include "ops/loss.h"
+#include "ops/mixture.h"
 #include "ops/mixture_attention.h"
 #include "ops/rms_norm.h"
+#include "ops/rope.h"
 #include "ops/scan.h"
 #include "ops/softmax.h"
 #include "ops/unary_rows.h"
@@ -256,6 +258,29 @@ TEST_CASE("cuda: 16-bit cross_entropy, its log-sum-exp in float32, its gradient 
     backward(cross_entropy(leaf_cpu, targets_cpu));
     CHECK(leaf.grad().dtype() == d);
     check_matches(leaf.grad(), leaf_cpu.grad(), 2.01 * unit_roundoff(d), 1e-6);
+  }
+}
+
+TEST_CASE("cuda: 16-bit mse_loss, rope and mixture_softmax are the GPU's float32 rounded once" * needs_gpu()) {
+  for (DType d : kHalfTypes) {
+    CAPTURE(d);
+    const Tensor x_cpu = half_leaf(d, {4, 6, 8}, 120), t_cpu = half_leaf(d, {4, 6, 8}, 121);
+    const Tensor x = on_gpu(x_cpu), t = on_gpu(t_cpu), x32 = to(x, kFloat32), t32 = to(t, kFloat32);
+    check_rounded_once(mse_loss(x, t, Reduction::None), mse_loss(x32, t32, Reduction::None));
+    check_rounded_once(mse_loss(x, t), mse_loss(x32, t32));
+    check_near_cpu(mse_loss(x, t), mse_loss(x_cpu, t_cpu));
+    check_rounded_once(rope(x), rope(x32));
+    check_near_cpu(rope(x), rope(x_cpu));
+    const Tensor scores = half_gpu(d, {2, 5, 3, 7}, 122), bias = half_gpu(d, {3, 7}, 123);
+    const MixtureSoftmax m = mixture_softmax(scores, bias, 0.5, Tensor(), {.responsibilities = true});
+    const MixtureSoftmax m32 =
+        mixture_softmax(to(scores, kFloat32), to(bias, kFloat32), 0.5, Tensor(), {.responsibilities = true});
+    check_rounded_once(m.weights, m32.weights);
+    check_rounded_once(m.responsibilities, m32.responsibilities);
+    const Tensor s = detach(scores).set_requires_grad(true);
+    backward(sum(mixture_softmax(s, bias, 0.5).weights));
+    CHECK(s.grad().dtype() == d);
+    CHECK(s.grad().device().is_cuda());
   }
 }
 

@@ -1,10 +1,10 @@
 // tests/ops/test_half_rows.cpp — bfloat16 and float16 through the CPU's row
-// kernels (softmax, log_softmax, layer_norm, rms_norm, cross_entropy), which
-// run them through float32 (ops/through_float32.h), and through the
-// reductions other than sum and mean (max, min, argmax, var, stddev,
-// logsumexp, norm, prod: ops/reduce.cpp's run()), and the ops that move or add
-// elements (index_select, gather, index_add, scatter_add, tril, triu,
-// cumsum, dropout): each forward result
+// kernels (softmax, log_softmax, layer_norm, rms_norm, cross_entropy,
+// mse_loss, rope, mixture_softmax), which run them through float32
+// (ops/through_float32.h), and through the reductions other than sum and
+// mean (max, min, argmax, var, stddev, logsumexp, norm, prod: ops/reduce.cpp's
+// run()), and the ops that move or add elements (index_select, gather,
+// index_add, scatter_add, tril, triu, cumsum, dropout): each forward result
 // is the float32 op on the widened input rounded once, bit for bit; each
 // gradient comes back in the input's dtype within a few unit roundoffs of the
 // float64 gradient of the same values.
@@ -23,8 +23,10 @@
 #include "ops/indexing.h"
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
+#include "ops/mixture.h"
 #include "ops/reduce.h"
 #include "ops/rms_norm.h"
+#include "ops/rope.h"
 #include "ops/scan.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
@@ -98,6 +100,54 @@ TEST_CASE("16-bit row ops: gradients in the input's dtype, near float64's") {
       double scale = 0;
       for (double v : ref) scale = std::max(scale, std::fabs(v));
       check_close(to(x.grad(), kFloat64), x64.grad(), 8 * u * scale, 4 * u);
+    }
+  }
+}
+
+TEST_CASE("16-bit mse_loss, rope and mixture_softmax: float32's result rounded once, gradients near float64's") {
+  for (DType d : kHalfTypes) {
+    CAPTURE(d);
+    const double u = unit_roundoff(d);
+    auto same = [d](const Tensor& y, const Tensor& y32) {
+      CHECK(y.dtype() == d);
+      CHECK(y.to_vector<float>() == to(y32, d).to_vector<float>());
+    };
+    const Tensor x = half_leaf(d, {4, 6, 8}, 120), t = half_leaf(d, {4, 6, 8}, 121);
+    const Tensor x32 = to(x, kFloat32), t32 = to(t, kFloat32);
+    same(mse_loss(x, t, Reduction::None), mse_loss(x32, t32, Reduction::None));
+    same(mse_loss(x, t), mse_loss(x32, t32));
+    same(rope(x), rope(x32));
+    const Tensor scores = half_leaf(d, {2, 5, 3, 7}, 122), bias = half_leaf(d, {3, 7}, 123);
+    const MixtureSoftmax m = mixture_softmax(scores, bias, 0.5, Tensor(), {.responsibilities = true});
+    const MixtureSoftmax m32 =
+        mixture_softmax(to(scores, kFloat32), to(bias, kFloat32), 0.5, Tensor(), {.responsibilities = true});
+    same(m.weights, m32.weights);
+    same(m.responsibilities, m32.responsibilities);
+
+    // Gradients come back in 16 bits, within a few unit roundoffs of float64's.
+    using Op = std::function<Tensor(const std::vector<Tensor>&)>;
+    const Tensor w = half_leaf(d, {2, 5, 7}, 124, -1, 1);
+    const std::vector<std::pair<Op, std::vector<Tensor>>> graphs = {
+        {[](const std::vector<Tensor>& v) { return add(mse_loss(v[0], v[1]), sum(rope(v[0]))); }, {x, t}},
+        {[&](const std::vector<Tensor>& v) {
+           return sum(mul(mixture_softmax(v[0], v[1], 0.5).weights, to(w, v[0].dtype())));
+         },
+         {scores, bias}},
+    };
+    for (const auto& graph : graphs) {
+      std::vector<Tensor> leaves, leaves64;
+      for (const Tensor& v : graph.second) {
+        leaves.push_back(detach(v).set_requires_grad(true));
+        leaves64.push_back(to(detach(v), kFloat64).set_requires_grad(true));
+      }
+      backward(graph.first(leaves));
+      backward(graph.first(leaves64));
+      for (size_t i = 0; i < leaves.size(); ++i) {
+        CAPTURE(i);
+        REQUIRE(leaves[i].grad().defined());
+        CHECK(leaves[i].grad().dtype() == d);
+        check_close(to(leaves[i].grad(), kFloat64), leaves64[i].grad(), 8 * u, 8 * u);
+      }
     }
   }
 }

@@ -230,8 +230,9 @@ TEST_CASE("mixture_softmax errors name the op, the shapes and dtypes") {
   Tensor s = zeros({2, 3, 2, 4}), b = zeros({2, 2, 4});
   CHECK_THROWS_WITH_AS(mixture_softmax(zeros({3, 4}), b, 1.0),
                        "mixture_softmax: scores must be (..., T, M, S), got float32 [3, 4]", Error);
-  CHECK_THROWS_WITH_AS(mixture_softmax(zeros({2, 3, 2, 4}, {.dtype = kInt64}), b, 1.0),
-                       "mixture_softmax: expected float32 or float64 scores, got int64 [2, 3, 2, 4]", Error);
+  CHECK_THROWS_WITH_AS(
+      mixture_softmax(zeros({2, 3, 2, 4}, {.dtype = kInt64}), b, 1.0),
+      "mixture_softmax: expected floating scores (float32, float64, bfloat16, float16), got int64 [2, 3, 2, 4]", Error);
   CHECK_THROWS_WITH_AS(mixture_softmax(s, zeros({2, 2, 4}, {.dtype = kFloat64}), 1.0),
                        "mixture_softmax: bias float64 [2, 2, 4] must have the dtype and device of scores float32 "
                        "[2, 3, 2, 4]",
