@@ -121,7 +121,8 @@ template <class T> void gemm_typed(const Tensor& c, const Tensor& a, const Tenso
   }
   const MatmulPrecision precision = std::is_same_v<T, float> ? matmul_precision() : MatmulPrecision::Float32;
   const bool bf16 = precision == MatmulPrecision::BFloat16;
-  // bfloat16 operands are always fresh rounded copies (contiguous, so readable in place).
+  // Under bf16 precision the float32 operands become fresh rounded copies (contiguous, so
+  // readable in place); 16-bit tensors, like float32 and float64 ones, are read where they lie when cuBLAS can.
   const DType operand_dtype = bf16 ? kBFloat16 : c.dtype();
   const Tensor A = gemm_ready(a, operand_dtype), B = gemm_ready(b, operand_dtype);
   const GemmLayout la = *gemm_layout(M, K, A.stride(-2), A.stride(-1));
