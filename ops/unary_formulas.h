@@ -25,7 +25,10 @@
 // public functions are one line each in ops/unary.h. Selects are written
 // `cond ? a : b` over values computed either way, so the CPU loops become
 // blends, not branches. Math functions are ks::kmath's (ops/kernel_math.h):
-// vec_math.h on the CPU, CUDA's libm on the GPU.
+// vec_math.h on the CPU, CUDA's libm on the GPU. A product added to or
+// subtracted from something is written kmath::fma where GCC's Release build
+// fused it, so a test, a Debug or a clang build computes the same bits
+// (tests/ops/test_unary.cpp); a product that is only multiplied stays `*`.
 // Not here: argument checks and autograd (unary.cpp), the loops (backends).
 #pragma once
 
@@ -104,7 +107,7 @@ struct Tanh : UnaryOp {
   static constexpr const char *name = "tanh", *node = "TanhBackward";
   static constexpr Saves saves = Saves::Output;
   template <class T> KS_HOST_DEVICE static T f(T x) { return kmath::tanh(x); }
-  template <class T> KS_HOST_DEVICE static T df(T g, T y) { return g * (T(1) - y * y); }
+  template <class T> KS_HOST_DEVICE static T df(T g, T y) { return g * kmath::fma(-y, y, T(1)); }
   template <class T> KS_HOST_DEVICE static T ddf(T g, T y) { return T(-2) * g * y; }
 };
 
@@ -113,7 +116,7 @@ struct Sigmoid : UnaryOp {
   static constexpr Saves saves = Saves::Output;
   template <class T> KS_HOST_DEVICE static T f(T x) { return kmath::sigmoid(x); }
   template <class T> KS_HOST_DEVICE static T df(T g, T y) { return g * y * (T(1) - y); }
-  template <class T> KS_HOST_DEVICE static T ddf(T g, T y) { return g * (T(1) - T(2) * y); }
+  template <class T> KS_HOST_DEVICE static T ddf(T g, T y) { return g * kmath::fma(T(-2), y, T(1)); }
 };
 
 struct Relu : UnaryOp {  // gradient 0 at 0; NaN stays NaN
@@ -131,11 +134,11 @@ struct Silu : UnaryOp {  // x · sigmoid(x)
   template <class T> KS_HOST_DEVICE static T f(T x) { return x * kmath::sigmoid(x); }
   template <class T> KS_HOST_DEVICE static T df(T g, T x) {
     const T sg = kmath::sigmoid(x);
-    return g * sg * (T(1) + x * (T(1) - sg));
+    return g * sg * kmath::fma(x, T(1) - sg, T(1));
   }
   template <class T> KS_HOST_DEVICE static T ddf(T g, T x) {  // σ(1 - σ)(2 + x(1 - 2σ))
     const T sg = kmath::sigmoid(x);
-    return g * sg * (T(1) - sg) * (T(2) + x * (T(1) - T(2) * sg));
+    return g * sg * (T(1) - sg) * kmath::fma(x, kmath::fma(T(-2), sg, T(1)), T(2));
   }
 };
 
@@ -162,22 +165,23 @@ struct GeluTanh : UnaryOp {  // 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
   static constexpr const char *name = "gelu", *node = "GeluTanhBackward";
   static constexpr Saves saves = Saves::Activation;
   template <class T> KS_HOST_DEVICE static T f(T x) {
-    const T u = T(kSqrt2OverPi) * (x + T(kGeluTanhC) * x * x * x);
+    const T u = T(kSqrt2OverPi) * kmath::fma(T(kGeluTanhC) * x * x, x, x);
     return T(0.5) * x * (T(1) + kmath::tanh(u));
   }
   template <class T> KS_HOST_DEVICE static T df(T g, T x) {
     const T x2 = x * x;
-    const T t = kmath::tanh(T(kSqrt2OverPi) * x * (T(1) + T(kGeluTanhC) * x2));
-    const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluTanhC) * x2);
-    return g * T(0.5) * ((T(1) + t) + x * (T(1) - t * t) * du);
+    const T t = kmath::tanh(T(kSqrt2OverPi) * x * kmath::fma(T(kGeluTanhC), x2, T(1)));
+    const T du = T(kSqrt2OverPi) * kmath::fma(T(3 * kGeluTanhC), x2, T(1));
+    return g * T(0.5) * kmath::fma(x * kmath::fma(-t, t, T(1)), du, T(1) + t);
   }
   // With u' = du and u'' = 6 √(2/π) 0.044715 x: ½ d/dx[(1 + t) + x (1 - t²) u']
   // = (1 - t²) (u' - x t u'² + ½ x u'').
   template <class T> KS_HOST_DEVICE static T ddf(T g, T x) {
     const T x2 = x * x;
-    const T t = kmath::tanh(T(kSqrt2OverPi) * x * (T(1) + T(kGeluTanhC) * x2));
-    const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluTanhC) * x2);
-    return g * (T(1) - t * t) * (du - x * t * du * du + T(3 * kSqrt2OverPi * kGeluTanhC) * x2);
+    const T t = kmath::tanh(T(kSqrt2OverPi) * x * kmath::fma(T(kGeluTanhC), x2, T(1)));
+    const T du = T(kSqrt2OverPi) * kmath::fma(T(3 * kGeluTanhC), x2, T(1));
+    return g * kmath::fma(-t, t, T(1)) *
+           kmath::fma(T(3 * kSqrt2OverPi * kGeluTanhC), x2, kmath::fma(-(x * t * du), du, du));
   }
 };
 

@@ -3,7 +3,7 @@
 // gradgradchecks over layouts and an expanded input, a third derivative's
 // error, gradients at kinks, integer forms, errors, the GELU backward's
 // vectorised loop against its strided one, and the float32 formulas compiled
-// here against the kernels, bit for bit.
+// here against the kernels, bit for bit (GELU, SiLU, tanh GELU, sigmoid, tanh).
 #include <algorithm>
 #include <bit>
 
@@ -166,6 +166,65 @@ TEST_CASE("float32 exp, log, tanh, GELU and its derivative compiled here give th
   backward(gelu(xg), from_vector(gs));
   gelu_df_here(here.data(), gs.data(), xs.data(), n);
   CHECK(differing_bits(xg.grad().to_vector<float>(), here) == 0);
+}
+
+// The same for the other formulas with a product added or subtracted: SiLU,
+// tanh-approximated GELU, sigmoid and tanh, forward, derivative and second
+// derivative (ddf, which the double backward's kernel runs). Unspelled, GCC
+// at -O2 fused these where this file, at -O1 or under clang, may not.
+template <class Op> struct Here {
+  [[gnu::noinline]] static void f(float* out, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = Op::template f<float>(x[i]);
+  }
+  // Op::saves says whether df and ddf take the input or the output.
+  [[gnu::noinline]] static void df(float* out, const float* g, const float* at, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = Op::template df<float>(g[i], at[i]);
+  }
+  [[gnu::noinline]] static void ddf(float* out, const float* g, const float* at, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = Op::template ddf<float>(g[i], at[i]);
+  }
+};
+
+template <class Op>
+void check_formulas_here(Tensor (*op)(const Tensor&), const std::vector<float>& xs, const std::vector<float>& gs) {
+  const int64_t n = int64_t(xs.size());
+  std::vector<float> y(xs.size()), dy(xs.size()), ddy(xs.size());
+  Here<Op>::f(y.data(), xs.data(), n);
+  const std::vector<float>& at = Op::saves == Saves::Output ? y : xs;
+  Here<Op>::df(dy.data(), gs.data(), at.data(), n);
+  Here<Op>::ddf(ddy.data(), gs.data(), at.data(), n);
+
+  Tensor x = from_vector(xs).set_requires_grad(true);
+  const Tensor g = from_vector(gs), out = op(x);
+  CHECK(differing_bits(out.to_vector<float>(), y) == 0);
+  const Tensor dx = grad({out}, {x}, {g}, GradOptions{.create_graph = true})[0];
+  CHECK(differing_bits(dx.to_vector<float>(), dy) == 0);
+  // The df node's backward, reached with ones: ddf at (g, at), taken with
+  // respect to what df saved (x, or y for tanh and sigmoid).
+  const Tensor wrt = Op::saves == Saves::Output ? out : x;
+  const Tensor ddx = grad({sum(dx)}, {wrt})[0];
+  CHECK(differing_bits(ddx.to_vector<float>(), ddy) == 0);
+}
+
+TEST_CASE("float32 SiLU, tanh GELU, sigmoid and tanh compiled here give the kernels' bits") {
+  const int64_t n = 33000;
+  std::vector<float> xs(static_cast<size_t>(n)), gs(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    xs[size_t(i)] = -12.f + 24.f * float(i) / float(n);
+    gs[size_t(i)] = 0.3f + 0.37f * float(i % 11);
+  }
+  SUBCASE("silu") {
+    check_formulas_here<unary_ops::Silu>([](const Tensor& t) { return silu(t); }, xs, gs);
+  }
+  SUBCASE("gelu tanh") {
+    check_formulas_here<unary_ops::GeluTanh>([](const Tensor& t) { return gelu(t, GeluApprox::Tanh); }, xs, gs);
+  }
+  SUBCASE("sigmoid") {
+    check_formulas_here<unary_ops::Sigmoid>([](const Tensor& t) { return sigmoid(t); }, xs, gs);
+  }
+  SUBCASE("tanh") {
+    check_formulas_here<unary_ops::Tanh>([](const Tensor& t) { return tanh(t); }, xs, gs);
+  }
 }
 
 TEST_CASE("every unary op gradchecks and gradgradchecks over layouts and an expanded input") {
