@@ -79,6 +79,19 @@ void strided_for_each(const StridedLayout<N>& L, std::array<char*, N> base, int6
     return;
   }
   int64_t row_grain = grain / (inner > 0 ? inner : 1);
+  if (ndim == 2) {  // rows one outer stride apart: no odometer (short rows pay for it per row)
+    std::array<int64_t, N> outer_stride;
+    for (int k = 0; k < N; ++k) outer_stride[k] = L.strides[k][0];
+    parallel_for(0, rows, row_grain < 1 ? 1 : row_grain, [&](int64_t rb, int64_t re) {
+      std::array<char*, N> p;
+      for (int k = 0; k < N; ++k) p[k] = base[k] + rb * outer_stride[k];
+      for (int64_t r = rb; r < re; ++r) {
+        row(p, inner, inner_stride);
+        for (int k = 0; k < N; ++k) p[k] += outer_stride[k];
+      }
+    });
+    return;
+  }
   parallel_for(0, rows, row_grain < 1 ? 1 : row_grain, [&](int64_t rb, int64_t re) {
     // Decompose rb into the outer index once, then step it like an odometer.
     std::array<char*, N> p;

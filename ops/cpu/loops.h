@@ -3,10 +3,12 @@
 // cpu_map<T...>(f, out, in...) computes out[i] = f(in[i]...) over tensors of
 // one shape (inputs may be strided or broadcast views), in parallel, with a
 // plain contiguous loop that the compiler vectorises when every operand is
-// contiguous (for float32 results also in an AVX-512 twin, avx512_clone.h).
+// contiguous or broadcast along the row (for float32 results also in an
+// AVX-512 twin, avx512_clone.h).
 // Kernels supply only the scalar function.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <type_traits>
 
@@ -25,6 +27,35 @@ KS_ROWS_INLINE void map_contiguous(const F& f, Out* o, int64_t n, const In*... i
 template <class Out, class F, class... In>
 KS_AVX512_CLONE void map_contiguous_avx512(const F& f, Out* o, int64_t n, const In*... in) {
   map_contiguous(f, o, n, in...);
+}
+
+// The contiguous loop on one row, the float32 result in the AVX-512 twin
+// where the CPU has it.
+template <class Out, class F, class... In> void map_row(const F& f, Out* o, int64_t n, const In*... in) {
+  if constexpr (std::is_same_v<Out, float>)
+    if (has_avx512()) return map_contiguous_avx512(f, o, n, in...);
+  map_contiguous(f, o, n, in...);
+}
+
+// A row whose output is contiguous and whose inputs are each contiguous or
+// one value broadcast along it (stride 0: a bias over a row, a per-row
+// statistic over its columns, a gradient expanded back over a summed dim).
+// Each broadcast value is repeated into a short buffer, so the row runs the
+// contiguous loop, vectorised, a piece at a time: the same f on the same
+// values, so the same bits as the strided loop.
+template <class Out, class... In, class F, size_t... I>
+void map_broadcast_row(const F& f, Out* o, int64_t n, const std::array<char*, sizeof...(In) + 1>& p,
+                       const std::array<int64_t, sizeof...(In) + 1>& s, std::index_sequence<I...>) {
+  constexpr int64_t kPiece = 256;
+  constexpr size_t kWidest = std::max({sizeof(In)...});
+  alignas(64) char repeated[sizeof...(In)][kPiece * kWidest];  // left uninitialised: filled as needed
+  const int64_t first = std::min(n, kPiece);
+  ((s[I + 1] == 0 ? (void)std::fill_n(reinterpret_cast<In*>(repeated[I]), first, *reinterpret_cast<const In*>(p[I + 1]))
+                  : void()),
+   ...);
+  for (int64_t b = 0; b < n; b += kPiece)
+    map_row(f, o + b, std::min(kPiece, n - b),
+            (s[I + 1] == 0 ? reinterpret_cast<const In*>(repeated[I]) : reinterpret_cast<const In*>(p[I + 1]) + b)...);
 }
 
 // out[i] = f(in_0[i], ..., in_{K-1}[i]); Out and In are the element types.
@@ -48,14 +79,15 @@ void cpu_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in
   auto L = make_strided_layout<N>(out.sizes(), strides, sizes);
   constexpr std::array<int64_t, N> item{int64_t(sizeof(Out)), int64_t(sizeof(In))...};
   strided_for_each<N>(L, base, kElementwiseGrain, [&](std::array<char*, N> p, int64_t n, std::array<int64_t, N> s) {
+    bool broadcast_row = s[0] == item[0];
+    for (int k = 1; k < N; ++k) broadcast_row = broadcast_row && (s[k] == item[k] || s[k] == 0);
     if (s == item) {
       [&]<size_t... I>(std::index_sequence<I...>) {
-        Out* o = reinterpret_cast<Out*>(p[0]);
-        if constexpr (std::is_same_v<Out, float>)
-          if (has_avx512()) return map_contiguous_avx512(f, o, n, reinterpret_cast<const In*>(p[I + 1])...);
-        map_contiguous(f, o, n, reinterpret_cast<const In*>(p[I + 1])...);
+        map_row(f, reinterpret_cast<Out*>(p[0]), n, reinterpret_cast<const In*>(p[I + 1])...);
       }
       (std::index_sequence_for<In...>{});
+    } else if (broadcast_row) {
+      map_broadcast_row<Out, In...>(f, reinterpret_cast<Out*>(p[0]), n, p, s, std::index_sequence_for<In...>{});
     } else {
       [&]<size_t... I>(std::index_sequence<I...>) {
         for (int64_t i = 0; i < n; ++i)

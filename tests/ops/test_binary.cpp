@@ -3,6 +3,8 @@
 // gradgradchecks over layouts, a third derivative's error, dtype rules and
 // errors. The tables binary_cases() and scalar_cases() are keyed by BinaryOps
 // and ScalarOps.
+#include <bit>
+
 #include "elementwise_ref.h"
 #include "ops/ops_testing.h"
 
@@ -304,4 +306,43 @@ TEST_CASE("binary dtype rules name the op") {
   CHECK_THROWS_WITH_AS(sub(1.0, bl), doctest::Contains("sub: expected a numeric tensor"), Error);
   CHECK_THROWS_WITH_AS(maximum(zeros({2}), zeros({3})),
                        "maximum: shapes [2] and [3] are not broadcastable (dim -1: 2 vs 3)", Error);
+}
+
+// The CPU loop runs a row with an input broadcast along it (stride 0) through
+// its contiguous, vectorised loop, the value repeated into a buffer a piece
+// (256) at a time (ops/cpu/loops.h): the bits must be those of the same op on
+// contiguous copies, in every dtype, for rows shorter than, equal to and
+// longer than a piece, with either input, both, or a condition broadcast.
+TEST_CASE("a value broadcast along a row gives the bits of its contiguous copy") {
+  const auto same_values = [](const Tensor& x, const Tensor& y) {
+    REQUIRE(x.sizes() == y.sizes());
+    REQUIRE(x.dtype() == y.dtype());
+    const std::vector<double> a = to(x, kFloat64).to_vector<double>(), b = to(y, kFloat64).to_vector<double>();
+    int64_t differ = 0;
+    for (size_t i = 0; i < a.size(); ++i) differ += std::bit_cast<uint64_t>(a[i]) != std::bit_cast<uint64_t>(b[i]);
+    return differ;
+  };
+  for (DType d : {kFloat32, kFloat64, kInt32, kBFloat16}) {
+    for (int64_t n : {int64_t(7), int64_t(32), int64_t(256), int64_t(700)}) {
+      CAPTURE(d);
+      CAPTURE(n);
+      const bool floating = d != kInt32;
+      const Tensor rows = to(leaf64({5, n}, 21, 0.5, 3.0), d);  // (5, n), > 0 for div and pow
+      const Tensor per_row = to(leaf64({5, 1}, 22, 0.5, 3.0), d);
+      const Tensor one = to(leaf64({1, 1}, 23, 0.5, 3.0), d);
+      const Tensor wide = expand(per_row, {5, n}), wide_one = expand(one, {5, n});
+      const Tensor copy = contiguous(wide), copy_one = contiguous(wide_one);
+      for (const BinaryCase& c : binary_cases()) {
+        if (!floating && (std::string(c.name) == "div" || std::string(c.name) == "pow")) continue;
+        const std::string op_name = c.name;
+        CAPTURE(op_name);
+        CHECK(same_values(c.op(wide, rows), c.op(copy, rows)) == 0);
+        CHECK(same_values(c.op(rows, wide), c.op(rows, copy)) == 0);
+        CHECK(same_values(c.op(wide, wide_one), c.op(copy, copy_one)) == 0);
+      }
+      CHECK(same_values(gt(rows, wide), gt(rows, copy)) == 0);
+      const Tensor cond = expand(gt(per_row, 1.5), {5, n});
+      CHECK(same_values(where(cond, rows, wide_one), where(contiguous(cond), rows, copy_one)) == 0);
+    }
+  }
 }
