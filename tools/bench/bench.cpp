@@ -6,7 +6,9 @@
 // (weight decay 0.01, torch's default); random tokens; one warm-up step; then
 // the mean over --steps steps. Prints one JSON line, as that script does,
 // plus first_loss (the warm-up step's), which depends only on the weights and
-// the data, so two runs of one model can be checked against each other.
+// the data, so two runs of one model can be checked against each other, and
+// first_step_s, the seconds from the process's start to the warm-up step's
+// end (what a user waits before training moves; tools/bench/first_step_vs_torch.sh).
 // --precision bf16 runs the GEMMs with bfloat16 operands (CPU: AMX or
 // AVX512-BF16 kernels, reported as cpu_gemm; without them in float32, said
 // by bf16_matmuls; core/matmul_precision.h); auto is bf16 by another name;
@@ -65,7 +67,8 @@ constexpr char kUsage[] =
     "bf16_matmuls (what bf16 computes in on this CPU: \"float32: this CPU has no bf16 units (AVX2)\"),\n"
     "cpu (the processor's brand string), cpu_isa (the widest instruction set the kernels use; KS_CPU_ISA=avx2\n"
     "caps it, to time what an AVX2-only machine runs), float32_gemm_kernels (\"OpenBLAS SkylakeX\", ...),\n"
-    "peak_tensor_mib (on the CPU: the most tensor memory held at once).\n"
+    "peak_tensor_mib (on the CPU: the most tensor memory held at once), first_step_s (seconds from the\n"
+    "process's start to the end of the first, warm-up step).\n"
     "--profile also prints, after the JSON line, the time per kernel and pass (forward, backward,\n"
     "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n"
     "--dropout and --attention-dropout (default 0, as in the torch script) time the model as the\n"
@@ -235,6 +238,7 @@ int bench(const std::vector<std::string>& args) {
     };
   }
   const double first_loss = step();  // warm-up: allocator caches fill, OpenBLAS threads start, cuBLAS loads
+  const double first_step_s = seconds_since_process_start();  // from the command line to the first step's end
   const bool profile = f.has("profile");
   profiler::reset();
   profiler::enable(profile);
@@ -268,6 +272,7 @@ int bench(const std::vector<std::string>& args) {
                         {"float32_gemm_kernels", std::string("OpenBLAS ") + cpu::blas_kernels_name()}};
   // Tensor bytes the CPU allocator held at most, model and optimizer state included (not
   // thread-local kernel scratch, not the allocator's cached blocks: the process's peak RSS is above it).
+  if (first_step_s >= 0) out["first_step_s"] = first_step_s;
   if (device.is_cpu()) out["peak_tensor_mib"] = double(cpu_memory_stats().peak_in_use) / (1024.0 * 1024.0);
   if (decode) {
     // The prompt's pass alone (what generate does before its first token), timed after the runs above.
