@@ -191,14 +191,17 @@ Tensor mul(const Tensor& a_in, const Tensor& b_in) {
   Tensor out = binary_forward(binary_info<binary_ops::Mul>(), a, b);
   if (needs_grad({a, b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
+    // x · x (MGK's ‖k‖², a variance): both gradients are g · x, computed once
+    // and handed to x twice, so x's gradient sums the same two terms as before.
+    const bool square = a.is_same(b);
     // Save each input only if the other one's gradient needs it.
     record(
         "MulBackward", {a, b}, {out},
         [sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(ga ? b : Tensor()), shape_a = a.sizes(),
-         shape_b = b.sizes()](const std::vector<Tensor>& g) {
+         shape_b = b.sizes(), square](const std::vector<Tensor>& g) {
           Tensor da, db;
           if (sb.defined()) da = sum_to(mul(g[0], sb.unpack()), shape_a);
-          if (sa.defined()) db = sum_to(mul(g[0], sa.unpack()), shape_b);
+          if (sa.defined()) db = square && da.defined() ? da : sum_to(mul(g[0], sa.unpack()), shape_b);
           return std::vector<Tensor>{da, db};
         },
         HigherOrder::Supported);

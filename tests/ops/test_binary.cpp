@@ -5,6 +5,7 @@
 // and ScalarOps.
 #include <bit>
 
+#include "core/profiler.h"
 #include "elementwise_ref.h"
 #include "ops/ops_testing.h"
 
@@ -345,4 +346,34 @@ TEST_CASE("a value broadcast along a row gives the bits of its contiguous copy")
       CHECK(same_values(where(cond, rows, wide_one), where(contiguous(cond), rows, copy_one)) == 0);
     }
   }
+}
+
+// mul(x, x) hands x the product g · x twice, computed once (one binary
+// kernel call in the backward, counted by core/profiler.h), and x's gradient
+// sums the terms in the order the two separate products did: after the
+// gradient of a later use of x, (g·3 + g·x) + g·x, bit for bit.
+TEST_CASE("mul(x, x) computes g · x once and accumulates it twice, with the bits of two products") {
+  const Tensor x = detach(to(leaf64({64, 33}, 31, -2, 2), kFloat32)).set_requires_grad(true);
+  const Tensor g = detach(to(leaf64({64, 33}, 32, -2, 2), kFloat32));
+  profiler::reset();
+  profiler::enable(true);
+  const Tensor square = mul(x, x), tripled = mul(x, 3.0);  // in this order: tripled's backward runs first
+  backward(add(square, tripled), g);
+  profiler::enable(false);
+  int64_t binary_calls = 0;
+  for (const profiler::Row& r : profiler::rows())
+    if (r.phase == "backward" && r.kernel == "binary") binary_calls += r.calls;
+  CHECK(binary_calls == 1);
+  const std::vector<float> xs = detach(x).to_vector<float>(), gs = g.to_vector<float>();
+  std::vector<float> expected(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const volatile float by_scalar = gs[i] * 3.0f, by_square = gs[i] * xs[i];  // each product rounded, as the kernels
+    const volatile float first = by_scalar + by_square;
+    expected[i] = first + by_square;
+  }
+  const std::vector<float> got = x.grad().to_vector<float>();
+  int64_t differ = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    differ += std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(expected[i]);
+  CHECK(differ == 0);
 }
