@@ -79,15 +79,19 @@ void cpu_map(F f, const Tensor& out, const std::array<Tensor, sizeof...(In)>& in
   auto L = make_strided_layout<N>(out.sizes(), strides, sizes);
   constexpr std::array<int64_t, N> item{int64_t(sizeof(Out)), int64_t(sizeof(In))...};
   strided_for_each<N>(L, base, kElementwiseGrain, [&](std::array<char*, N> p, int64_t n, std::array<int64_t, N> s) {
-    bool broadcast_row = s[0] == item[0];
-    for (int k = 1; k < N; ++k) broadcast_row = broadcast_row && (s[k] == item[k] || s[k] == 0);
+    const auto broadcast_row = [&] {
+      bool yes = K > 0 && s[0] == item[0];
+      for (int k = 1; k < N; ++k) yes = yes && (s[k] == item[k] || s[k] == 0);
+      return yes;
+    };
     if (s == item) {
       [&]<size_t... I>(std::index_sequence<I...>) {
         map_row(f, reinterpret_cast<Out*>(p[0]), n, reinterpret_cast<const In*>(p[I + 1])...);
       }
       (std::index_sequence_for<In...>{});
-    } else if (broadcast_row) {
-      map_broadcast_row<Out, In...>(f, reinterpret_cast<Out*>(p[0]), n, p, s, std::index_sequence_for<In...>{});
+    } else if (broadcast_row()) {
+      if constexpr (K > 0)
+        map_broadcast_row<Out, In...>(f, reinterpret_cast<Out*>(p[0]), n, p, s, std::index_sequence_for<In...>{});
     } else {
       [&]<size_t... I>(std::index_sequence<I...>) {
         for (int64_t i = 0; i < n; ++i)
