@@ -140,8 +140,14 @@ template <class T> void gemm_typed(const Tensor& c, const Tensor& a, const Tenso
   const int dev = c.device().index;
   const cublasHandle_t h = handle(dev);
   DeviceGuard guard(c.device());
-  KS_CUBLAS_CHECK(
-      cublas().set_math_mode(h, precision == MatmulPrecision::TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  // 16-bit results: cuBLAS may otherwise add split-K partial sums in the
+  // output type (PyTorch's allow_bf16_reduced_precision_reduction), rounding
+  // a result more than once; the contract is float32 sums, rounded once.
+  const cublasMath_t math = is_16bit_v<T>
+                                ? cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
+                            : precision == MatmulPrecision::TF32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                 : CUBLAS_DEFAULT_MATH;
+  KS_CUBLAS_CHECK(cublas().set_math_mode(h, math));
   using Scalar = compute_t<T>;  // alpha and beta: float for the 16-bit types
   const Scalar alpha = Scalar(1), beta = accumulate ? Scalar(1) : Scalar(0);
   // Element offsets below apply to either element type: both operands are T, or both bfloat16.

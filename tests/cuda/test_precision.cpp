@@ -2,7 +2,8 @@
 // backend (core/matmul_precision.h): bfloat16 GEMMs equal a float32
 // product of bfloat16-rounded operands (so the rounding really happens, and
 // nothing else is lost), in every operand layout and in linear's backward,
-// which then saves its input in bfloat16 (half the bytes, the same gradient);
+// which then saves its input in bfloat16 (half the bytes, the same gradient),
+// as gelu and silu do theirs (the derivative at the rounded input);
 // TF32 stays within TF32's rounding; float64 ignores the switch; and a
 // decoder LM trained with bfloat16 GEMMs tracks the float32 CPU run.
 #include <random>
@@ -88,6 +89,42 @@ TEST_CASE("cuda: under bfloat16 GEMMs a linear saves its input in bfloat16, half
   PrecisionScope scope(MatmulPrecision::BFloat16);
   const Tensor h = linear(x.gpu, w1.gpu);
   check_matches(b16.dw2, to(matmul(transpose(g.gpu, 0, 1), h), Device::cpu()), 0, 0);
+}
+
+TEST_CASE("cuda: under bfloat16 GEMMs gelu and silu take their derivative at the bf16-rounded input, half the bytes" *
+          needs_gpu()) {
+  // As on the CPU (ops/op_list.h, Saves::Activation): the input is saved
+  // rounded, so the gradient is the derivative at the rounded values.
+  const std::vector<std::pair<const char*, Tensor (*)(const Tensor&)>> activations = {
+      {"gelu", [](const Tensor& x) { return gelu(x); }},
+      {"gelu tanh", [](const Tensor& x) { return gelu(x, GeluApprox::Tanh); }},
+      {"silu", [](const Tensor& x) { return silu(x); }}};
+  const Twin x = twin({64, 256}, 730), g = twin({64, 256}, 731);
+  for (const auto& activation : activations) {
+    const std::string name = activation.first;  // not a structured binding: CAPTURE's lambda (clang 14)
+    const auto f = activation.second;
+    CAPTURE(name);
+    auto gradient_at = [&](const Tensor& at, MatmulPrecision p) {
+      PrecisionScope scope(p);
+      const Tensor leaf = detach(at).set_requires_grad(true);
+      backward(f(mul(leaf, 1.0)), g.gpu);  // x·1: not a leaf, so saved as an activation
+      return to(leaf.grad(), Device::cpu());
+    };
+    const Tensor under_bf16 = gradient_at(x.gpu, MatmulPrecision::BFloat16);
+    const Tensor at_rounded = gradient_at(to(bf16_rounded(x.cpu), gpu()), MatmulPrecision::Float32);
+    CHECK(under_bf16.to_vector<float>() == at_rounded.to_vector<float>());
+    CHECK(gradient_at(x.gpu, MatmulPrecision::Float32).to_vector<float>() != at_rounded.to_vector<float>());
+    auto held = [&](MatmulPrecision p) {
+      PrecisionScope scope(p);
+      const Tensor leaf = detach(x.gpu).set_requires_grad(true);
+      cuda_synchronize();
+      const size_t before = cuda_memory_stats().bytes_in_use;
+      Tensor y = f(mul(leaf, 1.0));  // x·1 lives on only in what the activation saved
+      cuda_synchronize();
+      return int64_t(cuda_memory_stats().bytes_in_use) - int64_t(before);
+    };
+    CHECK(held(MatmulPrecision::Float32) - held(MatmulPrecision::BFloat16) == 64 * 256 * 2);
+  }
 }
 
 TEST_CASE("cuda: TF32 GEMMs stay within TF32 rounding, and float32 is restored exactly" * needs_gpu()) {
