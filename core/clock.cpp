@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -27,7 +28,10 @@ double seconds_since_process_start() {
   const long ticks_per_s = sysconf(_SC_CLK_TCK);
   timespec boot{};
   if (ticks_per_s <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return -1;
-  const double started = double(std::stoull(field)) / double(ticks_per_s);
+  char* end = nullptr;
+  const unsigned long long start_ticks = std::strtoull(field.c_str(), &end, 10);
+  if (end == field.c_str() || *end != '\0') return -1;
+  const double started = double(start_ticks) / double(ticks_per_s);
   return double(boot.tv_sec) + 1e-9 * double(boot.tv_nsec) - started;
 }
 
