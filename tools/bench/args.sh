@@ -1,10 +1,13 @@
 # tools/bench/args.sh — sourced by the bench scripts (*_vs_torch.sh,
 # spread_study.sh): the checks of their arguments and of what they need, so
 # that a bad count or a missing program stops a script at once, naming it,
-# instead of failing halfway through a run. Not a script to run on its own.
+# instead of failing halfway through a run; and the two readings every
+# script takes. Not a script to run on its own.
 #   counts NAME VALUE...   each VALUE a whole number from 1 up, else exit 2
 #   needs_keystone         build/keystone is built, else exit 2
 #   needs_torch            Debian's python3 imports torch, else exit 2
+#   field NAME             the number NAME of the JSON line on standard input
+#   keystone_cpu           the CPU's brand string, as `keystone bench` reports it
 counts() {
   local name=$1 value
   shift
@@ -21,4 +24,8 @@ needs_keystone() {
 needs_torch() {
   /usr/bin/python3 -c 'import torch' 2>/dev/null ||
     { echo "/usr/bin/python3 cannot import torch: install Debian's python3-torch" >&2; exit 2; }
+}
+field() { sed -n "s/.*\"$1\": *\\([0-9.]*\\).*/\\1/p" | head -1; }
+keystone_cpu() {
+  ./build/keystone bench --attention-only --seq 16 --batch 1 --steps 1 | sed -n 's/.*"cpu":"\([^"]*\)".*/\1/p'
 }

@@ -14,7 +14,6 @@ cd "$(dirname "$0")/../.."
 rounds="${1:-2}"
 seqs="${2:-1024 2048 4096}"
 shapes=("softmax --heads 8" "fixed --heads 8 --head-dim 64" "mgk --heads 4 --head-dim 32")
-field() { sed -n "s/.*\"$1\": *\\([0-9.]*\\).*/\\1/p" | head -1; }
 . tools/bench/args.sh
 counts ROUNDS "$rounds"
 # shellcheck disable=SC2086
@@ -24,7 +23,7 @@ needs_torch
 export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
 . tools/bench/torch_blas.sh  # PyTorch's BLAS on the run's thread count
 torch_blas=$(torch_blas_env 2)
-cpu=$(./build/keystone bench --attention-only --seq 16 --batch 1 --steps 1 | sed -n 's/.*"cpu":"\([^"]*\)".*/\1/p')
+cpu=$(keystone_cpu)
 echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD), PyTorch: ${torch_blas:-its default OpenBLAS pool}"
 printf "%-30s %6s %5s %12s %12s %7s\n" shape seq round keystone_ms torch_ms ratio
 for shape in "${shapes[@]}"; do

@@ -57,7 +57,6 @@ esac
 . tools/bench/torch_blas.sh
 needs_keystone
 needs_torch
-tps() { sed -n 's/.*"tokens_per_s": *\([0-9.]*\).*/\1/p' | head -1; }
 printf "%-36s %7s %-8s %5s %12s %12s %7s\n" shape threads precision round keystone torch ratio
 for shape in "${shapes[@]}"; do
   for threads in ${THREADS:-2}; do
@@ -65,10 +64,10 @@ for shape in "${shapes[@]}"; do
       for r in $(seq 1 "$rounds"); do
         # shellcheck disable=SC2086
         ks=$(env OPENBLAS_CORETYPE=$coretype "${ks_env[@]}" ./build/keystone bench --attention $shape \
-               --threads "$threads" --precision "$precision" "${steps[@]}" | tps)
+               --threads "$threads" --precision "$precision" "${steps[@]}" | field tokens_per_s)
         # shellcheck disable=SC2086
         pt=$(env OPENBLAS_CORETYPE=$coretype "${pt_env[@]}" $(torch_blas_env "$threads") /usr/bin/python3 "$torch_bench" --attention $shape --threads "$threads" \
-               --precision "$precision" "${steps[@]}" | tps)
+               --precision "$precision" "${steps[@]}" | field tokens_per_s)
         printf "%-36s %7s %-8s %5s %12.0f %12.0f %6.2fx\n" "$shape" "$threads" "$precision" "$r" "$ks" "$pt" \
           "$(python3 -c "print($ks / $pt)")"
       done

@@ -22,7 +22,6 @@ blocks=("--norm layernorm"
   "--kv-heads 2"
   "--no-bias"
   "--norm rmsnorm --positions rope --ff swiglu --d-ff 688 --kv-heads 2 --no-bias")
-field() { sed -n "s/.*\"$1\": *\\([0-9.]*\\).*/\\1/p" | head -1; }
 . tools/bench/args.sh
 counts ROUNDS "$rounds"
 counts THREADS "$threads"
@@ -32,7 +31,7 @@ needs_torch
 export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
 . tools/bench/torch_blas.sh  # PyTorch's BLAS on the run's thread count
 torch_blas=$(torch_blas_env $threads)
-cpu=$(./build/keystone bench --attention-only --seq 16 --batch 1 --steps 1 | sed -n 's/.*"cpu":"\([^"]*\)".*/\1/p')
+cpu=$(keystone_cpu)
 echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD), $threads thread(s), $steps steps, PyTorch: ${torch_blas:-its default OpenBLAS pool}, load $(cut -d' ' -f1 /proc/loadavg)"
 printf "%-70s %5s %12s %12s %7s\n" blocks round keystone_ms torch_ms ratio
 for b in "${blocks[@]}"; do

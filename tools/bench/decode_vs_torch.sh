@@ -12,7 +12,6 @@ cd "$(dirname "$0")/../.."
 rounds="${1:-2}"
 batches="${2:-1 16}"
 lengths="${3:-128:128 1024:256}"
-field() { sed -n "s/.*\"$1\": *\\([0-9.]*\\).*/\\1/p" | head -1; }
 . tools/bench/args.sh
 counts ROUNDS "$rounds"
 # shellcheck disable=SC2086
@@ -28,7 +27,7 @@ needs_torch
 export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
 . tools/bench/torch_blas.sh  # PyTorch's BLAS on the run's thread count
 torch_blas=$(torch_blas_env 1)
-cpu=$(./build/keystone bench --attention-only --seq 16 --batch 1 --steps 1 | sed -n 's/.*"cpu":"\([^"]*\)".*/\1/p')
+cpu=$(keystone_cpu)
 echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD)${OLD:+, old: $OLD}, PyTorch: ${torch_blas:-its default OpenBLAS pool}"
 printf "%5s %5s %6s %6s %10s %10s %10s %7s\n" round batch prompt new old keystone torch ratio
 for r in $(seq 1 "$rounds"); do

@@ -29,8 +29,7 @@ needs_keystone
 needs_torch
 export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
 . tools/bench/torch_blas.sh
-field() { sed -n "s/.*\"$1\": *\\([0-9.]*\\).*/\\1/p" | head -1; }
-cpu=$(./build/keystone bench --attention-only --seq 16 --batch 1 --steps 1 | sed -n 's/.*"cpu":"\([^"]*\)".*/\1/p')
+cpu=$(keystone_cpu)
 echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD), $threads threads, $precision"
 printf "%-36s %5s %12s %12s %7s\n" shape round keystone_s torch_s ratio
 for shape in "${shapes[@]}"; do

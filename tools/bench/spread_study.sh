@@ -25,7 +25,7 @@ command -v perf > /dev/null || { echo "perf not found: install linux-perf" >&2; 
 mkdir -p "$out"
 export OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-SkylakeX}"  # as the speed tables (bench_vs_torch.sh)
 steal() { awk '/^cpu /{print $9}' /proc/stat; }
-cpu=$(build/keystone bench --steps 1 --seq 16 --batch 1 | sed -n 's/.*"cpu":"\([^"]*\)".*/\1/p')
+cpu=$(keystone_cpu)
 echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD)," \
   "$threads thread(s), OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE"
 for i in $(seq 1 "$runs"); do
