@@ -24,6 +24,15 @@ using PrecisionScope = MatmulPrecisionScope;
 // x rounded to bfloat16 and back (a CPU copy).
 Tensor bf16_rounded(const Tensor& x) { return to_raw(to_raw(x, Device::cpu(), kBFloat16), Device::cpu(), kFloat32); }
 
+// Bytes the GPU's allocator holds after make() has run and dropped everything but its result.
+template <class F> int64_t gpu_bytes_held_by(F&& make) {
+  cuda_synchronize();
+  const size_t before = cuda_memory_stats().bytes_in_use;
+  Tensor kept = make();
+  cuda_synchronize();
+  return int64_t(cuda_memory_stats().bytes_in_use) - int64_t(before);
+}
+
 double max_abs_diff(const Tensor& a, const Tensor& b) {
   const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
   double m = 0;
@@ -75,11 +84,11 @@ TEST_CASE("cuda: under bfloat16 GEMMs a linear saves its input in bfloat16, half
     PrecisionScope scope(p);
     const Tensor xg = detach(x.gpu).set_requires_grad(true), w1g = detach(w1.gpu).set_requires_grad(true);
     const Tensor w2g = detach(w2.gpu).set_requires_grad(true);
-    cuda_synchronize();
-    const size_t before = cuda_memory_stats().bytes_in_use;
-    Tensor y = linear(linear(xg, w1g), w2g);  // h lives on only in what the second linear saved
-    cuda_synchronize();
-    const int64_t held = int64_t(cuda_memory_stats().bytes_in_use) - int64_t(before);
+    Tensor y;
+    const int64_t held = gpu_bytes_held_by([&] {
+      y = linear(linear(xg, w1g), w2g);  // h lives on only in what the second linear saved
+      return y;
+    });
     backward(y, g.gpu);
     return Run{held, w2g.grad()};
   };
@@ -117,11 +126,7 @@ TEST_CASE("cuda: under bfloat16 GEMMs gelu and silu take their derivative at the
     auto held = [&](MatmulPrecision p) {
       PrecisionScope scope(p);
       const Tensor leaf = detach(x.gpu).set_requires_grad(true);
-      cuda_synchronize();
-      const size_t before = cuda_memory_stats().bytes_in_use;
-      Tensor y = f(mul(leaf, 1.0));  // x·1 lives on only in what the activation saved
-      cuda_synchronize();
-      return int64_t(cuda_memory_stats().bytes_in_use) - int64_t(before);
+      return gpu_bytes_held_by([&] { return f(mul(leaf, 1.0)); });  // x·1 lives on only in what f saved
     };
     CHECK(held(MatmulPrecision::Float32) - held(MatmulPrecision::BFloat16) == 64 * 256 * 2);
   }

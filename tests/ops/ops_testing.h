@@ -22,11 +22,12 @@ namespace ks::testing {
 // A leaf of standard normal values that requires grad.
 inline Tensor param(const Shape& shape, Generator& gen) { return randn(shape, {}, &gen).set_requires_grad(true); }
 
-// Whether a and b hold the same bits: dtype, shape, and every value read as float32.
+// Whether a and b hold the same bits: dtype, shape, and every value read as
+// float64 (exact for every float dtype and int32, so float64 is compared whole).
 inline bool same_bits(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
-  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
-  return std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  return std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
 }
 
 // {f() on one thread, f() on at least two}; the thread count is put back.
