@@ -95,6 +95,10 @@ class CpuAllocator final : public Allocator {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
   }
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.peak_in_use = stats_.bytes_in_use;
+  }
 
  private:
   std::mutex mu_;
@@ -123,6 +127,7 @@ Allocator& allocator_for(DeviceType type) {
 void register_allocator(DeviceType type, Allocator* allocator) { g_allocators[static_cast<int>(type)] = allocator; }
 
 CpuMemoryStats cpu_memory_stats() { return cpu_allocator().stats(); }
+void reset_cpu_peak_memory() { cpu_allocator().reset_peak(); }
 void set_cpu_caching(bool enabled) { cpu_allocator().set_caching(enabled); }
 
 }  // namespace ks

@@ -36,6 +36,9 @@ struct CpuMemoryStats {
   size_t peak_in_use = 0;
 };
 CpuMemoryStats cpu_memory_stats();
+// Starts a new peak at what is held now (torch.cuda.reset_peak_memory_stats for
+// the CPU): what a later peak_in_use reports is the most held since this call.
+void reset_cpu_peak_memory();
 
 // Caching is on unless KS_CPU_CACHE=0 is set (sanitizer builds set it, so that
 // a use-after-free is seen by the sanitizer instead of landing in a cached block).

@@ -25,3 +25,13 @@ TEST_CASE("freed blocks are reused, so a steady loop stops growing") {
   CHECK(cpu_memory_stats().bytes_in_use == in_use);
   CHECK(cpu_memory_stats().bytes_cached >= size_t(1 << 16) * 4);
 }
+
+TEST_CASE("reset_cpu_peak_memory starts the peak at what is held now") {
+  Tensor held = empty({1 << 14});     // 64 KiB held across the reset
+  { Tensor big = empty({1 << 18}); }  // 1 MiB, freed before the reset
+  CHECK(cpu_memory_stats().peak_in_use >= cpu_memory_stats().bytes_in_use + (size_t(1) << 20));
+  reset_cpu_peak_memory();
+  CHECK(cpu_memory_stats().peak_in_use == cpu_memory_stats().bytes_in_use);
+  { Tensor small = empty({1 << 12}); }  // 16 KiB: the new peak is the held bytes plus it
+  CHECK(cpu_memory_stats().peak_in_use == cpu_memory_stats().bytes_in_use + (size_t(1) << 14));
+}

@@ -41,6 +41,7 @@ std::vector<json> records(const fs::path& metrics, const std::string& split) {
     if (json r = json::parse(line); r["split"] == split) {
       r.erase("elapsed_s");  // the clock, not the computation
       r.erase("tokens_per_s");
+      r.erase("peak_tensor_mib");  // the process's, not the run's
       out.push_back(r);
     }
   return out;

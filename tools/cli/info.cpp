@@ -1,16 +1,19 @@
 // tools/cli/info.cpp — `keystone info --config FILE`: what a model config costs
 // before anything is trained: parameters (with the embedding share), forward
-// FLOPs per token at a sequence length, and a memory estimate for training
-// with AdamW (weights, gradients and two moment buffers, all float32).
-// and the decoding cache of one sequence (keys and values, or the linear
-// family's running sums; 0 for a classifier). For a training config it also
-// measures the activations one training batch keeps between forward and
-// backward, with and without train.checkpoint_layers (a CPU forward of the
-// first batch, twice). `keystone info --machine` prints what the CPU offers
-// instead: the binary's commit, the bf16 GEMM paths (core/cpu_features.h),
-// which one bf16 GEMMs use, and the thread count. With --plugin (repeatable)
-// it loads plugins first (core/plugin_loader.h) and lists every plugin loaded,
-// its own or a training config's, with what each registered.
+// FLOPs per token at a sequence length, the memory that the weights and
+// AdamW's state take (weights, gradients and two moment buffers, all
+// float32), and the decoding cache of one sequence (keys and values, or the
+// linear family's running sums; 0 for a classifier). For a training config it
+// also measures what training holds on its first batch: the activations
+// between a forward and its backward, and the peak of two whole optimizer
+// steps, at the config's train.precision (and at float32 beside it), with and
+// without train.checkpoint_layers (tools/train/train_memory.h: CPU tensor
+// bytes, measured, not estimated). `keystone info --machine` prints what the
+// CPU offers instead: the binary's commit, the bf16 GEMM paths
+// (core/cpu_features.h), which one bf16 GEMMs use, and the thread count. With
+// --plugin (repeatable) it loads plugins first (core/plugin_loader.h) and
+// lists every plugin loaded, its own or a training config's, with what each
+// registered.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -18,6 +21,7 @@
 #include "core/allocator.h"
 #include "core/cpu_features.h"
 #include "core/cuda.h"
+#include "core/matmul_precision.h"
 #include "core/parallel.h"
 #include "core/plugin_loader.h"
 #include "core/random.h"
@@ -30,6 +34,7 @@
 #include "tools/train/provenance.h"
 #include "tools/train/run_config.h"
 #include "tools/train/task.h"
+#include "tools/train/train_memory.h"
 
 namespace ks::tools {
 
@@ -42,7 +47,10 @@ constexpr char kUsage[] =
     "Prints parameters, forward FLOPs per token at sequence length N (default: the longest\n"
     "input the config's max_len allows), the memory that training with AdamW needs for weights and optimizer state,\n"
     "and the decoding cache of one sequence of N positions (0 for a classifier). For a training config it also\n"
-    "measures the activation memory of one training batch (its first), without and with train.checkpoint_layers.\n"
+    "runs two training steps on the CPU on its first batch and reports \"training_memory\": the activations one\n"
+    "batch holds between forward and backward and the peak of the whole step (weights, gradients, optimizer\n"
+    "state, activations), in MiB of CPU tensors, without and with train.checkpoint_layers, at the config's\n"
+    "train.precision (and at float32 beside it, with the ratio, when that is bf16).\n"
     "--machine prints the commit this binary was built from, the CPU (brand and vendor), its bf16 GEMM paths (amx, "
     "avx512bf16, float32), the one bf16 GEMMs use\n"
     "(KS_CPU_GEMM forces one) and what bf16 computes in there (bf16_matmuls: \"float32: this CPU has no bf16\n"
@@ -64,16 +72,17 @@ nlohmann::json plugins_json() {
 
 namespace {
 
-// MiB the activations of one training step on `batch` hold between forward
-// and backward: what a plain run and a checkpointed one keep, measured.
-double activation_mib(const models::ModelConfig& cfg, uint64_t seed, const data::Batch& batch, bool checkpointing) {
-  manual_seed(seed);
-  auto model = models::build_model(cfg);
-  model->train();
-  model->set_activation_checkpointing(checkpointing);
-  const size_t before = cpu_memory_stats().bytes_in_use;
-  Tensor loss = batch_loss(*model, batch);
-  return double(cpu_memory_stats().bytes_in_use - before) / (1024.0 * 1024.0);
+// The training_memory record: activations and peak, plain and checkpointed, at `precision`.
+nlohmann::json training_memory_json(const TrainConfig& run, const models::ModelConfig& cfg, const data::Batch& batch,
+                                    MatmulPrecision precision) {
+  nlohmann::json activations, peak;
+  for (const bool checkpointing : {false, true}) {
+    const TrainMemory m = measure_train_memory(run, cfg, batch, precision, checkpointing);
+    const char* key = checkpointing ? "checkpoint_layers" : "plain";
+    activations[key] = m.activation_mib;
+    peak[key] = m.peak_mib;
+  }
+  return {{"activation_mib", activations}, {"peak_mib", peak}};
 }
 
 }  // namespace
@@ -104,14 +113,13 @@ int info(const std::vector<std::string>& args) {
   const std::string path = f.get("config", "");
   nlohmann::json j = read_json_file(path);
   std::optional<data::Batch> first_batch;  // a training config's first training batch
-  uint64_t seed = 0;
+  std::optional<TrainConfig> run;
   if (j.contains("data") && j.contains("model")) {
     // A training config: the data fixes the vocabulary, classes and max_len.
-    TrainConfig run = parse_train_config(j);
-    data::Splits splits = build_data(run.data, run.seed).splits;
-    j = complete_model_section(run.model, splits);
-    seed = run.seed;
-    data::LoaderOptions lo{.batch_size = run.train.batch_size, .shuffle = true, .seed = run.seed};
+    run = parse_train_config(j);
+    data::Splits splits = build_data(run->data, run->seed).splits;
+    j = complete_model_section(run->model, splits);
+    data::LoaderOptions lo{.batch_size = run->train.batch_size, .shuffle = true, .seed = run->seed};
     first_batch = data::DataLoader(std::make_shared<const data::Dataset>(std::move(splits.train)), lo).next();
   }
   models::ModelConfig cfg = models::parse_model_config(j);
@@ -135,10 +143,24 @@ int info(const std::vector<std::string>& args) {
                          seq > 1 ? c.kv_cache_bytes - model->cost(seq - 1).kv_cache_bytes : c.kv_cache_bytes},
                         {"train_state_mib", double(c.params) * 16.0 / mib}};
   if (!loaded_plugins().empty()) out["plugins"] = plugins_json();
-  if (first_batch && first_batch->size() > 0)
-    out["activation_mib"] = {{"batch_examples", first_batch->size()},
-                             {"plain", activation_mib(cfg, seed, *first_batch, false)},
-                             {"checkpoint_layers", activation_mib(cfg, seed, *first_batch, true)}};
+  if (first_batch && first_batch->size() > 0) {
+    const MatmulPrecision precision = parse_matmul_precision(run->train.precision, "config: train.precision");
+    nlohmann::json memory = {{"device", "cpu"},
+                             {"batch_examples", first_batch->size()},
+                             {"accumulate_steps", run->train.accumulate_steps},
+                             {"precision", run->train.precision}};
+    // On the CPU, tf32 (a GPU mode) is float32, and bf16 is bf16 only where this CPU has a bf16 kernel.
+    if (precision != MatmulPrecision::Float32)
+      memory["cpu_matmuls"] = matmul_precision_name(cpu_matmul_precision(precision));
+    if (precision == MatmulPrecision::BFloat16) memory["bf16_matmuls"] = cpu_bf16_matmuls();
+    memory.update(training_memory_json(*run, cfg, *first_batch, precision));
+    if (precision == MatmulPrecision::BFloat16) {
+      memory["float32"] = training_memory_json(*run, cfg, *first_batch, MatmulPrecision::Float32);
+      memory["peak_vs_float32"] =
+          memory["peak_mib"]["plain"].get<double>() / memory["float32"]["peak_mib"]["plain"].get<double>();
+    }
+    out["training_memory"] = memory;
+  }
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }

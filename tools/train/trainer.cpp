@@ -13,7 +13,9 @@
 
 #include "autograd/anomaly.h"
 #include "autograd/engine.h"
+#include "core/allocator.h"
 #include "core/clock.h"
+#include "core/cuda.h"
 #include "core/matmul_precision.h"
 #include "core/parallel.h"
 #include "core/random.h"
@@ -24,6 +26,7 @@
 #include "ops/elementwise.h"
 #include "tools/figures/plot.h"
 #include "tools/train/config_utf8.h"
+#include "tools/train/optimizer_setup.h"
 #include "tools/train/progress.h"
 #include "tools/train/provenance.h"
 
@@ -57,15 +60,12 @@ std::string ema_line(const json& record) {
   return ema.empty() ? "" : "  || ema " + format_metrics(ema);
 }
 
-std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& o, const nn::Module& model) {
-  auto groups = nn::decay_groups(model, o.weight_decay);
-  if (o.kind == OptimizerKind::SGD)
-    return std::make_unique<nn::SGD>(
-        groups,
-        nn::SGDOptions{.lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay, .nesterov = o.nesterov});
-  nn::AdamOptions a{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay};
-  if (o.kind == OptimizerKind::Adam) return std::make_unique<nn::Adam>(groups, a);
-  return std::make_unique<nn::AdamW>(groups, a);
+// The most tensor memory held at once on `device` since the process started
+// (the allocator's counter: data, weights, gradients, optimizer state and
+// activations; not kernel scratch or cached blocks), in MiB.
+double peak_tensor_mib(Device device) {
+  const size_t bytes = device.is_cpu() ? cpu_memory_stats().peak_in_use : cuda_memory_stats(device.index).peak_in_use;
+  return double(bytes) / (1024.0 * 1024.0);
 }
 
 }  // namespace
@@ -389,7 +389,8 @@ void Trainer::log_train_record() {
                  {"loss", state_.interval_loss / steps},
                  {"grad_norm", state_.interval_grad_norm / steps},
                  {"lr", optimizer_->lr()},
-                 {"tokens_per_s", shown_rate_}};
+                 {"tokens_per_s", shown_rate_},
+                 {"peak_tensor_mib", peak_tensor_mib(device_)}};
   if (bpb_factor_) record["bpb"] = state_.interval_loss / steps * *bpb_factor_;
   replicas_->add_to_record(record);
   append_metrics(record);
@@ -670,6 +671,7 @@ void Trainer::print_summary() const {
   std::printf("  best valid loss %.4f at step %lld\n", state_.best_loss, (long long)state_.best_step);
   if (const std::string line = replicas_->summary_line(now_s() - session_start_); !line.empty())
     std::printf("%s\n", line.c_str());
+  std::printf("  peak tensor memory: %.1f MiB on %s\n", peak_tensor_mib(device_), device_.str().c_str());
   if (!last_test_.empty())
     std::printf("  test (best checkpoint): %s%s\n", format_metrics(last_test_).c_str(), ema_line(last_test_).c_str());
   std::printf("  run folder:  %s\n", paths_.dir.string().c_str());

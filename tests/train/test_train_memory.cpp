@@ -1,0 +1,110 @@
+// tests/train/test_train_memory.cpp — measure_train_memory
+// (tools/train/train_memory.h), what `keystone info` reports as a config's
+// training memory: its peak holds at least the weights, their gradients and
+// AdamW's two moments (16 bytes a parameter) and the activations on top of
+// the state, and not what was held or freed before it; two measurements give
+// the same bytes; train.checkpoint_layers holds fewer activations; bf16 on a
+// CPU with a bf16 kernel holds fewer activation bytes than float32, and on
+// the float32 path (forced, as KS_CPU_GEMM=float32 does) exactly float32's;
+// each bf16 kernel the CPU has is forced in turn, and the others are named as skipped.
+// Not here: the JSON `info` prints (tests/tools/test_cli.sh).
+#include <doctest/doctest.h>
+
+#include "core/cpu_features.h"
+#include "core/factory.h"
+#include "models/model.h"
+#include "tools/tiny_run.h"  // tests/tools/
+#include "tools/train/data_setup.h"
+#include "tools/train/train_memory.h"
+
+using namespace ks;
+using namespace ks::tools;
+using ks::testing::TempDir;
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// The tiny LM's config (two layers, so checkpointing has layers to drop), its model section and first batch.
+struct TinyRun {
+  TrainConfig config;
+  models::ModelConfig model;
+  data::Batch batch;
+  int64_t params = 0;
+};
+
+TinyRun tiny_run(const TempDir& tmp) {
+  nlohmann::json j = testing::tiny_lm_config(testing::write_corpus(tmp.path() / "corpus.txt"), 4, "memory");
+  j["model"]["layers"] = 2;
+  TinyRun r;
+  r.config = parse_train_config(j);
+  data::Splits splits = build_data(r.config.data, r.config.seed).splits;
+  r.model = models::parse_model_config(complete_model_section(r.config.model, splits));
+  data::LoaderOptions lo{.batch_size = r.config.train.batch_size, .shuffle = true, .seed = r.config.seed};
+  r.batch = *data::DataLoader(std::make_shared<const data::Dataset>(std::move(splits.train)), lo).next();
+  r.params = models::build_model(r.model)->cost(1).params;
+  return r;
+}
+
+// Restores the bf16 GEMM path a test forced.
+struct GemmPathScope {
+  CpuGemmPath original = cpu_gemm_path();
+  explicit GemmPathScope(CpuGemmPath p) { set_cpu_gemm_path(p); }
+  ~GemmPathScope() { set_cpu_gemm_path(original); }
+};
+
+}  // namespace
+
+TEST_CASE("a training step's peak holds the state and the activations, and nothing from before") {
+  TempDir tmp;
+  const TinyRun r = tiny_run(tmp);
+  { Tensor freed_before = empty({16 << 20}); }  // 64 MiB, freed: an unreset peak would report it
+  Tensor held = empty({16 << 20});              // 64 MiB held throughout: not the run's
+  const TrainMemory m = measure_train_memory(r.config, r.model, r.batch, MatmulPrecision::Float32, false);
+  const double state_mib = 16.0 * double(r.params) / kMiB;  // weights, gradients, two AdamW moments
+  CHECK(m.activation_mib > 0);
+  CHECK(m.peak_mib >= state_mib);
+  CHECK(m.peak_mib >= 12.0 * double(r.params) / kMiB + m.activation_mib);  // the forward's end: no gradients yet
+  CHECK(m.peak_mib < state_mib + 4 * m.activation_mib);                    // far below the 64 MiB
+  held = Tensor();
+  const TrainMemory again = measure_train_memory(r.config, r.model, r.batch, MatmulPrecision::Float32, false);
+  CHECK(again.activation_mib == m.activation_mib);
+  CHECK(again.peak_mib == m.peak_mib);
+}
+
+TEST_CASE("train.checkpoint_layers holds fewer activations and a lower peak") {
+  TempDir tmp;
+  const TinyRun r = tiny_run(tmp);
+  const TrainMemory plain = measure_train_memory(r.config, r.model, r.batch, MatmulPrecision::Float32, false);
+  const TrainMemory checkpointed = measure_train_memory(r.config, r.model, r.batch, MatmulPrecision::Float32, true);
+  CHECK(checkpointed.activation_mib < plain.activation_mib);
+  CHECK(checkpointed.peak_mib < plain.peak_mib);
+}
+
+TEST_CASE("bf16 holds fewer activation bytes on a bf16 kernel, and float32's on the float32 path") {
+  TempDir tmp;
+  const TinyRun r = tiny_run(tmp);
+  const TrainMemory f32 = measure_train_memory(r.config, r.model, r.batch, MatmulPrecision::Float32, false);
+  {
+    GemmPathScope forced(CpuGemmPath::Float32);
+    const TrainMemory bf16 = measure_train_memory(r.config, r.model, r.batch, MatmulPrecision::BFloat16, false);
+    CHECK(bf16.activation_mib == f32.activation_mib);
+    CHECK(bf16.peak_mib == f32.peak_mib);
+  }
+  bool ran = false;
+  for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
+    std::string why;
+    if (!cpu_gemm_path_available(path, &why)) {
+      MESSAGE("skipped the ", std::string(cpu_gemm_path_name(path)), " path: ", why);
+      continue;
+    }
+    const std::string path_name = cpu_gemm_path_name(path);
+    CAPTURE(path_name);
+    GemmPathScope forced(path);
+    const TrainMemory bf16 = measure_train_memory(r.config, r.model, r.batch, MatmulPrecision::BFloat16, false);
+    CHECK(bf16.activation_mib < f32.activation_mib);
+    CHECK(bf16.peak_mib < f32.peak_mib);
+    ran = true;
+  }
+  if (!ran) MESSAGE("this CPU has no bf16 kernel: only the float32 path was measured");
+}

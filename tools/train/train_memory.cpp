@@ -1,0 +1,54 @@
+// tools/train/train_memory.cpp — two training steps, measured (see the header).
+#include "tools/train/train_memory.h"
+
+#include <limits>
+#include <memory>
+
+#include "autograd/engine.h"
+#include "core/allocator.h"
+#include "core/random.h"
+#include "nn/optim.h"
+#include "ops/elementwise.h"
+#include "tools/train/optimizer_setup.h"
+#include "tools/train/task.h"
+#include "tools/train/weight_ema.h"
+
+namespace ks::tools {
+
+TrainMemory measure_train_memory(const TrainConfig& config, const models::ModelConfig& model_config,
+                                 const data::Batch& batch, MatmulPrecision precision, bool checkpoint_layers) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  const MatmulPrecisionScope precision_scope(precision);
+  const size_t base = cpu_memory_stats().bytes_in_use;
+  reset_cpu_peak_memory();
+  TrainMemory out;
+  {
+    manual_seed(config.seed);
+    auto model = models::build_model(model_config);
+    model->train();
+    model->set_activation_checkpointing(checkpoint_layers);
+    auto optimizer = make_optimizer(config.optimizer, *model);
+    std::unique_ptr<WeightEma> ema;
+    if (config.train.ema_decay > 0) ema = std::make_unique<WeightEma>(*model, config.train.ema_decay, false);
+    const std::vector<Tensor> params = model->parameters();
+    const double max_norm =
+        config.train.clip_grad_norm > 0 ? config.train.clip_grad_norm : std::numeric_limits<double>::infinity();
+    const int64_t micros = config.train.accumulate_steps;
+    for (int step = 0; step < 2; ++step) {
+      for (int64_t micro = 0; micro < micros; ++micro) {
+        const size_t before = cpu_memory_stats().bytes_in_use;
+        Tensor loss = batch_loss(*model, batch);
+        if (step == 0 && micro == 0) out.activation_mib = double(cpu_memory_stats().bytes_in_use - before) / kMiB;
+        backward(micros > 1 ? mul(loss, 1.0 / double(micros)) : loss);
+      }
+      nn::clip_grad_norm(params, max_norm);
+      optimizer->step();
+      optimizer->zero_grad();
+      if (ema) ema->update();
+    }
+  }
+  out.peak_mib = double(cpu_memory_stats().peak_in_use - base) / kMiB;
+  return out;
+}
+
+}  // namespace ks::tools
