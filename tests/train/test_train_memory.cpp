@@ -10,9 +10,9 @@
 // Not here: the JSON `info` prints (tests/tools/test_cli.sh).
 #include <doctest/doctest.h>
 
-#include "core/cpu_features.h"
 #include "core/factory.h"
 #include "models/model.h"
+#include "ops/gemm_paths.h"  // tests/ops/
 #include "tools/tiny_run.h"  // tests/tools/
 #include "tools/train/data_setup.h"
 #include "tools/train/train_memory.h"
@@ -46,13 +46,6 @@ TinyRun tiny_run(const TempDir& tmp) {
   return r;
 }
 
-// Restores the bf16 GEMM path a test forced.
-struct GemmPathScope {
-  CpuGemmPath original = cpu_gemm_path();
-  explicit GemmPathScope(CpuGemmPath p) { set_cpu_gemm_path(p); }
-  ~GemmPathScope() { set_cpu_gemm_path(original); }
-};
-
 }  // namespace
 
 TEST_CASE("a training step's peak holds the state and the activations, and nothing from before") {
@@ -85,26 +78,15 @@ TEST_CASE("bf16 holds fewer activation bytes on a bf16 kernel, and float32's on 
   TempDir tmp;
   const TinyRun r = tiny_run(tmp);
   const TrainMemory f32 = measure_train_memory(r.config, r.model, r.batch, MatmulPrecision::Float32, false);
-  {
-    GemmPathScope forced(CpuGemmPath::Float32);
+  ks::testing::for_each_gemm_path({CpuGemmPath::Float32}, [&](CpuGemmPath) {
     const TrainMemory bf16 = measure_train_memory(r.config, r.model, r.batch, MatmulPrecision::BFloat16, false);
     CHECK(bf16.activation_mib == f32.activation_mib);
     CHECK(bf16.peak_mib == f32.peak_mib);
-  }
-  bool ran = false;
-  for (CpuGemmPath path : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16}) {
-    std::string why;
-    if (!cpu_gemm_path_available(path, &why)) {
-      MESSAGE("skipped the ", std::string(cpu_gemm_path_name(path)), " path: ", why);
-      continue;
-    }
-    const std::string path_name = cpu_gemm_path_name(path);
-    CAPTURE(path_name);
-    GemmPathScope forced(path);
+  });
+  const int kernels = ks::testing::for_each_gemm_path(ks::testing::kPackedPaths, [&](CpuGemmPath) {
     const TrainMemory bf16 = measure_train_memory(r.config, r.model, r.batch, MatmulPrecision::BFloat16, false);
     CHECK(bf16.activation_mib < f32.activation_mib);
     CHECK(bf16.peak_mib < f32.peak_mib);
-    ran = true;
-  }
-  if (!ran) MESSAGE("this CPU has no bf16 kernel: only the float32 path was measured");
+  });
+  if (kernels == 0) MESSAGE("this CPU has no bf16 kernel: only the float32 path was measured");
 }
