@@ -104,10 +104,15 @@ JSON
 expect 0 '"params": [0-9]+' -- "$ks" info --config "$tmp/listops.json"  # [CLS] takes a position of max_len
 # A training config's memory is measured by two training steps on its first batch (tools/train/train_memory.h).
 expect 0 '"peak_mib": \{' -- "$ks" info --config "$tmp/listops.json"
-sed 's/"attention": {"heads": 2}}/"attention": {"heads": 2}}, "train": {"precision": "bf16"}/' "$tmp/listops.json" > "$tmp/listops_bf16.json"
-# On the float32 path bf16 holds float32's bytes, and says which path it measured.
-KS_CPU_GEMM=float32 expect 0 '"peak_vs_float32": 1.0,' -- "$ks" info --config "$tmp/listops_bf16.json"
-KS_CPU_GEMM=float32 expect 0 '"bf16_matmuls": "float32: KS_CPU_GEMM chose the float32 path"' -- "$ks" info --config "$tmp/listops_bf16.json"
+# On the float32 path bf16 holds float32's bytes, and says which path it measured; --set as train's.
+KS_CPU_GEMM=float32 expect 0 '"peak_vs_float32": 1.0,' -- "$ks" info --config "$tmp/listops.json" --set train.precision=bf16
+KS_CPU_GEMM=float32 expect 0 '"bf16_matmuls": "float32: KS_CPU_GEMM chose the float32 path"' -- \
+  "$ks" info --config "$tmp/listops.json" --set train.precision=bf16
+expect 0 '"batch_examples": 4,' -- "$ks" info --config "$tmp/listops.json" --set train.batch_size=4
+expect 2 "--set train.batch_size: expected key=value" -- "$ks" info --config "$tmp/listops.json" --set train.batch_size
+expect 1 "config: train.batch_sise: unknown key \(did you mean train.batch_size\?\)" -- \
+  "$ks" info --config "$tmp/listops.json" --set train.batch_sise=4
+expect 2 "--machine takes no --config, --set or --plugin" -- "$ks" info --machine --set train.steps=1
 
 # --- train and the commands that read its run folders ---------------------------
 for c in train eval generate translate plot analyze; do expect 0 "usage: keystone $c" -- "$ks" $c --help; done

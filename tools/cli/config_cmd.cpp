@@ -20,6 +20,7 @@
 #include "models/config.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/config_set.h"
 #include "tools/train/data_setup.h"
 #include "tools/train/run_config.h"
 
@@ -121,13 +122,7 @@ int config(const std::vector<std::string>& args) {
   } else {
     raw = read_json_file(f.get("config", ""));
   }
-  for (const std::string& s : f.get_all("set")) {
-    try {
-      apply_override(raw, s);
-    } catch (const Error& e) {
-      throw cli::UsageError(e.what());
-    }
-  }
+  for (const std::string& s : f.get_all("set")) apply_set(raw, s);
   add_plugins(raw, f.get_all("plugin"));
   TrainConfig c = parse_train_config(raw);
   for (const std::string& w : c.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());

@@ -10,8 +10,9 @@
 // without train.checkpoint_layers (tools/train/train_memory.h: CPU tensor
 // bytes, measured, not estimated). `keystone info --machine` prints what the
 // CPU offers instead: the binary's commit, the bf16 GEMM paths
-// (core/cpu_features.h), which one bf16 GEMMs use, and the thread count. With
-// --plugin (repeatable) it loads plugins first (core/plugin_loader.h) and
+// (core/cpu_features.h), which one bf16 GEMMs use, and the thread count.
+// --set key=value (repeatable) overrides a key of the config first, as
+// train's does (tools/cli/config_set.h). With --plugin (repeatable) it loads plugins first (core/plugin_loader.h) and
 // lists every plugin loaded, its own or a training config's, with what each
 // registered.
 #include <cstdio>
@@ -30,6 +31,7 @@
 #include "ops/cpu/gemm/gemm.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/config_set.h"
 #include "tools/train/data_setup.h"
 #include "tools/train/provenance.h"
 #include "tools/train/run_config.h"
@@ -40,7 +42,7 @@ namespace ks::tools {
 
 // What `keystone info --help` prints.
 constexpr char kUsage[] =
-    "usage: keystone info --config FILE [--seq N] [--plugin FILE ...]\n"
+    "usage: keystone info --config FILE [--seq N] [--set key=value ...] [--plugin FILE ...]\n"
     "       keystone info --plugin FILE [--plugin FILE ...]\n"
     "       keystone info --machine\n"
     "FILE is a model config, or a training config (whose data then fills in the sizes).\n"
@@ -55,6 +57,8 @@ constexpr char kUsage[] =
     "avx512bf16, float32), the one bf16 GEMMs use\n"
     "(KS_CPU_GEMM forces one) and what bf16 computes in there (bf16_matmuls: \"float32: this CPU has no bf16\n"
     "units (AVX2)\" where there is no bf16 kernel), OpenBLAS's float32 kernels, and the thread count.\n"
+    "--set overrides one key of FILE by its dotted path, as train's does (e.g. --set train.batch_size=64\n"
+    "--set train.precision=bf16 to see what that batch would hold; repeatable).\n"
     "--plugin loads a plugin (a shared library that declares KS_PLUGIN) first, so FILE may name what it\n"
     "registers; \"plugins\" lists the plugins loaded (these and a training config's) and what each registered.\n";
 
@@ -89,9 +93,10 @@ nlohmann::json training_memory_json(const TrainConfig& run, const models::ModelC
 
 int info(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(args, {"config", "seq", "plugin"}, {"machine"}, {"plugin"});
+  cli::Flags f(args, {"config", "seq", "set", "plugin"}, {"machine"}, {"set", "plugin"});
   if (f.has("machine")) {
-    if (f.has("config") || f.has("plugin")) throw cli::UsageError("--machine takes no --config or --plugin");
+    if (f.has("config") || f.has("plugin") || f.has("set"))
+      throw cli::UsageError("--machine takes no --config, --set or --plugin");
     nlohmann::json paths = nlohmann::json::object();
     for (CpuGemmPath p : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16, CpuGemmPath::Float32}) {
       std::string why;
@@ -112,6 +117,7 @@ int info(const std::vector<std::string>& args) {
   }
   const std::string path = f.get("config", "");
   nlohmann::json j = read_json_file(path);
+  for (const std::string& s : f.get_all("set")) apply_set(j, s);
   std::optional<data::Batch> first_batch;  // a training config's first training batch
   std::optional<TrainConfig> run;
   if (j.contains("data") && j.contains("model")) {

@@ -9,7 +9,7 @@
 #include "nn/user_input.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
-#include "tools/train/config_utf8.h"
+#include "tools/cli/config_set.h"
 #include "tools/train/distributed_run.h"
 #include "tools/train/progress.h"
 #include "tools/train/trainer.h"
@@ -17,12 +17,6 @@
 namespace ks::tools {
 
 namespace {
-
-std::string hex_byte(char c) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "0x%02x", unsigned(static_cast<unsigned char>(c)));
-  return buf;
-}
 
 const char* kUsage =
     "usage: keystone train --config FILE [--set key=value ...] [--plugin FILE ...] [--out DIR] [--device cpu|cuda]\n"
@@ -56,25 +50,6 @@ const char* kUsage =
     "\n"
     "Data parallel: mpirun -np N keystone train ... runs N ranks, each on train.batch_size\n"
     "examples of every global batch of N x train.batch_size (docs/distributed.md).\n";
-
-// A malformed --set is a usage error (exit 2), not a runtime one. A config is
-// JSON, which holds only UTF-8: a value in another encoding is refused here,
-// before a run folder exists, not when config.json is written.
-void apply_set(nlohmann::json& raw, const std::string& assignment) {
-  const size_t eq = assignment.find('=');
-  const std::string key = assignment.substr(0, eq);
-  if (const size_t bad = invalid_utf8(key); bad != std::string::npos)
-    throw cli::UsageError(str("--set: the key is not valid UTF-8 (byte ", hex_byte(key[bad]), " at offset ", bad, ")"));
-  if (eq != std::string::npos)
-    if (const size_t bad = invalid_utf8(assignment.substr(eq + 1)); bad != std::string::npos)
-      throw cli::UsageError(str("--set ", key, ": the value is not valid UTF-8 (byte ",
-                                hex_byte(assignment[eq + 1 + bad]), " at offset ", bad, ")"));
-  try {
-    apply_override(raw, assignment);
-  } catch (const Error& e) {
-    throw cli::UsageError(e.what());
-  }
-}
 
 }  // namespace
 
