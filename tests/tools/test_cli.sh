@@ -113,6 +113,12 @@ expect 2 "--set train.batch_size: expected key=value" -- "$ks" info --config "$t
 expect 1 "config: train.batch_sise: unknown key \(did you mean train.batch_size\?\)" -- \
   "$ks" info --config "$tmp/listops.json" --set train.batch_sise=4
 expect 2 "--machine takes no --config, --set or --plugin" -- "$ks" info --machine --set train.steps=1
+# A step that does not fit is named, with the batch it was measured on (not under AddressSanitizer, as below).
+if ! $sanitized; then
+  expect 1 "measuring training memory \(two steps at float32 on a batch of 600 examples\): cpu allocator: out of memory" -- \
+    bash -c "ulimit -v 1500000; exec \"\$0\" \"\$@\"" "$ks" info --config "$tmp/listops.json" \
+    --set data.min_length=500 --set data.max_length=1000 --set data.train_size=600 --set train.batch_size=600
+fi
 
 # --- train and the commands that read its run folders ---------------------------
 for c in train eval generate translate plot analyze; do expect 0 "usage: keystone $c" -- "$ks" $c --help; done

@@ -81,7 +81,13 @@ nlohmann::json training_memory_json(const TrainConfig& run, const models::ModelC
                                     MatmulPrecision precision) {
   nlohmann::json activations, peak;
   for (const bool checkpointing : {false, true}) {
-    const TrainMemory m = measure_train_memory(run, cfg, batch, precision, checkpointing);
+    TrainMemory m;
+    try {
+      m = measure_train_memory(run, cfg, batch, precision, checkpointing);
+    } catch (const Error& e) {
+      throw Error(str("measuring training memory (two steps at ", matmul_precision_name(precision), " on a batch of ",
+                      batch.size(), checkpointing ? " examples, checkpoint_layers" : " examples", "): ", e.what()));
+    }
     const char* key = checkpointing ? "checkpoint_layers" : "plain";
     activations[key] = m.activation_mib;
     peak[key] = m.peak_mib;
