@@ -37,6 +37,11 @@ expect 0 '"blocks":\{"bias":false,"ff":"swiglu","kv_heads":1,"norm":"rmsnorm","p
   --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8 --norm rmsnorm --positions rope --ff swiglu \
   --kv-heads 1 --no-bias
 expect 0 '"first_step_s":[0-9.]+.*"peak_tensor_mib":[0-9.]+.*"tokens_per_s"' -- "$ks" bench --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8 --dropout 0.3 --attention-dropout 0.1
+# Each timed step's own time: min <= median <= max, and the mean between min and max.
+expect 0 '^ordered$' -- bash -c '"$0" bench --steps 4 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8 |
+  /usr/bin/python3 -c "import json, sys; r = json.loads(sys.stdin.readline())
+print(\"ordered\" if r[\"step_ms_min\"] <= r[\"step_ms_median\"] <= r[\"step_ms_max\"] and
+      r[\"step_ms_min\"] <= r[\"step_ms\"] * (1 + 1e-9) and r[\"step_ms\"] <= r[\"step_ms_max\"] * (1 + 1e-9) else r)"' "$ks"
 # --device cuda: without a usable GPU (no backend in this build, or no device
 # or driver) it is a runtime error naming the reason; with one, a tiny run on it.
 if nvidia-smi -L >/dev/null 2>&1; then

@@ -4,7 +4,8 @@
 // LayerNorm → attention → residual and LayerNorm → Linear → GELU → Linear →
 // residual; final LayerNorm; untied output layer without bias; AdamW at 3e-4
 // (weight decay 0.01, torch's default); random tokens; one warm-up step; then
-// the mean over --steps steps. Prints one JSON line, as that script does,
+// the mean over --steps steps (and each step's own time: its minimum, median
+// and maximum, the spread within the run). Prints one JSON line, as that script does,
 // plus first_loss (the warm-up step's), which depends only on the weights and
 // the data, so two runs of one model can be checked against each other, and
 // first_step_s, the seconds from the process's start to the warm-up step's
@@ -20,9 +21,11 @@
 // attention sublayer alone (--attention-only: projections and attention,
 // forward and backward), where a family's own cost shows undiluted by the
 // embeddings, feed-forward and output layer.
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "autograd/engine.h"
 #include "core/allocator.h"
@@ -62,7 +65,8 @@ constexpr char kUsage[] =
     "mlp|swiglu|geglu]\n"
     "                      [--kv-heads N] [--no-bias]\n"
     "Times training steps of a pre-LN decoder LM (the model of shared/bench/torch_lm_bench.py)\n"
-    "and prints one JSON line: tokens_per_s, step_ms, params, loss, first_loss, device, precision,\n"
+    "and prints one JSON line: tokens_per_s, step_ms (the mean; step_ms_min, step_ms_median and step_ms_max\n"
+    "of the timed steps: the spread within the run), params, loss, first_loss, device, precision,\n"
     "cpu_gemm (the CPU kernel bf16 GEMMs use: amx, avx512bf16 or float32; KS_CPU_GEMM forces one),\n"
     "bf16_matmuls (what bf16 computes in on this CPU: \"float32: this CPU has no bf16 units (AVX2)\"),\n"
     "cpu (the processor's brand string), cpu_isa (the widest instruction set the kernels use; KS_CPU_ISA=avx2\n"
@@ -242,11 +246,22 @@ int bench(const std::vector<std::string>& args) {
   const bool profile = f.has("profile");
   profiler::reset();
   profiler::enable(profile);
-  const double t0 = now_s();
   double loss = 0;
-  for (int64_t i = 0; i < steps; ++i) loss = step();
-  const double dt = (now_s() - t0) / double(steps);
+  std::vector<double> step_ms;  // each timed step's own time: the spread within the run
+  step_ms.reserve(size_t(steps));
+  double total_s = 0;
+  for (int64_t i = 0; i < steps; ++i) {
+    const double s0 = now_s();
+    loss = step();  // item() waits for a GPU, so a step's time is its own
+    const double s = now_s() - s0;
+    total_s += s;
+    step_ms.push_back(s * 1e3);
+  }
+  const double dt = total_s / double(steps);  // the mean step
   profiler::enable(false);
+  std::sort(step_ms.begin(), step_ms.end());
+  const size_t n = step_ms.size();
+  const double median_ms = n % 2 ? step_ms[n / 2] : (step_ms[n / 2 - 1] + step_ms[n / 2]) / 2;
   const std::string mode =
       decode ? "decode" : str(attention_only ? "attention" : "model", forward_only ? "-forward" : "-train");
   nlohmann::json out = {{"framework", "keystone-0.1.0"},
@@ -254,6 +269,9 @@ int bench(const std::vector<std::string>& args) {
                         {"mode", mode},
                         {"tokens_per_s", double(batch * seq) / dt},
                         {"step_ms", dt * 1e3},
+                        {"step_ms_min", step_ms.front()},
+                        {"step_ms_median", median_ms},
+                        {"step_ms_max", step_ms.back()},
                         {"params", params},
                         {"device", device.str()},
                         {"precision", precision_name},
