@@ -13,7 +13,9 @@
 // (core/allocator.h). Kernel scratch, the allocator's cached blocks and the
 // libraries are not tensors; the process's RSS adds them. Under bf16 the
 // bytes are those of the bf16 GEMM path this CPU takes (core/cpu_features.h):
-// on the float32 path, activations stay float32.
+// on the float32 path, activations stay float32. It is one process's: under
+// mpirun with train.zero each rank holds 1/N of the optimizer's state, less
+// than this reports.
 #pragma once
 
 #include "core/matmul_precision.h"
