@@ -288,9 +288,9 @@ int bench(const std::vector<std::string>& args) {
                         {"cpu", cpu_features().brand},
                         {"cpu_isa", cpu_isa_report(cpu_features())},
                         {"float32_gemm_kernels", std::string("OpenBLAS ") + cpu::blas_kernels_name()}};
+  if (first_step_s >= 0) out["first_step_s"] = first_step_s;
   // Tensor bytes the CPU allocator held at most, model and optimizer state included (not
   // thread-local kernel scratch, not the allocator's cached blocks: the process's peak RSS is above it).
-  if (first_step_s >= 0) out["first_step_s"] = first_step_s;
   if (device.is_cpu()) out["peak_tensor_mib"] = double(cpu_memory_stats().peak_in_use) / (1024.0 * 1024.0);
   if (decode) {
     // The prompt's pass alone (what generate does before its first token), timed after the runs above.
