@@ -85,6 +85,9 @@ DAMAGES = [
     ("an overflowing number",
      lines(TRAIN, VALID) + '{"split": "test", "step": 1, "elapsed_s": 3, "loss": 5, "ppl": 1e999}\n', 3,
      "'ppl' is Infinity, not a finite number"),
+    ("a line nested 100,000 deep (Python's RecursionError)",
+     lines(TRAIN) + '{"split": "valid", "x": ' + "[" * 100000 + "]" * 100000 + "}\n" + lines(TEST), 2,
+     "nested too deeply"),
     ("a truncated last line", lines(TRAIN, VALID, TEST) + '{"split": "test", "step": 1, "elaps', 4,
      "not JSON.*truncated last line"),
 ]
@@ -124,6 +127,13 @@ class DamagedRuns(unittest.TestCase):
         with open(os.path.join(bad, "machine.json"), "w") as f:
             f.write('{"bf16_gemm_path": ')
         self.check_refused(runs, f"{bad}/machine.json:1: not JSON")
+
+    def test_a_machine_json_nested_too_deeply_is_refused(self):
+        runs = Runs(self)
+        bad = runs.run("a", 0, lines(TRAIN, VALID, TEST))
+        with open(os.path.join(bad, "machine.json"), "w") as f:
+            f.write('{"x": ' + "[" * 100000 + "]" * 100000 + "}")
+        self.check_refused(runs, f"{bad}/machine.json: nested too deeply")
 
     def test_an_unfinished_run_is_missing_not_damaged(self):
         runs = Runs(self)

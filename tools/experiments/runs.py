@@ -7,9 +7,10 @@ provenance.jsonl), for report.py and heads_figure.py.
 A run is finished when its metrics.jsonl holds a test record; one without
 it (or without metrics.jsonl) is in progress or not started, and counted as
 missing. Everything else about a finished run's files must be whole: a
-damaged file (an invalid or truncated JSON line, a line that is no object,
-a record without its split, step, time or metric, a metric that is no
-finite number, an empty file, a missing config.json or machine.json) stops
+damaged file (an invalid or truncated JSON line, a line nested too deeply
+for Python's parser, a line that is no object, a record without its split,
+step, time or metric, a metric that is no finite number, an empty file, a
+missing config.json or machine.json) stops
 the report with one line naming the file and line, never a traceback and
 never a mean over fewer values than the seeds it counts.
 Not here: the statistics (stats.py), the tables (report.py), training (run.py).
@@ -48,6 +49,8 @@ def parse_line(path, number, line, last=False):
     except ValueError as e:
         hint = " (a truncated last line?)" if last and isinstance(e, json.JSONDecodeError) else ""
         fail(f"{path}:{number}: not JSON: {getattr(e, 'msg', e)}{hint}")
+    except RecursionError:  # json's decoder recurses once per [ or {
+        fail(f"{path}:{number}: nested too deeply")
     if not isinstance(value, dict):
         fail(f"{path}:{number}: a {type(value).__name__}, not a JSON object")
     return value
@@ -66,6 +69,8 @@ def read_json_file(path, what):
     except ValueError as e:
         line = f":{e.lineno}" if isinstance(e, json.JSONDecodeError) else ""
         fail(f"{path}{line}: not JSON: {getattr(e, 'msg', e)}")
+    except RecursionError:
+        fail(f"{path}: nested too deeply")
     if not isinstance(value, dict):
         fail(f"{path}: a {type(value).__name__}, not a JSON object")
     return value
