@@ -1,11 +1,16 @@
 """tests/tools/test_report.py — tools/experiments/report.py on damaged kept
 results: each damage of a run's files stops it with exit status 1 and one
 line naming the file (and the line of metrics.jsonl), never a traceback; and
-the seeds a row counts are exactly the values its mean is taken over.
+the seeds a row counts are exactly the values its mean is taken over; the
+readings (Holm, two-stage, plateau escape); round 3's pre-registration (its
+hash printed, a comparison of a round-3 run it does not list refused, its
+own Holm family and equivalence interval); and the page's figures (refused
+while older than a run they draw, redrawn and stamped by --figures).
 A stand-in `keystone` (a shell script printing `keystone info`'s fields) lets
 this run without the C++ build. Run: python3 -m unittest discover -s tests/tools -p 'test_*.py'
 Not here: the statistics (test_stats.py), the CLI's other paths (test_cli.sh).
 """
+import hashlib
 import json
 import os
 import subprocess
@@ -15,6 +20,7 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REPORT = os.path.join(ROOT, "tools", "experiments", "report.py")
+PREREGISTRATION = os.path.join(ROOT, "tools", "experiments", "round3", "PREREGISTRATION.md")
 
 TRAIN = {"split": "train", "step": 1, "elapsed_s": 1.0, "loss": 5.0, "tokens_per_s": 1000.0}
 VALID = {"split": "valid", "step": 1, "elapsed_s": 2.0, "loss": 5.0, "ppl": 151.0}
@@ -35,7 +41,14 @@ class Runs:
         self.claims = os.path.join(self.root, "claims.txt")
         self.keystone = os.path.join(self.root, "keystone")
         with open(self.keystone, "w") as f:
-            f.write('#!/bin/sh\necho \'{"params": 1000000, "non_embedding_params": 500000, '
+            # `keystone plot ... --out FILE DIR...` writes a small SVG naming its run folders; anything
+            # else prints `keystone info`'s fields.
+            f.write('#!/bin/sh\nif [ "$1" = plot ]; then\n  out=""; prev=""\n'
+                    '  for a in "$@"; do [ "$prev" = --out ] && out="$a"; prev="$a"; done\n'
+                    '  printf \'<svg xmlns="http://www.w3.org/2000/svg">\\n<text>%s</text>\\n</svg>\\n\' "$*"'
+                    ' > "$out"\n'
+                    '  exit 0\nfi\n'
+                    'echo \'{"params": 1000000, "non_embedding_params": 500000, '
                     '"forward_flops_per_token": 2000000}\'\n')
         os.chmod(self.keystone, 0o755)
         with open(self.claims, "w") as f:
@@ -286,6 +299,199 @@ class Page(unittest.TestCase):
         self.assertIn(f"{template}:2: unknown placeholder {{{{frobnicate}}}}", done.stderr)
         done, template = self.page("{{mean nosuch}}\n")
         self.assertIn(f"{template}:1: nosuch is no run of the claims file", done.stderr)
+
+
+def preregistration(runs, *rows):
+    """A pre-registration in the runs' folder whose comparisons table holds `rows` [(id, A, B)]."""
+    path = os.path.join(runs.root, "PREREGISTRATION.md")
+    with open(path, "w") as f:
+        f.write("# Pre-registration\n\nRuns: `x-official`.\n\n| id | A | B | question |\n|---|---|---|---|\n")
+        f.writelines(f"| {i} | {a} | {b} | q |\n" for i, a, b in rows)
+    return path
+
+
+class Round3(unittest.TestCase):
+    def test_the_hash_of_the_pre_registration_is_printed(self):
+        runs = Runs(self)
+        runs.run("a", 0, finished(150))
+        done = runs.report("1")  # the committed file, found beside report.py
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(PREREGISTRATION, "rb") as f:
+            want = hashlib.sha256(f.read()).hexdigest()
+        self.assertIn(f"Round 3's pre-registration: tools/experiments/round3/PREREGISTRATION.md, SHA-256 {want}; "
+                      "its comparisons: R3-1 mgk4x32-tuned against softmax8x32-tuned", done.stdout)
+        path = preregistration(runs, ("R3-1", "a", "b"))
+        with open(path, "rb") as f:
+            want = hashlib.sha256(f.read()).hexdigest()
+        done = runs.report("--prereg", path, "1")
+        self.assertIn(f"SHA-256 {want}; its comparisons: R3-1 a against b.", done.stdout)
+
+    def test_the_page_prints_the_hash_of_the_committed_file(self):
+        runs = Runs(self)
+        runs.run("a", 0, finished(150))
+        template = os.path.join(runs.root, "page.md.in")
+        with open(template, "w") as f:
+            f.write("Pre-registered: {{prereg}}.\n")
+        folder = os.path.join(runs.root, "git")
+        os.makedirs(folder)
+        path = preregistration(runs, ("R3-1", "a", "b"))
+        os.replace(path, os.path.join(folder, "PREREGISTRATION.md"))
+        path = os.path.join(folder, "PREREGISTRATION.md")
+        with open(path, "rb") as f:
+            want = hashlib.sha256(f.read()).hexdigest()
+        done = runs.report("--prereg", path, "--page", template)  # not in a repository: nothing to compare
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout, f"Pre-registered: `{path}`, SHA-256 `{want}`.\n")
+        git = ["git", "-C", folder, "-c", "user.name=t", "-c", "user.email=t@t"]
+        try:
+            subprocess.run(git + ["init", "-q"], check=True)
+        except (OSError, subprocess.CalledProcessError):
+            self.skipTest("no git")
+        subprocess.run(git + ["add", "PREREGISTRATION.md"], check=True)
+        subprocess.run(git + ["commit", "-q", "-m", "x"], check=True)
+        self.assertEqual(runs.report("--prereg", path, "--page", template).returncode, 0)
+        with open(path, "a") as f:
+            f.write("an edit not committed\n")
+        done = runs.report("--prereg", path, "--page", template)
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("differs from the version git holds: the page prints the hash of the committed file", done.stderr)
+
+    def test_a_comparison_of_a_round3_run_it_does_not_list_is_refused(self):
+        for a, b in (("a-tuned", "b"), ("b", "a-tuned-lr2e-3"), ("x-official", "b")):
+            with self.subTest(f"{a} against {b}"):
+                runs = Runs(self)
+                with open(runs.claims, "w") as f:
+                    f.write(f"1 {a} x\n1 b x\n1 c-tuned x\n#vs 1 {a} b\n")
+                path = preregistration(runs, ("R3-1", "c-tuned", "b"))
+                done = runs.report("--prereg", path, "1")
+                self.assertEqual(done.returncode, 1, done.stdout)
+                self.assertEqual(done.stderr.count("\n"), 1, done.stderr)
+                self.assertIn(f"'#vs 1 {a} b' compares a run of round 3, and {path} does not list it "
+                              "(its comparisons are R3-1)", done.stderr)
+
+    def test_a_table_without_rows_is_refused(self):
+        runs = Runs(self)
+        path = os.path.join(runs.root, "empty.md")
+        with open(path, "w") as f:
+            f.write("# nothing\n")
+        done = runs.report("--prereg", path, "1")
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("no comparisons table", done.stderr)
+
+    def test_listed_comparisons_are_their_own_holm_family_with_the_registered_readings(self):
+        runs = Runs(self)
+        with open(runs.claims, "w") as f:
+            f.write("1 a x\n1 b x\n1 a-tuned x\n1 b-tuned x\n1 c-tuned x\n1 d-tuned x\n"
+                    "#vs 1 a b\n#vs 1 a-tuned b-tuned\n#vs 1 c-tuned d-tuned\n")
+        for seed, (a, b, c, d) in enumerate([(100, 110, 100.0, 100.05), (101, 111, 100.1, 100.1),
+                                            (102, 112, 100.2, 100.15)]):
+            for name, ppl in (("a", a), ("b", b), ("a-tuned", a), ("b-tuned", b), ("c-tuned", c), ("d-tuned", d)):
+                runs.run(name, seed, finished(ppl))
+        path = preregistration(runs, ("R3-1", "a-tuned", "b-tuned"), ("R3-2", "c-tuned", "d-tuned"))
+        done = runs.report("--prereg", path, "1")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        # The page's family holds a against b alone.
+        self.assertIn("| Holm, 1 tests | two-stage (Pocock) |", done.stdout)
+        self.assertIn("| a | b | 3, 3 | -10.00 | [-12.27, -7.73] | A better | < 0.001 | A better (< 0.001) | — |",
+                      done.stdout)
+        # Round 3's: two rows (m = 2), so its equivalence interval is the 1 − 2 × 0.05/2 = 95% one.
+        # c-tuned against d-tuned: ±0.28 inside ±1.00, equal within 1% though Holm finds no difference.
+        self.assertIn("| id | A | B | seeds (A, B) | A − B, test ppl | 95% interval | 95% interval | p "
+                      "| Holm, 2 tests | reading |", done.stdout)
+        self.assertIn("| R3-1 | a-tuned | b-tuned | 3, 3 | -10.00 | [-12.27, -7.73] | [-12.27, -7.73] | < 0.001 "
+                      "| A better (< 0.001) | A better |", done.stdout)
+        self.assertIn("| R3-2 | c-tuned | d-tuned | 3, 3 | +0.00 | [-0.28, +0.28] | [-0.28, +0.28] | 1.000 "
+                      "| not distinguishable (1.000) | equal within 1% |", done.stdout)
+        # With five rows (m = 5) the equivalence interval is the 98% one, wider.
+        path = preregistration(runs, ("R3-1", "a-tuned", "b-tuned"), ("R3-2", "c-tuned", "d-tuned"),
+                               ("R3-3", "x", "y"), ("R3-4", "x", "z"), ("R3-5", "y", "z"))
+        done = runs.report("--prereg", path, "1")
+        self.assertIn("| Holm, 5 tests | reading |", done.stdout)
+        self.assertIn("| R3-2 | c-tuned | d-tuned | 3, 3 | +0.00 | [-0.28, +0.28] | [-0.45, +0.45] |", done.stdout)
+
+
+class Figures(unittest.TestCase):
+    """A figure of the page is stamped with the runs it drew; a stale one is refused, or redrawn (--figures)."""
+
+    def setUp(self):
+        self.runs = Runs(self)
+        for seed, (a, b) in enumerate([(100, 110), (101, 111)]):
+            self.runs.run("a", seed, finished(a))
+            self.runs.run("b", seed, finished(b))
+        self.template = os.path.join(self.runs.root, "page.md.in")
+        self.figures = os.path.join(self.runs.root, "figures")
+        self.svg = os.path.join(self.figures, "f.svg")
+        self.write_template("{{figure f a b}}\n")
+
+    def write_template(self, text):
+        with open(self.template, "w") as f:
+            f.write(text)
+
+    def page(self, *extra):
+        return self.runs.report("--figures-dir", self.figures, "--page", self.template, *extra)
+
+    def refused(self, pattern):
+        done = self.page()
+        self.assertEqual(done.returncode, 1, done.stdout)
+        self.assertEqual(done.stderr.count("\n"), 1, done.stderr)
+        self.assertRegex(done.stderr, pattern)
+
+    def test_a_missing_figure_is_refused_then_drawn_and_stamped(self):
+        self.refused(r"page\.md\.in:1: .*f\.svg is older than the runs it draws: it does not exist; "
+                     r"redraw it with report\.py --figures")
+        done = self.page("--figures")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout, "![f: training curves of a, b](results/f.svg)\n")
+        with open(self.svg) as f:
+            lines = f.read().splitlines()
+        self.assertTrue(lines[0].startswith("<svg"))
+        self.assertRegex(lines[1], r"^<!-- report\.py figure: 4 runs, sha256 [0-9a-f]{64}: claim1/a-seed0 "
+                                   r"claim1/a-seed1 claim1/b-seed0 claim1/b-seed1 -->$")
+        self.assertIn("plot --seeds --out", lines[2])
+        self.assertEqual(self.page().returncode, 0)  # in step: no --figures needed
+
+    def test_a_figure_without_a_stamp_is_refused(self):
+        os.makedirs(self.figures)
+        with open(self.svg, "w") as f:
+            f.write("<svg>\n</svg>\n")
+        self.refused("it has no stamp of the runs it drew")
+
+    def test_a_run_finished_after_the_figure_makes_it_stale(self):
+        self.assertEqual(self.page("--figures").returncode, 0)
+        self.runs.run("a", 2, finished(102))
+        self.refused(r"f\.svg is older than the runs it draws: 1 finished run it does not draw \(claim1/a-seed2\)")
+        self.assertEqual(self.page("--figures").returncode, 0)
+        with open(self.svg) as f:
+            text = f.read()
+        self.assertEqual(text.count("report.py figure:"), 1)
+        self.assertIn("5 runs", text)
+        self.assertEqual(self.page().returncode, 0)
+
+    def test_a_changed_or_unfinished_run_makes_it_stale(self):
+        self.assertEqual(self.page("--figures").returncode, 0)
+        metrics = os.path.join(self.runs.root, "runs", "claim1", "b-seed1", "metrics.jsonl")
+        with open(metrics, "w") as f:
+            f.write(finished(111.5))
+        self.refused("the metrics or config of a run it draws changed since it was drawn")
+        with open(metrics, "w") as f:
+            f.write(lines(TRAIN, VALID))  # no test record: no longer finished
+        self.refused(r"1 it drew that is no longer finished here \(claim1/b-seed1\)")
+
+    def test_a_figure_linked_by_hand_is_refused(self):
+        self.write_template("text\n![f](results/f.svg)\n")
+        self.refused(r"page\.md\.in:2: a figure of docs/results written by hand")
+
+    def test_out_writes_the_page_only_when_whole(self):
+        out = os.path.join(self.runs.root, "PAGE.md")
+        with open(out, "w") as f:
+            f.write("old\n")
+        done = self.page("--out", out)  # the figure is missing: refused, the old page stays
+        self.assertEqual(done.returncode, 1)
+        with open(out) as f:
+            self.assertEqual(f.read(), "old\n")
+        self.assertEqual(self.page("--figures", "--out", out).returncode, 0)
+        with open(out) as f:
+            self.assertEqual(f.read(), "![f: training curves of a, b](results/f.svg)\n")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ standard deviation, drawn from the kept results alone (docs/results/runs).
 The points are the runs of tools/experiments/claims.txt named in CURVES
 (h = 8 is claim 1's softmax8x32 on both curves, where d/h = 32; fixed h = 4 is
 claim 1's fixed4x32); h is read from each run's config.json. A point with no
-finished seed is left out and named on stderr, never guessed.
+finished seed is left out and named on stderr, never guessed. report.py
+--figures draws it through draw() and stamps it (figures.py).
 Not here: the tables (report.py), the training curves (`keystone plot`).
 """
 import argparse
@@ -104,26 +105,42 @@ def svg(curves, title):
     return "\n".join(out) + "\n"
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", default="docs/results/runs")
-    p.add_argument("--out", default="docs/results/claim3_heads.svg")
-    a = p.parse_args()
-    curves = []
+def runs_drawn():
+    """[(claim, run name)] of every point, each once, in the order of CURVES."""
+    return list(dict.fromkeys(pair for _, _, names in CURVES for pair in names))
+
+
+def draw(runs):
+    """(the SVG, its curves [(legend, colour, points)], [(claim, name)] of the points left out); None without any."""
+    curves, missing = [], []
     for legend, colour, names in CURVES:
         pts = []
         for claim, name in names:
-            got = point(a.runs, claim, name)
+            got = point(runs, claim, name)
             if got is None:
-                print(f"heads_figure.py: no finished seed of claim {claim}'s {name}: left out", file=sys.stderr)
+                missing.append((claim, name))
             else:
                 pts.append(got)
         if pts:
             curves.append((legend, colour, pts))
     if not curves:
+        return None
+    return svg(curves, "Claim 3: the head-count curve (Brown LM)"), curves, list(dict.fromkeys(missing))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", default="docs/results/runs")
+    p.add_argument("--out", default="docs/results/claim3_heads.svg")
+    a = p.parse_args()
+    drawn = draw(a.runs)
+    if drawn is None:
         sys.exit(f"heads_figure.py: no finished run of the head-count curve under {a.runs}")
+    text, curves, missing = drawn
+    for claim, name in missing:
+        print(f"heads_figure.py: no finished seed of claim {claim}'s {name}: left out", file=sys.stderr)
     with open(a.out, "w") as f:
-        f.write(svg(curves, "Claim 3: the head-count curve (Brown LM)"))
+        f.write(text)
     for legend, _, pts in curves:
         print(f"{legend}: " + ", ".join(f"h {h} {m:.1f}{f' ± {s:.1f}' if s is not None else ''} ({n})" for h, m, s, n in pts))
     print(f"wrote {a.out}")

@@ -7,7 +7,8 @@ analysis/analysis.json, plus `keystone info` for parameters and FLOPs).
   python3 tools/experiments/report.py [--runs docs/results/runs] [--claims FILE] [--more-seeds FILE]
                                       [--keystone build/keystone] [--analysis] [CLAIM...]
   python3 tools/experiments/report.py --steps STEP,STEP,... CLAIM...
-  python3 tools/experiments/report.py --page tools/experiments/RESULTS.md.in > docs/RESULTS.md
+  python3 tools/experiments/report.py --keystone build/keystone --figures --page tools/experiments/RESULTS.md.in \
+                                      --out docs/RESULTS.md     (the page and its figures: one command)
 
 Prints, per claim, a markdown table with one row per run name of claims.txt:
 the seeds finished, parameters (all, and without the embedding tables),
@@ -42,16 +43,34 @@ exact test), not on Welch. Where every seed of both rows left, the outcome is
 not bimodal: the comparison is read on Welch as any other, and its Fisher
 row is printed for the escape rate only (outside the Holm family).
 
+Round 3 (issue 56) is pre-registered in tools/experiments/round3/PREREGISTRATION.md
+(--prereg): the tables start with the file's SHA-256 and its comparisons
+table (R3-1 ...). A `#vs` line that compares a run of round 3 (a name with a
+`-tuned` part, or one the file names: Preregistration) must be a row of that
+table, or the report stops naming it. Those rows are their own Holm family
+(all the table's rows, a row without two seeds a side counting as p = 1),
+printed under the claim's other comparisons as the file reads them: a
+difference only where Holm keeps it, else "equal within 1%" where the
+(1 − 2α/m) interval (98% for its five) lies inside the margin, else "not
+distinguishable"; no second stage.
+
 --analysis (claim 6): the heads of the analysed runs, `keystone analyze
 --compare` over a claim's analyses averaged over seeds (the C++ definitions of
 tools/analyze/analysis_report.h). --steps: each finished seed's validation metric at
 the given steps and its test metric. --page: the template with its
-{{...}} placeholders filled from the runs (page.py lists them).
-Not here: training (run.py), reading claims.txt (runs.py), the figures (`keystone plot`, heads_figure.py).
+{{...}} placeholders filled from the runs (page.py lists them), to stdout or
+--out FILE (written only when whole). The template declares each figure and
+the runs it draws; --page refuses to write while a figure does not draw
+exactly the finished runs kept now (figures.py: each SVG is stamped with
+the runs it drew), and --figures redraws such figures first (`keystone plot
+--seeds`, heads_figure.py).
+Not here: training (run.py), reading claims.txt (runs.py), the curves (`keystone plot`, heads_figure.py).
 """
 import argparse
+import hashlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -63,6 +82,12 @@ from runs import fail, finished_seeds, read_claims, read_json_file, read_provena
 
 MARGIN = 0.01     # "equal within 1%": the equivalence margin, a share of B's mean
 FIRST_LOOK = 3    # seeds per row at a two-stage comparison's first look (run.py's SEEDS "0 1 2")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PREREGISTRATION = os.path.join(HERE, "round3", "PREREGISTRATION.md")
+# A run of round 3 by its name: a `-tuned` part (stage B, and stage A's bracket, `-tuned-lr...`);
+# the pre-registration's other runs are named in it (Preregistration.names).
+ROUND3_NAME = re.compile(r"(^|-)tuned(-|$)")
 
 
 def reading(diff, half, reference, higher_is_better):
@@ -94,11 +119,72 @@ def p_text(p):
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
+def shown_path(path):
+    """A path as the page prints it: relative to the repository root where it lies inside it."""
+    full = os.path.abspath(path)
+    return os.path.relpath(full, ROOT) if full.startswith(ROOT + os.sep) else path
+
+
+class Preregistration:
+    """Round 3's pre-registration (tools/experiments/round3/PREREGISTRATION.md): its SHA-256, the
+    comparisons its table lists (`| R3-n | A | B | question |`) and the names of its runs.
+
+    A run is of round 3 when its name has a `-tuned` part (ROUND3_NAME) or the file names it (an
+    A or B of the table, or a word in backquotes, such as `softmax8x32-official`); a `#vs` line
+    that compares a run of round 3 must be a row of the table (Report refuses any other).
+    """
+
+    ROW = re.compile(r"^\|\s*(R3-\d+)\s*\|\s*([^|\s]+)\s*\|\s*([^|\s]+)\s*\|")
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            fail(f"{path}: cannot read round 3's pre-registration: {e.strerror} (--prereg names it)")
+        self.sha256 = hashlib.sha256(data).hexdigest()
+        self.shown = shown_path(path)
+        text = data.decode("utf-8", errors="replace")
+        self.rows = [m.groups() for m in map(self.ROW.match, text.split("\n")) if m]
+        if not self.rows:
+            fail(f"{path}: no comparisons table (rows '| R3-n | A | B | question |')")
+        self.names = {n for _, a, b in self.rows for n in (a, b)} | set(re.findall(r"`([^`\s]+)`", text))
+
+    def is_round3(self, name):
+        return name in self.names or ROUND3_NAME.search(name) is not None
+
+    def listed(self, a, b):
+        """The id of comparison A against B in the table, or None."""
+        return next((i for i, x, y in self.rows if (x, y) == (a, b)), None)
+
+    def uncommitted(self):
+        """Whether git holds another version of the file than the one read (None where git cannot tell)."""
+        try:
+            done = subprocess.run(["git", "status", "--porcelain", "--", os.path.basename(self.path)],
+                                  cwd=os.path.dirname(os.path.abspath(self.path)), capture_output=True, text=True)
+        except OSError:
+            return None
+        return bool(done.stdout.strip()) if done.returncode == 0 else None
+
+    def line(self):
+        return (f"Round 3's pre-registration: {self.shown}, SHA-256 {self.sha256}; its comparisons: "
+                + ", ".join(f"{i} {a} against {b}" for i, a, b in self.rows) + ".")
+
+
 class Report:
     """The runs of claims.txt, their seeds and every comparison's statistics, read once."""
 
-    def __init__(self, runs, claims, more_seeds, keystone):
+    margin, first_look = MARGIN, FIRST_LOOK
+
+    @staticmethod
+    def reading_of(v, diff, half, reference):
+        """The page's reading of an interval diff ± half of comparison v (reading())."""
+        return reading(diff, half, reference, v["higher_is_better"])
+
+    def __init__(self, runs, claims, more_seeds, keystone, prereg=PREREGISTRATION):
         self.runs, self.keystone = runs, keystone
+        self.prereg = Preregistration(prereg)
         listed = read_claims(claims)
         self.rows = [(r.claim, r.name) for r in listed.runs]
         self.claims = sorted({c for c, _ in self.rows}, key=lambda c: (len(c), c))
@@ -111,16 +197,28 @@ class Report:
             for n in (x, y):
                 if n not in self.claim_of:
                     fail(f"{claims}: '#vs {c} {x} {y}' names {n}, which is no run of the list")
+            if (self.prereg.is_round3(x) or self.prereg.is_round3(y)) and not self.prereg.listed(x, y):
+                fail(f"{claims}: '#vs {c} {x} {y}' compares a run of round 3, and {shown_path(prereg)} does not "
+                     f"list it (its comparisons are {', '.join(i for i, _, _ in self.prereg.rows)}): "
+                     "a comparison it does not list is no verdict of round 3")
         self.staged = set()
         if more_seeds and os.path.isfile(more_seeds):
             self.staged = {r.name for r in read_claims(more_seeds).runs}
         self._seeds, self._cost, self._analysis = {}, {}, {}
         self.comparisons = [self._compare(c, x, y) for c, x, y in pairs]
-        family = [v for v in self.comparisons if v["p"] is not None]
+        # Two Holm families: the page's comparisons, and round 3's pre-registered ones (its
+        # table's rows all count, so a comparison not yet computable holds p = 1).
+        family = [v for v in self.comparisons if v["p"] is not None and not v["r3"]]
         rejected, adjusted = stats.holm([v["p"] for v in family], stats.ALPHA)
         for v, r, adj in zip(family, rejected, adjusted):
             v["holm"] = (v["direction"] if r else "not distinguishable", adj)
         self.family = len(family)
+        self.family_r3 = len(self.prereg.rows)
+        r3 = [v for v in self.comparisons if v["p"] is not None and v["r3"]]
+        rejected, adjusted = stats.holm([v["p"] for v in r3] + [1.0] * (self.family_r3 - len(r3)), stats.ALPHA)
+        for v, r, adj in zip(r3, rejected, adjusted):
+            v["holm"] = (v["direction"] if r else "not distinguishable", adj)
+            v["reading"] = v["holm"][0] if r else v["equivalence"]
 
     # ---- the runs
 
@@ -162,9 +260,23 @@ class Report:
         metric = (self.seeds(y) or self.seeds(x) or [(None, {"metric": "ppl"})])[0][1]["metric"]
         v = {"claim": claim, "a": x, "b": y, "na": len(a), "nb": len(b), "metric": metric,
              "higher_is_better": metric != "ppl", "welch": stats.welch(a, b), "p": None, "holm": None,
-             "bimodal": False, "pocock": None, "staged": None}
+             "bimodal": False, "pocock": None, "staged": None, "r3": self.prereg.listed(x, y)}
         w = v["welch"]
         if w is None:
+            return v
+        if v["r3"]:
+            # The pre-registered readings: a difference only under Holm across its table (set in
+            # __init__), equivalence where the (1 − 2α/m) interval lies inside the margin; no
+            # second stage, no plateau escape.
+            v["p"] = w["p"]
+            v["direction"] = "A better" if (w["diff"] > 0) == v["higher_is_better"] else "A worse"
+            v["level"] = 1 - 2 * stats.ALPHA / len(self.prereg.rows)
+            we = stats.welch(a, b, alpha=2 * stats.ALPHA / len(self.prereg.rows))
+            v["equivalence_interval"] = (we["diff"] - we["half"], we["diff"] + we["half"])
+            margin = MARGIN * abs(statistics.mean(b))
+            inside = -margin <= v["equivalence_interval"][0] and v["equivalence_interval"][1] <= margin
+            v["equivalence"] = "equal within 1%" if inside else "not distinguishable"
+            v["reading"] = v["equivalence"]
             return v
         if claim in self.escape:
             ka, kb = (sum(step is not None for _, step, _ in self.left(n)) for n in (x, y))
@@ -237,7 +349,7 @@ class Report:
         unit = unit_of(metric)
         lines += [f"| run | seeds | params (non-embedding) | FLOPs/token | tokens/s | best valid {unit} | test {unit} "
                   "| machine time | bf16 GEMMs |", "|---|---|---|---|---|---|---|---|---|"] + table
-        comparisons = [v for v in self.comparisons if v["claim"] == claim]
+        comparisons = [v for v in self.comparisons if v["claim"] == claim and not v["r3"]]
         if comparisons:
             lines += ["", f"| A | B | seeds (A, B) | A − B, test {unit} | 95% interval | reading | p "
                           f"| Holm, {self.family} tests | two-stage (Pocock) |",
@@ -256,6 +368,9 @@ class Report:
                 f"[{v['staged_interval'][0]:+.2f}, {v['staged_interval'][1]:+.2f}], {v['staged']}"
             lines.append(cells + f"| {v['reading']} | {p_text(v['p'])} | {v['holm'][0]} ({p_text(v['holm'][1])}) "
                                  f"| {staged} |")
+        r3 = [v for v in self.comparisons if v["claim"] == claim and v["r3"]]
+        if r3:
+            lines += [""] + self.round3_table(r3, unit)
         if claim in self.escape:
             lines += [""] + self.escape_table(claim)
         if any(v["pocock"] for v in comparisons):
@@ -265,6 +380,26 @@ class Report:
                           f"c = {c:.3f}, nominal level α′ = {nominal:.4f} per look."]
         lines += ["", self.provenance_note(names), "", f"Machine time of the finished runs: {minutes / 60:.1f} h"]
         return lines, minutes
+
+    def round3_table(self, comparisons, unit):
+        """Round 3's pre-registered comparisons of one claim, read as the pre-registration says."""
+        level = 100 * (1 - 2 * stats.ALPHA / self.family_r3)
+        lines = [f"Round 3, pre-registered ({self.prereg.shown}, SHA-256 {self.prereg.sha256[:16]}…): "
+                 f"a difference only where Holm across its {self.family_r3} comparisons keeps it, equivalence "
+                 f"where the {level:g}% interval lies inside ±1% of B.", "",
+                 f"| id | A | B | seeds (A, B) | A − B, test {unit} | 95% interval | {level:g}% interval | p "
+                 f"| Holm, {self.family_r3} tests | reading |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for v in comparisons:
+            w = v["welch"]
+            if w is None:
+                lines.append(f"| {v['r3']} | {v['a']} | {v['b']} | {v['na']}, {v['nb']} | | | | | "
+                             "| needs two seeds a side |")
+                continue
+            lo, hi = v["equivalence_interval"]
+            lines.append(f"| {v['r3']} | {v['a']} | {v['b']} | {v['na']}, {v['nb']} | {w['diff']:+.2f} "
+                         f"| [{w['diff'] - w['half']:+.2f}, {w['diff'] + w['half']:+.2f}] | [{lo:+.2f}, {hi:+.2f}] "
+                         f"| {p_text(v['p'])} | {v['holm'][0]} ({p_text(v['holm'][1])}) | {v['reading']} |")
+        return lines
 
     def escape_table(self, claim):
         threshold = self.escape[claim]
@@ -284,7 +419,7 @@ class Report:
         lines += ["", f"| A | B | left (A, B) | Fisher's exact p, two-sided | reading | Holm, {self.family} tests "
                       "| two-stage (Pocock) |", "|---|---|---|---|---|---|---|"]
         for v in self.comparisons:
-            if v["claim"] != claim or v["welch"] is None:
+            if v["claim"] != claim or v["welch"] is None or v["r3"]:
                 continue
             ka, kb = v["left"]
             if not v["bimodal"]:  # every seed left: read on Welch above, this row is the escape rate only
@@ -386,6 +521,11 @@ def main():
     p.add_argument("--analysis", action="store_true", help="claim 6: the analysed runs' heads, over seeds")
     p.add_argument("--steps", help="STEP,STEP,...: each seed's validation metric at these steps")
     p.add_argument("--page", metavar="TEMPLATE", help="print the template with its placeholders filled")
+    p.add_argument("--out", metavar="FILE", help="with --page: write the page to FILE (only once it is whole)")
+    p.add_argument("--figures", action="store_true",
+                   help="with --page: redraw each figure the template declares whose runs changed since it was drawn")
+    p.add_argument("--figures-dir", default="docs/results", help="where the page's results/*.svg figures are")
+    p.add_argument("--prereg", default=PREREGISTRATION, help="round 3's pre-registration")
     p.add_argument("claim", nargs="*")
     a = p.parse_args()
     if a.steps:
@@ -395,10 +535,17 @@ def main():
             fail(f"--steps {a.steps}: expected steps separated by commas, e.g. 1500,2000")
         if not a.claim:
             fail("--steps needs the claims to tabulate, e.g. --steps 1500,2000 4")
-    r = Report(a.runs, a.claims, a.more_seeds, a.keystone)
+    if (a.out or a.figures) and not a.page:
+        fail("--out and --figures go with --page TEMPLATE")
+    r = Report(a.runs, a.claims, a.more_seeds, a.keystone, a.prereg)
     if a.page:
+        import figures
         import page
-        sys.stdout.write(page.render(r, a.page))
+        text = page.render(r, a.page, a.figures_dir, a.figures)
+        if a.out:
+            figures.write(a.out, text)
+        else:
+            sys.stdout.write(text)
         return
     if a.steps:
         for claim in a.claim:
@@ -410,6 +557,7 @@ def main():
             print(f"\n### Claim {claim}: heads (claim 6)\n")
             print("\n".join(r.analysis_table(claim)))
         return
+    print(r.prereg.line())
     total, printed = 0.0, 0
     for claim in r.claims:
         if a.claim and claim not in a.claim:
