@@ -5,7 +5,9 @@
 // only type Keystone's models hold. Integer and bool tensors are kept as they are.
 // Errors name the folder's file and the tensor or key: an index whose shard
 // is missing, a tensor the index names that its shard lacks, a shard name
-// that leaves the folder.
+// that leaves the folder, an index that is not {"weight_map": {...}}, and a
+// floating tensor holding a NaN or an infinity (as float32: an F64 value past
+// float32's range is one too).
 // Not here: the file format itself (nn/safetensors.h), what the names mean
 // (tools/interop/).
 #pragma once
@@ -16,8 +18,9 @@
 
 namespace ks::nn {
 
-// The tensors of `dir`, by name, in file and then data order; index.json wins
-// over model.safetensors when both are there.
+// The tensors of `dir`, by name, in file and then data order; when both are
+// there, model.safetensors wins over model.safetensors.index.json, as in
+// transformers' from_pretrained (an index beside it is a stale leftover).
 NamedTensors load_safetensors_folder(const std::string& dir);
 
 // A floating tensor as float32 (others unchanged), on the CPU.
