@@ -66,6 +66,21 @@ uint64_t key(int64_t a, int64_t b) { return uint64_t(a) << 32 | uint64_t(b); }
 
 bool is_null_or_absent(const json& j, const char* k) { return !j.contains(k) || j.at(k).is_null(); }
 
+// obj[key] (`obj` an object, `path` its place: "model.") when present and not
+// null, else `fallback`; a value of another type is an error naming the file
+// (`at`) and the key, never nlohmann's "type must be boolean, but is string".
+std::string text_or(const json& obj, const char* key, const std::string& fallback, const std::string& at,
+                    const std::string& path) {
+  if (is_null_or_absent(obj, key)) return fallback;
+  KS_CHECK(obj.at(key).is_string(), at, path, key, ": expected a string, got ", nn::json_excerpt(obj.at(key)));
+  return obj.at(key).get<std::string>();
+}
+bool flag_or(const json& obj, const char* key, bool fallback, const std::string& at, const std::string& path) {
+  if (is_null_or_absent(obj, key)) return fallback;
+  KS_CHECK(obj.at(key).is_boolean(), at, path, key, ": expected true or false, got ", nn::json_excerpt(obj.at(key)));
+  return obj.at(key).get<bool>();
+}
+
 }  // namespace
 
 HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id) : json_(std::move(tj)) {
@@ -73,16 +88,16 @@ HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id
   KS_CHECK(json_.is_object(), at, "a tokenizer.json must be a JSON object");
   KS_CHECK(json_.contains("model") && json_["model"].is_object(), at, "missing the \"model\" object");
   const json& model = json_["model"];
-  const std::string mtype = model.value("type", std::string("BPE"));
+  const std::string mtype = text_or(model, "type", "BPE", at, "model.");
   KS_CHECK(mtype == "BPE", at, "model.type \"", mtype, "\": only byte-level BPE is supported");
-  KS_CHECK(!model.value("byte_fallback", false), at, "model.byte_fallback: byte fallback (SentencePiece-style) ",
-           "is not supported, only byte-level BPE");
+  KS_CHECK(!flag_or(model, "byte_fallback", false, at, "model."), at,
+           "model.byte_fallback: byte fallback (SentencePiece-style) ", "is not supported, only byte-level BPE");
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
     KS_CHECK(is_null_or_absent(model, k) || model[k] == "", at, "model.", k,
              " is not supported (byte-level BPE has none)");
   KS_CHECK(is_null_or_absent(model, "dropout") || model["dropout"] == 0, at,
            "model.dropout: BPE dropout is not supported");
-  ignore_merges_ = model.value("ignore_merges", false);
+  ignore_merges_ = flag_or(model, "ignore_merges", false, at, "model.");
   KS_CHECK(is_null_or_absent(json_, "normalizer"), at, "normalizer ", nn::json_excerpt(json_["normalizer"]),
            ": normalizers are not supported (GPT-2 and Llama-3 have none)");
 
@@ -91,20 +106,21 @@ HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id
            "missing the \"pre_tokenizer\" object (byte-level BPE needs ByteLevel)");
   const json& pre = json_["pre_tokenizer"];
   auto byte_level = [&](const json& p, const std::string& name) {
-    KS_CHECK(p.is_object() && p.value("type", "") == "ByteLevel", at, name, ": expected ByteLevel, got ",
-             nn::json_excerpt(p));
-    prefix_space_ = p.value("add_prefix_space", false);
-    return p.value("use_regex", true);
+    KS_CHECK(p.is_object() && text_or(p, "type", "", at, name + ".") == "ByteLevel", at, name,
+             ": expected ByteLevel, got ", nn::json_excerpt(p));
+    prefix_space_ = flag_or(p, "add_prefix_space", false, at, name + ".");
+    return flag_or(p, "use_regex", true, at, name + ".");
   };
-  if (pre.value("type", "") == "Sequence") {
+  if (text_or(pre, "type", "", at, "pre_tokenizer.") == "Sequence") {
     KS_CHECK(pre.contains("pretokenizers") && pre["pretokenizers"].is_array() && pre["pretokenizers"].size() == 2, at,
              "pre_tokenizer: a Sequence must be [Split, ByteLevel]");
     const json& split = pre["pretokenizers"][0];
-    KS_CHECK(split.is_object() && split.value("type", "") == "Split", at,
+    KS_CHECK(split.is_object() && text_or(split, "type", "", at, "pre_tokenizer.pretokenizers[0].") == "Split", at,
              "pre_tokenizer.pretokenizers[0]: expected Split, got ", nn::json_excerpt(split));
-    KS_CHECK(split.value("behavior", "") == "Isolated" && !split.value("invert", false), at,
-             "pre_tokenizer.pretokenizers[0]: only behavior \"Isolated\" without invert is supported");
-    const json& pat = split.value("pattern", json::object());
+    KS_CHECK(text_or(split, "behavior", "", at, "pre_tokenizer.pretokenizers[0].") == "Isolated" &&
+                 !flag_or(split, "invert", false, at, "pre_tokenizer.pretokenizers[0]."),
+             at, "pre_tokenizer.pretokenizers[0]: only behavior \"Isolated\" without invert is supported");
+    const json pat = is_null_or_absent(split, "pattern") ? json::object() : split.at("pattern");
     const std::string regex = pat.contains("Regex") && pat["Regex"].is_string() ? pat["Regex"].get<std::string>() : "";
     pattern_ = known_pattern(regex);
     KS_CHECK(pattern_.has_value(), at, "pre_tokenizer.pretokenizers[0].pattern ", nn::json_excerpt(pat),
@@ -115,8 +131,8 @@ HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id
     pattern_ = SplitPattern::Gpt2;
   }
   if (!is_null_or_absent(json_, "decoder"))
-    KS_CHECK(json_["decoder"].is_object() && json_["decoder"].value("type", "") == "ByteLevel", at, "decoder ",
-             nn::json_excerpt(json_["decoder"]), ": expected ByteLevel");
+    KS_CHECK(json_["decoder"].is_object() && text_or(json_["decoder"], "type", "", at, "decoder.") == "ByteLevel", at,
+             "decoder ", nn::json_excerpt(json_["decoder"]), ": expected ByteLevel");
 
   // Vocabulary: text -> id, each text byte-level, each id once.
   KS_CHECK(model.contains("vocab") && model["vocab"].is_object(), at, "model.vocab must be an object {token: id}");
@@ -185,7 +201,8 @@ HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id
                    a["content"].is_string() && !a["content"].get<std::string>().empty(),
                at, what, " needs an integer \"id\" and a non-empty \"content\", got ", nn::json_excerpt(a));
       for (const char* k : {"single_word", "lstrip", "rstrip"})
-        KS_CHECK(!a.value(k, false), at, what, ".", k, ": stripping or whole-word added tokens are not supported");
+        KS_CHECK(!flag_or(a, k, false, at, what + "."), at, what, ".", k,
+                 ": stripping or whole-word added tokens are not supported");
       const int64_t id = a["id"].get<int64_t>();
       const std::string content = a["content"].get<std::string>();
       auto in_vocab = vocab_.find(content);
