@@ -1,11 +1,18 @@
 // tools/train/train.cpp — `keystone train`: flags to a config, then the Trainer.
 // Exit codes: 0 finished, 130 stopped by Ctrl-C/SIGTERM after saving
-// (as shells report a SIGINT), 2 usage error, 1 runtime error.
+// (as shells report a SIGINT), 2 usage error, 1 runtime error. --resume of a
+// folder holding weights alone (keystone import's) points at --init-from.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
 
 #include "core/cpu_features.h"
 #include "core/distributed.h"
 #include "core/matmul_precision.h"
+#include "nn/checkpoint.h"
+#include "nn/safetensors.h"
 #include "nn/user_input.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
@@ -51,6 +58,46 @@ const char* kUsage =
     "Data parallel: mpirun -np N keystone train ... runs N ranks, each on train.batch_size\n"
     "examples of every global batch of N x train.batch_size (docs/distributed.md).\n";
 
+// A checkpoint `keystone import` (or any writer of weights alone) made: its
+// header's metadata when it holds no optimizer state, read without its
+// tensors' bytes; nullopt for a training checkpoint, or a file that is not
+// one (the resume's own load says what is wrong with it).
+std::optional<std::map<std::string, std::string>> weights_only_metadata(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  unsigned char len[8];
+  if (!in.read(reinterpret_cast<char*>(len), 8)) return std::nullopt;
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(len[i]) << (8 * i);
+  if (n > nn::kMaxSafetensorsHeaderBytes) return std::nullopt;
+  std::string header(size_t(n), '\0');
+  if (!in.read(header.data(), std::streamsize(n))) return std::nullopt;
+  const nlohmann::json j = nn::try_parse_json(header, file.string());
+  if (!j.is_object()) return std::nullopt;
+  std::map<std::string, std::string> metadata;
+  for (const auto& [name, entry] : j.items()) {
+    if (name.rfind(nn::kOptimizerPrefix, 0) == 0) return std::nullopt;
+    if (name == "__metadata__" && entry.is_object())
+      for (const auto& [k, v] : entry.items())
+        if (v.is_string()) metadata[k] = v.get<std::string>();
+  }
+  return metadata;
+}
+
+// --resume of a run folder whose latest checkpoint holds weights alone (an
+// imported Hugging Face model): there is no training to continue, so say
+// what starts one from those weights instead of "no optimizer state".
+void check_resumable(const RunPaths& paths) {
+  if (!std::filesystem::exists(paths.latest())) return;
+  const auto metadata = weights_only_metadata(paths.latest());
+  if (!metadata) return;
+  const auto from = metadata->find("keystone.imported_from");
+  const std::string dir = paths.dir.string();
+  throw Error(str("cannot resume: ", paths.latest().string(), " holds weights only, no optimizer or training state (",
+                  from != metadata->end() ? "keystone import wrote it from " + from->second
+                                          : std::string("not a training checkpoint"),
+                  "); fine-tune from it as a new run: keystone train --init-from ", dir, " --out NEW_DIR"));
+}
+
 }  // namespace
 
 int train(const std::vector<std::string>& args) {
@@ -67,6 +114,7 @@ int train(const std::vector<std::string>& args) {
     RunPaths paths{out};
     // In a data-parallel run only rank 0 reads the folder; the others get its text.
     dist::ProcessGroup& ranks = dist::world();
+    if (ranks.rank() == 0) check_resumable(paths);
     if (ranks.size() == 1) {
       raw = read_json_file(paths.config().string());
     } else {
