@@ -3,7 +3,9 @@ and `keystone export --to hf` against the plain-PyTorch Llama of
 llama_reference.py: a random small LlamaForCausalLM (grouped-query attention,
 4 query heads over 2 key/value heads, rope_theta and rms_norm_eps off their
 defaults, untied head) and a Llama-3-style tokenizer.json, through every
-check of hf_harness.py; then a tied checkpoint and a multi-query one (logits),
+check of hf_harness.py; then a tied checkpoint, a multi-query one and one
+whose head_dim is not hidden_size / heads (logits; the tied and head_dim
+ones exported and re-imported),
 and the damaged folders and unsupported keys Llama has. Skips (77) where
 `import torch` fails.
 """
@@ -38,16 +40,19 @@ def main():
         h.check_architecture(a, text, "Hello world", cfg_keys_not_kept=("bos_token_id",))
         ids = reference_tok.encode(text)[:40]
 
-        # Variants by logits: a tied head (no lm_head.weight), multi-query attention.
-        for name, edit in (("tied", {"tie_word_embeddings": True}), ("multi-query", {"num_key_value_heads": 1})):
+        # Variants by logits: a tied head (no lm_head.weight), multi-query attention, a head_dim (12)
+        # other than hidden_size / heads (8), which imports as the "fixed" family's explicit head size.
+        for name, edit in (("tied", {"tie_word_embeddings": True}), ("multi-query", {"num_key_value_heads": 1}),
+                           ("head_dim", {"head_dim": 12})):
             v = Architecture(dict(cfg, **edit), None, tok, reference_tok, vocab, a.specials, eos, ref.llama_logits)
             v.sd = ref.random_llama(v.cfg, seed=3)
             d, run = os.path.join(h.tmp, "hf_" + name), os.path.join(h.tmp, "run_" + name)
             hf_folder.write_folder(d, v.cfg, v.sd, tok)
             h.check(h.import_folder(d, run), f"import of a {name} folder")
             h.check_logits(run, v, v.sd, ids, f"{name}: logits equal the reference's")
-            if name == "tied":  # a tied table without lm_head.weight, back out as one
-                h.check_export(v, d, run, ids, ("bos_token_id",), tag=" (tied)")
+            if name in ("tied", "head_dim"):  # a tied table without lm_head.weight, back out as one;
+                # head_dim back out in config.json, the export -> import round trip bit-exact
+                h.check_export(v, d, run, ids, ("bos_token_id",), tag=f" ({name})")
 
         h.damaged(a, "missing tensor", edit_sd=lambda s: s.pop("model.layers.1.mlp.gate_proj.weight"),
                   needle="missing tensor 'model.layers.1.mlp.gate_proj.weight'")

@@ -36,7 +36,7 @@ models::ModelConfig gpt2_model_config(const HfConfig& c) {
   m.d_model = c.integer("n_embd");
   m.layers = c.integer("n_layer");
   m.max_len = c.integer("n_positions");
-  m.d_ff = c.integer_or("n_inner", 4 * m.d_model);
+  m.d_ff = c.positive_or("n_inner", 4 * m.d_model);
   const int64_t heads = c.integer("n_head");
   if (m.d_model % heads != 0) c.fail("n_head", str(heads, " does not divide n_embd ", m.d_model));
   const std::string act = c.string_or("activation_function", "gelu_new");
@@ -54,7 +54,7 @@ models::ModelConfig gpt2_model_config(const HfConfig& c) {
   if (c.boolean_or("scale_attn_by_inverse_layer_idx", false))
     c.fail("scale_attn_by_inverse_layer_idx", "true is not supported");
   if (c.boolean_or("add_cross_attention", false)) c.fail("add_cross_attention", "true is not supported");
-  m.dropout = c.number_or("resid_pdrop", 0.1);
+  m.dropout = c.probability_or("resid_pdrop", 0.1);
   m.pre_norm = true;
   m.positions = "learned";
   set_head(m, c, /*tied_default=*/true);
@@ -62,7 +62,7 @@ models::ModelConfig gpt2_model_config(const HfConfig& c) {
   m.attention.type = "softmax";
   m.attention.heads = heads;
   m.attention.head_dim = m.d_model / heads;
-  m.attention.dropout = c.number_or("attn_pdrop", 0.1);
+  m.attention.dropout = c.probability_or("attn_pdrop", 0.1);
   m.attention.bias = true;
   return m;
 }

@@ -16,6 +16,24 @@ std::map<std::string, HfArchitecture>& registry() {
 }
 }  // namespace
 
+std::string json_kind(const json& j) {
+  switch (j.type()) {
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "true or false";
+    case json::value_t::null: return "null";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float: return "a number";
+    default: return "not a JSON value";
+  }
+}
+
+HfConfig::HfConfig(json j, std::string where) : j_(std::move(j)), where_(std::move(where)) {
+  if (!j_.is_object()) throw Error(str("hf config ", where_, ": expected a JSON object, got ", json_kind(j_)));
+}
+
 void HfConfig::fail(const std::string& key, const std::string& problem) const {
   throw Error(str("hf config ", where_, ": \"", key, "\": ", problem));
 }
@@ -30,7 +48,23 @@ int64_t HfConfig::integer(const std::string& key) const {
 int64_t HfConfig::integer_or(const std::string& key, int64_t fallback) const {
   if (!has(key)) return fallback;
   if (!j_.at(key).is_number_integer()) fail(key, str("must be an integer, got ", nn::json_excerpt(j_.at(key))));
-  return j_.at(key).get<int64_t>();
+  const json& v = j_.at(key);
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(INT32_MAX) : v.get<int64_t>() < INT32_MIN)
+    fail(key, str(nn::json_excerpt(v), " is out of range (sizes and ids fit in 32 bits)"));
+  return v.get<int64_t>();
+}
+
+int64_t HfConfig::positive_or(const std::string& key, int64_t fallback) const {
+  if (!has(key)) return fallback;
+  const int64_t v = integer_or(key, fallback);
+  if (v <= 0) fail(key, str("must be a positive integer (or null for the default), got ", v));
+  return v;
+}
+
+double HfConfig::probability_or(const std::string& key, double fallback) const {
+  const double p = number_or(key, fallback);
+  if (!(p >= 0 && p < 1)) fail(key, str("must be a probability in [0, 1), got ", nn::json_excerpt(j_.at(key))));
+  return p;
 }
 
 double HfConfig::number_or(const std::string& key, double fallback) const {
@@ -108,8 +142,9 @@ std::vector<std::string> causal_lm_mismatches(const models::ModelConfig& m, cons
   if (m.tie_embeddings && (m.tied_lookup_scaled || m.tied_lookup_reversed))
     why.push_back(str("tie_embeddings true with tied_lookup_scaled or tied_lookup_reversed true (", architecture,
                       " uses a tied table's lookups as they are)"));
-  if (m.attention.type != "softmax")
-    why.push_back(str("attention.type \"", m.attention.type, "\" (", architecture, ": softmax)"));
+  // "fixed" is softmax attention with an explicit head size (nn/attention/softmax_attention.h).
+  if (m.attention.type != "softmax" && m.attention.type != "fixed")
+    why.push_back(str("attention.type \"", m.attention.type, "\" (", architecture, ": softmax, or fixed)"));
   if (m.attention.alibi) why.push_back(str("attention.alibi true (", architecture, " has no ALiBi)"));
   return why;
 }

@@ -25,14 +25,21 @@ namespace ks::interop {
 
 using json = nlohmann::json;
 
+// "an array", "a string", "a number", "true or false", "null", "an object":
+// what a JSON value is, for "expected a JSON object, got an array".
+std::string json_kind(const json& j);
+
 // A folder's config.json with typed reads whose errors name the file and key.
 class HfConfig {
  public:
-  HfConfig(json j, std::string where) : j_(std::move(j)), where_(std::move(where)) {}
+  // `j` must be a JSON object ("<where>: expected a JSON object, got an array").
+  HfConfig(json j, std::string where);
   bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
-  int64_t integer(const std::string& key) const;                       // required, > 0
-  int64_t integer_or(const std::string& key, int64_t fallback) const;  // absent or null: fallback
+  int64_t integer(const std::string& key) const;                        // required, > 0
+  int64_t integer_or(const std::string& key, int64_t fallback) const;   // absent or null: fallback
+  int64_t positive_or(const std::string& key, int64_t fallback) const;  // a size: absent or null: fallback, else > 0
   double number_or(const std::string& key, double fallback) const;
+  double probability_or(const std::string& key, double fallback) const;  // a dropout: in [0, 1)
   bool boolean_or(const std::string& key, bool fallback) const;
   std::string string_or(const std::string& key, const std::string& fallback) const;
   [[noreturn]] void fail(const std::string& key, const std::string& problem) const;
@@ -97,7 +104,8 @@ class ModelState {
 };
 
 // The reasons every descriptor here gives for a model that is not a pre-norm
-// decoder_lm with softmax attention (no ALiBi) and a head that is its own or
+// decoder_lm with softmax attention (the "softmax" or "fixed" family: an
+// explicit head size; no ALiBi) and a head that is its own or
 // tied with unscaled, unreversed lookups, each naming its key;
 // `architecture` words them ("GPT-2").
 std::vector<std::string> causal_lm_mismatches(const models::ModelConfig& m, const std::string& architecture);

@@ -9,10 +9,19 @@
 // train` would have: config.json (the data section: FILE as a text data set
 // read with that tokenizer), tokenizer.json and latest.safetensors, so eval,
 // generate, analyze and `train --init-from RUN` take it.
+// import refuses what would only fail later: a config.json that is not an
+// object, a model_type not the architecture's, a NaN or infinite weight
+// (named as the safetensors file names it, with the file).
 // export: the first descriptor that can express the run's model writes
-// config.json, model.safetensors and, for an hf_bpe run, tokenizer.json.
+// config.json, model.safetensors and, for an hf_bpe run, tokenizer.json, into
+// a new or empty folder; --replace replaces a Hugging Face model folder, the
+// old model's files the new one does not rewrite (its sharded index and
+// shards, which import would otherwise read) removed. Never into the run
+// folder itself, nor any Keystone run.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "core/error.h"
 #include "datasets/hf_bpe.h"
@@ -51,10 +60,16 @@ std::string import_usage() {
 }
 
 std::string export_usage() {
-  return "usage: keystone export --to hf RUN --out DIR [--checkpoint best|latest|FILE] [--weights raw|ema]\n"
+  return "usage: keystone export --to hf RUN --out DIR [--replace] [--checkpoint best|latest|FILE]\n"
+         "                        [--weights raw|ema]\n"
          "Writes a run's model as a Hugging Face folder: config.json, model.safetensors (float32), and\n"
          "tokenizer.json when the run's tokenizer is hf_bpe. --weights ema writes the checkpoint's moving\n"
-         "average of the weights (a run trained with train.ema_decay). Architectures: " +
+         "average of the weights (a run trained with train.ema_decay).\n"
+         "  --out DIR     a new or empty folder; never the run folder or another Keystone run\n"
+         "  --replace     DIR may hold a Hugging Face model: it is replaced, and the files of the old\n"
+         "                model the new one does not rewrite (model.safetensors.index.json and its shards,\n"
+         "                pytorch_model*.bin, generation_config.json, tokenizer files) are removed\n"
+         "Architectures: " +
          architectures() + ".\n";
 }
 
@@ -79,9 +94,87 @@ std::string positional(std::vector<std::string>& args, const std::set<std::strin
 // config.json's end-of-text id; Llama 3.1 lists several ([128001, 128008, 128009]): the first.
 int64_t eos_token_id(const interop::HfConfig& hf) {
   const json& e = hf.has("eos_token_id") ? hf.raw().at("eos_token_id") : json();
-  if (!e.is_array()) return hf.integer_or("eos_token_id", -1);
-  if (e.empty() || !e[0].is_number_integer()) hf.fail("eos_token_id", "must be an integer or a list of integers");
+  if (!e.is_array()) {
+    const int64_t id = hf.integer_or("eos_token_id", -1);
+    if (hf.has("eos_token_id") && id < 0) hf.fail("eos_token_id", str("must be a token id >= 0, got ", id));
+    return id;
+  }
+  for (const json& id : e)
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+      hf.fail("eos_token_id", str("must be a token id or a list of token ids, got ", nn::json_excerpt(e)));
+  if (e.empty()) hf.fail("eos_token_id", "must be a token id or a list of token ids, got []");
   return e[0].get<int64_t>();
+}
+
+// config.json's model_type, where given, must be the architecture's: a
+// "bert" or a "llama" config with GPT2LMHeadModel is another model's file.
+void check_model_type(const interop::HfConfig& hf, const interop::HfArchitecture& a) {
+  if (!hf.has("model_type")) return;
+  const std::string type = hf.string_or("model_type", "");
+  if (type == a.model_type) return;
+  std::string known, owner;
+  for (const interop::HfArchitecture* k : interop::hf_architectures()) {
+    known += str(known.empty() ? "" : ", ", "\"", k->model_type, "\" (", k->name, ")");
+    if (k->model_type == type) owner = k->name;
+  }
+  if (!owner.empty())
+    hf.fail("model_type", str("\"", type, "\" is ", owner, "'s, but \"architectures\" names ", a.name,
+                              " (model_type \"", a.model_type, "\"): the file mixes two models"));
+  hf.fail("model_type", str("\"", type, "\" is not supported (supported: ", known, ")"));
+}
+
+// The files of a Hugging Face model in `dir` that a new export does not
+// write and that would describe the old model beside the new one: weights
+// (an index and the shards it names; transformers would read a stale index
+// or .bin), generation settings, tokenizer files. Other files (README.md,
+// a licence) are not the model's and stay.
+std::vector<fs::path> old_model_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  auto add = [&](const fs::path& p) {
+    if (fs::is_regular_file(fs::symlink_status(p)) || fs::is_symlink(fs::symlink_status(p))) files.push_back(p);
+  };
+  for (const char* index : {"model.safetensors.index.json", "pytorch_model.bin.index.json"}) {
+    const fs::path p = dir / index;
+    if (!fs::exists(fs::symlink_status(p))) continue;
+    add(p);
+    const json j =
+        fs::is_regular_file(p)
+            ? nn::try_parse_json(nn::read_regular_file(p.string(), uint64_t(64) << 20, "hf export"), p.string())
+            : json();
+    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) continue;
+    std::set<std::string> shards;
+    for (const auto& [name, file] : j["weight_map"].items())
+      if (file.is_string()) shards.insert(file.get<std::string>());
+    for (const std::string& f : shards)  // names inside the folder only
+      if (!f.empty() && f.find('/') == std::string::npos && f != "." && f != "..") add(dir / f);
+  }
+  for (const char* name :
+       {"pytorch_model.bin", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+        "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt", "tokenizer.model"})
+    add(dir / name);
+  return files;
+}
+
+// --out: not the run folder, not any Keystone run; empty unless --replace.
+void check_export_folder(const fs::path& out, const std::string& run_dir, bool replace) {
+  if (!fs::exists(out)) return;
+  KS_CHECK(fs::is_directory(out), "hf export: --out ", out.string(), " is a file, not a folder");
+  std::error_code ec;
+  KS_CHECK(!fs::equivalent(out, run_dir, ec), "hf export: --out ", out.string(), " is the run folder ", run_dir,
+           " itself: writing there would overwrite the run's config.json and tokenizer.json; choose another folder");
+  const RunPaths other{out};
+  KS_CHECK(!fs::exists(other.latest()) && !fs::exists(other.best()), "hf export: --out ", out.string(),
+           " holds a Keystone run (", fs::exists(other.latest()) ? "latest" : "best",
+           ".safetensors), not a Hugging Face model; choose another folder");
+  if (replace || fs::is_empty(out)) return;
+  std::vector<std::string> names;
+  for (const fs::directory_entry& e : fs::directory_iterator(out)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  std::string listed;
+  for (size_t i = 0; i < names.size() && i < 4; ++i) listed += (i ? ", " : "") + names[i];
+  if (names.size() > 4) listed += str(", ... (", names.size(), " entries)");
+  throw Error(str("hf export: --out ", out.string(), " is not empty (", listed,
+                  "); pass --replace to replace the Hugging Face model there, or choose a new folder"));
 }
 
 void check_format(const cli::Flags& f, const char* flag) {
@@ -110,9 +203,15 @@ int import_model(const std::vector<std::string>& given) {
   if (!arch.is_array() || arch.size() != 1 || !arch[0].is_string())
     hf.fail("architectures", str("must list one architecture name, one of ", architectures()));
   const interop::HfArchitecture& a = interop::hf_architecture(arch[0].get<std::string>(), config_path);
+  check_model_type(hf, a);
   const models::ModelConfig cfg = models::parse_model_config(a.model_config(hf).to_json());
 
   // The tensors, every one accounted for, into a model of that config.
+  if (fs::exists(dir / "model.safetensors") && fs::exists(dir / "model.safetensors.index.json"))
+    std::printf(
+        "note: %s holds model.safetensors and model.safetensors.index.json; reading model.safetensors, as "
+        "transformers does\n",
+        dir.string().c_str());
   interop::HfTensors tensors(nn::load_safetensors_folder(dir.string()), dir.string());
   const nn::NamedTensors weights = a.import_tensors(tensors, hf, cfg);
   tensors.check_all_taken(a.name);
@@ -159,10 +258,13 @@ int import_model(const std::vector<std::string>& given) {
 int export_model(const std::vector<std::string>& given) {
   if (cli::help_requested(given, export_usage().c_str())) return 0;
   std::vector<std::string> args = given;
-  const std::string run_dir = positional(args, {}, "run folder (RUN)");
-  cli::Flags f(args, {"to", "out", "checkpoint", "weights"});
+  const std::string run_dir = positional(args, {"replace"}, "run folder (RUN)");
+  cli::Flags f(args, {"to", "out", "checkpoint", "weights", "replace"}, {"replace"});
   check_format(f, "to");
   if (!f.has("out")) throw cli::UsageError("--out DIR is required");
+  const fs::path out = f.get("out", "");
+  const bool replace = f.has("replace");
+  check_export_folder(out, run_dir, replace);
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
   LoadedRun run = load_run(run_dir, f.get("checkpoint", "best"), weights);
   const models::ModelConfig cfg = models::parse_model_config(run.config.model);
@@ -189,13 +291,26 @@ int export_model(const std::vector<std::string>& given) {
   config["eos_token_id"] = eos;
   config["bos_token_id"] = hf_tok ? eos : data::kBosId;  // GPT-2 begins with its end-of-text token
 
-  const fs::path out = f.get("out", "");
+  // The old model's other files are found before the new ones are written
+  // (a shard of the old index may share a name with nothing new) and removed
+  // after, so a failed write leaves the old model whole.
+  const std::vector<fs::path> old = fs::exists(out) ? old_model_files(out) : std::vector<fs::path>{};
   fs::create_directories(out);
   nn::save_safetensors((out / "model.safetensors").string(), tensors, {{"format", "pt"}});
   nn::write_file_atomically((out / "config.json").string(), config.dump(2) + "\n");
   if (hf_tok) nn::write_file_atomically((out / "tokenizer.json").string(), hf_tok->tokenizer_json().dump(2) + "\n");
+  std::string removed;
+  for (const fs::path& p : old) {
+    const std::string name = p.filename().string();
+    if (name == "model.safetensors" || name == "config.json" || (hf_tok && name == "tokenizer.json")) continue;
+    std::error_code ec;
+    fs::remove(p, ec);
+    KS_CHECK(!ec, "hf export: cannot remove ", p.string(), " (of the replaced model): ", ec.message());
+    removed += (removed.empty() ? "" : ", ") + name;
+  }
   std::printf("exported %s (%s) to %s%s\n", run_dir.c_str(), a->name.c_str(), out.string().c_str(),
               hf_tok ? "" : " (no tokenizer.json: the run's tokenizer is not hf_bpe)");
+  if (!removed.empty()) std::printf("removed the replaced model's %s\n", removed.c_str());
   return 0;
 }
 

@@ -2,6 +2,9 @@
 // (rms_norm_eps), rotary positions (rope_theta, no rope_scaling), a SwiGLU
 // feed-forward (hidden_act silu), grouped-query softmax attention
 // (num_key_value_heads), no biases, pre-norm, a head of its own (or tied).
+// A head_dim other than hidden_size / num_attention_heads is imported as the
+// "fixed" attention family (the same attention with an explicit head size),
+// and such a model exports with head_dim in config.json.
 //
 //   HF (LlamaForCausalLM)                                    Keystone decoder_lm
 //   model.embed_tokens.weight (V, d)                         tok.weight
@@ -40,7 +43,7 @@ models::ModelConfig llama_model_config(const HfConfig& c) {
   m.layers = c.integer("num_hidden_layers");
   m.max_len = c.integer("max_position_embeddings");
   const int64_t heads = c.integer("num_attention_heads");
-  const int64_t kv_heads = c.integer_or("num_key_value_heads", heads);
+  const int64_t kv_heads = c.positive_or("num_key_value_heads", heads);
   if (kv_heads <= 0 || heads % kv_heads != 0)
     c.fail("num_key_value_heads", str(kv_heads, " does not divide num_attention_heads ", heads));
   if (!c.has("head_dim") && m.d_model % heads != 0)
@@ -69,11 +72,13 @@ models::ModelConfig llama_model_config(const HfConfig& c) {
   m.position_options = nn::parse_positions("rope", {{"rope_theta", theta}}, "");
   set_head(m, c, /*tied_default=*/false);
   m.pad_id = -1;
-  m.attention.type = "softmax";
+  // A head_dim other than hidden_size / heads (Gemma-style, Mistral-Nemo) is
+  // the "fixed" family's explicit head size, the same attention otherwise.
+  m.attention.type = head_dim * heads == m.d_model ? "softmax" : "fixed";
   m.attention.heads = heads;
   m.attention.head_dim = head_dim;
   m.attention.kv_heads = kv_heads;
-  m.attention.dropout = c.number_or("attention_dropout", 0.0);
+  m.attention.dropout = c.probability_or("attention_dropout", 0.0);
   m.attention.bias = false;
   return m;
 }
@@ -149,7 +154,7 @@ json llama_hf_config(const models::ModelConfig& m) {
             {"attention_dropout", m.attention.dropout},
             {"mlp_bias", false},
             {"torch_dtype", "float32"}};
-  if (head_dim * heads != m.d_model) c["head_dim"] = head_dim;  // else HF's default, hidden_size / heads
+  c["head_dim"] = head_dim;  // explicit even where it is HF's default, hidden_size / heads
   return c;
 }
 
