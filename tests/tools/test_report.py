@@ -13,6 +13,7 @@ Not here: the statistics (test_stats.py), the CLI's other paths (test_cli.sh).
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -492,6 +493,37 @@ class Figures(unittest.TestCase):
         self.assertEqual(self.page("--figures", "--out", out).returncode, 0)
         with open(out) as f:
             self.assertEqual(f.read(), "![f: training curves of a, b](results/f.svg)\n")
+
+
+class ReadmeQuotesThePage(unittest.TestCase):
+    """README.md's results paragraph quotes docs/RESULTS.md: every number in it is on the page, and the
+    size of the Holm family it names is the page's (issue 56)."""
+
+    def paragraph(self):
+        try:
+            with open(os.path.join(ROOT, "README.md")) as f:
+                text = f.read()
+        except OSError:
+            self.skipTest("no README.md")
+        found = [p for p in text.split("\n\n") if p.startswith("Across families at this budget")]
+        self.assertEqual(len(found), 1, "README.md: no paragraph starting 'Across families at this budget'")
+        return found[0]
+
+    def page(self):
+        with open(os.path.join(ROOT, "docs", "RESULTS.md")) as f:
+            return f.read().replace("−", "-")
+
+    def test_every_number_of_the_results_paragraph_is_on_the_page(self):
+        paragraph, page = self.paragraph().replace("−", "-"), self.page()
+        missing = sorted({n for n in re.findall(r"\d+(?:[.,]\d+)*", paragraph)
+                          if not re.search(r"(?<![\d.,])" + re.escape(n) + r"(?![\d]|[.,]\d)", page)})
+        self.assertEqual(missing, [], "numbers of README.md's results paragraph that docs/RESULTS.md does not hold")
+
+    def test_the_holm_family_is_the_pages(self):
+        named = re.findall(r"Holm's\s+correction\s+across\s+the\s+page's\s+(\d+)\s+comparisons", self.paragraph())
+        self.assertEqual(len(named), 1, "README.md's results paragraph names the Holm family once")
+        # The page's family heads its comparison tables (round 3's has its own, beside it).
+        self.assertEqual(set(re.findall(r"\| Holm, (\d+) tests \| two-stage", self.page())), set(named))
 
 
 if __name__ == "__main__":
