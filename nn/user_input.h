@@ -1,15 +1,15 @@
 // nn/user_input.h — the one way Keystone takes in user files and user JSON:
-// regular files only, of a bounded size; JSON of a bounded nesting depth
-// with each key once per object;
-// error messages of a bounded length that name the file or key and never
-// leak nlohmann's internals ("[json.exception.parse_error.101]").
+// regular files only, of a bounded size (the guard of core/user_file.h,
+// re-exported here); JSON of a bounded nesting depth with each key once per
+// object; error messages of a bounded length that name the file or key and
+// never leak nlohmann's internals ("[json.exception.parse_error.101]").
 //
-// Why here: nn is the lowest layer that reads user files (safetensors) and
-// the lowest that uses nlohmann; core has neither file I/O nor nlohmann, and
-// adding nlohmann to core would put it into every layer's build. The layers
-// above (models, datasets, tools) call these instead of std::ifstream and
-// json::parse, so every reader gets the same limits and the same messages.
-// Not here: what any file means (its own reader checks that).
+// Why here: nn is the lowest layer that uses nlohmann (safetensors headers),
+// and adding nlohmann to core would put it into every layer's build; the file
+// guard itself is in core, where the plugin loader reads user-named files
+// too. The layers above (models, datasets, tools) call these instead of
+// std::ifstream and json::parse, so every reader gets the same limits and the
+// same messages. Not here: what any file means (its own reader checks that).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/user_file.h"
 
 namespace ks::nn {
 
@@ -30,14 +31,10 @@ inline constexpr int kMaxJsonDepth = 64;
 // Length of a JSON value quoted in an error message (json_excerpt).
 inline constexpr size_t kExcerptChars = 80;
 
-// The bytes of the regular file `path`, which must hold at most max_bytes.
-// Errors start with `who` and name the path: "who: file not found: p",
-// "who: p is a directory, expected a file", "who: p is not a regular file"
-// (a FIFO, a device such as /dev/zero, a socket: reading one could block or
-// never end), "who: p is N bytes, over the M-byte limit", and out of memory.
-std::string read_regular_file(const std::string& path, uint64_t max_bytes, const std::string& who);
-// The same checks without reading, for files another program reads (gzip).
-void check_regular_file(const std::string& path, const std::string& who);
+// The one guard of user-named files (core/user_file.h), here too because
+// every reader of user JSON reads its file first.
+using ks::check_regular_file;
+using ks::read_regular_file;
 
 // Parses user JSON. Nesting deeper than max_depth is rejected while parsing,
 // before the value is built, and so is a key that appears twice in one object

@@ -15,11 +15,11 @@
 // to --resume. Not here: averaging during training (train.ema_decay, the EMA).
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "autograd/grad_mode.h"
 #include "core/factory.h"
+#include "core/user_file.h"
+#include "datasets/tokenizer.h"
 #include "nn/checkpoint.h"
 #include "ops/view.h"
 #include "tools/cli/cli.h"
@@ -39,11 +39,9 @@ constexpr char kUsage[] =
     "(config.json, tokenizers, best.safetensors) that eval, generate and translate accept.\n"
     "The runs must have one model config and one tokenizer; the error names what differs.\n";
 
+// A run's tokenizer file, through the guard of every user-named file.
 std::string file_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return read_regular_file(p.string(), data::kMaxTokenizerFileBytes, "average");
 }
 
 }  // namespace

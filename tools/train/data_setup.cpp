@@ -11,6 +11,7 @@
 #include <new>
 #include <optional>
 
+#include "core/user_file.h"
 #include "datasets/brown.h"
 #include "datasets/fashion_mnist.h"
 #include "datasets/io.h"
@@ -600,6 +601,7 @@ std::string relocate_data_file(json& section, const std::string& assignment) {
   KS_CHECK(recorded.contains(key), "--set ", assignment, ": the run recorded no content hash for ", dotted, ", so ",
            given, " cannot be checked to hold the data it was trained on");
   const fs::path path = fs::absolute(given).lexically_normal();
+  check_regular_file(path.string(), str("--set ", assignment));  // the guard of every user-named file
   const std::string now = file_fingerprint(path);
   KS_CHECK(!now.empty(), "--set ", assignment, ": ", path.string(), " is not a readable file");
   const std::string old = section.value(key, json()).is_string() ? section[key].get<std::string>() : "?";
