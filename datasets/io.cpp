@@ -1,5 +1,6 @@
-// datasets/io.cpp — whole-file reads, atomic writes, external commands
-// (posix_spawn with both streams captured through poll), gunzip, cache dir.
+// datasets/io.cpp — whole-file reads, the UTF-16/32 check of text files,
+// atomic writes, external commands (posix_spawn with both streams captured
+// through poll), gunzip, cache dir.
 #include "datasets/io.h"
 
 #include <fcntl.h>
@@ -15,7 +16,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "nn/user_input.h"
+#include "core/user_file.h"
 
 extern char** environ;
 
@@ -23,7 +24,65 @@ namespace ks::data {
 namespace fs = std::filesystem;
 
 std::string read_file(const fs::path& path, const std::string& who, uint64_t max_bytes) {
-  return nn::read_regular_file(path.string(), max_bytes, who);
+  return read_regular_file(path.string(), max_bytes, who);
+}
+
+namespace {
+
+// "FF FE": the bytes of a byte-order mark as hex.
+std::string hex_bytes(std::string_view b) {
+  static const char digits[] = "0123456789ABCDEF";
+  std::string s;
+  for (unsigned char c : b) s += str(s.empty() ? "" : " ", digits[c >> 4], digits[c & 15]);
+  return s;
+}
+
+}  // namespace
+
+void check_text_encoding(std::string_view bytes, const fs::path& path, const std::string& who) {
+  // The name iconv knows and ours, by byte-order mark; UTF-32's first (its LE mark starts as UTF-16's).
+  struct Mark {
+    std::string_view bytes;
+    const char* iconv;
+    const char* name;
+  };
+  static const Mark kMarks[] = {{std::string_view("\xFF\xFE\0\0", 4), "UTF-32", "UTF-32 LE"},
+                                {std::string_view("\0\0\xFE\xFF", 4), "UTF-32", "UTF-32 BE"},
+                                {std::string_view("\xFF\xFE", 2), "UTF-16", "UTF-16 LE"},
+                                {std::string_view("\xFE\xFF", 2), "UTF-16", "UTF-16 BE"}};
+  auto refuse = [&](const char* name, const std::string& why, const char* iconv) {
+    throw Error(str(who, ": ", path.string(), " looks like ", name, " (", why,
+                    "), not UTF-8: convert it first, e.g. iconv -f ", iconv, " -t UTF-8 ", path.string(), " > ",
+                    path.string(), ".utf8"));
+  };
+  for (const Mark& m : kMarks)
+    if (bytes.substr(0, m.bytes.size()) == m.bytes) refuse(m.name, "byte-order mark " + hex_bytes(m.bytes), m.iconv);
+  // No mark: where the NULs of the first bytes fall, by offset mod 4.
+  const std::string_view head = bytes.substr(0, kEncodingSampleBytes);
+  size_t nul[4] = {0, 0, 0, 0}, at[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < head.size(); ++i) {
+    ++at[i % 4];
+    nul[i % 4] += head[i] == '\0';
+  }
+  const size_t total = nul[0] + nul[1] + nul[2] + nul[3];
+  if (total * 10 < head.size() || total == 0) return;
+  const std::string why = str(total, " of its first ", head.size(), " bytes are NUL");
+  auto all = [&](int r) { return at[r] > 0 && double(nul[r]) >= 0.9 * double(at[r]); };
+  auto few = [&](int r) { return double(nul[r]) <= 0.5 * double(at[r]); };
+  // UTF-32: every character's two high bytes are NUL (below U+10000), LE at offsets 2 and 3 mod 4, BE at 0 and 1.
+  if (head.size() >= 4 && all(2) && all(3) && few(0)) refuse("UTF-32 LE", why + ", as in UTF-32 LE", "UTF-32LE");
+  if (head.size() >= 4 && all(0) && all(1) && few(3)) refuse("UTF-32 BE", why + ", as in UTF-32 BE", "UTF-32BE");
+  // UTF-16: an ASCII or Latin-1 character's high byte is NUL, LE at odd offsets, BE at even.
+  const size_t odd = nul[1] + nul[3], even = nul[0] + nul[2];
+  if (double(odd) >= 0.9 * double(total)) refuse("UTF-16 LE", why + ", nearly all at odd offsets", "UTF-16LE");
+  if (double(even) >= 0.9 * double(total)) refuse("UTF-16 BE", why + ", nearly all at even offsets", "UTF-16BE");
+  throw Error(str(who, ": ", path.string(), " is not UTF-8 text: ", why, " (a binary file?)"));
+}
+
+std::string read_text_file(const fs::path& path, const std::string& who, uint64_t max_bytes) {
+  std::string bytes = read_file(path, who, max_bytes);
+  check_text_encoding(bytes, path, who);
+  return bytes;
 }
 
 void write_file_atomic(const fs::path& path, const std::string& bytes, const std::string& who) {
@@ -144,7 +203,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const fs::path& 
 }
 
 std::string gunzip_file(const fs::path& path, const std::string& who, size_t max_bytes) {
-  nn::check_regular_file(path.string(), who);
+  check_regular_file(path.string(), who);
   {
     std::ifstream in(path, std::ios::binary);
     KS_CHECK(in, who, ": cannot open ", path.string(), ": ", std::strerror(errno));

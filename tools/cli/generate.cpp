@@ -11,10 +11,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <string>
 
 #include "core/factory.h"
+#include "datasets/io.h"
 #include "models/decoder_lm.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
@@ -92,14 +93,12 @@ PromptText prepare(const data::Tokenizer& tok, const std::string& prompt, int64_
 }
 
 // The lines of a --prompts file, each one prompt ("\r\n" endings too).
+// Through the guard of every user-named file (a FIFO would block, /dev/zero
+// never end), at most 1 GiB, and not in UTF-16/32 (datasets/io.h).
 std::vector<std::string> read_prompts(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw cli::UsageError(str("--prompts: cannot read ", path));
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(line);
-  }
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw cli::UsageError(str("--prompts: cannot read ", path));
+  std::vector<std::string> lines = data::split_lines(data::read_text_file(path, "--prompts", uint64_t(1) << 30));
   if (lines.empty()) throw cli::UsageError(str("--prompts: ", path, " holds no prompts"));
   return lines;
 }
