@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <utility>
 
 #include "core/enum_words.h"
 #include "core/error.h"
@@ -84,17 +85,34 @@ std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t stream) {
   return p;
 }
 
-SplitIndices split_by_ratio(int64_t n, double valid_fraction, double test_fraction, uint64_t seed) {
+namespace {
+
+// How many of n items go to valid and to test.
+std::pair<int64_t, int64_t> split_counts(int64_t n, double valid_fraction, double test_fraction) {
   KS_CHECK(valid_fraction >= 0 && test_fraction >= 0 && valid_fraction + test_fraction <= 1, "split: fractions valid ",
            valid_fraction, " and test ", test_fraction, " must be >= 0 and add up to at most 1");
   int64_t n_test = std::llround(double(n) * test_fraction);
   int64_t n_valid = std::min(n - n_test, int64_t(std::llround(double(n) * valid_fraction)));
+  return {n_valid, n_test};
+}
+
+}  // namespace
+
+SplitIndices split_by_ratio(int64_t n, double valid_fraction, double test_fraction, uint64_t seed) {
+  auto [n_valid, n_test] = split_counts(n, valid_fraction, test_fraction);
   std::vector<int64_t> p = permutation(n, seed, /*stream=*/0x5b117);
   SplitIndices s;
   s.test.assign(p.begin(), p.begin() + n_test);
   s.valid.assign(p.begin() + n_test, p.begin() + n_test + n_valid);
   s.train.assign(p.begin() + n_test + n_valid, p.end());
   for (auto* v : {&s.train, &s.valid, &s.test}) std::sort(v->begin(), v->end());
+  return s;
+}
+
+SplitIndices split_last(int64_t n, double valid_fraction, double test_fraction) {
+  auto [n_valid, n_test] = split_counts(n, valid_fraction, test_fraction);
+  SplitIndices s;
+  for (int64_t i = 0; i < n; ++i) (i < n - n_test - n_valid ? s.train : i < n - n_test ? s.valid : s.test).push_back(i);
   return s;
 }
 

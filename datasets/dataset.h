@@ -97,6 +97,11 @@ struct SplitIndices {
   std::vector<int64_t> train, valid, test;
 };
 SplitIndices split_by_ratio(int64_t n, double valid_fraction, double test_fraction, uint64_t seed);
+// The same counts as split_by_ratio, cut contiguously instead: train the
+// first items, valid the ones after them, test the last (a held-out future,
+// for data in time order, or to keep neighbouring lines out of each other's
+// splits).
+SplitIndices split_last(int64_t n, double valid_fraction, double test_fraction);
 
 // Language-modelling examples from one token stream: windows of seq_len
 // tokens, example i = stream[i*seq_len, (i+1)*seq_len) with target shifted by

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <map>
 
+#include "core/enum_words.h"
 #include "core/error.h"
 #include "datasets/io.h"
 #include "datasets/vocab.h"
@@ -20,14 +21,52 @@ struct Line {
   const fs::path* file;
   size_t number;  // 1-based
 };
-std::string at(const Line& l) { return str(l.file->string(), ":", l.number, ": "); }
 
-// The file's non-blank lines. Lines that are not valid UTF-8 still load (each
+// The bad lines of a reader's files, gathered so that one error names them
+// all (the first kMaxBadLinesNamed, then how many more), not one per run.
+class BadLines {
+ public:
+  explicit BadLines(const char* who) : who_(who) {}
+  void add(const Line& l, std::string problem) { bad_.push_back({l.file->string(), l.number, std::move(problem)}); }
+  // Throws naming the bad lines by file (in the order first reported) and
+  // line, each once (a file given as two splits is read twice).
+  void throw_if_any() {
+    if (bad_.empty()) return;
+    std::vector<std::string> files;
+    for (const Bad& b : bad_)
+      if (std::find(files.begin(), files.end(), b.file) == files.end()) files.push_back(b.file);
+    auto rank = [&](const Bad& b) {
+      return std::pair(std::find(files.begin(), files.end(), b.file) - files.begin(), b.line);
+    };
+    std::stable_sort(bad_.begin(), bad_.end(), [&](const Bad& a, const Bad& b) { return rank(a) < rank(b); });
+    bad_.erase(std::unique(bad_.begin(), bad_.end(),
+                           [](const Bad& a, const Bad& b) { return a.file == b.file && a.line == b.line; }),
+               bad_.end());
+    auto one = [](const Bad& b) { return str(b.file, ":", b.line, ": ", b.problem); };
+    if (bad_.size() == 1) throw Error(str(who_, ": ", one(bad_[0])));
+    std::string msg = str(who_, ": ", bad_.size(), " bad lines:");
+    for (size_t i = 0; i < bad_.size() && i < kMaxBadLinesNamed; ++i) msg += "\n  " + one(bad_[i]);
+    if (bad_.size() > kMaxBadLinesNamed) msg += str("\n  and ", bad_.size() - kMaxBadLinesNamed, " more");
+    throw Error(msg);
+  }
+
+ private:
+  struct Bad {
+    std::string file;
+    size_t line;
+    std::string problem;
+  };
+  const char* who_;
+  std::vector<Bad> bad_;
+};
+
+// The file's non-blank lines. A file in UTF-16 or UTF-32 is refused
+// (read_text_file). Lines that are not valid UTF-8 still load (each
 // tokenizer reads any bytes: the char tokenizer makes each bad byte a symbol
 // of its own), but a file in another encoding is worth one warning, added to
 // `warnings` unless already there, naming the first such line.
 std::vector<Line> read_lines(const fs::path& path, bool header, const char* who, std::vector<std::string>& warnings) {
-  std::vector<std::string> raw = split_lines(read_file(path, who));
+  std::vector<std::string> raw = split_lines(read_text_file(path, who));
   std::vector<Line> out;
   size_t bad = 0, first_bad = 0;
   for (size_t i = header ? 1 : 0; i < raw.size(); ++i) {
@@ -58,8 +97,9 @@ SplitLines read_splits(const DataFiles& f, bool header, const char* who) {
   if (!f.valid.empty()) s.part[1] = read_lines(f.valid, header, who, s.warnings);
   if (!f.test.empty()) s.part[2] = read_lines(f.test, header, who, s.warnings);
   if (f.valid.empty() || f.test.empty()) {
-    SplitIndices idx = split_by_ratio(int64_t(train.size()), f.valid.empty() ? f.valid_fraction : 0,
-                                      f.test.empty() ? f.test_fraction : 0, f.split_seed);
+    const double valid = f.valid.empty() ? f.valid_fraction : 0, test = f.test.empty() ? f.test_fraction : 0;
+    SplitIndices idx = f.holdout == Holdout::Last ? split_last(int64_t(train.size()), valid, test)
+                                                  : split_by_ratio(int64_t(train.size()), valid, test, f.split_seed);
     for (int64_t i : idx.valid) s.part[1].push_back(train[size_t(i)]);
     for (int64_t i : idx.test) s.part[2].push_back(train[size_t(i)]);
     std::vector<Line> kept;
@@ -88,7 +128,12 @@ bool is_integer(const std::string& s) {
   return ec == std::errc() && end == s.data() + s.size();
 }
 
+constexpr EnumWord<Holdout> kHoldoutWords[] = {{Holdout::Random, "random"}, {Holdout::Last, "last"}};
+
 }  // namespace
+
+const char* holdout_name(Holdout h) { return word_of(h, kHoldoutWords, "?"); }
+std::optional<Holdout> holdout_of(std::string_view word) { return value_of(word, kHoldoutWords); }
 
 Splits text_language_model(const DataFiles& f, const TextOptions& o) {
   SplitLines lines = read_splits(f, false, "text data");
@@ -113,16 +158,21 @@ Splits text_language_model(const DataFiles& f, const TextOptions& o) {
 
 Splits tsv_classification(const DataFiles& f, const TextOptions& o) {
   SplitLines lines = read_splits(f, o.header, "tsv classification");
-  // Split every line at its last tab first, so a bad line fails before any work.
+  // Split every line at its last tab first, so bad lines fail before any work.
   std::vector<std::pair<std::string, std::string>> rows[3];
+  BadLines bad("tsv classification");
   for (int s = 0; s < 3; ++s)
     for (const Line& l : lines.part[s]) {
       size_t tab = l.text.rfind('\t');
-      KS_CHECK(tab != std::string::npos, "tsv classification: ", at(l), "expected \"text<TAB>label\", found no tab");
+      if (tab == std::string::npos) {
+        bad.add(l, "expected \"text<TAB>label\", found no tab");
+        continue;
+      }
       std::string label = l.text.substr(tab + 1);
-      KS_CHECK(!label.empty(), "tsv classification: ", at(l), "empty label");
+      if (label.empty()) bad.add(l, "empty label");
       rows[s].emplace_back(l.text.substr(0, tab), std::move(label));
     }
+  bad.throw_if_any();
   std::vector<std::string> classes = o.classes;
   if (classes.empty()) {
     for (auto& [text, label] : rows[0]) classes.push_back(label);
@@ -145,6 +195,15 @@ Splits tsv_classification(const DataFiles& f, const TextOptions& o) {
     KS_CHECK(added, "tsv classification: classes: \"", classes[i], "\" is listed twice (as class ", it->second,
              " and class ", i, ")");
   }
+  // Every label the classes lack, before any work.
+  std::string known;
+  for (size_t c = 0; c < classes.size() && c < 20; ++c) known += (c ? ", " : "") + classes[c];
+  if (classes.size() > 20) known += ", ...";
+  for (int s = 0; s < 3; ++s)
+    for (size_t k = 0; k < rows[s].size(); ++k)
+      if (!index.count(rows[s][k].second))
+        bad.add(lines.part[s][k], str("unknown label \"", rows[s][k].second, "\" (known: ", known, ")"));
+  bad.throw_if_any();
   std::vector<std::string> corpus;
   if (!o.tokenizer)
     for (auto& [text, label] : rows[0]) corpus.push_back(text);
@@ -156,17 +215,7 @@ Splits tsv_classification(const DataFiles& f, const TextOptions& o) {
     d.vocab_size = tok->vocab_size();
     d.classes = classes;
     d.tokenizer = tok;
-    for (size_t k = 0; k < rows[s].size(); ++k) {
-      auto it = index.find(rows[s][k].second);
-      if (it == index.end()) {
-        std::string known;
-        for (size_t c = 0; c < classes.size() && c < 20; ++c) known += (c ? ", " : "") + classes[c];
-        if (classes.size() > 20) known += ", ...";
-        throw Error(str("tsv classification: ", at(lines.part[s][k]), "unknown label \"", rows[s][k].second,
-                        "\" (known: ", known, ")"));
-      }
-      d.examples.push_back({encode(*tok, rows[s][k].first, o.max_length), {}, it->second});
-    }
+    for (auto& [text, label] : rows[s]) d.examples.push_back({encode(*tok, text, o.max_length), {}, index.at(label)});
   }
   out.warnings = std::move(lines.warnings);
   return out;
@@ -175,13 +224,23 @@ Splits tsv_classification(const DataFiles& f, const TextOptions& o) {
 Splits tsv_seq2seq(const DataFiles& f, const TextOptions& o) {
   SplitLines lines = read_splits(f, o.header, "tsv seq2seq");
   std::vector<std::pair<std::string, std::string>> rows[3];
+  BadLines bad("tsv seq2seq");
   for (int s = 0; s < 3; ++s)
     for (const Line& l : lines.part[s]) {
       size_t tab = l.text.find('\t');
-      KS_CHECK(tab != std::string::npos && l.text.find('\t', tab + 1) == std::string::npos, "tsv seq2seq: ", at(l),
-               "expected \"source<TAB>target\" with exactly one tab");
+      if (tab == std::string::npos || l.text.find('\t', tab + 1) != std::string::npos) {
+        bad.add(l, "expected \"source<TAB>target\" with exactly one tab");
+        continue;
+      }
+      // An empty side would be an example with nothing to read or nothing to
+      // write (only <eos>): a model trained on it learns to stop at once.
+      if (tab == 0)
+        bad.add(l, tab + 1 == l.text.size() ? "empty source and target" : "empty source");
+      else if (tab + 1 == l.text.size())
+        bad.add(l, "empty target");
       rows[s].emplace_back(l.text.substr(0, tab), l.text.substr(tab + 1));
     }
+  bad.throw_if_any();
   // One tokenizer for both sides unless the targets have their own.
   const bool own_targets = o.target_tokenizer || o.train_target_tokenizer;
   std::vector<std::string> corpus, target_corpus;

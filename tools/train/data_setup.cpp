@@ -85,7 +85,10 @@ const std::vector<KeyDoc> kFileKeys = {{"train", "the training file (required)"}
                                        {"test", "the test file; empty: cut from train"},
                                        {"valid_fraction", "the share of train cut for validation when valid is empty"},
                                        {"test_fraction", "the share of train cut for testing when test is empty"},
-                                       {"split_seed", "the seed of those cuts"},
+                                       {"split_seed", "the seed of those cuts (holdout random)"},
+                                       {"holdout",
+                                        "which lines are cut: random (drawn by split_seed) | last (the "
+                                        "file's last lines: test at the very end, valid before it)"},
                                        {"tokenizer", "the tokenizer trained on the training split (its keys below)"}};
 const std::vector<KeyDoc> kTsvKeys = {{"header", "the first line is a header, skipped"},
                                       {"max_length", "longer lines are cut to this many tokens; 0: kept whole"}};
@@ -265,6 +268,10 @@ data::DataFiles read_files(JsonSection& s, BuildContext& ctx) {
   f.valid_fraction = s.get_in("valid_fraction", f.valid_fraction, 0.0, 0.9);
   f.test_fraction = s.get_in("test_fraction", f.test_fraction, 0.0, 0.9);
   f.split_seed = s.get<uint64_t>("split_seed", f.split_seed);
+  const std::string holdout = s.get<std::string>("holdout", data::holdout_name(f.holdout));
+  const std::optional<data::Holdout> h = data::holdout_of(holdout);
+  KS_CHECK(h, "config: ", s.where("holdout"), ": expected random or last, got ", nn::json_excerpt(json(holdout)));
+  f.holdout = *h;
   check_fingerprints(s, {{"train", f.train}, {"valid", f.valid}, {"test", f.test}}, ctx);
   return f;
 }

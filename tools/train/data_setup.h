@@ -15,7 +15,8 @@
 //   "tsv_classification" a user's text<TAB>label file
 //   "tsv_seq2seq"        a user's source<TAB>target file
 //                        train, valid, test (paths; empty: cut from train), valid_fraction,
-//                        test_fraction, split_seed, header, max_length (tsv), seq_len (text),
+//                        test_fraction, split_seed, holdout (random | last), header,
+//                        max_length (tsv), seq_len (text),
 //                        tokenizer {type, vocab_size, min_freq, lowercase, split_punctuation},
 //                        target_tokenizer (tsv_seq2seq only; the same keys; absent: one
 //                        tokenizer trained on both sides)
