@@ -26,29 +26,32 @@ expect 0 "finished 2 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/l
 expect 0 "finished 2 steps" -- "$ks" train --config "$tmp/s2s.json" --out "$tmp/s2s" --quiet
 
 # --- 1. A file in UTF-16 or UTF-32 is refused, naming the file and the encoding it looks like ---------------------
-printf '\xff\xfet\0h\0e\0 \0c\0a\0t\0\n\0' > "$tmp/utf16le-bom.txt"
-printf '\xfe\xff\0t\0h\0e\0 \0c\0a\0t\0\n' > "$tmp/utf16be-bom.txt"
-printf 't\0h\0e\0 \0c\0a\0t\0\n\0' > "$tmp/utf16le.txt"
-printf '\xff\xfe\0\0t\0\0\0\n\0\0\0' > "$tmp/utf32le-bom.txt"
-printf '\0\0\0t\0\0\0h\0\0\0\n' > "$tmp/utf32be.txt"
-lm_on() { "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-bad" --set data.train="$1"; }
+# lines.txt re-encoded (iconv is Debian's libc-bin): without the check each trained, on NULs between the characters.
+wide() { { printf "$1"; iconv -f UTF-8 -t "$2" "$tmp/lines.txt"; } > "$tmp/$3"; }
+wide '\xff\xfe' UTF-16LE utf16le-bom.txt
+wide '\xfe\xff' UTF-16BE utf16be-bom.txt
+wide '' UTF-16LE utf16le.txt
+wide '\xff\xfe\0\0' UTF-32LE utf32le-bom.txt
+wide '' UTF-32BE utf32be.txt
+lm_on() { "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-bad-${1##*/}" --set data.train="$1"; }
 expect 1 "text data: $tmp/utf16le-bom.txt looks like UTF-16 LE \(byte-order mark FF FE\), not UTF-8: convert it first, e.g. iconv -f UTF-16 -t UTF-8 $tmp/utf16le-bom.txt" -- lm_on "$tmp/utf16le-bom.txt"
 expect 1 "text data: $tmp/utf16be-bom.txt looks like UTF-16 BE \(byte-order mark FE FF\)" -- lm_on "$tmp/utf16be-bom.txt"
-expect 1 "text data: $tmp/utf16le.txt looks like UTF-16 LE \(8 of its first 16 bytes are NUL, nearly all at odd offsets\).*iconv -f UTF-16LE" -- lm_on "$tmp/utf16le.txt"
+expect 1 "text data: $tmp/utf16le.txt looks like UTF-16 LE \(2048 of its first 4096 bytes are NUL, nearly all at odd offsets\).*iconv -f UTF-16LE" -- lm_on "$tmp/utf16le.txt"
 expect 1 "text data: $tmp/utf32le-bom.txt looks like UTF-32 LE \(byte-order mark FF FE 00 00\)" -- lm_on "$tmp/utf32le-bom.txt"
 expect 1 "text data: $tmp/utf32be.txt looks like UTF-32 BE" -- lm_on "$tmp/utf32be.txt"
-[ -e "$tmp/lm-bad/best.safetensors" ] && { echo "FAIL: a run trained on a UTF-16 file"; fails=$((fails + 1)); }
+ls "$tmp"/lm-bad-*/best.safetensors >/dev/null 2>&1 && { echo "FAIL: a run trained on a UTF-16/32 file"; fails=$((fails + 1)); }
 expect 1 "tsv seq2seq: $tmp/utf16le-bom.txt looks like UTF-16 LE" -- "$ks" train --config "$tmp/s2s.json" --out "$tmp/s2s-bad" --set data.valid="$tmp/utf16le-bom.txt"
-expect 1 "\-\-prompts: $tmp/utf16le.txt looks like UTF-16 LE" -- "$ks" generate --run "$tmp/lm" --prompts "$tmp/utf16le.txt"
+expect 1 "\-\-prompts: $tmp/utf16le.txt looks like UTF-16 LE" -- "$ks" generate --run "$tmp/lm" --prompts "$tmp/utf16le.txt" --tokens 2
 # UTF-8, its byte-order mark too, still trains.
 printf '\xef\xbb\xbfthe cat\nsat on the mat\nthe mat\n' > "$tmp/utf8-bom.txt"
 expect 0 "finished 1 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-utf8" --quiet --set data.train="$tmp/utf8-bom.txt" --set train.steps=1 --set data.valid="$tmp/utf8-bom.txt" --set data.test="$tmp/utf8-bom.txt"
 
 # --- 2. TSV: an empty side is refused; every bad line is named in one error (the first 20, then a count) -----------
-s2s_on() { "$ks" train --config "$tmp/s2s.json" --out "$tmp/s2s-bad" --set data.train="$1"; }
-printf 'abc\tcba\nword\t\nxy\tyx\n' > "$tmp/empty-target.tsv"
+s2s_on() { "$ks" train --config "$tmp/s2s.json" --out "$tmp/s2s-bad-${1##*/}" --set data.train="$1"; }
+# Among good lines (without the check, each trained: a target of <eos> alone, a source of nothing).
+{ head -1 "$tmp/pairs.tsv"; printf 'word\t\n'; tail -n +2 "$tmp/pairs.tsv"; } > "$tmp/empty-target.tsv"
 expect 1 "tsv seq2seq: $tmp/empty-target.tsv:2: empty target" -- s2s_on "$tmp/empty-target.tsv"
-printf 'abc\tcba\n\tword\n' > "$tmp/empty-source.tsv"
+{ head -1 "$tmp/pairs.tsv"; printf '\tword\n'; tail -n +2 "$tmp/pairs.tsv"; } > "$tmp/empty-source.tsv"
 expect 1 "tsv seq2seq: $tmp/empty-source.tsv:2: empty source" -- s2s_on "$tmp/empty-source.tsv"
 for i in $(seq 1 25); do printf 'ok\tko\nbad %s\t\n' "$i"; done > "$tmp/many-bad.tsv"
 printf 'no tab\n' >> "$tmp/many-bad.tsv"
