@@ -2,7 +2,15 @@
 #include "tools/cli/cli.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/denormals.h"
+#include "core/error.h"
 
 namespace ks::cli {
 
@@ -41,48 +49,98 @@ std::vector<std::string> Flags::get_all(const std::string& name) const {
 }
 
 namespace {
-// Parses the whole of `text` with `conv` (std::stoll, std::stod, ...).
-template <class Conv>
-auto parse_whole(const std::string& text, Conv conv) -> std::optional<decltype(conv(text, nullptr))> {
-  size_t used = 0;
-  try {
-    auto v = conv(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
+// How a text reads as a number: a value, not a number at all, or a number
+// beyond the type (an integer past int64, a double past ±DBL_MAX).
+enum class Read { Value, NotANumber, OutOfRange };
+
+// strtoll / strtod on the whole text: no leading space (strto* would skip
+// it), no trailing characters.
+template <class T, class Conv> Read read_whole(const std::string& text, Conv conv, T& out) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return Read::NotANumber;
+  char* end = nullptr;
+  errno = 0;
+  out = conv(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return Read::NotANumber;
+  return errno == ERANGE ? Read::OutOfRange : Read::Value;
 }
 
-template <class T>
-T flag_value(const std::string& name, const std::string& text, std::optional<T> v, const char* kind) {
-  if (!v) throw UsageError("--" + name + ": expected " + kind + ", got '" + text + "'");
-  return *v;
+Read read_int(const std::string& text, int64_t& out) {
+  return read_whole(
+      text, [](const char* t, char** end) -> int64_t { return std::strtoll(t, end, 10); }, out);
+}
+
+Read read_double(const std::string& text, double& out) {
+  const Read r = read_whole(
+      text, [](const char* t, char** end) { return std::strtod(t, end); }, out);
+  // strtod sets ERANGE on underflow too (1e-320, a subnormal, or 1e-400, which
+  // rounds to 0): those are numbers, small ones. Only an overflow (±HUGE_VAL) is out of range.
+  if (r == Read::OutOfRange && !std::isinf(out)) return Read::Value;
+  return r;
+}
+
+// True for a nonzero double below 2^-1022 in magnitude, read from its bits:
+// with denormals flushed (DAZ), a comparison such as v > 0 reads it as 0.
+bool subnormal(double v) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  return ((bits >> 52) & 0x7ff) == 0 && (bits & ((uint64_t(1) << 52) - 1)) != 0;
+}
+
+// The error of a flag whose value did not read as `kind` ("an integer", "a number").
+UsageError bad_number(const std::string& name, const std::string& text, Read r, const std::string& kind) {
+  if (r == Read::OutOfRange)
+    return UsageError(str("--", name, ": ", text, " is out of range (",
+                          kind == "an integer" ? "an integer" : "a number", " here lies within ",
+                          kind == "an integer" ? "+-2^63" : "+-1.8e308", ")"));
+  return UsageError(str("--", name, ": expected ", kind, ", got '", text, "'"));
 }
 }  // namespace
 
 std::optional<int64_t> parse_int(const std::string& text) {
-  return parse_whole(text, [](const std::string& t, size_t* n) -> int64_t { return std::stoll(t, n); });
+  int64_t v = 0;
+  return read_int(text, v) == Read::Value ? std::optional<int64_t>(v) : std::nullopt;
 }
 std::optional<double> parse_double(const std::string& text) {
-  return parse_whole(text, [](const std::string& t, size_t* n) { return std::stod(t, n); });
+  double v = 0;
+  return read_double(text, v) == Read::Value ? std::optional<double>(v) : std::nullopt;
 }
 
 int64_t Flags::get_int(const std::string& name, int64_t fallback) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
-  return flag_value(name, it->second, parse_int(it->second), "an integer");
+  int64_t v = 0;
+  if (Read r = read_int(it->second, v); r != Read::Value) throw bad_number(name, it->second, r, "an integer");
+  return v;
 }
 
 double Flags::get_double(const std::string& name, double fallback) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
-  return flag_value(name, it->second, parse_double(it->second), "a number");
+  double v = 0;
+  if (Read r = read_double(it->second, v); r != Read::Value) throw bad_number(name, it->second, r, "a number");
+  // A subnormal is a number, but where Keystone flushes denormals (core/denormals.h) every
+  // check and computation reads it as 0: "must be positive" for 1e-320 would be a puzzle.
+  if (subnormal(v) && flush_denormals())
+    throw UsageError(str("--", name, ": ", it->second,
+                         " is a subnormal number (below 2.2e-308), which Keystone's math reads as 0 because it "
+                         "flushes denormals (KS_FLUSH_DENORMALS=0 turns that off); give 0 or a number of at least "
+                         "2.2e-308"));
+  return v;
 }
 
 int64_t Flags::get_int_at_least(const std::string& name, int64_t fallback, int64_t minimum) const {
   int64_t v = get_int(name, fallback);
   if (v < minimum)
     throw UsageError("--" + name + ": must be at least " + std::to_string(minimum) + ", got " + std::to_string(v));
+  return v;
+}
+
+int64_t Flags::get_int_between(const std::string& name, int64_t fallback, int64_t minimum, int64_t maximum,
+                               const std::string& why) const {
+  const int64_t v = get_int_at_least(name, fallback, minimum);
+  if (v > maximum)
+    throw UsageError(
+        str("--", name, ": must be at most ", maximum, why.empty() ? "" : str(" (", why, ")"), ", got ", v));
   return v;
 }
 

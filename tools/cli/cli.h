@@ -1,7 +1,16 @@
 // tools/cli/cli.h — command-line flags for the `keystone` tool: `--name value`
 // pairs, typed reads with defaults, and a UsageError (exit code 2) for an
-// unknown flag, a missing value or a value of the wrong type, naming the flag;
-// and the --help every subcommand answers.
+// unknown flag, a missing value, a value of the wrong type or out of range,
+// naming the flag; and the --help every subcommand answers.
+//
+// Numbers: an integer is the whole text in base 10 and must fit int64
+// ("1e12" is not an integer); a number is the whole text as strtod reads it,
+// subnormals such as 1e-320 included (strtod flags them ERANGE, but they are
+// numbers); only an overflow (1e999) is out of range. A subnormal flag value
+// is then refused by name while Keystone flushes denormals to zero
+// (core/denormals.h: every comparison and product would read it as 0), and
+// taken with KS_FLUSH_DENORMALS=0. Each flag then applies its own range:
+// get_int_at_least, get_int_between, or the caller's check.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +28,8 @@ struct UsageError : std::runtime_error {
 };
 
 // The whole of `text` as a number, or nullopt (empty, trailing characters,
-// out of range). The callers word their own errors.
+// leading space, beyond int64 or an overflow of double; a subnormal double is
+// a number). The callers word their own errors.
 std::optional<int64_t> parse_int(const std::string& text);
 std::optional<double> parse_double(const std::string& text);
 
@@ -43,6 +53,10 @@ class Flags {
   double get_double(const std::string& name, double fallback) const;
   // An integer flag that must be >= minimum.
   int64_t get_int_at_least(const std::string& name, int64_t fallback, int64_t minimum) const;
+  // An integer flag that must lie in [minimum, maximum]; `why`, when given,
+  // says what the maximum is ("the model's max_len"), after it in the error.
+  int64_t get_int_between(const std::string& name, int64_t fallback, int64_t minimum, int64_t maximum,
+                          const std::string& why = "") const;
   // A flag whose value must be one of `choices` ("--weights: expected raw or ema, got 'x'" otherwise).
   std::string get_choice(const std::string& name, const std::string& fallback,
                          const std::vector<std::string>& choices) const;
