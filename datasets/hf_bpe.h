@@ -45,6 +45,7 @@ class HfBpeTokenizer : public Tokenizer {
   int64_t vocab_size() const override { return int64_t(bytes_.size()); }  // the largest id + 1
   std::vector<int64_t> encode(std::string_view text) const override;
   std::string decode(const std::vector<int64_t>& ids) const override;
+  bool has_id(int64_t id) const override { return id >= 0 && id < vocab_size() && assigned_[size_t(id)]; }
   std::string token(int64_t id) const override;
   bool lossless() const override { return true; }
   std::string to_json() const override;

@@ -76,6 +76,18 @@ std::vector<int64_t> ByteTokenizer::encode(std::string_view text) const {
   return ids;
 }
 
+std::string decode_known(const Tokenizer& tok, const std::vector<int64_t>& ids, int64_t* skipped) {
+  std::vector<int64_t> known;
+  known.reserve(ids.size());
+  for (int64_t id : ids) {
+    if (tok.has_id(id))
+      known.push_back(id);
+    else if (skipped)
+      ++*skipped;
+  }
+  return tok.decode(known);
+}
+
 std::string ByteTokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string out;
   out.reserve(ids.size());

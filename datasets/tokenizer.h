@@ -47,8 +47,11 @@ class Tokenizer {
   // outside a char/word vocabulary.
   virtual std::vector<int64_t> encode(std::string_view text) const = 0;
   // pad, bos and eos decode to nothing and unk to "<unk>"; an id outside
-  // [0, vocab_size) throws.
+  // [0, vocab_size) throws (decode_known below skips such ids instead).
   virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  // True when decode takes the id: in [0, vocab_size), and for hf_bpe one
+  // that its file gives a token (its ids may have gaps).
+  virtual bool has_id(int64_t id) const { return id >= 0 && id < vocab_size(); }
   // The text of one id, for printing ("<eos>", "e", "the", " the").
   virtual std::string token(int64_t id) const = 0;
   // True when decode(encode(s)) == s for every string s (byte, bpe). Char is
@@ -64,6 +67,13 @@ class Tokenizer {
   std::string file_text() const;
   void save(const std::filesystem::path& path) const;
 };
+
+// decode() of the ids the tokenizer has (has_id), skipping the others, as
+// Hugging Face's decode skips ids outside its vocabulary: a model whose
+// vocabulary is padded past its tokenizer's (an imported checkpoint's rounded
+// vocab_size, or a config's larger model.vocab_size) can emit ids that no
+// text belongs to. `skipped`, when given, is incremented once per skipped id.
+std::string decode_known(const Tokenizer& tok, const std::vector<int64_t>& ids, int64_t* skipped = nullptr);
 
 // Reads a file written by Tokenizer::save. Errors name the file and what is
 // wrong with it (not a regular file, too large, not JSON or nested too deep,

@@ -12,12 +12,16 @@
 // is on the text, so the tokens of a stopped row still include the token that
 // completed the stop string (and, in a batch, whatever it was fed afterwards).
 //
+// A stop string typed on a command line is read with unescape_stop_string
+// first, so `--stop "\n"` means a newline, as it reads.
+//
 // Not here: sampling (models/sampling.h), the decoding loop (DecoderLM::generate).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ks::models {
@@ -34,5 +38,12 @@ struct StopStrings {
   // Throws unless every string is non-empty and decode is set when there are strings.
   void check() const;
 };
+
+// The text with C-style escapes replaced: \n \t \r \\ \" \' \xHH (one byte,
+// two hex digits: \x00 is a NUL) and \uXXXX (a code point, four hex digits,
+// as UTF-8).
+// Throws ks::Error naming the escape and its offset for anything else: an
+// unknown letter, a backslash at the end, too few hex digits, a surrogate.
+std::string unescape_stop_string(std::string_view text);
 
 }  // namespace ks::models

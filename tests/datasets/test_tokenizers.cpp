@@ -66,6 +66,21 @@ TEST_CASE("byte tokenizer: ids are 4 + byte and any bytes round-trip") {
   check_save_load(tok);
 }
 
+TEST_CASE("decode_known: ids the tokenizer lacks (a padded model vocabulary) are skipped and counted") {
+  ByteTokenizer tok;
+  CHECK(tok.has_id(259));
+  CHECK_FALSE(tok.has_id(260));
+  CHECK_FALSE(tok.has_id(-1));
+  int64_t skipped = 0;
+  // A NUL byte (id 4) is text like any other: the decoded string keeps it and what follows.
+  const std::string text = decode_known(tok, {4 + 'a', 300, 4, 260, 4 + 'b', -1}, &skipped);
+  CHECK(text == std::string("a\0b", 3));
+  CHECK(skipped == 3);
+  CHECK(decode_known(tok, {4 + 'o', 4 + 'k'}) == "ok");  // no counter: nothing to count into
+  CHECK(decode_known(tok, {}, &skipped) == "");
+  CHECK(skipped == 3);
+}
+
 TEST_CASE("utf8: code points decode, invalid bytes are escaped and re-encoded exactly") {
   CHECK(utf8_decode("aé✓😀") == std::vector<char32_t>{U'a', U'é', U'✓', U'😀'});
   // A lone continuation byte, a truncated sequence, an overlong '/' and a surrogate.

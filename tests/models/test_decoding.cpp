@@ -196,6 +196,30 @@ TEST_CASE("stop strings: generation ends at the step whose text holds one, and t
                        "stop strings: a decode function is needed to match stop strings", Error);
 }
 
+TEST_CASE("stop strings: a typed stop string's escapes are read, and a malformed one is refused by name") {
+  using models::unescape_stop_string;
+  CHECK(unescape_stop_string("\\n") == "\n");  // what `--stop "\n"` passes: a backslash and an n
+  CHECK(unescape_stop_string("a\\tb\\r\\n") == "a\tb\r\n");
+  CHECK(unescape_stop_string("\\\\n") == "\\n");  // an escaped backslash, then a plain n
+  CHECK(unescape_stop_string("say \\\"hi\\\" \\'x\\'") == "say \"hi\" 'x'");
+  CHECK(unescape_stop_string("\\x00") == std::string(1, '\0'));
+  CHECK(unescape_stop_string("\\x41\\x7e\\xFF") == "A~\xff");
+  CHECK(unescape_stop_string("\\u00e9\\u20AC") == "\xc3\xa9\xe2\x82\xac");  // é €, as UTF-8
+  CHECK(unescape_stop_string("plain text") == "plain text");
+  CHECK(unescape_stop_string("") == "");
+  CHECK_THROWS_WITH_AS(unescape_stop_string("ab\\q"),
+                       "unknown escape \\q at offset 2 (known: \\n \\t \\r \\\\ \\\" \\' \\xHH \\uXXXX)", Error);
+  CHECK_THROWS_WITH_AS(unescape_stop_string("end\\"),
+                       "a backslash ends the text at offset 3 (write \\\\ for a backslash) (known: \\n \\t \\r \\\\ "
+                       "\\\" \\' \\xHH \\uXXXX)",
+                       Error);
+  CHECK_THROWS_WITH_AS(unescape_stop_string("\\x4"), "escape \\x at offset 0 needs two hex digits, got '4'", Error);
+  CHECK_THROWS_WITH_AS(unescape_stop_string("\\xg1"), "escape \\x at offset 0 needs two hex digits, got 'g1'", Error);
+  CHECK_THROWS_WITH_AS(unescape_stop_string("a\\u12"), "escape \\u at offset 1 needs four hex digits, got '12'", Error);
+  CHECK_THROWS_WITH_AS(unescape_stop_string("\\ud800"),
+                       "escape \\ud800 at offset 0 is a UTF-16 surrogate, not a character", Error);
+}
+
 TEST_CASE("decoder_lm: beam search with one beam is greedy decoding") {
   auto m = small_lm(32);
   Tensor prompt = from_vector(std::vector<int64_t>{3, 7, 1, 5, 5, 9}, {2, 3});

@@ -3,10 +3,17 @@
 // throws cli::UsageError (exit 2) or ks::Error (exit 1) on bad input.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ks::tools {
+
+// The widest --beam generate and translate take, checked before anything is
+// allocated: each beam is a row of caches and logits for every source, and
+// beams far past ten stop helping (a wider one was a typo: --beam 1e8 asked
+// for gigabytes before the check existed).
+inline constexpr int64_t kMaxBeam = 256;
 
 int bench(const std::vector<std::string>& args);  // time training steps of the reference decoder LM
 int info(const std::vector<std::string>& args);   // parameters, FLOPs and memory of a config

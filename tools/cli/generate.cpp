@@ -3,7 +3,11 @@
 // penalty) or by beam search, cut at stop strings. The prompt is encoded with
 // the run's tokenizer; an empty prompt starts after an <eos>, i.e. at a
 // sentence boundary, which is how the training streams separate lines. Each
-// <eos> prints as a newline, so a stop string "\n" stops at the end of a line.
+// <eos> prints as a newline, so a stop string "\n" stops at the end of a line
+// (stop strings are read with their escapes, models/stop_strings.h). The text
+// is written as the bytes it decodes to, a NUL byte included; ids the
+// tokenizer lacks (a model vocabulary padded past the tokenizer's) decode to
+// nothing, as in Hugging Face, and a note on stderr counts them.
 // Several prompts (a --prompts file, one per line, or --samples copies of one)
 // decode together with --batch (DecoderLM::generate_batch), each row with its
 // own seed and its own end.
@@ -16,7 +20,9 @@
 
 #include "core/factory.h"
 #include "datasets/io.h"
+#include "datasets/tokenizer.h"
 #include "models/decoder_lm.h"
+#include "models/stop_strings.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
 #include "tools/train/run_dir.h"
@@ -37,30 +43,43 @@ constexpr char kUsage[] =
     "softmax(logits / temperature), the top-k tokens when --top-k > 0, then the smallest set of most\n"
     "likely of those whose probability sums to >= --top-p. --greedy takes the argmax (after the penalty).\n"
     "--beam K: beam search with K beams (GNMT length penalty --length-penalty), ending a hypothesis at\n"
-    "<eos>; not combined with the sampling flags. --stop TEXT (repeatable): the output ends before the\n"
-    "first stop string found in the generated text (matched on decoded text; <eos> decodes as a newline).\n"
+    "<eos>; not combined with the sampling flags (K at most 256). --stop TEXT (repeatable): the output ends\n"
+    "before the first stop string found in the generated text (matched on decoded text; <eos> decodes as a\n"
+    "newline). Its escapes are read: \\n \\t \\r \\\\ \\\" \\' \\xHH \\uXXXX, so --stop \"\\n\" ends at a\n"
+    "line's end; another backslash is an error.\n"
     "--prompts FILE: one prompt per line, each continued and printed after a '--- prompt N' line.\n"
     "--batch N: decode N rows at once on the KV cache (the lines of --prompts, default all of them, or the\n"
     "--samples of --prompt), left-padded to the longest, each row ending on its own. Row i (from 0, over the\n"
     "whole file or all samples) samples from its own stream seeded --seed + i, so its text is that of\n"
     "`generate --prompt <its line> --seed <seed + i>` whatever the batch holds. Not with --beam.\n"
     "--timing: print the new tokens per second of the decoding (loading excluded) to stderr.\n"
-    "--weights ema: the checkpoint's moving average of the weights (a run trained with train.ema_decay).\n";
+    "--weights ema: the checkpoint's moving average of the weights (a run trained with train.ema_decay).\n"
+    "The text is written byte for byte (a NUL byte too). A model whose vocabulary is larger than its\n"
+    "tokenizer's can emit ids no text belongs to: they decode to nothing (as Hugging Face's decode skips\n"
+    "them), and a note on stderr says how many were skipped.\n";
 
-// Ids to text, one line per <eos>-separated piece.
-std::string render(const data::Tokenizer& tok, const std::vector<int64_t>& ids) {
+// The most rows --batch decodes at once and the most --samples: far more than anyone decodes at once,
+// and small enough to be refused before the rows' caches and prompts are allocated.
+constexpr int64_t kMaxBatch = 4096, kMaxSamples = 1000000;
+
+// Ids to text, one line per <eos>-separated piece; ids the tokenizer lacks
+// decode to nothing (data::decode_known), counted in `skipped` when given.
+std::string render(const data::Tokenizer& tok, const std::vector<int64_t>& ids, int64_t* skipped = nullptr) {
   std::string text;
   std::vector<int64_t> piece;
   for (int64_t id : ids) {
     if (id == tok.eos_id()) {
-      text += tok.decode(piece) + "\n";
+      text += data::decode_known(tok, piece, skipped) + "\n";
       piece.clear();
     } else {
       piece.push_back(id);
     }
   }
-  return text + tok.decode(piece);
+  return text + data::decode_known(tok, piece, skipped);
 }
+
+// The text on stdout as the bytes it holds (printf's %s would stop at a NUL byte).
+void write_bytes(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
 // One prompt as generate continues and prints it: its ids, cut to the room
 // max_len leaves for the new tokens, and its text.
@@ -71,10 +90,11 @@ struct PromptText {
 
   // The text new ids add to the prompt's: decoded together, so a word
   // tokenizer's joining space between prompt and continuation is kept.
-  std::string continuation(const std::vector<int64_t>& new_ids) const {
+  // `skipped` counts the new ids the tokenizer lacks.
+  std::string continuation(const std::vector<int64_t>& new_ids, int64_t* skipped = nullptr) const {
     std::vector<int64_t> all = ids;
     all.insert(all.end(), new_ids.begin(), new_ids.end());
-    const std::string whole = render(*tok, all);
+    const std::string whole = render(*tok, all, skipped);  // the prompt's ids are all the tokenizer's
     return whole.compare(0, text.size(), text) == 0 ? whole.substr(text.size()) : render(*tok, new_ids);
   }
 };
@@ -119,16 +139,18 @@ int generate(const std::vector<std::string>& args) {
                 "length-penalty", "stop", "samples", "seed", "checkpoint", "prompts", "batch", "weights"},
                {"greedy", "timing"}, {"stop"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
-  const int64_t tokens = f.get_int_at_least("tokens", 100, 1), samples = f.get_int_at_least("samples", 1, 1);
+  const int64_t tokens = f.get_int_at_least("tokens", 100, 1);
+  const int64_t samples = f.get_int_between("samples", 1, 1, kMaxSamples);
   const double temperature = f.get_double("temperature", 1.0);
-  if (!(temperature > 0)) throw cli::UsageError("--temperature: must be positive");
+  if (!(temperature > 0 && std::isfinite(temperature)))
+    throw cli::UsageError(str("--temperature: must be positive and finite, got ", temperature));
   const int64_t top_k = f.get_int_at_least("top-k", 0, 0);
   const double top_p = get_unit_interval(f, "top-p", 1.0);
   const double penalty = f.get_double("repetition-penalty", 1.0);
   if (!(penalty > 0 && std::isfinite(penalty)))
     throw cli::UsageError(str("--repetition-penalty: expected a positive number, got ", penalty));
   const int64_t seed = f.get_int_at_least("seed", 0, 0);
-  const int64_t beam = f.has("beam") ? f.get_int_at_least("beam", 1, 1) : 0;
+  const int64_t beam = f.has("beam") ? f.get_int_between("beam", 1, 1, kMaxBeam) : 0;
   const double length_penalty = f.get_double("length-penalty", 0.0);
   if (!std::isfinite(length_penalty)) throw cli::UsageError("--length-penalty: must be finite");
   if (f.has("length-penalty") && !f.has("beam")) throw cli::UsageError("--length-penalty: needs --beam");
@@ -136,16 +158,22 @@ int generate(const std::vector<std::string>& args) {
     for (const char* other :
          {"temperature", "top-k", "top-p", "repetition-penalty", "greedy", "samples", "seed", "batch", "prompts"})
       if (f.has(other)) throw cli::UsageError(str("--beam: cannot be combined with --", other));
-  const int64_t batch = f.has("batch") ? f.get_int_at_least("batch", 1, 1) : 0;  // 0: every row at once
+  const int64_t batch = f.has("batch") ? f.get_int_between("batch", 1, 1, kMaxBatch) : 0;  // 0: every row at once
   if (f.has("prompts") && f.has("prompt")) throw cli::UsageError("--prompts: not with --prompt");
   if (f.has("prompts") && f.has("samples"))
     throw cli::UsageError("--samples: not with --prompts (each line is one row)");
   const std::vector<std::string> lines =
       f.has("prompts") ? read_prompts(f.get("prompts", "")) : std::vector<std::string>{};
   const bool batched = f.has("batch") || f.has("prompts");
-  models::StopStrings stop{.strings = f.get_all("stop")};
-  for (const std::string& s : stop.strings)
-    if (s.empty()) throw cli::UsageError("--stop: a stop string must not be empty");
+  models::StopStrings stop;
+  for (const std::string& typed : f.get_all("stop")) {
+    try {
+      stop.strings.push_back(models::unescape_stop_string(typed));
+    } catch (const Error& e) {
+      throw cli::UsageError(str("--stop '", typed, "': ", e.what()));
+    }
+    if (stop.strings.back().empty()) throw cli::UsageError("--stop: a stop string must not be empty");
+  }
 
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
   LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights);
@@ -157,8 +185,9 @@ int generate(const std::vector<std::string>& args) {
   if (tokens >= max_len)
     throw cli::UsageError(str("--tokens: at most ", max_len - 1, " (the model's max_len is ", max_len, ")"));
 
+  int64_t skipped = 0;  // generated ids the tokenizer lacks, over every printed row
   auto print = [&](const PromptText& p, const models::StopStrings& cut, const std::vector<int64_t>& new_ids) {
-    std::printf("%s%s\n", p.text.c_str(), cut.cut(p.continuation(new_ids)).c_str());
+    write_bytes(p.text + cut.cut(p.continuation(new_ids, &skipped)) + "\n");
   };
   Generator gen{uint64_t(seed)};
   models::SamplingOptions so{.greedy = f.has("greedy"),
@@ -202,11 +231,9 @@ int generate(const std::vector<std::string>& args) {
     const PromptText prompt = prepare(*run.tokenizer, f.get("prompt", ""), max_len, tokens);
     stop.decode = [&](const std::vector<int64_t>& ids) { return prompt.continuation(ids); };
     Tensor input = from_vector(prompt.ids, {1, int64_t(prompt.ids.size())});
-    if (beam > 0) {
+    if (beam > 0)
       print(prompt, stop, lm->beam_search(input, tokens, beam, length_penalty, run.tokenizer->eos_id())[0].tokens);
-      return 0;
-    }
-    for (int64_t s = 0; s < samples; ++s) {
+    for (int64_t s = 0; beam == 0 && s < samples; ++s) {
       std::vector<int64_t> ids;
       timed([&] { ids = lm->generate(input, tokens, so, stop).to_vector<int64_t>(); });  // (1, T0 + steps run)
       if (samples > 1) std::printf("--- sample %lld\n", (long long)(s + 1));
@@ -215,7 +242,12 @@ int generate(const std::vector<std::string>& args) {
       print(prompt, stop, new_ids);
     }
   }
-  if (f.has("timing"))
+  if (skipped > 0)
+    std::fprintf(stderr,
+                 "generate: note: skipped %lld generated ids that the tokenizer lacks (it has %lld ids, the model's "
+                 "vocabulary %lld), as Hugging Face's decode does\n",
+                 (long long)skipped, (long long)run.tokenizer->vocab_size(), (long long)lm->config.vocab_size);
+  if (f.has("timing") && beam == 0)
     std::fprintf(stderr, "generate: %lld new tokens in %.3f s: %.1f tokens/s (batch %lld)\n", (long long)new_tokens,
                  seconds, double(new_tokens) / seconds, (long long)rows_at_once);
   return 0;

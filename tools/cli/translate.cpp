@@ -3,11 +3,16 @@
 // file, or a split of the run's data (reporting exact match and the token and
 // character error rates there). Sources are decoded in batches
 // (tools/train/task.h decode_sources), so a file or a whole split goes as fast as
-// evaluation. Not here: the metrics' definitions (tools/train/task.h).
+// evaluation. Outputs are written as the bytes they decode to (a NUL byte
+// too); output ids the target tokenizer lacks (a model vocabulary padded past
+// it) decode to nothing, counted in a note on stderr.
+// Not here: the metrics' definitions (tools/train/task.h).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
+#include "datasets/tokenizer.h"
 #include "nn/user_input.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
@@ -29,7 +34,9 @@ constexpr char kUsage[] =
     "(all of it, or the first --limit N examples), printing source, reference and output per example\n"
     "and at the end exact match, the token error rate (TER) and the character error rate (CER).\n"
     "A source of mostly unknown tokens gets a warning on stderr. --weights ema decodes with the\n"
-    "checkpoint's moving average of the weights (a run trained with train.ema_decay).\n";
+    "checkpoint's moving average of the weights (a run trained with train.ema_decay). --beam is at most\n"
+    "256. Output ids the target tokenizer lacks (a model vocabulary larger than the tokenizer's) decode to\n"
+    "nothing, as in Hugging Face, and a note on stderr counts them.\n";
 
 constexpr int64_t kBatch = 32;  // sources decoded together
 // The largest --file read: far more sources than anyone decodes in one go.
@@ -60,8 +67,9 @@ int translate(const std::vector<std::string>& args) {
   const int sources = int(f.has("input")) + int(f.has("file")) + int(f.has("split"));
   if (sources != 1) throw cli::UsageError("give exactly one of --input, --file or --split");
   if (f.has("limit") && !f.has("split")) throw cli::UsageError("--limit goes with --split");
-  const int64_t beam = f.get_int_at_least("beam", 1, 1);
+  const int64_t beam = f.get_int_between("beam", 1, 1, kMaxBeam);
   const double alpha = f.get_double("alpha", 0.6);
+  if (!std::isfinite(alpha)) throw cli::UsageError(str("--alpha: expected a finite number, got ", alpha));
 
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
   LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights);
@@ -75,6 +83,20 @@ int translate(const std::vector<std::string>& args) {
   const DecodeOptions decode{.beam = beam, .alpha = alpha, .max_len = max_len, .batch_size = kBatch};
   const data::Tokenizer& src_tok = *run.tokenizer;
   const data::Tokenizer& tgt_tok = *run.target_tokenizer;
+  // Output ids to text; the ids tgt_tok lacks are skipped and counted for the note at the end.
+  int64_t skipped = 0;
+  auto output_text = [&](const std::vector<int64_t>& ids) { return data::decode_known(tgt_tok, ids, &skipped); };
+  auto note_skipped = [&] {
+    if (skipped > 0)
+      std::fprintf(stderr,
+                   "translate: note: skipped %lld output ids that the target tokenizer lacks (it has %lld ids, the "
+                   "model's vocabulary %lld), as Hugging Face's decode does\n",
+                   (long long)skipped, (long long)tgt_tok.vocab_size(), (long long)s2s->config.tgt_vocab_size);
+  };
+  auto write_line = [](const std::string& text) {  // the bytes as they are: %s would stop at a NUL
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fputc('\n', stdout);
+  };
   // A source the model cannot take, named by where it came from.
   auto check_source = [&](const std::vector<int64_t>& src, const std::string& where) {
     KS_CHECK(!src.empty(), "translate: ", where, ": an empty source");
@@ -86,7 +108,8 @@ int translate(const std::vector<std::string>& args) {
     std::vector<int64_t> src = src_tok.encode(f.get("input", ""));
     check_source(src, "--input");
     warn_if_unknown(src, "--input");
-    std::printf("%s\n", tgt_tok.decode(decode_sources(*s2s, {src}, decode)[0]).c_str());
+    write_line(output_text(decode_sources(*s2s, {src}, decode)[0]));
+    note_skipped();
     return 0;
   }
   if (f.has("file")) {
@@ -96,7 +119,7 @@ int translate(const std::vector<std::string>& args) {
     // Decoded in chunks of kBatch lines, so output starts before a long file is decoded to its end.
     std::vector<std::vector<int64_t>> chunk;
     auto flush = [&] {
-      for (const auto& out : decode_sources(*s2s, chunk, decode)) std::printf("%s\n", tgt_tok.decode(out).c_str());
+      for (const auto& out : decode_sources(*s2s, chunk, decode)) write_line(output_text(out));
       std::fflush(stdout);
       chunk.clear();
     };
@@ -111,6 +134,7 @@ int translate(const std::vector<std::string>& args) {
       if (int64_t(chunk.size()) == kBatch) flush();
     }
     flush();
+    note_skipped();
     return 0;
   }
   const std::string split = f.get("split", "");
@@ -133,12 +157,13 @@ int translate(const std::vector<std::string>& args) {
     const std::vector<int64_t>& got = outputs[size_t(i)];
     score.add(got, want, &tgt_tok);
     const bool same = got == want;
-    std::printf("%s  %s -> %s%s\n", same ? "ok  " : "MISS", src_tok.decode(srcs[size_t(i)]).c_str(),
-                tgt_tok.decode(got).c_str(), same ? "" : ("   (reference " + tgt_tok.decode(want) + ")").c_str());
+    write_line(str(same ? "ok  " : "MISS", "  ", src_tok.decode(srcs[size_t(i)]), " -> ", output_text(got),
+                   same ? "" : "   (reference " + tgt_tok.decode(want) + ")"));
   }
   auto rate = [](double r) { return r < 0 ? std::string("n/a") : fmt_percent(r); };  // n/a: empty references
   std::printf("exact match: %lld of %lld (%.1f%%) | TER %s | CER %s\n", (long long)score.exact, (long long)n,
               100.0 * score.exact_match(), rate(score.ter()).c_str(), rate(score.cer()).c_str());
+  note_skipped();
   return 0;
 }
 

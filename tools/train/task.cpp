@@ -70,7 +70,8 @@ void DecodeScore::add(const std::vector<int64_t>& output, const std::vector<int6
   token_edits += edit_distance(output, reference);
   reference_tokens += int64_t(reference.size());
   if (target_tokenizer) {
-    const std::vector<char32_t> got = data::utf8_decode(target_tokenizer->decode(output));
+    // An output id the tokenizer lacks (a padded model vocabulary) has no text: skipped, as generate does.
+    const std::vector<char32_t> got = data::utf8_decode(data::decode_known(*target_tokenizer, output));
     const std::vector<char32_t> want = data::utf8_decode(target_tokenizer->decode(reference));
     char_edits += edit_distance(got, want);
     reference_chars += int64_t(want.size());
