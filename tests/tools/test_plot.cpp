@@ -376,10 +376,10 @@ TEST_CASE("plot: gradient norm and bits per byte get their own panels, two to a 
   CHECK(svg.find(">gradient norm</text>") != std::string::npos);
   CHECK(svg.find(">gradient norm (log)</text>") != std::string::npos);  // 1.5..40 spans over 20x
   CHECK(svg.find(">accuracy</text>") == std::string::npos);
-  // loss | bits per byte on the first row, gradient norm below; the legend after them.
+  // loss | bits per byte on the first row, gradient norm below across the whole row; the legend after them.
   CHECK(svg.find("<rect x=\"70\" y=\"60\" width=\"400\" height=\"270\"") != std::string::npos);
   CHECK(svg.find("<rect x=\"575\" y=\"60\" width=\"400\" height=\"270\"") != std::string::npos);
-  CHECK(svg.find("<rect x=\"70\" y=\"400\" width=\"400\" height=\"270\"") != std::string::npos);
+  CHECK(svg.find("<rect x=\"70\" y=\"400\" width=\"905\" height=\"270\"") != std::string::npos);
   CHECK(svg.find("height=\"752\"") != std::string::npos);
   std::string c = curves(svg);
   CHECK(count(c, "<polyline") == 3);             // train loss, train bpb, grad norm
@@ -387,6 +387,42 @@ TEST_CASE("plot: gradient norm and bits per byte get their own panels, two to a 
   CHECK(drawn_inside(svg, 70, 60, 975, 670));
   // A run without them keeps its single loss panel.
   CHECK(render_plot_svg({make_run(tmp.path(), "plain", kMetrics)}).find("gradient norm") == std::string::npos);
+}
+
+TEST_CASE("plot: a seq2seq run's token error rate gets a panel; an odd last panel spans its row, none is empty") {
+  TempDir tmp;
+  // A seq2seq run's records: loss, accuracy, exact match and TER, and the gradient norm: four panels, two rows full.
+  fs::path s2s =
+      make_run(tmp.path(), "s2s",
+               R"({"split": "train", "step": 10, "loss": 2.0, "grad_norm": 3.0})"
+               "\n"
+               R"({"split": "valid", "step": 10, "loss": 1.9, "accuracy": 0.5, "exact_match": 0.1, "ter": 0.6})"
+               "\n"
+               R"({"split": "train", "step": 20, "loss": 1.0, "grad_norm": 2.0})"
+               "\n"
+               R"({"split": "valid", "step": 20, "loss": 1.1, "accuracy": 0.8, "exact_match": 0.5, "ter": 0.2})"
+               "\n"
+               R"({"split": "test", "step": 20, "loss": 1.2, "accuracy": 0.8, "exact_match": 0.4, "ter": 0.25})"
+               "\n");
+  std::string svg = render_plot_svg({s2s});
+  CHECK(svg.find(">token error rate</text>") != std::string::npos);
+  for (const char* box : {"x=\"70\" y=\"60\" width=\"400\"", "x=\"575\" y=\"60\" width=\"400\"",
+                          "x=\"70\" y=\"400\" width=\"400\"", "x=\"575\" y=\"400\" width=\"400\""}) {
+    CAPTURE(box);
+    CHECK(svg.find(std::string("<rect ") + box + " height=\"270\"") != std::string::npos);
+  }
+  CHECK(count(curves(svg), "<path class=\"test\"") == 4);  // test loss, accuracy, exact match, TER
+  // Without TER (a classifier): loss | accuracy, then the gradient norm across the second row.
+  fs::path cls = make_run(tmp.path(), "cls",
+                          R"({"split": "train", "step": 10, "loss": 2.0, "grad_norm": 3.0})"
+                          "\n"
+                          R"({"split": "valid", "step": 10, "loss": 1.9, "accuracy": 0.5})"
+                          "\n");
+  svg = render_plot_svg({cls});
+  CHECK(svg.find(">token error rate</text>") == std::string::npos);
+  CHECK(svg.find("<rect x=\"575\" y=\"60\" width=\"400\" height=\"270\"") != std::string::npos);
+  CHECK(svg.find("<rect x=\"70\" y=\"400\" width=\"905\" height=\"270\"") != std::string::npos);
+  CHECK(svg.find("<rect x=\"575\" y=\"400\"") == std::string::npos);
 }
 
 TEST_CASE("plot: --labels names the runs in the legend, one per run folder") {

@@ -332,15 +332,23 @@ TEST_CASE("config keys: every key a config resolves to has its meaning in the ta
                                  "tsv_classification", "tsv_seq2seq"}) {
     CAPTURE(name);
     json section = {{"dataset", name}};
-    if (name == "tsv_seq2seq") section["target_tokenizer"] = json::object();
     json data_docs;
     std::vector<std::string> keys;
     key_paths(describe_data(section, &data_docs), "", keys);
+    if (name == "tsv_seq2seq") {  // and with a target tokenizer given, its keys too
+      section["target_tokenizer"] = json::object();
+      key_paths(describe_data(section, &data_docs), "", keys);
+    }
     for (const std::string& k : keys) {
       CAPTURE(k);
       CHECK(data_docs.contains(k));
     }
   }
+  // tsv_seq2seq's target_tokenizer is absent by default, and --defaults shows it so, with its meaning.
+  json tsv_docs;
+  const json tsv = describe_data({{"dataset", "tsv_seq2seq"}}, &tsv_docs);
+  CHECK(tsv.value("target_tokenizer", json()) == "<absent>");
+  CHECK(tsv_docs.contains("target_tokenizer"));
   for (const json& model : {json{{"model", "decoder_lm"}, {"vocab_size", 8}},
                             json{{"model", "encoder_classifier"}, {"vocab_size", 8}, {"num_classes", 2}},
                             json{{"model", "seq2seq"}, {"src_vocab_size", 8}, {"tgt_vocab_size", 8}}}) {

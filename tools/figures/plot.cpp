@@ -1,7 +1,8 @@
 // tools/figures/plot.cpp — `keystone plot`: the metrics.jsonl files of training runs
 // drawn as one self-contained SVG (a loss panel, and panels for accuracy,
-// bits per byte and the gradient norm when any run recorded them), with nice
-// axis ticks and a legend.
+// the token error rate of seq2seq decodes, bits per byte and the gradient norm
+// when any run recorded them), two to a row, an odd last one across its whole
+// row, with nice axis ticks and a legend.
 // Not here: writing metrics (tools/train/trainer.h), raster output, interactivity.
 #include "tools/figures/plot.h"
 
@@ -39,7 +40,7 @@ namespace {
 enum class Split { Train, Valid, Test };
 
 // One run's curves in plot coordinates (x: step or minutes), by split and
-// record key ("loss", "accuracy", "exact_match", "bpb", "grad_norm"). A test
+// record key ("loss", "accuracy", "exact_match", "ter", "bpb", "grad_norm"). A test
 // series holds at most one point: the last test record, measured on the
 // whole test split, is the run's final result.
 struct Run {
@@ -85,7 +86,7 @@ void add_record(Run& run, const json& rec, const std::string& x_axis) {
   const Split split = name == "train" ? Split::Train : name == "valid" ? Split::Valid : Split::Test;
   const std::vector<const char*> keys = split == Split::Train
                                             ? std::vector<const char*>{"loss", "bpb", "grad_norm"}
-                                            : std::vector<const char*>{"loss", "accuracy", "exact_match", "bpb"};
+                                            : std::vector<const char*>{"loss", "accuracy", "exact_match", "ter", "bpb"};
   for (const char* key : keys) {
     std::optional<double> y = finite(rec, key);
     if (!y) continue;
@@ -283,6 +284,7 @@ std::string draw_svg(const std::vector<Run>& runs, const PlotOptions& o) {
         {Split::Valid, "exact_match", Style::Exact},
         {Split::Test, "accuracy", Style::Test},
         {Split::Test, "exact_match", Style::Test}}},
+      {"token error rate", Scale::Linear, {{Split::Valid, "ter", Style::Valid}, {Split::Test, "ter", Style::Test}}},
       {"bits per byte",
        loss_scale,
        {{Split::Train, "bpb", Style::Train}, {Split::Valid, "bpb", Style::Valid}, {Split::Test, "bpb", Style::Test}}},
@@ -302,14 +304,17 @@ std::string draw_svg(const std::vector<Run>& runs, const PlotOptions& o) {
   for (const Run& r : runs)
     any_exact = any_exact || !r.at(Split::Valid, "exact_match").empty() || !r.at(Split::Test, "exact_match").empty();
   // One x axis for every panel, so a step lines up across them. One panel
-  // takes the full width; more go two to a row.
+  // takes the full width; more go two to a row, and an odd last one takes
+  // its whole row (no empty slot beside it).
   const Axis x = value_axis(all, &Point::x, Scale::Linear);
   const std::string xlabel = o.x_axis == "time" ? "minutes" : "step";
   const size_t columns = shown.size() == 1 ? 1 : 2;
   std::ostringstream body;
   for (size_t k = 0; k < shown.size(); ++k) {
     const auto& [spec, panel] = shown[k];
-    const Panel p{svg::panel_box(k, columns), x, value_axis(panel, &Point::y, spec->scale)};
+    svg::Box box = svg::panel_box(k, columns);
+    if (columns == 2 && k % 2 == 0 && k + 1 == shown.size()) box.x1 = svg::panel_box(k + 1, columns).x1;
+    const Panel p{box, x, value_axis(panel, &Point::y, spec->scale)};
     svg::frame(body, p, spec->title, xlabel, p.y.log ? std::string(spec->title) + " (log)" : spec->title);
     for (size_t i = 0; i < runs.size(); ++i)
       for (const Curve& c : spec->curves) {
@@ -330,7 +335,7 @@ const char* kUsage =
     "usage: keystone plot RUN_DIR... [--out FILE] [--x step|time] [--title TEXT] [--labels A,B,...] [--log-y]\n"
     "                     [--seeds]\n"
     "Draws the curves of training runs (each RUN_DIR's metrics.jsonl) into one SVG: loss, and accuracy,\n"
-    "bits per byte and gradient norm where the runs recorded them.\n"
+    "token error rate (seq2seq), bits per byte and gradient norm where the runs recorded them.\n"
     "  --out FILE        where to write (default: RUN_DIR/plot.svg for one run, else ./plot.svg)\n"
     "  --x AXIS          step (default) or time (elapsed minutes)\n"
     "  --title TEXT      the plot's title (default: the run names)\n"
