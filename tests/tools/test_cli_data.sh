@@ -103,5 +103,12 @@ expect 0 "finished 1 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/l
 grep -q '"9"' "$tmp/lm-last/tokenizer.json" && { echo "FAIL: holdout last: the tokenizer saw the held-out lines"; fails=$((fails + 1)); }
 expect 0 "finished 1 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-random" --quiet --set data.train="$tmp/ordered.txt" --set train.steps=1
 grep -q '"9"' "$tmp/lm-random/tokenizer.json" || { echo "FAIL: holdout random: no held-out line was drawn from the end"; fails=$((fails + 1)); }
+# A run folder from before the key (no holdout in its config.json) cut at random: its checkpoints, which record
+# holdout "random", still load; another holdout in config.json than the checkpoint's is refused.
+cp -r "$tmp/lm-random" "$tmp/lm-old"
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); del c["data"]["holdout"]; json.dump(c, open(sys.argv[1], "w"))' "$tmp/lm-old/config.json"
+expect 0 '"loss":[0-9.]+' -- "$ks" eval --run "$tmp/lm-old"
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["data"]["holdout"]="last"; json.dump(c, open(sys.argv[1], "w"))' "$tmp/lm-old/config.json"
+expect 1 "was trained with another config than config.json: data.holdout differ" -- "$ks" eval --run "$tmp/lm-old"
 
 finish "test_cli_data.sh: all checks passed"

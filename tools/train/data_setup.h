@@ -94,8 +94,9 @@ RunTokenizers read_run_tokenizers(const nlohmann::json& section, const std::file
 std::string relocate_data_file(nlohmann::json& section, const std::string& assignment);
 // Removes from the two configs' data sections what may differ between the
 // sessions of one run (tools/train/run_dir.h check_checkpoint_config): the
-// fingerprints, and a data file's path where the file at `now`'s path has the
-// content `was` recorded (it moved).
+// fingerprints, a data file's path where the file at `now`'s path has the
+// content `was` recorded (it moved), and holdout "random" where the other
+// section has no holdout (written before the key existed, it cut at random).
 void drop_data_identity(nlohmann::json& was, nlohmann::json& now);
 
 // Builds the three splits; errors name the key or the file that is wrong.
