@@ -112,6 +112,8 @@ std::vector<KeyDoc> join(std::initializer_list<const std::vector<KeyDoc>*> table
 
 // The placeholder describe_data shows for a path that must be given.
 const char* kRequiredPath = "<required: a file path>";
+// What describe_data shows for tsv_seq2seq's target_tokenizer, absent by default.
+const char* kAbsentTargetTokenizer = "<absent>";
 
 // The split sizes every generator takes.
 struct Sizes {
@@ -331,7 +333,10 @@ data::Splits tsv_classification_set(JsonSection& s, BuildContext& ctx) {
 data::Splits tsv_seq2seq_set(JsonSection& s, BuildContext& ctx) {
   data::DataFiles f = read_files(s, ctx);
   data::TextOptions o = read_text_options(s, ctx, true);
-  if (s.has("target_tokenizer")) o.train_target_tokenizer = read_tokenizer_options(s, "target_tokenizer");
+  if (s.has("target_tokenizer"))
+    o.train_target_tokenizer = read_tokenizer_options(s, "target_tokenizer");
+  else if (ctx.describe_only)  // shown with its meaning too, though its default is to be absent
+    s.get<std::string>("target_tokenizer", kAbsentTargetTokenizer);
   o.target_tokenizer = ctx.saved.target;
   if (ctx.describe_only) return {};
   return data::tsv_seq2seq(f, o);
