@@ -1,10 +1,13 @@
 // core/plugin_loader.cpp — load_plugin: the declaration read from the ELF file,
-// checked, then dlopen with the registries' names recorded (core/plugin_loader.h).
+// checked against the library's (version, ABI tag, plugin ABI revision and
+// layout hash), then dlopen with the registries' names recorded
+// (core/plugin_loader.h).
 #include "core/plugin_loader.h"
 
 #include <dlfcn.h>
 #include <elf.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -38,8 +41,16 @@ State& state() {
 }
 
 struct Declaration {
+  int format = 2;  // 1: built before the plugin ABI was recorded (no revision, no layout hash)
   std::string name, version, abi;
+  PluginAbi plugin_abi;
 };
+
+std::string hex16(uint64_t v) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)v);
+  return hex;
+}
 
 // Reads `size` bytes at `offset`, or fails naming the file as truncated.
 std::string read_at(std::ifstream& in, uint64_t offset, uint64_t size, const std::string& path) {
@@ -89,15 +100,44 @@ std::optional<Declaration> read_declaration(const std::string& path) {
       if (end == std::string::npos) end = text.size();
       fields.push_back(text.substr(start, end - start));
     }
-    KS_CHECK(fields.size() >= 4 && fields[0] == KS_PLUGIN_MAGIC, "plugin ", path, ": its KS_PLUGIN declaration is ",
+    if (fields.size() >= 4 && fields[0] == KS_PLUGIN_MAGIC_V1)
+      return Declaration{1, fields[1], fields[2], fields[3], {}};
+    KS_CHECK(fields.size() >= 6 && fields[0] == KS_PLUGIN_MAGIC, "plugin ", path, ": its KS_PLUGIN declaration is ",
              fields.empty() ? std::string("empty") : str("of another format ('", fields[0].substr(0, 40), "')"),
-             ": rebuild it against this Keystone (", KS_VERSION_STRING, ")");
-    return Declaration{fields[1], fields[2], fields[3]};
+             ": rebuild the plugin against these headers (Keystone ", KS_VERSION_STRING, ")");
+    Declaration d{2, fields[1], fields[2], fields[3], {}};
+    char* end = nullptr;
+    d.plugin_abi.revision = std::strtoull(fields[4].c_str(), &end, 10);
+    const bool revision_ok = !fields[4].empty() && *end == '\0';
+    d.plugin_abi.layout_hash = std::strtoull(fields[5].c_str(), &end, 16);
+    KS_CHECK(revision_ok && fields[5].size() == 16 && *end == '\0', "plugin ", path,
+             ": its KS_PLUGIN declaration is malformed (revision '", fields[4].substr(0, 20), "', layout hash '",
+             fields[5].substr(0, 20), "'): rebuild the plugin against these headers");
+    return d;
   }
   return std::nullopt;
 }
 
 std::string describe(const LoadedPlugin& p) { return str("plugin '", p.name, "' (", p.path, ")"); }
+
+std::string describe(const PluginAbi& a) {
+  return str("plugin ABI revision ", a.revision, ", layout hash ", hex16(a.layout_hash));
+}
+
+// Throws unless the declaration was made from the headers this library was
+// built from: the version, the ABI tag, the plugin ABI revision and layout hash.
+void check_declaration(const Declaration& d, const std::string& path) {
+  const PluginAbi lib = library_plugin_abi();
+  const std::string ours = str("this library is Keystone ", KS_VERSION_STRING, " (ABI ", KS_PLUGIN_ABI, ", ",
+                               describe(lib), "): rebuild the plugin against these headers");
+  KS_CHECK(d.format != 1, "plugin ", path, " ('", d.name, "') was built against Keystone headers from before the ",
+           "plugin ABI was recorded (Keystone ", d.version, ", no plugin ABI revision or layout hash), but ", ours);
+  KS_CHECK(d.version == KS_VERSION_STRING && d.abi == KS_PLUGIN_ABI, "plugin ", path, " ('", d.name,
+           "') was built for Keystone ", d.version, " (ABI ", d.abi, "), but this is Keystone ", KS_VERSION_STRING,
+           " (ABI ", KS_PLUGIN_ABI, "): rebuild the plugin against these headers");
+  KS_CHECK(d.plugin_abi.revision == lib.revision && d.plugin_abi.layout_hash == lib.layout_hash, "plugin ", path, " ('",
+           d.name, "') was built against other Keystone headers (", describe(d.plugin_abi), "), but ", ours);
+}
 
 }  // namespace
 
@@ -117,9 +157,7 @@ const LoadedPlugin& load_plugin(const std::string& given) {
   const std::optional<Declaration> d = read_declaration(path.string());
   KS_CHECK(d, "plugin ", path.string(),
            " is not a Keystone plugin (it has no KS_PLUGIN declaration; see core/plugin.h)");
-  KS_CHECK(d->version == KS_VERSION_STRING && d->abi == KS_PLUGIN_ABI, "plugin ", path.string(), " ('", d->name,
-           "') was built for Keystone ", d->version, " (ABI ", d->abi, "), but this is Keystone ", KS_VERSION_STRING,
-           " (ABI ", KS_PLUGIN_ABI, "): rebuild the plugin against this Keystone");
+  check_declaration(*d, path.string());
   for (const LoadedPlugin& p : s.plugins)
     KS_CHECK(p.name != d->name, "plugin ", path.string(), ": a plugin named '", d->name, "' is loaded already, from ",
              p.path);

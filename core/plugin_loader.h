@@ -3,7 +3,8 @@
 //
 // load_plugin reads the library's declaration from the file first (its ELF
 // section KS_PLUGIN_SECTION), so a file that is no plugin, or a plugin built for
-// another Keystone version or ABI, is refused before any of its code runs.
+// another Keystone version, ABI tag, plugin ABI revision or layout hash
+// (models/plugin.h), is refused before any of its code runs.
 // Then dlopen runs its static initialisers, which register attention
 // families, model kinds and kernels. The registries ask plugin_may_register
 // before they add a name (kernel tables through kernel_may_register,
@@ -33,9 +34,12 @@ struct LoadedPlugin {
 // Loads the plugin at `path` (relative: to the working directory) and returns
 // it; a file loaded already (the same file by any path) is not loaded again.
 // Errors: no such file; not a 64-bit ELF shared library; no KS_PLUGIN
-// declaration ("not a Keystone plugin"); another Keystone version or ABI (both
-// named); dlopen's own error (an undefined symbol, a missing dependency);
-// another plugin of the same name; a name registered already.
+// declaration ("not a Keystone plugin"); a declaration from before the plugin
+// ABI was recorded, another Keystone version or ABI tag, another plugin ABI
+// revision or layout hash (the plugin's and the library's named, "rebuild the
+// plugin against these headers"); dlopen's own error (an undefined symbol, a
+// missing dependency); another plugin of the same name; a name registered
+// already.
 const LoadedPlugin& load_plugin(const std::string& path);
 
 // Every plugin loaded, in load order.

@@ -22,14 +22,14 @@
 // "model": {"attention": {"type": "sigmoid"}}; the run folder keeps the
 // plugin's path, so eval, generate and analyze load it again
 // (tests/check_examples.sh trains and evaluates one).
-// Not here: the plugin mechanism (core/plugin.h), the flash form of the paper.
+// Not here: the plugin mechanism (models/plugin.h), the flash form of the paper.
 #include <cmath>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "autograd/node.h"
-#include "core/plugin.h"
+#include "models/plugin.h"
 #include "nn/attention/heads.h"
 #include "nn/attention/softmax_attention.h"
 #include "nn/user_input.h"

@@ -7,13 +7,15 @@
 # So does a model of the "scaled_lm" kind of tests/tools/plugins/scaled_lm.cpp,
 # whose own key is checked strictly, and whose plugin kernel info lists.
 # Then each way loading fails, with its message and exit code 1: no file, not
-# a shared library, no KS_PLUGIN declaration, another Keystone version or ABI,
-# dlopen's own error, and names that exist already. Arguments: the keystone
-# binary, the project version, and the plugins tests/tools/plugins/CMakeLists.txt builds.
+# a shared library, no KS_PLUGIN declaration, another Keystone version or ABI
+# tag, a declaration from before the plugin ABI, another plugin ABI revision
+# or layout hash (models/plugin.h), dlopen's own error, and names that exist
+# already. Arguments: the keystone binary, the project version, and the
+# plugins tests/tools/plugins/CMakeLists.txt builds.
 set -u
 PATH="/usr/bin:$PATH"
 ks="$1" version="$2" cosine="$3" clash="$4" no_declaration="$5" undefined="$6" old_version="$7" other_abi="$8"
-scaled="$9"
+scaled="$9" other_revision="${10}" other_layout="${11}" format1="${12}"
 source "$(dirname "$0")/expect.sh"
 expect_not() {  # expect_not PATTERN -- command...: its output must not match
   local pattern="$1"; shift 2
@@ -114,6 +116,27 @@ expect 1 "plugin $old_version \('mismatched'\) was built for Keystone 0.0.1 \(AB
 expect 1 "was built for Keystone $version \(ABI itanium libstdc\+\+ cxx11-abi=0\), but this is Keystone $version \(ABI itanium" -- \
   "$ks" info --plugin "$other_abi"
 expect_not "initialiser ran" -- "$ks" info --plugin "$other_abi"
+# Built against other headers of the same version (0.1.0 from the first plugin on, while AttentionConfig and
+# AttentionOptions changed): refused by the plugin ABI, naming the plugin's and the library's, before its code runs.
+library="this library is Keystone $version \(ABI [^,]+, plugin ABI revision ([0-9]+), layout hash ([0-9a-f]{16})\): rebuild the plugin against these headers"
+expect 1 "plugin $format1 \('mismatched'\) was built against Keystone headers from before the plugin ABI was recorded \(Keystone $version, no plugin ABI revision or layout hash\), but $library" -- \
+  "$ks" train --config "$tmp/lm.json" --out "$tmp/format1" --plugin "$format1"
+expect_not "initialiser ran" -- "$ks" info --plugin "$format1"
+abi_refusal() {  # abi_refusal PLUGIN: its refusal names its revision and hash, then the library's (rev hash lib_rev lib_hash)
+  local out
+  out=$("$ks" info --plugin "$1" 2>&1)
+  rev="" hash="" lib_rev="" lib_hash=""
+  if [[ "$out" =~ "plugin $1 ('mismatched') was built against other Keystone headers (plugin ABI revision "([0-9]+)", layout hash "([0-9a-f]{16})"), but "$library ]]; then
+    rev=${BASH_REMATCH[1]} hash=${BASH_REMATCH[2]} lib_rev=${BASH_REMATCH[3]} lib_hash=${BASH_REMATCH[4]}
+  else
+    echo "FAIL: info --plugin $1: $out"; fails=$((fails + 1))
+  fi
+}
+abi_refusal "$other_revision"
+[ "$rev" != "$lib_rev" ] && [ "$hash" = "$lib_hash" ] || { echo "FAIL: other revision: $rev $hash, library $lib_rev $lib_hash"; fails=$((fails + 1)); }
+abi_refusal "$other_layout"
+[ "$rev" = "$lib_rev" ] && [ "$hash" != "$lib_hash" ] || { echo "FAIL: other layout: $rev $hash, library $lib_rev $lib_hash"; fails=$((fails + 1)); }
+expect_not "initialiser ran" -- "$ks" info --plugin "$other_layout"
 expect 1 "plugin $undefined: cannot load it: .*undefined symbol: ks_test_symbol_nobody_defines" -- \
   "$ks" info --plugin "$undefined"
 expect 1 "plugin 'clash' \($clash\): attention family 'softmax' is registered already \(built in\); model kind 'decoder_lm' is registered already \(built in\); CPU kernel 'where' is registered already \(built in\)\. A plugin adds names; it cannot replace one" -- \
@@ -124,7 +147,7 @@ cp "$scaled" "$tmp/scaled_copy.so"
 python3 - "$tmp/scaled_copy.so" <<'PY'
 import sys  # the copy declares another plugin name, of the same length, so the loader takes it for another plugin
 path = sys.argv[1]; data = open(path, 'rb').read()
-open(path, 'wb').write(data.replace(b'keystone-plugin 1\0scaled-lm\0', b'keystone-plugin 1\0scaled-LM\0'))
+open(path, 'wb').write(data.replace(b'keystone-plugin 2\0scaled-lm\0', b'keystone-plugin 2\0scaled-LM\0'))
 PY
 expect 1 "plugin 'scaled-LM' \($tmp/scaled_copy.so\): model kind 'scaled_lm' is registered already \(by plugin 'scaled-lm' \($scaled\)\)\. A plugin adds" -- \
   "$ks" info --plugin "$scaled" --plugin "$tmp/scaled_copy.so"

@@ -2,8 +2,8 @@
 // already (the "softmax" family, the "decoder_lm" kind and the CPU kernel of the
 // "where" table): loading it must fail naming the plugin and every name, and
 // leave the built-in entries in place (tests/tools/test_plugins.sh).
-#include "core/plugin.h"
 #include "models/model.h"
+#include "models/plugin.h"
 #include "nn/attention/attention.h"
 #include "ops/compare.h"
 

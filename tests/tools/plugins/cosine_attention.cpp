@@ -5,12 +5,12 @@
 // projection and a decoding cache of normalised keys. tests/tools/test_plugins.sh trains a
 // model with it through `keystone train --plugin` and reads the run back with
 // eval, generate, analyze and --resume, none of which is told about the plugin.
-// Not here: the plugin mechanism (core/plugin.h, core/plugin_loader.h).
+// Not here: the plugin mechanism (models/plugin.h, core/plugin_loader.h).
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "autograd/node.h"
-#include "core/plugin.h"
+#include "models/plugin.h"
 #include "nn/attention/attention.h"
 #include "nn/attention/heads.h"
 #include "nn/layers.h"

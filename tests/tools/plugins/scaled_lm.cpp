@@ -8,15 +8,15 @@
 // (KS_REGISTER_KERNEL into its table "scaled_lm.scale"), so a plugin's kernel
 // is recorded under its name too. tests/tools/test_plugins.sh trains it through
 // `keystone train --plugin` and reads the run back with eval, generate and
-// --resume. Not here: the plugin mechanism (core/plugin.h, core/plugin_loader.h).
+// --resume. Not here: the plugin mechanism (models/plugin.h, core/plugin_loader.h).
 #include <any>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "autograd/function.h"
-#include "core/plugin.h"
 #include "models/decoder_lm.h"
 #include "models/kind.h"
+#include "models/plugin.h"
 #include "nn/user_input.h"
 #include "ops/cpu/loops.h"
 

@@ -2,7 +2,7 @@
 // library defines, as one linked against a library it was not given would:
 // dlopen fails, and the error must carry dlopen's own text naming the symbol
 // (tests/tools/test_plugins.sh).
-#include "core/plugin.h"
+#include "models/plugin.h"
 
 KS_PLUGIN("undefined-symbol");
 
