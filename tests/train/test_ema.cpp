@@ -197,6 +197,21 @@ TEST_CASE("train.ema_decay: every evaluation reports the average beside the raw 
   CHECK(tools::evaluate(*tools::load_run(trainer.paths().dir, "best", tools::Weights::Ema).model, splits.test,
                         {.batch_size = 8})
             .loss == test[0]["loss_ema"].get<double>());
+
+  // An average missing one parameter's entry is refused by name, as the trainer's own reader refuses it,
+  // never loaded as a mix of averaged and raw weights.
+  nn::SafetensorsContent saved = nn::load_safetensors(trainer.paths().latest().string());
+  nn::NamedTensors kept;
+  std::string dropped;
+  for (const auto& [name, t] : saved.tensors)
+    if (dropped.empty() && name.rfind(nn::kEmaPrefix, 0) == 0)
+      dropped = name;
+    else
+      kept.emplace_back(name, t);
+  REQUIRE(!dropped.empty());
+  nn::save_safetensors(trainer.paths().latest().string(), kept, saved.metadata);
+  CHECK(error_of([&] { tools::load_run(trainer.paths().dir, "latest", tools::Weights::Ema); }) ==
+        "checkpoint " + trainer.paths().latest().string() + ": its moving average has no entry '" + dropped + "'");
 }
 
 TEST_CASE("train.ema_decay: the key is validated, off by default, and a run without it has no average") {

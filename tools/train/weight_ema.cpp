@@ -90,12 +90,17 @@ WeightEma::InModel::~InModel() {
   for (size_t i = params_.size(); i-- > 0;) params_[i].second.set_data(raw_[i]);
 }
 
-nn::SafetensorsContent with_ema_as_weights(nn::SafetensorsContent content, const fs::path& file) {
+nn::SafetensorsContent with_ema_as_weights(nn::SafetensorsContent content, const fs::path& file,
+                                           const nn::Module& model) {
   const nn::NamedTensors ema = nn::checkpoint_ema_state(content, file.string());
   KS_CHECK(!ema.empty(), "checkpoint ", file.string(),
            " holds no moving average of the weights (the run was trained without train.ema_decay); "
            "use --weights raw");
   std::map<std::string, Tensor> by_name(ema.begin(), ema.end());
+  // Every parameter is averaged (WeightEma::load's rule): one missing would be loaded raw, silently.
+  for (const auto& [name, p] : model.named_parameters())
+    KS_CHECK(by_name.count(name), "checkpoint ", file.string(), ": its moving average has no entry '", nn::kEmaPrefix,
+             name, "'");
   for (auto& [name, t] : content.tensors) {
     auto it = by_name.find(name);
     if (it == by_name.end()) continue;

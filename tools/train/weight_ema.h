@@ -76,10 +76,13 @@ class WeightEma {
   nn::NamedTensors average_;  // float32, of each parameter's shape and device
 };
 
-// `content` with each parameter replaced by its average (every other tensor
-// as it is), for loading the average as the model's weights; an error names
-// `file` when it holds no average (trained without train.ema_decay).
-nn::SafetensorsContent with_ema_as_weights(nn::SafetensorsContent content, const std::filesystem::path& file);
+// `content` with each of `model`'s parameters replaced by its average (every
+// other tensor as it is), for loading the average as the model's weights; an
+// error names `file` when it holds no average (trained without
+// train.ema_decay), or an average that lacks one of the parameters (never a
+// mix of averaged and raw weights) or has one the model does not.
+nn::SafetensorsContent with_ema_as_weights(nn::SafetensorsContent content, const std::filesystem::path& file,
+                                           const nn::Module& model);
 
 // `ema`'s metrics (loss, ppl, accuracy, ...) added to `record` as loss_ema, ppl_ema, ...
 void add_ema_metrics(nlohmann::json& record, const nlohmann::json& ema);
