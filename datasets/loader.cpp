@@ -13,6 +13,7 @@
 #include "core/copy.h"
 #include "core/error.h"
 #include "core/factory.h"
+#include "models/batch.h"
 #include "nn/user_input.h"
 
 namespace ks::data {
@@ -67,7 +68,7 @@ Batch collate(const Dataset& data, const std::vector<int64_t>& indices, const Lo
   switch (data.task) {
     case Task::LanguageModel: {
       Tensor unused;
-      pad_rows(tgt, -1, -1, o.pad_id, out.targets, unused);
+      pad_rows(tgt, -1, -1, models::kNoTarget, out.targets, unused);
       KS_CHECK(out.targets.sizes() == out.tokens.sizes(), "collate: language-model targets ", out.targets.sizes(),
                " do not match tokens ", out.tokens.sizes());
       break;

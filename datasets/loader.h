@@ -45,15 +45,17 @@ namespace ks::data {
 
 // One batch; B rows, padded to the longest row with pad_id. Which fields are
 // defined depends on the task:
-//   language model:  tokens, padding, targets (next tokens, pad_id past the end)
+//   language model:  tokens, padding, targets (next tokens, models::kNoTarget past the end)
 //   classification:  tokens, padding, labels
 //   seq2seq:         tokens (source), padding, decoder_input (bos + target),
 //                    targets (target + eos), target_padding
 struct Batch {
   Tensor tokens;               // (B, T) int64
   Tensor padding;              // (B, T) bool, true at padding (the AttentionMask::key_padding convention)
-  Tensor targets;              // (B, T) int64 for LM; (B, S) int64 for seq2seq; pad_id past each
-                               // row's end, so give the loss ignore_index = pad_id
+  Tensor targets;              // (B, T) int64 for LM, models::kNoTarget past each row's end (so
+                               // padding is no target even where pad_id is a real token, as
+                               // in imported vocabularies); (B, S) int64 for seq2seq, pad_id
+                               // (the seq2seq vocabulary's own) past each row's end
   Tensor decoder_input;        // (B, S) int64, seq2seq only
   Tensor target_padding;       // (B, S) bool, seq2seq only
   Tensor labels;               // (B,) int64, classification only

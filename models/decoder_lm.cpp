@@ -9,6 +9,7 @@
 #include "core/copy.h"
 #include "core/factory.h"
 #include "nn/init.h"
+#include "ops/compare.h"
 #include "ops/elementwise.h"
 #include "ops/indexing.h"
 #include "ops/linalg.h"
@@ -81,20 +82,26 @@ Tensor DecoderLM::features(const Tensor& tokens, std::vector<nn::DecoderLayerCac
   return h;  // (B, T, d)
 }
 
+Tensor DecoderLM::scored_targets(const Tensor& targets) const {
+  if (config.pad_id < 0) return targets;
+  return masked_fill(targets, eq(targets, double(config.pad_id)), double(kNoTarget));
+}
+
 Tensor DecoderLM::loss(const Tensor& tokens, const Tensor& targets) {
   KS_CHECK(targets.defined() && targets.dtype() == kInt64 && targets.sizes() == tokens.sizes(),
            "decoder_lm: targets must be int64 of the tokens' shape ", describe(tokens), ", got ",
            targets.defined() ? describe(targets) : std::string("undefined"));
-  const CrossEntropyOptions opts{.ignore_index = config.pad_id >= 0 ? config.pad_id : -100};
-  if (config.fused_loss) return linear_cross_entropy(features(tokens), output_weight(), Tensor(), targets, opts);
+  const CrossEntropyOptions opts{.ignore_index = kNoTarget};
+  const Tensor t = scored_targets(targets);
+  if (config.fused_loss) return linear_cross_entropy(features(tokens), output_weight(), Tensor(), t, opts);
   Tensor logits = forward(tokens);  // checks the tokens
   const int64_t n = tokens.numel();
-  return cross_entropy(reshape(logits, {n, config.vocab_size}), reshape(targets, {n}), opts);
+  return cross_entropy(reshape(logits, {n, config.vocab_size}), reshape(t, {n}), opts);
 }
 
 Predictions DecoderLM::predict(const Batch& b) {
   Tensor logits = forward(b.tokens);  // (B, T, V)
-  return {reshape(logits, {-1, logits.size(2)}), reshape(b.targets, {-1}), config.pad_id >= 0 ? config.pad_id : -100};
+  return {reshape(logits, {-1, logits.size(2)}), reshape(scored_targets(b.targets), {-1}), kNoTarget};
 }
 
 Tensor DecoderLM::loss(const Batch& b) { return loss(b.tokens, b.targets); }

@@ -82,14 +82,18 @@ class DecoderLM : public Model {
   // (V, d): the head's weight, or the token table when tied.
   const Tensor& output_weight() const { return head ? head->weight : tok->weight; }
   // Mean cross-entropy of forward(tokens) against targets (B, T) int64,
-  // positions whose target is pad_id ignored (when pad_id >= 0). With
+  // positions whose target is kNoTarget (models/batch.h) ignored, and those
+  // whose target is pad_id too (when pad_id >= 0: the padding token is
+  // never a target). With
   // config.fused_loss the output layer and the loss run chunked
   // (ops/linear_cross_entropy.h): the (B·T, V) logits are never formed.
   Tensor loss(const Tensor& tokens, const Tensor& targets);
   // Model's batch methods: forward(tokens) as (B·T, V) against targets (B·T),
-  // pad_id ignored; loss(tokens, targets).
+  // no-targets ignored as in loss; loss(tokens, targets).
   Predictions predict(const Batch& batch) override;
   Tensor loss(const Batch& batch) override;
+  // targets with kNoTarget where they hold pad_id (when pad_id >= 0): what the loss scores.
+  Tensor scored_targets(const Tensor& targets) const;
   // prompt (1 or B, T0) int64 -> (B, T0 + max_new_tokens): the prompt followed
   // by the chosen tokens. Runs without gradients and in eval mode (the
   // module's mode is restored afterwards); the whole output must fit max_len.

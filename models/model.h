@@ -65,4 +65,10 @@ class Model : public nn::Module {
 // nobody registered.
 std::shared_ptr<Model> build_model(const ModelConfig& cfg);
 
+// `p` with every kNoTarget target (a language model's padding, models/batch.h)
+// turned into p.ignore_index, so that a kind which names its own ignore
+// index (its pad_id, as kinds written before kNoTarget do) never scores
+// padding. What the default loss and evaluation score.
+Predictions no_targets_ignored(Predictions p);
+
 }  // namespace ks::models

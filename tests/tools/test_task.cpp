@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/factory.h"
 #include "core/random.h"
+#include "datasets/loader.h"
 #include "datasets/tokenizer.h"
 #include "datasets/vocab.h"
 #include "models/decoder_lm.h"
@@ -243,4 +244,47 @@ TEST_CASE("task: decode_sources in padded batches gives each source's own decode
   for (const auto& out : decode_sources(*model, sources, {.max_len = 2})) CHECK(out.size() <= 2);
   CHECK_THROWS_WITH_AS(decode_sources(*model, {std::vector<int64_t>(11, 5)}, {}),
                        "decode: source 0 has 11 tokens, more than the model's max_len 10", Error);
+}
+
+TEST_CASE("task: a language model's padding is never a target, also where pad_id is none and id 0 a real token") {
+  // An imported GPT-2 has no padding id and a real token 0: the loaders pad
+  // the last short window, and those positions must not be scored, so the
+  // loss and the count of predictions do not depend on the batch size.
+  models::ModelConfig c = testing::tiny_model_config("decoder_lm", 260, 16, 1, 16, 2);
+  c.pad_id = -1;
+  manual_seed(4);
+  std::shared_ptr<models::Model> model = models::build_model(c);
+  data::Ids stream = {0, 7, 0, 0, 9, 0, 12, 13, 0, 5, 0};  // 11 tokens: windows of 4, 4 and 2 targets
+  data::Dataset lm = data::language_model_windows(stream, 4, 260, nullptr);
+  REQUIRE(lm.size() == 3);
+  const EvalResult one = evaluate(*model, lm, {.batch_size = 1});  // no padding at all
+  CHECK(one.predictions == 10);
+  for (int64_t batch : {2, 3, 8}) {
+    CAPTURE(batch);
+    const EvalResult r = evaluate(*model, lm, {.batch_size = batch});
+    CHECK(r.predictions == 10);
+    CHECK(r.loss == doctest::Approx(one.loss).epsilon(1e-6));
+  }
+  // Training sees the same: the loss of a padded batch is the mean over its real targets only.
+  data::Batch all = data::collate(lm, {0, 1, 2}, {.batch_size = 3, .pad_id = 0});
+  CHECK(batch_predictions(*model, all) == 10);
+  const double padded = batch_loss(*model, all).item<double>();
+  double summed = 0;
+  for (int64_t i = 0; i < 3; ++i) {
+    data::Batch b = data::collate(lm, {i}, {.batch_size = 1});
+    summed += batch_loss(*model, b).item<double>() * double(batch_predictions(*model, b));
+  }
+  CHECK(padded == doctest::Approx(summed / 10).epsilon(1e-6));
+}
+
+TEST_CASE("task: with a padding id, a target equal to it is no prediction, as before kNoTarget") {
+  models::ModelConfig c = testing::tiny_model_config("decoder_lm", 260, 16, 1, 16, 2);
+  c.pad_id = 0;
+  manual_seed(5);
+  auto model = std::dynamic_pointer_cast<models::DecoderLM>(models::build_model(c));
+  REQUIRE(model);
+  Tensor tokens = from_vector(std::vector<int64_t>{5, 6, 7, 8, 9, 10}, {2, 3});
+  Tensor with_pad = from_vector(std::vector<int64_t>{6, 7, 0, 9, 10, 0}, {2, 3});
+  Tensor with_none = from_vector(std::vector<int64_t>{6, 7, models::kNoTarget, 9, 10, models::kNoTarget}, {2, 3});
+  CHECK(model->loss(tokens, with_pad).item<double>() == model->loss(tokens, with_none).item<double>());
 }

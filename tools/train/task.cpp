@@ -163,8 +163,11 @@ Tensor batch_loss(models::Model& model, const data::Batch& b) { return model.los
 int64_t batch_predictions(const models::Model& model, const data::Batch& b) {
   if (b.size() == 0) return 0;
   if (b.labels.defined()) return b.labels.numel();
+  // A language model's padding is kNoTarget (datasets/loader.h), a seq2seq model's its pad_id.
+  int64_t n = count_true(ne(b.targets, double(models::kNoTarget)));
   const int64_t pad = model.config.pad_id;
-  return pad >= 0 ? count_true(ne(b.targets, double(pad))) : b.targets.numel();
+  if (pad >= 0) n -= count_true(eq(b.targets, double(pad)));
+  return n;
 }
 
 int64_t batch_tokens(const data::Batch& b) {
@@ -239,7 +242,7 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
     if (bpb_tokenizer)
       for (int64_t i : next->index) bytes += target_bytes(*bpb_tokenizer, split.examples[size_t(i)]);
     const std::optional<data::Batch> b = device.is_cpu() ? std::move(next) : next->to(device);
-    const models::Predictions p = model.predict(model_batch(*b));
+    const models::Predictions p = models::no_targets_ignored(model.predict(model_batch(*b)));
     const Sums s = score(p.logits, p.targets, p.ignore_index);
     total.loss += s.loss;
     total.correct += s.correct;
