@@ -49,6 +49,7 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr, double weight_de
                "optimizer: every parameter must be a leaf tensor that requires grad");
     base_lr_.push_back(g.lr);
     state_.emplace_back(g.params.size());
+    param_steps_.emplace_back(g.params.size(), 0);
   }
 }
 
@@ -62,13 +63,12 @@ void Optimizer::step() {
       Tensor grad = p.grad();
       if (!grad.defined() || !owns(gi, pi)) continue;
       std::vector<Tensor>& state = state_[gi][pi];
-      const bool first = state.empty();
-      if (first)
+      if (state.empty())
         for (size_t s = 0; s < slots_.size(); ++s) state.push_back(zeros_like(p));
       // The model was moved (Module::to) after earlier steps: the state follows its parameter.
       for (Tensor& slot : state)
         if (slot.device() != p.device()) slot = to_raw(slot, p.device(), slot.dtype());
-      update(p, grad.is_contiguous() ? grad : contiguous_raw(grad), state, group, first);
+      update(p, grad.is_contiguous() ? grad : contiguous_raw(grad), state, group, ++param_steps_[gi][pi]);
     }
   }
 }
@@ -82,7 +82,10 @@ void Optimizer::set_owned(std::vector<std::vector<bool>> owned) {
     // State of parameters given away is dropped (their owners hold it).
     for (size_t gi = 0; gi < groups_.size(); ++gi)
       for (size_t pi = 0; pi < groups_[gi].params.size(); ++pi)
-        if (!owned[gi][pi]) state_[gi][pi].clear();
+        if (!owned[gi][pi]) {
+          state_[gi][pi].clear();
+          param_steps_[gi][pi] = 0;
+        }
   }
   owned_ = std::move(owned);
 }
@@ -100,9 +103,12 @@ NamedTensors Optimizer::state_dict() const {
   NamedTensors out;
   out.emplace_back("step", from_vector(std::vector<int64_t>{steps_}));
   for (size_t gi = 0; gi < groups_.size(); ++gi)
-    for (size_t pi = 0; pi < state_[gi].size(); ++pi)
+    for (size_t pi = 0; pi < state_[gi].size(); ++pi) {
       for (size_t s = 0; s < state_[gi][pi].size(); ++s)
         out.emplace_back(str(gi, ".", pi, ".", slots_[s]), state_[gi][pi][s]);
+      if (param_steps_[gi][pi] > 0)
+        out.emplace_back(str(gi, ".", pi, ".step"), from_vector(std::vector<int64_t>{param_steps_[gi][pi]}));
+    }
   return out;
 }
 
@@ -110,7 +116,11 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
   std::map<std::string, Tensor> given(state.begin(), state.end());
   auto step = given.find("step");
   KS_CHECK(step != given.end() && step->second.numel() == 1, "optimizer load_state_dict: missing 'step'");
+  const double steps = step->second.item<double>();
+  KS_CHECK(steps >= 0 && steps <= 9.0e15 && steps == std::floor(steps),
+           "optimizer load_state_dict: 'step' must be a whole number >= 0, got ", steps);
   std::vector<std::vector<std::vector<Tensor>>> loaded(groups_.size());
+  std::vector<std::vector<int64_t>> loaded_steps(groups_.size());
   size_t used = 1;
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     loaded[gi].resize(groups_[gi].params.size());
@@ -131,15 +141,23 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
       }
       KS_CHECK(slots.empty() || slots.size() == slots_.size(), "optimizer load_state_dict: parameter ", gi, ".", pi,
                " has only some of its state slots");
+      // Its own update count; a state saved before there was one: the optimizer's, where it has slots.
+      int64_t own = slots.empty() ? 0 : int64_t(steps);
+      if (auto it = given.find(str(gi, ".", pi, ".step")); it != given.end()) {
+        const double v = it->second.numel() == 1 ? it->second.item<double>() : -1;
+        KS_CHECK(v >= 1 && v <= steps && v == std::floor(v), "optimizer load_state_dict: '", it->first,
+                 "' must be one whole number in [1, ", steps, "] (the optimizer's 'step'), got ", describe(it->second));
+        own = int64_t(v);
+        ++used;
+      }
       loaded[gi][pi] = std::move(slots);
+      loaded_steps[gi].push_back(own);
     }
   }
   KS_CHECK(used == given.size(), "optimizer load_state_dict: ", given.size() - used,
            " entries do not belong to this optimizer's parameters (different model or groups?)");
   state_ = std::move(loaded);
-  const double steps = step->second.item<double>();
-  KS_CHECK(steps >= 0 && steps <= 9.0e15 && steps == std::floor(steps),
-           "optimizer load_state_dict: 'step' must be a whole number >= 0, got ", steps);
+  param_steps_ = std::move(loaded_steps);
   steps_ = int64_t(steps);
 }
 
@@ -153,9 +171,9 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions opts)
 }
 
 void SGD::update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group,
-                 bool first_step) {
+                 int64_t step) {
   sgd_update_(p, grad, state.empty() ? Tensor() : state[0],
-              {group.lr, opts_.momentum, opts_.dampening, group.weight_decay, opts_.nesterov, first_step});
+              {group.lr, opts_.momentum, opts_.dampening, group.weight_decay, opts_.nesterov, step == 1});
 }
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions opts, bool decoupled)
@@ -167,9 +185,10 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions opts, bool decoupled)
   KS_CHECK(opts.eps >= 0, "Adam: eps must be >= 0, got ", opts.eps);
 }
 
-void Adam::update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group, bool) {
+void Adam::update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group,
+                  int64_t step) {
   adam_update_(p, grad, state[0], state[1],
-               {group.lr, opts_.beta1, opts_.beta2, opts_.eps, group.weight_decay, decoupled_, steps_taken()});
+               {group.lr, opts_.beta1, opts_.beta2, opts_.eps, group.weight_decay, decoupled_, step});
 }
 
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {

@@ -7,7 +7,10 @@
 //   ... backward(loss); nn::clip_grad_norm(model.parameters(), 1.0); opt.step(); opt.zero_grad();
 //
 // Each update is one fused kernel per parameter (ops/optim.h) and follows
-// torch.optim's formulas. Parameters without a gradient are skipped.
+// torch.optim's formulas. Parameters without a gradient are skipped, and,
+// as torch.optim's per-parameter state['step'], each parameter counts its
+// own updates: Adam's bias correction for a parameter that skipped steps
+// uses the updates it had, not the optimizer's step() calls.
 // Not here: learning-rate schedules (nn/lr_schedule.h).
 #pragma once
 
@@ -41,11 +44,17 @@ class Optimizer {
   void set_lr_factor(double factor);
   double lr(size_t group = 0) const { return groups_.at(group).lr; }
   int64_t steps_taken() const { return steps_; }
+  // How many updates parameter `index` of `group` has had (0: none yet).
+  int64_t param_steps(size_t group, size_t index) const { return param_steps_.at(group).at(index); }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
 
-  // Per-parameter state as named tensors ("<group>.<index>.<slot>") plus the
-  // step count under "step"; restores exactly, so a resumed run continues the
-  // same sequence of updates.
+  // Per-parameter state as named tensors ("<group>.<index>.<slot>", and the
+  // parameter's own update count as "<group>.<index>.step", int64 (1)) plus
+  // the step() count under "step"; restores exactly, so a resumed run
+  // continues the same sequence of updates. A state saved before parameters
+  // counted their own updates (no "<group>.<index>.step") gives each
+  // parameter that has state the optimizer's count, the one its updates
+  // used then.
   NamedTensors state_dict() const;
   void load_state_dict(const NamedTensors& state);
   // The per-parameter state slots, in the order of update()'s `state`
@@ -60,9 +69,10 @@ class Optimizer {
 
  protected:
   Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay, std::vector<std::string> slots);
-  // Updates one parameter; `state` holds its slots in the order given to the constructor.
+  // Updates one parameter; `state` holds its slots in the order given to the
+  // constructor; `step` is this update's number for this parameter (1: its first).
   virtual void update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group,
-                      bool first_step) = 0;
+                      int64_t step) = 0;
 
  private:
   std::vector<ParamGroup> groups_;
@@ -70,6 +80,7 @@ class Optimizer {
   std::vector<std::string> slots_;
   std::vector<std::vector<std::vector<Tensor>>> state_;  // [group][param][slot]; empty until first used
   std::vector<std::vector<bool>> owned_;                 // set_owned; empty: every parameter
+  std::vector<std::vector<int64_t>> param_steps_;        // [group][param]: its updates so far
   int64_t steps_ = 0;
 };
 
@@ -88,7 +99,7 @@ class SGD final : public Optimizer {
 
  private:
   void update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group,
-              bool first_step) override;
+              int64_t step) override;
   SGDOptions opts_;
 };
 
@@ -110,7 +121,7 @@ class Adam : public Optimizer {
 
  private:
   void update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group,
-              bool first_step) override;
+              int64_t step) override;
   AdamOptions opts_;
   bool decoupled_;
 };

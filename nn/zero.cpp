@@ -8,6 +8,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/copy.h"
+#include "core/factory.h"
 
 namespace ks::nn {
 
@@ -98,14 +99,17 @@ NamedTensors ZeroOptimizer::full_state_dict() const {
       const int o = owner_[g][i];
       const Tensor& p = groups[g].params[i];
       const std::string prefix = str(g, ".", i, ".");
-      // Whether the owner has state yet (a parameter that never had a gradient has none).
-      if (!group_.broadcast_value(have.count(prefix + slots[0]) > 0, o)) continue;
+      // Whether the owner has updated it yet (a parameter that never had a gradient has no state).
+      if (!group_.broadcast_value(have.count(prefix + "step") > 0, o)) continue;
       for (const std::string& s : slots) {
         Tensor t =
             o == group_.rank() ? contiguous_raw(have.at(prefix + s)) : Tensor::empty(p.sizes(), p.dtype(), p.device());
         group_.broadcast(t, o);
         out.emplace_back(prefix + s, t);
       }
+      // Its own update count (Optimizer::state_dict), a broadcast value like the flags above.
+      const int64_t own = o == group_.rank() ? have.at(prefix + "step").item<int64_t>() : 0;
+      out.emplace_back(prefix + "step", from_vector(std::vector<int64_t>{group_.broadcast_value(own, o)}));
     }
   return out;
 }

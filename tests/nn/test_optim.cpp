@@ -209,6 +209,75 @@ TEST_CASE("optimizer state round trip continues the same trajectory") {
   CHECK_THROWS_WITH_AS(ob.load_state_dict(bad), doctest::Contains("do not belong"), Error);
 }
 
+TEST_CASE("Adam's bias correction counts each parameter's own updates, as torch.optim's state['step']") {
+  // a has a gradient at every step, b only at steps 2 and 4: b's second update
+  // is its t = 2 (PyTorch), not the optimizer's fourth step() call.
+  Tensor a = tensor({1, -2}, {2}, {.requires_grad = true}), b = tensor({0.5, 3}, {2}, {.requires_grad = true});
+  nn::AdamOptions o{.lr = 0.1, .beta1 = 0.8, .beta2 = 0.9, .eps = 1e-6, .weight_decay = 0.05};
+  nn::AdamW opt({a, b}, o);
+  std::vector<double> ref = {0.5, 3}, m(2, 0), v(2, 0);
+  int t = 0;
+  for (int step = 1; step <= 4; ++step) {
+    const bool b_in = step % 2 == 0;
+    backward(b_in ? add(quad_loss(a), quad_loss(b)) : quad_loss(a));
+    opt.step();
+    opt.zero_grad();
+    if (!b_in) continue;
+    ++t;
+    std::vector<double> g = quad_grad(ref);
+    for (size_t i = 0; i < 2; ++i) {
+      ref[i] *= 1 - o.lr * o.weight_decay;
+      m[i] = o.beta1 * m[i] + (1 - o.beta1) * g[i];
+      v[i] = o.beta2 * v[i] + (1 - o.beta2) * g[i] * g[i];
+      ref[i] -=
+          o.lr * (m[i] / (1 - std::pow(o.beta1, t))) / (std::sqrt(v[i]) / std::sqrt(1 - std::pow(o.beta2, t)) + o.eps);
+    }
+  }
+  check_close(b, ref, 1e-6, 1e-5);
+  CHECK(opt.steps_taken() == 4);
+  CHECK(opt.param_steps(0, 0) == 4);
+  CHECK(opt.param_steps(0, 1) == 2);
+  // Saved and restored with the rest of the state.
+  const nn::NamedTensors state = opt.state_dict();
+  Tensor a2 = tensor({1, -2}, {2}, {.requires_grad = true}), b2 = tensor({0.5, 3}, {2}, {.requires_grad = true});
+  nn::AdamW restored({a2, b2}, o);
+  restored.load_state_dict(state);
+  CHECK(restored.param_steps(0, 1) == 2);
+  // A count past the optimizer's is damage, refused by name.
+  nn::NamedTensors bad = state;
+  for (auto& [name, t2] : bad)
+    if (name == "0.1.step") t2 = from_vector(std::vector<int64_t>{9});
+  CHECK_THROWS_WITH_AS(restored.load_state_dict(bad), doctest::Contains("'0.1.step' must be one whole number"), Error);
+}
+
+TEST_CASE("an optimizer state saved before per-parameter counts resumes with the optimizer's count, as it ran") {
+  // Such a state is today's without its "<g>.<i>.step" entries: every parameter with
+  // state continues from the optimizer's count, the one its updates used when saved.
+  Tensor a = tensor({1, -2, 3}, {3}, {.requires_grad = true});
+  nn::AdamW oa({a}, {.lr = 0.05});
+  for (int i = 0; i < 3; ++i) {
+    backward(quad_loss(a));
+    oa.step();
+    oa.zero_grad();
+  }
+  nn::NamedTensors old;
+  for (const auto& [name, t] : oa.state_dict())
+    if (name != "0.0.step") old.emplace_back(name, t);
+  Tensor b = tensor({0, 0, 0}, {3}, {.requires_grad = true});
+  {
+    NoGradGuard g;
+    copy_(b, a);
+  }
+  nn::AdamW ob({b}, {.lr = 0.05});
+  ob.load_state_dict(old);
+  CHECK(ob.param_steps(0, 0) == 3);
+  backward(quad_loss(a));
+  oa.step();
+  backward(quad_loss(b));
+  ob.step();
+  CHECK(a.to_vector<float>() == b.to_vector<float>());
+}
+
 TEST_CASE("decay groups leave biases and norms undecayed, lr factor scales each group") {
   struct Net : nn::Module {
     Tensor w = register_parameter("w", zeros({2, 2})), b = register_parameter("b", zeros({2}));
