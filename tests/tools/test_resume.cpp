@@ -4,10 +4,13 @@
 // stopped during its final test evaluation gets that evaluation; a
 // checkpoint's step past the run's train.steps is refused by file and key;
 // the note a changed train.steps or train.max_time prints; the ranks' dropout
-// streams of a data-parallel checkpoint read with errors that name the file.
+// streams of a data-parallel checkpoint read with errors that name the file;
+// a run stopped between its first best and latest checkpoints, and one whose
+// last metrics record was cut short, go on exactly as the whole run.
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "datasets/data_testing.h"
@@ -173,4 +176,69 @@ TEST_CASE("distributed: a checkpoint's ranks' dropout streams are read with erro
     CHECK(error_of([&] { rank_stream(bad, 1, 2, "ck"); }) ==
           key + " entry 1 is not a pair [seed, offset] of integers in [0, 2^64 - 1]");
   }
+}
+
+namespace {
+
+// The records of metrics.jsonl without the clock's figures: what two runs of the same steps share.
+std::vector<json> timeless(const fs::path& metrics) {
+  std::vector<json> out = records(metrics);
+  for (json& r : out)
+    for (const char* clocked : {"elapsed_s", "tokens_per_s", "peak_tensor_mib"}) r.erase(clocked);
+  return out;
+}
+
+// Trains `config` into `dir` until the checkpoint `stop_at` says to stop (throws from on_checkpoint: a crash there).
+void train_until(const json& config, const fs::path& dir, const std::function<bool(const CheckpointEvent&)>& stop_at) {
+  TrainerOptions o{.run_dir = dir, .progress = false};
+  o.callbacks.on_checkpoint = [&](const CheckpointEvent& e) {
+    if (stop_at(e)) throw Error("stopped here by the test");
+  };
+  Trainer t(parse_train_config(config), o);
+  CHECK_THROWS_WITH_AS(t.run(), doctest::Contains("stopped here by the test"), Error);
+}
+
+}  // namespace
+
+TEST_CASE("resume: a run stopped while writing its first latest.safetensors goes on from best, as from latest") {
+  // With the default checkpoint_every the first evaluation writes best, then
+  // latest: a kill -9 or a full disk between the two left a folder that
+  // neither --resume nor a fresh train would take.
+  TempDir tmp;
+  const json config = lm_config(tmp.path() / "corpus.txt", 6);
+  const fs::path whole = tmp.path() / "whole", cut = tmp.path() / "cut";
+  Trainer(parse_train_config(config), {.run_dir = whole, .progress = false}).run();
+  train_until(config, cut, [](const CheckpointEvent& e) { return e.best && e.step == 2; });
+  REQUIRE(fs::exists(cut / "best.safetensors"));
+  REQUIRE(!fs::exists(cut / "latest.safetensors"));
+  CHECK(error_of([&] {
+          Trainer(parse_train_config(config), {.run_dir = cut, .progress = false});
+        }).find("continue it with --resume") != std::string::npos);
+  {
+    Trainer again = resumed(cut);
+    CHECK(again.step() == 2);
+    CHECK(again.run() == TrainOutcome::Finished);
+  }
+  CHECK(timeless(cut / "metrics.jsonl") == timeless(whole / "metrics.jsonl"));
+}
+
+TEST_CASE("resume: a last metrics record cut short (a full disk, a kill mid-append) is dropped; one mid-file is not") {
+  TempDir tmp;
+  const json config = lm_config(tmp.path() / "corpus.txt", 6);
+  const fs::path whole = tmp.path() / "whole", cut = tmp.path() / "cut";
+  Trainer(parse_train_config(config), {.run_dir = whole, .progress = false}).run();
+  train_until(config, cut, [](const CheckpointEvent& e) { return !e.best && e.step == 4; });
+  const std::string kept = read_text(cut / "metrics.jsonl");
+  write_text(cut / "metrics.jsonl", kept + R"({"loss":2.5,"split":"tr)");
+  {
+    Trainer again = resumed(cut);
+    CHECK(again.run() == TrainOutcome::Finished);
+  }
+  CHECK(timeless(cut / "metrics.jsonl") == timeless(whole / "metrics.jsonl"));
+  // The same damage before the last line is no torn append: refused by line, as before.
+  const std::string now = read_text(cut / "metrics.jsonl");
+  write_text(cut / "metrics.jsonl", R"({"loss":2.5,"split":"tr)"
+                                    "\n" +
+                                        now);
+  CHECK(error_of([&] { resumed(cut); }).find("metrics.jsonl:1: not JSON") != std::string::npos);
 }

@@ -3,10 +3,11 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -223,11 +224,19 @@ bool Trainer::open_folder(bool resume) {
       std::printf("note: %s holds a run that stopped before its first checkpoint; starting it afresh\n",
                   paths_.dir.string().c_str());
   } else if (!fs::exists(paths_.latest())) {
-    KS_CHECK(!saved, "cannot resume: ", paths_.dir.string(), " has ", paths_.best().filename().string(), " but no ",
-             paths_.latest().filename().string(), "; evaluate it with keystone eval --checkpoint best");
-    std::printf("note: %s has no checkpoint yet (it stopped before its first one); starting it from step 0\n",
-                paths_.dir.string().c_str());
-    resume = false;
+    if (saved) {
+      // Stopped while writing its first latest.safetensors (kill -9, a full
+      // disk): best.safetensors, saved at the same evaluation just before,
+      // is a whole checkpoint of that step, optimizer and data position
+      // included, so the run goes on from it exactly as from latest.
+      std::printf("note: %s has %s but no %s (stopped while writing it); resuming from %s\n",
+                  paths_.dir.string().c_str(), paths_.best().filename().string().c_str(),
+                  paths_.latest().filename().string().c_str(), paths_.best().filename().string().c_str());
+    } else {
+      std::printf("note: %s has no checkpoint yet (it stopped before its first one); starting it from step 0\n",
+                  paths_.dir.string().c_str());
+      resume = false;
+    }
   }
   for (const std::string& w : config_.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   return resume;
@@ -249,7 +258,9 @@ void Trainer::write_run_files(bool resumed) {
 }
 
 void Trainer::restore_from_latest(const json& config_as_given) {
-  const fs::path file = paths_.latest();
+  // latest.safetensors, or best.safetensors where the first latest was never written whole (open_folder).
+  const fs::path file =
+      replicas_->lead_decides([&] { return fs::exists(paths_.latest()); }) ? paths_.latest() : paths_.best();
   // The config first: another family's weights would fail to load with a less telling message.
   const nn::SafetensorsContent content = replicas_->read_checkpoint(file);
   const json stored = check_checkpoint_config(content.metadata, config_as_given, file);
@@ -323,6 +334,13 @@ bool Trainer::trim_metrics_to_checkpoint() {
     try {
       r = nn::parse_json(line, "metrics");
     } catch (const Error&) {
+      // A last line cut short by a full disk or a kill during its append is
+      // a record past the checkpoint, written again when its step runs again.
+      if (in.peek() == std::char_traits<char>::eof()) {
+        std::printf("note: %s:%lld: the last record was cut short (its write did not finish); dropped\n",
+                    paths_.metrics().string().c_str(), (long long)line_no);
+        break;
+      }
       throw Error(str(paths_.metrics().string(), ":", line_no, ": not JSON; fix or delete the line to resume"));
     }
     KS_CHECK(r.is_object(), paths_.metrics().string(), ":", line_no,
@@ -359,10 +377,17 @@ std::string Trainer::finished_reason(double seconds) const {
 void Trainer::append_metrics(json record) {
   if (!lead_) return;
   record["elapsed_s"] = clock();
-  std::ofstream out(paths_.metrics(), std::ios::app);
-  out << record.dump() << "\n";
-  out.flush();
-  KS_CHECK(out.good(), "cannot append to ", paths_.metrics().string());
+  const std::string line = record.dump() + "\n";
+  std::FILE* f = std::fopen(paths_.metrics().c_str(), "ab");
+  KS_CHECK(f != nullptr, "cannot append to ", paths_.metrics().string(), ": ", std::strerror(errno));
+  bool ok = std::fwrite(line.data(), 1, line.size(), f) == line.size() && std::fflush(f) == 0;
+  int error = ok ? 0 : errno;  // "No space left on device" names the cause
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    error = errno;
+  }
+  KS_CHECK(ok, "cannot append to ", paths_.metrics().string(), ": ", std::strerror(error),
+           " (a last line cut short is dropped on --resume)");
 }
 
 void Trainer::save(const fs::path& path) {
