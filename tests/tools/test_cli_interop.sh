@@ -134,6 +134,10 @@ refused() {  # refused PATTERN KIND NAME [hf.py edits]
 }
 mk gpt2 "$tmp/g"
 expect 0 "imported $tmp/g \(GPT2LMHeadModel" -- imp "$tmp/g" "$tmp/g-run"
+# --seq-len past the model's positions is refused by name (import --seq-len 1000000000000 exited 0,
+# and eval or train failed later on data.seq_len).
+expect 2 "--seq-len: must be at most [0-9]+ \(the model's max_len\)" -- \
+  "$ks" import --from hf "$tmp/g" --out "$tmp/g-long" --data "$tmp/notes.txt" --seq-len 1000000000000
 
 # 1. NaN or infinite weights: refused at import, naming the tensor as the file names it, and the file
 # (not imported, then refused by eval blaming training and naming Keystone's tensor).

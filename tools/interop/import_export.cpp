@@ -241,7 +241,8 @@ int import_model(const std::vector<std::string>& given) {
   tc.optimizer.lr = 1e-4;  // fine-tuning, not training from scratch
   tc.data = {{"dataset", "text"},
              {"train", fs::absolute(f.get("data", "")).string()},
-             {"seq_len", f.get_int_at_least("seq-len", std::min<int64_t>(256, cfg.max_len), 2)},
+             {"seq_len",
+              f.get_int_between("seq-len", std::min<int64_t>(256, cfg.max_len), 2, cfg.max_len, "the model's max_len")},
              {"tokenizer", {{"type", "hf_bpe"}}}};
   tc.model = cfg.to_json();
   const json config = tc.to_json();
