@@ -90,6 +90,8 @@ for bad in /dev/zero "$tmp/in.fifo"; do
   expect 1 "$bad is not a (regular )?file" -- timeout 10 "$ks" eval --run "$tmp/lm" --checkpoint "$bad"
 done
 expect 1 "$tmp/lm-tok-fifo/tokenizer.json is not a regular file \(it is a FIFO\)" -- timeout 10 "$ks" eval --run "$tmp/lm-tok-fifo"
+# translate's sources are user text too: a UTF-16 file is refused by its encoding.
+expect 1 "translate: $tmp/utf16le-bom.txt looks like UTF-16 LE" -- "$ks" translate --run "$tmp/s2s" --file "$tmp/utf16le-bom.txt"
 expect 1 "$tmp/lm-tok-fifo/tokenizer.json is not a regular file \(it is a FIFO\)" -- timeout 10 "$ks" generate --run "$tmp/lm-tok-fifo" --prompt the
 
 # --- 4. data.holdout: random (the default) or last (the file's last lines are valid, then test) --------------------

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "datasets/io.h"
 #include "datasets/tokenizer.h"
 #include "nn/user_input.h"
 #include "tools/cli/cli.h"
@@ -115,7 +116,7 @@ int translate(const std::vector<std::string>& args) {
   if (f.has("file")) {
     const std::string path = f.get("file", "");
     // A regular file of bounded size: /dev/zero would never end, a FIFO would block.
-    std::istringstream in(nn::read_regular_file(path, kMaxSourceFileBytes, "translate"));
+    std::istringstream in(data::read_text_file(path, "translate", kMaxSourceFileBytes));
     // Decoded in chunks of kBatch lines, so output starts before a long file is decoded to its end.
     std::vector<std::vector<int64_t>> chunk;
     auto flush = [&] {
