@@ -1,12 +1,17 @@
-// core/plugin_loader.cpp — load_plugin: the declaration read from the ELF file,
-// checked against the library's (version, ABI tag, plugin ABI revision and
-// layout hash), then dlopen with the registries' names recorded
+// core/plugin_loader.cpp — load_plugin: the file copied into an anonymous
+// in-memory file and hashed, the declaration read from the copy and checked,
+// then dlopen of the copy with the registries' names recorded
 // (core/plugin_loader.h).
 #include "core/plugin_loader.h"
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +23,7 @@
 #include "core/device.h"
 #include "core/dispatch.h"
 #include "core/error.h"
+#include "core/fingerprint.h"
 #include "core/plugin.h"
 
 namespace ks {
@@ -33,6 +39,10 @@ struct State {
   std::map<std::string, std::string> owner;  // "attention family 'x'" -> "plugin 'p' (path)"
   LoadedPlugin* loading = nullptr;           // the plugin whose initialisers run now
   std::vector<std::string> clashes;          // what it tried to register twice
+  // The private copies' descriptors, never closed: each copy is mapped for
+  // good, and dlopen knows a library by its name, /proc/self/fd/N, which
+  // must not name another copy later.
+  std::vector<int> copies;
 };
 
 State& state() {
@@ -52,6 +62,61 @@ std::string hex16(uint64_t v) {
   return hex;
 }
 
+// The plugin's bytes in an anonymous in-memory file (memfd; an unlinked file
+// in the temporary folder where memfd is refused), sealed against writes, and
+// their fingerprint: what is checked and what dlopen maps, so that a file
+// copied over the plugin's own later changes nothing in this process. Returns
+// the copy's descriptor.
+int private_copy(const std::string& path, std::string& fingerprint) {
+  // O_NONBLOCK: a FIFO swapped in after the caller's check must not block the open.
+  const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  KS_CHECK(in >= 0, "plugin ", path, ": cannot open it: ", std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } in_closer{in};
+  struct stat st {};
+  KS_CHECK(::fstat(in, &st) == 0 && S_ISREG(st.st_mode), "plugin ", path, ": not a regular file");
+  int out = -1;
+#if defined(MFD_CLOEXEC) && defined(MFD_ALLOW_SEALING)
+  out = ::memfd_create("keystone-plugin", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+#endif
+  if (out < 0) {
+    const char* tmp = std::getenv("TMPDIR");
+    out = ::open(tmp && *tmp ? tmp : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0700);
+  }
+  KS_CHECK(out >= 0, "plugin ", path,
+           ": cannot make a private copy to load (memfd_create and O_TMPFILE failed: ", std::strerror(errno), ")");
+  Fnv1a hash;
+  std::vector<char> buf(size_t(1) << 20);
+  for (;;) {
+    const ssize_t n = ::read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(out);
+      throw Error(str("plugin ", path, ": cannot read it: ", std::strerror(err)));
+    }
+    if (n == 0) break;
+    hash.add(buf.data(), size_t(n));
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(out, buf.data() + done, size_t(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        const int err = errno;
+        ::close(out);
+        throw Error(str("plugin ", path, ": cannot copy it into memory: ", std::strerror(err)));
+      }
+      done += w;
+    }
+  }
+#if defined(F_ADD_SEALS)
+  (void)::fcntl(out, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);  // memfd only
+#endif
+  fingerprint = hash.text();
+  return out;
+}
+
 // Reads `size` bytes at `offset`, or fails naming the file as truncated.
 std::string read_at(std::ifstream& in, uint64_t offset, uint64_t size, const std::string& path) {
   std::string out(size, '\0');
@@ -62,9 +127,10 @@ std::string read_at(std::ifstream& in, uint64_t offset, uint64_t size, const std
 }
 
 // The fields of the library's KS_PLUGIN declaration (section KS_PLUGIN_SECTION),
-// read without loading it; nullopt when it has none.
-std::optional<Declaration> read_declaration(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+// read without loading it from `file` (the private copy of the plugin at
+// `path`, which errors name); nullopt when it has none.
+std::optional<Declaration> read_declaration(const std::string& file, const std::string& path) {
+  std::ifstream in(file, std::ios::binary);
   KS_CHECK(in, "plugin ", path, ": cannot open it: ", std::strerror(errno));
   Elf64_Ehdr eh{};
   in.read(reinterpret_cast<char*>(&eh), sizeof eh);
@@ -141,7 +207,7 @@ void check_declaration(const Declaration& d, const std::string& path) {
 
 }  // namespace
 
-const LoadedPlugin& load_plugin(const std::string& given) {
+const LoadedPlugin& load_plugin(const std::string& given, const PluginCheck& check) {
   State& s = state();
   std::lock_guard lock(s.mutex);
   KS_CHECK(!given.empty(), "plugin: the path is empty");
@@ -152,9 +218,17 @@ const LoadedPlugin& load_plugin(const std::string& given) {
   KS_CHECK(fs::is_regular_file(status), "plugin ", path.string(), ": not a regular file");
   const fs::path file = fs::canonical(path);
   for (size_t i = 0; i < s.plugins.size(); ++i)
-    if (s.files[i] == file) return s.plugins[i];  // loaded already: nothing to do
+    if (s.files[i] == file) {  // loaded already: nothing to load, but the caller's check holds for it too
+      if (check) check(s.plugins[i]);
+      return s.plugins[i];
+    }
 
-  const std::optional<Declaration> d = read_declaration(path.string());
+  // Everything below reads the private copy: what is checked is what runs.
+  std::string fingerprint;
+  const int copy = private_copy(path.string(), fingerprint);
+  s.copies.push_back(copy);  // kept open for good, even when the plugin is refused (its name is never reused)
+  const std::string copy_path = str("/proc/self/fd/", copy);
+  const std::optional<Declaration> d = read_declaration(copy_path, path.string());
   KS_CHECK(d, "plugin ", path.string(),
            " is not a Keystone plugin (it has no KS_PLUGIN declaration; see core/plugin.h)");
   check_declaration(*d, path.string());
@@ -162,14 +236,17 @@ const LoadedPlugin& load_plugin(const std::string& given) {
     KS_CHECK(p.name != d->name, "plugin ", path.string(), ": a plugin named '", d->name, "' is loaded already, from ",
              p.path);
 
-  LoadedPlugin plugin{d->name, path.string(), d->version, {}};
+  LoadedPlugin plugin{d->name, path.string(), d->version, fingerprint, {}};
+  if (check) check(plugin);
   s.loading = &plugin;
   s.clashes.clear();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(copy_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   s.loading = nullptr;
   if (!handle) {
-    const char* why = dlerror();
-    throw Error(str("plugin ", path.string(), ": cannot load it: ", why ? why : "dlopen failed"));
+    const char* error = dlerror();
+    std::string why = error ? error : "dlopen failed";
+    for (size_t at; (at = why.find(copy_path)) != std::string::npos;) why.replace(at, copy_path.size(), path.string());
+    throw Error(str("plugin ", path.string(), ": cannot load it: ", why));
   }
   KS_CHECK(dlsym(handle, KS_PLUGIN_SYMBOL), "plugin ", path.string(), ": it exports no ", KS_PLUGIN_SYMBOL,
            " symbol (its KS_PLUGIN declaration is hidden?)");

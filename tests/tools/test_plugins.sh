@@ -6,6 +6,10 @@
 # train --resume load it without being told; the family is unknown without it.
 # So does a model of the "scaled_lm" kind of tests/tools/plugins/scaled_lm.cpp,
 # whose own key is checked strictly, and whose plugin kernel info lists.
+# The run folder records each plugin's content hash (plugin_fingerprints): a
+# plugin replaced since is refused by every command that reads the run, naming
+# both hashes; a file copied over the loaded plugin during training changes
+# nothing in the trainer (it runs a private copy).
 # Then each way loading fails, with its message and exit code 1: no file, not
 # a shared library, no KS_PLUGIN declaration, another Keystone version or ABI
 # tag, a declaration from before the plugin ABI, another plugin ABI revision
@@ -101,6 +105,38 @@ python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); del c["plugins"]; j
   "$tmp/plain/config.json"
 expect 0 '"loss":[0-9.]+' -- "$ks" eval --run "$tmp/plain"
 expect 0 "finished 3 steps" -- "$ks" train --out "$tmp/plain" --resume --set train.steps=3 --quiet
+
+# The run folder records each plugin's content; a plugin replaced at its path is refused by name, with both hashes,
+# before its code runs (it had changed a trained run's eval loss unnoticed). A copy, as the build's file stays.
+cp "$cosine" "$tmp/cos.so"
+expect 0 "finished 6 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/fp" --quiet --plugin "$tmp/cos.so"
+recorded=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["plugin_fingerprints"][sys.argv[2]])' \
+  "$tmp/fp/config.json" "$tmp/cos.so")
+[[ "$recorded" =~ ^fnv1a64:[0-9a-f]{16}$ ]] || { echo "FAIL: plugin_fingerprints holds '$recorded'"; fails=$((fails + 1)); }
+expect 0 "\"fingerprint\": \"$recorded\"" -- "$ks" info --plugin "$tmp/cos.so"  # info shows what a run records
+printf 'x' >> "$tmp/cos.so"  # the same code and one byte more: another file all the same
+changed="config: plugin_fingerprints: plugin $tmp/cos.so \('cosine-attention'\) is not the file the run recorded: recorded $recorded, the file now holds fnv1a64:[0-9a-f]{16} \(replaced or rebuilt since\)"
+expect 1 "$changed" -- "$ks" eval --run "$tmp/fp"
+expect 1 "$changed" -- "$ks" generate --run "$tmp/fp" --prompt "the cat" --tokens 3
+expect 1 "$changed" -- "$ks" train --out "$tmp/fp" --resume --set train.steps=8
+expect 0 "finished 2 steps" -- "$ks" train --config "$tmp/fp/config.json" --out "$tmp/fp_new" --set train.steps=2 \
+  --quiet  # a new run from that config.json records its own
+cp "$cosine" "$tmp/cos.so"
+expect 0 '"loss":[0-9.]+' -- "$ks" eval --run "$tmp/fp"
+# A file copied over the loaded plugin during training (cp writes in place) changes nothing: the trainer runs its own
+# copy (it had crashed on the replaced code). The copy happens after the first record, with seconds of training left.
+cp "$cosine" "$tmp/live.so"
+"$ks" train --config "$tmp/lm.json" --out "$tmp/live" --quiet --plugin "$tmp/live.so" --set train.steps=1000000 \
+  --set train.max_time=4 --set train.log_every=1 >"$tmp/live.log" 2>&1 &
+live=$!
+for _ in $(seq 1 300); do [ -s "$tmp/live/metrics.jsonl" ] && break; sleep 0.1; done
+[ -s "$tmp/live/metrics.jsonl" ] || { echo "FAIL: the live run wrote no record in 30 s"; fails=$((fails + 1)); }
+cp "$scaled" "$tmp/live.so"
+wait "$live"
+rc=$?
+if [ "$rc" != 0 ] || ! grep -q "spent its time budget" "$tmp/live.log"; then
+  echo "FAIL: training with its plugin overwritten exited $rc: $(tail -5 "$tmp/live.log")"; fails=$((fails + 1))
+fi
 
 # The loader's errors, each naming the file.
 expect 1 "plugin $tmp/missing.so: no such file" -- "$ks" train --config "$tmp/lm.json" --plugin "$tmp/missing.so"

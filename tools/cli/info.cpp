@@ -68,7 +68,11 @@ namespace {
 nlohmann::json plugins_json() {
   nlohmann::json out = nlohmann::json::array();
   for (const LoadedPlugin& p : loaded_plugins())
-    out.push_back({{"name", p.name}, {"path", p.path}, {"keystone_version", p.version}, {"registered", p.registered}});
+    out.push_back({{"name", p.name},
+                   {"path", p.path},
+                   {"keystone_version", p.version},
+                   {"fingerprint", p.fingerprint},  // what a run trained with it records (plugin_fingerprints)
+                   {"registered", p.registered}});
   return out;
 }
 

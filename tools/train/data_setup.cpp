@@ -11,6 +11,7 @@
 #include <new>
 #include <optional>
 
+#include "core/fingerprint.h"
 #include "core/user_file.h"
 #include "datasets/brown.h"
 #include "datasets/fashion_mnist.h"
@@ -146,21 +147,7 @@ fs::path cache_dir(JsonSection& s) {
   return p.empty() ? data::data_cache_dir() : p;
 }
 
-// FNV-1a (64 bits), as "fnv1a64:<16 hex digits>": fast, and enough to notice
-// an edited file (it is no defence against a forged one).
-struct Fnv1a {
-  uint64_t h = 14695981039346656037ull;
-  void add(const char* bytes, size_t n) {
-    for (size_t i = 0; i < n; ++i) h = (h ^ uint8_t(bytes[i])) * 1099511628211ull;
-  }
-  std::string text() const {
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
-    return std::string("fnv1a64:") + hex;
-  }
-};
-
-// The file's fingerprint; empty when it cannot be read (its builder then names the problem).
+// The file's fingerprint (core/fingerprint.h); empty when it cannot be read (its builder then names the problem).
 std::string file_fingerprint(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return "";
@@ -416,12 +403,6 @@ struct DataSection {
     s.allow(kind->keys);
   }
 };
-
-std::string fingerprint_of(const std::string& bytes) {
-  Fnv1a f;
-  f.add(bytes.data(), bytes.size());
-  return f.text();
-}
 
 int64_t longest(const data::Splits& splits, bool target) {
   int64_t n = 0;

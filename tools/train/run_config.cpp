@@ -70,13 +70,16 @@ const std::vector<KeyDoc> kRootKeys = {{"name", "the run's name; the default run
                                        {"plugins",
                                         "shared libraries (KS_PLUGIN) loaded before the model is read; stored "
                                         "by absolute path"},
+                                       {"plugin_fingerprints",
+                                        "written by train: the content hash of each plugin, by path; a plugin "
+                                        "whose content differs is refused"},
                                        {"data", "which data set, built how"},
                                        {"model", "the network"},
                                        {"optimizer", "how the parameters are updated"},
                                        {"schedule", "the learning rate over the run, a factor on optimizer.lr"},
                                        {"train", "the loop: steps, batches, evaluation, checkpoints, device"}};
-// parse_loop_config's: kRootKeys but plugins, data and model.
-const std::vector<KeyDoc> kLoopRootKeys = {kRootKeys[0], kRootKeys[1], kRootKeys[5], kRootKeys[6], kRootKeys[7]};
+// parse_loop_config's: kRootKeys but plugins, plugin_fingerprints, data and model.
+const std::vector<KeyDoc> kLoopRootKeys = {kRootKeys[0], kRootKeys[1], kRootKeys[6], kRootKeys[7], kRootKeys[8]};
 const std::vector<KeyDoc> kOptimizerKeys = {
     {"type", "adamw | adam | sgd"},
     {"lr", "the peak learning rate"},
@@ -188,16 +191,29 @@ TrainOptions parse_train(const json& j) {
   return t;
 }
 
-// Loads the config's plugins and returns their absolute paths, each once.
-std::vector<std::string> load_plugins(const json& list) {
+// Loads the config's plugins into c.plugins (absolute paths, each once) and
+// c.plugin_fingerprints; a plugin whose content is not the one `recorded`
+// (the config's plugin_fingerprints) is refused before its code runs.
+void load_plugins(const json& list, const json& recorded, TrainConfig& c) {
   KS_CHECK(list.is_array(), "config: plugins: expected a list of paths, got ", nn::json_excerpt(list));
-  std::vector<std::string> out;
+  KS_CHECK(recorded.is_object(), "config: plugin_fingerprints: expected an object (path: hash), got ",
+           nn::json_excerpt(recorded));
   for (const json& p : list) {
     KS_CHECK(p.is_string(), "config: plugins: expected a path, got ", nn::json_excerpt(p));
-    const std::string& path = load_plugin(p.get<std::string>()).path;
-    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+    const json* want = recorded.contains(p.get<std::string>()) ? &recorded.at(p.get<std::string>()) : nullptr;
+    KS_CHECK(!want || want->is_string(), "config: plugin_fingerprints.", p.get<std::string>(),
+             ": expected a hash string, got ", nn::json_excerpt(*want));
+    const LoadedPlugin& plugin = load_plugin(p.get<std::string>(), [&](const LoadedPlugin& loading) {
+      KS_CHECK(!want || *want == loading.fingerprint, "config: plugin_fingerprints: plugin ", loading.path, " ('",
+               loading.name, "') is not the file the run recorded: recorded ", want->get<std::string>(),
+               ", the file now holds ", loading.fingerprint,
+               " (replaced or rebuilt since), so its code is not what the run was trained with. Put back the "
+               "plugin the run was trained with; to go on with the new one, train a new run from this one's "
+               "weights (keystone train --init-from RUN_DIR --out NEW_DIR)");
+    });
+    if (std::find(c.plugins.begin(), c.plugins.end(), plugin.path) == c.plugins.end()) c.plugins.push_back(plugin.path);
+    c.plugin_fingerprints[plugin.path] = plugin.fingerprint;
   }
-  return out;
 }
 
 }  // namespace
@@ -208,7 +224,8 @@ namespace {
 TrainConfig parse_config(const json& j, bool own_model_and_data) {
   JsonSection root(j, "", own_model_and_data ? kLoopRootKeys : kRootKeys);
   TrainConfig c;
-  if (!own_model_and_data) c.plugins = load_plugins(root.get<json>("plugins", json::array()));
+  if (!own_model_and_data)
+    load_plugins(root.get<json>("plugins", json::array()), root.get<json>("plugin_fingerprints", json::object()), c);
   c.name = root.get<std::string>("name", c.name);
   KS_CHECK(!c.name.empty() && c.name.find('/') == std::string::npos,
            "config: name: must be a non-empty file name, got '", c.name, "'");
@@ -270,7 +287,7 @@ TrainConfig parse_train_config(const json& j) {
 }
 
 TrainConfig parse_loop_config(const json& j) {
-  for (const char* key : {"plugins", "data", "model"})
+  for (const char* key : {"plugins", "plugin_fingerprints", "data", "model"})
     KS_CHECK(!j.is_object() || !j.contains(key), "config: ", key,
              ": the model and data are the program's own; this config takes name, seed, optimizer, schedule and "
              "train only");
@@ -296,41 +313,43 @@ json TrainConfig::to_json() const {
     opt["beta2"] = optimizer.beta2;
     opt["eps"] = optimizer.eps;
   }
-  return {{"name", name},
-          {"seed", seed},
-          {"plugins", plugins},
-          {"data", data},
-          {"model", model},
-          {"optimizer", opt},
-          {"schedule",
-           {{"type", schedule_type},
-            {"warmup_steps", schedule.warmup_steps},
-            {"min_factor", schedule.min_factor},
-            {"noam_scale", schedule.noam_scale}}},
-          {"train",
-           {{"steps", train.steps},
-            {"batch_size", train.batch_size},
-            {"eval_every", train.eval_every},
-            {"eval_batches", train.eval_batches},
-            {"log_every", train.log_every},
-            {"checkpoint_every", train.checkpoint_every},
-            {"clip_grad_norm", train.clip_grad_norm},
-            {"accumulate_steps", train.accumulate_steps},
-            {"max_time", train.max_time},
-            {"patience", train.patience},
-            {"threads", train.threads},
-            {"bucket_batches", train.bucket_batches},
-            {"prefetch", train.prefetch},
-            {"device", train.device},
-            {"precision", train.precision},
-            {"decode_examples", train.decode_examples},
-            {"checkpoint_layers", train.checkpoint_layers},
-            {"detect_anomaly", train.detect_anomaly},
-            {"ema_decay", train.ema_decay},
-            {"ema_warmup", train.ema_warmup},
-            {"zero", train.zero},
-            {"bucket_mb", train.bucket_mb},
-            {"collective_timeout", train.collective_timeout}}}};
+  json j = {{"name", name},
+            {"seed", seed},
+            {"plugins", plugins},
+            {"data", data},
+            {"model", model},
+            {"optimizer", opt},
+            {"schedule",
+             {{"type", schedule_type},
+              {"warmup_steps", schedule.warmup_steps},
+              {"min_factor", schedule.min_factor},
+              {"noam_scale", schedule.noam_scale}}},
+            {"train",
+             {{"steps", train.steps},
+              {"batch_size", train.batch_size},
+              {"eval_every", train.eval_every},
+              {"eval_batches", train.eval_batches},
+              {"log_every", train.log_every},
+              {"checkpoint_every", train.checkpoint_every},
+              {"clip_grad_norm", train.clip_grad_norm},
+              {"accumulate_steps", train.accumulate_steps},
+              {"max_time", train.max_time},
+              {"patience", train.patience},
+              {"threads", train.threads},
+              {"bucket_batches", train.bucket_batches},
+              {"prefetch", train.prefetch},
+              {"device", train.device},
+              {"precision", train.precision},
+              {"decode_examples", train.decode_examples},
+              {"checkpoint_layers", train.checkpoint_layers},
+              {"detect_anomaly", train.detect_anomaly},
+              {"ema_decay", train.ema_decay},
+              {"ema_warmup", train.ema_warmup},
+              {"zero", train.zero},
+              {"bucket_mb", train.bucket_mb},
+              {"collective_timeout", train.collective_timeout}}}};
+  if (!plugin_fingerprints.empty()) j["plugin_fingerprints"] = plugin_fingerprints;  // a run without plugins has none
+  return j;
 }
 
 }  // namespace ks::tools

@@ -33,9 +33,15 @@
 // families and model kinds they register are names the model section may use.
 // The resolved config keeps their absolute paths, so every command that reads
 // a run folder's config.json loads them again. `keystone train --plugin FILE` adds to the list.
+// Beside them, "plugin_fingerprints" ({path: "fnv1a64:..."}, written by train
+// as data.fingerprints are) records each plugin's content; a config that
+// records one loads only that content: a plugin replaced or rebuilt since the
+// run trained is refused (eval, generate, analyze, --resume), naming both
+// hashes, as its code is not what the run was trained with.
 // Not here: building data or models (tools/train/data_setup.h, tools/train/task.h).
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -94,6 +100,8 @@ struct TrainConfig {
   uint64_t seed = 0;
   // Absolute paths, each once: what parse_train_config loaded.
   std::vector<std::string> plugins;
+  // Each plugin's content hash, by its path (core/plugin_loader.h LoadedPlugin::fingerprint).
+  std::map<std::string, std::string> plugin_fingerprints;
   nlohmann::json data;   // the data section, validated by tools/train/data_setup.h
   nlohmann::json model;  // the model section, validated by models/config.h
   OptimizerConfig optimizer;

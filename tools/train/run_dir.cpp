@@ -163,10 +163,13 @@ json check_checkpoint_config(const nn::Metadata& metadata, const json& config_js
   upgrade_stored_config(now);
   // train.* may change between sessions (--resume --set), the name is a label,
   // and a data file's changed fingerprint is a warning of its own, a moved
-  // file's new path no change (data_setup.h).
+  // file's new path no change (data_setup.h); a plugin's fingerprint is
+  // checked against config.json's as it loads (run_config.h), and a
+  // checkpoint from before plugins were fingerprinted has none.
   for (json* j : {&was, &now}) {
     j->erase("train");
     j->erase("name");
+    j->erase("plugin_fingerprints");
   }
   drop_data_identity(was, now);
   std::vector<std::string> keys;
@@ -206,7 +209,7 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
   // The config first: another family's weights would fail to load with a less telling message.
   nn::SafetensorsContent content = nn::load_safetensors(run.checkpoint.string());
   check_checkpoint_config(content.metadata, config_json, run.checkpoint);
-  if (weights == Weights::Ema) content = with_ema_as_weights(std::move(content), run.checkpoint, *run.model);
+  if (weights == Weights::Ema) content = with_ema_as_weights(std::move(content), run.checkpoint);
   run.metadata = nn::load_checkpoint(content, run.checkpoint.string(), *run.model);
   run.model->eval();
   RunTokenizers tokenizers = load_run_tokenizers(run.paths, run.config.data);

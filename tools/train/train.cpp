@@ -148,6 +148,9 @@ int train(const std::vector<std::string>& args) {
       upgrade_stored_config(raw);
       if (raw.contains("data")) raw["data"].erase("fingerprints");  // the new run records its own
     }
+    // A new run records its own plugins' fingerprints (a config.json passed
+    // as --config, or --init-from's, holds those of the run it came from).
+    if (raw.is_object()) raw.erase("plugin_fingerprints");
     for (const std::string& s : f.get_all("set")) apply_set(raw, s);
     add_plugins(raw, f.get_all("plugin"));
   }
