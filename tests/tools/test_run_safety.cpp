@@ -3,7 +3,9 @@
 // the data with the run's own tokenizer and warn when a file changed; an
 // edited config.json or a retyped tensor is refused by name; training state
 // out of range is refused; paths are stored absolute; the folder is locked
-// (through no symbolic link, on a regular file only); a run killed before its
+// (itself, so a deleted .lock frees nothing; through no symbolic link, on a
+// regular file only); a run that fails before writing anything leaves no
+// folder behind; a run killed before its
 // first checkpoint can be retrained or resumed; the stale temporaries Keystone
 // names are removed, and no other file. Also the training-loop options that
 // end or shape a run: accumulate_steps (resumed exactly), patience, max_time,
@@ -182,6 +184,48 @@ TEST_CASE("run folder: one keystone train at a time, however the other one is st
     CHECK_FALSE(fs::exists(paths.config()));  // nothing written
   }
   CHECK_NOTHROW(run_training(lm_config(file), paths.dir));  // released with its holder
+}
+
+TEST_CASE("run folder: deleting .lock frees nothing; the folder itself stays locked") {
+  TempDir tmp;
+  const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
+  RunPaths paths{tmp.path() / "run"};
+  {
+    RunLock held(paths);  // as a running train holds it
+    REQUIRE(fs::exists(paths.lock()));
+    fs::remove(paths.lock());  // what a user "cleaning up a stale lock" does
+    const std::string e = error_of([&] { run_training(lm_config(file), paths.dir); });
+    CHECK(e == "run folder " + paths.dir.string() +
+                   " is in use by another keystone train: it holds the lock on the folder itself (its .lock file, "
+                   "which names the holder's pid, is gone; deleting it frees nothing); wait for it to finish or "
+                   "stop it first");
+    CHECK_FALSE(fs::exists(paths.config()));  // nothing written, no second trainer beside the first
+    CHECK_FALSE(fs::exists(paths.lock()));    // nor a .lock of its own
+  }
+  CHECK_NOTHROW(run_training(lm_config(file), paths.dir));  // released with its holder
+}
+
+TEST_CASE("run folder: a run that fails before writing anything leaves no folder behind") {
+  TempDir tmp;
+  const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
+  json typo = lm_config(file);
+  typo["model"]["d_modle"] = 16;  // a typo in a model key: refused after the folder is locked
+  const fs::path fresh = tmp.path() / "runs" / "typo";
+  CHECK(error_of([&] { run_training(typo, fresh); }).find("d_modle") != std::string::npos);
+  CHECK_FALSE(fs::exists(fresh));
+  CHECK_FALSE(fs::exists(tmp.path() / "runs"));                 // nor the parent made for it
+  json missing = lm_config(tmp.path() / "no_such_corpus.txt");  // a wrong data path
+  CHECK_FALSE(error_of([&] { run_training(missing, fresh); }).empty());
+  CHECK_FALSE(fs::exists(tmp.path() / "runs"));
+  // A folder that was there before is the user's: kept, and so is what it holds.
+  fs::create_directories(fresh);
+  CHECK_FALSE(error_of([&] { run_training(typo, fresh); }).empty());
+  CHECK(fs::is_directory(fresh));
+  CHECK(fs::is_directory(tmp.path() / "runs"));
+  // A parent that was there before stays; a run that started keeps its folder.
+  fs::remove_all(fresh);
+  CHECK_NOTHROW(run_training(lm_config(file), fresh));
+  CHECK(fs::exists(RunPaths{fresh}.config()));
 }
 
 TEST_CASE("run folder: the lock follows no link and takes only a regular file") {

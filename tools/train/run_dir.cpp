@@ -34,52 +34,127 @@ const char* file_kind(const struct stat& st) {
 
 }  // namespace
 
-RunLock::RunLock(const RunPaths& paths) {
-  const std::string file = paths.lock().string();
-  // The pid is written into the lock below: through a link it would truncate
-  // the link's target, so the lock is only ever this folder's own regular file.
-  // (O_NONBLOCK: a FIFO put there must not block the open; it is refused below.)
-  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+namespace {
+
+// The pid a holder wrote into `lock`, "" when it cannot be read (gone, not a
+// regular file, empty): for the message, never for the decision.
+std::string holder_pid(const std::string& lock) {
+  const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return "";
   struct stat st {};
-  if (fd_ < 0) {
-    const int err = errno;
-    const bool seen = ::lstat(file.c_str(), &st) == 0;
-    if (seen && S_ISLNK(st.st_mode))
-      throw Error(str("the run folder's lock file ", file,
-                      " is a symbolic link; keystone train does not follow it "
-                      "(its target would be overwritten): remove it"));
-    if (seen && !S_ISREG(st.st_mode))
-      throw Error(str("the run folder's lock file ", file, " is not a regular file (", file_kind(st), "): remove it"));
-    throw Error(str("cannot open the lock file ", file, ": ", std::strerror(err)));
-  }
-  const bool known = ::fstat(fd_, &st) == 0;
-  if (!known || !S_ISREG(st.st_mode)) {
-    const std::string kind = known ? file_kind(st) : std::strerror(errno);
-    ::close(fd_);
-    fd_ = -1;
-    throw Error(str("the run folder's lock file ", file, " is not a regular file (", kind, "): remove it"));
-  }
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    char holder[32] = {0};
-    ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
-    ::close(fd_);
-    fd_ = -1;
-    if (err == EWOULDBLOCK)
-      throw Error(str("run folder ", paths.dir.string(), " is in use by another keystone train (pid ",
-                      n > 0 ? std::string(holder, size_t(n)) : std::string("?"),
-                      "); wait for it to finish or stop it first"));
-    throw Error(str("cannot lock ", file, ": ", std::strerror(err)));
-  }
-  // The holder's pid, for the message above; the lock itself is the flock.
-  // A failed write costs only the pid in a second process's message.
-  const std::string pid = std::to_string(::getpid());
-  const bool written = ::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) == ssize_t(pid.size());
-  (void)written;
+  char text[32] = {0};
+  const ssize_t n = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? ::pread(fd, text, sizeof text - 1, 0) : -1;
+  ::close(fd);
+  const std::string pid = n > 0 ? std::string(text, size_t(n)) : "";
+  return !pid.empty() && std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; }) ? pid : "";
 }
 
-RunLock::~RunLock() {
+[[noreturn]] void in_use(const RunPaths& paths, const std::string& pid) {
+  if (!pid.empty())
+    throw Error(str("run folder ", paths.dir.string(), " is in use by another keystone train (pid ", pid,
+                    "); wait for it to finish or stop it first"));
+  throw Error(str("run folder ", paths.dir.string(),
+                  " is in use by another keystone train: it holds the lock on the folder itself (its ",
+                  paths.lock().filename().string(),
+                  " file, which names the holder's pid, is gone; deleting it frees nothing); wait for it to "
+                  "finish or stop it first"));
+}
+
+}  // namespace
+
+RunLock::RunLock(const RunPaths& paths) : paths_(paths) {
+  try {
+    // The folder, and each missing parent, made one by one: what this lock made is what it may remove.
+    std::vector<fs::path> missing;
+    std::error_code ec;
+    for (fs::path p = paths.dir; !p.empty() && !fs::exists(fs::symlink_status(p, ec)); p = p.parent_path()) {
+      missing.push_back(p);
+      if (p == p.parent_path()) break;
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      if (::mkdir(it->c_str(), 0777) == 0)
+        made_.insert(made_.begin(), *it);
+      else if (errno != EEXIST)
+        throw Error(str("cannot create run folder ", paths.dir.string(), ": ", std::strerror(errno)));
+    }
+    // The folder itself: a .lock deleted from under a running trainer leaves this lock in place.
+    dir_fd_ = ::open(paths.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd_ < 0) throw Error(str("cannot open run folder ", paths.dir.string(), ": ", std::strerror(errno)));
+    if (::flock(dir_fd_, LOCK_EX | LOCK_NB) == 0) {
+      held_ = true;
+    } else {
+      if (errno == EWOULDBLOCK) in_use(paths, holder_pid(paths.lock().string()));
+      ::close(dir_fd_);  // a file system that cannot lock a folder: .lock alone is the lock
+      dir_fd_ = -1;
+    }
+    const std::string file = paths.lock().string();
+    // The pid is written into the lock below: through a link it would truncate
+    // the link's target, so the lock is only ever this folder's own regular file.
+    // (O_NONBLOCK: a FIFO put there must not block the open; it is refused below.)
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    struct stat st {};
+    if (fd_ < 0) {
+      const int err = errno;
+      const bool seen = ::lstat(file.c_str(), &st) == 0;
+      if (seen && S_ISLNK(st.st_mode))
+        throw Error(str("the run folder's lock file ", file,
+                        " is a symbolic link; keystone train does not follow it "
+                        "(its target would be overwritten): remove it"));
+      if (seen && !S_ISREG(st.st_mode))
+        throw Error(
+            str("the run folder's lock file ", file, " is not a regular file (", file_kind(st), "): remove it"));
+      throw Error(str("cannot open the lock file ", file, ": ", std::strerror(err)));
+    }
+    const bool known = ::fstat(fd_, &st) == 0;
+    if (!known || !S_ISREG(st.st_mode)) {
+      const std::string kind = known ? file_kind(st) : std::strerror(errno);
+      ::close(fd_);
+      fd_ = -1;
+      throw Error(str("the run folder's lock file ", file, " is not a regular file (", kind, "): remove it"));
+    }
+    // .lock too: a trainer of an earlier Keystone locks only that.
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      if (err == EWOULDBLOCK) in_use(paths, holder_pid(file));
+      throw Error(str("cannot lock ", file, ": ", std::strerror(err)));
+    }
+    held_ = true;
+    // The holder's pid, for the message above; the lock itself is the flock.
+    // A failed write costs only the pid in a second process's message.
+    const std::string pid = std::to_string(::getpid());
+    const bool written = ::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) == ssize_t(pid.size());
+    (void)written;
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+RunLock::~RunLock() { release(); }
+
+void RunLock::release() {
+  // A folder this lock made that holds at most its own .lock: the run never
+  // wrote anything, so nothing of it stays. Removed while the lock is held,
+  // so no other trainer is inside; only the .lock this lock opened is unlinked.
+  if (!made_.empty() && held_) {
+    std::error_code ec;
+    bool only_lock = true;
+    for (const fs::directory_entry& e : fs::directory_iterator(paths_.dir, ec))
+      if (e.path().filename() != paths_.lock().filename()) only_lock = false;
+    struct stat mine {};
+    struct stat there {};
+    const bool lock_there = ::lstat(paths_.lock().c_str(), &there) == 0;
+    const bool lock_mine = fd_ >= 0 && ::fstat(fd_, &mine) == 0 && lock_there && mine.st_dev == there.st_dev &&
+                           mine.st_ino == there.st_ino;
+    if (only_lock && !ec && (!lock_there || (lock_mine && ::unlink(paths_.lock().c_str()) == 0)))
+      for (const fs::path& p : made_)
+        if (::rmdir(p.c_str()) != 0) break;  // not empty (another run's folder beside it): kept
+  }
+  made_.clear();
+  held_ = false;
   if (fd_ >= 0) ::close(fd_);  // closing drops the flock
+  if (dir_fd_ >= 0) ::close(dir_fd_);
+  fd_ = dir_fd_ = -1;
 }
 
 namespace {

@@ -8,7 +8,7 @@
 //   tokenizer.json          how text becomes ids (absent for pixel data)
 //   target_tokenizer.json   seq2seq only, when the targets have their own tokenizer
 //   plot.svg                loss and accuracy curves (keystone plot)
-//   .lock                   held (flock) by the one keystone train using the folder
+//   .lock                   held (flock) by the one keystone train using the folder, as is the folder
 //
 // and load_run, which rebuilds the model of a run from its config and loads
 // a checkpoint into it, for eval, generate and translate; run_data, which
@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "datasets/tokenizer.h"
 #include "models/model.h"
@@ -48,11 +49,23 @@ struct RunPaths {
 
 // An exclusive lock on a run folder for as long as it lives: a second
 // `keystone train` on the same --out (or a --resume of a folder still
-// training) fails with an error naming the folder and the holder's pid. The
-// lock is flock(2) on RunPaths::lock(), so the kernel drops it when the
-// holder dies, however it dies: a kill -9 leaves no stale lock behind. The
-// holder writes its pid into that file, so a .lock that is a symbolic link
-// (whose target would be overwritten) or not a regular file is refused.
+// training) fails with an error naming the folder, the lock and the holder's
+// pid. The lock is flock(2) on the folder itself (its directory, opened
+// read-only), which no one can delete from under a running trainer, and on
+// RunPaths::lock() as well (the lock of earlier Keystones, and where the
+// holder writes its pid for that message). The kernel drops both when the
+// holder dies, however it dies: a kill -9 leaves no stale lock behind.
+// Deleting .lock frees nothing (a second trainer had run beside the first,
+// 394 steps twice, when .lock alone was the lock). Where the file system
+// cannot lock a directory (some network file systems), .lock alone is the
+// lock. A .lock that is a symbolic link (whose target the pid would
+// overwrite) or not a regular file is refused.
+//
+// The lock makes the folder, and its missing parents, when it does not
+// exist; a folder it made that holds nothing but .lock when the lock is
+// released (a run that failed before writing anything: a typo in a model
+// key, a wrong data path, a malformed file) is removed again, with the
+// parents made for it, so a run that never started leaves nothing behind.
 class RunLock {
  public:
   explicit RunLock(const RunPaths& paths);
@@ -61,7 +74,12 @@ class RunLock {
   RunLock& operator=(const RunLock&) = delete;
 
  private:
-  int fd_ = -1;
+  void release();  // closes both locks, first removing what this lock made if it holds nothing else
+
+  RunPaths paths_;
+  int dir_fd_ = -1, fd_ = -1;
+  bool held_ = false;  // the folder is this lock's (its flock, or .lock's where folders cannot be locked)
+  std::vector<std::filesystem::path> made_;  // the folders this lock made, the run folder first
 };
 
 // Deletes the temporary files of writes that a killed process left behind,

@@ -209,12 +209,8 @@ models::ModelConfig Trainer::build_from_config(bool resume) {
 bool Trainer::open_folder(bool resume) {
   if (resume) {
     KS_CHECK(fs::is_directory(paths_.dir), "cannot resume: run folder ", paths_.dir.string(), " does not exist");
-  } else {
-    std::error_code ec;
-    fs::create_directories(paths_.dir, ec);
-    KS_CHECK(!ec, "cannot create run folder ", paths_.dir.string(), ": ", ec.message());
   }
-  lock_ = std::make_unique<RunLock>(paths_);
+  lock_ = std::make_unique<RunLock>(paths_);  // makes a new run's folder; removes it if the run writes nothing
   remove_stale_temporaries(paths_);
   const bool saved = fs::exists(paths_.latest()) || fs::exists(paths_.best());
   if (!resume) {

@@ -50,7 +50,9 @@
 // loads best.safetensors into its model (nn/checkpoint.h load_checkpoint) and
 // calls tools/train/task.h evaluate.
 //
-// The folder is locked for the whole run (tools/train/run_dir.h RunLock). A folder
+// The folder is locked for the whole run (tools/train/run_dir.h RunLock), which
+// makes a new run's folder and removes it again when the run fails before
+// writing anything into it (a bad config, a wrong data path). A folder
 // whose run stopped before its first checkpoint holds nothing to keep, so a
 // new `train` into it, or a --resume of it, starts it afresh. A --resume of a
 // run whose training is over (train.steps reached, its time budget spent, or
