@@ -284,7 +284,7 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
   // The config first: another family's weights would fail to load with a less telling message.
   nn::SafetensorsContent content = nn::load_safetensors(run.checkpoint.string());
   check_checkpoint_config(content.metadata, config_json, run.checkpoint);
-  if (weights == Weights::Ema) content = with_ema_as_weights(std::move(content), run.checkpoint);
+  if (weights == Weights::Ema) content = with_ema_as_weights(std::move(content), run.checkpoint, *run.model);
   run.metadata = nn::load_checkpoint(content, run.checkpoint.string(), *run.model);
   run.model->eval();
   RunTokenizers tokenizers = load_run_tokenizers(run.paths, run.config.data);
