@@ -7,7 +7,7 @@
 //                           a public type's layout, a virtual function added,
 //                           removed or reordered, a registration's meaning;
 //   the layout hash         FNV-1a (core/fingerprint.h) over the sizeof,
-//                           alignof and data-member offsets of the public
+//                           alignof, member count and member offsets of the public
 //                           types a plugin shares with Keystone (kLayouts
 //                           below), computed by the compiler from the headers
 //                           the plugin was built against.
@@ -30,6 +30,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "autograd/function.h"
 #include "autograd/node.h"
@@ -64,13 +66,36 @@
 
 namespace ks::plugin_abi {
 
-// One public type's layout: its size and alignment, and the offsets of the
-// data members a plugin may touch, hashed (0: none listed, as for a class
-// whose members are private).
+// One public type's layout: its size and alignment, the number of its data
+// members (an aggregate's, counted by the compiler, so a member added where
+// padding was, which changes no size, still changes the layout; 0 for a class
+// with constructors or private members), and the offsets of the members a
+// plugin may touch, hashed (0: none listed, as for a class whose members are
+// private).
 struct TypeLayout {
   const char* name;
-  uint64_t size, align, members;
+  uint64_t size, align, fields, members;
 };
+
+// Converts to any type, in unevaluated contexts only: the stand-in for each
+// initializer when counting an aggregate's members.
+struct AnyField {
+  template <class U> operator U() const;
+};
+
+// The number of members of aggregate T: the most initializers T{...} takes
+// (brace elision does not apply, as AnyField converts to every member type).
+template <class T, size_t N = 0> constexpr uint64_t field_count() {
+  if constexpr (!std::is_aggregate_v<T>) {
+    return 0;
+  } else if constexpr (N < 128 &&[]<size_t... I>(std::index_sequence<I...>) {
+                         return requires { T{(void(I), AnyField{})...}; };
+                       }(std::make_index_sequence<N + 1>{})) {
+    return field_count<T, N + 1>();
+  } else {
+    return N;
+  }
+}
 
 constexpr uint64_t offsets_hash(std::initializer_list<size_t> offsets) {
   if (offsets.size() == 0) return 0;
@@ -94,9 +119,10 @@ constexpr uint64_t offsets_hash(std::initializer_list<size_t> offsets) {
 #define KS_ABI_FOR_EACH_AGAIN() KS_ABI_FOR_EACH_HELPER
 #define KS_ABI_OFFSET(T, member) offsetof(T, member)
 // The layout of T with the offsets of the members named (none: size and alignment only).
-#define KS_ABI_TYPE(T, ...)                                                                                     \
-  ::ks::plugin_abi::TypeLayout {                                                                                \
-#T, sizeof(T), alignof(T), ::ks::plugin_abi::offsets_hash({KS_ABI_FOR_EACH(KS_ABI_OFFSET, T, __VA_ARGS__)}) \
+#define KS_ABI_TYPE(T, ...)                                                              \
+  ::ks::plugin_abi::TypeLayout {                                                         \
+#T, sizeof(T), alignof(T), ::ks::plugin_abi::field_count < T>(),                     \
+        ::ks::plugin_abi::offsets_hash({KS_ABI_FOR_EACH(KS_ABI_OFFSET, T, __VA_ARGS__)}) \
   }
 
 namespace ks::plugin_abi {
@@ -168,6 +194,7 @@ constexpr uint64_t layout_hash() {
     for (const char* c = t.name; *c; ++c) f.add(c, 1);
     f.add_u64(t.size);
     f.add_u64(t.align);
+    f.add_u64(t.fields);
     f.add_u64(t.members);
   }
   return f.h;
@@ -190,48 +217,48 @@ struct Revision {
 };
 inline constexpr const char* kRecordedPlatform = "x86_64 " KS_PLUGIN_ABI;
 inline constexpr Revision kRevisions[] = {
-    {1, 0xd7f75ba2f9bf1e24ull},
+    {1, 0x6c57202ab18ff97dull},
 };
 inline constexpr TypeLayout kRecordedLayouts[] = {
-    {"ks::Device", 8, 4, 0x0c35039535423be1ull},
-    {"ks::Tensor", 16, 8, 0x0000000000000000ull},
-    {"ks::TensorImpl", 208, 8, 0xe3ad31b0ccda9555ull},
-    {"ks::StorageImpl", 32, 8, 0x0000000000000000ull},
-    {"ks::Error", 16, 8, 0x0000000000000000ull},
-    {"ks::KernelTable<void()>", 24, 8, 0x0000000000000000ull},
-    {"ks::Edge", 24, 8, 0x77cc904a0ff40675ull},
-    {"ks::Node", 224, 8, 0x0000000000000000ull},
-    {"ks::AutogradContext", 136, 8, 0x0000000000000000ull},
-    {"ks::nn::Module", 120, 8, 0x0000000000000000ull},
-    {"ks::nn::Linear", 168, 8, 0x0000000000000000ull},
-    {"ks::nn::Embedding", 160, 8, 0x0000000000000000ull},
-    {"ks::nn::Dropout", 128, 8, 0x0000000000000000ull},
-    {"ks::nn::NormConfig", 48, 8, 0x38c412431842c04dull},
-    {"ks::nn::Norm", 120, 8, 0x0000000000000000ull},
-    {"ks::nn::FeedForwardConfig", 40, 8, 0x8eebdd1ab7637c25ull},
-    {"ks::nn::FeedForward", 120, 8, 0x0000000000000000ull},
-    {"ks::nn::Positions", 8, 8, 0x0000000000000000ull},
-    {"ks::nn::AttentionOptions", 8, 8, 0x0000000000000000ull},
-    {"ks::nn::AttentionConfig", 120, 8, 0xb205be24871ebd4dull},
-    {"ks::nn::AttentionMask", 24, 8, 0x7ff65801b879b56dull},
-    {"ks::nn::AttentionCache", 128, 8, 0x8db41153c2c5f4fdull},
-    {"ks::nn::Attention", 312, 8, 0xea230ab9fc54429dull},
-    {"ks::nn::AttentionCost", 32, 8, 0x4a1e0dfe63bcd9a5ull},
-    {"ks::nn::OptionKey", 64, 8, 0x677900dabee8a885ull},
-    {"ks::nn::AttentionFamily", 40, 8, 0x8eebdd1ab7637c25ull},
-    {"ks::nn::CachedKeys", 56, 8, 0xc834997fb4a8ad65ull},
-    {"ks::nn::MultiHeadAttention", 392, 8, 0x0000000000000000ull},
-    {"ks::models::KeyDoc", 64, 8, 0x677900dabee8a885ull},
-    {"ks::models::ModelOptions", 8, 8, 0x0000000000000000ull},
-    {"ks::models::ModelConfig", 520, 8, 0xe58538f974e6f750ull},
-    {"ks::models::ModelKind", 160, 8, 0xe2fa18ae14f2983dull},
-    {"ks::models::ModelCost", 32, 8, 0x4a1e0dfe63bcd9a5ull},
-    {"ks::models::Batch", 64, 8, 0xc834997fb4a8ad65ull},
-    {"ks::models::Predictions", 40, 8, 0x925abb36d3a462f5ull},
-    {"ks::models::Model", 640, 8, 0x0000000000000000ull},
-    {"ks::models::DecoderLM", 736, 8, 0x0000000000000000ull},
-    {"ks::models::EncoderClassifier", 768, 8, 0x0000000000000000ull},
-    {"ks::models::Seq2Seq", 816, 8, 0x0000000000000000ull},
+    {"ks::Device", 8, 4, 2, 0x0c35039535423be1ull},
+    {"ks::Tensor", 16, 8, 0, 0x0000000000000000ull},
+    {"ks::TensorImpl", 208, 8, 13, 0xe3ad31b0ccda9555ull},
+    {"ks::StorageImpl", 32, 8, 0, 0x0000000000000000ull},
+    {"ks::Error", 16, 8, 0, 0x0000000000000000ull},
+    {"ks::KernelTable<void()>", 24, 8, 0, 0x0000000000000000ull},
+    {"ks::Edge", 24, 8, 2, 0x77cc904a0ff40675ull},
+    {"ks::Node", 224, 8, 0, 0x0000000000000000ull},
+    {"ks::AutogradContext", 136, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::Module", 120, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::Linear", 168, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::Embedding", 160, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::Dropout", 128, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::NormConfig", 48, 8, 3, 0x38c412431842c04dull},
+    {"ks::nn::Norm", 120, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::FeedForwardConfig", 40, 8, 5, 0x8eebdd1ab7637c25ull},
+    {"ks::nn::FeedForward", 120, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::Positions", 8, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::AttentionOptions", 8, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::AttentionConfig", 120, 8, 11, 0xb205be24871ebd4dull},
+    {"ks::nn::AttentionMask", 24, 8, 2, 0x7ff65801b879b56dull},
+    {"ks::nn::AttentionCache", 128, 8, 9, 0x8db41153c2c5f4fdull},
+    {"ks::nn::Attention", 312, 8, 0, 0xea230ab9fc54429dull},
+    {"ks::nn::AttentionCost", 32, 8, 4, 0x4a1e0dfe63bcd9a5ull},
+    {"ks::nn::OptionKey", 64, 8, 2, 0x677900dabee8a885ull},
+    {"ks::nn::AttentionFamily", 40, 8, 5, 0x8eebdd1ab7637c25ull},
+    {"ks::nn::CachedKeys", 56, 8, 4, 0xc834997fb4a8ad65ull},
+    {"ks::nn::MultiHeadAttention", 392, 8, 0, 0x0000000000000000ull},
+    {"ks::models::KeyDoc", 64, 8, 2, 0x677900dabee8a885ull},
+    {"ks::models::ModelOptions", 8, 8, 0, 0x0000000000000000ull},
+    {"ks::models::ModelConfig", 520, 8, 35, 0xe58538f974e6f750ull},
+    {"ks::models::ModelKind", 160, 8, 11, 0xe2fa18ae14f2983dull},
+    {"ks::models::ModelCost", 32, 8, 4, 0x4a1e0dfe63bcd9a5ull},
+    {"ks::models::Batch", 64, 8, 4, 0xc834997fb4a8ad65ull},
+    {"ks::models::Predictions", 40, 8, 3, 0x925abb36d3a462f5ull},
+    {"ks::models::Model", 640, 8, 0, 0x0000000000000000ull},
+    {"ks::models::DecoderLM", 736, 8, 0, 0x0000000000000000ull},
+    {"ks::models::EncoderClassifier", 768, 8, 0, 0x0000000000000000ull},
+    {"ks::models::Seq2Seq", 816, 8, 0, 0x0000000000000000ull},
 };
 
 }  // namespace ks::plugin_abi

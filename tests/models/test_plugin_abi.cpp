@@ -31,7 +31,7 @@ std::string record_to_paste() {
                     "inline constexpr TypeLayout kRecordedLayouts[] = {\n";
   for (const TypeLayout& t : kLayouts)
     out += "    {\"" + std::string(t.name) + "\", " + std::to_string(t.size) + ", " + std::to_string(t.align) + ", " +
-           hex(t.members) + "ull},\n";
+           std::to_string(t.fields) + ", " + hex(t.members) + "ull},\n";
   return out + "};\n";
 }
 
@@ -57,9 +57,10 @@ TEST_CASE("plugin ABI: the public types' layouts are the ones recorded beside KS
       if (std::string_view(recorded.name) == t.name) r = &recorded;
     if (!r)
       changed += str("  ", t.name, ": not recorded\n");
-    else if (r->size != t.size || r->align != t.align || r->members != t.members)
+    else if (r->size != t.size || r->align != t.align || r->fields != t.fields || r->members != t.members)
       changed += str("  ", t.name, ": sizeof ", t.size, " (recorded ", r->size, "), alignof ", t.align, " (recorded ",
-                     r->align, "), member offsets ", hex(t.members), " (recorded ", hex(r->members), ")\n");
+                     r->align, "), members ", t.fields, " (recorded ", r->fields, "), member offsets ", hex(t.members),
+                     " (recorded ", hex(r->members), ")\n");
   }
   for (const TypeLayout& r : kRecordedLayouts) {
     bool listed = false;
@@ -95,7 +96,7 @@ TEST_CASE("plugin ABI: the library's revision and layout hash are those of the h
   CHECK(kLayoutHash != 0);
 }
 
-TEST_CASE("plugin ABI: a change to one type's size, alignment or member offsets changes the hash") {
+TEST_CASE("plugin ABI: a change to one type's size, alignment, member count or member offsets changes the hash") {
   constexpr uint64_t base = offsets_hash({0, 8, 16});
   CHECK(offsets_hash({0, 8, 24}) != base);  // a member moved
   CHECK(offsets_hash({0, 16, 8}) != base);  // two swapped
@@ -110,6 +111,17 @@ TEST_CASE("plugin ABI: a change to one type's size, alignment or member offsets 
   };
   CHECK(KS_ABI_TYPE(A, x, y).members != KS_ABI_TYPE(B, x, y).members);  // same size, members reordered
   CHECK(KS_ABI_TYPE(A, x, y).size == KS_ABI_TYPE(B, x, y).size);
+  struct C {  // A with a member where A had padding: the same size, offsets of x and y
+    int64_t x;
+    bool y;
+    bool z;
+  };
+  CHECK(KS_ABI_TYPE(C, x, y).size == KS_ABI_TYPE(A, x, y).size);
+  CHECK(KS_ABI_TYPE(C, x, y).members == KS_ABI_TYPE(A, x, y).members);
+  CHECK(KS_ABI_TYPE(A, x, y).fields == 2);
+  CHECK(KS_ABI_TYPE(C, x, y).fields == 3);  // what tells them apart
+  CHECK(field_count<nn::AttentionConfig>() == 11);
+  CHECK(field_count<std::string>() == 0);  // not an aggregate
 }
 
 TEST_CASE("plugin declaration: NUL-separated magic, name, version, ABI tag, revision, layout hash") {
