@@ -2,11 +2,14 @@
 // measured by running it: the model's weights, their gradients, the
 // optimizer's state, the weight average where the config keeps one, and the
 // activations of a micro-batch, over two optimizer steps of the trainer's
-// kind (Trainer::train_step: train.accumulate_steps forwards and backwards,
-// gradient clipping, the optimizer's step, zero_grad). The optimizer makes
-// its state at the first step, so the second shows the peak every later step
-// repeats. `keystone info` reports it for the config's train.precision and,
-// beside it, for float32.
+// kind (Trainer::train_step: forwards and backwards, gradient clipping, the
+// optimizer's step, zero_grad). The optimizer makes its state at the first
+// step, so the second shows the peak every later step repeats. Of a step's
+// train.accumulate_steps micro-batches at most two run: the first starts
+// without gradients, the second with them held, and every later one holds and
+// frees exactly what the second does; so any accumulate_steps is measured in
+// the time of two (65536 once took over 300 s). `keystone info` reports it
+// for the config's train.precision and, beside it, for float32.
 //
 // It is not a model of memory, and not of the GPU's: it runs on the CPU
 // (whatever train.device says) and reads the CPU allocator's tensor counters
