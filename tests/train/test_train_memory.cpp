@@ -69,7 +69,7 @@ TEST_CASE("a training step's peak holds the state and the activations, and nothi
   CHECK(again.peak_mib == m.peak_mib);
 }
 
-TEST_CASE("accumulate_steps: the second micro-batch holds the gradients; 65536 measures as 2, as fast") {
+TEST_CASE("accumulate_steps: the second micro-batch holds the gradients, and 65536 measures as 2, as fast") {
   TempDir tmp;
   TinyRun r = tiny_run(tmp);
   r.config.train.accumulate_steps = 1;
