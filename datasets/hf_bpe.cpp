@@ -1,9 +1,13 @@
-// datasets/hf_bpe.cpp — reading a tokenizer.json's byte-level BPE, encoding by
-// merge rank, exact decoding, and the saved form.
+// datasets/hf_bpe.cpp — reading a tokenizer.json's byte-level BPE (as a stream,
+// or from a parsed tree), encoding by merge rank after the added tokens, exact
+// decoding, and writing the file back from the tables.
 #include "datasets/hf_bpe.h"
 
 #include <algorithm>
 #include <array>
+#include <functional>
+#include <unordered_set>
+#include <utility>
 
 #include "core/error.h"
 #include "datasets/tokenizer_json.h"
@@ -46,19 +50,39 @@ const std::array<std::string, 256>& byte_chars() {
 }
 
 // Byte-level text (a vocabulary entry) back to bytes; nullopt when a
-// character is not one of the 256.
-std::optional<std::string> to_bytes(const std::string& token) {
-  static const std::unordered_map<char32_t, unsigned char> back = [] {
-    std::unordered_map<char32_t, unsigned char> m;
-    for (int b = 0; b < 256; ++b) m[unicode::decode_utf8(byte_chars()[size_t(b)])[0].c] = static_cast<unsigned char>(b);
-    return m;
+// character is not one of the 256 (each is U+0021..U+0143, one or two bytes
+// of UTF-8, in its shortest form).
+std::optional<std::string> to_bytes(std::string_view token) {
+  static const std::array<int16_t, 0x144> byte_of = [] {  // code point -> the byte it stands for, or -1
+    std::array<int16_t, 0x144> t;
+    t.fill(-1);
+    for (int b = 0; b < 256; ++b) t[size_t(unicode::decode_utf8(byte_chars()[size_t(b)])[0].c)] = int16_t(b);
+    return t;
   }();
   std::string out;
-  for (const auto& cp : unicode::decode_utf8(token)) {
-    auto it = back.find(cp.c);
-    if (it == back.end() || cp.end - cp.begin != utf8(cp.c).size()) return std::nullopt;
-    out += char(it->second);
+  out.reserve(token.size());
+  for (size_t i = 0; i < token.size();) {
+    const auto c0 = static_cast<unsigned char>(token[i]);
+    uint32_t cp = c0;
+    if (c0 >= 0x80) {
+      const auto c1 = i + 1 < token.size() ? static_cast<unsigned char>(token[i + 1]) : 0u;
+      if ((c0 & 0xE0) != 0xC0 || (c1 & 0xC0) != 0x80) return std::nullopt;
+      cp = uint32_t(c0 & 0x1F) << 6 | (c1 & 0x3F);
+      if (cp < 0x80) return std::nullopt;  // an overlong form
+      ++i;
+    }
+    ++i;
+    if (cp >= byte_of.size() || byte_of[cp] < 0) return std::nullopt;
+    out += char(byte_of[cp]);
   }
+  return out;
+}
+
+// Bytes as byte-level text (the inverse of to_bytes).
+std::string byte_level(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (char ch : bytes) out += byte_chars()[static_cast<unsigned char>(ch)];
   return out;
 }
 
@@ -81,141 +105,230 @@ bool flag_or(const json& obj, const char* key, bool fallback, const std::string&
   return obj.at(key).get<bool>();
 }
 
+// The boolean keys an added token may carry, kept as they were given (Added::flags).
+constexpr const char* kAddedFlags[] = {"single_word", "lstrip", "rstrip", "normalized", "special"};
+constexpr size_t kNumAddedFlags = std::size(kAddedFlags);
+
+bool added_flag(uint16_t flags, size_t k, bool fallback) {
+  return (flags >> (2 * k) & 1) ? bool(flags >> (2 * k + 1) & 1) : fallback;
+}
+
+// nlohmann's message without its "[json.exception.parse_error.101] parse error
+// at " prefix, and cut short (as nn::parse_json reports it).
+std::string plain_message(const char* what) {
+  std::string s = what;
+  if (size_t end = s.find("] "); s.rfind("[json.exception.", 0) == 0 && end != std::string::npos) s.erase(0, end + 2);
+  if (s.rfind("parse error at ", 0) == 0) s.erase(0, 15);
+  if (s.size() > 2 * nn::kExcerptChars) s = s.substr(0, 2 * nn::kExcerptChars) + "...";
+  return s;
+}
+
 }  // namespace
 
-HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id) : json_(std::move(tj)) {
+// ---- loading -------------------------------------------------------------------
+
+HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id) : settings_(std::move(tj)) {
   const std::string at = str("load_tokenizer: ", where, ": ");
-  KS_CHECK(json_.is_object(), at, "a tokenizer.json must be a JSON object");
-  KS_CHECK(json_.contains("model") && json_["model"].is_object(), at, "missing the \"model\" object");
-  const json& model = json_["model"];
+  read_settings(at);
+  // The three tables leave the tree as they are read, so it never holds them twice.
+  json& model = settings_.at("model");
+  json& vocab = model.at("vocab");
+  for (auto it = vocab.begin(); it != vocab.end(); it = vocab.erase(it)) add_vocab(it.key(), it.value(), at);
+  check_bytes(at);
+  json& merges = model.at("merges");
+  for (size_t i = 0; i < merges.size(); ++i) {
+    add_merge(i, merges[i], at);
+    merges[i] = nullptr;
+  }
+  merges = json::array();
+  if (settings_.contains("added_tokens")) {
+    json& added = settings_.at("added_tokens");
+    for (size_t i = 0; i < added.size(); ++i) {
+      add_added(i, added[i], at);
+      added[i] = nullptr;
+    }
+    added = json::array();
+  }
+  finish(at, eos_id);
+}
+
+void HfBpeTokenizer::read_settings(const std::string& at) {
+  const json& tj = settings_;  // const: a lookup must not add a key that export would write back
+  KS_CHECK(tj.is_object(), at, "a tokenizer.json must be a JSON object");
+  KS_CHECK(tj.contains("model") && tj.at("model").is_object(), at, "missing the \"model\" object");
+  const json& model = tj.at("model");
   const std::string mtype = text_or(model, "type", "BPE", at, "model.");
   KS_CHECK(mtype == "BPE", at, "model.type \"", mtype, "\": only byte-level BPE is supported");
   KS_CHECK(!flag_or(model, "byte_fallback", false, at, "model."), at,
            "model.byte_fallback: byte fallback (SentencePiece-style) ", "is not supported, only byte-level BPE");
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
-    KS_CHECK(is_null_or_absent(model, k) || model[k] == "", at, "model.", k,
+    KS_CHECK(is_null_or_absent(model, k) || model.at(k) == "", at, "model.", k,
              " is not supported (byte-level BPE has none)");
-  KS_CHECK(is_null_or_absent(model, "dropout") || model["dropout"] == 0, at,
+  KS_CHECK(is_null_or_absent(model, "dropout") || model.at("dropout") == 0, at,
            "model.dropout: BPE dropout is not supported");
   ignore_merges_ = flag_or(model, "ignore_merges", false, at, "model.");
-  KS_CHECK(is_null_or_absent(json_, "normalizer"), at, "normalizer ", nn::json_excerpt(json_["normalizer"]),
+  KS_CHECK(is_null_or_absent(tj, "normalizer"), at, "normalizer ", nn::json_excerpt(tj.at("normalizer")),
            ": normalizers are not supported (GPT-2 and Llama-3 have none)");
 
   // Pre-tokenizer: ByteLevel, or Sequence[Split(regex, Isolated), ByteLevel(use_regex false)].
-  KS_CHECK(json_.contains("pre_tokenizer") && json_["pre_tokenizer"].is_object(), at,
+  KS_CHECK(tj.contains("pre_tokenizer") && tj.at("pre_tokenizer").is_object(), at,
            "missing the \"pre_tokenizer\" object (byte-level BPE needs ByteLevel)");
-  const json& pre = json_["pre_tokenizer"];
-  auto byte_level = [&](const json& p, const std::string& name) {
+  const json& pre = tj.at("pre_tokenizer");
+  auto byte_level_pre = [&](const json& p, const std::string& name) {
     KS_CHECK(p.is_object() && text_or(p, "type", "", at, name + ".") == "ByteLevel", at, name,
              ": expected ByteLevel, got ", nn::json_excerpt(p));
     prefix_space_ = flag_or(p, "add_prefix_space", false, at, name + ".");
     return flag_or(p, "use_regex", true, at, name + ".");
   };
   if (text_or(pre, "type", "", at, "pre_tokenizer.") == "Sequence") {
-    KS_CHECK(pre.contains("pretokenizers") && pre["pretokenizers"].is_array() && pre["pretokenizers"].size() == 2, at,
-             "pre_tokenizer: a Sequence must be [Split, ByteLevel]");
-    const json& split = pre["pretokenizers"][0];
+    KS_CHECK(pre.contains("pretokenizers") && pre.at("pretokenizers").is_array() && pre.at("pretokenizers").size() == 2,
+             at, "pre_tokenizer: a Sequence must be [Split, ByteLevel]");
+    const json& split = pre.at("pretokenizers")[0];
     KS_CHECK(split.is_object() && text_or(split, "type", "", at, "pre_tokenizer.pretokenizers[0].") == "Split", at,
              "pre_tokenizer.pretokenizers[0]: expected Split, got ", nn::json_excerpt(split));
     KS_CHECK(text_or(split, "behavior", "", at, "pre_tokenizer.pretokenizers[0].") == "Isolated" &&
                  !flag_or(split, "invert", false, at, "pre_tokenizer.pretokenizers[0]."),
              at, "pre_tokenizer.pretokenizers[0]: only behavior \"Isolated\" without invert is supported");
     const json pat = is_null_or_absent(split, "pattern") ? json::object() : split.at("pattern");
-    const std::string regex = pat.contains("Regex") && pat["Regex"].is_string() ? pat["Regex"].get<std::string>() : "";
+    const std::string regex =
+        pat.contains("Regex") && pat.at("Regex").is_string() ? pat.at("Regex").get<std::string>() : "";
     pattern_ = known_pattern(regex);
     KS_CHECK(pattern_.has_value(), at, "pre_tokenizer.pretokenizers[0].pattern ", nn::json_excerpt(pat),
              ": only GPT-2's and Llama-3's regexes are supported");
-    KS_CHECK(!byte_level(pre["pretokenizers"][1], "pre_tokenizer.pretokenizers[1]"), at,
+    KS_CHECK(!byte_level_pre(pre.at("pretokenizers")[1], "pre_tokenizer.pretokenizers[1]"), at,
              "pre_tokenizer.pretokenizers[1]: ByteLevel after a Split must have use_regex false");
-  } else if (byte_level(pre, "pre_tokenizer")) {
+  } else if (byte_level_pre(pre, "pre_tokenizer")) {
     pattern_ = SplitPattern::Gpt2;
   }
-  if (!is_null_or_absent(json_, "decoder"))
-    KS_CHECK(json_["decoder"].is_object() && text_or(json_["decoder"], "type", "", at, "decoder.") == "ByteLevel", at,
-             "decoder ", nn::json_excerpt(json_["decoder"]), ": expected ByteLevel");
+  if (!is_null_or_absent(tj, "decoder"))
+    KS_CHECK(tj.at("decoder").is_object() && text_or(tj.at("decoder"), "type", "", at, "decoder.") == "ByteLevel", at,
+             "decoder ", nn::json_excerpt(tj.at("decoder")), ": expected ByteLevel");
 
-  // Vocabulary: text -> id, each text byte-level, each id once.
-  KS_CHECK(model.contains("vocab") && model["vocab"].is_object(), at, "model.vocab must be an object {token: id}");
-  KS_CHECK(model["vocab"].size() <= size_t(kMaxVocabSize), at, "model.vocab holds ", model["vocab"].size(),
-           " entries, over the vocabulary limit of ", kMaxVocabSize);
-  auto assign = [&](int64_t id, std::string bytes, const std::string& what) {
-    KS_CHECK(id >= 0 && id < kMaxVocabSize, at, what, ": id ", id, " is outside [0, ", kMaxVocabSize, ")");
-    if (size_t(id) >= bytes_.size()) {
-      bytes_.resize(size_t(id) + 1);
-      assigned_.resize(size_t(id) + 1, false);
-    }
-    KS_CHECK(!assigned_[size_t(id)], at, what, ": id ", id, " is given to two tokens");
-    assigned_[size_t(id)] = true;
-    bytes_[size_t(id)] = std::move(bytes);
-  };
-  for (const auto& [text, idj] : model["vocab"].items()) {
-    KS_CHECK(idj.is_number_integer(), at, "model.vocab[\"", text, "\"]: the id must be an integer, got ",
-             nn::json_excerpt(idj));
-    auto bytes = to_bytes(text);
-    KS_CHECK(bytes.has_value(), at, "model.vocab[\"", text, "\"] is not byte-level text (GPT-2's byte characters)");
-    assign(idj.get<int64_t>(), std::move(*bytes), str("model.vocab[\"", text, "\"]"));
-    vocab_[text] = idj.get<int64_t>();
+  KS_CHECK(model.contains("vocab") && model.at("vocab").is_object(), at, "model.vocab must be an object {token: id}");
+  KS_CHECK(model.contains("merges") && model.at("merges").is_array(), at, "model.merges must be a list");
+  if (tj.contains("added_tokens")) KS_CHECK(tj.at("added_tokens").is_array(), at, "added_tokens must be a list");
+}
+
+template <class What>
+void HfBpeTokenizer::assign(int64_t id, std::string bytes, const std::string& at, const What& what) {
+  KS_CHECK(id >= 0 && id < kMaxVocabSize, at, what(), ": id ", id, " is outside [0, ", kMaxVocabSize, ")");
+  if (size_t(id) >= bytes_.size()) {
+    bytes_.resize(size_t(id) + 1);
+    assigned_.resize(size_t(id) + 1, false);
+    in_vocab_.resize(size_t(id) + 1, false);
   }
+  KS_CHECK(!assigned_[size_t(id)], at, what(), ": id ", id, " is given to two tokens");
+  assigned_[size_t(id)] = true;
+  bytes_[size_t(id)] = std::move(bytes);
+}
+
+// Vocabulary: text -> id, each text byte-level, each id once.
+void HfBpeTokenizer::add_vocab(const std::string& text, const json& idj, const std::string& at) {
+  KS_CHECK(vocab_count_ < size_t(kMaxVocabSize), at, "model.vocab holds more entries than the vocabulary limit of ",
+           kMaxVocabSize);
+  KS_CHECK(idj.is_number_integer(), at, "model.vocab[\"", text, "\"]: the id must be an integer, got ",
+           nn::json_excerpt(idj));
+  std::optional<std::string> bytes = to_bytes(text);
+  KS_CHECK(bytes.has_value(), at, "model.vocab[\"", text, "\"] is not byte-level text (GPT-2's byte characters)");
+  KS_CHECK(vocab_find(*bytes) < 0, at, "model.vocab[\"", text, "\"] appears twice");
+  const int64_t id = idj.get<int64_t>();
+  assign(id, std::move(*bytes), at, [&] { return str("model.vocab[\"", text, "\"]"); });
+  in_vocab_[size_t(id)] = true;
+  vocab_insert(id);
+}
+
+void HfBpeTokenizer::check_bytes(const std::string& at) {
   for (int b = 0; b < 256; ++b) {
-    auto it = vocab_.find(byte_chars()[size_t(b)]);
-    KS_CHECK(it != vocab_.end(), at, "model.vocab has no token for byte ", b, " (\"", byte_chars()[size_t(b)],
+    const int64_t id = vocab_find(std::string(1, char(b)));
+    KS_CHECK(id >= 0, at, "model.vocab has no token for byte ", b, " (\"", byte_chars()[size_t(b)],
              "\"): not a byte-level vocabulary");
-    byte_id_[b] = it->second;
+    byte_id_[b] = id;
   }
+}
 
-  // Merges: "left right" strings or [left, right] pairs; rank = position.
-  KS_CHECK(model.contains("merges") && model["merges"].is_array(), at, "model.merges must be a list");
-  KS_CHECK(model["merges"].size() <= size_t(kMaxVocabSize), at, "model.merges holds ", model["merges"].size(),
-           " entries, over the vocabulary limit of ", kMaxVocabSize);
-  int64_t rank = 0;
-  for (const json& m : model["merges"]) {
-    std::string left, right;
-    if (m.is_string()) {
-      const std::string s = m.get<std::string>();
-      const size_t sp = s.find(' ');
-      KS_CHECK(sp != std::string::npos && sp > 0 && sp + 1 < s.size() && s.find(' ', sp + 1) == std::string::npos, at,
-               "model.merges[", rank, "] \"", s, "\" must be two tokens separated by one space");
-      left = s.substr(0, sp), right = s.substr(sp + 1);
+// Merges: "left right" strings or [left, right] pairs; rank = position.
+void HfBpeTokenizer::add_merge(size_t rank, const json& m, const std::string& at) {
+  KS_CHECK(rank < size_t(kMaxVocabSize), at, "model.merges holds more entries than the vocabulary limit of ",
+           kMaxVocabSize);
+  std::string_view left, right;
+  const bool pair = !m.is_string();
+  if (!pair) {
+    const std::string& s = m.get_ref<const std::string&>();
+    const size_t sp = s.find(' ');
+    KS_CHECK(sp != std::string::npos && sp > 0 && sp + 1 < s.size() && s.find(' ', sp + 1) == std::string::npos, at,
+             "model.merges[", rank, "] \"", s, "\" must be two tokens separated by one space");
+    left = std::string_view(s).substr(0, sp), right = std::string_view(s).substr(sp + 1);
+  } else {
+    KS_CHECK(m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string(), at, "model.merges[", rank,
+             "] must be \"left right\" or [left, right], got ", nn::json_excerpt(m));
+    left = m[0].get_ref<const std::string&>(), right = m[1].get_ref<const std::string&>();
+  }
+  const std::optional<std::string> lb = to_bytes(left), rb = to_bytes(right);
+  const int64_t l = lb ? vocab_find(*lb) : -1, r = rb ? vocab_find(*rb) : -1;
+  const int64_t lr = l >= 0 && r >= 0 ? vocab_find(*lb + *rb) : -1;
+  KS_CHECK(lr >= 0, at, "model.merges[", rank, "] (\"", left, "\", \"", right, "\"): \"",
+           l < 0   ? std::string(left)
+           : r < 0 ? std::string(right)
+                   : str(left, right),
+           "\" is not in model.vocab");
+  merges_.emplace(key(l, r), Merge{int64_t(rank), lr});  // a repeat keeps the first rank
+  merge_list_.push_back(key(l, r));
+  merge_is_pair_.push_back(pair);
+}
+
+// Added tokens: checked here, given their ids in finish().
+void HfBpeTokenizer::add_added(size_t index, const json& a, const std::string& at) {
+  auto what = [&] { return str("added_tokens[", index, "]"); };  // built for an error only
+  KS_CHECK(index < size_t(kMaxAddedTokens), at, "added_tokens holds more entries than the limit of ", kMaxAddedTokens);
+  KS_CHECK(a.is_object() && a.contains("id") && a.at("id").is_number_integer() && a.contains("content") &&
+               a.at("content").is_string() && !a.at("content").get_ref<const std::string&>().empty(),
+           at, what(), " needs an integer \"id\" and a non-empty \"content\", got ", nn::json_excerpt(a));
+  added_bytes_ += a.at("content").get_ref<const std::string&>().size();
+  KS_CHECK(added_bytes_ <= kMaxAddedTokenBytes, at, "added_tokens: their contents hold more than the limit of ",
+           kMaxAddedTokenBytes, " bytes in all");
+  Added e{a.at("content").get<std::string>(), a.at("id").get<int64_t>(), 0, nullptr};
+  for (const auto& [k, v] : a.items()) {
+    if (k == "id" || k == "content") continue;
+    const auto* flag =
+        std::find_if(std::begin(kAddedFlags), std::end(kAddedFlags), [&](const char* f) { return k == f; });
+    if (flag == std::end(kAddedFlags) || v.is_null()) {  // kept as given
+      if (e.more.is_null()) e.more = json::object();
+      e.more[k] = v;
+      continue;
+    }
+    KS_CHECK(v.is_boolean(), at, what(), ".", k, ": expected true or false, got ", nn::json_excerpt(v));
+    const size_t i = size_t(flag - std::begin(kAddedFlags));
+    KS_CHECK(i > 2 || !v.get<bool>(), at, what(), ".", k, ": stripping or whole-word added tokens are not supported");
+    e.flags |= uint16_t(1u << (2 * i) | unsigned(v.get<bool>()) << (2 * i + 1));
+  }
+  added_.push_back(std::move(e));
+}
+
+void HfBpeTokenizer::finish(const std::string& at, int64_t eos_id) {
+  for (size_t i = 0; i < added_.size(); ++i) {
+    const Added& a = added_[i];
+    const std::optional<std::string> bytes = to_bytes(a.content);
+    const int64_t in_vocab = bytes ? vocab_find(*bytes) : -1;
+    if (in_vocab >= 0)
+      KS_CHECK(in_vocab == a.id, at, "added_tokens[", i, "] \"", a.content, "\" has id ", a.id,
+               " but model.vocab gives it ", in_vocab);
+    else
+      assign(a.id, a.content, at, [&] { return str("added_tokens[", i, "]"); });
+  }
+  // The automata: "normalized" false (the default for a special token) first, then true.
+  std::vector<std::string_view> plain, normalized;
+  for (size_t i = 0; i < added_.size(); ++i) {
+    const bool special = added_flag(added_[i].flags, 4, false);
+    if (added_flag(added_[i].flags, 3, !special)) {
+      normalized.push_back(added_[i].content);
+      normalized_of_.push_back(int32_t(i));
     } else {
-      KS_CHECK(m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string(), at, "model.merges[", rank,
-               "] must be \"left right\" or [left, right], got ", nn::json_excerpt(m));
-      left = m[0].get<std::string>(), right = m[1].get<std::string>();
+      plain.push_back(added_[i].content);
+      split_of_.push_back(int32_t(i));
     }
-    auto l = vocab_.find(left), r = vocab_.find(right), lr = vocab_.find(left + right);
-    KS_CHECK(l != vocab_.end() && r != vocab_.end() && lr != vocab_.end(), at, "model.merges[", rank, "] (\"", left,
-             "\", \"", right, "\"): \"",
-             l == vocab_.end()   ? left
-             : r == vocab_.end() ? right
-                                 : left + right,
-             "\" is not in model.vocab");
-    merges_.emplace(key(l->second, r->second), Merge{rank, lr->second});  // a repeat keeps the first rank
-    ++rank;
   }
-
-  // Added tokens: matched in the text before anything else.
-  if (json_.contains("added_tokens")) {
-    KS_CHECK(json_["added_tokens"].is_array(), at, "added_tokens must be a list");
-    for (const json& a : json_["added_tokens"]) {
-      const std::string what = str("added_tokens[", added_.size(), "]");
-      KS_CHECK(a.is_object() && a.contains("id") && a["id"].is_number_integer() && a.contains("content") &&
-                   a["content"].is_string() && !a["content"].get<std::string>().empty(),
-               at, what, " needs an integer \"id\" and a non-empty \"content\", got ", nn::json_excerpt(a));
-      for (const char* k : {"single_word", "lstrip", "rstrip"})
-        KS_CHECK(!flag_or(a, k, false, at, what + "."), at, what, ".", k,
-                 ": stripping or whole-word added tokens are not supported");
-      const int64_t id = a["id"].get<int64_t>();
-      const std::string content = a["content"].get<std::string>();
-      auto in_vocab = vocab_.find(content);
-      if (in_vocab != vocab_.end())
-        KS_CHECK(in_vocab->second == id, at, what, " \"", content, "\" has id ", id, " but model.vocab gives it ",
-                 in_vocab->second);
-      else
-        assign(id, content, what);
-      added_.emplace_back(content, id);
-    }
-    std::stable_sort(added_.begin(), added_.end(),
-                     [](const auto& x, const auto& y) { return x.first.size() > y.first.size(); });
-  }
+  split_ = AddedTokenMatcher(plain);
+  split_normalized_ = AddedTokenMatcher(normalized);
   KS_CHECK(!bytes_.empty(), at, "the vocabulary is empty");
 
   if (eos_id >= 0) {
@@ -228,19 +341,308 @@ HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id
   }
 }
 
-int64_t HfBpeTokenizer::id_of(const std::string& text) const {
-  for (const auto& [content, id] : added_)
-    if (content == text) return id;
-  auto it = vocab_.find(text);
-  return it == vocab_.end() ? -1 : it->second;
+// vocab_index_: slots of (the hash's high 32 bits << 32 | id + 1), 0 empty,
+// linear probing, at most half full; the hash bits spare most probes a look
+// at the token's bytes.
+int64_t HfBpeTokenizer::vocab_find(std::string_view bytes) const {
+  if (vocab_index_.empty()) return -1;
+  const size_t mask = vocab_index_.size() - 1, h = std::hash<std::string_view>{}(bytes);
+  const uint64_t tag = uint64_t(h) >> 32 << 32;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const uint64_t slot = vocab_index_[i];
+    if (slot == 0) return -1;
+    const int64_t id = int64_t(slot & 0xFFFFFFFFu) - 1;
+    if ((slot & ~uint64_t(0xFFFFFFFFu)) == tag && bytes_[size_t(id)] == bytes) return id;
+  }
 }
+
+void HfBpeTokenizer::vocab_insert(int64_t id) {
+  auto place = [this](int64_t v) {
+    const size_t mask = vocab_index_.size() - 1, h = std::hash<std::string_view>{}(bytes_[size_t(v)]);
+    size_t i = h & mask;
+    while (vocab_index_[i] != 0) i = (i + 1) & mask;
+    vocab_index_[i] = uint64_t(h) >> 32 << 32 | uint64_t(v + 1);
+  };
+  if (2 * (vocab_count_ + 1) > vocab_index_.size()) {
+    const std::vector<uint64_t> old = std::move(vocab_index_);
+    vocab_index_.assign(std::max<size_t>(1024, 2 * old.size()), 0);
+    for (uint64_t slot : old)
+      if (slot != 0) place(int64_t(slot & 0xFFFFFFFFu) - 1);
+  }
+  place(id);
+  ++vocab_count_;
+}
+
+int64_t HfBpeTokenizer::id_of(const std::string& text) const {
+  const int32_t p = split_.find_exact(text), q = split_normalized_.find_exact(text);
+  const int64_t a = p >= 0 ? split_of_[size_t(p)] : -1, b = q >= 0 ? normalized_of_[size_t(q)] : -1;
+  if (a >= 0 || b >= 0) return added_[size_t(a < 0 ? b : b < 0 ? a : std::min(a, b))].id;  // the first listed
+  const std::optional<std::string> bytes = to_bytes(text);
+  return bytes ? vocab_find(*bytes) : -1;
+}
+
+// ---- the streaming reader --------------------------------------------------------
+
+// Builds the tree of a tokenizer.json (raw, or the saved form around one)
+// from nlohmann's SAX events, except model.vocab, model.merges and
+// added_tokens: those stay empty in the tree and their elements go to the
+// tokenizer one by one (an element that is an array or object is built
+// first, alone). The limits are nn::parse_json's: nesting depth, each key
+// once per object. An error in a table is kept and raised after the
+// settings' (the tree constructor's order), so a WordPiece file is named as
+// one rather than by its first vocabulary entry.
+class HfBpeReader : public nlohmann::json_sax<json> {
+ public:
+  HfBpeReader(HfBpeTokenizer& tok, bool saved_form, const std::string& what)
+      : tok_(tok), saved_(saved_form), what_(what), at_(what + ": ") {}
+
+  static std::unique_ptr<Tokenizer> load(std::string_view text, detail::HfBpeForm form, const std::string& where);
+
+  json root;
+  std::string vocab_error, merges_error, added_error;  // the first of each table's errors
+  bool vocab_done = false;
+
+  bool null() override { return put(json(nullptr)); }
+  bool boolean(bool v) override { return put(json(v)); }
+  bool number_integer(number_integer_t v) override { return put(json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return put(json(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return put(json(v)); }
+  bool string(string_t& v) override { return put(json(std::move(v))); }
+  bool binary(binary_t&) override { return false; }  // JSON text has none
+  bool start_object(std::size_t) override { return open(json::object()); }
+  bool start_array(std::size_t) override { return open(json::array()); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    Frame& f = frames_.back();
+    if (f.role != Role::Vocab && !f.keys.insert(k).second) throw Error(str(what_, ": key ", path(k), " appears twice"));
+    f.key = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    throw Error(str(what_, ": not valid JSON: ", plain_message(e.what())));
+  }
+
+ private:
+  enum class Role { Plain, Top, Tokenizer, Model, Vocab, Merges, Added };
+  static bool is_table(Role r) { return r == Role::Vocab || r == Role::Merges || r == Role::Added; }
+  struct Frame {
+    Frame(json* v, Role r, std::string s) : value(v), role(r), step(std::move(s)) {}
+    json* value;  // where this array or object is built
+    Role role;
+    std::string step;                      // its step in the path ("model", "[3]")
+    std::string key;                       // an object's key being read
+    size_t index = 0;                      // the element being read
+    std::unordered_set<std::string> keys;  // an object's keys so far (not model.vocab's: add_vocab checks those)
+  };
+
+  std::string path(const std::string& last) const {
+    std::string p;
+    for (const Frame& f : frames_)
+      if (!f.step.empty()) p += (f.step[0] == '[' || p.empty() ? "" : ".") + f.step;
+    p += (p.empty() ? "" : ".") + last;
+    return p.size() <= 2 * nn::kExcerptChars ? p : "..." + p.substr(p.size() - 2 * nn::kExcerptChars);
+  }
+
+  json* insert(Frame& parent, json&& v) {
+    return parent.value->is_object() ? &((*parent.value)[parent.key] = std::move(v))
+                                     : &parent.value->emplace_back(std::move(v));
+  }
+
+  bool put(json&& v) {
+    if (frames_.empty()) {
+      root = std::move(v);
+      return true;
+    }
+    Frame& f = frames_.back();
+    if (is_table(f.role))
+      deliver(f, std::move(v));
+    else
+      insert(f, std::move(v));
+    ++f.index;
+    return true;
+  }
+
+  bool open(json&& container) {
+    if (frames_.size() >= size_t(nn::kMaxJsonDepth))
+      throw Error(str(what_, ": JSON nested deeper than ", nn::kMaxJsonDepth, " levels of arrays and objects"));
+    const bool object = container.is_object();
+    if (frames_.empty()) {
+      root = std::move(container);
+      frames_.emplace_back(&root, !object ? Role::Plain : saved_ ? Role::Top : Role::Tokenizer, "");
+      return true;
+    }
+    Frame& parent = frames_.back();
+    std::string step = parent.value->is_object() ? parent.key : str("[", parent.index, "]");
+    if (is_table(parent.role)) {  // an element of a table, built alone
+      capture_ = std::move(container);
+      frames_.emplace_back(&capture_, Role::Plain, std::move(step));
+      return true;
+    }
+    Role role = Role::Plain;
+    if (object && parent.role == Role::Top && parent.key == "tokenizer") role = Role::Tokenizer;
+    if (object && parent.role == Role::Tokenizer && parent.key == "model") role = Role::Model;
+    if (object && parent.role == Role::Model && parent.key == "vocab") role = Role::Vocab;
+    if (!object && parent.role == Role::Model && parent.key == "merges") role = Role::Merges;
+    if (!object && parent.role == Role::Tokenizer && parent.key == "added_tokens") role = Role::Added;
+    json* slot = insert(parent, std::move(container));
+    frames_.emplace_back(slot, role, std::move(step));
+    return true;
+  }
+
+  bool close() {
+    const Role role = frames_.back().role;
+    frames_.pop_back();
+    if (role == Role::Vocab) vocab_end();
+    if (frames_.empty()) return true;
+    Frame& parent = frames_.back();
+    if (is_table(parent.role)) deliver(parent, std::exchange(capture_, json()));
+    ++parent.index;
+    return true;
+  }
+
+  // Runs one table step unless that table has failed already; keeps its first error.
+  template <class F> void guard(std::string& error, F&& step) {
+    if (!error.empty()) return;
+    try {
+      step();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+
+  void deliver(Frame& f, json&& v) {
+    if (f.role == Role::Vocab) {
+      guard(vocab_error, [&] { tok_.add_vocab(f.key, v, at_); });
+    } else if (f.role == Role::Merges) {
+      if (!vocab_done)
+        pending_merges_.push_back(std::move(v));  // merges before the vocabulary (a file saved with sorted keys)
+      else if (vocab_error.empty())
+        guard(merges_error, [&] { tok_.add_merge(f.index, v, at_); });
+    } else {
+      guard(added_error, [&] { tok_.add_added(f.index, v, at_); });
+    }
+  }
+
+  void vocab_end() {
+    vocab_done = true;
+    guard(vocab_error, [&] { tok_.check_bytes(at_); });
+    if (vocab_error.empty())
+      for (size_t i = 0; i < pending_merges_.size(); ++i)
+        guard(merges_error, [&] { tok_.add_merge(i, pending_merges_[i], at_); });
+    pending_merges_ = std::vector<json>();
+  }
+
+  HfBpeTokenizer& tok_;
+  const bool saved_;
+  const std::string what_, at_;
+  std::vector<Frame> frames_;
+  json capture_;
+  std::vector<json> pending_merges_;
+};
+
+namespace detail {
+
+namespace {
+
+// Finds the top level's "type" (a string or not) and whether it has "model",
+// without building anything; stops at "type".
+class FormPeek : public nlohmann::json_sax<json> {
+ public:
+  bool object = false, has_type = false, type_hf = false, has_model = false, stopped = false;
+
+  bool null() override { return scalar(); }
+  bool boolean(bool) override { return scalar(); }
+  bool number_integer(number_integer_t) override { return scalar(); }
+  bool number_unsigned(number_unsigned_t) override { return scalar(); }
+  bool number_float(number_float_t, const string_t&) override { return scalar(); }
+  bool string(string_t& v) override {
+    type_hf = depth_ == 1 && at_type_ && v == "hf_bpe";
+    return scalar();
+  }
+  bool binary(binary_t&) override { return false; }
+  bool start_object(std::size_t) override {
+    object |= depth_ == 0;
+    return open();
+  }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_object() override { return --depth_, true; }
+  bool end_array() override { return --depth_, true; }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      at_type_ = k == "type";
+      has_model |= k == "model";
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  bool scalar() { return !(stopped = depth_ == 1 && at_type_ && (has_type = true)); }
+  bool open() {
+    if (depth_ == 1 && at_type_) return !(stopped = has_type = true);
+    ++depth_;
+    return true;
+  }
+  int depth_ = 0;
+  bool at_type_ = false;
+};
+
+}  // namespace
+
+HfBpeForm hf_bpe_form(std::string_view text) {
+  FormPeek peek;
+  bool whole = false;
+  try {
+    whole = json::sax_parse(text.begin(), text.end(), &peek);
+  } catch (const std::exception&) {
+    return HfBpeForm::None;  // parse_json reports it
+  }
+  if ((!whole && !peek.stopped) || !peek.object) return HfBpeForm::None;
+  if (peek.has_type) return peek.type_hf ? HfBpeForm::Saved : HfBpeForm::None;
+  return peek.has_model ? HfBpeForm::Raw : HfBpeForm::None;
+}
+
+std::unique_ptr<Tokenizer> hf_bpe_tokenizer_from_text(std::string_view text, HfBpeForm form, const std::string& where) {
+  return HfBpeReader::load(text, form, where);
+}
+
+}  // namespace detail
+
+std::unique_ptr<Tokenizer> HfBpeReader::load(std::string_view text, detail::HfBpeForm form, const std::string& where) {
+  using detail::HfBpeForm;
+  const std::string what = str("load_tokenizer: ", where), at = what + ": ";
+  std::unique_ptr<HfBpeTokenizer> tok(new HfBpeTokenizer());
+  HfBpeReader reader(*tok, form == HfBpeForm::Saved, what);
+  try {
+    json::sax_parse(text.begin(), text.end(), &reader);
+  } catch (const std::bad_alloc&) {
+    throw Error(str(what, ": out of memory while reading ", text.size(), " bytes of JSON"));
+  } catch (const json::exception& e) {
+    throw Error(str(what, ": not valid JSON: ", plain_message(e.what())));
+  }
+  int64_t eos_id = -1;
+  if (form == HfBpeForm::Saved) {
+    KS_CHECK(reader.root.contains("tokenizer"), what, ": missing field \"tokenizer\"");
+    eos_id = detail::field<int64_t>(reader.root, "eos_id", where);
+    tok->settings_ = std::move(reader.root.at("tokenizer"));
+  } else {
+    tok->settings_ = std::move(reader.root);
+  }
+  tok->read_settings(at);
+  for (const std::string* error : {&reader.vocab_error, &reader.merges_error, &reader.added_error})
+    if (!error->empty()) throw Error(*error);
+  KS_ASSERT(reader.vocab_done);
+  tok->finish(at, eos_id);
+  return tok;
+}
+
+// ---- encoding and decoding -------------------------------------------------------
 
 void HfBpeTokenizer::encode_piece(std::string_view piece, std::vector<int64_t>& out) const {
   if (ignore_merges_) {
-    std::string mapped;
-    for (char ch : piece) mapped += byte_chars()[static_cast<unsigned char>(ch)];
-    if (auto it = vocab_.find(mapped); it != vocab_.end()) {
-      out.push_back(it->second);
+    if (const int64_t id = vocab_find(piece); id >= 0) {
+      out.push_back(id);
       return;
     }
   }
@@ -284,24 +686,23 @@ std::vector<int64_t> HfBpeTokenizer::encode(std::string_view text) const {
     if (!pattern_) return encode_piece(part, ids);
     for (std::string_view piece : split_by_pattern(part, *pattern_)) encode_piece(piece, ids);
   };
-  size_t start = 0, i = 0;
-  while (i < text.size()) {
-    const std::pair<std::string, int64_t>* hit = nullptr;
-    for (const auto& a : added_)  // longest first
-      if (text.compare(i, a.first.size(), a.first) == 0) {
-        hit = &a;
-        break;
-      }
-    if (!hit) {
-      ++i;
-      continue;
-    }
-    plain(text.substr(start, i - start));
-    ids.push_back(hit->second);
-    i += hit->first.size();
-    start = i;
-  }
-  plain(text.substr(start));
+  // The "normalized" added tokens, in what the first pass left between its matches.
+  auto normalized_pass = [&](std::string_view part) {
+    size_t start = 0;
+    split_normalized_.find(part, [&](const AddedTokenMatcher::Match& m) {
+      plain(part.substr(start, m.start - start));
+      ids.push_back(added_[size_t(normalized_of_[size_t(m.pattern)])].id);
+      start = m.start + m.length;
+    });
+    plain(part.substr(start));
+  };
+  size_t start = 0;
+  split_.find(text, [&](const AddedTokenMatcher::Match& m) {
+    normalized_pass(text.substr(start, m.start - start));
+    ids.push_back(added_[size_t(split_of_[size_t(m.pattern)])].id);
+    start = m.start + m.length;
+  });
+  normalized_pass(text.substr(start));
   return ids;
 }
 
@@ -317,18 +718,102 @@ std::string HfBpeTokenizer::token(int64_t id) const {
   return bytes_[size_t(id)];
 }
 
+// ---- writing back ----------------------------------------------------------------
+
+namespace {
+
+// An added token as its object: id, content, the flags it was given, its other keys.
+template <class Added> json added_json(const Added& a) {
+  json o = {{"id", a.id}, {"content", a.content}};
+  for (size_t k = 0; k < kNumAddedFlags; ++k)
+    if (a.flags >> (2 * k) & 1) o[kAddedFlags[k]] = bool(a.flags >> (2 * k + 1) & 1);
+  if (a.more.is_object()) o.update(a.more);
+  return o;
+}
+
+}  // namespace
+
+json HfBpeTokenizer::tokenizer_json() const {
+  json t = settings_;
+  if (t.contains("added_tokens"))
+    for (const Added& a : added_) t["added_tokens"].push_back(added_json(a));
+  json& model = t["model"];
+  for (size_t id = 0; id < bytes_.size(); ++id)
+    if (in_vocab_[id]) model["vocab"][byte_level(bytes_[id])] = int64_t(id);
+  for (size_t i = 0; i < merge_list_.size(); ++i) {
+    const std::string l = byte_level(bytes_[merge_list_[i] >> 32]),
+                      r = byte_level(bytes_[merge_list_[i] & 0xFFFFFFFFu]);
+    model["merges"].push_back(merge_is_pair_[i] ? json::array({l, r}) : json(l + " " + r));
+  }
+  return t;
+}
+
+// One key and value a line for the settings; one entry a line for the three tables.
+void HfBpeTokenizer::write_tokenizer(std::string& out) const {
+  auto write_vocab = [&] {
+    out += "{";
+    bool first = true;
+    for (size_t id = 0; id < bytes_.size(); ++id) {
+      if (!in_vocab_[id]) continue;
+      out += first ? "\n" : ",\n";
+      first = false;
+      out += json(byte_level(bytes_[id])).dump();
+      out += ": " + std::to_string(id);
+    }
+    out += "\n}";
+  };
+  auto write_merges = [&] {
+    out += "[";
+    for (size_t i = 0; i < merge_list_.size(); ++i) {
+      out += i ? ",\n" : "\n";
+      const std::string l = byte_level(bytes_[merge_list_[i] >> 32]),
+                        r = byte_level(bytes_[merge_list_[i] & 0xFFFFFFFFu]);
+      out += merge_is_pair_[i] ? json::array({l, r}).dump() : json(l + " " + r).dump();
+    }
+    out += "\n]";
+  };
+  out += "{";
+  bool first = true;
+  for (const auto& [k, v] : settings_.items()) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out += json(k).dump() + ": ";
+    if (k == "added_tokens") {
+      out += "[";
+      for (size_t i = 0; i < added_.size(); ++i) out += (i ? ",\n" : "\n") + added_json(added_[i]).dump();
+      out += "\n]";
+    } else if (k == "model") {
+      out += "{";
+      bool first_in_model = true;
+      for (const auto& [mk, mv] : v.items()) {
+        if (mk == "vocab") continue;  // written before the merges, so a stream reads them in one pass
+        out += first_in_model ? "\n" : ",\n";
+        first_in_model = false;
+        if (mk == "merges") {
+          out += "\"vocab\": ";
+          write_vocab();
+          out += ",\n\"merges\": ";
+          write_merges();
+        } else {
+          out += json(mk).dump() + ": " + mv.dump();
+        }
+      }
+      out += "\n}";
+    } else {
+      out += v.dump();
+    }
+  }
+  out += "\n}";
+}
+
 std::string HfBpeTokenizer::to_json() const {
-  return detail::dump_tokenizer(json{{"type", "hf_bpe"}, {"eos_id", eos_}, {"tokenizer", json_}});
+  std::string out = str("{\"type\": \"hf_bpe\", \"eos_id\": ", eos_, ",\n\"tokenizer\": ");
+  try {
+    write_tokenizer(out);
+  } catch (const json::exception& e) {
+    throw Error(str("tokenizer save: the tokenizer cannot be written as JSON (", e.what(), ")"));
+  }
+  return out + "}";
 }
-
-namespace detail {
-
-std::unique_ptr<Tokenizer> hf_bpe_tokenizer_from_json(const json& j, const std::string& where) {
-  if (!j.contains("type")) return std::make_unique<HfBpeTokenizer>(j, where);  // a raw tokenizer.json
-  KS_CHECK(j.contains("tokenizer"), "load_tokenizer: ", where, ": missing field \"tokenizer\"");
-  return std::make_unique<HfBpeTokenizer>(j.at("tokenizer"), where, field<int64_t>(j, "eos_id", where));
-}
-
-}  // namespace detail
 
 }  // namespace ks::data

@@ -3,7 +3,11 @@
 //
 // Encoding, as the `tokenizers` library does it for these files:
 //   1. the added tokens (added_tokens: "<|endoftext|>", "<|begin_of_text|>", ...)
-//      are cut out of the text first, leftmost and then longest, each one id;
+//      are cut out of the text first, each one id: those with "normalized"
+//      false (by default the special ones) from the whole text, then those
+//      with "normalized" true from the pieces between, each pass leftmost
+//      and then longest (datasets/added_tokens.h: linear in the text,
+//      whatever the number of added tokens);
 //   2. the rest is pre-tokenized: ByteLevel with use_regex (GPT-2's regex), or a
 //      Split with GPT-2's or Llama-3's regex followed by ByteLevel without it
 //      (datasets/pretokenize_regex.h); add_prefix_space puts a space first;
@@ -16,11 +20,20 @@
 // import read from config.json (eos_token_id), or the added token named
 // <|endoftext|>, <|end_of_text|> or </s>. The post-processor (Llama-3's
 // <|begin_of_text|> in front) is not applied: callers add their own specials.
-// Decoding is exact: added tokens decode to their text, so lossless() holds.
+// Decoding is exact: added tokens decode to their text, so lossless() holds,
+// except with add_prefix_space, whose added spaces decode too (" x" for "x").
 //
 // Saved form: {"type": "hf_bpe", "eos_id": N, "tokenizer": <the tokenizer.json object>}.
 // Anything this does not do (another model type, a normalizer, byte fallback,
 // another regex, stripping added tokens) is refused with the key named.
+//
+// Memory: a tokenizer.json is read as a stream (nlohmann's SAX interface),
+// and its vocabulary, merges and added tokens go straight into the
+// tokenizer's own tables; only the rest (a few settings) becomes a JSON tree,
+// and the file is written back from the tables. Holding the whole file as a
+// tree (twice, while loading) took 1.44 GB for a 224 MB file of long tokens,
+// 24 times the file for short ones; now 0.45 GB. At most kMaxAddedTokens added
+// tokens of at most kMaxAddedTokenBytes in all (13 bytes a byte in their automaton).
 // Not here: Keystone's own BPE (datasets/bpe.h), training (these come trained).
 #pragma once
 
@@ -30,15 +43,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "datasets/added_tokens.h"
 #include "datasets/pretokenize_regex.h"
 #include "datasets/tokenizer.h"
 
 namespace ks::data {
 
+inline constexpr int64_t kMaxAddedTokens = kMaxVocabSize;
+inline constexpr size_t kMaxAddedTokenBytes = size_t(16) << 20;
+
 class HfBpeTokenizer : public Tokenizer {
  public:
-  // From a parsed tokenizer.json; `eos_id` < 0: found by name as above (or none).
-  // Errors name `where` and the key.
+  // From a parsed tokenizer.json (its vocabulary, merges and added tokens are
+  // moved out of it as they are read); `eos_id` < 0: found by name as above
+  // (or none). Errors name `where` and the key.
   HfBpeTokenizer(nlohmann::json tokenizer_json, const std::string& where, int64_t eos_id = -1);
 
   std::string type() const override { return "hf_bpe"; }
@@ -47,36 +65,73 @@ class HfBpeTokenizer : public Tokenizer {
   std::string decode(const std::vector<int64_t>& ids) const override;
   bool has_id(int64_t id) const override { return id >= 0 && id < vocab_size() && assigned_[size_t(id)]; }
   std::string token(int64_t id) const override;
-  bool lossless() const override { return true; }
-  std::string to_json() const override;
+  bool lossless() const override { return !prefix_space_; }
+  std::string to_json() const override;  // written from the tables, vocabulary before merges
   int64_t eos_id() const override { return eos_; }
 
-  // The tokenizer.json object it was built from (what export writes back).
-  const nlohmann::json& tokenizer_json() const { return json_; }
+  // The tokenizer.json object it was built from (what export writes back),
+  // rebuilt from the tables: equal to the file's, as JSON values.
+  nlohmann::json tokenizer_json() const;
   // The id of a token's text (vocabulary entry or added token), or -1.
   int64_t id_of(const std::string& token_text) const;
 
  private:
+  friend class HfBpeReader;  // hf_bpe.cpp: the streaming reader
+  HfBpeTokenizer() = default;
+
+  // The steps of loading, in this order: settings (everything but the three
+  // tables), vocabulary entries, merges (after the whole vocabulary), added
+  // tokens, finish (ids of added tokens, bytes, automata, eos).
+  void read_settings(const std::string& at);
+  void add_vocab(const std::string& text, const nlohmann::json& id, const std::string& at);
+  void add_merge(size_t rank, const nlohmann::json& merge, const std::string& at);
+  void add_added(size_t index, const nlohmann::json& token, const std::string& at);
+  void check_bytes(const std::string& at);  // after the vocabulary: every byte has its token
+  void finish(const std::string& at, int64_t eos_id);
+  // Gives `id` the token `bytes`; what() names the entry in an error.
+  template <class What> void assign(int64_t id, std::string bytes, const std::string& at, const What& what);
+  void write_tokenizer(std::string& out) const;  // the tokenizer.json object as JSON text
+
+  int64_t vocab_find(std::string_view bytes) const;  // the model.vocab id of these bytes, or -1
+  void vocab_insert(int64_t id);
   void encode_piece(std::string_view piece, std::vector<int64_t>& out) const;
 
-  nlohmann::json json_;
-  std::unordered_map<std::string, int64_t> vocab_;  // byte-level text -> id
+  nlohmann::json settings_;            // the tokenizer.json less model.vocab, model.merges and added_tokens (emptied)
+  std::vector<std::string> bytes_;     // id -> the bytes it decodes to
+  std::vector<bool> assigned_;         // id -> whether the file gives it a token
+  std::vector<bool> in_vocab_;         // id -> whether model.vocab gives it (its text: bytes_ as byte characters)
+  std::vector<uint64_t> vocab_index_;  // open addressing over model.vocab's ids by bytes_ (hf_bpe.cpp)
+  size_t vocab_count_ = 0;
   struct Merge {
     int64_t rank, id;
   };
-  std::unordered_map<uint64_t, Merge> merges_;          // (left << 32 | right) -> rank, result
-  int64_t byte_id_[256];                                // byte -> id of its one-character token
-  std::vector<std::string> bytes_;                      // id -> the bytes it decodes to
-  std::vector<bool> assigned_;                          // id -> whether the file gives it a token
-  std::vector<std::pair<std::string, int64_t>> added_;  // added tokens, longest first
-  std::optional<SplitPattern> pattern_;                 // none: the text is one piece
+  std::unordered_map<uint64_t, Merge> merges_;  // (left << 32 | right) -> rank, result
+  std::vector<uint64_t> merge_list_;            // model.merges in order, as (left << 32 | right)
+  std::vector<bool> merge_is_pair_;             // [left, right] rather than "left right"
+  int64_t byte_id_[256];                        // byte -> id of its one-character token
+  struct Added {
+    std::string content;
+    int64_t id;
+    uint16_t flags;       // per key of kAddedFlags: bit 2k present, bit 2k+1 true
+    nlohmann::json more;  // its other keys (an object), or null
+  };
+  std::vector<Added> added_;                       // added_tokens in order
+  size_t added_bytes_ = 0;                         // their contents' bytes
+  AddedTokenMatcher split_, split_normalized_;     // the "normalized": false ones, then the true ones
+  std::vector<int32_t> split_of_, normalized_of_;  // their pattern -> index into added_
+  std::optional<SplitPattern> pattern_;            // none: the text is one piece
   bool prefix_space_ = false, ignore_merges_ = false;
   int64_t eos_ = -1;
 };
 
 namespace detail {
-// {"type": "hf_bpe", ...} as saved, or a raw tokenizer.json object (it has "model").
-std::unique_ptr<Tokenizer> hf_bpe_tokenizer_from_json(const nlohmann::json& j, const std::string& where);
+// What `text` is, read as a stream without building it: a saved hf_bpe
+// tokenizer ({"type": "hf_bpe", ...}), a raw tokenizer.json (no "type", a
+// "model"), or neither (also for text that is not JSON: parse it to report).
+enum class HfBpeForm { None, Saved, Raw };
+HfBpeForm hf_bpe_form(std::string_view text);
+// Reads either form as a stream; errors name `where` ("load_tokenizer: file").
+std::unique_ptr<Tokenizer> hf_bpe_tokenizer_from_text(std::string_view text, HfBpeForm form, const std::string& where);
 }  // namespace detail
 
 }  // namespace ks::data

@@ -31,11 +31,13 @@ void Tokenizer::save(const std::filesystem::path& path) const {
 }
 
 std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, const std::string& where) {
+  // Hugging Face ids are the file's own, without Keystone's fixed specials. A
+  // tokenizer.json ({"type": "hf_bpe"} saved, or raw: no "type", a "model") is
+  // read as a stream, never as one tree (datasets/hf_bpe.h: its memory).
+  if (const detail::HfBpeForm form = detail::hf_bpe_form(json_text); form != detail::HfBpeForm::None)
+    return detail::hf_bpe_tokenizer_from_text(json_text, form, where);
   json j = nn::parse_json(json_text, str("load_tokenizer: ", where));
   KS_CHECK(j.is_object(), "load_tokenizer: ", where, ": expected a JSON object");
-  // Hugging Face ids are the file's own, without Keystone's fixed specials.
-  if ((j.contains("type") && j["type"] == "hf_bpe") || (!j.contains("type") && j.contains("model")))
-    return detail::hf_bpe_tokenizer_from_json(j, where);
   auto specials = detail::field<std::vector<std::string>>(j, "specials", where);
   KS_CHECK(specials == special_tokens(), "load_tokenizer: ", where,
            ": \"specials\" must be [\"<pad>\", \"<bos>\", \"<eos>\", \"<unk>\"] (Keystone's fixed ids 0-3)");
