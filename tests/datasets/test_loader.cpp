@@ -11,6 +11,8 @@
 #include <set>
 #include <thread>
 
+#include "models/batch.h"
+
 using namespace ks;
 using namespace ks::data;
 
@@ -44,7 +46,7 @@ std::vector<Seen> drain(DataLoader& loader, int64_t epochs) {
 
 }  // namespace
 
-TEST_CASE("collate: language-model rows padded with pad id, mask true at padding") {
+TEST_CASE("collate: language-model tokens padded with pad id, targets with kNoTarget, mask true at padding") {
   Dataset d;
   d.task = Task::LanguageModel;
   d.vocab_size = d.target_vocab_size = 20;
@@ -54,7 +56,9 @@ TEST_CASE("collate: language-model rows padded with pad id, mask true at padding
   CHECK(b.tokens.dtype() == kInt64);
   CHECK(b.padding.dtype() == kBool);
   CHECK(ids_of(b.tokens) == std::vector<int64_t>{9, 0, 0, 5, 6, 7});
-  CHECK(ids_of(b.targets) == std::vector<int64_t>{10, 0, 0, 6, 7, 8});
+  // A padded position is never a target, whatever the vocabulary's id 0 is (models/batch.h).
+  const int64_t no = models::kNoTarget;
+  CHECK(ids_of(b.targets) == std::vector<int64_t>{10, no, no, 6, 7, 8});
   CHECK(mask_of(b.padding) == std::vector<int64_t>{0, 1, 1, 0, 0, 0});
   CHECK_FALSE(b.labels.defined());
   CHECK_FALSE(b.decoder_input.defined());

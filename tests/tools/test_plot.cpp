@@ -389,7 +389,7 @@ TEST_CASE("plot: gradient norm and bits per byte get their own panels, two to a 
   CHECK(render_plot_svg({make_run(tmp.path(), "plain", kMetrics)}).find("gradient norm") == std::string::npos);
 }
 
-TEST_CASE("plot: a seq2seq run's token error rate gets a panel; an odd last panel spans its row, none is empty") {
+TEST_CASE("plot: a seq2seq run's token error rate gets a panel, and an odd last panel spans its row, none is empty") {
   TempDir tmp;
   // A seq2seq run's records: loss, accuracy, exact match and TER, and the gradient norm: four panels, two rows full.
   fs::path s2s =

@@ -222,7 +222,7 @@ TEST_CASE("resume: a run stopped while writing its first latest.safetensors goes
   CHECK(timeless(cut / "metrics.jsonl") == timeless(whole / "metrics.jsonl"));
 }
 
-TEST_CASE("resume: a last metrics record cut short (a full disk, a kill mid-append) is dropped; one mid-file is not") {
+TEST_CASE("resume: a last metrics record cut short (a full disk, a kill mid-append) is dropped, one mid-file is not") {
   TempDir tmp;
   const json config = lm_config(tmp.path() / "corpus.txt", 6);
   const fs::path whole = tmp.path() / "whole", cut = tmp.path() / "cut";

@@ -186,7 +186,7 @@ TEST_CASE("run folder: one keystone train at a time, however the other one is st
   CHECK_NOTHROW(run_training(lm_config(file), paths.dir));  // released with its holder
 }
 
-TEST_CASE("run folder: deleting .lock frees nothing; the folder itself stays locked") {
+TEST_CASE("run folder: deleting .lock frees nothing, the folder itself stays locked") {
   TempDir tmp;
   const fs::path file = write_corpus(tmp.path() / "corpus.txt", 'a');
   RunPaths paths{tmp.path() / "run"};
