@@ -5,6 +5,8 @@
 #                             tests under mpirun), build, run every test (Release, then
 #                             AddressSanitizer + UndefinedBehaviorSanitizer in Debug)
 # Options through the environment: KS_JOBS (parallel build jobs, default: cores),
+# KS_CCACHE=0 (compile without ccache; by default every build folder, of this
+# checkout or of a fresh clone on the same machine, shares ccache's cache),
 # KS_SKIP_SANITIZE=1 (test: skip the sanitizer pass), KS_BUILD_DIR (default: build),
 # KS_CONFIG (train: the config, default tools/configs/default.json), KS_CUDA (the
 # CMake switch: AUTO for test, OFF for train, whose default model runs on the CPU).
@@ -21,7 +23,7 @@ jobs="${KS_JOBS:-$(nproc)}"
 build="${KS_BUILD_DIR:-build}"
 
 # --- 1. Debian packages ------------------------------------------------------
-packages=(build-essential cmake ninja-build libopenblas-dev libtbb-dev doctest-dev nlohmann-json3-dev)
+packages=(build-essential cmake ninja-build ccache libopenblas-dev libtbb-dev doctest-dev nlohmann-json3-dev)
 # Data-parallel training (KS_MPI) and its tests under mpirun need Open MPI;
 # the format check (tests/check_format.sh) needs clang-format; clang builds
 # the sanitizer pass.
@@ -66,7 +68,20 @@ configure_and_build() {  # dir, extra cmake args...
   # its generator: CMake cannot switch.
   local generator=()
   [ -f "$dir/CMakeCache.txt" ] || generator=(-G Ninja)
-  cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  # ccache: a compile whose preprocessed source and flags were seen before, in
+  # any folder, is a cache hit, so a fresh clone on a machine that built
+  # before, or a build after a one-file change, compiles only what changed.
+  # Ninja names sources relative to the build folder; base_dir rewrites the
+  # absolute paths left (the folder itself) and no hash_dir keeps debug builds'
+  # folder out of the key, so two checkouts share their entries.
+  local launcher=()
+  if [ "${KS_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
+    export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
+    launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  else
+    launcher=(-UCMAKE_C_COMPILER_LAUNCHER -UCMAKE_CXX_COMPILER_LAUNCHER -UCMAKE_CUDA_COMPILER_LAUNCHER)
+  fi
+  cmake -S . -B "$dir" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
   cmake --build "$dir" -j "$jobs" ${target:+--target "$target"}
 }
 echo "== building (Release) in $build"
