@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "datasets/tokenizer_json.h"
 #include "datasets/unicode_classes.h"
 
@@ -21,16 +22,7 @@ namespace {
 
 std::string utf8(char32_t c) {
   std::string s;
-  if (c < 0x80) {
-    s += char(c);
-  } else if (c < 0x800) {
-    s += char(0xC0 | (c >> 6));
-    s += char(0x80 | (c & 0x3F));
-  } else {
-    s += char(0xE0 | (c >> 12));
-    s += char(0x80 | ((c >> 6) & 0x3F));
-    s += char(0x80 | (c & 0x3F));
-  }
+  append_utf8(s, c);
   return s;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace ks::models {
 
@@ -42,19 +43,6 @@ int64_t hex_value(std::string_view text, size_t at, size_t digits) {
   return v;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
-
 }  // namespace
 
 std::string unescape_stop_string(std::string_view text) {
@@ -88,7 +76,7 @@ std::string unescape_stop_string(std::string_view text) {
                  text.substr(i + 1, std::min<size_t>(4, text.size() - i - 1)), "'");
         KS_CHECK(v < 0xD800 || v > 0xDFFF, "escape \\u", text.substr(i + 1, 4), " at offset ", i - 1,
                  " is a UTF-16 surrogate, not a character");
-        append_utf8(out, uint32_t(v));
+        append_utf8(out, char32_t(v));
         i += 4;
         break;
       }
