@@ -279,7 +279,9 @@ void HfBpeTokenizer::add_added(size_t index, const json& a, const std::string& a
   KS_CHECK(added_bytes_ <= kMaxAddedTokenBytes, at, "added_tokens: their contents hold more than the limit of ",
            kMaxAddedTokenBytes, " bytes in all");
   Added e{a.at("content").get<std::string>(), a.at("id").get<int64_t>(), 0, nullptr};
-  for (const auto& [k, v] : a.items()) {
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    const std::string& k = it.key();  // not a structured binding: clang 14 cannot capture one
+    const json& v = it.value();
     if (k == "id" || k == "content") continue;
     const auto* flag =
         std::find_if(std::begin(kAddedFlags), std::end(kAddedFlags), [&](const char* f) { return k == f; });
