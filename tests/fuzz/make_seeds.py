@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # tests/fuzz/make_seeds.py OUT_DIR — writes the seed corpora of the fuzz
 # harnesses into OUT_DIR/<harness>/: a few small valid inputs each, a few
-# hundred bytes at most, so libFuzzer starts from files that reach deep into
-# each reader. Generated rather than committed, so they follow the formats'
+# hundred bytes (about 4 KB for a Hugging Face tokenizer.json, whose
+# vocabulary holds the 256 bytes), so libFuzzer starts from files that reach
+# deep into each reader. Generated rather than committed, so they follow the formats'
 # writers here; nothing is downloaded.
 import json
 import os
@@ -60,6 +61,67 @@ put("tokenizer", "word", json.dumps({"type": "word", "specials": specials, "lowe
                                      "split_punctuation": True, "words": ["the", "cat", ","]}))
 put("tokenizer", "bpe", json.dumps({"type": "bpe", "specials": specials,
                                     "merges": [[101, 105], [260, 108], [36, 261], [120, 120]]}))
+
+
+# Hugging Face tokenizer.json files (datasets/hf_bpe.h), for fuzz_hf_tokenizer
+# (the file, '\0', a text to encode) and fuzz_tokenizer (the file alone).
+def byte_chars():
+    table, extra = [], 256
+    for b in range(256):
+        printable = 33 <= b <= 126 or 0xA1 <= b <= 0xAC or 0xAE <= b <= 0xFF
+        table.append(chr(b) if printable else chr(extra))
+        extra += not printable
+    return table
+
+
+def hf_tokenizer(style):
+    vocab = {c: i for i, c in enumerate(byte_chars())}
+    merges = [("h", "e"), ("l", "l"), ("he", "ll"), ("hell", "o"), ("\u0120", "w"), ("\u0120w", "o"), ("1", "2")]
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    added = [("<|endoftext|>", len(vocab), True, False), ("<|endoftext|>x", len(vocab) + 1, True, False),
+             ("<tool>", len(vocab) + 2, False, True), ("lo w", len(vocab) + 9, False, True)]  # ids with a gap
+    if style == "gpt2":
+        pre = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+        merge_list = [f"{a} {b}" for a, b in merges]
+    else:
+        llama3 = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+                  "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")
+        pre = {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": llama3}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+        merge_list = [[a, b] for a, b in merges]
+    return {"version": "1.0", "truncation": None, "padding": None,
+            "added_tokens": [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                              "normalized": n, "special": s} for c, i, s, n in added],
+            "normalizer": None, "pre_tokenizer": pre, "post_processor": None, "decoder": {"type": "ByteLevel"},
+            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                      "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
+                      "ignore_merges": style == "llama3", "vocab": vocab, "merges": merge_list}}
+
+
+hf_text = "hello world<|endoftext|>x<tool>lo w 12 caf\u00e9 \U0001F600 it's\r\n\n  x"
+for style in ("gpt2", "llama3"):
+    file = json.dumps(hf_tokenizer(style), ensure_ascii=False)
+    put("hf_tokenizer", style, file.encode() + b"\0" + hf_text.encode())
+    put("tokenizer", "hf_" + style, file)
+put("hf_tokenizer", "saved", json.dumps({"type": "hf_bpe", "eos_id": 263, "tokenizer": hf_tokenizer("gpt2")}).encode()
+    + b"\0" + b"\xff\xfe<|endoftext|><|endoftext|>x")
+
+# Hugging Face config.json files (tools/interop), for fuzz_hf_config.
+put("hf_config", "gpt2", json.dumps({
+    "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": 300, "n_embd": 16, "n_layer": 2,
+    "n_head": 4, "n_positions": 32, "n_inner": None, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+    "resid_pdrop": 0.1, "attn_pdrop": 0.1, "embd_pdrop": 0.1, "tie_word_embeddings": True,
+    "bos_token_id": 263, "eos_token_id": 263}))
+put("hf_config", "llama", json.dumps({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 300, "hidden_size": 16,
+    "intermediate_size": 40, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "hidden_act": "silu",
+    "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False, "head_dim": 4,
+    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                     "original_max_position_embeddings": 32},
+    "bos_token_id": 1, "eos_token_id": [2, 3]}))
 
 
 def be32(*v):
