@@ -496,34 +496,44 @@ class Figures(unittest.TestCase):
 
 
 class ReadmeQuotesThePage(unittest.TestCase):
-    """README.md's results paragraph quotes docs/RESULTS.md: every number in it is on the page, and the
-    size of the Holm family it names is the page's (issue 56)."""
+    """The results paragraphs that quote docs/RESULTS.md, README.md's short one and docs/configs.md's in full (issue
+    52 moved it there): every number in each is on the page, and the size of the Holm family each names is the
+    page's (issue 56)."""
 
-    def paragraph(self):
-        try:
-            with open(os.path.join(ROOT, "README.md")) as f:
-                text = f.read()
-        except OSError:
-            self.skipTest("no README.md")
-        found = [p for p in text.split("\n\n") if p.startswith("Across families at this budget")]
-        self.assertEqual(len(found), 1, "README.md: no paragraph starting 'Across families at this budget'")
-        return found[0]
+    QUOTING = ("README.md", os.path.join("docs", "configs.md"))
+
+    def paragraphs(self):
+        found = {}
+        for name in self.QUOTING:
+            try:
+                with open(os.path.join(ROOT, name)) as f:
+                    text = f.read()
+            except OSError:
+                self.skipTest("no " + name)
+            paragraphs = [p for p in text.split("\n\n") if p.startswith("Across families at this budget")]
+            self.assertEqual(len(paragraphs), 1, name + ": no paragraph starting 'Across families at this budget'")
+            found[name] = paragraphs[0]
+        return found
 
     def page(self):
         with open(os.path.join(ROOT, "docs", "RESULTS.md")) as f:
             return f.read().replace("−", "-")
 
     def test_every_number_of_the_results_paragraph_is_on_the_page(self):
-        paragraph, page = self.paragraph().replace("−", "-"), self.page()
-        missing = sorted({n for n in re.findall(r"\d+(?:[.,]\d+)*", paragraph)
-                          if not re.search(r"(?<![\d.,])" + re.escape(n) + r"(?![\d]|[.,]\d)", page)})
-        self.assertEqual(missing, [], "numbers of README.md's results paragraph that docs/RESULTS.md does not hold")
+        page = self.page()
+        for name, paragraph in self.paragraphs().items():
+            paragraph = paragraph.replace("−", "-")
+            missing = sorted({n for n in re.findall(r"\d+(?:[.,]\d+)*", paragraph)
+                              if not re.search(r"(?<![\d.,])" + re.escape(n) + r"(?![\d]|[.,]\d)", page)})
+            self.assertEqual(missing, [], name + ": numbers of its results paragraph not in docs/RESULTS.md")
 
     def test_the_holm_family_is_the_pages(self):
-        named = re.findall(r"Holm's\s+correction\s+across\s+the\s+page's\s+(\d+)\s+comparisons", self.paragraph())
-        self.assertEqual(len(named), 1, "README.md's results paragraph names the Holm family once")
         # The page's family heads its comparison tables (round 3's has its own, beside it).
-        self.assertEqual(set(re.findall(r"\| Holm, (\d+) tests \| two-stage", self.page())), set(named))
+        families = set(re.findall(r"\| Holm, (\d+) tests \| two-stage", self.page()))
+        for name, paragraph in self.paragraphs().items():
+            named = re.findall(r"Holm's\s+correction\s+across\s+the\s+page's\s+(\d+)\s+comparisons", paragraph)
+            self.assertEqual(len(named), 1, name + "'s results paragraph names the Holm family once")
+            self.assertEqual(families, set(named), name)
 
 
 if __name__ == "__main__":
