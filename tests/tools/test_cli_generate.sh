@@ -26,7 +26,7 @@ got=$("$ks" generate --run "$tmp/nul" --prompt hij --tokens 12 --greedy | bytes)
 [ "$got" = 'hijklm\0\nabcdefg\n' ] || { echo "FAIL: generate lost bytes at a NUL: $got"; fails=$((fails + 1)); }
 
 # --- Stop strings: escapes are read ("\n" is a newline), malformed ones refused by name ----------
-# --stop "\n", as the README writes it, passes a backslash and an n: it ends at the line's end now.
+# --stop "\n", as docs/training.md writes it, passes a backslash and an n: it ends at the line's end now.
 got=$("$ks" generate --run "$tmp/nul" --prompt hij --tokens 12 --greedy --stop "\n" | bytes)
 [ "$got" = 'hijklm\0\n' ] || { echo "FAIL: generate --stop \"\\n\" did not end at the line's end: $got"; fails=$((fails + 1)); }
 got=$("$ks" generate --run "$tmp/nul" --prompt hij --tokens 12 --greedy --stop '\x00' | bytes)
