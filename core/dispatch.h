@@ -31,6 +31,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/profiler.h"
+#include "core/registry.h"  // KS_CONCAT
 
 namespace ks {
 
@@ -74,7 +75,5 @@ template <class Fn> class KernelTable {
 
 }  // namespace ks
 
-#define KS_CONCAT_INNER(a, b) a##b
-#define KS_CONCAT(a, b) KS_CONCAT_INNER(a, b)
 #define KS_REGISTER_KERNEL(table, device_type, fn) \
   static const bool KS_CONCAT(ks_kernel_registered_, __LINE__) = (table).set(::ks::DeviceType::device_type, (fn))

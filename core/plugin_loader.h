@@ -60,7 +60,7 @@ const LoadedPlugin& load_plugin(const std::string& path, const PluginCheck& chec
 // Every plugin loaded, in load order.
 std::vector<LoadedPlugin> loaded_plugins();
 
-// For the registries (nn/attention/attention.cpp, models/kind.cpp, core/dispatch.h), before
+// For the registries (core/registry.h's Registry, core/dispatch.h's kernel tables), before
 // they add `name`, a `what` such as "attention family" or "model kind";
 // `exists`: the registry has the name already. Outside a plugin's loading it
 // returns true (Keystone's own rule: a later registration replaces). While a

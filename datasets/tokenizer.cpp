@@ -1,10 +1,8 @@
-// datasets/tokenizer.cpp — special tokens, save/load dispatch by "type",
-// the byte-level tokenizer and train_tokenizer.
+// datasets/tokenizer.cpp — special tokens, the tokenizer registry (save/load
+// and train_tokenizer dispatch by "type"), the byte-level tokenizer.
 #include "datasets/tokenizer.h"
 
-#include <algorithm>
-#include <iterator>
-
+#include "core/registry.h"
 #include "datasets/hf_bpe.h"
 #include "datasets/io.h"
 #include "datasets/tokenizer_json.h"
@@ -12,6 +10,17 @@
 namespace ks::data {
 
 using detail::json;
+
+namespace {
+Registry<TokenizerKind>& registry() {
+  static Registry<TokenizerKind> r("tokenizer type");
+  return r;
+}
+}  // namespace
+
+bool register_tokenizer(const std::string& type, TokenizerKind kind, int order) {
+  return registry().add(type, kind, order);
+}
 
 const std::vector<std::string>& special_tokens() {
   static const std::vector<std::string> names = {"<pad>", "<bos>", "<eos>", "<unk>"};
@@ -42,28 +51,18 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, con
   KS_CHECK(specials == special_tokens(), "load_tokenizer: ", where,
            ": \"specials\" must be [\"<pad>\", \"<bos>\", \"<eos>\", \"<unk>\"] (Keystone's fixed ids 0-3)");
   auto type = detail::field<std::string>(j, "type", where);
-  if (type == "byte") return std::make_unique<ByteTokenizer>();
-  if (type == "char") return std::make_unique<CharTokenizer>(detail::char_tokenizer_from_json(j, where));
-  if (type == "word") return std::make_unique<WordTokenizer>(detail::word_tokenizer_from_json(j, where));
-  if (type == "bpe") return std::make_unique<BpeTokenizer>(detail::bpe_tokenizer_from_json(j, where));
+  if (const TokenizerKind* kind = registry().find(type); kind && kind->from_json) return kind->from_json(j, where);
   throw Error(
       str("load_tokenizer: ", where, ": unknown tokenizer type \"", type, "\" (expected ", tokenizer_types(), ")"));
 }
 
-namespace {
-const char* const kTokenizerTypes[] = {"byte", "char", "word", "bpe"};  // what the two factories here build
-}  // namespace
-
-bool is_tokenizer_type(const std::string& type) {
-  return type == "hf_bpe" ||
-         std::find(std::begin(kTokenizerTypes), std::end(kTokenizerTypes), type) != std::end(kTokenizerTypes);
-}
+bool is_tokenizer_type(const std::string& type) { return registry().contains(type); }
 
 std::string tokenizer_types() {
-  std::string out;
-  const size_t n = std::size(kTokenizerTypes);
-  for (size_t i = 0; i < n; ++i) out += str(i == 0 ? "" : i + 1 == n ? " or " : ", ", kTokenizerTypes[i]);
-  return out;
+  std::vector<std::string> trainable;
+  for (const std::string& type : registry().names())
+    if (registry().at(type).train) trainable.push_back(type);
+  return listed(trainable, " or ");
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path) {
@@ -116,14 +115,11 @@ std::string ByteTokenizer::to_json() const { return detail::dump_tokenizer(detai
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& o, const std::vector<std::string>& corpus) {
   KS_CHECK(o.vocab_size >= 0, "train_tokenizer: vocab_size must be >= 0, got ", o.vocab_size);
   KS_CHECK(o.min_freq >= 1, "train_tokenizer: min_freq must be >= 1, got ", o.min_freq);
-  if (o.type == "byte") return std::make_unique<ByteTokenizer>();
-  if (o.type == "char") return std::make_unique<CharTokenizer>(CharTokenizer::build(corpus, o.min_freq, o.vocab_size));
-  if (o.type == "word")
-    return std::make_unique<WordTokenizer>(WordTokenizer::build(
-        corpus, {.lowercase = o.lowercase, .split_punctuation = o.split_punctuation}, o.min_freq, o.vocab_size));
-  if (o.type == "bpe") return std::make_unique<BpeTokenizer>(BpeTokenizer::train(corpus, o.vocab_size, o.min_freq));
-  KS_CHECK(o.type != "hf_bpe", "train_tokenizer: an hf_bpe tokenizer is not trained here; it comes with a model ",
-           "(keystone import --from hf)");
+  if (const TokenizerKind* kind = registry().find(o.type)) {
+    KS_CHECK(kind->train, "train_tokenizer: an ", o.type, " tokenizer is not trained here; it comes with a model ",
+             "(keystone import --from hf)");
+    return kind->train(o, corpus);
+  }
   throw Error(str("train_tokenizer: unknown tokenizer type \"", o.type, "\" (expected ", tokenizer_types(), ")"));
 }
 

@@ -19,9 +19,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/registry.h"  // KS_CONCAT
 
 namespace ks::data {
 
@@ -107,10 +110,29 @@ struct TokenizerOptions {
 // Builds a tokenizer from training text (ignored for "byte").
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const std::vector<std::string>& corpus);
 
-// Whether a data section may name the type: the types train_tokenizer builds,
-// as an error message lists them ("byte, char, word or bpe"), and "hf_bpe",
-// which comes trained (a run's tokenizer.json from keystone import).
+// Whether a data section may name the type: a registered one, those
+// train_tokenizer builds ("byte, char, word or bpe", as tokenizer_types()
+// lists them for errors) and those that come trained ("hf_bpe": a run's
+// tokenizer.json from keystone import).
 bool is_tokenizer_type(const std::string& type);
 std::string tokenizer_types();
 
+// A tokenizer type's descriptor: each registers itself from its own file
+// (datasets/tokenizers/), a plugin's from the plugin (KS_REGISTER_TOKENIZER),
+// so a new tokenizer edits no shared file.
+struct TokenizerKind {
+  // Its saved form back: the object {"type": ..., "specials": [...], ...}
+  // (the specials checked already); `where` names the file in errors. Null
+  // for a form read from the text itself (hf_bpe's streamed tokenizer.json).
+  std::unique_ptr<Tokenizer> (*from_json)(const nlohmann::json& j, const std::string& where) = nullptr;
+  // Built from training text by the recipe; null: it comes trained.
+  std::unique_ptr<Tokenizer> (*train)(const TokenizerOptions& options,
+                                      const std::vector<std::string>& corpus) = nullptr;
+};
+// `order` places it where errors and docs list the types.
+bool register_tokenizer(const std::string& type, TokenizerKind kind, int order = 0);
+
 }  // namespace ks::data
+
+#define KS_REGISTER_TOKENIZER(type, ...) \
+  static const bool KS_CONCAT(ks_tokenizer_registered_, __LINE__) = ::ks::data::register_tokenizer(type, __VA_ARGS__)

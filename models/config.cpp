@@ -7,40 +7,11 @@
 #include <map>
 #include <variant>
 
+#include "core/registry.h"
 #include "models/kind.h"
-
-#include "nn/registry.h"
 #include "nn/user_input.h"
 
 namespace ks::models {
-
-std::string nearest_key(const std::string& key, const std::vector<std::string>& known) {
-  // The optimal string alignment distance: insertions, deletions,
-  // substitutions and swaps of neighbours ("stpes" is one from "steps").
-  auto distance = [](const std::string& a, const std::string& b) {
-    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-    for (size_t i = 1; i <= a.size(); ++i)
-      for (size_t j = 1; j <= b.size(); ++j) {
-        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    return d[a.size()][b.size()];
-  };
-  if (key.size() > 256) return "";  // no key is that long; spare the quadratic table
-  std::string best;
-  size_t best_distance = std::max<size_t>(1, key.size() / 3) + 1;  // a near miss: under this
-  for (const std::string& k : known) {
-    const size_t d = distance(key, k);
-    if (d < best_distance) {
-      best = k;
-      best_distance = d;
-    }
-  }
-  return best;
-}
 
 namespace {
 
@@ -78,7 +49,7 @@ std::vector<KeyDoc> every_model_keys() {
        "the feed-forward: " + choices(nn::feed_forward_kinds(), [](auto& n) { return nn::feed_forward_kind(n).doc; }) +
            " (default mlp; activation applies to mlp)"},
       {"bias", "false: no biases in the attention projections, feed-forwards, output heads and norms"}};
-  for (const nn::OptionKey& k : nn::position_option_keys()) keys.push_back({k.key, k.doc});
+  for (const KeyDoc& k : nn::position_option_keys()) keys.push_back({k.key, k.doc});
   return keys;
 }
 
@@ -87,7 +58,7 @@ void check_choice(const std::string& v, const std::vector<std::string>& known, c
                   const char* what) {
   if (std::find(known.begin(), known.end(), v) != known.end()) return;
   const std::string near = nearest_key(v, known);
-  throw Error(str("config: ", p, key, ": unknown ", what, " '", v, "' (expected ", nn::listed(known, " or "),
+  throw Error(str("config: ", p, key, ": unknown ", what, " '", v, "' (expected ", listed(known, " or "),
                   near.empty() ? std::string() : str("; did you mean ", near, "?"), ")"));
 }
 
@@ -147,7 +118,7 @@ const std::vector<KeyDoc> kAttention = {
 
 std::vector<KeyDoc> attention_keys() {
   std::vector<KeyDoc> keys = kAttention;
-  for (const nn::OptionKey& k : nn::attention_option_keys()) keys.push_back({k.key, k.doc});
+  for (const KeyDoc& k : nn::attention_option_keys()) keys.push_back({k.key, k.doc});
   return keys;
 }
 

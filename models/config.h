@@ -11,7 +11,7 @@
 // descriptor's (models/kind.h), in the kind's own file; the parser here names
 // no kind.
 //
-// Also here, for every config section (tools/train/json_section.h reads the others
+// Also here, for every config section (nn/json_section.h reads the others
 // with them): KeyDoc, a key with its one-line meaning, and nearest_key, the
 // "did you mean" of an unknown key.
 #pragma once
@@ -37,15 +37,6 @@ inline constexpr int64_t kMaxVocabSize = int64_t(1)
 inline constexpr int64_t kMaxLength = int64_t(1) << 20;  // positions (max_len), tokens per sequence
 inline constexpr int64_t kMaxWidth = int64_t(1) << 16;   // d_model; d_ff up to 64 of these
 inline constexpr int64_t kMaxLayers = 1024;
-
-// One key a config section may hold and what it means: the table its reader
-// accepts keys from, and `keystone config --defaults` prints beside them.
-struct KeyDoc {
-  std::string key, doc;
-};
-// The key of `known` nearest to `key` by edit distance when `key` is a near
-// miss of it (a third of its letters or fewer differ), else "".
-std::string nearest_key(const std::string& key, const std::vector<std::string>& known);
 
 struct ModelConfig;
 
@@ -76,7 +67,7 @@ struct ModelConfig {
   int64_t max_len = 512;  // longest sequence (positions table size)
   double dropout = 0.1;
   bool pre_norm = true;  // a kind may default to post-LN (seq2seq, Vaswani et al.)
-  nn::Activation activation = nn::Activation::GELU;
+  nn::Activation activation = "gelu";
   std::string positions = "learned";  // a position kind (nn/positions/; a kind may default to sinusoidal)
   // The kind's options (rope_theta), parsed by the kind; null, or another
   // kind's (positions changed after parsing): the kind's defaults. Read
@@ -96,7 +87,7 @@ struct ModelConfig {
   // own √d-scaled input row, gives the current token a logit near √d and the
   // first loss starts far above ln V (10.9 nats against 9.58 on the Brown
   // LM); reversed, the first loss is ln V + 0.4 and training is better at
-  // every evaluation measured (README, "Configs and measured runs"). Run
+  // every evaluation measured (docs/configs.md, "Configs and measured runs"). Run
   // folders from before this key mean false (tools/train/run_dir.h).
   bool tied_lookup_reversed = true;
   // decoder_lm: false leaves a tied table's lookups unscaled, as GPT-2 and

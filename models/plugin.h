@@ -54,15 +54,18 @@
 #include "nn/attention/heads.h"
 #include "nn/attention/softmax_attention.h"
 #include "nn/feed_forward.h"
+#include "nn/json_section.h"
 #include "nn/layers.h"
+#include "nn/lr_schedule.h"
 #include "nn/module.h"
 #include "nn/norm.h"
+#include "nn/optim/optimizer_kind.h"
 #include "nn/positions/positions.h"
 #include "nn/transformer.h"
 
 // Bump at every change of a type below, and at every change of a public
 // class's virtual functions; then record the layouts anew (kRecordedLayouts).
-#define KS_PLUGIN_ABI_REVISION 1
+#define KS_PLUGIN_ABI_REVISION 2
 
 namespace ks::plugin_abi {
 
@@ -163,12 +166,19 @@ inline constexpr TypeLayout kLayouts[] = {
     KS_ABI_TYPE(ks::nn::AttentionCache, k, v, k_room, v_room, state, norm, key_padding, length, is_static),
     KS_ABI_TYPE(ks::nn::Attention, return_weights, last_weights, last_scores, last_heads, head_gate, config),
     KS_ABI_TYPE(ks::nn::AttentionCost, params, flops_per_token, cache_floats_per_position, cache_floats_fixed),
-    KS_ABI_TYPE(ks::nn::OptionKey, key, doc),
+    KS_ABI_TYPE(ks::KeyDoc, key, doc),
     KS_ABI_TYPE(ks::nn::AttentionFamily, make, cost, parse, keys, options_type),
     KS_ABI_TYPE(ks::nn::CachedKeys, k, v, key_padding, offset),
     KS_ABI_TYPE(ks::nn::MultiHeadAttention),
+    KS_ABI_TYPE(ks::nn::ParamGroup, params, lr, weight_decay),
+    KS_ABI_TYPE(ks::nn::Optimizer),
+    KS_ABI_TYPE(ks::nn::OptimizerOptions),
+    KS_ABI_TYPE(ks::nn::OptimizerKind, weight_decay, keys, parse, make),
+    KS_ABI_TYPE(ks::nn::OptimizerConfig, type, lr, weight_decay, options),
+    KS_ABI_TYPE(ks::nn::JsonSection),
+    KS_ABI_TYPE(ks::nn::LRSchedule, type, warmup_steps, total_steps, min_factor, d_model, noam_scale),
+    KS_ABI_TYPE(ks::nn::ScheduleKind, factor, validate, decays),
     // models/
-    KS_ABI_TYPE(ks::models::KeyDoc, key, doc),
     KS_ABI_TYPE(ks::models::ModelOptions),
     KS_ABI_TYPE(ks::models::ModelConfig, model, d_model, d_ff, layers, max_len, dropout, pre_norm, activation,
                 positions, position_options, attention, norm, norm_eps, ff, bias, tied_lookup_reversed,
@@ -218,6 +228,7 @@ struct Revision {
 inline constexpr const char* kRecordedPlatform = "x86_64 " KS_PLUGIN_ABI;
 inline constexpr Revision kRevisions[] = {
     {1, 0x6c57202ab18ff97dull},
+    {2, 0x09f11f552cf352a6ull},  // issue 52: the one registry, optimizer/schedule descriptors, Activation by name
 };
 inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::Device", 8, 4, 2, 0x0c35039535423be1ull},
@@ -235,7 +246,7 @@ inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::nn::Dropout", 128, 8, 0, 0x0000000000000000ull},
     {"ks::nn::NormConfig", 48, 8, 3, 0x38c412431842c04dull},
     {"ks::nn::Norm", 120, 8, 0, 0x0000000000000000ull},
-    {"ks::nn::FeedForwardConfig", 40, 8, 5, 0x8eebdd1ab7637c25ull},
+    {"ks::nn::FeedForwardConfig", 64, 8, 5, 0x9d273ee8c5fc1f95ull},
     {"ks::nn::FeedForward", 120, 8, 0, 0x0000000000000000ull},
     {"ks::nn::Positions", 8, 8, 0, 0x0000000000000000ull},
     {"ks::nn::AttentionOptions", 8, 8, 0, 0x0000000000000000ull},
@@ -244,21 +255,28 @@ inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::nn::AttentionCache", 128, 8, 9, 0x8db41153c2c5f4fdull},
     {"ks::nn::Attention", 312, 8, 0, 0xea230ab9fc54429dull},
     {"ks::nn::AttentionCost", 32, 8, 4, 0x4a1e0dfe63bcd9a5ull},
-    {"ks::nn::OptionKey", 64, 8, 2, 0x677900dabee8a885ull},
+    {"ks::KeyDoc", 64, 8, 2, 0x677900dabee8a885ull},
     {"ks::nn::AttentionFamily", 40, 8, 5, 0x8eebdd1ab7637c25ull},
     {"ks::nn::CachedKeys", 56, 8, 4, 0xc834997fb4a8ad65ull},
     {"ks::nn::MultiHeadAttention", 392, 8, 0, 0x0000000000000000ull},
-    {"ks::models::KeyDoc", 64, 8, 2, 0x677900dabee8a885ull},
+    {"ks::nn::ParamGroup", 40, 8, 3, 0x0a4b69776c4d24fdull},
+    {"ks::nn::Optimizer", 160, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::OptimizerOptions", 8, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::OptimizerKind", 32, 8, 4, 0x4a1e0dfe63bcd9a5ull},
+    {"ks::nn::OptimizerConfig", 64, 8, 4, 0x082ff0e502f1f21dull},
+    {"ks::nn::JsonSection", 144, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::LRSchedule", 72, 8, 6, 0x42a948e34e586b25ull},
+    {"ks::nn::ScheduleKind", 24, 8, 3, 0xe96f5ea847d9871dull},
     {"ks::models::ModelOptions", 8, 8, 0, 0x0000000000000000ull},
-    {"ks::models::ModelConfig", 520, 8, 35, 0xe58538f974e6f750ull},
+    {"ks::models::ModelConfig", 552, 8, 35, 0xb58d689d484340d3ull},
     {"ks::models::ModelKind", 160, 8, 11, 0xe2fa18ae14f2983dull},
     {"ks::models::ModelCost", 32, 8, 4, 0x4a1e0dfe63bcd9a5ull},
     {"ks::models::Batch", 64, 8, 4, 0xc834997fb4a8ad65ull},
     {"ks::models::Predictions", 40, 8, 3, 0x925abb36d3a462f5ull},
-    {"ks::models::Model", 640, 8, 0, 0x0000000000000000ull},
-    {"ks::models::DecoderLM", 736, 8, 0, 0x0000000000000000ull},
-    {"ks::models::EncoderClassifier", 768, 8, 0, 0x0000000000000000ull},
-    {"ks::models::Seq2Seq", 816, 8, 0, 0x0000000000000000ull},
+    {"ks::models::Model", 672, 8, 0, 0x0000000000000000ull},
+    {"ks::models::DecoderLM", 768, 8, 0, 0x0000000000000000ull},
+    {"ks::models::EncoderClassifier", 800, 8, 0, 0x0000000000000000ull},
+    {"ks::models::Seq2Seq", 848, 8, 0, 0x0000000000000000ull},
 };
 
 }  // namespace ks::plugin_abi

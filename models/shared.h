@@ -11,6 +11,7 @@
 
 #include "models/config.h"
 #include "nn/feed_forward.h"
+#include "nn/positions/tables.h"
 #include "nn/transformer.h"
 
 namespace ks::models {

@@ -5,15 +5,11 @@
 #include "core/clock.h"
 #include "core/copy.h"
 #include "ops/optim.h"
+#include "ops/view.h"
 
 namespace ks::nn {
 
 namespace {
-
-// The contiguous (numel) window of `flat` at `offset`, shaped like `like`.
-Tensor window(const Tensor& flat, int64_t offset, const Tensor& like) {
-  return flat.alias(like.sizes(), contiguous_strides(like.sizes()), flat.storage_offset() + offset);
-}
 
 // Every tensor of `tensors` <- root's, in place (a collective).
 void broadcast_all(const NamedTensors& tensors, dist::ProcessGroup& group, int root, const char* what) {
@@ -106,7 +102,7 @@ void DistributedDataParallel::launch(Bucket& b) {
   NoGradGuard no_grad;
   for (size_t i = 0; i < b.params.size(); ++i) {
     const Tensor& p = params_[b.params[i]];
-    Tensor slot = window(b.buffer, b.offsets[i], p);
+    Tensor slot = flat_window(b.buffer, b.offsets[i], p);
     const Tensor g = p.grad();
     if (g.defined())
       copy_(slot, g);
@@ -114,7 +110,6 @@ void DistributedDataParallel::launch(Bucket& b) {
       fill_(slot, 0);  // no gradient on this rank this step: it adds nothing
   }
   b.work = group_.all_reduce_async(b.buffer, dist::ReduceOp::Sum);
-  b.launched = true;
 }
 
 void DistributedDataParallel::progress() {
@@ -137,7 +132,7 @@ void DistributedDataParallel::finish_gradient_sync() {
     scale_(b.buffer, mean);
     for (size_t i = 0; i < b.params.size(); ++i) {
       const Tensor& p = params_[b.params[i]];
-      Tensor slot = window(b.buffer, b.offsets[i], p);
+      Tensor slot = flat_window(b.buffer, b.offsets[i], p);
       Tensor g = p.grad();
       if (!g.defined()) {
         g = Tensor::empty(p.sizes(), p.dtype(), p.device());
@@ -147,7 +142,6 @@ void DistributedDataParallel::finish_gradient_sync() {
       g.bump_version();
     }
     b.ready = 0;
-    b.launched = false;
   }
   stats_.wait_s += now_s() - start;
   ++stats_.syncs;

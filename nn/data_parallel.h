@@ -82,7 +82,6 @@ class DistributedDataParallel {
     std::vector<int64_t> offsets;  // where each starts in the buffer
     Tensor buffer;                 // (Σ numel) flat, the parameters' dtype and device
     size_t ready = 0;
-    bool launched = false;
     std::unique_ptr<dist::Work> work;
   };
   void on_gradient_ready(size_t param);

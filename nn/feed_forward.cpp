@@ -1,30 +1,41 @@
-// nn/feed_forward.cpp — the feed-forward registry and the positional encodings.
+// nn/feed_forward.cpp — the feed-forward and activation registries.
 #include "nn/feed_forward.h"
 
 #include <cmath>
 
 #include "core/factory.h"
+#include "core/registry.h"
 #include "nn/init.h"
-#include "nn/registry.h"
 #include "ops/elementwise.h"
 #include "ops/unary.h"
 #include "ops/view.h"
 
 namespace ks::nn {
 
+namespace {
+Registry<ActivationKind>& activations() {
+  static Registry<ActivationKind> r("activation");
+  return r;
+}
+}  // namespace
+
+bool register_activation(const std::string& name, ActivationKind kind, int order) {
+  KS_CHECK(kind.apply, "register_activation: activation '", name, "' needs a function");
+  return activations().add(name, kind, order);
+}
+
+std::vector<std::string> activation_names() { return activations().names(); }
+
 Activation parse_activation(const std::string& name) {
-  if (name == "gelu") return Activation::GELU;
-  if (name == "relu") return Activation::ReLU;
-  if (name == "gelu_tanh") return Activation::GELUTanh;
-  throw Error(str("unknown activation '", name, "' (expected gelu, relu or gelu_tanh)"));
+  KS_CHECK(activations().contains(name), "unknown activation '", name, "' (expected ",
+           listed(activation_names(), " or "), ")");
+  return name;
 }
 
-const char* activation_name(Activation a) {
-  return a == Activation::GELU ? "gelu" : a == Activation::ReLU ? "relu" : "gelu_tanh";
-}
-
-Tensor activate(Activation a, const Tensor& x) {
-  return a == Activation::GELU ? gelu(x) : a == Activation::ReLU ? relu(x) : gelu(x, GeluApprox::Tanh);
+Tensor activate(const Activation& a, const Tensor& x) {
+  const ActivationKind* kind = activations().find(a);
+  KS_CHECK(kind, "unknown activation '", a, "' (expected ", listed(activation_names(), " or "), ")");
+  return kind->apply(x);
 }
 
 namespace {
@@ -44,42 +55,6 @@ std::shared_ptr<FeedForward> make_feed_forward(const std::string& name, const Fe
   KS_CHECK(cfg.d_model > 0 && cfg.d_ff > 0, "feed-forward '", name, "': sizes must be positive, got d_model ",
            cfg.d_model, ", d_ff ", cfg.d_ff);
   return feed_forward_kind(name).make(cfg);
-}
-
-namespace {
-Tensor positions_for(const Tensor& table, const Tensor& x, int64_t offset, int64_t max_len, const char* who) {
-  KS_CHECK(x.dim() == 3 && x.size(2) == table.size(1), who, ": expected input (B, T, ", table.size(1), "), got ",
-           describe(x));
-  KS_CHECK(offset >= 0 && offset + x.size(1) <= max_len, who, ": positions ", offset, "..", offset + x.size(1) - 1,
-           " exceed max_len ", max_len);
-  return narrow(table, 0, offset, x.size(1));  // (T, d), broadcast over B
-}
-}  // namespace
-
-SinusoidalPositions::SinusoidalPositions(int64_t len, int64_t d) : Module("SinusoidalPositions"), max_len(len) {
-  KS_CHECK(len > 0 && d > 0, "SinusoidalPositions: sizes must be positive");
-  std::vector<float> pe(size_t(len * d));
-  for (int64_t pos = 0; pos < len; ++pos)
-    for (int64_t i = 0; i < d; ++i) {
-      double angle = double(pos) / std::pow(10000.0, double(2 * (i / 2)) / double(d));
-      pe[size_t(pos * d + i)] = float(i % 2 == 0 ? std::sin(angle) : std::cos(angle));
-    }
-  table = register_buffer("table", from_vector(pe, {len, d}));
-}
-
-Tensor SinusoidalPositions::forward(const Tensor& x, int64_t offset) const {
-  Tensor pe = positions_for(table, x, offset, max_len, "SinusoidalPositions");
-  return add(x, pe);
-}
-
-LearnedPositions::LearnedPositions(int64_t len, int64_t d) : Module("LearnedPositions"), max_len(len) {
-  KS_CHECK(len > 0 && d > 0, "LearnedPositions: sizes must be positive");
-  weight = register_parameter("weight", empty({len, d}));
-  init::normal_(weight, 0.0, 1.0);
-}
-
-Tensor LearnedPositions::forward(const Tensor& x, int64_t offset) const {
-  return add(x, positions_for(weight, x, offset, max_len, "LearnedPositions"));
 }
 
 }  // namespace ks::nn

@@ -12,7 +12,7 @@ namespace ks::nn {
 
 class MLP : public FeedForward {
  public:
-  MLP(int64_t d_model, int64_t d_ff, Activation act = Activation::GELU, double dropout = 0.0, bool bias = true);
+  MLP(int64_t d_model, int64_t d_ff, Activation act = "gelu", double dropout = 0.0, bool bias = true);
   Tensor forward(const Tensor& x) const override;  // (..., d) -> (..., d)
   std::shared_ptr<Linear> fc1, fc2;
   std::shared_ptr<Dropout> drop;

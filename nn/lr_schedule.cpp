@@ -1,51 +1,46 @@
-// nn/lr_schedule.cpp — the schedule formulas.
+// nn/lr_schedule.cpp — the schedule registry and the checks every schedule
+// shares; the formulas are the descriptors' (nn/schedules/).
 #include "nn/lr_schedule.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include "core/error.h"
+#include "core/registry.h"
 
 namespace ks::nn {
+namespace {
 
-double LRSchedule::factor(int64_t step) const {
-  const double s = double(std::max<int64_t>(step, 1));
-  switch (kind) {
-    case Kind::Constant: return warmup_steps > 0 ? std::min(1.0, s / double(warmup_steps)) : 1.0;
-    case Kind::WarmupCosine:
-    case Kind::WarmupLinear: {
-      if (warmup_steps > 0 && s <= double(warmup_steps)) return s / double(warmup_steps);
-      const double span = double(std::max<int64_t>(total_steps - warmup_steps, 1));
-      const double t = std::clamp((s - double(warmup_steps)) / span, 0.0, 1.0);
-      const double shape = kind == Kind::WarmupCosine ? 0.5 * (1.0 + std::cos(M_PI * t)) : 1.0 - t;
-      return min_factor + (1.0 - min_factor) * shape;
-    }
-    case Kind::InverseSqrt: {
-      const double w = double(std::max<int64_t>(warmup_steps, 1));
-      return noam_scale / std::sqrt(double(d_model)) * std::min(1.0 / std::sqrt(s), s * std::pow(w, -1.5));
-    }
-  }
-  return 1.0;
+Registry<ScheduleKind>& registry() {
+  static Registry<ScheduleKind> r("lr schedule");
+  return r;
 }
+
+const ScheduleKind& kind_of(const std::string& type) {
+  if (const ScheduleKind* k = registry().find(type)) return *k;
+  throw Error(str("lr schedule: unknown kind '", type, "' (expected ", listed(schedule_types(), " or "), ")"));
+}
+
+}  // namespace
+
+bool register_schedule(const std::string& type, ScheduleKind kind, int order) {
+  KS_CHECK(kind.factor, "register_schedule: schedule '", type, "' needs a factor function");
+  return registry().add(type, kind, order);
+}
+
+std::vector<std::string> schedule_types() { return registry().names(); }
+
+void check_schedule_type(const std::string& type) { (void)kind_of(type); }
+
+double LRSchedule::factor(int64_t step) const { return kind_of(type).factor(*this, step); }
+
+bool LRSchedule::decays() const { return kind_of(type).decays; }
 
 void LRSchedule::validate() const {
+  const ScheduleKind& kind = kind_of(type);
   KS_CHECK(warmup_steps >= 0, "lr schedule: warmup_steps must be >= 0, got ", warmup_steps);
   KS_CHECK(min_factor >= 0 && min_factor <= 1, "lr schedule: min_factor must be in [0, 1], got ", min_factor);
-  if (kind == Kind::WarmupCosine || kind == Kind::WarmupLinear)
+  if (kind.decays)
     KS_CHECK(total_steps > warmup_steps, "lr schedule: total_steps (", total_steps, ") must exceed warmup_steps (",
              warmup_steps, ")");
-  if (kind == Kind::InverseSqrt) {
-    KS_CHECK(d_model > 0, "lr schedule: noam needs d_model > 0");
-    KS_CHECK(warmup_steps > 0, "lr schedule: noam needs warmup_steps > 0");
-  }
-}
-
-LRSchedule::Kind parse_schedule_kind(const std::string& name) {
-  if (name == "constant") return LRSchedule::Kind::Constant;
-  if (name == "cosine") return LRSchedule::Kind::WarmupCosine;
-  if (name == "linear") return LRSchedule::Kind::WarmupLinear;
-  if (name == "noam") return LRSchedule::Kind::InverseSqrt;
-  throw Error(str("lr schedule: unknown kind '", name, "' (expected constant, cosine, linear or noam)"));
+  if (kind.validate) kind.validate(*this);
 }
 
 }  // namespace ks::nn

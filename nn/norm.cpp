@@ -1,7 +1,7 @@
 // nn/norm.cpp — the norm registry (nn/norm.h).
 #include "nn/norm.h"
 
-#include "nn/registry.h"
+#include "core/registry.h"
 
 namespace ks::nn {
 namespace {

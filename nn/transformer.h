@@ -22,8 +22,8 @@ namespace ks::nn {
 struct LayerConfig {
   int64_t d_model = 0;
   int64_t d_ff = 0;
-  double dropout = 0.0;                      // on each sub-block's output (residual dropout)
-  Activation activation = Activation::GELU;  // the "mlp" feed-forward's
+  double dropout = 0.0;            // on each sub-block's output (residual dropout)
+  Activation activation = "gelu";  // the "mlp" feed-forward's
   bool pre_norm = true;
   AttentionConfig attention;  // at_width(d_model) gives each layer's
   std::string ff = "mlp";     // the feed-forward kind; d_ff is its resolved hidden width

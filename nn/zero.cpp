@@ -2,15 +2,32 @@
 #include "nn/zero.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "autograd/grad_mode.h"
 #include "core/copy.h"
 #include "core/factory.h"
+#include "ops/view.h"
 
 namespace ks::nn {
+namespace {
+
+// (group, index) of a per-parameter state name "<group>.<index>.<slot>"
+// (Optimizer::state_dict); nullopt for the others ("step").
+std::optional<std::pair<size_t, size_t>> state_owner(const std::string& name) {
+  size_t g = 0, i = 0;
+  const char* end = name.data() + name.size();
+  auto [p, e1] = std::from_chars(name.data(), end, g);
+  if (e1 != std::errc() || p == end || *p != '.') return std::nullopt;
+  auto [q, e2] = std::from_chars(p + 1, end, i);
+  if (e2 != std::errc() || q == end || *q != '.') return std::nullopt;
+  return std::pair{g, i};
+}
+
+}  // namespace
 
 ZeroOptimizer::ZeroOptimizer(Optimizer& optimizer, dist::ProcessGroup& group) : optimizer_(optimizer), group_(group) {
   const auto& groups = optimizer_.param_groups();
@@ -61,15 +78,12 @@ void ZeroOptimizer::step() {
                              first.device());
   std::vector<int64_t> start(rank_elements_.size(), 0);
   for (size_t r = 1; r < start.size(); ++r) start[r] = start[r - 1] + rank_elements_[r - 1];
-  auto flat_view = [](const Tensor& flat, int64_t at, const Tensor& like) {
-    return flat.alias(like.sizes(), contiguous_strides(like.sizes()), flat.storage_offset() + at);
-  };
   int64_t at = 0;
   for (size_t g = 0; g < groups.size(); ++g)
     for (size_t i = 0; i < groups[g].params.size(); ++i)
       if (owner_[g][i] == group_.rank()) {
         const Tensor& p = groups[g].params[i];
-        copy_(flat_view(mine, at, p), p);
+        copy_(flat_window(mine, at, p), p);
         at += p.numel();
       }
   group_.all_gather(mine, all, rank_elements_);
@@ -79,7 +93,7 @@ void ZeroOptimizer::step() {
       const Tensor& p = groups[g].params[i];
       int64_t& c = cursor[size_t(owner_[g][i])];
       if (owner_[g][i] != group_.rank()) {
-        copy_(p, flat_view(all, c, p));
+        copy_(p, flat_window(all, c, p));
         p.bump_version();
       }
       c += p.numel();
@@ -117,9 +131,10 @@ NamedTensors ZeroOptimizer::full_state_dict() const {
 void ZeroOptimizer::load_full_state_dict(const NamedTensors& state) {
   NamedTensors kept;
   for (const auto& [name, t] : state) {
-    size_t g = 0, i = 0;
-    const bool per_param = std::sscanf(name.c_str(), "%zu.%zu.", &g, &i) == 2;
-    if (per_param && g < owner_.size() && i < owner_[g].size() && owner_[g][i] != group_.rank()) continue;
+    if (const auto gi = state_owner(name)) {
+      const auto [g, i] = *gi;
+      if (g < owner_.size() && i < owner_[g].size() && owner_[g][i] != group_.rank()) continue;
+    }
     kept.emplace_back(name, t);
   }
   optimizer_.load_state_dict(kept);

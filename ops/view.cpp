@@ -269,4 +269,10 @@ Tensor to(const Tensor& x, DType dtype) {
   return with_grad("ToDTypeBackward", x, out, [src = x.dtype()](const Tensor& g) { return to(g, src); });
 }
 
+Tensor flat_window(const Tensor& flat, int64_t offset, const Tensor& like) {
+  KS_CHECK(offset >= 0 && offset + like.numel() <= flat.numel(), "flat_window: elements ", offset, "..",
+           offset + like.numel(), " exceed the buffer's ", flat.numel());
+  return flat.alias(like.sizes(), contiguous_strides(like.sizes()), flat.storage_offset() + offset);
+}
+
 }  // namespace ks

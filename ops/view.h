@@ -32,6 +32,10 @@ Tensor unsqueeze(const Tensor& x, int64_t dim);
 // Broadcast view to `shape` (-1 keeps a dim); stretched dims get stride 0.
 Tensor expand(const Tensor& x, const Shape& shape);
 
+// The contiguous window of a flat buffer `offset` elements in, shaped like
+// `like`: how gradient buckets and ZeRO's gather buffers see one parameter
+// (shares the buffer's storage; no autograd history).
+Tensor flat_window(const Tensor& flat, int64_t offset, const Tensor& like);
 // A contiguous tensor with x's values (x itself if already contiguous).
 Tensor contiguous(const Tensor& x);
 // A new tensor with a copy of x's values, keeping history.

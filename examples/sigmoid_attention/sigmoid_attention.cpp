@@ -57,7 +57,7 @@ struct SigmoidOptions : ks::nn::AttentionOptions {
     }
     return o;
   }
-  static std::vector<ks::nn::OptionKey> option_keys() {
+  static std::vector<ks::KeyDoc> option_keys() {
     return {{"sigmoid_bias", "b in sigmoid(q·k/√p + b); null: −log S, S the number of keys"}};
   }
   nlohmann::json to_json() const override { return {{"sigmoid_bias", bias ? nlohmann::json(*bias) : nullptr}}; }

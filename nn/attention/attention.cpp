@@ -4,28 +4,21 @@
 #include "nn/attention/attention.h"
 
 #include <cmath>
-#include <map>
-
-#include "core/plugin_loader.h"
 
 namespace ks::nn {
 namespace {
 
-std::map<std::string, AttentionFamily>& registry() {
-  static std::map<std::string, AttentionFamily> r;
+Registry<AttentionFamily>& registry() {
+  static Registry<AttentionFamily> r("attention family");
   return r;
 }
 
 // The family `type`; else throws "<where>type: unknown family ..." (where:
 // "attention." from validate, "config: model.attention." from the config file).
 const AttentionFamily& family(const std::string& type, const std::string& where = "attention.") {
-  auto it = registry().find(type);
-  if (it == registry().end()) {
-    std::string known;
-    for (const std::string& n : attention_families()) known += (known.empty() ? "" : ", ") + n;
-    throw Error(str(where, "type: unknown family '", type, "' (expected one of: ", known, ")"));
-  }
-  return it->second;
+  if (const AttentionFamily* f = registry().find(type)) return *f;
+  throw Error(
+      str(where, "type: unknown family '", type, "' (expected one of: ", listed(attention_families(), ", "), ")"));
 }
 
 std::shared_ptr<const AttentionOptions> defaults(const AttentionFamily& f) {
@@ -33,7 +26,7 @@ std::shared_ptr<const AttentionOptions> defaults(const AttentionFamily& f) {
 }
 
 bool has_key(const AttentionFamily& f, const std::string& key) {
-  for (const OptionKey& k : f.keys())
+  for (const KeyDoc& k : f.keys())
     if (k.key == key) return true;
   return false;
 }
@@ -46,13 +39,6 @@ std::vector<std::string> owners_of(const std::string& key) {
   return out;
 }
 
-// "a", "a and b", "a, b and c".
-std::string listed(const std::vector<std::string>& names) {
-  std::string s;
-  for (size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  return s;
-}
-
 // The families whose default options say yes to `takes`, in registry order.
 std::vector<std::string> families_that(bool (AttentionOptions::*takes)() const) {
   std::vector<std::string> out;
@@ -63,17 +49,9 @@ std::vector<std::string> families_that(bool (AttentionOptions::*takes)() const) 
 
 }  // namespace
 
-bool register_attention_family(const std::string& type, AttentionFamily family) {
-  if (!plugin_may_register("attention family", type, registry().count(type) > 0)) return false;
-  registry()[type] = family;
-  return true;
-}
+bool register_attention_family(const std::string& type, AttentionFamily family) { return registry().add(type, family); }
 
-std::vector<std::string> attention_families() {
-  std::vector<std::string> out;
-  for (auto& [name, _] : registry()) out.push_back(name);
-  return out;
-}
+std::vector<std::string> attention_families() { return registry().names(); }
 
 AttentionConfig AttentionConfig::at_width(int64_t d) const {
   AttentionConfig a = *this;
@@ -115,9 +93,10 @@ void AttentionConfig::validate() const {
   const AttentionOptions& opts = *held;
   KS_CHECK(resolved_kv_heads() == heads || opts.takes_kv_groups(), "attention.kv_heads: the \"", type,
            "\" family has one key/value head per query head, got kv_heads ", kv_heads, " for ", heads,
-           " heads (grouped-query attention: ", listed(families_that(&AttentionOptions::takes_kv_groups)), ")");
+           " heads (grouped-query attention: ", listed(families_that(&AttentionOptions::takes_kv_groups), " and "),
+           ")");
   KS_CHECK(!alibi || opts.takes_alibi(), "attention.alibi: the \"", type, "\" family does not take ALiBi (",
-           listed(families_that(&AttentionOptions::takes_alibi)), " do)");
+           listed(families_that(&AttentionOptions::takes_alibi), " and "), " do)");
   opts.validate(*this);
 }
 
@@ -131,12 +110,12 @@ AttentionCost attention_cost(const AttentionConfig& cfg, int64_t seq_len, bool c
   return family(cfg.type).cost(cfg, seq_len, causal);
 }
 
-std::vector<OptionKey> attention_option_keys() {
-  std::vector<OptionKey> out;
+std::vector<KeyDoc> attention_option_keys() {
+  std::vector<KeyDoc> out;
   for (auto& [_, f] : registry())
-    for (const OptionKey& k : f.keys()) {
+    for (const KeyDoc& k : f.keys()) {
       bool seen = false;
-      for (const OptionKey& o : out) seen = seen || o.key == k.key;
+      for (const KeyDoc& o : out) seen = seen || o.key == k.key;
       if (seen) continue;
       std::string owners;
       for (const std::string& n : owners_of(k.key)) owners += (owners.empty() ? "" : "/") + n;
@@ -159,7 +138,7 @@ std::shared_ptr<const AttentionOptions> parse_attention_options(const nlohmann::
       const nlohmann::json given = o.parse(nlohmann::json{{key, value}}, where)->to_json();
       at_default = at_default || given.at(key) == defaults(o)->to_json().at(key);
     }
-    KS_CHECK(at_default, "config: ", where, key, " applies to ", listed(owners), " only, not '", type, "'");
+    KS_CHECK(at_default, "config: ", where, key, " applies to ", listed(owners, " and "), " only, not '", type, "'");
   }
   return f.parse(section, where);
 }

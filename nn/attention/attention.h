@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/dispatch.h"
+#include "core/registry.h"
 #include "nn/module.h"
 #include "nn/typed_options.h"
 
@@ -178,11 +179,6 @@ struct AttentionCost {
 std::shared_ptr<Attention> make_attention(const AttentionConfig& cfg);
 AttentionCost attention_cost(const AttentionConfig& cfg, int64_t seq_len, bool causal);
 
-// One key of a family's options in the config's attention section, with its meaning.
-struct OptionKey {
-  std::string key, doc;
-};
-
 // The registry behind make_attention: each family registers itself from its
 // own source file (KS_REGISTER_ATTENTION), so adding a family edits no list;
 // a plugin's families arrive when it is loaded (core/plugin_loader.h).
@@ -193,7 +189,7 @@ struct AttentionFamily {
   // their defaults; the section's other keys are not its business). Type
   // errors name the key as "config: <where><key>: ...".
   std::shared_ptr<const AttentionOptions> (*parse)(const nlohmann::json& section, const std::string& where);
-  std::vector<OptionKey> (*keys)();  // the keys parse reads
+  std::vector<KeyDoc> (*keys)();  // the keys parse reads
   const std::type_info* options_type;
 };
 bool register_attention_family(const std::string& type, AttentionFamily family);
@@ -201,7 +197,7 @@ std::vector<std::string> attention_families();
 
 // A family's registry entry from its options type: Options is default
 // constructible (the defaults) and has static `Options parse(const json&,
-// const std::string& where)` and `std::vector<OptionKey> option_keys()`.
+// const std::string& where)` and `std::vector<KeyDoc> option_keys()`.
 template <class Options>
 AttentionFamily attention_family(std::shared_ptr<Attention> (*make)(const AttentionConfig&),
                                  AttentionCost (*cost)(const AttentionConfig&, int64_t, bool)) {
@@ -215,7 +211,7 @@ AttentionFamily attention_family(std::shared_ptr<Attention> (*make)(const Attent
 // The config file's view of the families' options, for models/config.cpp.
 // Every family's option keys, each once, its doc prefixed with the families
 // that take it ("mgk/smgk: ...").
-std::vector<OptionKey> attention_option_keys();
+std::vector<KeyDoc> attention_option_keys();
 // The options of family `type` from an attention section whose keys are known
 // (attention_option_keys or the shared ones). Another family's key is
 // accepted at that family's default value (a resolved config lists every

@@ -28,7 +28,7 @@ MlkOptions MlkOptions::parse(const nlohmann::json& section, const std::string& w
   return o;
 }
 
-std::vector<OptionKey> MlkOptions::option_keys() { return {{"keys", "Gaussian keys per head (M)"}}; }
+std::vector<KeyDoc> MlkOptions::option_keys() { return {{"keys", "Gaussian keys per head (M)"}}; }
 
 nlohmann::json MlkOptions::to_json() const { return {{"keys", keys}}; }
 
@@ -154,7 +154,7 @@ namespace {
 // "linear": no options.
 struct LinearOptions : AttentionOptions {
   static LinearOptions parse(const nlohmann::json&, const std::string&) { return {}; }
-  static std::vector<OptionKey> option_keys() { return {}; }
+  static std::vector<KeyDoc> option_keys() { return {}; }
   nlohmann::json to_json() const override { return nlohmann::json::object(); }
   void validate(const AttentionConfig& cfg) const override { refuse_rope(cfg); }
 };

@@ -48,7 +48,7 @@ struct MlkOptions : AttentionOptions {
   int64_t keys = 2;  // M, the keys per position
 
   static MlkOptions parse(const nlohmann::json& section, const std::string& where);
-  static std::vector<OptionKey> option_keys();
+  static std::vector<KeyDoc> option_keys();
   nlohmann::json to_json() const override;
   void validate(const AttentionConfig& cfg) const override;
 };

@@ -48,7 +48,7 @@ MgkOptions MgkOptions::parse(const nlohmann::json& section, const std::string& w
   return o;
 }
 
-std::vector<OptionKey> MgkOptions::option_keys() {
+std::vector<KeyDoc> MgkOptions::option_keys() {
   return {{"keys", "Gaussian keys per head (M)"},
           {"hard_e", "the max over the M keys instead of the pi-weighted sum"},
           {"soft_e", "pi re-estimated from the responsibilities instead of learned"},
@@ -78,7 +78,8 @@ void MgkOptions::validate(const AttentionConfig&) const {
     KS_CHECK(s2 > 0 && std::isfinite(s2), "attention.sigma2_keys: every value must be positive, got ", s2);
   KS_CHECK(learn_pi || !soft_e, "attention: learn_pi false and soft_e cannot both be set (soft-E estimates π)");
   KS_CHECK(pi_momentum > 0 && pi_momentum <= 1, "attention.pi_momentum must be in (0, 1], got ", pi_momentum);
-  KS_CHECK(pi_momentum == 0.1 || soft_e, "attention.pi_momentum applies to soft_e only (π is learned otherwise)");
+  KS_CHECK(pi_momentum == kDefaultPiMomentum || soft_e,
+           "attention.pi_momentum applies to soft_e only (π is learned otherwise)");
 }
 
 SmgkOptions SmgkOptions::parse(const nlohmann::json& section, const std::string& where) {
@@ -88,8 +89,8 @@ SmgkOptions SmgkOptions::parse(const nlohmann::json& section, const std::string&
   return o;
 }
 
-std::vector<OptionKey> SmgkOptions::option_keys() {
-  std::vector<OptionKey> keys = MgkOptions::option_keys();
+std::vector<KeyDoc> SmgkOptions::option_keys() {
+  std::vector<KeyDoc> keys = MgkOptions::option_keys();
   keys.push_back({"shift_init", "how the key shifts start: small | official"});
   return keys;
 }

@@ -64,10 +64,11 @@ struct MgkOptions : AttentionOptions {
   bool learn_pi = true;
   // soft_e: the step of π towards each training batch's mean responsibilities
   // (1: replace π by that estimate, the official MGK code's rule)
-  double pi_momentum = 0.1;
+  static constexpr double kDefaultPiMomentum = 0.1;
+  double pi_momentum = kDefaultPiMomentum;
 
   static MgkOptions parse(const nlohmann::json& section, const std::string& where);
-  static std::vector<OptionKey> option_keys();
+  static std::vector<KeyDoc> option_keys();
   nlohmann::json to_json() const override;
   void validate(const AttentionConfig& cfg) const override;
 };
@@ -79,7 +80,7 @@ struct SmgkOptions : MgkOptions {
   std::string shift_init = "small";
 
   static SmgkOptions parse(const nlohmann::json& section, const std::string& where);
-  static std::vector<OptionKey> option_keys();
+  static std::vector<KeyDoc> option_keys();
   nlohmann::json to_json() const override;
   void validate(const AttentionConfig& cfg) const override;
 };

@@ -81,7 +81,7 @@ namespace {
 // "softmax": no keys of its own; head_dim, when given, must be d_model / heads.
 struct SoftmaxOptions : AttentionOptions {
   static SoftmaxOptions parse(const nlohmann::json&, const std::string&) { return {}; }
-  static std::vector<OptionKey> option_keys() { return {}; }
+  static std::vector<KeyDoc> option_keys() { return {}; }
   nlohmann::json to_json() const override { return nlohmann::json::object(); }
   bool takes_kv_groups() const override { return true; }
   bool takes_alibi() const override { return true; }
@@ -95,7 +95,7 @@ struct SoftmaxOptions : AttentionOptions {
 // "fixed": no keys of its own; the head size is the point, so it is explicit.
 struct FixedOptions : AttentionOptions {
   static FixedOptions parse(const nlohmann::json&, const std::string&) { return {}; }
-  static std::vector<OptionKey> option_keys() { return {}; }
+  static std::vector<KeyDoc> option_keys() { return {}; }
   nlohmann::json to_json() const override { return nlohmann::json::object(); }
   bool takes_kv_groups() const override { return true; }
   bool takes_alibi() const override { return true; }

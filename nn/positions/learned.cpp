@@ -1,9 +1,9 @@
 // nn/positions/learned.cpp — "learned": a (max_len, d) table of parameters
 // added to the token embeddings (nn::LearnedPositions, "pos.weight"). The
 // default of the decoder LM and the encoder classifier. No keys.
-#include "nn/feed_forward.h"
 #include "nn/init.h"
 #include "nn/positions/positions.h"
+#include "nn/positions/tables.h"
 
 namespace ks::nn {
 namespace {

@@ -61,8 +61,8 @@ template <class Table> struct TablePositions : Positions {
 };
 
 struct PositionKind {
-  std::string doc;              // one line, for the config's key table
-  std::vector<OptionKey> keys;  // the model-section keys parse reads
+  std::string doc;           // one line, for the config's key table
+  std::vector<KeyDoc> keys;  // the model-section keys parse reads
   // Reads the kind's keys from the model section (absent: defaults); errors
   // "config: <where><key>: ...".
   std::shared_ptr<const Positions> (*parse)(const nlohmann::json& section, const std::string& where);
@@ -78,7 +78,7 @@ std::vector<std::string> position_kinds();
 std::shared_ptr<const Positions> parse_positions(const std::string& name, const nlohmann::json& section,
                                                  const std::string& where);
 // Every kind's keys, each once, its doc prefixed with the kinds that take it.
-std::vector<OptionKey> position_option_keys();
+std::vector<KeyDoc> position_option_keys();
 
 }  // namespace ks::nn
 

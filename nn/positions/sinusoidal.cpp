@@ -1,8 +1,8 @@
 // nn/positions/sinusoidal.cpp — "sinusoidal": Vaswani et al.'s fixed sin/cos
 // table added to the token embeddings (nn::SinusoidalPositions, buffer
 // "pos.table"). The seq2seq default. No keys.
-#include "nn/feed_forward.h"
 #include "nn/positions/positions.h"
+#include "nn/positions/tables.h"
 
 namespace ks::nn {
 namespace {

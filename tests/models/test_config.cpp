@@ -131,14 +131,14 @@ TEST_CASE("a model section's errors carry its prefix, and a near-miss key gets a
                                          "encoder_classifier or seq2seq; did you mean seq2seq?)"),
                        Error);
   CHECK_THROWS_WITH_AS(in_run(R"([1])"), doctest::Contains("config: model: expected a JSON object"), Error);
-  CHECK(models::nearest_key("stpes", {"steps", "seed"}) == "steps");  // a swap is one edit
-  CHECK(models::nearest_key("lr", {"eps", "type"}).empty());          // short keys: one edit at most
-  CHECK(models::nearest_key("warmup", {"warmup_steps"}).empty());     // too far to guess
-  CHECK(models::nearest_key("x", {}).empty());
+  CHECK(nearest_key("stpes", {"steps", "seed"}) == "steps");  // a swap is one edit
+  CHECK(nearest_key("lr", {"eps", "type"}).empty());          // short keys: one edit at most
+  CHECK(nearest_key("warmup", {"warmup_steps"}).empty());     // too far to guess
+  CHECK(nearest_key("x", {}).empty());
   // The key table covers what each family accepts, attention keys included.
   for (const char* family : {"decoder_lm", "encoder_classifier", "seq2seq"}) {
     std::vector<std::string> keys;
-    for (const models::KeyDoc& k : models::model_keys(family)) {
+    for (const KeyDoc& k : models::model_keys(family)) {
       CHECK_FALSE(k.doc.empty());
       keys.push_back(k.key);
     }

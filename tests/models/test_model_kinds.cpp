@@ -26,7 +26,7 @@ struct WideOptions : models::ModelOptions {
     nn::read_json_key(section, "widen", o.widen, prefix);
     return o;
   }
-  static std::vector<models::KeyDoc> option_keys() { return {{"widen", "a factor, >= 1"}}; }
+  static std::vector<KeyDoc> option_keys() { return {{"widen", "a factor, >= 1"}}; }
   json to_json() const override { return {{"widen", widen}}; }
   void validate(const models::ModelConfig&, const std::string& prefix) const override {
     KS_CHECK(widen >= 1, "config: ", prefix, "widen: must be >= 1, got ", widen);
@@ -115,7 +115,7 @@ TEST_CASE("model kinds: a kind with options of its own is parsed, checked, writt
                        "config: pooling: unknown key for model 'test_wide_lm'", Error);
   // Its keys, options included, are the table `keystone config --defaults` documents.
   std::vector<std::string> keys;
-  for (const models::KeyDoc& k : models::model_keys("test_wide_lm")) keys.push_back(k.key);
+  for (const KeyDoc& k : models::model_keys("test_wide_lm")) keys.push_back(k.key);
   CHECK(std::find(keys.begin(), keys.end(), "widen") != keys.end());
   CHECK(std::find(keys.begin(), keys.end(), "num_classes") == keys.end());
   // The "model" key's meaning lists every registered kind.

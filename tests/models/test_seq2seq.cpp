@@ -435,8 +435,7 @@ CopyResult train_copy(const json& attention, bool pre_norm, int64_t steps, int64
       {"d_model", d_model}, {"d_ff", 2 * d_model}, {"pre_norm", pre_norm}, {"dropout", 0.0}, {"attention", attention}};
   auto m = make(cfg, 2024);
   nn::AdamW opt(nn::decay_groups(*m, 0.01), {.lr = 1e-3, .beta2 = 0.98, .eps = 1e-9});
-  nn::LRSchedule schedule{
-      .kind = nn::LRSchedule::Kind::WarmupCosine, .warmup_steps = steps / 10, .total_steps = steps, .min_factor = 0.1};
+  nn::LRSchedule schedule{.type = "cosine", .warmup_steps = steps / 10, .total_steps = steps, .min_factor = 0.1};
   Generator gen(1);
   CopyResult r;
   std::vector<double> losses;

@@ -36,7 +36,7 @@ struct TemperedOptions : nn::AttentionOptions {
     nn::read_json_key(section, "shared_kv", o.shared_kv, where);
     return o;
   }
-  static std::vector<nn::OptionKey> option_keys() {
+  static std::vector<KeyDoc> option_keys() {
     return {{"temperature", "the softmax temperature, > 0"}, {"shared_kv", "one projection for keys and values"}};
   }
   json to_json() const override { return {{"temperature", temperature}, {"shared_kv", shared_kv}}; }
@@ -135,7 +135,7 @@ TEST_CASE("a family defined in one file builds through the config, trains, round
   CHECK(parse(written).to_json() == written);
   // Its keys are documented beside the others (keystone config --defaults).
   bool documented = false;
-  for (const models::KeyDoc& k : models::model_keys("decoder_lm"))
+  for (const KeyDoc& k : models::model_keys("decoder_lm"))
     documented = documented || (k.key == "attention.temperature" && k.doc == "tempered: the softmax temperature, > 0");
   CHECK(documented);
 

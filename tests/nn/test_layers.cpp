@@ -9,6 +9,7 @@
 #include "nn/init.h"
 #include "nn/layers.h"
 #include "nn/norm_layer.h"
+#include "nn/positions/tables.h"
 #include "nn/transformer.h"
 
 using namespace ks;

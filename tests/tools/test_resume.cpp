@@ -131,7 +131,7 @@ TEST_CASE("resume: a checkpoint's step past the run's train.steps is refused by 
 }
 
 TEST_CASE("resume: a changed train.steps or train.max_time prints what the schedule does") {
-  nn::LRSchedule was{.kind = nn::LRSchedule::Kind::WarmupCosine, .warmup_steps = 0, .total_steps = 200};
+  nn::LRSchedule was{.type = "cosine", .warmup_steps = 0, .total_steps = 200};
   ScheduleChange c{.type = "cosine", .was = was, .now = was, .step = 100, .elapsed_s = 50};
   CHECK(schedule_change_note(c) == "");  // nothing changed
   c.now.total_steps = 400;
@@ -159,7 +159,7 @@ TEST_CASE("resume: a changed train.steps or train.max_time prints what the sched
         "now ends at step 300; after 50 s it is at step 101 of 300 (was 101 of 200), so "
         "the learning rate at step 101 goes from 0.492 to 0.745 of optimizer.lr");
   // A constant rate does not move.
-  c.was.kind = c.now.kind = nn::LRSchedule::Kind::Constant;
+  c.was.type = c.now.type = "constant";
   CHECK(schedule_change_note(c) == "");
 }
 

@@ -25,7 +25,7 @@ std::string config_error(json j) {
 
 TEST_CASE("run config: defaults are filled in and printed back") {
   TrainConfig c = parse_train_config(minimal());
-  CHECK(c.optimizer.kind == OptimizerKind::AdamW);
+  CHECK(c.optimizer.type == "adamw");
   CHECK(c.train.steps == 1000);
   CHECK(c.schedule.total_steps == 1000);
   json back = c.to_json();
@@ -314,7 +314,7 @@ void key_paths(const json& j, const std::string& prefix, std::vector<std::string
 
 TEST_CASE("config keys: every key a config resolves to has its meaning in the table its reader uses") {
   std::map<std::string, std::string> docs;
-  for (const models::KeyDoc& k : train_config_keys()) docs[k.key] = k.doc;
+  for (const KeyDoc& k : train_config_keys()) docs[k.key] = k.doc;
   for (const char* optimizer : {"adamw", "sgd"}) {
     json j = minimal();
     j["optimizer"] = {{"type", optimizer}};
@@ -355,7 +355,7 @@ TEST_CASE("config keys: every key a config resolves to has its meaning in the ta
     const std::string family = model["model"];
     CAPTURE(family);
     std::map<std::string, std::string> model_docs;
-    for (const models::KeyDoc& k : models::model_keys(family)) model_docs[k.key] = k.doc;
+    for (const KeyDoc& k : models::model_keys(family)) model_docs[k.key] = k.doc;
     std::vector<std::string> keys;
     key_paths(models::parse_model_config(model).to_json(), "", keys);
     for (const std::string& k : keys) {

@@ -99,9 +99,9 @@ std::string annotated(const json& config, const json& docs) {
 // What every key of the config means, by dotted path: the readers' tables.
 json key_docs(const json& data_docs, const std::string& model_family) {
   json docs = json::object();
-  for (const models::KeyDoc& k : train_config_keys()) docs[k.key] = k.doc;
+  for (const KeyDoc& k : train_config_keys()) docs[k.key] = k.doc;
   for (auto& [key, doc] : data_docs.items()) docs["data." + key] = doc;
-  for (const models::KeyDoc& k : models::model_keys(model_family)) docs["model." + k.key] = k.doc;
+  for (const KeyDoc& k : models::model_keys(model_family)) docs["model." + k.key] = k.doc;
   return docs;
 }
 

@@ -41,11 +41,11 @@ models::ModelConfig gpt2_model_config(const HfConfig& c) {
   if (m.d_model % heads != 0) c.fail("n_head", str(heads, " does not divide n_embd ", m.d_model));
   const std::string act = c.string_or("activation_function", "gelu_new");
   if (act == "gelu_new" || act == "gelu_pytorch_tanh")
-    m.activation = nn::Activation::GELUTanh;
+    m.activation = "gelu_tanh";
   else if (act == "gelu")
-    m.activation = nn::Activation::GELU;
+    m.activation = "gelu";
   else if (act == "relu")
-    m.activation = nn::Activation::ReLU;
+    m.activation = "relu";
   else
     c.fail("activation_function", str("\"", act, "\" is not supported (gelu_new, gelu_pytorch_tanh, gelu or relu)"));
   m.norm_eps = c.number_or("layer_norm_epsilon", kLayerNormEps);
@@ -112,6 +112,8 @@ std::string gpt2_cannot_export(const models::ModelConfig& m) {
   if (m.positions != "learned") why.push_back(str("positions \"", m.positions, "\" (GPT-2's are learned)"));
   if (m.norm != "layernorm") why.push_back(str("norm \"", m.norm, "\" (GPT-2: layernorm)"));
   if (m.ff != "mlp") why.push_back(str("ff \"", m.ff, "\" (GPT-2: mlp)"));
+  if (m.activation != "gelu" && m.activation != "gelu_tanh" && m.activation != "relu")
+    why.push_back(str("activation \"", m.activation, "\" (GPT-2's: gelu_new, gelu or relu)"));
   if (!m.bias || !m.attention.bias) why.push_back("bias false (GPT-2's projections and norms have biases)");
   if (m.attention.resolved_kv_heads() != m.attention.heads)
     why.push_back("attention.kv_heads (GPT-2 has as many key/value heads as query heads)");
@@ -121,7 +123,7 @@ std::string gpt2_cannot_export(const models::ModelConfig& m) {
 }
 
 json gpt2_hf_config(const models::ModelConfig& m) {
-  const char* act = m.activation == nn::Activation::GELUTanh ? "gelu_new" : nn::activation_name(m.activation);
+  const std::string act = m.activation == "gelu_tanh" ? "gelu_new" : m.activation;
   return json{{"architectures", {"GPT2LMHeadModel"}},
               {"model_type", "gpt2"},
               {"vocab_size", m.vocab_size},

@@ -4,14 +4,15 @@
 
 #include "core/copy.h"
 #include "core/error.h"
+#include "core/registry.h"
 #include "nn/user_input.h"
 #include "ops/view.h"
 
 namespace ks::interop {
 
 namespace {
-std::map<std::string, HfArchitecture>& registry() {
-  static std::map<std::string, HfArchitecture> r;
+Registry<HfArchitecture>& registry() {
+  static Registry<HfArchitecture> r("hf architecture");
   return r;
 }
 }  // namespace
@@ -110,17 +111,14 @@ void HfTensors::check_all_taken(const std::string& architecture) const {
 
 bool register_hf_architecture(HfArchitecture a) {
   const std::string name = a.name;
-  KS_CHECK(registry().emplace(name, std::move(a)).second, "hf architecture ", name, " is registered twice");
-  return true;
+  KS_CHECK(!registry().contains(name), "hf architecture ", name, " is registered twice");
+  return registry().add(name, std::move(a));
 }
 
 const HfArchitecture& hf_architecture(const std::string& name, const std::string& where) {
-  auto it = registry().find(name);
-  if (it != registry().end()) return it->second;
-  std::string known;
-  for (const auto& [n, a] : registry()) known += (known.empty() ? "" : ", ") + n;
-  throw Error(
-      str("hf config ", where, ": \"architectures\": unknown architecture \"", name, "\" (known: ", known, ")"));
+  if (const HfArchitecture* a = registry().find(name)) return *a;
+  throw Error(str("hf config ", where, ": \"architectures\": unknown architecture \"", name,
+                  "\" (known: ", listed(registry().names(), ", "), ")"));
 }
 
 std::vector<const HfArchitecture*> hf_architectures() {

@@ -20,8 +20,8 @@
 #include "datasets/seq2seq_tasks.h"
 #include "datasets/user_data.h"
 #include "models/kind.h"
+#include "nn/json_section.h"
 #include "tools/cli/cli.h"
-#include "tools/train/json_section.h"
 
 namespace ks::tools {
 
@@ -34,7 +34,7 @@ namespace {
 // run here, and a typo's extra digits fail at once instead of in the allocator.
 constexpr int64_t kMaxGeneratedExamples = 100'000'000;
 
-using KeyDoc = models::KeyDoc;
+using KeyDoc = KeyDoc;
 
 // What every builder gets besides its section.
 struct BuildContext {
@@ -120,7 +120,7 @@ const char* kAbsentTargetTokenizer = "<absent>";
 struct Sizes {
   int64_t train, valid, test;
 };
-Sizes read_sizes(JsonSection& s, Sizes defaults) {
+Sizes read_sizes(nn::JsonSection& s, Sizes defaults) {
   return {s.get_between("train_size", defaults.train, 1, kMaxGeneratedExamples),
           s.get_between("valid_size", defaults.valid, 1, kMaxGeneratedExamples),
           s.get_between("test_size", defaults.test, 1, kMaxGeneratedExamples)};
@@ -128,7 +128,7 @@ Sizes read_sizes(JsonSection& s, Sizes defaults) {
 
 // A path key: empty stays empty (when allowed), anything else becomes
 // absolute, in the resolved section too.
-fs::path read_path(JsonSection& s, const std::string& key, const std::string& fallback, bool required,
+fs::path read_path(nn::JsonSection& s, const std::string& key, const std::string& fallback, bool required,
                    bool describe_only = false) {
   std::string p = s.get<std::string>(key, fallback);
   if (describe_only && required && p.empty()) {
@@ -142,7 +142,7 @@ fs::path read_path(JsonSection& s, const std::string& key, const std::string& fa
   return absolute;
 }
 
-fs::path cache_dir(JsonSection& s) {
+fs::path cache_dir(nn::JsonSection& s) {
   fs::path p = read_path(s, "cache_dir", "", false);
   return p.empty() ? data::data_cache_dir() : p;
 }
@@ -170,7 +170,8 @@ std::string recorded_text(const json& recorded, const std::string& key) {
 // Checks each file against the hash the run recorded ("fingerprints"): a
 // recorded file that is gone is an error saying how to give its new place; one
 // whose content changed gets a warning. Records the current hashes.
-void check_fingerprints(JsonSection& s, const std::vector<std::pair<std::string, fs::path>>& files, BuildContext& ctx) {
+void check_fingerprints(nn::JsonSection& s, const std::vector<std::pair<std::string, fs::path>>& files,
+                        BuildContext& ctx) {
   for (const auto& [key, path] : files) {
     if (path.empty()) continue;
     std::error_code ec;
@@ -188,7 +189,7 @@ void check_fingerprints(JsonSection& s, const std::vector<std::pair<std::string,
   }
 }
 
-data::Splits seq2seq_set(JsonSection& s, BuildContext& ctx) {
+data::Splits seq2seq_set(nn::JsonSection& s, BuildContext& ctx) {
   data::Seq2SeqOptions o;
   o.task = data::parse_seq2seq_task(s.get<std::string>("task", "copy"));
   o.min_length = s.get_at_least("min_length", o.min_length, 1);
@@ -200,7 +201,7 @@ data::Splits seq2seq_set(JsonSection& s, BuildContext& ctx) {
   return data::seq2seq_splits(o, n.train, n.valid, n.test);
 }
 
-data::Splits listops_set(JsonSection& s, BuildContext& ctx) {
+data::Splits listops_set(nn::JsonSection& s, BuildContext& ctx) {
   data::ListOpsOptions o;
   o.min_length = s.get_at_least("min_length", o.min_length, 1);
   o.max_length = s.get_at_least("max_length", o.max_length, o.min_length);
@@ -217,7 +218,7 @@ data::Splits listops_set(JsonSection& s, BuildContext& ctx) {
   return data::listops(o, {n.train, n.valid, n.test}, cache);
 }
 
-data::Splits brown_lm_set(JsonSection& s, BuildContext& ctx) {
+data::Splits brown_lm_set(nn::JsonSection& s, BuildContext& ctx) {
   data::BrownLMOptions o;
   o.seq_len = s.get_at_least("seq_len", o.seq_len, 2);
   o.lowercase = s.get<bool>("lowercase", o.lowercase);
@@ -229,7 +230,7 @@ data::Splits brown_lm_set(JsonSection& s, BuildContext& ctx) {
   return data::brown_language_model(data::read_brown(data::fetch_brown(cache)), o);
 }
 
-data::Splits brown_genre_set(JsonSection& s, BuildContext& ctx) {
+data::Splits brown_genre_set(nn::JsonSection& s, BuildContext& ctx) {
   data::BrownGenreOptions o;
   o.window = s.get_at_least("window", o.window, 1);
   o.split_seed = s.get<uint64_t>("split_seed", o.split_seed);
@@ -238,7 +239,7 @@ data::Splits brown_genre_set(JsonSection& s, BuildContext& ctx) {
   return data::brown_genre_classification(data::read_brown(data::fetch_brown(cache)), o);
 }
 
-data::Splits fashion_mnist_set(JsonSection& s, BuildContext& ctx) {
+data::Splits fashion_mnist_set(nn::JsonSection& s, BuildContext& ctx) {
   data::FashionMnistOptions o;
   o.dir = read_path(s, "dir", o.dir.string(), true, ctx.describe_only);
   o.valid_size = s.get_at_least("valid_size", o.valid_size, 1);
@@ -249,7 +250,7 @@ data::Splits fashion_mnist_set(JsonSection& s, BuildContext& ctx) {
 }
 
 // The keys the three user-file formats share.
-data::DataFiles read_files(JsonSection& s, BuildContext& ctx) {
+data::DataFiles read_files(nn::JsonSection& s, BuildContext& ctx) {
   data::DataFiles f;
   f.train = read_path(s, "train", "", true, ctx.describe_only);
   f.valid = read_path(s, "valid", "", false);
@@ -266,10 +267,10 @@ data::DataFiles read_files(JsonSection& s, BuildContext& ctx) {
 }
 
 // A tokenizer section ("tokenizer", "target_tokenizer") to a training recipe.
-data::TokenizerOptions read_tokenizer_options(JsonSection& s, const std::string& key) {
+data::TokenizerOptions read_tokenizer_options(nn::JsonSection& s, const std::string& key) {
   data::TokenizerOptions o;
   json tok_json = s.object(key);
-  JsonSection tok(tok_json, s.where(key), kTokenizerKeys);
+  nn::JsonSection tok(tok_json, s.where(key), kTokenizerKeys);
   o.type = tok.get<std::string>("type", o.type);
   KS_CHECK(data::is_tokenizer_type(o.type), "config: ", tok.where("type"), ": expected ", data::tokenizer_types(),
            ", got '", o.type, "'");
@@ -284,7 +285,7 @@ data::TokenizerOptions read_tokenizer_options(JsonSection& s, const std::string&
   return o;
 }
 
-data::TextOptions read_text_options(JsonSection& s, BuildContext& ctx, bool tsv) {
+data::TextOptions read_text_options(nn::JsonSection& s, BuildContext& ctx, bool tsv) {
   data::TextOptions o;
   o.train_tokenizer = read_tokenizer_options(s, "tokenizer");
   if (tsv) {
@@ -298,13 +299,13 @@ data::TextOptions read_text_options(JsonSection& s, BuildContext& ctx, bool tsv)
   return o;
 }
 
-data::Splits text_set(JsonSection& s, BuildContext& ctx) {
+data::Splits text_set(nn::JsonSection& s, BuildContext& ctx) {
   data::DataFiles f = read_files(s, ctx);
   data::TextOptions o = read_text_options(s, ctx, false);
   if (ctx.describe_only) return {};
   return data::text_language_model(f, o);
 }
-data::Splits tsv_classification_set(JsonSection& s, BuildContext& ctx) {
+data::Splits tsv_classification_set(nn::JsonSection& s, BuildContext& ctx) {
   data::DataFiles f = read_files(s, ctx);
   data::TextOptions o = read_text_options(s, ctx, true);
   if (s.has("classes")) {
@@ -317,7 +318,7 @@ data::Splits tsv_classification_set(JsonSection& s, BuildContext& ctx) {
   if (ctx.describe_only) return {};
   return data::tsv_classification(f, o);
 }
-data::Splits tsv_seq2seq_set(JsonSection& s, BuildContext& ctx) {
+data::Splits tsv_seq2seq_set(nn::JsonSection& s, BuildContext& ctx) {
   data::DataFiles f = read_files(s, ctx);
   data::TextOptions o = read_text_options(s, ctx, true);
   if (s.has("target_tokenizer"))
@@ -340,7 +341,7 @@ double unknown_share(const data::Dataset& d) {
   return all > 0 ? double(unk) / double(all) : 0.0;
 }
 
-using Builder = std::function<data::Splits(JsonSection&, BuildContext&)>;
+using Builder = std::function<data::Splits(nn::JsonSection&, BuildContext&)>;
 struct DataSetKind {
   Builder build;
   data::Task task;           // what its examples are for
@@ -371,7 +372,7 @@ const DataSetKind& find_data_set(const std::string& name) {
       known += (known.empty() ? "" : ", ") + k;
       names.push_back(k);
     }
-    const std::string near = models::nearest_key(name, names);
+    const std::string near = nearest_key(name, names);
     throw Error(str("config: data.dataset: unknown data set '", name.substr(0, 64), "' (",
                     near.empty() ? std::string() : str("did you mean ", near, "? "), "known: ", known, ")"));
   }
@@ -394,7 +395,7 @@ void check_model_fits(const json& model, data::Task task) {
 // The data section's reader: its table grows by the data set's own keys once
 // data.dataset has named it.
 struct DataSection {
-  JsonSection s;
+  nn::JsonSection s;
   std::string name;
   const DataSetKind* kind;
   explicit DataSection(const json& section) : s(section, "data", kEveryDataSet) {
@@ -462,7 +463,7 @@ data::Task task_named(const std::string& name) {
 
 TrainingData build_data(const json& section, uint64_t run_seed, const RunTokenizers& saved) {
   DataSection d(section);
-  JsonSection& s = d.s;
+  nn::JsonSection& s = d.s;
   const std::string& name = d.name;
   TrainingData out;
   BuildContext ctx{run_seed, saved, out.warnings};

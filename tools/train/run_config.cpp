@@ -8,19 +8,10 @@
 #include "core/matmul_precision.h"
 #include "core/plugin_loader.h"
 #include "datasets/loader.h"
+#include "nn/json_section.h"
 #include "nn/user_input.h"
-#include "tools/train/json_section.h"
 
 namespace ks::tools {
-
-const char* optimizer_type_name(OptimizerKind kind) {
-  switch (kind) {
-    case OptimizerKind::AdamW: return "adamw";
-    case OptimizerKind::Adam: return "adam";
-    case OptimizerKind::SGD: return "sgd";
-  }
-  return "adamw";
-}
 
 using json = nlohmann::json;
 
@@ -62,8 +53,6 @@ void add_plugins(json& config, const std::vector<std::string>& paths) {
 
 namespace {
 
-using KeyDoc = models::KeyDoc;
-
 // The keys of each section and what they mean (the defaults are in run_config.h).
 const std::vector<KeyDoc> kRootKeys = {{"name", "the run's name; the default run folder is runs/<name>"},
                                        {"seed", "parameter init, dropout, shuffling, and the generators' data"},
@@ -80,20 +69,17 @@ const std::vector<KeyDoc> kRootKeys = {{"name", "the run's name; the default run
                                        {"train", "the loop: steps, batches, evaluation, checkpoints, device"}};
 // parse_loop_config's: kRootKeys but plugins, plugin_fingerprints, data and model.
 const std::vector<KeyDoc> kLoopRootKeys = {kRootKeys[0], kRootKeys[1], kRootKeys[6], kRootKeys[7], kRootKeys[8]};
-const std::vector<KeyDoc> kOptimizerKeys = {
-    {"type", "adamw | adam | sgd"},
-    {"lr", "the peak learning rate"},
-    {"weight_decay", "adamw: decoupled; adam, sgd: L2 (never on biases and norms)"},
-    {"beta1", "adam(w): the first moment's decay"},
-    {"beta2", "adam(w): the second moment's decay"},
-    {"eps", "adam(w): added to the second moment's root"},
-    {"momentum", "sgd: momentum"},
-    {"nesterov", "sgd: Nesterov momentum"}};
+// Its "type" doc lists the registered schedules (schedule_keys).
 const std::vector<KeyDoc> kScheduleKeys = {
-    {"type", "constant | cosine | linear | noam"},
+    {"type", ""},
     {"warmup_steps", "steps of linear warm-up from 0"},
     {"min_factor", "cosine, linear: the factor the decay ends at"},
     {"noam_scale", "noam: a factor on d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)"}};
+std::vector<KeyDoc> schedule_keys() {
+  std::vector<KeyDoc> keys = kScheduleKeys;
+  keys[0].doc = joined(nn::schedule_types(), " | ");
+  return keys;
+}
 const std::vector<KeyDoc> kTrainKeys = {
     {"steps", "optimizer steps in the whole run"},
     {"batch_size", "examples per micro-batch"},
@@ -125,36 +111,8 @@ const std::vector<KeyDoc> kTrainKeys = {
     {"bucket_mb", "data parallel: the gradient all-reduce bucket size, MB"},
     {"collective_timeout", "data parallel: seconds a rank waits in a collective"}};
 
-OptimizerConfig parse_optimizer(const json& j) {
-  JsonSection s(j, "optimizer", kOptimizerKeys);
-  OptimizerConfig o;
-  const std::string type = s.get<std::string>("type", optimizer_type_name(o.kind));
-  bool known = false;
-  for (OptimizerKind k : {OptimizerKind::AdamW, OptimizerKind::Adam, OptimizerKind::SGD})
-    if (type == optimizer_type_name(k)) {
-      o.kind = k;
-      known = true;
-    }
-  KS_CHECK(known, "config: optimizer.type: expected adamw, adam or sgd, got '", type, "'");
-  o.lr = s.get<double>("lr", o.lr);
-  KS_CHECK(o.lr > 0, "config: optimizer.lr: must be positive, got ", o.lr);
-  o.weight_decay = s.get_in("weight_decay", o.kind == OptimizerKind::AdamW ? o.weight_decay : 0.0, 0.0, 1e3);
-  if (o.kind != OptimizerKind::SGD) {
-    o.beta1 = s.get_in("beta1", o.beta1, 0.0, 0.999999);
-    o.beta2 = s.get_in("beta2", o.beta2, 0.0, 0.999999999);
-    o.eps = s.get<double>("eps", o.eps);
-    KS_CHECK(o.eps > 0, "config: optimizer.eps: must be positive, got ", o.eps);
-    s.finish(str(" for optimizer '", type, "'"));
-  } else {
-    o.momentum = s.get_in("momentum", o.momentum, 0.0, 1.0);
-    o.nesterov = s.get<bool>("nesterov", o.nesterov);
-    s.finish(" for optimizer 'sgd'");
-  }
-  return o;
-}
-
 TrainOptions parse_train(const json& j) {
-  JsonSection s(j, "train", kTrainKeys);
+  nn::JsonSection s(j, "train", kTrainKeys);
   TrainOptions t;
   t.steps = s.get_between("steps", t.steps, 1, int64_t(1) << 40);
   t.batch_size = s.get_between("batch_size", t.batch_size, 1, int64_t(1) << 20);
@@ -222,7 +180,7 @@ namespace {
 
 // Both parsers: every section, or (own_model_and_data) all but plugins, data and model.
 TrainConfig parse_config(const json& j, bool own_model_and_data) {
-  JsonSection root(j, "", own_model_and_data ? kLoopRootKeys : kRootKeys);
+  nn::JsonSection root(j, "", own_model_and_data ? kLoopRootKeys : kRootKeys);
   TrainConfig c;
   if (!own_model_and_data)
     load_plugins(root.get<json>("plugins", json::array()), root.get<json>("plugin_fingerprints", json::object()), c);
@@ -235,14 +193,14 @@ TrainConfig parse_config(const json& j, bool own_model_and_data) {
     KS_CHECK(c.data.contains("dataset"), "config: data.dataset: missing (which data set to train on)");
     c.model = root.object("model");
   }
-  c.optimizer = parse_optimizer(root.object("optimizer"));
+  c.optimizer = nn::parse_optimizer_config(root.object("optimizer"));
   c.train = parse_train(root.object("train"));
 
   json sched_json = root.object("schedule");
-  JsonSection sched(sched_json, "schedule", kScheduleKeys);
-  c.schedule_type = sched.get<std::string>("type", c.schedule_type);
+  nn::JsonSection sched(sched_json, "schedule", schedule_keys());
+  c.schedule.type = sched.get<std::string>("type", c.schedule.type);
   try {
-    c.schedule.kind = nn::parse_schedule_kind(c.schedule_type);
+    nn::check_schedule_type(c.schedule.type);
   } catch (const Error& e) {
     throw Error(str("config: schedule.type: ", e.what()));
   }
@@ -255,9 +213,7 @@ TrainConfig parse_config(const json& j, bool own_model_and_data) {
   c.schedule.total_steps = c.train.steps;
   // A warm-up as long as the run would leave nothing to decay; a run cut
   // short with --set train.steps should still train, so clip it and say so.
-  const bool decays =
-      c.schedule.kind == nn::LRSchedule::Kind::WarmupCosine || c.schedule.kind == nn::LRSchedule::Kind::WarmupLinear;
-  if (decays && c.schedule.warmup_steps >= c.train.steps) {
+  if (c.schedule.decays() && c.schedule.warmup_steps >= c.train.steps) {
     const int64_t clipped = c.train.steps - 1;
     c.warnings.push_back(str("schedule.warmup_steps ", c.schedule.warmup_steps, " is not below train.steps ",
                              c.train.steps, "; warming up over ", clipped, " steps instead"));
@@ -294,33 +250,24 @@ TrainConfig parse_loop_config(const json& j) {
   return parse_config(j, true);
 }
 
-std::vector<models::KeyDoc> train_config_keys() {
+std::vector<KeyDoc> train_config_keys() {
   std::vector<KeyDoc> out = kRootKeys;
+  const std::vector<KeyDoc> optimizer_keys = nn::optimizer_config_keys(), sched_keys = schedule_keys();
   for (const auto& [section, keys] :
-       {std::pair{"optimizer", &kOptimizerKeys}, {"schedule", &kScheduleKeys}, {"train", &kTrainKeys}})
+       {std::pair{"optimizer", &optimizer_keys}, {"schedule", &sched_keys}, {"train", &kTrainKeys}})
     for (const KeyDoc& k : *keys) out.push_back({str(section, ".", k.key), k.doc});
   return out;
 }
 
 json TrainConfig::to_json() const {
-  json opt = {
-      {"type", optimizer_type_name(optimizer.kind)}, {"lr", optimizer.lr}, {"weight_decay", optimizer.weight_decay}};
-  if (optimizer.kind == OptimizerKind::SGD) {
-    opt["momentum"] = optimizer.momentum;
-    opt["nesterov"] = optimizer.nesterov;
-  } else {
-    opt["beta1"] = optimizer.beta1;
-    opt["beta2"] = optimizer.beta2;
-    opt["eps"] = optimizer.eps;
-  }
   json j = {{"name", name},
             {"seed", seed},
             {"plugins", plugins},
             {"data", data},
             {"model", model},
-            {"optimizer", opt},
+            {"optimizer", optimizer.to_json()},
             {"schedule",
-             {{"type", schedule_type},
+             {{"type", schedule.type},
               {"warmup_steps", schedule.warmup_steps},
               {"min_factor", schedule.min_factor},
               {"noam_scale", schedule.noam_scale}}},

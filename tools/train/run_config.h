@@ -10,7 +10,7 @@
 //                                     the data fixes (vocab_size, num_classes, ...) may be left out
 //     "optimizer": {"type": "adamw", "lr": 1e-3, "weight_decay": 0.01,
 //                   "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
-//                   "momentum": 0.9, "nesterov": false}         (momentum/nesterov: sgd only)
+//                   "momentum": 0.9, "nesterov": false}         (each type's own keys: nn/optim/)
 //     "schedule":  {"type": "cosine", "warmup_steps": 0, "min_factor": 0.0, "noam_scale": 1.0}
 //     "train":     {"steps": 1000, "batch_size": 32, "accumulate_steps": 1, "eval_every": 200,
 //                   "eval_batches": 0, "log_every": 10, "checkpoint_every": 0,
@@ -19,7 +19,8 @@
 //                   "precision": "float32", "decode_examples": 100, "ema_decay": 0, "ema_warmup": false}
 //   }
 //
-// What each key means is in the tables of run_config.cpp, the ones the
+// What each key means is in the tables of run_config.cpp (the optimizer's:
+// nn/optim/optimizer_kind.h and each type's file), the ones the
 // reader checks keys against (train_config_keys; `keystone config --defaults`
 // prints them beside the keys).
 //
@@ -48,21 +49,9 @@
 
 #include "models/config.h"
 #include "nn/lr_schedule.h"
+#include "nn/optim/optimizer_kind.h"
 
 namespace ks::tools {
-
-enum class OptimizerKind { AdamW, Adam, SGD };
-// "adamw", "adam", "sgd": the config's word for each kind.
-const char* optimizer_type_name(OptimizerKind kind);
-
-struct OptimizerConfig {
-  OptimizerKind kind = OptimizerKind::AdamW;  // optimizer.type
-  double lr = 1e-3;
-  double weight_decay = 0.01;  // adamw: decoupled; adam/sgd: L2. Never on biases and norms.
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double momentum = 0.9;  // sgd
-  bool nesterov = false;  // sgd
-};
 
 inline constexpr int64_t kMaxThreads = 1024;  // train.threads
 
@@ -102,11 +91,12 @@ struct TrainConfig {
   std::vector<std::string> plugins;
   // Each plugin's content hash, by its path (core/plugin_loader.h LoadedPlugin::fingerprint).
   std::map<std::string, std::string> plugin_fingerprints;
-  nlohmann::json data;   // the data section, validated by tools/train/data_setup.h
-  nlohmann::json model;  // the model section, validated by models/config.h
-  OptimizerConfig optimizer;
-  nn::LRSchedule schedule;               // total_steps = train.steps, d_model from the model (noam)
-  std::string schedule_type = "cosine";  // constant | cosine | linear | noam
+  nlohmann::json data;            // the data section, validated by tools/train/data_setup.h
+  nlohmann::json model;           // the model section, validated by models/config.h
+  nn::OptimizerConfig optimizer;  // nn/optim/optimizer_kind.h
+  // schedule.type: constant | cosine | linear | noam (nn/schedules/); total_steps = train.steps,
+  // d_model from the model (noam).
+  nn::LRSchedule schedule{.type = "cosine"};
   TrainOptions train;
   // What parsing adjusted and the user should hear (not part of the config).
   std::vector<std::string> warnings;
@@ -145,6 +135,6 @@ TrainConfig parse_loop_config(const nlohmann::json& j);
 inline constexpr const char* kProgramKey = "program";
 // The keys parse_train_config reads, with their meanings, by dotted path
 // ("name", "train.steps"): the tables it checks them against.
-std::vector<models::KeyDoc> train_config_keys();
+std::vector<KeyDoc> train_config_keys();
 
 }  // namespace ks::tools

@@ -11,7 +11,6 @@
 #include "core/random.h"
 #include "nn/optim.h"
 #include "ops/elementwise.h"
-#include "tools/train/optimizer_setup.h"
 #include "tools/train/task.h"
 #include "tools/train/weight_ema.h"
 
@@ -29,7 +28,7 @@ TrainMemory measure_train_memory(const TrainConfig& config, const models::ModelC
     auto model = models::build_model(model_config);
     model->train();
     model->set_activation_checkpointing(checkpoint_layers);
-    auto optimizer = make_optimizer(config.optimizer, *model);
+    auto optimizer = config.optimizer.make(*model);
     std::unique_ptr<WeightEma> ema;
     if (config.train.ema_decay > 0) ema = std::make_unique<WeightEma>(*model, config.train.ema_decay, false);
     const std::vector<Tensor> params = model->parameters();

@@ -26,9 +26,7 @@ std::string schedule_change_note(const ScheduleChange& c) {
   const int64_t at_was = schedule_position(std::min(next, before), before, c.was_max_time, c.elapsed_s);
   const int64_t at_now = schedule_position(std::min(next, after), after, c.now_max_time, c.elapsed_s);
   const double from = c.was.factor(at_was), to = c.now.factor(at_now);
-  using Kind = nn::LRSchedule::Kind;
-  const bool decays = c.now.kind == Kind::WarmupCosine || c.now.kind == Kind::WarmupLinear;
-  if (!decays && from == to) return "";  // a constant rate, or a step count no decay depends on
+  if (!c.now.decays() && from == to) return "";  // a constant rate, or a step count no decay depends on
   std::string changes;
   if (steps_changed) changes = str("train.steps ", before, " -> ", after);
   if (time_changed)

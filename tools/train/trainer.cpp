@@ -27,7 +27,6 @@
 #include "ops/elementwise.h"
 #include "tools/figures/plot.h"
 #include "tools/train/config_utf8.h"
-#include "tools/train/optimizer_setup.h"
 #include "tools/train/progress.h"
 #include "tools/train/provenance.h"
 
@@ -164,7 +163,7 @@ void Trainer::build(bool resume) {
   model_->to(device_);
   model_->train();
   model_->set_activation_checkpointing(config_.train.checkpoint_layers);
-  optimizer_ = make_optimizer(config_.optimizer, *model_);
+  optimizer_ = config_.optimizer.make(*model_);
   replicas_->attach(*model_, *optimizer_, config_.seed);
   // After attach: a data-parallel run's average starts from rank 0's weights on every rank.
   if (config_.train.ema_decay > 0)
@@ -288,7 +287,7 @@ void Trainer::restore_from_latest(const json& config_as_given) {
   // A longer or shorter run, or another time budget, moves the schedule: say so, with the rate's jump.
   const json* before_time = stored_value("max_time");
   ScheduleChange change{
-      .type = config_.schedule_type,
+      .type = config_.schedule.type,
       .was = schedule_,
       .now = schedule_,
       .was_max_time = before_time && before_time->is_number() ? before_time->get<double>() : config_.train.max_time,

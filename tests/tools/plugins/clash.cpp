@@ -13,7 +13,7 @@ namespace {
 
 struct NoOptions : ks::nn::AttentionOptions {
   static NoOptions parse(const nlohmann::json&, const std::string&) { return {}; }
-  static std::vector<ks::nn::OptionKey> option_keys() { return {}; }
+  static std::vector<ks::KeyDoc> option_keys() { return {}; }
   nlohmann::json to_json() const override { return nlohmann::json::object(); }
   void validate(const ks::nn::AttentionConfig&) const override {}
 };

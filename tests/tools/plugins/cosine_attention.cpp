@@ -38,7 +38,7 @@ struct CosineOptions : nn::AttentionOptions {
     nn::read_json_key(section, "scale", o.scale, where);
     return o;
   }
-  static std::vector<nn::OptionKey> option_keys() { return {{"scale", "the factor on cos(q, k), > 0"}}; }
+  static std::vector<KeyDoc> option_keys() { return {{"scale", "the factor on cos(q, k), > 0"}}; }
   nlohmann::json to_json() const override { return {{"scale", scale}}; }
   void validate(const nn::AttentionConfig&) const override {
     KS_CHECK(scale > 0 && std::isfinite(scale), "attention.scale must be positive, got ", scale);

@@ -67,7 +67,7 @@ struct ScaledOptions : models::ModelOptions {
     nn::read_json_key(section, "logit_scale", o.logit_scale, prefix);
     return o;
   }
-  static std::vector<models::KeyDoc> option_keys() { return {{"logit_scale", "the factor on the logits, > 0"}}; }
+  static std::vector<KeyDoc> option_keys() { return {{"logit_scale", "the factor on the logits, > 0"}}; }
   nlohmann::json to_json() const override { return {{"logit_scale", logit_scale}}; }
   void validate(const models::ModelConfig&, const std::string& prefix) const override {
     KS_CHECK(logit_scale > 0 && std::isfinite(logit_scale), "config: ", prefix, "logit_scale: must be positive, got ",

@@ -1,10 +1,11 @@
-// tools/train/json_section.h — strict reading of one JSON object of a training
-// config: typed reads with defaults, errors that name the key by its dotted
+// nn/json_section.h — the one strict reader of a JSON object of a training
+// config (its sections, and the options of every descriptor that reads its
+// own keys: optimizers, schedules, data sets): typed reads with defaults, errors that name the key by its dotted
 // path ("train.steps: expected an integer, got \"ten\""), and a final check
 // that rejects every key nobody read, so a typo never passes silently, with
 // the nearest key that was read as a suggestion ("did you mean train.steps?").
 //
-// Every section has a table of its keys with their meanings (models::KeyDoc):
+// Every section has a table of its keys with their meanings (KeyDoc):
 // a key is read only from the table (reading one outside it is a bug, an
 // internal error), so what `keystone config --defaults` prints beside each
 // key is what the reader takes. Not here: the tables (tools/train/run_config.cpp,
@@ -20,19 +21,18 @@
 #include <vector>
 
 #include "core/error.h"
-#include "models/config.h"
+#include "core/registry.h"
 #include "nn/user_input.h"
 
-namespace ks::tools {
+namespace ks::nn {
 
 class JsonSection {
  public:
-  using KeyDoc = models::KeyDoc;
   // `path` is the section's dotted name ("data", "train") for messages;
   // `keys` the table of the keys it may hold.
   JsonSection(const nlohmann::json& j, std::string path, const std::vector<KeyDoc>& keys)
       : j_(j), path_(std::move(path)), keys_(keys) {
-    KS_CHECK(j_.is_object(), "config: ", path_, ": expected an object, got ", nn::json_excerpt(j_));
+    KS_CHECK(j_.is_object(), "config: ", path_, ": expected an object, got ", json_excerpt(j_));
   }
   // More keys the section may hold, known once a key read has told which
   // (data.dataset names the data set whose keys follow).
@@ -55,16 +55,16 @@ class JsonSection {
                     : std::is_integral_v<T>          ? v.is_number_integer()
                     : std::is_floating_point_v<T>    ? v.is_number()
                                                      : true;
-    KS_CHECK(ok, "config: ", where(key), ": expected ", kind<T>(), ", got ", nn::json_excerpt(v));
+    KS_CHECK(ok, "config: ", where(key), ": expected ", kind<T>(), ", got ", json_excerpt(v));
     // nlohmann keeps integers >= 2^63 as unsigned: only a signed one can be negative,
     // and only an unsigned target can hold the large ones.
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       if constexpr (std::is_unsigned_v<T>)
         KS_CHECK(v.is_number_unsigned() || v.get<int64_t>() >= 0, "config: ", where(key),
-                 ": must not be negative, got ", nn::json_excerpt(v));
+                 ": must not be negative, got ", json_excerpt(v));
       else
         KS_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX), "config: ", where(key),
-                 ": too large, got ", nn::json_excerpt(v));
+                 ": too large, got ", json_excerpt(v));
     }
     resolved_[key] = v;
     return v.get<T>();
@@ -93,8 +93,7 @@ class JsonSection {
     mark_read(key);
     if (!j_.contains(key)) return nlohmann::json::object();
     resolved_[key] = j_.at(key);
-    KS_CHECK(j_.at(key).is_object(), "config: ", where(key), ": expected an object, got ",
-             nn::json_excerpt(j_.at(key)));
+    KS_CHECK(j_.at(key).is_object(), "config: ", where(key), ": expected an object, got ", json_excerpt(j_.at(key)));
     return j_.at(key);
   }
   // Replaces what resolved() shows for `key` (read already): a value the
@@ -120,7 +119,7 @@ class JsonSection {
   void finish(const std::string& context = "") const {
     for (auto& [key, _] : j_.items()) {
       if (read_.count(key)) continue;
-      const std::string near = models::nearest_key(key, {read_.begin(), read_.end()});
+      const std::string near = nearest_key(key, {read_.begin(), read_.end()});
       throw Error(str("config: ", where(key), ": unknown key", context,
                       near.empty() ? std::string() : str(" (did you mean ", where(near), "?)")));
     }
@@ -154,4 +153,4 @@ class JsonSection {
   nlohmann::json nested_docs_ = nlohmann::json::object();
 };
 
-}  // namespace ks::tools
+}  // namespace ks::nn
