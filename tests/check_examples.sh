@@ -67,6 +67,26 @@ awk -v a="$first" -v b="$test_loss" 'BEGIN { exit !(b < 0.8 * a) }' ||
   { echo "sigmoid attention did not learn: first train loss $first, test loss $test_loss" >&2; exit 1; }
 echo "sigmoid attention (plugin): keystone train --plugin, then eval from the run folder: loss $first -> $test_loss"
 
+echo "== the project's optimizer plugin (Lion), trained, stopped and resumed by the installed keystone"
+sed 's/"optimizer": {"lr": 1e-2}/"optimizer": {"type": "lion", "lr": 2e-3, "beta2": 0.98}/; s/"sigmoid"/"softmax"/' \
+  "$work/sigmoid.json" >"$work/lion.json"
+grep -q '"type": "lion"' "$work/lion.json" || { echo "lion.json: the optimizer was not replaced" >&2; exit 1; }
+whole="$work/lion-whole"; parts="$work/lion-parts"
+quiet "$work/prefix/bin/keystone" train --plugin "$work/project/liblion.so" --config "$work/lion.json" --out "$whole" --quiet
+# The same run in two sessions: 15 steps, then --resume to 30 (the moment comes back from the checkpoint).
+quiet "$work/prefix/bin/keystone" train --plugin "$work/project/liblion.so" --config "$work/lion.json" \
+  --set train.steps=15 --out "$parts" --quiet
+quiet "$work/prefix/bin/keystone" train --out "$parts" --resume --set train.steps=30 --quiet
+grep -q '"type": "lion"' "$whole/config.json" || { echo "the run's config has no lion optimizer" >&2; exit 1; }
+first=$(grep -m1 '"split":"train"' "$whole/metrics.jsonl" | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/')
+test_loss=$(grep '"split":"test"' "$whole/metrics.jsonl" | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/')
+awk -v a="$first" -v b="$test_loss" 'BEGIN { exit !(b < 0.8 * a) }' ||
+  { echo "Lion did not train: first train loss $first, test loss $test_loss" >&2; exit 1; }
+last() { grep '"split":"train"' "$1/metrics.jsonl" | tail -1 | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/'; }
+[ "$(last "$whole")" = "$(last "$parts")" ] ||
+  { echo "Lion resumed differently: last train loss $(last "$whole") whole, $(last "$parts") resumed" >&2; exit 1; }
+echo "Lion (plugin): loss $first -> $test_loss; stopped at 15 and resumed, the same last train loss $(last "$whole")"
+
 echo "== train_lm against the build tree"
 quiet cmake -S "$src/examples" -B "$work/project-build-tree" -DKeystone_DIR="$build" "${args[@]}"
 quiet cmake --build "$work/project-build-tree" --target train_lm
