@@ -27,7 +27,9 @@ nothing here deletes a run folder, so a second runner started by mistake
 cannot take a folder from under a trainer (its own trainer finds the folder
 locked and fails, naming the lock). Each run's output goes to RUN.log (beside
 the run folder RUN); a failure's last lines are also printed.
-The claims list is read once, at the start: editing it (or checking out
+A run whose overrides hold `init=official` starts from the official MGK
+code's initialisation (initial_weights; round 3's stage C) rather than the
+binary's own. The claims list is read once, at the start: editing it (or checking out
 another commit) while runs train changes nothing in the running queue.
 Exit status: 0 when every run is finished, 1 when a run or its analysis
 failed (or the claims list is damaged: one line naming its line), 2 without
@@ -133,6 +135,9 @@ class Runner:
             # Which binary (commit) on which machine trained each session of the run.
             if os.path.isfile(os.path.join(run_dir, "provenance.jsonl")):
                 shutil.copy(os.path.join(run_dir, "provenance.jsonl"), kept)
+            # The official init's record (init=official runs): seed, rules, the script's hash.
+            if os.path.isfile(os.path.join(run_dir + ".init", "official_init.json")):
+                shutil.copy(os.path.join(run_dir + ".init", "official_init.json"), kept)
             # The CPU and bf16 GEMM path that finished it.
             with open(os.path.join(kept, "machine.json"), "w") as out:
                 rc = subprocess.run([self.ks, "info", "--machine"], stdout=out).returncode
@@ -148,6 +153,36 @@ class Runner:
         log("kept  ", kept)
         return True
 
+    def initial_weights(self, run, seed, run_dir, inits, sets):
+        """The folder whose weights a run with `init=official` starts from (None: it failed).
+
+        The pinned binary has no official init (N(0, 0.02²) weights, zero
+        biases: tools/experiments/round3/official_init.py), so it trains the
+        run's own config for one step into RUN.init, and the script rewrites
+        that folder's model tensors from the seed; the run then starts there
+        with --init-from (a fresh optimizer). Made once; kept with the run.
+        """
+        if inits != ["official"]:
+            print(f"run.py: {run.name}: unknown init {' '.join(inits)} (expected init=official)", file=sys.stderr)
+            return None
+        init_dir = run_dir + ".init"
+        if os.path.isfile(os.path.join(init_dir, "official_init.json")):
+            return init_dir
+        if os.path.isdir(init_dir):  # an init stopped before the script ran: made again from the start
+            shutil.rmtree(init_dir)
+        log("init  ", init_dir)
+        cmd = [self.ks, "train", "--config", run.config, "--out", init_dir, "--quiet"]
+        for kv in [*sets, "train.steps=1", "train.eval_batches=1", "train.log_every=1"]:
+            cmd += ["--set", kv]
+        script = os.path.join(ROOT, "tools", "experiments", "round3", "official_init.py")
+        with open(init_dir + ".log", "w") as out:
+            for step in (cmd, [sys.executable, script, init_dir, str(seed)]):
+                rc = subprocess.run(step, stdout=out, stderr=subprocess.STDOUT).returncode
+                if rc != 0 or self.stop:
+                    print(f"run.py: making {init_dir} failed (exit {rc}), see {init_dir}.log", file=sys.stderr)
+                    return None
+        return init_dir
+
     def train(self, run, seed, run_dir):
         """Starts or resumes one run and waits for it; its exit status (a stop leaves self.stop set)."""
         if os.path.isfile(os.path.join(run_dir, "latest.safetensors")):
@@ -156,11 +191,18 @@ class Runner:
         else:
             # A folder left before its first checkpoint is the trainer's to restart:
             # it does so under the folder's lock, which a trainer still running holds.
-            log("start ", run_dir)
-            sets = [f"seed={seed}", "train.precision=bf16", f"name={run.name}-seed{seed}", *run.overrides]
+            overrides = [o for o in run.overrides if not o.startswith("init=")]
+            inits = [o.split("=", 1)[1] for o in run.overrides if o.startswith("init=")]
+            sets = [f"seed={seed}", "train.precision=bf16", f"name={run.name}-seed{seed}", *overrides]
             cmd = [self.ks, "train", "--config", run.config, "--out", run_dir, "--quiet"]
             for kv in sets:
                 cmd += ["--set", kv]
+            if inits:
+                init_dir = self.initial_weights(run, seed, run_dir, inits, sets)
+                if init_dir is None:
+                    return 1
+                cmd += ["--init-from", init_dir]
+            log("start ", run_dir)
         with open(run_dir + ".log", "a") as out:
             self.child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         if self.stop:  # a signal between the last check and the start, before self.child was set
