@@ -58,12 +58,14 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, con
 
 bool is_tokenizer_type(const std::string& type) { return registry().contains(type); }
 
-std::string tokenizer_types() {
+std::vector<std::string> trainable_tokenizer_types() {
   std::vector<std::string> trainable;
   for (const std::string& type : registry().names())
     if (registry().at(type).train) trainable.push_back(type);
-  return listed(trainable, " or ");
+  return trainable;
 }
+
+std::string tokenizer_types() { return listed(trainable_tokenizer_types(), " or "); }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path) {
   return tokenizer_from_json(read_file(path, "load_tokenizer", kMaxTokenizerFileBytes), path.string());

@@ -116,6 +116,7 @@ std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, cons
 // tokenizer.json from keystone import).
 bool is_tokenizer_type(const std::string& type);
 std::string tokenizer_types();
+std::vector<std::string> trainable_tokenizer_types();  // "byte", "char", "word", "bpe", then a plugin's
 
 // A tokenizer type's descriptor: each registers itself from its own file
 // (datasets/tokenizers/), a plugin's from the plugin (KS_REGISTER_TOKENIZER),

@@ -13,11 +13,8 @@
 
 #include "core/fingerprint.h"
 #include "core/user_file.h"
-#include "datasets/brown.h"
-#include "datasets/fashion_mnist.h"
+#include "datasets/data_set_kind.h"
 #include "datasets/io.h"
-#include "datasets/listops.h"
-#include "datasets/seq2seq_tasks.h"
 #include "datasets/user_data.h"
 #include "models/kind.h"
 #include "nn/json_section.h"
@@ -30,304 +27,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The most examples a generator may be asked for per split: far beyond any
-// run here, and a typo's extra digits fail at once instead of in the allocator.
-constexpr int64_t kMaxGeneratedExamples = 100'000'000;
-
-using KeyDoc = KeyDoc;
-
-// What every builder gets besides its section.
-struct BuildContext {
-  uint64_t run_seed;
-  const RunTokenizers& saved;
-  std::vector<std::string>& warnings;
-  // describe_data: read every key (so resolved() shows its default), build nothing.
-  bool describe_only = false;
-  // The hashes the section recorded ("fingerprints"), and those of its files now.
-  nlohmann::json recorded = nlohmann::json::object(), fingerprints = nlohmann::json::object();
-};
-
-// The keys of each data set, with what they mean (the defaults are the
-// builders' below). Keys several data sets share mean the same in each.
-const std::vector<KeyDoc> kEveryDataSet = {
-    {"dataset", "seq2seq | listops | brown_lm | brown_genre | fashion_mnist | text | tsv_classification | tsv_seq2seq"},
-    {"fingerprints", "written by train: the content hash of each data file and tokenizer of the run"}};
-const std::vector<KeyDoc> kGeneratorKeys = {{"seed", "the generator's seed (default: the run's seed)"},
-                                            {"train_size", "generated training examples"},
-                                            {"valid_size", "generated validation examples"},
-                                            {"test_size", "generated test examples"}};
-const std::vector<KeyDoc> kSeq2SeqKeys = {{"task", "copy | reverse | sort | addition"},
-                                          {"min_length", "the shortest source, in symbols (digits for addition)"},
-                                          {"max_length", "the longest source, in symbols"},
-                                          {"num_symbols", "copy, reverse, sort: the distinct symbols"}};
-const std::vector<KeyDoc> kListOpsKeys = {
-    {"min_length", "the shortest expression, in tokens"},
-    {"max_length", "the longest expression, in tokens"},
-    {"max_depth", "the deepest nesting of operators"},
-    {"max_args", "the most arguments of one operator"},
-    {"cache_dir", "where generated splits are kept; empty: $KEYSTONE_DATA or ~/.cache/keystone"}};
-const std::vector<KeyDoc> kBrownLMKeys = {
-    {"seq_len", "tokens per example window"},
-    {"lowercase", "lowercase the words"},
-    {"min_freq", "words seen fewer times in training become <unk>"},
-    {"max_vocab", "the most word ids; 0: no limit"},
-    {"split_seed", "the seed of the documents' train/valid/test split"},
-    {"cache_dir", "where the corpus is kept; empty: $KEYSTONE_DATA or ~/.cache/keystone"}};
-const std::vector<KeyDoc> kBrownGenreKeys = {
-    {"window", "bytes per example"},
-    {"split_seed", "the seed of the documents' train/valid/test split"},
-    {"cache_dir", "where the corpus is kept; empty: $KEYSTONE_DATA or ~/.cache/keystone"}};
-const std::vector<KeyDoc> kFashionMnistKeys = {{"dir", "the folder of the four idx .gz files"},
-                                               {"valid_size", "validation images cut from the 60,000 training images"},
-                                               {"split_seed", "the seed of that cut"},
-                                               {"limit", "at most this many examples per split; 0: all"}};
-const std::vector<KeyDoc> kFileKeys = {{"train", "the training file (required)"},
-                                       {"valid", "the validation file; empty: cut from train"},
-                                       {"test", "the test file; empty: cut from train"},
-                                       {"valid_fraction", "the share of train cut for validation when valid is empty"},
-                                       {"test_fraction", "the share of train cut for testing when test is empty"},
-                                       {"split_seed", "the seed of those cuts (holdout random)"},
-                                       {"holdout",
-                                        "which lines are cut: random (drawn by split_seed) | last (the "
-                                        "file's last lines: test at the very end, valid before it)"},
-                                       {"tokenizer", "the tokenizer trained on the training split (its keys below)"}};
-const std::vector<KeyDoc> kTsvKeys = {{"header", "the first line is a header, skipped"},
-                                      {"max_length", "longer lines are cut to this many tokens; 0: kept whole"}};
-const std::vector<KeyDoc> kTextKeys = {{"seq_len", "tokens per example window"}};
-const std::vector<KeyDoc> kClassesKeys = {
-    {"classes", "the labels in class order; absent: the training split's, sorted"}};
-const std::vector<KeyDoc> kTargetTokenizerKeys = {
-    {"target_tokenizer", "the targets' own tokenizer (its keys as tokenizer's); absent: one for both sides"}};
-const std::vector<KeyDoc> kTokenizerKeys = {
-    {"type", "byte | char | word | bpe"},
-    {"vocab_size", "the most ids, specials included; 0: no limit (bpe: required, at least 260)"},
-    {"min_freq", "char, word: rarer symbols become <unk>; bpe: stop merging below it"},
-    {"lowercase", "word: lowercase ASCII letters"},
-    {"split_punctuation", "word: each ASCII punctuation mark is a word"}};
-
-std::vector<KeyDoc> join(std::initializer_list<const std::vector<KeyDoc>*> tables) {
-  std::vector<KeyDoc> out;
-  for (const auto* t : tables) out.insert(out.end(), t->begin(), t->end());
-  return out;
-}
-
-// The placeholder describe_data shows for a path that must be given.
-const char* kRequiredPath = "<required: a file path>";
-// What describe_data shows for tsv_seq2seq's target_tokenizer, absent by default.
-const char* kAbsentTargetTokenizer = "<absent>";
-
-// The split sizes every generator takes.
-struct Sizes {
-  int64_t train, valid, test;
-};
-Sizes read_sizes(nn::JsonSection& s, Sizes defaults) {
-  return {s.get_between("train_size", defaults.train, 1, kMaxGeneratedExamples),
-          s.get_between("valid_size", defaults.valid, 1, kMaxGeneratedExamples),
-          s.get_between("test_size", defaults.test, 1, kMaxGeneratedExamples)};
-}
-
-// A path key: empty stays empty (when allowed), anything else becomes
-// absolute, in the resolved section too.
-fs::path read_path(nn::JsonSection& s, const std::string& key, const std::string& fallback, bool required,
-                   bool describe_only = false) {
-  std::string p = s.get<std::string>(key, fallback);
-  if (describe_only && required && p.empty()) {
-    s.set_resolved(key, kRequiredPath);
-    return {};
-  }
-  KS_CHECK(!required || !p.empty(), "config: ", s.where(key), ": required (a file path)");
-  if (p.empty()) return {};
-  fs::path absolute = fs::absolute(p).lexically_normal();
-  s.set_resolved(key, absolute.string());
-  return absolute;
-}
-
-fs::path cache_dir(nn::JsonSection& s) {
-  fs::path p = read_path(s, "cache_dir", "", false);
-  return p.empty() ? data::data_cache_dir() : p;
-}
-
-// The file's fingerprint (core/fingerprint.h); empty when it cannot be read (its builder then names the problem).
-std::string file_fingerprint(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return "";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  Fnv1a f;
-  std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), std::streamsize(buf.size()));
-    f.add(buf.data(), size_t(in.gcount()));
-  }
-  if (in.bad()) return "";
-  return f.text();
-}
-
-std::string recorded_text(const json& recorded, const std::string& key) {
-  return recorded.contains(key) && recorded[key].is_string() ? recorded[key].get<std::string>() : std::string("?");
-}
-
-// Checks each file against the hash the run recorded ("fingerprints"): a
-// recorded file that is gone is an error saying how to give its new place; one
-// whose content changed gets a warning. Records the current hashes.
-void check_fingerprints(nn::JsonSection& s, const std::vector<std::pair<std::string, fs::path>>& files,
-                        BuildContext& ctx) {
-  for (const auto& [key, path] : files) {
-    if (path.empty()) continue;
-    std::error_code ec;
-    KS_CHECK(!ctx.recorded.contains(key) || fs::exists(path, ec), "config: ", s.where(key), ": ", path.string(),
-             " does not exist (the run recorded its content, ", recorded_text(ctx.recorded, key),
-             "); if the file moved, give its new path with --set ", s.where(key),
-             "=NEW (keystone eval, keystone train --resume), which must hold that same content");
-    const std::string h = file_fingerprint(path);
-    if (h.empty()) continue;
-    ctx.fingerprints[key] = h;
-    if (ctx.recorded.contains(key) && ctx.recorded[key] != h)
-      ctx.warnings.push_back(str(s.where(key), ": ", path.string(), " changed since the run recorded it (",
-                                 recorded_text(ctx.recorded, key), ", now ", h,
-                                 "); its splits are not the ones the run was trained on"));
-  }
-}
-
-data::Splits seq2seq_set(nn::JsonSection& s, BuildContext& ctx) {
-  data::Seq2SeqOptions o;
-  o.task = data::parse_seq2seq_task(s.get<std::string>("task", "copy"));
-  o.min_length = s.get_at_least("min_length", o.min_length, 1);
-  o.max_length = s.get_at_least("max_length", o.max_length, o.min_length);
-  o.num_symbols = s.get_at_least("num_symbols", o.num_symbols, 1);
-  o.seed = s.get<uint64_t>("seed", ctx.run_seed);
-  Sizes n = read_sizes(s, {10000, 500, 500});
-  if (ctx.describe_only) return {};
-  return data::seq2seq_splits(o, n.train, n.valid, n.test);
-}
-
-data::Splits listops_set(nn::JsonSection& s, BuildContext& ctx) {
-  data::ListOpsOptions o;
-  o.min_length = s.get_at_least("min_length", o.min_length, 1);
-  o.max_length = s.get_at_least("max_length", o.max_length, o.min_length);
-  o.max_depth = s.get_at_least("max_depth", o.max_depth, 1);
-  o.max_args = s.get_at_least("max_args", o.max_args, 2);
-  o.seed = s.get<uint64_t>("seed", ctx.run_seed);
-  Sizes n = read_sizes(s, {96000, 2000, 2000});
-  // One cache folder per generator setting: a cache is only ever read back
-  // by the options that wrote it.
-  fs::path cache = cache_dir(s);
-  if (ctx.describe_only) return {};
-  cache /= str("listops-", o.min_length, "-", o.max_length, "-d", o.max_depth, "-a", o.max_args, "-s", o.seed, "-n",
-               n.train, "-", n.valid, "-", n.test);
-  return data::listops(o, {n.train, n.valid, n.test}, cache);
-}
-
-data::Splits brown_lm_set(nn::JsonSection& s, BuildContext& ctx) {
-  data::BrownLMOptions o;
-  o.seq_len = s.get_at_least("seq_len", o.seq_len, 2);
-  o.lowercase = s.get<bool>("lowercase", o.lowercase);
-  o.min_freq = s.get_at_least("min_freq", o.min_freq, 1);
-  o.max_vocab = s.get_at_least("max_vocab", o.max_vocab, 0);
-  o.split_seed = s.get<uint64_t>("split_seed", o.split_seed);
-  fs::path cache = cache_dir(s);
-  if (ctx.describe_only) return {};
-  return data::brown_language_model(data::read_brown(data::fetch_brown(cache)), o);
-}
-
-data::Splits brown_genre_set(nn::JsonSection& s, BuildContext& ctx) {
-  data::BrownGenreOptions o;
-  o.window = s.get_at_least("window", o.window, 1);
-  o.split_seed = s.get<uint64_t>("split_seed", o.split_seed);
-  fs::path cache = cache_dir(s);
-  if (ctx.describe_only) return {};
-  return data::brown_genre_classification(data::read_brown(data::fetch_brown(cache)), o);
-}
-
-data::Splits fashion_mnist_set(nn::JsonSection& s, BuildContext& ctx) {
-  data::FashionMnistOptions o;
-  o.dir = read_path(s, "dir", o.dir.string(), true, ctx.describe_only);
-  o.valid_size = s.get_at_least("valid_size", o.valid_size, 1);
-  o.split_seed = s.get<uint64_t>("split_seed", o.split_seed);
-  o.limit = s.get_at_least("limit", o.limit, 0);
-  if (ctx.describe_only) return {};
-  return data::fashion_mnist(o);
-}
-
-// The keys the three user-file formats share.
-data::DataFiles read_files(nn::JsonSection& s, BuildContext& ctx) {
-  data::DataFiles f;
-  f.train = read_path(s, "train", "", true, ctx.describe_only);
-  f.valid = read_path(s, "valid", "", false);
-  f.test = read_path(s, "test", "", false);
-  f.valid_fraction = s.get_in("valid_fraction", f.valid_fraction, 0.0, 0.9);
-  f.test_fraction = s.get_in("test_fraction", f.test_fraction, 0.0, 0.9);
-  f.split_seed = s.get<uint64_t>("split_seed", f.split_seed);
-  const std::string holdout = s.get<std::string>("holdout", data::holdout_name(f.holdout));
-  const std::optional<data::Holdout> h = data::holdout_of(holdout);
-  KS_CHECK(h, "config: ", s.where("holdout"), ": expected random or last, got ", nn::json_excerpt(json(holdout)));
-  f.holdout = *h;
-  check_fingerprints(s, {{"train", f.train}, {"valid", f.valid}, {"test", f.test}}, ctx);
-  return f;
-}
-
-// A tokenizer section ("tokenizer", "target_tokenizer") to a training recipe.
-data::TokenizerOptions read_tokenizer_options(nn::JsonSection& s, const std::string& key) {
-  data::TokenizerOptions o;
-  json tok_json = s.object(key);
-  nn::JsonSection tok(tok_json, s.where(key), kTokenizerKeys);
-  o.type = tok.get<std::string>("type", o.type);
-  KS_CHECK(data::is_tokenizer_type(o.type), "config: ", tok.where("type"), ": expected ", data::tokenizer_types(),
-           ", got '", o.type, "'");
-  o.vocab_size = tok.get_between("vocab_size", o.vocab_size, 0, data::kMaxVocabSize);  // what load_tokenizer accepts
-  o.min_freq = tok.get_at_least("min_freq", o.min_freq, 1);
-  o.lowercase = tok.get<bool>("lowercase", o.lowercase);
-  o.split_punctuation = tok.get<bool>("split_punctuation", o.split_punctuation);
-  tok.finish();
-  // The resolved section shows the tokenizer with its defaults.
-  s.set_resolved(key, tok.resolved());
-  s.add_docs(key, tok.docs());
-  return o;
-}
-
-data::TextOptions read_text_options(nn::JsonSection& s, BuildContext& ctx, bool tsv) {
-  data::TextOptions o;
-  o.train_tokenizer = read_tokenizer_options(s, "tokenizer");
-  if (tsv) {
-    o.header = s.get<bool>("header", o.header);
-    o.max_length = s.get_between("max_length", o.max_length, 0, models::kMaxLength);
-  } else {
-    o.seq_len = s.get_between("seq_len", o.seq_len, 2, models::kMaxLength);
-  }
-  // A run reads its files with the tokenizers it was trained with.
-  o.tokenizer = ctx.saved.source;
-  return o;
-}
-
-data::Splits text_set(nn::JsonSection& s, BuildContext& ctx) {
-  data::DataFiles f = read_files(s, ctx);
-  data::TextOptions o = read_text_options(s, ctx, false);
-  if (ctx.describe_only) return {};
-  return data::text_language_model(f, o);
-}
-data::Splits tsv_classification_set(nn::JsonSection& s, BuildContext& ctx) {
-  data::DataFiles f = read_files(s, ctx);
-  data::TextOptions o = read_text_options(s, ctx, true);
-  if (s.has("classes")) {
-    json classes = s.get<json>("classes", json::array());
-    KS_CHECK(
-        classes.is_array() && std::all_of(classes.begin(), classes.end(), [](const json& c) { return c.is_string(); }),
-        "config: ", s.where("classes"), ": expected a list of strings, got ", nn::json_excerpt(classes));
-    o.classes = classes.get<std::vector<std::string>>();
-  }
-  if (ctx.describe_only) return {};
-  return data::tsv_classification(f, o);
-}
-data::Splits tsv_seq2seq_set(nn::JsonSection& s, BuildContext& ctx) {
-  data::DataFiles f = read_files(s, ctx);
-  data::TextOptions o = read_text_options(s, ctx, true);
-  if (s.has("target_tokenizer"))
-    o.train_target_tokenizer = read_tokenizer_options(s, "target_tokenizer");
-  else if (ctx.describe_only)  // shown with its meaning too, though its default is to be absent
-    s.get<std::string>("target_tokenizer", kAbsentTargetTokenizer);
-  o.target_tokenizer = ctx.saved.target;
-  if (ctx.describe_only) return {};
-  return data::tsv_seq2seq(f, o);
+// The keys every data set has; the data set's own follow them (its descriptor's,
+// datasets/data_set_kind.h), once data.dataset has named it.
+std::vector<KeyDoc> every_data_set_keys() {
+  return {{"dataset", joined(data::data_set_names(), " | ")},
+          {"fingerprints", "written by train: the content hash of each data file and tokenizer of the run"}};
 }
 
 // The share of <unk> among a split's ids (sources and targets).
@@ -341,42 +45,13 @@ double unknown_share(const data::Dataset& d) {
   return all > 0 ? double(unk) / double(all) : 0.0;
 }
 
-using Builder = std::function<data::Splits(nn::JsonSection&, BuildContext&)>;
-struct DataSetKind {
-  Builder build;
-  data::Task task;           // what its examples are for
-  bool tokenized;            // its runs save tokenizer.json (pixel data has none)
-  std::vector<KeyDoc> keys;  // its keys besides kEveryDataSet's
-};
-const std::map<std::string, DataSetKind>& builders() {
-  using data::Task;
-  static const std::map<std::string, DataSetKind> table = {
-      {"seq2seq", {seq2seq_set, Task::Seq2Seq, true, join({&kSeq2SeqKeys, &kGeneratorKeys})}},
-      {"listops", {listops_set, Task::Classification, true, join({&kListOpsKeys, &kGeneratorKeys})}},
-      {"brown_lm", {brown_lm_set, Task::LanguageModel, true, kBrownLMKeys}},
-      {"brown_genre", {brown_genre_set, Task::Classification, true, kBrownGenreKeys}},
-      {"fashion_mnist", {fashion_mnist_set, Task::Classification, false, kFashionMnistKeys}},
-      {"text", {text_set, Task::LanguageModel, true, join({&kFileKeys, &kTextKeys})}},
-      {"tsv_classification",
-       {tsv_classification_set, Task::Classification, true, join({&kFileKeys, &kTsvKeys, &kClassesKeys})}},
-      {"tsv_seq2seq", {tsv_seq2seq_set, Task::Seq2Seq, true, join({&kFileKeys, &kTsvKeys, &kTargetTokenizerKeys})}}};
-  return table;
-}
-
-const DataSetKind& find_data_set(const std::string& name) {
-  auto it = builders().find(name);
-  if (it == builders().end()) {
-    std::string known;
-    std::vector<std::string> names;
-    for (auto& [k, _] : builders()) {
-      known += (known.empty() ? "" : ", ") + k;
-      names.push_back(k);
-    }
-    const std::string near = nearest_key(name, names);
-    throw Error(str("config: data.dataset: unknown data set '", name.substr(0, 64), "' (",
-                    near.empty() ? std::string() : str("did you mean ", near, "? "), "known: ", known, ")"));
-  }
-  return it->second;
+const data::DataSetKind& find_data_set(const std::string& name) {
+  if (const data::DataSetKind* kind = data::find_data_set_kind(name)) return *kind;
+  const std::vector<std::string> names = data::data_set_names_sorted();
+  const std::string near = nearest_key(name, names);
+  throw Error(str("config: data.dataset: unknown data set '", name.substr(0, 64), "' (",
+                  near.empty() ? std::string() : str("did you mean ", near, "? "), "known: ", listed(names, ", "),
+                  ")"));
 }
 
 // The model kind a config without "model" gets on a task's examples (models/kind.h).
@@ -397,11 +72,11 @@ void check_model_fits(const json& model, data::Task task) {
 struct DataSection {
   nn::JsonSection s;
   std::string name;
-  const DataSetKind* kind;
-  explicit DataSection(const json& section) : s(section, "data", kEveryDataSet) {
+  const data::DataSetKind* kind;
+  explicit DataSection(const json& section) : s(section, "data", every_data_set_keys()) {
     name = s.get<std::string>("dataset", "");
     kind = &find_data_set(name);
-    s.allow(kind->keys);
+    s.allow(kind->keys());
   }
 };
 
@@ -466,7 +141,8 @@ TrainingData build_data(const json& section, uint64_t run_seed, const RunTokeniz
   nn::JsonSection& s = d.s;
   const std::string& name = d.name;
   TrainingData out;
-  BuildContext ctx{run_seed, saved, out.warnings};
+  data::DataSetContext ctx{
+      .run_seed = run_seed, .saved_source = saved.source, .saved_target = saved.target, .warnings = &out.warnings};
   ctx.recorded = s.object("fingerprints");
   try {
     out.splits = d.kind->build(s, ctx);
@@ -518,8 +194,7 @@ TrainingData build_data(const json& section, uint64_t run_seed, const RunTokeniz
 json describe_data(const json& section, json* docs) {
   DataSection d(section);
   std::vector<std::string> warnings;
-  RunTokenizers none;
-  BuildContext ctx{0, none, warnings, /*describe_only=*/true};
+  data::DataSetContext ctx{.warnings = &warnings, .describe_only = true};
   d.s.object("fingerprints");
   d.kind->build(d.s, ctx);
   d.s.finish(str(" for dataset '", d.name, "'"));
@@ -548,8 +223,8 @@ RunTokenizers read_run_tokenizers(const json& section, const fs::path& source_fi
   const std::string name = section.is_object() && section.value("dataset", json()).is_string()
                                ? section["dataset"].get<std::string>()
                                : std::string();
-  const auto kind = builders().find(name);
-  const bool source = recorded.contains("tokenizer") || (kind != builders().end() && kind->second.tokenized);
+  const data::DataSetKind* kind = data::find_data_set_kind(name);
+  const bool source = recorded.contains("tokenizer") || (kind && kind->tokenized);
   const bool target =
       recorded.contains("target_tokenizer") || (name == "tsv_seq2seq" && section.contains("target_tokenizer"));
   auto load = [&](const fs::path& file, const std::string& key, std::string& fingerprint) {
@@ -560,7 +235,7 @@ RunTokenizers read_run_tokenizers(const json& section, const fs::path& source_fi
              "file from a copy of the run folder");
     fingerprint = fingerprint_of(*text);
     KS_CHECK(!recorded.contains(key) || recorded[key] == fingerprint, "run tokenizer ", file.string(),
-             " is not the one the run was trained with: config.json records ", recorded_text(recorded, key),
+             " is not the one the run was trained with: config.json records ", data::recorded_text(recorded, key),
              " (data.fingerprints.", key, "), the file now has ", fingerprint,
              "; it was changed or damaged since. "
              "Restore it from a copy of the run folder");
@@ -596,13 +271,13 @@ std::string relocate_data_file(json& section, const std::string& assignment) {
            given, " cannot be checked to hold the data it was trained on");
   const fs::path path = fs::absolute(given).lexically_normal();
   check_regular_file(path.string(), str("--set ", assignment));  // the guard of every user-named file
-  const std::string now = file_fingerprint(path);
+  const std::string now = data::file_fingerprint(path);
   KS_CHECK(!now.empty(), "--set ", assignment, ": ", path.string(), " is not a readable file");
   const std::string old = section.value(key, json()).is_string() ? section[key].get<std::string>() : "?";
   KS_CHECK(recorded[key] == now, "--set ", assignment, ": ", path.string(),
            " is not the file the run was trained on: "
            "its content hash is ",
-           now, ", the run recorded ", recorded_text(recorded, key), " for ", dotted, " (", old,
+           now, ", the run recorded ", data::recorded_text(recorded, key), " for ", dotted, " (", old,
            "); give the path of the moved file itself");
   section[key] = path.string();
   return str(dotted, ": reading ", path.string(), " in place of ", old, " (the same content, ", now, ")");
@@ -620,7 +295,7 @@ void drop_data_identity(json& was, json& now) {
       if (!a->contains(key) || !b->contains(key) || (*a)[key] == (*b)[key] || !(*b)[key].is_string()) continue;
       // A moved file: the content at its new path is the one recorded for the old.
       if (recorded.is_object() && recorded.contains(key) &&
-          recorded[key] == file_fingerprint((*b)[key].get<std::string>())) {
+          recorded[key] == data::file_fingerprint((*b)[key].get<std::string>())) {
         a->erase(key);
         b->erase(key);
       }

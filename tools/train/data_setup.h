@@ -1,5 +1,7 @@
 // tools/train/data_setup.h — the "data" section of a training config: which data
-// set, built how. Every data set of datasets/ has a name here:
+// set, built how. Each data set is a descriptor registered by name
+// (datasets/data_set_kind.h; the built-in ones in datasets/sets/, one file
+// each, a plugin's with KS_REGISTER_DATA_SET):
 //
 //   "seq2seq"            generated copy/reverse/sort/addition (datasets/seq2seq_tasks.h)
 //                        task, min_length, max_length, num_symbols, seed, train_size, valid_size, test_size
@@ -21,8 +23,8 @@
 //                        target_tokenizer (tsv_seq2seq only; the same keys; absent: one
 //                        tokenizer trained on both sides)
 //   every data set:      fingerprints (written by train, below)
-// What each key means is in the tables of data_setup.cpp, which the reader
-// checks keys against and `keystone config --defaults` prints.
+// What each key means is in the descriptors' tables (datasets/sets/), which
+// the reader checks keys against and `keystone config --defaults` prints.
 //
 // A generator's seed defaults to the run's seed. Relative paths are taken
 // from the working directory and stored absolute in the resolved config, so
