@@ -55,138 +55,174 @@ void mark_no_higher_order(Node& node, std::vector<Tensor>& grad_in) {
   }
 }
 
+// The state of one walk, built phase by phase by run() below.
+struct WalkState {
+  std::string what;                                        // "backward" or "grad", for errors
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;  // gradients waiting per node, one per output
+  std::vector<Node*> roots;                                // the roots' nodes, deduplicated
+  // Their owners: a leaf root's AccumulateGrad node may have no other
+  // (gradient_edge makes it), and must live until the walk ends.
+  std::vector<std::shared_ptr<Node>> root_owners;
+  std::vector<Node*> reachable;                           // every node below the roots, in discovery order
+  std::unordered_map<Node*, std::vector<Node*>> parents;  // grad(): the nodes with an edge to each
+  std::unordered_map<Node*, bool> runs;                   // which nodes apply their backward
+  std::unordered_map<Node*, int> deps;                    // edges into each node from nodes that run
+};
+
+// Phase 1: each root's gradient (implied 1 for a one-element root) into its node's buffer.
+void seed_roots(WalkState& w, const std::vector<Tensor>& roots, const std::vector<Tensor>& grads) {
+  std::unordered_set<Node*> seen;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    KS_CHECK(r.defined() && r.requires_grad(), w.what, ": root ", i,
+             " does not require grad and has no grad_fn (was it computed under NoGradGuard, "
+             "or from tensors without requires_grad?)");
+    Tensor g = grads.empty() ? Tensor() : grads[i];
+    if (!g.defined()) {
+      KS_CHECK(r.numel() == 1, w.what, ": a gradient can be implied only for a one-element root; root ", i, " is ",
+               describe(r), ", so pass its gradient explicitly");
+      g = ones(r.sizes(), {.dtype = r.dtype(), .device = r.device()});
+    }
+    KS_CHECK(g.sizes() == r.sizes() && g.dtype() == r.dtype(), w.what, ": gradient ", describe(g),
+             " does not match root ", describe(r));
+    Edge e = gradient_edge(r);
+    auto& buf = w.buffers[e.node.get()];
+    buf.resize(e.node->outputs.size());
+    add_to_buffer(buf, e.input_nr, g);
+    if (seen.insert(e.node.get()).second) w.roots.push_back(e.node.get());
+    w.root_owners.push_back(e.node);
+  }
+}
+
+// Phase 2: every node reachable from the roots, and, for grad(), who feeds each.
+void discover(WalkState& w, bool want_parents) {
+  std::unordered_set<Node*> seen(w.roots.begin(), w.roots.end());
+  w.reachable = w.roots;
+  for (size_t i = 0; i < w.reachable.size(); ++i)
+    for (const Edge& e : w.reachable[i]->next_edges) {
+      if (!e.valid()) continue;
+      if (want_parents) w.parents[e.node.get()].push_back(w.reachable[i]);
+      if (seen.insert(e.node.get()).second) w.reachable.push_back(e.node.get());
+    }
+}
+
+// Phase 3: which nodes run: all of them for backward(); for grad(), those
+// with a path to a captured input (a node below every capture has nothing to
+// give): the ancestors of the captures, found by walking the edges backwards.
+void select_nodes(WalkState& w, const std::vector<Edge>& captures) {
+  if (captures.empty()) {
+    for (Node* n : w.reachable) w.runs[n] = true;
+    return;
+  }
+  std::vector<Node*> frontier;
+  for (const Edge& c : captures) frontier.push_back(c.node.get());
+  while (!frontier.empty()) {
+    Node* n = frontier.back();
+    frontier.pop_back();
+    for (Node* p : w.parents[n])
+      if (!w.runs[p]) {
+        w.runs[p] = true;
+        frontier.push_back(p);
+      }
+  }
+}
+
+// Phase 4: a node is ready once every node that runs and feeds it has.
+void count_dependencies(WalkState& w) {
+  for (Node* n : w.reachable)
+    if (w.runs[n])
+      for (const Edge& e : n->next_edges)
+        if (e.valid()) ++w.deps[e.node.get()];
+}
+
+// grad(): hands a captured node's incoming gradients to the caller (after a
+// captured leaf's own hooks, as AccumulateGrad runs them in backward()).
+void capture(const Walk& walk, Node* node, std::vector<Tensor>& grad_out, std::vector<Tensor>& captured) {
+  bool is_captured = false;
+  for (const Edge& c : walk.captures) is_captured = is_captured || c.node.get() == node;
+  auto* leaf = is_captured && walk.leaf_hooks ? dynamic_cast<AccumulateGrad*>(node) : nullptr;
+  if (leaf && grad_out[0].defined()) grad_out[0] = run_grad_hooks(leaf->leaf(), std::move(grad_out[0]));
+  for (size_t c = 0; c < walk.captures.size(); ++c)
+    if (walk.captures[c].node.get() == node) captured[c] = grad_out[walk.captures[c].input_nr];
+}
+
+// The node's backward on its incoming gradients (none when no gradient
+// arrived): the gradients for its inputs, one per edge or none.
+std::vector<Tensor> apply_node(const WalkState& w, Node* node, std::vector<Tensor> grad_out, bool create_graph,
+                               bool retain_graph) {
+  bool any = false;
+  for (const Tensor& g : grad_out) any = any || g.defined();
+  std::vector<Tensor> grad_in;
+  if (any) {
+    for (size_t k = 0; k < grad_out.size() && node->materialize_grads; ++k)
+      if (!grad_out[k].defined()) {
+        const auto& m = node->outputs[k];
+        grad_out[k] = zeros(m.sizes, {.dtype = m.dtype, .device = m.device});
+      }
+    const bool check = anomaly_mode_enabled();
+    std::vector<Tensor> incoming = check ? grad_out : std::vector<Tensor>{};
+    {
+      CurrentNodeGuard current(node);
+      grad_in = node->apply(std::move(grad_out));
+    }
+    if (check) check_backward(*node, incoming, grad_in);
+    if (create_graph && !node->supports_higher_order()) mark_no_higher_order(*node, grad_in);
+    if (!retain_graph) node->release_saved();
+  }
+  KS_CHECK(grad_in.empty() || grad_in.size() == node->next_edges.size(), w.what, ": ", node->name(), " returned ",
+           grad_in.size(), " gradients for ", node->next_edges.size(), " inputs");
+  return grad_in;
+}
+
+// Sums the node's input gradients into the buffers of the nodes its edges
+// lead to, and queues each one whose last dependency this was.
+template <typename Queue> void pass_on(WalkState& w, Node* node, const std::vector<Tensor>& grad_in, Queue& ready) {
+  for (size_t i = 0; i < node->next_edges.size(); ++i) {
+    const Edge& e = node->next_edges[i];
+    if (!e.valid()) continue;
+    auto& buf = w.buffers[e.node.get()];
+    buf.resize(e.node->outputs.size());
+    if (i < grad_in.size() && grad_in[i].defined()) {
+      const auto& m = e.node->outputs[e.input_nr];
+      KS_CHECK(grad_in[i].sizes() == m.sizes, w.what, ": ", node->name(), " returned a gradient of shape ",
+               grad_in[i].sizes(), " for input ", i, " of shape ", m.sizes);
+      add_to_buffer(buf, e.input_nr, grad_in[i]);
+    }
+    if (--w.deps[e.node.get()] == 0) ready.push(e.node.get());
+  }
+}
+
 std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, const Walk& walk) {
-  const std::string what = walk.captures.empty() ? "backward" : "grad";
-  KS_CHECK(grads.empty() || roots.size() == grads.size(), what, ": ", roots.size(), " outputs but ", grads.size(),
+  WalkState w;
+  w.what = walk.captures.empty() ? "backward" : "grad";
+  KS_CHECK(grads.empty() || roots.size() == grads.size(), w.what, ": ", roots.size(), " outputs but ", grads.size(),
            " gradients");
   const bool create_graph = walk.options.create_graph;
   const bool retain_graph = walk.options.retain_graph || create_graph;
   GradModeGuard grad_mode(create_graph);
   profiler::Phase phase("backward");  // kernels below are charged to the backward pass
 
-  std::unordered_map<Node*, std::vector<Tensor>> buffers;
-  std::vector<std::shared_ptr<Node>> root_nodes;
-  for (size_t i = 0; i < roots.size(); ++i) {
-    const Tensor& r = roots[i];
-    KS_CHECK(r.defined() && r.requires_grad(), what, ": root ", i,
-             " does not require grad and has no grad_fn (was it computed under NoGradGuard, "
-             "or from tensors without requires_grad?)");
-    Tensor g = grads.empty() ? Tensor() : grads[i];
-    if (!g.defined()) {
-      KS_CHECK(r.numel() == 1, what, ": a gradient can be implied only for a one-element root; root ", i, " is ",
-               describe(r), ", so pass its gradient explicitly");
-      g = ones(r.sizes(), {.dtype = r.dtype(), .device = r.device()});
-    }
-    KS_CHECK(g.sizes() == r.sizes() && g.dtype() == r.dtype(), what, ": gradient ", describe(g),
-             " does not match root ", describe(r));
-    Edge e = gradient_edge(r);
-    auto& buf = buffers[e.node.get()];
-    buf.resize(e.node->outputs.size());
-    add_to_buffer(buf, e.input_nr, g);
-    root_nodes.push_back(e.node);
-  }
+  seed_roots(w, roots, grads);
+  discover(w, !walk.captures.empty());
+  if (anomaly_mode_enabled()) check_forward(w.reachable);
+  select_nodes(w, walk.captures);
+  count_dependencies(w);
 
-  // Every node reachable from the roots, in discovery order, and, for
-  // grad(), who feeds each (its parents: the nodes with an edge to it).
-  std::vector<Node*> reachable;
-  std::unordered_map<Node*, std::vector<Node*>> parents;
-  std::unordered_set<Node*> seen;
-  for (auto& n : root_nodes)
-    if (seen.insert(n.get()).second) reachable.push_back(n.get());
-  for (size_t i = 0; i < reachable.size(); ++i)
-    for (const Edge& e : reachable[i]->next_edges) {
-      if (!e.valid()) continue;
-      if (!walk.captures.empty()) parents[e.node.get()].push_back(reachable[i]);
-      if (seen.insert(e.node.get()).second) reachable.push_back(e.node.get());
-    }
-
-  if (anomaly_mode_enabled()) check_forward(reachable);
-
-  // Which nodes run: all of them for backward(); for grad(), those with a
-  // path to a captured input (a node below every capture has nothing to
-  // give): the ancestors of the captures, found by walking the edges backwards.
-  std::unordered_map<Node*, bool> runs;
-  if (walk.captures.empty()) {
-    for (Node* n : reachable) runs[n] = true;
-  } else {
-    std::vector<Node*> frontier;
-    for (const Edge& c : walk.captures) frontier.push_back(c.node.get());
-    while (!frontier.empty()) {
-      Node* n = frontier.back();
-      frontier.pop_back();
-      for (Node* p : parents[n])
-        if (!runs[p]) {
-          runs[p] = true;
-          frontier.push_back(p);
-        }
-    }
-  }
-
-  std::unordered_map<Node*, int> deps;
-  for (Node* n : reachable)
-    if (runs[n])
-      for (const Edge& e : n->next_edges)
-        if (e.valid()) ++deps[e.node.get()];
-
+  // Phase 5: the nodes in order of readiness, the latest-created first.
   std::vector<Tensor> captured(walk.captures.size());
   std::priority_queue<Node*, std::vector<Node*>, LaterFirst> ready;
-  std::unordered_set<Node*> queued;
-  for (auto& n : root_nodes)
-    if (deps[n.get()] == 0 && queued.insert(n.get()).second) ready.push(n.get());
-
+  for (Node* n : w.roots)
+    if (w.deps[n] == 0) ready.push(n);
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();
-    std::vector<Tensor> grad_out = std::move(buffers[node]);
-    buffers.erase(node);
+    std::vector<Tensor> grad_out = std::move(w.buffers[node]);
+    w.buffers.erase(node);
     grad_out.resize(node->outputs.size());
     run_grad_hooks(*node, grad_out);
-    if (!walk.captures.empty()) {
-      bool capture = false;
-      for (const Edge& c : walk.captures) capture = capture || c.node.get() == node;
-      // A captured leaf's own hooks run here, as AccumulateGrad runs them in backward().
-      auto* leaf = capture && walk.leaf_hooks ? dynamic_cast<AccumulateGrad*>(node) : nullptr;
-      if (leaf && grad_out[0].defined()) grad_out[0] = run_grad_hooks(leaf->leaf(), std::move(grad_out[0]));
-      for (size_t c = 0; c < walk.captures.size(); ++c)
-        if (walk.captures[c].node.get() == node) captured[c] = grad_out[walk.captures[c].input_nr];
-    }
-    if (!runs[node]) continue;
-
-    bool any = false;
-    for (const Tensor& g : grad_out) any = any || g.defined();
-    std::vector<Tensor> grad_in;
-    if (any) {
-      for (size_t k = 0; k < grad_out.size() && node->materialize_grads; ++k)
-        if (!grad_out[k].defined()) {
-          const auto& m = node->outputs[k];
-          grad_out[k] = zeros(m.sizes, {.dtype = m.dtype, .device = m.device});
-        }
-      const bool check = anomaly_mode_enabled();
-      std::vector<Tensor> incoming = check ? grad_out : std::vector<Tensor>{};
-      {
-        CurrentNodeGuard current(node);
-        grad_in = node->apply(std::move(grad_out));
-      }
-      if (check) check_backward(*node, incoming, grad_in);
-      if (create_graph && !node->supports_higher_order()) mark_no_higher_order(*node, grad_in);
-      if (!retain_graph) node->release_saved();
-    }
-    KS_CHECK(grad_in.empty() || grad_in.size() == node->next_edges.size(), what, ": ", node->name(), " returned ",
-             grad_in.size(), " gradients for ", node->next_edges.size(), " inputs");
-
-    for (size_t i = 0; i < node->next_edges.size(); ++i) {
-      const Edge& e = node->next_edges[i];
-      if (!e.valid()) continue;
-      auto& buf = buffers[e.node.get()];
-      buf.resize(e.node->outputs.size());
-      if (i < grad_in.size() && grad_in[i].defined()) {
-        const auto& m = e.node->outputs[e.input_nr];
-        KS_CHECK(grad_in[i].sizes() == m.sizes, what, ": ", node->name(), " returned a gradient of shape ",
-                 grad_in[i].sizes(), " for input ", i, " of shape ", m.sizes);
-        add_to_buffer(buf, e.input_nr, grad_in[i]);
-      }
-      if (--deps[e.node.get()] == 0) ready.push(e.node.get());
-    }
+    if (!walk.captures.empty()) capture(walk, node, grad_out, captured);
+    if (!w.runs[node]) continue;
+    pass_on(w, node, apply_node(w, node, std::move(grad_out), create_graph, retain_graph), ready);
   }
   return captured;
 }
