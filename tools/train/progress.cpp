@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "tools/train/weight_ema.h"
 
 namespace ks::tools {
 
@@ -93,6 +94,11 @@ std::string format_metrics(const nlohmann::json& m) {
       add(buf);
     }
   return out;
+}
+
+std::string format_ema_metrics(const nlohmann::json& record) {
+  const nlohmann::json ema = ema_metrics(record);
+  return ema.empty() ? "" : "  || ema " + format_metrics(ema);
 }
 
 std::string format_gemm_path(const std::string& precision, const std::string& device, CpuGemmPath path, bool forced,

@@ -25,6 +25,9 @@ std::string format_progress(const ProgressLine& p);
 // "loss 4.9012 | ppl 134.4 | bpb 1.872 | acc 31.20%" (+ "| exact 95.0% of 100 decoded (a seeded
 // sample of 2000) | ter 1.2% | cer 0.8%"), from an EvalResult::to_json: each part only when its key is there.
 std::string format_metrics(const nlohmann::json& metrics);
+// "  || ema <metrics>" for an evaluation's record holding the weight
+// average's metrics too (train.ema_decay), else "".
+std::string format_ema_metrics(const nlohmann::json& record);
 // The line a run starts with when train.precision is not float32: which
 // kernel its GEMMs run on. On the CPU, bf16 and auto run on `path`
 // (core/cpu_features.h; `forced`: chosen by KS_CPU_GEMM), and the float32

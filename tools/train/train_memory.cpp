@@ -8,6 +8,7 @@
 
 #include "autograd/engine.h"
 #include "core/allocator.h"
+#include "core/cuda.h"
 #include "core/random.h"
 #include "nn/optim.h"
 #include "ops/elementwise.h"
@@ -55,6 +56,11 @@ TrainMemory measure_train_memory(const TrainConfig& config, const models::ModelC
   }
   out.peak_mib = double(cpu_memory_stats().peak_in_use - base) / kMiB;
   return out;
+}
+
+double peak_tensor_mib(Device device) {
+  const size_t bytes = device.is_cpu() ? cpu_memory_stats().peak_in_use : cuda_memory_stats(device.index).peak_in_use;
+  return double(bytes) / (1024.0 * 1024.0);
 }
 
 }  // namespace ks::tools

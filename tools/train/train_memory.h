@@ -39,4 +39,10 @@ struct TrainMemory {
 TrainMemory measure_train_memory(const TrainConfig& config, const models::ModelConfig& model, const data::Batch& batch,
                                  MatmulPrecision precision, bool checkpoint_layers);
 
+// The most tensor memory held at once on `device` since the process started
+// (the allocator's counter: data, weights, gradients, optimizer state and
+// activations; not kernel scratch or cached blocks), in MiB: what a run's
+// train records and its summary report.
+double peak_tensor_mib(Device device);
+
 }  // namespace ks::tools

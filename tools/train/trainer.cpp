@@ -1,4 +1,6 @@
-// tools/train/trainer.cpp — the training loop, its checkpoints and its output.
+// tools/train/trainer.cpp — the Trainer's construction, its loop and its step.
+// Not here: the run folder (checkpoints, metrics.jsonl, resuming:
+// trainer_folder.cpp) and what it prints (trainer_console.cpp).
 #include "tools/train/trainer.h"
 
 #include <unistd.h>
@@ -29,6 +31,7 @@
 #include "tools/train/config_utf8.h"
 #include "tools/train/progress.h"
 #include "tools/train/provenance.h"
+#include "tools/train/train_memory.h"
 
 namespace ks::train {
 
@@ -41,8 +44,6 @@ namespace {
 
 std::atomic<bool> g_stop_requested{false};
 
-constexpr int64_t kMaxTrainSteps = int64_t(1) << 40;  // parse_train's bound on train.steps
-
 extern "C" void on_stop_signal(int sig) {
   if (g_stop_requested.exchange(true)) {  // the second signal: stop now
     std::signal(sig, SIG_DFL);
@@ -52,20 +53,6 @@ extern "C" void on_stop_signal(int sig) {
   const char msg[] = "\nstopping after this step (saving a checkpoint); press Ctrl-C again to quit at once\n";
   ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
   (void)ignored;
-}
-
-// "  || ema <metrics>" for an evaluation's record with the average's metrics, else "".
-std::string ema_line(const json& record) {
-  const json ema = ema_metrics(record);
-  return ema.empty() ? "" : "  || ema " + format_metrics(ema);
-}
-
-// The most tensor memory held at once on `device` since the process started
-// (the allocator's counter: data, weights, gradients, optimizer state and
-// activations; not kernel scratch or cached blocks), in MiB.
-double peak_tensor_mib(Device device) {
-  const size_t bytes = device.is_cpu() ? cpu_memory_stats().peak_in_use : cuda_memory_stats(device.index).peak_in_use;
-  return double(bytes) / (1024.0 * 1024.0);
 }
 
 }  // namespace
@@ -205,218 +192,10 @@ models::ModelConfig Trainer::build_from_config(bool resume) {
   return model_config;
 }
 
-bool Trainer::open_folder(bool resume) {
-  if (resume) {
-    KS_CHECK(fs::is_directory(paths_.dir), "cannot resume: run folder ", paths_.dir.string(), " does not exist");
-  }
-  lock_ = std::make_unique<RunLock>(paths_);  // makes a new run's folder; removes it if the run writes nothing
-  remove_stale_temporaries(paths_);
-  const bool saved = fs::exists(paths_.latest()) || fs::exists(paths_.best());
-  if (!resume) {
-    KS_CHECK(!saved, "run folder ", paths_.dir.string(),
-             " already holds a run; continue it with --resume, or choose a new folder with --out");
-    if (fs::exists(paths_.config()))
-      std::printf("note: %s holds a run that stopped before its first checkpoint; starting it afresh\n",
-                  paths_.dir.string().c_str());
-  } else if (!fs::exists(paths_.latest())) {
-    if (saved) {
-      // Stopped while writing its first latest.safetensors (kill -9, a full
-      // disk): best.safetensors, saved at the same evaluation just before,
-      // is a whole checkpoint of that step, optimizer and data position
-      // included, so the run goes on from it exactly as from latest.
-      std::printf("note: %s has %s but no %s (stopped while writing it); resuming from %s\n",
-                  paths_.dir.string().c_str(), paths_.best().filename().string().c_str(),
-                  paths_.latest().filename().string().c_str(), paths_.best().filename().string().c_str());
-    } else {
-      std::printf("note: %s has no checkpoint yet (it stopped before its first one); starting it from step 0\n",
-                  paths_.dir.string().c_str());
-      resume = false;
-    }
-  }
-  for (const std::string& w : config_.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  return resume;
-}
-
-void Trainer::write_run_files(bool resumed) {
-  // A resumed run keeps the tokenizers it loaded. A new one writes its own
-  // first: one that cannot be saved must fail before config.json exists.
-  if (!resumed) {
-    std::error_code ec;
-    fs::remove(paths_.target_tokenizer(), ec);  // left by an earlier attempt with another config
-    if (splits_.train.tokenizer) splits_.train.tokenizer->save(paths_.tokenizer());
-    if (splits_.train.target_tokenizer && splits_.train.target_tokenizer != splits_.train.tokenizer)
-      splits_.train.target_tokenizer->save(paths_.target_tokenizer());
-    nn::write_file_atomically(paths_.metrics().string(), "");
-  }
-  // On resume too: the folder's config shows the train.* keys now in force.
-  nn::write_file_atomically(paths_.config().string(), run_config_json().dump(2) + "\n");
-}
-
-void Trainer::restore_from_latest(const json& config_as_given) {
-  // latest.safetensors, or best.safetensors where the first latest was never written whole (open_folder).
-  const fs::path file =
-      replicas_->lead_decides([&] { return fs::exists(paths_.latest()); }) ? paths_.latest() : paths_.best();
-  // The config first: another family's weights would fail to load with a less telling message.
-  const nn::SafetensorsContent content = replicas_->read_checkpoint(file);
-  const json stored = check_checkpoint_config(content.metadata, config_as_given, file);
-  const json* stored_train =
-      stored.is_object() && stored.contains("train") && stored["train"].is_object() ? &stored["train"] : nullptr;
-  auto stored_value = [&](const char* key) -> const json* {
-    return stored_train && stored_train->contains(key) ? &(*stored_train)[key] : nullptr;
-  };
-  replicas_->check_saved_replicas(content.metadata, file);
-  nn::Metadata m = replicas_->load_checkpoint(content, file, *model_, *optimizer_);
-  // No run gets past its own train.steps, the checkpoint's or (for one saved
-  // without its config) today's; both are at most 2^40, so the step counts on.
-  const json* before_steps = stored_value("steps");
-  const int64_t stored_steps = before_steps && before_steps->is_number_integer()
-                                   ? std::clamp<int64_t>(before_steps->get<int64_t>(), 0, kMaxTrainSteps)
-                                   : 0;
-  state_ = TrainState::from_metadata(m, file, std::max(stored_steps, config_.train.steps));
-  restore_ema(content, file);
-  loader_->restore(data::LoaderState::from_json(state_.loader));
-  default_generator().set_state(state_.rng_seed, state_.rng_offset);
-  elapsed_before_ = state_.elapsed_s;
-  replicas_->restored(m, file, elapsed_before_);
-  // Decided once, by the saved clock, on every rank alike: a run whose training
-  // is over only lacks (or already has) its test evaluation.
-  finished_ = finished_reason(elapsed_before_);
-  test_done_ = replicas_->lead_decides([&] { return trim_metrics_to_checkpoint(); });
-  if (!lead_ || !finished_.empty()) return;  // a finished run trains no step: no schedule to speak of
-
-  // A longer or shorter run, or another time budget, moves the schedule: say so, with the rate's jump.
-  const json* before_time = stored_value("max_time");
-  ScheduleChange change{
-      .type = config_.schedule.type,
-      .was = schedule_,
-      .now = schedule_,
-      .was_max_time = before_time && before_time->is_number() ? before_time->get<double>() : config_.train.max_time,
-      .now_max_time = config_.train.max_time,
-      .step = state_.step,
-      .elapsed_s = elapsed_before_};
-  if (stored_steps > 0) change.was.total_steps = stored_steps;
-  if (change.was_max_time < 0 || !std::isfinite(change.was_max_time)) change.was_max_time = config_.train.max_time;
-  if (const std::string note = schedule_change_note(change); !note.empty()) std::printf("%s\n", note.c_str());
-}
-
-void Trainer::restore_ema(const nn::SafetensorsContent& content, const fs::path& file) {
-  // train.ema_decay may change on --resume: an average starts from the checkpoint's weights, or is dropped.
-  if (ema_ && !ema_->load(content, file, state_.step) && lead_)
-    std::printf(
-        "note: %s holds no moving average of the weights; train.ema_decay %g starts one from its weights "
-        "at step %lld\n",
-        file.string().c_str(), config_.train.ema_decay, (long long)state_.step);
-  if (!ema_ && lead_ && !nn::checkpoint_ema_state(content, file.string()).empty())
-    std::printf("note: train.ema_decay is 0: the moving average of the weights in %s is not kept\n",
-                file.string().c_str());
-}
-
-bool Trainer::trim_metrics_to_checkpoint() {
-  // Records past the checkpoint came from steps that will now run again, and
-  // test records belong to a run's end, which is still ahead, unless the run
-  // is finished: then its test record of this step is its final word, and the
-  // file stays as it is, byte for byte.
-  std::istringstream in(fs::exists(paths_.metrics())
-                            ? nn::read_regular_file(paths_.metrics().string(), kMaxMetricsBytes, "cannot resume")
-                            : std::string());
-  std::string line, kept;
-  int64_t line_no = 0;
-  bool tested = false;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    json r;
-    try {
-      r = nn::parse_json(line, "metrics");
-    } catch (const Error&) {
-      // A last line cut short by a full disk or a kill during its append is
-      // a record past the checkpoint, written again when its step runs again.
-      if (in.peek() == std::char_traits<char>::eof()) {
-        std::printf("note: %s:%lld: the last record was cut short (its write did not finish); dropped\n",
-                    paths_.metrics().string().c_str(), (long long)line_no);
-        break;
-      }
-      throw Error(str(paths_.metrics().string(), ":", line_no, ": not JSON; fix or delete the line to resume"));
-    }
-    KS_CHECK(r.is_object(), paths_.metrics().string(), ":", line_no,
-             ": not a JSON record; fix or delete the line "
-             "to resume");
-    const json& step = r.contains("step") ? r["step"] : json(0);
-    KS_CHECK(step.is_number_integer(), paths_.metrics().string(), ":", line_no, ": 'step' is not an integer");
-    const bool test = r.contains("split") && r["split"] == "test";
-    tested = tested || (test && step.get<int64_t>() == state_.step);
-    if (step.get<int64_t>() <= state_.step && !test) kept += line + "\n";
-  }
-  if (!finished_.empty() && tested) return true;
-  nn::write_file_atomically(paths_.metrics().string(), kept);
-  return false;
-}
-
 double Trainer::elapsed() const { return elapsed_before_ + (now_s() - session_start_); }
 
 int64_t Trainer::schedule_step() const {
   return schedule_position(state_.step, config_.train.steps, config_.train.max_time, clock());
-}
-
-std::string Trainer::finished_reason(double seconds) const {
-  const TrainOptions& t = config_.train;
-  if (state_.step >= t.steps) return str("finished at step ", state_.step, " of ", t.steps);
-  if (t.max_time > 0 && seconds >= t.max_time)
-    return str("spent its time budget (train.max_time ", t.max_time, " s) at step ", state_.step);
-  if (t.patience > 0 && state_.evals_since_best >= t.patience)
-    return str("stopped early at step ", state_.step, " (", state_.evals_since_best,
-               " evaluations without a better valid loss, train.patience ", t.patience, ")");
-  return "";
-}
-
-void Trainer::append_metrics(json record) {
-  if (!lead_) return;
-  record["elapsed_s"] = clock();
-  const std::string line = record.dump() + "\n";
-  std::FILE* f = std::fopen(paths_.metrics().c_str(), "ab");
-  KS_CHECK(f != nullptr, "cannot append to ", paths_.metrics().string(), ": ", std::strerror(errno));
-  bool ok = std::fwrite(line.data(), 1, line.size(), f) == line.size() && std::fflush(f) == 0;
-  int error = ok ? 0 : errno;  // "No space left on device" names the cause
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    error = errno;
-  }
-  KS_CHECK(ok, "cannot append to ", paths_.metrics().string(), ": ", std::strerror(error),
-           " (a last line cut short is dropped on --resume)");
-}
-
-void Trainer::save(const fs::path& path) {
-  state_.loader = loader_->state().to_json();
-  state_.rng_seed = default_generator().seed();
-  state_.rng_offset = default_generator().offset();
-  state_.elapsed_s = clock();
-  nn::Metadata m = state_.to_metadata();
-  m["keystone.config"] = run_config_json().dump();
-  if (ema_) m.merge(ema_->metadata());
-  replicas_->save_checkpoint(path, *model_, *optimizer_, std::move(m), ema_ ? ema_->tensors() : nn::NamedTensors{});
-  if (options_.callbacks.on_checkpoint)
-    options_.callbacks.on_checkpoint({.step = state_.step, .path = path, .best = path == paths_.best()});
-}
-
-void Trainer::log_train_record() {
-  if (state_.interval_steps == 0) return;
-  const double seconds = std::max(now_s() - interval_start_, 1e-9);
-  const double steps = double(state_.interval_steps);
-  shown_rate_ = double(state_.interval_tokens) / seconds;
-  json record = {{"split", "train"},
-                 {"step", state_.step},
-                 {"epoch", loader_->epoch()},
-                 {"loss", state_.interval_loss / steps},
-                 {"grad_norm", state_.interval_grad_norm / steps},
-                 {"lr", optimizer_->lr()},
-                 {"tokens_per_s", shown_rate_},
-                 {"peak_tensor_mib", peak_tensor_mib(device_)}};
-  if (bpb_factor_) record["bpb"] = state_.interval_loss / steps * *bpb_factor_;
-  replicas_->add_to_record(record);
-  append_metrics(record);
-  state_.interval_loss = state_.interval_grad_norm = 0;
-  state_.interval_steps = state_.interval_tokens = 0;
-  interval_start_ = now_s();
 }
 
 bool Trainer::evaluate_valid() {
@@ -444,8 +223,8 @@ bool Trainer::evaluate_valid() {
   }
   if (options_.progress && lead_) {
     std::fprintf(stderr, "%s\n",
-                 pad_line(str("step ", state_.step, ": valid ", format_metrics(last_valid_), ema_line(last_valid_),
-                              improved ? "  (best so far)" : ""))
+                 pad_line(str("step ", state_.step, ": valid ", format_metrics(last_valid_),
+                              format_ema_metrics(last_valid_), improved ? "  (best so far)" : ""))
                      .c_str());
   }
   if (options_.callbacks.on_evaluation)
@@ -475,60 +254,6 @@ void Trainer::evaluate_test_with_best() {
   append_metrics(record);
   if (options_.callbacks.on_evaluation)
     options_.callbacks.on_evaluation({.step = state_.step, .split = "test", .loss = r.loss, .metrics = last_test_});
-}
-
-void Trainer::print_progress(bool force) {
-  if (!options_.progress || !lead_) return;
-  const double t = now_s();
-  const bool tty = isatty(STDERR_FILENO);
-  // A terminal gets a live line ten times a second; a log file a line every half minute.
-  if (!force && t - last_print_ < (tty ? 0.1 : 30.0)) return;
-  last_print_ = t;
-  const double session = t - session_start_;
-  const int64_t done = state_.step - session_first_step_;
-  double eta = done > 0 ? session / double(done) * double(config_.train.steps - state_.step) : -1;
-  if (config_.train.max_time > 0)
-    eta = eta < 0 ? config_.train.max_time - elapsed() : std::min(eta, config_.train.max_time - elapsed());
-  ProgressLine p{.step = state_.step,
-                 .total = config_.train.steps,
-                 .loss = shown_loss_,
-                 .lr = optimizer_->lr(),
-                 .tokens_per_s = shown_rate_,
-                 .elapsed_s = elapsed(),
-                 .eta_s = eta};
-  if (tty)
-    std::fprintf(stderr, "\r%s", pad_line(format_progress(p)).c_str());
-  else
-    std::fprintf(stderr, "%s\n", format_progress(p).c_str());
-  std::fflush(stderr);
-}
-
-void Trainer::print_start() const {
-  if (!options_.progress || !lead_) return;
-  const TrainOptions& t = config_.train;
-  int64_t params = 0;
-  for (const Tensor& p : model_->parameters()) params += p.numel();
-  std::string vocab = str(splits_.train.vocab_size);
-  if (splits_.train.task == data::Task::Seq2Seq)
-    vocab = str(splits_.train.vocab_size, " source, ", splits_.train.target_vocab_size, " target");
-  if (splits_.train.task == data::Task::Classification) vocab += str(", ", splits_.train.num_classes(), " classes");
-  const int64_t per_epoch = std::max<int64_t>(1, loader_->batches_per_epoch());
-  const double epochs = double(t.steps * t.accumulate_steps) / double(per_epoch);
-  std::fprintf(stderr, "run %s: %s, %s parameters, vocabulary %s\n", paths_.dir.string().c_str(),
-               own_ ? model_->type_name().c_str() : config_.model.value("model", "?").c_str(),
-               format_count(params).c_str(), vocab.c_str());
-  const char* names[] = {"train", "valid", "test"};
-  const data::Dataset* sets[] = {&splits_.train, &splits_.valid, &splits_.test};
-  for (int i = 0; i < 3; ++i)
-    std::fprintf(stderr, "  %-5s %s examples, %s tokens\n", names[i], format_count(sets[i]->size()).c_str(),
-                 format_count(split_tokens(*sets[i])).c_str());
-  std::string batch = replicas_->batch_text(str(t.batch_size));
-  if (t.accumulate_steps > 1) batch = str(t.accumulate_steps, " x ", batch);
-  std::fprintf(stderr, "  %lld steps of %s examples: %lld batches per epoch, %.2f epochs%s\n", (long long)t.steps,
-               batch.c_str(), (long long)per_epoch, epochs,
-               t.max_time > 0 ? str(", at most ", format_duration(t.max_time)).c_str() : "");
-  if (const std::string line = replicas_->start_line(t.bucket_mb); !line.empty())
-    std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 TrainOutcome Trainer::run() {
@@ -606,49 +331,68 @@ TrainOutcome Trainer::run() {
 }
 
 StepEvent Trainer::train_step(const std::vector<Tensor>& params) {
-  const TrainOptions& t = config_.train;
   const double start = now_s();
   optimizer_->set_lr_factor(schedule_.factor(std::max<int64_t>(1, schedule_step())));
   const double lr = optimizer_->lr();
-  const int replicas = replicas_->size();
-  const int64_t micros = t.accumulate_steps;
-  // The step's micro-batches first (their ids only, CPU tensors), to know
-  // each one's predictions (target tokens, labels) before any backward:
-  // mine[i] on this replica, all[i] summed over the replicas.
-  std::vector<data::Batch> batches;
-  std::vector<double> mine;
-  int64_t tokens = 0;
-  for (int64_t micro = 0; micro < micros; ++micro) {
+  const StepBatches step = read_step_batches();
+  replicas_->begin_step();
+  const double loss = accumulate_gradients(step);
+  replicas_->finish_gradients();
+  const Replicas::StepTotals totals =
+      replicas_->agree({.loss = loss, .tokens = step.tokens}, g_stop_requested, elapsed());
+  const double grad_norm = clip_gradients(params);
+  replicas_->optimizer_step(*optimizer_);
+  optimizer_->zero_grad();
+  if (ema_) ema_->update();
+  add_to_interval(totals.loss, grad_norm, totals.tokens);
+  return {.step = state_.step,
+          .loss = totals.loss,
+          .lr = lr,
+          .grad_norm = grad_norm,
+          .tokens = totals.tokens,
+          .tokens_per_s = double(totals.tokens) / std::max(now_s() - start, 1e-9),
+          .elapsed_s = clock()};
+}
+
+Trainer::StepBatches Trainer::read_step_batches() {
+  // Their ids only, to know each one's predictions (target tokens, labels)
+  // on every replica before any backward.
+  StepBatches step;
+  for (int64_t micro = 0; micro < config_.train.accumulate_steps; ++micro) {
     std::optional<data::Batch> batch = loader_->next();
     if (!batch) batch = loader_->next();  // the epoch ended; the next one starts
     KS_CHECK(batch.has_value(), "the training split yields no batches");
-    tokens += batch_tokens(*batch);
-    mine.push_back(double(batch_predictions(*model_, *batch)));
-    batches.push_back(std::move(*batch));
+    step.tokens += batch_tokens(*batch);
+    step.mine.push_back(double(batch_predictions(*model_, *batch)));
+    step.batches.push_back(std::move(*batch));
   }
-  const std::vector<double> all = replicas_->sum(mine);
-  double total = 0;
-  for (double n : all) total += n;
-  KS_CHECK(total > 0, "step ", state_.step, ": its training batches hold no targets to predict");
+  step.all = replicas_->sum(step.mine);
+  for (double n : step.all) step.total += n;
+  KS_CHECK(step.total > 0, "step ", state_.step, ": its training batches hold no targets to predict");
+  return step;
+}
+
+double Trainer::accumulate_gradients(const StepBatches& step) {
   // Each micro-batch's mean loss counts by its share of the step's
   // predictions, 1 / parts (exactly 1 / accumulate_steps when the
   // micro-batches predict alike), and each replica's by its share of the
   // micro-batch's, times the replicas (the gradient reduction averages): the
   // gradients then sum to the mean over the whole step. Alone, share and
   // replicas are exactly 1, and so are their products.
+  const TrainOptions& t = config_.train;
+  const int replicas = replicas_->size();
+  const size_t micros = step.batches.size();
   double value = 0;
-  replicas_->begin_step();
-  for (int64_t micro = 0; micro < micros; ++micro) {
-    replicas_->set_sync(micro + 1 == micros);
-    const size_t i = size_t(micro);
-    if (mine[i] == 0) continue;  // nothing here for this rank (a short last batch); it adds zeros
-    const double parts = total / all[i];
-    const double share = mine[i] / all[i];
+  for (size_t i = 0; i < micros; ++i) {
+    replicas_->set_sync(i + 1 == micros);
+    if (step.mine[i] == 0) continue;  // nothing here for this rank (a short last batch); it adds zeros
+    const double parts = step.total / step.all[i];
+    const double share = step.mine[i] / step.all[i];
     // Anomaly mode checks every op of this micro-batch's forward and backward,
     // and its backward is what names the op behind a non-finite loss.
     std::optional<DetectAnomalyGuard> anomaly;
     if (t.detect_anomaly) anomaly.emplace();
-    Tensor loss = batch_loss(*model_, device_.is_cpu() ? batches[i] : batches[i].to(device_));
+    Tensor loss = batch_loss(*model_, device_.is_cpu() ? step.batches[i] : step.batches[i].to(device_));
     const double micro_value = loss.item<double>();
     const double scale = (1.0 / parts) * (share * replicas);
     if (t.detect_anomaly && !std::isfinite(micro_value)) backward(loss);  // throws, naming the op
@@ -659,45 +403,22 @@ StepEvent Trainer::train_step(const std::vector<Tensor>& params) {
     backward(scale != 1 ? mul(loss, scale) : loss);
     value += micro_value / parts * share;
   }
-  replicas_->finish_gradients();
-  const Replicas::StepTotals totals = replicas_->agree({.loss = value, .tokens = tokens}, g_stop_requested, elapsed());
-  value = totals.loss;
-  tokens = totals.tokens;
-  const double max_norm = t.clip_grad_norm > 0 ? t.clip_grad_norm : std::numeric_limits<double>::infinity();
-  const double grad_norm = nn::clip_grad_norm(params, max_norm);
+  return value;
+}
+
+double Trainer::clip_gradients(const std::vector<Tensor>& params) {
+  const double clip = config_.train.clip_grad_norm;
+  const double grad_norm = nn::clip_grad_norm(params, clip > 0 ? clip : std::numeric_limits<double>::infinity());
   KS_CHECK(std::isfinite(grad_norm), "training diverged: the gradient norm is ", grad_norm, " at step ", state_.step,
            " (try a lower optimizer.lr); the last checkpoint is ", paths_.latest().string());
-  replicas_->optimizer_step(*optimizer_);
-  optimizer_->zero_grad();
-  if (ema_) ema_->update();
+  return grad_norm;
+}
 
-  state_.interval_loss += value;
+void Trainer::add_to_interval(double loss, double grad_norm, int64_t tokens) {
+  state_.interval_loss += loss;
   state_.interval_grad_norm += grad_norm;
   state_.interval_tokens += tokens;
   ++state_.interval_steps;
-  return {.step = state_.step,
-          .loss = value,
-          .lr = lr,
-          .grad_norm = grad_norm,
-          .tokens = tokens,
-          .tokens_per_s = double(tokens) / std::max(now_s() - start, 1e-9),
-          .elapsed_s = clock()};
-}
-
-void Trainer::print_summary() const {
-  std::printf("finished %lld steps in %s\n", (long long)state_.step, format_duration(elapsed()).c_str());
-  if (!last_valid_.empty())
-    std::printf("  last valid:  %s%s\n", format_metrics(last_valid_).c_str(), ema_line(last_valid_).c_str());
-  std::printf("  best valid loss %.4f at step %lld\n", state_.best_loss, (long long)state_.best_step);
-  if (const std::string line = replicas_->summary_line(now_s() - session_start_); !line.empty())
-    std::printf("%s\n", line.c_str());
-  std::printf("  peak tensor memory: %.1f MiB on %s\n", peak_tensor_mib(device_), device_.str().c_str());
-  if (!last_test_.empty())
-    std::printf("  test (best checkpoint): %s%s\n", format_metrics(last_test_).c_str(), ema_line(last_test_).c_str());
-  std::printf("  run folder:  %s\n", paths_.dir.string().c_str());
-  std::printf("  checkpoint:  %s (latest: %s)\n", paths_.best().string().c_str(), paths_.latest().string().c_str());
-  std::printf("  metrics:     %s\n", paths_.metrics().string().c_str());
-  std::printf("  plot:        %s\n", paths_.plot().string().c_str());
 }
 
 }  // namespace ks::train

@@ -91,6 +91,10 @@
 // Rank 0 alone writes the run folder and prints; a checkpoint holds every
 // rank's dropout stream and (with train.zero) the gathered optimizer state,
 // so --resume with the same N continues exactly; another N is refused.
+// The class's code is in three files: the loop and the step (trainer.cpp),
+// the run folder and resuming (trainer_folder.cpp), what it prints
+// (trainer_console.cpp).
+//
 // Not here: the folder layout and loading runs (tools/train/run_dir.h), the
 // command-line flags (tools/train/train.cpp), how a model computes its loss
 // (tools/train/task.h).
@@ -249,6 +253,21 @@ class Trainer {
   // One optimizer step: forward and backward of every micro-batch, the
   // gradient reduction, clipping `params` and the update.
   StepEvent train_step(const std::vector<Tensor>& params);
+  // A step's micro-batches, read before any backward so that each one's
+  // weight in the step's mean loss is known.
+  struct StepBatches {
+    std::vector<data::Batch> batches;  // this replica's, CPU tensors
+    std::vector<double> mine, all;     // each one's predictions: this replica's, summed over the replicas
+    double total = 0;                  // the step's predictions, all replicas
+    int64_t tokens = 0;                // the tokens this replica's batches hold
+  };
+  StepBatches read_step_batches();
+  // Forward and backward of each micro-batch, the losses weighted so that the
+  // gradients sum to the step's mean; returns this replica's share of the loss.
+  double accumulate_gradients(const StepBatches& step);
+  // Clips the gradients of `params` to train.clip_grad_norm; their norm before clipping.
+  double clip_gradients(const std::vector<Tensor>& params);
+  void add_to_interval(double loss, double grad_norm, int64_t tokens);  // the next train record's sums
   double elapsed() const;
   // The clock every decision uses: elapsed(), or rank 0's in a data-parallel run.
   double clock() const { return replicas_->clock(elapsed()); }

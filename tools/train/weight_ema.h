@@ -20,7 +20,7 @@
 // (nn/checkpoint.h kEmaPrefix) and the metadata "keystone.ema_updates", in
 // the same file as the weights they belong to: a crash never leaves weights
 // and average of different steps. Not here: when the trainer updates,
-// evaluates and saves it (tools/train/trainer.cpp); `--weights ema` of eval,
+// evaluates and saves it (tools/train/trainer.cpp, trainer_folder.cpp); `--weights ema` of eval,
 // generate and translate (tools/train/run_dir.h load_run).
 #pragma once
 
