@@ -33,7 +33,7 @@ class HeaderPathsTest(unittest.TestCase):
 
     GOOD = {
         "core/tensor.h": "// core/tensor.h — tensors; their copies are in core/copy.h, kernels in cuda/loops.cuh.\n"
-                         "// Not here: ops/ (any <layer>/cuda/*.cu), docs/results/runs/claimN/NAME-seedS,\n"
+                         "// Not here: ops/ (any <layer>/cuda/*.cu), tools/experiments/kept_runs/claimN/NAME-seedS,\n"
                          "// https://example.com/ops/x.cpp, a data set's package/cats.txt, ../shared/bench/b.py.\n"
                          "#pragma once\n// below the header: ops/gone.cpp\n",
         "core/copy.h": "// core/copy.h — copies.\n",

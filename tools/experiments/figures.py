@@ -7,7 +7,7 @@ comment after its first line:
 
   <!-- report.py figure: N runs, sha256 HEX: claim1/a-seed0 claim1/a-seed1 ... -->
 
-naming the finished run folders it drew (relative to docs/results/runs) and
+naming the finished run folders it drew (relative to tools/experiments/kept_runs) and
 a SHA-256 over their names, metrics.jsonl and config.json. A figure is stale
 when the finished runs it should draw now differ from its stamp: a seed
 finished since it was drawn, one gone, a file changed; one without a stamp

@@ -3,9 +3,9 @@
 docs/RESULTS.md: test perplexity against the number of heads h at d = 256,
 one curve with the standard head size p = d/h and one with a fixed p = 32,
 each point the mean over the finished seeds with a bar of ± one sample
-standard deviation, drawn from the kept results alone (docs/results/runs).
+standard deviation, drawn from the kept results alone (tools/experiments/kept_runs).
 
-  python3 tools/experiments/heads_figure.py [--runs docs/results/runs] [--out docs/results/claim3_heads.svg]
+  python3 tools/experiments/heads_figure.py [--runs tools/experiments/kept_runs] [--out docs/results/claim3_heads.svg]
 
 The points are the runs of tools/experiments/claims.txt named in CURVES
 (h = 8 is claim 1's softmax8x32 on both curves, where d/h = 32; fixed h = 4 is
@@ -130,7 +130,7 @@ def draw(runs):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", default="docs/results/runs")
+    p.add_argument("--runs", default="tools/experiments/kept_runs")
     p.add_argument("--out", default="docs/results/claim3_heads.svg")
     a = p.parse_args()
     drawn = draw(a.runs)

@@ -1,7 +1,7 @@
 """tools/experiments/page.py — docs/RESULTS.md from its template
 (tools/experiments/RESULTS.md.in): the prose is the template's, every figure
 of the runs is a placeholder that report.py's Report fills, so the page is
-regenerated from docs/results/runs alone:
+regenerated from tools/experiments/kept_runs alone:
 
   python3 tools/experiments/report.py --keystone build/keystone --figures --page tools/experiments/RESULTS.md.in \
       --out docs/RESULTS.md

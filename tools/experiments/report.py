@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """tools/experiments/report.py — docs/RESULTS.md and its tables, made from the
-results tools/experiments/run.py keeps alone (docs/results/runs: each run's
+results tools/experiments/run.py keeps alone (tools/experiments/kept_runs: each run's
 metrics.jsonl, config.json, machine.json, provenance.jsonl where recorded and
 analysis/analysis.json, plus `keystone info` for parameters and FLOPs).
 
-  python3 tools/experiments/report.py [--runs docs/results/runs] [--claims FILE] [--more-seeds FILE]
+  python3 tools/experiments/report.py [--runs tools/experiments/kept_runs] [--claims FILE] [--more-seeds FILE]
                                       [--keystone build/keystone] [--analysis] [CLAIM...]
   python3 tools/experiments/report.py --steps STEP,STEP,... CLAIM...
   python3 tools/experiments/report.py --keystone build/keystone --figures --page tools/experiments/RESULTS.md.in \
@@ -513,7 +513,7 @@ def analysis_value(rows, key, digits):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", default="docs/results/runs")
+    p.add_argument("--runs", default="tools/experiments/kept_runs")
     p.add_argument("--claims", default="tools/experiments/claims.txt")
     p.add_argument("--more-seeds", default="tools/experiments/more_seeds.txt",
                    help="the rows given seeds 3 and 4 after a first look (two-stage comparisons)")

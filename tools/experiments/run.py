@@ -7,7 +7,7 @@ started again later.
   python3 tools/experiments/run.py [CLAIM...]      (default: every claim)
 Environment (an empty value is the default): SEEDS (default "0 1 2"),
 KS_EXPERIMENTS (run folders, default runs/experiments), KS_RESULTS (the
-committed results, default docs/results/runs), KEYSTONE (the binary, default
+committed results, default tools/experiments/kept_runs), KEYSTONE (the binary, default
 build/keystone), CLAIMS (the list, default tools/experiments/claims.txt),
 ANALYZE_CLAIMS (claims whose trained models `keystone analyze` reads for
 claim 6, default "1 3 5"; " " for none), ANALYZE_FLAGS (default: the analysis
@@ -100,7 +100,7 @@ class Runner:
         self.wanted = set(wanted)
         self.seeds = env("SEEDS", "0 1 2").split()
         self.root = env("KS_EXPERIMENTS", "runs/experiments")
-        self.results = env("KS_RESULTS", "docs/results/runs")
+        self.results = env("KS_RESULTS", "tools/experiments/kept_runs")
         self.analyze_claims = env("ANALYZE_CLAIMS", "1 3 5").split()
         self.analyze_flags = env("ANALYZE_FLAGS", "").split()
         self.ks = env("KEYSTONE", "build/keystone")

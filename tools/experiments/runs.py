@@ -1,6 +1,6 @@
 """tools/experiments/runs.py — reading a claims list (claims.txt: the runs to
 train and the comparisons to print, for run.py and report.py alike) and the
-runs tools/experiments/run.py keeps (docs/results/runs/claimN/NAME-seedS:
+runs tools/experiments/run.py keeps (tools/experiments/kept_runs/claimN/NAME-seedS:
 config.json, metrics.jsonl, machine.json, and where the trainer wrote one,
 provenance.jsonl), for report.py and heads_figure.py.
 
