@@ -2,7 +2,7 @@
 // CUDA kernels share (ops/*_formulas.h): one name per function, compiled to
 // the right implementation for each side.
 //
-//   host (ops/cpu kernels): float32 exp, log, tanh, erf from ops/cpu/vec_math.h,
+//   host (ops/cpu kernels): float32 exp, log, tanh, erf from ops/vec_math.h,
 //     written so that GCC vectorises the loops that call them; float64 and
 //     everything else from <cmath>;
 //   device (ops/cuda kernels, nvcc's __CUDA_ARCH__ pass): CUDA's math library
@@ -19,7 +19,7 @@
 #include <cmath>
 
 #include "core/host_device.h"
-#include "ops/cpu/vec_math.h"
+#include "ops/vec_math.h"
 
 #if defined(__CUDA_ARCH__)
 #define KS_KMATH_INLINE __host__ __device__ __forceinline__
@@ -53,7 +53,7 @@ KS_KMATH_INLINE double expm1(double x) { return ::expm1(x); }
 // a·b + c rounded once. A formula spells its multiply-adds with this where
 // its bits must not depend on the compiler: left to -ffp-contract, GCC at
 // -O2 fuses where it finds a product used once, GCC at -O0 nowhere, clang
-// elsewhere again (ops/cpu/vec_math.h does the same for its polynomials).
+// elsewhere again (ops/vec_math.h does the same for its polynomials).
 KS_KMATH_INLINE float fma(float a, float b, float c) { return ::fmaf(a, b, c); }
 KS_KMATH_INLINE double fma(double a, double b, double c) { return ::fma(a, b, c); }
 

@@ -11,7 +11,7 @@
 // "<node>Backward" (e.g. ExpBackwardBackward), whose backward runs df and ddf
 // kernels: second derivatives of every op; a third raises an error naming it.
 // float32 exp, log, tanh and erf (and so the ops built on them) use the
-// vectorised approximations of ops/cpu/vec_math.h (relative error < 1e-6).
+// vectorised approximations of ops/vec_math.h (relative error < 1e-6).
 //
 // Adding a unary op: ops/README.md ("Adding an elementwise op").
 // Not here: binary arithmetic (elementwise.h); in-place forms (inplace.h).

@@ -46,7 +46,7 @@
 #include "ops/cpu/attention_products.h"
 #include "ops/cpu/attention_tiles.h"
 #include "ops/cpu/row_math.h"
-#include "ops/cpu/vec_math.h"
+#include "ops/vec_math.h"
 #include "ops/through_float32.h"
 
 namespace ks::cpu {

@@ -37,7 +37,7 @@
 #include "ops/cpu/attention_tiles.h"
 #include "ops/cpu/avx512_clone.h"
 #include "ops/cpu/gemm/gemm.h"
-#include "ops/cpu/vec_math.h"
+#include "ops/vec_math.h"
 
 namespace ks::cpu {
 namespace {

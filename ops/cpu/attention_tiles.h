@@ -18,7 +18,7 @@
 #include "ops/attention.h"
 #include "ops/attention_formulas.h"
 #include "ops/cpu/row_math.h"
-#include "ops/cpu/vec_math.h"
+#include "ops/vec_math.h"
 
 namespace ks::cpu {
 

@@ -17,7 +17,7 @@
 #include <type_traits>
 
 #include "ops/cpu/avx512_clone.h"
-#include "ops/cpu/vec_math.h"
+#include "ops/vec_math.h"
 
 namespace ks::cpu {
 

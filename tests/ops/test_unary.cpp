@@ -8,7 +8,7 @@
 #include <bit>
 
 #include "elementwise_ref.h"
-#include "ops/cpu/vec_math.h"
+#include "ops/vec_math.h"
 #include "ops/ops_testing.h"
 #include "unary_rows.h"
 
@@ -136,7 +136,7 @@ TEST_CASE("the float32 gelu backward: the vectorised loop gives the strided loop
 }
 
 // The formulas' multiply-adds are spelled as fused ones (ops/kernel_math.h,
-// ops/cpu/vec_math.h), so this file, compiled by whichever compiler and at
+// ops/vec_math.h), so this file, compiled by whichever compiler and at
 // whichever optimisation builds it (GCC -O2 in Release, clang -O0 in the
 // sanitizer pass), computes the kernels' bits. Left to -ffp-contract, GELU's
 // derivative differed from the kernel's in 24% of these values at GCC -O0

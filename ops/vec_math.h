@@ -1,4 +1,4 @@
-// ops/cpu/vec_math.h — float32 exp, log, tanh and erf written so that GCC
+// ops/vec_math.h — float32 exp, log, tanh and erf written so that GCC
 // vectorises the loops that call them (AVX2: 8 lanes), for the hot
 // elementwise kernels (activations, their backwards, softmax-like code).
 //
