@@ -327,6 +327,7 @@ void TokenShardWriter::close() {
   KS_CHECK(::fsync(fd_) == 0, "token shard ", tmp_.string(), ": fsync failed: ", errno_text(errno));
   const int rc = ::close(fd_);
   fd_ = -1;
+  std::vector<uint8_t>().swap(buf_);  // a closed shard waiting to be published keeps no buffer
   KS_CHECK(rc == 0, "token shard ", tmp_.string(), ": close failed: ", errno_text(errno));
   closed_ = true;
 }
