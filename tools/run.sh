@@ -23,7 +23,9 @@ jobs="${KS_JOBS:-$(nproc)}"
 build="${KS_BUILD_DIR:-build}"
 
 # --- 1. Debian packages ------------------------------------------------------
-packages=(build-essential cmake ninja-build ccache libopenblas-dev libtbb-dev doctest-dev nlohmann-json3-dev)
+# zlib, liblzma and libzstd: the compressed inputs of `keystone tokenize`.
+packages=(build-essential cmake ninja-build ccache libopenblas-dev libtbb-dev doctest-dev nlohmann-json3-dev
+          zlib1g-dev liblzma-dev libzstd-dev)
 # Data-parallel training (KS_MPI) and its tests under mpirun need Open MPI;
 # the format check (tests/check_format.sh) needs clang-format; clang builds
 # the sanitizer pass.
