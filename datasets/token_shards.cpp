@@ -294,19 +294,35 @@ template <class T> void TokenShardWriter::write_any(std::span<const T> tokens) {
   KS_CHECK(int64_t(tokens.size()) <= kMaxShardTokens - count_, "token shard ", path_.string(), ": more than ",
            kMaxShardTokens, " tokens, the most a shard's int32 count holds");
   const int64_t max_id = format_ == ShardFormat::U16 ? 65535 : int64_t(UINT32_MAX);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const int64_t t = int64_t(tokens[i]);
-    KS_CHECK(t >= 0 && t <= max_id, "token shard ", path_.string(), ": token ", count_ + int64_t(i), " is id ", t,
-             ", outside the ", shard_format_name(format_), " format (0..", max_id, ")");
-    if (format_ == ShardFormat::U16) {
-      buf_.push_back(uint8_t(t));
-      buf_.push_back(uint8_t(t >> 8));
-    } else {
-      for (int b = 0; b < 4; ++b) buf_.push_back(uint8_t(t >> (8 * b)));
-    }
+  const int w = shard_token_bytes(format_);
+  // In blocks: check the block's ids, then store them little-endian in one tight loop.
+  constexpr size_t kBlock = 1 << 16;
+  for (size_t b = 0; b < tokens.size(); b += kBlock) {
+    const size_t n = std::min(kBlock, tokens.size() - b);
+    const T* t = tokens.data() + b;
+    bool ok = true;
+    for (size_t i = 0; i < n; ++i) ok &= int64_t(t[i]) >= 0 && int64_t(t[i]) <= max_id;
+    if (!ok)
+      for (size_t i = 0; i < n; ++i)
+        KS_CHECK(int64_t(t[i]) >= 0 && int64_t(t[i]) <= max_id, "token shard ", path_.string(), ": token ",
+                 count_ + int64_t(i), " is id ", int64_t(t[i]), ", outside the ", shard_format_name(format_),
+                 " format (0..", max_id, ")");
+    const size_t at = buf_.size();
+    buf_.resize(at + n * size_t(w));
+    uint8_t* dst = buf_.data() + at;
+    if (w == 2)
+      for (size_t i = 0; i < n; ++i) {
+        const uint16_t v = uint16_t(t[i]);
+        std::memcpy(dst + 2 * i, &v, 2);
+      }
+    else
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t v = uint32_t(t[i]);
+        std::memcpy(dst + 4 * i, &v, 4);
+      }
+    count_ += int64_t(n);
     if (buf_.size() >= kWriteBuffer) flush();
   }
-  count_ += int64_t(tokens.size());
 }
 
 void TokenShardWriter::write(std::span<const int32_t> tokens) { write_any(tokens); }
