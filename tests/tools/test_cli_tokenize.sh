@@ -110,6 +110,25 @@ expect 0 "tokenized 4 files" -- "$ks" tokenize "$tmp/corpus" --tokenizer "$tmp/r
 python3 -c "import struct,sys; b=open(sys.argv[1],'rb').read(); n=struct.unpack('<i',b[8:12])[0]; sys.exit(2 in struct.unpack(f'<{n}H', b[1024:]))" "$tmp/o6/corpus_train_000000.bin" \
   || { echo "FAIL: --eot none still wrote id 2"; fails=$((fails + 1)); }
 
+# Hugging Face tokenizer.json files (tests/fuzz/make_seeds.py's), whose <|endoftext|> (263) separates
+# documents. Llama 3's pre-tokenizer: cutting the files into 4 KB chunks on 2 threads gives the ids of
+# encoding each whole (1 MiB chunks) on 1: the cuts fall where the pre-tokenizer cuts anyway. The GPT-2
+# seed has add_prefix_space, which puts a space before every piece: warned, and still deterministic.
+python3 "$(dirname "$0")/../fuzz/make_seeds.py" "$tmp/seeds"
+hf="$tmp/seeds/tokenizer/hf_llama3"
+expect 0 "tokenized 4 files" -- "$ks" tokenize "$tmp/corpus" --tokenizer "$hf" --out "$tmp/hf-whole" --quiet --threads 1
+expect 0 "tokenized 4 files" -- "$ks" tokenize "$tmp/corpus" --tokenizer "$hf" --out "$tmp/hf-cut" --quiet --threads 2 --chunk-bytes 4096
+cmp -s "$tmp/hf-whole/corpus_train_000000.bin" "$tmp/hf-cut/corpus_train_000000.bin" \
+  || { echo "FAIL: hf llama3: 4 KB chunks on 2 threads change the ids"; fails=$((fails + 1)); }
+grep -q '"eot_id": 263' "$tmp/hf-whole/corpus_manifest.json" || { echo "FAIL: hf: <|endoftext|> (263) is not the eot"; fails=$((fails + 1)); }
+hf="$tmp/seeds/tokenizer/hf_gpt2"
+for t in 1 2; do
+  expect 0 "warning: this tokenizer adds a space before each text it encodes" -- "$ks" tokenize "$tmp/corpus" --tokenizer "$hf" --out "$tmp/hf2-$t" --quiet --threads $t --chunk-bytes 4096
+done
+cmp -s "$tmp/hf2-1/corpus_train_000000.bin" "$tmp/hf2-2/corpus_train_000000.bin" || { echo "FAIL: hf gpt2: 1 and 2 threads differ"; fails=$((fails + 1)); }
+expect 0 "tokenized 4 files" -- "$ks" tokenize "$tmp/corpus" --tokenizer bpe:300 --out "$tmp/o4-whole" --quiet --threads 1
+cmp -s "$tmp/o4/corpus_train_000000.bin" "$tmp/o4-whole/corpus_train_000000.bin" || { echo "FAIL: bpe: 4 KB chunks change the ids"; fails=$((fails + 1)); }
+
 # --- 5. refusals: named, exit non-zero, nothing left --------------------------------------------------------------------
 none_left() {  # none_left DIR: no shard and no temporary file in DIR
   if ls -A "$1" 2>/dev/null | grep -qE '\.bin|tmp-'; then echo "FAIL: $1 holds shards after an error: $(ls -A "$1")"; fails=$((fails + 1)); fi

@@ -461,6 +461,15 @@ int tokenize(const std::vector<std::string>& args_in) {
                     "that marks a document's start) or --eot none (documents joined with nothing between them)"));
   }
   const data::ShardFormat format = data::shard_format_for_vocab(tok->vocab_size());
+  // A tokenizer that puts a space before every text it encodes (a tokenizer.json whose ByteLevel
+  // pre-tokenizer has add_prefix_space; not GPT-2's or Llama 3's own) puts it before every piece of a
+  // document cut into chunks too: said, since only a larger --chunk-bytes avoids it.
+  const bool prefix_space = tok->encode("a") == tok->encode(" a");
+  if (prefix_space)
+    std::fprintf(stderr,
+                 "tokenize: warning: this tokenizer adds a space before each text it encodes (add_prefix_space): a "
+                 "document longer than --chunk-bytes (%zu) is encoded in pieces, each with that space\n",
+                 chunk_bytes);
 
   // ---- the output folder ----------------------------------------------------------
   std::error_code ec;
