@@ -539,7 +539,6 @@ int tokenize(const std::vector<std::string>& args_in) {
           }
         }));
   });
-  const double elapsed = seconds();
   if (!quiet && last_progress > 0) std::fputc('\n', stderr);
 
   KS_CHECK(sinks[0].tokens() > 0, "tokenize: the training inputs hold no text (",
@@ -605,6 +604,7 @@ int tokenize(const std::vector<std::string>& args_in) {
   for (const fs::path& p : old)
     if (!mine.count(p)) fs::remove(p, ec);
 
+  const double elapsed = seconds();  // reading, encoding, writing and every shard's fsync and rename
   uint64_t text_total = 0;
   for (const InputStats& in : inputs) text_total += in.text_bytes;
   std::printf("tokenized %zu file%s (%s of text, %s on disk) into %s: %zu train shard%s (%s tokens, %lld documents)",
