@@ -23,7 +23,9 @@ jobs="${KS_JOBS:-$(nproc)}"
 build="${KS_BUILD_DIR:-build}"
 
 # --- 1. Debian packages ------------------------------------------------------
-packages=(build-essential cmake ninja-build ccache libopenblas-dev libtbb-dev doctest-dev nlohmann-json3-dev)
+# zlib, liblzma and libzstd: the compressed inputs of `keystone tokenize`.
+packages=(build-essential cmake ninja-build ccache libopenblas-dev libtbb-dev doctest-dev nlohmann-json3-dev
+          zlib1g-dev liblzma-dev libzstd-dev)
 # Data-parallel training (KS_MPI) and its tests under mpirun need Open MPI;
 # the format check (tests/check_format.sh) needs clang-format; clang builds
 # the sanitizer pass; doxygen builds the API reference, which a test keeps
@@ -45,11 +47,13 @@ if ((${#missing[@]})); then
 fi
 
 # The test command also wants Debian's PyTorch (tests open our checkpoints in
-# it, and the benchmarks compare against it) and Fashion-MNIST (the IDX
-# reader's test on the real files). Best effort: those tests skip without them.
+# it, and the benchmarks compare against it), Fashion-MNIST (the IDX
+# reader's test on the real files) and numpy (llm.c's shard writer,
+# reimplemented in tests/datasets/test_token_shards.cpp). Best effort: those
+# tests skip without them.
 if [ "$mode" = test ] && [ "$(id -u)" -eq 0 ]; then
   optional=()
-  for p in python3-torch dataset-fashion-mnist; do
+  for p in python3-torch dataset-fashion-mnist python3-numpy; do
     dpkg -s "$p" >/dev/null 2>&1 || optional+=("$p")
   done
   if ((${#optional[@]})); then

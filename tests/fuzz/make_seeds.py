@@ -161,3 +161,16 @@ records = [{"split": "train", "step": 10, "loss": 5.0, "bpb": 2.5, "grad_norm": 
 lines = "".join(json.dumps(r) + "\n" for r in records)
 put("metrics", "one_run", "\0" + lines)
 put("metrics", "two_seeds_log_time", "\7" + lines + "\0" + lines.replace("4.2", "3.9"))
+
+# token_shard: the first byte picks the vocabulary the ids are checked against
+# (0 none, 1: 260, 2: 50257, 3: 128256); then an llm.c .bin shard: 256 int32
+# (magic, version, count, zeros) and the tokens, as dev/data/data_common.py writes them.
+def shard(tokens, u32=False):
+    header = struct.pack("<3i", 20240801 if u32 else 20240520, 7 if u32 else 1, len(tokens)) + b"\0" * (1024 - 12)
+    return header + struct.pack("<%d%s" % (len(tokens), "I" if u32 else "H"), *tokens)
+
+
+put("token_shard", "u16_byte_vocab", b"\1" + shard([2, 76, 105, 259, 4, 2, 104]))
+put("token_shard", "u16_gpt2", b"\2" + shard([50256, 15496, 11, 995, 0, 50256]))
+put("token_shard", "u32_llama3", b"\3" + shard([128000, 9906, 11, 1917, 0, 128001], u32=True))
+put("token_shard", "u32_no_vocab", b"\0" + shard([1, 2**31 - 1, 2**32 - 1], u32=True))

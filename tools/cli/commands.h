@@ -29,5 +29,6 @@ int import_model(const std::vector<std::string>& args);  // a Hugging Face folde
 int export_model(const std::vector<std::string>& args);  // a run as a Hugging Face folder (tools/interop/)
 int analyze(const std::vector<std::string>&
                 args);  // attention maps, head redundancy, importance, rank (tools/analyze/analyze.h)
+int tokenize(const std::vector<std::string>& args);  // text files to llm.c token shards (tools/tokenize/)
 
 }  // namespace ks::tools

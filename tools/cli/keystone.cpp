@@ -31,6 +31,7 @@ void usage(FILE* out) {
                "  import     a Hugging Face model folder (GPT-2 or Llama: GPT2LMHeadModel, LlamaForCausalLM)\n"
                "             as a run folder\n"
                "  export     a run as a Hugging Face model folder (GPT-2 or Llama)\n"
+               "  tokenize   text files, folders and globs (plain, gzip, xz, zstd) to llm.c .bin token shards\n"
                "Run `keystone <command> --help` for its flags.\n"
                "Plugins (shared libraries that declare KS_PLUGIN, core/plugin.h) add attention families and\n"
                "model kinds: train, config, info and bench take --plugin FILE; a run folder's config.json\n"
@@ -63,6 +64,7 @@ int run(const std::string& cmd, const std::vector<std::string>& args) {
   if (cmd == "config") return ks::tools::config(args);
   if (cmd == "import") return ks::tools::import_model(args);
   if (cmd == "export") return ks::tools::export_model(args);
+  if (cmd == "tokenize") return ks::tools::tokenize(args);
   std::fprintf(stderr, "keystone: unknown command '%s'\n", cmd.c_str());
   usage(stderr);
   return 2;
