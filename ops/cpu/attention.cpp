@@ -46,8 +46,8 @@
 #include "ops/cpu/attention_products.h"
 #include "ops/cpu/attention_tiles.h"
 #include "ops/cpu/row_math.h"
-#include "ops/vec_math.h"
 #include "ops/through_float32.h"
+#include "ops/vec_math.h"
 
 namespace ks::cpu {
 namespace {

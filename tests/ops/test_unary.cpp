@@ -8,8 +8,8 @@
 #include <bit>
 
 #include "elementwise_ref.h"
-#include "ops/vec_math.h"
 #include "ops/ops_testing.h"
+#include "ops/vec_math.h"
 #include "unary_rows.h"
 
 using namespace ks;
