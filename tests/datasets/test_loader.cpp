@@ -359,7 +359,7 @@ std::shared_ptr<Dataset> lazy(int64_t n) {
 
 }  // namespace
 
-TEST_CASE("shuffled_index: a bijection on [0, n) for every n, fixed by seed and stream") {
+TEST_CASE("shuffled_index: a bijection of 0..n-1 for every n, fixed by seed and stream") {
   for (int64_t n : {1, 2, 3, 4, 5, 7, 16, 17, 100, 1000, 4097, 65537}) {
     CAPTURE(n);
     std::vector<char> hit(size_t(n), 0);

@@ -83,7 +83,7 @@ TEST_CASE("token_shards: windows of seq_len + 1 across shards, lazy splits, fixe
   CHECK(f["c_train_000001.bin"].get<std::string>().rfind("bytes:2424 fnv1a64:", 0) == 0);
 }
 
-TEST_CASE("token_shards: a changed, new or missing shard is refused on rebuild, naming it; bad shards named") {
+TEST_CASE("token_shards: a changed, new or missing shard is refused on rebuild naming it, and bad shards are named") {
   ks::testing::TempDir dir;
   write_corpus(dir.path());
   TrainingData d = build_data(section(dir.path()), 0);
@@ -118,7 +118,7 @@ TEST_CASE("token_shards: a changed, new or missing shard is refused on rebuild, 
   CHECK(error_of([&] { build_data(other, 0); }).find("no d_train_*.bin shards") != std::string::npos);
 }
 
-TEST_CASE("token_shards: the val shards must hold windows for valid and test; the tokenizer must be there") {
+TEST_CASE("token_shards: the val shards must hold windows for valid and test, and the tokenizer must be there") {
   ks::testing::TempDir dir;
   write_corpus(dir.path());
   json s = section(dir.path());
