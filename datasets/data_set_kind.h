@@ -4,7 +4,7 @@
 // train/valid/test splits and says what its examples are for. Each built-in
 // one registers itself from its own file (datasets/sets/: seq2seq, listops,
 // brown_lm, brown_genre, fashion_mnist, text, tsv_classification,
-// tsv_seq2seq), a plugin's from the plugin (KS_REGISTER_DATA_SET), so a new
+// tsv_seq2seq, token_shards), a plugin's from the plugin (KS_REGISTER_DATA_SET), so a new
 // data set edits no shared file.
 //
 // Not here: the section's reading around the descriptor, the run's

@@ -28,9 +28,27 @@ Ids compact_ids(const std::vector<int64_t>& ids) {
   return out;
 }
 
+Example Dataset::example(int64_t i) const {
+  KS_CHECK(i >= 0 && i < size(), "Dataset: example ", i, " out of range for ", size(), " examples");
+  return source ? source->example(i) : examples[size_t(i)];
+}
+
+int64_t Dataset::longest(bool target) const {
+  if (source) return source->longest();
+  size_t n = 0;
+  for (const Example& e : examples) n = std::max(n, target ? e.target.size() : e.tokens.size());
+  return int64_t(n);
+}
+
 void Dataset::validate(const std::string& name) const {
-  for (size_t i = 0; i < examples.size(); ++i) {
-    const Example& e = examples[i];
+  // A lazy set: its first and last example (reading them checks the files);
+  // the source checks each id it reads against the vocabulary.
+  std::vector<Example> ends;
+  if (source && size() > 0) ends = {example(0), example(size() - 1)};
+  const std::vector<Example>& checked = source ? ends : examples;
+  for (size_t k = 0; k < checked.size(); ++k) {
+    const Example& e = checked[k];
+    const int64_t i = source && k > 0 ? size() - 1 : int64_t(k);  // the example's own index
     for (int64_t id : e.tokens)
       KS_CHECK(id >= 0 && id < vocab_size, name, ": example ", i, " holds token id ", id,
                " outside the vocabulary [0, ", vocab_size, ")");
@@ -57,7 +75,7 @@ Dataset Dataset::subset(const std::vector<int64_t>& indices) const {
   out.examples.reserve(indices.size());
   for (int64_t i : indices) {
     KS_CHECK(i >= 0 && i < size(), "Dataset::subset: index ", i, " out of range for ", size(), " examples");
-    out.examples.push_back(examples[size_t(i)]);
+    out.examples.push_back(example(i));
   }
   return out;
 }
@@ -83,6 +101,29 @@ std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t stream) {
   Rng rng(seed, stream);
   for (int64_t i = n - 1; i > 0; --i) std::swap(p[size_t(i)], p[size_t(rng.below(i + 1))]);
   return p;
+}
+
+int64_t shuffled_index(int64_t i, int64_t n, uint64_t seed, uint64_t stream) {
+  KS_CHECK(n >= 1 && i >= 0 && i < n, "shuffled_index: position ", i, " outside 0..", n - 1);
+  if (n == 1) return 0;
+  // The domain: 2^(2h) >= n, split into two halves of h bits.
+  int bits = 64 - __builtin_clzll(uint64_t(n - 1));
+  const int h = (bits + 1) / 2;
+  const uint64_t mask = (uint64_t(1) << h) - 1;
+  uint64_t x = uint64_t(i);
+  // Cycle-walking: re-encrypt until the value lands in [0, n); since each
+  // step is a bijection on the domain, the walk maps [0, n) onto itself.
+  do {
+    uint64_t left = x >> h, right = x & mask;
+    for (uint64_t round = 0; round < 4; ++round) {
+      const uint64_t f = philox4x32(seed, stream, round << 40 | right)[0] & mask;
+      const uint64_t next = left ^ f;
+      left = right;
+      right = next;
+    }
+    x = left << h | right;
+  } while (x >= uint64_t(n));
+  return int64_t(x);
 }
 
 namespace {

@@ -8,7 +8,10 @@
 // batches (datasets/loader.h). Ids are stored as int32 — every vocabulary is
 // far below 2^31 — which halves the memory of the large sets (LRA ListOps'
 // 96,000 training sequences of ~1,000 tokens; Fashion-MNIST's 60,000 x 784).
-// Nothing here computes gradients or touches a device.
+// A data set too large for memory (a corpus of token shards) gives its
+// examples through an ExampleSource instead: `size()` examples made on demand
+// by `example(i)`, so the loader, evaluation and the start-up summary never
+// hold them all. Nothing here computes gradients or touches a device.
 #pragma once
 
 #include <cstdint>
@@ -40,9 +43,29 @@ struct Example {
   int64_t label = -1;  // the class for Task::Classification; else -1
 };
 
+// Examples made on demand (datasets/sets/token_shards.cpp: windows read from
+// memory-mapped shards). Every member is a pure function of the source's
+// files: example(i) returns the same ids every time, on every rank, so a
+// loader's batches stay a function of (seed, epoch, position). Called from
+// the loader's producer thread too: implementations must be safe to call
+// concurrently.
+class ExampleSource {
+ public:
+  virtual ~ExampleSource() = default;
+  virtual int64_t size() const = 0;
+  // Example i, 0 <= i < size(); throws naming the file for unreadable data.
+  virtual Example example(int64_t i) const = 0;
+  virtual int64_t longest() const = 0;  // the most tokens (or targets) of any example
+  virtual int64_t tokens() const = 0;   // input tokens over all examples (the summary's count)
+};
+
 struct Dataset {
   Task task = Task::LanguageModel;
-  std::vector<Example> examples;
+  std::vector<Example> examples;  // empty when `source` is set
+  // Non-null: the examples come from here instead of `examples` (a lazy,
+  // streamed set). The loader then shuffles with a stateless permutation
+  // (shuffled_index below) instead of materialising one.
+  std::shared_ptr<const ExampleSource> source;
   int64_t vocab_size = 0;            // ids in tokens are in [0, vocab_size)
   int64_t target_vocab_size = 0;     // ids in target (seq2seq); equals vocab_size for LM
   std::vector<std::string> classes;  // class names, index = label
@@ -50,11 +73,19 @@ struct Dataset {
   // null (Fashion-MNIST pixels are their own ids).
   std::shared_ptr<const Tokenizer> tokenizer, target_tokenizer;
 
-  int64_t size() const { return int64_t(examples.size()); }
+  int64_t size() const { return source ? source->size() : int64_t(examples.size()); }
+  bool lazy() const { return source != nullptr; }
+  // Example i, from `examples` or made by `source` (a copy either way).
+  Example example(int64_t i) const;
+  // The most tokens (target = true: targets) of any example.
+  int64_t longest(bool target = false) const;
   int64_t num_classes() const { return int64_t(classes.size()); }
-  // Throws naming `name` and the first example whose ids or label are out of range.
+  // Throws naming `name` and the first example whose ids or label are out of
+  // range. A lazy set checks only its first and last example here (its
+  // source checks every id it reads against the vocabulary).
   void validate(const std::string& name) const;
-  // The same data set description with only the examples at `indices`.
+  // The same data set description with only the examples at `indices`
+  // (held in memory, also when this set is lazy).
   Dataset subset(const std::vector<int64_t>& indices) const;
 };
 
@@ -88,6 +119,15 @@ class Rng {
 
 // A permutation of 0..n-1 (Fisher-Yates) fixed by (seed, stream).
 std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t stream);
+
+// Position i of a seeded pseudo-random permutation of 0..n-1, computed alone
+// in O(1) memory: a 4-round Feistel network over the smallest even power of
+// two >= n (Philox as the round function, keyed by seed and stream), with
+// cycle-walking back into [0, n) (fewer than 4 steps on average). Used by the
+// loader for lazy data sets, whose epochs may hold 10^8 examples; in-memory
+// sets keep `permutation` (Fisher-Yates), so their batches are unchanged.
+// A bijection on [0, n) for every n >= 1, seed and stream.
+int64_t shuffled_index(int64_t i, int64_t n, uint64_t seed, uint64_t stream);
 
 // Assigns n items to train/valid/test: a seeded permutation, the first
 // round(n * test_fraction) to test, the next round(n * valid_fraction) to

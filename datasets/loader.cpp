@@ -58,11 +58,17 @@ void pad_rows(const std::vector<const Ids*>& rows, int64_t first, int64_t last, 
 Batch collate(const Dataset& data, const std::vector<int64_t>& indices, const LoaderOptions& o) {
   Batch out;
   out.index = indices;
+  // A lazy set's examples are made here, for this batch only.
+  std::vector<Example> made;
+  if (data.lazy()) made.reserve(indices.size());
+  auto example = [&](size_t k) -> const Example& { return data.lazy() ? made[k] : data.examples[size_t(indices[k])]; };
   std::vector<const Ids*> src, tgt;
-  for (int64_t i : indices) {
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const int64_t i = indices[k];
     KS_CHECK(i >= 0 && i < data.size(), "collate: example ", i, " out of range for ", data.size(), " examples");
-    src.push_back(&data.examples[size_t(i)].tokens);
-    tgt.push_back(&data.examples[size_t(i)].target);
+    if (data.lazy()) made.push_back(data.source->example(i));
+    src.push_back(&example(k).tokens);
+    tgt.push_back(&example(k).target);
   }
   pad_rows(src, -1, -1, o.pad_id, out.tokens, out.padding);
   switch (data.task) {
@@ -75,8 +81,8 @@ Batch collate(const Dataset& data, const std::vector<int64_t>& indices, const Lo
     }
     case Task::Classification: {
       std::vector<int64_t> labels;
-      for (int64_t i : indices) {
-        int64_t l = data.examples[size_t(i)].label;
+      for (size_t k = 0; k < indices.size(); ++k) {
+        const int64_t i = indices[k], l = example(k).label;
         KS_CHECK(l >= 0, "collate: example ", i, " of a classification set has no label");
         labels.push_back(l);
       }
@@ -170,6 +176,9 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> data, LoaderOptions option
            kMaxPrefetch, ", got ", options_.prefetch);
   const int64_t n = data_->size(), b = options_.batch_size;
   pool_size(options_, n);  // refuses an absurd bucket_batches now rather than in the first plan()
+  KS_CHECK(!data_->lazy() || options_.bucket_batches == 0, "DataLoader: bucket_batches ", options_.bucket_batches,
+           " sorts examples by length, but this data set is streamed (its examples all have one length, and ",
+           "sorting would need the whole epoch in memory); use bucket_batches 0");
   batches_per_epoch_ = options_.drop_last ? n / b : batches_of(n, b);
   queue_.resize(size_t(options_.prefetch));
   start_producer();
@@ -183,6 +192,12 @@ std::vector<std::vector<int64_t>> DataLoader::plan(int64_t epoch) const {
   // Streams 2e and 2e + 1 of the seed: the example order and the batch order of epoch e.
   const uint64_t stream = 2 * uint64_t(epoch);
   std::vector<int64_t> order;
+  if (data_->lazy()) {
+    const int64_t batches = batches_per_epoch_;
+    std::vector<std::vector<int64_t>> out;
+    for (int64_t p = 0; p < batches; ++p) out.push_back(planned(epoch, p));
+    return out;
+  }
   if (options_.shuffle) {
     order = permutation(n, options_.seed, stream);
   } else {
@@ -212,6 +227,29 @@ std::vector<std::vector<int64_t>> DataLoader::plan(int64_t epoch) const {
     batches = std::move(shuffled);
   }
   return batches;
+}
+
+std::vector<int64_t> DataLoader::planned(int64_t epoch, int64_t position) const {
+  KS_CHECK(epoch >= 0 && epoch <= kMaxEpoch && position >= 0 && position < batches_per_epoch_, "DataLoader: batch ",
+           position, " of epoch ", epoch, " is outside the ", batches_per_epoch_, " batches of epochs 0..", kMaxEpoch);
+  if (!data_->lazy()) return plan(epoch)[size_t(position)];
+  const int64_t n = data_->size(), b = options_.batch_size;
+  const int64_t first = position * b, last = std::min(n, first + b);
+  std::vector<int64_t> out;
+  out.reserve(size_t(last - first));
+  for (int64_t k = first; k < last; ++k)
+    out.push_back(options_.shuffle ? shuffled_index(k, n, options_.seed, 2 * uint64_t(epoch)) : k);
+  return out;
+}
+
+std::vector<int64_t> DataLoader::batch_of(int64_t epoch, int64_t position, std::vector<std::vector<int64_t>>& cache,
+                                          int64_t& cached) const {
+  if (data_->lazy()) return planned(epoch, position);
+  if (cached != epoch) {
+    cache = plan(epoch);
+    cached = epoch;
+  }
+  return cache[size_t(position)];
 }
 
 int64_t DataLoader::epoch() const {
@@ -253,16 +291,12 @@ Batch DataLoader::take(const std::vector<int64_t>& planned) const {
 std::optional<Batch> DataLoader::next() {
   if (options_.prefetch == 0) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (plan_epoch_ != epoch_) {
-      plan_ = plan(epoch_);
-      plan_epoch_ = epoch_;
-    }
-    if (position_ >= int64_t(plan_.size())) {
+    if (position_ >= batches_per_epoch_) {
       epoch_ = next_epoch(epoch_);
       position_ = 0;
       return std::nullopt;
     }
-    Batch b = take(plan_[size_t(position_)]);
+    Batch b = take(batch_of(epoch_, position_, plan_, plan_epoch_));
     b.epoch = epoch_;
     b.position = position_++;
     return b;
@@ -321,19 +355,15 @@ static_assert(std::is_nothrow_move_assignable_v<std::optional<Batch>> &&
 
 void DataLoader::produce(int64_t epoch, int64_t position) {
   std::vector<std::vector<int64_t>> batches;
-  int64_t planned = -1;
+  int64_t cached = -1;
   for (;;) {
     Item item;
     try {
-      if (planned != epoch) {
-        batches = plan(epoch);
-        planned = epoch;
-      }
-      if (position >= int64_t(batches.size())) {
+      if (position >= batches_per_epoch_) {
         epoch = next_epoch(epoch);  // item.batch stays empty: the end-of-epoch marker
         position = 0;
       } else {
-        item.batch = take(batches[size_t(position)]);
+        item.batch = take(batch_of(epoch, position, batches, cached));
         item.batch->epoch = epoch;
         item.batch->position = position++;
       }

@@ -9,6 +9,13 @@
 // into batches, and the batches shuffled again. So the order never depends
 // on timing, threads, or on where a previous run stopped.
 //
+// A lazy data set (Dataset::source, e.g. token shards) is never planned
+// whole: batch p of epoch e holds the examples shuffled_index(k, n, seed, 2e)
+// for k in [p·b, (p+1)·b) — a stateless bijection, so each batch is computed
+// alone, start-up and memory do not grow with n, and (epoch, position)
+// still fixes the stream exactly. Length bucketing is refused for lazy sets
+// (their examples all have one length).
+//
 // With prefetch > 0 one producer thread builds the batches, in that order,
 // into a queue of at most `prefetch` ready batches; next() only pops. The
 // destructor (and restore) stops and joins it. An exception thrown while
@@ -133,7 +140,11 @@ class DataLoader {
   void restore(const LoaderState& state);
 
   // The batches of epoch e, as example indices (the order described above).
+  // For a lazy set this materialises the epoch: tests and small sets only.
   std::vector<std::vector<int64_t>> plan(int64_t epoch) const;
+  // Batch `position` of epoch e (every shard's rows), as plan(e)[position];
+  // for a lazy set computed alone in O(batch_size).
+  std::vector<int64_t> planned(int64_t epoch, int64_t position) const;
   const Dataset& dataset() const { return *data_; }
   const LoaderOptions& options() const { return options_; }
 
@@ -147,6 +158,10 @@ class DataLoader {
   void stop_producer();
   void clear_queue();  // with mu_ held
   void produce(int64_t epoch, int64_t position);
+  // The examples of batch `position` of `epoch`; `cache`/`cached` keep an
+  // in-memory set's epoch plan between calls (a lazy set needs none).
+  std::vector<int64_t> batch_of(int64_t epoch, int64_t position, std::vector<std::vector<int64_t>>& cache,
+                                int64_t& cached) const;
   // This shard's rows of a planned batch, collated.
   Batch take(const std::vector<int64_t>& planned) const;
 

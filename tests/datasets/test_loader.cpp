@@ -3,6 +3,8 @@
 // bucketing, the background producer (same batches, errors, shutdown),
 // resuming from a saved state equals an uninterrupted run, and the limits on
 // options and saved states (overflowing products, prefetch, the last epoch).
+// Lazy (streamed) sets: the stateless permutation, rank shards disjoint and
+// covering, exact resume; and in-memory sets' batches pinned as they were.
 #include "support/testing.h"
 
 #include <chrono>
@@ -11,10 +13,12 @@
 #include <set>
 #include <thread>
 
+#include "datasets/data_testing.h"
 #include "models/batch.h"
 
 using namespace ks;
 using namespace ks::data;
+using ks::testing::error_of;
 
 namespace {
 
@@ -326,4 +330,135 @@ TEST_CASE("loader state from a damaged checkpoint: wrong types and deep nesting 
       "loader state: field \"epoch\" is 9223372036854775808, outside -9223372036854775808..9223372036854775807", Error);
   CHECK_THROWS_WITH_AS(LoaderState::from_json(std::string(100000, '[')),
                        "loader state: JSON nested deeper than 64 levels of arrays and objects", Error);
+}
+
+// ---- lazy (streamed) data sets ----------------------------------------------------
+
+namespace {
+
+// n language-model examples made on demand: example i is two tokens {i % 97 + 4, i % 89 + 4}.
+struct CountingSource final : ExampleSource {
+  int64_t n;
+  explicit CountingSource(int64_t n) : n(n) {}
+  int64_t size() const override { return n; }
+  int64_t longest() const override { return 2; }
+  int64_t tokens() const override { return 2 * n; }
+  Example example(int64_t i) const override {
+    Ids t = {int32_t(i % 97 + 4), int32_t(i % 89 + 4)};
+    return {t, t, -1};
+  }
+};
+
+std::shared_ptr<Dataset> lazy(int64_t n) {
+  auto d = std::make_shared<Dataset>();
+  d->task = Task::LanguageModel;
+  d->vocab_size = d->target_vocab_size = 101;
+  d->source = std::make_shared<CountingSource>(n);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("shuffled_index: a bijection of 0..n-1 for every n, fixed by seed and stream") {
+  for (int64_t n : {1, 2, 3, 4, 5, 7, 16, 17, 100, 1000, 4097, 65537}) {
+    CAPTURE(n);
+    std::vector<char> hit(size_t(n), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t j = shuffled_index(i, n, 3, 8);
+      REQUIRE((j >= 0 && j < n));
+      CHECK_FALSE(hit[size_t(j)]);
+      hit[size_t(j)] = 1;
+    }
+  }
+  // A huge n costs nothing up front, and the order depends on seed and stream.
+  const int64_t big = int64_t(1) << 40;
+  CHECK(shuffled_index(5, big, 1, 0) != shuffled_index(5, big, 2, 0));
+  CHECK(shuffled_index(5, big, 1, 0) != shuffled_index(5, big, 1, 2));
+  CHECK(shuffled_index(5, big, 1, 0) == shuffled_index(5, big, 1, 0));
+  int64_t moved = 0;
+  for (int64_t i = 0; i < 1000; ++i) moved += shuffled_index(i, 1000, 9, 0) != i;
+  CHECK(moved > 950);  // a shuffle, not nearly the identity
+}
+
+TEST_CASE("loader: an in-memory set's batches are still the Fisher-Yates permutation of its examples") {
+  // Existing runs' batches must not change: plan(e) is permutation(n, seed, 2e) cut in batches,
+  // and permutation() itself is pinned to the values it gave before streamed sets existed.
+  CHECK(permutation(10, 7, 0) == std::vector<int64_t>{6, 9, 0, 5, 7, 4, 1, 3, 8, 2});
+  auto d = toy(23);
+  DataLoader a(d, {.batch_size = 5, .seed = 7});
+  for (int64_t e : {0, 1, 2}) {
+    std::vector<int64_t> flat;
+    for (const auto& b : a.plan(e)) flat.insert(flat.end(), b.begin(), b.end());
+    CHECK(flat == permutation(23, 7, 2 * uint64_t(e)));
+    CHECK(a.planned(e, 3) == a.plan(e)[3]);
+  }
+}
+
+TEST_CASE("loader: a lazy set's epoch is a stateless permutation: every example once, batches computed alone") {
+  auto d = lazy(103);
+  for (int64_t prefetch : {0, 3}) {
+    CAPTURE(prefetch);
+    DataLoader a(d, {.batch_size = 8, .seed = 5, .prefetch = prefetch});
+    CHECK(a.batches_per_epoch() == 13);
+    std::vector<Seen> seen = drain(a, 2);
+    std::vector<std::vector<int64_t>> orders(2);
+    for (const Seen& s : seen) {
+      orders[size_t(s.epoch)].insert(orders[size_t(s.epoch)].end(), s.index.begin(), s.index.end());
+      CHECK(s.index == a.planned(s.epoch, s.position));
+      // The rows are the examples the indices name.
+      for (size_t r = 0; r < s.index.size(); ++r) CHECK(s.tokens[2 * r] == s.index[r] % 97 + 4);
+    }
+    for (auto& o : orders) {
+      std::vector<int64_t> sorted = o, all(103);
+      std::sort(sorted.begin(), sorted.end());
+      std::iota(all.begin(), all.end(), 0);
+      CHECK(sorted == all);
+    }
+    CHECK(orders[0] != orders[1]);
+    CHECK(orders[0][0] == shuffled_index(0, 103, 5, 0));
+  }
+  CHECK(error_of([&] { DataLoader(d, {.batch_size = 8, .bucket_batches = 2}); }).find("streamed") != std::string::npos);
+}
+
+TEST_CASE("loader: two ranks of a lazy set read disjoint rows that together cover the epoch") {
+  auto d = lazy(1001);
+  for (bool drop_last : {false, true}) {
+    CAPTURE(drop_last);
+    DataLoader r0(d, {.batch_size = 16, .seed = 2, .drop_last = drop_last, .shards = 2, .shard = 0});
+    DataLoader r1(d, {.batch_size = 16, .seed = 2, .drop_last = drop_last, .shards = 2, .shard = 1});
+    std::vector<int64_t> all;
+    std::set<int64_t> a, b;
+    for (const Seen& s : drain(r0, 1)) a.insert(s.index.begin(), s.index.end());
+    for (const Seen& s : drain(r1, 1)) b.insert(s.index.begin(), s.index.end());
+    for (int64_t i : a) CHECK(b.count(i) == 0);
+    CHECK(int64_t(a.size() + b.size()) == (drop_last ? 1001 - 1001 % 16 : 1001));
+    if (drop_last) CHECK(a.size() == b.size());  // equal halves of every full batch
+  }
+}
+
+TEST_CASE("loader: a lazy set resumed from a saved state sees exactly the batches of an uninterrupted run") {
+  auto d = lazy(77);
+  for (int64_t prefetch : {0, 2}) {
+    CAPTURE(prefetch);
+    LoaderOptions o{.batch_size = 6, .seed = 4, .prefetch = prefetch};
+    DataLoader whole(d, o);
+    std::vector<Seen> expected = drain(whole, 3);
+    std::vector<Seen> got;
+    std::string saved;
+    {
+      DataLoader first(d, o);
+      got = drain(first, 1);
+      for (int k = 0; k < 5; ++k) {
+        auto b = first.next();
+        got.push_back({b->epoch, b->position, b->index, ids_of(b->tokens)});
+      }
+      saved = first.state().to_json();
+    }
+    DataLoader second(d, o);
+    second.restore(LoaderState::from_json(saved));
+    while (auto b = second.next()) got.push_back({b->epoch, b->position, b->index, ids_of(b->tokens)});
+    std::vector<Seen> rest = drain(second, 1);
+    got.insert(got.end(), rest.begin(), rest.end());
+    CHECK(got == expected);
+  }
 }

@@ -14,7 +14,10 @@
 #     rank named, and the last checkpoint still loads; a stopped (hung) rank
 #     is named by the other after train.collective_timeout;
 #   - bad launches: more ranks than the batch allows, configs that differ
-#     between ranks, resuming with another number of ranks.
+#     between ranks, resuming with another number of ranks;
+#   - a streamed token_shards data set: 2 ranks x B windows equal 1 rank x 2B
+#     (each rank takes its half of the same global batch), and a 2-rank
+#     SIGTERM + resume equals the uninterrupted run.
 # Exit 77 (ctest's skip) when mpirun is missing.
 set -u
 ks="$1"
@@ -146,6 +149,38 @@ expect_out 1 "2 ranks x train.batch_size 300 = 600 examples per step, but the tr
 mpirun --oversubscribe -np 1 "$ks" train --config "$tmp/lm.json" --out "$tmp/mix" --quiet : \
   -np 1 "$ks" train --config "$tmp/lm.json" --set model.d_ff=40 --out "$tmp/mix" --quiet > "$tmp/mix.log" 2>&1; rc=$?
 expect_out 1 "the config of rank\(s\) 1 differs from rank 0's \(model.d_ff\)" "$tmp/mix.log" $rc
+
+# --- 5. a streamed token_shards data set -------------------------------------------
+# Each rank computes the same global batch of windows from (seed, epoch, position) and
+# takes its half: 2 ranks x 4 windows give the losses of 1 rank x 8, and a SIGTERM +
+# resume on 2 ranks gives the uninterrupted 2-rank losses exactly.
+"$ks" tokenize "$tmp/lines.txt" --out "$tmp/shards" --name lines --doc-sep line --valid-fraction 0.2 \
+  --shard-tokens 3000 --quiet > /dev/null 2>&1 || fail "shards: keystone tokenize failed"
+cat > "$tmp/shards.json" <<JSON
+{"name": "dp-shards", "seed": 4,
+ "data": {"dataset": "token_shards", "dir": "$tmp/shards", "name": "lines", "seq_len": 24, "valid_windows": 8,
+          "test_windows": 8},
+ "model": {"d_model": 32, "layers": 1, "dropout": 0, "attention": {"heads": 2}},
+ "schedule": {"type": "constant"},
+ "train": {"steps": 40, "batch_size": 4, "eval_every": 20, "log_every": 1, "threads": 1}}
+JSON
+"$ks" train --config "$tmp/shards.json" --set train.batch_size=8 --out "$tmp/sh-1" --quiet > "$tmp/sh-1.log" 2>&1 \
+  || fail "shards: 1 rank: $(tail -3 "$tmp/sh-1.log")"
+run2 "$ks" train --config "$tmp/shards.json" --out "$tmp/sh-2" --quiet > "$tmp/sh-2.log" 2>&1 \
+  || fail "shards: 2 ranks: $(tail -5 "$tmp/sh-2.log")"
+losses "$tmp/sh-1" > "$tmp/sh-1.loss"; losses "$tmp/sh-2" > "$tmp/sh-2.loss"
+[ "$(wc -l < "$tmp/sh-2.loss")" = 40 ] || fail "shards: 2 ranks logged $(wc -l < "$tmp/sh-2.loss") train records, want 40"
+close "$tmp/sh-2.loss" "$tmp/sh-1.loss" 2e-5 || fail "shards: 2-rank losses differ from the 1-rank run on the global batch"
+run2 "$ks" train --config "$tmp/shards.json" --set train.checkpoint_every=1 --out "$tmp/sh-cut" --quiet > "$tmp/sh-cut.log" 2>&1 &
+for _ in $(seq 1 300); do
+  [ "$(grep -c '"split":"train"' "$tmp/sh-cut/metrics.jsonl" 2>/dev/null)" -ge 15 ] 2>/dev/null && break; sleep 0.1
+done
+kill -TERM $(ranks_of "--out $tmp/sh-cut --quiet") 2>/dev/null
+wait
+run2 "$ks" train --out "$tmp/sh-cut" --resume --set train.checkpoint_every=0 --quiet > "$tmp/sh-resume.log" 2>&1 \
+  || fail "shards: resume: $(tail -5 "$tmp/sh-resume.log")"
+losses "$tmp/sh-cut" > "$tmp/sh-cut.loss"
+cmp -s "$tmp/sh-2.loss" "$tmp/sh-cut.loss" || fail "shards: the resumed 2-rank run's losses differ from the uninterrupted one"
 
 if [ "$fails" -gt 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo "all distributed training checks passed"

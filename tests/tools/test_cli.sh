@@ -475,7 +475,7 @@ expect 2 "--mask-heads: entry '9:0': site 9 does not exist" -- "$ks" eval --run 
 # keystone config: every key explicit, for every data set and the shipped configs for one's own data.
 expect 0 "usage: keystone config" -- "$ks" config --help
 expect 2 "exactly one of --config FILE or --defaults" -- "$ks" config
-for d in seq2seq listops brown_lm brown_genre fashion_mnist text tsv_classification tsv_seq2seq; do
+for d in seq2seq listops brown_lm brown_genre fashion_mnist text token_shards tsv_classification tsv_seq2seq; do
   expect 0 '"warmup_steps": 0' -- "$ks" config --defaults --dataset "$d"
 done
 expect 0 '"train": "<required: a file path>"' -- "$ks" config --defaults --dataset tsv_seq2seq

@@ -153,7 +153,7 @@ json run_analysis(const AnalyzeOptions& o) {
 
   int64_t total_heads = 0;
   for (const AttentionSite& s : sites) total_heads += s.heads;
-  const models::ModelCost cost = model.cost(std::max<int64_t>(1, int64_t(split.examples.front().tokens.size())));
+  const models::ModelCost cost = model.cost(std::max<int64_t>(1, int64_t(split.example(0).tokens.size())));
   json a = {{"schema", "keystone.analysis/1"},
             {"run", run.paths.dir.string()},
             {"checkpoint", run.checkpoint.string()},

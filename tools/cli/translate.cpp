@@ -146,14 +146,14 @@ int translate(const std::vector<std::string>& args) {
   const int64_t n = f.has("limit") ? std::min(f.get_int_at_least("limit", 0, 1), set.size()) : set.size();
   std::vector<std::vector<int64_t>> srcs;
   for (int64_t i = 0; i < n; ++i) {
-    const data::Ids& src = set.examples[size_t(i)].tokens;
+    const data::Ids src = set.example(i).tokens;
     srcs.emplace_back(src.begin(), src.end());
     check_source(srcs.back(), str(split, " example ", i));
   }
   const std::vector<std::vector<int64_t>> outputs = decode_sources(*s2s, srcs, decode);
   DecodeScore score;
   for (int64_t i = 0; i < n; ++i) {
-    const data::Ids& target = set.examples[size_t(i)].target;
+    const data::Ids target = set.example(i).target;
     const std::vector<int64_t> want(target.begin(), target.end());
     const std::vector<int64_t>& got = outputs[size_t(i)];
     score.add(got, want, &tgt_tok);

@@ -36,6 +36,7 @@ std::vector<KeyDoc> every_data_set_keys() {
 
 // The share of <unk> among a split's ids (sources and targets).
 double unknown_share(const data::Dataset& d) {
+  if (d.lazy()) return 0.0;  // a streamed corpus is not read whole at start-up
   int64_t unk = 0, all = 0;
   for (const data::Example& e : d.examples) {
     for (int32_t id : e.tokens) unk += id == data::kUnkId;
@@ -82,9 +83,7 @@ struct DataSection {
 
 int64_t longest(const data::Splits& splits, bool target) {
   int64_t n = 0;
-  for (const data::Dataset* d : {&splits.train, &splits.valid, &splits.test})
-    for (const data::Example& e : d->examples)
-      n = std::max<int64_t>(n, int64_t(target ? e.target.size() : e.tokens.size()));
+  for (const data::Dataset* d : {&splits.train, &splits.valid, &splits.test}) n = std::max(n, d->longest(target));
   return n;
 }
 

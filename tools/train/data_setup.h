@@ -16,6 +16,9 @@
 //   "text"               a user's text file for language modelling (datasets/user_data.h)
 //   "tsv_classification" a user's text<TAB>label file
 //   "tsv_seq2seq"        a user's source<TAB>target file
+//   "token_shards"       llm.c .bin token shards from keystone tokenize, streamed
+//                        (datasets/sets/token_shards.cpp): dir, name, tokenizer_file, seq_len,
+//                        valid_windows, test_windows, window_seed
 //                        train, valid, test (paths; empty: cut from train), valid_fraction,
 //                        test_fraction, split_seed, holdout (random | last), header,
 //                        max_length (tsv), seq_len (text),

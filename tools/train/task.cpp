@@ -101,9 +101,15 @@ std::optional<double> bits_per_byte_factor(const data::Dataset& split) {
   const data::Tokenizer* tok = target_tokenizer_of(split);
   if (split.task != data::Task::LanguageModel || !tok) return std::nullopt;
   int64_t predictions = 0, bytes = 0;
-  for (const data::Example& e : split.examples) {
+  auto count = [&](const data::Example& e) {
     predictions += int64_t(e.target.size());
     bytes += target_bytes(*tok, e);
+  };
+  if (split.lazy()) {
+    // A streamed split may hold 10^8 windows: the factor of its first (at most) 256.
+    for (int64_t i = 0, n = std::min<int64_t>(split.size(), 256); i < n; ++i) count(split.example(i));
+  } else {
+    for (const data::Example& e : split.examples) count(e);
   }
   if (bytes <= 0) return std::nullopt;
   return double(predictions) / (double(bytes) * std::numbers::ln2);
@@ -178,6 +184,7 @@ int64_t batch_tokens(const data::Batch& b) {
 }
 
 int64_t split_tokens(const data::Dataset& split) {
+  if (split.lazy()) return split.source->tokens();
   int64_t n = 0;
   for (const data::Example& e : split.examples)
     n += int64_t(e.tokens.size() + (split.task == data::Task::LanguageModel ? 0 : e.target.size()));
@@ -233,14 +240,15 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
   int64_t bytes = 0;
   Sums total;
   const int ranks = options.group ? options.group->size() : 1, rank = options.group ? options.group->rank() : 0;
-  const std::vector<std::vector<int64_t>> plan = loader.plan(0);  // the batches next() would hand out, in order
-  const int64_t evaluated =
-      options.max_batches > 0 ? std::min(options.max_batches, int64_t(plan.size())) : int64_t(plan.size());
+  // The batches next() would hand out, in order, each computed alone (a
+  // streamed split is never planned whole).
+  const int64_t batches = loader.batches_per_epoch();
+  const int64_t evaluated = options.max_batches > 0 ? std::min(options.max_batches, batches) : batches;
   // A data-parallel rank collates and scores only its own batches.
   for (int64_t batch = rank; batch < evaluated; batch += ranks) {
-    std::optional<data::Batch> next = data::collate(split, plan[size_t(batch)], lo);
+    std::optional<data::Batch> next = data::collate(split, loader.planned(0, batch), lo);
     if (bpb_tokenizer)
-      for (int64_t i : next->index) bytes += target_bytes(*bpb_tokenizer, split.examples[size_t(i)]);
+      for (int64_t i : next->index) bytes += target_bytes(*bpb_tokenizer, split.example(i));
     const std::optional<data::Batch> b = device.is_cpu() ? std::move(next) : next->to(device);
     const models::Predictions p = models::no_targets_ignored(model.predict(model_batch(*b)));
     const Sums s = score(p.logits, p.targets, p.ignore_index);
@@ -256,14 +264,14 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
     std::vector<int64_t> mine;
     std::vector<std::vector<int64_t>> sources;
     for (int64_t k = rank; k < n_decode; k += ranks) {
-      const data::Ids& src = split.examples[size_t(sample[size_t(k)])].tokens;
+      const data::Ids src = split.example(sample[size_t(k)]).tokens;
       sources.emplace_back(src.begin(), src.end());
       mine.push_back(sample[size_t(k)]);
     }
     const auto outputs = sources.empty() ? std::vector<std::vector<int64_t>>{}
                                          : decode_sources(*s2s, sources, {.batch_size = options.batch_size});
     for (size_t k = 0; k < mine.size(); ++k) {
-      const data::Ids& want = split.examples[size_t(mine[k])].target;
+      const data::Ids want = split.example(mine[k]).target;
       decodes.add(outputs[k], {want.begin(), want.end()}, split.target_tokenizer.get());
     }
   }

@@ -71,7 +71,8 @@ int64_t batch_tokens(const data::Batch& batch);
 
 // Tokens of text a split holds, for the start-of-run summary: a seq2seq
 // pair's source and target; a language model's inputs alone (its targets are
-// the same stream shifted by one, not more text); a classifier's inputs.
+// the same stream shifted by one, not more text); a classifier's inputs. A
+// streamed split's source counts them (ExampleSource::tokens) without reading.
 int64_t split_tokens(const data::Dataset& split);
 
 // The UTF-8 bytes that the targets of language-model example `e` add to the
@@ -82,6 +83,7 @@ int64_t target_bytes(const data::Tokenizer& tokenizer, const data::Example& e);
 // the split is a language model with a tokenizer and a byte to predict. The
 // trainer puts train records' "bpb" as the interval's mean loss × this factor
 // of the train split (its average bytes per token, not the interval's own).
+// A streamed (lazy) split: over its first 256 examples only, an estimate.
 std::optional<double> bits_per_byte_factor(const data::Dataset& split);
 
 // The Levenshtein distance (insertions, deletions, substitutions, each 1).
