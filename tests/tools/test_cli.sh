@@ -67,6 +67,11 @@ expect 2 "--checkpoint-layers times training of the whole model" -- "$ks" bench 
 expect 2 "--fused-loss times training of the whole model" -- "$ks" bench "${tiny[@]}" --attention-only --fused-loss
 expect 0 '"checksum":[0-9.e+]+,.*"mode":"decode",.*"new_tokens":3,.*"prefill_ms"' -- "$ks" bench "${tiny[@]}" --steps 1 --decode --prompt 4 --new-tokens 3
 expect 2 "--decode times generation: not with --forward-only" -- "$ks" bench "${tiny[@]}" --decode --forward-only
+# --preset gpt2-small: GPT-2 small's width, heads and d_ff unless a flag says otherwise (one layer,
+# 8 positions and 64 ids here): 7,087,872 in the layer (4·768² + 4·768 attention, 2·768·3072 + 3072 +
+# 768 feed-forward, two norms of 2·768), 49,152 + 6,144 tables, 1,536 final norm, a 768·64 head.
+expect 0 '"params":7193856,.*"preset":"gpt2-small"' -- "$ks" bench --preset gpt2-small --layers 1 --seq 8 --batch 1 --vocab 64 --steps 1
+expect 2 "--preset: expected reference or gpt2-small, got 'gpt3'" -- "$ks" bench --preset gpt3
 # Checkpointed layers give the plain model's losses bit for bit, dropout on.
 losses() { grep -oE '"(first_loss|loss)":[^,}]*' | tr '\n' ' '; }
 plain=$("$ks" bench "${tiny[@]}" --steps 2 --dropout 0.3 --attention-dropout 0.1 | losses)

@@ -53,7 +53,8 @@ namespace {
 
 // What `keystone bench --help` prints.
 constexpr char kUsage[] =
-    "usage: keystone bench [--attention softmax|fixed|mgk|smgk|linear|mlk] [--d-model 256] [--layers 4]\n"
+    "usage: keystone bench [--preset reference|gpt2-small]\n"
+    "                      [--attention softmax|fixed|mgk|smgk|linear|mlk] [--d-model 256] [--layers 4]\n"
     "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
     "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
     "                      [--precision float32|tf32|bf16|auto]  (tf32: cuda only)\n"
@@ -73,6 +74,11 @@ constexpr char kUsage[] =
     "caps it, to time what an AVX2-only machine runs), float32_gemm_kernels (\"OpenBLAS SkylakeX\", ...),\n"
     "peak_tensor_mib (on the CPU: the most tensor memory held at once), first_step_s (seconds from the\n"
     "process's start to the end of the first, warm-up step).\n"
+    "--preset sets the shape flags at once (each given flag still wins): reference is the defaults above\n"
+    "(the reference LM of docs/performance.md); gpt2-small is GPT-2 small's shape, d-model 768, 12 layers,\n"
+    "12 heads of 64, d-ff 3072, seq 1024, batch 4, vocab 50257, untied output layer (163 M parameters),\n"
+    "which ../shared/bench/torch_lm_bench.py times with --d-model 768 --layers 12 --heads 12 --d-ff 3072\n"
+    "--seq 1024 --batch 4 --vocab 50257.\n"
     "--profile also prints, after the JSON line, the time per kernel and pass (forward, backward,\n"
     "optimizer) of the timed steps, the most expensive first (core/profiler.h).\n"
     "--dropout and --attention-dropout (default 0, as in the torch script) time the model as the\n"
@@ -92,6 +98,22 @@ constexpr char kUsage[] =
     "--prompt tokens, for --batch sequences at once, on the KV cache (DecoderLM::generate); tokens_per_s\n"
     "counts the new tokens, prefill_ms is the prompt's pass alone (tools/bench/torch_decode_bench.py is\n"
     "PyTorch's counterpart).\n";
+
+// Shapes a user times often, by name: the flags' defaults when the preset is given.
+struct BenchPreset {
+  const char* name;
+  int64_t d_model, layers, heads, d_ff, seq, batch, vocab;
+};
+constexpr BenchPreset kPresets[] = {
+    {"reference", 256, 4, 8, 1024, 256, 16, 8192},      // the reference LM (docs/performance.md)
+    {"gpt2-small", 768, 12, 12, 3072, 1024, 4, 50257},  // GPT-2 small (Radford et al., 2019), untied head
+};
+
+const BenchPreset& find_preset(const std::string& name) {
+  for (const BenchPreset& p : kPresets)
+    if (name == p.name) return p;
+  throw cli::UsageError("--preset: expected reference or gpt2-small, got '" + name + "'");
+}
 
 // The profiler's rows as a table, per step, with the time outside every kernel last.
 void print_profile(double step_s, int64_t steps) {
@@ -113,18 +135,43 @@ void print_profile(double step_s, int64_t steps) {
 int bench(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args,
-               {"attention", "d-model", "layers",     "heads", "head-dim",  "d-ff",      "seq",     "batch",
-                "vocab",     "steps",   "threads",    "keys",  "device",    "precision", "dropout", "attention-dropout",
-                "plugin",    "prompt",  "new-tokens", "norm",  "positions", "ff",        "kv-heads"},
+               {"preset",
+                "attention",
+                "d-model",
+                "layers",
+                "heads",
+                "head-dim",
+                "d-ff",
+                "seq",
+                "batch",
+                "vocab",
+                "steps",
+                "threads",
+                "keys",
+                "device",
+                "precision",
+                "dropout",
+                "attention-dropout",
+                "plugin",
+                "prompt",
+                "new-tokens",
+                "norm",
+                "positions",
+                "ff",
+                "kv-heads"},
                {"profile", "checkpoint-layers", "forward-only", "attention-only", "bidirectional", "fused-loss",
                 "decode", "no-bias"},
                {"plugin"});
   for (const std::string& p : f.get_all("plugin")) load_plugin(p);
   const std::string attention = f.get("attention", "softmax");
-  const int64_t d = f.get_int_at_least("d-model", 256, 1), layers = f.get_int_at_least("layers", 4, 1);
-  const int64_t heads = f.get_int_at_least("heads", 8, 1), head_dim = f.get_int_at_least("head-dim", 0, 0);
-  const int64_t d_ff = f.get_int_at_least("d-ff", 1024, 1), seq = f.get_int_at_least("seq", 256, 1);
-  const int64_t batch = f.get_int_at_least("batch", 16, 1), vocab = f.get_int_at_least("vocab", 8192, 2);
+  const std::string preset_name = f.get("preset", "reference");
+  const BenchPreset& preset = find_preset(preset_name);
+  const int64_t d = f.get_int_at_least("d-model", preset.d_model, 1);
+  const int64_t layers = f.get_int_at_least("layers", preset.layers, 1);
+  const int64_t heads = f.get_int_at_least("heads", preset.heads, 1), head_dim = f.get_int_at_least("head-dim", 0, 0);
+  const int64_t d_ff = f.get_int_at_least("d-ff", preset.d_ff, 1), seq = f.get_int_at_least("seq", preset.seq, 1);
+  const int64_t batch = f.get_int_at_least("batch", preset.batch, 1);
+  const int64_t vocab = f.get_int_at_least("vocab", preset.vocab, 2);
   const int64_t steps = f.get_int_at_least("steps", 10, 1), threads = f.get_int_at_least("threads", 2, 1);
   const int64_t keys = f.get_int_at_least("keys", 2, 1);
   const double dropout = f.get_double("dropout", 0.0), attention_dropout = f.get_double("attention-dropout", 0.0);
@@ -267,6 +314,7 @@ int bench(const std::vector<std::string>& args) {
   nlohmann::json out = {{"framework", "keystone-0.1.0"},
                         {"attention", attention},
                         {"mode", mode},
+                        {"preset", preset_name},
                         {"tokens_per_s", double(batch * seq) / dt},
                         {"step_ms", dt * 1e3},
                         {"step_ms_min", step_ms.front()},
