@@ -1,5 +1,6 @@
-// models/config.cpp — strict JSON parsing of model configs: every model's keys
-// and the mechanism that adds a kind's (models/kind.h); no kind is named here.
+// models/config.cpp — strict JSON parsing of model configs: every model's keys,
+// the few shared fields a kind may take, and the mechanism that adds a kind's
+// own (its typed options, models/kind.h); no kind is named here.
 #include "models/config.h"
 
 #include <algorithm>
@@ -62,62 +63,53 @@ void check_choice(const std::string& v, const std::vector<std::string>& known, c
                   near.empty() ? std::string() : str("; did you mean ", near, "?"), ")"));
 }
 
-// The ModelConfig fields a kind lists among its keys, by key: the parser
-// reads, writes and range-checks them for the kinds that list them.
-using Field =
-    std::variant<int64_t ModelConfig::*, bool ModelConfig::*, double ModelConfig::*, std::string ModelConfig::*>;
+// The shared ModelConfig fields a kind may list among its keys (several
+// kinds take each, and generic code reads them: models/config.h), by key:
+// the parser reads, writes and range-checks them for the kinds that list
+// them. A kind's own keys are its options' (ModelKind::parse_options), never
+// entries here.
+using Field = std::variant<int64_t ModelConfig::*, bool ModelConfig::*>;
 const std::map<std::string, Field>& fields() {
   using M = ModelConfig;
   static const std::map<std::string, Field> table = {{"layers", &M::layers},
-                                                     {"tied_lookup_reversed", &M::tied_lookup_reversed},
-                                                     {"tied_lookup_scaled", &M::tied_lookup_scaled},
                                                      {"vocab_size", &M::vocab_size},
-                                                     {"tie_embeddings", &M::tie_embeddings},
-                                                     {"fused_loss", &M::fused_loss},
                                                      {"pad_id", &M::pad_id},
-                                                     {"num_classes", &M::num_classes},
-                                                     {"pooling", &M::pooling},
-                                                     {"dual", &M::dual},
-                                                     {"head", &M::head},
-                                                     {"embedding_std", &M::embedding_std},
-                                                     {"src_vocab_size", &M::src_vocab_size},
-                                                     {"tgt_vocab_size", &M::tgt_vocab_size},
-                                                     {"encoder_layers", &M::encoder_layers},
-                                                     {"decoder_layers", &M::decoder_layers},
-                                                     {"share_embeddings", &M::share_embeddings},
-                                                     {"label_smoothing", &M::label_smoothing},
-                                                     {"bos_id", &M::bos_id},
-                                                     {"eos_id", &M::eos_id}};
+                                                     {"tied_lookup_reversed", &M::tied_lookup_reversed}};
   return table;
 }
 
-// The upper bound on a size field, where it allocates; 0: none.
+// The upper bound on a shared size field, where it allocates; 0: none.
 int64_t field_bound(const std::string& key) {
-  static const std::map<std::string, int64_t> bounds = {{"vocab_size", kMaxVocabSize},
-                                                        {"src_vocab_size", kMaxVocabSize},
-                                                        {"tgt_vocab_size", kMaxVocabSize},
-                                                        {"num_classes", kMaxVocabSize},
-                                                        {"layers", kMaxLayers},
-                                                        {"encoder_layers", kMaxLayers},
-                                                        {"decoder_layers", kMaxLayers}};
+  static const std::map<std::string, int64_t> bounds = {{"vocab_size", kMaxVocabSize}, {"layers", kMaxLayers}};
   auto it = bounds.find(key);
   return it == bounds.end() ? 0 : it->second;
 }
 
 // The attention keys every family has; each family's own follow them
 // (attention_keys), from its registration.
-const std::vector<KeyDoc> kAttention = {
-    {"type", "the attention family: softmax | fixed | linear | mgk | smgk | mlk | ..."},
-    {"heads", "attention heads"},
-    {"head_dim", "each head's width p; 0: d_model / heads; \"seq\": max_len"},
-    {"kv_heads",
-     "key/value heads, dividing heads (grouped-query attention; 1: multi-query); 0: heads (softmax, fixed)"},
-    {"alibi", "ALiBi linear position biases on the scores, -m_h|i - j| (softmax, fixed)"},
-    {"dropout", "dropout on the attention weights, in [0, 1)"},
-    {"bias", "biases in the projections"}};
+std::vector<KeyDoc> shared_attention_keys() {
+  // The families the registry had at start-up, in the order this doc has
+  // always listed the built-in ones (the paper's, then the linear ones), then
+  // any other, sorted; "..." for those a plugin may add.
+  std::vector<std::string> families = nn::attention_families(), order;
+  for (const char* f : {"softmax", "fixed", "linear", "mgk", "smgk", "mlk"})
+    if (std::find(families.begin(), families.end(), f) != families.end()) order.push_back(f);
+  for (const std::string& f : families)
+    if (std::find(order.begin(), order.end(), f) == order.end()) order.push_back(f);
+  std::string listed_families;
+  for (const std::string& f : order) listed_families += f + " | ";
+  return {{"type", "the attention family: " + listed_families + "..."},
+          {"heads", "attention heads"},
+          {"head_dim", "each head's width p; 0: d_model / heads; \"seq\": max_len"},
+          {"kv_heads",
+           "key/value heads, dividing heads (grouped-query attention; 1: multi-query); 0: heads (softmax, fixed)"},
+          {"alibi", "ALiBi linear position biases on the scores, -m_h|i - j| (softmax, fixed)"},
+          {"dropout", "dropout on the attention weights, in [0, 1)"},
+          {"bias", "biases in the projections"}};
+}
 
 std::vector<KeyDoc> attention_keys() {
-  std::vector<KeyDoc> keys = kAttention;
+  std::vector<KeyDoc> keys = shared_attention_keys();
   for (const KeyDoc& k : nn::attention_option_keys()) keys.push_back({k.key, k.doc});
   return keys;
 }
@@ -171,7 +163,7 @@ nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m, const s
   return a;
 }
 
-// The kind's keys after every model's: its fields, then its options'.
+// The kind's keys after every model's: the shared fields it takes, then its options'.
 std::vector<KeyDoc> kind_keys(const ModelKind& kind) {
   std::vector<KeyDoc> keys = kind.keys;
   if (kind.option_keys)
@@ -229,6 +221,7 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
   nn::read_json_key(j, "bias", m.bias, p);
   for (const KeyDoc& k : kind.keys)
     std::visit([&](auto member) { nn::read_json_key(j, k.key, m.*member, p); }, fields().at(k.key));
+  if (kind.parse_options) m.options = kind.parse_options(j, p);  // its own keys, read as the shared ones are
 
   check_positive(m.d_model, p, "d_model");
   check_at_most(m.d_model, kMaxWidth, p, "d_model");
@@ -246,10 +239,7 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
            "norm_eps: must be a positive finite number, got ", m.norm_eps);
   check_choice(m.ff, nn::feed_forward_kinds(), p, "ff", "feed-forward");
   if (kind.validate) kind.validate(m, p);
-  if (kind.parse_options) {
-    m.options = kind.parse_options(j, p);
-    m.options->validate(m, p);
-  }
+  if (m.options) m.options->validate(m, p);
   const json& attention = j.contains("attention") ? j.at("attention") : json::object();
   m.attention = parse_attention(attention, m, p);
   if (!m.bias) {  // model.bias false removes the projections' biases too; an explicit true contradicts it

@@ -6,10 +6,10 @@
 //   {"model": "decoder_lm", "vocab_size": 8192, "d_model": 256, "layers": 4,
 //    "attention": {"type": "mgk", "heads": 4, "head_dim": 32, "keys": 2}}
 //
-// Which keys beyond the shared ones a config may hold, their defaults where
-// they differ, their checks and the kind's own options are the kind's
-// descriptor's (models/kind.h), in the kind's own file; the parser here names
-// no kind.
+// Which keys beyond every model's a config may hold (the shared fields the
+// kind takes and its own options' keys), their defaults where they differ,
+// their checks and the kind's own options are the kind's descriptor's
+// (models/kind.h), in the kind's own file; the parser here names no kind.
 //
 // Also here, for every config section (nn/json_section.h reads the others
 // with them): KeyDoc, a key with its one-line meaning, and nearest_key, the
@@ -40,11 +40,11 @@ inline constexpr int64_t kMaxLayers = 1024;
 
 struct ModelConfig;
 
-// A model kind's own options, defined beside the kind (a plugin's kind has
-// its keys here, as an attention family has nn::AttentionOptions). The
-// shared ModelConfig holds them opaquely; the kind reads them typed
-// (ModelConfig::options_as). models/kind.h with_model_options makes a
-// descriptor's parser from the type.
+// A model kind's own options, defined beside the kind (decoder_lm's
+// DecoderLmOptions in models/decoder_lm.h, a plugin kind's in the plugin, as
+// an attention family has nn::AttentionOptions). The shared ModelConfig
+// holds them opaquely; the kind reads them typed (ModelConfig::options_as).
+// models/kind.h with_model_options makes a descriptor's parser from the type.
 class ModelOptions {
  public:
   virtual ~ModelOptions() = default;
@@ -55,15 +55,16 @@ class ModelOptions {
   virtual void validate(const ModelConfig& cfg, const std::string& prefix) const = 0;
 };
 
-// Every model's fields, then the fields the built-in kinds read (each kind's
-// descriptor lists the keys it takes and documents them), then a kind's own
-// options.
+// Every model's fields, then the few that several kinds and generic code
+// share (a kind lists in its descriptor's keys those it takes), then the
+// kind's own options: a built-in kind's keys (decoder_lm's tie_embeddings,
+// seq2seq's bos_id, ...) are its options' fields, in its own files
+// (models/decoder_lm.h DecoderLmOptions, ...), as a plugin kind's are.
 struct ModelConfig {
   // --- every model ---
   std::string model = "decoder_lm";  // the kind (models/kind.h); the default is the language model
   int64_t d_model = 256;
-  int64_t d_ff = 0;  // 0: the ff kind's rule (resolved_d_ff)
-  int64_t layers = 4;
+  int64_t d_ff = 0;       // 0: the ff kind's rule (resolved_d_ff)
   int64_t max_len = 512;  // longest sequence (positions table size)
   double dropout = 0.1;
   bool pre_norm = true;  // a kind may default to post-LN (seq2seq, Vaswani et al.)
@@ -80,6 +81,16 @@ struct ModelConfig {
   bool bias = true;                // false: no biases in attention projections, feed-forwards, heads, nor norms' shifts
   // "head_dim": "seq" sets the head size to max_len (Bhojanapalli et al.'s p = n)
 
+  // --- shared by several kinds (each kind's descriptor lists those it takes) ---
+  // Shared, not a kind's option, because generic code reads them for any
+  // kind: the layer stack of decoder_lm and encoder_classifier (and a plugin
+  // kind built on them), the token ids the data fills in and generate, HF
+  // import/export and the analyses check against, the padding id the
+  // trainer and the batches use for every model, and what a tied table means
+  // in the two kinds that tie one.
+  int64_t layers = 4;
+  int64_t vocab_size = 0;  // required by the kinds that take it
+  int64_t pad_id = -1;     // < 0: no padding token (seq2seq's default is 0)
   // A tied table (decoder_lm tie_embeddings, seq2seq share_embeddings) is
   // both the input lookup and the output layer. With this on, the lookups
   // enter the model with their features reversed (a fixed permutation, so
@@ -90,34 +101,6 @@ struct ModelConfig {
   // every evaluation measured (docs/configs.md, "Configs and measured runs"). Run
   // folders from before this key mean false (tools/train/run_dir.h).
   bool tied_lookup_reversed = true;
-  // decoder_lm: false leaves a tied table's lookups unscaled, as GPT-2 and
-  // Llama use theirs (what `keystone import --from hf` makes of a tied
-  // checkpoint); true, the default and every earlier run's, scales them by √d.
-  bool tied_lookup_scaled = true;
-
-  // --- decoder_lm and encoder_classifier ---
-  int64_t vocab_size = 0;       // required
-  bool tie_embeddings = false;  // decoder_lm: output layer shares the token embedding
-  bool fused_loss = false;  // output layer + cross-entropy chunked, no (B·T, V) logits (ops/linear_cross_entropy.h)
-  int64_t pad_id = -1;      // < 0: no padding token
-
-  // --- encoder_classifier ---
-  int64_t num_classes = 0;       // required
-  std::string pooling = "mean";  // mean | cls (a learned [CLS] vector is prepended)
-  bool dual = false;             // two documents encoded by one shared encoder, [u, v, |u-v|, u*v] -> head
-  std::string head = "linear";   // linear: Linear(d, C); mlp: Linear(d, d_ff) -> ReLU -> Linear(d_ff, C),
-                                 // the LRA code's classifier (not with dual, which has its own)
-  double embedding_std = 0.0;    // > 0: token and learned position tables drawn from N(0, std²) (the
-                                 // LRA code's 0.02); 0: the layers' own N(0, 1)
-
-  // --- seq2seq ---
-  int64_t src_vocab_size = 0;  // required
-  int64_t tgt_vocab_size = 0;  // required
-  int64_t encoder_layers = 2;
-  int64_t decoder_layers = 2;
-  bool share_embeddings = false;  // needs src_vocab_size == tgt_vocab_size
-  double label_smoothing = 0.0;
-  int64_t bos_id = 1, eos_id = 2;  // seq2seq pad_id defaults to 0
 
   // --- the kind's own options (ModelKind::parse_options); null: it has none ---
   std::shared_ptr<const ModelOptions> options;
@@ -137,6 +120,14 @@ struct ModelConfig {
     options = std::make_shared<const T>(std::move(value));
     return *this;
   }
+  // Changes some of the kind's options: `edit` gets a copy of options_as<T>()
+  // (T's defaults when none are set) that then replaces them.
+  //   c.edit_options<DecoderLmOptions>([](auto& o) { o.tie_embeddings = true; });
+  template <class T, class Edit> ModelConfig& edit_options(Edit edit) {
+    T value = options_as<T>();
+    edit(value);
+    return with_options(std::move(value));
+  }
 };
 
 // Keys every model gained after run folders were first written, each with the
@@ -148,7 +139,8 @@ const nlohmann::json& stored_model_defaults();
 // and "config: <prefix><key>: at most m, got v".
 void check_positive(int64_t v, const std::string& prefix, const char* key);
 void check_at_most(int64_t v, int64_t most, const std::string& prefix, const char* key);
-// Whether `key` names a ModelConfig field a kind may list among its keys.
+// Whether `key` names a shared ModelConfig field a kind may list among its
+// keys (layers, vocab_size, pad_id, tied_lookup_reversed).
 bool is_model_field(const std::string& key);
 
 // Parses and validates; throws ks::Error("config: <prefix><key>: <problem>"),

@@ -30,7 +30,7 @@ DecoderLM::DecoderLM(const ModelConfig& cfg)
   for (int64_t i = 0; i < cfg.layers; ++i)
     layers->push_back(std::make_shared<nn::DecoderLayer>(layer_config(cfg), /*cross_attention=*/false));
   if (cfg.pre_norm) ln_f = register_module("ln_f", nn::make_norm(cfg.d_model, cfg.norm_config()));
-  if (!cfg.tie_embeddings) {
+  if (!cfg.options_as<DecoderLmOptions>().tie_embeddings) {
     head = register_module("head", std::make_shared<nn::Linear>(cfg.d_model, cfg.vocab_size, /*bias=*/false));
   } else {
     // N(0, 1) rows would give normalised states logits of variance d (a first loss of ~20 nats at d = 32);
@@ -60,9 +60,10 @@ Tensor DecoderLM::features(const Tensor& tokens, std::vector<nn::DecoderLayerCac
   }
 
   Tensor e = tok->forward(tokens);  // (B, T, d)
-  // A tied table's lookup: features reversed, √d-scaled (models/config.h tied_lookup_reversed, tied_lookup_scaled).
+  // A tied table's lookup: features reversed, √d-scaled (ModelConfig::tied_lookup_reversed,
+  // DecoderLmOptions::tied_lookup_scaled).
   if (!head && config.tied_lookup_reversed) e = flip(e, {-1});
-  if (!head && config.tied_lookup_scaled) e = mul(e, std::sqrt(double(config.d_model)));
+  if (!head && config.options_as<DecoderLmOptions>().tied_lookup_scaled) e = mul(e, std::sqrt(double(config.d_model)));
   Tensor h, self_padding;
   if (left) {
     KS_CHECK(int64_t(left->pads.size()) == tokens.size(0), "decoder_lm: left padding of ", left->pads.size(),
@@ -93,7 +94,8 @@ Tensor DecoderLM::loss(const Tensor& tokens, const Tensor& targets) {
            targets.defined() ? describe(targets) : std::string("undefined"));
   const CrossEntropyOptions opts{.ignore_index = kNoTarget};
   const Tensor t = scored_targets(targets);
-  if (config.fused_loss) return linear_cross_entropy(features(tokens), output_weight(), Tensor(), t, opts);
+  if (config.options_as<DecoderLmOptions>().fused_loss)
+    return linear_cross_entropy(features(tokens), output_weight(), Tensor(), t, opts);
   Tensor logits = forward(tokens);  // checks the tokens
   const int64_t n = tokens.numel();
   return cross_entropy(reshape(logits, {n, config.vocab_size}), reshape(t, {n}), opts);
@@ -201,7 +203,7 @@ ModelCost DecoderLM::cost(int64_t seq_len) const {
   const int64_t norm_params = nn::norm_kind(config.norm).params(d, config.bias);
   const int64_t per_layer = attn.params + ff_kind.params(ff_cfg) + 2 * norm_params;  // ln1, ln3
   c.params = c.embedding_params + config.layers * per_layer + (config.pre_norm ? norm_params : 0) +
-             (config.tie_embeddings ? 0 : V * d);
+             (config.options_as<DecoderLmOptions>().tie_embeddings ? 0 : V * d);
   c.flops_per_token = double(config.layers) * (attn.flops_per_token + ff_kind.flops_per_token(ff_cfg)) + 2.0 * d * V;
   c.kv_cache_bytes =
       4.0 * double(config.layers) * (attn.cache_floats_per_position * double(seq_len) + attn.cache_floats_fixed);

@@ -3,11 +3,11 @@
 //   tokens (B, T) -> Embedding (pad_id as padding_idx) + positions (learned, sinusoidal; rope: none, it turns q and k)
 //     -> config.layers × nn::DecoderLayer (causal self-attention of config.attention, no
 //        cross-attention) -> final norm (pre-LN only; post-LN layers end normalised)
-//     -> logits (B, T, V): a Linear(d, V) without bias, or, with tie_embeddings,
+//     -> logits (B, T, V): a Linear(d, V) without bias, or, with tie_embeddings (DecoderLmOptions),
 //        h · Eᵀ with E the token embedding's own weight (one tensor, two uses).
 // Tied tables are initialised N(0, 1/d) and their lookups scaled by √d
 // (Vaswani et al. §3.4), so both uses start at unit scale, and the lookups
-// enter with their features reversed (tied_lookup_reversed, models/config.h)
+// enter with their features reversed (ModelConfig::tied_lookup_reversed)
 // so that an untrained state does not point at its own token's output row;
 // untied ones are N(0, 1) and not scaled. An imported GPT-2 or Llama tied
 // table has neither the scaling nor the reversal (tied_lookup_scaled and
@@ -37,6 +37,25 @@
 #include "nn/transformer.h"
 
 namespace ks::models {
+
+// decoder_lm's own keys (models/kind.h with_model_options), read typed by
+// config.options_as<DecoderLmOptions>(); parsed, documented and checked in
+// models/decoder_lm_kind.cpp. The shared keys it takes (layers, vocab_size,
+// pad_id, tied_lookup_reversed) are ModelConfig's. A kind built on the
+// decoder LM (a plugin's) derives its options from these.
+struct DecoderLmOptions : ModelOptions {
+  bool tie_embeddings = false;  // the output layer shares the token embedding
+  // false leaves a tied table's lookups unscaled, as GPT-2 and Llama use
+  // theirs (what `keystone import --from hf` makes of a tied checkpoint);
+  // true, the default and every earlier run's, scales them by √d.
+  bool tied_lookup_scaled = true;
+  bool fused_loss = false;  // output layer + cross-entropy chunked, no (B·T, V) logits (ops/linear_cross_entropy.h)
+
+  static DecoderLmOptions parse(const nlohmann::json& section, const std::string& prefix);
+  static std::vector<KeyDoc> option_keys();
+  nlohmann::json to_json() const override;
+  void validate(const ModelConfig& cfg, const std::string& prefix) const override;
+};
 
 // Rows of different lengths run together, each left-padded to the longest:
 // row b's first pads[b] slots are padding. They are masked as keys
@@ -85,7 +104,7 @@ class DecoderLM : public Model {
   // positions whose target is kNoTarget (models/batch.h) ignored, and those
   // whose target is pad_id too (when pad_id >= 0: the padding token is
   // never a target). With
-  // config.fused_loss the output layer and the loss run chunked
+  // DecoderLmOptions::fused_loss the output layer and the loss run chunked
   // (ops/linear_cross_entropy.h): the (B·T, V) logits are never formed.
   Tensor loss(const Tensor& tokens, const Tensor& targets);
   // Model's batch methods: forward(tokens) as (B·T, V) against targets (B·T),

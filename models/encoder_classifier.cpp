@@ -20,23 +20,23 @@ EncoderClassifier::EncoderClassifier(const ModelConfig& cfg)
       tok(register_module("tok", std::make_shared<nn::Embedding>(cfg.vocab_size, cfg.d_model, cfg.pad_id))),
       pos(*this, cfg) {
   KS_CHECK(cfg.layers > 0, "encoder_classifier: layers must be positive, got ", cfg.layers);
-  KS_CHECK(cfg.num_classes >= 2, "encoder_classifier: num_classes must be at least 2, got ", cfg.num_classes);
-  KS_CHECK(cfg.pooling == "mean" || cfg.pooling == "cls", "encoder_classifier: pooling must be mean or cls, got '",
-           cfg.pooling, "'");
-  KS_CHECK(cfg.head == "linear" || cfg.head == "mlp", "encoder_classifier: head must be linear or mlp, got '", cfg.head,
-           "'");
-  KS_CHECK(!(cfg.dual && cfg.head == "mlp"),
+  const EncoderClassifierOptions& o = cfg.options_as<EncoderClassifierOptions>();
+  KS_CHECK(o.num_classes >= 2, "encoder_classifier: num_classes must be at least 2, got ", o.num_classes);
+  KS_CHECK(o.pooling == "mean" || o.pooling == "cls", "encoder_classifier: pooling must be mean or cls, got '",
+           o.pooling, "'");
+  KS_CHECK(o.head == "linear" || o.head == "mlp", "encoder_classifier: head must be linear or mlp, got '", o.head, "'");
+  KS_CHECK(!(o.dual && o.head == "mlp"),
            "encoder_classifier: a dual model has its own two-layer head; "
            "head mlp is for a single document");
   // The tables' std: the layers' N(0, 1) by default, or the LRA code's small
   // init (0.02), under which the positions start as small as the tokens.
-  const double table_std = cfg.embedding_std > 0 ? cfg.embedding_std : 1.0;
-  if (cfg.embedding_std > 0) {
+  const double table_std = o.embedding_std > 0 ? o.embedding_std : 1.0;
+  if (o.embedding_std > 0) {
     nn::init::normal_(tok->weight, 0.0, table_std);
     if (cfg.pad_id >= 0) fill_(tok->weight.alias({cfg.d_model}, {1}, cfg.pad_id * cfg.d_model), 0.0);
     pos.init_normal(table_std);
   }
-  if (cfg.pooling == "cls") {
+  if (o.pooling == "cls") {
     cls = register_parameter("cls", empty({cfg.d_model}));
     nn::init::normal_(cls, 0.0, table_std);  // like a token embedding row
   }
@@ -45,12 +45,12 @@ EncoderClassifier::EncoderClassifier(const ModelConfig& cfg)
   if (cfg.pre_norm) ln_f = register_module("ln_f", nn::make_norm(cfg.d_model, cfg.norm_config()));
   const int64_t d = cfg.d_model;
   const int64_t ff = cfg.resolved_d_ff();
-  if (cfg.dual) hidden = register_module("hidden", std::make_shared<nn::Linear>(4 * d, 2 * d, cfg.bias));
-  if (cfg.head == "mlp") hidden = register_module("hidden", std::make_shared<nn::Linear>(d, ff, cfg.bias));
-  head = register_module("head", std::make_shared<nn::Linear>(cfg.dual ? 2 * d
+  if (o.dual) hidden = register_module("hidden", std::make_shared<nn::Linear>(4 * d, 2 * d, cfg.bias));
+  if (o.head == "mlp") hidden = register_module("hidden", std::make_shared<nn::Linear>(d, ff, cfg.bias));
+  head = register_module("head", std::make_shared<nn::Linear>(o.dual   ? 2 * d
                                                               : hidden ? ff
                                                                        : d,
-                                                              cfg.num_classes, cfg.bias));
+                                                              o.num_classes, cfg.bias));
 }
 
 Tensor EncoderClassifier::encode(const Tensor& tokens) {
@@ -78,14 +78,16 @@ Tensor EncoderClassifier::encode(const Tensor& tokens) {
 }
 
 Tensor EncoderClassifier::forward(const Tensor& tokens) {
-  KS_CHECK(!config.dual, "encoder_classifier: this model is dual (config.dual); call forward(a, b)");
+  KS_CHECK(!config.options_as<EncoderClassifierOptions>().dual,
+           "encoder_classifier: this model is dual (config.dual); call forward(a, b)");
   Tensor z = encode(tokens);                 // (B, d)
   if (hidden) z = relu(hidden->forward(z));  // head "mlp": (B, d_ff)
   return head->forward(z);                   // (B, C)
 }
 
 Tensor EncoderClassifier::forward(const Tensor& a, const Tensor& b) {
-  KS_CHECK(config.dual, "encoder_classifier: forward(a, b) needs a dual model (config.dual)");
+  KS_CHECK(config.options_as<EncoderClassifierOptions>().dual,
+           "encoder_classifier: forward(a, b) needs a dual model (config.dual)");
   KS_CHECK(a.defined() && b.defined() && a.dim() == 2 && b.dim() == 2 && a.size(0) == b.size(0),
            "encoder_classifier: the two documents must be batches (B, T) of one size B, got ",
            a.defined() ? describe(a) : "undefined", " and ", b.defined() ? describe(b) : "undefined");
@@ -102,7 +104,8 @@ ModelCost EncoderClassifier::cost(int64_t seq_len) const {
   const int64_t positions = seq_len + (cls.defined() ? 1 : 0);
   KS_CHECK(seq_len > 0 && positions <= config.max_len, "encoder_classifier: cost: seq_len ", seq_len, " needs ",
            positions, " positions; max_len is ", config.max_len);
-  const int64_t d = config.d_model, ff = config.resolved_d_ff(), V = config.vocab_size, C = config.num_classes;
+  const EncoderClassifierOptions& o = config.options_as<EncoderClassifierOptions>();
+  const int64_t d = config.d_model, ff = config.resolved_d_ff(), V = config.vocab_size, C = o.num_classes;
   const nn::AttentionCost attn = nn::attention_cost(config.attention.at_width(d), positions, /*causal=*/false);
 
   ModelCost c;
@@ -111,16 +114,16 @@ ModelCost EncoderClassifier::cost(int64_t seq_len) const {
   const nn::FeedForwardConfig ff_cfg{.d_model = d, .d_ff = ff, .bias = config.bias};
   const int64_t norm_params = nn::norm_kind(config.norm).params(d, config.bias);
   const int64_t per_layer = attn.params + ff_kind.params(ff_cfg) + 2 * norm_params;  // ln1, ln2
-  const bool mlp = config.head == "mlp";
+  const bool mlp = o.head == "mlp";
   const int64_t b = config.bias ? 1 : 0;  // a bias per output of each head linear
-  const int64_t head_params = config.dual ? (4 * d * 2 * d + b * 2 * d) + (2 * d * C + b * C)
-                              : mlp       ? (d * ff + b * ff) + (ff * C + b * C)
-                                          : d * C + b * C;
+  const int64_t head_params = o.dual ? (4 * d * 2 * d + b * 2 * d) + (2 * d * C + b * C)
+                              : mlp  ? (d * ff + b * ff) + (ff * C + b * C)
+                                     : d * C + b * C;
   c.params = c.embedding_params + config.layers * per_layer + (config.pre_norm ? norm_params : 0) + head_params;
 
   const double per_sequence =
       double(positions) * double(config.layers) * (attn.flops_per_token + ff_kind.flops_per_token(ff_cfg));
-  if (config.dual)
+  if (o.dual)
     c.flops_per_token = (2 * per_sequence + 2.0 * (4 * d * 2 * d + 2 * d * C)) / double(2 * seq_len);
   else
     c.flops_per_token = (per_sequence + (mlp ? 2.0 * (d * ff + ff * C) : 2.0 * d * C)) / double(seq_len);

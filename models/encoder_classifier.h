@@ -6,10 +6,10 @@
 //     -> config.layers × nn::EncoderLayer (keys equal to pad_id masked out)
 //     -> final norm (pre-LN only)
 //     -> pooling: "mean" over the non-padding positions, or "cls" (the output at position 0)
-//     -> head: Linear(d, C), or with config.head "mlp" (the LRA code's)
+//     -> head: Linear(d, C), or with head "mlp" (EncoderClassifierOptions; the LRA code's)
 //        Linear(d, d_ff) -> ReLU -> Linear(d_ff, C)  -> logits (B, C)
 //
-// The dual form (config.dual, LRA "Retrieval"): two documents go through the
+// The dual form (EncoderClassifierOptions::dual, LRA "Retrieval"): two documents go through the
 // same encoder and pooling to u and v (B, d); [u, v, |u − v|, u ∗ v] (B, 4d)
 // -> Linear(4d, 2d) -> activation (config.activation) -> Linear(2d, C).
 // Not here: the training loop, tokenisation.
@@ -23,6 +23,25 @@
 #include "nn/transformer.h"
 
 namespace ks::models {
+
+// encoder_classifier's own keys (models/kind.h with_model_options), read
+// typed by config.options_as<EncoderClassifierOptions>(); parsed,
+// documented and checked in models/encoder_classifier_kind.cpp. The shared
+// keys it takes (layers, vocab_size, pad_id) are ModelConfig's.
+struct EncoderClassifierOptions : ModelOptions {
+  int64_t num_classes = 0;       // required (the data fills it in)
+  std::string pooling = "mean";  // mean | cls (a learned [CLS] vector is prepended)
+  bool dual = false;             // two documents encoded by one shared encoder, [u, v, |u-v|, u*v] -> head
+  std::string head = "linear";   // linear: Linear(d, C); mlp: Linear(d, d_ff) -> ReLU -> Linear(d_ff, C),
+                                 // the LRA code's classifier (not with dual, which has its own)
+  double embedding_std = 0.0;    // > 0: token and learned position tables drawn from N(0, std²) (the
+                                 // LRA code's 0.02); 0: the layers' own N(0, 1)
+
+  static EncoderClassifierOptions parse(const nlohmann::json& section, const std::string& prefix);
+  static std::vector<KeyDoc> option_keys();
+  nlohmann::json to_json() const override;
+  void validate(const ModelConfig& cfg, const std::string& prefix) const override;
+};
 
 class EncoderClassifier : public Model {
  public:

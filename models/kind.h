@@ -5,15 +5,20 @@
 // (models/config.h), the data setup and the CLI (tools/) ask the registry, so
 // adding a kind, built in or from a plugin, edits no shared file:
 //
-//   KS_REGISTER_MODEL({.name = "bigram_lm", .task = "language_model",
-//                      .keys = {{"vocab_size", "token ids"}, {"pad_id", "the padding id; -1: none"}},
-//                      .make = make_bigram_lm});
+//   KS_REGISTER_MODEL(with_model_options<BigramOptions>(
+//       {.name = "bigram_lm", .task = "language_model",
+//        .keys = {{"vocab_size", "token ids"}, {"pad_id", "the padding id; -1: none"}},
+//        .make = make_bigram_lm}));
 //
-// Keys come in two sorts. `keys` name fields of ModelConfig that the built-in
-// kinds read (layers, vocab_size, pad_id, ...; the table in config.cpp): a kind
-// lists those it reads and the parser reads, writes and range-checks them. A
-// kind's keys of its own go into an options type (ModelOptions, filled in by
-// model_options<T>()), parsed and checked strictly like an attention family's.
+// Keys come in two sorts. `keys` name the few ModelConfig fields that several
+// kinds and generic code share (layers, vocab_size, pad_id,
+// tied_lookup_reversed; the table in config.cpp): a kind lists those it takes
+// and the parser reads, writes and range-checks them. A kind's keys of its
+// own, built in or a plugin's, go into an options type (ModelOptions, made a
+// parser by with_model_options<T>()) beside the kind, parsed, documented,
+// defaulted and checked there strictly like an attention family's, and read
+// typed (config.options_as<T>(); decoder_lm's DecoderLmOptions in
+// models/decoder_lm.h): adding a key to a kind edits only the kind's files.
 // Not here: the Model interface (models/model.h), the parsing (models/config.cpp).
 #pragma once
 
@@ -43,18 +48,22 @@ struct ModelKind {
   std::string task{};
   // The kind a config without "model" gets on its task's data (one per task).
   bool task_default = false;
-  // The ModelConfig fields it reads beyond every model's, each with its meaning.
+  // The shared ModelConfig fields it takes beyond every model's (config.h
+  // is_model_field), each with its meaning for this kind.
   std::vector<KeyDoc> keys{};
-  // Sets the fields whose defaults differ for this kind, before parsing.
+  // Sets the shared fields whose defaults differ for this kind, before parsing
+  // (its options' defaults are their member initialisers).
   void (*defaults)(ModelConfig&) = nullptr;
-  // Checks the fields it reads; throws "config: <prefix><key>: ...".
+  // Checks the shared fields it takes (its options check themselves,
+  // ModelOptions::validate, after this); throws "config: <prefix><key>: ...".
   void (*validate)(const ModelConfig&, const std::string& prefix) = nullptr;
   ModelFactory make = nullptr;
-  // Its own options (model_options<T>()): null for a kind without any.
+  // Its own options (with_model_options<T>()): null for a kind without any.
   std::shared_ptr<const ModelOptions> (*parse_options)(const nlohmann::json& section,
                                                        const std::string& prefix) = nullptr;
   std::vector<KeyDoc> (*option_keys)() = nullptr;
-  // Keys of `keys` that run folders written before the key existed lack,
+  // Keys it takes (shared or its options') that run folders written before
+  // the key existed lack,
   // with the value they meant then (tools/train/run_dir.h upgrade_stored_config,
   // which runs before a config's plugins load: for the kinds built in).
   nlohmann::json stored_defaults = nlohmann::json::object();

@@ -65,7 +65,7 @@
 
 // Bump at every change of a type below, and at every change of a public
 // class's virtual functions; then record the layouts anew (kRecordedLayouts).
-#define KS_PLUGIN_ABI_REVISION 2
+#define KS_PLUGIN_ABI_REVISION 3
 
 namespace ks::plugin_abi {
 
@@ -164,7 +164,9 @@ inline constexpr TypeLayout kLayouts[] = {
                 rope_theta, options),
     KS_ABI_TYPE(ks::nn::AttentionMask, causal, key_padding),
     KS_ABI_TYPE(ks::nn::AttentionCache, k, v, k_room, v_room, state, norm, key_padding, length, is_static),
-    KS_ABI_TYPE(ks::nn::Attention, return_weights, last_weights, last_scores, last_heads, head_gate, config),
+    KS_ABI_TYPE(ks::nn::Attention, return_weights, head_gate, config),
+    KS_ABI_TYPE(ks::nn::AttentionRecord, weights, scores, heads, keys),
+    KS_ABI_TYPE(ks::nn::KeyMixture, keys, pi, component_scores, hard_max),
     KS_ABI_TYPE(ks::nn::AttentionCost, params, flops_per_token, cache_floats_per_position, cache_floats_fixed),
     KS_ABI_TYPE(ks::KeyDoc, key, doc),
     KS_ABI_TYPE(ks::nn::AttentionFamily, make, cost, parse, keys, options_type),
@@ -180,11 +182,13 @@ inline constexpr TypeLayout kLayouts[] = {
     KS_ABI_TYPE(ks::nn::ScheduleKind, factor, validate, decays),
     // models/
     KS_ABI_TYPE(ks::models::ModelOptions),
-    KS_ABI_TYPE(ks::models::ModelConfig, model, d_model, d_ff, layers, max_len, dropout, pre_norm, activation,
-                positions, position_options, attention, norm, norm_eps, ff, bias, tied_lookup_reversed,
-                tied_lookup_scaled, vocab_size, tie_embeddings, fused_loss, pad_id, num_classes, pooling, dual, head,
-                embedding_std, src_vocab_size, tgt_vocab_size, encoder_layers, decoder_layers, share_embeddings,
-                label_smoothing, bos_id, eos_id, options),
+    KS_ABI_TYPE(ks::models::ModelConfig, model, d_model, d_ff, max_len, dropout, pre_norm, activation, positions,
+                position_options, attention, norm, norm_eps, ff, bias, layers, vocab_size, pad_id, tied_lookup_reversed,
+                options),
+    KS_ABI_TYPE(ks::models::DecoderLmOptions, tie_embeddings, tied_lookup_scaled, fused_loss),
+    KS_ABI_TYPE(ks::models::EncoderClassifierOptions, num_classes, pooling, dual, head, embedding_std),
+    KS_ABI_TYPE(ks::models::Seq2SeqOptions, src_vocab_size, tgt_vocab_size, encoder_layers, decoder_layers,
+                share_embeddings, label_smoothing, bos_id, eos_id),
     KS_ABI_TYPE(ks::models::ModelKind, name, task, task_default, keys, defaults, validate, make, parse_options,
                 option_keys, stored_defaults, extra_positions),
     KS_ABI_TYPE(ks::models::ModelCost, params, embedding_params, flops_per_token, kv_cache_bytes),
@@ -229,6 +233,7 @@ inline constexpr const char* kRecordedPlatform = "x86_64 " KS_PLUGIN_ABI;
 inline constexpr Revision kRevisions[] = {
     {1, 0x6c57202ab18ff97dull},
     {2, 0x09f11f552cf352a6ull},  // issue 52: the one registry, optimizer/schedule descriptors, Activation by name
+    {3, 0x84288dd8813cc1e8ull},  // issue 52: built-in kinds' typed options, AttentionRecord, key_mixture()
 };
 inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::Device", 8, 4, 2, 0x0c35039535423be1ull},
@@ -253,12 +258,14 @@ inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::nn::AttentionConfig", 120, 8, 11, 0xb205be24871ebd4dull},
     {"ks::nn::AttentionMask", 24, 8, 2, 0x7ff65801b879b56dull},
     {"ks::nn::AttentionCache", 128, 8, 9, 0x8db41153c2c5f4fdull},
-    {"ks::nn::Attention", 312, 8, 0, 0xea230ab9fc54429dull},
+    {"ks::nn::Attention", 328, 8, 0, 0x052b74d3ad8bb62dull},
+    {"ks::nn::AttentionRecord", 64, 8, 4, 0xc834997fb4a8ad65ull},
+    {"ks::nn::KeyMixture", 32, 8, 4, 0xa2df09456f196f8cull},
     {"ks::nn::AttentionCost", 32, 8, 4, 0x4a1e0dfe63bcd9a5ull},
     {"ks::KeyDoc", 64, 8, 2, 0x677900dabee8a885ull},
     {"ks::nn::AttentionFamily", 40, 8, 5, 0x8eebdd1ab7637c25ull},
     {"ks::nn::CachedKeys", 56, 8, 4, 0xc834997fb4a8ad65ull},
-    {"ks::nn::MultiHeadAttention", 392, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::MultiHeadAttention", 408, 8, 0, 0x0000000000000000ull},
     {"ks::nn::ParamGroup", 40, 8, 3, 0x0a4b69776c4d24fdull},
     {"ks::nn::Optimizer", 160, 8, 0, 0x0000000000000000ull},
     {"ks::nn::OptimizerOptions", 8, 8, 0, 0x0000000000000000ull},
@@ -268,15 +275,18 @@ inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::nn::LRSchedule", 72, 8, 6, 0x42a948e34e586b25ull},
     {"ks::nn::ScheduleKind", 24, 8, 3, 0xe96f5ea847d9871dull},
     {"ks::models::ModelOptions", 8, 8, 0, 0x0000000000000000ull},
-    {"ks::models::ModelConfig", 552, 8, 35, 0xb58d689d484340d3ull},
+    {"ks::models::ModelConfig", 400, 8, 19, 0x6f553bfb28afea6aull},
+    {"ks::models::DecoderLmOptions", 16, 8, 0, 0x25ec8c06ad26810eull},
+    {"ks::models::EncoderClassifierOptions", 96, 8, 0, 0x2d78524a55cc27cdull},
+    {"ks::models::Seq2SeqOptions", 72, 8, 0, 0x1f1ce76bf0aa10e5ull},
     {"ks::models::ModelKind", 160, 8, 11, 0xe2fa18ae14f2983dull},
     {"ks::models::ModelCost", 32, 8, 4, 0x4a1e0dfe63bcd9a5ull},
     {"ks::models::Batch", 64, 8, 4, 0xc834997fb4a8ad65ull},
     {"ks::models::Predictions", 40, 8, 3, 0x925abb36d3a462f5ull},
-    {"ks::models::Model", 672, 8, 0, 0x0000000000000000ull},
-    {"ks::models::DecoderLM", 768, 8, 0, 0x0000000000000000ull},
-    {"ks::models::EncoderClassifier", 800, 8, 0, 0x0000000000000000ull},
-    {"ks::models::Seq2Seq", 848, 8, 0, 0x0000000000000000ull},
+    {"ks::models::Model", 520, 8, 0, 0x0000000000000000ull},
+    {"ks::models::DecoderLM", 616, 8, 0, 0x0000000000000000ull},
+    {"ks::models::EncoderClassifier", 648, 8, 0, 0x0000000000000000ull},
+    {"ks::models::Seq2Seq", 704, 8, 0, 0x0000000000000000ull},
 };
 
 }  // namespace ks::plugin_abi

@@ -54,55 +54,56 @@ Tensor int64_tensor(const std::vector<int64_t>& values, Shape shape, Device devi
 
 void DecodeCache::reorder(const Tensor& rows) { reorder_caches(layers, rows); }
 
-Seq2Seq::Seq2Seq(const ModelConfig& cfg) : Model(cfg, "Seq2Seq"), position_kind(cfg.position_kind()) {
-  KS_CHECK(cfg.src_vocab_size > 0 && cfg.tgt_vocab_size > 0,
+Seq2Seq::Seq2Seq(const ModelConfig& cfg)
+    : Model(cfg, "Seq2Seq"), position_kind(cfg.position_kind()), options(config.options_as<Seq2SeqOptions>()) {
+  KS_CHECK(options.src_vocab_size > 0 && options.tgt_vocab_size > 0,
            "seq2seq: src_vocab_size and tgt_vocab_size must be "
            "positive, got ",
-           cfg.src_vocab_size, " and ", cfg.tgt_vocab_size);
-  KS_CHECK(!cfg.share_embeddings || cfg.src_vocab_size == cfg.tgt_vocab_size,
-           "seq2seq: share_embeddings needs src_vocab_size == tgt_vocab_size (", cfg.src_vocab_size, " vs ",
-           cfg.tgt_vocab_size, ")");
-  KS_CHECK(cfg.pad_id >= 0 && cfg.pad_id < std::min(cfg.src_vocab_size, cfg.tgt_vocab_size), "seq2seq: pad_id ",
-           cfg.pad_id, " is outside a vocabulary (", cfg.src_vocab_size, ", ", cfg.tgt_vocab_size, ")");
-  for (int64_t id : {cfg.bos_id, cfg.eos_id})
-    KS_CHECK(id >= 0 && id < cfg.tgt_vocab_size, "seq2seq: bos/eos id ", id, " is outside the target vocabulary [0, ",
-             cfg.tgt_vocab_size, ")");
+           options.src_vocab_size, " and ", options.tgt_vocab_size);
+  KS_CHECK(!options.share_embeddings || options.src_vocab_size == options.tgt_vocab_size,
+           "seq2seq: share_embeddings needs src_vocab_size == tgt_vocab_size (", options.src_vocab_size, " vs ",
+           options.tgt_vocab_size, ")");
+  KS_CHECK(cfg.pad_id >= 0 && cfg.pad_id < std::min(options.src_vocab_size, options.tgt_vocab_size), "seq2seq: pad_id ",
+           cfg.pad_id, " is outside a vocabulary (", options.src_vocab_size, ", ", options.tgt_vocab_size, ")");
+  for (int64_t id : {options.bos_id, options.eos_id})
+    KS_CHECK(id >= 0 && id < options.tgt_vocab_size, "seq2seq: bos/eos id ", id,
+             " is outside the target vocabulary [0, ", options.tgt_vocab_size, ")");
   const int64_t d = cfg.d_model;
-  if (cfg.share_embeddings) {
-    src_embed = tgt_embed = register_module("embed", token_table(cfg.tgt_vocab_size, d, cfg.pad_id));
+  if (options.share_embeddings) {
+    src_embed = tgt_embed = register_module("embed", token_table(options.tgt_vocab_size, d, cfg.pad_id));
   } else {
-    src_embed = register_module("src_embed", token_table(cfg.src_vocab_size, d, cfg.pad_id));
-    tgt_embed = register_module("tgt_embed", token_table(cfg.tgt_vocab_size, d, cfg.pad_id));
+    src_embed = register_module("src_embed", token_table(options.src_vocab_size, d, cfg.pad_id));
+    tgt_embed = register_module("tgt_embed", token_table(options.tgt_vocab_size, d, cfg.pad_id));
   }
   // A kind with a table gives each side its own; rope gives none (its rotations are in the self-attentions).
   if (auto table = position_kind->make_table(cfg.max_len, d)) src_pos = register_module("src_pos", table);
   if (auto table = position_kind->make_table(cfg.max_len, d)) tgt_pos = register_module("tgt_pos", table);
   drop = register_module("drop", std::make_shared<nn::Dropout>(cfg.dropout));
   encoder = register_module("encoder", std::make_shared<nn::ModuleList<nn::EncoderLayer>>());
-  for (int64_t i = 0; i < cfg.encoder_layers; ++i)
+  for (int64_t i = 0; i < options.encoder_layers; ++i)
     encoder->push_back(std::make_shared<nn::EncoderLayer>(layer_config(cfg)));
   decoder = register_module("decoder", std::make_shared<nn::ModuleList<nn::DecoderLayer>>());
-  for (int64_t i = 0; i < cfg.decoder_layers; ++i)
+  for (int64_t i = 0; i < options.decoder_layers; ++i)
     decoder->push_back(std::make_shared<nn::DecoderLayer>(layer_config(cfg), /*cross_attention=*/true));
   if (cfg.pre_norm) {
     encoder_norm = register_module("encoder_norm", nn::make_norm(d, cfg.norm_config()));
     decoder_norm = register_module("decoder_norm", nn::make_norm(d, cfg.norm_config()));
   }
-  if (!cfg.share_embeddings)
-    out = register_module("out", std::make_shared<nn::Linear>(d, cfg.tgt_vocab_size, cfg.bias));
+  if (!options.share_embeddings)
+    out = register_module("out", std::make_shared<nn::Linear>(d, options.tgt_vocab_size, cfg.bias));
 }
 
 Tensor Seq2Seq::embed(const nn::Embedding& table, const nn::Module* positions, const Tensor& tokens, int64_t offset) {
   Tensor x = table.forward(tokens);  // (B, T, d)
-  // A shared table is also the output layer: its lookups enter reversed (models/config.h tied_lookup_reversed).
-  if (config.share_embeddings && config.tied_lookup_reversed) x = flip(x, {-1});
+  // A shared table is also the output layer: its lookups enter reversed (ModelConfig::tied_lookup_reversed).
+  if (options.share_embeddings && config.tied_lookup_reversed) x = flip(x, {-1});
   x = mul(x, std::sqrt(double(config.d_model)));
   if (positions) x = position_kind->add_table(*positions, x, offset);
   return drop->forward(x);
 }
 
 Seq2Seq::Encoded Seq2Seq::encode(const Tensor& src) {
-  check_tokens(src, "src", config.src_vocab_size, config.max_len);
+  check_tokens(src, "src", options.src_vocab_size, config.max_len);
   Tensor padding = eq(src, double(config.pad_id));  // (B, S)
   Tensor h = embed(*src_embed, src_pos.get(), src, 0);
   for (size_t i = 0; i < encoder->size(); ++i) {
@@ -115,7 +116,7 @@ Seq2Seq::Encoded Seq2Seq::encode(const Tensor& src) {
 
 Tensor Seq2Seq::decode(const Tensor& tgt_in, const Tensor& memory, const Tensor& memory_padding, DecodeCache* cache) {
   const int64_t offset = cache ? cache->length : 0;
-  check_tokens(tgt_in, "tgt_in", config.tgt_vocab_size, config.max_len, offset);
+  check_tokens(tgt_in, "tgt_in", options.tgt_vocab_size, config.max_len, offset);
   const int64_t B = tgt_in.size(0);
   KS_CHECK(memory.defined() && memory.dim() == 3 && memory.size(0) == B && memory.size(2) == config.d_model &&
                (memory.dtype() == kFloat32 || memory.dtype() == kFloat64),
@@ -159,11 +160,11 @@ Tensor Seq2Seq::loss(const Tensor& src, const Tensor& tgt_in, const Tensor& tgt_
   KS_CHECK(tgt_out.defined() && tgt_out.dtype() == kInt64 && tgt_in.defined() && tgt_out.sizes() == tgt_in.sizes(),
            "seq2seq: tgt_out must be int64 of tgt_in's shape ", tgt_in.defined() ? describe(tgt_in) : "", ", got ",
            tgt_out.defined() ? describe(tgt_out) : std::string("an undefined tensor"));
-  check_tokens(tgt_out, "tgt_out", config.tgt_vocab_size, config.max_len);
+  check_tokens(tgt_out, "tgt_out", options.tgt_vocab_size, config.max_len);
   Tensor logits = forward(src, tgt_in);  // (B, T, V)
-  const int64_t V = config.tgt_vocab_size;
+  const int64_t V = options.tgt_vocab_size;
   return cross_entropy(reshape(logits, {-1, V}), reshape(tgt_out, {-1}),
-                       {.ignore_index = config.pad_id, .label_smoothing = config.label_smoothing});
+                       {.ignore_index = config.pad_id, .label_smoothing = options.label_smoothing});
 }
 
 std::vector<std::vector<int64_t>> Seq2Seq::greedy_decode(const Tensor& src, int64_t max_len) {
@@ -177,7 +178,7 @@ std::vector<std::vector<int64_t>> Seq2Seq::greedy_decode(const Tensor& src, int6
   DecodeCache cache;
   std::vector<std::vector<int64_t>> result(B);
   std::vector<bool> finished(B, false);
-  std::vector<int64_t> next(B, config.bos_id);
+  std::vector<int64_t> next(B, options.bos_id);
   int64_t running = B;
   for (int64_t t = 0; t < max_len && running > 0; ++t) {
     Tensor logits = decode(int64_tensor(next, {B, 1}, device), e.memory, e.padding, &cache);  // (B, 1, V)
@@ -187,7 +188,7 @@ std::vector<std::vector<int64_t>> Seq2Seq::greedy_decode(const Tensor& src, int6
     for (int64_t b = 0; b < B; ++b) {
       next[b] = finished[b] ? config.pad_id : best[b];
       if (finished[b]) continue;
-      if (best[b] == config.eos_id) {
+      if (best[b] == options.eos_id) {
         finished[b] = true;
         --running;
       } else {
@@ -218,15 +219,18 @@ std::vector<Hypothesis> Seq2Seq::beam_search(const Tensor& src, int64_t beam_siz
     Tensor logits = decode(int64_tensor(tokens, {B * K, 1}, device), memory, memory_padding, &cache);
     return log_softmax(select(logits, 1, 0), -1);  // (B·K, V)
   };
-  return models::beam_search(
-      B, step,
-      {.beam_size = K, .max_len = max_len, .length_penalty = alpha, .bos_id = config.bos_id, .eos_id = config.eos_id});
+  return models::beam_search(B, step,
+                             {.beam_size = K,
+                              .max_len = max_len,
+                              .length_penalty = alpha,
+                              .bos_id = options.bos_id,
+                              .eos_id = options.eos_id});
 }
 
 ModelCost Seq2Seq::cost(int64_t seq_len) const {
   KS_CHECK(seq_len >= 1, "seq2seq: cost: seq_len must be positive, got ", seq_len);
   const ModelConfig& c = config;
-  const int64_t d = c.d_model, d_ff = c.resolved_d_ff(), V = c.tgt_vocab_size;
+  const int64_t d = c.d_model, d_ff = c.resolved_d_ff(), V = options.tgt_vocab_size;
   const nn::AttentionConfig a = c.attention.at_width(c.d_model);
   const nn::AttentionCost self = nn::attention_cost(a, seq_len, false);
   const nn::AttentionCost causal = nn::attention_cost(a, seq_len, true);  // same parameters as self
@@ -236,20 +240,20 @@ ModelCost Seq2Seq::cost(int64_t seq_len) const {
   const double ff_flops = ff_kind.flops_per_token(ff_cfg);
 
   ModelCost cost;
-  cost.embedding_params = (c.share_embeddings ? V : c.src_vocab_size + V) * d;
+  cost.embedding_params = (options.share_embeddings ? V : options.src_vocab_size + V) * d;
   if (src_pos) cost.embedding_params += src_pos->num_parameters() + tgt_pos->num_parameters();
   cost.params = cost.embedding_params;
-  cost.params += c.encoder_layers * (self.params + ff_params + 2 * norm_params);
-  cost.params += c.decoder_layers * (2 * self.params + ff_params + 3 * norm_params);
+  cost.params += options.encoder_layers * (self.params + ff_params + 2 * norm_params);
+  cost.params += options.decoder_layers * (2 * self.params + ff_params + 3 * norm_params);
   if (c.pre_norm) cost.params += 2 * norm_params;
-  if (!c.share_embeddings) cost.params += d * V + (c.bias ? V : 0);
+  if (!options.share_embeddings) cost.params += d * V + (c.bias ? V : 0);
 
-  cost.flops_per_token = double(c.encoder_layers) * (self.flops_per_token + ff_flops) +
-                         double(c.decoder_layers) * (causal.flops_per_token + self.flops_per_token + ff_flops) +
+  cost.flops_per_token = double(options.encoder_layers) * (self.flops_per_token + ff_flops) +
+                         double(options.decoder_layers) * (causal.flops_per_token + self.flops_per_token + ff_flops) +
                          2.0 * d * V;  // the output layer (tied or not)
   // Each decoder layer caches its own keys and the projected encoder memory,
   // both seq_len positions of the same family.
-  cost.kv_cache_bytes = 4.0 * double(c.decoder_layers) * 2.0 *
+  cost.kv_cache_bytes = 4.0 * double(options.decoder_layers) * 2.0 *
                         (self.cache_floats_per_position * double(seq_len) + self.cache_floats_fixed);
   return cost;
 }

@@ -18,7 +18,7 @@
 // - share_embeddings (fairseq's share_all_embeddings): one table for source
 //   and target, which is also the output projection (logits = h Eᵀ, no bias),
 //   as in section 3.4 of the paper; its lookups enter with their features
-//   reversed (tied_lookup_reversed, models/config.h), so the decoder does not
+//   reversed (ModelConfig::tied_lookup_reversed), so the decoder does not
 //   start by predicting its own input token. Without it, source and target have their
 //   own tables and the output is a separate Linear(d, V_tgt) with bias.
 // - key padding: positions holding pad_id are masked as keys on both sides
@@ -40,6 +40,25 @@
 #include "nn/transformer.h"
 
 namespace ks::models {
+
+// seq2seq's own keys (models/kind.h with_model_options), read typed by
+// config.options_as<Seq2SeqOptions>(); parsed, documented and checked in
+// models/seq2seq_kind.cpp. The shared keys it takes (pad_id, 0 by default
+// here, and tied_lookup_reversed) are ModelConfig's.
+struct Seq2SeqOptions : ModelOptions {
+  int64_t src_vocab_size = 0;  // required (the data fills it in)
+  int64_t tgt_vocab_size = 0;  // required (the data fills it in)
+  int64_t encoder_layers = 2;
+  int64_t decoder_layers = 2;
+  bool share_embeddings = false;  // needs src_vocab_size == tgt_vocab_size
+  double label_smoothing = 0.0;
+  int64_t bos_id = 1, eos_id = 2;
+
+  static Seq2SeqOptions parse(const nlohmann::json& section, const std::string& prefix);
+  static std::vector<KeyDoc> option_keys();
+  nlohmann::json to_json() const override;
+  void validate(const ModelConfig& cfg, const std::string& prefix) const override;
+};
 
 // Incremental decoding state: one cache per decoder layer, plus how many
 // target positions have been decoded (the next token's position).
@@ -65,7 +84,7 @@ class Seq2Seq : public Model {
   Tensor decode(const Tensor& tgt_in, const Tensor& memory, const Tensor& memory_padding, DecodeCache* cache = nullptr);
   Tensor forward(const Tensor& src, const Tensor& tgt_in);
   // Mean cross-entropy over the targets that are not pad_id, with
-  // config.label_smoothing. tgt_out (B, T) int64, the same shape as tgt_in.
+  // Seq2SeqOptions::label_smoothing. tgt_out (B, T) int64, the same shape as tgt_in.
   Tensor loss(const Tensor& src, const Tensor& tgt_in, const Tensor& tgt_out);
   // Model's batch methods: forward(tokens, decoder_input) as (B·S, V_tgt)
   // against targets (B·S), pad_id ignored; loss(tokens, decoder_input, targets),
@@ -87,6 +106,7 @@ class Seq2Seq : public Model {
   std::shared_ptr<nn::Embedding> src_embed, tgt_embed;  // the same module when shared
   std::shared_ptr<nn::Module> src_pos, tgt_pos;         // the positions kind's tables; null for rope
   std::shared_ptr<const nn::Positions> position_kind;   // config.positions (nn/positions/)
+  const Seq2SeqOptions& options;                        // config's, typed
   std::shared_ptr<nn::ModuleList<nn::EncoderLayer>> encoder;
   std::shared_ptr<nn::ModuleList<nn::DecoderLayer>> decoder;
   std::shared_ptr<nn::Norm> encoder_norm, decoder_norm;  // pre-LN only

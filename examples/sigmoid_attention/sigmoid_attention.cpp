@@ -88,11 +88,11 @@ class SigmoidAttention : public ks::nn::MultiHeadAttention {
     const int64_t S = kv.k.size(2);
     const double b = fixed_bias ? *fixed_bias : -std::log(double(S));
     Tensor scores = ks::add(ks::matmul(ks::mul(qh, 1.0 / std::sqrt(double(p))), ks::transpose(kv.k, -1, -2)), b);
-    if (return_weights) last_scores = ks::detach(scores);  // (B, h, T, S), what keystone analyze reads
+    if (return_weights) record().scores = ks::detach(scores);  // (B, h, T, S), what keystone analyze reads
     const Tensor masked = ks::nn::attention_mask({mask.causal, kv.key_padding}, B, T, S, kv.offset, query.device());
     if (masked.defined()) scores = ks::masked_fill(scores, masked, -INFINITY);
     Tensor weights = ks::sigmoid(scores);  // (B, h, T, S)
-    if (return_weights) last_weights = ks::detach(weights);
+    if (return_weights) record().weights = ks::detach(weights);
     weights = attn_drop->forward(weights);
     return o->forward(ks::nn::gate_and_merge_heads(*this, ks::matmul(weights, kv.v)));  // (B, T, d)
   }

@@ -60,7 +60,7 @@ int main() {
   Tensor want =
       ks::sigmoid(ks::sub(ks::div(ks::matmul(q, ks::transpose(k, -1, -2)), std::sqrt(double(p))), std::log(double(T))));
   want = ks::masked_fill(want, ks::nn::attention_mask({.causal = true}, B, T, T, 0, x.device()), 0.0);
-  const double weights_error = max_difference(attention->last_weights, want);
+  const double weights_error = max_difference(attention->record().weights, want);
   expect("1. weights = sigmoid(q.k/sqrt(p) - log S), 0 where masked", weights_error < 1e-6, weights_error);
 
   // 2. A fixed bias: decoding through the cache equals the full forward.

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <typeinfo>
 #include <vector>
@@ -123,6 +124,38 @@ struct AttentionCache {
   bool is_static = false;
 };
 
+// What a forward with Attention::return_weights recorded, detached.
+struct AttentionRecord {
+  // (B, h, T, S) the attention probabilities; for linear/mlk the matrix their
+  // sums stand for, built explicitly.
+  Tensor weights;
+  // What the weights normalise: softmax/fixed the scaled q·k (plus ALiBi's
+  // biases; before masks), linear/mlk φ(q)·φ(k) (0 where masked), (B, h, T,
+  // S); a family whose KeyMixture has component_scores (mgk/smgk) one logit
+  // per key component, (B, h, M, T, S), without the per-query −‖q‖²/2σ².
+  Tensor scores;
+  // (B, h, T, e) each head's output before the output projection, the head
+  // gate applied.
+  Tensor heads;
+  // (B, h, M, S, p) the component keys k_jr attended to (component_scores
+  // families; undefined otherwise): the distances between a position's keys.
+  Tensor keys;
+};
+
+// A family that mixes M keys per position (Attention::key_mixture).
+struct KeyMixture {
+  int64_t keys = 1;  // M
+  // π (h, M), the mixing weights as they are now.
+  Tensor pi;
+  // Whether record().scores holds one logit per key component (B, h, M, T,
+  // S) and record().keys the keys (mgk, smgk), rather than the mixture's
+  // (B, h, T, S) (mlk, whose keys mix inside its sums).
+  bool component_scores = false;
+  // Whether the components' logits combine by their max (MGK's hard E)
+  // rather than log Σ_r exp.
+  bool hard_max = false;
+};
+
 class Attention : public Module {
  public:
   explicit Attention(AttentionConfig cfg, const std::string& type_name) : Module(type_name), config(std::move(cfg)) {}
@@ -132,28 +165,26 @@ class Attention : public Module {
   Tensor forward(const Tensor& x, const AttentionMask& mask = {}, AttentionCache* cache = nullptr) {
     return forward(x, x, x, mask, cache);
   }
-  // When true, forward also stores, detached, what an analysis reads
-  // (tools/analyze/analyze.h), computing the weights explicitly (op by op) instead of
-  // through the fused kernels:
-  //   last_weights (B, h, T, S)  the attention probabilities; for linear/mlk
-  //                              the matrix their sums stand for, built explicitly
-  //   last_scores  (B, h, T, S)  what the weights normalise: softmax/fixed the
-  //                              scaled q·k (plus ALiBi's biases; before
-  //                              masks), linear/mlk φ(q)·φ(k)
-  //                              (0 where masked); mgk/smgk (B, h, M, T, S), each
-  //                              component's logit without the per-query −‖q‖²/2σ²
-  //   last_heads   (B, h, T, e)  each head's output before the output
-  //                              projection, the head gate applied
+  // When true, forward also fills record() with what an analysis reads
+  // (tools/analyze/analyze.h), computing the weights explicitly (op by op)
+  // instead of through the fused kernels.
   bool return_weights = false;
-  Tensor last_weights, last_scores, last_heads;
+  AttentionRecord& record() { return record_; }
+  const AttentionRecord& record() const { return record_; }
+  // Drops what the last forward recorded (the tensors it held).
+  void clear_record() { record_ = {}; }
   // Head gates ξ (h,): head i's output is multiplied by ξ_i before the output
   // projection (Michel et al., 2019). Undefined: every gate 1, at no cost.
   // 0 masks a head; with requires_grad, backward gives ∂L/∂ξ, the importance.
   Tensor head_gate;
-  // M when last_scores holds one logit per key component, (B, h, M, T, S), as
-  // MGK's do; 1 otherwise. What an analysis asks instead of the family's name.
-  virtual int64_t mixture_keys() const { return 1; }
+  // The family's mixture of keys per position (mgk, smgk, mlk), what an
+  // analysis asks instead of the family's name; nullopt for a family that
+  // has one key per position.
+  virtual std::optional<KeyMixture> key_mixture() const { return std::nullopt; }
   const AttentionConfig config;
+
+ private:
+  AttentionRecord record_;
 };
 
 // Every attention module under `root`, with its path of child names

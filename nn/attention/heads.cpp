@@ -34,7 +34,7 @@ Tensor gate_and_merge_heads(Attention& attn, const Tensor& heads) {
              describe(g), " but the heads are ", describe(heads));
     gated = mul(heads, view(g, {1, h, 1, 1}));
   }
-  if (attn.return_weights) attn.last_heads = detach(gated);
+  if (attn.return_weights) attn.record().heads = detach(gated);
   return merge_heads(gated);
 }
 

@@ -16,7 +16,7 @@ Tensor split_heads(const Tensor& x, int64_t heads, int64_t head_dim);
 Tensor merge_heads(const Tensor& x);
 // Every family's last step before its output projection: the heads (B, h, T, e)
 // times attn.head_gate (when defined; checked to be (h,) on the heads' device
-// and dtype), kept in attn.last_heads when attn.return_weights, then merged
+// and dtype), kept in attn.record().heads when attn.return_weights, then merged
 // to (B, T, h·e).
 Tensor gate_and_merge_heads(Attention& attn, const Tensor& heads);
 

@@ -66,6 +66,11 @@ std::vector<std::string> LinearAttention::no_weight_decay() const {
 
 Tensor LinearAttention::mixture() const { return pi_logits.defined() ? softmax(pi_logits, -1) : Tensor(); }
 
+std::optional<KeyMixture> LinearAttention::key_mixture() const {
+  if (num_keys == 1) return std::nullopt;
+  return KeyMixture{.keys = num_keys, .pi = mixture()};
+}
+
 Tensor LinearAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMask& mask,
                                 AttentionCache* cache) {
   check_attention_inputs(config, query, key, value, mask, cache);
@@ -138,8 +143,8 @@ Tensor LinearAttention::forward(const Tensor& query, const Tensor& key, const Te
     const int64_t S = fk.size(2);
     Tensor scores = matmul(fq, transpose(fk, -1, -2));  // (B, h, T, S); padded keys are already 0
     if (mask.causal) scores = masked_fill(scores, attention_mask({true, Tensor()}, B, T, S, 0, query.device()), 0.0);
-    last_scores = scores;
-    last_weights = div(scores, add(sum(scores, {3}, true), kEps));
+    record().scores = scores;
+    record().weights = div(scores, add(sum(scores, {3}, true), kEps));
   }
   if (cache && !reuse) {
     cache->state = state;

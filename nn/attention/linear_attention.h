@@ -65,6 +65,9 @@ class LinearAttention : public Attention {
 
   // The mixing weights π (h, M), softmax over M of pi_logits; "mlk" only.
   Tensor mixture() const;
+  // "mlk": M keys, π = mixture(), mixed inside the sums (record().scores is
+  // the mixture's, (B, h, T, S)); "linear": none.
+  std::optional<KeyMixture> key_mixture() const override;
   // π's logits are not decayed (decay would pull π to uniform).
   std::vector<std::string> no_weight_decay() const override;
 

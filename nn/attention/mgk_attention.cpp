@@ -148,6 +148,10 @@ Tensor MixtureKeyAttention::log_pi() const {
               {.dtype = ref.dtype(), .device = ref.device()});
 }
 
+std::optional<KeyMixture> MixtureKeyAttention::key_mixture() const {
+  return KeyMixture{.keys = options.keys, .pi = exp(log_pi()), .component_scores = true, .hard_max = options.hard_e};
+}
+
 std::vector<double> MixtureKeyAttention::inverse_sigma2() const {
   const double base = options.sigma2 > 0 ? options.sigma2 : std::sqrt(double(config.resolved_head_dim()));
   std::vector<double> inv(size_t(options.keys), 1.0 / base);
@@ -240,11 +244,11 @@ Tensor MixtureKeyAttention::forward(const Tensor& query, const Tensor& key, cons
       NoGradGuard no_grad;
       resp_totals = sum(mix.responsibilities, {2, 4});  // (B, h, M)
     }
-    last_weights = detach(mix.weights);
-    last_keys = detach(kr);
+    record().weights = detach(mix.weights);
+    record().keys = detach(kr);
     {
       NoGradGuard no_grad;  // each component's logits (B, h, M, T, S)
-      last_scores = permute(add(mul(scores, score_scale), unsqueeze(bias, 2)), {0, 1, 3, 2, 4});
+      record().scores = permute(add(mul(scores, score_scale), unsqueeze(bias, 2)), {0, 1, 3, 2, 4});
     }
     heads_out = matmul(attn_drop->forward(mix.weights), kv.v);
   }

@@ -34,7 +34,7 @@
 // Computed by the fused ops/mixture_attention.h (no (B, h, T, M, S) scores or
 // (B, h, T, S) weights in memory, forward or backward; soft-E's totals come
 // from its tiles); when return_weights is set, by the composed matmul →
-// mixture_softmax → dropout → matmul, which fills last_weights — the same
+// mixture_softmax → dropout → matmul, which fills record().weights — the same
 // values, gradients and dropout masks.
 // Attention dropout (AttentionConfig::dropout) acts on A. Decoding caches hold
 // keys (B, h, M, S, p) — the shifted keys for smgk — and values (B, h, S, p).
@@ -98,7 +98,9 @@ class MixtureKeyAttention : public Attention {
   // 1/σ_r² per component (M values; all equal unless sigma2_keys is set):
   // the scale of q·k_r in the logits, half of it that of −‖k_r‖².
   std::vector<double> inverse_sigma2() const;
-  int64_t mixture_keys() const override { return options.keys; }
+  // M keys, π = exp(log_pi()), component logits in record().scores and the
+  // keys in record().keys; hard_max under hard E.
+  std::optional<KeyMixture> key_mixture() const override;
   // π's logits and the shifts μ are not decayed: decay would pull π to
   // uniform and the components together (the official MGK code does not
   // decay them either).
@@ -111,9 +113,6 @@ class MixtureKeyAttention : public Attention {
   Tensor pi;         // (h, M) buffer; soft_e only
   Tensor mu;         // (h, M, p) parameter; smgk only
   std::shared_ptr<Dropout> attn_drop;
-  // With return_weights: the component keys k_jr (B, h, M, S, p) the last
-  // forward attended to, detached (for the distance between a position's keys).
-  Tensor last_keys;
   const bool shifted;  // smgk
 };
 

@@ -67,11 +67,11 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   // The scale goes on the queries (T·p values) rather than the scores (T·S).
   Tensor scores = matmul_kv_heads(mul(qh, scale), transpose(kv.k, -1, -2));  // (B, h, T, S)
   if (config.alibi) scores = add(scores, alibi_bias(h, T, S, kv.offset, scores.dtype(), scores.device()));
-  last_scores = detach(scores);
+  record().scores = detach(scores);
   Tensor masked = attention_mask({mask.causal, kv.key_padding}, B, T, S, kv.offset, query.device());
   if (masked.defined()) scores = masked_fill(scores, masked, -INFINITY);
   Tensor weights = softmax(scores, -1);  // a fully masked row gives zeros
-  last_weights = detach(weights);
+  record().weights = detach(weights);
   weights = attn_drop->forward(weights);
   return o->forward(gate_and_merge_heads(*this, matmul_kv_heads(weights, kv.v)));  // (B, T, d)
 }

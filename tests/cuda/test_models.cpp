@@ -108,9 +108,11 @@ TEST_CASE("cuda: encoder_classifier with padding gives the CPU's loss and gradie
   for (const std::string pooling : {"mean", "cls"}) {
     CAPTURE(pooling);
     models::ModelConfig c = tiny_model_config("encoder_classifier", 20, 32, 2, 17, 2);
-    c.num_classes = 3;
+    c.edit_options<models::EncoderClassifierOptions>([&](auto& o) {
+      o.num_classes = 3;
+      o.pooling = pooling;
+    });
     c.pad_id = 0;
-    c.pooling = pooling;
     check_model<models::EncoderClassifier>(
         c,
         [](models::EncoderClassifier& m, bool on_gpu_side, int step) {

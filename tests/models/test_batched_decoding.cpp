@@ -44,7 +44,7 @@ std::shared_ptr<models::DecoderLM> lm(const Variant& v, uint64_t seed = 3) {
   c.attention.type = v.family;
   c.attention.kv_heads = v.kv_heads;
   c.positions = v.positions;
-  c.tie_embeddings = v.tie;
+  c.edit_options<models::DecoderLmOptions>([&](auto& o) { o.tie_embeddings = v.tie; });
   return seeded_model<models::DecoderLM>(c, seed);
 }
 

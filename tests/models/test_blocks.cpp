@@ -35,7 +35,8 @@ json small(json j) {
 // A training loss of a batch of 2 random sequences (the dual classifier: its logits summed).
 Tensor run(models::Model& m, const models::ModelConfig& c) {
   Tensor tokens = randint(1, 13, {2, 6}, {.dtype = kInt64});
-  if (c.dual) return sum(dynamic_cast<models::EncoderClassifier&>(m).forward(tokens, tokens));
+  if (c.model == "encoder_classifier" && c.options_as<models::EncoderClassifierOptions>().dual)
+    return sum(dynamic_cast<models::EncoderClassifier&>(m).forward(tokens, tokens));
   if (c.model == "encoder_classifier")
     return m.loss(models::Batch{.tokens = tokens, .labels = zeros({2}, {.dtype = kInt64})});
   if (c.model == "seq2seq") return m.loss(models::Batch{.tokens = tokens, .decoder_input = tokens, .targets = tokens});

@@ -234,13 +234,13 @@ TEST_CASE("sample_next: frequencies follow softmax(logits / temperature) over th
 
 TEST_CASE("decoder_lm: tied embeddings share one tensor, get gradient from both uses, and train (< 0.5 x entropy)") {
   auto c = small_config("softmax");
-  c.tie_embeddings = true;
+  c.edit_options<models::DecoderLmOptions>([](auto& o) { o.tie_embeddings = true; });
   c.pad_id = 0;
   auto m = make_lm(c, 8);
   CHECK(m->head == nullptr);
   for (auto& [name, _] : m->named_parameters()) CHECK(name.rfind("head", 0) != 0);
   auto untied = c;
-  untied.tie_embeddings = false;
+  untied.edit_options<models::DecoderLmOptions>([](auto& o) { o.tie_embeddings = false; });
   CHECK(make_lm(untied)->num_parameters() - m->num_parameters() == c.vocab_size * c.d_model);
 
   // Token 20 never appears in the input, so its row's gradient comes from the output layer alone.
@@ -283,9 +283,11 @@ TEST_CASE("decoder_lm: tied_lookup_scaled false uses a tied table as an untied m
   auto c = small_config("softmax");
   c.tied_lookup_reversed = false;
   auto tied_config = c, untied_config = c;
-  tied_config.tie_embeddings = true;
-  tied_config.tied_lookup_scaled = false;  // GPT-2's and Llama's tied tables (tools/interop/)
-  untied_config.tie_embeddings = false;
+  tied_config.edit_options<models::DecoderLmOptions>([](auto& o) {
+    o.tie_embeddings = true;
+    o.tied_lookup_scaled = false;  // GPT-2's and Llama's tied tables (tools/interop/)
+  });
+  untied_config.edit_options<models::DecoderLmOptions>([](auto& o) { o.tie_embeddings = false; });
   auto tied = make_lm(tied_config, 4), untied = make_lm(untied_config, 5);
   tied->eval();
   untied->eval();
@@ -296,7 +298,7 @@ TEST_CASE("decoder_lm: tied_lookup_scaled false uses a tied table as an untied m
   NoGradGuard no_grad;
   CHECK(amax(abs(sub(tied->forward(x), untied->forward(x)))).item() < 1e-5);
   // The default scales the lookups by √d: another function of the same weights.
-  tied_config.tied_lookup_scaled = true;
+  tied_config.edit_options<models::DecoderLmOptions>([](auto& o) { o.tied_lookup_scaled = true; });
   auto scaled = make_lm(tied_config, 4);
   scaled->eval();
   scaled->load_state_dict(tied->state_dict());
@@ -307,10 +309,10 @@ TEST_CASE("decoder_lm: fused_loss gives the unfused loss and gradients (to round
   for (bool tied : {false, true}) {
     CAPTURE(tied);
     auto c = small_config("softmax");
-    c.tie_embeddings = tied;
+    c.edit_options<models::DecoderLmOptions>([&](auto& o) { o.tie_embeddings = tied; });
     c.pad_id = 0;
     auto fused_config = c;
-    fused_config.fused_loss = true;
+    fused_config.edit_options<models::DecoderLmOptions>([](auto& o) { o.fused_loss = true; });
     auto plain = make_lm(c, 4), fused = make_lm(fused_config, 4);
     const WordCorpus corpus(2000, 3);
     std::mt19937_64 rng(5);
@@ -328,7 +330,7 @@ TEST_CASE("decoder_lm: fused_loss gives the unfused loss and gradients (to round
     }
   }
   auto j = models::parse_model_config(json::parse(R"({"vocab_size": 10, "fused_loss": true})"));
-  CHECK(j.fused_loss);
+  CHECK(j.options_as<models::DecoderLmOptions>().fused_loss);
   CHECK(j.to_json()["fused_loss"] == true);
 }
 
@@ -360,7 +362,7 @@ TEST_CASE("decoder_lm: cost by hand for a tiny config") {
   // feed-forward 2·(4·8 + 8·4) = 128; output 2·4·10 = 80.
   CHECK(k.flops_per_token == doctest::Approx(128 + 56 + 128 + 80));
 
-  c.tie_embeddings = true;
+  c.edit_options<models::DecoderLmOptions>([](auto& o) { o.tie_embeddings = true; });
   c.positions = "sinusoidal";
   auto tied = models::build_model(c);
   k = tied->cost(6);

@@ -71,9 +71,11 @@ std::tuple<Tensor, Tensor, Tensor> pair_batch(int64_t B, std::mt19937_64& rng) {
 
 models::ModelConfig classifier_config(const std::string& pooling) {
   models::ModelConfig c = tiny_model_config("encoder_classifier", kVocab, 32, 2, 65, 2);  // 64 tokens plus [CLS]
-  c.num_classes = 2;
+  c.edit_options<models::EncoderClassifierOptions>([&](auto& o) {
+    o.num_classes = 2;
+    o.pooling = pooling;
+  });
   c.pad_id = 0;
-  c.pooling = pooling;
   return c;
 }
 
@@ -139,7 +141,7 @@ TEST_CASE("encoder_classifier: cls pooling tells whether the marker blocks at bo
 
 TEST_CASE("encoder_classifier: the dual form learns whether two documents carry the same marker (>= 90%, chance 50%)") {
   auto c = classifier_config("mean");
-  c.dual = true;
+  c.edit_options<models::EncoderClassifierOptions>([](auto& o) { o.dual = true; });
   auto m = make_classifier(c, 3);
   auto r = train_classifier(*m, kSanitized ? 12 : 300, pair_batch,
                             [&](const auto& b) { return m->forward(std::get<0>(b), std::get<1>(b)); });
@@ -152,7 +154,7 @@ TEST_CASE("encoder_classifier: the dual form learns whether two documents carry 
 
 TEST_CASE("encoder_classifier: the dual head is [u, v, |u - v|, u * v] -> Linear(4d, 2d) -> GELU -> Linear(2d, C)") {
   auto c = classifier_config("cls");
-  c.dual = true;
+  c.edit_options<models::EncoderClassifierOptions>([](auto& o) { o.dual = true; });
   auto m = make_classifier(c, 4);
   m->eval();
   NoGradGuard g;
@@ -319,7 +321,7 @@ TEST_CASE("encoder_classifier: errors name the problem") {
   CHECK_THROWS_WITH_AS(m->forward(ids({1}, {1, 1}), ids({1}, {1, 1})),
                        "encoder_classifier: forward(a, b) needs a dual model (config.dual)", Error);
   auto c = classifier_config("mean");
-  c.dual = true;
+  c.edit_options<models::EncoderClassifierOptions>([](auto& o) { o.dual = true; });
   auto d = make_classifier(c);
   CHECK_THROWS_WITH_AS(d->forward(ids({1}, {1, 1})),
                        "encoder_classifier: this model is dual (config.dual); call forward(a, b)", Error);
@@ -327,7 +329,7 @@ TEST_CASE("encoder_classifier: errors name the problem") {
                        "encoder_classifier: the two documents must be batches (B, T) of one size B, got int64 [1, 1] "
                        "and int64 [2, 1]",
                        Error);
-  c.pooling = "max";
+  c.edit_options<models::EncoderClassifierOptions>([](auto& o) { o.pooling = "max"; });
   CHECK_THROWS_WITH_AS(models::EncoderClassifier{c}, "encoder_classifier: pooling must be mean or cls, got 'max'",
                        Error);
 }

@@ -18,8 +18,10 @@ using json = nlohmann::json;
 
 namespace {
 
-// A kind's own options: one key, strictly checked.
-struct WideOptions : models::ModelOptions {
+// A kind's own options: one key, strictly checked. The DecoderLM the kind
+// builds reads decoder_lm's options typed, so they derive from those (at
+// their defaults: this kind does not take their keys).
+struct WideOptions : models::DecoderLmOptions {
   int64_t widen = 2;
   static WideOptions parse(const json& section, const std::string& prefix) {
     WideOptions o;

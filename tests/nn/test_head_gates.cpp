@@ -2,7 +2,7 @@
 // analysis (nn/attention/attention.h), family by family: head gates ξ (ones
 // change nothing; a zero equals zeroing that head's columns of W_o;
 // ∂L/∂ξ equals a finite difference), and with return_weights the recorded
-// tensors: the output equals the fused path's, W_o(merge(last_heads)) is the
+// tensors: the output equals the fused path's, W_o(merge(record().heads)) is the
 // output, the explicit weights times V are the heads (for linear attention
 // and MLK too, whose matrix is otherwise implicit), and the scores have the
 // documented shapes. Also named_attention's paths.
@@ -136,13 +136,13 @@ TEST_CASE("return_weights: the explicit weights times V are the heads and W_o of
       const Tensor out = m->forward(x, mask);
       const int64_t h = 3, p = m->config.resolved_head_dim(), T = 5;
       // shapes as documented
-      CHECK(m->last_weights.sizes() == Shape({2, h, T, T}));
-      CHECK(m->last_heads.sizes() == Shape({2, h, T, p}));
+      CHECK(m->record().weights.sizes() == Shape({2, h, T, T}));
+      CHECK(m->record().heads.sizes() == Shape({2, h, T, p}));
       if (type == "mgk" || type == "smgk")
-        CHECK(m->last_scores.sizes() == Shape({2, h, 2, T, T}));
+        CHECK(m->record().scores.sizes() == Shape({2, h, 2, T, T}));
       else
-        CHECK(m->last_scores.sizes() == Shape({2, h, T, T}));
-      // W_o(merge(last_heads)) is the output
+        CHECK(m->record().scores.sizes() == Shape({2, h, T, T}));
+      // W_o(merge(record().heads)) is the output
       std::shared_ptr<nn::Linear> o, v;
       for (auto& [name, child] : m->named_children()) {
         if (name == "o") o = std::dynamic_pointer_cast<nn::Linear>(child);
@@ -150,17 +150,17 @@ TEST_CASE("return_weights: the explicit weights times V are the heads and W_o of
       }
       REQUIRE(o);
       REQUIRE(v);
-      CHECK(max_diff(o->forward(nn::merge_heads(m->last_heads)), out) < 1e-12);
+      CHECK(max_diff(o->forward(nn::merge_heads(m->record().heads)), out) < 1e-12);
       // A V per head, times the gate, is each head's output
-      const Tensor heads = matmul(m->last_weights, nn::split_heads(v->forward(x), h, p));  // (B, h, T, p)
+      const Tensor heads = matmul(m->record().weights, nn::split_heads(v->forward(x), h, p));  // (B, h, T, p)
       const Tensor gated = mul(heads, view(gate_of({1, 0.5, 2}), {1, h, 1, 1}));
-      CHECK(max_diff(gated, m->last_heads) < 1e-10);
+      CHECK(max_diff(gated, m->record().heads) < 1e-10);
       // and the explicit path computes what the fused one does (gates aside)
       m->head_gate = Tensor();
       CHECK(max_diff(m->forward(x, mask), fused) < 1e-10);
       // causal weights never look ahead
       if (causal) {
-        const std::vector<double> w = m->last_weights.to_vector<double>();
+        const std::vector<double> w = m->record().weights.to_vector<double>();
         double ahead = 0;
         for (int64_t b = 0; b < 2; ++b)
           for (int64_t hd = 0; hd < h; ++hd)

@@ -295,13 +295,13 @@ TEST_CASE("return_weights gives the normalised, masked φ(q)ᵀφ(k) matrix") {
       Tensor pad = padding({0, 1, 0, 0, /**/ 0, 0, 0, 1}, 2, 4);
       Tensor out = m->forward(x, {causal, pad});
       Reference ref = reference(*m, x, x, x, causal, pad);
-      REQUIRE(m->last_weights.defined());
-      CHECK(m->last_weights.sizes() == Shape{2, 2, 4, 4});
-      CHECK_FALSE(m->last_weights.requires_grad());
-      check_close(m->last_weights, ref.weights, 1e-12, 1e-10);
+      REQUIRE(m->record().weights.defined());
+      CHECK(m->record().weights.sizes() == Shape{2, 2, 4, 4});
+      CHECK_FALSE(m->record().weights.requires_grad());
+      check_close(m->record().weights, ref.weights, 1e-12, 1e-10);
       // A V through the output projection is the layer's output.
       Tensor vh = masked_fill(transpose(view(m->v->forward(x), {2, 4, 2, 4}), 1, 2), view(pad, {2, 1, 4, 1}), 0.0);
-      Tensor via_weights = m->o->forward(reshape(transpose(matmul(m->last_weights, vh), 1, 2), {2, 4, 8}));
+      Tensor via_weights = m->o->forward(reshape(transpose(matmul(m->record().weights, vh), 1, 2), {2, 4, 8}));
       check_close(via_weights, out, 1e-12, 1e-10);
     }
   }

@@ -343,7 +343,7 @@ TEST_CASE("MGK return_weights stores (B, h, T, S) probabilities whose rows sum t
     Tensor x = input({2, 5, 8}, 71);
     Tensor pad = bool_tensor({0, 0, 0, 0, 1, 0, 0, 0, 0, 0}, {2, 5});
     m->forward(x, {.causal = true, .key_padding = pad});
-    Tensor w = m->last_weights;
+    Tensor w = m->record().weights;
     REQUIRE(w.defined());
     CHECK(w.sizes() == Shape{2, 2, 5, 5});
     CHECK_FALSE(w.requires_grad());
@@ -369,7 +369,7 @@ TEST_CASE("MGK's fused path equals its composed return_weights path: outputs, ev
       xl.set_requires_grad(true);
       manual_seed(1234);  // the same dropout mask on both paths
       Tensor y = m->forward(xl, {.causal = true, .key_padding = pad});
-      CHECK(m->last_weights.defined() == weights);
+      CHECK(m->record().weights.defined() == weights);
       backward(sum(mul(y, input({2, 7, 8}, 96))));
       outs.push_back(y);
       grads.push_back({xl.grad()});

@@ -194,7 +194,7 @@ TEST_CASE("return_weights stores (B, h, T, S) probabilities whose rows sum to 1"
   m->return_weights = true;
   Tensor pad = bool_tensor({0, 0, 0, 0, 1, 0, 0, 0, 0, 0}, {2, 5});
   m->forward(x, {.causal = true, .key_padding = pad});
-  Tensor w = m->last_weights;
+  Tensor w = m->record().weights;
   REQUIRE(w.defined());
   CHECK(w.sizes() == Shape{2, 2, 5, 5});
   CHECK_FALSE(w.requires_grad());

@@ -150,7 +150,7 @@ TEST_CASE("grouped-query attention with ALiBi: cached decoding equals full recom
       grouped_ref(*m, x, causal_mask(), 0, &w);
       m->return_weights = true;
       m->forward(x, kCausal);
-      check_close(m->last_weights, w, 1e-12, 1e-10);
+      check_close(m->record().weights, w, 1e-12, 1e-10);
       m->return_weights = false;
     }
 }

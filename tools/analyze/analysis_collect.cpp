@@ -9,8 +9,6 @@
 #include <limits>
 
 #include "autograd/grad_mode.h"
-#include "nn/attention/linear_attention.h"
-#include "nn/attention/mgk_attention.h"
 #include "ops/unary.h"
 #include "ops/view.h"
 #include "tools/analyze/analysis_math.h"
@@ -51,7 +49,8 @@ std::string token_label(const data::Tokenizer* tok, int64_t id) {
 }  // namespace
 
 struct AttentionCollector::SiteSums {
-  int64_t heads = 0, keys = 1;  // keys: the site's Attention::mixture_keys()
+  int64_t heads = 0, keys = 1;  // keys: M where the site's scores are per key component, else 1
+  bool hard_max = false;        // the components' logits combine by max (nn::KeyMixture)
   std::string family;
   std::vector<double> js, cosine;  // h × h sums over counted queries
   int64_t queries = 0;
@@ -76,7 +75,10 @@ AttentionCollector::AttentionCollector(models::Model& model, const CollectOption
     SiteSums sums;
     sums.heads = s.heads;
     sums.family = s.attn->config.type;
-    sums.keys = s.attn->mixture_keys();
+    if (const std::optional<nn::KeyMixture> mix = s.attn->key_mixture(); mix && mix->component_scores) {
+      sums.keys = mix->keys;
+      sums.hard_max = mix->hard_max;
+    }
     sums.js.assign(size_t(s.heads * s.heads), 0.0);
     sums.cosine.assign(size_t(s.heads * s.heads), 0.0);
     sums.resp_entropy.assign(size_t(s.heads), 0.0);
@@ -90,8 +92,7 @@ AttentionCollector::AttentionCollector(models::Model& model, const CollectOption
 AttentionCollector::~AttentionCollector() {
   for (const AttentionSite& s : sites_) {
     s.attn->return_weights = false;
-    s.attn->last_weights = s.attn->last_scores = s.attn->last_heads = Tensor();
-    if (auto* mgk = dynamic_cast<nn::MixtureKeyAttention*>(s.attn)) mgk->last_keys = Tensor();
+    s.attn->clear_record();
   }
 }
 
@@ -112,13 +113,13 @@ void AttentionCollector::add(const data::Batch& batch) {
   for (size_t si = 0; si < sites_.size(); ++si) {
     const AttentionSite& site = sites_[si];
     SiteSums& sums = sums_[si];
-    nn::Attention& attn = *site.attn;
-    KS_CHECK(attn.last_weights.defined() && attn.last_heads.defined(), "analyze: attention site ", site.name,
+    const nn::AttentionRecord& rec = site.attn->record();
+    KS_CHECK(rec.weights.defined() && rec.heads.defined(), "analyze: attention site ", site.name,
              " did not record its weights in this forward pass (is it used by the model?)");
-    const int64_t h = site.heads, T = attn.last_weights.size(2), S = attn.last_weights.size(3);
-    const int64_t E = attn.last_heads.size(3), M = sums.keys;
-    const std::vector<double> W = host_values(contiguous(attn.last_weights));  // (B, h, T, S)
-    const std::vector<double> Hd = host_values(contiguous(attn.last_heads));   // (B, h, T, E)
+    const int64_t h = site.heads, T = rec.weights.size(2), S = rec.weights.size(3);
+    const int64_t E = rec.heads.size(3), M = sums.keys;
+    const std::vector<double> W = host_values(contiguous(rec.weights));  // (B, h, T, S)
+    const std::vector<double> Hd = host_values(contiguous(rec.heads));   // (B, h, T, E)
     auto w = [&](int64_t b, int64_t head, int64_t i, int64_t j) { return W[size_t(((b * h + head) * T + i) * S + j)]; };
 
     // Counted queries, per example (see the header).
@@ -148,8 +149,8 @@ void AttentionCollector::add(const data::Batch& batch) {
     // Counted keys: self sites the counted queries; else keys some counted
     // query weighs. Found once per example, for the examples that use them
     // (maps and spectra of the first ones; every one for MGK's key distances).
-    auto* mgk = dynamic_cast<nn::MixtureKeyAttention*>(site.attn);
-    const bool key_stats = mgk && M > 1;
+    // (Per-component scores and keys: mgk/smgk, nn::KeyMixture::component_scores.)
+    const bool key_stats = M > 1;
     std::vector<std::vector<bool>> key_valid(size_t(key_stats ? B : std::max(map_n, rank_n)));
     for (size_t b = 0; b < key_valid.size(); ++b) {
       std::vector<bool>& k = key_valid[b];
@@ -235,7 +236,7 @@ void AttentionCollector::add(const data::Batch& batch) {
 
     // Spectra of the first examples' score and attention matrices.
     std::vector<double> Sc;
-    if (rank_n > 0 && attn.last_scores.defined()) Sc = host_values(contiguous(attn.last_scores));
+    if (rank_n > 0 && rec.scores.defined()) Sc = host_values(contiguous(rec.scores));
     for (int64_t b = 0; b < rank_n; ++b) {
       const std::vector<int64_t> rows = indices(valid[size_t(b)]), cols = indices(key_valid[size_t(b)]);
       const int64_t R = int64_t(rows.size()), C = int64_t(cols.size());
@@ -265,7 +266,7 @@ void AttentionCollector::add(const data::Batch& batch) {
             hj["components"] = comps;
             // The mixture logit whose softmax over keys is the attention:
             // log Σ_r exp(logit_r), or max_r under hard E.
-            const bool hard = mgk && mgk->options.hard_e;
+            const bool hard = sums.hard_max;
             for (int64_t r = 0; r < R; ++r)
               for (int64_t c = 0; c < C; ++c) {
                 double mx = -std::numeric_limits<double>::infinity(), acc = 0;
@@ -285,9 +286,11 @@ void AttentionCollector::add(const data::Batch& batch) {
 
     // MGK/sMGK: responsibilities at weighted pairs, distances between a position's keys.
     if (key_stats) {
-      if (Sc.empty()) Sc = host_values(contiguous(attn.last_scores));
-      const std::vector<double> K = host_values(contiguous(mgk->last_keys));  // (B, h, M, S, p)
-      const int64_t P = mgk->last_keys.size(4);
+      KS_CHECK(rec.keys.defined(), "analyze: attention site ", site.name,
+               " has per-component scores but did not record its keys (nn::AttentionRecord::keys)");
+      if (Sc.empty()) Sc = host_values(contiguous(rec.scores));
+      const std::vector<double> K = host_values(contiguous(rec.keys));  // (B, h, M, S, p)
+      const int64_t P = rec.keys.size(4);
       std::vector<double> g(static_cast<size_t>(M));
       for (int64_t b = 0; b < B; ++b) {
         const std::vector<bool>& kv = key_valid[size_t(b)];
@@ -361,16 +364,16 @@ nlohmann::json AttentionCollector::site_summaries() const {
                         {"cosine", matrix(cosine)},
                         {"cosine_mean_off_diagonal", off_diagonal_mean(cosine, h)},
                         {"rank", {{"tolerance", options_.rank_tolerance}, {"examples", s.rank_examples}}}};
-    auto* mgk = dynamic_cast<nn::MixtureKeyAttention*>(site.attn);
-    auto* mlk = dynamic_cast<nn::LinearAttention*>(site.attn);
-    if (mgk || (mlk && mlk->num_keys > 1)) {
-      NoGradGuard no_grad;
-      const int64_t M = mgk ? s.keys : mlk->num_keys;
-      const std::vector<double> pi = host_values(mgk ? exp(mgk->log_pi()) : mlk->mixture());  // (h, M)
+    NoGradGuard no_grad;
+    if (const std::optional<nn::KeyMixture> mix = site.attn->key_mixture()) {
+      // Responsibilities and key distances where the scores are per component (mgk, smgk).
+      const bool components = mix->component_scores;
+      const int64_t M = mix->keys;
+      const std::vector<double> pi = host_values(mix->pi);  // (h, M)
       nlohmann::json mj = {{"pi", nlohmann::json::array()}};
       for (int64_t i = 0; i < h; ++i)
         mj["pi"].push_back(std::vector<double>(pi.begin() + i * M, pi.begin() + (i + 1) * M));
-      if (mgk) {
+      if (components) {
         std::vector<double> ent(static_cast<size_t>(h));
         nlohmann::json wins = nlohmann::json::array();
         for (int64_t i = 0; i < h; ++i) {
@@ -383,7 +386,7 @@ nlohmann::json AttentionCollector::site_summaries() const {
         mj["responsibility_entropy"] = ent;
         mj["component_wins"] = wins;
       }
-      if (mgk && s.distance_keys > 0) {
+      if (components && s.distance_keys > 0) {
         std::vector<double> dist(static_cast<size_t>(h));
         for (int64_t i = 0; i < h; ++i) dist[size_t(i)] = s.key_distance[size_t(i)] / double(s.distance_keys);
         mj["key_distance"] = dist;

@@ -20,7 +20,7 @@
 //                 (nats, in [0, ln 2]) between heads i and j's attention rows:
 //                 H((P+Q)/2) − (H(P) + H(Q))/2 (Lin, 1991)
 //   cos(i, j)     mean over counted queries of the cosine similarity of the
-//                 two heads' outputs (last_heads: before W_o, gates applied)
+//                 two heads' outputs (record().heads: before W_o, gates applied)
 //   rank          per example and head, the singular values of the (counted
 //                 queries × counted keys) score and attention matrices;
 //                 numerical rank = #σ > tol·σ_max, effective rank = exp of

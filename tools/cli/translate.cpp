@@ -92,7 +92,7 @@ int translate(const std::vector<std::string>& args) {
       std::fprintf(stderr,
                    "translate: note: skipped %lld output ids that the target tokenizer lacks (it has %lld ids, the "
                    "model's vocabulary %lld), as Hugging Face's decode does\n",
-                   (long long)skipped, (long long)tgt_tok.vocab_size(), (long long)s2s->config.tgt_vocab_size);
+                   (long long)skipped, (long long)tgt_tok.vocab_size(), (long long)s2s->options.tgt_vocab_size);
   };
   auto write_line = [](const std::string& text) {  // the bytes as they are: %s would stop at a NUL
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -5,6 +5,7 @@
 #include "core/copy.h"
 #include "core/error.h"
 #include "core/registry.h"
+#include "models/decoder_lm.h"
 #include "nn/user_input.h"
 #include "ops/view.h"
 
@@ -133,11 +134,20 @@ Tensor ModelState::at(const std::string& name) const {
   return contiguous_raw(it->second);
 }
 
+namespace {
+// The decoder LM's own keys (tie_embeddings, tied_lookup_scaled) of a config
+// the importer builds or the exporter reads.
+const models::DecoderLmOptions& lm_options(const models::ModelConfig& m) {
+  return m.options_as<models::DecoderLmOptions>();
+}
+}  // namespace
+
 std::vector<std::string> causal_lm_mismatches(const models::ModelConfig& m, const std::string& architecture) {
   std::vector<std::string> why;
   if (m.model != "decoder_lm") why.push_back(str("model \"", m.model, "\" (", architecture, " is a decoder_lm)"));
   if (!m.pre_norm) why.push_back(str("pre_norm false (", architecture, " is pre-norm)"));
-  if (m.tie_embeddings && (m.tied_lookup_scaled || m.tied_lookup_reversed))
+  if (m.model == "decoder_lm" && lm_options(m).tie_embeddings &&
+      (lm_options(m).tied_lookup_scaled || m.tied_lookup_reversed))
     why.push_back(str("tie_embeddings true with tied_lookup_scaled or tied_lookup_reversed true (", architecture,
                       " uses a tied table's lookups as they are)"));
   // "fixed" is softmax attention with an explicit head size (nn/attention/softmax_attention.h).
@@ -154,14 +164,16 @@ std::string joined(const std::vector<std::string>& reasons) {
 }
 
 void set_head(models::ModelConfig& m, const HfConfig& c, bool tied_default) {
-  m.tie_embeddings = c.boolean_or("tie_word_embeddings", tied_default);
-  m.tied_lookup_scaled = false;
+  models::DecoderLmOptions o = lm_options(m);
+  o.tie_embeddings = c.boolean_or("tie_word_embeddings", tied_default);
+  o.tied_lookup_scaled = false;
+  m.with_options(o);
   m.tied_lookup_reversed = false;
 }
 
 void import_head(nn::NamedTensors& out, HfTensors& t, const models::ModelConfig& m, const Tensor& table,
                  const std::string& why) {
-  if (m.tie_embeddings) {
+  if (lm_options(m).tie_embeddings) {
     if (t.has("lm_head.weight"))
       KS_CHECK(t.take("lm_head.weight", table.sizes(), why).to_vector<float>() == table.to_vector<float>(),
                "hf import: tensor 'lm_head.weight' differs from the embedding, but config.json ties them ",
@@ -174,7 +186,7 @@ void import_head(nn::NamedTensors& out, HfTensors& t, const models::ModelConfig&
 }
 
 void export_head(nn::NamedTensors& out, const ModelState& s, const models::ModelConfig& m) {
-  if (!m.tie_embeddings) out.emplace_back("lm_head.weight", s.at("head.weight"));
+  if (!lm_options(m).tie_embeddings) out.emplace_back("lm_head.weight", s.at("head.weight"));
 }
 
 Tensor transposed(const Tensor& t) { return contiguous_raw(transpose(t, 0, 1)); }

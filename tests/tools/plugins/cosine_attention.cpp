@@ -72,10 +72,10 @@ class CosineAttention : public nn::Attention {
     Tensor scores = mul(matmul(q, transpose(kv.k, -1, -2)), config.options_as<CosineOptions>().scale);  // (B, h, T, S)
     const Tensor masked = nn::attention_mask({.causal = mask.causal, .key_padding = kv.key_padding}, B, T, kv.k.size(2),
                                              kv.offset, query.device());
-    if (return_weights) last_scores = detach(scores);  // what keystone analyze reads (nn/attention/attention.h)
+    if (return_weights) record().scores = detach(scores);  // what keystone analyze reads (nn/attention/attention.h)
     if (masked.defined()) scores = masked_fill(scores, masked, -INFINITY);
     const Tensor weights = softmax(scores, -1);
-    if (return_weights) last_weights = detach(weights);
+    if (return_weights) record().weights = detach(weights);
     return out_proj->forward(nn::gate_and_merge_heads(*this, matmul(weights, kv.v)));  // (B, T, d)
   }
 

@@ -1,9 +1,10 @@
 // tests/tools/plugins/scaled_lm.cpp — a Keystone plugin, built as its own shared
 // library (tests/tools/plugins/CMakeLists.txt), that adds the model kind
 // "scaled_lm": the decoder LM with its logits multiplied by the kind's own
-// option "logit_scale" (a typed models::ModelOptions, so its key is checked
-// strictly, "did you mean" included), trained on language-model windows with
-// decoder_lm's keys and checks, which its descriptor reuses (models/kind.h).
+// option "logit_scale" (typed options deriving from decoder_lm's
+// models::DecoderLmOptions, so its key is checked strictly, "did you mean"
+// included), trained on language-model windows with decoder_lm's keys and
+// checks, which its descriptor and options reuse (models/kind.h).
 // The scaling is an op of the plugin's own whose CPU kernel it registers
 // (KS_REGISTER_KERNEL into its table "scaled_lm.scale"), so a plugin's kernel
 // is recorded under its name too. tests/tools/test_plugins.sh trains it through
@@ -59,17 +60,29 @@ struct Scale : Function<Scale> {
   }
 };
 
-struct ScaledOptions : models::ModelOptions {
+// decoder_lm's own options (tie_embeddings, ...), which the DecoderLM base
+// reads typed, plus the plugin's.
+struct ScaledOptions : models::DecoderLmOptions {
   double logit_scale = 1.0;
 
   static ScaledOptions parse(const nlohmann::json& section, const std::string& prefix) {
     ScaledOptions o;
+    static_cast<models::DecoderLmOptions&>(o) = models::DecoderLmOptions::parse(section, prefix);
     nn::read_json_key(section, "logit_scale", o.logit_scale, prefix);
     return o;
   }
-  static std::vector<KeyDoc> option_keys() { return {{"logit_scale", "the factor on the logits, > 0"}}; }
-  nlohmann::json to_json() const override { return {{"logit_scale", logit_scale}}; }
-  void validate(const models::ModelConfig&, const std::string& prefix) const override {
+  static std::vector<KeyDoc> option_keys() {
+    std::vector<KeyDoc> keys = models::DecoderLmOptions::option_keys();
+    keys.push_back({"logit_scale", "the factor on the logits, > 0"});
+    return keys;
+  }
+  nlohmann::json to_json() const override {
+    nlohmann::json j = models::DecoderLmOptions::to_json();
+    j["logit_scale"] = logit_scale;
+    return j;
+  }
+  void validate(const models::ModelConfig& cfg, const std::string& prefix) const override {
+    models::DecoderLmOptions::validate(cfg, prefix);
     KS_CHECK(logit_scale > 0 && std::isfinite(logit_scale), "config: ", prefix, "logit_scale: must be positive, got ",
              logit_scale);
   }
