@@ -246,26 +246,19 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
   const int64_t batches = loader.batches_per_epoch();
   const int64_t evaluated = options.max_batches > 0 ? std::min(options.max_batches, batches) : batches;
   // A data-parallel rank collates and scores only its own batches.
-  // A mixture's split is scored per source as well: a batch that spans two
-  // sources is scored as one piece per source (at most one extra small
-  // batch per source boundary), so the per-source sums cost nothing more.
+  // A mixture's split is scored per source as well: each batch is scored as
+  // one piece per source it holds (valid and test hold the sources one after
+  // the other, so only the batch at a boundary splits), and the per-source
+  // sums cost no extra pass.
   const std::vector<data::ExampleSource::Part> parts =
       split.lazy() ? split.source->parts() : std::vector<data::ExampleSource::Part>{};
   std::vector<Sums> part_sums(parts.size());
   for (int64_t batch = rank; batch < evaluated; batch += ranks) {
-    const std::vector<int64_t> planned = loader.planned(0, batch);
-    for (size_t from = 0; from < planned.size();) {
-      size_t to = planned.size(), part = 0;
-      if (!parts.empty()) {
-        part = split.source->part_of(planned[from]);
-        for (to = from + 1; to < planned.size() && split.source->part_of(planned[to]) == part;) ++to;
-      }
-      std::optional<data::Batch> next =
-          data::collate(split,
-                        from == 0 && to == planned.size()
-                            ? planned
-                            : std::vector<int64_t>(planned.begin() + int64_t(from), planned.begin() + int64_t(to)),
-                        lo);
+    std::vector<std::vector<int64_t>> pieces(std::max<size_t>(1, parts.size()));
+    for (int64_t i : loader.planned(0, batch)) pieces[parts.empty() ? 0 : split.source->part_of(i)].push_back(i);
+    for (size_t part = 0; part < pieces.size(); ++part) {
+      if (pieces[part].empty()) continue;
+      std::optional<data::Batch> next = data::collate(split, pieces[part], lo);
       if (bpb_tokenizer)
         for (int64_t i : next->index) bytes += target_bytes(*bpb_tokenizer, split.example(i));
       const std::optional<data::Batch> b = device.is_cpu() ? std::move(next) : next->to(device);
@@ -278,7 +271,6 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
         part_sums[part].loss += s.loss;
         part_sums[part].count += s.count;
       }
-      from = to;
     }
   }
   auto* s2s = dynamic_cast<models::Seq2Seq*>(&model);  // decodes need a model that decodes sources
