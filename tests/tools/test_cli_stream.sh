@@ -5,8 +5,8 @@
 # mid-shard followed by --resume reproduce the uninterrupted run's losses
 # record for record, eval and generate read the run, keystone info reports
 # the data, a mixture of two shard sets trains with per-source counts and
-# resumes exactly after SIGINT, and a changed or truncated shard is refused
-# naming the file.
+# resumes exactly after SIGINT, a shard cut short under a running job stops
+# it naming the file, and a changed or truncated shard is refused naming it.
 # Not here: the data set's windows and fingerprints in detail
 # (tests/tools/test_token_shards_data.cpp), the loader's permutation
 # (tests/datasets/test_loader.cpp).
@@ -102,6 +102,19 @@ expect 0 '"sources":\{"code":\{"loss"' -- "$ks" eval --run "$tmp/mix_whole" --sp
 sed 's/"weight": 0.3/"weight": -1/' "$tmp/mix.json" > "$tmp/mix_bad.json"
 expect 1 "data.sources\[1\].weight: must be a finite number > 0" -- "$ks" train --config "$tmp/mix_bad.json" \
   --out "$tmp/mix_bad" --quiet
+
+# A shard cut short while a job reads it: the job stops with an error naming the file, not a SIGBUS.
+cp "$tmp/shards/tiny_train_000002.bin" "$tmp/keep.bin"
+"$ks" train --config "$tmp/stream.json" --out "$tmp/cut" --set train.steps=100000 --quiet > "$tmp/cut.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 500); do [ -s "$tmp/cut/metrics.jsonl" ] && break; sleep 0.01; done
+truncate -s 2048 "$tmp/shards/tiny_train_000002.bin"
+wait "$pid"; rc=$?
+if [ "$rc" != 1 ] || ! grep -q "tiny_train_000002.bin: read .* bytes at offset .*truncated or rewritten while the job ran" "$tmp/cut.log"; then
+  echo "FAIL: a shard cut under a running job -> exit $rc (want 1 naming the file): $(tail -3 "$tmp/cut.log")"
+  fails=$((fails + 1))
+fi
+cp "$tmp/keep.bin" "$tmp/shards/tiny_train_000002.bin"
 
 # A shard that changed since the run recorded it stops a resume, naming it; so does a truncated one.
 printf '\x05' | dd of="$tmp/shards/tiny_train_000001.bin" bs=1 seek=2000 conv=notrunc status=none

@@ -234,6 +234,35 @@ TEST_CASE("token_shards mixture: realised proportions of long streams are within
   }
 }
 
+TEST_CASE("token_shards mixture: three sources, each epoch count within k - 1 of N times its weight") {
+  ks::testing::TempDir dir;
+  json s = mixture(dir.path(), 5, 3);  // relative weights: 5 : 3 : 2
+  for (const char* split : {"train", "val"})
+    fs::copy_file(dir / (std::string("b_") + split + "_000000.bin"), dir / (std::string("d_") + split + "_000000.bin"));
+  fs::copy_file(dir / "b_tokenizer.json", dir / "d_tokenizer.json");
+  s["sources"].push_back({{"dir", dir.path().string()}, {"name", "d"}, {"weight", 2}});
+  s["epoch_windows"] = 99991;
+  TrainingData d = build_data(s, 0);
+  const auto parts = d.splits.train.source->parts();
+  REQUIRE(parts.size() == 3);
+  const double w[] = {0.5, 0.3, 0.2};
+  std::vector<int64_t> seen(3), sample(3);
+  for (int64_t i = 0; i < 99991; ++i) ++seen[d.splits.train.source->part_of(i)];
+  for (int64_t k = 0; k < 20000; ++k) ++sample[d.splits.train.source->part_of(data::shuffled_index(k, 99991, 3, 8))];
+  for (size_t k = 0; k < 3; ++k) {
+    CHECK(parts[k].weight == doctest::Approx(w[k]));
+    CHECK(seen[k] == parts[k].examples);
+    CHECK(std::abs(double(seen[k]) - w[k] * 99991) <= 2);
+    CHECK(std::abs(double(sample[k]) / 20000 - w[k]) < 0.01);
+  }
+  // Locally even too: every run of 100 consecutive indices is within 2 of its weights.
+  for (int64_t start : {0, 12345, 99891}) {
+    std::vector<int64_t> c(3);
+    for (int64_t i = start; i < start + 100; ++i) ++c[d.splits.train.source->part_of(i)];
+    for (size_t k = 0; k < 3; ++k) CHECK(std::abs(double(c[k]) - 100 * w[k]) <= 2);
+  }
+}
+
 TEST_CASE("token_shards mixture: bad weights and sources are refused naming data.sources[i]") {
   ks::testing::TempDir dir;
   json s = mixture(dir.path(), 0.7, 0.3);
