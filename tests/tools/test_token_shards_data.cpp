@@ -263,7 +263,7 @@ TEST_CASE("token_shards mixture: three sources, each epoch count within k - 1 of
   }
 }
 
-TEST_CASE("token_shards mixture: bad weights and sources are refused naming data.sources[i]") {
+TEST_CASE("token_shards mixture: bad weights and sources are refused naming the source and its key") {
   ks::testing::TempDir dir;
   json s = mixture(dir.path(), 0.7, 0.3);
   auto err = [&](json section) { return error_of([&] { build_data(section, 0); }); };
