@@ -57,6 +57,23 @@ class ExampleSource {
   virtual Example example(int64_t i) const = 0;
   virtual int64_t longest() const = 0;  // the most tokens (or targets) of any example
   virtual int64_t tokens() const = 0;   // input tokens over all examples (the summary's count)
+  // Documents in the files the examples come from (a shard manifest's
+  // count), or -1 when the source does not know.
+  virtual int64_t documents() const { return -1; }
+
+  // A mixture of sources (several shard sets with weights): what each one is,
+  // for the start-up summary and the run's records. Empty for one source.
+  struct Part {
+    std::string name;
+    double weight = 1;       // its share of the examples, the weights normalised to sum to 1
+    int64_t examples = 0;    // of this source among size()
+    int64_t available = 0;   // distinct examples (windows) the source holds
+    int64_t tokens = 0;      // tokens in its examples (windows)
+    int64_t documents = -1;  // as documents() above
+  };
+  virtual std::vector<Part> parts() const { return {}; }
+  // Which of parts() example i comes from (0 without parts); a pure function of i.
+  virtual size_t part_of(int64_t /*i*/) const { return 0; }
 };
 
 struct Dataset {

@@ -1,5 +1,5 @@
 // datasets/token_shards.cpp — llm.c's .bin token shards: header checks, the
-// mmap reader, shard sets, and the temp-file writer (see token_shards.h).
+// pread reader (a mapping only for the whole-file id check), shard sets, and the temp-file writer (see token_shards.h).
 #include "datasets/token_shards.h"
 
 #include <fcntl.h>
@@ -126,24 +126,29 @@ void TokenShardView::read(int64_t start, std::span<int32_t> out) const {
   const int64_t n = int64_t(out.size());
   KS_CHECK(start >= 0 && n >= 0 && start <= header_.tokens - n, "token shard ", where_, ": tokens [", start, ", ",
            start + n, ") are outside its ", header_.tokens, " tokens");
-  if (header_.format == ShardFormat::U16) {
-    const uint8_t* p = tokens_ + 2 * start;
+  decode(tokens_ + int64_t(shard_token_bytes(header_.format)) * start, header_.format, start, out, where_, vocab_size_);
+}
+
+void TokenShardView::decode(const uint8_t* p, ShardFormat format, int64_t first, std::span<int32_t> out,
+                            const std::string& where, int64_t vocab_size) {
+  const int64_t n = int64_t(out.size());
+  if (format == ShardFormat::U16) {
     for (int64_t i = 0; i < n; ++i) out[size_t(i)] = int32_t(uint16_t(p[2 * i] | (p[2 * i + 1] << 8)));
   } else {
     for (int64_t i = 0; i < n; ++i) {
       uint32_t t;
-      std::memcpy(&t, tokens_ + 4 * (start + i), 4);
+      std::memcpy(&t, p + 4 * i, 4);
       // An id past int32 is past any vocabulary; with no vocabulary given it
       // would wrap negative, so it is refused here too.
-      KS_CHECK(t <= uint32_t(INT32_MAX), "token shard ", where_, ": token ", start + i, " is id ", t,
+      KS_CHECK(t <= uint32_t(INT32_MAX), "token shard ", where, ": token ", first + i, " is id ", t,
                ", past the largest id Keystone takes (2^31 - 1)");
       out[size_t(i)] = int32_t(t);
     }
   }
-  if (vocab_size_ > 0)
+  if (vocab_size > 0)
     for (int64_t i = 0; i < n; ++i)
-      KS_CHECK(out[size_t(i)] < vocab_size_, "token shard ", where_, ": token ", start + i, " is id ", out[size_t(i)],
-               ", outside the tokenizer's vocabulary of ", vocab_size_, " ids");
+      KS_CHECK(out[size_t(i)] < vocab_size, "token shard ", where, ": token ", first + i, " is id ", out[size_t(i)],
+               ", outside the tokenizer's vocabulary of ", vocab_size, " ids");
 }
 
 // ---- TokenShard ---------------------------------------------------------------
@@ -179,39 +184,79 @@ TokenShard TokenShard::open(const std::filesystem::path& path, int64_t vocab_siz
   }
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int e = errno;
-  ::close(fd);  // the mapping keeps the file open
+  if (map == MAP_FAILED) ::close(fd);
   KS_CHECK(map != MAP_FAILED, "token shard ", where, ": cannot mmap ", size, " bytes: ", errno_text(e));
   s.map_ = map;
   s.map_bytes_ = size;
-  // Windows are read in order within a shard more often than not.
-  ::madvise(map, size, MADV_WILLNEED);
+  s.fd_ = fd;
+  s.vocab_size_ = vocab_size;
   s.view_ = TokenShardView::from_bytes(std::span<const uint8_t>(static_cast<const uint8_t*>(map), size), where,
                                        vocab_size, check_all_ids);
   return s;
 }
 
+void TokenShard::read(int64_t start, std::span<int32_t> out) const {
+  const int64_t n = int64_t(out.size()), size = view_.size();
+  KS_CHECK(start >= 0 && n >= 0 && start <= size - n, "token shard ", path_.string(), ": tokens [", start, ", ",
+           start + n, ") are outside its ", size, " tokens");
+  const int width = shard_token_bytes(view_.header().format);
+  // One buffer per thread (the loader's producer and the evaluator read
+  // concurrently), grown to the largest window read so far.
+  thread_local std::vector<uint8_t> bytes;
+  const size_t want = size_t(n) * size_t(width);
+  if (bytes.size() < want) bytes.resize(want);
+  const off_t at = off_t(kShardHeaderBytes + start * width);
+  size_t got = 0;
+  while (got < want) {
+    const ssize_t r = ::pread(fd_, bytes.data() + got, want - got, at + off_t(got));
+    if (r < 0 && errno == EINTR) continue;
+    KS_CHECK(r >= 0, "token shard ", path_.string(), ": cannot read ", want, " bytes at offset ", at, ": ",
+             errno_text(errno));
+    KS_CHECK(r > 0, "token shard ", path_.string(), ": read ", got, " of ", want, " bytes at offset ", at,
+             ": the file is shorter than the ", map_bytes_,
+             " bytes it had when this job opened it (truncated or rewritten while the job ran)");
+    got += size_t(r);
+  }
+  TokenShardView::decode(bytes.data(), view_.header().format, start, out, path_.string(), vocab_size_);
+}
+
+void TokenShard::release() {
+  if (map_) ::munmap(map_, map_bytes_);
+  if (fd_ >= 0) ::close(fd_);
+  map_ = nullptr;
+  map_bytes_ = 0;
+  fd_ = -1;
+}
+
 TokenShard::TokenShard(TokenShard&& o) noexcept
-    : map_(o.map_), map_bytes_(o.map_bytes_), path_(std::move(o.path_)), view_(std::move(o.view_)) {
+    : map_(o.map_),
+      map_bytes_(o.map_bytes_),
+      fd_(o.fd_),
+      vocab_size_(o.vocab_size_),
+      path_(std::move(o.path_)),
+      view_(std::move(o.view_)) {
   o.map_ = nullptr;
   o.map_bytes_ = 0;
+  o.fd_ = -1;
 }
 
 TokenShard& TokenShard::operator=(TokenShard&& o) noexcept {
   if (this != &o) {
-    if (map_) ::munmap(map_, map_bytes_);
+    release();
     map_ = o.map_;
     map_bytes_ = o.map_bytes_;
+    fd_ = o.fd_;
+    vocab_size_ = o.vocab_size_;
     path_ = std::move(o.path_);
     view_ = std::move(o.view_);
     o.map_ = nullptr;
     o.map_bytes_ = 0;
+    o.fd_ = -1;
   }
   return *this;
 }
 
-TokenShard::~TokenShard() {
-  if (map_) ::munmap(map_, map_bytes_);
-}
+TokenShard::~TokenShard() { release(); }
 
 // ---- TokenShardSet ------------------------------------------------------------
 

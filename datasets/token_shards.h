@@ -82,6 +82,11 @@ class TokenShardView {
   void read(int64_t start, std::span<int32_t> out) const;
   // The first token index at or above `start` whose id is >= vocab_size, or -1.
   int64_t find_id_at_or_above(int64_t vocab_size, int64_t start = 0) const;
+  // Decodes n little-endian tokens of `format` at `bytes` (tokens first,
+  // first + 1, ... of the shard `where`, for errors) into out, with the
+  // checks read() makes: ids past int32, and ids >= vocab_size when > 0.
+  static void decode(const uint8_t* bytes, ShardFormat format, int64_t first, std::span<int32_t> out,
+                     const std::string& where, int64_t vocab_size);
 
  private:
   const uint8_t* tokens_ = nullptr;  // the bytes after the header
@@ -90,8 +95,14 @@ class TokenShardView {
   std::string where_;
 };
 
-// One shard file, memory-mapped read-only (no read of the whole file: pages
-// come in as windows are read). Movable, not copyable; unmaps on destruction.
+// One shard file, open for reading. read() copies windows with pread(2) into
+// the caller's buffer, checking the byte count, so a shard truncated or
+// rewritten under a running job is a ks::Error naming the file instead of the
+// SIGBUS a read through a mapping would raise; a pread of a ~1K-token window
+// costs about what the page-cache copy through a mapping does (docs/data.md
+// has the figures). The file is also mapped read-only, lazily, for view() —
+// the whole-file id check at open and tests — which nothing touches after
+// open. Movable, not copyable; closes and unmaps on destruction.
 class TokenShard {
  public:
   // Opens and checks the header against the file size. vocab_size > 0:
@@ -108,13 +119,19 @@ class TokenShard {
 
   const TokenShardView& view() const { return view_; }
   int64_t size() const { return view_.size(); }
-  void read(int64_t start, std::span<int32_t> out) const { view_.read(start, out); }
+  // Copies tokens [start, start + out.size()) by pread; throws naming the
+  // file for a range outside the shard, a short read (the file shrank since
+  // open) or (vocab_size > 0) an id at or above the vocabulary.
+  void read(int64_t start, std::span<int32_t> out) const;
   const std::filesystem::path& path() const { return path_; }
   uint64_t file_bytes() const { return map_bytes_; }
 
  private:
+  void release();
   void* map_ = nullptr;
   uint64_t map_bytes_ = 0;
+  int fd_ = -1;  // kept open for read()'s pread
+  int64_t vocab_size_ = 0;
   std::filesystem::path path_;
   TokenShardView view_;
 };

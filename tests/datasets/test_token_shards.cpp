@@ -207,6 +207,32 @@ TEST_CASE("token shards: a shard set reads any window by global position, across
   CHECK(error_of([&] { TokenShardSet::open({}); }).find("no shard files") != std::string::npos);
 }
 
+TEST_CASE("token shards: a shard truncated or rewritten after open is an error naming the file, never a SIGBUS") {
+  TempDir dir;
+  const std::vector<int64_t> all = some_tokens(100000, 50000);
+  const fs::path path = dir / "x_train_000000.bin";
+  const std::vector<uint8_t> bytes = shard_bytes(all, ShardFormat::U16);
+  write_text(path, std::string(bytes.begin(), bytes.end()));
+  TokenShard s = TokenShard::open(path, 50000);
+  std::vector<int32_t> w(1025);
+  s.read(90000, w);
+  CHECK(w[0] == all[90000]);
+  // What a job sees when another process cuts the file under it: reads below
+  // the new end still work, reads past it fail naming the file.
+  REQUIRE(::truncate(path.c_str(), kShardHeaderBytes + 2 * 50000) == 0);
+  s.read(1000, w);
+  CHECK(w[5] == all[1005]);
+  const std::string err = error_of([&] { s.read(90000, w); });
+  CHECK(err.find(path.string()) != std::string::npos);
+  CHECK(err.find("shorter than the ") != std::string::npos);
+  CHECK(err.find("truncated or rewritten while the job ran") != std::string::npos);
+  // Through a set, too: the window crossing the new end names the file.
+  write_text(path, std::string(bytes.begin(), bytes.end()));
+  TokenShardSet set = TokenShardSet::open({path}, 50000);
+  REQUIRE(::truncate(path.c_str(), kShardHeaderBytes + 2 * 1000) == 0);
+  CHECK(error_of([&] { set.read(990, w); }).find(path.string()) != std::string::npos);
+}
+
 TEST_CASE("token shards: the writer refuses ids outside its format and leaves no half shard behind") {
   TempDir dir;
   const fs::path p = dir / "w.bin";

@@ -8,13 +8,16 @@
 // between a forward and its backward, and the peak of two whole optimizer
 // steps, at the config's train.precision (and at float32 beside it), with and
 // without train.checkpoint_layers (tools/train/train_memory.h: CPU tensor
-// bytes, measured, not estimated). `keystone info --machine` prints what the
+// bytes, measured, not estimated), and reports its data ("data": each
+// split's examples and tokens, documents where a shard manifest counts them,
+// a mixture's sources, and the epochs train.steps make in one process). `keystone info --machine` prints what the
 // CPU offers instead: the binary's commit, the bf16 GEMM paths
 // (core/cpu_features.h), which one bf16 GEMMs use, and the thread count.
 // --set key=value (repeatable) overrides a key of the config first, as
 // train's does (tools/cli/config_set.h). With --plugin (repeatable) it loads plugins first (core/plugin_loader.h) and
 // lists every plugin loaded, its own or a training config's, with what each
 // registered.
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -101,6 +104,38 @@ nlohmann::json training_memory_json(const TrainConfig& run, const models::ModelC
 
 }  // namespace
 
+namespace {
+
+// The "data" record of a training config: each split's examples, tokens and
+// (when its files say) documents, a mixture's sources, and the epochs the
+// run's steps make: what the start-of-run summary prints, for any data set.
+nlohmann::json data_json(const data::Splits& splits, const TrainConfig& run) {
+  nlohmann::json out = nlohmann::json::object();
+  const char* names[] = {"train", "valid", "test"};
+  const data::Dataset* sets[] = {&splits.train, &splits.valid, &splits.test};
+  for (int i = 0; i < 3; ++i) {
+    nlohmann::json split = {{"examples", sets[i]->size()}, {"tokens", split_tokens(*sets[i])}};
+    if (sets[i]->lazy() && sets[i]->source->documents() >= 0) split["documents"] = sets[i]->source->documents();
+    out[names[i]] = split;
+  }
+  if (splits.train.lazy())
+    for (const data::ExampleSource::Part& p : splits.train.source->parts())
+      out["sources"].push_back({{"name", p.name},
+                                {"weight", p.weight},
+                                {"windows_per_epoch", p.examples},
+                                {"windows", p.available},
+                                {"tokens", p.tokens},
+                                {"documents", p.documents >= 0 ? nlohmann::json(p.documents) : nlohmann::json()}});
+  // As the loader counts: batches of the global batch (drop_last off), accumulate_steps per step.
+  const int64_t b = run.train.batch_size, n = splits.train.size();
+  const int64_t per_epoch = std::max<int64_t>(1, n / b + (n % b != 0));
+  out["batches_per_epoch"] = per_epoch;
+  out["epochs"] = double(run.train.steps * run.train.accumulate_steps) / double(per_epoch);
+  return out;
+}
+
+}  // namespace
+
 int info(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args, {"config", "seq", "set", "plugin"}, {"machine"}, {"set", "plugin"});
@@ -130,10 +165,12 @@ int info(const std::vector<std::string>& args) {
   for (const std::string& s : f.get_all("set")) apply_set(j, s);
   std::optional<data::Batch> first_batch;  // a training config's first training batch
   std::optional<TrainConfig> run;
+  nlohmann::json data_record;  // a training config's data (data_json)
   if (j.contains("data") && j.contains("model")) {
     // A training config: the data fixes the vocabulary, classes and max_len.
     run = parse_train_config(j);
     data::Splits splits = build_data(run->data, run->seed).splits;
+    data_record = data_json(splits, *run);
     j = complete_model_section(run->model, splits);
     data::LoaderOptions lo{.batch_size = run->train.batch_size, .shuffle = true, .seed = run->seed};
     first_batch = data::DataLoader(std::make_shared<const data::Dataset>(std::move(splits.train)), lo).next();
@@ -159,6 +196,7 @@ int info(const std::vector<std::string>& args) {
                          seq > 1 ? c.kv_cache_bytes - model->cost(seq - 1).kv_cache_bytes : c.kv_cache_bytes},
                         {"train_state_mib", double(c.params) * 16.0 / mib}};
   if (!loaded_plugins().empty()) out["plugins"] = plugins_json();
+  if (!data_record.is_null()) out["data"] = data_record;
   if (first_batch && first_batch->size() > 0) {
     const MatmulPrecision precision = parse_matmul_precision(run->train.precision, "config: train.precision");
     nlohmann::json memory = {{"device", "cpu"},

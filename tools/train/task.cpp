@@ -226,6 +226,7 @@ nlohmann::json EvalResult::to_json(data::Task task) const {
     j["decoded_of"] = decoded_of;
     j["decode_sample"] = decoded < decoded_of ? "seeded" : "all";
   }
+  if (!sources.is_null()) j["sources"] = sources;
   return j;
 }
 
@@ -245,16 +246,32 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
   const int64_t batches = loader.batches_per_epoch();
   const int64_t evaluated = options.max_batches > 0 ? std::min(options.max_batches, batches) : batches;
   // A data-parallel rank collates and scores only its own batches.
+  // A mixture's split is scored per source as well: each batch is scored as
+  // one piece per source it holds (valid and test hold the sources one after
+  // the other, so only the batch at a boundary splits), and the per-source
+  // sums cost no extra pass.
+  const std::vector<data::ExampleSource::Part> parts =
+      split.lazy() ? split.source->parts() : std::vector<data::ExampleSource::Part>{};
+  std::vector<Sums> part_sums(parts.size());
   for (int64_t batch = rank; batch < evaluated; batch += ranks) {
-    std::optional<data::Batch> next = data::collate(split, loader.planned(0, batch), lo);
-    if (bpb_tokenizer)
-      for (int64_t i : next->index) bytes += target_bytes(*bpb_tokenizer, split.example(i));
-    const std::optional<data::Batch> b = device.is_cpu() ? std::move(next) : next->to(device);
-    const models::Predictions p = models::no_targets_ignored(model.predict(model_batch(*b)));
-    const Sums s = score(p.logits, p.targets, p.ignore_index);
-    total.loss += s.loss;
-    total.correct += s.correct;
-    total.count += s.count;
+    std::vector<std::vector<int64_t>> pieces(std::max<size_t>(1, parts.size()));
+    for (int64_t i : loader.planned(0, batch)) pieces[parts.empty() ? 0 : split.source->part_of(i)].push_back(i);
+    for (size_t part = 0; part < pieces.size(); ++part) {
+      if (pieces[part].empty()) continue;
+      std::optional<data::Batch> next = data::collate(split, pieces[part], lo);
+      if (bpb_tokenizer)
+        for (int64_t i : next->index) bytes += target_bytes(*bpb_tokenizer, split.example(i));
+      const std::optional<data::Batch> b = device.is_cpu() ? std::move(next) : next->to(device);
+      const models::Predictions p = models::no_targets_ignored(model.predict(model_batch(*b)));
+      const Sums s = score(p.logits, p.targets, p.ignore_index);
+      total.loss += s.loss;
+      total.correct += s.correct;
+      total.count += s.count;
+      if (!parts.empty()) {
+        part_sums[part].loss += s.loss;
+        part_sums[part].count += s.count;
+      }
+    }
   }
   auto* s2s = dynamic_cast<models::Seq2Seq*>(&model);  // decodes need a model that decodes sources
   DecodeScore decodes;
@@ -291,6 +308,15 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
     decodes.reference_tokens = int64_t(sum[7]);
     decodes.char_edits = int64_t(sum[8]);
     decodes.reference_chars = int64_t(sum[9]);
+    if (!parts.empty()) {
+      std::vector<double> mine;
+      for (const Sums& p : part_sums) mine.insert(mine.end(), {p.loss, double(p.count)});
+      const std::vector<double> all = options.group->all_reduce(mine);
+      for (size_t k = 0; k < parts.size(); ++k) {
+        part_sums[k].loss = all[2 * k];
+        part_sums[k].count = int64_t(all[2 * k + 1]);
+      }
+    }
   }
   EvalResult r;
   r.predictions = total.count;
@@ -301,6 +327,11 @@ EvalResult evaluate(models::Model& model, const data::Dataset& split, const Eval
   if (bpb_tokenizer && bytes > 0) {
     r.bpb = total.loss / std::numbers::ln2 / double(bytes);
     r.bytes = bytes;
+  }
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const double loss = part_sums[k].count > 0 ? part_sums[k].loss / double(part_sums[k].count) : 0;
+    r.sources[parts[k].name] = {
+        {"loss", loss}, {"ppl", std::exp(std::min(loss, 700.0))}, {"predictions", part_sums[k].count}};
   }
   if (n_decode > 0) {
     r.decoded = n_decode;

@@ -131,9 +131,12 @@ struct EvalResult {
   double ter = -1, cer = -1;  // seq2seq: error rates of the greedy decodes (above); -1: not measured
   int64_t decoded = 0;        // examples decoded, of
   int64_t decoded_of = 0;     // the split's examples: all of them, or a seeded sample (decode_sample)
+  // A mixture's split (data::ExampleSource::parts): each source's
+  // {"loss", "ppl", "predictions"} by its name; null otherwise.
+  nlohmann::json sources;
   // {"loss", "accuracy", "predictions"} plus "ppl" for token tasks, "bpb"
   // and "bytes", and "exact_match", "ter", "cer", "decoded", "decoded_of" and
-  // "decode_sample" ("all" or "seeded") when measured.
+  // "decode_sample" ("all" or "seeded") when measured, and "sources".
   nlohmann::json to_json(data::Task task) const;
 };
 

@@ -246,6 +246,8 @@ class Trainer {
   void evaluate_test_with_best();
   void save(const std::filesystem::path& path);
   void log_train_record();
+  // A mixture's windows per source over the current log interval (null for one source).
+  nlohmann::json interval_source_windows() const;
   void append_metrics(nlohmann::json record);
   void print_progress(bool force);
   void print_start() const;

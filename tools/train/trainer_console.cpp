@@ -71,9 +71,19 @@ void Trainer::print_start() const {
                format_count(params).c_str(), vocab.c_str());
   const char* names[] = {"train", "valid", "test"};
   const data::Dataset* sets[] = {&splits_.train, &splits_.valid, &splits_.test};
-  for (int i = 0; i < 3; ++i)
-    std::fprintf(stderr, "  %-5s %s examples, %s tokens\n", names[i], format_count(sets[i]->size()).c_str(),
-                 format_count(split_tokens(*sets[i])).c_str());
+  for (int i = 0; i < 3; ++i) {
+    const int64_t docs = sets[i]->lazy() ? sets[i]->source->documents() : -1;
+    std::fprintf(stderr, "  %-5s %s examples, %s tokens%s\n", names[i], format_count(sets[i]->size()).c_str(),
+                 format_count(split_tokens(*sets[i])).c_str(),
+                 docs >= 0 ? str(", ", format_count(docs), " documents").c_str() : "");
+  }
+  // A mixture: each source's weight, share of an epoch and size.
+  const auto parts = splits_.train.lazy() ? splits_.train.source->parts() : std::vector<data::ExampleSource::Part>{};
+  for (const data::ExampleSource::Part& p : parts)
+    std::fprintf(stderr, "    source %s: weight %.3f, %s windows an epoch of its %s (%.2f passes), %s tokens%s\n",
+                 p.name.c_str(), p.weight, format_count(p.examples).c_str(), format_count(p.available).c_str(),
+                 double(p.examples) / double(std::max<int64_t>(1, p.available)), format_count(p.tokens).c_str(),
+                 p.documents >= 0 ? str(", ", format_count(p.documents), " documents").c_str() : "");
   std::string batch = replicas_->batch_text(str(t.batch_size));
   if (t.accumulate_steps > 1) batch = str(t.accumulate_steps, " x ", batch);
   std::fprintf(stderr, "  %lld steps of %s examples: %lld batches per epoch, %.2f epochs%s\n", (long long)t.steps,

@@ -202,6 +202,31 @@ void Trainer::save(const fs::path& path) {
     options_.callbacks.on_checkpoint({.step = state_.step, .path = path, .best = path == paths_.best()});
 }
 
+json Trainer::interval_source_windows() const {
+  const data::Dataset& d = loader_->dataset();
+  const std::vector<data::ExampleSource::Part> parts =
+      d.lazy() ? d.source->parts() : std::vector<data::ExampleSource::Part>{};
+  if (parts.empty()) return nullptr;
+  // The interval's global batches, walked back from the loader's position:
+  // each is a function of (seed, epoch, position), so a resumed run counts
+  // exactly what an uninterrupted one does, and no count is checkpointed.
+  std::vector<int64_t> count(parts.size());
+  const data::LoaderState at = loader_->state();
+  int64_t epoch = at.epoch, position = at.position;
+  for (int64_t left = state_.interval_steps * config_.train.accumulate_steps; left > 0; --left) {
+    if (position == 0) {
+      if (epoch == 0) break;
+      --epoch;
+      position = loader_->batches_per_epoch();
+    }
+    --position;
+    for (int64_t i : loader_->planned(epoch, position)) ++count[d.source->part_of(i)];
+  }
+  json out = json::object();
+  for (size_t k = 0; k < parts.size(); ++k) out[parts[k].name] = count[k];
+  return out;
+}
+
 void Trainer::log_train_record() {
   if (state_.interval_steps == 0) return;
   const double seconds = std::max(now_s() - interval_start_, 1e-9);
@@ -216,6 +241,7 @@ void Trainer::log_train_record() {
                  {"tokens_per_s", shown_rate_},
                  {"peak_tensor_mib", peak_tensor_mib(device_)}};
   if (bpb_factor_) record["bpb"] = state_.interval_loss / steps * *bpb_factor_;
+  if (json sources = interval_source_windows(); !sources.is_null()) record["source_windows"] = std::move(sources);
   replicas_->add_to_record(record);
   append_metrics(record);
   state_.interval_loss = state_.interval_grad_norm = 0;
