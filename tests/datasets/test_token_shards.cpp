@@ -315,8 +315,13 @@ out, n, vocab, desc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[
 write_datafile(out, [(i * 7919 + 13) % vocab for i in range(n)], desc)
 )";
   write_text(dir / "write_datafile.py", py);
-  for (auto [desc, vocab, f] :
+  // Not a structured binding: doctest's CAPTURE is a lambda, and clang 14
+  // (the sanitizer pass's compiler) refuses to capture a binding.
+  for (const auto& c :
        {std::tuple{"gpt-2", 50257, ShardFormat::U16}, std::tuple{"llama-3", 128256, ShardFormat::U32}}) {
+    const char* desc = std::get<0>(c);
+    const int vocab = std::get<1>(c);
+    const ShardFormat f = std::get<2>(c);
     CAPTURE(desc);
     const fs::path theirs = dir / (std::string(desc) + "_py.bin"), ours = dir / (std::string(desc) + "_ks.bin");
     ks::testing::shell(std::string(kPython) + " " + (dir / "write_datafile.py").string() + " " + theirs.string() +
