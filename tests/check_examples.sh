@@ -68,9 +68,12 @@ awk -v a="$first" -v b="$test_loss" 'BEGIN { exit !(b < 0.8 * a) }' ||
 echo "sigmoid attention (plugin): keystone train --plugin, then eval from the run folder: loss $first -> $test_loss"
 
 echo "== the project's optimizer plugin (Lion), trained, stopped and resumed by the installed keystone"
-sed 's/"optimizer": {"lr": 1e-2}/"optimizer": {"type": "lion", "lr": 2e-3, "beta2": 0.98}/; s/"sigmoid"/"softmax"/' \
+# The plugin's optimizer and its data set ("counting", examples/lion/counting.cpp).
+sed 's/"optimizer": {"lr": 1e-2}/"optimizer": {"type": "lion", "lr": 2e-3, "beta2": 0.98}/; s/"sigmoid"/"softmax"/
+     s|^ "data": .*$| "data": {"dataset": "counting", "length": 32, "examples": 256},|' \
   "$work/sigmoid.json" >"$work/lion.json"
 grep -q '"type": "lion"' "$work/lion.json" || { echo "lion.json: the optimizer was not replaced" >&2; exit 1; }
+grep -q '"dataset": "counting"' "$work/lion.json" || { echo "lion.json: the data set was not replaced" >&2; exit 1; }
 whole="$work/lion-whole"; parts="$work/lion-parts"
 quiet "$work/prefix/bin/keystone" train --plugin "$work/project/liblion.so" --config "$work/lion.json" --out "$whole" --quiet
 # The same run in two sessions: 15 steps, then --resume to 30 (the moment comes back from the checkpoint).
