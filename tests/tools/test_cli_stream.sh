@@ -29,7 +29,10 @@ cat > "$tmp/stream.json" <<JSON
  "train": {"steps": 300, "batch_size": 8, "eval_every": 50, "checkpoint_every": 10, "threads": 1, "prefetch": 2}}
 JSON
 expect 0 "\"valid_windows\": 16" -- "$ks" config --config "$tmp/stream.json"
-expect 0 "finished 300 steps" -- "$ks" train --config "$tmp/stream.json" --out "$tmp/whole" --quiet
+"$ks" train --config "$tmp/stream.json" --out "$tmp/whole" --quiet > "$tmp/whole.log" 2>&1 &&
+  grep -q "finished 300 steps" "$tmp/whole.log" &&
+  grep -qE "start-up: +[0-9.]+ s from the process's start to the end of its first step" "$tmp/whole.log" ||
+  { echo "FAIL: the uninterrupted run: $(cat "$tmp/whole.log")"; fails=$((fails + 1)); }
 loss_only() { grep -v '"split":"test"' "$1/metrics.jsonl" | grep -o '"loss":[^,]*,'; }
 [ "$(loss_only "$tmp/whole" | wc -l)" -ge 30 ] || { echo "FAIL: the run wrote too few loss records"; fails=$((fails + 1)); }
 
@@ -65,6 +68,13 @@ expect 0 "^line" -- "$ks" generate --run "$tmp/whole" --prompt "line" --tokens 5
 # keystone info reports the shard set's data: tokens, the manifest's documents, the epochs the steps make.
 expect 0 '"documents": [0-9]+' -- "$ks" info --config "$tmp/stream.json"
 expect 0 '"epochs": [0-9.]+' -- "$ks" info --config "$tmp/stream.json"
+# --loader-batches times the training loader alone: 50 batches of 8 windows of 32 ids; 2,000 go past the
+# epoch's end (641 batches) into the next, as training does.
+expect 0 '"tokens": 12800' -- "$ks" info --config "$tmp/stream.json" --loader-batches 50
+expect 0 '"batches": 2000' -- "$ks" info --config "$tmp/stream.json" --loader-batches 2000
+echo '{"d_model": 16, "layers": 1, "vocab_size": 64, "attention": {"type": "softmax", "heads": 2}}' > "$tmp/model_only.json"
+expect 2 "needs a training config" -- "$ks" info --config "$tmp/model_only.json" --loader-batches 5
+expect 2 "loader-batches" -- "$ks" info --config "$tmp/stream.json" --loader-batches -1
 
 # A mixture: a second source (code-like lines) at weight 0.3; the train records carry each source's
 # windows, valid records each source's loss; SIGINT + resume reproduces losses and counts exactly.

@@ -10,7 +10,11 @@
 // without train.checkpoint_layers (tools/train/train_memory.h: CPU tensor
 // bytes, measured, not estimated), and reports its data ("data": each
 // split's examples and tokens, documents where a shard manifest counts them,
-// a mixture's sources, and the epochs train.steps make in one process). `keystone info --machine` prints what the
+// a mixture's sources, and the epochs train.steps make in one process); with
+// --loader-batches N it also times the training loader alone (N batches read
+// through the DataLoader that training uses, shuffled, as step 1 reads them),
+// the figure to set beside a step's token rate to see whether data could ever
+// be the bottleneck. `keystone info --machine` prints what the
 // CPU offers instead: the binary's commit, the bf16 GEMM paths
 // (core/cpu_features.h), which one bf16 GEMMs use, and the thread count.
 // --set key=value (repeatable) overrides a key of the config first, as
@@ -23,6 +27,7 @@
 #include <optional>
 
 #include "core/allocator.h"
+#include "core/clock.h"
 #include "core/cpu_features.h"
 #include "core/cuda.h"
 #include "core/matmul_precision.h"
@@ -45,7 +50,7 @@ namespace ks::tools {
 
 // What `keystone info --help` prints.
 constexpr char kUsage[] =
-    "usage: keystone info --config FILE [--seq N] [--set key=value ...] [--plugin FILE ...]\n"
+    "usage: keystone info --config FILE [--seq N] [--loader-batches N] [--set key=value ...] [--plugin FILE ...]\n"
     "       keystone info --plugin FILE [--plugin FILE ...]\n"
     "       keystone info --machine\n"
     "FILE is a model config, or a training config (whose data then fills in the sizes).\n"
@@ -56,6 +61,9 @@ constexpr char kUsage[] =
     "batch holds between forward and backward and the peak of the whole step (weights, gradients, optimizer\n"
     "state, activations), in MiB of CPU tensors, without and with train.checkpoint_layers, at the config's\n"
     "train.precision (and at float32 beside it, with the ratio, when that is bf16).\n"
+    "--loader-batches N (a training config) also reads N training batches through the training loader\n"
+    "(shuffled, from step 1 on) and reports \"loader\": their seconds, batches/s and tokens/s, the rate at which\n"
+    "data could be fed, to compare with a step's tokens/s.\n"
     "--machine prints the commit this binary was built from, the CPU (brand and vendor), its bf16 GEMM paths (amx, "
     "avx512bf16, float32), the one bf16 GEMMs use\n"
     "(KS_CPU_GEMM forces one) and what bf16 computes in there (bf16_matmuls: \"float32: this CPU has no bf16\n"
@@ -134,14 +142,35 @@ nlohmann::json data_json(const data::Splits& splits, const TrainConfig& run) {
   return out;
 }
 
+// Reads `batches` more batches from `loader` (past an epoch's end into the
+// next, as training does) and times them: what the data path alone sustains.
+nlohmann::json time_loader(data::DataLoader& loader, int64_t batches) {
+  const double start = now_s();
+  int64_t tokens = 0, examples = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    std::optional<data::Batch> batch = loader.next();
+    if (!batch) batch = loader.next();  // the epoch ended; the next one starts
+    KS_CHECK(batch.has_value(), "info: the training split yields no batches");
+    tokens += batch_tokens(*batch);
+    examples += batch->size();
+  }
+  const double s = std::max(now_s() - start, 1e-9);
+  return {{"batches", batches},
+          {"examples", examples},
+          {"tokens", tokens},
+          {"seconds", s},
+          {"batches_per_s", double(batches) / s},
+          {"tokens_per_s", double(tokens) / s}};
+}
+
 }  // namespace
 
 int info(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(args, {"config", "seq", "set", "plugin"}, {"machine"}, {"set", "plugin"});
+  cli::Flags f(args, {"config", "seq", "set", "plugin", "loader-batches"}, {"machine"}, {"set", "plugin"});
   if (f.has("machine")) {
-    if (f.has("config") || f.has("plugin") || f.has("set"))
-      throw cli::UsageError("--machine takes no --config, --set or --plugin");
+    if (f.has("config") || f.has("plugin") || f.has("set") || f.has("loader-batches"))
+      throw cli::UsageError("--machine takes no --config, --set, --plugin or --loader-batches");
     nlohmann::json paths = nlohmann::json::object();
     for (CpuGemmPath p : {CpuGemmPath::Amx, CpuGemmPath::Avx512Bf16, CpuGemmPath::Float32}) {
       std::string why;
@@ -163,7 +192,9 @@ int info(const std::vector<std::string>& args) {
   const std::string path = f.get("config", "");
   nlohmann::json j = read_json_file(path);
   for (const std::string& s : f.get_all("set")) apply_set(j, s);
+  const int64_t loader_batches = f.get_int_at_least("loader-batches", 0, 0);
   std::optional<data::Batch> first_batch;  // a training config's first training batch
+  nlohmann::json loader_record;            // --loader-batches: the loader's timing
   std::optional<TrainConfig> run;
   nlohmann::json data_record;  // a training config's data (data_json)
   if (j.contains("data") && j.contains("model")) {
@@ -173,8 +204,11 @@ int info(const std::vector<std::string>& args) {
     data_record = data_json(splits, *run);
     j = complete_model_section(run->model, splits);
     data::LoaderOptions lo{.batch_size = run->train.batch_size, .shuffle = true, .seed = run->seed};
-    first_batch = data::DataLoader(std::make_shared<const data::Dataset>(std::move(splits.train)), lo).next();
+    data::DataLoader loader(std::make_shared<const data::Dataset>(std::move(splits.train)), lo);
+    first_batch = loader.next();
+    if (loader_batches > 0) loader_record = time_loader(loader, loader_batches);
   }
+  if (loader_batches > 0 && !run) throw cli::UsageError("--loader-batches needs a training config (with \"data\")");
   models::ModelConfig cfg = models::parse_model_config(j);
   // The longest input the model takes: a [CLS] token uses one of the positions.
   const models::ModelKind& kind = models::model_kind(cfg.model);
@@ -197,6 +231,7 @@ int info(const std::vector<std::string>& args) {
                         {"train_state_mib", double(c.params) * 16.0 / mib}};
   if (!loaded_plugins().empty()) out["plugins"] = plugins_json();
   if (!data_record.is_null()) out["data"] = data_record;
+  if (!loader_record.is_null()) out["loader"] = loader_record;
   if (first_batch && first_batch->size() > 0) {
     const MatmulPrecision precision = parse_matmul_precision(run->train.precision, "config: train.precision");
     nlohmann::json memory = {{"device", "cpu"},

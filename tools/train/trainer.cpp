@@ -302,6 +302,7 @@ TrainOutcome Trainer::run() {
     }
     ++state_.step;
     const StepEvent done = train_step(params);
+    if (startup_s_ < 0) startup_s_ = seconds_since_process_start();  // what a user waits before training moves
     shown_loss_ = shown_loss_ < 0 ? done.loss : 0.9 * shown_loss_ + 0.1 * done.loss;
     if (options_.callbacks.on_step) options_.callbacks.on_step(done);
 

@@ -307,6 +307,7 @@ class Trainer {
   double elapsed_before_ = 0;  // seconds of earlier sessions of this run
   double shown_loss_ = -1;     // smoothed loss for the progress line only
   double shown_rate_ = -1;     // tokens/s of the last train record, for the progress line
+  double startup_s_ = -1;      // process start to the end of this session's first step (the summary's start-up)
   nlohmann::json last_valid_, last_test_;
 };
 

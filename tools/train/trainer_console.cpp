@@ -101,6 +101,8 @@ void Trainer::print_summary() const {
   if (const std::string line = replicas_->summary_line(now_s() - session_start_); !line.empty())
     std::printf("%s\n", line.c_str());
   std::printf("  peak tensor memory: %.1f MiB on %s\n", peak_tensor_mib(device_), device_.str().c_str());
+  if (startup_s_ >= 0)
+    std::printf("  start-up:    %.2f s from the process's start to the end of its first step\n", startup_s_);
   if (!last_test_.empty())
     std::printf("  test (best checkpoint): %s%s\n", format_metrics(last_test_).c_str(),
                 format_ema_metrics(last_test_).c_str());
