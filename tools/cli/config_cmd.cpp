@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "core/plugin_loader.h"
 #include "models/config.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
@@ -116,6 +117,8 @@ int config(const std::vector<std::string>& args) {
     throw cli::UsageError("--dataset and --model go with --defaults; with --config use --set");
   json raw;
   if (defaults) {
+    // The plugins first: --dataset or --model may name what one registers.
+    for (const std::string& p : f.get_all("plugin")) load_plugin(p);
     const std::string dataset = f.get("dataset", "seq2seq");
     raw = {{"data", {{"dataset", dataset}}},
            {"model", {{"model", f.has("model") ? f.get("model", "") : model_for_data_set(dataset)}}}};
