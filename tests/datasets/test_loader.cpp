@@ -190,34 +190,43 @@ TEST_CASE("loader: the producer stops cleanly and reports errors in order") {
   CHECK_THROWS_AS(loader.next(), Error);  // and again, not a hang
 }
 
+// Three epochs read in one go against the same read by a loader stopped after
+// one epoch and `more` batches and a fresh loader resumed from its saved
+// state (which first reads a batch of its own when `stray_next`: what a
+// loader did before restore must not matter). Returns the saved state.
+LoaderState check_resumes_exactly(const std::shared_ptr<const Dataset>& d, const LoaderOptions& o, int more,
+                                  bool stray_next) {
+  DataLoader whole(d, o);
+  std::vector<Seen> expected = drain(whole, 3);
+  std::vector<Seen> got;
+  std::string saved;
+  {
+    DataLoader first(d, o);
+    got = drain(first, 1);
+    for (int k = 0; k < more; ++k) {
+      auto b = first.next();
+      got.push_back({b->epoch, b->position, b->index, ids_of(b->tokens)});
+    }
+    saved = first.state().to_json();
+  }
+  DataLoader second(d, o);
+  if (stray_next) second.next();
+  second.restore(LoaderState::from_json(saved));
+  while (auto b = second.next()) got.push_back({b->epoch, b->position, b->index, ids_of(b->tokens)});
+  std::vector<Seen> rest = drain(second, 1);
+  got.insert(got.end(), rest.begin(), rest.end());
+  CHECK(got == expected);
+  return LoaderState::from_json(saved);
+}
+
 TEST_CASE("loader: a resumed run sees exactly the batches of an uninterrupted one") {
   auto d = toy(29);
   for (int64_t prefetch : {0, 2}) {
     CAPTURE(prefetch);
-    LoaderOptions o{.batch_size = 4, .seed = 11, .bucket_batches = 2, .prefetch = prefetch};
-    DataLoader whole(d, o);
-    std::vector<Seen> expected = drain(whole, 3);
-
-    std::vector<Seen> got;
-    std::string saved;
-    {
-      DataLoader first(d, o);
-      got = drain(first, 1);
-      for (int k = 0; k < 3; ++k) {
-        auto b = first.next();
-        got.push_back({b->epoch, b->position, b->index, ids_of(b->tokens)});
-      }
-      saved = first.state().to_json();
-      CHECK(first.state().epoch == 1);
-      CHECK(first.state().position == 3);
-    }
-    DataLoader second(d, o);
-    second.next();  // whatever it did before restore does not matter
-    second.restore(LoaderState::from_json(saved));
-    while (auto b = second.next()) got.push_back({b->epoch, b->position, b->index, ids_of(b->tokens)});
-    std::vector<Seen> rest = drain(second, 1);
-    got.insert(got.end(), rest.begin(), rest.end());
-    CHECK(got == expected);
+    const LoaderState saved =
+        check_resumes_exactly(d, {.batch_size = 4, .seed = 11, .bucket_batches = 2, .prefetch = prefetch}, 3, true);
+    CHECK(saved.epoch == 1);
+    CHECK(saved.position == 3);
   }
 }
 
@@ -440,25 +449,6 @@ TEST_CASE("loader: a lazy set resumed from a saved state sees exactly the batche
   auto d = lazy(77);
   for (int64_t prefetch : {0, 2}) {
     CAPTURE(prefetch);
-    LoaderOptions o{.batch_size = 6, .seed = 4, .prefetch = prefetch};
-    DataLoader whole(d, o);
-    std::vector<Seen> expected = drain(whole, 3);
-    std::vector<Seen> got;
-    std::string saved;
-    {
-      DataLoader first(d, o);
-      got = drain(first, 1);
-      for (int k = 0; k < 5; ++k) {
-        auto b = first.next();
-        got.push_back({b->epoch, b->position, b->index, ids_of(b->tokens)});
-      }
-      saved = first.state().to_json();
-    }
-    DataLoader second(d, o);
-    second.restore(LoaderState::from_json(saved));
-    while (auto b = second.next()) got.push_back({b->epoch, b->position, b->index, ids_of(b->tokens)});
-    std::vector<Seen> rest = drain(second, 1);
-    got.insert(got.end(), rest.begin(), rest.end());
-    CHECK(got == expected);
+    check_resumes_exactly(d, {.batch_size = 6, .seed = 4, .prefetch = prefetch}, 5, false);
   }
 }

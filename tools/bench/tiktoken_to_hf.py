@@ -13,20 +13,12 @@
 # other than <|endoftext|>.
 import base64
 import json
+import os
 import sys
 
-
-def byte_to_unicode():
-    # GPT-2's printable stand-ins for the 256 bytes (HF's bytes_to_unicode).
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
+# GPT-2's printable stand-ins for the 256 bytes, from the tests' reference BPE.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "interop"))
+from bpe_reference import bytes_to_unicode  # noqa: E402
 
 
 def split_by_lower_ranks(ranks, token, max_rank):
@@ -55,7 +47,7 @@ def main():
         _, first, *tokens = line.split(" ")
         for k, t in enumerate(tokens):
             ranks[base64.b64decode(t)] = int(first) + k
-    b2u = byte_to_unicode()
+    b2u = bytes_to_unicode()
     text = lambda t: "".join(b2u[b] for b in t)
     vocab = {text(t): r for t, r in ranks.items()}
     merges = []
