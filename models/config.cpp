@@ -88,16 +88,11 @@ int64_t field_bound(const std::string& key) {
 // The attention keys every family has; each family's own follow them
 // (attention_keys), from its registration.
 std::vector<KeyDoc> shared_attention_keys() {
-  // The families the registry had at start-up, in the order this doc has
-  // always listed the built-in ones (the paper's, then the linear ones), then
-  // any other, sorted; "..." for those a plugin may add.
-  std::vector<std::string> families = nn::attention_families(), order;
-  for (const char* f : {"softmax", "fixed", "linear", "mgk", "smgk", "mlk"})
-    if (std::find(families.begin(), families.end(), f) != families.end()) order.push_back(f);
-  for (const std::string& f : families)
-    if (std::find(order.begin(), order.end(), f) == order.end()) order.push_back(f);
+  // The families the registry had at start-up, in its order (the papers'
+  // families, then the linear ones, then any a plugin added); "..." for those
+  // a plugin may add later.
   std::string listed_families;
-  for (const std::string& f : order) listed_families += f + " | ";
+  for (const std::string& f : nn::attention_families()) listed_families += f + " | ";
   return {{"type", "the attention family: " + listed_families + "..."},
           {"heads", "attention heads"},
           {"head_dim", "each head's width p; 0: d_model / heads; \"seq\": max_len"},

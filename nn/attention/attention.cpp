@@ -4,6 +4,7 @@
 #include "nn/attention/attention.h"
 
 #include <cmath>
+#include <limits>
 
 namespace ks::nn {
 namespace {
@@ -49,7 +50,12 @@ std::vector<std::string> families_that(bool (AttentionOptions::*takes)() const) 
 
 }  // namespace
 
-bool register_attention_family(const std::string& type, AttentionFamily family) { return registry().add(type, family); }
+bool register_attention_family(const std::string& type, AttentionFamily family) {
+  return registry().add(type, family, std::numeric_limits<int>::max());  // after the built-in families
+}
+bool register_attention_family(const std::string& type, AttentionFamily family, int order) {
+  return registry().add(type, family, order);
+}
 
 std::vector<std::string> attention_families() { return registry().names(); }
 

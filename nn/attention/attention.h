@@ -223,8 +223,12 @@ struct AttentionFamily {
   std::vector<KeyDoc> (*keys)();  // the keys parse reads
   const std::type_info* options_type;
 };
+// `order` places a family in attention_families() (lower first, then by
+// name): the built-in ones give theirs (the papers' families, then the linear
+// ones); a family registered without one comes after them all.
 bool register_attention_family(const std::string& type, AttentionFamily family);
-std::vector<std::string> attention_families();
+bool register_attention_family(const std::string& type, AttentionFamily family, int order);
+std::vector<std::string> attention_families();  // softmax, fixed, linear, mgk, smgk, mlk, then any other
 
 // A family's registry entry from its options type: Options is default
 // constructible (the defaults) and has static `Options parse(const json&,
@@ -257,6 +261,6 @@ nlohmann::json attention_options_json(const AttentionConfig& cfg);
 
 }  // namespace ks::nn
 
-#define KS_REGISTER_ATTENTION(type, Options, make_fn, cost_fn)      \
-  static const bool KS_CONCAT(ks_attention_registered_, __LINE__) = \
-      ::ks::nn::register_attention_family(type, ::ks::nn::attention_family<Options>(make_fn, cost_fn))
+#define KS_REGISTER_ATTENTION(type, Options, make_fn, cost_fn, ...)                                      \
+  static const bool KS_CONCAT(ks_attention_registered_, __LINE__) = ::ks::nn::register_attention_family( \
+      type, ::ks::nn::attention_family<Options>(make_fn, cost_fn) __VA_OPT__(, ) __VA_ARGS__)

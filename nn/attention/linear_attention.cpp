@@ -190,7 +190,7 @@ AttentionCost mlk_cost(const AttentionConfig& cfg, int64_t, bool) {
 
 }  // namespace
 
-KS_REGISTER_ATTENTION("linear", LinearOptions, make_linear, linear_cost);
-KS_REGISTER_ATTENTION("mlk", MlkOptions, make_mlk, mlk_cost);
+KS_REGISTER_ATTENTION("linear", LinearOptions, make_linear, linear_cost, 2);
+KS_REGISTER_ATTENTION("mlk", MlkOptions, make_mlk, mlk_cost, 5);
 
 }  // namespace ks::nn

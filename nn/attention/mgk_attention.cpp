@@ -297,7 +297,7 @@ AttentionCost smgk_cost(const AttentionConfig& cfg, int64_t n, bool causal) { re
 
 }  // namespace
 
-KS_REGISTER_ATTENTION("mgk", MgkOptions, make_mgk, mgk_cost);
-KS_REGISTER_ATTENTION("smgk", SmgkOptions, make_smgk, smgk_cost);
+KS_REGISTER_ATTENTION("mgk", MgkOptions, make_mgk, mgk_cost, 3);
+KS_REGISTER_ATTENTION("smgk", SmgkOptions, make_smgk, smgk_cost, 4);
 
 }  // namespace ks::nn

@@ -127,7 +127,7 @@ AttentionCost mha_cost(const AttentionConfig& cfg, int64_t n, bool causal) {
 
 }  // namespace
 
-KS_REGISTER_ATTENTION("softmax", SoftmaxOptions, make_mha, mha_cost);
-KS_REGISTER_ATTENTION("fixed", FixedOptions, make_fixed, mha_cost);
+KS_REGISTER_ATTENTION("softmax", SoftmaxOptions, make_mha, mha_cost, 0);
+KS_REGISTER_ATTENTION("fixed", FixedOptions, make_fixed, mha_cost, 1);
 
 }  // namespace ks::nn
