@@ -69,9 +69,11 @@ for cache in cold warm; do
   echo "== loader alone, $cache cache: keystone info --config $work/big_lm.json --loader-batches 2000"
   /usr/bin/time -f 'wall %e s, peak RSS %M KB' ./build/keystone info --config "$work/big_lm.json" --loader-batches 2000 \
     2> "$work/info.time" > "$work/info.json" || { cat "$work/info.time" >&2; exit 1; }
-  python3 -c 'import json, sys
+  python3 - "$work/info.json" <<'PY'
+import json, sys
 l = json.load(open(sys.argv[1]))["loader"]
-print(f"loader: {l[\"batches\"]} batches in {l[\"seconds\"]:.2f} s: {l[\"tokens_per_s\"]:,.0f} tokens/s")' "$work/info.json"
+print(f"loader: {l['batches']} batches in {l['seconds']:.2f} s: {l['tokens_per_s']:,.0f} tokens/s")
+PY
   tail -1 "$work/info.time"
 done
 drop_caches
@@ -79,17 +81,20 @@ echo "== training, cold cache: keystone train --config $work/big_lm.json ($steps
 rm -rf "$work/run"
 /usr/bin/time -f 'wall %e s, peak RSS %M KB' ./build/keystone train --config "$work/big_lm.json" --out "$work/run" \
   > "$work/train.log" 2> "$work/train.time" || { cat "$work/train.log" "$work/train.time" >&2; exit 1; }
-grep -m1 -i "train .*examples\|tokens" "$work/train.log" || true
+grep -h -m1 "^  train " "$work/train.time" || true
+grep -h "start-up\|peak tensor" "$work/train.log" || true
 tail -1 "$work/train.time"
 python3 - "$work/run" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl") if l.strip()]
 steps = [r for r in recs if r.get("split", r.get("kind")) in (None, "train") and "tokens_per_s" in r]
-first = next((r for r in recs if "elapsed_s" in r), None)
 if steps:
     rates = [r["tokens_per_s"] for r in steps]
     print(f"training: {len(steps)} interval records, tokens/s {min(rates):,.0f} to {max(rates):,.0f}")
-if first:
-    print(f"first record at step {first.get('step')}: elapsed {first['elapsed_s']:.2f} s")
 PY
-./build/keystone info --config "$work/big_lm.json" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(f"model state (weights, gradients, AdamW moments): {j[\"train_state_mib\"]:.0f} MiB; activations + peak of a step: {j[\"training_memory\"][\"peak_mib\"][\"plain\"]:.0f} MiB")'
+python3 - "$work/info.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(f"model state (weights, gradients, AdamW moments): {j['train_state_mib']:.0f} MiB; "
+      f"measured peak of a training step (tensors): {j['training_memory']['peak_mib']['plain']:.0f} MiB")
+PY
