@@ -51,6 +51,9 @@ else
 fi
 expect 2 "--device: expected cpu or cuda, got 'tpu'" -- "$ks" bench --device tpu
 expect 1 "unknown family 'sparse'" -- "$ks" bench --attention sparse --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8
+# FLOPs per token: the model's forward count (1,168 for this shape), three of them for a training step.
+expect 0 '"flops_per_token":3504.0,.*"gflop_per_s":[0-9]' -- "$ks" bench --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8
+expect 0 '"flops_per_token":1168.0,.*"gflop_per_s":[0-9]' -- "$ks" bench --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8 --forward-only
 expect 0 '"tokens_per_s":' -- "$ks" bench --attention mgk --steps 1 --layers 1 --seq 8 --batch 2 --vocab 16 --d-model 8 --heads 2 --d-ff 16 --threads 1
 expect 2 "--config FILE \(or --machine\) is required" -- "$ks" info
 expect 0 '"bf16_gemm_path"' -- "$ks" info --machine
@@ -122,7 +125,7 @@ expect 0 '"batch_examples": 4,' -- "$ks" info --config "$tmp/listops.json" --set
 expect 2 "--set train.batch_size: expected key=value" -- "$ks" info --config "$tmp/listops.json" --set train.batch_size
 expect 1 "config: train.batch_sise: unknown key \(did you mean train.batch_size\?\)" -- \
   "$ks" info --config "$tmp/listops.json" --set train.batch_sise=4
-expect 2 "--machine takes no --config, --set or --plugin" -- "$ks" info --machine --set train.steps=1
+expect 2 "--machine takes no --config, --set, --plugin or --loader-batches" -- "$ks" info --machine --set train.steps=1
 # A step that does not fit is named, with the batch it was measured on (not under AddressSanitizer, as below).
 if ! $sanitized; then
   expect 1 "measuring training memory \(two steps at float32 on a batch of 600 examples\): cpu allocator: out of memory" -- \

@@ -73,7 +73,9 @@ constexpr char kUsage[] =
     "cpu (the processor's brand string), cpu_isa (the widest instruction set the kernels use; KS_CPU_ISA=avx2\n"
     "caps it, to time what an AVX2-only machine runs), float32_gemm_kernels (\"OpenBLAS SkylakeX\", ...),\n"
     "peak_tensor_mib (on the CPU: the most tensor memory held at once), first_step_s (seconds from the\n"
-    "process's start to the end of the first, warm-up step).\n"
+    "process's start to the end of the first, warm-up step), and for a model's step flops_per_token (the\n"
+    "model's forward FLOPs per token, times 3 for a training step) and gflop_per_s at the mean step's rate,\n"
+    "to set beside the machine's peak (ks_bench_kernels: sgemm, bf16 GEMMs).\n"
     "--preset sets the shape flags at once (each given flag still wins): reference is the defaults above\n"
     "(the reference LM of docs/performance.md); gpt2-small is GPT-2 small's shape, d-model 768, 12 layers,\n"
     "12 heads of 64, d-ff 3072, seq 1024, batch 4, vocab 50257, untied output layer (163 M parameters),\n"
@@ -355,6 +357,14 @@ int bench(const std::vector<std::string>& args) {
     out["checksum"] = first_loss;  // Σ output (forward) or Σ ∂/∂x (train) of the first step: a numerics check
   else
     out.update({{"loss", loss}, {"first_loss", first_loss}});
+  if (!decode && !attention_only) {
+    // The model's own count (ModelCost: one forward pass per token at this
+    // length); a training step is three of them (the backward pass computes
+    // two products for each of the forward's), as Kaplan et al.'s 6N counts.
+    const double forward = model->cost(seq).flops_per_token;
+    const double per_token = forward_only ? forward : 3.0 * forward;
+    out.update({{"flops_per_token", per_token}, {"gflop_per_s", per_token * double(batch * seq) / dt / 1e9}});
+  }
   std::printf("%s\n", out.dump().c_str());
   if (profile) print_profile(dt, steps);
   return 0;

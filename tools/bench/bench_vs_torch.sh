@@ -7,7 +7,10 @@
 # run's tokens/s.
 #   bash tools/bench/bench_vs_torch.sh [ROUNDS (default 3)]
 # Environment: THREADS (default "2"), PRECISIONS (default "float32 bf16"),
-# STEPS (timed steps per run, default the benches' own), ISA:
+# STEPS (timed steps per run, default the benches' own), PRESET (gpt2-small:
+# GPT-2 small's shape alone, `keystone bench --preset gpt2-small` against the
+# torch script with the same flags; the GFLOP/s column is Keystone's, from the
+# model's own FLOP count, the same work for both), ISA:
 #   unset   both run with OPENBLAS_CORETYPE=SkylakeX, the same float32 kernels
 #           for both (the AVX-512 ones Keystone selects itself where OpenBLAS
 #           falls back to SSE3 kernels, and not what an environment's own
@@ -34,6 +37,14 @@ torch_bench=../shared/bench/torch_lm_bench.py
 shapes=("softmax --heads 8" "fixed --heads 8 --head-dim 64" "mgk --heads 4 --head-dim 32" "mgk --heads 8")
 steps=()
 [ -n "${STEPS:-}" ] && steps=(--steps "$STEPS")
+case "${PRESET:-}" in
+  "") ks_shape=(); pt_shape=() ;;
+  gpt2-small)
+    shapes=("softmax --heads 12")
+    ks_shape=(--preset gpt2-small)
+    pt_shape=(--d-model 768 --layers 12 --d-ff 3072 --seq 1024 --batch 4 --vocab 50257) ;;
+  *) echo "PRESET: expected gpt2-small or nothing, got '$PRESET'" >&2; exit 2 ;;
+esac
 . tools/bench/args.sh
 counts ROUNDS "$rounds"
 # shellcheck disable=SC2086
@@ -57,19 +68,21 @@ esac
 . tools/bench/torch_blas.sh
 needs_keystone
 needs_torch
-printf "%-36s %7s %-8s %5s %12s %12s %7s\n" shape threads precision round keystone torch ratio
+printf "%-36s %7s %-8s %5s %12s %12s %7s %10s\n" shape threads precision round keystone torch ratio ks_GFLOP/s
 for shape in "${shapes[@]}"; do
   for threads in ${THREADS:-2}; do
     for precision in ${PRECISIONS:-float32 bf16}; do
       for r in $(seq 1 "$rounds"); do
         # shellcheck disable=SC2086
-        ks=$(env OPENBLAS_CORETYPE=$coretype "${ks_env[@]}" ./build/keystone bench --attention $shape \
-               --threads "$threads" --precision "$precision" "${steps[@]}" | field tokens_per_s)
+        line=$(env OPENBLAS_CORETYPE=$coretype "${ks_env[@]}" ./build/keystone bench "${ks_shape[@]}" --attention $shape \
+               --threads "$threads" --precision "$precision" "${steps[@]}")
+        ks=$(field tokens_per_s <<<"$line")
+        gflops=$(field gflop_per_s <<<"$line")
         # shellcheck disable=SC2086
-        pt=$(env OPENBLAS_CORETYPE=$coretype "${pt_env[@]}" $(torch_blas_env "$threads") /usr/bin/python3 "$torch_bench" --attention $shape --threads "$threads" \
+        pt=$(env OPENBLAS_CORETYPE=$coretype "${pt_env[@]}" $(torch_blas_env "$threads") /usr/bin/python3 "$torch_bench" "${pt_shape[@]}" --attention $shape --threads "$threads" \
                --precision "$precision" "${steps[@]}" | field tokens_per_s)
-        printf "%-36s %7s %-8s %5s %12.0f %12.0f %6.2fx\n" "$shape" "$threads" "$precision" "$r" "$ks" "$pt" \
-          "$(python3 -c "print($ks / $pt)")"
+        printf "%-36s %7s %-8s %5s %12.0f %12.0f %6.2fx %10.1f\n" "$shape" "$threads" "$precision" "$r" "$ks" "$pt" \
+          "$(python3 -c "print($ks / $pt)")" "$gflops"
       done
     done
   done
