@@ -1,11 +1,15 @@
-// datasets/hf_bpe.cpp — reading a tokenizer.json's byte-level BPE (as a stream,
-// or from a parsed tree), encoding by merge rank after the added tokens, exact
-// decoding, and writing the file back from the tables.
+// datasets/hf_bpe.cpp — reading a tokenizer.json's BPE, byte-level or
+// SentencePiece-style (as a stream, or from a parsed tree), encoding by merge
+// rank after the added tokens, decoding, and writing the file back from the
+// tables.
 #include "datasets/hf_bpe.h"
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <functional>
+#include <queue>
+#include <tuple>
 #include <unordered_set>
 #include <utility>
 
@@ -80,6 +84,33 @@ std::string byte_level(std::string_view bytes) {
 
 uint64_t key(int64_t a, int64_t b) { return uint64_t(a) << 32 | uint64_t(b); }
 
+const std::string kMetaspace = "\u2581";  // "▁", SentencePiece's space
+
+std::string replaced(std::string_view text, std::string_view from, std::string_view to) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, from.size(), from) == 0) {
+      out += to;
+      i += from.size();
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+// The length of the UTF-8 character starting at s[i]: 1 for a byte that
+// starts none (it is then a character of its own, as byte fallback sees it).
+size_t char_length(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+  if (i + n > s.size()) return 1;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 1;
+  return n;
+}
+
 bool is_null_or_absent(const json& j, const char* k) { return !j.contains(k) || j.at(k).is_null(); }
 
 // obj[key] (`obj` an object, `path` its place: "model.") when present and not
@@ -126,7 +157,6 @@ HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id
   json& model = settings_.at("model");
   json& vocab = model.at("vocab");
   for (auto it = vocab.begin(); it != vocab.end(); it = vocab.erase(it)) add_vocab(it.key(), it.value(), at);
-  check_bytes(at);
   json& merges = model.at("merges");
   for (size_t i = 0; i < merges.size(); ++i) {
     add_merge(i, merges[i], at);
@@ -150,22 +180,30 @@ void HfBpeTokenizer::read_settings(const std::string& at) {
   KS_CHECK(tj.contains("model") && tj.at("model").is_object(), at, "missing the \"model\" object");
   const json& model = tj.at("model");
   const std::string mtype = text_or(model, "type", "BPE", at, "model.");
-  KS_CHECK(mtype == "BPE", at, "model.type \"", mtype, "\": only byte-level BPE is supported");
-  KS_CHECK(!flag_or(model, "byte_fallback", false, at, "model."), at,
-           "model.byte_fallback: byte fallback (SentencePiece-style) ", "is not supported, only byte-level BPE");
+  KS_CHECK(mtype == "BPE", at, "model.type \"", mtype, "\": only BPE is supported");
+  byte_fallback_ = flag_or(model, "byte_fallback", false, at, "model.");
+  fuse_unk_ = flag_or(model, "fuse_unk", false, at, "model.");
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
     KS_CHECK(is_null_or_absent(model, k) || model.at(k) == "", at, "model.", k,
-             " is not supported (byte-level BPE has none)");
+             " is not supported (neither byte-level nor SentencePiece-style BPE has one)");
   KS_CHECK(is_null_or_absent(model, "dropout") || model.at("dropout") == 0, at,
            "model.dropout: BPE dropout is not supported");
   ignore_merges_ = flag_or(model, "ignore_merges", false, at, "model.");
-  KS_CHECK(is_null_or_absent(tj, "normalizer"), at, "normalizer ", nn::json_excerpt(tj.at("normalizer")),
-           ": normalizers are not supported (GPT-2 and Llama-3 have none)");
+  text_or(model, "unk_token", "", at, "model.");  // its type; its id once the vocabulary is read
+  const json no_pre = nullptr;
+  const json& pre = tj.contains("pre_tokenizer") ? tj.at("pre_tokenizer") : no_pre;
+  const std::string pre_type = pre.is_object() ? text_or(pre, "type", "", at, "pre_tokenizer.") : "";
+  sp_ = byte_fallback_ || pre_type == "Metaspace";
+  if (!is_null_or_absent(tj, "normalizer")) {
+    const json& n = tj.at("normalizer");
+    KS_CHECK(sp_, at, "normalizer ", nn::json_excerpt(n),
+             ": a byte-level BPE takes no normalizer (GPT-2 and Llama-3 have none)");
+    read_normalizers(n, "normalizer", at);
+  }
+  if (sp_) return read_sp_settings(pre, at);
 
   // Pre-tokenizer: ByteLevel, or Sequence[Split(regex, Isolated), ByteLevel(use_regex false)].
-  KS_CHECK(tj.contains("pre_tokenizer") && tj.at("pre_tokenizer").is_object(), at,
-           "missing the \"pre_tokenizer\" object (byte-level BPE needs ByteLevel)");
-  const json& pre = tj.at("pre_tokenizer");
+  KS_CHECK(pre.is_object(), at, "missing the \"pre_tokenizer\" object (byte-level BPE needs ByteLevel)");
   auto byte_level_pre = [&](const json& p, const std::string& name) {
     KS_CHECK(p.is_object() && text_or(p, "type", "", at, name + ".") == "ByteLevel", at, name,
              ": expected ByteLevel, got ", nn::json_excerpt(p));
@@ -195,10 +233,101 @@ void HfBpeTokenizer::read_settings(const std::string& at) {
   if (!is_null_or_absent(tj, "decoder"))
     KS_CHECK(tj.at("decoder").is_object() && text_or(tj.at("decoder"), "type", "", at, "decoder.") == "ByteLevel", at,
              "decoder ", nn::json_excerpt(tj.at("decoder")), ": expected ByteLevel");
+  check_tables(at);
+}
 
+void HfBpeTokenizer::check_tables(const std::string& at) const {
+  const json& tj = settings_;
+  const json& model = tj.at("model");
   KS_CHECK(model.contains("vocab") && model.at("vocab").is_object(), at, "model.vocab must be an object {token: id}");
   KS_CHECK(model.contains("merges") && model.at("merges").is_array(), at, "model.merges must be a list");
   if (tj.contains("added_tokens")) KS_CHECK(tj.at("added_tokens").is_array(), at, "added_tokens must be a list");
+}
+
+// Prepend {"prepend": "▁"} and Replace {"pattern": {"String": " "}, "content": "▁"}, alone or in a
+// Sequence, as Llama 2's tokenizer.json normalizes; applied in the file's order.
+void HfBpeTokenizer::read_normalizers(const json& n, const std::string& name, const std::string& at) {
+  KS_CHECK(n.is_object(), at, name, ": expected an object, got ", nn::json_excerpt(n));
+  const std::string type = text_or(n, "type", "", at, name + ".");
+  if (type == "Sequence") {
+    KS_CHECK(n.contains("normalizers") && n.at("normalizers").is_array(), at, name, ".normalizers must be a list");
+    for (size_t i = 0; i < n.at("normalizers").size(); ++i)
+      read_normalizers(n.at("normalizers")[i], str(name, ".normalizers[", i, "]"), at);
+  } else if (type == "Prepend") {
+    normalizers_.emplace_back(0, text_or(n, "prepend", "", at, name + "."));
+    normalize_prepend_ = true;
+  } else if (type == "Replace") {
+    const json pat = n.contains("pattern") && n.at("pattern").is_object() ? n.at("pattern") : json::object();
+    KS_CHECK(pat.contains("String") && pat.at("String") == " ", at, name, ".pattern ", nn::json_excerpt(pat),
+             ": only Replace of {\"String\": \" \"} is supported");
+    normalizers_.emplace_back(1, text_or(n, "content", "", at, name + "."));
+  } else {
+    throw Error(str(at, name, " ", nn::json_excerpt(n),
+                    ": only Prepend and Replace normalizers (SentencePiece-style, as Llama 2's) are supported"));
+  }
+}
+
+// SentencePiece-style: a Metaspace pre-tokenizer or none; a Metaspace decoder or
+// Sequence[Replace "▁" -> " ", ByteFallback, Fuse, Strip " " (start 1)].
+void HfBpeTokenizer::read_sp_settings(const json& pre, const std::string& at) {
+  const json& tj = settings_;
+  auto read_metaspace = [&](const json& m, const std::string& name) {
+    KS_CHECK(text_or(m, "replacement", kMetaspace, at, name + ".") == kMetaspace, at, name,
+             ".replacement: only \"\u2581\" is supported");
+    const std::string scheme = text_or(m, "prepend_scheme", "", at, name + ".");
+    MetaPrepend p = flag_or(m, "add_prefix_space", true, at, name + ".") ? MetaPrepend::Always : MetaPrepend::Never;
+    if (!scheme.empty()) {
+      KS_CHECK(scheme == "always" || scheme == "first" || scheme == "never", at, name, ".prepend_scheme \"", scheme,
+               "\": expected always, first or never");
+      p = scheme == "always" ? MetaPrepend::Always : scheme == "first" ? MetaPrepend::First : MetaPrepend::Never;
+    }
+    return std::pair{p, flag_or(m, "split", true, at, name + ".")};
+  };
+  if (pre.is_object() && text_or(pre, "type", "", at, "pre_tokenizer.") == "Metaspace") {
+    std::tie(meta_prepend_, meta_split_) = read_metaspace(pre, "pre_tokenizer");
+    metaspace_ = true;
+  } else {
+    KS_CHECK(pre.is_null(), at, "pre_tokenizer ", nn::json_excerpt(pre),
+             ": a SentencePiece-style BPE (model.byte_fallback, or a Metaspace pre-tokenizer) takes a Metaspace "
+             "pre-tokenizer or none");
+  }
+  if (!is_null_or_absent(tj, "decoder")) {
+    const json& d = tj.at("decoder");
+    const std::string type = d.is_object() ? text_or(d, "type", "", at, "decoder.") : "";
+    if (type == "Metaspace") {  // no ByteFallback step: a byte token decodes to its text ("<0x0A>")
+      strip_first_space_ = read_metaspace(d, "decoder").first != MetaPrepend::Never;
+    } else {
+      KS_CHECK(type == "Sequence" && d.contains("decoders") && d.at("decoders").is_array(), at, "decoder ",
+               nn::json_excerpt(d), ": expected Metaspace, or a Sequence of Replace, ByteFallback, Fuse and Strip");
+      for (size_t i = 0; i < d.at("decoders").size(); ++i) {
+        const json& e = d.at("decoders")[i];
+        const std::string name = str("decoder.decoders[", i, "]");
+        const std::string t = e.is_object() ? text_or(e, "type", "", at, name + ".") : "";
+        if (t == "Replace") {
+          const json pat = e.contains("pattern") && e.at("pattern").is_object() ? e.at("pattern") : json::object();
+          KS_CHECK(pat.contains("String") && pat.at("String") == kMetaspace &&
+                       text_or(e, "content", "", at, name + ".") == " ",
+                   at, name, ": only Replace \"\u2581\" -> \" \" is supported");
+        } else if (t == "Strip") {
+          auto count = [&](const char* k) {
+            if (is_null_or_absent(e, k)) return int64_t(0);
+            KS_CHECK(e.at(k).is_number_integer(), at, name, ".", k, ": expected an integer, got ",
+                     nn::json_excerpt(e.at(k)));
+            return e.at(k).get<int64_t>();
+          };
+          KS_CHECK(text_or(e, "content", " ", at, name + ".") == " " && count("stop") == 0 && count("start") >= 0 &&
+                       count("start") <= 1,
+                   at, name, " ", nn::json_excerpt(e), ": only Strip of one leading space is supported");
+          strip_first_space_ = count("start") == 1;
+        } else {
+          KS_CHECK(t == "ByteFallback" || t == "Fuse", at, name, " ", nn::json_excerpt(e),
+                   ": expected Replace, ByteFallback, Fuse or Strip");
+          decode_bytes_ |= t == "ByteFallback";
+        }
+      }
+    }
+  }
+  check_tables(at);
 }
 
 template <class What>
@@ -214,22 +343,48 @@ void HfBpeTokenizer::assign(int64_t id, std::string bytes, const std::string& at
   bytes_[size_t(id)] = std::move(bytes);
 }
 
-// Vocabulary: text -> id, each text byte-level, each id once.
+// Vocabulary: text -> id, each text once, each id once. The texts are kept as
+// the file gives them (the settings, which say what they are, may come after
+// the vocabulary in a stream); check_bytes makes byte-level ones bytes.
 void HfBpeTokenizer::add_vocab(const std::string& text, const json& idj, const std::string& at) {
   KS_CHECK(vocab_count_ < size_t(kMaxVocabSize), at, "model.vocab holds more entries than the vocabulary limit of ",
            kMaxVocabSize);
   KS_CHECK(idj.is_number_integer(), at, "model.vocab[\"", text, "\"]: the id must be an integer, got ",
            nn::json_excerpt(idj));
-  std::optional<std::string> bytes = to_bytes(text);
-  KS_CHECK(bytes.has_value(), at, "model.vocab[\"", text, "\"] is not byte-level text (GPT-2's byte characters)");
-  KS_CHECK(vocab_find(*bytes) < 0, at, "model.vocab[\"", text, "\"] appears twice");
+  KS_CHECK(vocab_find(text) < 0, at, "model.vocab[\"", text, "\"] appears twice");
   const int64_t id = idj.get<int64_t>();
-  assign(id, std::move(*bytes), at, [&] { return str("model.vocab[\"", text, "\"]"); });
+  assign(id, text, at, [&] { return str("model.vocab[\"", text, "\"]"); });
   in_vocab_[size_t(id)] = true;
   vocab_insert(id);
 }
 
 void HfBpeTokenizer::check_bytes(const std::string& at) {
+  if (sp_) {
+    byte_of_id_.assign(bytes_.size(), -1);
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      byte_id_[b] = vocab_find(name);
+      if (byte_id_[b] >= 0) byte_of_id_[size_t(byte_id_[b])] = int16_t(b);
+    }
+    return;
+  }
+  // Byte-level: each entry's text to its bytes, and the index over those.
+  vocab_index_.clear();
+  vocab_count_ = 0;
+  for (size_t id = 0; id < bytes_.size(); ++id) {
+    if (!in_vocab_[id]) continue;
+    std::optional<std::string> bytes = to_bytes(bytes_[id]);
+    KS_CHECK(bytes.has_value(), at, "model.vocab[\"", bytes_[id],
+             "\"] is not byte-level text (GPT-2's byte characters)");
+    bytes_[id] = std::move(*bytes);
+  }
+  for (size_t id = 0; id < bytes_.size(); ++id) {
+    if (!in_vocab_[id]) continue;
+    KS_CHECK(vocab_find(bytes_[id]) < 0, at, "model.vocab[\"", byte_level(bytes_[id]), "\"] appears twice");
+    vocab_insert(int64_t(id));
+  }
+  texts_are_bytes_ = true;
   for (int b = 0; b < 256; ++b) {
     const int64_t id = vocab_find(std::string(1, char(b)));
     KS_CHECK(id >= 0, at, "model.vocab has no token for byte ", b, " (\"", byte_chars()[size_t(b)],
@@ -255,9 +410,9 @@ void HfBpeTokenizer::add_merge(size_t rank, const json& m, const std::string& at
              "] must be \"left right\" or [left, right], got ", nn::json_excerpt(m));
     left = m[0].get_ref<const std::string&>(), right = m[1].get_ref<const std::string&>();
   }
-  const std::optional<std::string> lb = to_bytes(left), rb = to_bytes(right);
-  const int64_t l = lb ? vocab_find(*lb) : -1, r = rb ? vocab_find(*rb) : -1;
-  const int64_t lr = l >= 0 && r >= 0 ? vocab_find(*lb + *rb) : -1;
+  // The vocabulary's texts as the file gives them (check_bytes has not run yet).
+  const int64_t l = vocab_find(left), r = vocab_find(right);
+  const int64_t lr = l >= 0 && r >= 0 ? vocab_find(str(left, right)) : -1;
   KS_CHECK(lr >= 0, at, "model.merges[", rank, "] (\"", left, "\", \"", right, "\"): \"",
            l < 0   ? std::string(left)
            : r < 0 ? std::string(right)
@@ -299,9 +454,10 @@ void HfBpeTokenizer::add_added(size_t index, const json& a, const std::string& a
 }
 
 void HfBpeTokenizer::finish(const std::string& at, int64_t eos_id) {
+  check_bytes(at);
   for (size_t i = 0; i < added_.size(); ++i) {
     const Added& a = added_[i];
-    const std::optional<std::string> bytes = to_bytes(a.content);
+    const std::optional<std::string> bytes = key_of(a.content);
     const int64_t in_vocab = bytes ? vocab_find(*bytes) : -1;
     if (in_vocab >= 0)
       KS_CHECK(in_vocab == a.id, at, "added_tokens[", i, "] \"", a.content, "\" has id ", a.id,
@@ -324,6 +480,11 @@ void HfBpeTokenizer::finish(const std::string& at, int64_t eos_id) {
   split_ = AddedTokenMatcher(plain);
   split_normalized_ = AddedTokenMatcher(normalized);
   KS_CHECK(!bytes_.empty(), at, "the vocabulary is empty");
+  if (sp_) byte_of_id_.resize(bytes_.size(), -1);
+  if (const std::string unk = text_or(settings_.at("model"), "unk_token", "", at, "model."); !unk.empty()) {
+    unk_ = id_of(unk);
+    KS_CHECK(unk_ >= 0, at, "model.unk_token \"", unk, "\" is not a token of this tokenizer");
+  }
 
   if (eos_id >= 0) {
     KS_CHECK(eos_id < vocab_size() && assigned_[size_t(eos_id)], at, "the end-of-text id ", eos_id,
@@ -371,8 +532,16 @@ int64_t HfBpeTokenizer::id_of(const std::string& text) const {
   const int32_t p = split_.find_exact(text), q = split_normalized_.find_exact(text);
   const int64_t a = p >= 0 ? split_of_[size_t(p)] : -1, b = q >= 0 ? normalized_of_[size_t(q)] : -1;
   if (a >= 0 || b >= 0) return added_[size_t(a < 0 ? b : b < 0 ? a : std::min(a, b))].id;  // the first listed
-  const std::optional<std::string> bytes = to_bytes(text);
+  const std::optional<std::string> bytes = key_of(text);
   return bytes ? vocab_find(*bytes) : -1;
+}
+
+std::optional<std::string> HfBpeTokenizer::key_of(std::string_view text) const {
+  return texts_are_bytes_ ? to_bytes(text) : std::optional<std::string>(std::string(text));
+}
+
+std::string HfBpeTokenizer::text_of(int64_t id) const {
+  return texts_are_bytes_ ? byte_level(bytes_[size_t(id)]) : bytes_[size_t(id)];
 }
 
 // ---- the streaming reader --------------------------------------------------------
@@ -520,7 +689,6 @@ class HfBpeReader : public nlohmann::json_sax<json> {
 
   void vocab_end() {
     vocab_done = true;
-    guard(vocab_error, [&] { tok_.check_bytes(at_); });
     if (vocab_error.empty())
       for (size_t i = 0; i < pending_merges_.size(); ++i)
         guard(merges_error, [&] { tok_.add_merge(i, pending_merges_[i], at_); });
@@ -666,10 +834,110 @@ void HfBpeTokenizer::encode_piece(std::string_view piece, std::vector<int64_t>& 
   out.insert(out.end(), sym.begin(), sym.end());
 }
 
+// The pieces of a SentencePiece-style part: Metaspace's spaces to "▁", its
+// "▁" in front (always, or for the text's first part), and its split before
+// each "▁"; without Metaspace the part (normalized already) is one piece.
+void HfBpeTokenizer::sp_pieces(std::string_view part, bool first, std::vector<std::string>& out) const {
+  if (!metaspace_) {
+    out.emplace_back(part);
+    return;
+  }
+  std::string s = replaced(part, " ", kMetaspace);
+  if ((meta_prepend_ == MetaPrepend::Always || (meta_prepend_ == MetaPrepend::First && first)) &&
+      s.compare(0, kMetaspace.size(), kMetaspace) != 0)
+    s.insert(0, kMetaspace);
+  if (!meta_split_) {
+    out.push_back(std::move(s));
+    return;
+  }
+  size_t start = 0;
+  for (size_t i = s.find(kMetaspace, 1); i != std::string::npos; i = s.find(kMetaspace, i + kMetaspace.size())) {
+    out.push_back(s.substr(start, i - start));  // "▁" goes with what follows it
+    start = i;
+  }
+  out.push_back(s.substr(start));
+}
+
+void HfBpeTokenizer::encode_sp_piece(std::string_view piece, std::vector<int64_t>& out) const {
+  if (piece.empty()) return;
+  if (ignore_merges_)
+    if (const int64_t id = vocab_find(piece); id >= 0) return out.push_back(id);
+  std::vector<int64_t> sym;
+  sym.reserve(piece.size());
+  bool last_unk = false;
+  for (size_t i = 0; i < piece.size();) {
+    const size_t n = char_length(piece, i);
+    const std::string_view ch = piece.substr(i, n);
+    i += n;
+    if (const int64_t id = vocab_find(ch); id >= 0) {
+      sym.push_back(id);
+      last_unk = false;
+      continue;
+    }
+    if (byte_fallback_ && std::all_of(ch.begin(), ch.end(), [&](char b) { return byte_id_[uint8_t(b)] >= 0; })) {
+      for (char b : ch) sym.push_back(byte_id_[uint8_t(b)]);
+      last_unk = false;
+      continue;
+    }
+    if (unk_ < 0) continue;  // no unk token: the character is dropped, as the tokenizers library does
+    if (!(fuse_unk_ && last_unk)) sym.push_back(unk_);
+    last_unk = true;
+  }
+  merge_by_rank(sym);
+  out.insert(out.end(), sym.begin(), sym.end());
+}
+
+// Applies merges by rank, lowest first and leftmost among equal ranks (what
+// merging every occurrence of the best pair left to right gives), with a
+// heap of candidate pairs and links between the live symbols: O(n log n).
+void HfBpeTokenizer::merge_by_rank(std::vector<int64_t>& sym) const {
+  const size_t n = sym.size();
+  if (n < 2) return;
+  std::vector<int64_t> prev(n), next(n);
+  for (size_t i = 0; i < n; ++i) prev[i] = int64_t(i) - 1, next[i] = i + 1 < n ? int64_t(i + 1) : -1;
+  struct Candidate {
+    int64_t rank, left, right, left_id, right_id;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+  auto offer = [&](int64_t l) {
+    if (l < 0 || next[size_t(l)] < 0) return;
+    const int64_t r = next[size_t(l)];
+    if (auto it = merges_.find(key(sym[size_t(l)], sym[size_t(r)])); it != merges_.end())
+      heap.push({it->second.rank, l, r, sym[size_t(l)], sym[size_t(r)]});
+  };
+  for (size_t i = 0; i + 1 < n; ++i) offer(int64_t(i));
+  std::vector<bool> dead(n, false);
+  while (!heap.empty()) {
+    const Candidate c = heap.top();
+    heap.pop();
+    const auto l = size_t(c.left), r = size_t(c.right);
+    // Stale: a symbol merged away, or changed, since the pair was offered.
+    if (dead[l] || dead[r] || next[l] != c.right || sym[l] != c.left_id || sym[r] != c.right_id) continue;
+    sym[l] = merges_.at(key(c.left_id, c.right_id)).id;
+    dead[r] = true;
+    next[l] = next[r];
+    if (next[r] >= 0) prev[size_t(next[r])] = c.left;
+    offer(prev[l]);
+    offer(c.left);
+  }
+  size_t w = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (!dead[i]) sym[w++] = sym[i];
+  sym.resize(w);
+}
+
 std::vector<int64_t> HfBpeTokenizer::encode(std::string_view text) const {
   std::vector<int64_t> ids;
-  auto plain = [&](std::string_view part) {
+  std::vector<std::string> pieces;
+  auto plain = [&](std::string_view part, bool first) {
     if (part.empty()) return;
+    if (sp_) {
+      pieces.clear();
+      sp_pieces(part, first, pieces);
+      for (const std::string& piece : pieces) encode_sp_piece(piece, ids);
+      return;
+    }
     std::string with_space;
     if (prefix_space_ && part.front() != ' ') {
       with_space.reserve(part.size() + 1);
@@ -680,15 +948,24 @@ std::vector<int64_t> HfBpeTokenizer::encode(std::string_view text) const {
     if (!pattern_) return encode_piece(part, ids);
     for (std::string_view piece : split_by_pattern(part, *pattern_)) encode_piece(piece, ids);
   };
-  // The "normalized" added tokens, in what the first pass left between its matches.
+  // The normalizers (SentencePiece-style), then the "normalized" added tokens,
+  // in what the first pass left between its matches; `first`: the text's first part.
   auto normalized_pass = [&](std::string_view part) {
+    const bool first = part.data() == text.data();
+    std::string normalized;
+    if (!normalizers_.empty() && !part.empty()) {
+      normalized = part;
+      for (const auto& [kind, with] : normalizers_)
+        normalized = kind == 0 ? with + normalized : replaced(normalized, " ", with);
+      part = normalized;
+    }
     size_t start = 0;
     split_normalized_.find(part, [&](const AddedTokenMatcher::Match& m) {
-      plain(part.substr(start, m.start - start));
+      plain(part.substr(start, m.start - start), first && start == 0);
       ids.push_back(added_[size_t(normalized_of_[size_t(m.pattern)])].id);
       start = m.start + m.length;
     });
-    plain(part.substr(start));
+    plain(part.substr(start), first && start == 0);
   };
   size_t start = 0;
   split_.find(text, [&](const AddedTokenMatcher::Match& m) {
@@ -703,13 +980,16 @@ std::vector<int64_t> HfBpeTokenizer::encode(std::string_view text) const {
 std::string HfBpeTokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string out;
   for (int64_t id : ids) out += token(id);
+  if (strip_first_space_ && !out.empty() && out[0] == ' ') out.erase(0, 1);  // the decoder's Strip or Metaspace
   return out;
 }
 
 std::string HfBpeTokenizer::token(int64_t id) const {
   KS_CHECK(id >= 0 && id < vocab_size() && assigned_[size_t(id)], "tokenizer: id ", id,
            " is not a token of this hf_bpe tokenizer (", vocab_size(), " ids)");
-  return bytes_[size_t(id)];
+  if (!sp_) return bytes_[size_t(id)];
+  if (decode_bytes_ && byte_of_id_[size_t(id)] >= 0) return std::string(1, char(byte_of_id_[size_t(id)]));  // "<0xAB>"
+  return replaced(bytes_[size_t(id)], kMetaspace, " ");
 }
 
 // ---- writing back ----------------------------------------------------------------
@@ -733,10 +1013,9 @@ json HfBpeTokenizer::tokenizer_json() const {
     for (const Added& a : added_) t["added_tokens"].push_back(added_json(a));
   json& model = t["model"];
   for (size_t id = 0; id < bytes_.size(); ++id)
-    if (in_vocab_[id]) model["vocab"][byte_level(bytes_[id])] = int64_t(id);
+    if (in_vocab_[id]) model["vocab"][text_of(int64_t(id))] = int64_t(id);
   for (size_t i = 0; i < merge_list_.size(); ++i) {
-    const std::string l = byte_level(bytes_[merge_list_[i] >> 32]),
-                      r = byte_level(bytes_[merge_list_[i] & 0xFFFFFFFFu]);
+    const std::string l = text_of(int64_t(merge_list_[i] >> 32)), r = text_of(int64_t(merge_list_[i] & 0xFFFFFFFFu));
     model["merges"].push_back(merge_is_pair_[i] ? json::array({l, r}) : json(l + " " + r));
   }
   return t;
@@ -751,7 +1030,7 @@ void HfBpeTokenizer::write_tokenizer(std::string& out) const {
       if (!in_vocab_[id]) continue;
       out += first ? "\n" : ",\n";
       first = false;
-      out += json(byte_level(bytes_[id])).dump();
+      out += json(text_of(int64_t(id))).dump();
       out += ": " + std::to_string(id);
     }
     out += "\n}";
@@ -760,8 +1039,7 @@ void HfBpeTokenizer::write_tokenizer(std::string& out) const {
     out += "[";
     for (size_t i = 0; i < merge_list_.size(); ++i) {
       out += i ? ",\n" : "\n";
-      const std::string l = byte_level(bytes_[merge_list_[i] >> 32]),
-                        r = byte_level(bytes_[merge_list_[i] & 0xFFFFFFFFu]);
+      const std::string l = text_of(int64_t(merge_list_[i] >> 32)), r = text_of(int64_t(merge_list_[i] & 0xFFFFFFFFu));
       out += merge_is_pair_[i] ? json::array({l, r}).dump() : json(l + " " + r).dump();
     }
     out += "\n]";

@@ -1,5 +1,7 @@
-// datasets/hf_bpe.h — the byte-level BPE tokenizer of a Hugging Face
-// tokenizer.json, as GPT-2 and Llama-3 ship it (tokenizer type "hf_bpe").
+// datasets/hf_bpe.h — the BPE tokenizer of a Hugging Face tokenizer.json
+// (tokenizer type "hf_bpe"), in its two styles: byte-level, as GPT-2 and
+// Llama-3 ship it, and SentencePiece-style, as Llama 2, Mistral and TinyLlama
+// ship it (Metaspace "▁" for spaces, byte fallback).
 //
 // Encoding, as the `tokenizers` library does it for these files:
 //   1. the added tokens (added_tokens: "<|endoftext|>", "<|begin_of_text|>", ...)
@@ -23,8 +25,24 @@
 // Decoding is exact: added tokens decode to their text, so lossless() holds,
 // except with add_prefix_space, whose added spaces decode too (" x" for "x").
 //
+// SentencePiece-style (model.byte_fallback, or a Metaspace pre-tokenizer or
+// decoder): steps 1 and 3 as above, but between them each piece is
+// normalized (a normalizer of Prepend "▁" and Replace " " -> "▁", applied in
+// the file's order: Llama 2's), or pre-tokenized by Metaspace (spaces to
+// "▁", "▁" put first by prepend_scheme always, or first for the text's first
+// piece only, unless it starts with one; split: cut before each "▁"), and
+// the pieces' characters are the BPE's first symbols: a character not in
+// model.vocab becomes its UTF-8 bytes' "<0xAB>" tokens (byte_fallback), else
+// model.unk_token (consecutive ones fused into one with fuse_unk). Merges
+// then apply by rank, lowest first and leftmost among equals, in O(n log n)
+// per piece (a piece may be a whole line here). Decoding turns "▁" into a
+// space and byte tokens into their bytes (where the decoder has ByteFallback;
+// else into their text, "<0x0A>", as the tokenizers library does), then drops
+// the text's first space where the decoder says so (Strip, or Metaspace with a
+// prepend_scheme).
+//
 // Saved form: {"type": "hf_bpe", "eos_id": N, "tokenizer": <the tokenizer.json object>}.
-// Anything this does not do (another model type, a normalizer, byte fallback,
+// Anything this does not do (another model type, another normalizer,
 // another regex, stripping added tokens) is refused with the key named.
 //
 // Memory: a tokenizer.json is read as a stream (nlohmann's SAX interface),
@@ -65,7 +83,7 @@ class HfBpeTokenizer : public Tokenizer {
   std::string decode(const std::vector<int64_t>& ids) const override;
   bool has_id(int64_t id) const override { return id >= 0 && id < vocab_size() && assigned_[size_t(id)]; }
   std::string token(int64_t id) const override;
-  bool lossless() const override { return !prefix_space_; }
+  bool lossless() const override { return !prefix_space_ && !sp_prepends(); }
   std::string to_json() const override;  // written from the tables, vocabulary before merges
   int64_t eos_id() const override { return eos_; }
 
@@ -83,10 +101,15 @@ class HfBpeTokenizer : public Tokenizer {
   // tables), vocabulary entries, merges (after the whole vocabulary), added
   // tokens, finish (ids of added tokens, bytes, automata, eos).
   void read_settings(const std::string& at);
+  void read_normalizers(const nlohmann::json& n, const std::string& name, const std::string& at);
+  void read_sp_settings(const nlohmann::json& pre, const std::string& at);
+  void check_tables(const std::string& at) const;  // model.vocab, model.merges, added_tokens: their types
   void add_vocab(const std::string& text, const nlohmann::json& id, const std::string& at);
   void add_merge(size_t rank, const nlohmann::json& merge, const std::string& at);
   void add_added(size_t index, const nlohmann::json& token, const std::string& at);
-  void check_bytes(const std::string& at);  // after the vocabulary: every byte has its token
+  // After the settings: byte-level, every entry's text to its bytes and every byte
+  // has its token; SentencePiece-style, the byte tokens "<0xAB>" and the unk token.
+  void check_bytes(const std::string& at);
   void finish(const std::string& at, int64_t eos_id);
   // Gives `id` the token `bytes`; what() names the entry in an error.
   template <class What> void assign(int64_t id, std::string bytes, const std::string& at, const What& what);
@@ -95,6 +118,13 @@ class HfBpeTokenizer : public Tokenizer {
   int64_t vocab_find(std::string_view bytes) const;  // the model.vocab id of these bytes, or -1
   void vocab_insert(int64_t id);
   void encode_piece(std::string_view piece, std::vector<int64_t>& out) const;
+  void encode_sp_piece(std::string_view piece, std::vector<int64_t>& out) const;  // SentencePiece-style
+  void merge_by_rank(std::vector<int64_t>& sym) const;                            // O(n log n), leftmost first
+  void sp_pieces(std::string_view part, bool first, std::vector<std::string>& out) const;
+  bool sp_prepends() const { return sp_ && (normalize_prepend_ || meta_prepend_ != MetaPrepend::Never); }
+  // A token's text in the file (what the vocabulary's keys are) <-> bytes_.
+  std::optional<std::string> key_of(std::string_view text) const;
+  std::string text_of(int64_t id) const;
 
   nlohmann::json settings_;            // the tokenizer.json less model.vocab, model.merges and added_tokens (emptied)
   std::vector<std::string> bytes_;     // id -> the bytes it decodes to
@@ -122,6 +152,19 @@ class HfBpeTokenizer : public Tokenizer {
   std::optional<SplitPattern> pattern_;            // none: the text is one piece
   bool prefix_space_ = false, ignore_merges_ = false;
   int64_t eos_ = -1;
+  // SentencePiece-style: bytes_ holds each vocabulary entry's text as the file
+  // gives it ("▁the", "<0x0A>"); decoding makes spaces and bytes of it.
+  bool sp_ = false, byte_fallback_ = false, fuse_unk_ = false;
+  bool texts_are_bytes_ = false;  // byte-level: bytes_ converted from the file's text (check_bytes)
+  std::vector<std::pair<int, std::string>> normalizers_;  // in order: (0 Prepend | 1 Replace " "->content, text)
+  bool normalize_prepend_ = false;
+  enum class MetaPrepend { Never, First, Always };
+  bool metaspace_ = false, meta_split_ = false;
+  MetaPrepend meta_prepend_ = MetaPrepend::Never;
+  bool strip_first_space_ = false;  // the decoder drops the decoded text's first space
+  bool decode_bytes_ = false;       // the decoder has ByteFallback: "<0xAB>" decodes to the byte
+  int64_t unk_ = -1;
+  std::vector<int16_t> byte_of_id_;  // id -> the byte of its "<0xAB>" token, or -1
 };
 
 namespace detail {

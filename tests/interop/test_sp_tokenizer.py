@@ -1,0 +1,208 @@
+"""tests/interop/test_sp_tokenizer.py KS_TOKENIZE CACHE_DIR — Keystone's
+SentencePiece-style BPE (datasets/hf_bpe.h: byte fallback, "▁" for spaces)
+against Hugging Face's own tokenizers.js (the npm package
+@huggingface/tokenizers, fetched once with `npm pack` into CACHE_DIR; the test
+is skipped, exit 77, where npm or node cannot be had). Three tokenizer.json
+files made here from merges trained on the text: Llama 2's layout (normalizer
+Prepend "▁" + Replace " " -> "▁", no pre-tokenizer, byte fallback, fused
+unknowns, decoders Replace, ByteFallback, Fuse, Strip), Mistral's (a Metaspace
+pre-tokenizer, prepend_scheme "first", no split, the same decoders), the same
+with a Metaspace decoder (no ByteFallback: byte tokens decode to their text)
+and one without byte fallback (Metaspace split, prepend always, <unk> fused). On hostile strings (emoji, CJK, space runs,
+leading and trailing spaces, a literal "▁", special tokens inside the text),
+the ids and the decoded text must equal tokenizers.js's. Then damaged files,
+each refused naming the key.
+"""
+import collections
+import copy
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SP = "\u2581"
+TEXTS = [
+    "Hello world! It's a test: they'll've DON'T we'D",
+    "  leading spaces,   runs   of them and trailing   ",
+    "Ünïcödé façade naïve café — Ελληνικά Русский текст",
+    "中文字符测试，日本語のテキスト。한국어 텍스트 emoji 😀🎉👍🏽 flags 🇩🇪",
+    "<s>a special token</s> in the middle<s>",
+    "a literal \u2581 metaspace\u2581\u2581here and tabs\tand\nnewlines\n\n",
+    "digits 1234567 3.14159 ١٢٣ and the quick brown fox jumps over the lazy dog",
+    " ",
+    "x",
+]
+CORPUS = ["the quick brown fox jumps over the lazy dog " * 4, "Hello world! It's a test of the tokenizer. " * 3,
+          "leading spaces and runs of them, trailing and the other words " * 3, "façade naïve café Русский текст " * 2]
+
+
+def train(corpus, n_merges):
+    """A SentencePiece-style BPE trainer: words start with "▁", merges stay inside words."""
+    words = collections.Counter()
+    for line in corpus:
+        for w in (SP + line.replace(" ", SP)).split(SP):
+            if w:
+                words[tuple(SP + w)] += 1
+    chars = sorted({c for w in words for c in w})
+    merges = []
+    for _ in range(n_merges):
+        pairs = collections.Counter()
+        for w, n in words.items():
+            for a, b in zip(w, w[1:]):
+                pairs[(a, b)] += n
+        if not pairs:
+            break
+        best = max(pairs.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        merges.append(best)
+        merged = collections.Counter()
+        for w, n in words.items():
+            out, i = [], 0
+            while i < len(w):
+                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
+                    out.append(w[i] + w[i + 1])
+                    i += 2
+                else:
+                    out.append(w[i])
+                    i += 1
+            merged[tuple(out)] += n
+        words = merged
+    return chars, merges
+
+
+def tokenizer_json(chars, merges, style):
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    if style != "nofallback":
+        for b in range(256):
+            vocab[f"<0x{b:02X}>"] = len(vocab)
+    for c in chars:
+        vocab.setdefault(c, len(vocab))
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+              "special": True} for c, i in (("<unk>", 0), ("<s>", 1), ("</s>", 2))]
+    model = {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+             "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": style != "nofallback",
+             "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]}
+    if style == "llama2":
+        normalizer = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": SP},
+                                                          {"type": "Replace", "pattern": {"String": " "},
+                                                           "content": SP}]}
+        pre = None
+        decoder = {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": SP}, "content": " "}, {"type": "ByteFallback"},
+            {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    else:
+        normalizer = None
+        scheme, split = ("always", True) if style == "nofallback" else ("first", False)
+        pre = {"type": "Metaspace", "replacement": SP, "prepend_scheme": scheme, "split": split}
+        decoder = {"type": "Metaspace", "replacement": SP, "prepend_scheme": scheme, "split": split}
+    if style == "mistral":
+        decoder = {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": SP}, "content": " "}, {"type": "ByteFallback"},
+            {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": normalizer,
+            "pre_tokenizer": pre, "post_processor": None, "decoder": decoder, "model": model}
+
+
+REFERENCE_JS = r"""
+const fs = require("fs");
+const { Tokenizer } = require(process.argv[2]);
+const tok = new Tokenizer(JSON.parse(fs.readFileSync(process.argv[3], "utf8")), {});
+const texts = JSON.parse(fs.readFileSync(process.argv[4], "utf8"));
+const out = texts.map((t) => {
+  const ids = tok.encode(t, { add_special_tokens: false }).ids;
+  return { ids, decoded: tok.decode(ids, { skip_special_tokens: false }) };
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def tokenizers_js(cache):
+    """The path of tokenizers.js's CommonJS build, fetched once; None if npm cannot fetch it."""
+    found = glob.glob(os.path.join(cache, "package", "dist", "tokenizers.cjs"))
+    if found:
+        return found[0]
+    if not shutil.which("npm") or not shutil.which("node"):
+        return None
+    os.makedirs(cache, exist_ok=True)
+    r = subprocess.run(["npm", "pack", "@huggingface/tokenizers@0.2.0", "--silent"], cwd=cache, capture_output=True,
+                       text=True, timeout=300)
+    tgz = glob.glob(os.path.join(cache, "huggingface-tokenizers-*.tgz"))
+    if r.returncode != 0 or not tgz:
+        return None
+    subprocess.run(["tar", "xzf", tgz[0], "-C", cache], check=True)
+    found = glob.glob(os.path.join(cache, "package", "dist", "tokenizers.cjs"))
+    return found[0] if found else None
+
+
+def main():
+    tool, cache = sys.argv[1], sys.argv[2]
+    js = tokenizers_js(os.path.abspath(cache))
+    if js is None:
+        print("skipped: npm/node cannot fetch @huggingface/tokenizers")
+        return 77
+    failures = 0
+    chars, merges = train(CORPUS, 120)
+    with tempfile.TemporaryDirectory() as d:
+        texts_file = os.path.join(d, "texts.json")
+        with open(texts_file, "w", encoding="utf-8") as f:
+            json.dump(TEXTS, f, ensure_ascii=False)
+        script = os.path.join(d, "reference.js")
+        with open(script, "w") as f:
+            f.write(REFERENCE_JS)
+        for style in ("llama2", "mistral", "metaspace_decoder", "nofallback"):
+            good = tokenizer_json(chars, merges, style)
+            path = os.path.join(d, f"{style}.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(good, f, ensure_ascii=False)
+            r = subprocess.run(["node", script, js, path, texts_file], capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"FAIL {style}: tokenizers.js: {r.stderr.strip()[:400]}")
+                failures += 1
+                continue
+            want = json.loads(r.stdout)
+            same = 0
+            for text, ref in zip(TEXTS, want):
+                text_file = os.path.join(d, "text.txt")
+                with open(text_file, "wb") as f:
+                    f.write(text.encode("utf-8"))
+                k = subprocess.run([tool, path, text_file], capture_output=True, text=True)
+                lines = k.stdout.split("\n")
+                got = [int(x) for x in lines[0].split()] if k.returncode == 0 else None
+                decoded = bytes.fromhex(lines[2].split()[1] if len(lines[2].split()) > 1 else "").decode(
+                    "utf-8", "replace") if k.returncode == 0 else None
+                if got != ref["ids"] or decoded != ref["decoded"]:
+                    failures += 1
+                    print(f"FAIL {style} {text!r}: rc {k.returncode} {k.stderr.strip()[:200]}\n"
+                          f"  keystone {got} {decoded!r}\n  tokenizers.js {ref['ids']} {ref['decoded']!r}")
+                else:
+                    same += len(got)
+            print(f"ok {style}: {same} ids and {len(TEXTS)} decodings equal to tokenizers.js's")
+
+            def damaged(edit, needle):
+                nonlocal failures
+                j = copy.deepcopy(good)
+                edit(j)
+                bad = os.path.join(d, "bad.json")
+                with open(bad, "w", encoding="utf-8") as f:
+                    json.dump(j, f, ensure_ascii=False)
+                k = subprocess.run([tool, bad, texts_file], capture_output=True, text=True)
+                if k.returncode != 1 or needle not in k.stderr:
+                    failures += 1
+                    print(f"FAIL {style} damaged ({needle}): rc {k.returncode}: {k.stderr.strip()[:300]}")
+            damaged(lambda j: j["model"].update(unk_token="<nope>"), 'model.unk_token "<nope>"')
+            damaged(lambda j: j.update(normalizer={"type": "NFKC"}), "only Prepend and Replace normalizers")
+            damaged(lambda j: j.update(decoder={"type": "WordPiece"}), "decoder")
+            damaged(lambda j: j["model"]["merges"].append("zz q"), '"zz" is not in model.vocab')
+            if style != "llama2":
+                damaged(lambda j: j["pre_tokenizer"].update(prepend_scheme="sometimes"), "prepend_scheme")
+                damaged(lambda j: j["pre_tokenizer"].update(replacement="_"), "replacement")
+    print("FAILED" if failures else "all SentencePiece-style tokenizer checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
