@@ -117,9 +117,15 @@ std::string ByteTokenizer::to_json() const { return detail::dump_tokenizer(detai
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& o, const std::vector<std::string>& corpus) {
   KS_CHECK(o.vocab_size >= 0, "train_tokenizer: vocab_size must be >= 0, got ", o.vocab_size);
   KS_CHECK(o.min_freq >= 1, "train_tokenizer: min_freq must be >= 1, got ", o.min_freq);
+  if (!o.file.empty()) {
+    std::unique_ptr<Tokenizer> t = load_tokenizer(o.file);
+    KS_CHECK(t->type() == o.type, "train_tokenizer: ", o.file, " is a ", t->type(),
+             " tokenizer, but the config's tokenizer type is ", o.type, ": set its \"type\" to \"", t->type(), "\"");
+    return t;
+  }
   if (const TokenizerKind* kind = registry().find(o.type)) {
     KS_CHECK(kind->train, "train_tokenizer: an ", o.type, " tokenizer is not trained here; it comes with a model ",
-             "(keystone import --from hf)");
+             "(keystone import --from hf) or from a file (the tokenizer's \"file\": a tokenizer.json)");
     return kind->train(o, corpus);
   }
   throw Error(str("train_tokenizer: unknown tokenizer type \"", o.type, "\" (expected ", tokenizer_types(), ")"));

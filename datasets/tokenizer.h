@@ -106,8 +106,13 @@ struct TokenizerOptions {
   int64_t min_freq = 1;           // char/word: drop rarer symbols; bpe: stop merging below it
   bool lowercase = false;         // word only (ASCII letters)
   bool split_punctuation = true;  // word only: each ASCII punctuation mark is its own word
+  // A tokenizer file used as it is instead of training one: Keystone's
+  // tokenizer.json (from a run, or `keystone tokenize --tokenizer bpe:N`), or
+  // a Hugging Face one (type hf_bpe: train on GPT-2's or Llama's vocabulary).
+  std::string file;
 };
-// Builds a tokenizer from training text (ignored for "byte").
+// Builds a tokenizer from training text (ignored for "byte"), or loads
+// options.file, whose type must be options.type.
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const std::vector<std::string>& corpus);
 
 // Whether a data section may name the type: a registered one, those

@@ -43,7 +43,10 @@ std::vector<KeyDoc> tokenizer_keys() {
           {"vocab_size", "the most ids, specials included; 0: no limit (bpe: required, at least 260)"},
           {"min_freq", "char, word: rarer symbols become <unk>; bpe: stop merging below it"},
           {"lowercase", "word: lowercase ASCII letters"},
-          {"split_punctuation", "word: each ASCII punctuation mark is a word"}};
+          {"split_punctuation", "word: each ASCII punctuation mark is a word"},
+          {"file",
+           "a tokenizer.json used as it is instead of training one: Keystone's, or Hugging Face's with type "
+           "hf_bpe; type must be the file's"}};
 }
 
 std::vector<KeyDoc> join(std::initializer_list<std::vector<KeyDoc>> tables) {
@@ -123,6 +126,16 @@ TokenizerOptions read_tokenizer_options(nn::JsonSection& s, const std::string& k
   o.min_freq = tok.get_at_least("min_freq", o.min_freq, 1);
   o.lowercase = tok.get<bool>("lowercase", o.lowercase);
   o.split_punctuation = tok.get<bool>("split_punctuation", o.split_punctuation);
+  if (const fs::path file = read_path(tok, "file", "", false); !file.empty()) {
+    o.file = file.string();
+    // Set away from its default (a resolved config lists every key at its default).
+    const TokenizerOptions d;
+    for (const auto& [k, set] :
+         {std::pair{"vocab_size", o.vocab_size != d.vocab_size}, std::pair{"min_freq", o.min_freq != d.min_freq},
+          std::pair{"lowercase", o.lowercase != d.lowercase},
+          std::pair{"split_punctuation", o.split_punctuation != d.split_punctuation}})
+      KS_CHECK(!set, "config: ", tok.where(k), " goes with training a tokenizer, not with ", tok.where("file"));
+  }
   tok.finish();
   // The resolved section shows the tokenizer with its defaults.
   s.set_resolved(key, tok.resolved());

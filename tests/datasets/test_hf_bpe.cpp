@@ -18,6 +18,7 @@
 #include <malloc.h>
 #endif
 
+#include "datasets/data_testing.h"
 #include "datasets/hf_bpe.h"
 
 using namespace ks;
@@ -75,10 +76,19 @@ TEST_CASE("hf_bpe: merges by rank, added tokens, eos, lossless on any bytes") {
   // A raw tokenizer.json loads as hf_bpe too.
   CHECK(data::tokenizer_from_json(small_tokenizer().dump(), "raw")->encode("hello") == std::vector<int64_t>{259});
   CHECK_THROWS_WITH(tok.decode({300}), "tokenizer: id 300 is not a token of this hf_bpe tokenizer (263 ids)");
-  // It is not trained here.
+  // It is not trained here, but a fresh run may take it from a file (data.tokenizer.file), of its type.
   CHECK_THROWS_WITH(data::train_tokenizer({.type = "hf_bpe"}, {"x"}),
                     "train_tokenizer: an hf_bpe tokenizer is not trained here; it comes with a model (keystone "
-                    "import --from hf)");
+                    "import --from hf) or from a file (the tokenizer's \"file\": a tokenizer.json)");
+  ks::testing::TempDir dir;
+  const std::string file = (dir.path() / "tokenizer.json").string();
+  ks::testing::write_text(file, small_tokenizer().dump());
+  auto from_file = data::train_tokenizer({.type = "hf_bpe", .file = file}, {"ignored"});
+  CHECK(from_file->type() == "hf_bpe");
+  CHECK(from_file->encode("hello world") == tok.encode("hello world"));
+  CHECK_THROWS_WITH(data::train_tokenizer({.type = "byte", .file = file}, {"x"}),
+                    doctest::Contains("is a hf_bpe tokenizer, but the config's tokenizer type is byte: set its "
+                                      "\"type\" to \"hf_bpe\""));
 }
 
 namespace {
@@ -252,7 +262,7 @@ TEST_CASE("hf_bpe: the streaming reader's errors name the file and key, settings
   wordpiece["model"]["type"] = "WordPiece";
   wordpiece["model"]["vocab"]["##ing"] = 400;
   CHECK_THROWS_WITH(load(wordpiece.dump()),
-                    "load_tokenizer: t.json: model.type \"WordPiece\": only byte-level BPE is supported");
+                    "load_tokenizer: t.json: model.type \"WordPiece\": only BPE is supported");
   json bad_vocab = small_tokenizer();
   bad_vocab["model"]["vocab"]["a b"] = 400;
   CHECK_THROWS_WITH(load(bad_vocab.dump()),

@@ -66,7 +66,7 @@ TEST_CASE("a tokenizer registered in its own file is named, trained, saved and l
 
   CHECK_THROWS_WITH_AS(data::train_tokenizer({.type = "hf_bpe"}, {}),
                        "train_tokenizer: an hf_bpe tokenizer is not trained here; it comes with a model "
-                       "(keystone import --from hf)",
+                       "(keystone import --from hf) or from a file (the tokenizer's \"file\": a tokenizer.json)",
                        Error);
   CHECK_THROWS_WITH_AS(data::train_tokenizer({.type = "mirror"}, {}),
                        "train_tokenizer: unknown tokenizer type \"mirror\" (expected byte, char, word, bpe or "
