@@ -64,7 +64,7 @@ TEST_CASE("run config: every wrong key or value is named") {
   CHECK(config_error(j) == "config: train.device: expected cpu or cuda, got 'tpu'");
   j = minimal();
   j["train"] = {{"device", "cuda"}, {"precision", "fp8"}};
-  CHECK(config_error(j) == "config: train.precision: expected float32, tf32, bf16 or auto, got 'fp8'");
+  CHECK(config_error(j) == "config: train.precision: expected float32, tf32, bf16, fp16 or auto, got 'fp8'");
   j["train"] = {{"precision", "tf32"}};
   CHECK(config_error(j) ==
         "config: train.precision: tf32 needs train.device cuda (the CPU has no TF32 unit; bf16 runs on both)");
