@@ -71,7 +71,7 @@ TEST_CASE("loss scaler: an inf or a NaN in any gradient skips the step and halve
   CHECK(nn::LossScaler::grads_finite({big}));
 }
 
-TEST_CASE("loss scaler: the scale grows after growth_interval good steps in a row; a skip restarts the count") {
+TEST_CASE("loss scaler: the scale grows after growth_interval good steps in a row, and a skip restarts the count") {
   nn::LossScaler scaler({.init_scale = 8, .growth_factor = 4, .backoff_factor = 0.25, .growth_interval = 3});
   scaler.update(false);
   scaler.update(false);
@@ -105,7 +105,7 @@ TEST_CASE("loss scaler: a static scale never moves, and still skips non-finite s
   CHECK(scaler.skipped_steps() == 1);
 }
 
-TEST_CASE("loss scaler: its state round-trips through checkpoint metadata, checked; none is no state") {
+TEST_CASE("loss scaler: its state round-trips through checkpoint metadata, checked, and none is no state") {
   nn::LossScaler a({.init_scale = 3, .growth_interval = 5});
   a.update(true);
   a.update(false);
@@ -158,7 +158,7 @@ TEST_CASE("loss scaler: bad options are named") {
         "loss scaler: growth_interval must be at least 1, got 0");
 }
 
-TEST_CASE("loss scaler: an fp16 GEMM's overflow in backward is caught; at half the scale the step is finite") {
+TEST_CASE("loss scaler: an fp16 GEMM's overflow in backward is caught, and at half the scale the step is finite") {
   // y = x·W under fp16 GEMMs; loss = 1.5·Σy, so dL/dy = 1.5 everywhere and
   // dW = xᵀ·(scale·1.5): the scaled output gradient is an fp16 GEMM operand.
   // At 65536 it is 98304, beyond fp16's 65504: inf. At 32768, 49152 fits.

@@ -166,7 +166,8 @@ TEST_CASE("fp16 GEMM (CPU): bit for bit the float32 GEMM of half-rounded operand
   }
 }
 
-TEST_CASE("fp16 GEMM (CPU): matmul under fp16 equals matmul of tensors rounded through kFloat16; float64 ignores it") {
+TEST_CASE(
+    "fp16 GEMM (CPU): matmul under fp16 equals matmul of tensors rounded through kFloat16, and float64 ignores it") {
   Generator g(21);
   const Tensor a = mul(randn({3, 20, 40}, {}, &g), 100.0), b_stored = randn({3, 30, 40}, {}, &g);
   const Tensor b = transpose(b_stored, -1, -2);  // read transposed, as linear reads its weight

@@ -380,7 +380,7 @@ TEST_CASE("config keys: a model the data set's task cannot train is refused with
         }));
 }
 
-TEST_CASE("run config: train.loss_scale is dynamic with fp16, none otherwise, a number is static; bad values named") {
+TEST_CASE("run config: train.loss_scale is dynamic with fp16, none otherwise, a number is static, bad values named") {
   json j = minimal();
   CHECK(parse_train_config(j).train.loss_scale == "none");
   CHECK(parse_train_config(j).to_json()["train"]["loss_scale"] == "none");
