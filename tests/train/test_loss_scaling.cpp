@@ -26,6 +26,7 @@
 #include "core/random.h"
 #include "datasets/data_testing.h"
 #include "nn/layers.h"
+#include "nn/safetensors.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tools/train/trainer.h"
@@ -201,6 +202,14 @@ TEST_CASE("loss scaling: an inf in one step's gradients skips it, halves the sca
   CHECK(r[6]["skipped_steps"] == 0);
   CHECK(r[6]["skipped_steps_total"] == 1);
   CHECK(r[6].contains("grad_norm"));
+  // The moving average skipped it too: 11 updates in 12 steps; and the checkpoint holds the scaler's state.
+  const nn::Metadata plain_meta = nn::load_safetensors((tmp.path() / "plain" / "latest.safetensors").string()).metadata;
+  const nn::Metadata hit_meta = nn::load_safetensors((tmp.path() / "hit" / "latest.safetensors").string()).metadata;
+  CHECK(plain_meta.at("keystone.ema_updates") == "12");
+  CHECK(hit_meta.at("keystone.ema_updates") == "11");
+  CHECK(hit_meta.at("keystone.loss_scale") == "32768");
+  CHECK(hit_meta.at("keystone.loss_scale_skipped_steps") == "1");
+  CHECK(hit_meta.at("keystone.loss_scale_good_steps") == "6");
 }
 
 TEST_CASE("loss scaling: without a scaler, metrics.jsonl and the step events hold nothing of one") {
