@@ -18,6 +18,7 @@ constexpr EnumWord<MatmulPrecision> kWords[] = {
     {MatmulPrecision::Float32, "float32"},
     {MatmulPrecision::TF32, "tf32"},
     {MatmulPrecision::BFloat16, "bf16"},
+    {MatmulPrecision::Float16, "fp16"},
     {MatmulPrecision::BFloat16, "auto"}};  // after "bf16": the word of BFloat16 stays "bf16"
 }  // namespace
 
@@ -25,6 +26,7 @@ void set_matmul_precision(MatmulPrecision p) { g_matmul_precision = p; }
 MatmulPrecision matmul_precision() { return g_matmul_precision; }
 
 MatmulPrecision cpu_matmul_precision(MatmulPrecision requested) {
+  if (requested == MatmulPrecision::Float16) return MatmulPrecision::Float16;  // emulated on every CPU
   return requested == MatmulPrecision::BFloat16 && cpu_gemm_path() != CpuGemmPath::Float32 ? MatmulPrecision::BFloat16
                                                                                            : MatmulPrecision::Float32;
 }
@@ -33,7 +35,7 @@ const char* matmul_precision_name(MatmulPrecision p) { return word_of(p, kWords,
 
 MatmulPrecision parse_matmul_precision(const std::string& name, const std::string& what) {
   if (std::optional<MatmulPrecision> p = value_of(name, kWords)) return *p;
-  throw Error(str(what, ": expected float32, tf32, bf16 or auto, got '", name, "'"));
+  throw Error(str(what, ": expected float32, tf32, bf16, fp16 or auto, got '", name, "'"));
 }
 
 }  // namespace ks

@@ -17,6 +17,18 @@
 //             at float32's speed. Rounding the operands there and still
 //             running float32 GEMMs made bf16 0.5-0.6x float32's speed for
 //             no gain (docs/performance.md, "bf16 without bf16 units").
+//   Float16   IEEE half operands (config word "fp16"), float32 sums into a
+//             float32 result, meant to be trained with a loss scaler
+//             (nn/loss_scaler.h). On CUDA cublasGemmEx with CUDA_R_16F
+//             operands and CUBLAS_COMPUTE_32F, like BFloat16 there. The CPU
+//             has no fp16 unit that Keystone uses, so there it is an
+//             EMULATION of fp16's numerics: both operands rounded to fp16
+//             (nearest even; beyond 65504 they become inf, below 2^-14 they
+//             lose bits as fp16 subnormals, below 2^-25 they become 0), then
+//             the float32 GEMM of the rounded values. Slower than Float32 (a
+//             rounded copy of every operand), never faster: it exists to see
+//             what fp16 does to a run, on a machine without a GPU. "auto"
+//             never picks it.
 //
 // The config word "auto" is BFloat16 by another name: the fastest path the
 // machine has (bf16 on CUDA and on CPUs with bf16 units, float32 elsewhere),
@@ -33,16 +45,17 @@
 
 namespace ks {
 
-enum class MatmulPrecision { Float32, TF32, BFloat16 };
+enum class MatmulPrecision { Float32, TF32, BFloat16, Float16 };
 void set_matmul_precision(MatmulPrecision p);
 MatmulPrecision matmul_precision();
 
 // What CPU float32 GEMMs run at for a requested precision: BFloat16 where the
-// CPU has a bf16 kernel (cpu_gemm_path() amx or avx512bf16), else Float32
-// (TF32 included). The one place the CPU decides whether bf16 is bf16.
+// CPU has a bf16 kernel (cpu_gemm_path() amx or avx512bf16), Float16 always
+// (emulated, above), else Float32 (TF32 included). The one place the CPU
+// decides whether bf16 is bf16.
 MatmulPrecision cpu_matmul_precision(MatmulPrecision requested = matmul_precision());
 
-// "float32", "tf32", "bf16" (the config's words) and back; parse also reads
+// "float32", "tf32", "bf16", "fp16" (the config's words) and back; parse also reads
 // "auto" (as BFloat16) and throws naming `what` and the word.
 const char* matmul_precision_name(MatmulPrecision p);
 MatmulPrecision parse_matmul_precision(const std::string& name, const std::string& what);

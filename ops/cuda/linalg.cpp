@@ -20,9 +20,9 @@
 //
 // float32 runs in full FP32 by default (cuBLAS's default math mode, no TF32),
 // so results agree with the CPU's to float32 rounding. matmul_precision()
-// (core/matmul_precision.h) selects TF32 (the handle's math mode, set per call) or
-// bfloat16: each operand's distinct matrices are rounded to a contiguous
-// bfloat16 copy (the stride-0 batch dims stay unmaterialised) and
+// (core/matmul_precision.h) selects TF32 (the handle's math mode, set per call),
+// bfloat16 or float16 (train.precision fp16): each operand's distinct matrices
+// are rounded to a contiguous 16-bit copy (the stride-0 batch dims stay unmaterialised) and
 // cublasGemmStridedBatchedEx sums in float32 into the float32 result. float64
 // ignores the setting. The handles are not guarded by a lock: like every CUDA
 // kernel here, GEMMs are issued from one host thread.
@@ -96,8 +96,8 @@ inline cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cubla
 }
 
 // Operands and result of the given cuBLAS types, sums in float32 (cuBLAS's
-// Ex call): bfloat16 operands into a float32 result (MatmulPrecision::BFloat16),
-// or 16-bit tensors throughout.
+// Ex call): bfloat16 or float16 operands into a float32 result
+// (MatmulPrecision::BFloat16, Float16), or 16-bit tensors throughout.
 inline cublasStatus_t gemm_batched_ex(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                       const float* alpha, const void* A, cudaDataType_t ab_type, int lda, long long sa,
                                       const void* B, int ldb, long long sb, const float* beta, void* C,
@@ -120,10 +120,10 @@ template <class T> void gemm_typed(const Tensor& c, const Tensor& a, const Tenso
     return;
   }
   const MatmulPrecision precision = std::is_same_v<T, float> ? matmul_precision() : MatmulPrecision::Float32;
-  const bool bf16 = precision == MatmulPrecision::BFloat16;
-  // Under bf16 precision the float32 operands become fresh rounded copies (contiguous, so
+  const bool bf16 = precision == MatmulPrecision::BFloat16, fp16 = precision == MatmulPrecision::Float16;
+  // Under bf16 (fp16) precision the float32 operands become fresh rounded copies (contiguous, so
   // readable in place); 16-bit tensors, like float32 and float64 ones, are read where they lie when cuBLAS can.
-  const DType operand_dtype = bf16 ? kBFloat16 : c.dtype();
+  const DType operand_dtype = bf16 ? kBFloat16 : fp16 ? kFloat16 : c.dtype();
   const Tensor A = gemm_ready(a, operand_dtype), B = gemm_ready(b, operand_dtype);
   const GemmLayout la = *gemm_layout(M, K, A.stride(-2), A.stride(-1));
   const GemmLayout lb = *gemm_layout(K, N, B.stride(-2), B.stride(-1));
@@ -150,7 +150,7 @@ template <class T> void gemm_typed(const Tensor& c, const Tensor& a, const Tenso
   KS_CUBLAS_CHECK(cublas().set_math_mode(h, math));
   using Scalar = compute_t<T>;  // alpha and beta: float for the 16-bit types
   const Scalar alpha = Scalar(1), beta = accumulate ? Scalar(1) : Scalar(0);
-  // Element offsets below apply to either element type: both operands are T, or both bfloat16.
+  // Element offsets below apply to either element type: both operands are T, or both 16-bit.
   const size_t item = A.element_size();
   const char* pa = static_cast<const char*>(A.data_ptr());
   const char* pb = static_cast<const char*>(B.data_ptr());
@@ -168,8 +168,8 @@ template <class T> void gemm_typed(const Tensor& c, const Tensor& a, const Tenso
     const char* qa = pa + size_t(oa) * item;
     const char* qb = pb + size_t(ob) * item;
     if constexpr (is_16bit_v<T> || std::is_same_v<T, float>) {
-      if (is_16bit_v<T> || bf16) {  // 16-bit tensors, or float32 at MatmulPrecision::BFloat16
-        const cudaDataType_t ab_type = is_16bit_v<T> ? cuda_type<T>() : CUDA_R_16BF;
+      if (is_16bit_v<T> || bf16 || fp16) {  // 16-bit tensors, or float32 at MatmulPrecision::BFloat16 / Float16
+        const cudaDataType_t ab_type = is_16bit_v<T> ? cuda_type<T>() : bf16 ? CUDA_R_16BF : CUDA_R_16F;
         const cudaDataType_t c_type = is_16bit_v<T> ? cuda_type<T>() : CUDA_R_32F;
         KS_CUBLAS_CHECK(gemm_batched_ex(h, cublas_op(lb), cublas_op(la), int(N), int(M), int(K), &alpha, qb, ab_type,
                                         int(lb.ld), inner.sb, qa, int(la.ld), inner.sa, &beta, pc + oc, c_type, int(N),

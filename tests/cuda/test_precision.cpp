@@ -2,7 +2,8 @@
 // backend (core/matmul_precision.h): bfloat16 GEMMs equal a float32
 // product of bfloat16-rounded operands (so the rounding really happens, and
 // nothing else is lost), in every operand layout and in linear's backward,
-// which then saves its input in bfloat16 (half the bytes, the same gradient),
+// which then saves its input in bfloat16 (half the bytes, the same gradient);
+// float16 GEMMs (train.precision fp16) likewise, an fp16 overflow giving inf;
 // as gelu and silu do theirs (the derivative at the rounded input);
 // TF32 stays within TF32's rounding; float64 ignores the switch; and a
 // decoder LM trained with bfloat16 GEMMs tracks the float32 CPU run.
@@ -23,6 +24,8 @@ using PrecisionScope = MatmulPrecisionScope;
 
 // x rounded to bfloat16 and back (a CPU copy).
 Tensor bf16_rounded(const Tensor& x) { return to_raw(to_raw(x, Device::cpu(), kBFloat16), Device::cpu(), kFloat32); }
+// x rounded to float16 and back (a CPU copy).
+Tensor fp16_rounded(const Tensor& x) { return to_raw(to_raw(x, Device::cpu(), kFloat16), Device::cpu(), kFloat32); }
 
 // Bytes the GPU's allocator holds after make() has run and dropped everything but its result.
 template <class F> int64_t gpu_bytes_held_by(F&& make) {
@@ -69,6 +72,23 @@ TEST_CASE("cuda: bfloat16 GEMMs are float32 products of bfloat16-rounded operand
   // float64 ignores the switch.
   Twin a64 = twin({30, 50}, 705, Layout::Contiguous, kFloat64), b64 = twin({50, 20}, 706, Layout::Contiguous, kFloat64);
   check_matches(matmul(a64.gpu, b64.gpu), matmul(a64.cpu, b64.cpu), 1e-12, 1e-12);
+}
+
+TEST_CASE("cuda: float16 GEMMs (train.precision fp16) are float32 products of fp16-rounded operands" * needs_gpu()) {
+  PrecisionScope scope(MatmulPrecision::Float16);
+  for (Layout la : all_layouts()) {
+    CAPTURE(layout_name(la));
+    Twin a = twin({3, 40, 200}, 710, la), b = twin({200, 48}, 711, Layout::Permuted);
+    Tensor got = matmul(a.gpu, b.gpu);
+    // The CPU under Float16 rounds the (already rounded) operands again: the same values.
+    Tensor want = matmul(fp16_rounded(a.cpu), fp16_rounded(b.cpu));
+    check_matches(got, want, 1e-4, 1e-4);
+    CHECK(max_abs_diff(got, matmul(a.cpu, b.cpu)) > 1e-4);
+  }
+  // Beyond fp16's 65504 an operand is inf, as the CPU's emulation has it (the loss scaler's case).
+  Tensor big = to(full({2, 2}, 70000.0), Device::cuda()), one = to(full({2, 2}, 1.0), Device::cuda());
+  const std::vector<float> c = to(matmul(big, one), Device::cpu()).to_vector<float>();
+  for (float v : c) CHECK(std::isinf(v));
 }
 
 TEST_CASE("cuda: under bfloat16 GEMMs a linear saves its input in bfloat16, half the bytes, the same gradient" *

@@ -113,7 +113,7 @@ TEST_CASE("precision auto: BFloat16 by another name, so bf16 with a bf16 kernel 
   CHECK(parse_matmul_precision("auto", "--precision") == MatmulPrecision::BFloat16);
   CHECK(std::string(matmul_precision_name(MatmulPrecision::BFloat16)) == "bf16");  // the word stays bf16
   CHECK_THROWS_WITH_AS(parse_matmul_precision("fp8", "--precision"),
-                       "--precision: expected float32, tf32, bf16 or auto, got 'fp8'", Error);
+                       "--precision: expected float32, tf32, bf16, fp16 or auto, got 'fp8'", Error);
   const MatmulPrecision resolved = parse_matmul_precision("auto", "train.precision");
   {
     Float32PathScope float32_path;

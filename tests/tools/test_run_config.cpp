@@ -64,7 +64,7 @@ TEST_CASE("run config: every wrong key or value is named") {
   CHECK(config_error(j) == "config: train.device: expected cpu or cuda, got 'tpu'");
   j = minimal();
   j["train"] = {{"device", "cuda"}, {"precision", "fp8"}};
-  CHECK(config_error(j) == "config: train.precision: expected float32, tf32, bf16 or auto, got 'fp8'");
+  CHECK(config_error(j) == "config: train.precision: expected float32, tf32, bf16, fp16 or auto, got 'fp8'");
   j["train"] = {{"precision", "tf32"}};
   CHECK(config_error(j) ==
         "config: train.precision: tf32 needs train.device cuda (the CPU has no TF32 unit; bf16 runs on both)");
@@ -380,6 +380,60 @@ TEST_CASE("config keys: a model the data set's task cannot train is refused with
         }));
 }
 
+TEST_CASE("run config: train.loss_scale is dynamic with fp16, none otherwise, a number is static, bad values named") {
+  json j = minimal();
+  CHECK(parse_train_config(j).train.loss_scale == "none");
+  CHECK(parse_train_config(j).to_json()["train"]["loss_scale"] == "none");
+  j["train"] = {{"precision", "fp16"}};
+  TrainConfig c = parse_train_config(j);
+  CHECK(c.train.precision == "fp16");
+  CHECK(c.train.loss_scale == "dynamic");
+  json back = c.to_json();
+  CHECK(back["train"]["loss_scale"] == "dynamic");
+  CHECK(back["train"]["loss_scale_init"] == 65536.0);
+  CHECK(back["train"]["loss_scale_growth_factor"] == 2.0);
+  CHECK(back["train"]["loss_scale_backoff_factor"] == 0.5);
+  CHECK(back["train"]["loss_scale_growth_interval"] == 2000);
+  CHECK(parse_train_config(back).to_json() == back);
+  j["train"] = {{"precision", "fp16"}, {"loss_scale", "none"}};
+  CHECK(parse_train_config(j).train.loss_scale == "none");
+  j["train"] = {{"precision", "bf16"}, {"loss_scale", "dynamic"}, {"loss_scale_growth_interval", 10}};
+  CHECK(parse_train_config(j).train.loss_scale == "dynamic");
+  CHECK(parse_train_config(j).train.loss_scale_growth_interval == 10);
+  j["train"] = {{"loss_scale", 1024}};
+  c = parse_train_config(j);
+  CHECK(c.train.loss_scale == "static");
+  CHECK(c.train.static_loss_scale == 1024);
+  CHECK(c.to_json()["train"]["loss_scale"] == 1024.0);
+  CHECK(parse_train_config(c.to_json()).to_json() == c.to_json());
+
+  j["train"] = {{"loss_scale", "dynamc"}};
+  CHECK(config_error(j) ==
+        "config: train.loss_scale: expected \"dynamic\", \"none\" or a positive number (a static scale), got "
+        "\"dynamc\"");
+  j["train"] = {{"loss_scale", -2}};
+  CHECK(config_error(j).starts_with("config: train.loss_scale: expected \"dynamic\""));
+  j["train"] = {{"loss_scale", 0}};
+  CHECK(config_error(j).starts_with("config: train.loss_scale: expected \"dynamic\""));
+  j["train"] = {{"loss_scale_init", 0}};
+  CHECK(config_error(j) == "config: train.loss_scale_init: must be a positive number, got 0");
+  j["train"] = {{"loss_scale_growth_factor", 1}};
+  CHECK(config_error(j) == "config: train.loss_scale_growth_factor: must be > 1, got 1");
+  j["train"] = {{"loss_scale_backoff_factor", 1.5}};
+  CHECK(config_error(j) == "config: train.loss_scale_backoff_factor: must be in (0, 1), got 1.5");
+  j["train"] = {{"loss_scale_growth_interval", 0}};
+  CHECK(config_error(j) == "config: train.loss_scale_growth_interval: must be in [1, 1099511627776], got 0");
+  j["train"] = {{"loss_scale_growth_interval", "often"}};
+  CHECK(config_error(j) == "config: train.loss_scale_growth_interval: expected an integer, got \"often\"");
+  j["train"] = {{"loss_scal", 2}};
+  CHECK(config_error(j) == "config: train.loss_scal: unknown key (did you mean train.loss_scale?)");
+  // Every key is documented where `keystone config --defaults` reads the docs.
+  int documented = 0;
+  for (const KeyDoc& k : train_config_keys())
+    if (k.key.starts_with("train.loss_scale")) documented += !k.doc.empty();
+  CHECK(documented == 5);
+}
+
 TEST_CASE("progress: the line naming where bf16 GEMMs run, and that they run in float32 without a bf16 unit") {
   const std::string none = "this CPU has no bf16 units (AVX2)";  // float32_path_reason's, on issue 32's Zen 3
   CHECK(format_gemm_path("float32", "cpu", CpuGemmPath::Float32, false, none).empty());
@@ -401,6 +455,13 @@ TEST_CASE("progress: the line naming where bf16 GEMMs run, and that they run in 
         "train.precision tf32: GEMMs on the GPU's tensor cores in TF32, float32 sums");
   CHECK(format_gemm_path("auto", "cuda", CpuGemmPath::Float32, false, none) ==
         "train.precision auto: GEMMs in bf16 on the GPU (cuBLAS), float32 sums");
+  // fp16 on the CPU is an emulation, and the line says so whatever the bf16 path.
+  for (CpuGemmPath path : {CpuGemmPath::Float32, CpuGemmPath::Amx})
+    CHECK(format_gemm_path("fp16", "cpu", path, false, none)
+              .starts_with("train.precision fp16: EMULATED on the CPU (no fp16 units used): GEMM operands rounded "
+                           "to fp16, then float32 GEMMs; slower than float32"));
+  CHECK(format_gemm_path("fp16", "cuda", CpuGemmPath::Float32, false, none) ==
+        "train.precision fp16: GEMMs in fp16 on the GPU (cuBLAS), float32 sums");
 }
 
 TEST_CASE("progress: durations, counts and the progress line") {
@@ -413,5 +474,18 @@ TEST_CASE("progress: durations, counts and the progress line") {
   std::string line = format_progress(
       {.step = 50, .total = 200, .loss = 1.5, .lr = 3e-4, .tokens_per_s = 5100, .elapsed_s = 10, .eta_s = 30});
   CHECK(line == "[#####...............] 50/200  25% | loss 1.5000 | 5.1k tok/s | lr 3.00e-04 | 10s | ETA 30s");
+  // With a loss scaler: its scale and the steps it skipped.
+  line = format_progress({.step = 50,
+                          .total = 200,
+                          .loss = 1.5,
+                          .lr = 3e-4,
+                          .tokens_per_s = 5100,
+                          .elapsed_s = 10,
+                          .eta_s = 30,
+                          .loss_scale = 32768,
+                          .skipped_steps = 3});
+  CHECK(line ==
+        "[#####...............] 50/200  25% | loss 1.5000 | 5.1k tok/s | lr 3.00e-04 | scale 32768 (3 skipped) | 10s | "
+        "ETA 30s");
   CHECK(format_metrics({{"loss", 2.0}, {"ppl", 7.389}, {"accuracy", 0.5}}) == "loss 2.0000 | ppl 7.4 | acc 50.00%");
 }

@@ -13,6 +13,9 @@
 // --precision bf16 runs the GEMMs with bfloat16 operands (CPU: AMX or
 // AVX512-BF16 kernels, reported as cpu_gemm; without them in float32, said
 // by bf16_matmuls; core/matmul_precision.h); auto is bf16 by another name;
+// fp16 runs them with float16 operands (cuBLAS on CUDA; on the CPU an
+// emulation: operands rounded to fp16, then float32 GEMMs, slower than
+// float32; bench applies no loss scaler, train does: nn/loss_scaler.h);
 // --device cuda runs it on the GPU (tf32 there too),
 // the model initialised on the CPU and moved; each step ends in loss.item(),
 // which waits for the GPU, so the time is the GPU's.
@@ -57,7 +60,9 @@ constexpr char kUsage[] =
     "                      [--attention softmax|fixed|mgk|smgk|linear|mlk] [--d-model 256] [--layers 4]\n"
     "                      [--heads 8] [--head-dim 32] [--d-ff 1024] [--seq 256] [--batch 16]\n"
     "                      [--vocab 8192] [--steps 10] [--threads 2] [--keys 2] [--device cpu|cuda]\n"
-    "                      [--precision float32|tf32|bf16|auto]  (tf32: cuda only)\n"
+    "                      [--precision float32|tf32|bf16|fp16|auto]  (tf32: cuda only; fp16 on the CPU: an "
+    "emulation,\n"
+    "                      slower than float32)\n"
     "                      [--dropout 0] [--attention-dropout 0] [--checkpoint-layers] [--fused-loss] [--plugin FILE "
     "...]\n"
     "                      [--forward-only] [--attention-only] [--bidirectional]\n"

@@ -53,6 +53,10 @@ std::string format_progress(const ProgressLine& p) {
   if (p.tokens_per_s >= 0) line += " | " + format_count(p.tokens_per_s) + " tok/s";
   std::snprintf(buf, sizeof buf, " | lr %.2e", p.lr);
   line += buf;
+  if (p.loss_scale >= 0) {
+    std::snprintf(buf, sizeof buf, " | scale %g (%lld skipped)", p.loss_scale, (long long)p.skipped_steps);
+    line += buf;
+  }
   line += " | " + format_duration(p.elapsed_s);
   if (p.eta_s >= 0) line += " | ETA " + format_duration(p.eta_s);
   return line;
@@ -105,6 +109,13 @@ std::string format_gemm_path(const std::string& precision, const std::string& de
                              const std::string& reason) {
   if (precision == "float32") return "";
   const std::string head = "train.precision " + precision + ": ";
+  if (precision == "fp16") {
+    if (device != "cpu") return head + "GEMMs in fp16 on the GPU (cuBLAS), float32 sums";
+    // Said loudly: nothing on this path is faster than float32.
+    return head +
+           "EMULATED on the CPU (no fp16 units used): GEMM operands rounded to fp16, then float32 GEMMs; "
+           "slower than float32, for fp16's numerics only (core/matmul_precision.h)";
+  }
   if (device != "cpu")
     return head + "GEMMs " +
            (precision == "tf32" ? "on the GPU's tensor cores in TF32" : "in bf16 on the GPU (cuBLAS)") +

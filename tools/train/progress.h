@@ -18,9 +18,14 @@ struct ProgressLine {
   double tokens_per_s = -1;  // < 0: not known yet
   double elapsed_s = 0;
   double eta_s = -1;  // < 0: not known yet
+  // With a loss scaler (train.loss_scale): its scale (< 0: no scaler, and
+  // nothing printed) and the steps it has skipped over the run.
+  double loss_scale = -1;
+  int64_t skipped_steps = 0;
 };
 
-// "[#######.............]  1200/5000  24% | loss 4.812 | 5.1k tok/s | lr 2.70e-04 | 3m12s | ETA 10m05s"
+// "[#######.............]  1200/5000  24% | loss 4.812 | 5.1k tok/s | lr 2.70e-04 | 3m12s | ETA 10m05s",
+// with a loss scaler "... | lr 2.70e-04 | scale 32768 (3 skipped) | 3m12s | ..."
 std::string format_progress(const ProgressLine& p);
 // "loss 4.9012 | ppl 134.4 | bpb 1.872 | acc 31.20%" (+ "| exact 95.0% of 100 decoded (a seeded
 // sample of 2000) | ter 1.2% | cer 0.8%"), from an EvalResult::to_json: each part only when its key is there.
@@ -33,7 +38,8 @@ std::string format_ema_metrics(const nlohmann::json& record);
 // (core/cpu_features.h; `forced`: chosen by KS_CPU_GEMM), and the float32
 // path says why (`reason`: float32_path_reason's) and that the GEMMs compute
 // in float32: "train.precision bf16: this CPU has no bf16 units (AVX2): GEMMs
-// run in float32, ...". "" for float32.
+// run in float32, ...". fp16 on the CPU says it is an emulation, slower than
+// float32. "" for float32.
 std::string format_gemm_path(const std::string& precision, const std::string& device, CpuGemmPath path, bool forced,
                              const std::string& reason);
 // "45s", "3m12s", "2h05m".

@@ -96,7 +96,19 @@ const std::vector<KeyDoc> kTrainKeys = {
     {"prefetch", "batches the background loader keeps ready"},
     {"device", "cpu | cuda"},
     {"precision",
-     "float32 | tf32 (cuda) | bf16 | auto: how GEMMs run (bf16 without bf16 units, and auto there: float32)"},
+     "float32 | tf32 (cuda) | bf16 | fp16 | auto: how GEMMs run (bf16 without bf16 units, and auto there: float32; "
+     "fp16 on the CPU is an emulation of fp16's rounding, slower than float32; auto never picks fp16)"},
+    {"loss_scale",
+     "\"dynamic\" | \"none\" | a number (a static scale): multiply the loss before backward, unscale the "
+     "gradients before clipping, skip the optimizer step (and the EMA update) when a gradient holds an inf or a NaN; "
+     "default dynamic with fp16, none otherwise (allowed with any precision); the learning-rate schedule moves on "
+     "over a skipped step"},
+    {"loss_scale_init", "loss_scale dynamic: the first scale (a positive number)"},
+    {"loss_scale_growth_factor",
+     "loss_scale dynamic: the scale's factor after loss_scale_growth_interval good steps "
+     "in a row (> 1)"},
+    {"loss_scale_backoff_factor", "loss_scale dynamic: the scale's factor after a skipped step (in (0, 1))"},
+    {"loss_scale_growth_interval", "loss_scale dynamic: good steps in a row before the scale grows (>= 1)"},
     {"decode_examples", "seq2seq: valid examples greedily decoded per evaluation (a seeded sample)"},
     {"checkpoint_layers",
      "keep only each Transformer layer's input and recompute the layer in backward: less memory, "
@@ -110,6 +122,32 @@ const std::vector<KeyDoc> kTrainKeys = {
     {"zero", "data parallel: shard the optimizer state over the ranks (ZeRO-1)"},
     {"bucket_mb", "data parallel: the gradient all-reduce bucket size, MB"},
     {"collective_timeout", "data parallel: seconds a rank waits in a collective"}};
+
+// train.loss_scale and its four options into t (after t.precision, which
+// sets the default: dynamic with fp16, none otherwise).
+void parse_loss_scale(nn::JsonSection& s, TrainOptions& t) {
+  const json v = s.get<json>("loss_scale", t.precision == "fp16" ? json("dynamic") : json("none"));
+  if (v.is_string() && (v == "dynamic" || v == "none")) {
+    t.loss_scale = v.get<std::string>();
+  } else {
+    KS_CHECK(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0,
+             "config: train.loss_scale: expected \"dynamic\", \"none\" or a positive number (a static scale), got ",
+             nn::json_excerpt(v));
+    t.loss_scale = "static";
+    t.static_loss_scale = v.get<double>();
+  }
+  t.loss_scale_init = s.get<double>("loss_scale_init", t.loss_scale_init);
+  KS_CHECK(std::isfinite(t.loss_scale_init) && t.loss_scale_init > 0,
+           "config: train.loss_scale_init: must be a positive number, got ", t.loss_scale_init);
+  t.loss_scale_growth_factor = s.get<double>("loss_scale_growth_factor", t.loss_scale_growth_factor);
+  KS_CHECK(std::isfinite(t.loss_scale_growth_factor) && t.loss_scale_growth_factor > 1,
+           "config: train.loss_scale_growth_factor: must be > 1, got ", t.loss_scale_growth_factor);
+  t.loss_scale_backoff_factor = s.get<double>("loss_scale_backoff_factor", t.loss_scale_backoff_factor);
+  KS_CHECK(t.loss_scale_backoff_factor > 0 && t.loss_scale_backoff_factor < 1,
+           "config: train.loss_scale_backoff_factor: must be in (0, 1), got ", t.loss_scale_backoff_factor);
+  t.loss_scale_growth_interval =
+      s.get_between("loss_scale_growth_interval", t.loss_scale_growth_interval, 1, int64_t(1) << 40);
+}
 
 TrainOptions parse_train(const json& j) {
   nn::JsonSection s(j, "train", kTrainKeys);
@@ -135,6 +173,7 @@ TrainOptions parse_train(const json& j) {
   KS_CHECK(t.precision != "tf32" || t.device == "cuda",
            "config: train.precision: tf32 needs train.device cuda "
            "(the CPU has no TF32 unit; bf16 runs on both)");
+  parse_loss_scale(s, t);
   t.decode_examples = s.get_at_least("decode_examples", t.decode_examples, 0);
   t.checkpoint_layers = s.get<bool>("checkpoint_layers", t.checkpoint_layers);
   t.detect_anomaly = s.get<bool>("detect_anomaly", t.detect_anomaly);
@@ -287,6 +326,11 @@ json TrainConfig::to_json() const {
               {"prefetch", train.prefetch},
               {"device", train.device},
               {"precision", train.precision},
+              {"loss_scale", train.loss_scale == "static" ? json(train.static_loss_scale) : json(train.loss_scale)},
+              {"loss_scale_init", train.loss_scale_init},
+              {"loss_scale_growth_factor", train.loss_scale_growth_factor},
+              {"loss_scale_backoff_factor", train.loss_scale_backoff_factor},
+              {"loss_scale_growth_interval", train.loss_scale_growth_interval},
               {"decode_examples", train.decode_examples},
               {"checkpoint_layers", train.checkpoint_layers},
               {"detect_anomaly", train.detect_anomaly},

@@ -16,7 +16,10 @@
 //                   "eval_batches": 0, "log_every": 10, "checkpoint_every": 0,
 //                   "clip_grad_norm": 1.0, "max_time": 0, "patience": 0, "threads": 0,
 //                   "bucket_batches": 0, "prefetch": 4, "device": "cpu",
-//                   "precision": "float32", "decode_examples": 100, "ema_decay": 0, "ema_warmup": false}
+//                   "precision": "float32", "loss_scale": "none" ("dynamic" with fp16),
+//                   "loss_scale_init": 65536, "loss_scale_growth_factor": 2, "loss_scale_backoff_factor": 0.5,
+//                   "loss_scale_growth_interval": 2000,
+//                   "decode_examples": 100, "ema_decay": 0, "ema_warmup": false}
 //   }
 //
 // What each key means is in the tables of run_config.cpp (the optimizer's:
@@ -72,12 +75,21 @@ struct TrainOptions {
   int64_t bucket_batches = 0;    // > 0: length bucketing (datasets/loader.h)
   int64_t prefetch = 4;          // batches the background loader keeps ready
   std::string device = "cpu";
-  std::string precision = "float32";  // float32 | tf32 (cuda) | bf16 | auto: how GEMMs run (core/matmul_precision.h)
-  int64_t decode_examples = 100;      // seq2seq: valid examples greedily decoded per evaluation (exact match)
-  bool checkpoint_layers = false;     // recompute each Transformer layer in backward (autograd/checkpoint.h)
-  bool detect_anomaly = false;        // anomaly mode: name the op where a NaN/Inf was born (autograd/anomaly.h)
-  double ema_decay = 0;               // in (0, 1): keep a moving average of the weights (tools/train/weight_ema.h)
-  bool ema_warmup = false;            // the average's decay min(ema_decay, n / (9 + n)) at update n
+  std::string precision =
+      "float32";  // float32 | tf32 (cuda) | bf16 | fp16 | auto: how GEMMs run (core/matmul_precision.h)
+  // train.loss_scale (nn/loss_scaler.h): "dynamic" (the default with fp16), "none" (the default otherwise), or
+  // a number, a static scale, read into "static" and static_loss_scale. Parsing resolves the default.
+  std::string loss_scale = "none";  // "dynamic" | "none" | "static"
+  double static_loss_scale = 0;     // loss_scale "static": the scale
+  double loss_scale_init = 65536;   // dynamic: the first scale
+  double loss_scale_growth_factor = 2;
+  double loss_scale_backoff_factor = 0.5;
+  int64_t loss_scale_growth_interval = 2000;
+  int64_t decode_examples = 100;   // seq2seq: valid examples greedily decoded per evaluation (exact match)
+  bool checkpoint_layers = false;  // recompute each Transformer layer in backward (autograd/checkpoint.h)
+  bool detect_anomaly = false;     // anomaly mode: name the op where a NaN/Inf was born (autograd/anomaly.h)
+  double ema_decay = 0;            // in (0, 1): keep a moving average of the weights (tools/train/weight_ema.h)
+  bool ema_warmup = false;         // the average's decay min(ema_decay, n / (9 + n)) at update n
   // Data-parallel runs (mpirun -np N; tools/train/trainer.h), ignored by one process:
   bool zero = false;                // ZeRO-1: AdamW/SGD state sharded over the ranks (nn/zero.h)
   double bucket_mb = 25;            // gradient all-reduce bucket size (nn/data_parallel.h)

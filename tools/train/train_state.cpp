@@ -82,6 +82,7 @@ nn::Metadata TrainState::to_metadata() const {
       {"keystone.interval_grad_norm", exact(interval_grad_norm)},
       {"keystone.interval_steps", std::to_string(interval_steps)},
       {"keystone.interval_tokens", std::to_string(interval_tokens)},
+      {"keystone.interval_skipped", std::to_string(interval_skipped)},
       {"keystone.elapsed_s", exact(elapsed_s)},
   };
 }
@@ -103,6 +104,8 @@ TrainState TrainState::from_metadata(const nn::Metadata& m, const std::filesyste
   // Checkpoints from before the gradient norm was logged lack it (and evals_since_best).
   s.interval_grad_norm = r.has("interval_grad_norm") ? r.number("interval_grad_norm", 0) : 0;
   s.elapsed_s = r.number("elapsed_s", 0);
+  // Checkpoints from before loss scaling lack it: none of their steps was skipped.
+  s.interval_skipped = r.has("interval_skipped") ? r.integer("interval_skipped", 0, s.interval_steps) : 0;
   return s;
 }
 

@@ -30,7 +30,8 @@ struct TrainState {
   double interval_loss = 0;
   double interval_grad_norm = 0;
   int64_t interval_steps = 0, interval_tokens = 0;
-  double elapsed_s = 0;  // wall-clock seconds of all sessions up to the save
+  int64_t interval_skipped = 0;  // steps of the interval a loss scaler skipped (their grad norms are not in the sum)
+  double elapsed_s = 0;          // wall-clock seconds of all sessions up to the save
 
   nn::Metadata to_metadata() const;
   // Throws naming `file` and the field when one is missing, not a number, or

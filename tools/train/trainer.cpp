@@ -155,6 +155,13 @@ void Trainer::build(bool resume) {
   // After attach: a data-parallel run's average starts from rank 0's weights on every rank.
   if (config_.train.ema_decay > 0)
     ema_ = std::make_unique<WeightEma>(*model_, config_.train.ema_decay, config_.train.ema_warmup);
+  if (const TrainOptions& t = config_.train; t.loss_scale != "none")
+    scaler_ = std::make_unique<nn::LossScaler>(
+        nn::LossScalerOptions{.init_scale = t.loss_scale == "static" ? t.static_loss_scale : t.loss_scale_init,
+                              .growth_factor = t.loss_scale_growth_factor,
+                              .backoff_factor = t.loss_scale_backoff_factor,
+                              .growth_interval = t.loss_scale_growth_interval,
+                              .dynamic = t.loss_scale == "dynamic"});
   // The loader plans global batches (one replica's batch times the replicas) and hands this one its slice.
   const int replicas = replicas_->size();
   data::LoaderOptions lo{.batch_size = config_.train.batch_size * replicas,
@@ -341,18 +348,21 @@ StepEvent Trainer::train_step(const std::vector<Tensor>& params) {
   replicas_->finish_gradients();
   const Replicas::StepTotals totals =
       replicas_->agree({.loss = loss, .tokens = step.tokens}, g_stop_requested, elapsed());
-  const double grad_norm = clip_gradients(params);
-  replicas_->optimizer_step(*optimizer_);
+  const auto [grad_norm, skipped] = scaler_ ? unscale_and_clip(params) : std::pair{clip_gradients(params), false};
+  if (!skipped) replicas_->optimizer_step(*optimizer_);
   optimizer_->zero_grad();
-  if (ema_) ema_->update();
-  add_to_interval(totals.loss, grad_norm, totals.tokens);
+  if (ema_ && !skipped) ema_->update();
+  if (scaler_) scaler_->update(skipped);
+  add_to_interval(totals.loss, grad_norm, totals.tokens, skipped);
   return {.step = state_.step,
           .loss = totals.loss,
           .lr = lr,
           .grad_norm = grad_norm,
           .tokens = totals.tokens,
           .tokens_per_s = double(totals.tokens) / std::max(now_s() - start, 1e-9),
-          .elapsed_s = clock()};
+          .elapsed_s = clock(),
+          .skipped = skipped,
+          .loss_scale = scaler_ ? scaler_->scale() : 0.0};
 }
 
 Trainer::StepBatches Trainer::read_step_batches() {
@@ -395,7 +405,8 @@ double Trainer::accumulate_gradients(const StepBatches& step) {
     if (t.detect_anomaly) anomaly.emplace();
     Tensor loss = batch_loss(*model_, device_.is_cpu() ? step.batches[i] : step.batches[i].to(device_));
     const double micro_value = loss.item<double>();
-    const double scale = (1.0 / parts) * (share * replicas);
+    // With a loss scaler, times its scale (unscaled after the last micro-batch, unscale_and_clip).
+    const double scale = (1.0 / parts) * (share * replicas) * (scaler_ ? scaler_->scale() : 1.0);
     if (t.detect_anomaly && !std::isfinite(micro_value)) backward(loss);  // throws, naming the op
     KS_CHECK(std::isfinite(micro_value), "training diverged: the loss is ", micro_value, " at step ", state_.step,
              " (try a lower optimizer.lr or train.clip_grad_norm, or train.detect_anomaly to find the op); the last "
@@ -415,9 +426,24 @@ double Trainer::clip_gradients(const std::vector<Tensor>& params) {
   return grad_norm;
 }
 
-void Trainer::add_to_interval(double loss, double grad_norm, int64_t tokens) {
+std::pair<double, bool> Trainer::unscale_and_clip(const std::vector<Tensor>& params) {
+  // Unscaled before clipping, so that train.clip_grad_norm and the logged
+  // norm mean what they mean without a scaler. The norm's sum of squares is
+  // float64, finite for any finite float32 gradients: a non-finite norm is
+  // an inf or a NaN in some gradient, and clip_grad_norm leaves those as
+  // they are. Every replica holds the same all-reduced gradients, but the
+  // flag is summed anyway, so that no replica could step where another skips.
+  scaler_->unscale(params);
+  const double clip = config_.train.clip_grad_norm;
+  const double grad_norm = nn::clip_grad_norm(params, clip > 0 ? clip : std::numeric_limits<double>::infinity());
+  const bool skipped = replicas_->sum({std::isfinite(grad_norm) ? 0.0 : 1.0})[0] > 0;
+  return {grad_norm, skipped};
+}
+
+void Trainer::add_to_interval(double loss, double grad_norm, int64_t tokens, bool skipped) {
   state_.interval_loss += loss;
-  state_.interval_grad_norm += grad_norm;
+  if (!skipped) state_.interval_grad_norm += grad_norm;
+  state_.interval_skipped += skipped ? 1 : 0;
   state_.interval_tokens += tokens;
   ++state_.interval_steps;
 }

@@ -28,8 +28,9 @@
 // file is rank 0's); one that throws stops the run with its error.
 //
 // Resuming is exact: a checkpoint holds the parameters, the optimizer state,
-// and the training state of tools/train/train_state.h (loader position, dropout
-// generator, partial sums of the current log interval), and the schedule is
+// the training state of tools/train/train_state.h (loader position, dropout
+// generator, partial sums of the current log interval), the loss scaler's
+// state (train.loss_scale: its scale and counts), and the schedule is
 // a pure function of the step. So a run stopped at any step and resumed
 // writes the same losses as one that never stopped (tests/tools/test_trainer.cpp,
 // tests/train/test_own_model.cpp check this). The one exception is train.max_time: a schedule annealed to
@@ -72,6 +73,19 @@
 // loss_ema, ppl_ema, ...; the best checkpoint stays the raw weights' lowest
 // valid loss, and the test record scores its weights and its average.
 //
+// Loss scaling (train.loss_scale, nn/loss_scaler.h; on by default with
+// train.precision fp16): every micro-batch's loss is multiplied by the scale
+// before its backward; after the gradients are summed (over accumulate_steps
+// micro-batches, and all-reduced over the replicas) they are unscaled, and
+// their norm, which the record logs and clipping uses, is that of the
+// unscaled gradients. A non-finite norm (an inf or a NaN in any gradient, on
+// any replica: the flag is summed over them) skips the optimizer step and
+// the moving-average update; the step still counts (train.steps, the log
+// and evaluation intervals, and the schedule, which is a function of the
+// step: as PyTorch users call scheduler.step() after a skipped
+// scaler.step()). A skipped step's loss is logged with the others; its
+// non-finite norm is left out of the record's grad_norm.
+//
 // Gradient accumulation (train.accumulate_steps) weighs each micro-batch's
 // mean loss by its share of the step's predictions (target tokens, labels),
 // as data parallelism weighs the ranks, so accumulate_steps micro-batches
@@ -107,9 +121,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "datasets/loader.h"
 #include "models/model.h"
+#include "nn/loss_scaler.h"
 #include "nn/optim.h"
 #include "tools/train/data_setup.h"
 #include "tools/train/replicas.h"
@@ -153,6 +169,11 @@ struct StepEvent {
   int64_t tokens = 0;       // tokens the step's batches held (over all replicas)
   double tokens_per_s = 0;  // tokens / the step's wall-clock time
   double elapsed_s = 0;     // the run's clock, earlier sessions included
+  // With a loss scaler (train.loss_scale): whether an inf or NaN in a gradient
+  // skipped this step's update (grad_norm is then that non-finite norm), and
+  // the scale after the step. Without one: false and 0.
+  bool skipped = false;
+  double loss_scale = 0;
 };
 
 // After an evaluation: `metrics` is the record metrics.jsonl gets for it (loss,
@@ -269,7 +290,11 @@ class Trainer {
   double accumulate_gradients(const StepBatches& step);
   // Clips the gradients of `params` to train.clip_grad_norm; their norm before clipping.
   double clip_gradients(const std::vector<Tensor>& params);
-  void add_to_interval(double loss, double grad_norm, int64_t tokens);  // the next train record's sums
+  // With a loss scaler: unscales the gradients, clips them when finite, and
+  // returns their norm and whether any replica's holds an inf or a NaN.
+  std::pair<double, bool> unscale_and_clip(const std::vector<Tensor>& params);
+  // The next train record's sums; a skipped step's non-finite grad_norm is left out of them.
+  void add_to_interval(double loss, double grad_norm, int64_t tokens, bool skipped);
   double elapsed() const;
   // The clock every decision uses: elapsed(), or rank 0's in a data-parallel run.
   double clock() const { return replicas_->clock(elapsed()); }
@@ -290,7 +315,8 @@ class Trainer {
   std::shared_ptr<models::Model> model_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<data::DataLoader> loader_;
-  std::unique_ptr<tools::WeightEma> ema_;  // train.ema_decay > 0: the moving average of the weights
+  std::unique_ptr<tools::WeightEma> ema_;   // train.ema_decay > 0: the moving average of the weights
+  std::unique_ptr<nn::LossScaler> scaler_;  // train.loss_scale not "none" (nn/loss_scaler.h)
   nn::LRSchedule schedule_;
   std::optional<double> bpb_factor_;  // nats per token -> bits per byte on the train split (LMs with text)
 

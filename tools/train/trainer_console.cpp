@@ -47,7 +47,9 @@ void Trainer::print_progress(bool force) {
                  .lr = optimizer_->lr(),
                  .tokens_per_s = shown_rate_,
                  .elapsed_s = elapsed(),
-                 .eta_s = eta};
+                 .eta_s = eta,
+                 .loss_scale = scaler_ ? scaler_->scale() : -1.0,
+                 .skipped_steps = scaler_ ? scaler_->skipped_steps() : 0};
   if (tty)
     std::fprintf(stderr, "\r%s", pad_line(format_progress(p)).c_str());
   else
@@ -91,6 +93,14 @@ void Trainer::print_start() const {
                t.max_time > 0 ? str(", at most ", format_duration(t.max_time)).c_str() : "");
   if (const std::string line = replicas_->start_line(t.bucket_mb); !line.empty())
     std::fprintf(stderr, "%s\n", line.c_str());
+  if (scaler_) {
+    const nn::LossScalerOptions& o = scaler_->options();
+    const std::string how = o.dynamic
+                                ? str("dynamic, now ", scaler_->scale(), ", x", o.growth_factor, " after ",
+                                      o.growth_interval, " good steps in a row, x", o.backoff_factor, " on inf/NaN")
+                                : str("static, ", scaler_->scale());
+    std::fprintf(stderr, "  loss scale %s; a step whose gradients hold an inf or a NaN is skipped\n", how.c_str());
+  }
 }
 
 void Trainer::print_summary() const {

@@ -95,6 +95,11 @@ void Trainer::restore_from_latest(const json& config_as_given) {
                                    : 0;
   state_ = TrainState::from_metadata(m, file, std::max(stored_steps, config_.train.steps));
   restore_ema(content, file);
+  // A checkpoint saved without a scaler (an older run, or train.loss_scale
+  // none until now) starts one from its configured scale.
+  if (scaler_ && !scaler_->restore(m, file) && lead_)
+    std::printf("note: %s holds no loss scaler state; train.loss_scale starts at %g\n", file.string().c_str(),
+                scaler_->scale());
   loader_->restore(data::LoaderState::from_json(state_.loader));
   default_generator().set_state(state_.rng_seed, state_.rng_offset);
   elapsed_before_ = state_.elapsed_s;
@@ -197,6 +202,7 @@ void Trainer::save(const fs::path& path) {
   nn::Metadata m = state_.to_metadata();
   m["keystone.config"] = run_config_json().dump();
   if (ema_) m.merge(ema_->metadata());
+  if (scaler_) m.merge(scaler_->to_metadata());
   replicas_->save_checkpoint(path, *model_, *optimizer_, std::move(m), ema_ ? ema_->tensors() : nn::NamedTensors{});
   if (options_.callbacks.on_checkpoint)
     options_.callbacks.on_checkpoint({.step = state_.step, .path = path, .best = path == paths_.best()});
@@ -240,12 +246,23 @@ void Trainer::log_train_record() {
                  {"lr", optimizer_->lr()},
                  {"tokens_per_s", shown_rate_},
                  {"peak_tensor_mib", peak_tensor_mib(device_)}};
+  if (scaler_) {
+    // The mean norm of the steps that were taken; none when all were skipped.
+    const int64_t taken = state_.interval_steps - state_.interval_skipped;
+    if (taken > 0)
+      record["grad_norm"] = state_.interval_grad_norm / double(taken);
+    else
+      record.erase("grad_norm");
+    record["loss_scale"] = scaler_->scale();  // after the record's last step
+    record["skipped_steps"] = state_.interval_skipped;
+    record["skipped_steps_total"] = scaler_->skipped_steps();
+  }
   if (bpb_factor_) record["bpb"] = state_.interval_loss / steps * *bpb_factor_;
   if (json sources = interval_source_windows(); !sources.is_null()) record["source_windows"] = std::move(sources);
   replicas_->add_to_record(record);
   append_metrics(record);
   state_.interval_loss = state_.interval_grad_norm = 0;
-  state_.interval_steps = state_.interval_tokens = 0;
+  state_.interval_steps = state_.interval_tokens = state_.interval_skipped = 0;
   interval_start_ = now_s();
 }
 

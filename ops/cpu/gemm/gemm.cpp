@@ -1,7 +1,9 @@
 // ops/cpu/gemm/gemm.cpp — the GEMM door of gemm.h: its checks, empty sums
 // and bias, the choice of precision (bf16 only where the CPU has a bf16
-// kernel: core/matmul_precision.h's cpu_matmul_precision), and the OpenBLAS
-// path with its threading on oneTBB and the DYNAMIC_ARCH kernel re-selection.
+// kernel: core/matmul_precision.h's cpu_matmul_precision), the fp16
+// emulation (operands rounded to IEEE half, then the float32 path), and the
+// OpenBLAS path with its threading on oneTBB and the DYNAMIC_ARCH kernel
+// re-selection.
 // Not here: the bf16 driver and kernels (bf16.cpp, packed.h), the public
 // packed products (bf16.cpp, pack.cpp).
 //
@@ -27,14 +29,17 @@
 #include "ops/cpu/gemm/gemm.h"
 
 #include <cblas.h>
+#include <immintrin.h>
 #include <strings.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "core/cpu_features.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "ops/cpu/gemm/gemv.h"
@@ -215,6 +220,58 @@ template <class T> void gemm_bands(const Gemm<T>& g) {
   });
 }
 
+// ---- fp16 emulation (MatmulPrecision::Float16 on the CPU) ----
+//
+// No fp16 arithmetic unit is used: each operand is rounded to IEEE half and
+// widened back (exact), and the float32 path multiplies the rounded values.
+// Products of two halves are exact in float32, so this is what an fp16 GEMM
+// with float32 sums computes, up to float32 summation order.
+
+// n values of `in` rounded to fp16 and widened back into `out`, as
+// ks::Float16(float) rounds (nearest even; beyond the largest half, 65504,
+// to inf; fp16 subnormals below 2^-14). F16C's vcvtps2ph rounds the same
+// way; a NaN stays a NaN (its payload may differ from Float16's canonical one).
+void round_to_fp16(const float* in, float* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+#endif
+  for (; i < n; ++i) out[i] = float(Float16(in[i]));
+}
+
+// The stored matrix of x (rows × cols as stored, rows x.ld apart) rounded
+// to fp16 into `buf`, compact (ld = cols), with x's transposition: the
+// float32 path then reads it in the same layout it would have read x.
+GemmMatrix<float> fp16_copy(const GemmMatrix<float>& x, int64_t rows, int64_t cols, std::vector<float>& buf,
+                            bool threaded) {
+  buf.resize(size_t(rows * cols));
+  auto round_rows = [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) round_to_fp16(x.data + r * x.ld, buf.data() + r * cols, cols);
+  };
+  // About 64k values a task; small operands (attention tiles) stay on the calling thread.
+  if (threaded && !in_parallel_region() && rows * cols >= (int64_t(1) << 17))
+    parallel_for(0, rows, std::max<int64_t>(1, (int64_t(1) << 16) / cols), round_rows);
+  else
+    round_rows(0, rows);
+  return {.data = buf.data(), .ld = cols, .transposed = x.transposed};
+}
+
+// g with both operands rounded to fp16, then the float32 GEMM (bias, alpha,
+// beta and C untouched by the rounding: only the operands are fp16). Fresh
+// buffers every call, not thread-local ones: a thread waiting on oneTBB may
+// run another GEMM's task meanwhile.
+void fp16_gemm(const Gemm<float>& g) {
+  std::vector<float> a, b;
+  Gemm<float> r = g;
+  r.a = fp16_copy(g.a, g.a.transposed ? g.k : g.m, g.a.transposed ? g.m : g.k, a, g.threaded);
+  r.b = fp16_copy(g.b, g.b.transposed ? g.n : g.k, g.b.transposed ? g.k : g.n, b, g.threaded);
+  r.precision = MatmulPrecision::Float32;
+  gemm(r);
+}
+
 }  // namespace
 
 template <class T> void gemm(const Gemm<T>& g) {
@@ -230,7 +287,9 @@ template <class T> void gemm(const Gemm<T>& g) {
   }
   if constexpr (std::is_same_v<T, float>) {
     // bf16 products where the CPU has a bf16 kernel; without one, float32 (core/matmul_precision.h).
-    const bool bf16 = cpu_matmul_precision(g.precision.value_or(matmul_precision())) == MatmulPrecision::BFloat16;
+    const MatmulPrecision precision = cpu_matmul_precision(g.precision.value_or(matmul_precision()));
+    if (precision == MatmulPrecision::Float16) return fp16_gemm(g);  // emulated: rounded operands, float32 GEMM
+    const bool bf16 = precision == MatmulPrecision::BFloat16;
     if (few_rows_kernel(g.m, g.n, g.k, g.b.transposed)) return few_rows(bias_in_c(g), bf16);
     if (bf16) return bf16::gemm(g);  // which starts its sums from the bias itself
   }

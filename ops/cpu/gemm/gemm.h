@@ -21,6 +21,12 @@
 //   - float32 under BFloat16 without a bf16 kernel (the float32 path: no
 //     bf16 units, or KS_CPU_GEMM=float32): the float32 path above, no
 //     rounding, so results equal Float32's bit for bit at its speed.
+//   - float32 under MatmulPrecision::Float16 (train.precision "fp16"), on
+//     every CPU: an EMULATION, as Keystone uses no fp16 unit. Both operands
+//     are rounded to IEEE half (as ks::Float16 rounds: nearest even, inf
+//     beyond 65504, fp16 subnormals) into float32 copies in the same
+//     layout, then the float32 path above multiplies them: the products of
+//     an fp16 GEMM with float32 sums, slower than float32 (gemm.cpp).
 // At the end, bf16::PackedProduct: the same bf16 products for a fused kernel
 // that rounds and packs its operands once and multiplies parts of them many
 // times (ops/cpu/attention_bf16.cpp), on the AMX or AVX512-BF16 path.
