@@ -99,7 +99,7 @@ TEST_CASE("lora: a GPT-2-small-shaped decoder at rank 8 on q, k, v, o trains und
   CHECK(in_groups == trainable);
 }
 
-TEST_CASE("lora: training moves the adapters only; frozen weights stay bit-identical, with no optimizer state") {
+TEST_CASE("lora: training moves the adapters only, frozen weights stay bit-identical with no optimizer state") {
   auto m = seeded_model<models::DecoderLM>(family_config("mgk"), 5);
   nn::LoraOptions o{.rank = 2, .alpha = 4, .dropout = 0.1, .train_also = {"ln_f.*"}};
   nn::apply_lora(*m, o);
