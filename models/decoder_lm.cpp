@@ -94,7 +94,8 @@ Tensor DecoderLM::loss(const Tensor& tokens, const Tensor& targets) {
            targets.defined() ? describe(targets) : std::string("undefined"));
   const CrossEntropyOptions opts{.ignore_index = kNoTarget};
   const Tensor t = scored_targets(targets);
-  if (config.options_as<DecoderLmOptions>().fused_loss)
+  // The fused loss reads the head's weight alone: a head with a LoRA adapter (nn/lora.h) takes the plain path.
+  if (config.options_as<DecoderLmOptions>().fused_loss && !(head && head->lora))
     return linear_cross_entropy(features(tokens), output_weight(), Tensor(), t, opts);
   Tensor logits = forward(tokens);  // checks the tokens
   const int64_t n = tokens.numel();

@@ -65,7 +65,7 @@
 
 // Bump at every change of a type below, and at every change of a public
 // class's virtual functions; then record the layouts anew (kRecordedLayouts).
-#define KS_PLUGIN_ABI_REVISION 3
+#define KS_PLUGIN_ABI_REVISION 4
 
 namespace ks::plugin_abi {
 
@@ -234,6 +234,7 @@ inline constexpr Revision kRevisions[] = {
     {1, 0x6c57202ab18ff97dull},
     {2, 0x09f11f552cf352a6ull},  // issue 52: the one registry, optimizer/schedule descriptors, Activation by name
     {3, 0x84288dd8813cc1e8ull},  // issue 52: built-in kinds' typed options, AttentionRecord, key_mixture()
+    {4, 0xf3235f9fd2a30af8ull},  // issue 55: nn::Linear's LoRA adapter (Linear::lora)
 };
 inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::Device", 8, 4, 2, 0x0c35039535423be1ull},
@@ -246,7 +247,7 @@ inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::Node", 224, 8, 0, 0x0000000000000000ull},
     {"ks::AutogradContext", 136, 8, 0, 0x0000000000000000ull},
     {"ks::nn::Module", 120, 8, 0, 0x0000000000000000ull},
-    {"ks::nn::Linear", 168, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::Linear", 184, 8, 0, 0x0000000000000000ull},
     {"ks::nn::Embedding", 160, 8, 0, 0x0000000000000000ull},
     {"ks::nn::Dropout", 128, 8, 0, 0x0000000000000000ull},
     {"ks::nn::NormConfig", 48, 8, 3, 0x38c412431842c04dull},

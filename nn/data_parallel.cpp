@@ -32,8 +32,10 @@ void broadcast_module(Module& module, dist::ProcessGroup& group, int root) {
 DistributedDataParallel::DistributedDataParallel(Module& module, dist::ProcessGroup& group, DataParallelOptions options)
     : module_(module), group_(group), options_(options) {
   KS_CHECK(options_.bucket_mb > 0, "DistributedDataParallel: bucket_mb must be > 0, got ", options_.bucket_mb);
-  params_ = module_.parameters();
-  KS_CHECK(!params_.empty(), "DistributedDataParallel: the module has no parameters");
+  // Frozen parameters (nn/lora.h) get no gradient: no bucket waits for one.
+  for (const Tensor& p : module_.parameters())
+    if (p.requires_grad()) params_.push_back(p);
+  KS_CHECK(!params_.empty(), "DistributedDataParallel: the module has no trainable parameters");
   if (options_.broadcast_parameters) broadcast_module(module_, group_, 0);
 
   // Buckets in reverse registration order, each of one dtype and device.

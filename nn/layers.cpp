@@ -7,6 +7,7 @@
 #include "core/factory.h"
 #include "nn/init.h"
 #include "ops/dropout.h"
+#include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/linalg.h"
 
@@ -26,7 +27,31 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias) : Module("Linear"), in_f
 Tensor Linear::forward(const Tensor& x) const {
   KS_CHECK(x.dim() >= 1 && x.size(-1) == in_features, "Linear(", in_features, " -> ", out_features,
            "): expected input (..., ", in_features, "), got ", describe(x));
-  return linear(x, weight, bias);
+  Tensor y = linear(x, weight, bias);  // (..., out)
+  if (!lora) return y;
+  // Two thin GEMMs, (..., in) -> (..., r) -> (..., out): never the (out, in) product B·A.
+  const Tensor xa = lora->dropout > 0 ? dropout(x, lora->dropout, is_training()) : x;
+  return add(y, mul(linear(linear(xa, lora->A->weight, Tensor()), lora->B->weight, Tensor()), lora->scale()));
+}
+
+void Linear::add_lora(int64_t rank, double alpha, double p) {
+  KS_CHECK(!lora, "Linear(", in_features, " -> ", out_features, "): already has a LoRA adapter");
+  KS_CHECK(rank >= 1, "LoRA: rank must be at least 1, got ", rank);
+  KS_CHECK(alpha > 0 && std::isfinite(alpha), "LoRA: alpha must be positive, got ", alpha);
+  KS_CHECK(p >= 0 && p < 1, "LoRA: dropout must be in [0, 1), got ", p);
+  auto a = std::make_shared<Linear>(in_features, rank, false);  // kaiming-uniform a = √5, PEFT's lora_A init
+  auto b = std::make_shared<Linear>(rank, out_features, false);
+  {
+    NoGradGuard g;
+    fill_(b->weight, 0.0);  // B = 0: the adapted layer starts equal to the base
+  }
+  // On the base's device and dtype (a model moved before the adapter is added).
+  a->to(weight.device());
+  b->to(weight.device());
+  a->to(weight.dtype());
+  b->to(weight.dtype());
+  lora = std::make_shared<LoraAdapter>(
+      LoraAdapter{register_module("lora_A", a), register_module("lora_B", b), rank, alpha, p});
 }
 
 Embedding::Embedding(int64_t num, int64_t d, int64_t pad)

@@ -3,6 +3,12 @@
 // Each owns its parameters (initialised as PyTorch initialises them) and
 // forwards to the fused op in ops/. Shapes: Linear (..., in) -> (..., out);
 // Embedding int64 (...) -> (..., dim); Dropout keeps the shape.
+// A Linear may carry a LoRA adapter (add_lora; nn/lora.h attaches them by
+// module path): y = x Wᵀ + b + (alpha/r) · dropout(x) Aᵀ Bᵀ, with A and B the
+// children lora_A (r, in) and lora_B (out, r), so their state-dict names are
+// PEFT's (`...q.lora_A.weight`). It lives in Linear itself because every layer
+// that owns a Linear (the attention families' q, k, v, o; the feed-forwards)
+// calls Linear::forward, so one branch here reaches them all.
 // Not here: containers (nn/container.h), the norms (nn/norm.h), Transformer blocks (nn/transformer.h).
 #pragma once
 
@@ -10,13 +16,29 @@
 
 namespace ks::nn {
 
+class Linear;
+
+// A Linear's low-rank adapter (LoRA, Hu et al. 2021), as PEFT builds it.
+struct LoraAdapter {
+  std::shared_ptr<Linear> A;  // lora_A: Linear(in, r, no bias), weight (r, in), kaiming-uniform a = √5
+  std::shared_ptr<Linear> B;  // lora_B: Linear(r, out, no bias), weight (out, r), zeros: starts as the base
+  int64_t rank = 0;
+  double alpha = 0;
+  double dropout = 0;  // on the adapter's input only, as PEFT's lora_dropout
+  double scale() const { return alpha / double(rank); }
+};
+
 class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) const;  // (..., in) -> (..., out)
-  Tensor weight;                          // (out, in), U(-1/sqrt(in), 1/sqrt(in))
-  Tensor bias;                            // (out,), same bound; undefined when bias = false
+  // Registers lora_A and lora_B (above) and makes forward add their path.
+  // Draws A from the global generator. Once per Linear.
+  void add_lora(int64_t rank, double alpha, double dropout);
+  Tensor weight;  // (out, in), U(-1/sqrt(in), 1/sqrt(in))
+  Tensor bias;    // (out,), same bound; undefined when bias = false
   int64_t in_features, out_features;
+  std::shared_ptr<LoraAdapter> lora;  // null: a plain Linear
 };
 
 class Embedding : public Module {

@@ -30,7 +30,8 @@ std::vector<ParamGroup> decay_groups(const Module& model, double weight_decay) {
   std::set<std::string> exempt;
   collect_no_decay(model, "", exempt);
   for (const auto& [name, p] : model.named_parameters())
-    (p.dim() >= 2 && !exempt.count(name) ? decay : no_decay).params.push_back(p);
+    if (p.requires_grad())  // a frozen parameter (nn/lora.h) is no optimizer's: no group, no state
+      (p.dim() >= 2 && !exempt.count(name) ? decay : no_decay).params.push_back(p);
   std::vector<ParamGroup> out;
   if (!decay.params.empty()) out.push_back(decay);
   if (!no_decay.params.empty()) out.push_back(no_decay);
@@ -39,14 +40,15 @@ std::vector<ParamGroup> decay_groups(const Module& model, double weight_decay) {
 
 Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay, std::vector<std::string> slots)
     : groups_(std::move(groups)), slots_(std::move(slots)) {
-  KS_CHECK(!groups_.empty(), "optimizer: no parameter groups");
+  KS_CHECK(!groups_.empty(), "optimizer: no parameter groups (is every parameter frozen?)");
   for (ParamGroup& g : groups_) {
     if (g.lr < 0) g.lr = lr;
     if (g.weight_decay < 0) g.weight_decay = weight_decay;
     KS_CHECK(g.lr >= 0 && std::isfinite(g.lr), "optimizer: learning rate must be finite and >= 0, got ", g.lr);
     for (const Tensor& p : g.params)
-      KS_CHECK(p.defined() && p.is_leaf() && p.requires_grad(),
-               "optimizer: every parameter must be a leaf tensor that requires grad");
+      // A frozen leaf (requires_grad off; nn/lora.h) is accepted, as PyTorch accepts it: it never
+      // has a gradient, so step() never makes state for it. nn::decay_groups leaves those out anyway.
+      KS_CHECK(p.defined() && p.is_leaf(), "optimizer: every parameter must be a leaf tensor (not made by an op)");
     base_lr_.push_back(g.lr);
     state_.emplace_back(g.params.size());
     param_steps_.emplace_back(g.params.size(), 0);

@@ -30,7 +30,8 @@ struct ParamGroup {
 // Two groups of model's parameters: weights with >= 2 dims get
 // `weight_decay`; biases, norm scales and other 1-d parameters get none (the
 // usual Transformer recipe), nor do those a module names in its
-// Module::no_weight_decay (MGK's mixture logits, sMGK's shifts).
+// Module::no_weight_decay (MGK's mixture logits, sMGK's shifts). Frozen
+// parameters (requires_grad off: train.freeze, LoRA's base) are in neither.
 std::vector<ParamGroup> decay_groups(const Module& model, double weight_decay);
 
 class Optimizer {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/tools/test_cli_interop.sh — the keystone binary on import and export of Hugging Face folders: damaged configs and weights, model_type, head_dim, the --out folder
-# (issue 51's regressions). Each check: `expect CODE PATTERN -- command`
+# (issue 51's regressions), and LoRA fine-tuning's merged and PEFT exports of both. Each check: `expect CODE PATTERN -- command`
 # (tests/tools/expect.sh). Not here: the general usage and training paths
 # (test_cli.sh).
 set -u
@@ -249,5 +249,85 @@ expect 0 "note: $tmp/both holds model.safetensors and model.safetensors.index.js
 # 5. train --resume of an imported run: nothing to resume; --init-from named instead of "no optimizer state".
 expect 1 "cannot resume: $tmp/g-run/latest.safetensors holds weights only, no optimizer or training state \(keystone import wrote it from $tmp/g\); fine-tune from it as a new run: keystone train --init-from $tmp/g-run --out NEW_DIR" -- \
   "$ks" train --out "$tmp/g-run" --resume --quiet
+
+# 6. LoRA fine-tuning of the imported GPT-2 and Llama (train.lora, nn/lora.h): the base weights stay
+# bit for bit; export --to hf writes the merged model; export --to peft writes the adapters in PEFT's
+# layout, checked against a reference written here from PEFT's format (LoraConfig's adapter_config.json;
+# save_pretrained's keys base_model.model.<HF module>.lora_A/.lora_B.weight, no adapter name), and
+# PEFT's own merge of that adapter (W + lora_alpha/r · (B A), transposed for fan_in_fan_out, rank and
+# alpha from rank_pattern/alpha_pattern) onto the imported weights gives the merged export.
+lora_train() {  # lora_train RUN OUT TARGETS_JSON
+  "$ks" train --init-from "$1" --out "$2" --quiet --set train.steps=3 --set train.eval_every=3 \
+    --set train.batch_size=4 --set train.eval_batches=1 --set train.threads=1 --set optimizer.lr=0.05 \
+    --set "train.lora={\"rank\": 2, \"alpha\": 4, \"targets\": $3}"
+}
+expect 0 "" -- lora_train "$tmp/g-run" "$tmp/g-lora" '["*attn.q", "*attn.k", "*attn.v", "*attn.o", "ff.fc1"]'
+expect 0 "" -- lora_train "$tmp/l-run" "$tmp/l-lora" '["*attn.q", "*attn.v", "ff.down", "head"]'
+expect 1 "peft export: run $tmp/g-run trained no LoRA adapters" -- "$ks" export --to peft "$tmp/g-run" --out "$tmp/none"
+expect 2 "--base goes with --to peft" -- "$ks" export --to hf "$tmp/g-lora" --out "$tmp/none" --base x
+for m in g l; do
+  expect 0 "exported $tmp/$m-lora" -- "$ks" export --to hf "$tmp/$m-lora" --out "$tmp/$m-merged"
+  expect 0 "exported $tmp/$m-lora's LoRA adapters" -- "$ks" export --to peft "$tmp/$m-lora" --out "$tmp/$m-peft"
+done
+cat > "$tmp/peft_check.py" <<'PY'
+import json, struct, sys
+kind, base, peft, merged, base_dir = sys.argv[1:6]
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    out = {}
+    for k, v in h.items():
+        if k == "__metadata__": continue
+        assert v["dtype"] == "F32", (k, v["dtype"])
+        data = b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]
+        out[k] = (v["shape"], list(struct.unpack("<%df" % (len(data) // 4), data)))
+    return out
+cfg = json.load(open(peft + "/adapter_config.json"))
+ad = tensors(peft + "/adapter_model.safetensors")
+r, alpha = 2, 4
+# The reference: PEFT's adapter_config.json keys and the modules each model's run adapted.
+if kind == "gpt2":
+    e, pre = 8, "transformer.h.0."
+    modules = {pre + "attn.c_attn": (3 * r, e, 3 * e), pre + "attn.c_proj": (r, e, e), pre + "mlp.c_fc": (r, e, 4 * e)}
+    want = {"target_modules": ["attn.c_attn", "attn.c_proj", "mlp.c_fc"], "fan_in_fan_out": True,
+            "rank_pattern": {"attn.c_attn": 3 * r}, "alpha_pattern": {"attn.c_attn": 3 * alpha}}
+else:
+    e, H, G, p, f, V, pre = 12, 4, 2, 6, 20, 257, "model.layers.0."
+    modules = {pre + "self_attn.q_proj": (r, e, H * p), pre + "self_attn.v_proj": (r, e, G * p),
+               pre + "mlp.down_proj": (r, f, e), "lm_head": (r, e, V)}
+    want = {"target_modules": ["lm_head", "mlp.down_proj", "self_attn.q_proj", "self_attn.v_proj"],
+            "fan_in_fan_out": False, "rank_pattern": {}, "alpha_pattern": {}}
+want.update({"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": r, "lora_alpha": alpha, "lora_dropout": 0.0,
+             "bias": "none", "base_model_name_or_path": base_dir, "modules_to_save": None, "use_rslora": False,
+             "use_dora": False})
+for k, v in want.items():
+    assert cfg.get(k) == v, (k, cfg.get(k), v)
+names = {"base_model.model.%s.lora_%s.weight" % (m, ab) for m in modules for ab in "AB"}
+assert set(ad) == names, sorted(set(ad) ^ names)
+# PEFT's merge onto the base weights equals our merged export.
+bw, mw = tensors(base), tensors(merged)
+for m, (rank, fin, fout) in modules.items():
+    A, B = ad["base_model.model.%s.lora_A.weight" % m], ad["base_model.model.%s.lora_B.weight" % m]
+    assert A[0] == [rank, fin] and B[0] == [fout, rank], (m, A[0], B[0])
+    scale = (cfg["alpha_pattern"].get(m.split(".", 3)[-1], alpha)) / cfg["rank_pattern"].get(m.split(".", 3)[-1], r)
+    assert abs(scale - alpha / r) < 1e-12
+    W0, W1 = bw[m + ".weight"][1], mw[m + ".weight"][1]
+    for o in range(fout):
+        for i in range(fin):
+            d = scale * sum(B[1][o * rank + k] * A[1][k * fin + i] for k in range(rank))
+            idx = i * fout + o if cfg["fan_in_fan_out"] else o * fin + i  # Conv1D keeps (in, out)
+            assert abs(W0[idx] + d - W1[idx]) <= 1e-5 * max(1.0, abs(W1[idx])), (m, o, i, W0[idx] + d, W1[idx])
+    assert any(v != 0 for v in B[1]), m + ": lora_B untrained"
+# Every tensor the adapters do not touch is the base's, bit for bit.
+for k, v in bw.items():
+    if not any(k == m + ".weight" for m in modules):
+        assert mw[k] == v, k
+print("peft layout ok")
+PY
+expect 0 "peft layout ok" -- python3 "$tmp/peft_check.py" gpt2 "$tmp/g/model.safetensors" "$tmp/g-peft" \
+  "$tmp/g-merged/model.safetensors" "$tmp/g"
+expect 0 "peft layout ok" -- python3 "$tmp/peft_check.py" llama "$tmp/l/model.safetensors" "$tmp/l-peft" \
+  "$tmp/l-merged/model.safetensors" "$tmp/l"
 
 finish "test_cli_interop.sh: all checks passed"

@@ -17,10 +17,13 @@
 // its lookups unscaled (hf_architecture.h set_head), and its export writes no
 // lm_head.weight.
 // Not here: Llama (tools/interop/llama.cpp).
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/copy.h"
 #include "core/error.h"
+#include "core/factory.h"
 #include "ops/shape.h"
 #include "tools/interop/hf_architecture.h"
 
@@ -173,6 +176,69 @@ nn::NamedTensors gpt2_export(const nn::NamedTensors& state, const models::ModelC
   return out;
 }
 
+// LoRA adapters. GPT-2 fuses q, k and v into one Conv1D, c_attn (out 3d):
+// their adapters become one of rank n·r (n of q, k, v adapted), A stacked
+// (n·r, d) and B block-diagonal (3d, n·r), a zero block where a part has no
+// adapter, so B A is [B_q A_q; B_k A_k; B_v A_v] exactly; alpha grows n-fold
+// to keep the scale alpha / r. The others map one to one.
+std::vector<HfLora> gpt2_export_lora(const LoraAdapters& adapters, const models::ModelConfig& m, int64_t r,
+                                     double alpha) {
+  const int64_t d = m.d_model;
+  LoraAdapters rest;
+  std::vector<HfLora> out;
+  std::map<std::string, int64_t> fused_layers;  // "layers.i." -> i, for the layers with a q, k or v adapter
+  for (const auto& [path, ab] : adapters) {
+    bool qkv = false;
+    for (int64_t i = 0; i < m.layers && !qkv; ++i)
+      for (const char* part : {"q", "k", "v"})
+        if (path == str("layers.", i, ".self_attn.", part)) {
+          fused_layers[str("layers.", i, ".")] = i;
+          qkv = true;
+        }
+    if (!qkv) rest.emplace(path, ab);
+  }
+  for (const auto& [k, i] : fused_layers) {
+    std::vector<const std::pair<Tensor, Tensor>*> parts;
+    for (const char* part : {"q", "k", "v"}) {
+      auto it = adapters.find(str(k, "self_attn.", part));
+      parts.push_back(it == adapters.end() ? nullptr : &it->second);
+    }
+    int64_t n = 0;
+    for (auto* p : parts) n += p != nullptr;
+    const int64_t R = n * r;
+    std::vector<float> A(size_t(R * d), 0.0f), B(size_t(3 * d * R), 0.0f);  // (R, d), (3d, R)
+    int64_t row = 0;
+    for (int64_t j = 0; j < 3; ++j) {
+      if (!parts[size_t(j)]) continue;
+      const std::vector<float> a = to_raw(parts[size_t(j)]->first, Device::cpu(), DType::Float32).to_vector<float>();
+      const std::vector<float> b = to_raw(parts[size_t(j)]->second, Device::cpu(), DType::Float32).to_vector<float>();
+      KS_CHECK(int64_t(a.size()) == r * d && int64_t(b.size()) == d * r, "peft export: layers.", i,
+               ": adapter sizes are not (", r, ", ", d, ") and (", d, ", ", r, ")");
+      std::copy(a.begin(), a.end(), A.begin() + row * d);
+      for (int64_t o = 0; o < d; ++o)  // B's block: rows j·d.., columns row..
+        for (int64_t c = 0; c < r; ++c) B[size_t((j * d + o) * R + row + c)] = b[size_t(o * r + c)];
+      row += r;
+    }
+    out.push_back({str("transformer.h.", i, ".attn.c_attn"), from_vector(A, {R, d}), from_vector(B, {3 * d, R}), R,
+                   alpha * double(n)});
+  }
+  for (HfLora& l : one_to_one_lora(
+           rest, r, alpha,
+           [&](const std::string& path) -> std::string {
+             if (path == "head") return "lm_head";
+             for (int64_t i = 0; i < m.layers; ++i) {
+               const std::string k = str("layers.", i, "."), h = str("transformer.h.", i, ".");
+               if (path == k + "self_attn.o") return h + "attn.c_proj";
+               if (path == k + "ff.fc1") return h + "mlp.c_fc";
+               if (path == k + "ff.fc2") return h + "mlp.c_proj";
+             }
+             return "";
+           },
+           "GPT-2"))
+    out.push_back(std::move(l));
+  return out;
+}
+
 HfArchitecture gpt2() {
   return {.name = "GPT2LMHeadModel",
           .model_type = "gpt2",
@@ -180,7 +246,9 @@ HfArchitecture gpt2() {
           .import_tensors = gpt2_import,
           .cannot_export = gpt2_cannot_export,
           .hf_config = gpt2_hf_config,
-          .export_tensors = gpt2_export};
+          .export_tensors = gpt2_export,
+          .export_lora = gpt2_export_lora,
+          .fan_in_fan_out = true};
 }
 
 }  // namespace

@@ -189,6 +189,19 @@ void export_head(nn::NamedTensors& out, const ModelState& s, const models::Model
   if (!lm_options(m).tie_embeddings) out.emplace_back("lm_head.weight", s.at("head.weight"));
 }
 
+std::vector<HfLora> one_to_one_lora(const LoraAdapters& adapters, int64_t r, double alpha,
+                                    const std::function<std::string(const std::string&)>& hf_module,
+                                    const std::string& architecture) {
+  std::vector<HfLora> out;
+  for (const auto& [path, ab] : adapters) {
+    const std::string module = hf_module(path);
+    KS_CHECK(!module.empty(), "peft export: the LoRA adapter on '", path, "' has no ", architecture,
+             " module to go on");
+    out.push_back({module, ab.first, ab.second, r, alpha});
+  }
+  return out;
+}
+
 Tensor transposed(const Tensor& t) { return contiguous_raw(transpose(t, 0, 1)); }
 
 Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t length) {

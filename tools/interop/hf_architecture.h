@@ -69,6 +69,19 @@ class HfTensors {
   std::string where_;
 };
 
+// One LoRA adapter of an exported model, under Hugging Face's module path
+// (PEFT's layout: tools/interop/peft.cpp). A and B are in the Linear sense,
+// A (r, in), B (out, r), whatever the module (PEFT keeps a Conv1D's adapter
+// so too and transposes the product: fan_in_fan_out).
+struct HfLora {
+  std::string module;  // e.g. "model.layers.0.self_attn.q_proj", "transformer.h.0.attn.c_attn"
+  Tensor A, B;
+  int64_t rank = 0;  // A's rows: the run's r, or a sum of them where projections are fused
+  double alpha = 0;  // keeps alpha / rank the run's scale
+};
+// The run's adapters by Keystone module path ("layers.0.self_attn.q"): {A, B}.
+using LoraAdapters = std::map<std::string, std::pair<Tensor, Tensor>>;
+
 struct HfArchitecture {
   std::string name;        // config.json "architectures"[0], e.g. "GPT2LMHeadModel"
   std::string model_type;  // config.json "model_type" on export, e.g. "gpt2"
@@ -83,6 +96,13 @@ struct HfArchitecture {
   std::function<json(const models::ModelConfig&)> hf_config;
   // The model's state dict -> the HF tensors, in the file's order.
   std::function<nn::NamedTensors(const nn::NamedTensors& state, const models::ModelConfig&)> export_tensors;
+  // The run's LoRA adapters -> HF modules (rank r, scale alpha/r as given);
+  // an adapter with no HF module of its own is an error naming it and why.
+  // Null: this architecture exports no adapters (merged export only).
+  std::function<std::vector<HfLora>(const LoraAdapters&, const models::ModelConfig&, int64_t r, double alpha)>
+      export_lora;
+  // PEFT's fan_in_fan_out: the architecture's projections are Conv1D, weight (in, out) (GPT-2).
+  bool fan_in_fan_out = false;
 };
 
 // Registers at static initialisation (a descriptor file's KS_HF_ARCHITECTURE).
@@ -125,6 +145,12 @@ void import_head(nn::NamedTensors& out, HfTensors& t, const models::ModelConfig&
 // lm_head.weight for a model with a head of its own; none for a tied one
 // (the command then writes tie_word_embeddings true).
 void export_head(nn::NamedTensors& out, const ModelState& s, const models::ModelConfig& m);
+
+// Each adapter under `hf_module(path)` as it is; a path it maps to "" is an
+// error naming the path (`architecture` words it).
+std::vector<HfLora> one_to_one_lora(const LoraAdapters& adapters, int64_t r, double alpha,
+                                    const std::function<std::string(const std::string&)>& hf_module,
+                                    const std::string& architecture);
 
 // A raw (out, in) weight from a Conv1D (in, out) one and back: a contiguous transpose.
 Tensor transposed(const Tensor& t);

@@ -28,11 +28,14 @@
 #include "datasets/io.h"
 #include "models/model.h"
 #include "nn/checkpoint.h"
+#include "nn/lora.h"
 #include "nn/safetensors_folder.h"
 #include "nn/user_input.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
 #include "tools/interop/hf_architecture.h"
+#include "tools/interop/peft.h"
+#include "tools/train/fine_tune.h"
 #include "tools/train/run_dir.h"
 
 namespace ks::tools {
@@ -60,11 +63,16 @@ std::string import_usage() {
 }
 
 std::string export_usage() {
-  return "usage: keystone export --to hf RUN --out DIR [--replace] [--checkpoint best|latest|FILE]\n"
-         "                        [--weights raw|ema]\n"
+  return "usage: keystone export --to hf|peft RUN --out DIR [--replace] [--checkpoint best|latest|FILE]\n"
+         "                        [--weights raw|ema] [--base NAME]\n"
          "Writes a run's model as a Hugging Face folder: config.json, model.safetensors (float32), and\n"
          "tokenizer.json when the run's tokenizer is hf_bpe. --weights ema writes the checkpoint's moving\n"
-         "average of the weights (a run trained with train.ema_decay).\n"
+         "average of the weights (a run trained with train.ema_decay). A LoRA run (train.lora) is\n"
+         "written merged (W + alpha/r B A).\n"
+         "--to peft writes a LoRA run's adapters alone in PEFT's layout: adapter_config.json and\n"
+         "adapter_model.safetensors, for PeftModel.from_pretrained(base, DIR).\n"
+         "  --base NAME   peft: adapter_config.json's base_model_name_or_path (default: the HF folder\n"
+         "                the run, or the run it was --init-from, was imported from; else null)\n"
          "  --out DIR     a new or empty folder; never the run folder or another Keystone run\n"
          "  --replace     DIR may hold a Hugging Face model: it is replaced, and the files of the old\n"
          "                model the new one does not rewrite (model.safetensors.index.json and its shards,\n"
@@ -181,6 +189,31 @@ void check_format(const cli::Flags& f, const char* flag) {
   if (f.get(flag, "") != "hf") throw cli::UsageError(str("--", flag, " hf is required (the only format)"));
 }
 
+// The HF folder a run came from: its checkpoint's keystone.imported_from, or that of the run it
+// was --init-from (provenance), "" when neither says.
+std::string imported_from(const LoadedRun& run) {
+  for (const char* key : {"keystone.imported_from", kBaseModelKey})
+    if (auto it = run.metadata.find(key); it != run.metadata.end()) return it->second;
+  return "";
+}
+
+// `export --to peft`: the adapters alone (tools/interop/peft.h).
+int export_peft(const LoadedRun& run, const std::string& run_dir, const interop::HfArchitecture& a,
+                const models::ModelConfig& cfg, const fs::path& out, std::string base) {
+  KS_CHECK(run.config.train.lora, "peft export: run ", run_dir, " trained no LoRA adapters (train.lora is null); ",
+           "export its model with --to hf");
+  if (base.empty()) base = imported_from(run);
+  const interop::PeftAdapter adapter =
+      interop::peft_adapter(run.model->state_dict(), cfg, *run.config.train.lora, a, base);
+  fs::create_directories(out);
+  nn::save_safetensors((out / "adapter_model.safetensors").string(), adapter.tensors, {{"format", "pt"}});
+  nn::write_file_atomically((out / "adapter_config.json").string(), adapter.config.dump(2) + "\n");
+  std::printf("exported %s's LoRA adapters (%s, %zu tensors, PEFT's layout) to %s%s\n", run_dir.c_str(), a.name.c_str(),
+              adapter.tensors.size(), out.string().c_str(),
+              base.empty() ? " (base_model_name_or_path null: give --base NAME)" : "");
+  return 0;
+}
+
 }  // namespace
 
 int import_model(const std::vector<std::string>& given) {
@@ -260,8 +293,10 @@ int export_model(const std::vector<std::string>& given) {
   if (cli::help_requested(given, export_usage().c_str())) return 0;
   std::vector<std::string> args = given;
   const std::string run_dir = positional(args, {"replace"}, "run folder (RUN)");
-  cli::Flags f(args, {"to", "out", "checkpoint", "weights", "replace"}, {"replace"});
-  check_format(f, "to");
+  cli::Flags f(args, {"to", "out", "checkpoint", "weights", "replace", "base"}, {"replace"});
+  const std::string to = f.get("to", "");
+  if (to != "hf" && to != "peft") throw cli::UsageError("--to hf or --to peft is required");
+  if (to != "peft" && f.has("base")) throw cli::UsageError("--base goes with --to peft");
   if (!f.has("out")) throw cli::UsageError("--out DIR is required");
   const fs::path out = f.get("out", "");
   const bool replace = f.has("replace");
@@ -282,7 +317,12 @@ int export_model(const std::vector<std::string>& given) {
   }
   KS_CHECK(a != nullptr, "hf export: no Hugging Face architecture can express run ", run_dir, "'s model:", why);
 
-  const nn::NamedTensors tensors = a->export_tensors(run.model->state_dict(), cfg);
+  if (to == "peft") return export_peft(run, run_dir, *a, cfg, out, f.get("base", ""));
+  // A LoRA run's model is its base with the adapters merged in, the form every HF reader takes.
+  const nn::NamedTensors state = run.config.train.lora
+                                     ? nn::merge_lora(run.model->state_dict(), run.config.train.lora->scale())
+                                     : run.model->state_dict();
+  const nn::NamedTensors tensors = a->export_tensors(state, cfg);
   json config = a->hf_config(cfg);
   bool has_head = false;
   for (const auto& [name, t] : tensors) has_head |= name == "lm_head.weight";

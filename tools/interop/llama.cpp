@@ -172,6 +172,22 @@ nn::NamedTensors llama_export(const nn::NamedTensors& state, const models::Model
   return out;
 }
 
+// LoRA adapters: each of the model's Linears is one of Llama's (q_proj, ..., down_proj, lm_head).
+std::vector<HfLora> llama_export_lora(const LoraAdapters& adapters, const models::ModelConfig& m, int64_t r,
+                                      double alpha) {
+  const std::vector<LayerWeight> weights = layer_weights(m);
+  return one_to_one_lora(
+      adapters, r, alpha,
+      [&](const std::string& path) -> std::string {
+        if (path == "head") return "lm_head";
+        for (int64_t i = 0; i < m.layers; ++i)
+          for (const LayerWeight& w : weights)
+            if (path == str("layers.", i, ".", w.keystone)) return str("model.layers.", i, ".", w.hf);
+        return "";
+      },
+      "Llama");
+}
+
 HfArchitecture llama() {
   return {.name = "LlamaForCausalLM",
           .model_type = "llama",
@@ -179,7 +195,8 @@ HfArchitecture llama() {
           .import_tensors = llama_import,
           .cannot_export = llama_cannot_export,
           .hf_config = llama_hf_config,
-          .export_tensors = llama_export};
+          .export_tensors = llama_export,
+          .export_lora = llama_export_lora};
 }
 
 }  // namespace

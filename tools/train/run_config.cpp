@@ -119,6 +119,14 @@ const std::vector<KeyDoc> kTrainKeys = {
      "every step, saved in the checkpoints and evaluated beside them (loss_ema, ...); eval, generate and "
      "translate read it with --weights ema"},
     {"ema_warmup", "ema_decay: decay min(ema_decay, n / (9 + n)) at the n-th step, so early weights fade faster"},
+    {"freeze",
+     "parameter names or globs ('*' any run, '?' one character; a pattern also matches a name's dotted suffix) "
+     "that get no gradient and no optimizer state, saved unchanged, e.g. [\"tok.weight\", \"layers.0.*\"]; "
+     "a pattern matching nothing is an error"},
+    {"lora",
+     "null: off. An object turns LoRA on (nn/lora.h): {\"rank\": 8, \"alpha\": 16, \"dropout\": 0.0, "
+     "\"targets\": [\"*attn.q\", \"*attn.k\", \"*attn.v\", \"*attn.o\"], \"train_also\": []}, each key "
+     "optional; every base parameter is then frozen but train_also's"},
     {"zero", "data parallel: shard the optimizer state over the ranks (ZeRO-1)"},
     {"bucket_mb", "data parallel: the gradient all-reduce bucket size, MB"},
     {"collective_timeout", "data parallel: seconds a rank waits in a collective"}};
@@ -147,6 +155,44 @@ void parse_loss_scale(nn::JsonSection& s, TrainOptions& t) {
            "config: train.loss_scale_backoff_factor: must be in (0, 1), got ", t.loss_scale_backoff_factor);
   t.loss_scale_growth_interval =
       s.get_between("loss_scale_growth_interval", t.loss_scale_growth_interval, 1, int64_t(1) << 40);
+}
+
+const std::vector<KeyDoc> kLoraKeys = {
+    {"rank", "r: the adapters' rank, at least 1"},
+    {"alpha", "the update is scaled by alpha / rank (PEFT's lora_alpha)"},
+    {"dropout", "dropout on each adapter's input, in [0, 1) (PEFT's lora_dropout)"},
+    {"targets",
+     "Linear modules to adapt, by module path or glob (\"*attn.q\" is every attention's q projection, "
+     "\"ff.fc1\" every MLP's first layer)"},
+    {"train_also", "parameters trained beside the adapters (PEFT's modules_to_save), e.g. [\"head.weight\"]"}};
+
+std::vector<std::string> string_list(const json& v, const std::string& where) {
+  KS_CHECK(v.is_array(), "config: ", where, ": expected a list of names or patterns, got ", nn::json_excerpt(v));
+  std::vector<std::string> out;
+  for (const json& e : v) {
+    KS_CHECK(e.is_string() && !e.get<std::string>().empty(), "config: ", where, ": expected non-empty strings, got ",
+             nn::json_excerpt(e));
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+std::optional<nn::LoraOptions> parse_lora(const json& j) {
+  if (j.is_null()) return std::nullopt;
+  nn::JsonSection s(j, "train.lora", kLoraKeys);
+  nn::LoraOptions o;
+  o.rank = s.get<int64_t>("rank", o.rank);
+  KS_CHECK(o.rank >= 1 && o.rank <= (int64_t(1) << 20), "config: train.lora.rank: must be at least 1, got ", o.rank,
+           " (for no LoRA leave train.lora out or null)");
+  o.alpha = s.get<double>("alpha", o.alpha);
+  KS_CHECK(o.alpha > 0 && std::isfinite(o.alpha), "config: train.lora.alpha: must be positive, got ", o.alpha);
+  o.dropout = s.get<double>("dropout", o.dropout);
+  KS_CHECK(o.dropout >= 0 && o.dropout < 1, "config: train.lora.dropout: must be in [0, 1), got ", o.dropout);
+  o.targets = string_list(s.get<json>("targets", json(o.targets)), "train.lora.targets");
+  KS_CHECK(!o.targets.empty(), "config: train.lora.targets: empty; name the Linear modules to adapt");
+  o.train_also = string_list(s.get<json>("train_also", json::array()), "train.lora.train_also");
+  s.finish();
+  return o;
 }
 
 TrainOptions parse_train(const json& j) {
@@ -184,6 +230,8 @@ TrainOptions parse_train(const json& j) {
   t.zero = s.get<bool>("zero", t.zero);
   t.bucket_mb = s.get_in("bucket_mb", t.bucket_mb, 1e-3, 1 << 16);
   t.collective_timeout = s.get_in("collective_timeout", t.collective_timeout, 0.1, 1e7);
+  t.freeze = string_list(s.get<json>("freeze", json::array()), "train.freeze");
+  t.lora = parse_lora(s.get<json>("lora", nullptr));
   s.finish();
   return t;
 }
@@ -289,12 +337,21 @@ TrainConfig parse_loop_config(const json& j) {
   return parse_config(j, true);
 }
 
+json lora_json(const nn::LoraOptions& o) {
+  return {{"rank", o.rank},
+          {"alpha", o.alpha},
+          {"dropout", o.dropout},
+          {"targets", o.targets},
+          {"train_also", o.train_also}};
+}
+
 std::vector<KeyDoc> train_config_keys() {
   std::vector<KeyDoc> out = kRootKeys;
   const std::vector<KeyDoc> optimizer_keys = nn::optimizer_config_keys(), sched_keys = schedule_keys();
   for (const auto& [section, keys] :
        {std::pair{"optimizer", &optimizer_keys}, {"schedule", &sched_keys}, {"train", &kTrainKeys}})
     for (const KeyDoc& k : *keys) out.push_back({str(section, ".", k.key), k.doc});
+  for (const KeyDoc& k : kLoraKeys) out.push_back({str("train.lora.", k.key), k.doc});
   return out;
 }
 
@@ -338,7 +395,9 @@ json TrainConfig::to_json() const {
               {"ema_warmup", train.ema_warmup},
               {"zero", train.zero},
               {"bucket_mb", train.bucket_mb},
-              {"collective_timeout", train.collective_timeout}}}};
+              {"collective_timeout", train.collective_timeout},
+              {"freeze", train.freeze},
+              {"lora", train.lora ? lora_json(*train.lora) : json(nullptr)}}}};
   if (!plugin_fingerprints.empty()) j["plugin_fingerprints"] = plugin_fingerprints;  // a run without plugins has none
   return j;
 }

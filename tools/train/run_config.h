@@ -19,7 +19,8 @@
 //                   "precision": "float32", "loss_scale": "none" ("dynamic" with fp16),
 //                   "loss_scale_init": 65536, "loss_scale_growth_factor": 2, "loss_scale_backoff_factor": 0.5,
 //                   "loss_scale_growth_interval": 2000,
-//                   "decode_examples": 100, "ema_decay": 0, "ema_warmup": false}
+//                   "decode_examples": 100, "ema_decay": 0, "ema_warmup": false,
+//                   "freeze": [], "lora": null}     fine-tuning: nn/lora.h
 //   }
 //
 // What each key means is in the tables of run_config.cpp (the optimizer's:
@@ -47,10 +48,12 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "models/config.h"
+#include "nn/lora.h"
 #include "nn/lr_schedule.h"
 #include "nn/optim/optimizer_kind.h"
 
@@ -90,6 +93,10 @@ struct TrainOptions {
   bool detect_anomaly = false;     // anomaly mode: name the op where a NaN/Inf was born (autograd/anomaly.h)
   double ema_decay = 0;            // in (0, 1): keep a moving average of the weights (tools/train/weight_ema.h)
   bool ema_warmup = false;         // the average's decay min(ema_decay, n / (9 + n)) at update n
+  // Fine-tuning (nn/lora.h): parameters frozen by name or glob, and LoRA adapters (null: none; with
+  // LoRA every base parameter is frozen but lora.train_also's).
+  std::vector<std::string> freeze;
+  std::optional<nn::LoraOptions> lora;
   // Data-parallel runs (mpirun -np N; tools/train/trainer.h), ignored by one process:
   bool zero = false;                // ZeRO-1: AdamW/SGD state sharded over the ranks (nn/zero.h)
   double bucket_mb = 25;            // gradient all-reduce bucket size (nn/data_parallel.h)

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "models/kind.h"
+#include "nn/lora.h"
 #include "nn/user_input.h"
 #include "tools/train/weight_ema.h"
 
@@ -281,6 +282,8 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
   KS_CHECK(fs::is_regular_file(run.checkpoint), "checkpoint ", run.checkpoint.string(), " is not a file");
   models::ModelConfig cfg = models::parse_model_config(run.config.model);
   run.model = models::build_model(cfg);
+  // A LoRA run's model is its config's with the adapters (values from the checkpoint below).
+  if (run.config.train.lora) nn::apply_lora(*run.model, *run.config.train.lora);
   // The config first: another family's weights would fail to load with a less telling message.
   nn::SafetensorsContent content = nn::load_safetensors(run.checkpoint.string());
   check_checkpoint_config(content.metadata, config_json, run.checkpoint);

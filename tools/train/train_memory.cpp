@@ -12,6 +12,7 @@
 #include "core/random.h"
 #include "nn/optim.h"
 #include "ops/elementwise.h"
+#include "tools/train/fine_tune.h"
 #include "tools/train/task.h"
 #include "tools/train/weight_ema.h"
 
@@ -27,6 +28,7 @@ TrainMemory measure_train_memory(const TrainConfig& config, const models::ModelC
   {
     manual_seed(config.seed);
     auto model = models::build_model(model_config);
+    apply_fine_tuning(*model, config.train);  // frozen weights hold no gradient or optimizer state
     model->train();
     model->set_activation_checkpointing(checkpoint_layers);
     auto optimizer = config.optimizer.make(*model);

@@ -29,6 +29,7 @@
 #include "ops/elementwise.h"
 #include "tools/figures/plot.h"
 #include "tools/train/config_utf8.h"
+#include "tools/train/fine_tune.h"
 #include "tools/train/progress.h"
 #include "tools/train/provenance.h"
 #include "tools/train/train_memory.h"
@@ -139,12 +140,10 @@ void Trainer::build(bool resume) {
   replicas_->check_run(run_config_json(), config_.train.batch_size, splits_.train.size());
   manual_seed(config_.seed);  // for dropout, and the config's model's initialisation
   if (!own_) model_ = models::build_model(model_config);
-  if (!resume && !options_.init_from.empty()) {
-    RunPaths from{options_.init_from};
-    const fs::path weights = fs::exists(from.best()) ? from.best() : from.latest();
-    KS_CHECK(fs::exists(weights), "--init-from: run folder ", from.dir.string(), " has no checkpoint");
-    nn::load_checkpoint(weights.string(), *model_);
-  }
+  if (!resume && !options_.init_from.empty()) base_model_ = load_init_weights(options_.init_from, *model_);
+  // After the base weights, before the optimizer (which takes only what still needs a gradient) and
+  // before a resume's checkpoint (which holds the adapters' trained values).
+  fine_tuning_ = apply_fine_tuning(*model_, config_.train);
   // Initialised on the CPU (the same weights for a seed on every device), then moved; the
   // optimizer's state is made on the parameters' device, and checkpoints load into them there.
   model_->to(device_);

@@ -328,6 +328,8 @@ class Trainer {
   // and whether its test record is written; run() then does only what is left.
   std::string finished_;
   bool test_done_ = false;
+  std::string fine_tuning_;  // train.freeze / train.lora: the console's line on what trains (empty: all)
+  std::string base_model_;   // the HF folder the weights came from (--init-from an import; fine_tune.h)
   double session_start_ = 0, interval_start_ = 0, last_print_ = -1e9;
   int64_t session_first_step_ = 0;
   double elapsed_before_ = 0;  // seconds of earlier sessions of this run

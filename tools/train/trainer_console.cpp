@@ -71,6 +71,7 @@ void Trainer::print_start() const {
   std::fprintf(stderr, "run %s: %s, %s parameters, vocabulary %s\n", paths_.dir.string().c_str(),
                own_ ? model_->type_name().c_str() : config_.model.value("model", "?").c_str(),
                format_count(params).c_str(), vocab.c_str());
+  if (!fine_tuning_.empty()) std::fprintf(stderr, "  %s\n", fine_tuning_.c_str());
   const char* names[] = {"train", "valid", "test"};
   const data::Dataset* sets[] = {&splits_.train, &splits_.valid, &splits_.test};
   for (int i = 0; i < 3; ++i) {

@@ -14,6 +14,7 @@
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
 #include "nn/user_input.h"
+#include "tools/train/fine_tune.h"
 #include "tools/train/train_memory.h"
 
 namespace ks::train {
@@ -87,6 +88,7 @@ void Trainer::restore_from_latest(const json& config_as_given) {
   };
   replicas_->check_saved_replicas(content.metadata, file);
   nn::Metadata m = replicas_->load_checkpoint(content, file, *model_, *optimizer_);
+  if (auto it = m.find(kBaseModelKey); it != m.end()) base_model_ = it->second;
   // No run gets past its own train.steps, the checkpoint's or (for one saved
   // without its config) today's; both are at most 2^40, so the step counts on.
   const json* before_steps = stored_value("steps");
@@ -201,6 +203,7 @@ void Trainer::save(const fs::path& path) {
   state_.elapsed_s = clock();
   nn::Metadata m = state_.to_metadata();
   m["keystone.config"] = run_config_json().dump();
+  if (!base_model_.empty()) m[kBaseModelKey] = base_model_;
   if (ema_) m.merge(ema_->metadata());
   if (scaler_) m.merge(scaler_->to_metadata());
   replicas_->save_checkpoint(path, *model_, *optimizer_, std::move(m), ema_ ? ema_->tensors() : nn::NamedTensors{});
