@@ -105,6 +105,40 @@ for style in ("gpt2", "llama3"):
     file = json.dumps(hf_tokenizer(style), ensure_ascii=False)
     put("hf_tokenizer", style, file.encode() + b"\0" + hf_text.encode())
     put("tokenizer", "hf_" + style, file)
+
+# SentencePiece-style (Llama 2's and Mistral's layouts): byte fallback, Metaspace, Prepend/Replace.
+def sp_tokenizer(style):
+    sp = "\u2581"
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    merges = [(sp, "h"), ("e", "l"), (sp + "h", "el"), ("l", "o"), (sp + "hel", "lo"), (sp, "w")]
+    for c in "helowrd12 ":
+        vocab.setdefault(c, len(vocab))
+    vocab.setdefault(sp, len(vocab))
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    added = [{"id": i, "content": c, "normalized": False, "special": True} for c, i in (("<s>", 1), ("</s>", 2))]
+    strip = {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": sp}, "content": " "},
+                                              {"type": "ByteFallback"}, {"type": "Fuse"},
+                                              {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    if style == "llama2":
+        normalizer = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": sp},
+                                                          {"type": "Replace", "pattern": {"String": " "},
+                                                           "content": sp}]}
+        pre = None
+    else:
+        normalizer = None
+        pre = {"type": "Metaspace", "replacement": sp, "prepend_scheme": "first", "split": True}
+    return {"version": "1.0", "added_tokens": added, "normalizer": normalizer, "pre_tokenizer": pre,
+            "decoder": strip, "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": True, "byte_fallback": True,
+                                        "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]}}
+
+
+for style in ("llama2", "mistral"):
+    file = json.dumps(sp_tokenizer(style), ensure_ascii=False)
+    put("hf_tokenizer", style, file.encode() + b"\0" + ("hello world<s> \u2581x caf\u00e9 \U0001F600  </s>").encode())
+    put("tokenizer", "hf_" + style, file)
 put("hf_tokenizer", "saved", json.dumps({"type": "hf_bpe", "eos_id": 263, "tokenizer": hf_tokenizer("gpt2")}).encode()
     + b"\0" + b"\xff\xfe<|endoftext|><|endoftext|>x")
 
