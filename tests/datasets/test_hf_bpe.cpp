@@ -261,8 +261,7 @@ TEST_CASE("hf_bpe: the streaming reader's errors name the file and key, settings
   json wordpiece = small_tokenizer();
   wordpiece["model"]["type"] = "WordPiece";
   wordpiece["model"]["vocab"]["##ing"] = 400;
-  CHECK_THROWS_WITH(load(wordpiece.dump()),
-                    "load_tokenizer: t.json: model.type \"WordPiece\": only BPE is supported");
+  CHECK_THROWS_WITH(load(wordpiece.dump()), "load_tokenizer: t.json: model.type \"WordPiece\": only BPE is supported");
   json bad_vocab = small_tokenizer();
   bad_vocab["model"]["vocab"]["a b"] = 400;
   CHECK_THROWS_WITH(load(bad_vocab.dump()),
