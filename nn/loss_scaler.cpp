@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/copy.h"
 #include "core/error.h"
+#include "nn/optim.h"
 #include "ops/elementwise.h"
 #include "ops/optim.h"
 
@@ -63,16 +63,7 @@ Tensor LossScaler::scale_loss(const Tensor& loss) const { return mul(loss, scale
 
 void LossScaler::unscale(const std::vector<Tensor>& params) const {
   // A power of two (every dynamic scale from 65536) makes this exact.
-  const double inverse = 1.0 / scale_;
-  for (const Tensor& p : params) {
-    Tensor g = p.grad();
-    if (!g.defined()) continue;
-    if (!g.is_contiguous()) {
-      g = contiguous_raw(g);
-      p.set_grad(g);
-    }
-    ks::scale_(g, inverse);  // the op, not the member
-  }
+  scale_gradients(params, 1.0 / scale_);
 }
 
 bool LossScaler::grads_finite(const std::vector<Tensor>& params) {

@@ -193,14 +193,7 @@ void Adam::update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& stat
                {group.lr, opts_.beta1, opts_.beta2, opts_.eps, group.weight_decay, decoupled_, step});
 }
 
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
-  KS_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be > 0, got ", max_norm);
-  double total = 0;
-  for (const Tensor& p : params)
-    if (p.grad().defined()) total += sum_of_squares(p.grad());
-  const double norm = std::sqrt(total);
-  if (!std::isfinite(norm) || norm <= max_norm) return norm;
-  const double scale = max_norm / (norm + 1e-6);
+void scale_gradients(const std::vector<Tensor>& params, double factor) {
   for (const Tensor& p : params) {
     Tensor g = p.grad();
     if (!g.defined()) continue;
@@ -208,8 +201,18 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
       g = contiguous_raw(g);
       p.set_grad(g);
     }
-    scale_(g, scale);
+    scale_(g, factor);
   }
+}
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  KS_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be > 0, got ", max_norm);
+  double total = 0;
+  for (const Tensor& p : params)
+    if (p.grad().defined()) total += sum_of_squares(p.grad());
+  const double norm = std::sqrt(total);
+  if (!std::isfinite(norm) || norm <= max_norm) return norm;
+  scale_gradients(params, max_norm / (norm + 1e-6));
   return norm;
 }
 

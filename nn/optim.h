@@ -133,6 +133,11 @@ class AdamW final : public Adam {
   AdamW(const std::vector<Tensor>& params, AdamOptions opts) : AdamW(std::vector<ParamGroup>{{params}}, opts) {}
 };
 
+// Multiplies every defined gradient of `params` by `factor` in place (a
+// strided one made contiguous first): what clipping and unscaling a scaled
+// loss's gradients (nn/loss_scaler.h) both do.
+void scale_gradients(const std::vector<Tensor>& params, double factor);
+
 // Scales all gradients so their joint L2 norm is at most max_norm; returns
 // the norm before clipping (inf/nan norms are returned and nothing is scaled).
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);

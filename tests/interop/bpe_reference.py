@@ -104,13 +104,9 @@ class Tokenizer:
         return ids + self.encode_plain(text[start:])
 
 
-def train(texts, pattern, num_merges):
-    """A small byte-level BPE trainer: the most frequent pair (ties: the smallest), num_merges times."""
-    words = {}
-    for t in texts:
-        for p in pieces(t, pattern):
-            w = tuple(B2U[b] for b in p.encode("utf-8"))
-            words[w] = words.get(w, 0) + 1
+def train_words(words, num_merges):
+    """Merges learned from {word (a tuple of symbols): count}: the most frequent
+    pair each time (ties by the pair's order), applied to every word."""
     merges = []
     for _ in range(num_merges):
         counts = {}
@@ -133,7 +129,37 @@ def train(texts, pattern, num_merges):
                     i += 1
             new[tuple(out)] = new.get(tuple(out), 0) + n
         words = new
+    return merges
+
+
+def train(texts, pattern, num_merges):
+    """A small byte-level BPE trainer: the most frequent pair (ties: the smallest), num_merges times."""
+    words = {}
+    for t in texts:
+        for p in pieces(t, pattern):
+            w = tuple(B2U[b] for b in p.encode("utf-8"))
+            words[w] = words.get(w, 0) + 1
+    merges = train_words(words, num_merges)
     vocab = {B2U[b]: i for i, b in enumerate(sorted(B2U))}
     for a, b in merges:
         vocab.setdefault(a + b, len(vocab))
     return vocab, merges
+
+
+def refused(tool, good, edit, needle, workdir, text_file):
+    """For the tests: writes `good` (a tokenizer.json object) changed by `edit`
+    and runs `tool FILE TEXT` (ks_tokenize) on it; None when it fails as it
+    must (exit 1, `needle` in its message), else what went wrong."""
+    import copy
+    import json as json_module
+    import os
+    import subprocess
+    j = copy.deepcopy(good)
+    edit(j)
+    bad = os.path.join(workdir, "bad.json")
+    with open(bad, "w", encoding="utf-8") as f:
+        json_module.dump(j, f, ensure_ascii=False)
+    r = subprocess.run([tool, bad, text_file], capture_output=True, text=True)
+    if r.returncode != 1 or needle not in r.stderr:
+        return f"damaged ({needle}): rc {r.returncode}: {r.stderr.strip()[:300]}"
+    return None

@@ -30,15 +30,17 @@
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tools/train/trainer.h"
+#include "train/majority_data.h"  // tests/train/
 
 using namespace ks;
+using ks::testing::majority_splits;
 using ks::testing::TempDir;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int64_t kVocab = 8, kLength = 5;
+constexpr int64_t kVocab = ks::testing::kMajorityVocab;
 
 // The step the Trainer is on (set by on_step after each one, and by the test
 // before a run starts), and the steps whose gradients get an inf.
@@ -74,27 +76,6 @@ std::shared_ptr<models::Model> classifier(uint64_t seed) {
   manual_seed(seed);
   return std::make_shared<Classifier>(16);
 }
-
-data::Dataset split(int64_t n, uint64_t stream) {
-  data::Dataset d;
-  d.task = data::Task::Classification;
-  d.vocab_size = kVocab;
-  d.classes = {"low", "high"};
-  data::Rng rng(7, stream);
-  for (int64_t i = 0; i < n; ++i) {
-    data::Example e;
-    int64_t high = 0;
-    for (int64_t t = 0; t < kLength; ++t) {
-      e.tokens.push_back(int32_t(rng.below(kVocab)));
-      high += e.tokens.back() >= kVocab / 2;
-    }
-    e.label = 2 * high > kLength;
-    d.examples.push_back(e);
-  }
-  return d;
-}
-
-data::Splits splits() { return {split(256, 0), split(64, 1), split(64, 2)}; }
 
 train::TrainConfig config(int64_t steps, json train_extra) {
   json t = {{"steps", steps}, {"batch_size", 16},      {"accumulate_steps", 2}, {"eval_every", 10},
@@ -134,7 +115,7 @@ std::vector<Step> train_run(const fs::path& dir, const train::TrainConfig& c, in
                             int64_t start_step = 0, std::vector<Step> seen = {}) {
   train::Trainer* self = nullptr;
   g_steps_done = start_step;
-  train::Trainer trainer(classifier(resume ? 99 : 1), splits(), c, options(dir, seen, &self, stop_at, resume));
+  train::Trainer trainer(classifier(resume ? 99 : 1), majority_splits(), c, options(dir, seen, &self, stop_at, resume));
   self = &trainer;
   trainer.run();
   return seen;

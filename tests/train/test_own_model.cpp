@@ -18,16 +18,18 @@
 #include "ops/reduce.h"
 #include "tools/train/run_dir.h"
 #include "tools/train/trainer.h"
+#include "train/majority_data.h"  // tests/train/
 
 using namespace ks;
 using ks::testing::error_of;
+using ks::testing::majority_splits;
 using ks::testing::TempDir;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int64_t kVocab = 8, kLength = 5;
+constexpr int64_t kVocab = ks::testing::kMajorityVocab;
 
 // Is the sequence mostly "high" ids (4..7)? Embedding, mean over positions,
 // dropout, linear: the mean of the embeddings counts the high ids, so the
@@ -54,27 +56,6 @@ std::shared_ptr<models::Model> classifier(uint64_t seed, int64_t width = 16) {
   manual_seed(seed);
   return std::make_shared<MajorityClassifier>(width);
 }
-
-data::Dataset majority_split(int64_t n, uint64_t stream) {
-  data::Dataset d;
-  d.task = data::Task::Classification;
-  d.vocab_size = kVocab;
-  d.classes = {"low", "high"};
-  data::Rng rng(7, stream);
-  for (int64_t i = 0; i < n; ++i) {
-    data::Example e;
-    int64_t high = 0;
-    for (int64_t t = 0; t < kLength; ++t) {
-      e.tokens.push_back(int32_t(rng.below(kVocab)));
-      high += e.tokens.back() >= kVocab / 2;
-    }
-    e.label = 2 * high > kLength;
-    d.examples.push_back(e);
-  }
-  return d;
-}
-
-data::Splits majority_splits() { return {majority_split(256, 0), majority_split(64, 1), majority_split(64, 2)}; }
 
 train::TrainConfig loop_config(int64_t steps) {
   return train::parse_loop_config({{"name", "own"},
