@@ -73,7 +73,9 @@ TEST_CASE("lora run: base weights bit-identical after training, adapters trained
   Trainer(parse_train_config(lora_config(corpus, 6)), {.run_dir = tuned, .init_from = base, .progress = false}).run();
   const auto before = weights(base / "latest.safetensors"), after = weights(tuned / "latest.safetensors");
   int64_t adapters = 0;
-  for (const auto& [name, values] : after) {
+  for (const auto& entry : after) {  // not a structured binding: CAPTURE (clang 14)
+    const std::string& name = entry.first;
+    const auto& values = entry.second;
     CAPTURE(name);
     if (name.find(".lora_") != std::string::npos) {
       ++adapters;
@@ -124,8 +126,10 @@ TEST_CASE("lora run: --init-from a LoRA run starts from its merged weights") {
   plain["optimizer"]["lr"] = 1e-30;
   Trainer(parse_train_config(plain), {.run_dir = next, .init_from = tuned, .progress = false}).run();
   const auto start = weights(next / "latest.safetensors");
-  LoadedRun run = load_run(tuned, "best");  // what --init-from reads
-  for (const auto& [name, t] : nn::merge_lora(run.model->state_dict(), 2.0)) {
+  LoadedRun run = load_run(tuned, "best");                                  // what --init-from reads
+  for (const auto& entry : nn::merge_lora(run.model->state_dict(), 2.0)) {  // not a structured binding: CAPTURE
+    const std::string& name = entry.first;
+    const Tensor& t = entry.second;
     CAPTURE(name);
     REQUIRE(start.count(name));
     CHECK(start.at(name) == t.to_vector<float>());
