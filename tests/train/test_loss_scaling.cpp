@@ -40,26 +40,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int64_t kVocab = ks::testing::kMajorityVocab;
-
 // The step the Trainer is on (set by on_step after each one, and by the test
 // before a run starts), and the steps whose gradients get an inf.
 int64_t g_steps_done = 0;
 std::set<int64_t> g_inf_steps;
 
-// Is the sequence mostly high ids? Embedding, mean, dropout, linear (as in
-// test_own_model.cpp), plus the injected inf.
-class Classifier : public models::Model {
+// The majority classifier (train/majority_data.h), plus the injected inf.
+class Classifier : public ks::testing::MajorityClassifier {
  public:
-  explicit Classifier(int64_t width) : Model(models::ModelConfig{}, "LossScalingClassifier") {
-    embed = register_module("embed", std::make_shared<nn::Embedding>(kVocab, width));
-    drop = register_module("drop", std::make_shared<nn::Dropout>(0.1));
-    head = register_module("head", std::make_shared<nn::Linear>(width, 2));
-  }
-  models::ModelCost cost(int64_t) const override { return {.params = num_parameters()}; }
-  models::Predictions predict(const models::Batch& b) override {
-    return {head->forward(drop->forward(mean(embed->forward(b.tokens), {1}))), b.labels};
-  }
+  explicit Classifier(int64_t width) : MajorityClassifier(width, "LossScalingClassifier") {}
   Tensor loss(const models::Batch& b) override {
     Tensor l = Model::loss(b);
     if (!g_inf_steps.count(g_steps_done + 1)) return l;
@@ -67,9 +56,6 @@ class Classifier : public models::Model {
     const Tensor big = mul(head->weight, 1e38);
     return add(l, sum(sub(big, detach(big))));
   }
-  std::shared_ptr<nn::Embedding> embed;
-  std::shared_ptr<nn::Dropout> drop;
-  std::shared_ptr<nn::Linear> head;
 };
 
 std::shared_ptr<models::Model> classifier(uint64_t seed) {

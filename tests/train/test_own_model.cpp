@@ -23,33 +23,12 @@
 using namespace ks;
 using ks::testing::error_of;
 using ks::testing::majority_splits;
+using ks::testing::MajorityClassifier;
 using ks::testing::TempDir;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr int64_t kVocab = ks::testing::kMajorityVocab;
-
-// Is the sequence mostly "high" ids (4..7)? Embedding, mean over positions,
-// dropout, linear: the mean of the embeddings counts the high ids, so the
-// task is learnable, and dropout makes an exact resume depend on its stream.
-class MajorityClassifier : public models::Model {
- public:
-  explicit MajorityClassifier(int64_t width) : Model(models::ModelConfig{}, "MajorityClassifier") {
-    embed = register_module("embed", std::make_shared<nn::Embedding>(kVocab, width));
-    drop = register_module("drop", std::make_shared<nn::Dropout>(0.1));
-    head = register_module("head", std::make_shared<nn::Linear>(width, 2));
-  }
-  models::ModelCost cost(int64_t) const override { return {.params = num_parameters()}; }
-  // tokens (B, T) -> logits (B, 2) against labels (B).
-  models::Predictions predict(const models::Batch& b) override {
-    return {head->forward(drop->forward(mean(embed->forward(b.tokens), {1}))), b.labels};
-  }
-  std::shared_ptr<nn::Embedding> embed;
-  std::shared_ptr<nn::Dropout> drop;
-  std::shared_ptr<nn::Linear> head;
-};
 
 // A fresh model, its weights drawn with `seed` (a resumed run's are the checkpoint's).
 std::shared_ptr<models::Model> classifier(uint64_t seed, int64_t width = 16) {
