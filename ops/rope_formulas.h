@@ -19,6 +19,20 @@
 
 namespace ks::rope_formulas {
 
+// Frequency f = θ^(-2i/p) under HF's rope_scaling linear or llama3
+// (ops/rope.h; dynamic has changed θ before the kernel runs).
+KS_HOST_DEVICE inline double scaled_frequency(double f, const RopeScaling& s) {
+  if (s.type == RopeScalingType::Linear) return f / s.factor;
+  if (s.type != RopeScalingType::Llama3) return f;
+  // transformers' _compute_llama3_parameters, in float64.
+  const double wavelength = 2 * 3.14159265358979323846 / f;
+  const double original = double(s.original_max);
+  if (wavelength < original / s.high_freq_factor) return f;            // high frequencies: kept
+  if (wavelength > original / s.low_freq_factor) return f / s.factor;  // low: as linear
+  const double smooth = (original / wavelength - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+  return (1 - smooth) * f / s.factor + smooth * f;
+}
+
 // Entry k = prow·half + i of the table: cos and sin of pos(prow) · θ^(-2i/p),
 // the sin times sign. positions null: pos = offset + (prow mod T).
 struct AngleTable {
@@ -26,12 +40,13 @@ struct AngleTable {
   const int64_t* positions;
   int64_t T, half, offset;
   double log_theta, sign;
+  RopeScaling scaling;
 
   KS_HOST_DEVICE void operator()(int64_t k) const {
     const int64_t prow = k / half, i = k % half;
     const int64_t pos = positions ? positions[prow] : offset + prow % T;
     // θ^(-2i/p) with p = 2·half, as HF's inv_freq (1 / base^(arange(0, p, 2) / p)) but in float64.
-    const double inv_freq = kmath::exp(-double(2 * i) / double(2 * half) * log_theta);
+    const double inv_freq = scaled_frequency(kmath::exp(-double(2 * i) / double(2 * half) * log_theta), scaling);
     const double angle = double(pos) * inv_freq;
     // float64 sin/cos: <cmath>'s on the CPU, CUDA's libm (the same names) on the device.
     cs[2 * k] = ::cos(angle);
@@ -77,7 +92,8 @@ void rope(const Tensor& out, const Tensor& x_in, const Tensor& positions, const 
                           half,
                           g.offset,
                           kmath::log(g.theta),
-                          g.sign};
+                          g.sign,
+                          g.scaling};
   Loops::for_each_index(x.device(), table_rows * half, kGrain, angles);
   dispatch_floating(x.dtype(), "rope", [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -69,6 +69,7 @@ AttentionConfig AttentionConfig::at_width(int64_t d) const {
 AttentionConfig AttentionConfig::cross() const {
   AttentionConfig a = *this;
   a.rope_theta = 0;  // the decoder's queries and the encoder's keys share no positions
+  a.rope_scaling = {};
   a.alibi = false;
   return a;
 }
@@ -91,6 +92,9 @@ void AttentionConfig::validate() const {
            "embeddings), got ", rope_theta);
   KS_CHECK(rope_theta == 0 || resolved_head_dim() % 2 == 0, "attention.rope_theta: rotary embeddings pair ",
            "dimension i with i + p/2, so the head size must be even, got ", resolved_head_dim());
+  check_rope_scaling(rope_scaling, "attention.rope_scaling.");
+  KS_CHECK(rope_scaling.type == RopeScalingType::None || rope_theta > 0,
+           "attention.rope_scaling: scales rotary embeddings, which need rope_theta > 0");
   KS_CHECK(kv_heads >= 0, "attention.kv_heads must be >= 0 (0 means heads), got ", kv_heads);
   KS_CHECK(kv_heads == 0 || heads % kv_heads == 0, "attention.kv_heads: ", kv_heads, " key/value heads do not divide ",
            heads, " heads (each key/value head serves an equal group of query heads)");

@@ -33,6 +33,7 @@
 #include "core/registry.h"
 #include "nn/module.h"
 #include "nn/typed_options.h"
+#include "ops/rope.h"  // RopeScaling
 
 namespace ks::nn {
 
@@ -72,6 +73,9 @@ struct AttentionConfig {
   // before the cache keeps the keys (nn/attention/rope.h). Set by the
   // positions kind "rope" (nn/positions/) on self-attention only; 0: none.
   double rope_theta = 0;
+  // How rope_theta's frequencies are stretched for a longer context (HF's
+  // rope_scaling: linear, dynamic, llama3; ops/rope.h). Set with rope_theta.
+  RopeScaling rope_scaling{};
   // The family's options, shared read-only between copies of the config;
   // null: the family's defaults. Set with with_options, read with options_as.
   std::shared_ptr<const AttentionOptions> options{};

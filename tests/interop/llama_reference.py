@@ -3,7 +3,8 @@ PyTorch, from its Hugging Face state dict, computed as transformers'
 modeling_llama.py does in float32 eval mode: RMSNorm (the mean square in
 float32, x · rsqrt(ms + eps) · weight), rotary embeddings in the rotate_half
 pairing (dimension i of a head with i + p/2; inv_freq = θ^(-2i/p) and the
-angles in float32), grouped-query attention (query head n reads key/value head
+angles in float32; rope_scaling linear, dynamic and llama3 as
+modeling_rope_utils.py computes them), grouped-query attention (query head n reads key/value head
 n // (h/g), repeat_kv), a SwiGLU MLP down(silu(gate(x)) · up(x)), no biases and
 an untied head (lm_head.weight; embed_tokens when tie_word_embeddings is true).
 What `keystone import --from hf` must agree with.
@@ -47,8 +48,36 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def rope_cos_sin(T, p, theta):
-    inv_freq = 1.0 / (theta ** (torch.arange(0, p, 2, dtype=torch.int64).float() / p))
+def rope_inv_freq(p, theta, scaling, seq_len, max_positions):
+    """inv_freq (p/2,) float32 as transformers' modeling_rope_utils.py computes it for
+    rope_scaling None, linear, dynamic (at this seq_len) and llama3."""
+    def plain(base):
+        return 1.0 / (base ** (torch.arange(0, p, 2, dtype=torch.int64).float() / p))
+    kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
+    if kind == "default":
+        return plain(theta)
+    factor = scaling["factor"]
+    if kind == "linear":
+        return plain(theta) / factor
+    if kind == "dynamic":  # _compute_dynamic_ntk_parameters, from max_position_embeddings
+        if seq_len > max_positions:
+            theta = theta * ((factor * seq_len / max_positions) - (factor - 1)) ** (p / (p - 2))
+        return plain(theta)
+    assert kind == "llama3", kind
+    inv_freq = plain(theta)  # _compute_llama3_parameters
+    low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old_context = scaling["original_max_position_embeddings"]
+    low_freq_wavelen, high_freq_wavelen = old_context / low, old_context / high
+    wavelen = 2 * math.pi / inv_freq
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth_factor = (old_context / wavelen - low) / (high - low)
+    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
+
+
+def rope_cos_sin(T, p, theta, scaling=None, max_positions=None):
+    inv_freq = rope_inv_freq(p, theta, scaling, T, max_positions)
     freqs = torch.outer(torch.arange(T).float(), inv_freq)  # (T, p/2)
     emb = torch.cat((freqs, freqs), dim=-1)  # (T, p)
     return emb.cos(), emb.sin()
@@ -61,7 +90,8 @@ def llama_logits(sd, cfg, ids):
     p = cfg.get("head_dim", d // H)
     eps = cfg.get("rms_norm_eps", 1e-6)
     T = len(ids)
-    cos, sin = rope_cos_sin(T, p, cfg.get("rope_theta", 10000.0))
+    cos, sin = rope_cos_sin(T, p, cfg.get("rope_theta", 10000.0), cfg.get("rope_scaling"),
+                            cfg["max_position_embeddings"])
     x = sd["model.embed_tokens.weight"][torch.tensor(ids)]
     mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
     for i in range(cfg["num_hidden_layers"]):

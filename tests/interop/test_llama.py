@@ -4,8 +4,9 @@ llama_reference.py: a random small LlamaForCausalLM (grouped-query attention,
 4 query heads over 2 key/value heads, rope_theta and rms_norm_eps off their
 defaults, untied head) and a Llama-3-style tokenizer.json, through every
 check of hf_harness.py; then a tied checkpoint, a multi-query one and one
-whose head_dim is not hidden_size / heads (logits; the tied and head_dim
-ones exported and re-imported),
+whose head_dim is not hidden_size / heads, and Llama 3.1's, linear and
+dynamic rope_scaling (logits; the tied, head_dim, llama3 and dynamic ones
+exported and re-imported),
 and the damaged folders and unsupported keys Llama has. Skips (77) where
 `import torch` fails.
 """
@@ -42,16 +43,28 @@ def main():
 
         # Variants by logits: a tied head (no lm_head.weight), multi-query attention, a head_dim (12)
         # other than hidden_size / heads (8), which imports as the "fixed" family's explicit head size.
+        # Llama 3.1/3.2's rope_scaling (original 64: pair 0 kept, 1 interpolated, 2-3 divided), linear,
+        # and dynamic NTK from 16 positions, which these 40 tokens pass (the import takes factor x 16).
+        llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                  "original_max_position_embeddings": 64}
+        dynamic = {"rope_type": "dynamic", "factor": 4.0, "original_max_position_embeddings": 16}
         for name, edit in (("tied", {"tie_word_embeddings": True}), ("multi-query", {"num_key_value_heads": 1}),
-                           ("head_dim", {"head_dim": 12})):
+                           ("head_dim", {"head_dim": 12}), ("llama3", {"rope_scaling": llama3}),
+                           ("linear", {"rope_scaling": {"type": "linear", "factor": 2.0}}),
+                           ("dynamic", {"rope_scaling": dynamic, "max_position_embeddings": 16})):
             v = Architecture(dict(cfg, **edit), None, tok, reference_tok, vocab, a.specials, eos, ref.llama_logits)
             v.sd = ref.random_llama(v.cfg, seed=3)
             d, run = os.path.join(h.tmp, "hf_" + name), os.path.join(h.tmp, "run_" + name)
             hf_folder.write_folder(d, v.cfg, v.sd, tok)
             h.check(h.import_folder(d, run), f"import of a {name} folder")
             h.check_logits(run, v, v.sd, ids, f"{name}: logits equal the reference's")
-            if name in ("tied", "head_dim"):  # a tied table without lm_head.weight, back out as one;
-                # head_dim back out in config.json, the export -> import round trip bit-exact
+            if name == "dynamic":  # without the scaling, the reference differs: the test can tell
+                plain = dict(v.cfg, rope_scaling=None)
+                h.check(not torch.allclose(ref.llama_logits(v.sd, plain, ids), ref.llama_logits(v.sd, v.cfg, ids)),
+                        "dynamic scaling changes the reference's logits at 40 tokens")
+            if name in ("tied", "head_dim", "llama3", "dynamic"):  # a tied table without lm_head.weight, back
+                # out as one; head_dim and rope_scaling back out in config.json (dynamic with the original
+                # max_position_embeddings), the export -> import round trip bit-exact
                 h.check_export(v, d, run, ids, ("bos_token_id",), tag=f" ({name})")
 
         h.damaged(a, "missing tensor", edit_sd=lambda s: s.pop("model.layers.1.mlp.gate_proj.weight"),
@@ -71,8 +84,16 @@ def main():
         h.damaged(a, "missing key", edit_cfg=lambda c: c.pop("num_hidden_layers"), needle='"num_hidden_layers": missing')
         h.damaged(a, "groups", edit_cfg=lambda c: c.update(num_key_value_heads=3),
                   needle='"num_key_value_heads": 3 does not divide num_attention_heads 4')
-        h.damaged(a, "rope_scaling", edit_cfg=lambda c: c.update(rope_scaling={"rope_type": "llama3", "factor": 8.0}),
-                  needle='"rope_scaling": {"factor":8.0,"rope_type":"llama3"} is not supported')
+        h.damaged(a, "rope_scaling yarn", edit_cfg=lambda c: c.update(rope_scaling={"rope_type": "yarn", "factor": 8.0}),
+                  needle='"rope_scaling": rope_scaling.rope_type: expected linear, dynamic, llama3 or default, got '
+                         '"yarn" (not supported)')
+        h.damaged(a, "rope_scaling llama3 incomplete",
+                  edit_cfg=lambda c: c.update(rope_scaling={"rope_type": "llama3", "factor": 8.0}),
+                  needle='rope_scaling.original_max_position_embeddings: rope_type llama3 needs the context')
+        h.damaged(a, "rope_scaling factor", edit_cfg=lambda c: c.update(rope_scaling={"type": "linear", "factor": -1}),
+                  needle='rope_scaling.factor: must be > 0 for rope_type linear, got -1')
+        h.damaged(a, "rope_scaling list", edit_cfg=lambda c: c.update(rope_scaling=[8]),
+                  needle='"rope_scaling": expected an object or null, got an array')
         h.damaged(a, "activation", edit_cfg=lambda c: c.update(hidden_act="gelu"),
                   needle='"hidden_act": "gelu" is not supported')
         h.damaged(a, "attention_bias", edit_cfg=lambda c: c.update(attention_bias=True),

@@ -18,16 +18,17 @@ using V = const std::vector<Tensor>&;
 // HF's apply_rotary_pos_emb on x (rows of T positions × p), in long double:
 // cos/sin of pos · θ^(-2i/p) repeated over both halves, x·cos + rotate_half(x)·sin,
 // rotate_half(x) = (−x₂, x₁). pos(r, t): the position of row r's step t.
-template <class Pos>
-std::vector<double> rope_ref(const std::vector<double>& x, int64_t rows_per_t, int64_t T, int64_t p, double theta,
-                             Pos pos) {
+// freq(i): the frequency of pair i (θ^(-2i/p) unscaled).
+template <class Pos, class Freq>
+std::vector<double> rope_ref_freq(const std::vector<double>& x, int64_t rows_per_t, int64_t T, int64_t p, Freq freq,
+                                  Pos pos) {
   std::vector<double> y(x.size());
   const int64_t half = p / 2, rows = int64_t(x.size()) / p;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t t = r % T;
     const long double position = pos(r / (rows_per_t * T), t);
     for (int64_t i = 0; i < half; ++i) {
-      const long double inv_freq = 1.0L / std::pow((long double)theta, (long double)(2 * i) / p);
+      const long double inv_freq = freq(i);
       const long double c = std::cos(position * inv_freq), s = std::sin(position * inv_freq);
       const long double x1 = x[size_t(r * p + i)], x2 = x[size_t(r * p + i + half)];
       y[size_t(r * p + i)] = double(x1 * c - x2 * s);
@@ -35,6 +36,32 @@ std::vector<double> rope_ref(const std::vector<double>& x, int64_t rows_per_t, i
     }
   }
   return y;
+}
+
+template <class Pos>
+std::vector<double> rope_ref(const std::vector<double>& x, int64_t rows_per_t, int64_t T, int64_t p, double theta,
+                             Pos pos) {
+  return rope_ref_freq(
+      x, rows_per_t, T, p,
+      [&](int64_t i) { return 1.0L / std::pow((long double)theta, (long double)(2 * i) / (long double)p); }, pos);
+}
+
+// transformers' modeling_rope_utils.py, written out per frequency: inv_freq of
+// pair i of head size p under rope_scaling (linear, llama3; dynamic's θ is
+// the caller's).
+long double hf_inv_freq(int64_t i, int64_t p, long double theta, const RopeScaling& s) {
+  const long double f = 1.0L / std::pow(theta, (long double)(2 * i) / (long double)p);
+  if (s.type == RopeScalingType::Linear) return f / s.factor;
+  if (s.type != RopeScalingType::Llama3) return f;
+  const long double pi = 3.14159265358979323846L;
+  const long double low_wavelen = s.original_max / s.low_freq_factor,
+                    high_wavelen = s.original_max / s.high_freq_factor;
+  const long double wavelen = 2 * pi / f;
+  long double out = wavelen > low_wavelen ? f / s.factor : f;  // inv_freq_llama
+  const long double smooth = (s.original_max / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+  const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+  if (medium) out = (1 - smooth) * out / s.factor + smooth * out;
+  return out;
 }
 
 }  // namespace
@@ -75,6 +102,58 @@ TEST_CASE("rope matches HF's rotate_half reference: offset, positions (T,) and (
       rope(mgk, {.positions = from_vector(pbt, {2, 4})}),
       rope_ref(mgk.to_vector<double>(), 6, 4, 6, 1e4, [&](int64_t b, int64_t t) { return pbt[size_t(b * 4 + t)]; }),
       1e-13, 1e-13);
+}
+
+TEST_CASE("rope_scaling linear, llama3 and dynamic match transformers' frequencies") {
+  Generator gen(11);
+  constexpr int64_t p = 16, T = 6;
+  Tensor x = randn({2, 3, T, p}, {.dtype = kFloat64}, &gen);  // (B, h, T, p)
+  const auto xv = x.to_vector<double>();
+  const auto at = [](int64_t offset) { return [offset](int64_t, int64_t t) { return offset + t; }; };
+  // llama3 at original 64: pair 0 (wavelength 6.3) is kept, pairs 1–2 (20, 63) interpolated, 3+ divided.
+  const RopeScaling llama3{.type = RopeScalingType::Llama3, .factor = 8, .original_max = 64};
+  const RopeScaling linear{.type = RopeScalingType::Linear, .factor = 4};
+  for (const RopeScaling& s : {llama3, linear}) {
+    CAPTURE(rope_scaling_name(s.type));
+    const auto freq = [&](int64_t i) { return hf_inv_freq(i, p, 10000, s); };
+    check_close(rope(x, {.scaling = s, .offset = 100}), rope_ref_freq(xv, 3, T, p, freq, at(100)), 1e-12, 1e-12);
+    // The backward turns back by the same scaled angles.
+    check_close(rope(rope(x, {.scaling = s, .offset = 3}), {.scaling = s, .offset = 3, .inverse = true}), x, 1e-12,
+                1e-12);
+  }
+  // The llama3 frequencies differ from the plain ones exactly where HF's do.
+  CHECK(hf_inv_freq(0, p, 10000, llama3) == hf_inv_freq(0, p, 10000, {}));
+  CHECK(hf_inv_freq(1, p, 10000, llama3) < hf_inv_freq(1, p, 10000, {}));
+  CHECK(hf_inv_freq(5, p, 10000, llama3) == hf_inv_freq(5, p, 10000, {}) / 8);
+
+  // dynamic: θ grows once the call's last position L − 1 reaches original_max.
+  const RopeScaling dynamic{.type = RopeScalingType::Dynamic, .factor = 2, .original_max = 4};
+  const auto grown = [&](int64_t len) {
+    const long double base = 10000.0L * std::pow(2.0L * len / 4 - 1, (long double)p / (p - 2));
+    return [base, dim = (long double)p](int64_t i) { return 1.0L / std::pow(base, (long double)(2 * i) / dim); };
+  };
+  check_close(rope(x, {.scaling = dynamic}), rope_ref_freq(xv, 3, T, p, grown(T), at(0)), 1e-12, 1e-12);
+  check_close(rope(x, {.scaling = dynamic, .offset = 10}), rope_ref_freq(xv, 3, T, p, grown(T + 10), at(10)), 1e-12,
+              1e-12);
+  Tensor short_x = randn({1, 2, 3, p}, {.dtype = kFloat64}, &gen);  // positions 0..2: within the original context
+  check_close(rope(short_x, {.scaling = dynamic}), rope_ref(short_x.to_vector<double>(), 2, 3, p, 10000, at(0)), 1e-12,
+              1e-12);
+  const std::vector<int64_t> pos{0, 9, 2, 3, 1, 5};  // positions: the largest decides
+  check_close(rope(x, {.scaling = dynamic, .positions = from_vector(pos, {T})}),
+              rope_ref_freq(xv, 3, T, p, grown(10), [&](int64_t, int64_t t) { return pos[size_t(t)]; }), 1e-12, 1e-12);
+
+  CHECK_THROWS_WITH_AS(rope(x, {.scaling = {.type = RopeScalingType::Linear, .factor = 0}}),
+                       doctest::Contains("factor: must be > 0"), Error);
+  CHECK_THROWS_WITH_AS(rope(x, {.scaling = {.type = RopeScalingType::Llama3,
+                                            .factor = 8,
+                                            .low_freq_factor = 4,
+                                            .high_freq_factor = 1,
+                                            .original_max = 64}}),
+                       doctest::Contains("low_freq_factor < high_freq_factor"), Error);
+  CHECK_THROWS_WITH_AS(rope(x, {.scaling = {.type = RopeScalingType::Dynamic, .factor = 2}}),
+                       doctest::Contains("original_max_position_embeddings"), Error);
+  CHECK_THROWS_WITH_AS(rope(randn({1, 1, 2, 2}), {.scaling = dynamic}), doctest::Contains("head size must exceed 2"),
+                       Error);
 }
 
 TEST_CASE("rope in float32 at far positions keeps float32 accuracy (angles in float64)") {

@@ -1,5 +1,6 @@
 // tools/interop/llama.cpp — LlamaForCausalLM as a Keystone decoder_lm: RMSNorm
-// (rms_norm_eps), rotary positions (rope_theta, no rope_scaling), a SwiGLU
+// (rms_norm_eps), rotary positions (rope_theta; rope_scaling linear, dynamic
+// or llama3, as Llama 3.1/3.2 ship: nn/positions/rope.cpp), a SwiGLU
 // feed-forward (hidden_act silu), grouped-query softmax attention
 // (num_key_value_heads), no biases, pre-norm, a head of its own (or tied).
 // A head_dim other than hidden_size / num_attention_heads is imported as the
@@ -24,6 +25,8 @@
 // A tied checkpoint (tie_word_embeddings true, no lm_head.weight) makes a tied
 // model with unscaled lookups (hf_architecture.h set_head).
 // Not here: GPT-2 (tools/interop/gpt2.cpp).
+#include <algorithm>
+
 #include "core/error.h"
 #include "nn/user_input.h"
 #include "tools/interop/hf_architecture.h"
@@ -33,6 +36,22 @@ namespace {
 
 constexpr double kRmsNormEps = 1e-6;  // LlamaConfig's defaults where a config.json leaves the key out
 constexpr double kRopeTheta = 10000;
+
+// config.json's rope_scaling as the rope positions' key (nn/positions/rope.cpp):
+// HF's older "type" is "rope_type"; "dynamic" scales from max_position_embeddings
+// (HF's _compute_dynamic_ntk_parameters), which Keystone's key names explicitly.
+json rope_scaling(const HfConfig& c, int64_t max_position_embeddings) {
+  json r = c.raw().at("rope_scaling");
+  if (!r.is_object()) c.fail("rope_scaling", str("expected an object or null, got ", json_kind(r)));
+  if (r.contains("type") && !r.contains("rope_type")) {
+    r["rope_type"] = r["type"];
+    r.erase("type");
+  } else if (r.contains("type") && r["type"] == r["rope_type"]) {
+    r.erase("type");
+  }
+  if (r.value("rope_type", json()) == "dynamic") r["original_max_position_embeddings"] = max_position_embeddings;
+  return r;
+}
 
 models::ModelConfig llama_model_config(const HfConfig& c) {
   models::ModelConfig m;
@@ -52,11 +71,18 @@ models::ModelConfig llama_model_config(const HfConfig& c) {
   if (head_dim % 2 != 0) c.fail(c.has("head_dim") ? "head_dim" : "num_attention_heads", "rope needs an even head size");
   const std::string act = c.string_or("hidden_act", "silu");
   if (act != "silu") c.fail("hidden_act", str("\"", act, "\" is not supported (silu: Keystone's swiglu)"));
-  if (c.has("rope_scaling"))
-    c.fail("rope_scaling", str(nn::json_excerpt(c.raw().at("rope_scaling")), " is not supported (Keystone's rope ",
-                               "turns by rope_theta alone; only null)"));
   const double theta = c.number_or("rope_theta", kRopeTheta);
   if (!(theta > 0)) c.fail("rope_theta", str("must be > 0, got ", theta));
+  json rope = {{"rope_theta", theta}};
+  if (c.has("rope_scaling")) {
+    rope["rope_scaling"] = rope_scaling(c, m.max_len);
+    // Dynamic NTK exists to run past max_position_embeddings: the imported
+    // model takes factor times as many positions (export writes the original back).
+    const json& r = rope["rope_scaling"];
+    if (r.value("rope_type", json()) == "dynamic" && r.contains("factor") && r["factor"].is_number() &&
+        r["factor"].get<double>() > 1)
+      m.max_len = std::min<int64_t>(models::kMaxLength, int64_t(r["factor"].get<double>() * double(m.max_len)));
+  }
   if (c.boolean_or("attention_bias", false))
     c.fail("attention_bias", "true is not supported (a Keystone model with biases has them in its norms too)");
   if (c.boolean_or("mlp_bias", false))
@@ -69,7 +95,12 @@ models::ModelConfig llama_model_config(const HfConfig& c) {
   m.dropout = 0;  // Llama has no residual dropout
   m.pre_norm = true;
   m.positions = "rope";
-  m.position_options = nn::parse_positions("rope", {{"rope_theta", theta}}, "");
+  try {
+    m.position_options = nn::parse_positions("rope", rope, "");
+  } catch (const Error& e) {  // "config: rope_scaling.factor: ..." -> the folder's config.json and key
+    const std::string what = e.what();
+    c.fail("rope_scaling", what.rfind("config: ", 0) == 0 ? what.substr(8) : what);
+  }
   set_head(m, c, /*tied_default=*/false);
   m.pad_id = -1;
   // A head_dim other than hidden_size / heads (Gemma-style, Mistral-Nemo) is
@@ -137,6 +168,11 @@ std::string llama_cannot_export(const models::ModelConfig& m) {
 
 json llama_hf_config(const models::ModelConfig& m) {
   const int64_t heads = m.attention.heads, head_dim = m.attention.resolved_head_dim();
+  const json rope = m.position_kind()->to_json();
+  const json scaling = rope.value("rope_scaling", json());
+  // HF's dynamic scaling grows from max_position_embeddings: the original context.
+  const bool dynamic = scaling.is_object() && scaling.value("rope_type", "") == "dynamic";
+  const int64_t max_positions = dynamic ? scaling.at("original_max_position_embeddings").get<int64_t>() : m.max_len;
   json c = {{"architectures", {"LlamaForCausalLM"}},
             {"model_type", "llama"},
             {"vocab_size", m.vocab_size},
@@ -146,10 +182,10 @@ json llama_hf_config(const models::ModelConfig& m) {
             {"num_attention_heads", heads},
             {"num_key_value_heads", m.attention.resolved_kv_heads()},
             {"hidden_act", "silu"},
-            {"max_position_embeddings", m.max_len},
+            {"max_position_embeddings", max_positions},
             {"rms_norm_eps", m.norm_eps},
-            {"rope_theta", m.position_kind()->to_json().at("rope_theta")},
-            {"rope_scaling", nullptr},
+            {"rope_theta", rope.at("rope_theta")},
+            {"rope_scaling", scaling},
             {"attention_bias", false},
             {"attention_dropout", m.attention.dropout},
             {"mlp_bias", false},
