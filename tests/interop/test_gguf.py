@@ -19,11 +19,17 @@ exported at f32, f16, bf16 and q8_0, and for every file:
     rounded as the type rounds them (f16, bf16, and Q8_0 by ggml's
     quantize_row_q8_0_ref written in torch; norms F32);
   - export of that import writes the same file again, byte for byte (f32).
-Skips (77) where torch, node/npm or the package cannot be had.
+Also `import --from gguf` of damaged files (an unknown architecture, a missing
+key, head counts that do not divide, a tensor of the wrong shape, missing or
+extra, a NaN, a type Keystone does not read, another tokenizer, rope scaling,
+experts, a truncated file) refused naming the key or GGUF tensor.
+Skips (77) where torch, node/npm or the package cannot be had (after the
+checks that need neither, which still fail the test).
 """
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -101,6 +107,123 @@ def ks_ids(h, tool, run, text):
     return [int(x) for x in r.stdout.split("\n")[0].split()] if r.returncode == 0 else None
 
 
+def read_gguf(path):
+    """(metadata [(key, type, raw value bytes)], tensors [[name, dims, type, data]]) of a file this test wrote."""
+    with open(path, "rb") as f:
+        b = f.read()
+    pos = 24
+    n_tensors, n_kv = struct.unpack_from("<QQ", b, 8)
+
+    def string():
+        nonlocal pos
+        n = struct.unpack_from("<Q", b, pos)[0]
+        pos += 8 + n
+        return b[pos - n:pos].decode()
+
+    def skip(t):
+        nonlocal pos
+        if t == 8:
+            string()
+        elif t == 9:
+            et, n = struct.unpack_from("<IQ", b, pos)
+            pos += 12
+            for _ in range(n):
+                skip(et)
+        else:
+            pos += {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}[t]
+    kv = []
+    for _ in range(n_kv):
+        k = string()
+        t = struct.unpack_from("<I", b, pos)[0]
+        pos += 4
+        start = pos
+        skip(t)
+        kv.append((k, t, b[start:pos]))
+    infos = []
+    for _ in range(n_tensors):
+        name = string()
+        nd = struct.unpack_from("<I", b, pos)[0]
+        dims = list(struct.unpack_from("<%dQ" % nd, b, pos + 4))
+        t, off = struct.unpack_from("<IQ", b, pos + 4 + 8 * nd)
+        pos += 4 + 8 * nd + 12
+        infos.append([name, dims, t, off])
+    data = pos + (-pos % 32)
+    ends = sorted(i[3] for i in infos)[1:] + [len(b) - data]
+    size = {i[3]: e - i[3] for i, e in zip(sorted(infos, key=lambda i: i[3]), ends)}
+    return kv, [[n, d, t, b[data + o:data + o + size[o]]] for n, d, t, o in infos]
+
+
+def write_gguf(path, kv, tensors):
+    def s(x):
+        return struct.pack("<Q", len(x.encode())) + x.encode()
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
+    for k, t, raw in kv:
+        out += s(k) + struct.pack("<I", t) + raw
+    blob = b""
+    for name, dims, t, data in tensors:
+        out += s(name) + struct.pack("<I", len(dims)) + struct.pack("<%dQ" % len(dims), *dims)
+        out += struct.pack("<IQ", t, len(blob))
+        blob += data + b"\0" * (-len(data) % 32)
+    with open(path, "wb") as f:
+        f.write(out + b"\0" * (-len(out) % 32) + blob)
+
+
+def check_damaged(h, gguf):
+    """A llama file with one thing wrong: `import --from gguf` fails (1) naming it."""
+    kv, tensors = read_gguf(gguf)
+    nan = struct.pack("<f", float("nan"))
+
+    def case(name, needle, kv_edit=None, t_edit=None):
+        k, t = [list(x) for x in kv], [list(x) for x in tensors]
+        if kv_edit:
+            k = kv_edit(k)
+        if t_edit:
+            t_edit(t)
+        path = os.path.join(h.tmp, "bad.gguf")
+        write_gguf(path, k, t)
+        r = h.ks("import", "--from", "gguf", path, "--out", os.path.join(h.tmp, "bad_" + name.replace(" ", "_")),
+                 "--data", h.data, expect_rc=1)
+        h.check(r.returncode == 1 and needle in r.stderr, f"damaged GGUF ({name}) refused: {r.stderr.strip()[:200]}")
+
+    def by(t, name):
+        return next(x for x in t if x[0] == name)
+    str_value = (lambda v: struct.pack("<Q", len(v)) + v.encode())
+    case("unknown architecture", 'general.architecture "gptneox" is not supported (Keystone reads "llama")',
+         kv_edit=lambda k: [(n, t, str_value("gptneox") if n == "general.architecture" else v) for n, t, v in k])
+    case("missing key", "metadata 'llama.block_count' is missing",
+         kv_edit=lambda k: [x for x in k if x[0] != "llama.block_count"])
+    case("kv heads", "llama.attention.head_count_kv 3 does not divide llama.attention.head_count 4",
+         kv_edit=lambda k: [(n, t, struct.pack("<I", 3) if n == "llama.attention.head_count_kv" else v)
+                            for n, t, v in k])
+    case("shape mismatch", "tensor 'blk.1.attn_k.weight' has shape [32, 32] (GGUF dims reversed) but the metadata "
+         "(llama.embedding_length 32, llama.attention.head_count_kv 2, head size 8) needs [16, 32]",
+         t_edit=lambda t: by(t, "blk.1.attn_k.weight").__setitem__(slice(1, 4), [[32, 32], 0, b"\0" * 4096]))
+    case("missing tensor", "tensor 'blk.0.ffn_up.weight' is missing",
+         t_edit=lambda t: t.remove(by(t, "blk.0.ffn_up.weight")))
+    case("extra tensor", "tensor 'rope_freqs.weight' is not part of llama",
+         t_edit=lambda t: t.append(["rope_freqs.weight", [4], 0, b"\0" * 16]))
+    case("NaN weight", "tensor 'blk.0.ffn_down.weight' holds 1 NaN or infinite values of 3072",
+         t_edit=lambda t: by(t, "blk.0.ffn_down.weight").__setitem__(3, nan + by(t, "blk.0.ffn_down.weight")[3][4:]))
+    case("Q4_0 tensor", "tensor 'blk.0.ffn_gate.weight' is Q4_0, which Keystone does not read",
+         t_edit=lambda t: by(t, "blk.0.ffn_gate.weight").__setitem__(slice(2, 4), [2, b"\0" * 1728]))
+    case("SentencePiece tokenizer", 'tokenizer.ggml.model "llama" (SentencePiece) is not read yet',
+         kv_edit=lambda k: [(n, t, str_value("llama") if n == "tokenizer.ggml.model" else v) for n, t, v in k])
+    case("unsupported pre-tokenizer", 'tokenizer.ggml.pre "qwen2" is not supported',
+         kv_edit=lambda k: [(n, t, str_value("qwen2") if n == "tokenizer.ggml.pre" else v) for n, t, v in k])
+    case("rope scaling", 'llama.rope.scaling.type "yarn" is not supported',
+         kv_edit=lambda k: k + [("llama.rope.scaling.type", 8, str_value("yarn"))])
+    case("mixture of experts", "llama.expert_count 8: mixture-of-experts llama files are not supported",
+         kv_edit=lambda k: k + [("llama.expert_count", 4, struct.pack("<I", 8))])
+    with open(gguf, "rb") as f:
+        b = f.read()
+    path = os.path.join(h.tmp, "cut.gguf")
+    with open(path, "wb") as f:
+        f.write(b[:len(b) - 5000])
+    r = h.ks("import", "--from", "gguf", path, "--out", os.path.join(h.tmp, "bad_cut"), "--data", h.data, expect_rc=1)
+    h.check(r.returncode == 1 and "runs past the end of the file" in r.stderr,
+            f"truncated GGUF refused: {r.stderr.strip()[:200]}")
+
+
 def model(name, style, edit, seed):
     pattern = bref.GPT2 if style == "gpt2" else bref.LLAMA3
     vocab, merges = bref.train(CORPUS, pattern, 200)
@@ -121,7 +244,7 @@ def model(name, style, edit, seed):
     return a
 
 
-def check_model(h, nm, tokenize_tool, a):
+def check_model(h, nm, tokenize_tool, a, damaged=False):
     hf = os.path.join(h.tmp, "hf_" + a.name)
     hf_folder.write_folder(hf, a.cfg, a.sd, a.tok)
     run = os.path.join(h.tmp, "run_" + a.name)
@@ -137,6 +260,10 @@ def check_model(h, nm, tokenize_tool, a):
         gguf = os.path.join(h.tmp, f"{a.name}-{kind}.gguf")
         r = h.ks("export", "--to", "gguf", run, "--out", gguf, "--type", kind)
         h.check(r.returncode == 0, f"{what}: export --to gguf ({r.stdout.strip().splitlines()[-1:]})")
+        if damaged and kind == "f32":
+            check_damaged(h, gguf)
+        if nm is None:
+            continue
         # The f32 import keeps the run folder's name (general.name), so its export can be compared whole.
         back = os.path.join(h.tmp, f"back_{a.name}_{kind}", os.path.basename(run))
         r = h.ks("import", "--from", "gguf", gguf, "--out", back, "--data", h.data, "--seq-len", "32")
@@ -187,9 +314,6 @@ def check_model(h, nm, tokenize_tool, a):
 def main():
     keystone, logits_tool, tokenize_tool, cache = sys.argv[1:5]
     nm = node_modules(cache)
-    if nm is None:
-        print(f"SKIPPED: npm/node cannot install {PACKAGE} into {cache}")
-        return 77
     tmp = tempfile.mkdtemp(prefix="ks_gguf_")
     h = Harness(keystone, logits_tool, tmp)
     try:
@@ -197,9 +321,12 @@ def main():
         for a in (model("gqa-gpt2", "gpt2", {}, 2),
                   model("tied-mqa-llama3", "llama3", {"tie_word_embeddings": True, "num_key_value_heads": 1}, 3),
                   model("head_dim-f16-fallback", "gpt2", {"head_dim": 16, "intermediate_size": 80}, 4)):
-            check_model(h, nm, tokenize_tool, a)
+            check_model(h, nm, tokenize_tool, a, damaged=a.name == "gqa-gpt2")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if nm is None and not h.failures:  # Keystone's own checks passed; llama.cpp's were not run
+        print(f"SKIPPED: npm/node cannot install {PACKAGE} into {cache} (the checks without llama.cpp passed)")
+        return 77
     return h.result("GGUF")
 
 
