@@ -2,7 +2,7 @@
 // round trips of metadata and tensors at F32/F16/BF16/Q8_0, Q8_0 against
 // ggml's quantize_row_q8_0_ref rounding worked by hand, and every kind of
 // damaged file refused with an error naming the problem.
-// Not here: what the llama tensors mean (tests/tools/test_gguf_import.cpp).
+// Not here: what the llama tensors mean (tests/interop/test_gguf.py).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -47,7 +47,7 @@ size_t after(const std::string& b, const std::string& needle) { return b.find(ne
 
 }  // namespace
 
-TEST_CASE("gguf: metadata and tensors round-trip; dims are reversed; data is aligned") {
+TEST_CASE("gguf: metadata and tensors round-trip, dims are reversed, data is aligned") {
   const std::string bytes = small_file();
   const nn::GgufFile f = nn::gguf_from_bytes(bytes, "f.gguf");
   CHECK(f.version == 3);
@@ -65,7 +65,7 @@ TEST_CASE("gguf: metadata and tensors round-trip; dims are reversed; data is ali
   CHECK(w[5] == 5 * 0.25f - 3.0f);
 }
 
-TEST_CASE("gguf: F16 and BF16 round to nearest even; Q8_0 is ggml's quantize_row_q8_0_ref") {
+TEST_CASE("gguf: F16 and BF16 round to nearest even, Q8_0 is ggml's quantize_row_q8_0_ref") {
   // 1 + 2^-11 is halfway between two fp16 values: ties to even (1.0); 1 + 3·2^-11 rounds up.
   const Tensor t = from_vector(std::vector<float>{1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f}, {2});
   const std::string h = nn::gguf_encode(t, GgmlType::F16);
