@@ -208,3 +208,73 @@ put("token_shard", "u16_byte_vocab", b"\1" + shard([2, 76, 105, 259, 4, 2, 104])
 put("token_shard", "u16_gpt2", b"\2" + shard([50256, 15496, 11, 995, 0, 50256]))
 put("token_shard", "u32_llama3", b"\3" + shard([128000, 9906, 11, 1917, 0, 128001], u32=True))
 put("token_shard", "u32_no_vocab", b"\0" + shard([1, 2**31 - 1, 2**32 - 1], u32=True))
+
+# GGUF v3 (nn/gguf.h, tools/interop/gguf_llama.h), for fuzz_gguf: a small llama
+# file as `keystone export --to gguf` writes it (metadata, byte-level tokenizer,
+# tensors at 32-byte alignment), one all F32 and one with F16, BF16 and Q8_0.
+def gguf(kv, tensors):
+    def s(x):
+        x = x.encode()
+        return struct.pack("<Q", len(x)) + x
+
+    def value(v):
+        if isinstance(v, bool):
+            return struct.pack("<IB", 7, v)
+        if isinstance(v, int):
+            return struct.pack("<II", 4, v)
+        if isinstance(v, float):
+            return struct.pack("<If", 6, v)
+        if isinstance(v, str):
+            return struct.pack("<I", 8) + s(v)
+        if all(isinstance(e, str) for e in v):
+            return struct.pack("<IIQ", 9, 8, len(v)) + b"".join(s(e) for e in v)
+        return struct.pack("<IIQ", 9, 5, len(v)) + struct.pack("<%di" % len(v), *v)
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv) + 1) + s("general.alignment") + value(32)
+    for k, v in kv.items():
+        out += s(k) + value(v)
+    offset, blob = 0, b""
+    for name, (shape, gtype, data) in tensors.items():
+        out += s(name) + struct.pack("<I", len(shape)) + struct.pack("<%dQ" % len(shape), *reversed(shape))
+        out += struct.pack("<IQ", gtype, len(blob))
+        blob += data + b"\0" * (-len(data) % 32)
+    return out + b"\0" * (-len(out) % 32) + blob
+
+
+def llama_gguf(d, types):
+    f, h, kv_heads, V = 2 * d, 2, 1, 256
+    chars = byte_chars()
+    kv = {"general.architecture": "llama", "llama.context_length": 16, "llama.embedding_length": d,
+          "llama.block_count": 1, "llama.feed_forward_length": f, "llama.attention.head_count": h,
+          "llama.attention.head_count_kv": kv_heads, "llama.rope.freq_base": 10000.0,
+          "llama.attention.layer_norm_rms_epsilon": 1e-5, "llama.rope.dimension_count": d // h,
+          "llama.vocab_size": V, "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "gpt-2",
+          "tokenizer.ggml.tokens": chars, "tokenizer.ggml.token_type": [1] * V,
+          "tokenizer.ggml.merges": ["h e", "l l"], "tokenizer.ggml.eos_token_id": 10}
+    p = d // h
+    shapes = {"token_embd.weight": [V, d], "output_norm.weight": [d], "output.weight": [V, d],
+              "blk.0.attn_norm.weight": [d], "blk.0.ffn_norm.weight": [d], "blk.0.attn_q.weight": [h * p, d],
+              "blk.0.attn_k.weight": [kv_heads * p, d], "blk.0.attn_v.weight": [kv_heads * p, d],
+              "blk.0.attn_output.weight": [d, h * p], "blk.0.ffn_gate.weight": [f, d],
+              "blk.0.ffn_up.weight": [f, d], "blk.0.ffn_down.weight": [d, f]}
+    tensors = {}
+    for i, (name, shape) in enumerate(shapes.items()):
+        n = 1
+        for x in shape:
+            n *= x
+        vals = [((j * 7 + i) % 13 - 6) / 16 for j in range(n)]
+        t = 0 if len(shape) == 1 else types[i % len(types)]
+        if t == 0:
+            data = struct.pack("<%df" % n, *vals)
+        elif t == 1:
+            data = struct.pack("<%de" % n, *vals)
+        elif t == 30:
+            data = b"".join(struct.pack("<f", v)[2:] for v in vals)
+        else:  # Q8_0: scale 1/16 (fp16), the values' sixteenths as int8
+            data = b"".join(struct.pack("<e", 1 / 16) + struct.pack("<32b", *[round(v * 16) for v in vals[b:b + 32]])
+                            for b in range(0, n, 32))
+        tensors[name] = (shape, t, data)
+    return gguf(kv, tensors)
+
+
+put("gguf", "llama_f32", llama_gguf(4, [0]))
+put("gguf", "llama_f16_bf16_q8_0", llama_gguf(32, [1, 30, 8]))

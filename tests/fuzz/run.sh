@@ -11,7 +11,7 @@ set -euo pipefail
 secs="${1:-60}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${2:-$root/build-fuzz}"
-harnesses=(${HARNESSES:-safetensors config tokenizer idx analysis metrics hf_tokenizer hf_config token_shard})
+harnesses=(${HARNESSES:-safetensors config tokenizer idx analysis metrics hf_tokenizer hf_config token_shard gguf})
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKS_FUZZ=ON -DKS_CUDA=OFF \
   -DKS_BUILD_TESTS=OFF >/dev/null

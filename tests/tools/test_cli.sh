@@ -138,9 +138,12 @@ for c in train eval generate translate plot analyze; do expect 0 "usage: keyston
 expect 2 "--config FILE is required" -- "$ks" train
 # import/export (the GPT-2 checks themselves: tests/interop/test_gpt2.py)
 for c in import export; do expect 0 "usage: keystone $c" -- "$ks" $c --help; done
-expect 2 "--from hf is required" -- "$ks" import "$tmp" --from onnx --out "$tmp/imp" --data "$tmp/x"
-expect 2 "the model folder \(DIR\) is required" -- "$ks" import --from hf --out "$tmp/imp" --data "$tmp/x"
+expect 2 "--from hf or --from gguf is required" -- "$ks" import "$tmp" --from onnx --out "$tmp/imp" --data "$tmp/x"
+expect 2 "the model folder \(DIR\) or GGUF file is required" -- "$ks" import --from hf --out "$tmp/imp" --data "$tmp/x"
 expect 1 "has no config.json" -- "$ks" import "$tmp" --from hf --out "$tmp/imp" --data "$tmp/x"
+expect 2 "--type goes with --to gguf" -- "$ks" export "$tmp" --to hf --out "$tmp/o" --type f16
+expect 2 "--type: expected f32, f16, bf16 or q8_0, got .q4_k." -- "$ks" export "$tmp" --to gguf --out "$tmp/o.gguf" --type q4_k
+expect 1 "is not a file" -- "$ks" import "$tmp" --from gguf --out "$tmp/imp" --data "$tmp/x"
 expect 2 "--init-from starts a new run" -- "$ks" train --out "$tmp/imp" --resume --init-from "$tmp"
 expect 2 "--resume needs --out DIR" -- "$ks" train --resume
 expect 1 "config: file not found: $tmp/none.json" -- "$ks" train --config "$tmp/none.json"

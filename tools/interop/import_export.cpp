@@ -1,5 +1,8 @@
 // tools/interop/import_export.cpp — `keystone import --from hf DIR --out RUN
-// --data FILE` and `keystone export --to hf RUN --out DIR`.
+// --data FILE` and `keystone export --to hf RUN --out DIR`, and their GGUF
+// forms `import --from gguf FILE.gguf ...`, `export --to gguf RUN --out
+// FILE.gguf [--type f32|f16|bf16|q8_0]` (llama.cpp's llama architecture:
+// tools/interop/gguf_llama.h; import dequantizes to float32).
 //
 // import: config.json's "architectures" picks the descriptor
 // (tools/interop/hf_architecture.h), which makes the model section and maps
@@ -33,6 +36,7 @@
 #include "nn/user_input.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
+#include "tools/interop/gguf_llama.h"
 #include "tools/interop/hf_architecture.h"
 #include "tools/interop/peft.h"
 #include "tools/train/fine_tune.h"
@@ -53,8 +57,11 @@ std::string architectures() {
 
 std::string import_usage() {
   return "usage: keystone import --from hf DIR --out RUN --data FILE [--seq-len N]\n"
+         "       keystone import --from gguf FILE.gguf --out RUN --data FILE [--seq-len N]\n"
          "Makes a run folder from a Hugging Face model folder (config.json, model.safetensors or\n"
-         "model.safetensors.index.json with its shards, tokenizer.json).\n"
+         "model.safetensors.index.json with its shards, tokenizer.json), or from a GGUF file of llama.cpp's\n"
+         "llama architecture (F32, F16, BF16, Q8_0 tensors, dequantized to float32; a byte-level BPE\n"
+         "tokenizer, tokenizer.ggml.model \"gpt2\").\n"
          "  --data FILE   the text file (one document per line) that eval and train --init-from read\n"
          "  --seq-len N   tokens per example window of that data (default: the smaller of 256 and the\n"
          "                model's longest sequence)\n"
@@ -65,6 +72,7 @@ std::string import_usage() {
 std::string export_usage() {
   return "usage: keystone export --to hf|peft RUN --out DIR [--replace] [--checkpoint best|latest|FILE]\n"
          "                        [--weights raw|ema] [--base NAME]\n"
+         "       keystone export --to gguf RUN --out FILE.gguf [--type f32|f16|bf16|q8_0] [--replace] ...\n"
          "Writes a run's model as a Hugging Face folder: config.json, model.safetensors (float32), and\n"
          "tokenizer.json when the run's tokenizer is hf_bpe. --weights ema writes the checkpoint's moving\n"
          "average of the weights (a run trained with train.ema_decay). A LoRA run (train.lora) is\n"
@@ -77,6 +85,9 @@ std::string export_usage() {
          "  --replace     DIR may hold a Hugging Face model: it is replaced, and the files of the old\n"
          "                model the new one does not rewrite (model.safetensors.index.json and its shards,\n"
          "                pytorch_model*.bin, generation_config.json, tokenizer files) are removed\n"
+         "--to gguf writes one GGUF v3 file for llama.cpp (architecture llama; a run the Llama descriptor\n"
+         "can express, with a byte-level hf_bpe tokenizer): --type the 2-D weights' type (default f16;\n"
+         "norms stay F32; Q8_0 rows not of whole 32-value blocks are F16). --replace overwrites a file.\n"
          "Architectures: " +
          architectures() + ".\n";
 }
@@ -185,8 +196,63 @@ void check_export_folder(const fs::path& out, const std::string& run_dir, bool r
                   "); pass --replace to replace the Hugging Face model there, or choose a new folder"));
 }
 
-void check_format(const cli::Flags& f, const char* flag) {
-  if (f.get(flag, "") != "hf") throw cli::UsageError(str("--", flag, " hf is required (the only format)"));
+std::string check_format(const cli::Flags& f, const char* flag) {
+  const std::string format = f.get(flag, "");
+  if (format != "hf" && format != "gguf")
+    throw cli::UsageError(str("--", flag, " hf or --", flag, " gguf is required"));
+  return format;
+}
+
+// The model of `cfg` holding `weights` (by state-dict name); every parameter must get one.
+std::shared_ptr<models::Model> model_with(const models::ModelConfig& cfg, const nn::NamedTensors& weights,
+                                          const std::string& who) {
+  std::shared_ptr<models::Model> model = models::build_model(cfg);
+  nn::NamedTensors state = model->state_dict();
+  for (auto& [name, t] : state)
+    for (const auto& [from, w] : weights)
+      if (from == name) t = w;
+  model->load_state_dict(state);
+  for (const auto& [name, p] : model->named_parameters()) {
+    bool given_one = false;
+    for (const auto& [from, w] : weights) given_one |= from == name;
+    KS_CHECK(given_one, who, " gives no value for the model's tensor '", name, "'");
+  }
+  return model;
+}
+
+// The run folder an import writes: config.json (the data section: --data read with the
+// tokenizer), tokenizer.json, latest.safetensors.
+void write_imported_run(const RunPaths& run, const cli::Flags& f, const models::ModelConfig& cfg,
+                        const models::Model& model, const data::Tokenizer& tok, const fs::path& from) {
+  TrainConfig tc;
+  tc.name = run.dir.filename().string();
+  tc.optimizer.lr = 1e-4;  // fine-tuning, not training from scratch
+  tc.data = {{"dataset", "text"},
+             {"train", fs::absolute(f.get("data", "")).string()},
+             {"seq_len",
+              f.get_int_between("seq-len", std::min<int64_t>(256, cfg.max_len), 2, cfg.max_len, "the model's max_len")},
+             {"tokenizer", {{"type", "hf_bpe"}}}};
+  tc.model = cfg.to_json();
+  const json config = tc.to_json();
+  fs::create_directories(run.dir);
+  tok.save(run.tokenizer());
+  nn::write_file_atomically(run.config().string(), config.dump(2) + "\n");
+  nn::save_checkpoint(run.latest().string(), model, nullptr,
+                      {{"keystone.config", config.dump()}, {"keystone.imported_from", fs::absolute(from).string()}});
+}
+
+// `import --from gguf FILE`: tools/interop/gguf_llama.h.
+int import_gguf(const fs::path& file, const cli::Flags& f, const RunPaths& run) {
+  KS_CHECK(fs::is_regular_file(file), "gguf import: ", file.string(), " is not a file");
+  const nn::GgufFile g = nn::load_gguf(file.string());
+  interop::GgufRun imported = interop::gguf_to_run(g);
+  const models::ModelConfig cfg = imported.model;
+  std::shared_ptr<models::Model> model = model_with(cfg, imported.weights, "gguf import: the file");
+  write_imported_run(run, f, cfg, *model, *imported.tokenizer, file);
+  std::printf("imported %s (llama, %lld parameters; tensors %s, dequantized to float32) into %s\n",
+              file.string().c_str(), static_cast<long long>(model->num_parameters()), imported.types.c_str(),
+              run.dir.string().c_str());
+  return 0;
 }
 
 // The HF folder a run came from: its checkpoint's keystone.imported_from, or that of the run it
@@ -214,17 +280,43 @@ int export_peft(const LoadedRun& run, const std::string& run_dir, const interop:
   return 0;
 }
 
+// `export --to gguf RUN --out FILE.gguf`: tools/interop/gguf_llama.h.
+int export_gguf(const std::string& run_dir, const cli::Flags& f, const fs::path& out, bool replace) {
+  const nn::GgmlType type = interop::gguf_weight_type(f.get_choice("type", "f16", {"f32", "f16", "bf16", "q8_0"}));
+  KS_CHECK(!fs::is_directory(out), "gguf export: --out ", out.string(), " is a folder; give a file name (x.gguf)");
+  KS_CHECK(replace || !fs::exists(out), "gguf export: ", out.string(),
+           " exists; pass --replace to overwrite it, or choose a new name");
+  const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
+  LoadedRun run = load_run(run_dir, f.get("checkpoint", "best"), weights);
+  const models::ModelConfig cfg = models::parse_model_config(run.config.model);
+  const nn::NamedTensors state = run.config.train.lora
+                                     ? nn::merge_lora(run.model->state_dict(), run.config.train.lora->scale())
+                                     : run.model->state_dict();
+  std::string notes;
+  const std::string bytes =
+      interop::gguf_from_run(cfg, state, run.tokenizer.get(), type, fs::path(run_dir).filename().string(), notes);
+  if (out.has_parent_path()) fs::create_directories(out.parent_path());
+  nn::write_file_atomically(out.string(), bytes);
+  std::printf("%sexported %s (llama, %s) to %s (%zu bytes)\n", notes.c_str(), run_dir.c_str(),
+              f.get_choice("type", "f16", {"f32", "f16", "bf16", "q8_0"}).c_str(), out.string().c_str(), bytes.size());
+  return 0;
+}
+
 }  // namespace
 
 int import_model(const std::vector<std::string>& given) {
   if (cli::help_requested(given, import_usage().c_str())) return 0;
   std::vector<std::string> args = given;
-  const fs::path dir = positional(args, {}, "model folder (DIR)");
+  const fs::path dir = positional(args, {}, "model folder (DIR) or GGUF file");
   cli::Flags f(args, {"from", "out", "data", "seq-len"});
-  check_format(f, "from");
+  const std::string format = check_format(f, "from");
   if (!f.has("out")) throw cli::UsageError("--out RUN is required");
   if (!f.has("data")) throw cli::UsageError("--data FILE is required (the text eval and fine-tuning read)");
   const RunPaths run{f.get("out", "")};
+  if (format == "gguf") {
+    KS_CHECK(!fs::exists(run.config()), "gguf import: ", run.dir.string(), " already holds a run (config.json)");
+    return import_gguf(dir, f, run);
+  }
   KS_CHECK(fs::is_directory(dir), "hf import: ", dir.string(), " is not a folder");
   KS_CHECK(!fs::exists(run.config()), "hf import: ", run.dir.string(), " already holds a run (config.json)");
 
@@ -248,17 +340,7 @@ int import_model(const std::vector<std::string>& given) {
   interop::HfTensors tensors(nn::load_safetensors_folder(dir.string()), dir.string());
   const nn::NamedTensors weights = a.import_tensors(tensors, hf, cfg);
   tensors.check_all_taken(a.name);
-  std::shared_ptr<models::Model> model = models::build_model(cfg);
-  nn::NamedTensors state = model->state_dict();
-  for (auto& [name, t] : state)
-    for (const auto& [from, w] : weights)
-      if (from == name) t = w;
-  model->load_state_dict(state);
-  for (const auto& [name, p] : model->named_parameters()) {
-    bool given_one = false;
-    for (const auto& [from, w] : weights) given_one |= from == name;
-    KS_CHECK(given_one, "hf import: ", a.name, " gives no value for the model's tensor '", name, "'");
-  }
+  std::shared_ptr<models::Model> model = model_with(cfg, weights, str("hf import: ", a.name));
 
   // The tokenizer: without it the model's ids mean nothing.
   const fs::path tok_path = dir / "tokenizer.json";
@@ -269,21 +351,7 @@ int import_model(const std::vector<std::string>& given) {
   KS_CHECK(tok.vocab_size() <= cfg.vocab_size, "hf import: tokenizer.json has ids up to ", tok.vocab_size() - 1,
            " but config.json's vocab_size is ", cfg.vocab_size);
 
-  TrainConfig tc;
-  tc.name = run.dir.filename().string();
-  tc.optimizer.lr = 1e-4;  // fine-tuning, not training from scratch
-  tc.data = {{"dataset", "text"},
-             {"train", fs::absolute(f.get("data", "")).string()},
-             {"seq_len",
-              f.get_int_between("seq-len", std::min<int64_t>(256, cfg.max_len), 2, cfg.max_len, "the model's max_len")},
-             {"tokenizer", {{"type", "hf_bpe"}}}};
-  tc.model = cfg.to_json();
-  const json config = tc.to_json();
-  fs::create_directories(run.dir);
-  tok.save(run.tokenizer());
-  nn::write_file_atomically(run.config().string(), config.dump(2) + "\n");
-  nn::save_checkpoint(run.latest().string(), *model, nullptr,
-                      {{"keystone.config", config.dump()}, {"keystone.imported_from", fs::absolute(dir).string()}});
+  write_imported_run(run, f, cfg, *model, tok, dir);
   std::printf("imported %s (%s, %lld parameters) into %s\n", dir.string().c_str(), a.name.c_str(),
               static_cast<long long>(model->num_parameters()), run.dir.string().c_str());
   return 0;
@@ -293,13 +361,15 @@ int export_model(const std::vector<std::string>& given) {
   if (cli::help_requested(given, export_usage().c_str())) return 0;
   std::vector<std::string> args = given;
   const std::string run_dir = positional(args, {"replace"}, "run folder (RUN)");
-  cli::Flags f(args, {"to", "out", "checkpoint", "weights", "replace", "base"}, {"replace"});
+  cli::Flags f(args, {"to", "out", "checkpoint", "weights", "replace", "base", "type"}, {"replace"});
   const std::string to = f.get("to", "");
-  if (to != "hf" && to != "peft") throw cli::UsageError("--to hf or --to peft is required");
+  if (to != "hf" && to != "peft" && to != "gguf") throw cli::UsageError("--to hf, --to peft or --to gguf is required");
   if (to != "peft" && f.has("base")) throw cli::UsageError("--base goes with --to peft");
-  if (!f.has("out")) throw cli::UsageError("--out DIR is required");
+  if (to != "gguf" && f.has("type")) throw cli::UsageError("--type goes with --to gguf");
+  if (!f.has("out")) throw cli::UsageError(to == "gguf" ? "--out FILE.gguf is required" : "--out DIR is required");
   const fs::path out = f.get("out", "");
   const bool replace = f.has("replace");
+  if (to == "gguf") return export_gguf(run_dir, f, out, replace);
   check_export_folder(out, run_dir, replace);
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
   LoadedRun run = load_run(run_dir, f.get("checkpoint", "best"), weights);
