@@ -100,7 +100,9 @@ std::vector<KeyDoc> shared_attention_keys() {
            "key/value heads, dividing heads (grouped-query attention; 1: multi-query); 0: heads (softmax, fixed)"},
           {"alibi", "ALiBi linear position biases on the scores, -m_h|i - j| (softmax, fixed)"},
           {"dropout", "dropout on the attention weights, in [0, 1)"},
-          {"bias", "biases in the projections"}};
+          {"bias", "biases in the projections"},
+          {"out_bias", "with bias: the output projection's too (false: q, k and v only, as Qwen2's)"},
+          {"window", "> 0: a sliding window over causal self-attention, the last `window` positions (softmax, fixed)"}};
 }
 
 std::vector<KeyDoc> attention_keys() {
@@ -145,6 +147,8 @@ nn::AttentionConfig parse_attention(const json& j, const ModelConfig& m, const s
   nn::read_json_key(j, "alibi", a.alibi, at);
   nn::read_json_key(j, "dropout", a.dropout, at);
   nn::read_json_key(j, "bias", a.bias, at);
+  nn::read_json_key(j, "out_bias", a.out_bias, at);
+  nn::read_json_key(j, "window", a.window, at);
   a = a.at_width(m.d_model);
   a.options = nn::parse_attention_options(j, a.type, at);  // the family's own keys
   try {
@@ -237,11 +241,9 @@ ModelConfig parse_model_config(const json& j, const std::string& prefix) {
   if (m.options) m.options->validate(m, p);
   const json& attention = j.contains("attention") ? j.at("attention") : json::object();
   m.attention = parse_attention(attention, m, p);
-  if (!m.bias) {  // model.bias false removes the projections' biases too; an explicit true contradicts it
-    KS_CHECK(!(attention.contains("bias") && attention.at("bias") == true), "config: ", p,
-             "attention.bias: true contradicts ", p, "bias: false (which removes every bias)");
-    m.attention.bias = false;
-  }
+  // model.bias false removes the projections' biases too, unless the
+  // attention section says otherwise (Qwen2: q/k/v biases, none elsewhere).
+  if (!m.bias && !attention.contains("bias")) m.attention.bias = false;
   return m;
 }
 
@@ -267,6 +269,9 @@ nlohmann::json ModelConfig::to_json() const {
             {"alibi", attention.alibi},
             {"dropout", attention.dropout},
             {"bias", attention.bias}});
+  // Only when set: the resolved config of every other run keeps exactly the keys it had.
+  if (!attention.out_bias) a["out_bias"] = false;
+  if (attention.window > 0) a["window"] = attention.window;
   json j = {{"model", model},
             {"d_model", d_model},
             {"d_ff", resolved_d_ff()},

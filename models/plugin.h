@@ -65,7 +65,7 @@
 
 // Bump at every change of a type below, and at every change of a public
 // class's virtual functions; then record the layouts anew (kRecordedLayouts).
-#define KS_PLUGIN_ABI_REVISION 4
+#define KS_PLUGIN_ABI_REVISION 5
 
 namespace ks::plugin_abi {
 
@@ -161,7 +161,7 @@ inline constexpr TypeLayout kLayouts[] = {
     KS_ABI_TYPE(ks::nn::Positions),
     KS_ABI_TYPE(ks::nn::AttentionOptions),
     KS_ABI_TYPE(ks::nn::AttentionConfig, type, d_model, kv_dim, heads, head_dim, kv_heads, alibi, dropout, bias,
-                rope_theta, options),
+                out_bias, window, rope_theta, rope_scaling, options),
     KS_ABI_TYPE(ks::nn::AttentionMask, causal, key_padding),
     KS_ABI_TYPE(ks::nn::AttentionCache, k, v, k_room, v_room, state, norm, key_padding, length, is_static),
     KS_ABI_TYPE(ks::nn::Attention, return_weights, head_gate, config),
@@ -235,6 +235,7 @@ inline constexpr Revision kRevisions[] = {
     {2, 0x09f11f552cf352a6ull},  // issue 52: the one registry, optimizer/schedule descriptors, Activation by name
     {3, 0x84288dd8813cc1e8ull},  // issue 52: built-in kinds' typed options, AttentionRecord, key_mixture()
     {4, 0xf3235f9fd2a30af8ull},  // issue 55: nn::Linear's LoRA adapter (Linear::lora)
+    {5, 0xa95eef0ab23e98e8ull},  // issue 55: AttentionConfig's rope_scaling, out_bias, window; takes_window()
 };
 inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::Device", 8, 4, 2, 0x0c35039535423be1ull},
@@ -256,17 +257,17 @@ inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::nn::FeedForward", 120, 8, 0, 0x0000000000000000ull},
     {"ks::nn::Positions", 8, 8, 0, 0x0000000000000000ull},
     {"ks::nn::AttentionOptions", 8, 8, 0, 0x0000000000000000ull},
-    {"ks::nn::AttentionConfig", 120, 8, 11, 0xb205be24871ebd4dull},
+    {"ks::nn::AttentionConfig", 168, 8, 14, 0x5147cb13a4ee497cull},
     {"ks::nn::AttentionMask", 24, 8, 2, 0x7ff65801b879b56dull},
     {"ks::nn::AttentionCache", 128, 8, 9, 0x8db41153c2c5f4fdull},
-    {"ks::nn::Attention", 328, 8, 0, 0x052b74d3ad8bb62dull},
+    {"ks::nn::Attention", 376, 8, 0, 0x052b74d3ad8bb62dull},
     {"ks::nn::AttentionRecord", 64, 8, 4, 0xc834997fb4a8ad65ull},
     {"ks::nn::KeyMixture", 32, 8, 4, 0xa2df09456f196f8cull},
     {"ks::nn::AttentionCost", 32, 8, 4, 0x4a1e0dfe63bcd9a5ull},
     {"ks::KeyDoc", 64, 8, 2, 0x677900dabee8a885ull},
     {"ks::nn::AttentionFamily", 40, 8, 5, 0x8eebdd1ab7637c25ull},
     {"ks::nn::CachedKeys", 56, 8, 4, 0xc834997fb4a8ad65ull},
-    {"ks::nn::MultiHeadAttention", 408, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::MultiHeadAttention", 456, 8, 0, 0x0000000000000000ull},
     {"ks::nn::ParamGroup", 40, 8, 3, 0x0a4b69776c4d24fdull},
     {"ks::nn::Optimizer", 160, 8, 0, 0x0000000000000000ull},
     {"ks::nn::OptimizerOptions", 8, 8, 0, 0x0000000000000000ull},
@@ -276,7 +277,7 @@ inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::nn::LRSchedule", 72, 8, 6, 0x42a948e34e586b25ull},
     {"ks::nn::ScheduleKind", 24, 8, 3, 0xe96f5ea847d9871dull},
     {"ks::models::ModelOptions", 8, 8, 0, 0x0000000000000000ull},
-    {"ks::models::ModelConfig", 400, 8, 19, 0x6f553bfb28afea6aull},
+    {"ks::models::ModelConfig", 448, 8, 19, 0xe840d6ea486702daull},
     {"ks::models::DecoderLmOptions", 16, 8, 0, 0x25ec8c06ad26810eull},
     {"ks::models::EncoderClassifierOptions", 96, 8, 0, 0x2d78524a55cc27cdull},
     {"ks::models::Seq2SeqOptions", 72, 8, 0, 0x1f1ce76bf0aa10e5ull},
@@ -284,10 +285,10 @@ inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::models::ModelCost", 32, 8, 4, 0x4a1e0dfe63bcd9a5ull},
     {"ks::models::Batch", 64, 8, 4, 0xc834997fb4a8ad65ull},
     {"ks::models::Predictions", 40, 8, 3, 0x925abb36d3a462f5ull},
-    {"ks::models::Model", 520, 8, 0, 0x0000000000000000ull},
-    {"ks::models::DecoderLM", 616, 8, 0, 0x0000000000000000ull},
-    {"ks::models::EncoderClassifier", 648, 8, 0, 0x0000000000000000ull},
-    {"ks::models::Seq2Seq", 704, 8, 0, 0x0000000000000000ull},
+    {"ks::models::Model", 568, 8, 0, 0x0000000000000000ull},
+    {"ks::models::DecoderLM", 664, 8, 0, 0x0000000000000000ull},
+    {"ks::models::EncoderClassifier", 696, 8, 0, 0x0000000000000000ull},
+    {"ks::models::Seq2Seq", 752, 8, 0, 0x0000000000000000ull},
 };
 
 }  // namespace ks::plugin_abi

@@ -81,6 +81,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   SdpaParams prm = resolve_attention_params(kOp, q, S, pad, opt.scale, opt.causal, opt.causal_offset, opt.dropout_p,
                                             opt.training, opt.gen);
   prm.alibi = opt.alibi;
+  KS_CHECK(opt.window >= 0, kOp, ": window must be >= 0 (0: none), got ", opt.window);
+  KS_CHECK(opt.window == 0 || opt.causal, kOp, ": a sliding window (window ", opt.window,
+           ") applies to causal attention only");
+  prm.window = opt.window;
 
   Tensor out = Tensor::empty({B, H, T, E}, q.dtype(), q.device());
   Tensor lse = Tensor::empty({B, H, T}, is_16bit(q.dtype()) ? kFloat32 : q.dtype(), q.device());  // kept wide

@@ -16,6 +16,10 @@
 //   causal         query i sees key j only if j <= causal_offset + i
 //                  (causal_offset: the keys a decoding cache held before;
 //                  query i stands at absolute position causal_offset + i).
+//   window         > 0, with causal: a sliding window (Mistral's): query i
+//                  also stops seeing key j once j <= causal_offset + i −
+//                  window, so it sees the `window` keys up to and including
+//                  its own position. The kernels skip the key tiles before it.
 //   alibi          ALiBi (Press et al. 2022): score (i, j) of head n gets
 //                  −m_n·|causal_offset + i − j|, the slopes m_n as in the
 //                  paper (attention_formulas::alibi_slope). Causal, that is
@@ -57,6 +61,7 @@ struct SdpaOptions {
   double scale = 0;  // <= 0: 1/√p
   bool causal = false;
   int64_t causal_offset = 0;  // query i sees key j iff j <= causal_offset + i
+  int64_t window = 0;         // > 0 (causal only): and iff j > causal_offset + i − window
   bool alibi = false;         // linear position biases, −m_head·|causal_offset + i − j|
   Tensor key_padding{};       // (B, S) bool, true = hidden; or undefined
   double dropout_p = 0;       // in [0, 1]
@@ -72,6 +77,7 @@ struct SdpaParams {
   double scale = 1;
   bool causal = false;
   int64_t causal_offset = 0;
+  int64_t window = 0;     // > 0: the sliding window (softmax attention only; causal)
   bool alibi = false;     // −m_head·|causal_offset + i − j| on every score (softmax attention only)
   bool dropout = false;   // draw a mask (training and p > 0)
   double keep = 1;        // 1 − p: element kept iff its uniform draw < keep

@@ -31,6 +31,27 @@ KS_HOST_DEVICE inline int64_t key_end(const SdpaParams& prm, int64_t i1, int64_t
   return n < 0 ? 0 : (n > S ? S : n);
 }
 
+// The sliding window (prm.window > 0, causal): the first key query i sees,
+// causal_offset + i − window + 1 (0 without a window).
+KS_HOST_DEVICE inline int64_t window_start(const SdpaParams& prm, int64_t i) {
+  if (!prm.causal || prm.window <= 0) return 0;
+  const int64_t n = prm.causal_offset + i - prm.window + 1;
+  return n < 0 ? 0 : n;
+}
+
+// How many leading keys of the tile [j0, j0 + cols) the window hides from query i.
+KS_HOST_DEVICE inline int64_t window_hidden(const SdpaParams& prm, int64_t i, int64_t j0, int64_t cols) {
+  const int64_t n = window_start(prm, i) - j0;
+  return n < 0 ? 0 : (n > cols ? cols : n);
+}
+
+// One past the last query that sees key j under the window (T without one).
+KS_HOST_DEVICE inline int64_t window_query_end(const SdpaParams& prm, int64_t j, int64_t T) {
+  if (!prm.causal || prm.window <= 0) return T;
+  const int64_t n = j - prm.causal_offset + prm.window;
+  return n < 0 ? 0 : (n > T ? T : n);
+}
+
 // The first query that sees key j0 (T if none does).
 KS_HOST_DEVICE inline int64_t first_query(const SdpaParams& prm, int64_t j0, int64_t T) {
   if (!prm.causal) return 0;

@@ -18,13 +18,15 @@
 
 namespace ks {
 
-Tensor attention_hidden_mask(int64_t B, int64_t T, int64_t S, bool causal, int64_t causal_offset,
+Tensor attention_hidden_mask(int64_t B, int64_t T, int64_t S, bool causal, int64_t causal_offset, int64_t window,
                              const Tensor& key_padding, Device device) {
   Tensor out;
   if (causal) {
     Tensor j = unsqueeze(arange(double(S), {.dtype = kInt64, .device = device}), 0);  // (1, S)
     Tensor i = unsqueeze(arange(double(T), {.dtype = kInt64, .device = device}), 1);  // (T, 1)
     out = view(gt(sub(j, i), double(causal_offset)), {1, 1, T, S});
+    if (window > 0)  // the sliding window: j <= causal_offset + i − window is hidden too
+      out = logical_or(out, view(le(sub(j, i), double(causal_offset - window)), {1, 1, T, S}));
   }
   if (key_padding.defined()) {
     Tensor pad = view(key_padding, {B, 1, 1, S});
@@ -75,8 +77,8 @@ Tensor scaled_dot_product_attention_in_ops(const Tensor& q, const Tensor& k, con
                                            const SdpaParams& prm) {
   Tensor s = mul(matmul_kv_heads(q, transpose(k, -1, -2)), prm.scale);
   if (prm.alibi) s = add(s, alibi_bias(q.size(1), q.size(2), k.size(2), prm.causal_offset, s.dtype(), s.device()));
-  Tensor hidden =
-      attention_hidden_mask(q.size(0), q.size(2), k.size(2), prm.causal, prm.causal_offset, key_padding, q.device());
+  Tensor hidden = attention_hidden_mask(q.size(0), q.size(2), k.size(2), prm.causal, prm.causal_offset, prm.window,
+                                        key_padding, q.device());
   if (hidden.defined()) s = masked_fill(s, hidden, -INFINITY);
   return weighted_values(softmax(s, -1), v, prm);
 }
@@ -92,7 +94,7 @@ Tensor mixture_attention_in_ops(const Tensor& q, const Tensor& k, const Tensor& 
                                 const Tensor& key_padding, const SdpaParams& prm, bool hard) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), P = q.size(3), M = k.size(2), S = k.size(3);
   Tensor scores = reshape(matmul(q, transpose(reshape(k, {B, H, M * S, P}), -1, -2)), {B, H, T, M, S});
-  Tensor hidden = attention_hidden_mask(B, T, S, prm.causal, prm.causal_offset, key_padding, q.device());
+  Tensor hidden = attention_hidden_mask(B, T, S, prm.causal, prm.causal_offset, 0, key_padding, q.device());
   return weighted_values(mixture_softmax_in_ops(scores, bias, prm.scale, hidden, hard), v, prm);
 }
 

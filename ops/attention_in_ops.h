@@ -23,9 +23,10 @@
 namespace ks {
 
 // True where query i may not see key j: (B, 1, T, S) bool (or (1, 1, T, S)
-// without padding), undefined when nothing is hidden. Causal: j > offset + i;
+// without padding), undefined when nothing is hidden. Causal: j > offset + i,
+// and with a sliding window (> 0) also j <= offset + i − window;
 // key_padding (B, S), true = hidden, or undefined.
-Tensor attention_hidden_mask(int64_t B, int64_t T, int64_t S, bool causal, int64_t causal_offset,
+Tensor attention_hidden_mask(int64_t B, int64_t T, int64_t S, bool causal, int64_t causal_offset, int64_t window,
                              const Tensor& key_padding, Device device);
 
 // The dropout factor mask/(1 − p) of the weights (`shape`, e.g. (B, h, T, S)),

@@ -106,7 +106,7 @@ std::shared_ptr<ks::nn::Attention> make_sigmoid(const ks::nn::AttentionConfig& c
 ks::nn::AttentionCost sigmoid_cost(const ks::nn::AttentionConfig& cfg, int64_t seq_len, bool causal) {
   const int64_t d = cfg.d_model, kv = cfg.resolved_kv_dim(), inner = cfg.heads * cfg.resolved_head_dim();
   const double keys = causal ? (double(seq_len) + 1) / 2 : double(seq_len);
-  return {.params = 2 * inner * (d + kv) + (cfg.bias ? 3 * inner + d : 0),
+  return {.params = 2 * inner * (d + kv) + (cfg.bias ? 3 * inner : 0) + (cfg.resolved_out_bias() ? d : 0),
           .flops_per_token = 4.0 * inner * (d + kv) + 4.0 * keys * double(inner),
           .cache_floats_per_position = 2.0 * double(inner)};
 }

@@ -70,6 +70,7 @@ AttentionConfig AttentionConfig::cross() const {
   AttentionConfig a = *this;
   a.rope_theta = 0;  // the decoder's queries and the encoder's keys share no positions
   a.rope_scaling = {};
+  a.window = 0;  // a window counts positions the encoder's keys do not share
   a.alibi = false;
   return a;
 }
@@ -105,6 +106,9 @@ void AttentionConfig::validate() const {
            "\" family has one key/value head per query head, got kv_heads ", kv_heads, " for ", heads,
            " heads (grouped-query attention: ", listed(families_that(&AttentionOptions::takes_kv_groups), " and "),
            ")");
+  KS_CHECK(window >= 0, "attention.window must be >= 0 (0: no sliding window), got ", window);
+  KS_CHECK(window == 0 || opts.takes_window(), "attention.window: the \"", type, "\" family does not take a ",
+           "sliding window (", listed(families_that(&AttentionOptions::takes_window), " and "), " do)");
   KS_CHECK(!alibi || opts.takes_alibi(), "attention.alibi: the \"", type, "\" family does not take ALiBi (",
            listed(families_that(&AttentionOptions::takes_alibi), " and "), " do)");
   opts.validate(*this);

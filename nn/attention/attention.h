@@ -55,6 +55,8 @@ class AttentionOptions {
   // shared validate refuses them, naming the families that do, otherwise.
   virtual bool takes_kv_groups() const { return false; }
   virtual bool takes_alibi() const { return false; }
+  // Whether the family takes a sliding window (AttentionConfig::window).
+  virtual bool takes_window() const { return false; }
 };
 
 // What every family has, plus the family's own options.
@@ -68,6 +70,10 @@ struct AttentionConfig {
   bool alibi = false;    // ALiBi's linear biases on the scores (Press et al. 2022), families that take it
   double dropout = 0;    // on attention weights (families that form them)
   bool bias = true;      // biases of the projections
+  bool out_bias = true;  // with bias: the output projection's too (false: q, k, v only, as Qwen2)
+  // > 0: a sliding window on causal self-attention (Mistral's): the query at
+  // position i sees the keys at i − window + 1 .. i only (ops/attention.h).
+  int64_t window = 0;
   // > 0: rotary position embeddings with this base θ (ops/rope.h): queries and
   // keys turn by their absolute positions (cache offset + t) after projection,
   // before the cache keeps the keys (nn/attention/rope.h). Set by the
@@ -83,6 +89,7 @@ struct AttentionConfig {
   int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : d_model / heads; }
   int64_t resolved_kv_dim() const { return kv_dim > 0 ? kv_dim : d_model; }
   int64_t resolved_kv_heads() const { return kv_heads > 0 ? kv_heads : heads; }
+  bool resolved_out_bias() const { return bias && out_bias; }
   // The attention of a layer of width d (self- and cross-attention over a
   // memory of the same width): this config with d_model = d and kv_dim 0.
   // The one place a model sets an attention's width.

@@ -38,13 +38,14 @@ Tensor gate_and_merge_heads(Attention& attn, const Tensor& heads) {
   return merge_heads(gated);
 }
 
-Tensor attention_mask(const AttentionMask& mask, int64_t batch, int64_t t, int64_t s, int64_t offset, Device device) {
+Tensor attention_mask(const AttentionMask& mask, int64_t batch, int64_t t, int64_t s, int64_t offset, Device device,
+                      int64_t window) {
   Tensor out;
   if (mask.causal) {
     Tensor c = Tensor::empty({1, 1, t, s}, kBool, Device::cpu());
     bool* p = c.data<bool>();
     for (int64_t i = 0; i < t; ++i)
-      for (int64_t j = 0; j < s; ++j) p[i * s + j] = j > offset + i;
+      for (int64_t j = 0; j < s; ++j) p[i * s + j] = j > offset + i || (window > 0 && j <= offset + i - window);
     out = device.is_cpu() ? c : to(c, device);
   }
   if (mask.key_padding.defined()) {

@@ -22,7 +22,8 @@ Tensor gate_and_merge_heads(Attention& attn, const Tensor& heads);
 
 // Bool (B or 1, 1, T, S), true where query i must not see key j: the causal
 // rule (j > offset + i) and/or key padding (B, S). Undefined if nothing is masked.
-Tensor attention_mask(const AttentionMask& mask, int64_t batch, int64_t t, int64_t s, int64_t offset, Device device);
+Tensor attention_mask(const AttentionMask& mask, int64_t batch, int64_t t, int64_t s, int64_t offset, Device device,
+                      int64_t window = 0);
 
 // Appends `fresh` (..., S_new, p) to `stored` along `dim` (a new tensor), or returns fresh.
 Tensor append_to_cache(const Tensor& stored, const Tensor& fresh, int64_t dim);

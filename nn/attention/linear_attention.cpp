@@ -55,7 +55,7 @@ LinearAttention::LinearAttention(const AttentionConfig& cfg, bool mixture)
   q = register_module("q", std::make_shared<Linear>(cfg.d_model, inner, cfg.bias));
   k = register_module("k", std::make_shared<Linear>(cfg.resolved_kv_dim(), num_keys * inner, cfg.bias));
   v = register_module("v", std::make_shared<Linear>(cfg.resolved_kv_dim(), inner, cfg.bias));
-  o = register_module("o", std::make_shared<Linear>(inner, cfg.d_model, cfg.bias));
+  o = register_module("o", std::make_shared<Linear>(inner, cfg.d_model, cfg.resolved_out_bias()));
   if (mixture) pi_logits = register_parameter("pi_logits", zeros({cfg.heads, num_keys}));
 }
 
@@ -175,7 +175,7 @@ AttentionCost cost(const AttentionConfig& cfg, int64_t M, bool mlk) {
   const int64_t inner = cfg.heads * p;
   AttentionCost c;
   const int64_t weights = inner * d + M * inner * kv + inner * kv + inner * d;
-  c.params = weights + (cfg.bias ? (M + 2) * inner + d : 0) + (mlk ? cfg.heads * M : 0);
+  c.params = weights + (cfg.bias ? (M + 2) * inner : 0) + (cfg.resolved_out_bias() ? d : 0) + (mlk ? cfg.heads * M : 0);
   // Per token, whatever the length and causal or not: its key adds φ(k) vᵀ
   // and φ(k) into the sums, its query reads them (p·p + p multiply-adds each,
   // per head); MLK first mixes M key features.

@@ -115,7 +115,7 @@ MixtureKeyAttention::MixtureKeyAttention(const AttentionConfig& cfg, bool shifte
   q = register_module("q", std::make_shared<Linear>(cfg.d_model, inner, cfg.bias));
   k = register_module("k", std::make_shared<Linear>(cfg.resolved_kv_dim(), shifted ? inner : M * inner, cfg.bias));
   v = register_module("v", std::make_shared<Linear>(cfg.resolved_kv_dim(), inner, cfg.bias));
-  o = register_module("o", std::make_shared<Linear>(inner, cfg.d_model, cfg.bias));
+  o = register_module("o", std::make_shared<Linear>(inner, cfg.d_model, cfg.resolved_out_bias()));
   if (options.soft_e)
     pi = register_buffer("pi", full({h, M}, 1.0 / double(M)));
   else if (options.learn_pi)
@@ -282,8 +282,8 @@ AttentionCost cost(const AttentionConfig& cfg, int64_t n, bool causal, bool shif
   const int64_t M = opt.keys, inner = h * p;
   const int64_t key_width = shifted ? inner : M * inner;
   AttentionCost c;
-  c.params = inner * d + key_width * kv + inner * kv + inner * d + (cfg.bias ? inner + key_width + inner + d : 0) +
-             (opt.soft_e || !opt.learn_pi ? 0 : h * M) + (shifted ? h * M * p : 0);
+  c.params = inner * d + key_width * kv + inner * kv + inner * d + (cfg.bias ? inner + key_width + inner : 0) +
+             (cfg.resolved_out_bias() ? d : 0) + (opt.soft_e || !opt.learn_pi ? 0 : h * M) + (shifted ? h * M * p : 0);
   const double keys = causal ? (double(n) + 1) / 2 : double(n);
   c.flops_per_token = 2.0 * (inner * d + key_width * kv + inner * kv + inner * d)  // projections
                       + 2.0 * double(M * inner)                                    // ‖k_jr‖² of this token's keys

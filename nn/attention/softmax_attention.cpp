@@ -29,13 +29,15 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, const std::st
   q = register_module("q", std::make_shared<Linear>(cfg.d_model, inner, cfg.bias));
   k = register_module("k", std::make_shared<Linear>(cfg.resolved_kv_dim(), kv_inner, cfg.bias));
   v = register_module("v", std::make_shared<Linear>(cfg.resolved_kv_dim(), kv_inner, cfg.bias));
-  o = register_module("o", std::make_shared<Linear>(inner, cfg.d_model, cfg.bias));
+  o = register_module("o", std::make_shared<Linear>(inner, cfg.d_model, cfg.resolved_out_bias()));
   attn_drop = register_module("attn_drop", std::make_shared<Dropout>(cfg.dropout));
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                    const AttentionMask& mask, AttentionCache* cache) {
   check_attention_inputs(config, query, key, value, mask, cache);
+  KS_CHECK(config.window == 0 || mask.causal, type_name(), ": attention.window ", config.window,
+           " is a sliding window over causal self-attention; this attention is not causal (an encoder's?)");
   SharedLinearInput share;  // q, k and v of one input save one bf16 copy of it (ops/linalg.h)
   const int64_t h = config.heads, g = config.resolved_kv_heads(), p = config.resolved_head_dim();
   const int64_t B = query.size(0), T = query.size(1);
@@ -56,6 +58,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
     const SdpaOptions opt{.scale = scale,
                           .causal = mask.causal,
                           .causal_offset = kv.offset,
+                          .window = config.window,
                           .alibi = config.alibi,
                           .key_padding = kv.key_padding,
                           .dropout_p = attn_drop->p,
@@ -68,7 +71,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   Tensor scores = matmul_kv_heads(mul(qh, scale), transpose(kv.k, -1, -2));  // (B, h, T, S)
   if (config.alibi) scores = add(scores, alibi_bias(h, T, S, kv.offset, scores.dtype(), scores.device()));
   record().scores = detach(scores);
-  Tensor masked = attention_mask({mask.causal, kv.key_padding}, B, T, S, kv.offset, query.device());
+  Tensor masked = attention_mask({mask.causal, kv.key_padding}, B, T, S, kv.offset, query.device(), config.window);
   if (masked.defined()) scores = masked_fill(scores, masked, -INFINITY);
   Tensor weights = softmax(scores, -1);  // a fully masked row gives zeros
   record().weights = detach(weights);
@@ -85,6 +88,7 @@ struct SoftmaxOptions : AttentionOptions {
   nlohmann::json to_json() const override { return nlohmann::json::object(); }
   bool takes_kv_groups() const override { return true; }
   bool takes_alibi() const override { return true; }
+  bool takes_window() const override { return true; }
   void validate(const AttentionConfig& cfg) const override {
     if (cfg.head_dim > 0)
       KS_CHECK(cfg.head_dim * cfg.heads == cfg.d_model, "attention.head_dim: the \"softmax\" family uses ",
@@ -99,6 +103,7 @@ struct FixedOptions : AttentionOptions {
   nlohmann::json to_json() const override { return nlohmann::json::object(); }
   bool takes_kv_groups() const override { return true; }
   bool takes_alibi() const override { return true; }
+  bool takes_window() const override { return true; }
   void validate(const AttentionConfig& cfg) const override {
     KS_CHECK(cfg.head_dim > 0, "attention.head_dim: the \"fixed\" family needs an explicit head_dim");
   }
@@ -116,8 +121,14 @@ AttentionCost mha_cost(const AttentionConfig& cfg, int64_t n, bool causal) {
   const int64_t d = cfg.d_model, kv = cfg.resolved_kv_dim(), inner = cfg.heads * cfg.resolved_head_dim();
   const int64_t kv_inner = cfg.resolved_kv_heads() * cfg.resolved_head_dim();
   AttentionCost c;
-  c.params = inner * d + 2 * kv_inner * kv + inner * d + (cfg.bias ? inner + 2 * kv_inner + d : 0);
-  const double keys = causal ? (double(n) + 1) / 2 : double(n);
+  c.params = inner * d + 2 * kv_inner * kv + inner * d + (cfg.bias ? inner + 2 * kv_inner : 0) +
+             (cfg.resolved_out_bias() ? d : 0);
+  // A causal query sees (n + 1) / 2 keys on average; under a window w of them
+  // at most: position i sees min(i + 1, w), summed over i < n and divided by n.
+  const double w = causal && cfg.window > 0 && cfg.window < n ? double(cfg.window) : 0;
+  const double keys = !causal ? double(n)
+                      : w > 0 ? (w * (w + 1) / 2 + (double(n) - w) * w) / double(n)
+                              : (double(n) + 1) / 2;
   c.flops_per_token = 2.0 * (inner * d + 2 * kv_inner * kv + inner * d)  // projections
                       + 2.0 * 2 * keys * double(inner)                   // QKᵀ and AV
                       + (cfg.alibi ? keys * double(cfg.heads) : 0.0);    // ALiBi's biases

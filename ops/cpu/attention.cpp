@@ -96,7 +96,8 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
       std::fill(m.begin(), m.end(), kNegInf);
       std::fill(l.begin(), l.end(), T(0));
       const int64_t jend = key_end(prm, i0 + rows, d.S);
-      for (int64_t j0 = 0; j0 < jend; j0 += kBc) {
+      // A sliding window: the key tiles before the first key row i0 sees are skipped.
+      for (int64_t j0 = window_start(prm, i0) / kBc * kBc; j0 < jend; j0 += kBc) {
         const int64_t cols = std::min(kBc, jend - j0);
         const T *Kj = K.at(kvp, j0), *Vj = V.at(kvp, j0);
         T* s = sbuf.data();
@@ -105,7 +106,8 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
           T* sr = s + r * cols;
           if (prm.alibi) add_alibi_row(sr, cols, slope, prm.causal_offset + i0 + r, j0);
           online_softmax_row(sr, cols, visible_prefix(prm, i0 + r, j0, cols), pad_b ? pad_b + j0 : nullptr,
-                             m[size_t(r)], l[size_t(r)], acc.data() + r * d.E, d.E);
+                             m[size_t(r)], l[size_t(r)], acc.data() + r * d.E, d.E,
+                             window_hidden(prm, i0 + r, j0, cols));
           if (prm.dropout) {
             T* f = fbuf.data();
             dropout_factors(f, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
@@ -158,7 +160,9 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
           T *dKj = dKp + j0 * d.P, *dVj = dVp + j0 * d.E;
           // Under the causal rule, query i sees key j0 only from i = j0 − offset on.
           const int64_t first_row = prm.causal ? std::clamp<int64_t>(j0 - prm.causal_offset, 0, d.T) : 0;
-          for (int64_t i0 = first_row / kBr * kBr; i0 < d.T; i0 += kBr) {
+          // ... and, under a sliding window, only up to the last query whose window holds j0 + cols − 1.
+          const int64_t last_row = window_query_end(prm, j0 + cols - 1, d.T);
+          for (int64_t i0 = first_row / kBr * kBr; i0 < last_row; i0 += kBr) {
             const int64_t rows = std::min(kBr, d.T - i0);
             const T *Qi = Q.at(pair, i0), *Gi = G.at(pair, i0);
             score_tile(P, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld);
@@ -167,7 +171,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
               const T lr = Lp[i0 + r];
               if (prm.alibi) add_alibi_row(pr, cols, slope, prm.causal_offset + i0 + r, j0);
               probability_row(pr, cols, lr == kNegInf ? 0 : visible_prefix(prm, i0 + r, j0, cols),
-                              pad_b ? pad_b + j0 : nullptr, lr);
+                              pad_b ? pad_b + j0 : nullptr, lr, window_hidden(prm, i0 + r, j0, cols));
               if (prm.dropout) dropout_factors(W + r * cols, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
             }
             weight_grad_tile(dP, rows, cols, d.E, Gi, G.ld, Vj, V.ld);  // dO Vᵀ

@@ -115,7 +115,8 @@ void sdpa_forward_bf16(const Tensor& out, const Tensor& lse, const Tensor& q_in,
               std::fill(m.begin(), m.end(), kNegInf);
               std::fill(l.begin(), l.end(), 0.f);
               const int64_t jend = key_end(prm, i0 + rows, d.S);
-              for (int64_t j0 = 0; j0 < jend; j0 += kBc) {
+              // A sliding window: the key tiles before the first key row i0 sees are skipped.
+              for (int64_t j0 = window_start(prm, i0) / kBc * kBc; j0 < jend; j0 += kBc) {
                 const int64_t cols = std::min(kBc, jend - j0);
                 float* s = sbuf.data();
                 // q kᵀ, (rows, cols)
@@ -132,7 +133,8 @@ void sdpa_forward_bf16(const Tensor& out, const Tensor& lse, const Tensor& q_in,
                   for (int64_t c = 0; c < cols; ++c) sr[c] *= scale;
                   if (prm.alibi) add_alibi_row(sr, cols, slope, prm.causal_offset + i0 + r, j0);
                   online_softmax_row(sr, cols, visible_prefix(prm, i0 + r, j0, cols), pad_b ? pad_b + j0 : nullptr,
-                                     m[size_t(r)], l[size_t(r)], acc.data() + r * d.E, d.E);
+                                     m[size_t(r)], l[size_t(r)], acc.data() + r * d.E, d.E,
+                                     window_hidden(prm, i0 + r, j0, cols));
                   if (prm.dropout) {
                     float* f = fbuf.data();
                     dropout_factors(f, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
@@ -229,7 +231,8 @@ void sdpa_backward_bf16(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
         for (int64_t j0 = 0; j0 < d.S; j0 += kBcBack) {
           const int64_t cols = std::min(kBcBack, d.S - j0), cols_p = padded(cols);
           float *dKj = dKp + j0 * d.P, *dVj = dVp + j0 * d.E;
-          for (int64_t i0 = first_query(prm, j0, d.T) / kBr * kBr; i0 < d.T; i0 += kBr) {
+          const int64_t last_row = window_query_end(prm, j0 + cols - 1, d.T);  // a sliding window's last reader
+          for (int64_t i0 = first_query(prm, j0, d.T) / kBr * kBr; i0 < last_row; i0 += kBr) {
             const int64_t rows = std::min(kBr, d.T - i0), rows_p = padded(rows);
             // scores, unscaled
             packed_product({.path = path,
@@ -246,7 +249,7 @@ void sdpa_backward_bf16(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
               for (int64_t c = 0; c < cols; ++c) pr[c] *= scale;
               if (prm.alibi) add_alibi_row(pr, cols, slope, prm.causal_offset + i0 + r, j0);
               probability_row(pr, cols, lse_r == kNegInf ? 0 : visible_prefix(prm, i0 + r, j0, cols),
-                              pad_b ? pad_b + j0 : nullptr, lse_r);
+                              pad_b ? pad_b + j0 : nullptr, lse_r, window_hidden(prm, i0 + r, j0, cols));
               if (prm.dropout) dropout_factors(W + r * cols, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
             }
             // dO vᵀ

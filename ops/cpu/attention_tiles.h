@@ -53,9 +53,11 @@ template <class T> struct Mat {
   }
 };
 
-// Sets score row entries [lim, cols) and padded keys to -inf; returns the row max.
-template <class T> T mask_row(T* s, int64_t lim, int64_t cols, const bool* pad) {
+// Sets score row entries [lim, cols), the first `hidden` (a sliding window's,
+// attention_formulas::window_hidden) and padded keys to -inf; returns the row max.
+template <class T> T mask_row(T* s, int64_t lim, int64_t cols, const bool* pad, int64_t hidden = 0) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  for (int64_t c = 0; c < hidden && c < lim; ++c) s[c] = kNegInf;
   for (int64_t c = lim; c < cols; ++c) s[c] = kNegInf;
   if (pad)
     for (int64_t c = 0; c < lim; ++c)
@@ -83,9 +85,9 @@ template <class T>
 // has seen no key yet comes out as zeros.
 template <class T>
 [[gnu::always_inline]] inline void online_softmax_row(T* s, int64_t cols, int64_t lim, const bool* pad, T& m, T& l,
-                                                      T* acc, int64_t E) {
+                                                      T* acc, int64_t E, int64_t hidden = 0) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  const T m_tile = mask_row(s, lim, cols, pad);
+  const T m_tile = mask_row(s, lim, cols, pad, hidden);
   const T m_new = std::max(m, m_tile);
   if (m_new == kNegInf) {  // nothing seen yet: this tile adds nothing to the row
     std::fill(s, s + cols, T(0));
@@ -131,8 +133,9 @@ template <class T>
 // P = exp(s − lse) at the visible keys, 0 elsewhere (and everywhere for a row
 // that saw no key, whose lse is -inf).
 template <class T>
-[[gnu::always_inline]] inline void probability_row(T* p, int64_t cols, int64_t lim, const bool* pad, T lse) {
-  mask_row(p, lim, cols, pad);
+[[gnu::always_inline]] inline void probability_row(T* p, int64_t cols, int64_t lim, const bool* pad, T lse,
+                                                   int64_t hidden = 0) {
+  mask_row(p, lim, cols, pad, hidden);
   for (int64_t c = 0; c < cols; ++c) p[c] = vmath::exp(p[c] - lse);  // -inf -> 0
   if (lim == 0) std::fill(p, p + cols, T(0));                        // lse = -inf would give NaN above
 }

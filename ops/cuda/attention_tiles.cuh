@@ -81,9 +81,10 @@ __device__ inline WarpRows warp_rows(int rw, int rows) {
 
 template <class T> __device__ inline T neg_inf() { return -INFINITY; }
 
-// Whether query i sees key j (j < S assumed).
+// Whether query i sees key j (j < S assumed): causal, a sliding window, padding.
 __device__ inline bool sees(const SdpaParams& prm, const bool* pad_b, int64_t i, int64_t j) {
   if (prm.causal && j > prm.causal_offset + i) return false;
+  if (prm.causal && prm.window > 0 && j <= prm.causal_offset + i - prm.window) return false;
   return !(pad_b && pad_b[j]);
 }
 

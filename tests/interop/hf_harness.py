@@ -192,7 +192,7 @@ class Harness:
 
     def check_common_damage(self, a):
         self.damaged(a, "unknown architecture", edit_cfg=lambda c: c.update(architectures=["BertForMaskedLM"]),
-                     needle='unknown architecture "BertForMaskedLM" (known: GPT2LMHeadModel, LlamaForCausalLM)')
+                     needle='unknown architecture "BertForMaskedLM" (known: GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)')
 
         def truncate(d):
             p = os.path.join(d, "model.safetensors")

@@ -1,12 +1,16 @@
 """tests/interop/llama_reference.py — Llama (LlamaForCausalLM) in plain
 PyTorch, from its Hugging Face state dict, computed as transformers'
-modeling_llama.py does in float32 eval mode: RMSNorm (the mean square in
-float32, x · rsqrt(ms + eps) · weight), rotary embeddings in the rotate_half
-pairing (dimension i of a head with i + p/2; inv_freq = θ^(-2i/p) and the
-angles in float32; rope_scaling linear, dynamic and llama3 as
-modeling_rope_utils.py computes them), grouped-query attention (query head n reads key/value head
-n // (h/g), repeat_kv), a SwiGLU MLP down(silu(gate(x)) · up(x)), no biases and
-an untied head (lm_head.weight; embed_tokens when tie_word_embeddings is true).
+modeling_llama.py does in float32 eval mode, and the Llama-shaped Mistral
+(modeling_mistral.py) and Qwen2 (modeling_qwen2.py) with it: RMSNorm (the
+mean square in float32, x · rsqrt(ms + eps) · weight), rotary embeddings in
+the rotate_half pairing (dimension i of a head with i + p/2; inv_freq =
+θ^(-2i/p) and the angles in float32; rope_scaling linear, dynamic and llama3
+as modeling_rope_utils.py computes them), grouped-query attention (query head
+n reads key/value head n // (h/g), repeat_kv), a SwiGLU MLP
+down(silu(gate(x)) · up(x)), attention biases where the config has them
+(Llama's attention_bias: q, k, v, o; Qwen2: q, k, v), Mistral's and Qwen2's
+sliding window, and an untied head (lm_head.weight; embed_tokens when
+tie_word_embeddings is true).
 What `keystone import --from hf` must agree with.
 Not here: the folder's files (hf_folder.py).
 """
@@ -33,10 +37,33 @@ def random_llama(cfg, seed):
                l + "post_attention_layernorm.weight": r(d, mean=1.0),
                l + "mlp.gate_proj.weight": r(f, d), l + "mlp.up_proj.weight": r(f, d),
                l + "mlp.down_proj.weight": r(d, f)}
+        for proj, width in attention_biases(cfg):
+            sd[l + f"self_attn.{proj}.bias"] = r(width)
     sd["model.norm.weight"] = r(d, mean=1.0)
     if not cfg.get("tie_word_embeddings", False):
         sd["lm_head.weight"] = r(V, d, scale=0.3)
     return sd
+
+
+def attention_biases(cfg):
+    """(projection, width) of the biased attention projections: Qwen2's q, k, v;
+    Llama's attention_bias q, k, v and o; none otherwise."""
+    d, h = cfg["hidden_size"], cfg["num_attention_heads"]
+    kv, p = cfg.get("num_key_value_heads", h), cfg.get("head_dim", d // h)
+    qkv = [("q_proj", h * p), ("k_proj", kv * p), ("v_proj", kv * p)]
+    if cfg.get("model_type") == "qwen2":
+        return qkv
+    return qkv + [("o_proj", d)] if cfg.get("attention_bias", False) else []
+
+
+def sliding_window(cfg, layer):
+    """The window of `layer` (None: full causal): Mistral's sliding_window; Qwen2's
+    from max_window_layers on when use_sliding_window."""
+    if cfg.get("model_type") == "mistral":
+        return cfg.get("sliding_window")
+    if cfg.get("model_type") == "qwen2" and cfg.get("use_sliding_window", False):
+        return cfg.get("sliding_window") if layer >= cfg.get("max_window_layers", 0) else None
+    return None
 
 
 def rms_norm(x, weight, eps):
@@ -97,15 +124,25 @@ def llama_logits(sd, cfg, ids):
     for i in range(cfg["num_hidden_layers"]):
         l = f"model.layers.{i}."
         y = rms_norm(x, sd[l + "input_layernorm.weight"], eps)
-        q = (y @ sd[l + "self_attn.q_proj.weight"].T).reshape(T, H, p).transpose(0, 1)  # (H, T, p)
-        k = (y @ sd[l + "self_attn.k_proj.weight"].T).reshape(T, G, p).transpose(0, 1)  # (G, T, p)
-        v = (y @ sd[l + "self_attn.v_proj.weight"].T).reshape(T, G, p).transpose(0, 1)
+        def proj(name):
+            out = y @ sd[l + f"self_attn.{name}.weight"].T
+            return out + sd[l + f"self_attn.{name}.bias"] if l + f"self_attn.{name}.bias" in sd else out
+        q = proj("q_proj").reshape(T, H, p).transpose(0, 1)  # (H, T, p)
+        k = proj("k_proj").reshape(T, G, p).transpose(0, 1)  # (G, T, p)
+        v = proj("v_proj").reshape(T, G, p).transpose(0, 1)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         k, v = k.repeat_interleave(H // G, dim=0), v.repeat_interleave(H // G, dim=0)  # repeat_kv
         att = (q @ k.transpose(-1, -2)) / math.sqrt(p)
-        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        seen = mask
+        window = sliding_window(cfg, i)
+        if window is not None:  # HF's sliding mask: key j hidden once j <= i - window
+            pos = torch.arange(T)
+            seen = mask & (pos[None, :] > pos[:, None] - window)
+        att = att.masked_fill(~seen, float("-inf")).softmax(-1)
         y = (att @ v).transpose(0, 1).reshape(T, H * p)
         x = x + y @ sd[l + "self_attn.o_proj.weight"].T
+        if l + "self_attn.o_proj.bias" in sd:
+            x = x + sd[l + "self_attn.o_proj.bias"]
         y = rms_norm(x, sd[l + "post_attention_layernorm.weight"], eps)
         gate = torch.nn.functional.silu(y @ sd[l + "mlp.gate_proj.weight"].T)
         x = x + (gate * (y @ sd[l + "mlp.up_proj.weight"].T)) @ sd[l + "mlp.down_proj.weight"].T

@@ -5,8 +5,8 @@ llama_reference.py: a random small LlamaForCausalLM (grouped-query attention,
 defaults, untied head) and a Llama-3-style tokenizer.json, through every
 check of hf_harness.py; then a tied checkpoint, a multi-query one and one
 whose head_dim is not hidden_size / heads, and Llama 3.1's, linear and
-dynamic rope_scaling (logits; the tied, head_dim, llama3 and dynamic ones
-exported and re-imported),
+dynamic rope_scaling, and attention_bias's q/k/v/o biases (logits; all but
+the multi-query and linear ones exported and re-imported),
 and the damaged folders and unsupported keys Llama has. Skips (77) where
 `import torch` fails.
 """
@@ -51,7 +51,8 @@ def main():
         for name, edit in (("tied", {"tie_word_embeddings": True}), ("multi-query", {"num_key_value_heads": 1}),
                            ("head_dim", {"head_dim": 12}), ("llama3", {"rope_scaling": llama3}),
                            ("linear", {"rope_scaling": {"type": "linear", "factor": 2.0}}),
-                           ("dynamic", {"rope_scaling": dynamic, "max_position_embeddings": 16})):
+                           ("dynamic", {"rope_scaling": dynamic, "max_position_embeddings": 16}),
+                           ("attention_bias", {"attention_bias": True})):
             v = Architecture(dict(cfg, **edit), None, tok, reference_tok, vocab, a.specials, eos, ref.llama_logits)
             v.sd = ref.random_llama(v.cfg, seed=3)
             d, run = os.path.join(h.tmp, "hf_" + name), os.path.join(h.tmp, "run_" + name)
@@ -62,7 +63,7 @@ def main():
                 plain = dict(v.cfg, rope_scaling=None)
                 h.check(not torch.allclose(ref.llama_logits(v.sd, plain, ids), ref.llama_logits(v.sd, v.cfg, ids)),
                         "dynamic scaling changes the reference's logits at 40 tokens")
-            if name in ("tied", "head_dim", "llama3", "dynamic"):  # a tied table without lm_head.weight, back
+            if name in ("tied", "head_dim", "llama3", "dynamic", "attention_bias"):  # a tied table without lm_head.weight, back
                 # out as one; head_dim and rope_scaling back out in config.json (dynamic with the original
                 # max_position_embeddings), the export -> import round trip bit-exact
                 h.check_export(v, d, run, ids, ("bos_token_id",), tag=f" ({name})")
@@ -96,8 +97,8 @@ def main():
                   needle='"rope_scaling": expected an object or null, got an array')
         h.damaged(a, "activation", edit_cfg=lambda c: c.update(hidden_act="gelu"),
                   needle='"hidden_act": "gelu" is not supported')
-        h.damaged(a, "attention_bias", edit_cfg=lambda c: c.update(attention_bias=True),
-                  needle='"attention_bias": true is not supported')
+        h.damaged(a, "attention_bias missing", edit_cfg=lambda c: c.update(attention_bias=True),
+                  needle="missing tensor 'model.layers.0.self_attn.q_proj.bias'")
         h.damaged(a, "mlp_bias", edit_cfg=lambda c: c.update(mlp_bias=True), needle='"mlp_bias": true is not supported')
         h.damaged(a, "extra tensor",
                   edit_sd=lambda s: s.update({"model.layers.0.self_attn.q_proj.bias": torch.zeros(32)}),

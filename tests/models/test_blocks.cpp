@@ -130,8 +130,11 @@ TEST_CASE("bad block values name the key") {
       bad({{"ff", "swigul"}}),
       "config: ff: unknown feed-forward 'swigul' (expected geglu, mlp or swiglu; did you mean swiglu?)", Error);
   CHECK_THROWS_WITH_AS(bad({{"bias", "no"}}), "config: bias: expected true or false, got \"no\"", Error);
-  CHECK_THROWS_WITH_AS(bad({{"bias", false}, {"attention", {{"bias", true}}}}),
-                       "config: attention.bias: true contradicts bias: false (which removes every bias)", Error);
+  CHECK_THROWS_WITH_AS(bad({{"attention", {{"window", -1}}}}),
+                       "config: attention.window must be >= 0 (0: no sliding window), got -1", Error);
+  CHECK_THROWS_WITH_AS(bad({{"attention", {{"type", "mgk"}, {"window", 4}}}}),
+                       doctest::Contains("config: attention.window: the \"mgk\" family does not take a sliding window"),
+                       Error);
   CHECK_THROWS_WITH_AS(bad({{"norm_epz", 1e-6}}),
                        "config: norm_epz: unknown key for model 'decoder_lm' (did you mean norm_eps?)", Error);
   CHECK_THROWS_WITH_AS(models::parse_model_config(json{{"vocab_size", 10}, {"norm", "x"}}, "model."),

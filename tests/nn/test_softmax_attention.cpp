@@ -2,7 +2,8 @@
 // families: a loop reference of softmax(QKᵀ/√p + mask)V per head then W_o,
 // float64 gradchecks of the whole module, causal and padding masks, cached
 // decoding against full recomputation (growing and static caches), returned
-// weights, "fixed" == "softmax" at p = d/h, parameter counts, config errors.
+// weights, sliding windows, q/k/v-only biases, "fixed" == "softmax" at
+// p = d/h, parameter counts, config errors.
 #include <cmath>
 
 #include "nn/attention/mgk_attention.h"
@@ -166,6 +167,45 @@ TEST_CASE("cached decoding one token at a time equals full recomputation") {
     Tensor pad_prefix = cat({narrow(pad, 1, 0, 3), zeros({2, 3}, {.dtype = kBool})}, 1);
     check_close(cat({head, rest}, 1), m->forward(x, {.causal = true, .key_padding = pad_prefix}), 1e-12, 1e-10);
   }
+}
+
+TEST_CASE("a sliding window (Mistral's): loop reference, cached decoding, the weights path, and out_bias false") {
+  for (const char* type : {"softmax", "fixed"}) {
+    CAPTURE(type);
+    nn::AttentionConfig cfg = config(type, 8, 2, std::string(type) == "fixed" ? 3 : 0);
+    cfg.window = 3;  // position i sees i − 2 .. i
+    auto m = make(cfg);
+    Tensor x = input({2, 7, 8}, 43);
+    const auto windowed = [](int64_t, int64_t i, int64_t j) { return j > i || j <= i - 3; };
+    Tensor full = m->forward(x, kCausal);
+    check_close(full, mha_ref(*m, x, x, x, windowed), 1e-12, 1e-10);
+    // A two-token prefill, then single tokens: each step's window over the cache.
+    nn::AttentionCache cache;
+    std::vector<Tensor> steps{m->forward(narrow(x, 1, 0, 2), kCausal, &cache)};
+    for (int64_t t = 2; t < 7; ++t) steps.push_back(m->forward(narrow(x, 1, t, 1), kCausal, &cache));
+    check_close(cat(steps, 1), full, 1e-12, 1e-10);
+    // The weights path masks as the fused op does.
+    m->return_weights = true;
+    check_close(m->forward(x, kCausal), full, 1e-12, 1e-10);
+    Vec ref;
+    mha_ref(*m, x, x, x, windowed, &ref);
+    check_close(m->record().weights, ref, 1e-12, 1e-10);
+    m->return_weights = false;
+    CHECK_THROWS_WITH_AS(m->forward(x, {}), doctest::Contains("is a sliding window over causal self-attention"), Error);
+  }
+  // A window costs fewer products per token once the sequence is longer than it.
+  nn::AttentionConfig w = config("softmax", 8, 2);
+  w.window = 4;
+  CHECK(nn::attention_cost(w, 64, true).flops_per_token <
+        nn::attention_cost(config("softmax", 8, 2), 64, true).flops_per_token);
+  // out_bias false: q, k and v keep their biases, the output projection has none (Qwen2).
+  nn::AttentionConfig qkv = config("softmax", 8, 2);
+  qkv.out_bias = false;
+  auto q = make(qkv);
+  CHECK(q->num_parameters() == 4 * 8 * 8 + 3 * 8);
+  CHECK(nn::attention_cost(qkv, 16, false).params == q->num_parameters());
+  Tensor x = input({2, 5, 8}, 44);
+  check_close(q->forward(x, kCausal), mha_ref(*q, x, x, x, causal_mask()), 1e-12, 1e-10);
 }
 
 TEST_CASE("cross-attention static cache projects the memory once and reuses it") {

@@ -1,6 +1,7 @@
 // tests/ops/test_attention_groups.cpp — scaled_dot_product_attention with
 // grouped-query keys and values (k, v with g heads dividing q's h: query head
-// n reads key/value head n / (h / g)) and with ALiBi's biases: forward
+// n reads key/value head n / (h / g)), with ALiBi's biases and with sliding
+// windows (j > offset + i − window): forward
 // against float64 loops that look K/V up per head and add −m_n·|offset + i − j|
 // with the paper's slopes written out; values and gradients against the
 // composed path with K/V repeated explicitly (so the gradients sum over the
@@ -59,7 +60,8 @@ Tensor composed(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOpt
   const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(q.size(3)));
   Tensor s = mul(matmul(q, transpose(repeat_kv(k, h), -1, -2)), scale);
   if (o.alibi) s = add(s, to(bias_of(h, T, S, o.causal_offset), s.dtype()));
-  Tensor hidden = attention_hidden_mask(q.size(0), T, S, o.causal, o.causal_offset, o.key_padding, q.device());
+  Tensor hidden =
+      attention_hidden_mask(q.size(0), T, S, o.causal, o.causal_offset, o.window, o.key_padding, q.device());
   if (hidden.defined()) s = masked_fill(s, hidden, -INFINITY);
   return matmul(dropout(softmax(s, -1), o.dropout_p, o.training, o.gen), repeat_kv(v, h));
 }
@@ -79,7 +81,8 @@ std::vector<double> reference(const Tensor& q, const Tensor& k, const Tensor& v,
         const int64_t qh = b * H + n, kh = b * G + n / (H / G);
         double mx = -INFINITY;
         for (int64_t j = 0; j < S; ++j) {
-          const bool masked = (o.causal && j > o.causal_offset + i) || (!pad.empty() && pad[size_t(b * S + j)] != 0);
+          const bool masked = (o.causal && j > o.causal_offset + i) || (!pad.empty() && pad[size_t(b * S + j)] != 0) ||
+                              (o.causal && o.window > 0 && j <= o.causal_offset + i - o.window);  // sliding window
           double s = 0;
           for (int64_t a = 0; a < P; ++a) s += qv[size_t((qh * T + i) * P + a)] * kv[size_t((kh * S + j) * P + a)];
           s = s * scale - slopes[size_t(n)] * std::abs(double(o.causal_offset + i - j));
@@ -138,6 +141,14 @@ std::vector<Case> cases() {
         {8, 4, 66, 70, {.causal = true, .causal_offset = 4, .alibi = alibi, .dropout_p = 0.2, .training = true}});
   }
   out.push_back({8, 8, 5, 7, {.causal = true, .causal_offset = 2, .alibi = true}});  // no groups, ALiBi alone
+  // Sliding windows (Mistral's): within one tile; across the 256-key forward
+  // tiles and 64-key backward tiles with a cache offset (whole tiles skipped)
+  // and dropout; a decoding step's one query; a window wider than the keys.
+  out.push_back({8, 2, 70, 70, {.causal = true, .window = 5, .key_padding = pad}});
+  out.push_back(
+      {6, 3, 66, 300, {.causal = true, .causal_offset = 234, .window = 100, .dropout_p = 0.2, .training = true}});
+  out.push_back({8, 4, 1, 300, {.causal = true, .causal_offset = 299, .window = 64, .alibi = true}});
+  out.push_back({8, 8, 9, 9, {.causal = true, .window = 50}});
   return out;
 }
 
@@ -151,6 +162,7 @@ TEST_CASE(
     CAPTURE(c.T);
     CAPTURE(c.opt.alibi);
     CAPTURE(c.opt.causal);
+    CAPTURE(c.opt.window);
     Tensor q = lf({2, c.h, c.T, 8}, 1), k = lf({2, c.g, c.S, 8}, 2), v = lf({2, c.g, c.S, 5}, 3);
     if (!c.opt.training)
       check_close(scaled_dot_product_attention(q, k, v, c.opt), reference(q, k, v, c.opt), 1e-12, 1e-10);

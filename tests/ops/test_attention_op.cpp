@@ -20,8 +20,8 @@ namespace {
 Tensor composed(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& o) {
   const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(q.size(3)));
   Tensor s = mul(matmul(q, transpose(k, -1, -2)), scale);
-  Tensor h =
-      attention_hidden_mask(q.size(0), q.size(2), k.size(2), o.causal, o.causal_offset, o.key_padding, q.device());
+  Tensor h = attention_hidden_mask(q.size(0), q.size(2), k.size(2), o.causal, o.causal_offset, o.window, o.key_padding,
+                                   q.device());
   if (h.defined()) s = masked_fill(s, h, -INFINITY);
   return matmul(dropout(softmax(s, -1), o.dropout_p, o.training, o.gen), v);
 }
@@ -286,4 +286,9 @@ TEST_CASE("scaled_dot_product_attention reports bad shapes and dtypes") {
                        "scaled_dot_product_attention: key_padding must be bool (2, 7), got bool [2, 5]", Error);
   CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k, v, {.dropout_p = 1.5}),
                        "scaled_dot_product_attention: dropout_p must be in [0, 1], got 1.5", Error);
+  CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k, v, {.window = 3}),
+                       "scaled_dot_product_attention: a sliding window (window 3) applies to causal attention only",
+                       Error);
+  CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k, v, {.causal = true, .window = -1}),
+                       "scaled_dot_product_attention: window must be >= 0 (0: none), got -1", Error);
 }

@@ -35,7 +35,7 @@ MixtureAttention composed(const Tensor& q, const Tensor& k, const Tensor& bias, 
                           const MixtureAttentionOptions& o) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), P = q.size(3), M = k.size(2), S = k.size(3);
   Tensor scores = view(matmul(q, transpose(reshape(k, {B, H, M * S, P}), -1, -2)), {B, H, T, M, S});
-  Tensor mask = attention_hidden_mask(B, T, S, o.causal, o.causal_offset, o.key_padding, q.device());
+  Tensor mask = attention_hidden_mask(B, T, S, o.causal, o.causal_offset, 0, o.key_padding, q.device());
   MixtureSoftmax mix =
       mixture_softmax(scores, bias, resolved_scale(q, o), mask, {.hard = o.hard, .responsibilities = o.totals});
   MixtureAttention r;

@@ -118,6 +118,9 @@ std::string gpt2_cannot_export(const models::ModelConfig& m) {
   if (m.activation != "gelu" && m.activation != "gelu_tanh" && m.activation != "relu")
     why.push_back(str("activation \"", m.activation, "\" (GPT-2's: gelu_new, gelu or relu)"));
   if (!m.bias || !m.attention.bias) why.push_back("bias false (GPT-2's projections and norms have biases)");
+  if (!m.attention.out_bias) why.push_back("attention.out_bias false (GPT-2's c_proj has a bias)");
+  if (m.attention.window > 0)
+    why.push_back(str("attention.window ", m.attention.window, " (GPT-2 has no sliding window)"));
   if (m.attention.resolved_kv_heads() != m.attention.heads)
     why.push_back("attention.kv_heads (GPT-2 has as many key/value heads as query heads)");
   if (m.attention.resolved_head_dim() * m.attention.heads != m.d_model)

@@ -1,11 +1,14 @@
-// tools/interop/llama.cpp — LlamaForCausalLM as a Keystone decoder_lm: RMSNorm
-// (rms_norm_eps), rotary positions (rope_theta; rope_scaling linear, dynamic
-// or llama3, as Llama 3.1/3.2 ship: nn/positions/rope.cpp), a SwiGLU
-// feed-forward (hidden_act silu), grouped-query softmax attention
-// (num_key_value_heads), no biases, pre-norm, a head of its own (or tied).
-// A head_dim other than hidden_size / num_attention_heads is imported as the
-// "fixed" attention family (the same attention with an explicit head size),
-// and such a model exports with head_dim in config.json.
+// tools/interop/llama.cpp — LlamaForCausalLM as a Keystone decoder_lm, and
+// the Llama-shaped variants of tools/interop/llama_like.h (Mistral, Qwen2),
+// which share its names and mapping: RMSNorm (rms_norm_eps), rotary positions
+// (rope_theta; rope_scaling linear, dynamic or llama3, as Llama 3.1/3.2 ship:
+// nn/positions/rope.cpp), a SwiGLU feed-forward (hidden_act silu),
+// grouped-query softmax attention (num_key_value_heads), pre-norm, a head of
+// its own (or tied); biases only on the attention projections (Llama's
+// attention_bias: q, k, v and o; Qwen2's q, k and v), none in the norms and
+// the feed-forward. A head_dim other than hidden_size / num_attention_heads is
+// imported as the "fixed" attention family (the same attention with an
+// explicit head size), and such a model exports with head_dim in config.json.
 //
 //   HF (LlamaForCausalLM)                                    Keystone decoder_lm
 //   model.embed_tokens.weight (V, d)                         tok.weight
@@ -13,6 +16,7 @@
 //   model.layers.i.self_attn.q_proj.weight (h·p, d)          layers.i.self_attn.q.weight
 //   model.layers.i.self_attn.{k,v}_proj.weight (g·p, d)      layers.i.self_attn.{k,v}.weight
 //   model.layers.i.self_attn.o_proj.weight (d, h·p)          layers.i.self_attn.o.weight
+//   model.layers.i.self_attn.{q,k,v,o}_proj.bias             layers.i.self_attn.{q,k,v,o}.bias (where biased)
 //   model.layers.i.post_attention_layernorm.weight (d)       layers.i.ln3.weight
 //   model.layers.i.mlp.{gate,up}_proj.weight (f, d)          layers.i.ff.{gate,up}.weight
 //   model.layers.i.mlp.down_proj.weight (d, f)               layers.i.ff.down.weight
@@ -24,12 +28,15 @@
 // key/value head n / (h/g) in both (HF's repeat_kv; ops/attention.h).
 // A tied checkpoint (tie_word_embeddings true, no lm_head.weight) makes a tied
 // model with unscaled lookups (hf_architecture.h set_head).
+// Export picks the first architecture in name order that can express a model:
+// a Llama-shaped one without a window and with no or all four attention
+// biases is LlamaForCausalLM, whatever it was imported from.
 // Not here: GPT-2 (tools/interop/gpt2.cpp).
 #include <algorithm>
 
 #include "core/error.h"
 #include "nn/user_input.h"
-#include "tools/interop/hf_architecture.h"
+#include "tools/interop/llama_like.h"
 
 namespace ks::interop {
 namespace {
@@ -53,7 +60,20 @@ json rope_scaling(const HfConfig& c, int64_t max_position_embeddings) {
   return r;
 }
 
-models::ModelConfig llama_model_config(const HfConfig& c) {
+// The attention window config.json gives (0: none), per the variant's keys.
+int64_t sliding_window(const HfConfig& c, const LlamaVariant& v, int64_t layers) {
+  if (v.window == LlamaVariant::Window::SlidingWindow) return c.has("sliding_window") ? c.integer("sliding_window") : 0;
+  if (v.window != LlamaVariant::Window::Qwen2Keys || !c.boolean_or("use_sliding_window", false)) return 0;
+  // HF's Qwen2 windows the layers from max_window_layers on.
+  const int64_t from = c.integer_or("max_window_layers", layers);
+  if (from >= layers) return 0;
+  if (from != 0)
+    c.fail("max_window_layers", str(from, " windows layers ", from, " to ", layers - 1, " only; Keystone's ",
+                                    "sliding window is the whole model's (0 or >= num_hidden_layers ", layers, ")"));
+  return c.integer("sliding_window");
+}
+
+models::ModelConfig llama_model_config(const HfConfig& c, const LlamaVariant& v) {
   models::ModelConfig m;
   m.model = "decoder_lm";
   m.vocab_size = c.integer("vocab_size");
@@ -83,16 +103,14 @@ models::ModelConfig llama_model_config(const HfConfig& c) {
         r["factor"].get<double>() > 1)
       m.max_len = std::min<int64_t>(models::kMaxLength, int64_t(r["factor"].get<double>() * double(m.max_len)));
   }
-  if (c.boolean_or("attention_bias", false))
-    c.fail("attention_bias", "true is not supported (a Keystone model with biases has them in its norms too)");
   if (c.boolean_or("mlp_bias", false))
-    c.fail("mlp_bias", "true is not supported (a Keystone model with biases has them in its norms too)");
+    c.fail("mlp_bias", "true is not supported (Keystone's Llama-shaped models have no feed-forward biases)");
   m.norm = "rmsnorm";
   m.norm_eps = c.number_or("rms_norm_eps", kRmsNormEps);
   if (!(m.norm_eps > 0)) c.fail("rms_norm_eps", str("must be > 0, got ", m.norm_eps));
   m.ff = "swiglu";
-  m.bias = false;
-  m.dropout = 0;  // Llama has no residual dropout
+  m.bias = false;  // no biases in the norms and the feed-forward
+  m.dropout = 0;   // Llama has no residual dropout
   m.pre_norm = true;
   m.positions = "rope";
   try {
@@ -110,14 +128,18 @@ models::ModelConfig llama_model_config(const HfConfig& c) {
   m.attention.head_dim = head_dim;
   m.attention.kv_heads = kv_heads;
   m.attention.dropout = c.probability_or("attention_dropout", 0.0);
-  m.attention.bias = false;
+  const bool qkv_only = v.bias == LlamaVariant::Bias::QkvOnly;
+  m.attention.bias = qkv_only || c.boolean_or("attention_bias", false);
+  m.attention.out_bias = !qkv_only;
+  m.attention.window = sliding_window(c, v, m.layers);
   return m;
 }
 
-// One layer's weights: the HF name after "model.layers.i.", Keystone's after
-// "layers.i." (both with ".weight"), the shape, and the config keys that fix it.
+// One layer's parameters: the HF module after "model.layers.i.", Keystone's
+// after "layers.i.", the parameter ("weight" or "bias"), its shape, and the
+// config keys that fix it.
 struct LayerWeight {
-  std::string hf, keystone;
+  std::string hf, keystone, param;
   Shape shape;
   std::string why;
 };
@@ -128,15 +150,22 @@ std::vector<LayerWeight> layer_weights(const models::ModelConfig& m) {
   const std::string dims = str("hidden_size ", d), ffs = str("hidden_size ", d, ", intermediate_size ", f);
   const std::string qs = str("hidden_size ", d, ", num_attention_heads ", h, ", head size ", p);
   const std::string kvs = str("hidden_size ", d, ", num_key_value_heads ", g, ", head size ", p);
-  return {{"input_layernorm", "ln1", {d}, dims},
-          {"self_attn.q_proj", "self_attn.q", {h * p, d}, qs},
-          {"self_attn.k_proj", "self_attn.k", {g * p, d}, kvs},
-          {"self_attn.v_proj", "self_attn.v", {g * p, d}, kvs},
-          {"self_attn.o_proj", "self_attn.o", {d, h * p}, qs},
-          {"post_attention_layernorm", "ln3", {d}, dims},
-          {"mlp.gate_proj", "ff.gate", {f, d}, ffs},
-          {"mlp.up_proj", "ff.up", {f, d}, ffs},
-          {"mlp.down_proj", "ff.down", {d, f}, ffs}};
+  std::vector<LayerWeight> w = {{"input_layernorm", "ln1", "weight", {d}, dims},
+                                {"self_attn.q_proj", "self_attn.q", "weight", {h * p, d}, qs},
+                                {"self_attn.k_proj", "self_attn.k", "weight", {g * p, d}, kvs},
+                                {"self_attn.v_proj", "self_attn.v", "weight", {g * p, d}, kvs},
+                                {"self_attn.o_proj", "self_attn.o", "weight", {d, h * p}, qs},
+                                {"post_attention_layernorm", "ln3", "weight", {d}, dims},
+                                {"mlp.gate_proj", "ff.gate", "weight", {f, d}, ffs},
+                                {"mlp.up_proj", "ff.up", "weight", {f, d}, ffs},
+                                {"mlp.down_proj", "ff.down", "weight", {d, f}, ffs}};
+  if (m.attention.bias) {
+    w.push_back({"self_attn.q_proj", "self_attn.q", "bias", {h * p}, qs});
+    w.push_back({"self_attn.k_proj", "self_attn.k", "bias", {g * p}, kvs});
+    w.push_back({"self_attn.v_proj", "self_attn.v", "bias", {g * p}, kvs});
+    if (m.attention.resolved_out_bias()) w.push_back({"self_attn.o_proj", "self_attn.o", "bias", {d}, dims});
+  }
+  return w;
 }
 
 nn::NamedTensors llama_import(HfTensors& t, const HfConfig&, const models::ModelConfig& m) {
@@ -149,7 +178,7 @@ nn::NamedTensors llama_import(HfTensors& t, const HfConfig&, const models::Model
   for (int64_t i = 0; i < m.layers; ++i) {
     const std::string l = str("model.layers.", i, "."), k = str("layers.", i, ".");
     for (const LayerWeight& w : weights)
-      out.emplace_back(str(k, w.keystone, ".weight"), t.take(str(l, w.hf, ".weight"), w.shape, w.why));
+      out.emplace_back(str(k, w.keystone, ".", w.param), t.take(str(l, w.hf, ".", w.param), w.shape, w.why));
     if (t.has(l + "self_attn.rotary_emb.inv_freq")) t.ignore(l + "self_attn.rotary_emb.inv_freq");  // older files
   }
   out.emplace_back("ln_f.weight", t.take("model.norm.weight", {d}, dims));
@@ -157,24 +186,34 @@ nn::NamedTensors llama_import(HfTensors& t, const HfConfig&, const models::Model
   return out;
 }
 
-std::string llama_cannot_export(const models::ModelConfig& m) {
-  std::vector<std::string> why = causal_lm_mismatches(m, "Llama");
-  if (m.positions != "rope") why.push_back(str("positions \"", m.positions, "\" (Llama's: rope)"));
-  if (m.norm != "rmsnorm") why.push_back(str("norm \"", m.norm, "\" (Llama: rmsnorm)"));
-  if (m.ff != "swiglu") why.push_back(str("ff \"", m.ff, "\" (Llama: swiglu)"));
-  if (m.bias || m.attention.bias) why.push_back("bias true (Llama has no biases)");
+std::string llama_cannot_export(const models::ModelConfig& m, const LlamaVariant& v) {
+  std::vector<std::string> why = causal_lm_mismatches(m, v.words);
+  if (m.positions != "rope") why.push_back(str("positions \"", m.positions, "\" (", v.words, "'s: rope)"));
+  if (m.norm != "rmsnorm") why.push_back(str("norm \"", m.norm, "\" (", v.words, ": rmsnorm)"));
+  if (m.ff != "swiglu") why.push_back(str("ff \"", m.ff, "\" (", v.words, ": swiglu)"));
+  if (m.bias) why.push_back(str("bias true (", v.words, " has no biases in its norms and feed-forward)"));
+  const bool qkv_only = m.attention.bias && !m.attention.out_bias;
+  if (v.bias == LlamaVariant::Bias::QkvOnly && !qkv_only)
+    why.push_back(str("attention.bias ", m.attention.bias ? "true with out_bias true" : "false", " (", v.words,
+                      ": q, k and v biases, none on the output)"));
+  if (v.bias == LlamaVariant::Bias::AttentionBiasKey && qkv_only)
+    why.push_back(str("attention.out_bias false with bias true (", v.words, "'s attention_bias biases all four)"));
+  if (v.window == LlamaVariant::Window::None && m.attention.window > 0)
+    why.push_back(str("attention.window ", m.attention.window, " (", v.words, " has no sliding window)"));
+  if (v.window == LlamaVariant::Window::SlidingWindow && m.attention.window == 0)
+    why.push_back(str("attention.window 0 (", v.words, " without a sliding window is Llama's form)"));
   return joined(why);
 }
 
-json llama_hf_config(const models::ModelConfig& m) {
+json llama_hf_config(const models::ModelConfig& m, const LlamaVariant& v) {
   const int64_t heads = m.attention.heads, head_dim = m.attention.resolved_head_dim();
   const json rope = m.position_kind()->to_json();
   const json scaling = rope.value("rope_scaling", json());
   // HF's dynamic scaling grows from max_position_embeddings: the original context.
   const bool dynamic = scaling.is_object() && scaling.value("rope_type", "") == "dynamic";
   const int64_t max_positions = dynamic ? scaling.at("original_max_position_embeddings").get<int64_t>() : m.max_len;
-  json c = {{"architectures", {"LlamaForCausalLM"}},
-            {"model_type", "llama"},
+  json c = {{"architectures", {v.name}},
+            {"model_type", v.model_type},
             {"vocab_size", m.vocab_size},
             {"hidden_size", m.d_model},
             {"intermediate_size", m.resolved_d_ff()},
@@ -186,11 +225,19 @@ json llama_hf_config(const models::ModelConfig& m) {
             {"rms_norm_eps", m.norm_eps},
             {"rope_theta", rope.at("rope_theta")},
             {"rope_scaling", scaling},
-            {"attention_bias", false},
             {"attention_dropout", m.attention.dropout},
-            {"mlp_bias", false},
             {"torch_dtype", "float32"}};
   c["head_dim"] = head_dim;  // explicit even where it is HF's default, hidden_size / heads
+  if (v.bias == LlamaVariant::Bias::AttentionBiasKey) {
+    c["attention_bias"] = m.attention.bias;
+    c["mlp_bias"] = false;
+  }
+  if (v.window == LlamaVariant::Window::SlidingWindow) c["sliding_window"] = m.attention.window;
+  if (v.window == LlamaVariant::Window::Qwen2Keys) {
+    c["use_sliding_window"] = m.attention.window > 0;
+    c["sliding_window"] = m.attention.window > 0 ? json(m.attention.window) : json();
+    c["max_window_layers"] = m.attention.window > 0 ? 0 : m.layers;
+  }
   return c;
 }
 
@@ -201,8 +248,8 @@ nn::NamedTensors llama_export(const nn::NamedTensors& state, const models::Model
   const std::vector<LayerWeight> weights = layer_weights(m);
   for (int64_t i = 0; i < m.layers; ++i)
     for (const LayerWeight& w : weights)
-      out.emplace_back(str("model.layers.", i, ".", w.hf, ".weight"),
-                       s.at(str("layers.", i, ".", w.keystone, ".weight")));
+      out.emplace_back(str("model.layers.", i, ".", w.hf, ".", w.param),
+                       s.at(str("layers.", i, ".", w.keystone, ".", w.param)));
   out.emplace_back("model.norm.weight", s.at("ln_f.weight"));
   export_head(out, s, m);
   return out;
@@ -210,7 +257,7 @@ nn::NamedTensors llama_export(const nn::NamedTensors& state, const models::Model
 
 // LoRA adapters: each of the model's Linears is one of Llama's (q_proj, ..., down_proj, lm_head).
 std::vector<HfLora> llama_export_lora(const LoraAdapters& adapters, const models::ModelConfig& m, int64_t r,
-                                      double alpha) {
+                                      double alpha, const std::string& words) {
   const std::vector<LayerWeight> weights = layer_weights(m);
   return one_to_one_lora(
       adapters, r, alpha,
@@ -221,22 +268,23 @@ std::vector<HfLora> llama_export_lora(const LoraAdapters& adapters, const models
             if (path == str("layers.", i, ".", w.keystone)) return str("model.layers.", i, ".", w.hf);
         return "";
       },
-      "Llama");
-}
-
-HfArchitecture llama() {
-  return {.name = "LlamaForCausalLM",
-          .model_type = "llama",
-          .model_config = llama_model_config,
-          .import_tensors = llama_import,
-          .cannot_export = llama_cannot_export,
-          .hf_config = llama_hf_config,
-          .export_tensors = llama_export,
-          .export_lora = llama_export_lora};
+      words);
 }
 
 }  // namespace
 
-KS_HF_ARCHITECTURE(llama());
+HfArchitecture llama_like(const LlamaVariant& v) {
+  return {.name = v.name,
+          .model_type = v.model_type,
+          .model_config = [v](const HfConfig& c) { return llama_model_config(c, v); },
+          .import_tensors = llama_import,
+          .cannot_export = [v](const models::ModelConfig& m) { return llama_cannot_export(m, v); },
+          .hf_config = [v](const models::ModelConfig& m) { return llama_hf_config(m, v); },
+          .export_tensors = llama_export,
+          .export_lora = [v](const LoraAdapters& a, const models::ModelConfig& m, int64_t r,
+                             double alpha) { return llama_export_lora(a, m, r, alpha, v.words); }};
+}
+
+KS_HF_ARCHITECTURE(llama_like({.name = "LlamaForCausalLM", .model_type = "llama", .words = "Llama"}));
 
 }  // namespace ks::interop
