@@ -207,24 +207,26 @@ GgufValue GgufValue::str(std::string v) {
   g.s = std::move(v);
   return g;
 }
-GgufValue GgufValue::string_array(std::vector<std::string> v) {
+namespace {
+GgufValue array_of(GgufKind elem) {
   GgufValue g;
   g.kind = GgufKind::Array;
-  g.elem = GgufKind::String;
+  g.elem = elem;
+  return g;
+}
+}  // namespace
+GgufValue GgufValue::string_array(std::vector<std::string> v) {
+  GgufValue g = array_of(GgufKind::String);
   g.strings = std::move(v);
   return g;
 }
 GgufValue GgufValue::i32_array(std::vector<int64_t> v) {
-  GgufValue g;
-  g.kind = GgufKind::Array;
-  g.elem = GgufKind::Int32;
+  GgufValue g = array_of(GgufKind::Int32);
   g.ints = std::move(v);
   return g;
 }
 GgufValue GgufValue::f32_array(std::vector<double> v) {
-  GgufValue g;
-  g.kind = GgufKind::Array;
-  g.elem = GgufKind::Float32;
+  GgufValue g = array_of(GgufKind::Float32);
   g.floats = std::move(v);
   return g;
 }

@@ -24,7 +24,7 @@ except Exception:  # noqa: BLE001 - any failure to import means no torch here
 
 import bpe_reference as bref  # noqa: E402
 import hf_folder  # noqa: E402
-from test_tokenizer import CORPUS, TEXT  # noqa: E402
+from test_tokenizer import CORPUS, TEXT, tokenizer_json  # noqa: E402
 
 
 class Architecture:
@@ -51,6 +51,16 @@ class Architecture:
         for _ in range(n):
             ids.append(int(self.logits(sd, self.cfg, ids)[-1].argmax()))
         return ids
+
+
+def llama3_tokenizer(*specials):
+    """A Llama-3-style byte-level BPE tokenizer.json (200 merges over the test
+    corpus) whose added tokens `specials` take the ids after its vocabulary:
+    (tokenizer.json, its bpe_reference.Tokenizer, the vocabulary, their ids)."""
+    vocab, merges = bref.train(CORPUS, bref.LLAMA3, 200)
+    added = [(content, len(vocab) + i) for i, content in enumerate(specials)]
+    tok = tokenizer_json(vocab, merges, "llama3", added)
+    return tok, bref.Tokenizer(vocab, merges, bref.LLAMA3, added, ignore_merges=True), vocab, [i for _, i in added]
 
 
 class Harness:
@@ -83,6 +93,15 @@ class Harness:
             print(r.stderr)
             return None
         return torch.tensor([[float(x) for x in line.split()] for line in r.stdout.strip().split("\n")])
+
+    def import_variant(self, a, name, ids):
+        """Variant `a` of a test's model written as a folder, imported, and its
+        logits on `ids` checked against the reference: (folder, run)."""
+        d, run = os.path.join(self.tmp, "hf_" + name), os.path.join(self.tmp, "run_" + name)
+        hf_folder.write_folder(d, a.cfg, a.sd, a.tok)
+        self.check(self.import_folder(d, run), f"import of a {name} folder")
+        self.check_logits(run, a, a.sd, ids, f"{name}: logits equal the reference's")
+        return d, run
 
     def check_logits(self, run, a, sd, ids, what):
         """Keystone's logits of run against the reference's of sd, within float32 round-off."""

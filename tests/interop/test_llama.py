@@ -14,19 +14,12 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_harness import Architecture, run_test, torch  # noqa: E402 (exits 77 without torch)
-import bpe_reference as bref  # noqa: E402
-import hf_folder  # noqa: E402
+from hf_harness import Architecture, llama3_tokenizer, run_test, torch  # noqa: E402 (exits 77 without torch)
 import llama_reference as ref  # noqa: E402
-from test_tokenizer import CORPUS, tokenizer_json  # noqa: E402
 
 
 def main():
-    vocab, merges = bref.train(CORPUS, bref.LLAMA3, 200)
-    bos, eos = len(vocab), len(vocab) + 1
-    added = [("<|begin_of_text|>", bos), ("<|end_of_text|>", eos)]
-    tok = tokenizer_json(vocab, merges, "llama3", added)
-    reference_tok = bref.Tokenizer(vocab, merges, bref.LLAMA3, added, ignore_merges=True)
+    tok, reference_tok, vocab, (bos, eos) = llama3_tokenizer("<|begin_of_text|>", "<|end_of_text|>")
     cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": eos + 1,
            "hidden_size": 32, "intermediate_size": 80, "num_hidden_layers": 2, "num_attention_heads": 4,
            "num_key_value_heads": 2, "hidden_act": "silu", "max_position_embeddings": 64, "rms_norm_eps": 1e-2,
@@ -55,10 +48,7 @@ def main():
                            ("attention_bias", {"attention_bias": True})):
             v = Architecture(dict(cfg, **edit), None, tok, reference_tok, vocab, a.specials, eos, ref.llama_logits)
             v.sd = ref.random_llama(v.cfg, seed=3)
-            d, run = os.path.join(h.tmp, "hf_" + name), os.path.join(h.tmp, "run_" + name)
-            hf_folder.write_folder(d, v.cfg, v.sd, tok)
-            h.check(h.import_folder(d, run), f"import of a {name} folder")
-            h.check_logits(run, v, v.sd, ids, f"{name}: logits equal the reference's")
+            d, run = h.import_variant(v, name, ids)
             if name == "dynamic":  # without the scaling, the reference differs: the test can tell
                 plain = dict(v.cfg, rope_scaling=None)
                 h.check(not torch.allclose(ref.llama_logits(v.sd, plain, ids), ref.llama_logits(v.sd, v.cfg, ids)),

@@ -13,19 +13,12 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_harness import Architecture, run_test, torch  # noqa: E402 (exits 77 without torch)
-import bpe_reference as bref  # noqa: E402
-import hf_folder  # noqa: E402
+from hf_harness import Architecture, llama3_tokenizer, run_test, torch  # noqa: E402 (exits 77 without torch)
 import llama_reference as ref  # noqa: E402
-from test_tokenizer import CORPUS, tokenizer_json  # noqa: E402
 
 
 def main():
-    vocab, merges = bref.train(CORPUS, bref.LLAMA3, 200)
-    bos, eos = len(vocab), len(vocab) + 1
-    added = [("<s>", bos), ("</s>", eos)]
-    tok = tokenizer_json(vocab, merges, "llama3", added)
-    reference_tok = bref.Tokenizer(vocab, merges, bref.LLAMA3, added, ignore_merges=True)
+    tok, reference_tok, vocab, (bos, eos) = llama3_tokenizer("<s>", "</s>")
     cfg = {"architectures": ["MistralForCausalLM"], "model_type": "mistral", "vocab_size": eos + 1,
            "hidden_size": 32, "intermediate_size": 80, "num_hidden_layers": 2, "num_attention_heads": 4,
            "num_key_value_heads": 1, "hidden_act": "silu", "max_position_embeddings": 64, "rms_norm_eps": 1e-5,
@@ -44,10 +37,7 @@ def main():
 
         v = Architecture(full, ref.random_llama(full, seed=7), tok, reference_tok, vocab, a.specials, eos,
                          ref.llama_logits)
-        d, run = os.path.join(h.tmp, "hf_nowindow"), os.path.join(h.tmp, "run_nowindow")
-        hf_folder.write_folder(d, v.cfg, v.sd, tok)
-        h.check(h.import_folder(d, run), "import of a folder with sliding_window null")
-        h.check_logits(run, v, v.sd, ids, "sliding_window null: logits equal the reference's")
+        _, run = h.import_variant(v, "nowindow", ids)
         out = os.path.join(h.tmp, "export_nowindow")
         r = h.ks("export", "--to", "hf", run, "--out", out)
         with open(os.path.join(out, "config.json")) as f:

@@ -13,19 +13,12 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_harness import Architecture, run_test, torch  # noqa: E402 (exits 77 without torch)
-import bpe_reference as bref  # noqa: E402
-import hf_folder  # noqa: E402
+from hf_harness import Architecture, llama3_tokenizer, run_test, torch  # noqa: E402 (exits 77 without torch)
 import llama_reference as ref  # noqa: E402
-from test_tokenizer import CORPUS, tokenizer_json  # noqa: E402
 
 
 def main():
-    vocab, merges = bref.train(CORPUS, bref.LLAMA3, 200)
-    eos = len(vocab)
-    added = [("<|endoftext|>", eos)]
-    tok = tokenizer_json(vocab, merges, "llama3", added)
-    reference_tok = bref.Tokenizer(vocab, merges, bref.LLAMA3, added, ignore_merges=True)
+    tok, reference_tok, vocab, (eos,) = llama3_tokenizer("<|endoftext|>")
     cfg = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": eos + 1,
            "hidden_size": 32, "intermediate_size": 80, "num_hidden_layers": 2, "num_attention_heads": 4,
            "num_key_value_heads": 2, "hidden_act": "silu", "max_position_embeddings": 64, "rms_norm_eps": 1e-6,
@@ -45,10 +38,7 @@ def main():
                            ("windowed", {"use_sliding_window": True, "sliding_window": 5, "max_window_layers": 0})):
             v = Architecture(dict(cfg, **edit), None, tok, reference_tok, vocab, a.specials, eos, ref.llama_logits)
             v.sd = ref.random_llama(v.cfg, seed=5)
-            d, run = os.path.join(h.tmp, "hf_" + name), os.path.join(h.tmp, "run_" + name)
-            hf_folder.write_folder(d, v.cfg, v.sd, tok)
-            h.check(h.import_folder(d, run), f"import of a {name} folder")
-            h.check_logits(run, v, v.sd, ids, f"{name}: logits equal the reference's")
+            d, run = h.import_variant(v, name, ids)
             if name == "windowed":  # the window must matter at these lengths, or the test tells nothing
                 full = dict(v.cfg, use_sliding_window=False)
                 h.check(not torch.allclose(ref.llama_logits(v.sd, full, ids), ref.llama_logits(v.sd, v.cfg, ids)),
