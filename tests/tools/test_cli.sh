@@ -347,6 +347,9 @@ expect 0 "step 20: valid loss [0-9.]+ .*\|\| ema loss [0-9.]+ \| ppl" -- "$ks" t
 expect 0 '"loss":[0-9.]+.*"weights":"ema"' -- "$ks" eval --run "$tmp/lm-ema" --weights ema
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm-ema" --prompt "the cat" --tokens 5 --greedy --weights ema
 expect 2 "--weights: expected raw or ema, got 'avg'" -- "$ks" generate --run "$tmp/lm-ema" --weights avg
+# --precision: the GEMMs' operands; greedy text at bf16 is still text, a word outside the list a usage error.
+expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm-ema" --prompt "the cat" --tokens 5 --greedy --precision bf16
+expect 2 "--precision: expected float32, bf16, fp16 or auto, got 'int8'" -- "$ks" generate --run "$tmp/lm" --precision int8
 expect 1 "best.safetensors holds no moving average of the weights \(the run was trained without train.ema_decay\)" -- "$ks" generate --run "$tmp/lm" --weights ema
 # export --weights ema writes the average: a Llama-style run's two exports differ, and the raw one is the weights.
 expect 0 "finished 4 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-llama" --quiet --set train.steps=4 \

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "core/factory.h"
+#include "core/matmul_precision.h"
 #include "datasets/io.h"
 #include "datasets/tokenizer.h"
 #include "models/decoder_lm.h"
@@ -37,7 +38,7 @@ constexpr char kUsage[] =
     "                         [--top-k 0] [--top-p 1.0] [--repetition-penalty 1.0] [--greedy]\n"
     "                         [--beam K] [--length-penalty 0] [--stop TEXT]... [--samples 1] [--seed 0]\n"
     "                         [--checkpoint best|latest|FILE] [--weights raw|ema] [--prompts FILE] [--batch N]\n"
-    "                         [--timing]\n"
+    "                         [--precision float32|bf16|fp16|auto] [--timing]\n"
     "Continues the prompt with a language-model run. Sampling applies, in this order (Hugging Face's):\n"
     "the repetition penalty (logits of tokens already in prompt or output: positive / R, negative * R),\n"
     "softmax(logits / temperature), the top-k tokens when --top-k > 0, then the smallest set of most\n"
@@ -53,6 +54,8 @@ constexpr char kUsage[] =
     "whole file or all samples) samples from its own stream seeded --seed + i, so its text is that of\n"
     "`generate --prompt <its line> --seed <seed + i>` whatever the batch holds. Not with --beam.\n"
     "--timing: print the new tokens per second of the decoding (loading excluded) to stderr.\n"
+    "--precision: the GEMMs' operands (as train.precision: bf16 on a CPU with a bf16 unit, else float32,\n"
+    "which a note says; the weights stay float32; default float32).\n"
     "--weights ema: the checkpoint's moving average of the weights (a run trained with train.ema_decay).\n"
     "The text is written byte for byte (a NUL byte too). A model whose vocabulary is larger than its\n"
     "tokenizer's can emit ids no text belongs to: they decode to nothing (as Hugging Face's decode skips\n"
@@ -136,7 +139,7 @@ int generate(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args,
                {"run", "prompt", "tokens", "temperature", "top-k", "top-p", "repetition-penalty", "beam",
-                "length-penalty", "stop", "samples", "seed", "checkpoint", "prompts", "batch", "weights"},
+                "length-penalty", "stop", "samples", "seed", "checkpoint", "prompts", "batch", "weights", "precision"},
                {"greedy", "timing"}, {"stop"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   const int64_t tokens = f.get_int_at_least("tokens", 100, 1);
@@ -175,6 +178,12 @@ int generate(const std::vector<std::string>& args) {
     if (stop.strings.back().empty()) throw cli::UsageError("--stop: a stop string must not be empty");
   }
 
+  const std::string precision_word = f.get_choice("precision", "float32", {"float32", "bf16", "fp16", "auto"});
+  const MatmulPrecision precision = parse_matmul_precision(precision_word, "--precision");
+  if (precision != MatmulPrecision::Float32 && cpu_matmul_precision(precision) == MatmulPrecision::Float32)
+    std::fprintf(stderr, "generate: note: --precision %s runs in float32 here (this CPU has no bf16 unit)\n",
+                 precision_word.c_str());
+  const MatmulPrecisionScope precision_scope(precision);
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
   LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights);
   auto* lm = dynamic_cast<models::DecoderLM*>(run.model.get());

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# tools/bench/decode_vs_llamacpp.sh — cached greedy decoding at batch 1 of the
+# same Llama-style weights in Keystone and in llama.cpp (npm node-llama-cpp,
+# its prebuilt CPU binaries), side by side, each run in turn: a random model of
+# GPT-2-small size (tools/bench/random_llama.py: d 768, 12 layers, 12 heads,
+# SwiGLU 2048, vocabulary 32,000) imported into a Keystone run and exported
+# to GGUF as F32, BF16 and Q8_0 (keystone export --to gguf); a prompt of
+# PROMPT tokens (ASCII characters, one byte token each in both engines), NEW
+# new tokens, THREADS threads. Both count from the prompt's evaluation to the
+# last new token (Keystone: generate --timing). Keystone's columns: float32,
+# and bf16 GEMM operands (generate --precision bf16; its weights stay float32,
+# and it has no int8 path yet: Q8_0 is llama.cpp's alone).
+#   bash tools/bench/decode_vs_llamacpp.sh [ROUNDS (default 2)]
+# Environment: THREADS (default "1 2"), PROMPT (128), NEW (128), SHAPE (extra
+# random_llama.py flags, e.g. "--hidden 256 --layers 2" for a quick look),
+# WORK (the folder for the model files, default a temporary one, removed).
+# Needs build/keystone, Debian's python3-torch, node and npm (the package is
+# installed once under build/npm-cache/node-llama-cpp, as test_gguf.py does).
+# Not a test: it prints figures; docs/performance.md has a run and its reading.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rounds="${1:-2}"
+. tools/bench/args.sh
+counts ROUNDS "$rounds"
+# shellcheck disable=SC2086
+counts THREADS ${THREADS:-1 2}
+counts PROMPT "${PROMPT:-128}"
+counts NEW "${NEW:-128}"
+needs_keystone
+command -v node >/dev/null && command -v npm >/dev/null || { echo "needs node and npm" >&2; exit 2; }
+cache=build/npm-cache/node-llama-cpp
+if [ ! -f "$cache/node_modules/node-llama-cpp/package.json" ]; then
+  mkdir -p "$cache"
+  (cd "$cache" && npm install --no-audit --no-fund --silent node-llama-cpp@3.22.1) >&2
+fi
+work="${WORK:-$(mktemp -d)}"
+[ -z "${WORK:-}" ] && trap 'rm -rf "$work"' EXIT
+# shellcheck disable=SC2086
+/usr/bin/python3 tools/bench/random_llama.py "$work/hf" ${SHAPE:-} >&2
+prompt_file="$work/prompt.txt"
+/usr/bin/python3 -c "import sys; n = int(sys.argv[1]); s = 'the quick brown fox jumps over a lazy dog, ' * (n // 40 + 1); open(sys.argv[2], 'w').write(s[:n])" "${PROMPT:-128}" "$prompt_file"
+rm -rf "$work/run"
+build/keystone import --from hf "$work/hf" --out "$work/run" --data "$prompt_file" --seq-len 64 >&2
+for type in f32 bf16 q8_0; do
+  build/keystone export --to gguf "$work/run" --out "$work/model.$type.gguf" --type "$type" --replace >&2
+done
+prompt=$(cat "$prompt_file")
+ks() {  # THREADS PRECISION -> new tokens per second
+  KS_NUM_THREADS="$1" build/keystone generate --run "$work/run" --prompt "$prompt" --tokens "${NEW:-128}" --greedy \
+    --timing --precision "$2" 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p'
+}
+lc() {  # THREADS TYPE -> new tokens per second
+  node tools/bench/llamacpp_decode.mjs "$cache/node_modules" "$work/model.$2.gguf" "$prompt_file" "${NEW:-128}" "$1" |
+    /usr/bin/python3 -c "import json, sys; print(round(json.load(sys.stdin)['tokens_per_s'], 1))"
+}
+echo "# $(keystone_cpu), $(date -u +%F), $(git rev-parse --short HEAD), prompt ${PROMPT:-128}, new ${NEW:-128}, batch 1; tokens/s"
+printf "%5s %7s %10s %10s %10s %10s %10s %9s %9s\n" round threads ks_f32 ks_bf16 lcpp_f32 lcpp_bf16 lcpp_q8_0 f32_ratio bf16_ratio
+for r in $(seq 1 "$rounds"); do
+  for t in ${THREADS:-1 2}; do
+    a=$(ks "$t" float32) b=$(ks "$t" bf16) c=$(lc "$t" f32) d=$(lc "$t" bf16) e=$(lc "$t" q8_0)
+    printf "%5s %7s %10s %10s %10s %10s %10s %8.2fx %8.2fx\n" "$r" "$t" "$a" "$b" "$c" "$d" "$e" \
+      "$(echo "$a / $c" | bc -l)" "$(echo "$b / $d" | bc -l)"
+  done
+done
