@@ -479,12 +479,12 @@ int export_model(const std::vector<std::string>& given) {
     KS_CHECK(!ec, "hf export: cannot remove ", p.string(), " (of the replaced model): ", ec.message());
     removed += (removed.empty() ? "" : ", ") + name;
   }
-  std::printf("exported %s (%s, %s tokenizer%s) to %s\n", run_dir.c_str(), a->name.c_str(),
-              run.tokenizer->type().c_str(),
-              untied ? "; the tied table written untied: lm_head.weight the table, the embedding its scaled, "
-                       "reversed lookups"
-                     : "",
-              out.string().c_str());
+  std::printf("exported %s (%s) to %s (tokenizer.json: its %s tokenizer)\n", run_dir.c_str(), a->name.c_str(),
+              out.string().c_str(), run.tokenizer->type().c_str());
+  if (untied)
+    std::printf(
+        "note: the tied table is written untied, with the same logits: lm_head.weight the table, the "
+        "embedding its lookups (reversed, times sqrt(d_model)), as Hugging Face has no scaled tied form\n");
   if (!removed.empty()) std::printf("removed the replaced model's %s\n", removed.c_str());
   return 0;
 }
