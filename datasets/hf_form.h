@@ -4,7 +4,7 @@
 //
 // Each form gives the same ids as the Keystone tokenizer for every text
 // Hugging Face's tokenizers take (a Unicode string: invalid UTF-8 cannot
-// reach them), checked against tokenizers.js by tests/interop/test_hf_forms.py:
+// reach them), checked against tokenizers.js by tests/interop/test_roundtrip.py:
 //   byte  BPE, no merges, over a ByteLevel pre-tokenizer without its regex
 //         (each byte one symbol); ids 4 + byte.
 //   bpe   the same with Keystone's merges ("a b", rank = learning order) and a
