@@ -43,6 +43,8 @@ class BpeTokenizer : public Tokenizer {
   std::string token(int64_t id) const override;  // the bytes it stands for
   bool lossless() const override { return true; }
   std::string to_json() const override;
+  nlohmann::json hf_json() const override;
+  std::string hf_refusal() const override;
   const std::vector<std::pair<int64_t, int64_t>>& merges() const { return merges_; }
 
   // The chunks merges never cross (see the file comment); they concatenate to text.

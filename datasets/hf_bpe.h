@@ -86,6 +86,8 @@ class HfBpeTokenizer : public Tokenizer {
   bool lossless() const override { return !prefix_space_ && !sp_prepends(); }
   std::string to_json() const override;  // written from the tables, vocabulary before merges
   int64_t eos_id() const override { return eos_; }
+  nlohmann::json hf_json() const override { return tokenizer_json(); }  // it is one already
+  std::string hf_refusal() const override { return ""; }
 
   // The tokenizer.json object it was built from (what export writes back),
   // rebuilt from the tables: equal to the file's, as JSON values.

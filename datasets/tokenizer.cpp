@@ -2,8 +2,11 @@
 // and train_tokenizer dispatch by "type"), the byte-level tokenizer.
 #include "datasets/tokenizer.h"
 
+#include <algorithm>
+
 #include "core/registry.h"
 #include "datasets/hf_bpe.h"
+#include "datasets/hf_form.h"
 #include "datasets/io.h"
 #include "datasets/tokenizer_json.h"
 
@@ -12,6 +15,10 @@ namespace ks::data {
 using detail::json;
 
 namespace {
+// The largest raw tokenizer.json parsed whole to look for a Keystone form:
+// a word vocabulary of 2^20 words is about 20 MB.
+constexpr size_t kMaxKeystoneFormBytes = size_t(32) << 20;
+
 Registry<TokenizerKind>& registry() {
   static Registry<TokenizerKind> r("tokenizer type");
   return r;
@@ -43,8 +50,22 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(const std::string& json_text, con
   // Hugging Face ids are the file's own, without Keystone's fixed specials. A
   // tokenizer.json ({"type": "hf_bpe"} saved, or raw: no "type", a "model") is
   // read as a stream, never as one tree (datasets/hf_bpe.h: its memory).
-  if (const detail::HfBpeForm form = detail::hf_bpe_form(json_text); form != detail::HfBpeForm::None)
+  if (const detail::HfBpeForm form = detail::hf_bpe_form(json_text); form != detail::HfBpeForm::None) {
+    // A raw one may be the exact form of a Keystone tokenizer (datasets/hf_form.h, what `keystone export`
+    // writes): that tokenizer, with its end-of-text id. Only a small file naming all four specials is
+    // parsed whole to see; any other is streamed as it is, never held as a tree, and a file that does
+    // not parse is left to the streaming reader, whose errors name the key.
+    if (form == detail::HfBpeForm::Raw && json_text.size() <= kMaxKeystoneFormBytes &&
+        std::all_of(special_tokens().begin(), special_tokens().end(), [&](const std::string& name) {
+          return json_text.find("\"" + name + "\"") != std::string_view::npos;
+        })) {
+      try {
+        if (std::unique_ptr<Tokenizer> own = keystone_tokenizer_from_hf(nn::parse_json(json_text, where))) return own;
+      } catch (const Error&) {  // not JSON Keystone takes: the streaming reader below says why
+      }
+    }
     return detail::hf_bpe_tokenizer_from_text(json_text, form, where);
+  }
   json j = nn::parse_json(json_text, str("load_tokenizer: ", where));
   KS_CHECK(j.is_object(), "load_tokenizer: ", where, ": expected a JSON object");
   auto specials = detail::field<std::vector<std::string>>(j, "specials", where);

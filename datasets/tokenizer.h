@@ -65,6 +65,13 @@ class Tokenizer {
   virtual int64_t eos_id() const { return kEosId; }
   // The whole tokenizer as one JSON object (see the file comment).
   virtual std::string to_json() const = 0;
+  // Its exact Hugging Face tokenizer.json (datasets/hf_form.h): the same ids
+  // for every text Hugging Face's tokenizers take; an Error saying why for a
+  // tokenizer that has none.
+  virtual nlohmann::json hf_json() const;
+  // "" where hf_json() gives a form; else why not, naming the tokenizer
+  // (cheap: `keystone train` warns with it at a run's start).
+  virtual std::string hf_refusal() const;
   // The bytes save writes: a run records their hash to notice a tokenizer
   // file changed or damaged later (tools/train/data_setup.h).
   std::string file_text() const;
@@ -95,6 +102,8 @@ class ByteTokenizer : public Tokenizer {
   std::string token(int64_t id) const override;
   bool lossless() const override { return true; }
   std::string to_json() const override;
+  nlohmann::json hf_json() const override;
+  std::string hf_refusal() const override;
 };
 
 // What to build from a corpus: train_tokenizer's recipe, also the shape of a

@@ -37,6 +37,8 @@ class CharTokenizer : public Tokenizer {
   std::string token(int64_t id) const override;
   bool lossless() const override { return false; }
   std::string to_json() const override;  // "chars": [code points]
+  nlohmann::json hf_json() const override;
+  std::string hf_refusal() const override;
   const std::vector<char32_t>& chars() const { return chars_; }
 
  private:
@@ -79,6 +81,8 @@ class WordTokenizer : public Tokenizer {
   std::string token(int64_t id) const override;
   bool lossless() const override { return false; }
   std::string to_json() const override;  // "words": [...], "lowercase", "split_punctuation"
+  nlohmann::json hf_json() const override;
+  std::string hf_refusal() const override;
 
   // The words of text as encode sees them (lowercased when asked).
   std::vector<std::string> split(std::string_view text) const;

@@ -2,11 +2,15 @@
 // config/tensor readers the descriptors check with.
 #include "tools/interop/hf_architecture.h"
 
+#include <cmath>
+
 #include "core/copy.h"
 #include "core/error.h"
 #include "core/registry.h"
 #include "models/decoder_lm.h"
 #include "nn/user_input.h"
+#include "ops/elementwise.h"
+#include "ops/shape.h"
 #include "ops/view.h"
 
 namespace ks::interop {
@@ -141,6 +145,29 @@ const models::DecoderLmOptions& lm_options(const models::ModelConfig& m) {
   return m.options_as<models::DecoderLmOptions>();
 }
 }  // namespace
+
+bool untie_keystone_lookups(models::ModelConfig& m, nn::NamedTensors* state) {
+  if (m.model != "decoder_lm" || !lm_options(m).tie_embeddings) return false;
+  const bool scaled = lm_options(m).tied_lookup_scaled, reversed = m.tied_lookup_reversed;
+  if (!scaled && !reversed) return false;
+  models::DecoderLmOptions o = lm_options(m);
+  o.tie_embeddings = false;
+  o.tied_lookup_scaled = false;
+  m.with_options(o);
+  m.tied_lookup_reversed = false;
+  if (!state) return true;
+  Tensor* tok = nullptr;
+  for (auto& [name, t] : *state)
+    if (name == "tok.weight") tok = &t;
+  KS_CHECK(tok != nullptr, "hf export: the tied model has no tensor 'tok.weight'");
+  const Tensor table = *tok;
+  // As DecoderLM::features makes a tied lookup: flip, then the √d product.
+  Tensor lookups = reversed ? flip(table, {-1}) : table;
+  if (scaled) lookups = mul(lookups, std::sqrt(double(m.d_model)));
+  *tok = contiguous_raw(lookups);
+  state->emplace_back("head.weight", table);
+  return true;
+}
 
 std::vector<std::string> causal_lm_mismatches(const models::ModelConfig& m, const std::string& architecture) {
   std::vector<std::string> why;

@@ -123,6 +123,15 @@ class ModelState {
   std::map<std::string, Tensor> by_name_;
 };
 
+// A decoder LM tied the Keystone way (tie_embeddings with tied_lookup_scaled
+// or tied_lookup_reversed) made the untied model that computes the same
+// logits, a form Hugging Face loads (tie_word_embeddings false): its head
+// holds the table E, its embedding the lookups the tied model makes of E
+// (features reversed, times √d). Exact: a permutation, and the very float32
+// product the tied forward computes. `state`, when given, is rewritten to
+// match (tok.weight, head.weight). Any other model is left as it is: false.
+bool untie_keystone_lookups(models::ModelConfig& m, nn::NamedTensors* state);
+
 // The reasons every descriptor here gives for a model that is not a pre-norm
 // decoder_lm with softmax attention (the "softmax" or "fixed" family: an
 // explicit head size; no ALiBi) and a head that is its own or

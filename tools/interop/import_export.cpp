@@ -16,11 +16,17 @@
 // object, a model_type not the architecture's, a NaN or infinite weight
 // (named as the safetensors file names it, with the file).
 // export: the first descriptor that can express the run's model writes
-// config.json, model.safetensors and, for an hf_bpe run, tokenizer.json, into
+// config.json, model.safetensors and tokenizer.json (an hf_bpe run's own, or
+// the exact form of Keystone's byte, char, word and bpe tokenizers:
+// datasets/hf_form.h; a tokenizer without one is refused, naming it) into
 // a new or empty folder; --replace replaces a Hugging Face model folder, the
 // old model's files the new one does not rewrite (its sharded index and
 // shards, which import would otherwise read) removed. Never into the run
-// folder itself, nor any Keystone run.
+// folder itself, nor any Keystone run. A decoder LM tied the Keystone way
+// (√d-scaled, reversed lookups) is written untied, with the same logits
+// (untie_keystone_lookups). The same checks run at `keystone train`'s start,
+// as warnings (tools/train/export_check.h).
+// import reads such a tokenizer.json back as the Keystone tokenizer it is.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -28,6 +34,7 @@
 
 #include "core/error.h"
 #include "datasets/hf_bpe.h"
+#include "datasets/hf_form.h"
 #include "datasets/io.h"
 #include "models/model.h"
 #include "nn/checkpoint.h"
@@ -39,6 +46,7 @@
 #include "tools/interop/gguf_llama.h"
 #include "tools/interop/hf_architecture.h"
 #include "tools/interop/peft.h"
+#include "tools/train/export_check.h"
 #include "tools/train/fine_tune.h"
 #include "tools/train/run_dir.h"
 
@@ -73,8 +81,10 @@ std::string export_usage() {
   return "usage: keystone export --to hf|peft RUN --out DIR [--replace] [--checkpoint best|latest|FILE]\n"
          "                        [--weights raw|ema] [--base NAME]\n"
          "       keystone export --to gguf RUN --out FILE.gguf [--type f32|f16|bf16|q8_0] [--replace] ...\n"
-         "Writes a run's model as a Hugging Face folder: config.json, model.safetensors (float32), and\n"
-         "tokenizer.json when the run's tokenizer is hf_bpe. --weights ema writes the checkpoint's moving\n"
+         "Writes a run's model as a Hugging Face folder: config.json, model.safetensors (float32) and\n"
+         "tokenizer.json (hf_bpe's own; byte, char, word and bpe in their exact Hugging Face form; a\n"
+         "tokenizer without one is refused). A table tied with scaled or reversed lookups (Keystone's\n"
+         "tie_embeddings) is written untied, with the same logits. --weights ema writes the checkpoint's moving\n"
          "average of the weights (a run trained with train.ema_decay). A LoRA run (train.lora) is\n"
          "written merged (W + alpha/r B A).\n"
          "--to peft writes a LoRA run's adapters alone in PEFT's layout: adapter_config.json and\n"
@@ -231,7 +241,7 @@ void write_imported_run(const RunPaths& run, const cli::Flags& f, const models::
              {"train", fs::absolute(f.get("data", "")).string()},
              {"seq_len",
               f.get_int_between("seq-len", std::min<int64_t>(256, cfg.max_len), 2, cfg.max_len, "the model's max_len")},
-             {"tokenizer", {{"type", "hf_bpe"}}}};
+             {"tokenizer", {{"type", tok.type()}}}};
   tc.model = cfg.to_json();
   const json config = tc.to_json();
   fs::create_directories(run.dir);
@@ -288,11 +298,13 @@ int export_gguf(const std::string& run_dir, const cli::Flags& f, const fs::path&
            " exists; pass --replace to overwrite it, or choose a new name");
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
   LoadedRun run = load_run(run_dir, f.get("checkpoint", "best"), weights);
-  const models::ModelConfig cfg = models::parse_model_config(run.config.model);
-  const nn::NamedTensors state = run.config.train.lora
-                                     ? nn::merge_lora(run.model->state_dict(), run.config.train.lora->scale())
-                                     : run.model->state_dict();
+  models::ModelConfig cfg = models::parse_model_config(run.config.model);
+  nn::NamedTensors state = run.config.train.lora
+                               ? nn::merge_lora(run.model->state_dict(), run.config.train.lora->scale())
+                               : run.model->state_dict();
   std::string notes;
+  if (interop::untie_keystone_lookups(cfg, &state))
+    notes += "note: the run's tied table (scaled or reversed lookups) is written untied, with the same logits\n";
   const std::string bytes =
       interop::gguf_from_run(cfg, state, run.tokenizer.get(), type, fs::path(run_dir).filename().string(), notes);
   if (out.has_parent_path()) fs::create_directories(out.parent_path());
@@ -301,6 +313,28 @@ int export_gguf(const std::string& run_dir, const cli::Flags& f, const fs::path&
               f.get_choice("type", "f16", {"f32", "f16", "bf16", "q8_0"}).c_str(), out.string().c_str(), bytes.size());
   return 0;
 }
+
+// `keystone train`'s start: why this run would not export (tools/train/export_check.h).
+// Only for the decoder LM, the one model kind the descriptors take: the others were never meant to.
+std::vector<std::string> export_check(const models::ModelConfig& model, const data::Tokenizer* tokenizer) {
+  std::vector<std::string> why;
+  if (model.model != "decoder_lm") return why;
+  models::ModelConfig m = model;
+  interop::untie_keystone_lookups(m, nullptr);
+  std::string reasons;
+  for (const interop::HfArchitecture* a : interop::hf_architectures()) {
+    const std::string no = a->cannot_export(m);
+    if (no.empty()) {
+      reasons.clear();
+      break;
+    }
+    reasons += str(reasons.empty() ? "" : "; ", a->name, ": ", no);
+  }
+  if (!reasons.empty()) why.push_back(str("no Hugging Face architecture expresses its model (", reasons, ")"));
+  if (tokenizer && !tokenizer->hf_refusal().empty()) why.push_back(tokenizer->hf_refusal());
+  return why;
+}
+[[maybe_unused]] const bool export_check_registered = register_export_check(export_check);
 
 }  // namespace
 
@@ -345,13 +379,22 @@ int import_model(const std::vector<std::string>& given) {
   // The tokenizer: without it the model's ids mean nothing.
   const fs::path tok_path = dir / "tokenizer.json";
   KS_CHECK(fs::exists(tok_path), "hf import: ", dir.string(), " has no tokenizer.json (the model's ids need it)");
-  const data::HfBpeTokenizer tok(
-      nn::parse_json(data::read_file(tok_path, "hf import", data::kMaxTokenizerFileBytes), tok_path.string()),
-      tok_path.string(), eos_token_id(hf));
-  KS_CHECK(tok.vocab_size() <= cfg.vocab_size, "hf import: tokenizer.json has ids up to ", tok.vocab_size() - 1,
+  json tok_json =
+      nn::parse_json(data::read_file(tok_path, "hf import", data::kMaxTokenizerFileBytes), tok_path.string());
+  // The exact form of a Keystone tokenizer (a Keystone run's export) is read back as that tokenizer.
+  std::unique_ptr<data::Tokenizer> tok = data::keystone_tokenizer_from_hf(tok_json);
+  if (tok) {
+    const int64_t eos = eos_token_id(hf);
+    KS_CHECK(eos < 0 || eos == tok->eos_id(), "hf import: ", config_path, ": \"eos_token_id\": ", eos,
+             " is not the end-of-text id ", tok->eos_id(), " of the Keystone ", tok->type(),
+             " tokenizer that tokenizer.json is");
+  } else {
+    tok = std::make_unique<data::HfBpeTokenizer>(std::move(tok_json), tok_path.string(), eos_token_id(hf));
+  }
+  KS_CHECK(tok->vocab_size() <= cfg.vocab_size, "hf import: tokenizer.json has ids up to ", tok->vocab_size() - 1,
            " but config.json's vocab_size is ", cfg.vocab_size);
 
-  write_imported_run(run, f, cfg, *model, tok, dir);
+  write_imported_run(run, f, cfg, *model, *tok, dir);
   std::printf("imported %s (%s, %lld parameters) into %s\n", dir.string().c_str(), a.name.c_str(),
               static_cast<long long>(model->num_parameters()), run.dir.string().c_str());
   return 0;
@@ -373,7 +416,13 @@ int export_model(const std::vector<std::string>& given) {
   check_export_folder(out, run_dir, replace);
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
   LoadedRun run = load_run(run_dir, f.get("checkpoint", "best"), weights);
-  const models::ModelConfig cfg = models::parse_model_config(run.config.model);
+  models::ModelConfig cfg = models::parse_model_config(run.config.model);
+  // A LoRA run's model is its base with the adapters merged in, the form every HF reader takes.
+  nn::NamedTensors state = to == "hf" && run.config.train.lora
+                               ? nn::merge_lora(run.model->state_dict(), run.config.train.lora->scale())
+                               : run.model->state_dict();
+  // PEFT adapters go on the base model as it is; the merged model may be untied (the same logits).
+  const bool untied = to == "hf" && interop::untie_keystone_lookups(cfg, &state);
 
   const interop::HfArchitecture* a = nullptr;
   std::string why;
@@ -388,17 +437,20 @@ int export_model(const std::vector<std::string>& given) {
   KS_CHECK(a != nullptr, "hf export: no Hugging Face architecture can express run ", run_dir, "'s model:", why);
 
   if (to == "peft") return export_peft(run, run_dir, *a, cfg, out, f.get("base", ""));
-  // A LoRA run's model is its base with the adapters merged in, the form every HF reader takes.
-  const nn::NamedTensors state = run.config.train.lora
-                                     ? nn::merge_lora(run.model->state_dict(), run.config.train.lora->scale())
-                                     : run.model->state_dict();
+  // Without tokenizer.json the model's ids mean nothing, and the folder would not import back.
+  KS_CHECK(run.tokenizer != nullptr, "hf export: run ", run_dir, " has no tokenizer, and a Hugging Face folder needs ",
+           "its tokenizer.json");
+  const std::string no_form = run.tokenizer->hf_refusal();
+  KS_CHECK(no_form.empty(), "hf export: run ", run_dir, ": ", no_form, "; nothing was written");
+  const json tokenizer_json = run.tokenizer->hf_json();
   const nn::NamedTensors tensors = a->export_tensors(state, cfg);
   json config = a->hf_config(cfg);
   bool has_head = false;
   for (const auto& [name, t] : tensors) has_head |= name == "lm_head.weight";
   config["tie_word_embeddings"] = !has_head;
-  const auto* hf_tok = dynamic_cast<const data::HfBpeTokenizer*>(run.tokenizer.get());
-  const int64_t eos = run.tokenizer ? run.tokenizer->eos_id() : data::kEosId;
+  // An hf_bpe tokenizer has the file's own ids, not Keystone's specials 0-3.
+  const bool hf_tok = dynamic_cast<const data::HfBpeTokenizer*>(run.tokenizer.get()) != nullptr;
+  const int64_t eos = run.tokenizer->eos_id();
   config["eos_token_id"] = eos;
   config["bos_token_id"] = hf_tok ? eos : data::kBosId;  // GPT-2 begins with its end-of-text token
 
@@ -409,18 +461,30 @@ int export_model(const std::vector<std::string>& given) {
   fs::create_directories(out);
   nn::save_safetensors((out / "model.safetensors").string(), tensors, {{"format", "pt"}});
   nn::write_file_atomically((out / "config.json").string(), config.dump(2) + "\n");
-  if (hf_tok) nn::write_file_atomically((out / "tokenizer.json").string(), hf_tok->tokenizer_json().dump(2) + "\n");
+  nn::write_file_atomically((out / "tokenizer.json").string(), tokenizer_json.dump(2) + "\n");
+  // A Keystone tokenizer decodes exactly only without transformers' (and tokenizers.js's) default
+  // clean-up, which joins " ?" into "?"; its settings live in tokenizer_config.json.
+  if (!hf_tok)
+    nn::write_file_atomically(
+        (out / "tokenizer_config.json").string(),
+        json{{"tokenizer_class", "PreTrainedTokenizerFast"}, {"clean_up_tokenization_spaces", false}}.dump(2) + "\n");
   std::string removed;
   for (const fs::path& p : old) {
     const std::string name = p.filename().string();
-    if (name == "model.safetensors" || name == "config.json" || (hf_tok && name == "tokenizer.json")) continue;
+    if (name == "model.safetensors" || name == "config.json" || name == "tokenizer.json" ||
+        (!hf_tok && name == "tokenizer_config.json"))
+      continue;
     std::error_code ec;
     fs::remove(p, ec);
     KS_CHECK(!ec, "hf export: cannot remove ", p.string(), " (of the replaced model): ", ec.message());
     removed += (removed.empty() ? "" : ", ") + name;
   }
-  std::printf("exported %s (%s) to %s%s\n", run_dir.c_str(), a->name.c_str(), out.string().c_str(),
-              hf_tok ? "" : " (no tokenizer.json: the run's tokenizer is not hf_bpe)");
+  std::printf("exported %s (%s) to %s (tokenizer.json: its %s tokenizer)\n", run_dir.c_str(), a->name.c_str(),
+              out.string().c_str(), run.tokenizer->type().c_str());
+  if (untied)
+    std::printf(
+        "note: the tied table is written untied, with the same logits: lm_head.weight the table, the "
+        "embedding its lookups (reversed, times sqrt(d_model)), as Hugging Face has no scaled tied form\n");
   if (!removed.empty()) std::printf("removed the replaced model's %s\n", removed.c_str());
   return 0;
 }

@@ -29,6 +29,7 @@
 #include "ops/elementwise.h"
 #include "tools/figures/plot.h"
 #include "tools/train/config_utf8.h"
+#include "tools/train/export_check.h"
 #include "tools/train/fine_tune.h"
 #include "tools/train/progress.h"
 #include "tools/train/provenance.h"
@@ -195,6 +196,11 @@ models::ModelConfig Trainer::build_from_config(bool resume) {
   config_.data = data.resolved;
   models::ModelConfig model_config = models::parse_model_config(complete_model_section(config_.model, splits_));
   config_.model = model_config.to_json();
+  // Said before training, not after it: a run that cannot become a Hugging Face folder.
+  if (lead_ && !resume)
+    for (const std::string& why : export_refusals(model_config, splits_.train.tokenizer.get()))
+      std::fprintf(stderr, "warning: this run will not export to Hugging Face (keystone export --to hf): %s\n",
+                   why.c_str());
   return model_config;
 }
 
