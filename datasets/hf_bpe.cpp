@@ -20,6 +20,29 @@
 
 namespace ks::data {
 
+// GPT-2's bytes_to_unicode: the printable bytes ! .. ~, ¡ .. ¬ and ® .. ÿ stand for
+// themselves; the other 68 take U+0100 upwards in byte order.
+const std::array<std::string, 256>& gpt2_byte_chars() {
+  static const std::array<std::string, 256> table = [] {
+    std::array<std::string, 256> t;
+    char32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      append_utf8(t[size_t(b)], printable ? char32_t(b) : next++);
+    }
+    return t;
+  }();
+  return table;
+}
+
+// Bytes as byte-level text (the inverse of to_bytes): hf_bpe.h.
+std::string byte_level_text(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (char ch : bytes) out += gpt2_byte_chars()[static_cast<unsigned char>(ch)];
+  return out;
+}
+
 using detail::json;
 
 namespace {
@@ -30,21 +53,6 @@ std::string utf8(char32_t c) {
   return s;
 }
 
-// GPT-2's bytes_to_unicode: the printable bytes ! .. ~, ¡ .. ¬ and ® .. ÿ stand for
-// themselves; the other 68 take U+0100 upwards in byte order.
-const std::array<std::string, 256>& byte_chars() {
-  static const std::array<std::string, 256> table = [] {
-    std::array<std::string, 256> t;
-    char32_t next = 256;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      t[size_t(b)] = utf8(printable ? char32_t(b) : next++);
-    }
-    return t;
-  }();
-  return table;
-}
-
 // Byte-level text (a vocabulary entry) back to bytes; nullopt when a
 // character is not one of the 256 (each is U+0021..U+0143, one or two bytes
 // of UTF-8, in its shortest form).
@@ -52,7 +60,7 @@ std::optional<std::string> to_bytes(std::string_view token) {
   static const std::array<int16_t, 0x144> byte_of = [] {  // code point -> the byte it stands for, or -1
     std::array<int16_t, 0x144> t;
     t.fill(-1);
-    for (int b = 0; b < 256; ++b) t[size_t(unicode::decode_utf8(byte_chars()[size_t(b)])[0].c)] = int16_t(b);
+    for (int b = 0; b < 256; ++b) t[size_t(unicode::decode_utf8(gpt2_byte_chars()[size_t(b)])[0].c)] = int16_t(b);
     return t;
   }();
   std::string out;
@@ -71,14 +79,6 @@ std::optional<std::string> to_bytes(std::string_view token) {
     if (cp >= byte_of.size() || byte_of[cp] < 0) return std::nullopt;
     out += char(byte_of[cp]);
   }
-  return out;
-}
-
-// Bytes as byte-level text (the inverse of to_bytes).
-std::string byte_level(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  for (char ch : bytes) out += byte_chars()[static_cast<unsigned char>(ch)];
   return out;
 }
 
@@ -381,13 +381,13 @@ void HfBpeTokenizer::check_bytes(const std::string& at) {
   }
   for (size_t id = 0; id < bytes_.size(); ++id) {
     if (!in_vocab_[id]) continue;
-    KS_CHECK(vocab_find(bytes_[id]) < 0, at, "model.vocab[\"", byte_level(bytes_[id]), "\"] appears twice");
+    KS_CHECK(vocab_find(bytes_[id]) < 0, at, "model.vocab[\"", byte_level_text(bytes_[id]), "\"] appears twice");
     vocab_insert(int64_t(id));
   }
   texts_are_bytes_ = true;
   for (int b = 0; b < 256; ++b) {
     const int64_t id = vocab_find(std::string(1, char(b)));
-    KS_CHECK(id >= 0, at, "model.vocab has no token for byte ", b, " (\"", byte_chars()[size_t(b)],
+    KS_CHECK(id >= 0, at, "model.vocab has no token for byte ", b, " (\"", gpt2_byte_chars()[size_t(b)],
              "\"): not a byte-level vocabulary");
     byte_id_[b] = id;
   }
@@ -541,7 +541,7 @@ std::optional<std::string> HfBpeTokenizer::key_of(std::string_view text) const {
 }
 
 std::string HfBpeTokenizer::text_of(int64_t id) const {
-  return texts_are_bytes_ ? byte_level(bytes_[size_t(id)]) : bytes_[size_t(id)];
+  return texts_are_bytes_ ? byte_level_text(bytes_[size_t(id)]) : bytes_[size_t(id)];
 }
 
 // ---- the streaming reader --------------------------------------------------------

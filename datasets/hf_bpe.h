@@ -55,9 +55,11 @@
 // Not here: Keystone's own BPE (datasets/bpe.h), training (these come trained).
 #pragma once
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -69,6 +71,11 @@ namespace ks::data {
 
 inline constexpr int64_t kMaxAddedTokens = kMaxVocabSize;
 inline constexpr size_t kMaxAddedTokenBytes = size_t(16) << 20;
+
+// GPT-2's bytes_to_unicode: the character (UTF-8) each byte stands for in a
+// byte-level tokenizer.json; and bytes written as those characters.
+const std::array<std::string, 256>& gpt2_byte_chars();
+std::string byte_level_text(std::string_view bytes);
 
 class HfBpeTokenizer : public Tokenizer {
  public:

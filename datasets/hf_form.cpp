@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "datasets/bpe.h"
+#include "datasets/hf_bpe.h"
 #include "datasets/vocab.h"
 
 namespace ks::data {
@@ -32,27 +33,6 @@ namespace {
 // is_punct (datasets/vocab.cpp).
 constexpr const char* kWordRegex = "[^\\x09-\\x0D !-/:-@\\[-`{-~]+|[!-/:-@\\[-`{-~]";
 constexpr const char* kWordRegexNoPunct = "[^\\x09-\\x0D ]+";
-
-// GPT-2's bytes_to_unicode: the printable bytes stand for themselves, the
-// others for U+0100 upwards in byte order.
-const std::array<std::string, 256>& byte_chars() {
-  static const std::array<std::string, 256> table = [] {
-    std::array<std::string, 256> t;
-    char32_t next = 256;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      utf8_append(t[size_t(b)], printable ? char32_t(b) : next++);
-    }
-    return t;
-  }();
-  return table;
-}
-
-std::string byte_level(std::string_view bytes) {
-  std::string out;
-  for (char c : bytes) out += byte_chars()[static_cast<unsigned char>(c)];
-  return out;
-}
 
 json specials_vocab() {
   json v = json::object();
@@ -141,7 +121,7 @@ std::string ByteTokenizer::hf_refusal() const { return ""; }
 
 json ByteTokenizer::hf_json() const {
   json vocab = specials_vocab();
-  for (int b = 0; b < 256; ++b) add_entry(vocab, byte_chars()[size_t(b)], kNumSpecial + b, "byte");
+  for (int b = 0; b < 256; ++b) add_entry(vocab, gpt2_byte_chars()[size_t(b)], kNumSpecial + b, "byte");
   return tokenizer_file(bpe_model(std::move(vocab), json::array(), nullptr), nullptr, byte_level_step(false),
                         byte_level_step(true));
 }
@@ -154,7 +134,7 @@ std::string BpeTokenizer::hf_refusal() const {
     auto [it, fresh] = seen.emplace(bytes_[size_t(id)], id);
     if (!fresh)
       return str("the bpe tokenizer's ids ", it->second, " and ", id, " stand for the same bytes (\"",
-                 byte_level(bytes_[size_t(id)]),
+                 byte_level_text(bytes_[size_t(id)]),
                  "\"); a tokenizer.json vocabulary holds one id per token, so it has no exact Hugging Face form");
   }
   return "";
@@ -164,9 +144,11 @@ json BpeTokenizer::hf_json() const {
   const std::string why = hf_refusal();
   KS_CHECK(why.empty(), "hf tokenizer: ", why);
   json vocab = specials_vocab();
-  for (int64_t id = kNumSpecial; id < vocab_size(); ++id) add_entry(vocab, byte_level(bytes_[size_t(id)]), id, "bpe");
+  for (int64_t id = kNumSpecial; id < vocab_size(); ++id)
+    add_entry(vocab, byte_level_text(bytes_[size_t(id)]), id, "bpe");
   json merges = json::array();
-  for (auto [a, b] : merges_) merges.push_back(byte_level(bytes_[size_t(a)]) + " " + byte_level(bytes_[size_t(b)]));
+  for (auto [a, b] : merges_)
+    merges.push_back(byte_level_text(bytes_[size_t(a)]) + " " + byte_level_text(bytes_[size_t(b)]));
   json pre = {{"type", "Sequence"},
               {"pretokenizers", {split_step(kBpeSplitRegex, false, "Isolated"), byte_level_step(false)}}};
   return tokenizer_file(bpe_model(std::move(vocab), std::move(merges), nullptr), nullptr, std::move(pre),
