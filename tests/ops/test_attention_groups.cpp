@@ -213,6 +213,7 @@ TEST_CASE("grouped-query attention and ALiBi gradcheck and gradgradcheck (create
       {.causal = true, .causal_offset = 1, .alibi = true},
       {.alibi = true, .key_padding = pad},
       {.causal = true, .key_padding = pad, .dropout_p = 0.3, .training = true},
+      {.causal = true, .causal_offset = 2, .window = 2, .alibi = true},  // a sliding window
   };
   for (int64_t g : {1, 2}) {
     CAPTURE(g);

@@ -181,7 +181,14 @@ TEST_CASE("rope gradchecks and gradgradchecks over layouts, with offsets and pos
   check_grads_over_layouts([pos](V a) { return rope(a[0], {.theta = 50, .positions = pos}); }, {{2, 3, 6}}, 12, -1, 1);
   // Second derivatives that are not zero: rope(x)·x, and rope of a product.
   check_grads_over_layouts([](V a) { return mul(rope(a[0], {.offset = 5}), a[0]); }, {{2, 3, 4}}, 13, -1, 1);
-  check_grads_over_layouts([](V a) { return rope(mul(a[0], a[1]), {.inverse = true}); }, {{2, 3, 4}, {2, 3, 4}}, 14, -1,
+  check_grads_over_layouts(
+      [](V a) { return rope(mul(a[0], a[1]), {.inverse = true}); }, {{2, 3, 4}, {2, 3, 4}}, 14, -1,
+      1);  // rope_scaling: the backward turns back by the same scaled angles (dynamic's grown θ included).
+  const RopeScaling llama3{.type = RopeScalingType::Llama3, .factor = 8, .original_max = 16};
+  const RopeScaling dynamic{.type = RopeScalingType::Dynamic, .factor = 2, .original_max = 2};
+  check_grads_over_layouts([llama3](V a) { return rope(a[0], {.scaling = llama3, .offset = 4}); }, {{2, 3, 8}}, 15, -1,
+                           1);
+  check_grads_over_layouts([dynamic](V a) { return mul(rope(a[0], {.scaling = dynamic}), a[0]); }, {{2, 3, 8}}, 16, -1,
                            1);
 }
 
