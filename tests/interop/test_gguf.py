@@ -26,6 +26,7 @@ experts, a truncated file) refused naming the key or GGUF tensor.
 Skips (77) where torch, node/npm or the package cannot be had (after the
 checks that need neither, which still fail the test).
 """
+import collections
 import json
 import os
 import shutil
@@ -63,15 +64,26 @@ def node_modules(cache):
     return nm
 
 
-def llama_cpp(nm, model, jobs, tmp):
-    path = os.path.join(tmp, "jobs.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(jobs, f, ensure_ascii=False)
-    r = subprocess.run(["node", DRIVER, nm, model, path], capture_output=True, text=True)
+def llama_cpp(nm, models, tmp):
+    """llama.cpp's answers for [(model, jobs)], one node start for all: per model its answers, or None
+    (the failure printed) where it failed to load or answer."""
+    args = []
+    for i, (model, jobs) in enumerate(models):
+        path = os.path.join(tmp, f"jobs{i}.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(jobs, f, ensure_ascii=False)
+        args += [model, path]
+    r = subprocess.run(["node", DRIVER, nm, *args], capture_output=True, text=True)
     if r.returncode != 0:
-        print(f"llama.cpp on {model}: rc {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
-        return None
-    return json.loads(r.stdout.strip().split("\n")[-1])
+        print(f"llama.cpp: rc {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
+        return [None] * len(models)
+    out = []
+    for (model, _), answers in zip(models, json.loads(r.stdout.strip().split("\n")[-1])):
+        if isinstance(answers, dict):
+            print(f"llama.cpp on {model}: {answers['error'][-3000:]}")
+            answers = None
+        out.append(answers)
+    return out
 
 
 def q8_0(w):
@@ -244,7 +256,12 @@ def model(name, style, edit, seed):
     return a
 
 
+Exported = collections.namedtuple("Exported", "a what kind gguf back text want_ids prompt prompt_ids")
+
+
 def check_model(h, nm, tokenize_tool, a, damaged=False):
+    """Export of one model at each type, and Keystone's own checks of each file; returns [Exported] for
+    check_llama_cpp (empty without llama.cpp)."""
     hf = os.path.join(h.tmp, "hf_" + a.name)
     hf_folder.write_folder(hf, a.cfg, a.sd, a.tok)
     run = os.path.join(h.tmp, "run_" + a.name)
@@ -255,6 +272,7 @@ def check_model(h, nm, tokenize_tool, a, damaged=False):
     base = h.logits(run, ids)
     want_ids = ks_ids(h, tokenize_tool, run, text)
     prompt_ids = ks_ids(h, tokenize_tool, run, prompt)
+    done = []  # (what, kind, gguf, back) of each file llama.cpp is then given
     for kind in ("f32", "f16", "bf16", "q8_0"):
         what = f"{a.name} {kind}"
         gguf = os.path.join(h.tmp, f"{a.name}-{kind}.gguf")
@@ -284,7 +302,16 @@ def check_model(h, nm, tokenize_tool, a, damaged=False):
             h.check(err <= 1e-4 * max(1.0, want.abs().max().item()),
                     f"{what}: import's logits equal the reference's on {kind}-rounded weights (max |diff| {err:.1e}; "
                     f"the rounding moved them {moved:.1e})")
-        answers = llama_cpp(nm, gguf, [{"tokenize": text}, {"greedy": prompt_ids, "tokens": 32}], h.tmp)
+        done.append(Exported(a, what, kind, gguf, back, text, want_ids, prompt, prompt_ids))
+    return done
+
+
+def check_llama_cpp(h, nm, done):
+    """Each exported file in llama.cpp (one node start for all): its ids and greedy continuation."""
+    jobs = [[{"tokenize": e.text}, {"greedy": e.prompt_ids, "tokens": 32}] for e in done]
+    for e, answers in zip(done, llama_cpp(nm, [(e.gguf, j) for e, j in zip(done, jobs)], h.tmp)):
+        a, what, kind, back, want_ids, prompt, prompt_ids = e.a, e.what, e.kind, e.back, e.want_ids, e.prompt, \
+            e.prompt_ids
         h.check(answers is not None, f"{what}: llama.cpp loads the file")
         if answers is None:
             continue
@@ -318,10 +345,13 @@ def main():
     h = Harness(keystone, logits_tool, tmp)
     try:
         h.write_data((TEXT + "\n" + CORPUS[1]).split("\n"))
+        done = []
         for a in (model("gqa-gpt2", "gpt2", {}, 2),
                   model("tied-mqa-llama3", "llama3", {"tie_word_embeddings": True, "num_key_value_heads": 1}, 3),
                   model("head_dim-f16-fallback", "gpt2", {"head_dim": 16, "intermediate_size": 80}, 4)):
-            check_model(h, nm, tokenize_tool, a, damaged=a.name == "gqa-gpt2")
+            done += check_model(h, nm, tokenize_tool, a, damaged=a.name == "gqa-gpt2")
+        if done:
+            check_llama_cpp(h, nm, done)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if nm is None and not h.failures:  # Keystone's own checks passed; llama.cpp's were not run

@@ -63,6 +63,7 @@ class T:
     def __init__(self, keystone, tokenize, logits, tmp):
         self.keystone, self.tokenize_tool, self.logits_tool, self.tmp = keystone, tokenize, logits, tmp
         self.failures = 0
+        self.memo = {}
 
     def check(self, ok, what):
         print(("ok   " if ok else "FAIL ") + what)
@@ -73,21 +74,42 @@ class T:
     def ks(self, *args):
         return subprocess.run([self.keystone, *args], capture_output=True, text=True)
 
+    def ids_many(self, tokenizer_file, texts):
+        """The ids of each text, from one ks_tokenize call for all texts not seen before (remembered per file)."""
+        memo = self.memo.setdefault(tokenizer_file, {})
+        todo = [s for s in dict.fromkeys(texts) if s not in memo]
+        if todo:
+            paths = []
+            for i, text in enumerate(todo):
+                p = os.path.join(self.tmp, f"text{i}.bin")
+                with open(p, "wb") as f:
+                    f.write(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
+                paths.append(p)
+            r = subprocess.run([self.tokenize_tool, tokenizer_file, *paths], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(r.stderr)
+            lines = r.stdout.split("\n")  # three lines per text: ids, vocab_size, decoded
+            for i, text in enumerate(todo):
+                line = lines[3 * i]
+                memo[text] = [int(x) for x in line.split()] if line else []
+        return [memo[s] for s in texts]
+
     def ids(self, tokenizer_file, text):
-        p = os.path.join(self.tmp, "text.bin")
-        with open(p, "wb") as f:
-            f.write(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
-        r = subprocess.run([self.tokenize_tool, tokenizer_file, p], capture_output=True, text=True)
+        return self.ids_many(tokenizer_file, [text])[0]
+
+    def logits_many(self, run, seqs):
+        """The logits of each id sequence (a forward each), from one ks_logits call."""
+        args = []
+        for i, ids in enumerate(seqs):
+            args += (["--"] if i else []) + [str(x) for x in ids]
+        r = subprocess.run([self.logits_tool, run, *args], capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(r.stderr)
-        line = r.stdout.split("\n")[0]
-        return [int(x) for x in line.split()] if line else []
+        blocks = r.stdout.strip("\n").split("\n\n")
+        return [[[float(x) for x in line.split()] for line in b.split("\n")] for b in blocks]
 
     def logits(self, run, ids):
-        r = subprocess.run([self.logits_tool, run, *map(str, ids)], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(r.stderr)
-        return [[float(x) for x in line.split()] for line in r.stdout.strip().split("\n")]
+        return self.logits_many(run, [ids])[0]
 
     def train(self, name, tokenizer, model, data, steps=4, expect_rc=0):
         cfg = {"name": name, "seed": 0,
@@ -142,8 +164,8 @@ def check_runs(t, data, lines):
         with open(os.path.join(back, "tokenizer.json")) as f:
             t.check(json.load(f).get("type") == tok["type"], f"{name}: the imported run's tokenizer is {tok['type']}")
         texts = HOSTILE + lines[:20]
-        same = sum(t.ids(os.path.join(run, "tokenizer.json"), s) == t.ids(os.path.join(back, "tokenizer.json"), s)
-                   for s in texts)
+        same = sum(a == b for a, b in zip(t.ids_many(os.path.join(run, "tokenizer.json"), texts),
+                                          t.ids_many(os.path.join(back, "tokenizer.json"), texts)))
         t.check(same == len(texts), f"{name}: the imported tokenizer's ids equal the run's ({same}/{len(texts)} texts)")
         ids = t.ids(os.path.join(run, "tokenizer.json"), lines[0] + " " + lines[1])[:20]
         a, b = t.logits(run, ids), t.logits(back, ids)
@@ -195,21 +217,19 @@ def check_refusals(t, data):
 def check_eval_file(t, done, data):
     """eval --file against a float64 cross-entropy over the same windows from ks_logits."""
     for name, run, _ in done[:2] + done[-1:]:
-        with open(os.path.join(run, "tokenizer.json")) as f:
-            pass
         ids = []
         with open(data, encoding="utf-8") as f:
-            for line in f.read().split("\n"):
-                line = line.rstrip("\r")
-                if line:
-                    ids += t.ids(os.path.join(run, "tokenizer.json"), line) + [2]
+            text_lines = [line.rstrip("\r") for line in f.read().split("\n")]
+        text_lines = [line for line in text_lines if line]
+        for line_ids in t.ids_many(os.path.join(run, "tokenizer.json"), text_lines):
+            ids += line_ids + [2]
         T = 24
         total, n = 0.0, 0
-        for w in range(0, len(ids) - 1, T):
-            x = ids[w:w + T]
+        starts = list(range(0, len(ids) - 1, T))
+        windows = t.logits_many(run, [ids[w:w + T] for w in starts])
+        for w, rows in zip(starts, windows):
             y = ids[w + 1:w + T + 1]
-            rows = t.logits(run, x)[:len(y)]
-            for row, target in zip(rows, y):
+            for row, target in zip(rows[:len(y)], y):
                 top = max(row)
                 total += top + math.log(sum(math.exp(v - top) for v in row)) - row[target]
                 n += 1
@@ -262,8 +282,8 @@ def check_forms_js(t, done, lines, js):
                                           f"({r.stderr.strip()[:300]})"):
             continue
         want = json.loads(r.stdout)
-        bad = [(s, w["ids"], t.ids(os.path.join(run, "tokenizer.json"), s)) for s, w in zip(texts, want)
-               if w["ids"] != t.ids(os.path.join(run, "tokenizer.json"), s)]
+        mine = t.ids_many(os.path.join(run, "tokenizer.json"), texts)
+        bad = [(s, w["ids"], m) for s, w, m in zip(texts, want, mine) if w["ids"] != m]
         t.check(not bad, f"{name}: tokenizers.js's ids equal Keystone's on {len(texts)} texts "
                          f"({len(bad)} differ{': ' + repr(bad[0])[:300] if bad else ''})")
         if name in ("byte", "bpe"):

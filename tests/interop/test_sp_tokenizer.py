@@ -144,12 +144,20 @@ def main():
                 continue
             want = json.loads(r.stdout)
             same = 0
-            for text, expect in zip(TEXTS, want):
-                text_file = os.path.join(d, "text.txt")
-                with open(text_file, "wb") as f:
+            text_files = []
+            for i, text in enumerate(TEXTS):
+                text_files.append(os.path.join(d, f"text{i}.txt"))
+                with open(text_files[-1], "wb") as f:
                     f.write(text.encode("utf-8"))
-                k = subprocess.run([tool, path, text_file], capture_output=True, text=True)
-                lines = k.stdout.split("\n")
+            # All texts in one call (three lines each); a failing call is rerun text by text to name the text.
+            k = subprocess.run([tool, path, *text_files], capture_output=True, text=True)
+            all_lines = k.stdout.split("\n") if k.returncode == 0 else None
+            for i, (text, expect) in enumerate(zip(TEXTS, want)):
+                if all_lines is None:
+                    k = subprocess.run([tool, path, text_files[i]], capture_output=True, text=True)
+                    lines = k.stdout.split("\n")
+                else:
+                    lines = all_lines[3 * i:3 * i + 3]
                 got = [int(x) for x in lines[0].split()] if k.returncode == 0 else None
                 decoded = bytes.fromhex(lines[2].split()[1] if len(lines[2].split()) > 1 else "").decode(
                     "utf-8", "replace") if k.returncode == 0 else None
