@@ -118,12 +118,44 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
 // Float32, as bf16 rounding would drop three of its mantissa bits.
 // The widened copies cost a pass over each operand: a kernel that packs the
 // 16-bit values directly is the faster form, not written yet.
+//
+// A bf16 B that is one matrix (a weight: no batch dims, or broadcast ones)
+// is not widened: op(A)'s rows become one GEMM's rows and the door takes B's
+// bf16 values in place (Gemm::b_bf16), which its few-row kernel reads at
+// half the bytes; a model decoding with bf16 weights streams 2 bytes a
+// weight instead of widening 2 into 4 and reading the 4 (bf16_weight_gemm).
+bool bf16_weight_gemm(const Tensor& c32, const Tensor& a32, const Tensor& b, bool accumulate, const Tensor& bias32) {
+  if (b.dtype() != kBFloat16) return false;
+  for (int64_t d = 0; d + 2 < b.dim(); ++d)
+    if (b.size(d) != 1 && b.stride(d) != 0) return false;
+  const int64_t N = c32.size(-1), K = a32.size(-1), M = N ? c32.numel() / N : 0;
+  if (M == 0 || K == 0) return false;
+  const std::optional<GemmLayout> lb = gemm_layout(K, N, b.stride(-2), b.stride(-1));
+  if (!lb || std::max({M, N, K, lb->ld}) > INT_MAX) return false;
+  const auto* bits = reinterpret_cast<const uint16_t*>(b.data<BFloat16>());
+  gemm<float>({.m = M,
+               .n = N,
+               .k = K,
+               .a = {.data = a32.data<float>(), .ld = K},
+               .b = {.ld = lb->ld, .transposed = lb->transposed},
+               .beta = accumulate ? 1.f : 0.f,
+               .c = c32.data<float>(),
+               .ldc = N,
+               .row_bias = bias32.defined() ? bias32.data<float>() : nullptr,
+               .b_bf16 = bits,
+               .precision = MatmulPrecision::BFloat16,
+               .threaded = !in_parallel_region() && num_threads() > 1});
+  return true;
+}
+
 void gemm_16bit(const Tensor& c, const Tensor& a, const Tensor& b, bool accumulate, const Tensor& bias) {
   const Device cpu = Device::cpu();
   const Tensor c32 = accumulate ? to_raw(c, cpu, kFloat32) : Tensor::empty(c.sizes(), kFloat32, cpu);
   const MatmulPrecision precision = c.dtype() == kBFloat16 ? MatmulPrecision::BFloat16 : MatmulPrecision::Float32;
-  gemm_typed<float>(c32, to_raw(a, cpu, kFloat32), to_raw(b, cpu, kFloat32), accumulate,
-                    bias.defined() ? to_raw(bias, cpu, kFloat32) : Tensor(), precision);
+  const Tensor a32 = to_raw(a, cpu, kFloat32), bias32 = bias.defined() ? to_raw(bias, cpu, kFloat32) : Tensor();
+  if (!(c.dtype() == kBFloat16 && a32.numel() == c32.numel() / c32.size(-1) * a32.size(-1) &&
+        bf16_weight_gemm(c32, a32, b, accumulate, bias32)))
+    gemm_typed<float>(c32, a32, to_raw(b, cpu, kFloat32), accumulate, bias32, precision);
   copy_(c, c32);
 }
 

@@ -8,7 +8,9 @@
 // row alone, a transposed a and a wider c included; and the GEMM door sends
 // a one-row linear forward, and a few rows against a weight, there, under
 // float32 and bf16 precision (the same bits as gemv_rows), while a few rows
-// against a small B stay on OpenBLAS. A CPU without AVX-512 (or AVX2) skips
+// against a small B stay on OpenBLAS. A B stored in bf16 (gemv_rows' b16,
+// the door's b_bf16: a bf16 weight) gives the bits of a float32 B holding
+// its values, read in place or widened, at every precision. A CPU without AVX-512 (or AVX2) skips
 // what needs it, saying so.
 // Not here: OpenBLAS's sgemv for a not-transposed B (test_linalg.cpp covers
 // matmul's shapes), the bf16 GEMMs (test_gemm_bf16.cpp).
@@ -276,4 +278,109 @@ TEST_CASE("gemm: one row, or a few against a weight, run on gemv_rows, a few aga
   } else {
     MESSAGE("skipped the bf16 door: this CPU has no bf16 kernel (bf16 precision computes in float32 there)");
   }
+}
+
+namespace {
+
+// The bf16 bits of each value, and the float32 values they stand for.
+std::vector<uint16_t> bf16_bits(const std::vector<float>& v) {
+  std::vector<uint16_t> bits(v.size());
+  for (size_t i = 0; i < v.size(); ++i) bits[i] = BFloat16(v[i]).bits;
+  return bits;
+}
+std::vector<float> widened(const std::vector<uint16_t>& bits) {
+  std::vector<float> v(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) v[i] = float_from_bits(uint32_t(bits[i]) << 16);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("gemv_rows with a bf16 B: the bits of a float32 B holding its values, on each kernel, rounding a or not") {
+  if (!gemv_rows_available()) {
+    MESSAGE("skipped: this CPU has no AVX2 with FMA");
+    return;
+  }
+  // (m, n, k): one row and a few, ragged k (16-bit masked tails: AVX-512's
+  // mask, AVX2's padded copy) and n (the rows after the groups of four).
+  for (const auto& shape : std::vector<std::array<int64_t, 3>>{
+           {1, 1, 1}, {1, 7, 17}, {1, 130, 100}, {3, 9, 33}, {4, 64, 16}, {5, 300, 257}, {16, 768, 256}}) {
+    const int64_t m = shape[0], n = shape[1], k = shape[2];
+    const int64_t ldb = k + 5, ldc = n + 3;
+    const std::vector<uint16_t> b16 = bf16_bits(values(n * ldb, 21));
+    const std::vector<float> b = widened(b16), a = values(m * k, 22), c0 = values(m * ldc, 23);
+    for (bool round_bf16 : {false, true}) {
+      for (GemvIsa isa : {GemvIsa::Avx2, GemvIsa::Avx512}) {
+        if (isa == GemvIsa::Avx512 && !has_avx512()) continue;
+        std::vector<float> want = c0, got = c0;
+        GemvRows g{.m = m,
+                   .n = n,
+                   .k = k,
+                   .alpha = 0.5f,
+                   .a = a.data(),
+                   .lda = k,
+                   .b = b.data(),
+                   .ldb = ldb,
+                   .beta = 2.f,
+                   .c = want.data(),
+                   .ldc = ldc,
+                   .threaded = true,
+                   .round_bf16 = round_bf16};
+        gemv_rows(g, isa);
+        g.b = nullptr;
+        g.b16 = b16.data();
+        g.c = got.data();
+        gemv_rows(g, isa);
+        REQUIRE_MESSAGE(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0, "m ", m, " n ", n,
+                        " k ", k, " round ", round_bf16, " avx512 ", isa == GemvIsa::Avx512);
+      }
+    }
+  }
+  // NaN and infinities among the bf16 values come through the widening.
+  const std::vector<float> w = {std::nanf(""), 1.f, std::numeric_limits<float>::infinity(), 1.f};  // (2, 2)
+  const std::vector<uint16_t> w16 = bf16_bits(w);
+  const std::vector<float> x = {1.f, 0.f};
+  std::vector<float> c(2);
+  gemv_rows({.n = 2, .k = 2, .a = x.data(), .b16 = w16.data(), .ldb = 2, .c = c.data(), .round_bf16 = true});
+  CHECK(std::isnan(c[0]));
+  CHECK(c[1] == std::numeric_limits<float>::infinity());
+  if (!has_avx512()) MESSAGE("skipped the AVX-512 kernel: this process runs ", cpu_isa_report(cpu_features()));
+}
+
+TEST_CASE("gemm with a bf16 B (b_bf16): a few rows read it in place, more rows widen it, the same as a float32 B") {
+  const int threads = num_threads();
+  // (m, n, k, transposed B): a linear forward while decoding (one row, a few),
+  // a prefill (more rows than the few-row kernel takes), and B not transposed
+  // (always widened).
+  for (const auto& shape :
+       std::vector<std::array<int64_t, 4>>{{1, 300, 129, 1}, {5, 768, 256, 1}, {40, 96, 72, 1}, {3, 50, 70, 0}}) {
+    const int64_t m = shape[0], n = shape[1], k = shape[2];
+    const bool transposed = shape[3] != 0;
+    const std::vector<uint16_t> b16 = bf16_bits(values(n * k, 31));
+    const std::vector<float> b = widened(b16), a = values(m * k, 32), bias = values(n, 33);
+    for (MatmulPrecision precision : {MatmulPrecision::Float32, MatmulPrecision::BFloat16, MatmulPrecision::Float16}) {
+      for (int t : {1, 2}) {
+        set_num_threads(t);
+        std::vector<float> want(size_t(m * n)), got(size_t(m * n));
+        Gemm<float> g{.m = m,
+                      .n = n,
+                      .k = k,
+                      .a = {.data = a.data(), .ld = k},
+                      .b = {.data = b.data(), .ld = transposed ? k : n, .transposed = transposed},
+                      .c = want.data(),
+                      .ldc = n,
+                      .row_bias = bias.data(),
+                      .precision = precision,
+                      .threaded = true};
+        gemm(g);
+        g.b.data = nullptr;
+        g.b_bf16 = b16.data();
+        g.c = got.data();
+        gemm(g);
+        CHECK_MESSAGE(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0, "m ", m, " n ", n, " k ",
+                      k, " transposed ", transposed, " precision ", matmul_precision_name(precision), " threads ", t);
+      }
+    }
+  }
+  set_num_threads(threads);
 }

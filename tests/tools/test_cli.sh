@@ -350,6 +350,11 @@ expect 2 "--weights: expected raw or ema, got 'avg'" -- "$ks" generate --run "$t
 # --precision: the GEMMs' operands; greedy text at bf16 is still text, a word outside the list a usage error.
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm-ema" --prompt "the cat" --tokens 5 --greedy --precision bf16
 expect 2 "--precision: expected float32, bf16, fp16 or auto, got 'int8'" -- "$ks" generate --run "$tmp/lm" --precision int8
+# --dtype: the model cast after loading (bf16 weights, activations and cache); not with --precision.
+expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm-ema" --prompt "the cat" --tokens 5 --greedy --dtype bf16
+expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm-ema" --prompt "the cat" --tokens 5 --greedy --dtype fp16
+expect 2 "--dtype: expected float32, bf16 or fp16, got 'int8'" -- "$ks" generate --run "$tmp/lm" --dtype int8
+expect 2 "--precision: not with --dtype bf16" -- "$ks" generate --run "$tmp/lm" --dtype bf16 --precision bf16
 expect 1 "best.safetensors holds no moving average of the weights \(the run was trained without train.ema_decay\)" -- "$ks" generate --run "$tmp/lm" --weights ema
 # export --weights ema writes the average: a Llama-style run's two exports differ, and the raw one is the weights.
 expect 0 "finished 4 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-llama" --quiet --set train.steps=4 \

@@ -7,9 +7,11 @@
 # to GGUF as F32, BF16 and Q8_0 (keystone export --to gguf); a prompt of
 # PROMPT tokens (ASCII characters, one byte token each in both engines), NEW
 # new tokens, THREADS threads. Both count from the prompt's evaluation to the
-# last new token (Keystone: generate --timing). Keystone's columns: float32,
-# and bf16 GEMM operands (generate --precision bf16; its weights stay float32,
-# and it has no int8 path yet: Q8_0 is llama.cpp's alone).
+# last new token (Keystone: generate --timing). Keystone's columns: float32;
+# bf16 GEMM operands on float32 weights (generate --precision bf16); and the
+# model in bf16 (generate --dtype bf16: bf16 weights, activations and cache,
+# as llama.cpp's BF16 file holds its weights). No int8 path yet: Q8_0 is
+# llama.cpp's alone.
 #   bash tools/bench/decode_vs_llamacpp.sh [ROUNDS (default 2)]
 # Environment: THREADS (default "1 2"), PROMPT (128), NEW (128), SHAPE (extra
 # random_llama.py flags, e.g. "--hidden 256 --layers 2" for a quick look),
@@ -45,20 +47,22 @@ for type in f32 bf16 q8_0; do
   build/keystone export --to gguf "$work/run" --out "$work/model.$type.gguf" --type "$type" --replace >&2
 done
 prompt=$(cat "$prompt_file")
-ks() {  # THREADS PRECISION -> new tokens per second
+ks() {  # THREADS FLAG VALUE (--precision or --dtype) -> new tokens per second
   KS_NUM_THREADS="$1" build/keystone generate --run "$work/run" --prompt "$prompt" --tokens "${NEW:-128}" --greedy \
-    --timing --precision "$2" 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p'
+    --timing "$2" "$3" 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p'
 }
 lc() {  # THREADS TYPE -> new tokens per second
   node tools/bench/llamacpp_decode.mjs "$cache/node_modules" "$work/model.$2.gguf" "$prompt_file" "${NEW:-128}" "$1" |
     /usr/bin/python3 -c "import json, sys; print(round(json.load(sys.stdin)['tokens_per_s'], 1))"
 }
 echo "# $(keystone_cpu), $(date -u +%F), $(git rev-parse --short HEAD), prompt ${PROMPT:-128}, new ${NEW:-128}, batch 1; tokens/s"
-printf "%5s %7s %10s %10s %10s %10s %10s %9s %9s\n" round threads ks_f32 ks_bf16 lcpp_f32 lcpp_bf16 lcpp_q8_0 f32_ratio bf16_ratio
+printf "%5s %7s %10s %11s %11s %10s %10s %10s %9s %9s\n" round threads ks_f32 ks_bf16_ops ks_bf16_dt \
+  lcpp_f32 lcpp_bf16 lcpp_q8_0 f32_ratio bf16_ratio
 for r in $(seq 1 "$rounds"); do
   for t in ${THREADS:-1 2}; do
-    a=$(ks "$t" float32) b=$(ks "$t" bf16) c=$(lc "$t" f32) d=$(lc "$t" bf16) e=$(lc "$t" q8_0)
-    printf "%5s %7s %10s %10s %10s %10s %10s %8.2fx %8.2fx\n" "$r" "$t" "$a" "$b" "$c" "$d" "$e" \
-      "$(echo "$a / $c" | bc -l)" "$(echo "$b / $d" | bc -l)"
+    a=$(ks "$t" --precision float32) b=$(ks "$t" --precision bf16) w=$(ks "$t" --dtype bf16)
+    c=$(lc "$t" f32) d=$(lc "$t" bf16) e=$(lc "$t" q8_0)
+    printf "%5s %7s %10s %11s %11s %10s %10s %10s %8.2fx %8.2fx\n" "$r" "$t" "$a" "$b" "$w" "$c" "$d" "$e" \
+      "$(echo "$a / $c" | bc -l)" "$(echo "$w / $d" | bc -l)"
   done
 done

@@ -38,7 +38,7 @@ constexpr char kUsage[] =
     "                         [--top-k 0] [--top-p 1.0] [--repetition-penalty 1.0] [--greedy]\n"
     "                         [--beam K] [--length-penalty 0] [--stop TEXT]... [--samples 1] [--seed 0]\n"
     "                         [--checkpoint best|latest|FILE] [--weights raw|ema] [--prompts FILE] [--batch N]\n"
-    "                         [--precision float32|bf16|fp16|auto] [--timing]\n"
+    "                         [--precision float32|bf16|fp16|auto] [--dtype float32|bf16|fp16] [--timing]\n"
     "Continues the prompt with a language-model run. Sampling applies, in this order (Hugging Face's):\n"
     "the repetition penalty (logits of tokens already in prompt or output: positive / R, negative * R),\n"
     "softmax(logits / temperature), the top-k tokens when --top-k > 0, then the smallest set of most\n"
@@ -56,6 +56,9 @@ constexpr char kUsage[] =
     "--timing: print the new tokens per second of the decoding (loading excluded) to stderr.\n"
     "--precision: the GEMMs' operands (as train.precision: bf16 on a CPU with a bf16 unit, else float32,\n"
     "which a note says; the weights stay float32; default float32).\n"
+    "--dtype bf16|fp16: the model's weights (and so its activations and KV cache) cast to that type after\n"
+    "loading, as a PyTorch user writes model.to(torch.bfloat16): half the memory a weight streams per token;\n"
+    "bf16 products are summed in float32 (on the bf16 unit where the CPU has one). Not with --precision.\n"
     "--weights ema: the checkpoint's moving average of the weights (a run trained with train.ema_decay).\n"
     "The text is written byte for byte (a NUL byte too). A model whose vocabulary is larger than its\n"
     "tokenizer's can emit ids no text belongs to: they decode to nothing (as Hugging Face's decode skips\n"
@@ -137,10 +140,11 @@ double get_unit_interval(const cli::Flags& f, const std::string& name, double fa
 
 int generate(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(args,
-               {"run", "prompt", "tokens", "temperature", "top-k", "top-p", "repetition-penalty", "beam",
-                "length-penalty", "stop", "samples", "seed", "checkpoint", "prompts", "batch", "weights", "precision"},
-               {"greedy", "timing"}, {"stop"});
+  cli::Flags f(
+      args,
+      {"run", "prompt", "tokens", "temperature", "top-k", "top-p", "repetition-penalty", "beam", "length-penalty",
+       "stop", "samples", "seed", "checkpoint", "prompts", "batch", "weights", "precision", "dtype"},
+      {"greedy", "timing"}, {"stop"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   const int64_t tokens = f.get_int_at_least("tokens", 100, 1);
   const int64_t samples = f.get_int_between("samples", 1, 1, kMaxSamples);
@@ -184,8 +188,13 @@ int generate(const std::vector<std::string>& args) {
     std::fprintf(stderr, "generate: note: --precision %s runs in float32 here (this CPU has no bf16 unit)\n",
                  precision_word.c_str());
   const MatmulPrecisionScope precision_scope(precision);
+  const std::string dtype_word = f.get_choice("dtype", "float32", {"float32", "bf16", "fp16"});
+  if (dtype_word != "float32" && f.has("precision"))
+    throw cli::UsageError(str("--precision: not with --dtype ", dtype_word, " (a ", dtype_word,
+                              " model's products are ", dtype_word, " already)"));
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
   LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights);
+  if (dtype_word != "float32") run.model->to(dtype_word == "bf16" ? kBFloat16 : kFloat16);
   auto* lm = dynamic_cast<models::DecoderLM*>(run.model.get());
   KS_CHECK(lm != nullptr, "generate: run ", run.paths.dir.string(), " is a ", run.config.model.value("model", "?"),
            " model; generate needs a decoder_lm run (translate decodes seq2seq runs)");

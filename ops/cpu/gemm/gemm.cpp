@@ -139,6 +139,7 @@ void few_rows(const Gemm<float>& g, bool round_bf16) {
              .inc_a = g.a.transposed ? g.a.ld : 1,
              .lda = g.a.transposed ? 1 : g.a.ld,
              .b = g.b.data,
+             .b16 = g.b_bf16,
              .ldb = g.b.ld,
              .beta = g.beta,
              .c = g.c,
@@ -272,11 +273,35 @@ void fp16_gemm(const Gemm<float>& g) {
   gemm(r);
 }
 
+// g with its bf16 B (b_bf16) widened to a float32 copy in the same layout
+// (exact), then the float32 door at g's precision: the products other than
+// the few-row kernel's, which reads the bf16 values in place.
+void widened_b_gemm(const Gemm<float>& g) {
+  const int64_t rows = g.b.transposed ? g.n : g.k, cols = g.b.transposed ? g.k : g.n;
+  std::vector<float> b(size_t(rows * cols));
+  const auto widen = [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const uint16_t* in = g.b_bf16 + r * g.b.ld;
+      float* out = b.data() + r * cols;
+      for (int64_t c = 0; c < cols; ++c) out[c] = float_from_bits(uint32_t(in[c]) << 16);
+    }
+  };
+  if (g.threaded && !in_parallel_region() && rows * cols >= (int64_t(1) << 17))
+    parallel_for(0, rows, std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(cols, 1)), widen);
+  else
+    widen(0, rows);
+  Gemm<float> r = g;
+  r.b = {.data = b.data(), .ld = cols, .transposed = g.b.transposed};
+  r.b_bf16 = nullptr;
+  gemm(r);
+}
+
 }  // namespace
 
 template <class T> void gemm(const Gemm<T>& g) {
   if (g.m <= 0 || g.n <= 0) return;
   KS_ASSERT(!g.row_bias || (g.alpha == T(1) && g.beta == T(0)));
+  KS_ASSERT(!g.b_bf16 || (std::is_same_v<T, float> && !g.b.data));
   if (g.k <= 0) {  // an empty sum: C = beta·C (BLAS leaves 0·NaN to beta == 0 as 0), or the bias rows
     if (g.row_bias) return fill_bias_rows(g);
     for (int64_t i = 0; i < g.m; ++i) {
@@ -288,9 +313,12 @@ template <class T> void gemm(const Gemm<T>& g) {
   if constexpr (std::is_same_v<T, float>) {
     // bf16 products where the CPU has a bf16 kernel; without one, float32 (core/matmul_precision.h).
     const MatmulPrecision precision = cpu_matmul_precision(g.precision.value_or(matmul_precision()));
+    const bool few = few_rows_kernel(g.m, g.n, g.k, g.b.transposed);
+    // A bf16 B is read in place by the few-row kernel only (fp16's emulation rounds it too).
+    if (g.b_bf16 && (!few || precision == MatmulPrecision::Float16)) return widened_b_gemm(g);
     if (precision == MatmulPrecision::Float16) return fp16_gemm(g);  // emulated: rounded operands, float32 GEMM
     const bool bf16 = precision == MatmulPrecision::BFloat16;
-    if (few_rows_kernel(g.m, g.n, g.k, g.b.transposed)) return few_rows(bias_in_c(g), bf16);
+    if (few) return few_rows(bias_in_c(g), bf16);
     if (bf16) return bf16::gemm(g);  // which starts its sums from the bias itself
   }
   // OpenBLAS; each band copies its part of the bias into C (in parallel

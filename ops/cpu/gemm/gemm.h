@@ -67,6 +67,13 @@ template <class T> struct Gemm {
   // beta 0), as if the bias were copied into C and the product added; the
   // bf16 kernels start their sums from it instead of making that extra pass.
   const T* row_bias = nullptr;
+  // float32 only: B stored in bfloat16 (each value's bits, as ks::BFloat16
+  // holds them) where b.data would point, b.data then null; b.ld and
+  // b.transposed describe it. A bf16 weight: its values are already bf16, so
+  // the products are those of a float32 B holding them, at any precision.
+  // The few-row kernel reads it in place at half the bytes (decoding with
+  // bf16 weights); other products widen it to a float32 copy first.
+  const uint16_t* b_bf16 = nullptr;
   // float32 only: the precision of the products; unset follows the process's
   // matmul_precision(). float64 is always exact.
   std::optional<MatmulPrecision> precision = std::nullopt;

@@ -54,6 +54,11 @@ struct GemvRows {
   const float* a = nullptr;
   int64_t inc_a = 1, lda = 0;
   const float* b = nullptr;
+  // Or B stored in bfloat16 (the bits of each value, as ks::BFloat16 holds
+  // them), b then null: a bf16 weight while decoding, read at half the bytes
+  // and widened exactly as it is loaded, so the products equal those of a
+  // float32 B holding the same values (round_bf16 then rounds only a).
+  const uint16_t* b16 = nullptr;
   int64_t ldb = 0;
   float beta = 0.f;
   float* c = nullptr;
