@@ -345,6 +345,18 @@ expect 0 '"bpb":[0-9.]+,"bytes":[0-9]+' -- "$ks" eval --run "$tmp/lm"
 # eval / generate --weights ema read the average; a run without one is refused by name.
 expect 0 "step 20: valid loss [0-9.]+ .*\|\| ema loss [0-9.]+ \| ppl" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-ema" --set train.ema_decay=0.9
 expect 0 '"loss":[0-9.]+.*"weights":"ema"' -- "$ks" eval --run "$tmp/lm-ema" --weights ema
+# --dtype: the model cast after loading; its test loss within 1% of float32's, the output saying so.
+loss32=$("$ks" eval --run "$tmp/lm" | sed -E 's/.*"loss":([0-9.e+-]+).*/\1/')
+for dt in bf16 fp16; do
+  out=$("$ks" eval --run "$tmp/lm" --dtype "$dt")
+  loss16=$(echo "$out" | sed -E 's/.*"loss":([0-9.e+-]+).*/\1/')
+  echo "$out" | grep -q "\"dtype\":\"$dt\"" ||
+    { echo "FAIL: eval --dtype $dt: the output does not say so: $out"; fails=$((fails + 1)); }
+  awk -v a="$loss32" -v b="$loss16" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * a) }' ||
+    { echo "FAIL: eval --dtype $dt: loss $loss16, float32's $loss32"; fails=$((fails + 1)); }
+done
+expect 0 '"dtype":"bf16".*"tokens":[0-9]+' -- "$ks" eval --run "$tmp/lm" --file "$tmp/lines.txt" --dtype bf16
+expect 2 "--dtype: expected float32, bf16 or fp16, got 'int4'" -- "$ks" eval --run "$tmp/lm" --dtype int4
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm-ema" --prompt "the cat" --tokens 5 --greedy --weights ema
 expect 2 "--weights: expected raw or ema, got 'avg'" -- "$ks" generate --run "$tmp/lm-ema" --weights avg
 # --precision: the GEMMs' operands; greedy text at bf16 is still text, a word outside the list a usage error.

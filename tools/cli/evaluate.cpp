@@ -28,7 +28,7 @@ namespace ks::tools {
 constexpr char kUsage[] =
     "usage: keystone eval --run DIR [--split valid|test|train] [--checkpoint best|latest|FILE]\n"
     "                     [--batch N] [--batches N] [--decode N] [--mask-heads SITE:HEAD,...]\n"
-    "                     [--weights raw|ema] [--set data.train=PATH ...]\n"
+    "                     [--weights raw|ema] [--dtype float32|bf16|fp16] [--set data.train=PATH ...]\n"
     "Loss per prediction, perplexity (token tasks) and accuracy of a run's checkpoint on a split\n"
     "(default: test with the best checkpoint), as one JSON object. --batches limits the batches\n"
     "read (0: all); --decode N also greedily decodes N examples of a seq2seq run (exact match; a\n"
@@ -38,8 +38,11 @@ constexpr char kUsage[] =
     "`keystone analyze` lists them (a decoder LM's layer), or its name; HEAD: the head), e.g. 0:1,2:3.\n"
     "--weights ema evaluates the checkpoint's moving average of the weights (train.ema_decay), as\n"
     "timm's validate.py --use-ema does; the output then says \"weights\": \"ema\".\n"
+    "--dtype bf16|fp16 casts the model (weights and activations) to that type after loading, as a PyTorch\n"
+    "user writes model.to(torch.bfloat16), and the output says \"dtype\"; the loss is summed in float32.\n"
     "\n"
     "       keystone eval --run DIR --file FILE [--seq-len N] [--batch N] [--checkpoint ...] [--weights ...]\n"
+    "                     [--dtype ...]\n"
     "Scores a language-model run on the whole of a UTF-8 text file, read as its data is: each non-blank\n"
     "line's tokens, then the end-of-text id. The tokens are cut into consecutive windows of --seq-len\n"
     "(default: the run's data.seq_len, at most the model's max_len) inputs, each predicting its next\n"
@@ -119,6 +122,20 @@ FileScore score_tokens(models::Model& model, const std::vector<int64_t>& ids, in
   return score;
 }
 
+// The run's checkpoint (--checkpoint, --weights), its model cast to --dtype.
+LoadedRun load_for_eval(const cli::Flags& f) {
+  const Weights w = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
+  const std::string dtype = f.get_choice("dtype", "float32", {"float32", "bf16", "fp16"});
+  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), w);
+  if (dtype != "float32") run.model->to(dtype == "bf16" ? kBFloat16 : kFloat16);
+  return run;
+}
+
+// The output's record of a cast (nothing for float32).
+void note_dtype(const cli::Flags& f, nlohmann::json& out) {
+  if (f.has("dtype") && f.get("dtype", "") != "float32") out["dtype"] = f.get("dtype", "");
+}
+
 int score_file(const cli::Flags& f, LoadedRun& run, const std::string& path) {
   const std::string dataset = run.config.data.value("dataset", "");
   const data::DataSetKind* kind = data::find_data_set_kind(dataset);
@@ -143,6 +160,7 @@ int score_file(const cli::Flags& f, LoadedRun& run, const std::string& path) {
                         {"loss", loss},
                         {"perplexity", std::exp(loss)},
                         {"checkpoint", run.checkpoint.string()}};
+  note_dtype(f, out);
   if (run.metadata.count("keystone.step"))
     if (auto step = cli::parse_int(run.metadata.at("keystone.step"))) out["step"] = *step;
   std::printf("%s\n", out.dump().c_str());
@@ -153,16 +171,15 @@ int score_file(const cli::Flags& f, LoadedRun& run, const std::string& path) {
 
 int evaluate(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(
-      args,
-      {"run", "split", "checkpoint", "weights", "batch", "batches", "decode", "mask-heads", "set", "file", "seq-len"},
-      {}, {"set"});
+  cli::Flags f(args,
+               {"run", "split", "checkpoint", "weights", "batch", "batches", "decode", "mask-heads", "set", "file",
+                "seq-len", "dtype"},
+               {}, {"set"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   if (f.has("file")) {
     for (const char* other : {"split", "batches", "decode", "mask-heads", "set"})
       if (f.has(other)) throw cli::UsageError(str("--", other, " does not go with --file (it scores the whole file)"));
-    const Weights w = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
-    LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), w);
+    LoadedRun run = load_for_eval(f);
     return score_file(f, run, f.get("file", ""));
   }
   if (f.has("seq-len")) throw cli::UsageError("--seq-len goes with --file");
@@ -170,7 +187,7 @@ int evaluate(const std::vector<std::string>& args) {
   if (split != "train" && split != "valid" && split != "test")
     throw cli::UsageError("--split: expected train, valid or test, got '" + split + "'");
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
-  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights);
+  LoadedRun run = load_for_eval(f);
   for (const std::string& s : f.get_all("set"))
     std::fprintf(stderr, "note: %s\n", relocate_data_file(run.config.data, s).c_str());
   EvalOptions eo{.batch_size = f.get_int_at_least("batch", run.config.train.batch_size, 1),
@@ -188,6 +205,7 @@ int evaluate(const std::vector<std::string>& args) {
   out["split"] = split;
   out["checkpoint"] = run.checkpoint.string();
   if (weights == Weights::Ema) out["weights"] = "ema";
+  note_dtype(f, out);
   if (!masked.empty()) {
     out["masked_heads"] = nlohmann::json::array();
     for (const HeadRef& r : masked)

@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -278,11 +279,13 @@ void fp16_gemm(const Gemm<float>& g) {
 // the few-row kernel's, which reads the bf16 values in place.
 void widened_b_gemm(const Gemm<float>& g) {
   const int64_t rows = g.b.transposed ? g.n : g.k, cols = g.b.transposed ? g.k : g.n;
-  std::vector<float> b(size_t(rows * cols));
+  // Not value-initialised (every element is written below): zeroing a
+  // weight-sized buffer first cost as much as the widening.
+  const std::unique_ptr<float[]> b(new float[size_t(rows * cols)]);
   const auto widen = [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       const uint16_t* in = g.b_bf16 + r * g.b.ld;
-      float* out = b.data() + r * cols;
+      float* out = b.get() + r * cols;
       for (int64_t c = 0; c < cols; ++c) out[c] = float_from_bits(uint32_t(in[c]) << 16);
     }
   };
@@ -291,7 +294,7 @@ void widened_b_gemm(const Gemm<float>& g) {
   else
     widen(0, rows);
   Gemm<float> r = g;
-  r.b = {.data = b.data(), .ld = cols, .transposed = g.b.transposed};
+  r.b = {.data = b.get(), .ld = cols, .transposed = g.b.transposed};
   r.b_bf16 = nullptr;
   gemm(r);
 }
