@@ -40,6 +40,16 @@ void random_cpu(const Tensor& t, const RandomSpec& s) {
 KS_REGISTER_KERNEL(random_kernel, CPU, random_cpu);
 
 void random_fill(const Tensor& t, RandomKind kind, double a, double b, Generator* gen) {
+  // A 16-bit tensor gets the float32 values rounded: what filling a float32
+  // tensor and casting it gives, the generator's stream advanced alike (a
+  // model built in bf16, nn::ParameterDTypeScope, starts where one built in
+  // float32 and cast does).
+  if (is_16bit(t.dtype())) {
+    Tensor wide = Tensor::empty(t.sizes(), kFloat32, t.device());
+    random_fill(wide, kind, a, b, gen);
+    copy_(t, wide);
+    return;
+  }
   Generator& g = gen ? *gen : default_generator();
   const int64_t per = random_values_per_block(kind, t.dtype());
   RandomSpec spec{kind, a, b, g.seed(), g.reserve(uint64_t((t.numel() + per - 1) / per))};

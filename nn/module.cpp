@@ -21,10 +21,24 @@ void Module::check_name(const std::string& name) const {
            "' is already registered");
 }
 
+namespace {
+thread_local std::optional<DType> t_parameter_dtype;
+
+// value in the scope's dtype, if one is set and value is floating (in place: see ParameterDTypeScope).
+void cast_for_scope(Tensor& value) {
+  if (t_parameter_dtype && is_floating(value.dtype()) && value.dtype() != *t_parameter_dtype)
+    value.set_data(to_raw(value, value.device(), *t_parameter_dtype));
+}
+}  // namespace
+
+ParameterDTypeScope::ParameterDTypeScope(DType dtype) : previous_(t_parameter_dtype) { t_parameter_dtype = dtype; }
+ParameterDTypeScope::~ParameterDTypeScope() { t_parameter_dtype = previous_; }
+
 Tensor Module::register_parameter(const std::string& name, Tensor value) {
   check_name(name);
   KS_CHECK(value.defined(), type_name_, ": parameter '", name, "' is undefined");
   if (!value.is_leaf()) value = detach(value);
+  cast_for_scope(value);
   value.set_requires_grad(true);
   params_.emplace_back(name, value);
   return value;
@@ -33,6 +47,7 @@ Tensor Module::register_parameter(const std::string& name, Tensor value) {
 Tensor Module::register_buffer(const std::string& name, Tensor value) {
   check_name(name);
   KS_CHECK(value.defined(), type_name_, ": buffer '", name, "' is undefined");
+  cast_for_scope(value);
   buffers_.emplace_back(name, value);
   return value;
 }

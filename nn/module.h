@@ -20,6 +20,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,23 @@
 namespace ks::nn {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;  // in registration order
+
+// While one is alive on this thread, register_parameter and register_buffer
+// cast each floating tensor to `dtype` as it registers it, in place (a tensor
+// registered twice, a tied weight, stays one tensor): a model built under it
+// holds what Module::to(dtype) would give, without the whole model ever
+// existing in float32 (tools/train/run_dir.h load_run's dtype: a model
+// evaluated or decoded in bf16). Scopes nest; the previous dtype comes back.
+class ParameterDTypeScope {
+ public:
+  explicit ParameterDTypeScope(DType dtype);
+  ~ParameterDTypeScope();
+  ParameterDTypeScope(const ParameterDTypeScope&) = delete;
+  ParameterDTypeScope& operator=(const ParameterDTypeScope&) = delete;
+
+ private:
+  std::optional<DType> previous_;
+};
 
 class Module {
  public:

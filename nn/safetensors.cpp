@@ -2,16 +2,19 @@
 #include "nn/safetensors.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "core/copy.h"
+#include "core/user_file.h"
 #include "nn/user_input.h"
 
 namespace ks::nn {
@@ -106,29 +109,30 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   write_file_atomically(path, bytes);
 }
 
-SafetensorsContent load_safetensors(const std::string& path) {
-  return safetensors_from_bytes(read_regular_file(path, kMaxSafetensorsBytes, "safetensors"), path);
-}
+namespace {
 
-SafetensorsContent safetensors_from_bytes(std::string_view bytes, const std::string& path) {
-  if (bytes.size() < 8) fail(path, str("truncated: ", bytes.size(), " bytes, too short for the 8-byte header length"));
-  uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(bytes[size_t(i)])) << (8 * i);
-  if (n > bytes.size() - 8)
-    fail(path, str("truncated: header length ", n, " exceeds the ", bytes.size() - 8, " bytes after it"));
-  if (n > kMaxSafetensorsHeaderBytes)
-    fail(path, str("header of ", n, " bytes is over the ", kMaxSafetensorsHeaderBytes, "-byte limit"));
-  nlohmann::json header = parse_json(bytes.substr(8, size_t(n)), str("safetensors: ", path, ": header"));
-  if (!header.is_object()) fail(path, "header is not a JSON object");
-  const size_t data_begin = 8 + size_t(n), data_size = bytes.size() - data_begin;
+// One tensor of a file's layout: where its bytes lie in the data section.
+struct Entry {
+  size_t begin, end;
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
 
-  SafetensorsContent out;
-  struct Entry {
-    size_t begin, end;
-    std::string name;
-    Tensor tensor;
-  };
+// A file's layout: its tensors in order of their data (each range checked
+// against its dtype and shape, in range, and the ranges tiling the data
+// section exactly) and its metadata. `header` is the JSON, data_size the
+// bytes after it.
+struct Layout {
   std::vector<Entry> entries;
+  std::map<std::string, std::string> metadata;
+};
+
+Layout parse_layout(std::string_view header_bytes, size_t data_size, const std::string& path) {
+  nlohmann::json header = parse_json(header_bytes, str("safetensors: ", path, ": header"));
+  if (!header.is_object()) fail(path, "header is not a JSON object");
+  Layout out;
+  std::vector<Entry>& entries = out.entries;
   for (auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       if (!entry.is_object()) fail(path, "__metadata__ is not an object");
@@ -172,9 +176,7 @@ SafetensorsContent safetensors_from_bytes(std::string_view bytes, const std::str
       fail(path, about(str("(", code, " ", shape, ") needs ", expect, " bytes but data_offsets span ", end - begin)));
     if (end > data_size)
       fail(path, str("truncated: tensor '", name, "' ends at byte ", end, " of a ", data_size, "-byte data section"));
-    Tensor t = Tensor::empty(shape, dtype, Device::cpu());
-    std::memcpy(t.data_ptr(), bytes.data() + data_begin + begin, size_t(expect));
-    entries.push_back({size_t(begin), size_t(end), name, t});
+    entries.push_back({size_t(begin), size_t(end), name, dtype, shape});
   }
   // The tensors must tile the data section exactly, as Python's safetensors
   // requires: bytes of no tensor are a damaged or tampered file, not padding.
@@ -192,10 +194,108 @@ SafetensorsContent safetensors_from_bytes(std::string_view bytes, const std::str
               i == 0 ? str(", before tensor '", entries[i].name, "',")
                      : str(", between tensors '", entries[i - 1].name, "' and '", entries[i].name, "',"));
     covered = entries[i].end;
-    out.tensors.emplace_back(entries[i].name, entries[i].tensor);
   }
   if (covered < data_size)
     unowned(covered, data_size, entries.empty() ? "" : str(", after tensor '", entries.back().name, "',"));
+  return out;
+}
+
+// The checks on the first 8 bytes: the header's length n, within the file and the limit.
+uint64_t header_length(const char* first8, uint64_t size, const std::string& path) {
+  if (size < 8) fail(path, str("truncated: ", size, " bytes, too short for the 8-byte header length"));
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(first8[i])) << (8 * i);
+  if (n > size - 8) fail(path, str("truncated: header length ", n, " exceeds the ", size - 8, " bytes after it"));
+  if (n > kMaxSafetensorsHeaderBytes)
+    fail(path, str("header of ", n, " bytes is over the ", kMaxSafetensorsHeaderBytes, "-byte limit"));
+  return n;
+}
+
+// Reads `count` bytes at `offset` of fd into `to`, or fails naming the file.
+void read_at(int fd, char* to, size_t count, uint64_t offset, const std::string& path) {
+  while (count > 0) {
+    const ssize_t n = ::pread(fd, to, count, off_t(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(path, str("cannot read: ", std::strerror(errno)));
+    if (n == 0) fail(path, "truncated while being read (did the file change?)");
+    to += n;
+    count -= size_t(n);
+    offset += uint64_t(n);
+  }
+}
+
+// An open file descriptor, closed on every way out.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// t (as read) in `type`; float16's range checked first, naming the tensor.
+Tensor cast_as_read(const Tensor& t, DType type, const std::string& name, const std::string& path) {
+  if (type == kFloat16 && t.dtype() != kBFloat16) {
+    dispatch_storage(t.dtype(), "safetensors", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (!std::is_same_v<T, bool>) {
+        const T* v = static_cast<const T*>(t.data_ptr());
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          const double x = convert<double>(v[i]);
+          if (std::isfinite(x) && std::fabs(x) > 65504.0)
+            fail(path, str("tensor '", name, "' holds ", x, " (at index ", i,
+                           "), beyond float16's range (65504): it cannot load as float16; bfloat16 can"));
+        }
+      }
+    });
+  }
+  return to_raw(t, t.device(), type);
+}
+
+}  // namespace
+
+SafetensorsContent load_safetensors(const std::string& path, const std::function<bool(const std::string&)>& wanted,
+                                    std::optional<DType> floating_as) {
+  check_regular_file(path, "safetensors");
+  const Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) fail(path, str("cannot open: ", std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) fail(path, str("cannot stat: ", std::strerror(errno)));
+  const uint64_t size = uint64_t(st.st_size);
+  if (size > kMaxSafetensorsBytes)
+    throw Error(str("safetensors: ", path, " is ", size, " bytes, over the ", kMaxSafetensorsBytes,
+                    "-byte limit for this file"));
+  char first8[8] = {};
+  if (size >= 8) read_at(f.fd, first8, 8, 0, path);
+  const uint64_t n = header_length(first8, size, path);
+  std::string header(size_t(n), '\0');
+  read_at(f.fd, header.data(), size_t(n), 8, path);
+  const Layout layout = parse_layout(header, size_t(size - 8 - n), path);
+  // Each tensor read straight into its own storage: never the whole file at
+  // once, and nothing of the tensors not wanted.
+  SafetensorsContent out;
+  out.metadata = layout.metadata;
+  for (const Entry& e : layout.entries) {
+    if (wanted && !wanted(e.name)) continue;
+    Tensor t = Tensor::empty(e.shape, e.dtype, Device::cpu());
+    read_at(f.fd, static_cast<char*>(t.data_ptr()), e.end - e.begin, 8 + n + e.begin, path);
+    if (floating_as && is_floating(t.dtype()) && t.dtype() != *floating_as)
+      t = cast_as_read(t, *floating_as, e.name, path);
+    out.tensors.emplace_back(e.name, t);
+  }
+  return out;
+}
+
+SafetensorsContent safetensors_from_bytes(std::string_view bytes, const std::string& path) {
+  const uint64_t n = header_length(bytes.data(), bytes.size(), path);
+  const size_t data_begin = 8 + size_t(n);
+  const Layout layout = parse_layout(bytes.substr(8, size_t(n)), bytes.size() - data_begin, path);
+  SafetensorsContent out;
+  out.metadata = layout.metadata;
+  for (const Entry& e : layout.entries) {
+    Tensor t = Tensor::empty(e.shape, e.dtype, Device::cpu());
+    std::memcpy(t.data_ptr(), bytes.data() + data_begin + e.begin, e.end - e.begin);
+    out.tensors.emplace_back(e.name, t);
+  }
   return out;
 }
 

@@ -15,7 +15,9 @@
 // Not here: which tensors make a checkpoint (nn/checkpoint.h).
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,7 +25,7 @@
 
 namespace ks::nn {
 
-// The largest file load_safetensors reads into memory, and the largest JSON
+// The largest file load_safetensors reads, and the largest JSON
 // header it parses (Python's safetensors refuses headers over 100 MB too).
 inline constexpr uint64_t kMaxSafetensorsBytes = uint64_t(64) << 30;
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = uint64_t(100) << 20;
@@ -36,8 +38,17 @@ struct SafetensorsContent {
 // Tensors are written from any device/layout (copied to contiguous CPU first).
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
-// Loads every tensor into CPU memory.
-SafetensorsContent load_safetensors(const std::string& path);
+// Loads the tensors into CPU memory, each read from the file straight into
+// its own storage (never the whole file at once). With `wanted`, only the
+// tensors it accepts by name are read (a checkpoint's weights without its
+// optimizer state, for eval and generate); the others are checked all the
+// same, as part of the file's layout, and left out of `tensors`. With
+// `floating_as`, each floating tensor is cast to that type as it is read, so
+// only one tensor is ever held in the file's type (a float32 checkpoint
+// loaded into a bf16 model); a finite value the type cannot hold (float16
+// beyond ±65504) is an error naming the tensor, not an infinity.
+SafetensorsContent load_safetensors(const std::string& path, const std::function<bool(const std::string&)>& wanted = {},
+                                    std::optional<DType> floating_as = std::nullopt);
 // The same from the file's bytes; `path` names them in errors.
 SafetensorsContent safetensors_from_bytes(std::string_view bytes, const std::string& path);
 

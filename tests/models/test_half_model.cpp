@@ -2,7 +2,9 @@
 // float16 (Module::to(dtype), as a PyTorch user writes model.to(torch.bfloat16)),
 // for the softmax, MGK and linear families: its loss starts where the float32
 // model's does, within the 16-bit rounding; AdamW on its 16-bit parameters
-// trains it; and cached decoding gives the logits of a full forward.
+// trains it; and cached decoding gives the logits of a full forward. Built
+// under nn::ParameterDTypeScope (load_run's dtype), the model equals the
+// float32 model cast, bit for bit, tied or not.
 // Not here: mixed precision (train.precision "bf16", float32 weights with bf16
 // GEMMs: tests/train), each op's 16-bit contract (tests/ops/test_half_*.cpp).
 #include "support/testing.h"
@@ -83,6 +85,38 @@ TEST_CASE("a decoder LM cast to 16 bits starts at float32's loss, trains under A
       // The same ops on the same 16-bit values but other summation orders (one row against many).
       const double u = unit_roundoff(d);
       check_close(to(cached, kFloat64), to(full, kFloat64), 64 * u, 64 * u);
+    }
+  }
+}
+
+TEST_CASE("a decoder LM built under ParameterDTypeScope is the float32 model cast, tied weights still one tensor") {
+  for (const char* family : {"softmax", "mgk", "linear"}) {
+    for (bool tied : {false, true}) {
+      for (DType d : kHalfTypes) {
+        CAPTURE(std::string(family));
+        CAPTURE(tied);
+        CAPTURE(std::string(name(d)));
+        models::ModelConfig c = config(family);
+        c.edit_options<models::DecoderLmOptions>([&](auto& x) { x.tie_embeddings = tied; });
+        auto cast = seeded_model<models::DecoderLM>(c, 5);
+        cast->to(d);
+        std::shared_ptr<models::DecoderLM> built;
+        {
+          const nn::ParameterDTypeScope scope(d);
+          built = seeded_model<models::DecoderLM>(c, 5);
+        }
+        const nn::NamedTensors a = cast->state_dict(), b = built->state_dict();
+        REQUIRE(a.size() == b.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+          CAPTURE(a[i].first);
+          REQUIRE(a[i].first == b[i].first);
+          CHECK(b[i].second.dtype() == a[i].second.dtype());
+          CHECK(b[i].second.to_vector<float>() == a[i].second.to_vector<float>());
+        }
+        CHECK(built->parameters().size() == cast->parameters().size());  // a tied weight is one parameter in both
+        // The scope is gone: the next model is float32 again.
+        CHECK(seeded_model<models::DecoderLM>(c, 5)->parameters()[0].dtype() == kFloat32);
+      }
     }
   }
 }

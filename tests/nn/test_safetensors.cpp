@@ -1,5 +1,7 @@
 // tests/nn/test_safetensors.cpp — the safetensors writer and reader: round
-// trips, byte layout, and a clear error for each kind of damaged file.
+// trips, byte layout, and a clear error for each kind of damaged file; the
+// reader's `wanted` (tensors left unread but checked) and `floating_as`
+// (cast as read, float16's range refused by name).
 #include "support/testing.h"
 
 #include <sys/stat.h>
@@ -166,5 +168,41 @@ TEST_CASE("atomic writes leave no temporary file behind") {
   CHECK(read_all(p) == "hello");
   CHECK(access((p + ".tmp." + std::to_string(getpid())).c_str(), F_OK) != 0);
   CHECK_THROWS_WITH_AS(nn::write_file_atomically("/nonexistent-dir/x", "y"), doctest::Contains("cannot write"), Error);
+  std::remove(p.c_str());
+}
+
+TEST_CASE("load_safetensors: only the wanted tensors are read, every one is checked, floating ones cast as read") {
+  const std::string p = temp_path("wanted.safetensors");
+  Tensor w = randn({4, 3}), m = randn({4, 3}), ids = arange(3, {.dtype = kInt64});
+  nn::save_safetensors(p, {{"w", w}, {"optimizer/m", m}, {"ids", ids}}, {{"step", "2"}});
+  const auto no_optimizer = [](const std::string& name) { return name.rfind("optimizer/", 0) != 0; };
+  auto r = nn::load_safetensors(p, no_optimizer);
+  REQUIRE(r.tensors.size() == 2);
+  CHECK(r.tensors[0].first == "w");
+  CHECK(r.tensors[1].first == "ids");
+  CHECK(r.metadata.at("step") == "2");
+  // Cast as read: floating tensors only, each value as to_raw rounds it.
+  r = nn::load_safetensors(p, no_optimizer, kBFloat16);
+  CHECK(r.tensors[0].second.dtype() == kBFloat16);
+  CHECK(r.tensors[0].second.to_vector<float>() == to_raw(w, Device::cpu(), kBFloat16).to_vector<float>());
+  CHECK(r.tensors[1].second.dtype() == kInt64);
+  // A tensor not read is still part of the layout: a range that overlaps another is refused.
+  CHECK(load_error(p,
+                   R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                   R"("optimizer/m":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                   "12345678")
+            .find("overlap") != std::string::npos);
+  write_all(p, with_header(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                           R"("optimizer/m":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                           "12345678"));
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p, no_optimizer),
+                       doctest::Contains("truncated: tensor 'optimizer/m' ends at byte 12 of a 8-byte data section"),
+                       Error);
+  // float16 cannot hold 1e5: refused by name, not loaded as an infinity; bfloat16 can.
+  nn::save_safetensors(p, {{"big", tensor({1.0, 1e5}, {2})}});
+  CHECK_THROWS_WITH_AS(nn::load_safetensors(p, {}, kFloat16),
+                       doctest::Contains("tensor 'big' holds 100000 (at index 1), beyond float16's range (65504)"),
+                       Error);
+  CHECK(nn::load_safetensors(p, {}, kBFloat16).tensors[0].second.to_vector<float>()[1] == 99840.f);
   std::remove(p.c_str());
 }

@@ -38,7 +38,7 @@ constexpr char kUsage[] =
     "`keystone analyze` lists them (a decoder LM's layer), or its name; HEAD: the head), e.g. 0:1,2:3.\n"
     "--weights ema evaluates the checkpoint's moving average of the weights (train.ema_decay), as\n"
     "timm's validate.py --use-ema does; the output then says \"weights\": \"ema\".\n"
-    "--dtype bf16|fp16 casts the model (weights and activations) to that type after loading, as a PyTorch\n"
+    "--dtype bf16|fp16 casts the model (weights and activations) to that type as it loads, as a PyTorch\n"
     "user writes model.to(torch.bfloat16), and the output says \"dtype\"; the loss is summed in float32.\n"
     "\n"
     "       keystone eval --run DIR --file FILE [--seq-len N] [--batch N] [--checkpoint ...] [--weights ...]\n"
@@ -126,9 +126,9 @@ FileScore score_tokens(models::Model& model, const std::vector<int64_t>& ids, in
 LoadedRun load_for_eval(const cli::Flags& f) {
   const Weights w = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
   const std::string dtype = f.get_choice("dtype", "float32", {"float32", "bf16", "fp16"});
-  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), w);
-  if (dtype != "float32") run.model->to(dtype == "bf16" ? kBFloat16 : kFloat16);
-  return run;
+  std::optional<DType> cast;
+  if (dtype != "float32") cast = dtype == "bf16" ? kBFloat16 : kFloat16;
+  return load_run(f.get("run", ""), f.get("checkpoint", "best"), w, cast);
 }
 
 // The output's record of a cast (nothing for float32).

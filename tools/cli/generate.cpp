@@ -56,8 +56,8 @@ constexpr char kUsage[] =
     "--timing: print the new tokens per second of the decoding (loading excluded) to stderr.\n"
     "--precision: the GEMMs' operands (as train.precision: bf16 on a CPU with a bf16 unit, else float32,\n"
     "which a note says; the weights stay float32; default float32).\n"
-    "--dtype bf16|fp16: the model's weights (and so its activations and KV cache) cast to that type after\n"
-    "loading, as a PyTorch user writes model.to(torch.bfloat16): half the memory a weight streams per token;\n"
+    "--dtype bf16|fp16: the model's weights (and so its activations and KV cache) in that type, as a PyTorch\n"
+    "user writes model.to(torch.bfloat16), cast as they load: half the memory and half the bytes per token;\n"
     "bf16 products are summed in float32 (on the bf16 unit where the CPU has one). Not with --precision.\n"
     "--weights ema: the checkpoint's moving average of the weights (a run trained with train.ema_decay).\n"
     "The text is written byte for byte (a NUL byte too). A model whose vocabulary is larger than its\n"
@@ -193,8 +193,9 @@ int generate(const std::vector<std::string>& args) {
     throw cli::UsageError(str("--precision: not with --dtype ", dtype_word, " (a ", dtype_word,
                               " model's products are ", dtype_word, " already)"));
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
-  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights);
-  if (dtype_word != "float32") run.model->to(dtype_word == "bf16" ? kBFloat16 : kFloat16);
+  std::optional<DType> dtype;
+  if (dtype_word != "float32") dtype = dtype_word == "bf16" ? kBFloat16 : kFloat16;
+  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights, dtype);
   auto* lm = dynamic_cast<models::DecoderLM*>(run.model.get());
   KS_CHECK(lm != nullptr, "generate: run ", run.paths.dir.string(), " is a ", run.config.model.value("model", "?"),
            " model; generate needs a decoder_lm run (translate decodes seq2seq runs)");

@@ -193,7 +193,7 @@ TrainingData build_data(const json& section, uint64_t run_seed, const RunTokeniz
 json describe_data(const json& section, json* docs) {
   DataSection d(section);
   std::vector<std::string> warnings;
-  data::DataSetContext ctx{.warnings = &warnings, .describe_only = true};
+  data::DataSetContext ctx{.saved_source = {}, .saved_target = {}, .warnings = &warnings, .describe_only = true};
   d.s.object("fingerprints");
   d.kind->build(d.s, ctx);
   d.s.finish(str(" for dataset '", d.name, "'"));

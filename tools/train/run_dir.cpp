@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "models/kind.h"
 #include "nn/lora.h"
@@ -263,7 +264,8 @@ RunTokenizers load_run_tokenizers(const RunPaths& paths, const json& data_sectio
   return read_run_tokenizers(data_section, paths.tokenizer(), paths.target_tokenizer());
 }
 
-LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weights weights) {
+LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weights weights,
+                   std::optional<DType> dtype) {
   LoadedRun run;
   run.paths.dir = run_dir;
   KS_CHECK(fs::is_directory(run_dir), "run folder ", run_dir.string(), " does not exist");
@@ -281,15 +283,30 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
   }
   KS_CHECK(fs::is_regular_file(run.checkpoint), "checkpoint ", run.checkpoint.string(), " is not a file");
   models::ModelConfig cfg = models::parse_model_config(run.config.model);
-  run.model = models::build_model(cfg);
-  // A LoRA run's model is its config's with the adapters (values from the checkpoint below).
-  if (run.config.train.lora) nn::apply_lora(*run.model, *run.config.train.lora);
+  {
+    std::optional<nn::ParameterDTypeScope> in_dtype;
+    if (dtype) in_dtype.emplace(*dtype);
+    run.model = models::build_model(cfg);
+    // A LoRA run's model is its config's with the adapters (values from the checkpoint below).
+    if (run.config.train.lora) nn::apply_lora(*run.model, *run.config.train.lora);
+  }
   // The config first: another family's weights would fail to load with a less telling message.
-  nn::SafetensorsContent content = nn::load_safetensors(run.checkpoint.string());
+  nn::SafetensorsContent content = nn::load_safetensors(
+      run.checkpoint.string(),
+      [&](const std::string& name) {
+        return name.rfind(nn::kOptimizerPrefix, 0) != 0 &&
+               (weights == Weights::Ema || name.rfind(nn::kEmaPrefix, 0) != 0);
+      },
+      dtype);
   check_checkpoint_config(content.metadata, config_json, run.checkpoint);
   if (weights == Weights::Ema) content = with_ema_as_weights(std::move(content), run.checkpoint, *run.model);
   run.metadata = nn::load_checkpoint(content, run.checkpoint.string(), *run.model);
   run.model->eval();
+  // The blocks freed while loading (the file's tensors, the initial values'
+  // float32 copies under a dtype) go back to the system, not to the
+  // allocator's cache, where they would stay resident while the model runs.
+  content = {};
+  allocator_for(DeviceType::CPU).empty_cache();
   RunTokenizers tokenizers = load_run_tokenizers(run.paths, run.config.data);
   run.tokenizer = tokenizers.source;
   run.target_tokenizer = tokenizers.target;

@@ -20,6 +20,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -128,9 +129,16 @@ struct LoadedRun {
 
 // `checkpoint`: "best" (falling back to latest when a run has no best yet),
 // "latest", or a path to a .safetensors file. Errors name the folder or file
-// (Weights::Ema: also a checkpoint that holds no moving average).
+// (Weights::Ema: also a checkpoint that holds no moving average). The
+// checkpoint's optimizer state is not read (nor its moving average under
+// Weights::Raw). `dtype` (eval and generate --dtype): the model is built in
+// that type (nn::ParameterDTypeScope) and the checkpoint's floating tensors
+// are cast to it one at a time as they are read (nn::load_safetensors), so
+// no float32 model is ever held, nor more than one float32 tensor of the
+// file; refused, naming the tensor, when a weight does not fit the type
+// (fp16 beyond ±65504).
 LoadedRun load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best",
-                   Weights weights = Weights::Raw);
+                   Weights weights = Weights::Raw, std::optional<DType> dtype = std::nullopt);
 
 // The run's saved tokenizers (null where it has none), checked against its
 // resolved data section (tools/train/data_setup.h read_run_tokenizers).
