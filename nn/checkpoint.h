@@ -39,6 +39,15 @@ Metadata load_checkpoint(const std::string& path, Module& model, Optimizer* opti
 // check its metadata before they load it.
 Metadata load_checkpoint(const SafetensorsContent& content, const std::string& path, Module& model,
                          Optimizer* optimizer = nullptr, bool strict = true);
+// The model's parameters and buffers read from `file` straight into their
+// storage, so that loading holds no second copy of the weights (eval and
+// generate: tools/train/run_dir.h load_run); the optimizer state and moving
+// average are not read. The checks are load_state_dict's, named as
+// load_checkpoint names them (missing, unexpected, shape, dtype), and every
+// value read must be finite. `cast`: a floating tensor whose type differs from
+// the model's is cast as it is read (a model built in bf16 on purpose); else
+// that is a dtype mismatch, as load_state_dict says. Returns the metadata.
+Metadata load_weights(const SafetensorsReader& file, const std::string& path, Module& model, bool cast = false);
 // The optimizer's entries of a checkpoint, without their "optimizer/" prefix
 // (for a caller that places them itself, as ZeRO does); one holding a NaN or
 // an infinity is an error naming it and `path`.

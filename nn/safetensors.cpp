@@ -224,14 +224,6 @@ void read_at(int fd, char* to, size_t count, uint64_t offset, const std::string&
   }
 }
 
-// An open file descriptor, closed on every way out.
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // t (as read) in `type`; float16's range checked first, naming the tensor.
 Tensor cast_as_read(const Tensor& t, DType type, const std::string& name, const std::string& path) {
   if (type == kFloat16 && t.dtype() != kBFloat16) {
@@ -253,35 +245,89 @@ Tensor cast_as_read(const Tensor& t, DType type, const std::string& name, const 
 
 }  // namespace
 
-SafetensorsContent load_safetensors(const std::string& path, const std::function<bool(const std::string&)>& wanted,
-                                    std::optional<DType> floating_as) {
+struct SafetensorsReader::Impl {
+  std::string path;
+  int fd = -1;
+  uint64_t data_begin = 0;
+  Layout layout;
+  std::map<std::string, size_t> index;  // name -> entry
+  ~Impl() {
+    if (fd >= 0) ::close(fd);
+  }
+  const Entry& entry(const std::string& name) const {
+    auto it = index.find(name);
+    KS_CHECK(it != index.end(), "safetensors: ", path, ": no tensor '", name, "'");
+    return layout.entries[it->second];
+  }
+};
+
+SafetensorsReader::SafetensorsReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
   check_regular_file(path, "safetensors");
-  const Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) fail(path, str("cannot open: ", std::strerror(errno)));
+  impl_->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (impl_->fd < 0) fail(path, str("cannot open: ", std::strerror(errno)));
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0) fail(path, str("cannot stat: ", std::strerror(errno)));
+  if (::fstat(impl_->fd, &st) != 0) fail(path, str("cannot stat: ", std::strerror(errno)));
   const uint64_t size = uint64_t(st.st_size);
   if (size > kMaxSafetensorsBytes)
     throw Error(str("safetensors: ", path, " is ", size, " bytes, over the ", kMaxSafetensorsBytes,
                     "-byte limit for this file"));
   char first8[8] = {};
-  if (size >= 8) read_at(f.fd, first8, 8, 0, path);
+  if (size >= 8) read_at(impl_->fd, first8, 8, 0, path);
   const uint64_t n = header_length(first8, size, path);
   std::string header(size_t(n), '\0');
-  read_at(f.fd, header.data(), size_t(n), 8, path);
-  const Layout layout = parse_layout(header, size_t(size - 8 - n), path);
+  read_at(impl_->fd, header.data(), size_t(n), 8, path);
+  impl_->layout = parse_layout(header, size_t(size - 8 - n), path);
+  impl_->data_begin = 8 + n;
+  for (size_t i = 0; i < impl_->layout.entries.size(); ++i) impl_->index[impl_->layout.entries[i].name] = i;
+}
+
+SafetensorsReader::~SafetensorsReader() = default;
+
+const std::map<std::string, std::string>& SafetensorsReader::metadata() const { return impl_->layout.metadata; }
+
+std::vector<std::string> SafetensorsReader::names() const {
+  std::vector<std::string> out;
+  for (const Entry& e : impl_->layout.entries) out.push_back(e.name);
+  return out;
+}
+
+bool SafetensorsReader::has(const std::string& name) const { return impl_->index.count(name) != 0; }
+DType SafetensorsReader::dtype(const std::string& name) const { return impl_->entry(name).dtype; }
+Shape SafetensorsReader::shape(const std::string& name) const { return impl_->entry(name).shape; }
+
+Tensor SafetensorsReader::read(const std::string& name, std::optional<DType> floating_as) const {
+  const Entry& e = impl_->entry(name);
+  Tensor t = Tensor::empty(e.shape, e.dtype, Device::cpu());
+  read_at(impl_->fd, static_cast<char*>(t.data_ptr()), e.end - e.begin, impl_->data_begin + e.begin, impl_->path);
+  if (floating_as && is_floating(t.dtype()) && t.dtype() != *floating_as)
+    t = cast_as_read(t, *floating_as, e.name, impl_->path);
+  return t;
+}
+
+void SafetensorsReader::read_into(const std::string& name, const Tensor& dst) const {
+  const Entry& e = impl_->entry(name);
+  KS_CHECK(dst.device().is_cpu() && dst.is_contiguous() && dst.sizes() == e.shape, "safetensors: ", impl_->path,
+           ": tensor '", name, "' ", e.shape, " read into a tensor ", describe(dst));
+  if (dst.dtype() == e.dtype) {
+    read_at(impl_->fd, static_cast<char*>(dst.data_ptr()), e.end - e.begin, impl_->data_begin + e.begin, impl_->path);
+    dst.bump_version();
+    return;
+  }
+  KS_CHECK(is_floating(dst.dtype()) && is_floating(e.dtype), "safetensors: ", impl_->path, ": tensor '", name, "' is ",
+           ks::name(e.dtype), ", not castable to ", ks::name(dst.dtype()));
+  copy_(dst, read(name, dst.dtype()));
+}
+
+SafetensorsContent load_safetensors(const std::string& path, const std::function<bool(const std::string&)>& wanted,
+                                    std::optional<DType> floating_as) {
   // Each tensor read straight into its own storage: never the whole file at
   // once, and nothing of the tensors not wanted.
+  const SafetensorsReader file(path);
   SafetensorsContent out;
-  out.metadata = layout.metadata;
-  for (const Entry& e : layout.entries) {
-    if (wanted && !wanted(e.name)) continue;
-    Tensor t = Tensor::empty(e.shape, e.dtype, Device::cpu());
-    read_at(f.fd, static_cast<char*>(t.data_ptr()), e.end - e.begin, 8 + n + e.begin, path);
-    if (floating_as && is_floating(t.dtype()) && t.dtype() != *floating_as)
-      t = cast_as_read(t, *floating_as, e.name, path);
-    out.tensors.emplace_back(e.name, t);
-  }
+  out.metadata = file.metadata();
+  for (const std::string& name : file.names())
+    if (!wanted || wanted(name)) out.tensors.emplace_back(name, file.read(name, floating_as));
   return out;
 }
 

@@ -17,9 +17,11 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "nn/module.h"
 
@@ -49,6 +51,36 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 // beyond ±65504) is an error naming the tensor, not an infinity.
 SafetensorsContent load_safetensors(const std::string& path, const std::function<bool(const std::string&)>& wanted = {},
                                     std::optional<DType> floating_as = std::nullopt);
+// A safetensors file opened for reading tensor by tensor: the header is read
+// and the whole layout checked when it opens (the errors load_safetensors
+// gives), the data only as each tensor is asked for. read_into reads a
+// tensor straight into existing storage (a model's parameter: no second copy
+// of the weights, nn/checkpoint.h load_weights). Names not in the file, and a
+// destination of another shape, are errors naming the file and tensor.
+class SafetensorsReader {
+ public:
+  explicit SafetensorsReader(const std::string& path);
+  ~SafetensorsReader();
+  SafetensorsReader(const SafetensorsReader&) = delete;
+  SafetensorsReader& operator=(const SafetensorsReader&) = delete;
+
+  const std::map<std::string, std::string>& metadata() const;
+  std::vector<std::string> names() const;  // in order of their data
+  bool has(const std::string& name) const;
+  DType dtype(const std::string& name) const;
+  Shape shape(const std::string& name) const;
+  // A new CPU tensor; floating_as as load_safetensors's.
+  Tensor read(const std::string& name, std::optional<DType> floating_as = std::nullopt) const;
+  // Into `dst` (CPU, contiguous, the tensor's shape): in place when dst has
+  // the file's dtype, else read and cast (both floating; float16's range
+  // checked as floating_as checks it).
+  void read_into(const std::string& name, const Tensor& dst) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // The same from the file's bytes; `path` names them in errors.
 SafetensorsContent safetensors_from_bytes(std::string_view bytes, const std::string& path);
 

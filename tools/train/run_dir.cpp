@@ -291,21 +291,23 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
     if (run.config.train.lora) nn::apply_lora(*run.model, *run.config.train.lora);
   }
   // The config first: another family's weights would fail to load with a less telling message.
-  nn::SafetensorsContent content = nn::load_safetensors(
-      run.checkpoint.string(),
-      [&](const std::string& name) {
-        return name.rfind(nn::kOptimizerPrefix, 0) != 0 &&
-               (weights == Weights::Ema || name.rfind(nn::kEmaPrefix, 0) != 0);
-      },
-      dtype);
-  check_checkpoint_config(content.metadata, config_json, run.checkpoint);
-  if (weights == Weights::Ema) content = with_ema_as_weights(std::move(content), run.checkpoint, *run.model);
-  run.metadata = nn::load_checkpoint(content, run.checkpoint.string(), *run.model);
+  if (weights == Weights::Raw) {
+    // Straight into the parameters: no second copy of the weights.
+    const nn::SafetensorsReader file(run.checkpoint.string());
+    check_checkpoint_config(file.metadata(), config_json, run.checkpoint);
+    run.metadata = nn::load_weights(file, run.checkpoint.string(), *run.model, dtype.has_value());
+  } else {
+    nn::SafetensorsContent content = nn::load_safetensors(
+        run.checkpoint.string(), [&](const std::string& name) { return name.rfind(nn::kOptimizerPrefix, 0) != 0; },
+        dtype);
+    check_checkpoint_config(content.metadata, config_json, run.checkpoint);
+    content = with_ema_as_weights(std::move(content), run.checkpoint, *run.model);
+    run.metadata = nn::load_checkpoint(content, run.checkpoint.string(), *run.model);
+  }
   run.model->eval();
   // The blocks freed while loading (the file's tensors, the initial values'
   // float32 copies under a dtype) go back to the system, not to the
   // allocator's cache, where they would stay resident while the model runs.
-  content = {};
   allocator_for(DeviceType::CPU).empty_cache();
   RunTokenizers tokenizers = load_run_tokenizers(run.paths, run.config.data);
   run.tokenizer = tokenizers.source;
