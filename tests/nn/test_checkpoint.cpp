@@ -1,6 +1,8 @@
 // tests/nn/test_checkpoint.cpp — checkpoint round trips give identical
 // outputs and optimizer trajectories; wrong shapes, missing tensors and
-// non-finite weights fail with a message naming the file and the tensor.
+// non-finite weights fail with a message naming the file and the tensor; and
+// load_weights (eval's and generate's loader) reads into the parameters in
+// place with the same checks, casting only when asked.
 #include "support/testing.h"
 
 #include <unistd.h>
@@ -101,5 +103,69 @@ TEST_CASE("a checkpoint holding NaN or infinite weights is refused, naming the t
   nn::save_checkpoint(p, ff, moments, {});
   CHECK_NOTHROW(nn::load_checkpoint(p, other));  // the weights are fine; the state is not read
   CHECK_THROWS_WITH_AS(nn::load_checkpoint(p, other, &opt), doctest::Contains("tensor 'optimizer/"), Error);
+  std::remove(p.c_str());
+}
+
+TEST_CASE("load_weights reads a checkpoint straight into the parameters, with load_checkpoint's checks") {
+  manual_seed(5);
+  nn::MLP trained(8, 16), fresh(8, 16), big(8, 32);
+  nn::AdamW opt(trained.parameters(), {.lr = 0.01});
+  backward(sum(trained.forward(randn({2, 8}))));
+  opt.step();
+  const std::string p = temp_path("weights.safetensors");
+  nn::save_checkpoint(p, trained, &opt, {{"step", "1"}});  // with optimizer state, which is not read
+  const std::vector<Tensor> before = fresh.parameters();
+  {
+    const nn::SafetensorsReader file(p);
+    CHECK(nn::load_weights(file, p, fresh).at("step") == "1");
+  }
+  Tensor x = randn({3, 8});
+  CHECK(fresh.forward(x).to_vector<float>() == trained.forward(x).to_vector<float>());
+  // In place: the model's own tensors hold the values (the layers' handles see them).
+  const std::vector<Tensor> after = fresh.parameters();
+  for (size_t i = 0; i < after.size(); ++i) CHECK(after[i].data_ptr() == before[i].data_ptr());
+  {
+    const nn::SafetensorsReader file(p);
+    CHECK_THROWS_WITH_AS(nn::load_weights(file, p, big),
+                         doctest::Contains(("checkpoint " + p +
+                                            ": load_state_dict(FeedForward): shape mismatch: fc1.weight "
+                                            "(checkpoint [16, 8], model [32, 8])")
+                                               .c_str()),
+                         Error);
+  }
+  // A bf16 model: a dtype mismatch unless the cast is asked for, then each value rounded as to_raw rounds it.
+  nn::MLP half(8, 16);
+  half.to(kBFloat16);
+  {
+    const nn::SafetensorsReader file(p);
+    CHECK_THROWS_WITH_AS(nn::load_weights(file, p, half),
+                         doctest::Contains("dtype mismatch: fc1.weight (checkpoint float32, model bfloat16)"), Error);
+    nn::load_weights(file, p, half, /*cast=*/true);
+    CHECK(half.parameters()[0].to_vector<float>() ==
+          to_raw(trained.parameters()[0], Device::cpu(), kBFloat16).to_vector<float>());
+    CHECK_THROWS_WITH_AS(file.read_into("fc1.weight", zeros({3})),
+                         doctest::Contains("tensor 'fc1.weight' [16, 8] read into a tensor"), Error);
+  }
+  // Missing, unexpected (the optimizer's and moving average's entries are not), and non-finite weights.
+  nn::NamedTensors state = trained.state_dict();
+  state.pop_back();                                      // fc2.bias
+  state.emplace_back("stray.weight", zeros({2}));        // not the model's
+  state.emplace_back("ema/fc1.weight", zeros({16, 8}));  // a moving average: skipped
+  nn::save_safetensors(p, state);
+  {
+    const nn::SafetensorsReader file(p);
+    CHECK_THROWS_WITH_AS(nn::load_weights(file, p, fresh),
+                         doctest::Contains("missing keys: fc2.bias; unexpected keys: stray.weight"), Error);
+  }
+  state = trained.state_dict();
+  std::vector<float> w = state[0].second.to_vector<float>();
+  w[2] = std::nanf("");
+  state[0].second = from_vector(w, state[0].second.sizes());
+  nn::save_safetensors(p, state);
+  {
+    const nn::SafetensorsReader file(p);
+    CHECK_THROWS_WITH_AS(nn::load_weights(file, p, fresh),
+                         doctest::Contains("tensor 'fc1.weight' holds 1 NaN or infinite values"), Error);
+  }
   std::remove(p.c_str());
 }
