@@ -2,7 +2,6 @@
 #include "nn/checkpoint.h"
 
 #include <cmath>
-#include <map>
 
 #include "core/copy.h"
 
@@ -59,40 +58,21 @@ NamedTensors section(const SafetensorsContent& content, const std::string& prefi
 }  // namespace
 
 Metadata load_weights(const SafetensorsReader& file, const std::string& path, Module& model, bool cast) {
+  std::vector<std::string> names;  // the file's, but for the optimizer state and the moving average
+  for (const std::string& name : file.names())
+    if (name.rfind(kOptimizerPrefix, 0) != 0 && name.rfind(kEmaPrefix, 0) != 0) names.push_back(name);
+  try {
+    model.check_state(
+        names,
+        [&](const std::string& name) {
+          return Module::StoredTensor{file.shape(name), file.dtype(name)};
+        },
+        /*strict=*/true, cast);
+  } catch (const Error& e) {
+    throw Error(str("checkpoint ", path, ": ", e.what()));
+  }
   NamedTensors own = model.named_parameters();
   for (auto& entry : model.named_buffers()) own.push_back(entry);
-  std::vector<std::string> missing, mismatched, mistyped, unexpected;
-  std::map<std::string, bool> known;
-  for (auto& [name, t] : own) {
-    known[name] = true;
-    if (!file.has(name)) {
-      missing.push_back(name);
-      continue;
-    }
-    const DType stored = file.dtype(name);
-    if (file.shape(name) != t.sizes())
-      mismatched.push_back(str(name, " (checkpoint ", file.shape(name), ", model ", t.sizes(), ")"));
-    else if (stored != t.dtype() && !(cast && is_floating(stored) && is_floating(t.dtype())))
-      mistyped.push_back(str(name, " (checkpoint ", ks::name(stored), ", model ", ks::name(t.dtype()), ")"));
-  }
-  for (const std::string& name : file.names())
-    if (!known.count(name) && name.rfind(kOptimizerPrefix, 0) != 0 && name.rfind(kEmaPrefix, 0) != 0)
-      unexpected.push_back(name);
-  std::vector<std::string> problems;
-  auto list = [](const std::vector<std::string>& v) {
-    std::string out;
-    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
-    return out;
-  };
-  if (!missing.empty()) problems.push_back("missing keys: " + list(missing));
-  if (!unexpected.empty()) problems.push_back("unexpected keys: " + list(unexpected));
-  if (!mismatched.empty()) problems.push_back("shape mismatch: " + list(mismatched));
-  if (!mistyped.empty()) problems.push_back("dtype mismatch: " + list(mistyped));
-  if (!problems.empty()) {
-    std::string msg = str("checkpoint ", path, ": load_state_dict(", model.type_name(), "): ");
-    for (size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];
-    throw Error(msg);
-  }
   // Each tensor into its parameter; a CPU parameter that is not contiguous
   // (none Keystone makes) or lives on another device goes through a copy.
   for (auto& [name, t] : own) {

@@ -120,9 +120,12 @@ NamedTensors Module::state_dict() const {
   return out;
 }
 
-void Module::load_state_dict(const NamedTensors& state, bool strict) {
-  std::map<std::string, Tensor> given(state.begin(), state.end());
-  std::vector<std::string> missing, mismatched, mistyped;
+void Module::check_state(const std::vector<std::string>& names,
+                         const std::function<StoredTensor(const std::string&)>& stored, bool strict,
+                         bool cast_floating) const {
+  std::map<std::string, bool> given;
+  for (const std::string& n : names) given[n] = false;
+  std::vector<std::string> missing, mismatched, mistyped, unexpected;
   NamedTensors own = named_parameters();
   for (auto& entry : named_buffers()) own.push_back(entry);
   for (auto& [name, t] : own) {
@@ -131,14 +134,15 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
       missing.push_back(name);
       continue;
     }
-    if (it->second.sizes() != t.sizes())
-      mismatched.push_back(str(name, " (checkpoint ", it->second.sizes(), ", model ", t.sizes(), ")"));
+    it->second = true;
+    const StoredTensor s = stored(name);
+    if (s.shape != t.sizes()) mismatched.push_back(str(name, " (checkpoint ", s.shape, ", model ", t.sizes(), ")"));
     // No silent conversion: a tensor of another dtype is another model's (or a damaged file's).
-    else if (it->second.dtype() != t.dtype())
-      mistyped.push_back(
-          str(name, " (checkpoint ", ks::name(it->second.dtype()), ", model ", ks::name(t.dtype()), ")"));
-    given.erase(it);
+    else if (s.dtype != t.dtype() && !(cast_floating && is_floating(s.dtype) && is_floating(t.dtype())))
+      mistyped.push_back(str(name, " (checkpoint ", ks::name(s.dtype), ", model ", ks::name(t.dtype()), ")"));
   }
+  for (const std::string& n : names)
+    if (!given.at(n)) unexpected.push_back(n);
   std::vector<std::string> problems;
   auto list = [](const std::vector<std::string>& v) {
     std::string s;
@@ -146,11 +150,7 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
     return s;
   };
   if (!missing.empty()) problems.push_back("missing keys: " + list(missing));
-  if (strict && !given.empty()) {
-    std::vector<std::string> unexpected;
-    for (auto& [n, _] : given) unexpected.push_back(n);
-    problems.push_back("unexpected keys: " + list(unexpected));
-  }
+  if (strict && !unexpected.empty()) problems.push_back("unexpected keys: " + list(unexpected));
   if (!mismatched.empty()) problems.push_back("shape mismatch: " + list(mismatched));
   if (!mistyped.empty()) problems.push_back("dtype mismatch: " + list(mistyped));
   if (!problems.empty()) {
@@ -158,7 +158,21 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
     for (size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];
     throw Error(msg);
   }
-  std::map<std::string, Tensor> by_name(state.begin(), state.end());
+}
+
+void Module::load_state_dict(const NamedTensors& state, bool strict) {
+  const std::map<std::string, Tensor> by_name(state.begin(), state.end());
+  std::vector<std::string> names;  // in name order, as the unexpected ones were always listed
+  for (const auto& entry : by_name) names.push_back(entry.first);
+  check_state(
+      names,
+      [&](const std::string& name) {
+        const Tensor& t = by_name.at(name);
+        return StoredTensor{t.sizes(), t.dtype()};
+      },
+      strict);
+  NamedTensors own = named_parameters();
+  for (auto& entry : named_buffers()) own.push_back(entry);
   for (auto& [name, t] : own) copy_(t, by_name.at(name));
 }
 

@@ -19,6 +19,7 @@
 // Not here: optimizers (nn/optim.h), checkpoint files (nn/checkpoint.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,6 +93,17 @@ class Module {
   // Copies values in. Throws one ks::Error listing every missing key,
   // unexpected key (when strict) and shape mismatch.
   void load_state_dict(const NamedTensors& state, bool strict = true);
+  // load_state_dict's checks for a state known only by description (a file
+  // not read yet: nn/checkpoint.h load_weights): `names` are the state's
+  // (in the order an unexpected one is listed), `stored(name)` its shape and
+  // dtype. Throws the same error; a dtype mismatch between floating types is
+  // allowed when cast_floating (a cast asked for).
+  struct StoredTensor {
+    Shape shape;
+    DType dtype;
+  };
+  void check_state(const std::vector<std::string>& names, const std::function<StoredTensor(const std::string&)>& stored,
+                   bool strict, bool cast_floating = false) const;
 
   // The names of this module's own parameters (as registered, no prefix)
   // that an optimizer should not decay: what decay would pull to a wrong
