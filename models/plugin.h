@@ -65,7 +65,7 @@
 
 // Bump at every change of a type below, and at every change of a public
 // class's virtual functions; then record the layouts anew (kRecordedLayouts).
-#define KS_PLUGIN_ABI_REVISION 5
+#define KS_PLUGIN_ABI_REVISION 6
 
 namespace ks::plugin_abi {
 
@@ -236,6 +236,7 @@ inline constexpr Revision kRevisions[] = {
     {3, 0x84288dd8813cc1e8ull},  // issue 52: built-in kinds' typed options, AttentionRecord, key_mixture()
     {4, 0xf3235f9fd2a30af8ull},  // issue 55: nn::Linear's LoRA adapter (Linear::lora)
     {5, 0xa95eef0ab23e98e8ull},  // issue 55: AttentionConfig's rope_scaling, out_bias, window; takes_window()
+    {6, 0xa95eef0ab23e98e8ull},  // issues 54-55: cpu::Gemm's b_bf16 (installed ops/cpu/gemm/gemm.h, not hashed)
 };
 inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::Device", 8, 4, 2, 0x0c35039535423be1ull},
