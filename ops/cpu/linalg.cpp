@@ -129,7 +129,8 @@ bool bf16_weight_gemm(const Tensor& c32, const Tensor& a32, const Tensor& b, boo
   for (int64_t d = 0; d + 2 < b.dim(); ++d)
     if (b.size(d) != 1 && b.stride(d) != 0) return false;
   const int64_t N = c32.size(-1), K = a32.size(-1), M = N ? c32.numel() / N : 0;
-  if (M == 0 || K == 0) return false;
+  // op(A)'s rows must be C's rows one for one (no batch of A broadcast against C).
+  if (M == 0 || K == 0 || a32.numel() != M * K) return false;
   const std::optional<GemmLayout> lb = gemm_layout(K, N, b.stride(-2), b.stride(-1));
   if (!lb || std::max({M, N, K, lb->ld}) > INT_MAX) return false;
   const auto* bits = reinterpret_cast<const uint16_t*>(b.data<BFloat16>());
@@ -153,8 +154,7 @@ void gemm_16bit(const Tensor& c, const Tensor& a, const Tensor& b, bool accumula
   const Tensor c32 = accumulate ? to_raw(c, cpu, kFloat32) : Tensor::empty(c.sizes(), kFloat32, cpu);
   const MatmulPrecision precision = c.dtype() == kBFloat16 ? MatmulPrecision::BFloat16 : MatmulPrecision::Float32;
   const Tensor a32 = to_raw(a, cpu, kFloat32), bias32 = bias.defined() ? to_raw(bias, cpu, kFloat32) : Tensor();
-  if (!(c.dtype() == kBFloat16 && a32.numel() == c32.numel() / c32.size(-1) * a32.size(-1) &&
-        bf16_weight_gemm(c32, a32, b, accumulate, bias32)))
+  if (!(c.dtype() == kBFloat16 && bf16_weight_gemm(c32, a32, b, accumulate, bias32)))
     gemm_typed<float>(c32, a32, to_raw(b, cpu, kFloat32), accumulate, bias32, precision);
   copy_(c, c32);
 }

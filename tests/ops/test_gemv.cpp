@@ -20,12 +20,16 @@
 #include <limits>
 #include <vector>
 
+#include "core/copy.h"
 #include "core/cpu_features.h"
 #include "core/dtype.h"
+#include "core/factory.h"
 #include "core/matmul_precision.h"
 #include "core/parallel.h"
 #include "ops/cpu/gemm/gemm.h"
 #include "ops/cpu/gemm/gemv.h"
+#include "ops/linalg.h"
+#include "ops/view.h"
 #include "support/testing.h"
 
 using namespace ks;
@@ -383,4 +387,18 @@ TEST_CASE("gemm with a bf16 B (b_bf16): a few rows read it in place, more rows w
     }
   }
   set_num_threads(threads);
+}
+
+TEST_CASE("bf16 matmul against a bf16 weight: no rows or no columns are empty results, not a division by zero") {
+  const Tensor a = to_raw(ones({2, 3}), Device::cpu(), kBFloat16);
+  CHECK(matmul(a, to_raw(ones({3, 0}), Device::cpu(), kBFloat16)).sizes() == Shape{2, 0});
+  CHECK(
+      matmul(to_raw(ones({0, 3}), Device::cpu(), kBFloat16), to_raw(ones({3, 4}), Device::cpu(), kBFloat16)).sizes() ==
+      Shape{0, 4});
+  // One row against a bf16 weight: the few-row kernel's bits, rounded once.
+  const Tensor w = to_raw(randn({5, 3}), Device::cpu(), kBFloat16);
+  const Tensor want =
+      to_raw(matmul(to_raw(a, Device::cpu(), kFloat32), transpose(to_raw(w, Device::cpu(), kFloat32), 0, 1)),
+             Device::cpu(), kBFloat16);
+  CHECK(matmul(a, transpose(w, 0, 1)).to_vector<float>() == want.to_vector<float>());
 }
