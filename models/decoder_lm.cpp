@@ -15,6 +15,7 @@
 #include "ops/linalg.h"
 #include "ops/linear_cross_entropy.h"
 #include "ops/loss.h"
+#include "ops/q8_0.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/view.h"
@@ -35,15 +36,20 @@ DecoderLM::DecoderLM(const ModelConfig& cfg)
   } else {
     // N(0, 1) rows would give normalised states logits of variance d (a first loss of ~20 nats at d = 32);
     // N(0, 1/d) rows give unit-variance logits, and forward scales the lookups back up by √d.
+    // (Under nn::Q8WeightScope the table is Q8_0 blocks already, its values to be loaded: left as drawn.)
     NoGradGuard no_grad;
-    nn::init::normal_(tok->weight, 0.0, 1.0 / std::sqrt(double(cfg.d_model)));
-    if (cfg.pad_id >= 0) fill_(tok->weight.alias({cfg.d_model}, {1}, cfg.pad_id * cfg.d_model), 0.0);
+    if (tok->weight.defined()) {
+      nn::init::normal_(tok->weight, 0.0, 1.0 / std::sqrt(double(cfg.d_model)));
+      if (cfg.pad_id >= 0) fill_(tok->weight.alias({cfg.d_model}, {1}, cfg.pad_id * cfg.d_model), 0.0);
+    }
   }
 }
 
 Tensor DecoderLM::forward(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches, const LeftPadding* left) {
   const Tensor h = features(tokens, caches, left);
-  return head ? head->forward(h) : matmul(h, transpose(tok->weight, 0, 1));  // (B, T, V)
+  if (head) return head->forward(h);             // (B, T, V)
+  if (tok->q8) return linear_q8_0(h, *tok->q8);  // a tied Q8_0 table
+  return matmul(h, transpose(tok->weight, 0, 1));
 }
 
 Tensor DecoderLM::features(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches, const LeftPadding* left) {
@@ -95,7 +101,8 @@ Tensor DecoderLM::loss(const Tensor& tokens, const Tensor& targets) {
   const CrossEntropyOptions opts{.ignore_index = kNoTarget};
   const Tensor t = scored_targets(targets);
   // The fused loss reads the head's weight alone: a head with a LoRA adapter (nn/lora.h) takes the plain path.
-  if (config.options_as<DecoderLmOptions>().fused_loss && !(head && head->lora))
+  // So does a Q8_0 output weight (nn::Q8WeightScope), which only linear_q8_0 reads.
+  if (config.options_as<DecoderLmOptions>().fused_loss && !(head && head->lora) && output_weight().defined())
     return linear_cross_entropy(features(tokens), output_weight(), Tensor(), t, opts);
   Tensor logits = forward(tokens);  // checks the tokens
   const int64_t n = tokens.numel();

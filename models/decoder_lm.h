@@ -98,8 +98,11 @@ class DecoderLM : public Model {
   // product. forward = features · output_weight()ᵀ.
   Tensor features(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches = nullptr,
                   const LeftPadding* left = nullptr);
-  // (V, d): the head's weight, or the token table when tied.
+  // (V, d): the head's weight, or the token table when tied; undefined when
+  // that weight is held as Q8_0 blocks (nn::Q8WeightScope).
   const Tensor& output_weight() const { return head ? head->weight : tok->weight; }
+  // Where the model runs: the output weight's device (the CPU's for Q8_0 weights).
+  Device device() const { return output_weight().defined() ? output_weight().device() : Device::cpu(); }
   // Mean cross-entropy of forward(tokens) against targets (B, T) int64,
   // positions whose target is kNoTarget (models/batch.h) ignored, and those
   // whose target is pad_id too (when pad_id >= 0: the padding token is

@@ -49,7 +49,7 @@ std::vector<Continuation> DecoderLM::generate_batch(const std::vector<BatchPromp
 
   NoGradGuard no_grad;
   nn::EvalModeGuard eval_mode(*this);  // dropout off while generating
-  const Device device = output_weight().device();
+  const Device device = this->device();
 
   // The prompts left-padded to (B, longest); any id in range fills the pads.
   const int64_t filler = config.pad_id >= 0 ? config.pad_id : 0;

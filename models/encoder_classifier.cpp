@@ -32,8 +32,10 @@ EncoderClassifier::EncoderClassifier(const ModelConfig& cfg)
   // init (0.02), under which the positions start as small as the tokens.
   const double table_std = o.embedding_std > 0 ? o.embedding_std : 1.0;
   if (o.embedding_std > 0) {
-    nn::init::normal_(tok->weight, 0.0, table_std);
-    if (cfg.pad_id >= 0) fill_(tok->weight.alias({cfg.d_model}, {1}, cfg.pad_id * cfg.d_model), 0.0);
+    if (tok->weight.defined()) {  // (not Q8_0 blocks, nn::Q8WeightScope: values to be loaded)
+      nn::init::normal_(tok->weight, 0.0, table_std);
+      if (cfg.pad_id >= 0) fill_(tok->weight.alias({cfg.d_model}, {1}, cfg.pad_id * cfg.d_model), 0.0);
+    }
     pos.init_normal(table_std);
   }
   if (o.pooling == "cls") {

@@ -65,7 +65,7 @@
 
 // Bump at every change of a type below, and at every change of a public
 // class's virtual functions; then record the layouts anew (kRecordedLayouts).
-#define KS_PLUGIN_ABI_REVISION 6
+#define KS_PLUGIN_ABI_REVISION 7
 
 namespace ks::plugin_abi {
 
@@ -237,6 +237,7 @@ inline constexpr Revision kRevisions[] = {
     {4, 0xf3235f9fd2a30af8ull},  // issue 55: nn::Linear's LoRA adapter (Linear::lora)
     {5, 0xa95eef0ab23e98e8ull},  // issue 55: AttentionConfig's rope_scaling, out_bias, window; takes_window()
     {6, 0xa95eef0ab23e98e8ull},  // issues 54-55: cpu::Gemm's b_bf16 (installed ops/cpu/gemm/gemm.h, not hashed)
+    {7, 0x5691ef63f19a4b85ull},  // issue 55: Q8_0 weights (nn::Module's quantized entries, Linear's and Embedding's q8)
 };
 inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::Device", 8, 4, 2, 0x0c35039535423be1ull},
@@ -248,27 +249,27 @@ inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::Edge", 24, 8, 2, 0x77cc904a0ff40675ull},
     {"ks::Node", 224, 8, 0, 0x0000000000000000ull},
     {"ks::AutogradContext", 136, 8, 0, 0x0000000000000000ull},
-    {"ks::nn::Module", 120, 8, 0, 0x0000000000000000ull},
-    {"ks::nn::Linear", 184, 8, 0, 0x0000000000000000ull},
-    {"ks::nn::Embedding", 160, 8, 0, 0x0000000000000000ull},
-    {"ks::nn::Dropout", 128, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::Module", 144, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::Linear", 224, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::Embedding", 200, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::Dropout", 152, 8, 0, 0x0000000000000000ull},
     {"ks::nn::NormConfig", 48, 8, 3, 0x38c412431842c04dull},
-    {"ks::nn::Norm", 120, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::Norm", 144, 8, 0, 0x0000000000000000ull},
     {"ks::nn::FeedForwardConfig", 64, 8, 5, 0x9d273ee8c5fc1f95ull},
-    {"ks::nn::FeedForward", 120, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::FeedForward", 144, 8, 0, 0x0000000000000000ull},
     {"ks::nn::Positions", 8, 8, 0, 0x0000000000000000ull},
     {"ks::nn::AttentionOptions", 8, 8, 0, 0x0000000000000000ull},
     {"ks::nn::AttentionConfig", 168, 8, 14, 0x5147cb13a4ee497cull},
     {"ks::nn::AttentionMask", 24, 8, 2, 0x7ff65801b879b56dull},
     {"ks::nn::AttentionCache", 128, 8, 9, 0x8db41153c2c5f4fdull},
-    {"ks::nn::Attention", 376, 8, 0, 0x052b74d3ad8bb62dull},
+    {"ks::nn::Attention", 400, 8, 0, 0xed7012563ff4d365ull},
     {"ks::nn::AttentionRecord", 64, 8, 4, 0xc834997fb4a8ad65ull},
     {"ks::nn::KeyMixture", 32, 8, 4, 0xa2df09456f196f8cull},
     {"ks::nn::AttentionCost", 32, 8, 4, 0x4a1e0dfe63bcd9a5ull},
     {"ks::KeyDoc", 64, 8, 2, 0x677900dabee8a885ull},
     {"ks::nn::AttentionFamily", 40, 8, 5, 0x8eebdd1ab7637c25ull},
     {"ks::nn::CachedKeys", 56, 8, 4, 0xc834997fb4a8ad65ull},
-    {"ks::nn::MultiHeadAttention", 456, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::MultiHeadAttention", 480, 8, 0, 0x0000000000000000ull},
     {"ks::nn::ParamGroup", 40, 8, 3, 0x0a4b69776c4d24fdull},
     {"ks::nn::Optimizer", 160, 8, 0, 0x0000000000000000ull},
     {"ks::nn::OptimizerOptions", 8, 8, 0, 0x0000000000000000ull},
@@ -286,10 +287,10 @@ inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::models::ModelCost", 32, 8, 4, 0x4a1e0dfe63bcd9a5ull},
     {"ks::models::Batch", 64, 8, 4, 0xc834997fb4a8ad65ull},
     {"ks::models::Predictions", 40, 8, 3, 0x925abb36d3a462f5ull},
-    {"ks::models::Model", 568, 8, 0, 0x0000000000000000ull},
-    {"ks::models::DecoderLM", 664, 8, 0, 0x0000000000000000ull},
-    {"ks::models::EncoderClassifier", 696, 8, 0, 0x0000000000000000ull},
-    {"ks::models::Seq2Seq", 752, 8, 0, 0x0000000000000000ull},
+    {"ks::models::Model", 592, 8, 0, 0x0000000000000000ull},
+    {"ks::models::DecoderLM", 688, 8, 0, 0x0000000000000000ull},
+    {"ks::models::EncoderClassifier", 720, 8, 0, 0x0000000000000000ull},
+    {"ks::models::Seq2Seq", 776, 8, 0, 0x0000000000000000ull},
 };
 
 }  // namespace ks::plugin_abi

@@ -15,6 +15,7 @@
 #include "ops/indexing.h"
 #include "ops/linalg.h"
 #include "ops/loss.h"
+#include "ops/q8_0.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
@@ -25,6 +26,7 @@ namespace {
 
 std::shared_ptr<nn::Embedding> token_table(int64_t vocab, int64_t d, int64_t pad_id) {
   auto e = std::make_shared<nn::Embedding>(vocab, d, pad_id);
+  if (!e->weight.defined()) return e;  // Q8_0 blocks (nn::Q8WeightScope), values to be loaded
   nn::init::normal_(e->weight, 0.0, 1.0 / std::sqrt(double(d)));
   NoGradGuard no_grad;
   fill_(e->weight.alias({d}, {1}, pad_id * d), 0.0);
@@ -138,7 +140,9 @@ Tensor Seq2Seq::decode(const Tensor& tgt_in, const Tensor& memory, const Tensor&
   }
   if (decoder_norm) h = decoder_norm->forward(h);
   if (cache) cache->length += tgt_in.size(1);
-  return out ? out->forward(h) : linear(h, tgt_embed->weight, Tensor());  // (B, T, V)
+  if (out) return out->forward(h);                           // (B, T, V)
+  if (tgt_embed->q8) return linear_q8_0(h, *tgt_embed->q8);  // a tied Q8_0 table
+  return linear(h, tgt_embed->weight, Tensor());
 }
 
 Tensor Seq2Seq::forward(const Tensor& src, const Tensor& tgt_in) {

@@ -1,9 +1,11 @@
 // nn/checkpoint.cpp — model + optimizer state in one safetensors file.
 #include "nn/checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/copy.h"
+#include "ops/q8_0.h"
 
 namespace ks::nn {
 namespace {
@@ -38,6 +40,10 @@ void save_checkpoint(const std::string& path, const Module& model, const Optimiz
 
 void save_checkpoint(const std::string& path, const Module& model, const NamedTensors& optimizer_state,
                      const Metadata& metadata, const NamedTensors& ema) {
+  // A Q8_0 weight is not in the state dict: the file would lack it.
+  const NamedQuantized quantized = model.named_quantized();
+  KS_CHECK(quantized.empty(), "save_checkpoint ", path, ": the model holds ", quantized.size(), " Q8_0 weights (",
+           quantized.front().first, ", ...), which a checkpoint does not store");
   NamedTensors all = model.state_dict();
   for (auto& [key, t] : optimizer_state) all.emplace_back(kOptimizerPrefix + key, t);
   for (auto& [key, t] : ema) all.emplace_back(kEmaPrefix + key, t);
@@ -83,6 +89,16 @@ Metadata load_weights(const SafetensorsReader& file, const std::string& path, Mo
       const Tensor read = file.read(name, t.dtype());
       check_finite({{name, read}}, "", path);
       copy_(t, read);
+    }
+  }
+  // A Q8_0 weight: its float32 values a slab of rows at a time (about 4 MiB),
+  // quantized into place: no float32 copy of a whole weight is ever held.
+  for (auto& [name, q] : model.named_quantized()) {
+    const int64_t slab = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(q->cols, 1));
+    for (int64_t r = 0; r < q->rows; r += slab) {
+      const Tensor rows = file.read_rows(name, r, std::min(slab, q->rows - r), kFloat32);
+      check_finite({{name, rows}}, "", path);
+      quantize_q8_0_into(*q, rows, r);
     }
   }
   return file.metadata();

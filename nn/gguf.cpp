@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/user_file.h"
+#include "ops/q8_0.h"
 
 namespace ks::nn {
 namespace {
@@ -384,16 +385,15 @@ Tensor gguf_tensor_float32(const GgufFile& f, const GgufTensorInfo& info) {
 
 std::string quantize_q8_0(const float* x, int64_t n) {
   KS_CHECK(n % 32 == 0, "gguf: Q8_0 needs a multiple of 32 values, got ", n);
+  // ops/q8_0.h's quantization (ggml's quantize_row_q8_0_ref), interleaved as GGUF stores it: d, then 32 q.
+  std::vector<int8_t> q(static_cast<size_t>(n));
+  std::vector<uint16_t> d(static_cast<size_t>(n / 32));
+  quantize_q8_0_row(x, n, q.data(), d.data());
   std::string out;
   out.reserve(size_t(n / 32) * 34);
   for (int64_t b = 0; b < n / 32; ++b) {
-    const float* v = x + 32 * b;
-    float amax = 0.0f;
-    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(v[j]));
-    const float d = amax / 127;  // ((1 << 7) - 1), in float as ggml computes it
-    const float id = d != 0 ? 1.0f / d : 0.0f;
-    write<uint16_t>(out, float16_bits_of(d));
-    for (int j = 0; j < 32; ++j) write<int8_t>(out, int8_t(std::roundf(v[j] * id)));  // half away from zero
+    write<uint16_t>(out, d[size_t(b)]);
+    for (int j = 0; j < 32; ++j) write<int8_t>(out, q[size_t(32 * b + j)]);
   }
   return out;
 }

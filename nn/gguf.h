@@ -23,7 +23,8 @@
 // Q8_0 to float32 (others refused by name, e.g. "Q4_K"), every value checked
 // finite.
 // Writing: F32, F16 and BF16 rounded to nearest even, Q8_0 exactly as ggml's
-// quantize_row_q8_0_ref (scale d = amax / 127 stored as fp16, q = roundf(x / d)).
+// quantize_row_q8_0_ref (scale d = amax / 127 stored as fp16, q = roundf(x / d);
+// ops/q8_0.h quantize_q8_0_row, which Keystone's own Q8_0 weights use too).
 // Not here: what the tensors and keys mean for a model (tools/interop/gguf_llama.cpp).
 #pragma once
 

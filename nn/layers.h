@@ -35,10 +35,15 @@ class Linear : public Module {
   // Registers lora_A and lora_B (above) and makes forward add their path.
   // Draws A from the global generator. Once per Linear.
   void add_lora(int64_t rank, double alpha, double dropout);
-  Tensor weight;  // (out, in), U(-1/sqrt(in), 1/sqrt(in))
+  Tensor weight;  // (out, in), U(-1/sqrt(in), 1/sqrt(in)); undefined when q8 holds it
   Tensor bias;    // (out,), same bound; undefined when bias = false
   int64_t in_features, out_features;
   std::shared_ptr<LoraAdapter> lora;  // null: a plain Linear
+  // The weight as Q8_0 blocks (ops/q8_0.h), registered as "weight", when the
+  // Linear was built under nn::Q8WeightScope and in is a multiple of 32
+  // (zero until loaded); forward then runs linear_q8_0 (inference only).
+  // Null otherwise.
+  std::shared_ptr<Q8Matrix> q8;
 };
 
 class Embedding : public Module {
@@ -46,8 +51,11 @@ class Embedding : public Module {
   // padding_idx < 0: none. Otherwise that row starts at zero and gets no gradient.
   Embedding(int64_t num_embeddings, int64_t dim, int64_t padding_idx = -1);
   Tensor forward(const Tensor& indices) const;  // int64 (...) -> (..., dim)
-  Tensor weight;                                // (num, dim), N(0, 1)
+  Tensor weight;                                // (num, dim), N(0, 1); undefined when q8 holds it
   int64_t num_embeddings, dim, padding_idx;
+  // The table as Q8_0 blocks, as Linear's q8 (dim a multiple of 32 under
+  // nn::Q8WeightScope); forward dequantizes the rows it looks up.
+  std::shared_ptr<Q8Matrix> q8;
 };
 
 class Dropout : public Module {

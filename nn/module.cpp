@@ -6,6 +6,7 @@
 
 #include "autograd/node.h"
 #include "core/copy.h"
+#include "ops/q8_0.h"
 
 namespace ks::nn {
 
@@ -17,12 +18,13 @@ void Module::check_name(const std::string& name) const {
       if (n == name) return true;
     return false;
   };
-  KS_CHECK(!taken(params_) && !taken(buffers_) && !taken(children_), type_name_, ": name '", name,
+  KS_CHECK(!taken(params_) && !taken(buffers_) && !taken(quantized_) && !taken(children_), type_name_, ": name '", name,
            "' is already registered");
 }
 
 namespace {
 thread_local std::optional<DType> t_parameter_dtype;
+thread_local bool t_q8_weights = false;
 
 // value in the scope's dtype, if one is set and value is floating (in place: see ParameterDTypeScope).
 void cast_for_scope(Tensor& value) {
@@ -33,6 +35,10 @@ void cast_for_scope(Tensor& value) {
 
 ParameterDTypeScope::ParameterDTypeScope(DType dtype) : previous_(t_parameter_dtype) { t_parameter_dtype = dtype; }
 ParameterDTypeScope::~ParameterDTypeScope() { t_parameter_dtype = previous_; }
+
+Q8WeightScope::Q8WeightScope() : previous_(t_q8_weights) { t_q8_weights = true; }
+Q8WeightScope::~Q8WeightScope() { t_q8_weights = previous_; }
+bool Q8WeightScope::active() { return t_q8_weights; }
 
 Tensor Module::register_parameter(const std::string& name, Tensor value) {
   check_name(name);
@@ -50,6 +56,21 @@ Tensor Module::register_buffer(const std::string& name, Tensor value) {
   cast_for_scope(value);
   buffers_.emplace_back(name, value);
   return value;
+}
+
+std::shared_ptr<Q8Matrix> Module::register_quantized(const std::string& name, std::shared_ptr<Q8Matrix> value) {
+  check_name(name);
+  KS_CHECK(value != nullptr, type_name_, ": quantized weight '", name, "' is null");
+  quantized_.emplace_back(name, value);
+  return value;
+}
+
+NamedQuantized Module::named_quantized() const {
+  NamedQuantized out;
+  for (const auto& entry : quantized_) out.push_back(entry);
+  for (const auto& [n, m] : children_)
+    for (auto& [name, q] : m->named_quantized()) out.emplace_back(n + "." + name, q);
+  return out;
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
@@ -93,6 +114,8 @@ void Module::train(bool on) {
 }
 
 void Module::to(Device device) {
+  KS_CHECK(device.is_cpu() || named_quantized().empty(), type_name_, ": Q8_0 weights run on the CPU only, not on ",
+           device.str());
   for (auto& list : {named_parameters(), named_buffers()})
     for (auto& [_, t] : list)
       if (t.device() != device) t.set_data(to_raw(t, device, t.dtype()));
@@ -141,6 +164,21 @@ void Module::check_state(const std::vector<std::string>& names,
     else if (s.dtype != t.dtype() && !(cast_floating && is_floating(s.dtype) && is_floating(t.dtype())))
       mistyped.push_back(str(name, " (checkpoint ", ks::name(s.dtype), ", model ", ks::name(t.dtype()), ")"));
   }
+  // A Q8_0 weight is read from a floating tensor of its shape and quantized.
+  for (auto& [name, q] : named_quantized()) {
+    auto it = given.find(name);
+    if (it == given.end()) {
+      missing.push_back(name);
+      continue;
+    }
+    it->second = true;
+    const StoredTensor s = stored(name);
+    const Shape shape{q->rows, q->cols};
+    if (s.shape != shape)
+      mismatched.push_back(str(name, " (checkpoint ", s.shape, ", model ", shape, ")"));
+    else if (!is_floating(s.dtype))
+      mistyped.push_back(str(name, " (checkpoint ", ks::name(s.dtype), ", model Q8_0 from a floating type)"));
+  }
   for (const std::string& n : names)
     if (!given.at(n)) unexpected.push_back(n);
   std::vector<std::string> problems;
@@ -174,6 +212,7 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
   NamedTensors own = named_parameters();
   for (auto& entry : named_buffers()) own.push_back(entry);
   for (auto& [name, t] : own) copy_(t, by_name.at(name));
+  for (auto& [name, q] : named_quantized()) quantize_q8_0_into(*q, by_name.at(name));
 }
 
 std::string Module::to_string() const {
@@ -184,6 +223,10 @@ std::string Module::to_string() const {
     bool first = true;
     for (auto& [n, t] : params_) {
       os << (first ? "" : ", ") << n << "=" << str(t.sizes());
+      first = false;
+    }
+    for (auto& [n, q] : quantized_) {
+      os << (first ? "" : ", ") << n << "=Q8_0" << str(Shape{q->rows, q->cols});
       first = false;
     }
     os << ")";

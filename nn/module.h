@@ -28,6 +28,10 @@
 
 #include "core/tensor.h"
 
+namespace ks {
+struct Q8Matrix;  // ops/q8_0.h
+}
+
 namespace ks::nn {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;  // in registration order
@@ -49,6 +53,27 @@ class ParameterDTypeScope {
   std::optional<DType> previous_;
 };
 
+// While one is alive on this thread, a Linear or an Embedding built whose
+// rows are a multiple of 32 values long keeps its weight as Q8_0 blocks
+// (ops/q8_0.h; Module::register_quantized) instead of a float parameter,
+// all zero (no initial values are drawn for it: no float32 weight is ever
+// made). For a model whose weights are loaded next (tools/train/run_dir.h
+// load_run's q8_0: eval and generate --dtype q8_0, a slab of rows at a
+// time, nn/checkpoint.h load_weights). Scopes nest.
+class Q8WeightScope {
+ public:
+  Q8WeightScope();
+  ~Q8WeightScope();
+  Q8WeightScope(const Q8WeightScope&) = delete;
+  Q8WeightScope& operator=(const Q8WeightScope&) = delete;
+  static bool active();
+
+ private:
+  bool previous_;
+};
+
+using NamedQuantized = std::vector<std::pair<std::string, std::shared_ptr<Q8Matrix>>>;
+
 class Module {
  public:
   explicit Module(std::string type_name = "Module") : type_name_(std::move(type_name)) {}
@@ -61,6 +86,12 @@ class Module {
   Tensor register_parameter(const std::string& name, Tensor value);
   // Stores state that is saved and moved with the module but not trained.
   Tensor register_buffer(const std::string& name, Tensor value);
+  // Stores a weight held as Q8_0 blocks in place of a parameter (see
+  // Q8WeightScope): not trained and not in state_dict() (a model holding
+  // one cannot be saved), but loaded by load_state_dict and load_weights
+  // under its name from a floating tensor of its (rows, cols) shape,
+  // quantized as it is read. CPU only.
+  std::shared_ptr<Q8Matrix> register_quantized(const std::string& name, std::shared_ptr<Q8Matrix> value);
   template <class M> std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     add_child(name, module);
     return module;
@@ -70,6 +101,7 @@ class Module {
   std::vector<Tensor> parameters() const;
   NamedTensors named_parameters() const;
   NamedTensors named_buffers() const;
+  NamedQuantized named_quantized() const;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
   int64_t num_parameters() const;
 
@@ -125,6 +157,7 @@ class Module {
   bool checkpointing_ = false;
   NamedTensors params_;
   NamedTensors buffers_;
+  NamedQuantized quantized_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
 

@@ -305,6 +305,22 @@ Tensor SafetensorsReader::read(const std::string& name, std::optional<DType> flo
   return t;
 }
 
+Tensor SafetensorsReader::read_rows(const std::string& name, int64_t first, int64_t count,
+                                    std::optional<DType> floating_as) const {
+  const Entry& e = impl_->entry(name);
+  KS_CHECK(!e.shape.empty() && first >= 0 && count >= 0 && first + count <= e.shape[0], "safetensors: ", impl_->path,
+           ": rows [", first, ", ", first + count, ") of tensor '", name, "' ", e.shape);
+  Shape shape = e.shape;
+  shape[0] = count;
+  Tensor t = Tensor::empty(shape, e.dtype, Device::cpu());
+  const uint64_t row_bytes = e.shape[0] ? (e.end - e.begin) / uint64_t(e.shape[0]) : 0;
+  read_at(impl_->fd, static_cast<char*>(t.data_ptr()), row_bytes * uint64_t(count),
+          impl_->data_begin + e.begin + row_bytes * uint64_t(first), impl_->path);
+  if (floating_as && is_floating(t.dtype()) && t.dtype() != *floating_as)
+    t = cast_as_read(t, *floating_as, e.name, impl_->path);
+  return t;
+}
+
 void SafetensorsReader::read_into(const std::string& name, const Tensor& dst) const {
   const Entry& e = impl_->entry(name);
   KS_CHECK(dst.device().is_cpu() && dst.is_contiguous() && dst.sizes() == e.shape, "safetensors: ", impl_->path,

@@ -75,6 +75,11 @@ class SafetensorsReader {
   // the file's dtype, else read and cast (both floating; float16's range
   // checked as floating_as checks it).
   void read_into(const std::string& name, const Tensor& dst) const;
+  // Rows [first, first + count) of the tensor along its first dim, as read
+  // gives the whole: a large weight read a slab at a time (a Q8_0 weight,
+  // quantized as it is read, never held whole in float32).
+  Tensor read_rows(const std::string& name, int64_t first, int64_t count,
+                   std::optional<DType> floating_as = std::nullopt) const;
 
  private:
   struct Impl;

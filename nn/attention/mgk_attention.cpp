@@ -143,9 +143,11 @@ std::vector<std::string> MixtureKeyAttention::no_weight_decay() const {
 Tensor MixtureKeyAttention::log_pi() const {
   if (options.soft_e) return log(pi);
   if (pi_logits.defined()) return log_softmax(pi_logits, -1);
-  const Tensor ref = q->weight;  // π fixed at 1/M, on the module's device and dtype
-  return full({config.heads, options.keys}, -std::log(double(options.keys)),
-              {.dtype = ref.dtype(), .device = ref.device()});
+  // π fixed at 1/M, on the module's device and dtype (float32 on the CPU for a Q8_0 q, nn::Q8WeightScope).
+  const Tensor& ref = q->weight;
+  return full(
+      {config.heads, options.keys}, -std::log(double(options.keys)),
+      {.dtype = ref.defined() ? ref.dtype() : kFloat32, .device = ref.defined() ? ref.device() : Device::cpu()});
 }
 
 std::optional<KeyMixture> MixtureKeyAttention::key_mixture() const {

@@ -1,13 +1,14 @@
 // tests/nn/test_safetensors.cpp — the safetensors writer and reader: round
 // trips, byte layout, and a clear error for each kind of damaged file; the
 // reader's `wanted` (tensors left unread but checked) and `floating_as`
-// (cast as read, float16's range refused by name).
+// (cast as read, float16's range refused by name); a slab of rows read alone.
 #include "support/testing.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 
 #include "nn/safetensors.h"
 
@@ -204,5 +205,30 @@ TEST_CASE("load_safetensors: only the wanted tensors are read, every one is chec
                        doctest::Contains("tensor 'big' holds 100000 (at index 1), beyond float16's range (65504)"),
                        Error);
   CHECK(nn::load_safetensors(p, {}, kBFloat16).tensors[0].second.to_vector<float>()[1] == 99840.f);
+  std::remove(p.c_str());
+}
+
+TEST_CASE("SafetensorsReader::read_rows reads a slab of rows, cast as asked, and refuses rows outside") {
+  const std::string p = temp_path("rows.safetensors");
+  const Tensor w = randn({7, 5});
+  nn::save_safetensors(p, {{"w", w}, {"s", randn({})}});
+  const nn::SafetensorsReader file(p);
+  const std::vector<float> all = w.to_vector<float>();
+  const Tensor mid = file.read_rows("w", 2, 3);
+  CHECK(mid.sizes() == Shape{3, 5});
+  CHECK(mid.to_vector<float>() == std::vector<float>(all.begin() + 10, all.begin() + 25));
+  const Tensor half = file.read_rows("w", 6, 1, kBFloat16);
+  CHECK(half.dtype() == kBFloat16);
+  CHECK(file.read_rows("w", 7, 0).sizes() == Shape{0, 5});
+  auto error = [&](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  CHECK(error([&] { file.read_rows("w", 5, 3); }) == "safetensors: " + p + ": rows [5, 8) of tensor 'w' [7, 5]");
+  CHECK(error([&] { file.read_rows("s", 0, 1); }) == "safetensors: " + p + ": rows [0, 1) of tensor 's' []");
   std::remove(p.c_str());
 }

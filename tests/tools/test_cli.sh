@@ -356,7 +356,7 @@ for dt in bf16 fp16; do
     { echo "FAIL: eval --dtype $dt: loss $loss16, float32's $loss32"; fails=$((fails + 1)); }
 done
 expect 0 '"dtype":"bf16".*"tokens":[0-9]+' -- "$ks" eval --run "$tmp/lm" --file "$tmp/lines.txt" --dtype bf16
-expect 2 "--dtype: expected float32, bf16 or fp16, got 'int4'" -- "$ks" eval --run "$tmp/lm" --dtype int4
+expect 2 "--dtype: expected float32, bf16, fp16 or q8_0, got 'int4'" -- "$ks" eval --run "$tmp/lm" --dtype int4
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm-ema" --prompt "the cat" --tokens 5 --greedy --weights ema
 expect 2 "--weights: expected raw or ema, got 'avg'" -- "$ks" generate --run "$tmp/lm-ema" --weights avg
 # --precision: the GEMMs' operands; greedy text at bf16 is still text, a word outside the list a usage error.
@@ -365,8 +365,18 @@ expect 2 "--precision: expected float32, bf16, fp16 or auto, got 'int8'" -- "$ks
 # --dtype: the model cast after loading (bf16 weights, activations and cache); not with --precision.
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm-ema" --prompt "the cat" --tokens 5 --greedy --dtype bf16
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm-ema" --prompt "the cat" --tokens 5 --greedy --dtype fp16
-expect 2 "--dtype: expected float32, bf16 or fp16, got 'int8'" -- "$ks" generate --run "$tmp/lm" --dtype int8
+expect 2 "--dtype: expected float32, bf16, fp16 or q8_0, got 'int8'" -- "$ks" generate --run "$tmp/lm" --dtype int8
 expect 2 "--precision: not with --dtype bf16" -- "$ks" generate --run "$tmp/lm" --dtype bf16 --precision bf16
+# --dtype q8_0: weight-only int8 (rows of 64: every linear layer and the table in Q8_0 blocks): the test loss
+# within 2% of float32's, the output saying so; greedy text still the run's text.
+expect 0 "finished 20 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm64" --quiet --set model.d_model=64
+loss32=$("$ks" eval --run "$tmp/lm64" | sed -E 's/.*"loss":([0-9.e+-]+).*/\1/')
+out=$("$ks" eval --run "$tmp/lm64" --dtype q8_0)
+lossq=$(echo "$out" | sed -E 's/.*"loss":([0-9.e+-]+).*/\1/')
+echo "$out" | grep -q '"dtype":"q8_0"' || { echo "FAIL: eval --dtype q8_0: the output does not say so: $out"; fails=$((fails + 1)); }
+awk -v a="$loss32" -v b="$lossq" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.02 * a) }' ||
+  { echo "FAIL: eval --dtype q8_0: loss $lossq, float32's $loss32"; fails=$((fails + 1)); }
+expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm64" --prompt "the cat" --tokens 5 --greedy --dtype q8_0
 expect 1 "best.safetensors holds no moving average of the weights \(the run was trained without train.ema_decay\)" -- "$ks" generate --run "$tmp/lm" --weights ema
 # export --weights ema writes the average: a Llama-style run's two exports differ, and the raw one is the weights.
 expect 0 "finished 4 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-llama" --quiet --set train.steps=4 \

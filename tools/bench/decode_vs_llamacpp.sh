@@ -10,8 +10,10 @@
 # last new token (Keystone: generate --timing). Keystone's columns: float32;
 # bf16 GEMM operands on float32 weights (generate --precision bf16); and the
 # model in bf16 (generate --dtype bf16: bf16 weights, activations and cache,
-# as llama.cpp's BF16 file holds its weights). No int8 path yet: Q8_0 is
-# llama.cpp's alone.
+# as llama.cpp's BF16 file holds its weights); and weight-only int8
+# (generate --dtype q8_0: the weights quantized to Q8_0 blocks as they load,
+# the same blocks as the Q8_0 file llama.cpp reads; activations float32,
+# where llama.cpp also rounds them to Q8_0 for an integer dot product).
 #   bash tools/bench/decode_vs_llamacpp.sh [ROUNDS (default 2)]
 # Environment: THREADS (default "1 2"), PROMPT (128), NEW (128), SHAPE (extra
 # random_llama.py flags, e.g. "--hidden 256 --layers 2" for a quick look),
@@ -56,13 +58,13 @@ lc() {  # THREADS TYPE -> new tokens per second
     /usr/bin/python3 -c "import json, sys; print(round(json.load(sys.stdin)['tokens_per_s'], 1))"
 }
 echo "# $(keystone_cpu), $(date -u +%F), $(git rev-parse --short HEAD), prompt ${PROMPT:-128}, new ${NEW:-128}, batch 1; tokens/s"
-printf "%5s %7s %10s %11s %11s %10s %10s %10s %9s %9s\n" round threads ks_f32 ks_bf16_ops ks_bf16_dt \
-  lcpp_f32 lcpp_bf16 lcpp_q8_0 f32_ratio bf16_ratio
+printf "%5s %7s %8s %11s %10s %9s %9s %10s %10s %9s %9s %9s\n" round threads ks_f32 ks_bf16_ops ks_bf16_dt ks_q8_0 \
+  lcpp_f32 lcpp_bf16 lcpp_q8_0 f32_ratio bf16_ratio q8_ratio
 for r in $(seq 1 "$rounds"); do
   for t in ${THREADS:-1 2}; do
-    a=$(ks "$t" --precision float32) b=$(ks "$t" --precision bf16) w=$(ks "$t" --dtype bf16)
+    a=$(ks "$t" --precision float32) b=$(ks "$t" --precision bf16) w=$(ks "$t" --dtype bf16) q=$(ks "$t" --dtype q8_0)
     c=$(lc "$t" f32) d=$(lc "$t" bf16) e=$(lc "$t" q8_0)
-    printf "%5s %7s %10s %11s %11s %10s %10s %10s %8.2fx %8.2fx\n" "$r" "$t" "$a" "$b" "$w" "$c" "$d" "$e" \
-      "$(echo "$a / $c" | bc -l)" "$(echo "$w / $d" | bc -l)"
+    printf "%5s %7s %8s %11s %10s %9s %9s %10s %10s %8.2fx %8.2fx %8.2fx\n" "$r" "$t" "$a" "$b" "$w" "$q" "$c" "$d" \
+      "$e" "$(echo "$a / $c" | bc -l)" "$(echo "$w / $d" | bc -l)" "$(echo "$q / $e" | bc -l)"
   done
 done

@@ -28,7 +28,7 @@ namespace ks::tools {
 constexpr char kUsage[] =
     "usage: keystone eval --run DIR [--split valid|test|train] [--checkpoint best|latest|FILE]\n"
     "                     [--batch N] [--batches N] [--decode N] [--mask-heads SITE:HEAD,...]\n"
-    "                     [--weights raw|ema] [--dtype float32|bf16|fp16] [--set data.train=PATH ...]\n"
+    "                     [--weights raw|ema] [--dtype float32|bf16|fp16|q8_0] [--set data.train=PATH ...]\n"
     "Loss per prediction, perplexity (token tasks) and accuracy of a run's checkpoint on a split\n"
     "(default: test with the best checkpoint), as one JSON object. --batches limits the batches\n"
     "read (0: all); --decode N also greedily decodes N examples of a seq2seq run (exact match; a\n"
@@ -40,6 +40,8 @@ constexpr char kUsage[] =
     "timm's validate.py --use-ema does; the output then says \"weights\": \"ema\".\n"
     "--dtype bf16|fp16 casts the model (weights and activations) to that type as it loads, as a PyTorch\n"
     "user writes model.to(torch.bfloat16), and the output says \"dtype\"; the loss is summed in float32.\n"
+    "--dtype q8_0: the weights of the linear layers and embeddings (rows a multiple of 32 long) in\n"
+    "llama.cpp's Q8_0 blocks, quantized as they load; activations float32 (weight-only int8).\n"
     "\n"
     "       keystone eval --run DIR --file FILE [--seq-len N] [--batch N] [--checkpoint ...] [--weights ...]\n"
     "                     [--dtype ...]\n"
@@ -125,10 +127,8 @@ FileScore score_tokens(models::Model& model, const std::vector<int64_t>& ids, in
 // The run's checkpoint (--checkpoint, --weights), its model cast to --dtype.
 LoadedRun load_for_eval(const cli::Flags& f) {
   const Weights w = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
-  const std::string dtype = f.get_choice("dtype", "float32", {"float32", "bf16", "fp16"});
-  std::optional<DType> cast;
-  if (dtype != "float32") cast = dtype == "bf16" ? kBFloat16 : kFloat16;
-  return load_run(f.get("run", ""), f.get("checkpoint", "best"), w, cast);
+  return load_run(f.get("run", ""), f.get("checkpoint", "best"), w,
+                  parse_model_dtype(f.get_choice("dtype", "float32", kModelDTypeWords)));
 }
 
 // The output's record of a cast (nothing for float32).

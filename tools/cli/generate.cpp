@@ -38,7 +38,7 @@ constexpr char kUsage[] =
     "                         [--top-k 0] [--top-p 1.0] [--repetition-penalty 1.0] [--greedy]\n"
     "                         [--beam K] [--length-penalty 0] [--stop TEXT]... [--samples 1] [--seed 0]\n"
     "                         [--checkpoint best|latest|FILE] [--weights raw|ema] [--prompts FILE] [--batch N]\n"
-    "                         [--precision float32|bf16|fp16|auto] [--dtype float32|bf16|fp16] [--timing]\n"
+    "                         [--precision float32|bf16|fp16|auto] [--dtype float32|bf16|fp16|q8_0] [--timing]\n"
     "Continues the prompt with a language-model run. Sampling applies, in this order (Hugging Face's):\n"
     "the repetition penalty (logits of tokens already in prompt or output: positive / R, negative * R),\n"
     "softmax(logits / temperature), the top-k tokens when --top-k > 0, then the smallest set of most\n"
@@ -59,6 +59,9 @@ constexpr char kUsage[] =
     "--dtype bf16|fp16: the model's weights (and so its activations and KV cache) in that type, as a PyTorch\n"
     "user writes model.to(torch.bfloat16), cast as they load: half the memory and half the bytes per token;\n"
     "bf16 products are summed in float32 (on the bf16 unit where the CPU has one). Not with --precision.\n"
+    "--dtype q8_0: weight-only int8: the weights of the linear layers and embeddings (rows a multiple of\n"
+    "32 long) in llama.cpp's Q8_0 blocks (32 int8 values and an fp16 scale), quantized as they load: about\n"
+    "0.27 of float32's bytes; activations and KV cache float32. CPU only.\n"
     "--weights ema: the checkpoint's moving average of the weights (a run trained with train.ema_decay).\n"
     "The text is written byte for byte (a NUL byte too). A model whose vocabulary is larger than its\n"
     "tokenizer's can emit ids no text belongs to: they decode to nothing (as Hugging Face's decode skips\n"
@@ -188,13 +191,12 @@ int generate(const std::vector<std::string>& args) {
     std::fprintf(stderr, "generate: note: --precision %s runs in float32 here (this CPU has no bf16 unit)\n",
                  precision_word.c_str());
   const MatmulPrecisionScope precision_scope(precision);
-  const std::string dtype_word = f.get_choice("dtype", "float32", {"float32", "bf16", "fp16"});
-  if (dtype_word != "float32" && f.has("precision"))
+  const std::string dtype_word = f.get_choice("dtype", "float32", kModelDTypeWords);
+  const ModelDType dtype = parse_model_dtype(dtype_word);
+  if (dtype.cast && f.has("precision"))
     throw cli::UsageError(str("--precision: not with --dtype ", dtype_word, " (a ", dtype_word,
                               " model's products are ", dtype_word, " already)"));
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
-  std::optional<DType> dtype;
-  if (dtype_word != "float32") dtype = dtype_word == "bf16" ? kBFloat16 : kFloat16;
   LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights, dtype);
   auto* lm = dynamic_cast<models::DecoderLM*>(run.model.get());
   KS_CHECK(lm != nullptr, "generate: run ", run.paths.dir.string(), " is a ", run.config.model.value("model", "?"),

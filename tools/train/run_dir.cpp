@@ -264,8 +264,15 @@ RunTokenizers load_run_tokenizers(const RunPaths& paths, const json& data_sectio
   return read_run_tokenizers(data_section, paths.tokenizer(), paths.target_tokenizer());
 }
 
-LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weights weights,
-                   std::optional<DType> dtype) {
+ModelDType parse_model_dtype(const std::string& word) {
+  if (word == "float32") return {};
+  if (word == "bf16") return {.cast = kBFloat16};
+  if (word == "fp16") return {.cast = kFloat16};
+  if (word == "q8_0") return {.q8_0 = true};
+  throw Error(str("--dtype: expected float32, bf16, fp16 or q8_0, got '", word, "'"));
+}
+
+LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weights weights, ModelDType as) {
   LoadedRun run;
   run.paths.dir = run_dir;
   KS_CHECK(fs::is_directory(run_dir), "run folder ", run_dir.string(), " does not exist");
@@ -283,9 +290,14 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
   }
   KS_CHECK(fs::is_regular_file(run.checkpoint), "checkpoint ", run.checkpoint.string(), " is not a file");
   models::ModelConfig cfg = models::parse_model_config(run.config.model);
+  const std::optional<DType>& dtype = as.cast;
+  KS_CHECK(!(as.q8_0 && run.config.train.lora), "run folder ", run_dir.string(),
+           " holds a LoRA fine-tune: Q8_0 weights take no adapter (export it merged with --to hf and import that)");
   {
     std::optional<nn::ParameterDTypeScope> in_dtype;
     if (dtype) in_dtype.emplace(*dtype);
+    std::optional<nn::Q8WeightScope> in_q8;
+    if (as.q8_0) in_q8.emplace();
     run.model = models::build_model(cfg);
     // A LoRA run's model is its config's with the adapters (values from the checkpoint below).
     if (run.config.train.lora) nn::apply_lora(*run.model, *run.config.train.lora);
@@ -295,7 +307,7 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
     // Straight into the parameters: no second copy of the weights.
     const nn::SafetensorsReader file(run.checkpoint.string());
     check_checkpoint_config(file.metadata(), config_json, run.checkpoint);
-    run.metadata = nn::load_weights(file, run.checkpoint.string(), *run.model, dtype.has_value());
+    run.metadata = nn::load_weights(file, run.checkpoint.string(), *run.model, dtype.has_value() || as.q8_0);
   } else {
     nn::SafetensorsContent content = nn::load_safetensors(
         run.checkpoint.string(), [&](const std::string& name) { return name.rfind(nn::kOptimizerPrefix, 0) != 0; },

@@ -127,6 +127,19 @@ struct LoadedRun {
   nn::Metadata metadata;                                               // its metadata (step, ...)
 };
 
+// How eval and generate hold a loaded model (their --dtype): in a floating
+// type (unset: float32, as stored), or float32 with the weight of every
+// Linear and Embedding whose rows are a multiple of 32 long in Q8_0 blocks
+// (nn::Q8WeightScope, ops/q8_0.h: weight-only int8, llama.cpp's Q8_0).
+struct ModelDType {
+  std::optional<DType> cast;  // kBFloat16 or kFloat16
+  bool q8_0 = false;
+};
+// --dtype's words: "float32", "bf16", "fp16", "q8_0".
+ModelDType parse_model_dtype(const std::string& word);
+// The words, for get_choice and --help.
+inline const std::vector<std::string> kModelDTypeWords = {"float32", "bf16", "fp16", "q8_0"};
+
 // `checkpoint`: "best" (falling back to latest when a run has no best yet),
 // "latest", or a path to a .safetensors file. Errors name the folder or file
 // (Weights::Ema: also a checkpoint that holds no moving average). The
@@ -136,9 +149,11 @@ struct LoadedRun {
 // are cast to it one at a time as they are read (nn::load_safetensors), so
 // no float32 model is ever held, nor more than one float32 tensor of the
 // file; refused, naming the tensor, when a weight does not fit the type
-// (fp16 beyond ±65504).
+// (fp16 beyond ±65504). q8_0: the model is built under nn::Q8WeightScope and
+// each such weight quantized as it is read (one float32 tensor at a time);
+// a LoRA run is refused (merge its adapter first).
 LoadedRun load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best",
-                   Weights weights = Weights::Raw, std::optional<DType> dtype = std::nullopt);
+                   Weights weights = Weights::Raw, ModelDType as = {});
 
 // The run's saved tokenizers (null where it has none), checked against its
 // resolved data section (tools/train/data_setup.h read_run_tokenizers).
