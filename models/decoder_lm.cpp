@@ -45,11 +45,25 @@ DecoderLM::DecoderLM(const ModelConfig& cfg)
   }
 }
 
+namespace {
+
+// The output layer: h (..., d) -> logits (..., V).
+Tensor output_layer(const nn::Linear* head, const nn::Embedding& tok, const Tensor& h) {
+  if (head) return head->forward(h);
+  if (tok.q8) return linear_q8_0(h, *tok.q8);  // a tied Q8_0 table
+  return matmul(h, transpose(tok.weight, 0, 1));
+}
+
+}  // namespace
+
 Tensor DecoderLM::forward(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches, const LeftPadding* left) {
-  const Tensor h = features(tokens, caches, left);
-  if (head) return head->forward(h);             // (B, T, V)
-  if (tok->q8) return linear_q8_0(h, *tok->q8);  // a tied Q8_0 table
-  return matmul(h, transpose(tok->weight, 0, 1));
+  return output_layer(head.get(), *tok, features(tokens, caches, left));  // (B, T, V)
+}
+
+Tensor DecoderLM::forward_last(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches,
+                               const LeftPadding* left) {
+  const Tensor h = features(tokens, caches, left);                     // (B, T, d)
+  return output_layer(head.get(), *tok, select(h, 1, h.size(1) - 1));  // (B, V)
 }
 
 Tensor DecoderLM::features(const Tensor& tokens, std::vector<nn::DecoderLayerCache>* caches, const LeftPadding* left) {
@@ -135,10 +149,10 @@ Tensor DecoderLM::generate(const Tensor& prompt, int64_t max_new_tokens, const S
   std::vector<bool> stopped(generated.size(), false);
   int64_t running = B;
   std::vector<nn::DecoderLayerCache> caches;
-  Tensor logits = forward(prompt, &caches);  // (B, T0, V): the prompt in one pass
+  Tensor logits = forward_last(prompt, &caches);  // (B, V): the prompt in one pass
   for (int64_t step = 0; step < max_new_tokens; ++step) {
-    const Tensor seen = penalized ? cat(pieces, 1) : Tensor();                     // (B, T0 + step)
-    Tensor next = sample_next(select(logits, 1, logits.size(1) - 1), opts, seen);  // (B)
+    const Tensor seen = penalized ? cat(pieces, 1) : Tensor();  // (B, T0 + step)
+    Tensor next = sample_next(logits, opts, seen);              // (B)
     pieces.push_back(unsqueeze(next, 1));
     if (!stop.empty()) {
       const std::vector<int64_t> ids = next.to_vector<int64_t>();
@@ -152,7 +166,7 @@ Tensor DecoderLM::generate(const Tensor& prompt, int64_t max_new_tokens, const S
       }
       if (running == 0) break;
     }
-    if (step + 1 < max_new_tokens) logits = forward(pieces.back(), &caches);  // one new position
+    if (step + 1 < max_new_tokens) logits = forward_last(pieces.back(), &caches);  // one new position
   }
   return cat(pieces, 1);
 }
@@ -180,9 +194,9 @@ std::vector<Hypothesis> DecoderLM::beam_search(const Tensor& prompt, int64_t max
       std::vector<int64_t> source_of(static_cast<size_t>(N));
       for (int64_t r = 0; r < N; ++r) source_of[size_t(r)] = r / K;
       const Tensor rows = rows_tensor(source_of);
-      Tensor all = forward(prompt, &caches);  // (B, T0, V)
+      const Tensor last = forward_last(prompt, &caches);  // (B, V)
       reorder_caches(caches, rows);
-      logits = index_select(select(all, 1, all.size(1) - 1), 0, rows);
+      logits = index_select(last, 0, rows);
     } else {
       reorder_caches(caches, rows_tensor(parents));
       // Dead rows carry eos_id, which may be -1: any id in range serves, their outputs are ignored.

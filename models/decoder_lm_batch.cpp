@@ -67,8 +67,7 @@ std::vector<Continuation> DecoderLM::generate_batch(const std::vector<BatchPromp
   const bool any_pads = std::any_of(live.pads.begin(), live.pads.end(), [](int64_t p) { return p > 0; });
   LeftPadding left{.pads = live.pads, .key_padding = any_pads ? from_vector(padded, {B, longest}, device) : Tensor()};
   std::vector<nn::DecoderLayerCache> caches;
-  Tensor logits = forward(from_vector(ids, {B, longest}, device), &caches, &left);  // (B, longest, V)
-  Tensor last = ks::to(select(logits, 1, longest - 1), Device::cpu());              // (B, V)
+  Tensor last = ks::to(forward_last(from_vector(ids, {B, longest}, device), &caches, &left), Device::cpu());  // (B, V)
 
   std::deque<Generator> generators;  // not movable: a deque grows in place
   for (const BatchPrompt& r : rows) generators.emplace_back(r.seed);

@@ -377,6 +377,15 @@ echo "$out" | grep -q '"dtype":"q8_0"' || { echo "FAIL: eval --dtype q8_0: the o
 awk -v a="$loss32" -v b="$lossq" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.02 * a) }' ||
   { echo "FAIL: eval --dtype q8_0: loss $lossq, float32's $loss32"; fails=$((fails + 1)); }
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm64" --prompt "the cat" --tokens 5 --greedy --dtype q8_0
+# --device: cpu as before; a word outside the two a usage error; Q8_0 weights stay on the CPU; cuda refused by
+# name where this build or machine has no GPU (skipped where one is).
+expect 0 '"loss":[0-9.]+' -- "$ks" eval --run "$tmp/lm" --device cpu
+expect 2 "--device: expected cpu or cuda, got 'tpu'" -- "$ks" eval --run "$tmp/lm" --device tpu
+expect 1 "--device cuda: Q8_0 weights \(--dtype q8_0\) run on the CPU only" -- "$ks" generate --run "$tmp/lm64" --dtype q8_0 --device cuda
+if ! (command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1); then
+  expect 1 "--device: cuda: (this build has no CUDA backend|no CUDA device is available)" -- "$ks" generate --run "$tmp/lm" --prompt "the" --tokens 2 --device cuda
+  expect 1 "--device: cuda: (this build has no CUDA backend|no CUDA device is available)" -- "$ks" eval --run "$tmp/lm" --device cuda
+fi
 expect 1 "best.safetensors holds no moving average of the weights \(the run was trained without train.ema_decay\)" -- "$ks" generate --run "$tmp/lm" --weights ema
 # export --weights ema writes the average: a Llama-style run's two exports differ, and the raw one is the weights.
 expect 0 "finished 4 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-llama" --quiet --set train.steps=4 \

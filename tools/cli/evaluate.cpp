@@ -28,7 +28,8 @@ namespace ks::tools {
 constexpr char kUsage[] =
     "usage: keystone eval --run DIR [--split valid|test|train] [--checkpoint best|latest|FILE]\n"
     "                     [--batch N] [--batches N] [--decode N] [--mask-heads SITE:HEAD,...]\n"
-    "                     [--weights raw|ema] [--dtype float32|bf16|fp16|q8_0] [--set data.train=PATH ...]\n"
+    "                     [--weights raw|ema] [--dtype float32|bf16|fp16|q8_0] [--device cpu|cuda]\n"
+    "                     [--set data.train=PATH ...]\n"
     "Loss per prediction, perplexity (token tasks) and accuracy of a run's checkpoint on a split\n"
     "(default: test with the best checkpoint), as one JSON object. --batches limits the batches\n"
     "read (0: all); --decode N also greedily decodes N examples of a seq2seq run (exact match; a\n"
@@ -42,9 +43,10 @@ constexpr char kUsage[] =
     "user writes model.to(torch.bfloat16), and the output says \"dtype\"; the loss is summed in float32.\n"
     "--dtype q8_0: the weights of the linear layers and embeddings (rows a multiple of 32 long) in\n"
     "llama.cpp's Q8_0 blocks, quantized as they load; activations float32 (weight-only int8).\n"
+    "--device cuda evaluates on the GPU (the model moved after loading; not with --dtype q8_0).\n"
     "\n"
     "       keystone eval --run DIR --file FILE [--seq-len N] [--batch N] [--checkpoint ...] [--weights ...]\n"
-    "                     [--dtype ...]\n"
+    "                     [--dtype ...] [--device ...]\n"
     "Scores a language-model run on the whole of a UTF-8 text file, read as its data is: each non-blank\n"
     "line's tokens, then the end-of-text id. The tokens are cut into consecutive windows of --seq-len\n"
     "(default: the run's data.seq_len, at most the model's max_len) inputs, each predicting its next\n"
@@ -127,8 +129,11 @@ FileScore score_tokens(models::Model& model, const std::vector<int64_t>& ids, in
 // The run's checkpoint (--checkpoint, --weights), its model cast to --dtype.
 LoadedRun load_for_eval(const cli::Flags& f) {
   const Weights w = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
-  return load_run(f.get("run", ""), f.get("checkpoint", "best"), w,
-                  parse_model_dtype(f.get_choice("dtype", "float32", kModelDTypeWords)));
+  const ModelDType as = parse_model_dtype(f.get_choice("dtype", "float32", kModelDTypeWords));
+  const std::string device = f.get_choice("device", "cpu", {"cpu", "cuda"});
+  LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), w, as);
+  move_run(run, device, as);
+  return run;
 }
 
 // The output's record of a cast (nothing for float32).
@@ -173,7 +178,7 @@ int evaluate(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
   cli::Flags f(args,
                {"run", "split", "checkpoint", "weights", "batch", "batches", "decode", "mask-heads", "set", "file",
-                "seq-len", "dtype"},
+                "seq-len", "dtype", "device"},
                {}, {"set"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   if (f.has("file")) {

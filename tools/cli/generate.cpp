@@ -38,7 +38,8 @@ constexpr char kUsage[] =
     "                         [--top-k 0] [--top-p 1.0] [--repetition-penalty 1.0] [--greedy]\n"
     "                         [--beam K] [--length-penalty 0] [--stop TEXT]... [--samples 1] [--seed 0]\n"
     "                         [--checkpoint best|latest|FILE] [--weights raw|ema] [--prompts FILE] [--batch N]\n"
-    "                         [--precision float32|bf16|fp16|auto] [--dtype float32|bf16|fp16|q8_0] [--timing]\n"
+    "                         [--precision float32|bf16|fp16|auto] [--dtype float32|bf16|fp16|q8_0]\n"
+    "                         [--device cpu|cuda] [--timing]\n"
     "Continues the prompt with a language-model run. Sampling applies, in this order (Hugging Face's):\n"
     "the repetition penalty (logits of tokens already in prompt or output: positive / R, negative * R),\n"
     "softmax(logits / temperature), the top-k tokens when --top-k > 0, then the smallest set of most\n"
@@ -62,6 +63,7 @@ constexpr char kUsage[] =
     "--dtype q8_0: weight-only int8: the weights of the linear layers and embeddings (rows a multiple of\n"
     "32 long) in llama.cpp's Q8_0 blocks (32 int8 values and an fp16 scale), quantized as they load: about\n"
     "0.27 of float32's bytes; activations and KV cache float32. CPU only.\n"
+    "--device cuda: decode on the GPU (the model moved after loading; not with --dtype q8_0).\n"
     "--weights ema: the checkpoint's moving average of the weights (a run trained with train.ema_decay).\n"
     "The text is written byte for byte (a NUL byte too). A model whose vocabulary is larger than its\n"
     "tokenizer's can emit ids no text belongs to: they decode to nothing (as Hugging Face's decode skips\n"
@@ -146,7 +148,7 @@ int generate(const std::vector<std::string>& args) {
   cli::Flags f(
       args,
       {"run", "prompt", "tokens", "temperature", "top-k", "top-p", "repetition-penalty", "beam", "length-penalty",
-       "stop", "samples", "seed", "checkpoint", "prompts", "batch", "weights", "precision", "dtype"},
+       "stop", "samples", "seed", "checkpoint", "prompts", "batch", "weights", "precision", "dtype", "device"},
       {"greedy", "timing"}, {"stop"});
   if (!f.has("run")) throw cli::UsageError("--run DIR is required");
   const int64_t tokens = f.get_int_at_least("tokens", 100, 1);
@@ -197,7 +199,9 @@ int generate(const std::vector<std::string>& args) {
     throw cli::UsageError(str("--precision: not with --dtype ", dtype_word, " (a ", dtype_word,
                               " model's products are ", dtype_word, " already)"));
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
+  const std::string device = f.get_choice("device", "cpu", {"cpu", "cuda"});
   LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), weights, dtype);
+  move_run(run, device, dtype);
   auto* lm = dynamic_cast<models::DecoderLM*>(run.model.get());
   KS_CHECK(lm != nullptr, "generate: run ", run.paths.dir.string(), " is a ", run.config.model.value("model", "?"),
            " model; generate needs a decoder_lm run (translate decodes seq2seq runs)");
@@ -251,7 +255,7 @@ int generate(const std::vector<std::string>& args) {
   } else {
     const PromptText prompt = prepare(*run.tokenizer, f.get("prompt", ""), max_len, tokens);
     stop.decode = [&](const std::vector<int64_t>& ids) { return prompt.continuation(ids); };
-    Tensor input = from_vector(prompt.ids, {1, int64_t(prompt.ids.size())});
+    Tensor input = from_vector(prompt.ids, {1, int64_t(prompt.ids.size())}, lm->device());
     if (beam > 0)
       print(prompt, stop, lm->beam_search(input, tokens, beam, length_penalty, run.tokenizer->eos_id())[0].tokens);
     for (int64_t s = 0; beam == 0 && s < samples; ++s) {

@@ -16,6 +16,7 @@
 #include "models/kind.h"
 #include "nn/lora.h"
 #include "nn/user_input.h"
+#include "tools/train/task.h"
 #include "tools/train/weight_ema.h"
 
 namespace ks::tools {
@@ -270,6 +271,13 @@ ModelDType parse_model_dtype(const std::string& word) {
   if (word == "fp16") return {.cast = kFloat16};
   if (word == "q8_0") return {.q8_0 = true};
   throw Error(str("--dtype: expected float32, bf16, fp16 or q8_0, got '", word, "'"));
+}
+
+void move_run(LoadedRun& run, const std::string& device_word, const ModelDType& as) {
+  KS_CHECK(!(as.q8_0 && device_word != "cpu"), "--device ", device_word,
+           ": Q8_0 weights (--dtype q8_0) run on the CPU only");
+  const Device device = resolve_device(device_word, "--device");
+  if (!device.is_cpu()) run.model->to(device);
 }
 
 LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weights weights, ModelDType as) {

@@ -140,6 +140,12 @@ ModelDType parse_model_dtype(const std::string& word);
 // The words, for get_choice and --help.
 inline const std::vector<std::string> kModelDTypeWords = {"float32", "bf16", "fp16", "q8_0"};
 
+// eval and generate's --device ("cpu" or "cuda"; the word, as read): the
+// loaded model moved there; resolve_device's errors (tools/train/task.h: no
+// CUDA backend or no GPU), and Q8_0 weights, which run on the CPU only,
+// refused by name.
+void move_run(LoadedRun& run, const std::string& device_word, const ModelDType& as);
+
 // `checkpoint`: "best" (falling back to latest when a run has no best yet),
 // "latest", or a path to a .safetensors file. Errors name the folder or file
 // (Weights::Ema: also a checkpoint that holds no moving average). The
