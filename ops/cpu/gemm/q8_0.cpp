@@ -212,7 +212,12 @@ void rows_panels(float* c, const float* a, int64_t m, const Q8Matrix& w, const f
       std::vector<float> ds(static_cast<size_t>(rows * (k / kQ8Block)));
       (has(Q8Isa::Avx2) ? scales_of_f16c : scales_of)(w, j, rows, ds.data());
       const int8_t* q = w.q.data() + j * k;
-      for (int64_t i = 0; i < rows * k; ++i) panel[size_t(i)] = float(q[i]) * ds[size_t(i / kQ8Block)];
+      for (int64_t blk = 0; blk < rows * (k / kQ8Block); ++blk) {  // 32 values a block: one vectorised loop
+        const float scale = ds[size_t(blk)];
+        float* out = panel.data() + blk * kQ8Block;
+        const int8_t* in = q + blk * kQ8Block;
+        for (int64_t i = 0; i < kQ8Block; ++i) out[i] = float(in[i]) * scale;
+      }
       gemm<float>({.m = m,
                    .n = rows,
                    .k = k,
