@@ -15,11 +15,20 @@ Fans fans(const Tensor& w) {
   return {w.size(1) * receptive, w.size(0) * receptive};
 }
 
+namespace {
+thread_local bool t_skip_random_init = false;
+}  // namespace
+
+SkipRandomInitScope::SkipRandomInitScope() : previous_(t_skip_random_init) { t_skip_random_init = true; }
+SkipRandomInitScope::~SkipRandomInitScope() { t_skip_random_init = previous_; }
+
 void uniform_(const Tensor& t, double low, double high, Generator* gen) {
+  if (t_skip_random_init) return;
   NoGradGuard g;
   ks::uniform_(t, low, high, gen);
 }
 void normal_(const Tensor& t, double mean, double std, Generator* gen) {
+  if (t_skip_random_init) return;
   NoGradGuard g;
   ks::normal_(t, mean, std, gen);
 }

@@ -15,6 +15,23 @@ struct Fans {
 };
 Fans fans(const Tensor& weight);  // needs >= 2 dims
 
+// While one is alive on this thread, uniform_ and normal_ (and so every
+// initialiser below built on them) leave the tensor as it is and draw
+// nothing: for a model whose every value is loaded next (tools/train/run_dir.h
+// load_run, which loads strictly), so that building it costs no random
+// draws and a model built in bf16 makes no float32 temporaries (a 16-bit
+// tensor's values are drawn in float32 first, core/random.h). Scopes nest.
+class SkipRandomInitScope {
+ public:
+  SkipRandomInitScope();
+  ~SkipRandomInitScope();
+  SkipRandomInitScope(const SkipRandomInitScope&) = delete;
+  SkipRandomInitScope& operator=(const SkipRandomInitScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
 void uniform_(const Tensor& t, double low, double high, Generator* gen = nullptr);
 void normal_(const Tensor& t, double mean, double std, Generator* gen = nullptr);
 void zeros_(const Tensor& t);

@@ -19,7 +19,7 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias) : Module("Linear"), in_f
   if (Q8WeightScope::active() && in % kQ8Block == 0) {  // zero blocks, to be loaded: no float32 weight is made
     q8 = register_quantized("weight", std::make_shared<Q8Matrix>(out, in));
   } else {
-    weight = register_parameter("weight", empty({out, in}));
+    weight = register_parameter("weight", empty({out, in}, {.dtype = ParameterDTypeScope::current()}));
     init::kaiming_uniform_(weight, std::sqrt(5.0));
   }
   if (with_bias) {
@@ -69,7 +69,7 @@ Embedding::Embedding(int64_t num, int64_t d, int64_t pad)
     q8 = register_quantized("weight", std::make_shared<Q8Matrix>(num, d));
     return;
   }
-  weight = register_parameter("weight", empty({num, d}));
+  weight = register_parameter("weight", empty({num, d}, {.dtype = ParameterDTypeScope::current()}));
   init::normal_(weight, 0.0, 1.0);
   if (pad >= 0) {
     NoGradGuard g;

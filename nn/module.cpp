@@ -35,6 +35,7 @@ void cast_for_scope(Tensor& value) {
 
 ParameterDTypeScope::ParameterDTypeScope(DType dtype) : previous_(t_parameter_dtype) { t_parameter_dtype = dtype; }
 ParameterDTypeScope::~ParameterDTypeScope() { t_parameter_dtype = previous_; }
+DType ParameterDTypeScope::current() { return t_parameter_dtype.value_or(kFloat32); }
 
 Q8WeightScope::Q8WeightScope() : previous_(t_q8_weights) { t_q8_weights = true; }
 Q8WeightScope::~Q8WeightScope() { t_q8_weights = previous_; }

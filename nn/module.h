@@ -48,6 +48,10 @@ class ParameterDTypeScope {
   ~ParameterDTypeScope();
   ParameterDTypeScope(const ParameterDTypeScope&) = delete;
   ParameterDTypeScope& operator=(const ParameterDTypeScope&) = delete;
+  // The scope's dtype on this thread, float32 outside one: a layer's large
+  // parameters are made in it (nn/layers.h), so no float32 copy of them is
+  // ever made for the cast.
+  static DType current();
 
  private:
   std::optional<DType> previous_;

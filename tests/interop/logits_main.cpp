@@ -21,7 +21,7 @@
 #include "tools/train/run_dir.h"
 
 int main(int argc, char** argv) {
-  std::string dtype = "float32";
+  std::string dtype;  // none: as stored
   bool argmax = false;
   int64_t greedy = 0;
   int first = 1;
@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   }
   try {
     ks::tools::LoadedRun run =
-        ks::tools::load_run(argv[first], "best", ks::tools::Weights::Raw, ks::tools::parse_model_dtype(dtype));
+        ks::tools::load_run(argv[first], "best", ks::tools::Weights::Raw,
+                            dtype.empty() ? ks::tools::ModelDType{} : ks::tools::parse_model_dtype(dtype));
     auto* lm = dynamic_cast<ks::models::DecoderLM*>(run.model.get());
     if (!lm) throw ks::Error("not a decoder_lm run");
     ks::NoGradGuard no_grad;

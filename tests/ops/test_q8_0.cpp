@@ -11,7 +11,7 @@
 // bias and 16-bit inputs; embedding_q8_0's rows; and the refusals (an input
 // that needs a gradient, wrong shapes, an index outside the table, NaN).
 // A CPU without AVX-512 skips that kernel, saying so.
-// Not here: modules holding Q8_0 weights and loading them (tests/nn/test_q8_0_modules.cpp).
+// Not here: modules holding Q8_0 weights and loading them (tests/models/test_q8_0_model.cpp).
 #include <cmath>
 #include <cstring>
 #include <functional>

@@ -125,7 +125,7 @@ a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
 sys.exit(0 if a == b else "differ: " + ", ".join(sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)))[:300])
 PY
 }
-imp() { "$ks" import --from hf "$1" --out "$2" --data "$tmp/notes.txt" --seq-len 8; }
+imp() { "$ks" import --from hf "$1" --out "$2" --data "$tmp/notes.txt" --seq-len 8 "${@:3}"; }
 # mk KIND NAME [edits]: a damaged folder; then its import must fail with CODE PATTERN.
 refused() {  # refused PATTERN KIND NAME [hf.py edits]
   local pattern="$1" kind="$2" name="$3"; shift 3
@@ -329,5 +329,26 @@ expect 0 "peft layout ok" -- python3 "$tmp/peft_check.py" gpt2 "$tmp/g/model.saf
   "$tmp/g-merged/model.safetensors" "$tmp/g"
 expect 0 "peft layout ok" -- python3 "$tmp/peft_check.py" llama "$tmp/l/model.safetensors" "$tmp/l-peft" \
   "$tmp/l-merged/model.safetensors" "$tmp/l"
+
+# 7. import --dtype (issue 55): a run that stores bf16 weights, about half the float32 import's bytes; eval and
+# generate load it in bf16 without a flag and say so, with the loss --dtype bf16 gives on the float32 import, bit for
+# bit; --dtype float32 widens it; export writes float32 (exact); train --init-from trains from it in float32; a word
+# outside float32, bf16 and fp16 is a usage error.
+expect 0 "imported $tmp/l \(LlamaForCausalLM, [0-9]+ parameters, stored in bf16\)" -- imp "$tmp/l" "$tmp/l16" --dtype bf16
+expect 2 "--dtype: expected float32, bf16 or fp16, got 'q8_0'" -- imp "$tmp/l" "$tmp/l-q8" --dtype q8_0
+s16=$(stat -c %s "$tmp/l16/latest.safetensors") s32=$(stat -c %s "$tmp/l-run/latest.safetensors")
+[ $((10 * s16)) -lt $((6 * s32)) ] || { echo "FAIL: import --dtype bf16 wrote $s16 bytes, float32 $s32"; fails=$((fails + 1)); }
+own=$("$ks" eval --run "$tmp/l16" --file "$tmp/notes.txt")
+cast=$("$ks" eval --run "$tmp/l-run" --file "$tmp/notes.txt" --dtype bf16)
+echo "$own" | grep -q '"dtype":"bf16"' || { echo "FAIL: eval of a bf16 run does not say bf16: $own"; fails=$((fails + 1)); }
+[ "${own#*\"loss\":}" != "" ] && [ "$(echo "$own" | sed -E 's/.*"loss":([^,]+).*/\1/')" = "$(echo "$cast" | sed -E 's/.*"loss":([^,]+).*/\1/')" ] ||
+  { echo "FAIL: a bf16 run's loss ($own) is not --dtype bf16's on the float32 run ($cast)"; fails=$((fails + 1)); }
+expect 0 '"loss":' -- "$ks" eval --run "$tmp/l16" --file "$tmp/notes.txt" --dtype float32
+"$ks" eval --run "$tmp/l16" --file "$tmp/notes.txt" --dtype float32 | grep -q '"dtype"' &&
+  { echo "FAIL: eval --dtype float32 of a bf16 run still says a dtype"; fails=$((fails + 1)); }
+expect 0 "" -- "$ks" generate --run "$tmp/l16" --prompt "hello" --tokens 4 --greedy
+expect 0 "exported $tmp/l16 \(LlamaForCausalLM\)" -- "$ks" export --to hf "$tmp/l16" --out "$tmp/l16-out"
+expect 0 "finished 2 steps" -- "$ks" train --init-from "$tmp/l16" --out "$tmp/l16-tuned" --set train.steps=2 \
+  --set train.eval_every=2 --set train.batch_size=4 --set train.eval_batches=1 --set train.threads=1
 
 finish "test_cli_interop.sh: all checks passed"

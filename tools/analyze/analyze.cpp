@@ -88,7 +88,7 @@ json run_analysis(const AnalyzeOptions& o) {
   // its data are what the user named.
   LoadedRun run = [&] {
     try {
-      return load_run(o.run, o.checkpoint);
+      return load_run(o.run, o.checkpoint, Weights::Raw, {.cast = kFloat32});  // analysed in float32
     } catch (const Error& e) {
       throw cli::UsageError(e.what());
     }

@@ -69,7 +69,7 @@ int average(const std::vector<std::string>& args) {
     throw cli::UsageError("--out " + out.dir.string() + ": the folder exists and is not empty");
 
   NoGradGuard no_grad;
-  LoadedRun first = load_run(runs[0], checkpoint);
+  LoadedRun first = load_run(runs[0], checkpoint, Weights::Raw, {.cast = kFloat32});
   const json first_model = first.config.model;
   const nn::NamedTensors names = first.model->state_dict();
   std::vector<std::vector<double>> sums;
@@ -77,7 +77,7 @@ int average(const std::vector<std::string>& args) {
   std::vector<std::string> sources{first.checkpoint.string()};
   for (size_t r = 1; r < runs.size(); ++r) {
     const RunPaths paths{runs[r]};
-    LoadedRun run = load_run(runs[r], checkpoint);
+    LoadedRun run = load_run(runs[r], checkpoint, Weights::Raw, {.cast = kFloat32});
     const std::vector<std::string> diff = differing_keys(first_model, run.config.model);
     if (!diff.empty()) {
       auto value = [](const json& j, std::string key) {

@@ -129,16 +129,17 @@ FileScore score_tokens(models::Model& model, const std::vector<int64_t>& ids, in
 // The run's checkpoint (--checkpoint, --weights), its model cast to --dtype.
 LoadedRun load_for_eval(const cli::Flags& f) {
   const Weights w = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
-  const ModelDType as = parse_model_dtype(f.get_choice("dtype", "float32", kModelDTypeWords));
+  const ModelDType as =
+      f.has("dtype") ? parse_model_dtype(f.get_choice("dtype", "float32", kModelDTypeWords)) : ModelDType{};
   const std::string device = f.get_choice("device", "cpu", {"cpu", "cuda"});
   LoadedRun run = load_run(f.get("run", ""), f.get("checkpoint", "best"), w, as);
   move_run(run, device, as);
   return run;
 }
 
-// The output's record of a cast (nothing for float32).
-void note_dtype(const cli::Flags& f, nlohmann::json& out) {
-  if (f.has("dtype") && f.get("dtype", "") != "float32") out["dtype"] = f.get("dtype", "");
+// The output's record of the weights' type (nothing for float32): --dtype's, or the checkpoint's own.
+void note_dtype(const LoadedRun& run, nlohmann::json& out) {
+  if (run.dtype != "float32") out["dtype"] = run.dtype;
 }
 
 int score_file(const cli::Flags& f, LoadedRun& run, const std::string& path) {
@@ -165,7 +166,7 @@ int score_file(const cli::Flags& f, LoadedRun& run, const std::string& path) {
                         {"loss", loss},
                         {"perplexity", std::exp(loss)},
                         {"checkpoint", run.checkpoint.string()}};
-  note_dtype(f, out);
+  note_dtype(run, out);
   if (run.metadata.count("keystone.step"))
     if (auto step = cli::parse_int(run.metadata.at("keystone.step"))) out["step"] = *step;
   std::printf("%s\n", out.dump().c_str());
@@ -210,7 +211,7 @@ int evaluate(const std::vector<std::string>& args) {
   out["split"] = split;
   out["checkpoint"] = run.checkpoint.string();
   if (weights == Weights::Ema) out["weights"] = "ema";
-  note_dtype(f, out);
+  note_dtype(run, out);
   if (!masked.empty()) {
     out["masked_heads"] = nlohmann::json::array();
     for (const HeadRef& r : masked)

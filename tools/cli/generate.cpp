@@ -194,8 +194,8 @@ int generate(const std::vector<std::string>& args) {
                  precision_word.c_str());
   const MatmulPrecisionScope precision_scope(precision);
   const std::string dtype_word = f.get_choice("dtype", "float32", kModelDTypeWords);
-  const ModelDType dtype = parse_model_dtype(dtype_word);
-  if (dtype.cast && f.has("precision"))
+  const ModelDType dtype = f.has("dtype") ? parse_model_dtype(dtype_word) : ModelDType{};
+  if (dtype.cast && *dtype.cast != kFloat32 && f.has("precision"))
     throw cli::UsageError(str("--precision: not with --dtype ", dtype_word, " (a ", dtype_word,
                               " model's products are ", dtype_word, " already)"));
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;

@@ -64,8 +64,8 @@ std::string architectures() {
 }
 
 std::string import_usage() {
-  return "usage: keystone import --from hf DIR --out RUN --data FILE [--seq-len N]\n"
-         "       keystone import --from gguf FILE.gguf --out RUN --data FILE [--seq-len N]\n"
+  return "usage: keystone import --from hf DIR --out RUN --data FILE [--seq-len N] [--dtype float32|bf16|fp16]\n"
+         "       keystone import --from gguf FILE.gguf --out RUN --data FILE [--seq-len N] [--dtype ...]\n"
          "Makes a run folder from a Hugging Face model folder (config.json, model.safetensors or\n"
          "model.safetensors.index.json with its shards, tokenizer.json), or from a GGUF file of llama.cpp's\n"
          "llama architecture (F32, F16, BF16, Q8_0 tensors, dequantized to float32; a byte-level BPE\n"
@@ -73,6 +73,8 @@ std::string import_usage() {
          "  --data FILE   the text file (one document per line) that eval and train --init-from read\n"
          "  --seq-len N   tokens per example window of that data (default: the smaller of 256 and the\n"
          "                model's longest sequence)\n"
+         "  --dtype T     the run's weights stored in T (default float32); eval and generate then load them\n"
+         "                in T, so a bf16 checkpoint's run is the size of its files and decodes in bf16\n"
          "Architectures: " +
          architectures() + ".\n";
 }
@@ -251,6 +253,25 @@ void write_imported_run(const RunPaths& run, const cli::Flags& f, const models::
                       {{"keystone.config", config.dump()}, {"keystone.imported_from", fs::absolute(from).string()}});
 }
 
+// import's --dtype: the run's weights stored in bf16 or fp16 (the model cast; a value fp16 cannot
+// hold refused by name), so that a bf16 checkpoint's run is the size of its files and eval and
+// generate load it in bf16 (tools/train/run_dir.h load_run). "float32" (the default): as before.
+std::string store_as(const cli::Flags& f, models::Model& model, const char* who) {
+  const std::string word = f.get_choice("dtype", "float32", {"float32", "bf16", "fp16"});
+  if (word == "float32") return word;
+  const DType d = word == "bf16" ? kBFloat16 : kFloat16;
+  for (auto& [name, t] : model.state_dict()) {
+    if (!is_floating(t.dtype())) continue;
+    const Tensor cast = to_raw(t, Device::cpu(), d);
+    const std::vector<float> v = to_raw(cast, Device::cpu(), kFloat32).to_vector<float>();
+    for (float x : v)
+      KS_CHECK(std::isfinite(x), who, ": --dtype ", word, ": the model's tensor '", name, "' holds a value beyond ",
+               word, "'s range");
+  }
+  model.to(d);
+  return word;
+}
+
 // `import --from gguf FILE`: tools/interop/gguf_llama.h.
 int import_gguf(const fs::path& file, const cli::Flags& f, const RunPaths& run) {
   KS_CHECK(fs::is_regular_file(file), "gguf import: ", file.string(), " is not a file");
@@ -258,10 +279,11 @@ int import_gguf(const fs::path& file, const cli::Flags& f, const RunPaths& run) 
   interop::GgufRun imported = interop::gguf_to_run(g);
   const models::ModelConfig cfg = imported.model;
   std::shared_ptr<models::Model> model = model_with(cfg, imported.weights, "gguf import: the file");
+  const std::string stored = store_as(f, *model, "gguf import");
   write_imported_run(run, f, cfg, *model, *imported.tokenizer, file);
-  std::printf("imported %s (llama, %lld parameters; tensors %s, dequantized to float32) into %s\n",
+  std::printf("imported %s (llama, %lld parameters; tensors %s, dequantized to float32%s) into %s\n",
               file.string().c_str(), static_cast<long long>(model->num_parameters()), imported.types.c_str(),
-              run.dir.string().c_str());
+              stored == "float32" ? "" : str(", stored in ", stored).c_str(), run.dir.string().c_str());
   return 0;
 }
 
@@ -297,7 +319,7 @@ int export_gguf(const std::string& run_dir, const cli::Flags& f, const fs::path&
   KS_CHECK(replace || !fs::exists(out), "gguf export: ", out.string(),
            " exists; pass --replace to overwrite it, or choose a new name");
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
-  LoadedRun run = load_run(run_dir, f.get("checkpoint", "best"), weights);
+  LoadedRun run = load_run(run_dir, f.get("checkpoint", "best"), weights, {.cast = kFloat32});
   models::ModelConfig cfg = models::parse_model_config(run.config.model);
   nn::NamedTensors state = run.config.train.lora
                                ? nn::merge_lora(run.model->state_dict(), run.config.train.lora->scale())
@@ -342,7 +364,7 @@ int import_model(const std::vector<std::string>& given) {
   if (cli::help_requested(given, import_usage().c_str())) return 0;
   std::vector<std::string> args = given;
   const fs::path dir = positional(args, {}, "model folder (DIR) or GGUF file");
-  cli::Flags f(args, {"from", "out", "data", "seq-len"});
+  cli::Flags f(args, {"from", "out", "data", "seq-len", "dtype"});
   const std::string format = check_format(f, "from");
   if (!f.has("out")) throw cli::UsageError("--out RUN is required");
   if (!f.has("data")) throw cli::UsageError("--data FILE is required (the text eval and fine-tuning read)");
@@ -394,9 +416,11 @@ int import_model(const std::vector<std::string>& given) {
   KS_CHECK(tok->vocab_size() <= cfg.vocab_size, "hf import: tokenizer.json has ids up to ", tok->vocab_size() - 1,
            " but config.json's vocab_size is ", cfg.vocab_size);
 
+  const std::string stored = store_as(f, *model, "hf import");
   write_imported_run(run, f, cfg, *model, *tok, dir);
-  std::printf("imported %s (%s, %lld parameters) into %s\n", dir.string().c_str(), a.name.c_str(),
-              static_cast<long long>(model->num_parameters()), run.dir.string().c_str());
+  std::printf("imported %s (%s, %lld parameters%s) into %s\n", dir.string().c_str(), a.name.c_str(),
+              static_cast<long long>(model->num_parameters()),
+              stored == "float32" ? "" : str(", stored in ", stored).c_str(), run.dir.string().c_str());
   return 0;
 }
 
@@ -415,7 +439,7 @@ int export_model(const std::vector<std::string>& given) {
   if (to == "gguf") return export_gguf(run_dir, f, out, replace);
   check_export_folder(out, run_dir, replace);
   const Weights weights = f.get_choice("weights", "raw", {"raw", "ema"}) == "ema" ? Weights::Ema : Weights::Raw;
-  LoadedRun run = load_run(run_dir, f.get("checkpoint", "best"), weights);
+  LoadedRun run = load_run(run_dir, f.get("checkpoint", "best"), weights, {.cast = kFloat32});
   models::ModelConfig cfg = models::parse_model_config(run.config.model);
   // A LoRA run's model is its base with the adapters merged in, the form every HF reader takes.
   nn::NamedTensors state = to == "hf" && run.config.train.lora

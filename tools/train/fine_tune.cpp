@@ -39,7 +39,9 @@ std::string load_init_weights(const fs::path& run_dir, nn::Module& model) {
   RunPaths from{run_dir};
   const fs::path weights = fs::exists(from.best()) ? from.best() : from.latest();
   KS_CHECK(fs::exists(weights), "--init-from: run folder ", from.dir.string(), " has no checkpoint");
-  nn::SafetensorsContent content = nn::load_safetensors(weights.string());
+  // Widened to float32 as read: the model trains float32 weights, and an imported run may store
+  // bf16 or fp16 ones (import --dtype).
+  nn::SafetensorsContent content = nn::load_safetensors(weights.string(), {}, kFloat32);
   std::string base;
   for (const char* key : {"keystone.imported_from", kBaseModelKey})
     if (auto it = content.metadata.find(key); it != content.metadata.end()) base = it->second;

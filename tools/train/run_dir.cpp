@@ -14,6 +14,7 @@
 #include "core/allocator.h"
 #include "core/error.h"
 #include "models/kind.h"
+#include "nn/init.h"
 #include "nn/lora.h"
 #include "nn/user_input.h"
 #include "tools/train/task.h"
@@ -266,7 +267,7 @@ RunTokenizers load_run_tokenizers(const RunPaths& paths, const json& data_sectio
 }
 
 ModelDType parse_model_dtype(const std::string& word) {
-  if (word == "float32") return {};
+  if (word == "float32") return {.cast = kFloat32};
   if (word == "bf16") return {.cast = kBFloat16};
   if (word == "fp16") return {.cast = kFloat16};
   if (word == "q8_0") return {.q8_0 = true};
@@ -298,7 +299,21 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
   }
   KS_CHECK(fs::is_regular_file(run.checkpoint), "checkpoint ", run.checkpoint.string(), " is not a file");
   models::ModelConfig cfg = models::parse_model_config(run.config.model);
-  const std::optional<DType>& dtype = as.cast;
+  std::optional<DType> dtype = as.cast;
+  if (!dtype && !as.q8_0) {  // as stored: one 16-bit type for every floating weight, or float32
+    const nn::SafetensorsReader file(run.checkpoint.string());
+    std::optional<DType> stored;
+    bool one_type = true;
+    for (const std::string& name : file.names()) {
+      if (name.rfind(nn::kOptimizerPrefix, 0) == 0 || name.rfind(nn::kEmaPrefix, 0) == 0) continue;
+      const DType d = file.dtype(name);
+      if (!is_floating(d)) continue;
+      one_type = one_type && (!stored || *stored == d);
+      stored = d;
+    }
+    if (one_type && stored && is_16bit(*stored)) dtype = stored;
+  }
+  run.dtype = as.q8_0 ? "q8_0" : dtype == kBFloat16 ? "bf16" : dtype == kFloat16 ? "fp16" : "float32";
   KS_CHECK(!(as.q8_0 && run.config.train.lora), "run folder ", run_dir.string(),
            " holds a LoRA fine-tune: Q8_0 weights take no adapter (export it merged with --to hf and import that)");
   {
@@ -306,6 +321,8 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
     if (dtype) in_dtype.emplace(*dtype);
     std::optional<nn::Q8WeightScope> in_q8;
     if (as.q8_0) in_q8.emplace();
+    // Every value is loaded below (strictly): no initial values drawn, no float32 copies of a 16-bit model's.
+    const nn::init::SkipRandomInitScope no_draws;
     run.model = models::build_model(cfg);
     // A LoRA run's model is its config's with the adapters (values from the checkpoint below).
     if (run.config.train.lora) nn::apply_lora(*run.model, *run.config.train.lora);

@@ -125,14 +125,16 @@ struct LoadedRun {
   std::shared_ptr<const data::Tokenizer> tokenizer, target_tokenizer;  // null when the run has none
   std::filesystem::path checkpoint;                                    // the file loaded
   nn::Metadata metadata;                                               // its metadata (step, ...)
+  std::string dtype = "float32";  // how the model holds its weights: float32, bf16, fp16 or q8_0
 };
 
 // How eval and generate hold a loaded model (their --dtype): in a floating
-// type (unset: float32, as stored), or float32 with the weight of every
-// Linear and Embedding whose rows are a multiple of 32 long in Q8_0 blocks
-// (nn::Q8WeightScope, ops/q8_0.h: weight-only int8, llama.cpp's Q8_0).
+// type, or float32 with the weight of every Linear and Embedding whose rows
+// are a multiple of 32 long in Q8_0 blocks (nn::Q8WeightScope, ops/q8_0.h:
+// weight-only int8, llama.cpp's Q8_0). Neither set: as the checkpoint
+// stores the weights (a run imported with --dtype bf16 holds bf16 ones).
 struct ModelDType {
-  std::optional<DType> cast;  // kBFloat16 or kFloat16
+  std::optional<DType> cast;  // kFloat32, kBFloat16 or kFloat16
   bool q8_0 = false;
 };
 // --dtype's words: "float32", "bf16", "fp16", "q8_0".
@@ -155,7 +157,9 @@ void move_run(LoadedRun& run, const std::string& device_word, const ModelDType& 
 // are cast to it one at a time as they are read (nn::load_safetensors), so
 // no float32 model is ever held, nor more than one float32 tensor of the
 // file; refused, naming the tensor, when a weight does not fit the type
-// (fp16 beyond ±65504). q8_0: the model is built under nn::Q8WeightScope and
+// (fp16 beyond ±65504). `as` unset: a checkpoint whose floating weights are
+// all bf16 (or all fp16) is loaded in that type, the others in float32.
+// q8_0: the model is built under nn::Q8WeightScope and
 // each such weight quantized as it is read (one float32 tensor at a time);
 // a LoRA run is refused (merge its adapter first).
 LoadedRun load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best",
