@@ -150,35 +150,34 @@ void Module::check_state(const std::vector<std::string>& names,
   std::map<std::string, bool> given;
   for (const std::string& n : names) given[n] = false;
   std::vector<std::string> missing, mismatched, mistyped, unexpected;
-  NamedTensors own = named_parameters();
-  for (auto& entry : named_buffers()) own.push_back(entry);
-  for (auto& [name, t] : own) {
-    auto it = given.find(name);
+  // What the model holds under each name: a tensor's shape and dtype, or a Q8_0 weight's shape (read
+  // from any floating tensor of it and quantized: no dtype of its own).
+  struct Held {
+    std::string name;
+    Shape shape;
+    std::optional<DType> dtype;
+  };
+  std::vector<Held> held;
+  for (auto& [name, t] : named_parameters()) held.push_back({name, t.sizes(), t.dtype()});
+  for (auto& [name, t] : named_buffers()) held.push_back({name, t.sizes(), t.dtype()});
+  for (auto& [name, q] : named_quantized()) held.push_back({name, Shape{q->rows, q->cols}, std::nullopt});
+  for (const Held& h : held) {
+    auto it = given.find(h.name);
     if (it == given.end()) {
-      missing.push_back(name);
+      missing.push_back(h.name);
       continue;
     }
     it->second = true;
-    const StoredTensor s = stored(name);
-    if (s.shape != t.sizes()) mismatched.push_back(str(name, " (checkpoint ", s.shape, ", model ", t.sizes(), ")"));
-    // No silent conversion: a tensor of another dtype is another model's (or a damaged file's).
-    else if (s.dtype != t.dtype() && !(cast_floating && is_floating(s.dtype) && is_floating(t.dtype())))
-      mistyped.push_back(str(name, " (checkpoint ", ks::name(s.dtype), ", model ", ks::name(t.dtype()), ")"));
-  }
-  // A Q8_0 weight is read from a floating tensor of its shape and quantized.
-  for (auto& [name, q] : named_quantized()) {
-    auto it = given.find(name);
-    if (it == given.end()) {
-      missing.push_back(name);
-      continue;
+    const StoredTensor s = stored(h.name);
+    if (s.shape != h.shape) {
+      mismatched.push_back(str(h.name, " (checkpoint ", s.shape, ", model ", h.shape, ")"));
+    } else if (!h.dtype) {
+      if (!is_floating(s.dtype))
+        mistyped.push_back(str(h.name, " (checkpoint ", ks::name(s.dtype), ", model Q8_0 from a floating type)"));
+    } else if (s.dtype != *h.dtype && !(cast_floating && is_floating(s.dtype) && is_floating(*h.dtype))) {
+      // No silent conversion: a tensor of another dtype is another model's (or a damaged file's).
+      mistyped.push_back(str(h.name, " (checkpoint ", ks::name(s.dtype), ", model ", ks::name(*h.dtype), ")"));
     }
-    it->second = true;
-    const StoredTensor s = stored(name);
-    const Shape shape{q->rows, q->cols};
-    if (s.shape != shape)
-      mismatched.push_back(str(name, " (checkpoint ", s.shape, ", model ", shape, ")"));
-    else if (!is_floating(s.dtype))
-      mistyped.push_back(str(name, " (checkpoint ", ks::name(s.dtype), ", model Q8_0 from a floating type)"));
   }
   for (const std::string& n : names)
     if (!given.at(n)) unexpected.push_back(n);

@@ -3,12 +3,13 @@
 // results do not depend on the thread count), the gradchecks of the descriptor
 // tables over layouts and an expanded input, and the attention ops' inputs:
 // key padding and float64 leaves; a random leaf parameter and the bitwise
-// comparison of two float tensors. (The (B, 1, T, S) boolean mask of the keys a
+// comparison of two float tensors; values of varied exponents for sums. (The (B, 1, T, S) boolean mask of the keys a
 // query may not see, for the composed references, is ops/attention_in_ops.h's.)
 // Not here: helpers of one file, the suites' common ones (support/testing.h).
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <utility>
@@ -18,6 +19,18 @@
 #include "support/testing.h"
 
 namespace ks::testing {
+
+// count values of varied exponents (2^-3 to 2^3) and signs, the same for a seed: the order of a sum shows in
+// their bits (the few-row products' tests, test_gemv.cpp and test_q8_0.cpp).
+inline std::vector<float> varied_values(int64_t count, uint32_t seed) {
+  std::vector<float> v(static_cast<size_t>(count));
+  uint32_t s = seed * 2654435761u + 1u;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = (float(s >> 8) / float(1 << 24) - 0.5f) * std::ldexp(1.f, int(s % 7) - 3);
+  }
+  return v;
+}
 
 // A leaf of standard normal values that requires grad.
 inline Tensor param(const Shape& shape, Generator& gen) { return randn(shape, {}, &gen).set_requires_grad(true); }

@@ -29,24 +29,15 @@
 #include "ops/cpu/gemm/gemm.h"
 #include "ops/cpu/gemm/gemv.h"
 #include "ops/linalg.h"
+#include "ops/ops_testing.h"
 #include "ops/view.h"
 #include "support/testing.h"
 
 using namespace ks;
+using namespace ks::testing;
 using namespace ks::cpu;
 
 namespace {
-
-// Values with varied exponents and signs, so that the order of summation shows in the bits.
-std::vector<float> values(int64_t count, uint32_t seed) {
-  std::vector<float> v(static_cast<size_t>(count));
-  uint32_t s = seed * 2654435761u + 1u;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = (float(s >> 8) / float(1 << 24) - 0.5f) * std::ldexp(1.f, int(s % 7) - 3);
-  }
-  return v;
-}
 
 struct Case {
   int64_t n, k, ldb, inc_a;
@@ -58,7 +49,8 @@ double operand(float x, bool round_bf16) { return round_bf16 ? double(float(BFlo
 // Runs c = alpha·B·a + beta·c0 on `isa` and checks it against float64 (of
 // the operands rounded to bf16 under round_bf16).
 std::vector<float> run_and_check(const Case& cs, GemvIsa isa, bool threaded, bool round_bf16 = false) {
-  const std::vector<float> b = values(cs.n * cs.ldb, 1), a = values(cs.k * cs.inc_a, 2), c0 = values(cs.n, 3);
+  const std::vector<float> b = varied_values(cs.n * cs.ldb, 1), a = varied_values(cs.k * cs.inc_a, 2),
+                           c0 = varied_values(cs.n, 3);
   std::vector<float> c = c0;
   gemv_rows({.n = cs.n,
              .k = cs.k,
@@ -98,7 +90,7 @@ bool has_avx512() { return cpu_features().avx512 && cpu_features().avx2; }
 // y = x · Wᵀ + bias through the GEMM door, as linear's forward calls it,
 // against gemv_rows row by row on the bias: whether the door ran the kernel.
 bool door_equals_kernel(int64_t m, int64_t n, int64_t k, MatmulPrecision precision) {
-  const std::vector<float> w = values(n * k, 10), x = values(m * k, 11), bias = values(n, 12);
+  const std::vector<float> w = varied_values(n * k, 10), x = varied_values(m * k, 11), bias = varied_values(n, 12);
   std::vector<float> door(static_cast<size_t>(m * n)), direct(static_cast<size_t>(m * n));
   gemm(Gemm<float>{.m = m,
                    .n = n,
@@ -204,7 +196,8 @@ TEST_CASE("gemv_rows: each row of a few-row product has the bits of that row alo
         for (GemvIsa isa : {GemvIsa::Avx2, GemvIsa::Avx512}) {
           if (isa == GemvIsa::Avx512 && !has_avx512()) continue;
           const int64_t ldb = k + 3, ldc = n + 5;
-          const std::vector<float> b = values(n * ldb, 7), a = values(m * k, 8), c0 = values(m * ldc, 9);
+          const std::vector<float> b = varied_values(n * ldb, 7), a = varied_values(m * k, 8),
+                                   c0 = varied_values(m * ldc, 9);
           // a (m, k) row-major, or the same values stored transposed (k, m).
           std::vector<float> stored = a;
           if (transposed_a)
@@ -311,8 +304,8 @@ TEST_CASE("gemv_rows with a bf16 B: the bits of a float32 B holding its values, 
            {1, 1, 1}, {1, 7, 17}, {1, 130, 100}, {3, 9, 33}, {4, 64, 16}, {5, 300, 257}, {16, 768, 256}}) {
     const int64_t m = shape[0], n = shape[1], k = shape[2];
     const int64_t ldb = k + 5, ldc = n + 3;
-    const std::vector<uint16_t> b16 = bf16_bits(values(n * ldb, 21));
-    const std::vector<float> b = widened(b16), a = values(m * k, 22), c0 = values(m * ldc, 23);
+    const std::vector<uint16_t> b16 = bf16_bits(varied_values(n * ldb, 21));
+    const std::vector<float> b = widened(b16), a = varied_values(m * k, 22), c0 = varied_values(m * ldc, 23);
     for (bool round_bf16 : {false, true}) {
       for (GemvIsa isa : {GemvIsa::Avx2, GemvIsa::Avx512}) {
         if (isa == GemvIsa::Avx512 && !has_avx512()) continue;
@@ -360,8 +353,8 @@ TEST_CASE("gemm with a bf16 B (b_bf16): a few rows read it in place, more rows w
        std::vector<std::array<int64_t, 4>>{{1, 300, 129, 1}, {5, 768, 256, 1}, {40, 96, 72, 1}, {3, 50, 70, 0}}) {
     const int64_t m = shape[0], n = shape[1], k = shape[2];
     const bool transposed = shape[3] != 0;
-    const std::vector<uint16_t> b16 = bf16_bits(values(n * k, 31));
-    const std::vector<float> b = widened(b16), a = values(m * k, 32), bias = values(n, 33);
+    const std::vector<uint16_t> b16 = bf16_bits(varied_values(n * k, 31));
+    const std::vector<float> b = widened(b16), a = varied_values(m * k, 32), bias = varied_values(n, 33);
     for (MatmulPrecision precision : {MatmulPrecision::Float32, MatmulPrecision::BFloat16, MatmulPrecision::Float16}) {
       for (int t : {1, 2}) {
         set_num_threads(t);

@@ -27,25 +27,16 @@
 #include "core/parallel.h"
 #include "nn/gguf.h"
 #include "ops/cpu/gemm/q8_0.h"
+#include "ops/ops_testing.h"
 #include "ops/q8_0.h"
 #include "ops/view.h"
 #include "support/testing.h"
 
 using namespace ks;
+using namespace ks::testing;
 using namespace ks::cpu;
 
 namespace {
-
-// Values with varied magnitudes and signs.
-std::vector<float> values(int64_t count, uint32_t seed) {
-  std::vector<float> v(static_cast<size_t>(count));
-  uint32_t s = seed * 2654435761u + 1u;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = (float(s >> 8) / float(1 << 24) - 0.5f) * std::ldexp(1.f, int(s % 7) - 3);
-  }
-  return v;
-}
 
 Tensor tensor_of(const std::vector<float>& v, Shape shape) {
   Tensor t = Tensor::empty(shape, kFloat32, Device::cpu());
@@ -125,7 +116,7 @@ TEST_CASE("quantize_q8_0_row is ggml's quantize_row_q8_0_ref: d = amax/127 in fp
   for (int j = 32; j < 64; ++j) CHECK(q[size_t(j)] == 0);
 
   // Random rows, against the formula written out here and the GGUF writer's interleaved blocks.
-  const std::vector<float> v = values(32 * 40, 7);
+  const std::vector<float> v = varied_values(32 * 40, 7);
   std::vector<int8_t> qv(v.size());
   std::vector<uint16_t> dv(v.size() / 32);
   quantize_q8_0_row(v.data(), int64_t(v.size()), qv.data(), dv.data());
@@ -153,7 +144,7 @@ TEST_CASE("quantize_q8_0_row is ggml's quantize_row_q8_0_ref: d = amax/127 in fp
 }
 
 TEST_CASE("Q8_0 matrices: each value within half a step, and dequantized values quantize to the same blocks") {
-  const std::vector<float> v = values(6 * 96, 3);
+  const std::vector<float> v = varied_values(6 * 96, 3);
   const Q8Matrix m = quantize_q8_0(tensor_of(v, {6, 96}));
   CHECK(m.rows == 6);
   CHECK(m.cols == 96);
@@ -172,7 +163,7 @@ TEST_CASE("Q8_0 matrices: each value within half a step, and dequantized values 
   const Q8Matrix m16_again = quantize_q8_0(to_raw(t16, Device::cpu(), kFloat32));
   CHECK(m16.q == m16_again.q);
   CHECK(error_of([&] {
-          quantize_q8_0(tensor_of(values(2 * 40, 1), {2, 40}));
+          quantize_q8_0(tensor_of(varied_values(2 * 40, 1), {2, 40}));
         }) == "Q8_0: a matrix's rows must be a multiple of 32 values long, got [2, 40]");
   // A slab of rows at a time: the same blocks as the whole.
   Q8Matrix slabs(6, 96);
@@ -201,7 +192,7 @@ TEST_CASE(
   CHECK(std::isnan(b.s[1]));
   for (int j = 32; j < 64; ++j) CHECK(b.q[size_t(j)] == 0);
   // A product through a block with an infinity is NaN, as in float32.
-  const Q8Matrix w = quantize_q8_0(tensor_of(values(2 * 64, 3), {2, 64}));
+  const Q8Matrix w = quantize_q8_0(tensor_of(varied_values(2 * 64, 3), {2, 64}));
   std::vector<float> c(2);
   q8_0_rows(c.data(), x.data(), 1, w, nullptr, Q8Isa::Portable, false);
   CHECK(std::isnan(c[0]));
@@ -216,8 +207,8 @@ TEST_CASE("q8_0_rows: every kernel within float32 error of the product, and all 
         CAPTURE(rows);
         CAPTURE(cols);
         CAPTURE(m);
-        const Q8Matrix w = quantize_q8_0(tensor_of(values(rows * cols, uint32_t(rows + cols)), {rows, cols}));
-        const std::vector<float> a = values(m * cols, 11), bias = values(rows, 12);
+        const Q8Matrix w = quantize_q8_0(tensor_of(varied_values(rows * cols, uint32_t(rows + cols)), {rows, cols}));
+        const std::vector<float> a = varied_values(m * cols, 11), bias = varied_values(rows, 12);
         const std::vector<float> portable = run_and_check(w, a, m, bias.data(), Q8Isa::Portable, false);
         if (cpu_features().avx2) CHECK(same_bits(run_and_check(w, a, m, bias.data(), Q8Isa::Avx2, false), portable));
         if (has_avx512()) CHECK(same_bits(run_and_check(w, a, m, bias.data(), Q8Isa::Avx512, false), portable));
@@ -231,8 +222,8 @@ TEST_CASE("q8_0_rows: every kernel within float32 error of the product, and all 
 
 TEST_CASE("q8_0_rows on two threads: the same bits as on one") {
   const int threads = num_threads();
-  const Q8Matrix w = quantize_q8_0(tensor_of(values(1000 * 256, 5), {1000, 256}));
-  const std::vector<float> a = values(3 * 256, 6);
+  const Q8Matrix w = quantize_q8_0(tensor_of(varied_values(1000 * 256, 5), {1000, 256}));
+  const std::vector<float> a = varied_values(3 * 256, 6);
   set_num_threads(1);
   const std::vector<float> single = run_and_check(w, a, 3, nullptr, q8_0_widest_isa(), true);
   set_num_threads(2);
@@ -243,13 +234,13 @@ TEST_CASE("q8_0_rows on two threads: the same bits as on one") {
 
 TEST_CASE("linear_q8_0: shapes, bias, the panel path above 16 rows, 16-bit inputs") {
   const int64_t out = 70, in = 64;
-  const std::vector<float> wv = values(out * in, 21);
+  const std::vector<float> wv = varied_values(out * in, 21);
   const Q8Matrix w = quantize_q8_0(tensor_of(wv, {out, in}));
   const Tensor wf = dequantize_q8_0(w);
-  const Tensor bias = tensor_of(values(out, 22), {out});
+  const Tensor bias = tensor_of(varied_values(out, 22), {out});
   for (const int64_t rows : {1, 7, 40}) {  // 40 > 16: dequantized panels and the GEMM door
     CAPTURE(rows);
-    const Tensor x = tensor_of(values(rows * in, 23), {rows / 1, in});
+    const Tensor x = tensor_of(varied_values(rows * in, 23), {rows / 1, in});
     const Tensor y = linear_q8_0(reshape(x, {1, rows, in}), w, bias);
     REQUIRE(y.sizes() == Shape{1, rows, out});
     for (int64_t r = 0; r < rows; ++r)
@@ -270,23 +261,23 @@ TEST_CASE("linear_q8_0: shapes, bias, the panel path above 16 rows, 16-bit input
       }
   }
   // A bf16 input: widened, the result rounded once to bf16.
-  const Tensor x = tensor_of(values(2 * in, 24), {2, in});
+  const Tensor x = tensor_of(varied_values(2 * in, 24), {2, in});
   const Tensor x16 = to_raw(x, Device::cpu(), kBFloat16);
   const Tensor y16 = linear_q8_0(x16, w);
   CHECK(y16.dtype() == kBFloat16);
   const Tensor expect = to_raw(linear_q8_0(to_raw(x16, Device::cpu(), kFloat32), w), Device::cpu(), kBFloat16);
   CHECK(std::memcmp(y16.data<BFloat16>(), expect.data<BFloat16>(), size_t(2 * out) * 2) == 0);
   // A 1-d input and an empty batch.
-  CHECK(linear_q8_0(tensor_of(values(in, 1), {in}), w).sizes() == Shape{out});
+  CHECK(linear_q8_0(tensor_of(varied_values(in, 1), {in}), w).sizes() == Shape{out});
   CHECK(linear_q8_0(Tensor::empty({0, in}, kFloat32, Device::cpu()), w).sizes() == Shape{0, out});
 }
 
 TEST_CASE("linear_q8_0 and embedding_q8_0 refuse what they cannot do, by name") {
-  const Q8Matrix w = quantize_q8_0(tensor_of(values(4 * 32, 2), {4, 32}));
+  const Q8Matrix w = quantize_q8_0(tensor_of(varied_values(4 * 32, 2), {4, 32}));
   CHECK(error_of([&] {
-          linear_q8_0(tensor_of(values(3 * 64, 1), {3, 64}), w);
+          linear_q8_0(tensor_of(varied_values(3 * 64, 1), {3, 64}), w);
         }) == "linear_q8_0: input float32 [3, 64] against a Q8_0 weight [4, 32]");
-  Tensor x = tensor_of(values(2 * 32, 1), {2, 32});
+  Tensor x = tensor_of(varied_values(2 * 32, 1), {2, 32});
   x.set_requires_grad(true);
   CHECK(error_of([&] {
           linear_q8_0(x, w);
@@ -296,7 +287,7 @@ TEST_CASE("linear_q8_0 and embedding_q8_0 refuse what they cannot do, by name") 
     CHECK(linear_q8_0(x, w).sizes() == Shape{2, 4});
   }
   CHECK(error_of([&] {
-          linear_q8_0(tensor_of(values(2 * 32, 1), {2, 32}), w, tensor_of(values(3, 1), {3}));
+          linear_q8_0(tensor_of(varied_values(2 * 32, 1), {2, 32}), w, tensor_of(varied_values(3, 1), {3}));
         }).starts_with("linear_q8_0: bias float32 [3] for 4 outputs"));
   const Tensor ids = Tensor::empty({2}, kInt64, Device::cpu());
   ids.data<int64_t>()[0] = 1;
@@ -305,7 +296,7 @@ TEST_CASE("linear_q8_0 and embedding_q8_0 refuse what they cannot do, by name") 
 }
 
 TEST_CASE("embedding_q8_0: the dequantized rows, in the indices' shape") {
-  const Q8Matrix w = quantize_q8_0(tensor_of(values(5 * 64, 9), {5, 64}));
+  const Q8Matrix w = quantize_q8_0(tensor_of(varied_values(5 * 64, 9), {5, 64}));
   const Tensor deq = dequantize_q8_0(w);
   const Tensor ids = Tensor::empty({2, 3}, kInt64, Device::cpu());
   const int64_t picks[6] = {4, 0, 4, 2, 1, 3};

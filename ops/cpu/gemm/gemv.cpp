@@ -26,6 +26,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "ops/cpu/gemm/lanes.h"
 
 namespace ks::cpu {
 namespace {
@@ -38,15 +39,8 @@ constexpr int64_t kRows = 4;  // rows per step: four independent FMA chains hide
 // oneTBB hand-off costs a few microseconds, a 64K-element row block about as much.
 constexpr int64_t kThreadedGemv = int64_t(1) << 17;
 
-// The sum of 16 lanes given as two halves (lanes 0–7, 8–15): lane l + lane
-// l + 8, then + 4, + 2, + 1. Both kernels end here, so their bits agree.
-[[gnu::always_inline]] inline KS_GEMV_AVX2 float add_lanes(__m256 lo, __m256 hi) {
-  const __m256 s8 = _mm256_add_ps(lo, hi);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
-  return _mm_cvtss_f32(s1);
-}
+// The sum of 16 lanes given as two halves: lanes.h's one order, so that the kernels' bits agree.
+[[gnu::always_inline]] inline KS_GEMV_AVX2 float add_lanes(__m256 lo, __m256 hi) { return lanes::add16(lo, hi); }
 
 // How many rows ahead of the current four to prefetch into L1: about 16 KiB
 // of B ahead (measured on the Zen 5 VM: 5–25% faster streaming than without).

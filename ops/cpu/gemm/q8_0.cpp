@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "ops/cpu/gemm/gemm.h"
+#include "ops/cpu/gemm/lanes.h"
 
 namespace ks::cpu {
 namespace {
@@ -55,14 +56,6 @@ int64_t prefetch_rows(int64_t k) { return std::max<int64_t>((16384 / std::max<in
 
 // ---- portable: 16 lanes in an array ----
 
-float add_lanes(const float* acc) {  // gemv.cpp's tree: l + l+8, + 4, + 2, + 1
-  float s8[8], s4[4], s2[2];
-  for (int l = 0; l < 8; ++l) s8[l] = acc[l] + acc[l + 8];
-  for (int l = 0; l < 4; ++l) s4[l] = s8[l] + s8[l + 4];
-  for (int l = 0; l < 2; ++l) s2[l] = s4[l] + s4[l + 2];
-  return s2[0] + s2[1];
-}
-
 void rows_portable(float* c, const ActivationBlocks& x16, const Q8Matrix& w, const float* bias, int64_t j0,
                    int64_t j1) {
   const int64_t k = w.cols, nb = k / kQ8Block, n = w.rows;
@@ -82,20 +75,12 @@ void rows_portable(float* c, const ActivationBlocks& x16, const Q8Matrix& w, con
           acc[l] = std::fma(float(p), scale, acc[l]);
         }
       }
-      c[row * n + j] = add_lanes(acc) + (bias ? bias[j] : 0.f);
+      c[row * n + j] = lanes::add16(acc) + (bias ? bias[j] : 0.f);
     }
   }
 }
 
 // ---- AVX2: each 16-lane sum as two 8-lane halves ----
-
-[[gnu::always_inline]] inline KS_Q8_AVX2 float add_lanes(__m256 lo, __m256 hi) {
-  const __m256 s8 = _mm256_add_ps(lo, hi);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
-  return _mm_cvtss_f32(s1);
-}
 
 // 16 int8 values at p against 16 int16 ones at x: 8 int32 sums of adjacent pairs, as float32 (exact: below 2^24).
 [[gnu::always_inline]] inline KS_Q8_AVX2 __m256 pairs8(const int8_t* p, const int16_t* x) {
@@ -105,9 +90,8 @@ void rows_portable(float* c, const ActivationBlocks& x16, const Q8Matrix& w, con
 
 // R of W's rows from row j (R a constant, so the accumulators stay in registers) against every row of a.
 template <int R>
-[[gnu::always_inline]] inline KS_Q8_AVX2 void group_avx2(float* c, const ActivationBlocks& x16, const Q8Matrix& w,
-                                                         const float* bias, int64_t j, const float* ds,
-                                                         const int8_t* pf) {
+KS_Q8_AVX2 void group_avx2(float* c, const ActivationBlocks& x16, const Q8Matrix& w, const float* bias, int64_t j,
+                           const float* ds, const int8_t* pf) {
   const int64_t k = w.cols, nb = k / kQ8Block, n = w.rows;
   const int8_t* q = w.q.data() + j * k;
   for (int64_t row = 0; row < x16.m; ++row) {
@@ -126,31 +110,15 @@ template <int R>
         hi[r] = _mm256_fmadd_ps(pairs8(qr + 16, x + i + 16), scale, hi[r]);  // pairs of values 16–31
       }
     }
-    for (int r = 0; r < R; ++r) c[row * n + j + r] = add_lanes(lo[r], hi[r]) + (bias ? bias[j + r] : 0.f);
-  }
-}
-
-KS_Q8_AVX2 void rows_avx2(float* c, const ActivationBlocks& x16, const Q8Matrix& w, const float* bias, int64_t j0,
-                          int64_t j1) {
-  const int64_t k = w.cols, nb = k / kQ8Block, n = w.rows, ahead = prefetch_rows(k);
-  std::vector<float> ds(static_cast<size_t>(kRows * nb));
-  int64_t j = j0;
-  for (; j + kRows <= j1; j += kRows) {  // four at a time, then the last ones singly
-    scales_of_f16c(w, j, kRows, ds.data());
-    group_avx2<kRows>(c, x16, w, bias, j, ds.data(), w.q.data() + (j + ahead + kRows <= n ? j + ahead : j) * k);
-  }
-  for (; j < j1; ++j) {
-    scales_of_f16c(w, j, 1, ds.data());
-    group_avx2<1>(c, x16, w, bias, j, ds.data(), nullptr);
+    for (int r = 0; r < R; ++r) c[row * n + j + r] = lanes::add16(lo[r], hi[r]) + (bias ? bias[j + r] : 0.f);
   }
 }
 
 // ---- AVX-512: 16 lanes in one register ----
 
 template <int R>
-[[gnu::always_inline]] inline KS_Q8_AVX512 void group_avx512(float* c, const ActivationBlocks& x16, const Q8Matrix& w,
-                                                             const float* bias, int64_t j, const float* ds,
-                                                             const int8_t* pf) {
+KS_Q8_AVX512 void group_avx512(float* c, const ActivationBlocks& x16, const Q8Matrix& w, const float* bias, int64_t j,
+                               const float* ds, const int8_t* pf) {
   const int64_t k = w.cols, nb = k / kQ8Block, n = w.rows;
   const int8_t* q = w.q.data() + j * k;
   for (int64_t row = 0; row < x16.m; ++row) {
@@ -172,22 +140,26 @@ template <int R>
     }
     for (int r = 0; r < R; ++r)
       c[row * n + j + r] =
-          add_lanes(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)) + (bias ? bias[j + r] : 0.f);
+          lanes::add16(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)) + (bias ? bias[j + r] : 0.f);
   }
 }
 
-KS_Q8_AVX512 void rows_avx512(float* c, const ActivationBlocks& x16, const Q8Matrix& w, const float* bias, int64_t j0,
-                              int64_t j1) {
+// W's rows [j0, j1) against every row of a: four at a time on `four` while there are four, the last ones
+// singly on `one`; each group's scales converted first, the rows ahead prefetched while its first row runs.
+using Group = void (*)(float* c, const ActivationBlocks& x16, const Q8Matrix& w, const float* bias, int64_t j,
+                       const float* ds, const int8_t* pf);
+void rows_in_groups(Group four, Group one, float* c, const ActivationBlocks& x16, const Q8Matrix& w, const float* bias,
+                    int64_t j0, int64_t j1) {
   const int64_t k = w.cols, nb = k / kQ8Block, n = w.rows, ahead = prefetch_rows(k);
   std::vector<float> ds(static_cast<size_t>(kRows * nb));
   int64_t j = j0;
   for (; j + kRows <= j1; j += kRows) {
     scales_of_f16c(w, j, kRows, ds.data());
-    group_avx512<kRows>(c, x16, w, bias, j, ds.data(), w.q.data() + (j + ahead + kRows <= n ? j + ahead : j) * k);
+    four(c, x16, w, bias, j, ds.data(), w.q.data() + (j + ahead + kRows <= n ? j + ahead : j) * k);
   }
   for (; j < j1; ++j) {
     scales_of_f16c(w, j, 1, ds.data());
-    group_avx512<1>(c, x16, w, bias, j, ds.data(), nullptr);
+    one(c, x16, w, bias, j, ds.data(), nullptr);
   }
 }
 
@@ -283,8 +255,8 @@ void q8_0_rows(float* c, const float* a, int64_t m, const Q8Matrix& w, const flo
   const ActivationBlocks x16 = quantize_activations(a, m, w.cols);
   const auto columns = [&](int64_t j0, int64_t j1) {
     switch (isa) {
-      case Q8Isa::Avx512: return rows_avx512(c, x16, w, bias, j0, j1);
-      case Q8Isa::Avx2: return rows_avx2(c, x16, w, bias, j0, j1);
+      case Q8Isa::Avx512: return rows_in_groups(group_avx512<kRows>, group_avx512<1>, c, x16, w, bias, j0, j1);
+      case Q8Isa::Avx2: return rows_in_groups(group_avx2<kRows>, group_avx2<1>, c, x16, w, bias, j0, j1);
       case Q8Isa::Portable: return rows_portable(c, x16, w, bias, j0, j1);
     }
   };

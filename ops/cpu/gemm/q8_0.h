@@ -18,7 +18,7 @@
 //
 // Bits (few rows). Each output sums 16 float32 lanes: for block b, lane l
 // takes p = q[2l]·x[2l] + q[2l+1]·x[2l+1] (an exact int32) and acc[l] =
-// fma(float(p), d_b · s_b, acc[l]); the lanes are added in gemv.h's tree
+// fma(float(p), d_b · s_b, acc[l]); the lanes are added in lanes.h's tree
 // (l + l+8, + 4, + 2, + 1), then the bias. The AVX-512 kernel, the AVX2 one
 // (two 8-lane halves) and the portable one compute exactly this, so they
 // give the same bits, for any split of the outputs among threads, and a row
