@@ -81,8 +81,23 @@ Metadata load_weights(const SafetensorsReader& file, const std::string& path, Mo
   for (auto& entry : model.named_buffers()) own.push_back(entry);
   // Each tensor into its parameter; a CPU parameter that is not contiguous
   // (none Keystone makes) or lives on another device goes through a copy.
+  // Rows read per slab where a tensor is cast as it is read (about 4 MiB of the file's values).
+  const auto slab_rows = [](const Tensor& t) {
+    return std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(t.numel() / t.size(0), 1));
+  };
   for (auto& [name, t] : own) {
-    if (t.device().is_cpu() && t.is_contiguous()) {
+    if (t.device().is_cpu() && t.is_contiguous() && t.dim() >= 1 && t.size(0) > 0 && file.dtype(name) != t.dtype() &&
+        file.shape(name) == t.sizes()) {
+      // Cast a slab of rows at a time: no whole copy of a weight in the file's type (a float32
+      // checkpoint loaded in bf16) and none in the model's beside it.
+      for (int64_t r = 0; r < t.size(0); r += slab_rows(t)) {
+        const int64_t n = std::min(slab_rows(t), t.size(0) - r);
+        Shape rows = t.sizes();
+        rows[0] = n;
+        copy_(t.alias(rows, t.strides(), t.storage_offset() + r * t.stride(0)), file.read_rows(name, r, n, t.dtype()));
+      }
+      check_finite({{name, t}}, "", path);
+    } else if (t.device().is_cpu() && t.is_contiguous()) {
       file.read_into(name, t);
       check_finite({{name, t}}, "", path);
     } else {
