@@ -1,7 +1,8 @@
 // tests/nn/test_safetensors.cpp — the safetensors writer and reader: round
 // trips, byte layout, and a clear error for each kind of damaged file; the
 // reader's `wanted` (tensors left unread but checked) and `floating_as`
-// (cast as read, float16's range refused by name); a slab of rows read alone.
+// (cast as read, float16's range refused by name); a slab of rows read
+// alone; a file cut short after it was opened.
 #include "support/testing.h"
 
 #include <sys/stat.h>
@@ -230,5 +231,29 @@ TEST_CASE("SafetensorsReader::read_rows reads a slab of rows, cast as asked, and
   };
   CHECK(error([&] { file.read_rows("w", 5, 3); }) == "safetensors: " + p + ": rows [5, 8) of tensor 'w' [7, 5]");
   CHECK(error([&] { file.read_rows("s", 0, 1); }) == "safetensors: " + p + ": rows [0, 1) of tensor 's' []");
+  std::remove(p.c_str());
+}
+
+TEST_CASE("a safetensors file cut short after it was opened: reading a tensor past the cut says so, naming the file") {
+  const std::string p = temp_path("cut.safetensors");
+  nn::save_safetensors(p, {{"a", randn({4, 8})}, {"b", randn({16, 8})}});
+  const nn::SafetensorsReader file(p);  // the layout is checked here, against the whole file
+  struct stat st {};
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  REQUIRE(::truncate(p.c_str(), st.st_size - 100) == 0);  // another process cuts it (b's last rows)
+  CHECK(file.read("a").sizes() == Shape{4, 8});           // before the cut: still read
+  auto error = [&](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string e = error([&] { file.read("b"); });
+  CHECK(e.find(p) != std::string::npos);
+  CHECK(e.find("truncated while being read (did the file change?)") != std::string::npos);
+  CHECK(error([&] { file.read_rows("b", 15, 1); }).find("truncated while being read") != std::string::npos);
+  CHECK(file.read_rows("b", 0, 4).sizes() == Shape{4, 8});  // the rows before the cut
   std::remove(p.c_str());
 }
