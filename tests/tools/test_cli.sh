@@ -377,6 +377,11 @@ echo "$out" | grep -q '"dtype":"q8_0"' || { echo "FAIL: eval --dtype q8_0: the o
 awk -v a="$loss32" -v b="$lossq" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.02 * a) }' ||
   { echo "FAIL: eval --dtype q8_0: loss $lossq, float32's $loss32"; fails=$((fails + 1)); }
 expect 0 "^the cat" -- "$ks" generate --run "$tmp/lm64" --prompt "the cat" --tokens 5 --greedy --dtype q8_0
+# A model with no row of a multiple of 32 values (d 16, d_ff 48) has nothing to quantize, and says so.
+expect 0 "finished 2 steps" -- "$ks" train --config "$tmp/lm.json" --out "$tmp/lm-narrow" --quiet --set train.steps=2 \
+  --set model.d_ff=48
+expect 0 "note: --dtype q8_0: no weight of $tmp/lm-narrow has rows of a multiple of 32 values, so none is Q8_0" -- \
+  "$ks" generate --run "$tmp/lm-narrow" --prompt "the cat" --tokens 2 --greedy --dtype q8_0
 # --device: cpu as before; a word outside the two a usage error; Q8_0 weights stay on the CPU; cuda refused by
 # name where this build or machine has no GPU (skipped where one is).
 expect 0 '"loss":[0-9.]+' -- "$ks" eval --run "$tmp/lm" --device cpu

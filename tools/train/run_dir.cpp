@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/allocator.h"
@@ -341,6 +342,11 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
     content = with_ema_as_weights(std::move(content), run.checkpoint, *run.model);
     run.metadata = nn::load_checkpoint(content, run.checkpoint.string(), *run.model);
   }
+  if (as.q8_0 && run.model->named_quantized().empty())
+    std::fprintf(stderr,
+                 "note: --dtype q8_0: no weight of %s has rows of a multiple of 32 values, so none is Q8_0; the "
+                 "model runs in float32\n",
+                 run_dir.string().c_str());
   run.model->eval();
   // The blocks freed while loading (the file's tensors, the initial values'
   // float32 copies under a dtype) go back to the system, not to the
