@@ -79,25 +79,12 @@ Metadata load_weights(const SafetensorsReader& file, const std::string& path, Mo
   }
   NamedTensors own = model.named_parameters();
   for (auto& entry : model.named_buffers()) own.push_back(entry);
-  // Each tensor into its parameter; a CPU parameter that is not contiguous
-  // (none Keystone makes) or lives on another device goes through a copy.
-  // Rows read per slab where a tensor is cast as it is read (about 4 MiB of the file's values).
-  const auto slab_rows = [](const Tensor& t) {
-    return std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(t.numel() / t.size(0), 1));
-  };
+  // Each tensor into its parameter (cast a slab at a time where the types
+  // differ: a float32 checkpoint loaded in bf16 never holds a float32 copy of
+  // a weight); a CPU parameter that is not contiguous (none Keystone makes)
+  // or lives on another device goes through a copy.
   for (auto& [name, t] : own) {
-    if (t.device().is_cpu() && t.is_contiguous() && t.dim() >= 1 && t.size(0) > 0 && file.dtype(name) != t.dtype() &&
-        file.shape(name) == t.sizes()) {
-      // Cast a slab of rows at a time: no whole copy of a weight in the file's type (a float32
-      // checkpoint loaded in bf16) and none in the model's beside it.
-      for (int64_t r = 0; r < t.size(0); r += slab_rows(t)) {
-        const int64_t n = std::min(slab_rows(t), t.size(0) - r);
-        Shape rows = t.sizes();
-        rows[0] = n;
-        copy_(t.alias(rows, t.strides(), t.storage_offset() + r * t.stride(0)), file.read_rows(name, r, n, t.dtype()));
-      }
-      check_finite({{name, t}}, "", path);
-    } else if (t.device().is_cpu() && t.is_contiguous()) {
+    if (t.device().is_cpu() && t.is_contiguous()) {
       file.read_into(name, t);
       check_finite({{name, t}}, "", path);
     } else {
@@ -109,7 +96,7 @@ Metadata load_weights(const SafetensorsReader& file, const std::string& path, Mo
   // A Q8_0 weight: its float32 values a slab of rows at a time (about 4 MiB),
   // quantized into place: no float32 copy of a whole weight is ever held.
   for (auto& [name, q] : model.named_quantized()) {
-    const int64_t slab = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(q->cols, 1));
+    const int64_t slab = rows_per_slab(q->cols);
     for (int64_t r = 0; r < q->rows; r += slab) {
       const Tensor rows = file.read_rows(name, r, std::min(slab, q->rows - r), kFloat32);
       check_finite({{name, rows}}, "", path);

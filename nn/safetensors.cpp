@@ -296,13 +296,28 @@ bool SafetensorsReader::has(const std::string& name) const { return impl_->index
 DType SafetensorsReader::dtype(const std::string& name) const { return impl_->entry(name).dtype; }
 Shape SafetensorsReader::shape(const std::string& name) const { return impl_->entry(name).shape; }
 
+namespace {
+
+// `bytes` bytes of the tensor's data from `offset` on, as a new CPU tensor of `shape` (the file's dtype, or
+// floating_as as cast_as_read casts).
+Tensor read_span(int fd, uint64_t at, const Entry& e, Shape shape, uint64_t offset, uint64_t bytes,
+                 std::optional<DType> floating_as, const std::string& path) {
+  Tensor t = Tensor::empty(shape, e.dtype, Device::cpu());
+  read_at(fd, static_cast<char*>(t.data_ptr()), bytes, at + e.begin + offset, path);
+  if (floating_as && is_floating(t.dtype()) && t.dtype() != *floating_as)
+    t = cast_as_read(t, *floating_as, e.name, path);
+  return t;
+}
+
+}  // namespace
+
+int64_t rows_per_slab(int64_t row_values) {
+  return std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(row_values, 1));
+}
+
 Tensor SafetensorsReader::read(const std::string& name, std::optional<DType> floating_as) const {
   const Entry& e = impl_->entry(name);
-  Tensor t = Tensor::empty(e.shape, e.dtype, Device::cpu());
-  read_at(impl_->fd, static_cast<char*>(t.data_ptr()), e.end - e.begin, impl_->data_begin + e.begin, impl_->path);
-  if (floating_as && is_floating(t.dtype()) && t.dtype() != *floating_as)
-    t = cast_as_read(t, *floating_as, e.name, impl_->path);
-  return t;
+  return read_span(impl_->fd, impl_->data_begin, e, e.shape, 0, e.end - e.begin, floating_as, impl_->path);
 }
 
 Tensor SafetensorsReader::read_rows(const std::string& name, int64_t first, int64_t count,
@@ -312,13 +327,9 @@ Tensor SafetensorsReader::read_rows(const std::string& name, int64_t first, int6
            ": rows [", first, ", ", first + count, ") of tensor '", name, "' ", e.shape);
   Shape shape = e.shape;
   shape[0] = count;
-  Tensor t = Tensor::empty(shape, e.dtype, Device::cpu());
   const uint64_t row_bytes = e.shape[0] ? (e.end - e.begin) / uint64_t(e.shape[0]) : 0;
-  read_at(impl_->fd, static_cast<char*>(t.data_ptr()), row_bytes * uint64_t(count),
-          impl_->data_begin + e.begin + row_bytes * uint64_t(first), impl_->path);
-  if (floating_as && is_floating(t.dtype()) && t.dtype() != *floating_as)
-    t = cast_as_read(t, *floating_as, e.name, impl_->path);
-  return t;
+  return read_span(impl_->fd, impl_->data_begin, e, shape, row_bytes * uint64_t(first), row_bytes * uint64_t(count),
+                   floating_as, impl_->path);
 }
 
 void SafetensorsReader::read_into(const std::string& name, const Tensor& dst) const {
@@ -332,7 +343,14 @@ void SafetensorsReader::read_into(const std::string& name, const Tensor& dst) co
   }
   KS_CHECK(is_floating(dst.dtype()) && is_floating(e.dtype), "safetensors: ", impl_->path, ": tensor '", name, "' is ",
            ks::name(e.dtype), ", not castable to ", ks::name(dst.dtype()));
-  copy_(dst, read(name, dst.dtype()));
+  if (dst.dim() == 0 || dst.numel() == 0) return copy_(dst, read(name, dst.dtype()));
+  const int64_t slab = rows_per_slab(dst.numel() / dst.size(0));
+  for (int64_t r = 0; r < dst.size(0); r += slab) {  // dst's rows [r, r + n), cast from the file's
+    const int64_t n = std::min(slab, dst.size(0) - r);
+    Shape rows = dst.sizes();
+    rows[0] = n;
+    copy_(dst.alias(rows, dst.strides(), dst.storage_offset() + r * dst.stride(0)), read_rows(name, r, n, dst.dtype()));
+  }
 }
 
 SafetensorsContent load_safetensors(const std::string& path, const std::function<bool(const std::string&)>& wanted,

@@ -72,8 +72,9 @@ class SafetensorsReader {
   // A new CPU tensor; floating_as as load_safetensors's.
   Tensor read(const std::string& name, std::optional<DType> floating_as = std::nullopt) const;
   // Into `dst` (CPU, contiguous, the tensor's shape): in place when dst has
-  // the file's dtype, else read and cast (both floating; float16's range
-  // checked as floating_as checks it).
+  // the file's dtype, else read and cast a slab of rows_per_slab rows at a
+  // time (both floating; float16's range checked as floating_as checks it),
+  // so no whole copy of the tensor in either type is made beside dst.
   void read_into(const std::string& name, const Tensor& dst) const;
   // Rows [first, first + count) of the tensor along its first dim, as read
   // gives the whole: a large weight read a slab at a time (a Q8_0 weight,
@@ -85,6 +86,11 @@ class SafetensorsReader {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// How many rows of `row_values` values each make a slab of about 4 MiB of
+// float32 (at least one): what read_into casts at once, and what
+// nn::load_weights reads of a Q8_0 weight before quantizing it.
+int64_t rows_per_slab(int64_t row_values);
 
 // The same from the file's bytes; `path` names them in errors.
 SafetensorsContent safetensors_from_bytes(std::string_view bytes, const std::string& path);

@@ -8,9 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 
+#include "core/copy.h"
 #include "nn/safetensors.h"
 
 using namespace ks;
@@ -32,15 +34,20 @@ std::string with_header(const std::string& json, const std::string& data) {
   return b + json + data;
 }
 
+// What f throws: its message, or "no error".
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 // What loading a file of this header and data says: its error, or "no error".
 std::string load_error(const std::string& path, const std::string& header, const std::string& data) {
   write_all(path, with_header(header, data));
-  try {
-    nn::load_safetensors(path);
-  } catch (const Error& e) {
-    return std::string(e.what());
-  }
-  return std::string("no error");
+  return error_of([&] { nn::load_safetensors(path); });
 }
 
 }  // namespace
@@ -221,16 +228,8 @@ TEST_CASE("SafetensorsReader::read_rows reads a slab of rows, cast as asked, and
   const Tensor half = file.read_rows("w", 6, 1, kBFloat16);
   CHECK(half.dtype() == kBFloat16);
   CHECK(file.read_rows("w", 7, 0).sizes() == Shape{0, 5});
-  auto error = [&](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "no error";
-  };
-  CHECK(error([&] { file.read_rows("w", 5, 3); }) == "safetensors: " + p + ": rows [5, 8) of tensor 'w' [7, 5]");
-  CHECK(error([&] { file.read_rows("s", 0, 1); }) == "safetensors: " + p + ": rows [0, 1) of tensor 's' []");
+  CHECK(error_of([&] { file.read_rows("w", 5, 3); }) == "safetensors: " + p + ": rows [5, 8) of tensor 'w' [7, 5]");
+  CHECK(error_of([&] { file.read_rows("s", 0, 1); }) == "safetensors: " + p + ": rows [0, 1) of tensor 's' []");
   std::remove(p.c_str());
 }
 
@@ -242,18 +241,40 @@ TEST_CASE("a safetensors file cut short after it was opened: reading a tensor pa
   REQUIRE(::stat(p.c_str(), &st) == 0);
   REQUIRE(::truncate(p.c_str(), st.st_size - 100) == 0);  // another process cuts it (b's last rows)
   CHECK(file.read("a").sizes() == Shape{4, 8});           // before the cut: still read
-  auto error = [&](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "no error";
-  };
-  const std::string e = error([&] { file.read("b"); });
+  const std::string e = error_of([&] { file.read("b"); });
   CHECK(e.find(p) != std::string::npos);
   CHECK(e.find("truncated while being read (did the file change?)") != std::string::npos);
-  CHECK(error([&] { file.read_rows("b", 15, 1); }).find("truncated while being read") != std::string::npos);
+  CHECK(error_of([&] { file.read_rows("b", 15, 1); }).find("truncated while being read") != std::string::npos);
   CHECK(file.read_rows("b", 0, 4).sizes() == Shape{4, 8});  // the rows before the cut
+  std::remove(p.c_str());
+}
+
+TEST_CASE(
+    "SafetensorsReader::read_into casts a slab of rows at a time: the values of a whole cast, fp16's range named") {
+  CHECK(nn::rows_per_slab(1) == (int64_t(1) << 20));
+  CHECK(nn::rows_per_slab(int64_t(1) << 19) == 2);
+  CHECK(nn::rows_per_slab(int64_t(1) << 22) == 1);  // a row longer than a slab: one row at a time
+  CHECK(nn::rows_per_slab(0) == (int64_t(1) << 20));
+  const std::string p = temp_path("slabs.safetensors");
+  // Rows of 2^19 values: two rows a slab, so five rows are read in three slabs (the last one short).
+  Tensor w = randn({5, int64_t(1) << 19});
+  nn::save_safetensors(p, {{"w", w}, {"s", tensor({3.0}, {})}});
+  const nn::SafetensorsReader file(p);
+  for (DType d : {kBFloat16, kFloat16}) {
+    CAPTURE(std::string(name(d)));
+    const Tensor into = Tensor::empty(w.sizes(), d, Device::cpu());
+    file.read_into("w", into);
+    const Tensor whole = to_raw(w, Device::cpu(), d);
+    CHECK(std::memcmp(into.data_ptr(), whole.data_ptr(), size_t(w.numel()) * 2) == 0);
+  }
+  const Tensor scalar = Tensor::empty({}, kBFloat16, Device::cpu());
+  file.read_into("s", scalar);
+  CHECK(scalar.item() == 3.0);
+  // A value fp16 cannot hold, in the last slab: refused by name, as floating_as refuses it.
+  fill_(w.alias({1}, {1}, 4 * w.size(1) + 7), 1e5);
+  nn::save_safetensors(p, {{"w", w}});
+  const nn::SafetensorsReader big(p);
+  CHECK_THROWS_WITH_AS(big.read_into("w", Tensor::empty(w.sizes(), kFloat16, Device::cpu())),
+                       doctest::Contains("tensor 'w' holds 100000"), Error);
   std::remove(p.c_str());
 }
