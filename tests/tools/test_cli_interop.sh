@@ -12,7 +12,7 @@ source "$(dirname "$0")/expect.sh"
 # The folders: a tiny GPT-2 and a Llama whose head_dim (6) is not hidden_size / heads (12 / 4 = 3),
 # written by hf.py (below: plain Python, no torch) with random weights and a byte-level tokenizer.json
 # of the 256 byte tokens and <|endoftext|>. `hf.py KIND DIR [--set FILE:dotted.key=JSON] [--raw FILE=TEXT]
-# [--nan TENSOR] [--inf TENSOR] [--sharded]`.
+# [--nan TENSOR] [--inf TENSOR] [--big TENSOR] [--sharded]` (--big: one value 1e5, finite but beyond fp16).
 cat > "$tmp/hf.py" <<'PY'
 import json, os, random, struct, sys
 kind, d = sys.argv[1], sys.argv[2]
@@ -86,6 +86,8 @@ while i < len(args):
         raw[fname] = text
     elif a in ("--nan", "--inf"):
         sd[v][1][3] = float("nan") if a == "--nan" else float("-inf")
+    elif a == "--big":
+        sd[v][1][3] = 1e5
 def save(path, tensors):
     header, blob = {}, b""
     for name, (shape, values) in tensors.items():
@@ -336,6 +338,11 @@ expect 0 "peft layout ok" -- python3 "$tmp/peft_check.py" llama "$tmp/l/model.sa
 # outside float32, bf16 and fp16 is a usage error.
 expect 0 "imported $tmp/l \(LlamaForCausalLM, [0-9]+ parameters, stored in bf16\)" -- imp "$tmp/l" "$tmp/l16" --dtype bf16
 expect 2 "--dtype: expected float32, bf16 or fp16, got 'q8_0'" -- imp "$tmp/l" "$tmp/l-q8" --dtype q8_0
+mk llama "$tmp/l-big" --big model.layers.0.mlp.up_proj.weight
+expect 1 "hf import: --dtype fp16: the model's tensor 'layers.0.ff.up.weight' holds a value beyond fp16's range" -- \
+  imp "$tmp/l-big" "$tmp/l-big16" --dtype fp16
+[ -e "$tmp/l-big16" ] && { echo "FAIL: a refused import --dtype fp16 left $tmp/l-big16"; fails=$((fails + 1)); }
+expect 0 "stored in bf16" -- imp "$tmp/l-big" "$tmp/l-big-bf16" --dtype bf16
 s16=$(stat -c %s "$tmp/l16/latest.safetensors") s32=$(stat -c %s "$tmp/l-run/latest.safetensors")
 [ $((10 * s16)) -lt $((6 * s32)) ] || { echo "FAIL: import --dtype bf16 wrote $s16 bytes, float32 $s32"; fails=$((fails + 1)); }
 own=$("$ks" eval --run "$tmp/l16" --file "$tmp/notes.txt")

@@ -300,9 +300,10 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
   }
   KS_CHECK(fs::is_regular_file(run.checkpoint), "checkpoint ", run.checkpoint.string(), " is not a file");
   models::ModelConfig cfg = models::parse_model_config(run.config.model);
+  // The checkpoint's layout, checked once: read below under Weights::Raw.
+  const nn::SafetensorsReader file(run.checkpoint.string());
   std::optional<DType> dtype = as.cast;
   if (!dtype && !as.q8_0) {  // as stored: one 16-bit type for every floating weight, or float32
-    const nn::SafetensorsReader file(run.checkpoint.string());
     std::optional<DType> stored;
     bool one_type = true;
     for (const std::string& name : file.names()) {
@@ -331,7 +332,6 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
   // The config first: another family's weights would fail to load with a less telling message.
   if (weights == Weights::Raw) {
     // Straight into the parameters: no second copy of the weights.
-    const nn::SafetensorsReader file(run.checkpoint.string());
     check_checkpoint_config(file.metadata(), config_json, run.checkpoint);
     run.metadata = nn::load_weights(file, run.checkpoint.string(), *run.model, dtype.has_value() || as.q8_0);
   } else {
@@ -348,9 +348,10 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
                  "model runs in float32\n",
                  run_dir.string().c_str());
   run.model->eval();
-  // The blocks freed while loading (the file's tensors, the initial values'
-  // float32 copies under a dtype) go back to the system, not to the
-  // allocator's cache, where they would stay resident while the model runs.
+  // The blocks freed while loading (the slabs cast or quantized as they were
+  // read, the file's tensors under Weights::Ema) go back to the system, not
+  // to the allocator's cache, where they would stay resident while the model
+  // runs.
   allocator_for(DeviceType::CPU).empty_cache();
   RunTokenizers tokenizers = load_run_tokenizers(run.paths, run.config.data);
   run.tokenizer = tokenizers.source;
