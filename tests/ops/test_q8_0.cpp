@@ -8,10 +8,13 @@
 // float64 product of the dequantized weight and the int16 activations, and
 // within those blocks' rounding of the product with the activations
 // themselves; the panel path (more than 16 rows) too; linear_q8_0's shapes,
-// bias and 16-bit inputs; embedding_q8_0's rows; and the refusals (an input
-// that needs a gradient, wrong shapes, an index outside the table, NaN).
+// bias, 16-bit, strided and broadcast inputs; embedding_q8_0's rows, for
+// strided indices too; and the refusals (an input that needs a gradient,
+// wrong shapes, an index outside the table, NaN). No gradcheck: the ops
+// have no backward (they refuse an input that needs one).
 // A CPU without AVX-512 skips that kernel, saying so.
 // Not here: modules holding Q8_0 weights and loading them (tests/models/test_q8_0_model.cpp).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -267,6 +270,17 @@ TEST_CASE("linear_q8_0: shapes, bias, the panel path above 16 rows, 16-bit input
   CHECK(y16.dtype() == kBFloat16);
   const Tensor expect = to_raw(linear_q8_0(to_raw(x16, Device::cpu(), kFloat32), w), Device::cpu(), kBFloat16);
   CHECK(std::memcmp(y16.data<BFloat16>(), expect.data<BFloat16>(), size_t(2 * out) * 2) == 0);
+  // A strided input (a transposed view) and a broadcast one (stride 0 over the rows): the bits of their
+  // contiguous copies.
+  const Tensor stored = tensor_of(varied_values(in * 3, 25), {in, 3});
+  const Tensor transposed = stored.alias({3, in}, {1, 3}, 0);  // (3, in), not contiguous
+  CHECK(linear_q8_0(transposed, w, bias).to_vector<float>() ==
+        linear_q8_0(to_raw(contiguous_raw(transposed), Device::cpu(), kFloat32), w, bias).to_vector<float>());
+  const Tensor row = tensor_of(varied_values(in, 26), {1, in});
+  const Tensor broadcast = row.alias({4, in}, {0, 1}, 0);  // one row seen four times
+  const std::vector<float> each = linear_q8_0(row, w, bias).to_vector<float>(),
+                           all = linear_q8_0(broadcast, w, bias).to_vector<float>();
+  for (int64_t r = 0; r < 4; ++r) CHECK(std::equal(each.begin(), each.end(), all.begin() + r * out));
   // A 1-d input and an empty batch.
   CHECK(linear_q8_0(tensor_of(varied_values(in, 1), {in}), w).sizes() == Shape{out});
   CHECK(linear_q8_0(Tensor::empty({0, in}, kFloat32, Device::cpu()), w).sizes() == Shape{0, out});
@@ -305,4 +319,11 @@ TEST_CASE("embedding_q8_0: the dequantized rows, in the indices' shape") {
   REQUIRE(e.sizes() == Shape{2, 3, 64});
   for (int64_t i = 0; i < 6; ++i)
     CHECK(std::memcmp(e.data<float>() + i * 64, deq.data<float>() + picks[i] * 64, 64 * sizeof(float)) == 0);
+  // Strided indices (a transposed view): the rows in the view's order.
+  const Tensor t = embedding_q8_0(w, ids.alias({3, 2}, {1, 3}, 0));  // ids[j][i]
+  REQUIRE(t.sizes() == Shape{3, 2, 64});
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      CHECK(std::memcmp(t.data<float>() + (i * 2 + j) * 64, deq.data<float>() + picks[j * 3 + i] * 64,
+                        64 * sizeof(float)) == 0);
 }
