@@ -36,7 +36,7 @@ DecoderLM::DecoderLM(const ModelConfig& cfg)
   } else {
     // N(0, 1) rows would give normalised states logits of variance d (a first loss of ~20 nats at d = 32);
     // N(0, 1/d) rows give unit-variance logits, and forward scales the lookups back up by √d.
-    // (Under nn::Q8WeightScope the table is Q8_0 blocks already, its values to be loaded: left as drawn.)
+    // (Under nn::Q8WeightScope the table is Q8_0 blocks already, zero until loaded: left as it is.)
     NoGradGuard no_grad;
     if (tok->weight.defined()) {
       nn::init::normal_(tok->weight, 0.0, 1.0 / std::sqrt(double(cfg.d_model)));
