@@ -7,10 +7,11 @@
 //   e = embedding_q8_0(w, indices)   e[..., :] = row indices[...] of w, dequantized
 //
 // The weights are int8; the activations stay float32 between ops. Within
-// the product, a few rows of x (decoding) are rounded to int16 blocks for an
-// integer multiply-add (2^-16 of each block's largest value; llama.cpp
-// rounds them to int8 blocks), more rows (a prompt) multiply a float32 copy
-// of the weights (ops/cpu/gemm/q8_0.h says how). The quantization is ggml's
+// the product, the rows of x are rounded to int16 blocks for an integer
+// multiply-add (2^-16 of each block's largest value; llama.cpp rounds them
+// to int8 blocks): a few rows (decoding) against the streamed int8 weights,
+// more (a prompt) against weights widened once for all of them
+// (ops/cpu/gemm/q8_0.h says how). The quantization is ggml's
 // quantize_row_q8_0_ref bit for bit (d's fp16 rounding, roundf's half away
 // from zero), so a Keystone weight quantized here and the same weight in a
 // Q8_0 GGUF file that llama.cpp quantized hold the same blocks

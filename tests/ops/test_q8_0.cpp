@@ -7,12 +7,13 @@
 // row the bits of that row alone, within float32 summation error of the
 // float64 product of the dequantized weight and the int16 activations, and
 // within those blocks' rounding of the product with the activations
-// themselves; the panel path (more than 16 rows) too; linear_q8_0's shapes,
+// themselves; the many-row kernels (portable, AVX2, AVX-512 with and without
+// VNNI) the same way, and a block with an infinity; linear_q8_0's shapes,
 // bias, 16-bit, strided and broadcast inputs; embedding_q8_0's rows, for
 // strided indices too; and the refusals (an input that needs a gradient,
 // wrong shapes, an index outside the table, NaN). No gradcheck: the ops
 // have no backward (they refuse an input that needs one).
-// A CPU without AVX-512 skips that kernel, saying so.
+// A CPU without AVX-512 (or VNNI) skips that kernel, saying so.
 // Not here: modules holding Q8_0 weights and loading them (tests/models/test_q8_0_model.cpp).
 #include <algorithm>
 #include <cmath>
@@ -56,13 +57,13 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
-// c (m, rows) = a · Wᵀ + bias on `isa`, checked against the float64 product of the dequantized weight
-// and a's int16 blocks (quantize_activations) within float32 summation error, and against the product
-// with a itself within the blocks' rounding (half a step of each block's scale).
+// c (m, rows) = a · Wᵀ + bias on `isa` (the few-row kernel, or the many-row one when `gemm`), checked against the
+// float64 product of the dequantized weight and a's int16 blocks (quantize_activations) within float32 summation error,
+// and against the product with a itself within the blocks' rounding (half a step of each block's scale).
 std::vector<float> run_and_check(const Q8Matrix& w, const std::vector<float>& a, int64_t m, const float* bias,
-                                 Q8Isa isa, bool threaded) {
+                                 Q8Isa isa, bool threaded, bool gemm = false) {
   std::vector<float> c(size_t(m * w.rows), std::numeric_limits<float>::quiet_NaN());
-  q8_0_rows(c.data(), a.data(), m, w, bias, isa, threaded);
+  (gemm ? q8_0_gemm : q8_0_rows)(c.data(), a.data(), m, w, bias, isa, threaded);
   const Tensor deq = dequantize_q8_0(w);
   const float* wf = deq.data<float>();
   const ActivationBlocks x16 = quantize_activations(a.data(), m, w.cols);
@@ -194,6 +195,26 @@ TEST_CASE(
   CHECK(b.q[2] == 0);
   CHECK(std::isnan(b.s[1]));
   for (int j = 32; j < 64; ++j) CHECK(b.q[size_t(j)] == 0);
+  // The AVX-512 code gives the portable code's bits: varied blocks, a block of zeros, one of values below
+  // 4e-34 (zeros: their reciprocal scale would overflow), one with a NaN, one with an infinity.
+  std::vector<float> v = varied_values(40 * 32, 17);
+  for (int j = 0; j < 32; ++j) {
+    v[size_t(32 + j)] = 0.0f;
+    v[size_t(64 + j)] = 1e-40f * float(j % 5);
+  }
+  v[96 + 3] = std::numeric_limits<float>::quiet_NaN();
+  v[128 + 31] = -std::numeric_limits<float>::infinity();
+  const ActivationBlocks portable = quantize_activations(v.data(), 5, 256, Q8Isa::Portable);
+  for (int j = 0; j < 32; ++j) CHECK(portable.q[size_t(64 + j)] == 0);
+  CHECK(std::isnan(portable.s[3]));
+  CHECK(std::isnan(portable.s[4]));
+  if (q8_0_has(Q8Isa::Avx512)) {
+    const ActivationBlocks wide = quantize_activations(v.data(), 5, 256, Q8Isa::Avx512);
+    CHECK(wide.q == portable.q);
+    CHECK(std::memcmp(wide.s.data(), portable.s.data(), portable.s.size() * sizeof(float)) == 0);
+  } else {
+    MESSAGE("skipped the AVX-512 activation blocks: this process runs ", cpu_isa_report(cpu_features()));
+  }
   // A product through a block with an infinity is NaN, as in float32.
   const Q8Matrix w = quantize_q8_0(tensor_of(varied_values(2 * 64, 3), {2, 64}));
   std::vector<float> c(2);
@@ -235,20 +256,61 @@ TEST_CASE("q8_0_rows on two threads: the same bits as on one") {
   CHECK(same_bits(single, two));
 }
 
-TEST_CASE("linear_q8_0: shapes, bias, the panel path above 16 rows, 16-bit inputs") {
+TEST_CASE("q8_0_gemm: every kernel within float32 error of the product, all with the same bits, a row alone too") {
+  for (const Q8Isa isa : {Q8Isa::Avx2, Q8Isa::Avx512, Q8Isa::Avx512Vnni})
+    if (!q8_0_has(isa))
+      MESSAGE("skipped the ", q8_0_isa_name(isa), " kernel: this process runs ", cpu_isa_report(cpu_features()));
+  // Outputs around the panel's 32, k past one pass of 8 blocks (288 = 9 blocks), rows around the tile's 4.
+  for (const int64_t rows : {1, 31, 32, 33, 70})
+    for (const int64_t cols : {32, 96, 288})
+      for (const int64_t m : {1, 3, 4, 5, 17}) {
+        CAPTURE(rows);
+        CAPTURE(cols);
+        CAPTURE(m);
+        const Q8Matrix w = quantize_q8_0(tensor_of(varied_values(rows * cols, uint32_t(rows + cols)), {rows, cols}));
+        const std::vector<float> a = varied_values(m * cols, 13), bias = varied_values(rows, 14);
+        const std::vector<float> portable = run_and_check(w, a, m, bias.data(), Q8Isa::Portable, false, true);
+        for (const Q8Isa isa : {Q8Isa::Avx2, Q8Isa::Avx512, Q8Isa::Avx512Vnni})
+          if (q8_0_has(isa)) CHECK(same_bits(run_and_check(w, a, m, bias.data(), isa, false, true), portable));
+        std::vector<float> one(size_t(w.rows));
+        q8_0_gemm(one.data(), a.data() + (m - 1) * cols, 1, w, bias.data(), q8_0_widest_isa(), false);
+        CHECK(std::memcmp(one.data(), portable.data() + (m - 1) * rows, size_t(rows) * sizeof(float)) == 0);
+        run_and_check(w, a, m, nullptr, q8_0_widest_isa(), false, true);  // no bias
+      }
+  // Two threads: the same bits as one.
+  const int threads = num_threads();
+  const Q8Matrix w = quantize_q8_0(tensor_of(varied_values(1000 * 256, 5), {1000, 256}));
+  const std::vector<float> a = varied_values(20 * 256, 6);
+  set_num_threads(1);
+  const std::vector<float> single = run_and_check(w, a, 20, nullptr, q8_0_widest_isa(), true, true);
+  set_num_threads(2);
+  const std::vector<float> two = run_and_check(w, a, 20, nullptr, q8_0_widest_isa(), true, true);
+  set_num_threads(threads);
+  CHECK(same_bits(single, two));
+  // A block holding an infinity: NaN in every output of its row, the other rows untouched.
+  std::vector<float> x = varied_values(5 * 64, 7);
+  x[2 * 64 + 40] = std::numeric_limits<float>::infinity();
+  std::vector<float> c(size_t(5 * 1000));
+  const Q8Matrix w64 = quantize_q8_0(tensor_of(varied_values(1000 * 64, 8), {1000, 64}));
+  q8_0_gemm(c.data(), x.data(), 5, w64, nullptr, q8_0_widest_isa(), false);
+  for (int64_t r = 0; r < 5; ++r)
+    for (int64_t j = 0; j < 1000; j += 333) CHECK(std::isnan(c[size_t(r * 1000 + j)]) == (r == 2));
+}
+
+TEST_CASE("linear_q8_0: shapes, bias, the many-row kernel above 16 rows, 16-bit inputs") {
   const int64_t out = 70, in = 64;
   const std::vector<float> wv = varied_values(out * in, 21);
   const Q8Matrix w = quantize_q8_0(tensor_of(wv, {out, in}));
   const Tensor wf = dequantize_q8_0(w);
   const Tensor bias = tensor_of(varied_values(out, 22), {out});
-  for (const int64_t rows : {1, 7, 40}) {  // 40 > 16: dequantized panels and the GEMM door
+  for (const int64_t rows : {1, 7, 40}) {  // 40 > 16: q8_0_gemm
     CAPTURE(rows);
     const Tensor x = tensor_of(varied_values(rows * in, 23), {rows / 1, in});
     const Tensor y = linear_q8_0(reshape(x, {1, rows, in}), w, bias);
     REQUIRE(y.sizes() == Shape{1, rows, out});
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < out; ++j) {
-        // Up to 16 rows the activations are rounded to int16 blocks: half a step of each block's amax / 32767.
+        // The activations are rounded to int16 blocks: half a step of each block's amax / 32767.
         double dot = bias.data<float>()[j], scale = std::fabs(dot), rounding = 0;
         for (int64_t i = 0; i < in; ++i) {
           const double t = double(wf.data<float>()[j * in + i]) * double(x.data<float>()[r * in + i]);
@@ -259,8 +321,7 @@ TEST_CASE("linear_q8_0: shapes, bias, the panel path above 16 rows, 16-bit input
             amax = std::max(amax, std::fabs(double(x.data<float>()[r * in + u])));
           rounding += std::fabs(double(wf.data<float>()[j * in + i])) * amax / 32767 / 2;
         }
-        CHECK(std::fabs(double(y.data<float>()[r * out + j]) - dot) <=
-              1e-5 * scale + (rows <= 16 ? 1.01 * rounding : 0));
+        CHECK(std::fabs(double(y.data<float>()[r * out + j]) - dot) <= 1e-5 * scale + 1.01 * rounding);
       }
   }
   // A bf16 input: widened, the result rounded once to bf16.

@@ -20,7 +20,6 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/parallel.h"
-#include "ops/cpu/gemm/gemm.h"
 #include "ops/cpu/gemm/lanes.h"
 
 namespace ks::cpu {
@@ -154,6 +153,11 @@ void rows_in_groups(Group four, Group one, float* c, const ActivationBlocks& x16
   std::vector<float> ds(static_cast<size_t>(kRows * nb));
   int64_t j = j0;
   for (; j + kRows <= j1; j += kRows) {
+    // The scales of the rows ahead too: their stream beside the weights' is not one the hardware's
+    // prefetcher follows in time (without this, their loads took 7% of a decoding step).
+    if (j + ahead + kRows <= n)
+      for (int64_t byte = 0; byte < kRows * nb * 2; byte += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(w.d.data() + (j + ahead) * nb) + byte, _MM_HINT_T0);
     scales_of_f16c(w, j, kRows, ds.data());
     four(c, x16, w, bias, j, ds.data(), w.q.data() + (j + ahead + kRows <= n ? j + ahead : j) * k);
   }
@@ -163,9 +167,74 @@ void rows_in_groups(Group four, Group one, float* c, const ActivationBlocks& x16
   }
 }
 
-bool has(Q8Isa isa) {
+void linear_q8_0_cpu(float* c, const float* a, int64_t m, const Q8Matrix& w, const float* bias) {
+  if (m > kQ8FewRows)
+    q8_0_gemm(c, a, m, w, bias, q8_0_widest_isa(), /*threaded=*/true);
+  else
+    q8_0_rows(c, a, m, w, bias, q8_0_widest_isa(), /*threaded=*/true);
+}
+
+// 1 / scale, or 0 where the scale is 0 or below float32's smallest normal number (a block of values
+// below 4e-34, whose reciprocal could overflow and make 0 · inf a NaN): that block counts as zeros.
+float reciprocal_of_scale(float scale) { return scale >= std::numeric_limits<float>::min() ? 1.0f / scale : 0.0f; }
+
+// One block of 32 activations into int16 values and their scale (q8_0.h's quantize_activations).
+void quantize_block(const float* x, int16_t* xq, float& s) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int64_t j = 0; j < kQ8Block; ++j) {
+    finite = finite && std::isfinite(x[j]);
+    amax = std::max(amax, std::fabs(x[j]));
+  }
+  if (!finite) {  // a NaN or an infinity: the block's products become NaN (0 · NaN), as float32's would
+    s = std::numeric_limits<float>::quiet_NaN();
+    std::fill(xq, xq + kQ8Block, int16_t(0));
+    return;
+  }
+  const float scale = amax / 32767, inverse = reciprocal_of_scale(scale);
+  s = scale;
+  for (int64_t j = 0; j < kQ8Block; ++j) xq[j] = int16_t(std::lrintf(std::clamp(x[j] * inverse, -32767.f, 32767.f)));
+}
+
+// The same with AVX-512, the same bits: the largest magnitude is the same whatever the order, the
+// products the same float32 products, and vcvtps2dq rounds to nearest, ties to even, as lrintf does in
+// the default rounding mode.
+KS_Q8_AVX512 void quantize_block_avx512(const float* x, int16_t* xq, float& s) {
+  const __m512 lo = _mm512_abs_ps(_mm512_loadu_ps(x)), hi = _mm512_abs_ps(_mm512_loadu_ps(x + 16));
+  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  // |x| < inf is false for an infinity and for a NaN.
+  if ((_mm512_cmp_ps_mask(lo, inf, _CMP_LT_OQ) & _mm512_cmp_ps_mask(hi, inf, _CMP_LT_OQ)) != 0xffff)
+    return quantize_block(x, xq, s);  // the portable code writes the NaN scale and the zeros
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(lo, hi));
+  const float scale = amax / 32767, inverse = reciprocal_of_scale(scale);
+  s = scale;
+  const __m512 v = _mm512_set1_ps(inverse), top = _mm512_set1_ps(32767.f), bottom = _mm512_set1_ps(-32767.f);
+  for (int h = 0; h < 2; ++h) {
+    const __m512 y = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_loadu_ps(x + 16 * h), v), bottom), top);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq + 16 * h), _mm512_cvtepi32_epi16(_mm512_cvtps_epi32(y)));
+  }
+}
+
+}  // namespace
+
+ActivationBlocks quantize_activations(const float* a, int64_t m, int64_t k, Q8Isa isa) {
+  KS_CHECK(k % kQ8Block == 0, "quantize_activations: rows of ", k, " values, not a multiple of ", kQ8Block);
+  ActivationBlocks out;
+  out.m = m;
+  out.q.resize(size_t(m * k));
+  out.s.resize(size_t(m * (k / kQ8Block)));
+  const bool wide = isa == Q8Isa::Avx512 || isa == Q8Isa::Avx512Vnni;
+  for (int64_t blk = 0; blk < m * (k / kQ8Block); ++blk)
+    (wide ? quantize_block_avx512 : quantize_block)(a + blk * kQ8Block, out.q.data() + blk * kQ8Block,
+                                                    out.s[size_t(blk)]);
+  return out;
+}
+
+bool q8_0_has(Q8Isa isa) {
   const CpuFeatures& f = cpu_features();
   switch (isa) {
+    // VNNI within the avx512 level (KS_CPU_ISA's cap): every CPU with AVX512-BF16 or AMX has it, Skylake-X not.
+    case Q8Isa::Avx512Vnni: return f.avx512 && f.avx2 && __builtin_cpu_supports("avx512vnni");
     case Q8Isa::Avx512: return f.avx512 && f.avx2;
     case Q8Isa::Avx2: return f.avx2;
     case Q8Isa::Portable: return true;
@@ -173,88 +242,31 @@ bool has(Q8Isa isa) {
   return false;
 }
 
-// Rows of a above kQ8FewRows: each task dequantizes a panel of W's rows and
-// multiplies it through the GEMM door on its own thread.
-void rows_panels(float* c, const float* a, int64_t m, const Q8Matrix& w, const float* bias) {
-  const int64_t k = w.cols, n = w.rows;
-  const auto panels = [&](int64_t p0, int64_t p1) {
-    std::vector<float> panel(static_cast<size_t>(kPanel * k));
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t j = p * kPanel, rows = std::min(kPanel, n - j);
-      std::vector<float> ds(static_cast<size_t>(rows * (k / kQ8Block)));
-      (has(Q8Isa::Avx2) ? scales_of_f16c : scales_of)(w, j, rows, ds.data());
-      const int8_t* q = w.q.data() + j * k;
-      for (int64_t blk = 0; blk < rows * (k / kQ8Block); ++blk) {  // 32 values a block: one vectorised loop
-        const float scale = ds[size_t(blk)];
-        float* out = panel.data() + blk * kQ8Block;
-        const int8_t* in = q + blk * kQ8Block;
-        for (int64_t i = 0; i < kQ8Block; ++i) out[i] = float(in[i]) * scale;
-      }
-      gemm<float>({.m = m,
-                   .n = rows,
-                   .k = k,
-                   .a = {.data = a, .ld = k},
-                   .b = {.data = panel.data(), .ld = k, .transposed = true},
-                   .c = c + j,
-                   .ldc = n,
-                   .row_bias = bias ? bias + j : nullptr,
-                   .threaded = false});
-    }
-  };
-  const int64_t count = (n + kPanel - 1) / kPanel;
-  if (num_threads() == 1 || in_parallel_region())
-    panels(0, count);
-  else
-    parallel_for(0, count, 1, panels);
-}
-
-void linear_q8_0_cpu(float* c, const float* a, int64_t m, const Q8Matrix& w, const float* bias) {
-  if (m > kQ8FewRows)
-    rows_panels(c, a, m, w, bias);
-  else
-    q8_0_rows(c, a, m, w, bias, q8_0_widest_isa(), /*threaded=*/true);
-}
-
-}  // namespace
-
-ActivationBlocks quantize_activations(const float* a, int64_t m, int64_t k) {
-  KS_CHECK(k % kQ8Block == 0, "quantize_activations: rows of ", k, " values, not a multiple of ", kQ8Block);
-  ActivationBlocks out;
-  out.m = m;
-  out.q.resize(size_t(m * k));
-  out.s.resize(size_t(m * (k / kQ8Block)));
-  for (int64_t blk = 0; blk < m * (k / kQ8Block); ++blk) {
-    const float* x = a + blk * kQ8Block;
-    float amax = 0.0f;
-    bool finite = true;
-    for (int64_t j = 0; j < kQ8Block; ++j) {
-      finite = finite && std::isfinite(x[j]);
-      amax = std::max(amax, std::fabs(x[j]));
-    }
-    int16_t* xq = out.q.data() + blk * kQ8Block;
-    if (!finite) {  // a NaN or an infinity: the block's products become NaN (0 · NaN), as float32's would
-      out.s[size_t(blk)] = std::numeric_limits<float>::quiet_NaN();
-      std::fill(xq, xq + kQ8Block, int16_t(0));
-      continue;
-    }
-    const float scale = amax / 32767, inverse = scale != 0 ? 1.0f / scale : 0.0f;
-    out.s[size_t(blk)] = scale;
-    for (int64_t j = 0; j < kQ8Block; ++j) xq[j] = int16_t(std::lrintf(std::clamp(x[j] * inverse, -32767.f, 32767.f)));
+const char* q8_0_isa_name(Q8Isa isa) {
+  switch (isa) {
+    case Q8Isa::Avx512Vnni: return "AVX512-VNNI";
+    case Q8Isa::Avx512: return "AVX-512";
+    case Q8Isa::Avx2: return "AVX2 with FMA";
+    case Q8Isa::Portable: return "portable code";
   }
-  return out;
+  return "?";
 }
 
 Q8Isa q8_0_widest_isa() {
-  static const Q8Isa widest = has(Q8Isa::Avx512) ? Q8Isa::Avx512 : has(Q8Isa::Avx2) ? Q8Isa::Avx2 : Q8Isa::Portable;
+  static const Q8Isa widest = q8_0_has(Q8Isa::Avx512Vnni) ? Q8Isa::Avx512Vnni
+                              : q8_0_has(Q8Isa::Avx512)   ? Q8Isa::Avx512
+                              : q8_0_has(Q8Isa::Avx2)     ? Q8Isa::Avx2
+                                                          : Q8Isa::Portable;
   return widest;
 }
 
 void q8_0_rows(float* c, const float* a, int64_t m, const Q8Matrix& w, const float* bias, Q8Isa isa, bool threaded) {
-  KS_CHECK(has(isa), "q8_0_rows: this CPU has no ", isa == Q8Isa::Avx512 ? "AVX-512" : "AVX2 with FMA");
+  KS_CHECK(q8_0_has(isa), "q8_0_rows: this CPU has no ", q8_0_isa_name(isa));
   if (m <= 0 || w.rows <= 0) return;
   const ActivationBlocks x16 = quantize_activations(a, m, w.cols);
   const auto columns = [&](int64_t j0, int64_t j1) {
     switch (isa) {
+      case Q8Isa::Avx512Vnni:  // the few-row kernel has no use for VNNI (its pair sums go straight to float32)
       case Q8Isa::Avx512: return rows_in_groups(group_avx512<kRows>, group_avx512<1>, c, x16, w, bias, j0, j1);
       case Q8Isa::Avx2: return rows_in_groups(group_avx2<kRows>, group_avx2<1>, c, x16, w, bias, j0, j1);
       case Q8Isa::Portable: return rows_portable(c, x16, w, bias, j0, j1);

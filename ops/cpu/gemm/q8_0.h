@@ -11,10 +11,12 @@
 // 1.06 bytes a weight streamed where float32 streams 4, and half the
 // instructions of widening the weights to float32. llama.cpp rounds the
 // activations to int8 blocks (Q8_0) for its integer dot product; int16
-// keeps 2^-16 of each block's largest value. More rows (a prompt): W is
-// dequantized 64 rows at a time into a float32 panel and the GEMM door
-// (gemm.h) multiplies it with a's float32 rows, so a prompt runs at the
-// float32 GEMM's rate, unrounded.
+// keeps 2^-16 of each block's largest value. More rows (a prompt,
+// q8_0_gemm in q8_0_gemm.cpp): the same int16 activation blocks, and W
+// widened to int16 once for all rows, 32 of its rows at a time packed in
+// pairs for AVX-512 VNNI's vpdpwssd: each block of 32 summed exactly in
+// int32 for 4 rows of a × 32 outputs, then scaled in float32 (that file
+// says the layout and the bits).
 //
 // Bits (few rows). Each output sums 16 float32 lanes: for block b, lane l
 // takes p = q[2l]·x[2l] + q[2l+1]·x[2l+1] (an exact int32) and acc[l] =
@@ -34,27 +36,37 @@
 
 namespace ks::cpu {
 
-enum class Q8Isa { Portable, Avx2, Avx512 };
+// Avx512Vnni: AVX-512 with vpdpwssd; only q8_0_gemm uses it (the few-row
+// kernel runs as Avx512 there).
+enum class Q8Isa { Portable, Avx2, Avx512, Avx512Vnni };
+bool q8_0_has(Q8Isa isa);              // this CPU (KS_CPU_ISA's cap applied) runs it
+const char* q8_0_isa_name(Q8Isa isa);  // for messages: "AVX512-VNNI", ...
+// The widest kernel this CPU runs (KS_CPU_ISA's cap applied).
+Q8Isa q8_0_widest_isa();
 
-// The few-row kernel's activations: each row of a cut into blocks of 32
-// values, each block rounded to int16 against its own scale s = amax /
-// 32767 (q = the nearest integer to x / s, ties to even): an error of at
-// most s / 2, 2^-16 of the block's largest value, where bf16 rounds each
-// value by up to 2^-9 of itself. A block holding a NaN or an infinity gets
-// a NaN scale, so its products are NaN as float32's would be.
+// Both kernels' activations: each row of a cut into blocks of 32 values,
+// each block rounded to int16 against its own scale s = amax / 32767 (q =
+// the nearest integer to x · (1 / s), ties to even): an error of at most
+// s / 2, 2^-16 of the block's largest value, where bf16 rounds each value
+// by up to 2^-9 of itself. A block holding a NaN or an infinity gets a NaN
+// scale, so its products are NaN as float32's would be; a block whose
+// values are all below about 4e-34 (s below float32's smallest normal
+// number) becomes zeros.
 struct ActivationBlocks {
   int64_t m = 0;
   std::vector<int16_t> q;  // (m, k)
   std::vector<float> s;    // (m, k / 32)
 };
-ActivationBlocks quantize_activations(const float* a, int64_t m, int64_t k);
+// On `isa` (portable or AVX-512 code: the same bits).
+ActivationBlocks quantize_activations(const float* a, int64_t m, int64_t k, Q8Isa isa = q8_0_widest_isa());
 
-// The widest kernel this CPU runs (KS_CPU_ISA's cap applied).
-Q8Isa q8_0_widest_isa();
-// Up to this many rows of a the few-row kernel runs; above, the panels.
+// Up to this many rows of a the few-row kernel runs; above, q8_0_gemm.
 constexpr int64_t kQ8FewRows = 16;
 // c = a · Wᵀ (+ bias) with the few-row kernel on `isa` (the CPU must have
 // it), whatever m is; on oneTBB tasks when `threaded` and it is worth it.
 void q8_0_rows(float* c, const float* a, int64_t m, const Q8Matrix& w, const float* bias, Q8Isa isa, bool threaded);
+// The same product with the many-row kernel, whatever m is (other bits
+// than q8_0_rows': its sums are added in another order).
+void q8_0_gemm(float* c, const float* a, int64_t m, const Q8Matrix& w, const float* bias, Q8Isa isa, bool threaded);
 
 }  // namespace ks::cpu
