@@ -1,7 +1,7 @@
-// ops/cpu/gemm/q8_0.cpp — the Q8_0 weight product (q8_0.h): the few-row
-// kernels (AVX-512, AVX2, portable: the same sums in the same order), the
-// dequantized panels for more rows, and the CPU kernel of
-// ops/q8_0.h's linear_q8_0.
+// ops/cpu/gemm/q8_0.cpp — the Q8_0 weight product (q8_0.h): the activations'
+// int16 blocks, the few-row kernels (AVX-512, AVX2, portable: the same sums
+// in the same order), and the CPU kernel of ops/q8_0.h's linear_q8_0, which
+// hands more rows to q8_0_gemm.cpp.
 #include "ops/cpu/gemm/q8_0.h"
 
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_epi32() as an unused
