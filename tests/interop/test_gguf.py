@@ -2,8 +2,9 @@
 export --to gguf` against the real llama.cpp, and `keystone import --from gguf`.
 
 llama.cpp is the npm package node-llama-cpp (3.22, its prebuilt CPU binaries),
-installed once into CACHE_DIR (under the build folder, never the source tree)
-and driven by gguf_llama_cpp.mjs. Three random small Llamas (llama_reference.py),
+installed once into CACHE_DIR (a folder every checkout and build folder on the
+machine shares, never the source tree: npm_package.py) and driven by
+gguf_llama_cpp.mjs. Three random small Llamas (llama_reference.py),
 each imported from a Hugging Face folder with a byte-level BPE tokenizer.json
 this test trains: grouped-query (4 heads over 2) with GPT-2's pre-tokenizer and
 an untied head; multi-query and tied with Llama-3's; an explicit head_dim (16,
@@ -39,29 +40,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_harness import Architecture, Harness, torch  # noqa: E402 (exits 77 without torch)
 import bpe_reference as bref  # noqa: E402
 import hf_folder  # noqa: E402
+import npm_package  # noqa: E402
 import llama_reference as ref  # noqa: E402
 from test_tokenizer import CORPUS, TEXT, tokenizer_json  # noqa: E402
 
-PACKAGE = "node-llama-cpp@3.22.1"
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gguf_llama_cpp.mjs")
-
-
-def node_modules(cache):
-    """CACHE/node_modules holding node-llama-cpp, installed once; None if it cannot be had."""
-    nm = os.path.join(cache, "node_modules")
-    if os.path.exists(os.path.join(nm, "node-llama-cpp", "package.json")):
-        return nm
-    if not shutil.which("npm") or not shutil.which("node"):
-        return None
-    os.makedirs(cache, exist_ok=True)
-    with open(os.path.join(cache, "package.json"), "w") as f:
-        json.dump({"name": "ks-gguf-test", "private": True}, f)
-    r = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent", PACKAGE], cwd=cache,
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        print(r.stderr[-2000:])
-        return None
-    return nm
 
 
 def llama_cpp(nm, models, tmp):
@@ -340,7 +323,7 @@ def check_llama_cpp(h, nm, done):
 
 def main():
     keystone, logits_tool, tokenize_tool, cache = sys.argv[1:5]
-    nm = node_modules(cache)
+    nm = npm_package.llama_cpp_modules(cache)
     tmp = tempfile.mkdtemp(prefix="ks_gguf_")
     h = Harness(keystone, logits_tool, tmp)
     try:
@@ -355,7 +338,7 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if nm is None and not h.failures:  # Keystone's own checks passed; llama.cpp's were not run
-        print(f"SKIPPED: npm/node cannot install {PACKAGE} into {cache} (the checks without llama.cpp passed)")
+        print(f"SKIPPED: npm/node cannot install {npm_package.LLAMA_CPP} into {cache} (the checks without llama.cpp passed)")
         return 77
     return h.result("GGUF")
 

@@ -26,17 +26,16 @@ computed here from ks_logits over the same windows, and its bad inputs
 Skips (77) where torch or tokenizers.js cannot be had, after the checks that
 need neither, which still fail the test.
 """
-import glob
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import npm_package  # noqa: E402
 
 HOSTILE = [
     "", " ", "   ", "\t\t\n \n  x", "a  b   c\t d\n\ne", "trailing   ", "  leading",
@@ -292,12 +291,6 @@ def check_forms_js(t, done, lines, js):
                                    f"{': ' + repr(undecoded[0])[:200] if undecoded else ''})")
 
 
-def tokenizers_js(cache):
-    """test_sp_tokenizer.py's fetch (npm pack, once)."""
-    import test_sp_tokenizer
-    return test_sp_tokenizer.tokenizers_js(cache)
-
-
 def main():
     keystone, tokenize, logits, cache = sys.argv[1:5]
     with tempfile.TemporaryDirectory() as tmp:
@@ -308,7 +301,7 @@ def main():
         check_refusals(t, data)
         check_eval_file(t, done, data)
         have_torch = check_gpt2_reference(t, done, lines)
-        js = tokenizers_js(os.path.abspath(cache))
+        js = npm_package.tokenizers_js(os.path.abspath(cache))
         if js:
             check_forms_js(t, done, lines, js)
         if t.failures:

@@ -1,7 +1,8 @@
 """tests/interop/test_sp_tokenizer.py KS_TOKENIZE CACHE_DIR — Keystone's
 SentencePiece-style BPE (datasets/hf_bpe.h: byte fallback, "▁" for spaces)
 against Hugging Face's own tokenizers.js (the npm package
-@huggingface/tokenizers, fetched once with `npm pack` into CACHE_DIR; the test
+@huggingface/tokenizers, fetched once with `npm pack` into CACHE_DIR,
+npm_package.py; the test
 is skipped, exit 77, where npm or node cannot be had). Three tokenizer.json
 files made here from merges trained on the text: Llama 2's layout (normalizer
 Prepend "▁" + Replace " " -> "▁", no pre-tokenizer, byte fallback, fused
@@ -14,16 +15,15 @@ the ids and the decoded text must equal tokenizers.js's. Then damaged files,
 each refused naming the key.
 """
 import collections
-import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bpe_reference as ref  # noqa: E402
+import npm_package  # noqa: E402
 
 SP = "\u2581"
 TEXTS = [
@@ -99,27 +99,9 @@ process.stdout.write(JSON.stringify(out));
 """
 
 
-def tokenizers_js(cache):
-    """The path of tokenizers.js's CommonJS build, fetched once; None if npm cannot fetch it."""
-    found = glob.glob(os.path.join(cache, "package", "dist", "tokenizers.cjs"))
-    if found:
-        return found[0]
-    if not shutil.which("npm") or not shutil.which("node"):
-        return None
-    os.makedirs(cache, exist_ok=True)
-    r = subprocess.run(["npm", "pack", "@huggingface/tokenizers@0.2.0", "--silent"], cwd=cache, capture_output=True,
-                       text=True, timeout=300)
-    tgz = glob.glob(os.path.join(cache, "huggingface-tokenizers-*.tgz"))
-    if r.returncode != 0 or not tgz:
-        return None
-    subprocess.run(["tar", "xzf", tgz[0], "-C", cache], check=True)
-    found = glob.glob(os.path.join(cache, "package", "dist", "tokenizers.cjs"))
-    return found[0] if found else None
-
-
 def main():
     tool, cache = sys.argv[1], sys.argv[2]
-    js = tokenizers_js(os.path.abspath(cache))
+    js = npm_package.tokenizers_js(os.path.abspath(cache))
     if js is None:
         print("skipped: npm/node cannot fetch @huggingface/tokenizers")
         return 77

@@ -19,7 +19,8 @@
 # random_llama.py flags, e.g. "--hidden 256 --layers 2" for a quick look),
 # WORK (the folder for the model files, default a temporary one, removed).
 # Needs build/keystone, Debian's python3-torch, node and npm (the package is
-# installed once under build/npm-cache/node-llama-cpp, as test_gguf.py does).
+# installed once into KS_NPM_CACHE, ~/.cache/keystone/npm by default, as the
+# GGUF test does: tests/interop/npm_package.py).
 # Not a test: it prints figures; docs/performance.md has a run and its reading.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,11 +33,10 @@ counts PROMPT "${PROMPT:-128}"
 counts NEW "${NEW:-128}"
 needs_keystone
 command -v node >/dev/null && command -v npm >/dev/null || { echo "needs node and npm" >&2; exit 2; }
-cache=build/npm-cache/node-llama-cpp
-if [ ! -f "$cache/node_modules/node-llama-cpp/package.json" ]; then
-  mkdir -p "$cache"
-  (cd "$cache" && npm install --no-audit --no-fund --silent node-llama-cpp@3.22.1) >&2
-fi
+# node-llama-cpp from the folder the GGUF test installs it into (tests/interop/npm_package.py), once per machine.
+modules=$(/usr/bin/python3 -c "import sys; sys.path.insert(0, 'tests/interop'); import npm_package
+print(npm_package.llama_cpp_modules(sys.argv[1]) or '')" "${KS_NPM_CACHE:-$HOME/.cache/keystone/npm}")
+[ -n "$modules" ] || { echo "cannot install node-llama-cpp" >&2; exit 2; }
 work="${WORK:-$(mktemp -d)}"
 [ -z "${WORK:-}" ] && trap 'rm -rf "$work"' EXIT
 # shellcheck disable=SC2086
@@ -54,7 +54,7 @@ ks() {  # THREADS FLAG VALUE (--precision or --dtype) -> new tokens per second
     --timing "$2" "$3" 2>&1 >/dev/null | sed -n 's/.*: \([0-9.]*\) tokens\/s.*/\1/p'
 }
 lc() {  # THREADS TYPE -> new tokens per second
-  node tools/bench/llamacpp_decode.mjs "$cache/node_modules" "$work/model.$2.gguf" "$prompt_file" "${NEW:-128}" "$1" |
+  node tools/bench/llamacpp_decode.mjs "$modules" "$work/model.$2.gguf" "$prompt_file" "${NEW:-128}" "$1" |
     /usr/bin/python3 -c "import json, sys; print(round(json.load(sys.stdin)['tokens_per_s'], 1))"
 }
 echo "# $(keystone_cpu), $(date -u +%F), $(git rev-parse --short HEAD), prompt ${PROMPT:-128}, new ${NEW:-128}, batch 1; tokens/s"
