@@ -15,7 +15,6 @@
 #include "ops/linalg.h"
 #include "ops/linear_cross_entropy.h"
 #include "ops/loss.h"
-#include "ops/q8_0.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/view.h"
@@ -49,9 +48,7 @@ namespace {
 
 // The output layer: h (..., d) -> logits (..., V).
 Tensor output_layer(const nn::Linear* head, const nn::Embedding& tok, const Tensor& h) {
-  if (head) return head->forward(h);
-  if (tok.q8) return linear_q8_0(h, *tok.q8);  // a tied Q8_0 table
-  return matmul(h, transpose(tok.weight, 0, 1));
+  return head ? head->forward(h) : tok.project(h);
 }
 
 }  // namespace

@@ -15,7 +15,6 @@
 #include "ops/indexing.h"
 #include "ops/linalg.h"
 #include "ops/loss.h"
-#include "ops/q8_0.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
@@ -140,9 +139,7 @@ Tensor Seq2Seq::decode(const Tensor& tgt_in, const Tensor& memory, const Tensor&
   }
   if (decoder_norm) h = decoder_norm->forward(h);
   if (cache) cache->length += tgt_in.size(1);
-  if (out) return out->forward(h);                           // (B, T, V)
-  if (tgt_embed->q8) return linear_q8_0(h, *tgt_embed->q8);  // a tied Q8_0 table
-  return linear(h, tgt_embed->weight, Tensor());
+  return out ? out->forward(h) : tgt_embed->project(h);  // (B, T, V)
 }
 
 Tensor Seq2Seq::forward(const Tensor& src, const Tensor& tgt_in) {

@@ -81,6 +81,8 @@ Tensor Embedding::forward(const Tensor& indices) const {
   return q8 ? embedding_q8_0(*q8, indices) : embedding(weight, indices, padding_idx);
 }
 
+Tensor Embedding::project(const Tensor& h) const { return q8 ? linear_q8_0(h, *q8) : linear(h, weight, Tensor()); }
+
 Dropout::Dropout(double prob) : Module("Dropout"), p(prob) {
   KS_CHECK(p >= 0 && p <= 1, "Dropout: p must be in [0, 1], got ", p);
 }

@@ -51,7 +51,10 @@ class Embedding : public Module {
   // padding_idx < 0: none. Otherwise that row starts at zero and gets no gradient.
   Embedding(int64_t num_embeddings, int64_t dim, int64_t padding_idx = -1);
   Tensor forward(const Tensor& indices) const;  // int64 (...) -> (..., dim)
-  Tensor weight;                                // (num, dim), N(0, 1); undefined when q8 holds it
+  // The table as a tied output layer: h (..., dim) -> (..., num) = h · weightᵀ,
+  // no bias; through linear_q8_0 where q8 holds the table.
+  Tensor project(const Tensor& h) const;
+  Tensor weight;  // (num, dim), N(0, 1); undefined when q8 holds it
   int64_t num_embeddings, dim, padding_idx;
   // The table as Q8_0 blocks, as Linear's q8 (dim a multiple of 32 under
   // nn::Q8WeightScope); forward dequantizes the rows it looks up.

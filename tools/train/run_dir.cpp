@@ -271,7 +271,7 @@ ModelDType parse_model_dtype(const std::string& word) {
   if (word == "float32") return {.cast = kFloat32};
   if (word == "bf16") return {.cast = kBFloat16};
   if (word == "fp16") return {.cast = kFloat16};
-  if (word == "q8_0") return {.q8_0 = true};
+  if (word == "q8_0") return {.cast = std::nullopt, .q8_0 = true};
   throw Error(str("--dtype: expected float32, bf16, fp16 or q8_0, got '", word, "'"));
 }
 
