@@ -30,12 +30,19 @@
 // path (AMX, AVX512-BF16) by ops/cpu/attention_bf16.cpp, which packs each
 // (b, h)'s operands once, else here through cpu::gemm. Inputs are read where
 // they lie when BLAS can (unit column stride; see Mat), else copied
-// contiguous once.
+// contiguous once. bf16 and fp16 inputs (a model held in 16 bits) are
+// widened a tile at a time as the forward reads them (forward_typed's S),
+// with the bits of widening them whole; their backward widens them whole
+// (through_float32.h).
 // The dropout mask is drawn element by element from Philox exactly as
 // ops/cpu/dropout.cpp draws it for the (B, h, T, S) weights.
+#include <immintrin.h>
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/copy.h"
@@ -70,14 +77,40 @@ struct Geometry {
   int64_t group() const { return H / G; }
 };
 
-template <class T>
+// Rows of 16-bit values widened to float32 (exactly): `rows` rows of `cols`
+// values ld apart in src into dst, rows cols apart.
+template <class S> void widen_rows(float* dst, const S* src, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const S* in = src + r * ld;
+    float* out = dst + r * cols;
+    if constexpr (std::is_same_v<S, BFloat16>) {
+      for (int64_t c = 0; c < cols; ++c) out[c] = std::bit_cast<float>(uint32_t(in[c].bits) << 16);
+    } else {
+      int64_t c = 0;
+      for (; c + 8 <= cols; c += 8)
+        _mm256_storeu_ps(out + c, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + c))));
+      for (; c < cols; ++c) out[c] = _cvtsh_ss(in[c].bits);
+    }
+  }
+}
+
+// T: the arithmetic's type; S: q's, k's, v's and out's, T or (for a 16-bit
+// model, T float) bf16 or fp16. A 16-bit operand is widened a tile at a time
+// into the task's own float32 buffers (a query tile, each key and value
+// tile), laid out as a contiguous float32 copy of the whole tensor would be,
+// so the products are the same as through_float32's copies of the whole
+// tensors, bit for bit, without writing and reading those copies: in a
+// decoding step that was the whole KV cache, widened at every layer.
+template <class T, class S = T>
 void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                    const Tensor& pad_in, const SdpaParams& prm) {
-  const Mat<T> Q(q_in), K(k_in), V(v_in);
+  constexpr bool widen = !std::is_same_v<S, T>;
+  const Mat<S> Q(q_in), K(k_in), V(v_in);
   const Tensor pad = pad_in.defined() ? contiguous_raw(pad_in) : Tensor();
   const Geometry d{q_in.size(0), q_in.size(1), q_in.size(2), k_in.size(2), q_in.size(3), v_in.size(3), k_in.size(1)};
   const bool* PAD = pad.defined() ? pad.data<bool>() : nullptr;
-  T *O = out.data<T>(), *L = lse.data<T>();
+  S* O = out.data<S>();
+  T* L = lse.data<T>();
   const int64_t tiles = (d.T + kBr - 1) / kBr;
   const T scale = T(prm.scale);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
@@ -86,10 +119,20 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
     const int64_t tile_rows = std::min(kBr, d.T);  // 1 in a decoding step: no (kBr, kBc) block to clear
     std::vector<T> sbuf(size_t(tile_rows * kBc)), fbuf(prm.dropout ? size_t(kBc) : 0), acc(size_t(tile_rows * d.E));
     std::vector<T> m(static_cast<size_t>(tile_rows)), l(static_cast<size_t>(tile_rows));
+    // The widened tiles (16-bit operands only): query rows, keys, values, the output rows before rounding.
+    std::vector<T> qw(widen ? size_t(tile_rows * d.P) : 0), kw(widen ? size_t(kBc * d.P) : 0),
+        vw(widen ? size_t(kBc * d.E) : 0), ow(widen ? size_t(tile_rows * d.E) : 0);
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t pair = task / tiles, i0 = (task % tiles) * kBr, rows = std::min(kBr, d.T - i0);
       const int64_t b = pair / d.H, kvp = kv_pair(pair, d.group());
-      const T* Qi = Q.at(pair, i0);
+      const T* Qi;
+      int64_t q_ld;
+      if constexpr (widen) {
+        widen_rows(qw.data(), Q.at(pair, i0), rows, d.P, Q.ld);
+        Qi = qw.data(), q_ld = d.P;
+      } else {
+        Qi = Q.at(pair, i0), q_ld = Q.ld;
+      }
       const bool* pad_b = PAD ? PAD + b * d.S : nullptr;
       const T slope = prm.alibi ? T(alibi_slope(pair % d.H, d.H)) : T(0);
       std::fill(acc.begin(), acc.end(), T(0));
@@ -99,9 +142,17 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
       // A sliding window: the key tiles before the first key row i0 sees are skipped.
       for (int64_t j0 = window_start(prm, i0) / kBc * kBc; j0 < jend; j0 += kBc) {
         const int64_t cols = std::min(kBc, jend - j0);
-        const T *Kj = K.at(kvp, j0), *Vj = V.at(kvp, j0);
+        const T *Kj, *Vj;
+        int64_t k_ld, v_ld;
+        if constexpr (widen) {
+          widen_rows(kw.data(), K.at(kvp, j0), cols, d.P, K.ld);
+          widen_rows(vw.data(), V.at(kvp, j0), cols, d.E, V.ld);
+          Kj = kw.data(), k_ld = d.P, Vj = vw.data(), v_ld = d.E;
+        } else {
+          Kj = K.at(kvp, j0), k_ld = K.ld, Vj = V.at(kvp, j0), v_ld = V.ld;
+        }
         T* s = sbuf.data();
-        score_tile(s, rows, cols, d.P, scale, Qi, Q.ld, Kj, K.ld);  // (rows, cols)
+        score_tile(s, rows, cols, d.P, scale, Qi, q_ld, Kj, k_ld);  // (rows, cols)
         for (int64_t r = 0; r < rows; ++r) {
           T* sr = s + r * cols;
           if (prm.alibi) add_alibi_row(sr, cols, slope, prm.causal_offset + i0 + r, j0);
@@ -115,11 +166,17 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
           }
         }
         if (d.T == 1)  // a decoding step
-          add_weighted_values_row(acc.data(), d.E, cols, s, Vj, V.ld);
+          add_weighted_values_row(acc.data(), d.E, cols, s, Vj, v_ld);
         else
-          add_weighted_values(acc.data(), rows, d.E, cols, s, Vj, V.ld);  // acc += p v
+          add_weighted_values(acc.data(), rows, d.E, cols, s, Vj, v_ld);  // acc += p v
       }
-      finish_rows(O + (pair * d.T + i0) * d.E, L + pair * d.T + i0, acc.data(), m.data(), l.data(), rows, d.E);
+      S* Oi = O + (pair * d.T + i0) * d.E;
+      if constexpr (widen) {  // rounded once, as through_float32's store of the float32 output
+        finish_rows(ow.data(), L + pair * d.T + i0, acc.data(), m.data(), l.data(), rows, d.E);
+        for (int64_t x = 0; x < rows * d.E; ++x) Oi[x] = S(ow[size_t(x)]);
+      } else {
+        finish_rows(Oi, L + pair * d.T + i0, acc.data(), m.data(), l.data(), rows, d.E);
+      }
     }
   });
 }
@@ -200,6 +257,18 @@ void sdpa_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& q, con
   });
 }
 
+// The registered forward: 16-bit operands (a bf16 or fp16 model) run the
+// float32 kernel on tiles widened as it goes (forward_typed's S); under bf16
+// products they are widened whole for the packed bf16 kernel, as before.
+void sdpa_forward_any(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                      const Tensor& key_padding, const SdpaParams& prm) {
+  if (q.dtype() == DType::BFloat16 && !sdpa_bf16_applies())
+    return forward_typed<float, BFloat16>(out, lse, q, k, v, key_padding, prm);
+  if (q.dtype() == DType::Float16 && !sdpa_bf16_applies())
+    return forward_typed<float, Float16>(out, lse, q, k, v, key_padding, prm);
+  through_float32::sdpa_forward<sdpa_forward_cpu>(out, lse, q, k, v, key_padding, prm);
+}
+
 void sdpa_backward_cpu(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& g, const Tensor& q,
                        const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                        const Tensor& key_padding, const SdpaParams& prm) {
@@ -211,6 +280,6 @@ void sdpa_backward_cpu(const Tensor& dq, const Tensor& dk, const Tensor& dv, con
 }
 
 }  // namespace
-KS_REGISTER_KERNEL(sdpa_forward_kernel, CPU, through_float32::sdpa_forward<sdpa_forward_cpu>);
+KS_REGISTER_KERNEL(sdpa_forward_kernel, CPU, sdpa_forward_any);
 KS_REGISTER_KERNEL(sdpa_backward_kernel, CPU, through_float32::sdpa_backward<sdpa_backward_cpu>);
 }  // namespace ks::cpu

@@ -1,9 +1,12 @@
 // tests/ops/test_half_attention.cpp — bfloat16 and float16 through the fused
 // attention ops on the CPU (scaled_dot_product_attention with grouped keys,
-// a causal mask and padding; mixture_attention with its bias and totals;
-// causal_linear_attention with a carried state), which widen their operands
-// to float32 copies: each forward result is the float32 op on the widened
-// inputs rounded once, bit for bit, its row statistics kept in float32; each
+// a causal mask and padding, a decoding step over views of a longer cache
+// with a window and ALiBi, and shapes past one tile; mixture_attention with
+// its bias and totals; causal_linear_attention with a carried state), which
+// widen their operands to float32 (sdpa's forward a tile at a time as it
+// reads them, the others whole copies): each forward result is the float32
+// op on the widened inputs rounded once, bit for bit, its row statistics
+// kept in float32; each
 // gradient comes back in the input's dtype within a few unit roundoffs of the
 // float64 gradient of the same values.
 // Not here: the ops' own float32/float64 tests (test_attention.cpp,
@@ -45,6 +48,19 @@ std::vector<AttentionCase> cases() {
        [](const std::vector<Tensor>& x) {
          return scaled_dot_product_attention(x[0], x[1], x[2],
                                              {.causal = true, .causal_offset = 1, .key_padding = pad});
+       }},
+      // A decoding step as the KV cache hands it over: k and v the first 13 of 20 positions (a narrowed view),
+      // a sliding window and ALiBi; then more rows and keys than one tile of each (64 query rows, 256 keys).
+      {"scaled_dot_product_attention, a decoding step over views of a longer cache, windowed, ALiBi",
+       {{2, 4, 1, 8}, {2, 2, 20, 8}, {2, 2, 20, 8}},
+       [](const std::vector<Tensor>& x) {
+         return scaled_dot_product_attention(x[0], narrow(x[1], 2, 0, 13), narrow(x[2], 2, 0, 13),
+                                             {.causal = true, .causal_offset = 12, .window = 5, .alibi = true});
+       }},
+      {"scaled_dot_product_attention, two query tiles and two key tiles",
+       {{1, 2, 70, 8}, {1, 2, 300, 8}, {1, 2, 300, 8}},
+       [](const std::vector<Tensor>& x) {
+         return scaled_dot_product_attention(x[0], x[1], x[2], {.causal = true, .causal_offset = 230});
        }},
       {"mixture_attention, 3 components",
        {{2, 2, 5, 8}, {2, 2, 3, 6, 8}, {2, 2, 3, 6}, {2, 2, 6, 8}},
