@@ -269,6 +269,12 @@ def check_model(h, nm, tokenize_tool, a, damaged=False):
         back = os.path.join(h.tmp, f"back_{a.name}_{kind}", os.path.basename(run))
         r = h.ks("import", "--from", "gguf", gguf, "--out", back, "--data", h.data, "--seq-len", "32")
         h.check(r.returncode == 0, f"{what}: import --from gguf ({r.stdout.strip()[-120:]})")
+        # --dtype auto stores the run in the type of most of the file's values (norms stay F32 in every file).
+        own = {"f16": "fp16", "bf16": "bf16"}.get(kind, "float32")
+        r = h.ks("import", "--from", "gguf", gguf, "--out", back + "-auto", "--data", h.data, "--seq-len", "32",
+                 "--dtype", "auto")
+        h.check(r.returncode == 0 and f"stored in {own} (--dtype auto: most of the file's values are" in r.stdout,
+                f"{what}: import --dtype auto stores {own} ({r.stdout.strip()[-160:]})")
         got = h.logits(back, ids)
         if kind == "f32":
             h.check(got is not None and torch.equal(got, base), f"{what}: import's logits bit-equal to the run's")

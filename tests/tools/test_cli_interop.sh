@@ -335,14 +335,23 @@ expect 0 "peft layout ok" -- python3 "$tmp/peft_check.py" llama "$tmp/l/model.sa
 # 7. import --dtype (issue 55): a run that stores bf16 weights, about half the float32 import's bytes; eval and
 # generate load it in bf16 without a flag and say so, with the loss --dtype bf16 gives on the float32 import, bit for
 # bit; --dtype float32 widens it; export writes float32 (exact); train --init-from trains from it in float32; a word
-# outside float32, bf16 and fp16 is a usage error.
+# outside float32, bf16, fp16 and auto is a usage error.
 expect 0 "imported $tmp/l \(LlamaForCausalLM, [0-9]+ parameters, stored in bf16\)" -- imp "$tmp/l" "$tmp/l16" --dtype bf16
-expect 2 "--dtype: expected float32, bf16 or fp16, got 'q8_0'" -- imp "$tmp/l" "$tmp/l-q8" --dtype q8_0
+expect 2 "--dtype: expected float32, bf16, fp16 or auto, got 'q8_0'" -- imp "$tmp/l" "$tmp/l-q8" --dtype q8_0
 mk llama "$tmp/l-big" --big model.layers.0.mlp.up_proj.weight
 expect 1 "hf import: --dtype fp16: the model's tensor 'layers.0.ff.up.weight' holds a value beyond fp16's range" -- \
   imp "$tmp/l-big" "$tmp/l-big16" --dtype fp16
 [ -e "$tmp/l-big16" ] && { echo "FAIL: a refused import --dtype fp16 left $tmp/l-big16"; fails=$((fails + 1)); }
 expect 0 "stored in bf16" -- imp "$tmp/l-big" "$tmp/l-big-bf16" --dtype bf16
+# --dtype auto: config.json's torch_dtype (or the newer "dtype"), else the checkpoint's first floating tensor's type.
+mk llama "$tmp/l-auto16" --set 'config.json:torch_dtype="bfloat16"'
+expect 0 "stored in bf16 \(--dtype auto: config.json's torch_dtype bfloat16\)" -- imp "$tmp/l-auto16" "$tmp/l-a16" --dtype auto
+mk llama "$tmp/l-autofp" --set 'config.json:dtype="float16"'
+expect 0 "stored in fp16 \(--dtype auto: config.json's dtype float16\)" -- imp "$tmp/l-autofp" "$tmp/l-afp" --dtype auto
+expect 0 "stored in float32 \(--dtype auto: the first tensor's type, float32\)" -- imp "$tmp/l" "$tmp/l-a32" --dtype auto
+mk llama "$tmp/l-bigauto" --big model.layers.0.mlp.up_proj.weight --set 'config.json:torch_dtype="float16"'
+expect 1 "hf import: --dtype auto: the model's tensor 'layers.0.ff.up.weight' holds a value beyond fp16's range" -- \
+  imp "$tmp/l-bigauto" "$tmp/l-bigauto-run" --dtype auto
 s16=$(stat -c %s "$tmp/l16/latest.safetensors") s32=$(stat -c %s "$tmp/l-run/latest.safetensors")
 [ $((10 * s16)) -lt $((6 * s32)) ] || { echo "FAIL: import --dtype bf16 wrote $s16 bytes, float32 $s32"; fails=$((fails + 1)); }
 own=$("$ks" eval --run "$tmp/l16" --file "$tmp/notes.txt")

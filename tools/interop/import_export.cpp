@@ -39,6 +39,7 @@
 #include "models/model.h"
 #include "nn/checkpoint.h"
 #include "nn/lora.h"
+#include "nn/safetensors.h"
 #include "nn/safetensors_folder.h"
 #include "nn/user_input.h"
 #include "tools/cli/cli.h"
@@ -64,7 +65,7 @@ std::string architectures() {
 }
 
 std::string import_usage() {
-  return "usage: keystone import --from hf DIR --out RUN --data FILE [--seq-len N] [--dtype float32|bf16|fp16]\n"
+  return "usage: keystone import --from hf DIR --out RUN --data FILE [--seq-len N] [--dtype float32|bf16|fp16|auto]\n"
          "       keystone import --from gguf FILE.gguf --out RUN --data FILE [--seq-len N] [--dtype ...]\n"
          "Makes a run folder from a Hugging Face model folder (config.json, model.safetensors or\n"
          "model.safetensors.index.json with its shards, tokenizer.json), or from a GGUF file of llama.cpp's\n"
@@ -74,7 +75,9 @@ std::string import_usage() {
          "  --seq-len N   tokens per example window of that data (default: the smaller of 256 and the\n"
          "                model's longest sequence)\n"
          "  --dtype T     the run's weights stored in T (default float32); eval and generate then load them\n"
-         "                in T, so a bf16 checkpoint's run is the size of its files and decodes in bf16\n"
+         "                in T, so a bf16 checkpoint's run is the size of its files and decodes in bf16;\n"
+         "                auto: the checkpoint's own type (config.json's torch_dtype, else its first\n"
+         "                tensor's; in a GGUF file the type of most of its values)\n"
          "Architectures: " +
          architectures() + ".\n";
 }
@@ -253,20 +256,72 @@ void write_imported_run(const RunPaths& run, const cli::Flags& f, const models::
                       {{"keystone.config", config.dump()}, {"keystone.imported_from", fs::absolute(from).string()}});
 }
 
+// --dtype auto's word for a safetensors dtype: bf16, fp16, or float32 for any other.
+std::string dtype_word(DType t) { return t == kBFloat16 ? "bf16" : t == kFloat16 ? "fp16" : "float32"; }
+
+// --dtype auto for a Hugging Face folder, as transformers' torch_dtype="auto": config.json's
+// "torch_dtype" ("dtype" in newer files) where it names bfloat16, float16 or float32, else the
+// stored type of the checkpoint's first floating tensor (in data order; of a sharded checkpoint,
+// in its first shard by name). Returns the word and why.
+std::pair<std::string, std::string> auto_dtype(const interop::HfConfig& hf, const fs::path& dir) {
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    const json& v = hf.raw().value(key, json());
+    if (!v.is_string()) continue;
+    const std::string name = v.get<std::string>();
+    if (name == "bfloat16" || name == "float16" || name == "float32")
+      return {name == "bfloat16"  ? "bf16"
+              : name == "float16" ? "fp16"
+                                  : "float32",
+              str("config.json's ", key, " ", name)};
+  }
+  fs::path file = dir / "model.safetensors";
+  if (!fs::exists(file)) {  // the shards, which load_safetensors_folder has checked
+    std::set<std::string> shards;
+    for (const auto& [name, shard] :
+         read_json_file((dir / "model.safetensors.index.json").string()).at("weight_map").items())
+      shards.insert(shard.get<std::string>());
+    file = dir / *shards.begin();
+  }
+  const nn::SafetensorsReader reader(file.string());
+  for (const std::string& name : reader.names())
+    if (is_floating(reader.dtype(name)))
+      return {dtype_word(reader.dtype(name)), str("the first tensor's type, ", ks::name(reader.dtype(name)))};
+  return {"float32", "no floating tensor"};
+}
+
+// --dtype auto for a GGUF file: the type that holds most of its values among F32, F16 and BF16 (a
+// quantized tensor, dequantized to float32 on import, counts as F32): llama.cpp's files keep the
+// norms in F32 beside F16 or BF16 weights.
+std::pair<std::string, std::string> auto_dtype(const nn::GgufFile& g) {
+  int64_t f16 = 0, bf16 = 0, other = 0;
+  for (const nn::GgufTensorInfo& t : g.tensors)
+    (t.type == uint32_t(nn::GgmlType::F16) ? f16 : t.type == uint32_t(nn::GgmlType::BF16) ? bf16 : other) += t.numel();
+  const std::string word = bf16 > f16 && bf16 > other ? "bf16" : f16 > bf16 && f16 > other ? "fp16" : "float32";
+  return {word, str("most of the file's values are ", word == "bf16"   ? "BF16"
+                                                      : word == "fp16" ? "F16"
+                                                                       : "F32 or quantized")};
+}
+
 // import's --dtype: the run's weights stored in bf16 or fp16 (the model cast; a value fp16 cannot
 // hold refused by name), so that a bf16 checkpoint's run is the size of its files and eval and
-// generate load it in bf16 (tools/train/run_dir.h load_run). "float32" (the default): as before.
-std::string store_as(const cli::Flags& f, models::Model& model, const char* who) {
-  const std::string word = f.get_choice("dtype", "float32", {"float32", "bf16", "fp16"});
-  if (word == "float32") return word;
+// generate load it in bf16 (tools/train/run_dir.h load_run). "float32" (the default): as before;
+// "auto": the checkpoint's own type (`automatic`, the word and why). Returns what the message says.
+std::string store_as(const cli::Flags& f, models::Model& model, const char* who,
+                     const std::pair<std::string, std::string>& automatic) {
+  const std::string given = f.get_choice("dtype", "float32", {"float32", "bf16", "fp16", "auto"});
+  const std::string word = given == "auto" ? automatic.first : given;
+  const std::string said = given == "auto"     ? str(", stored in ", word, " (--dtype auto: ", automatic.second, ")")
+                           : word == "float32" ? ""
+                                               : str(", stored in ", word);
+  if (word == "float32") return said;
   model.to(word == "bf16" ? kBFloat16 : kFloat16);
   for (auto& [name, t] : model.state_dict()) {  // every value was finite before the cast (import checks)
     if (!is_floating(t.dtype())) continue;
     for (float x : t.to_vector<float>())
-      KS_CHECK(std::isfinite(x), who, ": --dtype ", word, ": the model's tensor '", name, "' holds a value beyond ",
+      KS_CHECK(std::isfinite(x), who, ": --dtype ", given, ": the model's tensor '", name, "' holds a value beyond ",
                word, "'s range");
   }
-  return word;
+  return said;
 }
 
 // `import --from gguf FILE`: tools/interop/gguf_llama.h.
@@ -276,11 +331,11 @@ int import_gguf(const fs::path& file, const cli::Flags& f, const RunPaths& run) 
   interop::GgufRun imported = interop::gguf_to_run(g);
   const models::ModelConfig cfg = imported.model;
   std::shared_ptr<models::Model> model = model_with(cfg, imported.weights, "gguf import: the file");
-  const std::string stored = store_as(f, *model, "gguf import");
+  const std::string stored = store_as(f, *model, "gguf import", auto_dtype(g));
   write_imported_run(run, f, cfg, *model, *imported.tokenizer, file);
   std::printf("imported %s (llama, %lld parameters; tensors %s, dequantized to float32%s) into %s\n",
               file.string().c_str(), static_cast<long long>(model->num_parameters()), imported.types.c_str(),
-              stored == "float32" ? "" : str(", stored in ", stored).c_str(), run.dir.string().c_str());
+              stored.c_str(), run.dir.string().c_str());
   return 0;
 }
 
@@ -413,11 +468,10 @@ int import_model(const std::vector<std::string>& given) {
   KS_CHECK(tok->vocab_size() <= cfg.vocab_size, "hf import: tokenizer.json has ids up to ", tok->vocab_size() - 1,
            " but config.json's vocab_size is ", cfg.vocab_size);
 
-  const std::string stored = store_as(f, *model, "hf import");
+  const std::string stored = store_as(f, *model, "hf import", auto_dtype(hf, dir));
   write_imported_run(run, f, cfg, *model, *tok, dir);
   std::printf("imported %s (%s, %lld parameters%s) into %s\n", dir.string().c_str(), a.name.c_str(),
-              static_cast<long long>(model->num_parameters()),
-              stored == "float32" ? "" : str(", stored in ", stored).c_str(), run.dir.string().c_str());
+              static_cast<long long>(model->num_parameters()), stored.c_str(), run.dir.string().c_str());
   return 0;
 }
 
