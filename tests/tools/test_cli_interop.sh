@@ -349,6 +349,8 @@ expect 0 "stored in bf16 \(--dtype auto: config.json's torch_dtype bfloat16\)" -
 mk llama "$tmp/l-autofp" --set 'config.json:dtype="float16"'
 expect 0 "stored in fp16 \(--dtype auto: config.json's dtype float16\)" -- imp "$tmp/l-autofp" "$tmp/l-afp" --dtype auto
 expect 0 "stored in float32 \(--dtype auto: the first tensor's type, float32\)" -- imp "$tmp/l" "$tmp/l-a32" --dtype auto
+mk llama "$tmp/l-shauto" --sharded --set 'config.json:torch_dtype="float64"'  # not a type it takes: the first shard's
+expect 0 "stored in float32 \(--dtype auto: the first tensor's type, float32\)" -- imp "$tmp/l-shauto" "$tmp/l-sa" --dtype auto
 mk llama "$tmp/l-bigauto" --big model.layers.0.mlp.up_proj.weight --set 'config.json:torch_dtype="float16"'
 expect 1 "hf import: --dtype auto: the model's tensor 'layers.0.ff.up.weight' holds a value beyond fp16's range" -- \
   imp "$tmp/l-bigauto" "$tmp/l-bigauto-run" --dtype auto

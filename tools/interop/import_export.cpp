@@ -276,10 +276,10 @@ std::pair<std::string, std::string> auto_dtype(const interop::HfConfig& hf, cons
   }
   fs::path file = dir / "model.safetensors";
   if (!fs::exists(file)) {  // the shards, which load_safetensors_folder has checked
+    const json index = read_json_file((dir / "model.safetensors.index.json").string());
     std::set<std::string> shards;
-    for (const auto& [name, shard] :
-         read_json_file((dir / "model.safetensors.index.json").string()).at("weight_map").items())
-      shards.insert(shard.get<std::string>());
+    for (const auto& entry : index.at("weight_map").items()) shards.insert(entry.value().get<std::string>());
+    if (shards.empty()) return {"float32", "no floating tensor"};
     file = dir / *shards.begin();
   }
   const nn::SafetensorsReader reader(file.string());
