@@ -13,9 +13,12 @@
 # as llama.cpp's BF16 file holds its weights); and weight-only int8
 # (generate --dtype q8_0: the weights quantized to Q8_0 blocks as they load,
 # the same blocks as the Q8_0 file llama.cpp reads; activations float32,
-# where llama.cpp also rounds them to Q8_0 for an integer dot product).
+# rounded to int16 blocks within each product, where llama.cpp rounds them
+# to int8 blocks).
 #   bash tools/bench/decode_vs_llamacpp.sh [ROUNDS (default 2)]
-# Environment: THREADS (default "1 2"), PROMPT (128), NEW (128), SHAPE (extra
+# Environment: THREADS (default "1 2"), PROMPT (128), NEW (128), SPLIT (1: a
+# second table, Q8_0's prompt seconds and per-step milliseconds in both
+# engines, from runs of 1 and NEW new tokens), SHAPE (extra
 # random_llama.py flags, e.g. "--hidden 256 --layers 2" for a quick look),
 # WORK (the folder for the model files, default a temporary one, removed).
 # Needs build/keystone, Debian's python3-torch, node and npm (the package is
@@ -68,3 +71,25 @@ for r in $(seq 1 "$rounds"); do
       "$e" "$(echo "$a / $c" | bc -l)" "$(echo "$w / $d" | bc -l)" "$(echo "$q / $e" | bc -l)"
   done
 done
+# SPLIT=1: where Q8_0's time goes, Keystone's against llama.cpp's: each timed for one new token (the prompt's
+# evaluation and the first token) and for NEW, in turn: the prompt's seconds, and each later step's milliseconds.
+if [ "${SPLIT:-0}" = 1 ]; then
+  [ "${NEW:-128}" -ge 2 ] || { echo "SPLIT=1 needs NEW >= 2" >&2; exit 2; }
+  kss() {  # THREADS TOKENS -> seconds
+    KS_NUM_THREADS="$1" build/keystone generate --run "$work/run" --prompt "$prompt" --tokens "$2" --greedy --timing \
+      --dtype q8_0 2>&1 >/dev/null | sed -n 's/.* in \([0-9.]*\) s:.*/\1/p'
+  }
+  lcs() {  # THREADS TOKENS -> seconds
+    node tools/bench/llamacpp_decode.mjs "$modules" "$work/model.q8_0.gguf" "$prompt_file" "$2" "$1" |
+      /usr/bin/python3 -c "import json, sys; print(json.load(sys.stdin)['seconds'])"
+  }
+  echo "# Q8_0 split: the prompt's seconds (1 new token) and each later step's ms ((NEW tokens - 1 token) / (NEW - 1))"
+  printf "%5s %7s %12s %11s %14s %13s\n" round threads ks_prompt_s ks_step_ms lcpp_prompt_s lcpp_step_ms
+  for r in $(seq 1 "$rounds"); do
+    for t in ${THREADS:-1 2}; do
+      a1=$(kss "$t" 1) an=$(kss "$t" "${NEW:-128}") b1=$(lcs "$t" 1) bn=$(lcs "$t" "${NEW:-128}")
+      printf "%5s %7s %12.3f %11.2f %14.3f %13.2f\n" "$r" "$t" "$a1" "$(echo "($an - $a1) * 1000 / (${NEW:-128} - 1)" | bc -l)" \
+        "$b1" "$(echo "($bn - $b1) * 1000 / (${NEW:-128} - 1)" | bc -l)"
+    done
+  done
+fi
