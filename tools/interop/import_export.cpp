@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include "core/error.h"
@@ -256,9 +257,6 @@ void write_imported_run(const RunPaths& run, const cli::Flags& f, const models::
                       {{"keystone.config", config.dump()}, {"keystone.imported_from", fs::absolute(from).string()}});
 }
 
-// --dtype auto's word for a safetensors dtype: bf16, fp16, or float32 for any other.
-std::string dtype_word(DType t) { return t == kBFloat16 ? "bf16" : t == kFloat16 ? "fp16" : "float32"; }
-
 // --dtype auto for a Hugging Face folder, as transformers' torch_dtype="auto": config.json's
 // "torch_dtype" ("dtype" in newer files) where it names bfloat16, float16 or float32, else the
 // stored type of the checkpoint's first floating tensor (in data order; of a sharded checkpoint,
@@ -285,7 +283,7 @@ std::pair<std::string, std::string> auto_dtype(const interop::HfConfig& hf, cons
   const nn::SafetensorsReader reader(file.string());
   for (const std::string& name : reader.names())
     if (is_floating(reader.dtype(name)))
-      return {dtype_word(reader.dtype(name)), str("the first tensor's type, ", ks::name(reader.dtype(name)))};
+      return {model_dtype_word(reader.dtype(name)), str("the first tensor's type, ", ks::name(reader.dtype(name)))};
   return {"float32", "no floating tensor"};
 }
 
@@ -305,12 +303,14 @@ std::pair<std::string, std::string> auto_dtype(const nn::GgufFile& g) {
 // import's --dtype: the run's weights stored in bf16 or fp16 (the model cast; a value fp16 cannot
 // hold refused by name), so that a bf16 checkpoint's run is the size of its files and eval and
 // generate load it in bf16 (tools/train/run_dir.h load_run). "float32" (the default): as before;
-// "auto": the checkpoint's own type (`automatic`, the word and why). Returns what the message says.
+// "auto": the checkpoint's own type (`automatic` gives the word and why; asked only for auto, since
+// it reads the checkpoint's header). Returns what the message says.
 std::string store_as(const cli::Flags& f, models::Model& model, const char* who,
-                     const std::pair<std::string, std::string>& automatic) {
+                     const std::function<std::pair<std::string, std::string>()>& automatic) {
   const std::string given = f.get_choice("dtype", "float32", {"float32", "bf16", "fp16", "auto"});
-  const std::string word = given == "auto" ? automatic.first : given;
-  const std::string said = given == "auto"     ? str(", stored in ", word, " (--dtype auto: ", automatic.second, ")")
+  const std::pair<std::string, std::string> chosen = given == "auto" ? automatic() : std::pair{given, std::string()};
+  const std::string& word = chosen.first;
+  const std::string said = given == "auto"     ? str(", stored in ", word, " (--dtype auto: ", chosen.second, ")")
                            : word == "float32" ? ""
                                                : str(", stored in ", word);
   if (word == "float32") return said;
@@ -331,7 +331,7 @@ int import_gguf(const fs::path& file, const cli::Flags& f, const RunPaths& run) 
   interop::GgufRun imported = interop::gguf_to_run(g);
   const models::ModelConfig cfg = imported.model;
   std::shared_ptr<models::Model> model = model_with(cfg, imported.weights, "gguf import: the file");
-  const std::string stored = store_as(f, *model, "gguf import", auto_dtype(g));
+  const std::string stored = store_as(f, *model, "gguf import", [&] { return auto_dtype(g); });
   write_imported_run(run, f, cfg, *model, *imported.tokenizer, file);
   std::printf("imported %s (llama, %lld parameters; tensors %s, dequantized to float32%s) into %s\n",
               file.string().c_str(), static_cast<long long>(model->num_parameters()), imported.types.c_str(),
@@ -468,7 +468,7 @@ int import_model(const std::vector<std::string>& given) {
   KS_CHECK(tok->vocab_size() <= cfg.vocab_size, "hf import: tokenizer.json has ids up to ", tok->vocab_size() - 1,
            " but config.json's vocab_size is ", cfg.vocab_size);
 
-  const std::string stored = store_as(f, *model, "hf import", auto_dtype(hf, dir));
+  const std::string stored = store_as(f, *model, "hf import", [&] { return auto_dtype(hf, dir); });
   write_imported_run(run, f, cfg, *model, *tok, dir);
   std::printf("imported %s (%s, %lld parameters%s) into %s\n", dir.string().c_str(), a.name.c_str(),
               static_cast<long long>(model->num_parameters()), stored.c_str(), run.dir.string().c_str());

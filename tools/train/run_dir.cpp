@@ -267,6 +267,8 @@ RunTokenizers load_run_tokenizers(const RunPaths& paths, const json& data_sectio
   return read_run_tokenizers(data_section, paths.tokenizer(), paths.target_tokenizer());
 }
 
+const char* model_dtype_word(DType t) { return t == kBFloat16 ? "bf16" : t == kFloat16 ? "fp16" : "float32"; }
+
 ModelDType parse_model_dtype(const std::string& word) {
   if (word == "float32") return {.cast = kFloat32};
   if (word == "bf16") return {.cast = kBFloat16};
@@ -315,7 +317,7 @@ LoadedRun load_run(const fs::path& run_dir, const std::string& checkpoint, Weigh
     }
     if (one_type && stored && is_16bit(*stored)) dtype = stored;
   }
-  run.dtype = as.q8_0 ? "q8_0" : dtype == kBFloat16 ? "bf16" : dtype == kFloat16 ? "fp16" : "float32";
+  run.dtype = as.q8_0 ? "q8_0" : model_dtype_word(dtype.value_or(kFloat32));
   KS_CHECK(!(as.q8_0 && run.config.train.lora), "run folder ", run_dir.string(),
            " holds a LoRA fine-tune: Q8_0 weights take no adapter (export it merged with --to hf and import that)");
   {

@@ -139,6 +139,8 @@ struct ModelDType {
 };
 // --dtype's words: "float32", "bf16", "fp16", "q8_0".
 ModelDType parse_model_dtype(const std::string& word);
+// A floating type's word among them: "bf16", "fp16", else "float32".
+const char* model_dtype_word(DType t);
 // The words, for get_choice and --help.
 inline const std::vector<std::string> kModelDTypeWords = {"float32", "bf16", "fp16", "q8_0"};
 

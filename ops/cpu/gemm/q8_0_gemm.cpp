@@ -57,19 +57,24 @@ constexpr int kRowsTile = 4;   // rows of a per tile (AVX-512: 8 int32 + 8 float
 // Below this many multiply-adds the product stays on the calling thread.
 constexpr int64_t kThreaded = int64_t(1) << 20;
 
+// The scales of W's rows [j, j + kCols) as float32 at ds[b · kCols + col]
+// (zeros past W's end).
+void panel_scales(const Q8Matrix& w, int64_t j, float* ds) {
+  const int64_t nb = w.cols / kQ8Block, cols = std::min(kCols, w.rows - j);
+  if (cols < kCols) std::fill(ds, ds + nb * kCols, 0.0f);
+  for (int64_t col = 0; col < cols; ++col)
+    for (int64_t b = 0; b < nb; ++b) ds[b * kCols + col] = float16_value_of(w.d[size_t((j + col) * nb + b)]);
+}
+
 // W's rows [j, j + kCols) packed as above (rows past W's end are zeros), their
-// scales as float32 at ds[b · kCols + col].
+// scales as panel_scales gives them.
 void pack_panel(const Q8Matrix& w, int64_t j, int16_t* panel, float* ds) {
   const int64_t k = w.cols, nb = k / kQ8Block, cols = std::min(kCols, w.rows - j);
-  if (cols < kCols) {
-    std::memset(panel, 0, size_t(nb * kPanelBlock) * sizeof(int16_t));
-    std::fill(ds, ds + nb * kCols, 0.0f);
-  }
+  panel_scales(w, j, ds);
+  if (cols < kCols) std::memset(panel, 0, size_t(nb * kPanelBlock) * sizeof(int16_t));
   for (int64_t col = 0; col < cols; ++col) {
     const int8_t* q = w.q.data() + (j + col) * k;
-    const uint16_t* d = w.d.data() + (j + col) * nb;
     for (int64_t b = 0; b < nb; ++b) {
-      ds[b * kCols + col] = float16_value_of(d[b]);
       int16_t* out = panel + b * kPanelBlock + col * 2;
       const int8_t* in = q + b * kQ8Block;
       for (int64_t p = 0; p < kPairs; ++p) {
@@ -109,8 +114,7 @@ KS_Q8G_AVX512 void transpose16(__m512i* r) {
 
 KS_Q8G_AVX512 void pack_panel_avx512(const Q8Matrix& w, int64_t j, int16_t* panel, float* ds) {
   const int64_t k = w.cols, nb = k / kQ8Block;
-  for (int64_t col = 0; col < kCols; ++col)
-    for (int64_t b = 0; b < nb; ++b) ds[b * kCols + col] = float16_value_of(w.d[size_t((j + col) * nb + b)]);
+  panel_scales(w, j, ds);
   for (int64_t half = 0; half < kCols; half += 16)
     for (int64_t b = 0; b < nb; ++b) {
       __m512i r[16];
