@@ -10,6 +10,7 @@
 #include "datasets/data_testing.h"
 #include "datasets/tokenizer.h"
 #include "tools/cli/cli.h"
+#include "tools/cli/config_set.h"
 #include "tools/train/data_setup.h"
 
 using namespace ks;

@@ -1,7 +1,7 @@
 // tests/training/test_mlp.cpp — the foundation end to end: an MLP trained with
 // SGD on a generated spiral task must reach a stated accuracy.
 #include "support/testing.h"
-#include "tools/train/mlp_example.h"
+#include "tools/mlp/mlp_example.h"
 
 TEST_CASE("an MLP trained with SGD separates the 3-arm spiral (>= 95% test accuracy)") {
   ks::example::MlpConfig cfg;

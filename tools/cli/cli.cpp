@@ -11,6 +11,7 @@
 
 #include "core/denormals.h"
 #include "core/error.h"
+#include "core/number_text.h"
 
 namespace ks::cli {
 
@@ -49,34 +50,7 @@ std::vector<std::string> Flags::get_all(const std::string& name) const {
 }
 
 namespace {
-// How a text reads as a number: a value, not a number at all, or a number
-// beyond the type (an integer past int64, a double past ±DBL_MAX).
-enum class Read { Value, NotANumber, OutOfRange };
-
-// strtoll / strtod on the whole text: no leading space (strto* would skip
-// it), no trailing characters.
-template <class T, class Conv> Read read_whole(const std::string& text, Conv conv, T& out) {
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return Read::NotANumber;
-  char* end = nullptr;
-  errno = 0;
-  out = conv(text.c_str(), &end);
-  if (end != text.c_str() + text.size()) return Read::NotANumber;
-  return errno == ERANGE ? Read::OutOfRange : Read::Value;
-}
-
-Read read_int(const std::string& text, int64_t& out) {
-  return read_whole(
-      text, [](const char* t, char** end) -> int64_t { return std::strtoll(t, end, 10); }, out);
-}
-
-Read read_double(const std::string& text, double& out) {
-  const Read r = read_whole(
-      text, [](const char* t, char** end) { return std::strtod(t, end); }, out);
-  // strtod sets ERANGE on underflow too (1e-320, a subnormal, or 1e-400, which
-  // rounds to 0): those are numbers, small ones. Only an overflow (±HUGE_VAL) is out of range.
-  if (r == Read::OutOfRange && !std::isinf(out)) return Read::Value;
-  return r;
-}
+using Read = NumberRead;
 
 // True for a nonzero double below 2^-1022 in magnitude, read from its bits:
 // with denormals flushed (DAZ), a comparison such as v > 0 reads it as 0.
@@ -95,15 +69,6 @@ UsageError bad_number(const std::string& name, const std::string& text, Read r, 
   return UsageError(str("--", name, ": expected ", kind, ", got '", text, "'"));
 }
 }  // namespace
-
-std::optional<int64_t> parse_int(const std::string& text) {
-  int64_t v = 0;
-  return read_int(text, v) == Read::Value ? std::optional<int64_t>(v) : std::nullopt;
-}
-std::optional<double> parse_double(const std::string& text) {
-  double v = 0;
-  return read_double(text, v) == Read::Value ? std::optional<double>(v) : std::nullopt;
-}
 
 int64_t Flags::get_int(const std::string& name, int64_t fallback) const {
   auto it = values_.find(name);

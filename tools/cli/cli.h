@@ -21,17 +21,18 @@
 #include <string>
 #include <vector>
 
+#include "core/number_text.h"
+
 namespace ks::cli {
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The whole of `text` as a number, or nullopt (empty, trailing characters,
-// leading space, beyond int64 or an overflow of double; a subnormal double is
-// a number). The callers word their own errors.
-std::optional<int64_t> parse_int(const std::string& text);
-std::optional<double> parse_double(const std::string& text);
+// The whole of `text` as a number, or nullopt (core/number_text.h, whose
+// strict reading the flags below share). The callers word their own errors.
+using ks::parse_double;
+using ks::parse_int;
 
 // True when the command is asked for its help (`--help` or `-h` as its first
 // argument), after printing `usage` to stdout; the command then returns 0.

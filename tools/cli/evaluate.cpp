@@ -18,6 +18,7 @@
 #include "tools/analyze/head_mask.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/config_set.h"
 #include "tools/train/data_setup.h"
 #include "tools/train/run_dir.h"
 #include "tools/train/task.h"

@@ -18,7 +18,6 @@
 #include "datasets/user_data.h"
 #include "models/kind.h"
 #include "nn/json_section.h"
-#include "tools/cli/cli.h"
 
 namespace ks::tools {
 
@@ -251,35 +250,6 @@ std::optional<std::string> read_file_if_present(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
   return data::read_file(path, "load_tokenizer", data::kMaxTokenizerFileBytes);
-}
-
-std::string relocate_data_file(json& section, const std::string& assignment) {
-  const size_t eq = assignment.find('=');
-  const std::string dotted = assignment.substr(0, eq);
-  const std::string key = dotted.rfind("data.", 0) == 0 ? dotted.substr(5) : "";
-  if (eq == std::string::npos || eq + 1 == assignment.size() || (key != "train" && key != "valid" && key != "test"))
-    throw cli::UsageError(str("--set ", assignment,
-                              ": a trained run may only be given the new path of a data file "
-                              "that moved, as data.train=PATH, data.valid=PATH or data.test=PATH"));
-  const std::string given = assignment.substr(eq + 1);
-  const json none = json::object();
-  const json& recorded = section.is_object() && section.contains("fingerprints") && section["fingerprints"].is_object()
-                             ? section["fingerprints"]
-                             : none;
-  KS_CHECK(recorded.contains(key), "--set ", assignment, ": the run recorded no content hash for ", dotted, ", so ",
-           given, " cannot be checked to hold the data it was trained on");
-  const fs::path path = fs::absolute(given).lexically_normal();
-  check_regular_file(path.string(), str("--set ", assignment));  // the guard of every user-named file
-  const std::string now = data::file_fingerprint(path);
-  KS_CHECK(!now.empty(), "--set ", assignment, ": ", path.string(), " is not a readable file");
-  const std::string old = section.value(key, json()).is_string() ? section[key].get<std::string>() : "?";
-  KS_CHECK(recorded[key] == now, "--set ", assignment, ": ", path.string(),
-           " is not the file the run was trained on: "
-           "its content hash is ",
-           now, ", the run recorded ", data::recorded_text(recorded, key), " for ", dotted, " (", old,
-           "); give the path of the moved file itself");
-  section[key] = path.string();
-  return str(dotted, ": reading ", path.string(), " in place of ", old, " (the same content, ", now, ")");
 }
 
 void drop_data_identity(json& was, json& now) {

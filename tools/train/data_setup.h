@@ -40,7 +40,8 @@
 //   - the resolved section records each user file's content hash
 //     ("fingerprints": {"train": "fnv1a64:<16 hex digits>", ...}); a later
 //     build from that section warns when a file changed, and refuses a file
-//     that is gone, saying how to give its new path (relocate_data_file);
+//     that is gone, saying how to give its new path (tools/cli/config_set.h's
+//     relocate_data_file);
 //   - it records the hash of each tokenizer file the run folder holds too
 //     ("tokenizer", "target_tokenizer"): read_run_tokenizers refuses a
 //     tokenizer file that is missing or no longer matches.
@@ -92,11 +93,6 @@ RunTokenizers read_run_tokenizers(const nlohmann::json& section, const std::file
                                   const std::filesystem::path& target_file,
                                   const ReadFile& read = read_file_if_present);
 
-// `--set data.train=PATH` (or valid, test) for a trained run (eval, train
-// --resume): its data file moved, and PATH, which must hold the content the
-// run recorded, replaces the old path in `section`. Returns the line to print;
-// another key is a cli::UsageError, another content an error naming both hashes.
-std::string relocate_data_file(nlohmann::json& section, const std::string& assignment);
 // Removes from the two configs' data sections what may differ between the
 // sessions of one run (tools/train/run_dir.h check_checkpoint_config): the
 // fingerprints, a data file's path where the file at `now`'s path has the

@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
-#include "tools/cli/cli.h"
+#include "core/number_text.h"
 
 namespace ks::tools {
 
@@ -33,7 +33,7 @@ class Reader {
   // An integer in [lo, hi].
   int64_t integer(const std::string& field, int64_t lo, int64_t hi = INT64_MAX) const {
     const std::string& v = text(field);
-    auto x = cli::parse_int(v);
+    auto x = parse_int(v);
     KS_CHECK(x.has_value(), "checkpoint ", file_, ": training state 'keystone.", field, "' is not an integer: '",
              v.substr(0, 40), "'");
     KS_CHECK(*x >= lo && *x <= hi, "checkpoint ", file_, ": training state 'keystone.", field, "' is ", *x,
@@ -43,7 +43,7 @@ class Reader {
   // A number that is finite and at least lo.
   double number(const std::string& field, double lo) const {
     const std::string& v = text(field);
-    auto x = cli::parse_double(v);
+    auto x = parse_double(v);
     KS_CHECK(x.has_value(), "checkpoint ", file_, ": training state 'keystone.", field, "' is not a number: '",
              v.substr(0, 40), "'");
     KS_CHECK(std::isfinite(*x) && *x >= lo, "checkpoint ", file_, ": training state 'keystone.", field, "' is ", *x,

@@ -27,7 +27,6 @@
 #include "nn/safetensors.h"
 #include "nn/user_input.h"
 #include "ops/elementwise.h"
-#include "tools/figures/plot.h"
 #include "tools/train/config_utf8.h"
 #include "tools/train/export_check.h"
 #include "tools/train/fine_tune.h"
@@ -246,6 +245,10 @@ bool Trainer::evaluate_valid() {
   return improved;
 }
 
+void Trainer::draw_plot() const {
+  if (options_.write_plot) options_.write_plot(paths_.dir, paths_.plot());
+}
+
 void Trainer::evaluate_test_with_best() {
   replicas_->load_weights(paths_.best(), *model_);
   // The whole split, every example decoded: the run's final word.
@@ -285,7 +288,7 @@ TrainOutcome Trainer::run() {
                   paths_.dir.string().c_str(), finished_.c_str());
     evaluate_test_with_best();
     if (!lead_) return TrainOutcome::Finished;
-    write_plot_svg({paths_.dir}, paths_.plot());
+    draw_plot();
     print_summary();
     return TrainOutcome::Finished;
   }
@@ -298,7 +301,7 @@ TrainOutcome Trainer::run() {
       if (lead_) {
         if (options_.progress) std::fprintf(stderr, "\n");
         try {
-          write_plot_svg({paths_.dir}, paths_.plot());
+          draw_plot();
         } catch (const Error&) {  // a run stopped before its first record has nothing to plot
         }
         std::printf("stopped at step %lld; saved %s\n", (long long)state_.step, paths_.latest().string().c_str());
@@ -338,7 +341,7 @@ TrainOutcome Trainer::run() {
   if (state_.step < t.steps && lead_) std::printf("%s\n", finished_reason(clock()).c_str());
   evaluate_test_with_best();
   if (!lead_) return TrainOutcome::Finished;
-  write_plot_svg({paths_.dir}, paths_.plot());
+  draw_plot();
   print_summary();
   return TrainOutcome::Finished;
 }

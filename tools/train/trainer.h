@@ -110,7 +110,7 @@
 // (trainer_console.cpp).
 //
 // Not here: the folder layout and loading runs (tools/train/run_dir.h), the
-// command-line flags (tools/train/train.cpp), how a model computes its loss
+// command-line flags (tools/cli/train.cpp), how a model computes its loss
 // (tools/train/task.h).
 #pragma once
 
@@ -209,6 +209,11 @@ struct TrainerOptions {
   std::filesystem::path init_from{};
   bool progress = true;  // the live progress line (stderr); tests turn it off
   TrainerCallbacks callbacks{};
+  // Draws the run's curves from its metrics.jsonl into `svg` (the run
+  // folder's plot.svg) when training stops or finishes; `keystone train` sets
+  // it to tools/figures/plot.h's write_plot_svg. Empty: no plot (the
+  // training library draws nothing itself). Called on the lead rank only.
+  std::function<void(const std::filesystem::path& run_dir, const std::filesystem::path& svg)> write_plot{};
 };
 
 enum class TrainOutcome { Finished, Stopped };
@@ -273,6 +278,7 @@ class Trainer {
   void print_progress(bool force);
   void print_start() const;
   void print_summary() const;
+  void draw_plot() const;  // options_.write_plot, where set
   // One optimizer step: forward and backward of every micro-batch, the
   // gradient reduction, clipping `params` and the update.
   StepEvent train_step(const std::vector<Tensor>& params);

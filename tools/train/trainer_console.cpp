@@ -120,7 +120,7 @@ void Trainer::print_summary() const {
   std::printf("  run folder:  %s\n", paths_.dir.string().c_str());
   std::printf("  checkpoint:  %s (latest: %s)\n", paths_.best().string().c_str(), paths_.latest().string().c_str());
   std::printf("  metrics:     %s\n", paths_.metrics().string().c_str());
-  std::printf("  plot:        %s\n", paths_.plot().string().c_str());
+  if (options_.write_plot) std::printf("  plot:        %s\n", paths_.plot().string().c_str());
 }
 
 }  // namespace ks::train

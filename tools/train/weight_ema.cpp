@@ -8,8 +8,8 @@
 #include "core/copy.h"
 #include "core/error.h"
 #include "core/factory.h"
+#include "core/number_text.h"
 #include "ops/inplace.h"
-#include "tools/cli/cli.h"
 
 namespace ks::tools {
 
@@ -69,7 +69,7 @@ bool WeightEma::load(const nn::SafetensorsContent& content, const fs::path& file
   const auto count = content.metadata.find(kUpdatesKey);
   KS_CHECK(count != content.metadata.end(), "checkpoint ", file.string(), " has a moving average but no '", kUpdatesKey,
            "'");
-  const std::optional<int64_t> n = cli::parse_int(count->second);
+  const std::optional<int64_t> n = parse_int(count->second);
   KS_CHECK(n && *n >= 0 && *n <= max_updates, "checkpoint ", file.string(), ": '", kUpdatesKey, "' is '",
            count->second.substr(0, 40), "'; it must be an integer in [0, ", max_updates, "]");
   updates_ = *n;

@@ -1,4 +1,4 @@
-// tools/train/mlp_example.h — a small end-to-end job written against the
+// tools/mlp/mlp_example.h — a small end-to-end job written against the
 // foundation alone: a 2-64-64-3 MLP trained with SGD and momentum on the
 // classic three-arm spiral, using only tensors, ops and autograd (no nn/), so
 // a reader sees every step of a training loop. `ks_train_mlp` runs it;

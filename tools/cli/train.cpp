@@ -1,4 +1,4 @@
-// tools/train/train.cpp — `keystone train`: flags to a config, then the Trainer.
+// tools/cli/train.cpp — `keystone train`: flags to a config, then the Trainer.
 // Exit codes: 0 finished, 130 stopped by Ctrl-C/SIGTERM after saving
 // (as shells report a SIGINT), 2 usage error, 1 runtime error. --resume of a
 // folder holding weights alone (keystone import's) points at --init-from.
@@ -17,6 +17,7 @@
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/config_set.h"
+#include "tools/figures/plot.h"
 #include "tools/train/distributed_run.h"
 #include "tools/train/progress.h"
 #include "tools/train/trainer.h"
@@ -167,8 +168,13 @@ int train(const std::vector<std::string>& args) {
     if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
   }
 
-  train::TrainerOptions options{
-      .run_dir = out, .resume = resume, .init_from = f.get("init-from", ""), .progress = !f.has("quiet")};
+  train::TrainerOptions options{.run_dir = out,
+                                .resume = resume,
+                                .init_from = f.get("init-from", ""),
+                                .progress = !f.has("quiet"),
+                                .write_plot = [](const std::filesystem::path& dir, const std::filesystem::path& svg) {
+                                  write_plot_svg({dir}, svg);
+                                }};
   train::Trainer trainer(config, options);
   train::StopSignalScope signals;
   return trainer.run() == train::TrainOutcome::Finished ? 0 : 130;

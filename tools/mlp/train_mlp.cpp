@@ -1,12 +1,12 @@
-// tools/train/train_mlp.cpp — `ks_train_mlp`: trains the spiral MLP of
-// tools/train/mlp_example.h and prints its progress and accuracy: a training loop
+// tools/mlp/train_mlp.cpp — `ks_train_mlp`: trains the spiral MLP of
+// tools/mlp/mlp_example.h and prints its progress and accuracy: a training loop
 // on the C++ API alone, for readers. Not the training tool (`keystone train`).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "tools/train/mlp_example.h"
+#include "tools/mlp/mlp_example.h"
 
 int main(int argc, char** argv) {
   ks::example::MlpConfig cfg;
