@@ -48,6 +48,7 @@
 #include "ops/view.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/commands.h"
+#include "tools/train/build_info.h"
 #include "tools/train/task.h"
 
 namespace ks::tools {
@@ -80,7 +81,8 @@ constexpr char kUsage[] =
     "peak_tensor_mib (on the CPU: the most tensor memory held at once), first_step_s (seconds from the\n"
     "process's start to the end of the first, warm-up step), and for a model's step flops_per_token (the\n"
     "model's forward FLOPs per token, times 3 for a training step) and gflop_per_s at the mean step's rate,\n"
-    "to set beside the machine's peak (ks_bench_kernels: sgemm, bf16 GEMMs).\n"
+    "to set beside the machine's peak (ks_bench_kernels: sgemm, bf16 GEMMs); commit and dirty (the source\n"
+    "this binary was built from, and whether tracked files had uncommitted changes).\n"
     "--preset sets the shape flags at once (each given flag still wins): reference is the defaults above\n"
     "(the reference LM of docs/performance.md); gpt2-small is GPT-2 small's shape, d-model 768, 12 layers,\n"
     "12 heads of 64, d-ff 3072, seq 1024, batch 4, vocab 50257, untied output layer (163 M parameters),\n"
@@ -342,7 +344,9 @@ int bench(const std::vector<std::string>& args) {
                         {"bf16_matmuls", cpu_bf16_matmuls()},
                         {"cpu", cpu_features().brand},
                         {"cpu_isa", cpu_isa_report(cpu_features())},
-                        {"float32_gemm_kernels", std::string("OpenBLAS ") + cpu::blas_kernels_name()}};
+                        {"float32_gemm_kernels", std::string("OpenBLAS ") + cpu::blas_kernels_name()},
+                        {"commit", build_commit()},
+                        {"dirty", build_dirty()}};
   if (first_step_s >= 0) out["first_step_s"] = first_step_s;
   // Tensor bytes the CPU allocator held at most, model and optimizer state included (not
   // thread-local kernel scratch, not the allocator's cached blocks: the process's peak RSS is above it).

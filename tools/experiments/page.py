@@ -29,7 +29,9 @@ prose numbers have one decimal and a true minus sign):
   machine minutes; of all runs with their median), dates N... (the days provenance.jsonl
   records), binary N... (the commits that trained them),
   prereg (round 3's pre-registration and its SHA-256; refused while git holds another version),
-  family-r3 (its comparisons), r3-level (its equivalence interval), r3-compared (how many are here).
+  family-r3 (its comparisons), r3-level (its equivalence interval), r3-compared (how many are here),
+  speed (on a line of its own: speed_table.py's table of kept_runs/speed/raw.jsonl), speed-ratio
+  SHAPE MODE PRECISION (one row's median MGK / softmax ratio).
 An unknown placeholder or name stops it naming the template line, and so does an image of
 results/ written by hand (a figure nothing checks).
 Not here: the statistics (stats.py), the tables' layout (report.py), the stamps (figures.py).
@@ -41,6 +43,7 @@ import statistics
 
 import figures
 import heads_figure
+import speed_table
 import stats
 from runs import fail, read_provenance
 
@@ -103,7 +106,13 @@ class Page:
             return self.r.analysis_table(self.need(where, args, 1)[0])
         if kind in ("figure", "heads-figure"):
             return [self.figure(where, kind, args)]
+        if kind == "speed":
+            self.need(where, args, 0)
+            return speed_table.table(self.speed_runs())
         return None
+
+    def speed_runs(self):
+        return os.path.join(self.r.runs, "speed", "raw.jsonl")
 
     def figure(self, where, kind, args):
         """The image line of a figure, after checking it against its runs (or redrawing it, --figures)."""
@@ -280,6 +289,8 @@ class Page:
             d = int(digits)
             mean = f"{statistics.mean(values):.{d}f}".replace("-", "−")
             return mean if kind == "anm" or len(values) < 2 else f"{mean} ± {statistics.stdev(values):.{d}f}"
+        if kind == "speed-ratio":
+            return speed_table.ratio(self.speed_runs(), *self.need(where, args, 3))
         if kind == "runs":
             return str(sum(len(r.seeds(name)) for _, name in r.rows))
         if kind == "machine":
