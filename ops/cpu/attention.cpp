@@ -250,7 +250,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dv, const 
 
 void sdpa_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& key_padding, const SdpaParams& prm) {
-  if (out.dtype() == DType::Float32 && sdpa_bf16_applies())
+  if (out.dtype() == DType::Float32 && sdpa_bf16_applies(q, k))
     return sdpa_forward_bf16(out, lse, q, k, v, key_padding, prm);
   dispatch_floating(out.dtype(), "scaled_dot_product_attention", [&](auto tag) {
     forward_typed<typename decltype(tag)::type>(out, lse, q, k, v, key_padding, prm);
@@ -258,13 +258,13 @@ void sdpa_forward_cpu(const Tensor& out, const Tensor& lse, const Tensor& q, con
 }
 
 // The registered forward: 16-bit operands (a bf16 or fp16 model) run the
-// float32 kernel on tiles widened as it goes (forward_typed's S); under bf16
-// products they are widened whole for the packed bf16 kernel, as before.
+// float32 kernel on tiles widened as it goes (forward_typed's S); where the
+// packed bf16 kernel runs (sdpa_bf16_applies) they are widened whole for it.
 void sdpa_forward_any(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& key_padding, const SdpaParams& prm) {
-  if (q.dtype() == DType::BFloat16 && !sdpa_bf16_applies())
+  if (q.dtype() == DType::BFloat16 && !sdpa_bf16_applies(q, k))
     return forward_typed<float, BFloat16>(out, lse, q, k, v, key_padding, prm);
-  if (q.dtype() == DType::Float16 && !sdpa_bf16_applies())
+  if (q.dtype() == DType::Float16 && !sdpa_bf16_applies(q, k))
     return forward_typed<float, Float16>(out, lse, q, k, v, key_padding, prm);
   through_float32::sdpa_forward<sdpa_forward_cpu>(out, lse, q, k, v, key_padding, prm);
 }
@@ -272,7 +272,8 @@ void sdpa_forward_any(const Tensor& out, const Tensor& lse, const Tensor& q, con
 void sdpa_backward_cpu(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& g, const Tensor& q,
                        const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                        const Tensor& key_padding, const SdpaParams& prm) {
-  if (g.dtype() == DType::Float32 && sdpa_bf16_applies())
+  // The forward's rule (attention_bf16.h), so that a forward and its backward compute alike.
+  if (g.dtype() == DType::Float32 && sdpa_bf16_applies(q, k))
     return sdpa_backward_bf16(dq, dk, dv, g, q, k, v, out, lse, key_padding, prm);
   dispatch_floating(g.dtype(), "scaled_dot_product_attention backward", [&](auto tag) {
     backward_typed<typename decltype(tag)::type>(dq, dk, dv, g, q, k, v, out, lse, key_padding, prm);

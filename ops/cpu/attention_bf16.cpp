@@ -77,7 +77,10 @@ template <class V> void grow(V& v, int64_t n) {
 
 }  // namespace
 
-bool sdpa_bf16_applies() { return cpu_matmul_precision() == MatmulPrecision::BFloat16; }
+bool sdpa_bf16_applies(const Tensor& q, const Tensor& k) {
+  return cpu_matmul_precision() == MatmulPrecision::BFloat16 &&
+         q.size(2) * (q.size(1) / k.size(1)) >= kPackedMinQueryRows;
+}
 
 void sdpa_forward_bf16(const Tensor& out, const Tensor& lse, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                        const Tensor& pad_in, const SdpaParams& prm) {

@@ -7,13 +7,15 @@
 // composed path with K/V repeated explicitly (so the gradients sum over the
 // group); float32, the bf16 tile products (each bf16 path this CPU has,
 // forced as KS_CPU_GEMM would), dropout, gradchecks, gradgradchecks
-// (create_graph through ops/attention_in_ops.h) and the shape error.
+// (create_graph through ops/attention_in_ops.h), the few query rows that
+// skip the packed bf16 kernel, and the shape error.
 // Not here: the plain multi-head op (test_attention_op.cpp), the module
 // (tests/nn/test_softmax_attention.cpp).
 #include <cmath>
 #include <limits>
 
 #include "core/matmul_precision.h"
+#include "ops/cpu/attention_bf16.h"
 #include "ops/cpu/gemm/gemm.h"
 #include "ops/gemm_paths.h"
 #include "ops/ops_testing.h"
@@ -205,6 +207,36 @@ TEST_CASE("grouped-query attention and ALiBi: the bf16 tile products on every bf
       }
     }
   });
+}
+
+TEST_CASE("bf16 products: a decoding step's few query rows skip the packed kernel, a prompt's take it") {
+  // Packing K and V into bf16 panels pays off over many query rows; for one
+  // (a decoding step, over the whole cache every step) it made bf16 decoding
+  // half as fast as float32. Below kPackedMinQueryRows rows per key/value head
+  // (T · h/g) the float32 kernel runs, its tile products still bf16 GEMMs, so
+  // its results stay within bf16's rounding of float32's.
+  struct Shape {
+    int64_t h, g, T;
+    bool packed;
+  };
+  const std::vector<Shape> shapes = {{8, 4, 1, false}, {8, 8, 7, false}, {8, 1, 1, true}, {8, 8, 16, true}};
+  for (const Shape& c : shapes) {
+    CAPTURE(c.h);
+    CAPTURE(c.g);
+    CAPTURE(c.T);
+    Tensor q = to(lf({1, c.h, c.T, 16}, 1), kFloat32), k = to(lf({1, c.g, 300, 16}, 2), kFloat32),
+           v = to(lf({1, c.g, 300, 16}, 3), kFloat32);
+    CHECK_FALSE(cpu::sdpa_bf16_applies(q, k));  // float32 products: never
+    const SdpaOptions o{.causal = true, .causal_offset = 300 - c.T};
+    const std::vector<Tensor> f32 = run(true, q, k, v, o);
+    for_each_gemm_path(kAllGemmPaths, [&](CpuGemmPath) {
+      MatmulPrecisionScope bf16(MatmulPrecision::BFloat16);
+      const bool bf16_kernel = cpu_matmul_precision() == MatmulPrecision::BFloat16;
+      CHECK(cpu::sdpa_bf16_applies(q, k) == (bf16_kernel && c.packed));
+      const std::vector<Tensor> got = run(true, q, k, v, o);
+      check_close(got[0], f32[0], 2e-2, 2e-2);
+    });
+  }
 }
 
 TEST_CASE("grouped-query attention and ALiBi gradcheck and gradgradcheck (create_graph through the composition)") {
