@@ -14,6 +14,7 @@
 #include "datasets/data_testing.h"
 #include "nn/safetensors.h"
 #include "ops/view.h"
+#include "tools/figures/plot.h"
 #include "tools/train/trainer.h"
 
 using namespace ks;
@@ -103,7 +104,13 @@ TEST_CASE("trainer: a stopped and resumed run writes exactly the losses and weig
     }
     request_training_stop();  // a stale request must not stop the resumed run: the Trainer clears it
     TrainConfig saved = parse_train_config(read_json_file((tmp.path() / "split" / "config.json").string()));
-    Trainer second(saved, {.run_dir = tmp.path() / "split", .resume = true, .progress = false});
+    // The plot is drawn by whoever the options name (keystone train: write_plot_svg), by nobody otherwise.
+    Trainer second(saved, {.run_dir = tmp.path() / "split",
+                           .resume = true,
+                           .progress = false,
+                           .write_plot = [](const std::filesystem::path& dir, const std::filesystem::path& svg) {
+                             write_plot_svg({dir}, svg);
+                           }});
     CHECK(second.step() == 5);
     CHECK(second.run() == TrainOutcome::Finished);
 
@@ -120,6 +127,7 @@ TEST_CASE("trainer: a stopped and resumed run writes exactly the losses and weig
     }
     CHECK(std::filesystem::exists(second.paths().best()));
     CHECK(std::filesystem::exists(second.paths().plot()));
+    CHECK_FALSE(std::filesystem::exists(whole.paths().plot()));
   }
 }
 
