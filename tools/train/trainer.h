@@ -37,7 +37,7 @@
 // wall-clock time depends on how fast each session ran.
 //
 // A program's own model and data: the run folder holds what it holds for a
-// config (metrics.jsonl, latest and best checkpoints, plot.svg, the splits'
+// config (metrics.jsonl, latest and best checkpoints, plot.svg with write_plot, the splits'
 // tokenizers when they have any), but its config.json has, instead of "data",
 // "model" and "plugins", a "program" section (kProgramKey) that only names
 // them: the model's type name and parameter count, the task and the split
