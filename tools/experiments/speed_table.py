@@ -15,6 +15,7 @@ A damaged file (a line that is no record, a missing field, a round timed
 for one family only, two commits or two CPUs) stops it with one line
 naming the file and line. Not here: the timing itself (speed.py).
 """
+import functools
 import json
 import statistics
 
@@ -26,8 +27,9 @@ MODES = {"train": "training step", "forward": "forward pass", "decode": "decodin
          "attention-forward": "attention sublayer, forward"}
 
 
+@functools.lru_cache(maxsize=None)  # a page reads one file for its table and every inline ratio
 def read(path):
-    """The records of path, checked: {(shape, mode, precision): {family: {round: step_ms}}}, plus
+    """The records of path, checked (read once per path; callers do not modify the result): {(shape, mode, precision): {family: {round: step_ms}}}, plus
     the commit, CPU and bf16 GEMM path they share."""
     cells, seen = {}, {}
     try:
