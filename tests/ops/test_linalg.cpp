@@ -2,6 +2,7 @@
 // promotion, batches, broadcast batches) against triple loops, permuted /
 // sliced / expanded operands, the threading paths, gradchecks, and errors.
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
@@ -211,6 +212,13 @@ TEST_CASE(
       }
   }
   CHECK(openblas_get_num_threads() == 1);
+  // And the worker threads OpenBLAS's pthreads build started at load are
+  // gone, not spinning (ops/cpu/gemm/gemm.cpp): its exported flag says
+  // whether they run. Other builds do not export it.
+  if (const auto* server_running = static_cast<const int*>(dlsym(RTLD_DEFAULT, "blas_server_avail")))
+    CHECK(*server_running == 0);
+  else
+    MESSAGE("skipped the OpenBLAS worker check: this OpenBLAS exports no blas_server_avail");
 
   // A batch of small GEMMs: one per task.
   set_num_threads(2);

@@ -49,6 +49,8 @@
 // Exported by DYNAMIC_ARCH builds of OpenBLAS only, hence weak.
 extern "C" void gotoblas_dynamic_init(void) __attribute__((weak));
 extern "C" void gotoblas_dynamic_quit(void) __attribute__((weak));
+// Exported by OpenBLAS's pthreads builds (not the serial or OpenMP ones).
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
 namespace ks::cpu {
 namespace {
@@ -83,9 +85,17 @@ bool reselect_blas_kernels() {
 }
 [[maybe_unused]] const bool g_blas_kernels_reselected = reselect_blas_kernels();
 
-// Before any GEMM: OpenBLAS's own threads stay idle for the process's life.
+// Before any GEMM: OpenBLAS runs single-threaded, and the worker threads its
+// pthreads build started when it was loaded are joined. Left alone, each
+// worker spins on sched_yield for OPENBLAS_THREAD_TIMEOUT (2^28 cycles, about
+// 0.1 s) after the load before it sleeps: a tenth of a CPU second taken from
+// every process that links Keystone, a short `keystone` command or a test
+// binary included (a fifth of the CPU time of `keystone --help` under the
+// sanitizers). OpenBLAS starts them again by itself if a threaded call ever
+// comes, which none does here.
 [[maybe_unused]] const bool g_blas_single_threaded = [] {
   openblas_set_num_threads(1);
+  if (blas_thread_shutdown_) blas_thread_shutdown_();
   return true;
 }();
 
