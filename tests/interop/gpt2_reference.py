@@ -32,12 +32,23 @@ def gelu_new(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
+def activation(cfg):
+    """GPT2MLP's ACT2FN[config.activation_function]: gelu_new by default; "gelu" is the erf form."""
+    name = cfg.get("activation_function", "gelu_new")
+    acts = {"gelu_new": gelu_new, "gelu_pytorch_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+            "gelu": torch.nn.functional.gelu, "relu": torch.relu}
+    if name not in acts:
+        raise ValueError(f"activation_function {name!r}: not one of {sorted(acts)}")
+    return acts[name]
+
+
 def gpt2_logits(sd, cfg, ids):
     """ids: a list of ints -> logits (T, V), float32, as GPT2LMHeadModel computes them in eval mode."""
     p = "transformer." if "transformer.wte.weight" in sd else ""
     d, H = cfg["n_embd"], cfg["n_head"]
     eps = cfg.get("layer_norm_epsilon", 1e-5)
     ln = torch.nn.functional.layer_norm
+    act = activation(cfg)
     T = len(ids)
     x = sd[p + "wte.weight"][torch.tensor(ids)] + sd[p + "wpe.weight"][:T]
     mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
@@ -51,7 +62,7 @@ def gpt2_logits(sd, cfg, ids):
         y = (att @ v).transpose(0, 1).reshape(T, d)
         x = x + y @ sd[h + "attn.c_proj.weight"] + sd[h + "attn.c_proj.bias"]
         y = ln(x, (d,), sd[h + "ln_2.weight"], sd[h + "ln_2.bias"], eps)
-        x = x + gelu_new(y @ sd[h + "mlp.c_fc.weight"] + sd[h + "mlp.c_fc.bias"]) @ sd[h + "mlp.c_proj.weight"] \
+        x = x + act(y @ sd[h + "mlp.c_fc.weight"] + sd[h + "mlp.c_fc.bias"]) @ sd[h + "mlp.c_proj.weight"] \
             + sd[h + "mlp.c_proj.bias"]
     x = ln(x, (d,), sd[p + "ln_f.weight"], sd[p + "ln_f.bias"], eps)
     head = sd.get("lm_head.weight", sd[p + "wte.weight"])
