@@ -47,12 +47,6 @@ using detail::json;
 
 namespace {
 
-std::string utf8(char32_t c) {
-  std::string s;
-  append_utf8(s, c);
-  return s;
-}
-
 // Byte-level text (a vocabulary entry) back to bytes; nullopt when a
 // character is not one of the 256 (each is U+0021..U+0143, one or two bytes
 // of UTF-8, in its shortest form).
@@ -224,7 +218,7 @@ void HfBpeTokenizer::read_settings(const std::string& at) {
         pat.contains("Regex") && pat.at("Regex").is_string() ? pat.at("Regex").get<std::string>() : "";
     pattern_ = known_pattern(regex);
     KS_CHECK(pattern_.has_value(), at, "pre_tokenizer.pretokenizers[0].pattern ", nn::json_excerpt(pat),
-             ": only GPT-2's and Llama-3's regexes are supported");
+             ": only GPT-2's, Llama-3's and Qwen2's regexes are supported");
     KS_CHECK(!byte_level_pre(pre.at("pretokenizers")[1], "pre_tokenizer.pretokenizers[1]"), at,
              "pre_tokenizer.pretokenizers[1]: ByteLevel after a Split must have use_regex false");
   } else if (byte_level_pre(pre, "pre_tokenizer")) {

@@ -1,7 +1,7 @@
 // datasets/hf_bpe.h — the BPE tokenizer of a Hugging Face tokenizer.json
-// (tokenizer type "hf_bpe"), in its two styles: byte-level, as GPT-2 and
-// Llama-3 ship it, and SentencePiece-style, as Llama 2, Mistral and TinyLlama
-// ship it (Metaspace "▁" for spaces, byte fallback).
+// (tokenizer type "hf_bpe"), in its two styles: byte-level, as GPT-2,
+// Llama-3 and Qwen2 ship it, and SentencePiece-style, as Llama 2, Mistral and
+// TinyLlama ship it (Metaspace "▁" for spaces, byte fallback).
 //
 // Encoding, as the `tokenizers` library does it for these files:
 //   1. the added tokens (added_tokens: "<|endoftext|>", "<|begin_of_text|>", ...)
@@ -11,8 +11,9 @@
 //      and then longest (datasets/added_tokens.h: linear in the text,
 //      whatever the number of added tokens);
 //   2. the rest is pre-tokenized: ByteLevel with use_regex (GPT-2's regex), or a
-//      Split with GPT-2's or Llama-3's regex followed by ByteLevel without it
-//      (datasets/pretokenize_regex.h); add_prefix_space puts a space first;
+//      Split with GPT-2's, Llama-3's or Qwen2's regex followed by ByteLevel
+//      without it (datasets/pretokenize_regex.h); add_prefix_space puts a
+//      space first;
 //   3. each piece's bytes become the byte-to-unicode characters of GPT-2
 //      (printable bytes stand for themselves, the others for U+0100 upwards),
 //      and the merges apply by rank, lowest first (with ignore_merges, a piece

@@ -1,4 +1,4 @@
-// datasets/pretokenize_regex.cpp — GPT-2's and Llama-3's pre-tokenizer regexes as
+// datasets/pretokenize_regex.cpp — GPT-2's, Llama-3's and Qwen2's pre-tokenizer regexes as
 // hand-written matchers over code points (see the header for the patterns).
 #include "datasets/pretokenize_regex.h"
 
@@ -12,6 +12,8 @@ using unicode::CodePoint;
 const char* const kGpt2 = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 const char* const kLlama3 =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kQwen2 =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // The text's code points with the classes the patterns ask about.
 struct Cursor {
@@ -61,15 +63,17 @@ size_t match_gpt2(const Cursor& c, size_t i) {
   return whitespace_tail(c, i);  // at a space, for `from == i` fails all three
 }
 
-size_t match_llama3(const Cursor& c, size_t i) {
+// Llama-3's pattern, and Qwen2's, which differs only in taking one digit a
+// piece (\p{N}) where Llama-3's takes up to three (\p{N}{1,3}).
+size_t match_llama3(const Cursor& c, size_t i, size_t max_digits) {
   if (size_t e = contraction(c, i, true)) return e;
   // [^\r\n\p{L}\p{N}]?\p{L}+
   if (c.letter(i)) return c.run(i, &Cursor::letter);
   if (i < c.n() && !c.newline(i) && !c.number(i) && c.letter(i + 1)) return c.run(i + 1, &Cursor::letter);
-  // \p{N}{1,3}
+  // \p{N}{1,3} (Qwen2: \p{N})
   if (c.number(i)) {
     size_t e = i + 1;
-    while (e < i + 3 && c.number(e)) ++e;
+    while (e < i + max_digits && c.number(e)) ++e;
     return e;
   }
   // " ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -87,10 +91,18 @@ size_t match_llama3(const Cursor& c, size_t i) {
 std::optional<SplitPattern> known_pattern(const std::string& regex) {
   if (regex == kGpt2) return SplitPattern::Gpt2;
   if (regex == kLlama3) return SplitPattern::Llama3;
+  if (regex == kQwen2) return SplitPattern::Qwen2;
   return std::nullopt;
 }
 
-const char* pattern_text(SplitPattern p) { return p == SplitPattern::Gpt2 ? kGpt2 : kLlama3; }
+const char* pattern_text(SplitPattern p) {
+  switch (p) {
+    case SplitPattern::Gpt2: return kGpt2;
+    case SplitPattern::Llama3: return kLlama3;
+    case SplitPattern::Qwen2: return kQwen2;
+  }
+  return kGpt2;
+}
 
 std::vector<std::string_view> split_by_pattern(std::string_view text, SplitPattern p) {
   const std::vector<CodePoint> cps = unicode::decode_utf8(text);
@@ -99,7 +111,7 @@ std::vector<std::string_view> split_by_pattern(std::string_view text, SplitPatte
   size_t i = 0, gap = 0;  // code points [gap, i) matched nothing so far
   auto bytes = [&](size_t a, size_t b) { return text.substr(cps[a].begin, cps[b - 1].end - cps[a].begin); };
   while (i < cps.size()) {
-    const size_t e = p == SplitPattern::Gpt2 ? match_gpt2(c, i) : match_llama3(c, i);
+    const size_t e = p == SplitPattern::Gpt2 ? match_gpt2(c, i) : match_llama3(c, i, p == SplitPattern::Qwen2 ? 1 : 3);
     if (e <= i) {
       ++i;  // no match here (the patterns cover every code point, but a Split keeps gaps)
       continue;

@@ -77,7 +77,9 @@ TEST_CASE("hf_bpe: merges by rank, added tokens, eos, lossless on any bytes") {
   CHECK(data::tokenizer_from_json(small_tokenizer().dump(), "raw")->encode("hello") == std::vector<int64_t>{259});
   CHECK_THROWS_WITH(tok.decode({300}), "tokenizer: id 300 is not a token of this hf_bpe tokenizer (263 ids)");
   // It is not trained here, but a fresh run may take it from a file (data.tokenizer.file), of its type.
-  CHECK_THROWS_WITH(data::train_tokenizer({.type = "hf_bpe"}, {"x"}),
+  data::TokenizerOptions hf;
+  hf.type = "hf_bpe";
+  CHECK_THROWS_WITH(data::train_tokenizer(hf, {"x"}),
                     "train_tokenizer: an hf_bpe tokenizer is not trained here; it comes with a model (keystone "
                     "import --from hf) or from a file (the tokenizer's \"file\": a tokenizer.json)");
   ks::testing::TempDir dir;

@@ -1,6 +1,6 @@
 """tests/interop/bpe_reference.py — a reference byte-level BPE in plain Python
-(no tokenizers package): GPT-2's bytes_to_unicode, its pre-tokenizer regex and
-Llama-3's run by Python's own `re` engine with the Unicode classes spelled out
+(no tokenizers package): GPT-2's bytes_to_unicode, its pre-tokenizer regex,
+Llama-3's and Qwen2's run by Python's own `re` engine with the Unicode classes spelled out
 from unicodedata (\\p{L} = categories L*, \\p{N} = N*, \\s = White_Space), merges
 applied by rank as GPT-2's encoder.py does, added tokens cut out first, and a
 tiny BPE trainer to make merges for test tokenizers. What Keystone's
@@ -44,9 +44,13 @@ _CONTRACTIONS = "'s|'t|'re|'ve|'m|'ll|'d"
 GPT2 = re.compile(f"{_CONTRACTIONS}| ?[{_L}]+| ?[{_N}]+| ?[^{_WS}{_L}{_N}]+|[{_WS}]+(?![^{_WS}])|[{_WS}]+")
 LLAMA3 = re.compile(f"(?i:{_CONTRACTIONS})|[^\\r\\n{_L}{_N}]?[{_L}]+|[{_N}]{{1,3}}| ?[^{_WS}{_L}{_N}]+[\\r\\n]*"
                     f"|[{_WS}]*[\\r\\n]+|[{_WS}]+(?![^{_WS}])|[{_WS}]+")
+QWEN2 = re.compile(f"(?i:{_CONTRACTIONS})|[^\\r\\n{_L}{_N}]?[{_L}]+|[{_N}]| ?[^{_WS}{_L}{_N}]+[\\r\\n]*"
+                   f"|[{_WS}]*[\\r\\n]+|[{_WS}]+(?![^{_WS}])|[{_WS}]+")
 GPT2_TEXT = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 LLAMA3_TEXT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
                r"\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_TEXT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+              r"\s*[\r\n]+|\s+(?!\S)|\s+")
 
 B2U = bytes_to_unicode()
 

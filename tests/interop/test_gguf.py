@@ -4,11 +4,14 @@ export --to gguf` against the real llama.cpp, and `keystone import --from gguf`.
 llama.cpp is the npm package node-llama-cpp (3.22, its prebuilt CPU binaries),
 installed once into CACHE_DIR (a folder every checkout and build folder on the
 machine shares, never the source tree: npm_package.py) and driven by
-gguf_llama_cpp.mjs. Three random small Llamas (llama_reference.py),
+gguf_llama_cpp.mjs. Four random small models (llama_reference.py),
 each imported from a Hugging Face folder with a byte-level BPE tokenizer.json
 this test trains: grouped-query (4 heads over 2) with GPT-2's pre-tokenizer and
 an untied head; multi-query and tied with Llama-3's; an explicit head_dim (16,
-not 32/4) whose feed-forward rows (80) are not whole Q8_0 blocks. Each is
+not 32/4) whose feed-forward rows (80) are not whole Q8_0 blocks; and a tied
+Qwen2 (biases on q, k and v: llama.cpp's "qwen2", its rope unpermuted) with
+Qwen2's pre-tokenizer (one digit a piece); a windowed Qwen2's export is
+refused. Each is
 exported at f32, f16, bf16 and q8_0, and for every file:
   - llama.cpp loads it; its ids for a text (added tokens, emoji, CJK, digits,
     space runs) equal Keystone's;
@@ -183,7 +186,7 @@ def check_damaged(h, gguf):
     def by(t, name):
         return next(x for x in t if x[0] == name)
     str_value = (lambda v: struct.pack("<Q", len(v)) + v.encode())
-    case("unknown architecture", 'general.architecture "gptneox" is not supported (Keystone reads "llama")',
+    case("unknown architecture", 'general.architecture "gptneox" is not supported (Keystone reads "llama" and "qwen2")',
          kv_edit=lambda k: [(n, t, str_value("gptneox") if n == "general.architecture" else v) for n, t, v in k])
     case("missing key", "metadata 'llama.block_count' is missing",
          kv_edit=lambda k: [x for x in k if x[0] != "llama.block_count"])
@@ -203,8 +206,8 @@ def check_damaged(h, gguf):
          t_edit=lambda t: by(t, "blk.0.ffn_gate.weight").__setitem__(slice(2, 4), [2, b"\0" * 1728]))
     case("SentencePiece tokenizer", 'tokenizer.ggml.model "llama" (SentencePiece) is not read yet',
          kv_edit=lambda k: [(n, t, str_value("llama") if n == "tokenizer.ggml.model" else v) for n, t, v in k])
-    case("unsupported pre-tokenizer", 'tokenizer.ggml.pre "qwen2" is not supported',
-         kv_edit=lambda k: [(n, t, str_value("qwen2") if n == "tokenizer.ggml.pre" else v) for n, t, v in k])
+    case("unsupported pre-tokenizer", 'tokenizer.ggml.pre "deepseek-llm" is not supported',
+         kv_edit=lambda k: [(n, t, str_value("deepseek-llm") if n == "tokenizer.ggml.pre" else v) for n, t, v in k])
     case("rope scaling", 'llama.rope.scaling.type "yarn" is not supported',
          kv_edit=lambda k: k + [("llama.rope.scaling.type", 8, str_value("yarn"))])
     case("mixture of experts", "llama.expert_count 8: mixture-of-experts llama files are not supported",
@@ -220,7 +223,9 @@ def check_damaged(h, gguf):
 
 
 def model(name, style, edit, seed):
-    pattern = bref.GPT2 if style == "gpt2" else bref.LLAMA3
+    """A Llama with a byte-level tokenizer of `style` (gpt2, llama3); style qwen2: a Qwen2 (biases on q, k and
+    v, llama.cpp's qwen2 architecture) with Qwen2's regex."""
+    pattern = {"gpt2": bref.GPT2, "llama3": bref.LLAMA3, "qwen2": bref.QWEN2}[style]
     vocab, merges = bref.train(CORPUS, pattern, 200)
     eos = len(vocab)
     added = [("<|endoftext|>", eos), ("<|fim|>", eos + 1)]
@@ -231,6 +236,11 @@ def model(name, style, edit, seed):
            "num_key_value_heads": 2, "hidden_act": "silu", "max_position_embeddings": 128, "rms_norm_eps": 1e-5,
            "rope_theta": 5000.0, "rope_scaling": None, "attention_bias": False, "attention_dropout": 0.0,
            "mlp_bias": False, "tie_word_embeddings": False, "bos_token_id": eos, "eos_token_id": eos}
+    if style == "qwen2":
+        for key in ("attention_bias", "mlp_bias"):
+            del cfg[key]
+        cfg |= {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "use_sliding_window": False,
+                "max_window_layers": 2}
     cfg.update(edit)
     a = Architecture(cfg, None, tok, reference_tok, vocab, {eos: "<|endoftext|>", eos + 1: "<|fim|>"}, eos,
                      ref.llama_logits)
@@ -321,10 +331,14 @@ def check_llama_cpp(h, nm, done):
                 f"{32 - len(flips)} steps; near-ties (step, logit gap) {[(i, round(g, 4)) for i, g in flips]} "
                 f"within {tie:.3f}")
         if not flips:
-            r = h.ks("generate", "--run", back, "--prompt", prompt, "--tokens", "32", "--greedy")
-            printed = r.stdout[:-1] if r.stdout.endswith("\n") else r.stdout
+            # Bytes, not text=True: Python's universal newlines would turn a generated "\r" into "\n".
+            r = subprocess.run([h.keystone, "generate", "--run", back, "--prompt", prompt, "--tokens", "32", "--greedy"],
+                               capture_output=True)
+            printed = r.stdout.decode("utf-8", "replace")
+            printed = printed[:-1] if printed.endswith("\n") else printed
             h.check(r.returncode == 0 and printed == a.text(prompt_ids + cont),
-                    f"{what}: keystone generate --greedy prints llama.cpp's continuation ({printed[-40:]!r})")
+                    f"{what}: keystone generate --greedy prints llama.cpp's continuation ({printed[-40:]!r}; "
+                    f"want {a.text(prompt_ids + cont)[-40:]!r})")
 
 
 def main():
@@ -337,8 +351,18 @@ def main():
         done = []
         for a in (model("gqa-gpt2", "gpt2", {}, 2),
                   model("tied-mqa-llama3", "llama3", {"tie_word_embeddings": True, "num_key_value_heads": 1}, 3),
-                  model("head_dim-f16-fallback", "gpt2", {"head_dim": 16, "intermediate_size": 80}, 4)):
+                  model("head_dim-f16-fallback", "gpt2", {"head_dim": 16, "intermediate_size": 80}, 4),
+                  model("qwen2", "qwen2", {"tie_word_embeddings": True}, 5)):
             done += check_model(h, nm, tokenize_tool, a, damaged=a.name == "gqa-gpt2")
+        # A sliding window: neither llama.cpp architecture has one, so export refuses rather than drop it.
+        w = model("qwen2-windowed", "qwen2", {"use_sliding_window": True, "sliding_window": 5,
+                                              "max_window_layers": 0}, 6)
+        hf, run = os.path.join(h.tmp, "hf_windowed"), os.path.join(h.tmp, "run_windowed")
+        hf_folder.write_folder(hf, w.cfg, w.sd, w.tok)
+        h.check(h.import_folder(hf, run, "--seq-len", "32"), "qwen2-windowed: import of the HF folder")
+        r = h.ks("export", "--to", "gguf", run, "--out", os.path.join(h.tmp, "windowed.gguf"), expect_rc=1)
+        h.check(r.returncode == 1 and "attention.window 5: llama.cpp's qwen2 attends to every earlier position"
+                in r.stderr, f"qwen2-windowed: export --to gguf refused, naming the window ({r.stderr.strip()[:200]})")
         if done:
             check_llama_cpp(h, nm, done)
     finally:

@@ -1,6 +1,6 @@
 """tests/interop/test_tokenizer.py KS_TOKENIZE — Keystone's hf_bpe tokenizer
-(datasets/hf_bpe.h) against the reference in bpe_reference.py: GPT-2-style and
-Llama-3-style tokenizer.json files made here (merges trained on the text by the
+(datasets/hf_bpe.h) against the reference in bpe_reference.py: GPT-2-style,
+Llama-3-style and Qwen2-style tokenizer.json files made here (merges trained on the text by the
 reference), on a multilingual text with emoji, CJK, accents, digits,
 contractions and whitespace runs; ids must be identical. Then damaged files,
 each refused with an error naming the key. Plain python3, no torch needed.
@@ -29,9 +29,10 @@ def tokenizer_json(vocab, merges, style, added):
     if style == "gpt2":
         pre = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
         merge_list = [f"{a} {b}" for a, b in merges]
-    else:
+    else:  # Llama-3's Split, or Qwen2's (the same but for one digit a piece, and no ignore_merges)
+        regex = ref.QWEN2_TEXT if style == "qwen2" else ref.LLAMA3_TEXT
         pre = {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": ref.LLAMA3_TEXT}, "behavior": "Isolated", "invert": False},
+            {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False},
             {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
         merge_list = [[a, b] for a, b in merges]
     return {"version": "1.0", "truncation": None, "padding": None,
@@ -55,7 +56,7 @@ def main():
         text_file = os.path.join(d, "text.txt")
         with open(text_file, "wb") as f:
             f.write(TEXT.encode("utf-8"))
-        for style, pattern in (("gpt2", ref.GPT2), ("llama3", ref.LLAMA3)):
+        for style, pattern in (("gpt2", ref.GPT2), ("llama3", ref.LLAMA3), ("qwen2", ref.QWEN2)):
             vocab, merges = ref.train(CORPUS, pattern, 300)
             added = [("<|endoftext|>", len(vocab)), ("<|fim|>", len(vocab) + 1), ("<|endoftext|>x", len(vocab) + 2)]
             reference = ref.Tokenizer(vocab, merges, pattern, added, ignore_merges=style == "llama3")
@@ -101,9 +102,9 @@ def main():
             damaged(lambda j: j["model"]["vocab"].update({"Ġthe_dup": 5}), "is given to two tokens")
             damaged(lambda j: j["added_tokens"][0].update(lstrip=True), "added_tokens[0].lstrip")
             damaged(lambda j: j.update(model="BPE"), 'missing the "model" object')
-            if style == "llama3":
+            if style != "gpt2":
                 damaged(lambda j: j["pre_tokenizer"]["pretokenizers"][0].update(pattern={"Regex": "\\w+"}),
-                        "only GPT-2's and Llama-3's regexes")
+                        "only GPT-2's, Llama-3's and Qwen2's regexes")
             else:
                 damaged(lambda j: j.update(pre_tokenizer={"type": "Whitespace"}), "expected ByteLevel")
     print("FAILED" if failures else "all tokenizer checks passed")

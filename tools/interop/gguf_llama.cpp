@@ -23,7 +23,19 @@ using nn::GgufKind;
 using nn::GgufValue;
 using Kv = std::vector<std::pair<std::string, GgufValue>>;
 
-constexpr const char* kHf = "LlamaForCausalLM";
+// The GGUF architectures written and read, each through its HF descriptor.
+// llama.cpp's llama rotates adjacent pairs of a head (its q/k rows are
+// permuted, below); its qwen2 rotates j with j + p/2 as HF does (NEOX), and
+// has biases on q, k and v.
+struct GgufArch {
+  const char* gguf;        // general.architecture, also its keys' prefix ("llama.block_count")
+  const char* hf;          // the descriptor (tools/interop/llama.cpp, qwen2.cpp)
+  const char* model_type;  // config.json's
+  bool permute_rope;
+  bool qkv_bias;
+};
+constexpr GgufArch kArchs[] = {{"llama", "LlamaForCausalLM", "llama", true, false},
+                               {"qwen2", "Qwen2ForCausalLM", "qwen2", false, true}};
 // llama.cpp's token types (llama_token_type / gguf-py TokenType).
 enum TokenType : int { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 // gguf-py's LlamaFileType of each weight type; GGML_QUANT_VERSION.
@@ -48,7 +60,8 @@ constexpr NameMap kLayerNames[] = {
     {"self_attn.k_proj.weight", "attn_k.weight"},      {"self_attn.v_proj.weight", "attn_v.weight"},
     {"self_attn.o_proj.weight", "attn_output.weight"}, {"post_attention_layernorm.weight", "ffn_norm.weight"},
     {"mlp.gate_proj.weight", "ffn_gate.weight"},       {"mlp.up_proj.weight", "ffn_up.weight"},
-    {"mlp.down_proj.weight", "ffn_down.weight"}};
+    {"mlp.down_proj.weight", "ffn_down.weight"},       {"self_attn.q_proj.bias", "attn_q.bias"},
+    {"self_attn.k_proj.bias", "attn_k.bias"},          {"self_attn.v_proj.bias", "attn_v.bias"}};
 
 std::string gguf_name(const std::string& hf) {
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
@@ -130,9 +143,11 @@ void tokenizer_metadata(Kv& kv, const data::Tokenizer* tokenizer, int64_t vocab_
   const bool ignore_merges = model.value("ignore_merges", false);
   if (pattern == data::SplitPattern::Gpt2 && !ignore_merges) pre = "gpt-2";
   if (pattern == data::SplitPattern::Llama3 && ignore_merges) pre = "llama-bpe";
+  if (pattern == data::SplitPattern::Qwen2 && !ignore_merges) pre = "qwen2";
   KS_CHECK(!pre.empty(), "gguf export: the run's hf_bpe pre-tokenizer (", nn::json_excerpt(pre_tok), ", ignore_merges ",
            ignore_merges ? "true" : "false", ") is none of llama.cpp's: GPT-2's ByteLevel ",
-           "regex without ignore_merges (\"gpt-2\"), or Llama-3's Split regex with ignore_merges (\"llama-bpe\")");
+           "regex without ignore_merges (\"gpt-2\"), Llama-3's Split regex with ignore_merges (\"llama-bpe\"), ",
+           "or Qwen2's without it (\"qwen2\")");
 
   std::vector<std::string> tokens(static_cast<size_t>(vocab_size));
   std::vector<int64_t> types(size_t(vocab_size), kUnused);
@@ -256,18 +271,21 @@ std::unique_ptr<data::Tokenizer> import_tokenizer(const nn::GgufFile& f) {
   bool ignore_merges = false;
   if (pre == "gpt-2") {
     pre_tokenizer = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
-  } else if (pre == "llama-bpe" || pre == "llama3") {
-    ignore_merges = true;
+  } else if (pre == "llama-bpe" || pre == "llama3" || pre == "qwen2") {
+    const bool qwen2 = pre == "qwen2";
+    ignore_merges = !qwen2;
+    const auto pattern = qwen2 ? data::SplitPattern::Qwen2 : data::SplitPattern::Llama3;
     pre_tokenizer = {
         {"type", "Sequence"},
         {"pretokenizers",
          {{{"type", "Split"},
-           {"pattern", {{"Regex", data::pattern_text(data::SplitPattern::Llama3)}}},
+           {"pattern", {{"Regex", data::pattern_text(pattern)}}},
            {"behavior", "Isolated"},
            {"invert", false}},
-          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", !qwen2}, {"use_regex", false}}}}};
   } else {
-    fail(f, str("tokenizer.ggml.pre \"", pre, "\" is not supported (Keystone reads \"gpt-2\" and \"llama-bpe\")"));
+    fail(f, str("tokenizer.ggml.pre \"", pre, "\" is not supported (Keystone reads \"gpt-2\", \"llama-bpe\" and ",
+                "\"qwen2\")"));
   }
   const GgufValue& tokens = array_key(f, "tokenizer.ggml.tokens", GgufKind::String, size_t(-1));
   const size_t n = tokens.strings.size();
@@ -339,48 +357,64 @@ GgmlType gguf_weight_type(const std::string& word) {
 }
 
 std::string gguf_from_run(const models::ModelConfig& cfg, const nn::NamedTensors& state,
-                          const data::Tokenizer* tokenizer, GgmlType type, const std::string& name,
-                          std::string& notes) {
-  const HfArchitecture& a = hf_architecture(kHf, "gguf export");
-  const std::string why = a.cannot_export(cfg);
-  KS_CHECK(why.empty(), "gguf export: GGUF's llama cannot express the run's model: ", why);
+                          const data::Tokenizer* tokenizer, GgmlType type, const std::string& name, std::string& notes,
+                          std::string& architecture) {
+  // The first architecture whose descriptor expresses the run: a Llama, or a
+  // Qwen2 (biases on q, k and v only).
+  const GgufArch* arch = nullptr;
+  std::string why;
+  for (const GgufArch& c : kArchs) {
+    const std::string no = hf_architecture(c.hf, "gguf export").cannot_export(cfg);
+    if (no.empty()) {
+      arch = &c;
+      break;
+    }
+    why += str("\n  ", c.gguf, " (as ", c.hf, "): ", no);
+  }
+  KS_CHECK(arch != nullptr, "gguf export: no GGUF architecture Keystone writes can express the run's model:", why);
+  const HfArchitecture& a = hf_architecture(arch->hf, "gguf export");
+  architecture = arch->gguf;
+  KS_CHECK(cfg.attention.window <= 0, "gguf export: attention.window ", cfg.attention.window, ": llama.cpp's ",
+           arch->gguf, " attends to every earlier position (no sliding window)");
   const json hc = a.hf_config(cfg);
   KS_CHECK(!hc.contains("rope_scaling") || hc["rope_scaling"].is_null(), "gguf export: rope_scaling ",
            nn::json_excerpt(hc["rope_scaling"]), " is not written to GGUF yet");
   const int64_t d = cfg.d_model, h = cfg.attention.heads, g = cfg.attention.resolved_kv_heads();
   const int64_t p = cfg.attention.resolved_head_dim();
+  const std::string k = str(arch->gguf, ".");  // the prefix of the architecture's keys
 
   Kv kv;
-  kv.emplace_back("general.architecture", GgufValue::str("llama"));
+  kv.emplace_back("general.architecture", GgufValue::str(arch->gguf));
   kv.emplace_back("general.type", GgufValue::str("model"));
   kv.emplace_back("general.name", GgufValue::str(name));
   kv.emplace_back("general.file_type", GgufValue::u32(file_type(type)));
   kv.emplace_back("general.quantization_version", GgufValue::u32(kQuantizationVersion));
-  kv.emplace_back("llama.vocab_size", GgufValue::u32(uint32_t(cfg.vocab_size)));
-  kv.emplace_back("llama.context_length", GgufValue::u32(uint32_t(cfg.max_len)));
-  kv.emplace_back("llama.embedding_length", GgufValue::u32(uint32_t(d)));
-  kv.emplace_back("llama.block_count", GgufValue::u32(uint32_t(cfg.layers)));
-  kv.emplace_back("llama.feed_forward_length", GgufValue::u32(uint32_t(cfg.resolved_d_ff())));
-  kv.emplace_back("llama.attention.head_count", GgufValue::u32(uint32_t(h)));
-  kv.emplace_back("llama.attention.head_count_kv", GgufValue::u32(uint32_t(g)));
-  kv.emplace_back("llama.rope.freq_base", GgufValue::f32(hc.at("rope_theta").get<float>()));
-  kv.emplace_back("llama.attention.layer_norm_rms_epsilon", GgufValue::f32(float(cfg.norm_eps)));
-  kv.emplace_back("llama.rope.dimension_count", GgufValue::u32(uint32_t(p)));
+  kv.emplace_back(k + "vocab_size", GgufValue::u32(uint32_t(cfg.vocab_size)));
+  kv.emplace_back(k + "context_length", GgufValue::u32(uint32_t(cfg.max_len)));
+  kv.emplace_back(k + "embedding_length", GgufValue::u32(uint32_t(d)));
+  kv.emplace_back(k + "block_count", GgufValue::u32(uint32_t(cfg.layers)));
+  kv.emplace_back(k + "feed_forward_length", GgufValue::u32(uint32_t(cfg.resolved_d_ff())));
+  kv.emplace_back(k + "attention.head_count", GgufValue::u32(uint32_t(h)));
+  kv.emplace_back(k + "attention.head_count_kv", GgufValue::u32(uint32_t(g)));
+  kv.emplace_back(k + "rope.freq_base", GgufValue::f32(hc.at("rope_theta").get<float>()));
+  kv.emplace_back(k + "attention.layer_norm_rms_epsilon", GgufValue::f32(float(cfg.norm_eps)));
+  kv.emplace_back(k + "rope.dimension_count", GgufValue::u32(uint32_t(p)));
   if (p * h != d) {  // llama.cpp's default is embedding_length / head_count
-    kv.emplace_back("llama.attention.key_length", GgufValue::u32(uint32_t(p)));
-    kv.emplace_back("llama.attention.value_length", GgufValue::u32(uint32_t(p)));
+    kv.emplace_back(k + "attention.key_length", GgufValue::u32(uint32_t(p)));
+    kv.emplace_back(k + "attention.value_length", GgufValue::u32(uint32_t(p)));
   }
   tokenizer_metadata(kv, tokenizer, cfg.vocab_size);
 
   std::vector<nn::GgufTensorOut> out;
   for (const auto& [hf_name, t] : a.export_tensors(state, cfg)) {
     const std::string gname = gguf_name(hf_name);
-    KS_CHECK(!gname.empty(), "gguf export: tensor '", hf_name, "' has no llama GGUF name");
+    KS_CHECK(!gname.empty() && (arch->qkv_bias || gname.find(".bias") == std::string::npos), "gguf export: tensor '",
+             hf_name, "' has no ", arch->gguf, " GGUF name");
     Tensor w = contiguous_raw(t);
-    if (gname.find("attn_q.weight") != std::string::npos) w = permute_rope_rows(w, h, true);
-    if (gname.find("attn_k.weight") != std::string::npos) w = permute_rope_rows(w, g, true);
-    // As convert_hf_to_gguf.py: 1-D tensors (the norms) stay F32; Q8_0 rows not of whole
-    // 32-value blocks fall back to F16.
+    if (arch->permute_rope && gname.find("attn_q.weight") != std::string::npos) w = permute_rope_rows(w, h, true);
+    if (arch->permute_rope && gname.find("attn_k.weight") != std::string::npos) w = permute_rope_rows(w, g, true);
+    // As convert_hf_to_gguf.py: 1-D tensors (the norms, the biases) stay F32;
+    // Q8_0 rows not of whole 32-value blocks fall back to F16.
     GgmlType tt = w.dim() <= 1 ? GgmlType::F32 : type;
     if (tt == GgmlType::Q8_0 && w.size(w.dim() - 1) % 32 != 0) {
       tt = GgmlType::F16;
@@ -393,54 +427,71 @@ std::string gguf_from_run(const models::ModelConfig& cfg, const nn::NamedTensors
 }
 
 GgufRun gguf_to_run(const nn::GgufFile& f) {
-  const std::string arch = string_key(f, "general.architecture");
-  if (arch != "llama") fail(f, str("general.architecture \"", arch, "\" is not supported (Keystone reads \"llama\")"));
-  if (const GgufValue* e = f.find("llama.expert_count"); e && is_integer(e->kind) && e->i > 0)
-    fail(f, str("llama.expert_count ", e->i, ": mixture-of-experts llama files are not supported"));
-  if (const GgufValue* s = f.find("llama.rope.scaling.type"); s && !(s->kind == GgufKind::String && s->s == "none"))
-    fail(f, str("llama.rope.scaling.type ", s->kind == GgufKind::String ? "\"" + s->s + "\"" : "(not a string)",
+  const std::string arch_name = string_key(f, "general.architecture");
+  const GgufArch* arch = nullptr;
+  for (const GgufArch& c : kArchs)
+    if (arch_name == c.gguf) arch = &c;
+  if (!arch)
+    fail(f, str("general.architecture \"", arch_name, "\" is not supported (Keystone reads \"llama\" and \"qwen2\")"));
+  const std::string k = arch_name + ".";  // the prefix of the architecture's keys
+  if (const GgufValue* e = f.find(k + "expert_count"); e && is_integer(e->kind) && e->i > 0)
+    fail(f, str(k, "expert_count ", e->i, ": mixture-of-experts ", arch_name, " files are not supported"));
+  if (const GgufValue* s = f.find(k + "rope.scaling.type"); s && !(s->kind == GgufKind::String && s->s == "none"))
+    fail(f, str(k, "rope.scaling.type ", s->kind == GgufKind::String ? "\"" + s->s + "\"" : "(not a string)",
                 " is not supported (Keystone's rope turns by rope.freq_base alone)"));
 
-  const int64_t d = positive_key(f, "llama.embedding_length"), layers = positive_key(f, "llama.block_count");
-  const int64_t ff = positive_key(f, "llama.feed_forward_length"), h = positive_key(f, "llama.attention.head_count");
-  const int64_t ctx = positive_key(f, "llama.context_length");
-  const int64_t g = positive_key(f, "llama.attention.head_count_kv", h);
-  if (h % g != 0) fail(f, str("llama.attention.head_count_kv ", g, " does not divide llama.attention.head_count ", h));
-  if (!f.find("llama.attention.key_length") && d % h != 0)
-    fail(f, str("llama.attention.head_count ", h, " does not divide llama.embedding_length ", d));
-  const int64_t p = positive_key(f, "llama.attention.key_length", d / h);
-  if (positive_key(f, "llama.attention.value_length", p) != p)
-    fail(f, str("llama.attention.value_length differs from llama.attention.key_length ", p, " (not supported)"));
-  if (positive_key(f, "llama.rope.dimension_count", p) != p)
-    fail(f, str("llama.rope.dimension_count ", integer_key(f, "llama.rope.dimension_count"),
+  const int64_t d = positive_key(f, k + "embedding_length"), layers = positive_key(f, k + "block_count");
+  const int64_t ff = positive_key(f, k + "feed_forward_length"), h = positive_key(f, k + "attention.head_count");
+  const int64_t ctx = positive_key(f, k + "context_length");
+  const int64_t g = positive_key(f, k + "attention.head_count_kv", h);
+  if (h % g != 0) fail(f, str(k, "attention.head_count_kv ", g, " does not divide ", k, "attention.head_count ", h));
+  if (!f.find(k + "attention.key_length") && d % h != 0)
+    fail(f, str(k, "attention.head_count ", h, " does not divide ", k, "embedding_length ", d));
+  const int64_t p = positive_key(f, k + "attention.key_length", d / h);
+  if (positive_key(f, k + "attention.value_length", p) != p)
+    fail(f, str(k, "attention.value_length differs from ", k, "attention.key_length ", p, " (not supported)"));
+  if (positive_key(f, k + "rope.dimension_count", p) != p)
+    fail(f, str(k, "rope.dimension_count ", integer_key(f, k + "rope.dimension_count"),
                 " rotates part of each head of ", p, ": partial rope is not supported"));
   if (p % 2 != 0) fail(f, str("the head size ", p, " is odd: rope needs an even one"));
-  const double eps = float_key(f, "llama.attention.layer_norm_rms_epsilon", 0, true);
-  const double theta = float_key(f, "llama.rope.freq_base", 10000.0, false);
+  const double eps = float_key(f, k + "attention.layer_norm_rms_epsilon", 0, true);
+  const double theta = float_key(f, k + "rope.freq_base", 10000.0, false);
   const nn::GgufTensorInfo* embd = f.tensor("token_embd.weight");
   if (!embd) fail(f, "tensor 'token_embd.weight' is missing");
-  const int64_t vocab = f.find("llama.vocab_size")        ? positive_key(f, "llama.vocab_size")
+  const int64_t vocab = f.find(k + "vocab_size")          ? positive_key(f, k + "vocab_size")
                         : f.find("tokenizer.ggml.tokens") ? int64_t(f.find("tokenizer.ggml.tokens")->count())
                         : embd->dims.size() == 2          ? embd->dims[1]
                                                           : 0;
-  if (vocab <= 0) fail(f, "the vocabulary size is unknown (no llama.vocab_size, tokens or 2-D token_embd.weight)");
+  if (vocab <= 0)
+    fail(f, str("the vocabulary size is unknown (no ", k, "vocab_size, tokens or 2-D token_embd.weight)"));
   const bool tied = f.tensor("output.weight") == nullptr;
 
-  const json hc = {{"architectures", {kHf}},   {"model_type", "llama"},          {"vocab_size", vocab},
-                   {"hidden_size", d},         {"intermediate_size", ff},        {"num_hidden_layers", layers},
-                   {"num_attention_heads", h}, {"num_key_value_heads", g},       {"head_dim", p},
-                   {"hidden_act", "silu"},     {"max_position_embeddings", ctx}, {"rms_norm_eps", eps},
-                   {"rope_theta", theta},      {"tie_word_embeddings", tied}};
-  const HfArchitecture& a = hf_architecture(kHf, f.where);
-  const HfConfig config(hc, f.where + " (llama.* metadata)");
+  json hc = {{"architectures", {arch->hf}},
+             {"model_type", arch->model_type},
+             {"vocab_size", vocab},
+             {"hidden_size", d},
+             {"intermediate_size", ff},
+             {"num_hidden_layers", layers},
+             {"num_attention_heads", h},
+             {"num_key_value_heads", g},
+             {"head_dim", p},
+             {"hidden_act", "silu"},
+             {"max_position_embeddings", ctx},
+             {"rms_norm_eps", eps},
+             {"rope_theta", theta},
+             {"tie_word_embeddings", tied}};
+  if (arch->qkv_bias) hc["use_sliding_window"] = false;  // Qwen2's config.json says so; llama.cpp has no window
+  const HfArchitecture& a = hf_architecture(arch->hf, f.where);
+  const HfConfig config(hc, str(f.where, " (", k, "* metadata)"));
   GgufRun run;
+  run.architecture = arch_name;
   run.model = models::parse_model_config(a.model_config(config).to_json());
 
   // Every tensor's shape against the metadata, named as the file names it; then the HF names.
-  const std::string ds = str("llama.embedding_length ", d), vs = str("vocab ", vocab, ", ", ds);
-  const std::string qs = str(ds, ", llama.attention.head_count ", h, ", head size ", p);
-  const std::string kvs = str(ds, ", llama.attention.head_count_kv ", g, ", head size ", p);
-  const std::string fs = str(ds, ", llama.feed_forward_length ", ff);
+  const std::string ds = str(k, "embedding_length ", d), vs = str("vocab ", vocab, ", ", ds);
+  const std::string qs = str(ds, ", ", k, "attention.head_count ", h, ", head size ", p);
+  const std::string kvs = str(ds, ", ", k, "attention.head_count_kv ", g, ", head size ", p);
+  const std::string fs = str(ds, ", ", k, "feed_forward_length ", ff);
   std::map<std::string, std::pair<Shape, std::string>> want = {{"token_embd.weight", {{vocab, d}, vs}},
                                                                {"output_norm.weight", {{d}, ds}}};
   if (!tied) want["output.weight"] = {{vocab, d}, vs};
@@ -455,10 +506,15 @@ GgufRun gguf_to_run(const nn::GgufFile& f) {
     want[b + "ffn_gate.weight"] = {{ff, d}, fs};
     want[b + "ffn_up.weight"] = {{ff, d}, fs};
     want[b + "ffn_down.weight"] = {{d, ff}, fs};
+    if (arch->qkv_bias) {
+      want[b + "attn_q.bias"] = {{h * p}, qs};
+      want[b + "attn_k.bias"] = {{g * p}, kvs};
+      want[b + "attn_v.bias"] = {{g * p}, kvs};
+    }
   }
   for (const nn::GgufTensorInfo& t : f.tensors)
     if (!want.count(t.name))
-      fail(f, str("tensor '", t.name, "' is not part of llama (or not of the model the metadata describes)"));
+      fail(f, str("tensor '", t.name, "' is not part of ", arch_name, " (or not of the model the metadata describes)"));
   nn::NamedTensors hf_tensors;
   std::map<std::string, int> type_counts;
   for (const auto& [name, shape_why] : want) {
@@ -468,15 +524,15 @@ GgufRun gguf_to_run(const nn::GgufFile& f) {
       fail(f, str("tensor '", name, "' has shape ", t->shape(), " (GGUF dims reversed) but the metadata (",
                   shape_why.second, ") needs ", shape_why.first));
     Tensor w = nn::gguf_tensor_float32(f, *t);
-    if (name.find("attn_q.weight") != std::string::npos) w = permute_rope_rows(w, h, false);
-    if (name.find("attn_k.weight") != std::string::npos) w = permute_rope_rows(w, g, false);
+    if (arch->permute_rope && name.find("attn_q.weight") != std::string::npos) w = permute_rope_rows(w, h, false);
+    if (arch->permute_rope && name.find("attn_k.weight") != std::string::npos) w = permute_rope_rows(w, g, false);
     hf_tensors.emplace_back(hf_name_of(name), w);
     ++type_counts[nn::ggml_type_name(t->type)];
   }
   for (const auto& [type, count] : type_counts) run.types += str(run.types.empty() ? "" : ", ", type, " x", count);
   HfTensors tensors(hf_tensors, f.where);
   run.weights = a.import_tensors(tensors, config, run.model);
-  tensors.check_all_taken(kHf);
+  tensors.check_all_taken(arch->hf);
   run.tokenizer = import_tokenizer(f);
   KS_CHECK(run.tokenizer->vocab_size() <= vocab, "gguf import: ", f.where, ": the tokenizer has ids up to ",
            run.tokenizer->vocab_size() - 1, " but the model's vocabulary is ", vocab);

@@ -1,8 +1,8 @@
 // tools/interop/import_export.cpp — `keystone import --from hf DIR --out RUN
 // --data FILE` and `keystone export --to hf RUN --out DIR`, and their GGUF
 // forms `import --from gguf FILE.gguf ...`, `export --to gguf RUN --out
-// FILE.gguf [--type f32|f16|bf16|q8_0]` (llama.cpp's llama architecture:
-// tools/interop/gguf_llama.h; import dequantizes to float32).
+// FILE.gguf [--type f32|f16|bf16|q8_0]` (llama.cpp's llama and qwen2
+// architectures: tools/interop/gguf_llama.h; import dequantizes to float32).
 //
 // import: config.json's "architectures" picks the descriptor
 // (tools/interop/hf_architecture.h), which makes the model section and maps
@@ -70,8 +70,8 @@ std::string import_usage() {
          "       keystone import --from gguf FILE.gguf --out RUN --data FILE [--seq-len N] [--dtype ...]\n"
          "Makes a run folder from a Hugging Face model folder (config.json, model.safetensors or\n"
          "model.safetensors.index.json with its shards, tokenizer.json), or from a GGUF file of llama.cpp's\n"
-         "llama architecture (F32, F16, BF16, Q8_0 tensors, dequantized to float32; a byte-level BPE\n"
-         "tokenizer, tokenizer.ggml.model \"gpt2\").\n"
+         "llama or qwen2 architecture (F32, F16, BF16, Q8_0 tensors, dequantized to float32; a byte-level\n"
+         "BPE tokenizer, tokenizer.ggml.model \"gpt2\").\n"
          "  --data FILE   the text file (one document per line) that eval and train --init-from read\n"
          "  --seq-len N   tokens per example window of that data (default: the smaller of 256 and the\n"
          "                model's longest sequence)\n"
@@ -101,8 +101,9 @@ std::string export_usage() {
          "  --replace     DIR may hold a Hugging Face model: it is replaced, and the files of the old\n"
          "                model the new one does not rewrite (model.safetensors.index.json and its shards,\n"
          "                pytorch_model*.bin, generation_config.json, tokenizer files) are removed\n"
-         "--to gguf writes one GGUF v3 file for llama.cpp (architecture llama; a run the Llama descriptor\n"
-         "can express, with a byte-level hf_bpe tokenizer): --type the 2-D weights' type (default f16;\n"
+         "--to gguf writes one GGUF v3 file for llama.cpp (architecture llama, or qwen2 for q/k/v biases: a\n"
+         "run the Llama or Qwen2 descriptor can express, no sliding window, with a byte-level hf_bpe\n"
+         "tokenizer): --type the 2-D weights' type (default f16;\n"
          "norms stay F32; Q8_0 rows not of whole 32-value blocks are F16). --replace overwrites a file.\n"
          "Architectures: " +
          architectures() + ".\n";
@@ -333,9 +334,9 @@ int import_gguf(const fs::path& file, const cli::Flags& f, const RunPaths& run) 
   std::shared_ptr<models::Model> model = model_with(cfg, imported.weights, "gguf import: the file");
   const std::string stored = store_as(f, *model, "gguf import", [&] { return auto_dtype(g); });
   write_imported_run(run, f, cfg, *model, *imported.tokenizer, file);
-  std::printf("imported %s (llama, %lld parameters; tensors %s, dequantized to float32%s) into %s\n",
-              file.string().c_str(), static_cast<long long>(model->num_parameters()), imported.types.c_str(),
-              stored.c_str(), run.dir.string().c_str());
+  std::printf("imported %s (%s, %lld parameters; tensors %s, dequantized to float32%s) into %s\n",
+              file.string().c_str(), imported.architecture.c_str(), static_cast<long long>(model->num_parameters()),
+              imported.types.c_str(), stored.c_str(), run.dir.string().c_str());
   return 0;
 }
 
@@ -376,14 +377,14 @@ int export_gguf(const std::string& run_dir, const cli::Flags& f, const fs::path&
   nn::NamedTensors state = run.config.train.lora
                                ? nn::merge_lora(run.model->state_dict(), run.config.train.lora->scale())
                                : run.model->state_dict();
-  std::string notes;
+  std::string notes, architecture;
   if (interop::untie_keystone_lookups(cfg, &state))
     notes += "note: the run's tied table (scaled or reversed lookups) is written untied, with the same logits\n";
-  const std::string bytes =
-      interop::gguf_from_run(cfg, state, run.tokenizer.get(), type, fs::path(run_dir).filename().string(), notes);
+  const std::string bytes = interop::gguf_from_run(cfg, state, run.tokenizer.get(), type,
+                                                   fs::path(run_dir).filename().string(), notes, architecture);
   if (out.has_parent_path()) fs::create_directories(out.parent_path());
   nn::write_file_atomically(out.string(), bytes);
-  std::printf("%sexported %s (llama, %s) to %s (%zu bytes)\n", notes.c_str(), run_dir.c_str(),
+  std::printf("%sexported %s (%s, %s) to %s (%zu bytes)\n", notes.c_str(), run_dir.c_str(), architecture.c_str(),
               f.get_choice("type", "f16", {"f32", "f16", "bf16", "q8_0"}).c_str(), out.string().c_str(), bytes.size());
   return 0;
 }
