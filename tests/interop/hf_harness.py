@@ -211,7 +211,7 @@ class Harness:
 
     def check_common_damage(self, a):
         self.damaged(a, "unknown architecture", edit_cfg=lambda c: c.update(architectures=["BertForMaskedLM"]),
-                     needle='unknown architecture "BertForMaskedLM" (known: GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)')
+                     needle='unknown architecture "BertForMaskedLM" (known: GPT2LMHeadModel, LlamaForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Qwen2ForCausalLM)')
 
         def truncate(d):
             p = os.path.join(d, "model.safetensors")

@@ -1,15 +1,17 @@
 """tests/interop/llama_reference.py — Llama (LlamaForCausalLM) in plain
 PyTorch, from its Hugging Face state dict, computed as transformers'
 modeling_llama.py does in float32 eval mode, and the Llama-shaped Mistral
-(modeling_mistral.py) and Qwen2 (modeling_qwen2.py) with it: RMSNorm (the
+(modeling_mistral.py), Qwen2 (modeling_qwen2.py) and Phi-3 (modeling_phi3.py:
+q, k and v read from one qkv_proj, query rows first, then the key and the
+value rows; gate and up from one gate_up_proj, chunk(2): gate first) with it: RMSNorm (the
 mean square in float32, x · rsqrt(ms + eps) · weight), rotary embeddings in
 the rotate_half pairing (dimension i of a head with i + p/2; inv_freq =
 θ^(-2i/p) and the angles in float32; rope_scaling linear, dynamic and llama3
 as modeling_rope_utils.py computes them), grouped-query attention (query head
 n reads key/value head n // (h/g), repeat_kv), a SwiGLU MLP
 down(silu(gate(x)) · up(x)), attention biases where the config has them
-(Llama's attention_bias: q, k, v, o; Qwen2: q, k, v), Mistral's and Qwen2's
-sliding window, and an untied head (lm_head.weight; embed_tokens when
+(Llama's attention_bias: q, k, v, o; Qwen2: q, k, v), Mistral's, Qwen2's and
+Phi-3's sliding window, and an untied head (lm_head.weight; embed_tokens when
 tie_word_embeddings is true).
 What `keystone import --from hf` must agree with.
 Not here: the folder's files (hf_folder.py).
@@ -56,10 +58,21 @@ def attention_biases(cfg):
     return qkv + [("o_proj", d)] if cfg.get("attention_bias", False) else []
 
 
+def random_phi3(cfg, seed):
+    """random_llama's weights under Phi3ForCausalLM's names: q, k, v joined into qkv_proj and gate, up into
+    gate_up_proj, in the order modeling_phi3.py cuts them."""
+    sd = random_llama(cfg, seed)
+    for i in range(cfg["num_hidden_layers"]):
+        a, m = f"model.layers.{i}.self_attn.", f"model.layers.{i}.mlp."
+        sd[a + "qkv_proj.weight"] = torch.cat([sd.pop(a + f"{x}_proj.weight") for x in "qkv"])
+        sd[m + "gate_up_proj.weight"] = torch.cat([sd.pop(m + "gate_proj.weight"), sd.pop(m + "up_proj.weight")])
+    return sd
+
+
 def sliding_window(cfg, layer):
-    """The window of `layer` (None: full causal): Mistral's sliding_window; Qwen2's
+    """The window of `layer` (None: full causal): Mistral's and Phi-3's sliding_window; Qwen2's
     from max_window_layers on when use_sliding_window."""
-    if cfg.get("model_type") == "mistral":
+    if cfg.get("model_type") in ("mistral", "phi3"):
         return cfg.get("sliding_window")
     if cfg.get("model_type") == "qwen2" and cfg.get("use_sliding_window", False):
         return cfg.get("sliding_window") if layer >= cfg.get("max_window_layers", 0) else None
@@ -127,9 +140,14 @@ def llama_logits(sd, cfg, ids):
         def proj(name):
             out = y @ sd[l + f"self_attn.{name}.weight"].T
             return out + sd[l + f"self_attn.{name}.bias"] if l + f"self_attn.{name}.bias" in sd else out
-        q = proj("q_proj").reshape(T, H, p).transpose(0, 1)  # (H, T, p)
-        k = proj("k_proj").reshape(T, G, p).transpose(0, 1)  # (G, T, p)
-        v = proj("v_proj").reshape(T, G, p).transpose(0, 1)
+        if l + "self_attn.qkv_proj.weight" in sd:  # Phi-3: qkv[..., :H·p], then G·p key, then value columns
+            qkv = y @ sd[l + "self_attn.qkv_proj.weight"].T
+            qs, ks, vs = qkv[:, :H * p], qkv[:, H * p:H * p + G * p], qkv[:, H * p + G * p:]
+        else:
+            qs, ks, vs = proj("q_proj"), proj("k_proj"), proj("v_proj")
+        q = qs.reshape(T, H, p).transpose(0, 1)  # (H, T, p)
+        k = ks.reshape(T, G, p).transpose(0, 1)  # (G, T, p)
+        v = vs.reshape(T, G, p).transpose(0, 1)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         k, v = k.repeat_interleave(H // G, dim=0), v.repeat_interleave(H // G, dim=0)  # repeat_kv
         att = (q @ k.transpose(-1, -2)) / math.sqrt(p)
@@ -144,8 +162,12 @@ def llama_logits(sd, cfg, ids):
         if l + "self_attn.o_proj.bias" in sd:
             x = x + sd[l + "self_attn.o_proj.bias"]
         y = rms_norm(x, sd[l + "post_attention_layernorm.weight"], eps)
-        gate = torch.nn.functional.silu(y @ sd[l + "mlp.gate_proj.weight"].T)
-        x = x + (gate * (y @ sd[l + "mlp.up_proj.weight"].T)) @ sd[l + "mlp.down_proj.weight"].T
+        if l + "mlp.gate_up_proj.weight" in sd:  # Phi-3: up_states.chunk(2, dim=-1) is (gate, up)
+            g_, up = (y @ sd[l + "mlp.gate_up_proj.weight"].T).chunk(2, dim=-1)
+            x = x + (up * torch.nn.functional.silu(g_)) @ sd[l + "mlp.down_proj.weight"].T
+        else:
+            gate = torch.nn.functional.silu(y @ sd[l + "mlp.gate_proj.weight"].T)
+            x = x + (gate * (y @ sd[l + "mlp.up_proj.weight"].T)) @ sd[l + "mlp.down_proj.weight"].T
     x = rms_norm(x, sd["model.norm.weight"], eps)
     head = sd.get("lm_head.weight", sd["model.embed_tokens.weight"])
     return x @ head.T

@@ -152,7 +152,7 @@ refused "hf weights: $tmp/bad-inf/model-00002-of-00002.safetensors: tensor 'tran
 # 2. model_type: the architecture's, or refused naming the key and the supported values.
 refused '"model_type": "llama" is LlamaForCausalLM.s, but "architectures" names GPT2LMHeadModel \(model_type "gpt2"\)' \
   gpt2 mt-llama --set 'config.json:model_type="llama"'
-refused '"model_type": "bert" is not supported \(supported: "gpt2" \(GPT2LMHeadModel\), "llama" \(LlamaForCausalLM\), "mistral" \(MistralForCausalLM\), "qwen2" \(Qwen2ForCausalLM\)\)' \
+refused '"model_type": "bert" is not supported \(supported: "gpt2" \(GPT2LMHeadModel\), "llama" \(LlamaForCausalLM\), "mistral" \(MistralForCausalLM\), "phi3" \(Phi3ForCausalLM\), "qwen2" \(Qwen2ForCausalLM\)\)' \
   gpt2 mt-bert --set 'config.json:model_type="bert"'
 refused '"model_type": must be a string, got 7' gpt2 mt-number --set 'config.json:model_type=7'
 refused '"model_type": "gpt2" is GPT2LMHeadModel.s, but "architectures" names LlamaForCausalLM' \

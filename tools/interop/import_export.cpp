@@ -58,6 +58,11 @@ namespace {
 namespace fs = std::filesystem;
 using interop::json;
 
+// The checkpoint metadata key of the HF architecture a run was imported as
+// ("Phi3ForCausalLM"), which export writes again where it can express the
+// model. A run trained --init-from it does not carry it.
+constexpr const char* kImportedArchitectureKey = "keystone.hf_architecture";
+
 // The usages end with the registered architectures' names.
 std::string architectures() {
   std::string names;
@@ -240,7 +245,8 @@ std::shared_ptr<models::Model> model_with(const models::ModelConfig& cfg, const 
 // The run folder an import writes: config.json (the data section: --data read with the
 // tokenizer), tokenizer.json, latest.safetensors.
 void write_imported_run(const RunPaths& run, const cli::Flags& f, const models::ModelConfig& cfg,
-                        const models::Model& model, const data::Tokenizer& tok, const fs::path& from) {
+                        const models::Model& model, const data::Tokenizer& tok, const fs::path& from,
+                        const std::string& architecture) {
   TrainConfig tc;
   tc.name = run.dir.filename().string();
   tc.optimizer.lr = 1e-4;  // fine-tuning, not training from scratch
@@ -255,7 +261,9 @@ void write_imported_run(const RunPaths& run, const cli::Flags& f, const models::
   tok.save(run.tokenizer());
   nn::write_file_atomically(run.config().string(), config.dump(2) + "\n");
   nn::save_checkpoint(run.latest().string(), model, nullptr,
-                      {{"keystone.config", config.dump()}, {"keystone.imported_from", fs::absolute(from).string()}});
+                      {{"keystone.config", config.dump()},
+                       {"keystone.imported_from", fs::absolute(from).string()},
+                       {kImportedArchitectureKey, architecture}});
 }
 
 // --dtype auto for a Hugging Face folder, as transformers' torch_dtype="auto": config.json's
@@ -333,7 +341,8 @@ int import_gguf(const fs::path& file, const cli::Flags& f, const RunPaths& run) 
   const models::ModelConfig cfg = imported.model;
   std::shared_ptr<models::Model> model = model_with(cfg, imported.weights, "gguf import: the file");
   const std::string stored = store_as(f, *model, "gguf import", [&] { return auto_dtype(g); });
-  write_imported_run(run, f, cfg, *model, *imported.tokenizer, file);
+  write_imported_run(run, f, cfg, *model, *imported.tokenizer, file,
+                     imported.architecture == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM");
   std::printf("imported %s (%s, %lld parameters; tensors %s, dequantized to float32%s) into %s\n",
               file.string().c_str(), imported.architecture.c_str(), static_cast<long long>(model->num_parameters()),
               imported.types.c_str(), stored.c_str(), run.dir.string().c_str());
@@ -470,7 +479,7 @@ int import_model(const std::vector<std::string>& given) {
            " but config.json's vocab_size is ", cfg.vocab_size);
 
   const std::string stored = store_as(f, *model, "hf import", [&] { return auto_dtype(hf, dir); });
-  write_imported_run(run, f, cfg, *model, *tok, dir);
+  write_imported_run(run, f, cfg, *model, *tok, dir, a.name);
   std::printf("imported %s (%s, %lld parameters%s) into %s\n", dir.string().c_str(), a.name.c_str(),
               static_cast<long long>(model->num_parameters()), stored.c_str(), run.dir.string().c_str());
   return 0;
@@ -500,9 +509,17 @@ int export_model(const std::vector<std::string>& given) {
   // PEFT adapters go on the base model as it is; the merged model may be untied (the same logits).
   const bool untied = to == "hf" && interop::untie_keystone_lookups(cfg, &state);
 
+  // The architecture the run was imported as, where it can still express the
+  // model (a Phi-3 stays Phi-3, not the Mistral its tensors would also make);
+  // else the first in name order that can.
   const interop::HfArchitecture* a = nullptr;
   std::string why;
-  for (const interop::HfArchitecture* c : interop::hf_architectures()) {
+  std::vector<const interop::HfArchitecture*> order = interop::hf_architectures();
+  if (auto it = run.metadata.find(kImportedArchitectureKey); it != run.metadata.end())
+    for (size_t i = 0; i < order.size(); ++i)
+      if (order[i]->name == it->second)
+        std::rotate(order.begin(), order.begin() + std::ptrdiff_t(i), order.begin() + std::ptrdiff_t(i) + 1);
+  for (const interop::HfArchitecture* c : order) {
     const std::string no = c->cannot_export(cfg);
     if (no.empty()) {
       a = c;

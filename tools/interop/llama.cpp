@@ -1,6 +1,6 @@
 // tools/interop/llama.cpp — LlamaForCausalLM as a Keystone decoder_lm, and
-// the Llama-shaped variants of tools/interop/llama_like.h (Mistral, Qwen2),
-// which share its names and mapping: RMSNorm (rms_norm_eps), rotary positions
+// the Llama-shaped variants of tools/interop/llama_like.h (Mistral, Qwen2,
+// Phi-3), which share its names and mapping: RMSNorm (rms_norm_eps), rotary positions
 // (rope_theta; rope_scaling linear, dynamic or llama3, as Llama 3.1/3.2 ship:
 // nn/positions/rope.cpp), a SwiGLU feed-forward (hidden_act silu),
 // grouped-query softmax attention (num_key_value_heads), pre-norm, a head of
@@ -28,14 +28,22 @@
 // key/value head n / (h/g) in both (HF's repeat_kv; ops/attention.h).
 // A tied checkpoint (tie_word_embeddings true, no lm_head.weight) makes a tied
 // model with unscaled lookups (hf_architecture.h set_head).
-// Export picks the first architecture in name order that can express a model:
-// a Llama-shaped one without a window and with no or all four attention
-// biases is LlamaForCausalLM, whatever it was imported from.
+// Phi-3 (fused) keeps q, k and v in one self_attn.qkv_proj.weight (h·p + 2·g·p,
+// d) and gate and up in one mlp.gate_up_proj.weight (2f, d): import cuts them
+// into Keystone's separate weights, export joins them again.
+// Export writes the architecture a run was imported from where it can express
+// the model, else the first in name order that can: a Llama-shaped one
+// without a window and with no or all four attention biases is
+// LlamaForCausalLM.
 // Not here: GPT-2 (tools/interop/gpt2.cpp).
 #include <algorithm>
+#include <map>
+#include <set>
 
+#include "core/copy.h"
 #include "core/error.h"
 #include "nn/user_input.h"
+#include "ops/shape.h"
 #include "tools/interop/llama_like.h"
 
 namespace ks::interop {
@@ -62,7 +70,8 @@ json rope_scaling(const HfConfig& c, int64_t max_position_embeddings) {
 
 // The attention window config.json gives (0: none), per the variant's keys.
 int64_t sliding_window(const HfConfig& c, const LlamaVariant& v, int64_t layers) {
-  if (v.window == LlamaVariant::Window::SlidingWindow) return c.has("sliding_window") ? c.integer("sliding_window") : 0;
+  if (v.window == LlamaVariant::Window::SlidingWindow || v.window == LlamaVariant::Window::Optional)
+    return c.has("sliding_window") ? c.integer("sliding_window") : 0;
   if (v.window != LlamaVariant::Window::Qwen2Keys || !c.boolean_or("use_sliding_window", false)) return 0;
   // HF's Qwen2 windows the layers from max_window_layers on.
   const int64_t from = c.integer_or("max_window_layers", layers);
@@ -105,6 +114,10 @@ models::ModelConfig llama_model_config(const HfConfig& c, const LlamaVariant& v)
   }
   if (c.boolean_or("mlp_bias", false))
     c.fail("mlp_bias", "true is not supported (Keystone's Llama-shaped models have no feed-forward biases)");
+  // Phi-4-mini turns part of each head (0.75); Phi-3 all of it.
+  if (c.has("partial_rotary_factor") && c.number_or("partial_rotary_factor", 1.0) != 1.0)
+    c.fail("partial_rotary_factor",
+           str(c.number_or("partial_rotary_factor", 1.0), " is not supported (Keystone's rope turns the whole head)"));
   m.norm = "rmsnorm";
   m.norm_eps = c.number_or("rms_norm_eps", kRmsNormEps);
   if (!(m.norm_eps > 0)) c.fail("rms_norm_eps", str("must be > 0, got ", m.norm_eps));
@@ -129,7 +142,8 @@ models::ModelConfig llama_model_config(const HfConfig& c, const LlamaVariant& v)
   m.attention.kv_heads = kv_heads;
   m.attention.dropout = c.probability_or("attention_dropout", 0.0);
   const bool qkv_only = v.bias == LlamaVariant::Bias::QkvOnly;
-  m.attention.bias = qkv_only || c.boolean_or("attention_bias", false);
+  m.attention.bias =
+      qkv_only || (v.bias == LlamaVariant::Bias::AttentionBiasKey && c.boolean_or("attention_bias", false));
   m.attention.out_bias = !qkv_only;
   m.attention.window = sliding_window(c, v, m.layers);
   return m;
@@ -168,7 +182,16 @@ std::vector<LayerWeight> layer_weights(const models::ModelConfig& m) {
   return w;
 }
 
-nn::NamedTensors llama_import(HfTensors& t, const HfConfig&, const models::ModelConfig& m) {
+// Phi-3's fused weights: each one's parts, in the order its rows hold them.
+struct FusedWeight {
+  std::string hf;                  // after "model.layers.i.", before ".weight"
+  std::vector<std::string> parts;  // the parts' HF modules (layer_weights' names)
+};
+const std::vector<FusedWeight> kPhi3Fused = {
+    {"self_attn.qkv_proj", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
+    {"mlp.gate_up_proj", {"mlp.gate_proj", "mlp.up_proj"}}};
+
+nn::NamedTensors llama_import(HfTensors& t, const models::ModelConfig& m, const LlamaVariant& v) {
   const int64_t d = m.d_model, V = m.vocab_size;
   const std::string dims = str("hidden_size ", d), vocab = str("vocab_size ", V, ", ", dims);
   nn::NamedTensors out;
@@ -177,8 +200,32 @@ nn::NamedTensors llama_import(HfTensors& t, const HfConfig&, const models::Model
   const std::vector<LayerWeight> weights = layer_weights(m);
   for (int64_t i = 0; i < m.layers; ++i) {
     const std::string l = str("model.layers.", i, "."), k = str("layers.", i, ".");
-    for (const LayerWeight& w : weights)
-      out.emplace_back(str(k, w.keystone, ".", w.param), t.take(str(l, w.hf, ".", w.param), w.shape, w.why));
+    std::map<std::string, Tensor> cut;  // the parts of this layer's fused weights, by HF module
+    if (v.fused)
+      for (const FusedWeight& f : kPhi3Fused) {
+        int64_t rows = 0;
+        std::string why;
+        for (const std::string& part : f.parts)
+          for (const LayerWeight& w : weights)
+            if (w.hf == part && w.param == "weight") {
+              rows += w.shape[0];
+              why += str(why.empty() ? "" : "; ", part, ": ", w.why);
+            }
+        const Tensor whole = t.take(str(l, f.hf, ".weight"), {rows, d}, why);
+        int64_t at = 0;
+        for (const std::string& part : f.parts)
+          for (const LayerWeight& w : weights)
+            if (w.hf == part && w.param == "weight") {
+              cut[part] = slice(whole, 0, at, w.shape[0]);
+              at += w.shape[0];
+            }
+      }
+    for (const LayerWeight& w : weights) {
+      auto fused = cut.find(w.hf);
+      out.emplace_back(str(k, w.keystone, ".", w.param), fused != cut.end() && w.param == "weight"
+                                                             ? fused->second
+                                                             : t.take(str(l, w.hf, ".", w.param), w.shape, w.why));
+    }
     if (t.has(l + "self_attn.rotary_emb.inv_freq")) t.ignore(l + "self_attn.rotary_emb.inv_freq");  // older files
   }
   out.emplace_back("ln_f.weight", t.take("model.norm.weight", {d}, dims));
@@ -202,6 +249,8 @@ std::string llama_cannot_export(const models::ModelConfig& m, const LlamaVariant
     why.push_back(str("attention.window ", m.attention.window, " (", v.words, " has no sliding window)"));
   if (v.window == LlamaVariant::Window::SlidingWindow && m.attention.window == 0)
     why.push_back(str("attention.window 0 (", v.words, " without a sliding window is Llama's form)"));
+  if (v.bias == LlamaVariant::Bias::None && m.attention.bias)
+    why.push_back(str("attention.bias true (", v.words, " has no attention biases)"));
   return joined(why);
 }
 
@@ -233,6 +282,12 @@ json llama_hf_config(const models::ModelConfig& m, const LlamaVariant& v) {
     c["mlp_bias"] = false;
   }
   if (v.window == LlamaVariant::Window::SlidingWindow) c["sliding_window"] = m.attention.window;
+  if (v.window == LlamaVariant::Window::Optional)
+    c["sliding_window"] = m.attention.window > 0 ? json(m.attention.window) : json();
+  if (v.fused) {  // Phi-3's dropout keys; an imported model has none
+    c["resid_pdrop"] = 0.0;
+    c["embd_pdrop"] = 0.0;
+  }
   if (v.window == LlamaVariant::Window::Qwen2Keys) {
     c["use_sliding_window"] = m.attention.window > 0;
     c["sliding_window"] = m.attention.window > 0 ? json(m.attention.window) : json();
@@ -241,23 +296,42 @@ json llama_hf_config(const models::ModelConfig& m, const LlamaVariant& v) {
   return c;
 }
 
-nn::NamedTensors llama_export(const nn::NamedTensors& state, const models::ModelConfig& m) {
+nn::NamedTensors llama_export(const nn::NamedTensors& state, const models::ModelConfig& m, const LlamaVariant& v) {
   const ModelState s(state);
   nn::NamedTensors out;
   out.emplace_back("model.embed_tokens.weight", s.at("tok.weight"));
   const std::vector<LayerWeight> weights = layer_weights(m);
-  for (int64_t i = 0; i < m.layers; ++i)
+  for (int64_t i = 0; i < m.layers; ++i) {
+    const std::string l = str("model.layers.", i, "."), k = str("layers.", i, ".");
+    auto keystone_name = [&](const std::string& hf_module) {
+      for (const LayerWeight& w : weights)
+        if (w.hf == hf_module && w.param == "weight") return str(k, w.keystone, ".weight");
+      return std::string();
+    };
+    std::set<std::string> joined_parts;
+    if (v.fused)
+      for (const FusedWeight& f : kPhi3Fused) {
+        std::vector<Tensor> parts;
+        for (const std::string& part : f.parts) {
+          parts.push_back(s.at(keystone_name(part)));
+          joined_parts.insert(part);
+        }
+        out.emplace_back(str(l, f.hf, ".weight"), contiguous_raw(cat(parts, 0)));
+      }
     for (const LayerWeight& w : weights)
-      out.emplace_back(str("model.layers.", i, ".", w.hf, ".", w.param),
-                       s.at(str("layers.", i, ".", w.keystone, ".", w.param)));
+      if (!(w.param == "weight" && joined_parts.count(w.hf)))
+        out.emplace_back(str(l, w.hf, ".", w.param), s.at(str(k, w.keystone, ".", w.param)));
+  }
   out.emplace_back("model.norm.weight", s.at("ln_f.weight"));
   export_head(out, s, m);
   return out;
 }
 
 // LoRA adapters: each of the model's Linears is one of Llama's (q_proj, ..., down_proj, lm_head).
+// Phi-3: the adapters of q, k, v, gate and up would have to be joined as
+// GPT-2's c_attn's are; not yet, so they have no module to go on (an error).
 std::vector<HfLora> llama_export_lora(const LoraAdapters& adapters, const models::ModelConfig& m, int64_t r,
-                                      double alpha, const std::string& words) {
+                                      double alpha, const LlamaVariant& v) {
   const std::vector<LayerWeight> weights = layer_weights(m);
   return one_to_one_lora(
       adapters, r, alpha,
@@ -265,10 +339,15 @@ std::vector<HfLora> llama_export_lora(const LoraAdapters& adapters, const models
         if (path == "head") return "lm_head";
         for (int64_t i = 0; i < m.layers; ++i)
           for (const LayerWeight& w : weights)
-            if (path == str("layers.", i, ".", w.keystone)) return str("model.layers.", i, ".", w.hf);
+            if (path == str("layers.", i, ".", w.keystone)) {
+              if (v.fused)
+                for (const FusedWeight& f : kPhi3Fused)
+                  if (std::find(f.parts.begin(), f.parts.end(), w.hf) != f.parts.end()) return "";
+              return str("model.layers.", i, ".", w.hf);
+            }
         return "";
       },
-      words);
+      v.words);
 }
 
 }  // namespace
@@ -277,12 +356,14 @@ HfArchitecture llama_like(const LlamaVariant& v) {
   return {.name = v.name,
           .model_type = v.model_type,
           .model_config = [v](const HfConfig& c) { return llama_model_config(c, v); },
-          .import_tensors = llama_import,
+          .import_tensors = [v](HfTensors& t, const HfConfig&,
+                                const models::ModelConfig& m) { return llama_import(t, m, v); },
           .cannot_export = [v](const models::ModelConfig& m) { return llama_cannot_export(m, v); },
           .hf_config = [v](const models::ModelConfig& m) { return llama_hf_config(m, v); },
-          .export_tensors = llama_export,
+          .export_tensors = [v](const nn::NamedTensors& state,
+                                const models::ModelConfig& m) { return llama_export(state, m, v); },
           .export_lora = [v](const LoraAdapters& a, const models::ModelConfig& m, int64_t r,
-                             double alpha) { return llama_export_lora(a, m, r, alpha, v.words); }};
+                             double alpha) { return llama_export_lora(a, m, r, alpha, v); }};
 }
 
 KS_HF_ARCHITECTURE(llama_like({.name = "LlamaForCausalLM", .model_type = "llama", .words = "Llama"}));
