@@ -84,11 +84,12 @@ def hf_tokenizer(style):
     if style == "gpt2":
         pre = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
         merge_list = [f"{a} {b}" for a, b in merges]
-    else:
-        llama3 = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-                  "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")
+    else:  # Llama-3's Split regex, or Qwen2's (one digit a piece)
+        digits = "\\p{N}" if style == "qwen2" else "\\p{N}{1,3}"
+        regex = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|" + digits + "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+                 "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")
         pre = {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": llama3}, "behavior": "Isolated", "invert": False},
+            {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False},
             {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
         merge_list = [[a, b] for a, b in merges]
     return {"version": "1.0", "truncation": None, "padding": None,
@@ -101,7 +102,7 @@ def hf_tokenizer(style):
 
 
 hf_text = "hello world<|endoftext|>x<tool>lo w 12 caf\u00e9 \U0001F600 it's\r\n\n  x"
-for style in ("gpt2", "llama3"):
+for style in ("gpt2", "llama3", "qwen2"):
     file = json.dumps(hf_tokenizer(style), ensure_ascii=False)
     put("hf_tokenizer", style, file.encode() + b"\0" + hf_text.encode())
     put("tokenizer", "hf_" + style, file)
@@ -156,6 +157,12 @@ put("hf_config", "llama", json.dumps({
     "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                      "original_max_position_embeddings": 32},
     "bos_token_id": 1, "eos_token_id": [2, 3]}))
+put("hf_config", "phi3", json.dumps({
+    "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "vocab_size": 300, "hidden_size": 16,
+    "intermediate_size": 24, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "hidden_act": "silu",
+    "sliding_window": 7, "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attention_dropout": 0.0, "rope_scaling": None,
+    "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2}))
 
 
 def be32(*v):
@@ -211,7 +218,8 @@ put("token_shard", "u32_no_vocab", b"\0" + shard([1, 2**31 - 1, 2**32 - 1], u32=
 
 # GGUF v3 (nn/gguf.h, tools/interop/gguf_llama.h), for fuzz_gguf: a small llama
 # file as `keystone export --to gguf` writes it (metadata, byte-level tokenizer,
-# tensors at 32-byte alignment), one all F32 and one with F16, BF16 and Q8_0.
+# tensors at 32-byte alignment), one all F32 and one with F16, BF16 and Q8_0;
+# and a qwen2 one.
 def gguf(kv, tensors):
     def s(x):
         x = x.encode()
@@ -240,14 +248,17 @@ def gguf(kv, tensors):
     return out + b"\0" * (-len(out) % 32) + blob
 
 
-def llama_gguf(d, types):
-    f, h, kv_heads, V = 2 * d, 2, 1, 256
-    chars = byte_chars()
-    kv = {"general.architecture": "llama", "llama.context_length": 16, "llama.embedding_length": d,
-          "llama.block_count": 1, "llama.feed_forward_length": f, "llama.attention.head_count": h,
-          "llama.attention.head_count_kv": kv_heads, "llama.rope.freq_base": 10000.0,
-          "llama.attention.layer_norm_rms_epsilon": 1e-5, "llama.rope.dimension_count": d // h,
-          "llama.vocab_size": V, "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "gpt-2",
+def llama_gguf(d, types, arch="llama"):
+    """arch "qwen2": its keys, q/k/v biases and Qwen2's pre-tokenizer."""
+    chars = byte_chars() + ["he", "ll"]  # the bytes, and the merges' results (the tokenizer loads whole)
+    f, h, kv_heads, V = 2 * d, 2, 1, len(chars)
+    a = arch + "."
+    kv = {"general.architecture": arch, a + "context_length": 16, a + "embedding_length": d,
+          a + "block_count": 1, a + "feed_forward_length": f, a + "attention.head_count": h,
+          a + "attention.head_count_kv": kv_heads, a + "rope.freq_base": 10000.0,
+          a + "attention.layer_norm_rms_epsilon": 1e-5, a + "rope.dimension_count": d // h,
+          a + "vocab_size": V, "tokenizer.ggml.model": "gpt2",
+          "tokenizer.ggml.pre": "qwen2" if arch == "qwen2" else "gpt-2",
           "tokenizer.ggml.tokens": chars, "tokenizer.ggml.token_type": [1] * V,
           "tokenizer.ggml.merges": ["h e", "l l"], "tokenizer.ggml.eos_token_id": 10}
     p = d // h
@@ -256,6 +267,8 @@ def llama_gguf(d, types):
               "blk.0.attn_k.weight": [kv_heads * p, d], "blk.0.attn_v.weight": [kv_heads * p, d],
               "blk.0.attn_output.weight": [d, h * p], "blk.0.ffn_gate.weight": [f, d],
               "blk.0.ffn_up.weight": [f, d], "blk.0.ffn_down.weight": [d, f]}
+    if arch == "qwen2":
+        shapes |= {"blk.0.attn_q.bias": [h * p], "blk.0.attn_k.bias": [kv_heads * p], "blk.0.attn_v.bias": [kv_heads * p]}
     tensors = {}
     for i, (name, shape) in enumerate(shapes.items()):
         n = 1
@@ -278,3 +291,4 @@ def llama_gguf(d, types):
 
 put("gguf", "llama_f32", llama_gguf(4, [0]))
 put("gguf", "llama_f16_bf16_q8_0", llama_gguf(32, [1, 30, 8]))
+put("gguf", "qwen2_f32", llama_gguf(4, [0], "qwen2"))
