@@ -134,13 +134,17 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& totals, c
   const T scale = T(prm.scale);
   const bool want_totals = totals.defined();
   std::vector<double> partial(want_totals ? size_t(B * H * tiles * M) : 0);  // per task, added in order below
-  const int64_t blk = kBr * kBc;
-  const int64_t task_work = std::min(kBr, T_) * S * (M * P + E);  // multiply-adds, at most
+  // A tile has at most tile_rows query rows: kBr, or all T_ of a short
+  // sequence (one while decoding, where buffers sized for kBr rows were M + 1
+  // blocks of kBr x kBc values zeroed at every call of every layer).
+  const int64_t tile_rows = std::min(kBr, T_);
+  const int64_t blk = tile_rows * kBc;
+  const int64_t task_work = tile_rows * S * (M * P + E);  // multiply-adds, at most
   const auto tasks = [&](int64_t t0, int64_t t1) KS_INLINE_LAMBDA {
     // x: M logit blocks | w: the key weights | mx, f, u: one row each
-    std::vector<T> buf(size_t((M + 1) * blk + 3 * kBc)), acc(size_t(kBr * E));
+    std::vector<T> buf(size_t((M + 1) * blk + 3 * kBc)), acc(size_t(tile_rows * E));
     T *X = buf.data(), *W = X + M * blk, *mx = W + blk, *f = mx + kBc, *u = f + kBc;
-    std::vector<T> m(static_cast<size_t>(kBr)), l(static_cast<size_t>(kBr));
+    std::vector<T> m(static_cast<size_t>(tile_rows)), l(static_cast<size_t>(tile_rows));
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t pair = task / tiles, i0 = (task % tiles) * kBr, rows = std::min(kBr, T_ - i0);
       const T* Qi = Q.at(pair, i0);
@@ -225,7 +229,7 @@ void backward_typed(const Tensor& dq, const Tensor& dk, const Tensor& dbias, con
   const T *O = out.data<T>(), *L = lse.data<T>();
   T *dQ = dq.data<T>(), *dK = dk.data<T>(), *dB = dbias.data<T>(), *dV = dv.data<T>();
   const T scale = T(prm.scale);
-  const int64_t blk = kBr * kBcBack;
+  const int64_t blk = std::min(kBr, T_) * kBcBack;  // a tile's query rows: kBr, or all T_ of a short sequence
   const auto pairs = [&](int64_t p0, int64_t p1) KS_INLINE_LAMBDA {
     // x: M blocks (logits, then P_r, then dx_r) | dA | W | mx, f: one row each | D (T)
     std::vector<T> buf(size_t((M + 2) * blk + 2 * kBcBack + T_));
