@@ -24,7 +24,8 @@
 // <|endoftext|>, <|end_of_text|> or </s>. The post-processor (Llama-3's
 // <|begin_of_text|> in front) is not applied: callers add their own specials.
 // Decoding is exact: added tokens decode to their text, so lossless() holds,
-// except with add_prefix_space, whose added spaces decode too (" x" for "x").
+// except with add_prefix_space, whose added spaces decode too (" x" for "x"),
+// and for the SentencePiece style below.
 //
 // SentencePiece-style (model.byte_fallback, or a Metaspace pre-tokenizer or
 // decoder): steps 1 and 3 as above, but between them each piece is
@@ -91,7 +92,11 @@ class HfBpeTokenizer : public Tokenizer {
   std::string decode(const std::vector<int64_t>& ids) const override;
   bool has_id(int64_t id) const override { return id >= 0 && id < vocab_size() && assigned_[size_t(id)]; }
   std::string token(int64_t id) const override;
-  bool lossless() const override { return !prefix_space_ && !sp_prepends(); }
+  // Byte-level: exact unless add_prefix_space adds a space. SentencePiece-
+  // style: never, since decoding turns a literal "▁" in the text into a
+  // space, and a character without a token (no byte token for it, or no
+  // byte_fallback) into model.unk_token.
+  bool lossless() const override { return !prefix_space_ && !sp_; }
   std::string to_json() const override;  // written from the tables, vocabulary before merges
   int64_t eos_id() const override { return eos_; }
   nlohmann::json hf_json() const override { return tokenizer_json(); }  // it is one already

@@ -183,6 +183,20 @@ TEST_CASE("hf_bpe: add_prefix_space makes it lossy, and says so") {
   CHECK(tok.decode(tok.encode("hello<|endoftext|>hello")) == " hello<|endoftext|> hello");
 }
 
+TEST_CASE("hf_bpe: a SentencePiece-style tokenizer is never lossless, even without a prepended space") {
+  // Found by fuzz_hf_tokenizer: byte_fallback without a normalizer or a
+  // Metaspace (nothing prepended) said lossless(), but a byte without its
+  // "<0xAB>" token becomes <unk>, and decoding makes a literal "▁" a space.
+  const json t = json::parse(R"({"model": {"type": "BPE", "unk_token": "<unk>", "byte_fallback": true,
+      "vocab": {"<unk>": 0, "a": 1, "\u2581": 2, "<0x62>": 3}, "merges": []},
+      "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "\u2581"},
+      "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"}]}})");
+  const data::HfBpeTokenizer tok(t, "sp");
+  CHECK_FALSE(tok.lossless());
+  CHECK(tok.encode("a\u2581b c") == std::vector<int64_t>{1, 2, 3, 0, 0});  // no token for " " nor "c": <unk>s
+  CHECK(tok.decode(tok.encode("a\u2581bc")) != "a\u2581bc");
+}
+
 TEST_CASE("hf_bpe: 100,000 added tokens encode 160 KB in linear time, with the one-at-a-time split's ids") {
   // Every added token tried at every position took 199 s here (issue 51).
   std::vector<std::pair<std::string, int64_t>> added;
