@@ -485,6 +485,7 @@ GgufRun gguf_to_run(const nn::GgufFile& f) {
   const HfConfig config(hc, str(f.where, " (", k, "* metadata)"));
   GgufRun run;
   run.architecture = arch_name;
+  run.hf_architecture = arch->hf;
   run.model = models::parse_model_config(a.model_config(config).to_json());
 
   // Every tensor's shape against the metadata, named as the file names it; then the HF names.

@@ -66,6 +66,7 @@ struct GgufRun {
   std::unique_ptr<data::Tokenizer> tokenizer;  // an hf_bpe
   std::string types;                           // the file's tensor types, e.g. "F32 x5, Q8_0 x14"
   std::string architecture;                    // general.architecture: "llama" or "qwen2"
+  std::string hf_architecture;                 // the descriptor it went through: "LlamaForCausalLM", ...
 };
 // The model, weights and tokenizer of a llama or qwen2 GGUF file. Errors name
 // the key or the GGUF tensor.

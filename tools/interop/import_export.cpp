@@ -341,8 +341,7 @@ int import_gguf(const fs::path& file, const cli::Flags& f, const RunPaths& run) 
   const models::ModelConfig cfg = imported.model;
   std::shared_ptr<models::Model> model = model_with(cfg, imported.weights, "gguf import: the file");
   const std::string stored = store_as(f, *model, "gguf import", [&] { return auto_dtype(g); });
-  write_imported_run(run, f, cfg, *model, *imported.tokenizer, file,
-                     imported.architecture == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM");
+  write_imported_run(run, f, cfg, *model, *imported.tokenizer, file, imported.hf_architecture);
   std::printf("imported %s (%s, %lld parameters; tensors %s, dequantized to float32%s) into %s\n",
               file.string().c_str(), imported.architecture.c_str(), static_cast<long long>(model->num_parameters()),
               imported.types.c_str(), stored.c_str(), run.dir.string().c_str());

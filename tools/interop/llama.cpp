@@ -191,6 +191,13 @@ const std::vector<FusedWeight> kPhi3Fused = {
     {"self_attn.qkv_proj", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
     {"mlp.gate_up_proj", {"mlp.gate_proj", "mlp.up_proj"}}};
 
+// The weight of layer_weights' entry for HF module `hf` (a fused weight's part).
+const LayerWeight& weight_of(const std::vector<LayerWeight>& weights, const std::string& hf) {
+  for (const LayerWeight& w : weights)
+    if (w.hf == hf && w.param == "weight") return w;
+  throw Error(str("llama: no layer weight for ", hf));  // kPhi3Fused names a module layer_weights lacks
+}
+
 nn::NamedTensors llama_import(HfTensors& t, const models::ModelConfig& m, const LlamaVariant& v) {
   const int64_t d = m.d_model, V = m.vocab_size;
   const std::string dims = str("hidden_size ", d), vocab = str("vocab_size ", V, ", ", dims);
@@ -205,20 +212,18 @@ nn::NamedTensors llama_import(HfTensors& t, const models::ModelConfig& m, const 
       for (const FusedWeight& f : kPhi3Fused) {
         int64_t rows = 0;
         std::string why;
-        for (const std::string& part : f.parts)
-          for (const LayerWeight& w : weights)
-            if (w.hf == part && w.param == "weight") {
-              rows += w.shape[0];
-              why += str(why.empty() ? "" : "; ", part, ": ", w.why);
-            }
+        for (const std::string& part : f.parts) {
+          const LayerWeight& w = weight_of(weights, part);
+          rows += w.shape[0];
+          why += str(why.empty() ? "" : "; ", part, ": ", w.why);
+        }
         const Tensor whole = t.take(str(l, f.hf, ".weight"), {rows, d}, why);
         int64_t at = 0;
-        for (const std::string& part : f.parts)
-          for (const LayerWeight& w : weights)
-            if (w.hf == part && w.param == "weight") {
-              cut[part] = slice(whole, 0, at, w.shape[0]);
-              at += w.shape[0];
-            }
+        for (const std::string& part : f.parts) {
+          const int64_t n = weight_of(weights, part).shape[0];
+          cut[part] = slice(whole, 0, at, n);
+          at += n;
+        }
       }
     for (const LayerWeight& w : weights) {
       auto fused = cut.find(w.hf);
@@ -303,17 +308,12 @@ nn::NamedTensors llama_export(const nn::NamedTensors& state, const models::Model
   const std::vector<LayerWeight> weights = layer_weights(m);
   for (int64_t i = 0; i < m.layers; ++i) {
     const std::string l = str("model.layers.", i, "."), k = str("layers.", i, ".");
-    auto keystone_name = [&](const std::string& hf_module) {
-      for (const LayerWeight& w : weights)
-        if (w.hf == hf_module && w.param == "weight") return str(k, w.keystone, ".weight");
-      return std::string();
-    };
     std::set<std::string> joined_parts;
     if (v.fused)
       for (const FusedWeight& f : kPhi3Fused) {
         std::vector<Tensor> parts;
         for (const std::string& part : f.parts) {
-          parts.push_back(s.at(keystone_name(part)));
+          parts.push_back(s.at(str(k, weight_of(weights, part).keystone, ".weight")));
           joined_parts.insert(part);
         }
         out.emplace_back(str(l, f.hf, ".weight"), contiguous_raw(cat(parts, 0)));
