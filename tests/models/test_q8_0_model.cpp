@@ -23,6 +23,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/factory.h"
+#include "datasets/data_testing.h"  // tests/datasets/: error_of
 #include "models/decoder_lm.h"
 #include "nn/checkpoint.h"
 #include "nn/layers.h"
@@ -35,15 +36,6 @@ using namespace ks;
 using namespace ks::testing;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 models::ModelConfig config(const std::string& family, bool tied) {
   models::ModelConfig c = tiny_model_config("decoder_lm", 40, 64, 2, 16, 2);

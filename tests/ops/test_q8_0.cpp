@@ -29,6 +29,7 @@
 #include "core/dtype.h"
 #include "core/factory.h"
 #include "core/parallel.h"
+#include "datasets/data_testing.h"  // tests/datasets/: error_of
 #include "nn/gguf.h"
 #include "ops/cpu/gemm/q8_0.h"
 #include "ops/ops_testing.h"
@@ -46,15 +47,6 @@ Tensor tensor_of(const std::vector<float>& v, Shape shape) {
   Tensor t = Tensor::empty(shape, kFloat32, Device::cpu());
   std::memcpy(t.data<float>(), v.data(), v.size() * sizeof(float));
   return t;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // c (m, rows) = a · Wᵀ + bias on `isa` (the few-row kernel, or the many-row one when `gemm`), checked against the
