@@ -2,6 +2,7 @@
 // back (tools/interop/gguf_llama.h), through the LlamaForCausalLM descriptor.
 #include "tools/interop/gguf_llama.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include "datasets/hf_bpe.h"
 #include "datasets/pretokenize_regex.h"
 #include "nn/user_input.h"
+#include "tools/interop/gguf_sentencepiece.h"
 #include "tools/interop/hf_architecture.h"
 
 namespace ks::interop {
@@ -36,8 +38,8 @@ struct GgufArch {
 };
 constexpr GgufArch kArchs[] = {{"llama", "LlamaForCausalLM", "llama", true, false},
                                {"qwen2", "Qwen2ForCausalLM", "qwen2", false, true}};
-// llama.cpp's token types (llama_token_type / gguf-py TokenType).
-enum TokenType : int { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+constexpr int kNormal = kTokenNormal, kControl = kTokenControl, kUserDefined = kTokenUserDefined,
+              kUnused = kTokenUnused;
 // gguf-py's LlamaFileType of each weight type; GGML_QUANT_VERSION.
 constexpr uint32_t kQuantizationVersion = 2;
 uint32_t file_type(GgmlType t) {
@@ -111,8 +113,26 @@ Tensor permute_rope_rows(const Tensor& w, int64_t heads, bool to_gguf) {
   return out;
 }
 
-// The tokenizer keys of a byte-level hf_bpe; refusals say why.
-void tokenizer_metadata(Kv& kv, const data::Tokenizer* tokenizer, int64_t vocab_size) {
+// The tokenizer keys of a SentencePiece-style hf_bpe (tools/interop/gguf_sentencepiece.h).
+void sp_tokenizer_metadata(Kv& kv, const data::HfBpeTokenizer& hf, int64_t vocab_size, std::string& notes) {
+  SpVocab v = sp_vocab_from_tokenizer_json(hf.tokenizer_json(), vocab_size, notes);
+  kv.emplace_back("tokenizer.ggml.model", GgufValue::str("llama"));
+  kv.emplace_back("tokenizer.ggml.pre", GgufValue::str("default"));
+  kv.emplace_back("tokenizer.ggml.tokens", GgufValue::string_array(std::move(v.tokens)));
+  kv.emplace_back("tokenizer.ggml.scores", GgufValue::f32_array(std::move(v.scores)));
+  kv.emplace_back("tokenizer.ggml.token_type", GgufValue::i32_array(std::move(v.types)));
+  if (hf.eos_id() >= 0) {  // as the byte-level vocabulary's: bos = eos, never added
+    kv.emplace_back("tokenizer.ggml.bos_token_id", GgufValue::u32(uint32_t(hf.eos_id())));
+    kv.emplace_back("tokenizer.ggml.eos_token_id", GgufValue::u32(uint32_t(hf.eos_id())));
+  }
+  if (v.unk_id >= 0) kv.emplace_back("tokenizer.ggml.unknown_token_id", GgufValue::u32(uint32_t(v.unk_id)));
+  kv.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::boolean(false));
+  kv.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::boolean(false));
+  kv.emplace_back("tokenizer.ggml.add_space_prefix", GgufValue::boolean(v.add_space_prefix));
+}
+
+// The tokenizer keys of an hf_bpe: byte-level ("gpt2") or SentencePiece-style ("llama"); refusals say why.
+void tokenizer_metadata(Kv& kv, const data::Tokenizer* tokenizer, int64_t vocab_size, std::string& notes) {
   KS_CHECK(tokenizer != nullptr, "gguf export: the run has no tokenizer; llama.cpp needs one in the file");
   const auto* hf = dynamic_cast<const data::HfBpeTokenizer*>(tokenizer);
   KS_CHECK(hf != nullptr, "gguf export: the run's tokenizer is Keystone's own \"", tokenizer->type(),
@@ -123,8 +143,7 @@ void tokenizer_metadata(Kv& kv, const data::Tokenizer* tokenizer, int64_t vocab_
   const json& pre_tok = tj.value("pre_tokenizer", json());
   const bool sp = model.value("byte_fallback", false) || !tj.value("normalizer", json()).is_null() ||
                   (pre_tok.is_object() && pre_tok.value("type", "") == "Metaspace");
-  KS_CHECK(!sp, "gguf export: the run's hf_bpe tokenizer is SentencePiece-style (byte_fallback, Metaspace or a ",
-           "normalizer); its GGUF form (tokenizer.ggml.model \"llama\", scores) is not written yet");
+  if (sp) return sp_tokenizer_metadata(kv, *hf, vocab_size, notes);
   // GPT-2's ByteLevel with its regex -> "gpt-2"; a Split of Llama-3's regex then ByteLevel -> "llama-bpe".
   std::string pre;
   std::optional<data::SplitPattern> pattern;
@@ -257,15 +276,50 @@ const GgufValue& array_key(const nn::GgufFile& f, const std::string& key, GgufKi
   return *v;
 }
 
+int64_t eos_key(const nn::GgufFile& f, size_t n) {
+  const int64_t eos = f.find("tokenizer.ggml.eos_token_id") ? integer_key(f, "tokenizer.ggml.eos_token_id") : -1;
+  if (eos >= int64_t(n)) fail(f, str("tokenizer.ggml.eos_token_id ", eos, " is past the ", n, " tokens"));
+  return eos;
+}
+
+// tokenizer.ggml.* (model "llama") -> a SentencePiece-style tokenizer.json (tools/interop/gguf_sentencepiece.h) ->
+// hf_bpe.
+std::unique_ptr<data::Tokenizer> import_sp_tokenizer(const nn::GgufFile& f) {
+  const GgufValue& tokens = array_key(f, "tokenizer.ggml.tokens", GgufKind::String, size_t(-1));
+  const size_t n = tokens.strings.size();
+  SpVocab v;
+  v.tokens = tokens.strings;
+  v.scores = array_key(f, "tokenizer.ggml.scores", GgufKind::Float32, n).floats;
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(v.scores[i])) fail(f, str("tokenizer.ggml.scores: token ", i, " has the score ", v.scores[i]));
+  v.types = f.find("tokenizer.ggml.token_type") ? array_key(f, "tokenizer.ggml.token_type", GgufKind::Int32, n).ints
+                                                : std::vector<int64_t>(n, kNormal);
+  if (const GgufValue* p = f.find("tokenizer.ggml.add_space_prefix")) {
+    if (p->kind != GgufKind::Bool)
+      fail(f, str("metadata 'tokenizer.ggml.add_space_prefix' must be a bool, got ", nn::gguf_kind_name(p->kind)));
+    v.add_space_prefix = p->i != 0;
+  }
+  if (f.find("tokenizer.ggml.unknown_token_id")) {
+    v.unk_id = integer_key(f, "tokenizer.ggml.unknown_token_id");
+    if (v.unk_id >= int64_t(n))
+      fail(f, str("tokenizer.ggml.unknown_token_id ", v.unk_id, " is past the ", n, " tokens"));
+  } else {
+    const auto unk = std::find(v.types.begin(), v.types.end(), int64_t(kTokenUnknown));
+    v.unk_id = unk == v.types.end() ? -1 : int64_t(unk - v.types.begin());
+  }
+  const int64_t eos = eos_key(f, n);
+  return std::make_unique<data::HfBpeTokenizer>(sp_tokenizer_json(v, f.where), f.where + " (tokenizer.ggml.*)", eos);
+}
+
 // tokenizer.ggml.* (model "gpt2") -> a byte-level tokenizer.json -> hf_bpe.
 std::unique_ptr<data::Tokenizer> import_tokenizer(const nn::GgufFile& f) {
   if (!f.find("tokenizer.ggml.model"))
     fail(f, "metadata 'tokenizer.ggml.model' is missing: the file has no tokenizer, and a run needs one");
   const std::string model = string_key(f, "tokenizer.ggml.model");
-  if (model == "llama")
-    fail(f, "tokenizer.ggml.model \"llama\" (SentencePiece) is not read yet; Keystone reads \"gpt2\" (byte-level BPE)");
+  if (model == "llama") return import_sp_tokenizer(f);
   if (model != "gpt2")
-    fail(f, str("tokenizer.ggml.model \"", model, "\" is not supported (Keystone reads \"gpt2\", byte-level BPE)"));
+    fail(f, str("tokenizer.ggml.model \"", model, "\" is not supported (Keystone reads \"gpt2\", byte-level BPE, ",
+                "and \"llama\", SentencePiece)"));
   const std::string pre = f.find("tokenizer.ggml.pre") ? string_key(f, "tokenizer.ggml.pre") : "default";
   json pre_tokenizer;
   bool ignore_merges = false;
@@ -301,13 +355,7 @@ std::unique_ptr<data::Tokenizer> import_tokenizer(const nn::GgufFile& f) {
     if (!seen.emplace(text, i).second)
       fail(f, str("tokenizer.ggml.tokens: \"", text, "\" is token ", seen[text], " and token ", i));
     if (type == kControl || type == kUserDefined) {
-      added.push_back({{"id", i},
-                       {"content", text},
-                       {"single_word", false},
-                       {"lstrip", false},
-                       {"rstrip", false},
-                       {"normalized", false},
-                       {"special", type == kControl}});
+      added.push_back(gguf_added_token(i, text, type == kControl));
     } else if (type == kNormal) {
       vocab[text] = i;
     } else {
@@ -341,9 +389,7 @@ std::unique_ptr<data::Tokenizer> import_tokenizer(const nn::GgufFile& f) {
         {"ignore_merges", ignore_merges},
         {"vocab", vocab},
         {"merges", merge_list}}}};
-  const int64_t eos = f.find("tokenizer.ggml.eos_token_id") ? integer_key(f, "tokenizer.ggml.eos_token_id") : -1;
-  if (eos >= int64_t(n)) fail(f, str("tokenizer.ggml.eos_token_id ", eos, " is past the ", n, " tokens"));
-  return std::make_unique<data::HfBpeTokenizer>(tj, f.where + " (tokenizer.ggml.*)", eos);
+  return std::make_unique<data::HfBpeTokenizer>(tj, f.where + " (tokenizer.ggml.*)", eos_key(f, n));
 }
 
 }  // namespace
@@ -403,7 +449,7 @@ std::string gguf_from_run(const models::ModelConfig& cfg, const nn::NamedTensors
     kv.emplace_back(k + "attention.key_length", GgufValue::u32(uint32_t(p)));
     kv.emplace_back(k + "attention.value_length", GgufValue::u32(uint32_t(p)));
   }
-  tokenizer_metadata(kv, tokenizer, cfg.vocab_size);
+  tokenizer_metadata(kv, tokenizer, cfg.vocab_size, notes);
 
   std::vector<nn::GgufTensorOut> out;
   for (const auto& [hf_name, t] : a.export_tensors(state, cfg)) {

@@ -32,10 +32,12 @@
 // ignore_merges; Qwen2's without) becomes tokenizer.ggml.model "gpt2" with pre
 // "gpt-2", "llama-bpe" or "qwen2", tokens (vocabulary texts, GPT-2's byte
 // characters), token_type, merges, eos (and bos = eos, as the HF export;
-// add_bos_token false).
-// Refused, saying why: SentencePiece-style hf_bpe (not yet), and Keystone's
-// own tokenizers (byte, char, word, bpe), which no llama.cpp tokenizer
-// reproduces id for id. Import rebuilds the byte-level tokenizer.json.
+// add_bos_token false); a SentencePiece-style one becomes tokenizer.ggml.model
+// "llama" with scores (tools/interop/gguf_sentencepiece.h says when the two
+// agree, and refuses where they would not).
+// Refused, saying why: Keystone's own tokenizers (byte, char, word, bpe),
+// which no llama.cpp tokenizer reproduces id for id. Import rebuilds the
+// tokenizer.json of either kind.
 // Not here: the container (nn/gguf.h), the commands (tools/interop/import_export.cpp).
 #pragma once
 

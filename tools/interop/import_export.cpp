@@ -76,7 +76,7 @@ std::string import_usage() {
          "Makes a run folder from a Hugging Face model folder (config.json, model.safetensors or\n"
          "model.safetensors.index.json with its shards, tokenizer.json), or from a GGUF file of llama.cpp's\n"
          "llama or qwen2 architecture (F32, F16, BF16, Q8_0 tensors, dequantized to float32; a byte-level\n"
-         "BPE tokenizer, tokenizer.ggml.model \"gpt2\").\n"
+         "BPE tokenizer, tokenizer.ggml.model \"gpt2\", or SentencePiece's, \"llama\").\n"
          "  --data FILE   the text file (one document per line) that eval and train --init-from read\n"
          "  --seq-len N   tokens per example window of that data (default: the smaller of 256 and the\n"
          "                model's longest sequence)\n"
