@@ -85,31 +85,35 @@ TEST_CASE("the MGK fidelity keys parse, round-trip, and name the key when bad") 
   CHECK_FALSE(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "hard_e": true, "learn_pi": false}})")
                   .attention.options_as<nn::MgkOptions>()
                   .learn_pi);
-  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "sigma2_keys": 3}})"),
-                       "config: attention.sigma2_keys: expected an array of numbers, got 3", Error);
-  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "sigma2_keys": ["a", 1]}})"),
-                       "config: attention.sigma2_keys: expected numbers, got \"a\"", Error);
-  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "sigma2_keys": [1, 2, 3]}})"),
-                       "config: attention.sigma2_keys: 3 values for 2 keys; give one per key", Error);
-  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "sigma2_keys": [1, -2]}})"),
-                       "config: attention.sigma2_keys: every value must be positive, got -2", Error);
-  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "softmax", "sigma2_keys": [1]}})"),
-                       "config: attention.sigma2_keys applies to mgk and smgk only, not 'softmax'", Error);
-  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "soft_e": true, "learn_pi": false}})"),
-                       "config: attention: learn_pi false and soft_e cannot both be set (soft-E estimates π)", Error);
-  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "linear", "learn_pi": false}})"),
-                       "config: attention.learn_pi applies to mgk and smgk only, not 'linear'", Error);
+  // Each attention section refused, by exactly this message.
+  const std::pair<std::string, std::string> refused[] = {
+      {R"({"type": "mgk", "sigma2_keys": 3})", "config: attention.sigma2_keys: expected an array of numbers, got 3"},
+      {R"({"type": "mgk", "sigma2_keys": ["a", 1]})", "config: attention.sigma2_keys: expected numbers, got \"a\""},
+      {R"({"type": "mgk", "sigma2_keys": [1, 2, 3]})",
+       "config: attention.sigma2_keys: 3 values for 2 keys; give one per key"},
+      {R"({"type": "mgk", "sigma2_keys": [1, -2]})",
+       "config: attention.sigma2_keys: every value must be positive, got -2"},
+      {R"({"type": "softmax", "sigma2_keys": [1]})",
+       "config: attention.sigma2_keys applies to mgk and smgk only, not 'softmax'"},
+      {R"({"type": "mgk", "soft_e": true, "learn_pi": false})",
+       "config: attention: learn_pi false and soft_e cannot both be set (soft-E estimates π)"},
+      {R"({"type": "linear", "learn_pi": false})",
+       "config: attention.learn_pi applies to mgk and smgk only, not 'linear'"},
+      // Another family's key: at its default it is what a resolved config lists; else refused, naming its families.
+      {R"({"type": "mgk", "shift_init": "official"})", "config: attention.shift_init applies to smgk only, not 'mgk'"},
+      {R"({"type": "softmax", "hard_e": true})",
+       "config: attention.hard_e applies to mgk and smgk only, not 'softmax'"},
+      {R"({"type": "linear", "keys": 3})", "config: attention.keys applies to mgk, mlk and smgk only, not 'linear'"},
+      {R"({"type": "smgk", "shift_init": "zeros"})",
+       "config: attention.shift_init: expected \"small\" or \"official\", got 'zeros'"},
+  };
+  for (const auto& r : refused) {
+    CAPTURE(r.first);
+    CHECK_THROWS_WITH_AS(parse(("{\"vocab_size\": 10, \"attention\": " + r.first + "}").c_str()), r.second.c_str(),
+                         Error);
+  }
   CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "learn_pi": "no"}})"),
                        doctest::Contains("attention.learn_pi"), Error);
-  // Another family's key: at its default it is what a resolved config lists; else refused, naming its families.
-  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "mgk", "shift_init": "official"}})"),
-                       "config: attention.shift_init applies to smgk only, not 'mgk'", Error);
-  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "softmax", "hard_e": true}})"),
-                       "config: attention.hard_e applies to mgk and smgk only, not 'softmax'", Error);
-  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "linear", "keys": 3}})"),
-                       "config: attention.keys applies to mgk, mlk and smgk only, not 'linear'", Error);
-  CHECK_THROWS_WITH_AS(parse(R"({"vocab_size": 10, "attention": {"type": "smgk", "shift_init": "zeros"}})"),
-                       "config: attention.shift_init: expected \"small\" or \"official\", got 'zeros'", Error);
   const auto soft = parse(R"({"vocab_size": 10, "attention": {"type": "softmax", "keys": 2, "hard_e": false,
                              "shift_init": "small", "sigma2_keys": []}})");
   CHECK(soft.to_json()["attention"]["keys"] == 2);  // every family's keys, at their defaults
