@@ -129,9 +129,7 @@ TEST_CASE("plot: two runs give each split its own curves in both panels") {
 
 TEST_CASE("plot: without accuracy only the loss panel is drawn, full width") {
   TempDir tmp;
-  fs::path a = make_run(tmp.path(), "a",
-                        "{\"split\": \"train\", \"step\": 1, \"loss\": 2.0}\n"
-                        "{\"split\": \"train\", \"step\": 2, \"loss\": 1.5}\n");
+  fs::path a = make_run(tmp.path(), "a", train_losses({"2.0", "1.5"}));
   std::string svg = render_plot_svg({a});
   CHECK(svg.find(">accuracy</text>") == std::string::npos);
   CHECK(svg.find(">loss</text>") != std::string::npos);
@@ -174,25 +172,19 @@ TEST_CASE("plot: run names come from config.json or the folder, escaped and made
 
 TEST_CASE("plot: a loss range over 20x gets a log axis, a narrow one stays linear") {
   TempDir tmp;
-  fs::path wide = make_run(tmp.path(), "wide",
-                           "{\"split\": \"train\", \"step\": 1, \"loss\": 100}\n"
-                           "{\"split\": \"train\", \"step\": 2, \"loss\": 0.5}\n");
+  fs::path wide = make_run(tmp.path(), "wide", train_losses({"100", "0.5"}));
   std::string svg = render_plot_svg({wide});
   CHECK(svg.find(">loss (log)</text>") != std::string::npos);
   // Bounds at the 1-2-5 values around the data; with few decades ticks at 1, 2 and 5.
   for (const char* tick : {">0.5</text>", ">1</text>", ">2</text>", ">20</text>", ">100</text>"})
     CHECK_MESSAGE(svg.find(tick) != std::string::npos, std::string(tick));
   CHECK(svg.find(">0.2</text>") == std::string::npos);
-  fs::path many = make_run(tmp.path(), "many",
-                           "{\"split\": \"train\", \"step\": 1, \"loss\": 8}\n"
-                           "{\"split\": \"train\", \"step\": 2, \"loss\": 0.0003}\n");
+  fs::path many = make_run(tmp.path(), "many", train_losses({"8", "0.0003"}));
   std::string decades = render_plot_svg({many});  // five decades: whole decades only
   CHECK(decades.find(">0.001</text>") != std::string::npos);
   CHECK(decades.find(">10</text>") != std::string::npos);
   CHECK(decades.find(">0.002</text>") == std::string::npos);
-  fs::path narrow = make_run(tmp.path(), "narrow",
-                             "{\"split\": \"train\", \"step\": 1, \"loss\": 10}\n"
-                             "{\"split\": \"train\", \"step\": 2, \"loss\": 1}\n");
+  fs::path narrow = make_run(tmp.path(), "narrow", train_losses({"10", "1"}));
   CHECK(render_plot_svg({narrow}).find("(log)") == std::string::npos);
 }
 
