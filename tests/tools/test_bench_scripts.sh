@@ -7,9 +7,6 @@
 # (torch_blas.sh) says OPENBLAS_NUM_THREADS=N, or nothing under
 # TORCH_BLAS_THREADS=default, and refuses any other value. Runs nothing that
 # needs PyTorch or a build. Not here: the figures (docs/performance.md).
-set -u
-PATH="/usr/bin:$PATH"
-root="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$(dirname "$0")/expect.sh"
 bench="$root/tools/bench"
 

@@ -4,18 +4,12 @@
 # that names the problem; a tiny bench run printing its JSON fields; and the
 # train -> eval / generate / translate / plot / analyze path on tiny runs, including a
 # real Ctrl-C (SIGINT) and --resume reproducing the uninterrupted losses.
-set -u
-# Debian's python3 first (the one tools/run.sh installs packages for): a version
-# manager's shim ahead of it on PATH costs half a second a call, and this script
-# makes dozens.
-PATH="/usr/bin:$PATH"
+source "$(dirname "$0")/expect.sh"
 ks="$1"
 # A binary built with AddressSanitizer (the test command's second pass): GCC's
 # runtime is libasan, clang's libclang_rt.asan.
 sanitized=false
 if ldd "$ks" 2>/dev/null | grep -q -E 'libasan|libclang_rt\.asan'; then sanitized=true; fi
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-source "$(dirname "$0")/expect.sh"
 expect 2 "usage: keystone" -- "$ks"
 expect 0 "commands:" -- "$ks" --help
 expect 2 "unknown command 'frobnicate'" -- "$ks" frobnicate
@@ -233,14 +227,7 @@ expect 1 "no metrics.jsonl" -- "$ks" plot "$tmp"
 
 # Ctrl-C: a real SIGINT saves and exits 130; --resume then reproduces the
 # losses of the uninterrupted run above, record for record.
-"$ks" train --config "$tmp/copy.json" --out "$tmp/split" --quiet > "$tmp/split.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 500); do [ -s "$tmp/split/metrics.jsonl" ] && break; sleep 0.01; done
-kill -INT "$pid"; wait "$pid"; rc=$?
-if [ "$rc" != 130 ] || ! grep -q "stopped at step" "$tmp/split.log"; then
-  echo "FAIL: SIGINT -> exit $rc (want 130): $(cat "$tmp/split.log")"; fails=$((fails + 1))
-fi
-expect 0 "finished 200 steps" -- "$ks" train --out "$tmp/split" --resume --quiet
+sigint_then_resume "$tmp/copy.json" "$tmp/split" 200
 losses() { grep -v '"split":"test"' "$1/metrics.jsonl" | grep -o '"loss":[^,]*,'; }
 if ! diff <(losses "$tmp/whole") <(losses "$tmp/split") > /dev/null; then
   echo "FAIL: the resumed run's losses differ from the uninterrupted run's (exit $rc before resuming)"; fails=$((fails + 1))

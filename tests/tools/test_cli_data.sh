@@ -3,11 +3,8 @@
 # (issue 51's regressions). Each check: `expect CODE PATTERN -- command`
 # (tests/tools/expect.sh). Not here: the general usage and training paths
 # (test_cli.sh).
-set -u
-PATH="/usr/bin:$PATH"
-ks="$1"
-root="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$(dirname "$0")/expect.sh"
+ks="$1"
 
 # The runs the checks read: a word-level LM on a text file, a char-level seq2seq on a TSV.
 for i in $(seq 1 120); do echo "the cat sat on the mat $((i % 5))"; done > "$tmp/lines.txt"

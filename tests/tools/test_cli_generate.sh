@@ -3,11 +3,8 @@
 # (issue 51's regressions). Each check: `expect CODE PATTERN -- command`
 # (tests/tools/expect.sh). Not here: the general usage and training paths
 # (test_cli.sh).
-set -u
-PATH="/usr/bin:$PATH"
-ks="$1"
-root="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$(dirname "$0")/expect.sh"
+ks="$1"
 
 # --- Output bytes: a NUL byte is text, not the end of it ----------------------------------------
 # A byte-level LM on lines "abcdefghijklm<NUL>" (a NUL in 15 bytes: text, not a binary file) continues

@@ -3,11 +3,8 @@
 # (issue 51's regressions), and LoRA fine-tuning's merged and PEFT exports of both. Each check: `expect CODE PATTERN -- command`
 # (tests/tools/expect.sh). Not here: the general usage and training paths
 # (test_cli.sh).
-set -u
-PATH="/usr/bin:$PATH"
-ks="$1"
-root="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$(dirname "$0")/expect.sh"
+ks="$1"
 
 # The folders: a tiny GPT-2 and a Llama whose head_dim (6) is not hidden_size / heads (12 / 4 = 3),
 # written by hf.py (below: plain Python, no torch) with random weights and a byte-level tokenizer.json

@@ -10,10 +10,8 @@
 # Not here: the data set's windows and fingerprints in detail
 # (tests/tools/test_token_shards_data.cpp), the loader's permutation
 # (tests/datasets/test_loader.cpp).
-set -u
-PATH="/usr/bin:$PATH"
-ks="$1"
 source "$(dirname "$0")/expect.sh"
+ks="$1"
 
 # A small corpus: lines of words, byte-tokenized into shards of 20,000 ids, a tenth of the lines held out.
 for i in $(seq 1 3000); do echo "line $i: the cat $((i % 7)) sat on the mat $((i * 13 % 11)) and looked at the dog."; done > "$tmp/corpus.txt"
@@ -37,14 +35,7 @@ loss_only() { grep -v '"split":"test"' "$1/metrics.jsonl" | grep -o '"loss":[^,]
 [ "$(loss_only "$tmp/whole" | wc -l)" -ge 30 ] || { echo "FAIL: the run wrote too few loss records"; fails=$((fails + 1)); }
 
 # Ctrl-C: a real SIGINT saves and exits 130; --resume reproduces the losses.
-"$ks" train --config "$tmp/stream.json" --out "$tmp/int" --quiet > "$tmp/int.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 500); do [ -s "$tmp/int/metrics.jsonl" ] && break; sleep 0.01; done
-kill -INT "$pid"; wait "$pid"; rc=$?
-if [ "$rc" != 130 ] || ! grep -q "stopped at step" "$tmp/int.log"; then
-  echo "FAIL: SIGINT -> exit $rc (want 130): $(cat "$tmp/int.log")"; fails=$((fails + 1))
-fi
-expect 0 "finished 300 steps" -- "$ks" train --out "$tmp/int" --resume --quiet
+sigint_then_resume "$tmp/stream.json" "$tmp/int" 300
 diff <(loss_only "$tmp/whole") <(loss_only "$tmp/int") > /dev/null \
   || { echo "FAIL: SIGINT + resume: losses differ from the uninterrupted run's"; fails=$((fails + 1)); }
 
@@ -98,12 +89,7 @@ share=$(counts "$tmp/mix_whole" | awk -F'[:,}]' '{c += $3; t += $5} END {printf 
 awk -v s="$share" 'BEGIN {exit !(s > 0.25 && s < 0.35)}' || { echo "FAIL: code's realised share $share"; fails=$((fails + 1)); }
 grep -q '"sources":{"code":{"loss".*"split":"valid"' "$tmp/mix_whole/metrics.jsonl" \
   || { echo "FAIL: the mixture's valid records carry no per-source loss"; fails=$((fails + 1)); }
-"$ks" train --config "$tmp/mix.json" --out "$tmp/mix_int" --quiet > "$tmp/mix_int.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 500); do [ -s "$tmp/mix_int/metrics.jsonl" ] && break; sleep 0.01; done
-kill -INT "$pid"; wait "$pid"; rc=$?
-[ "$rc" = 130 ] || { echo "FAIL: mixture SIGINT -> exit $rc (want 130)"; fails=$((fails + 1)); }
-expect 0 "finished 200 steps" -- "$ks" train --out "$tmp/mix_int" --resume --quiet
+sigint_then_resume "$tmp/mix.json" "$tmp/mix_int" 200
 diff <(loss_only "$tmp/mix_whole") <(loss_only "$tmp/mix_int") > /dev/null \
   || { echo "FAIL: mixture SIGINT + resume: losses differ"; fails=$((fails + 1)); }
 diff <(counts "$tmp/mix_whole") <(counts "$tmp/mix_int") > /dev/null \

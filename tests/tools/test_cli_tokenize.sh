@@ -6,10 +6,8 @@
 # shards at 1 and 2 threads, bpe:N, and every refusal: an error naming the
 # problem, a non-zero exit and no shard (or temporary file) left behind.
 # Each check: `expect CODE PATTERN -- command` (tests/tools/expect.sh).
-set -u
-PATH="/usr/bin:$PATH"
-ks="$1"
 source "$(dirname "$0")/expect.sh"
+ks="$1"
 
 # A corpus: paragraphs of lines, with some UTF-8, in three files and a subfolder.
 mkdir -p "$tmp/corpus/sub"

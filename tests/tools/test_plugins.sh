@@ -16,11 +16,9 @@
 # or layout hash (models/plugin.h), dlopen's own error, and names that exist
 # already. Arguments: the keystone binary, the project version, and the
 # plugins tests/tools/plugins/CMakeLists.txt builds.
-set -u
-PATH="/usr/bin:$PATH"
+source "$(dirname "$0")/expect.sh"
 ks="$1" version="$2" cosine="$3" clash="$4" no_declaration="$5" undefined="$6" old_version="$7" other_abi="$8"
 scaled="$9" other_revision="${10}" other_layout="${11}" format1="${12}"
-source "$(dirname "$0")/expect.sh"
 expect_not() {  # expect_not PATTERN -- command...: its output must not match
   local pattern="$1"; shift 2
   if "$@" 2>&1 | grep -qE -- "$pattern"; then echo "FAIL: $* printed /$pattern/"; fails=$((fails + 1)); fi
@@ -198,7 +196,6 @@ mv "$tmp/moved.so" "$cosine"
 
 # The ABI tag leaves out how Keystone was built (CUDA, MPI, sanitizers, NDEBUG) because no
 # installed header's layout depends on it: no header may test those macros.
-root="$(cd "$(dirname "$0")/../.." && pwd)"
 if grep -rnE --include='*.h' '^\s*#\s*(if|ifdef|ifndef|elif).*\b(KS_WITH_[A-Z]+|NDEBUG|KS_SANITIZE|__SANITIZE_ADDRESS__)\b' \
   "$root"/core "$root"/autograd "$root"/ops "$root"/nn "$root"/models "$root"/datasets "$root"/tools "$root"/keystone.h; then
   echo "FAIL: the headers above change with the build's switches; name them in KS_PLUGIN_ABI (core/plugin.h)"
