@@ -8,6 +8,10 @@
 #   needs_torch            Debian's python3 imports torch, else exit 2
 #   field NAME             the number NAME of the JSON line on standard input
 #   keystone_cpu           the CPU's brand string, as `keystone bench` reports it
+#   vs_torch THREADS       a comparison's start: needs_keystone, needs_torch, both
+#                          sides on the same float32 kernels, PyTorch's BLAS on
+#                          THREADS threads (tools/bench/torch_blas.sh); sets
+#                          $torch_blas (that environment) and $cpu (keystone_cpu)
 counts() {
   local name=$1 value
   shift
@@ -28,4 +32,12 @@ needs_torch() {
 field() { sed -n "s/.*\"$1\": *\\([0-9.]*\\).*/\\1/p" | head -1; }
 keystone_cpu() {
   ./build/keystone bench --attention-only --seq 16 --batch 1 --steps 1 | sed -n 's/.*"cpu":"\([^"]*\)".*/\1/p'
+}
+vs_torch() {
+  needs_keystone
+  needs_torch
+  export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
+  . tools/bench/torch_blas.sh
+  torch_blas=$(torch_blas_env "$1")
+  cpu=$(keystone_cpu)
 }

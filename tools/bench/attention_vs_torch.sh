@@ -18,12 +18,7 @@ shapes=("softmax --heads 8" "fixed --heads 8 --head-dim 64" "mgk --heads 4 --hea
 counts ROUNDS "$rounds"
 # shellcheck disable=SC2086
 counts SEQS $seqs
-needs_keystone
-needs_torch
-export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
-. tools/bench/torch_blas.sh  # PyTorch's BLAS on the run's thread count
-torch_blas=$(torch_blas_env 2)
-cpu=$(keystone_cpu)
+vs_torch 2  # PyTorch's BLAS on the run's thread count
 echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD), PyTorch: ${torch_blas:-its default OpenBLAS pool}"
 printf "%-30s %6s %5s %12s %12s %7s\n" shape seq round keystone_ms torch_ms ratio
 for shape in "${shapes[@]}"; do

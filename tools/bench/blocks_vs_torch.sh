@@ -26,12 +26,7 @@ blocks=("--norm layernorm"
 counts ROUNDS "$rounds"
 counts THREADS "$threads"
 counts STEPS "$steps"
-needs_keystone
-needs_torch
-export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
-. tools/bench/torch_blas.sh  # PyTorch's BLAS on the run's thread count
-torch_blas=$(torch_blas_env $threads)
-cpu=$(keystone_cpu)
+vs_torch "$threads"  # PyTorch's BLAS on the run's thread count
 echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD), $threads thread(s), $steps steps, PyTorch: ${torch_blas:-its default OpenBLAS pool}, load $(cut -d' ' -f1 /proc/loadavg)"
 printf "%-70s %5s %12s %12s %7s\n" blocks round keystone_ms torch_ms ratio
 for b in "${blocks[@]}"; do

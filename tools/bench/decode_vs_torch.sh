@@ -22,12 +22,7 @@ for pair in $lengths; do
     *) echo "LENGTHS: expected prompt:new-tokens pairs, got '$pair'" >&2; exit 2 ;;
   esac
 done
-needs_keystone
-needs_torch
-export OPENBLAS_CORETYPE=SkylakeX  # the same float32 kernels for both (see bench_vs_torch.sh)
-. tools/bench/torch_blas.sh  # PyTorch's BLAS on the run's thread count
-torch_blas=$(torch_blas_env 1)
-cpu=$(keystone_cpu)
+vs_torch 1  # PyTorch's BLAS on the run's thread count
 echo "# $cpu, $(date -u +%F), $(git rev-parse --short HEAD)${OLD:+, old: $OLD}, PyTorch: ${torch_blas:-its default OpenBLAS pool}"
 printf "%5s %5s %6s %6s %10s %10s %10s %7s\n" round batch prompt new old keystone torch ratio
 for r in $(seq 1 "$rounds"); do

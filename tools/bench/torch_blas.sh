@@ -1,5 +1,6 @@
-# tools/bench/torch_blas.sh — sourced by the *_vs_torch.sh scripts: the
-# environment that makes PyTorch's BLAS use the thread count a run asks for.
+# tools/bench/torch_blas.sh — sourced by the *_vs_torch.sh scripts (most
+# through vs_torch in tools/bench/args.sh): the environment that makes
+# PyTorch's BLAS use the thread count a run asks for.
 # Not a script to run on its own.
 #
 # Debian's PyTorch 1.13 does its float32 GEMMs in OpenBLAS (pthreads build),
