@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace ks {
@@ -43,6 +44,12 @@ std::optional<int64_t> parse_int(const std::string& text) {
 std::optional<double> parse_double(const std::string& text) {
   double v = 0;
   return read_double(text, v) == NumberRead::Value ? std::optional<double>(v) : std::nullopt;
+}
+
+std::string exact_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
 }
 
 }  // namespace ks

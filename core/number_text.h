@@ -8,7 +8,9 @@
 // ERANGE, but they are numbers); only an overflow (1e999) is out of range.
 // The callers word their own errors (tools/cli/cli.h: a flag's, naming it).
 // Why in core: it needs nothing above, and both the command line (tools/cli)
-// and the training library (tools/train) read numbers this way.
+// and the training library (tools/train) read numbers this way. Its one
+// writer, exact_text, is here too: the loss scaler (nn) and the training
+// state (tools/train) write their doubles into checkpoint metadata with it.
 #pragma once
 
 #include <cstdint>
@@ -28,5 +30,9 @@ NumberRead read_double(const std::string& text, double& out);
 // leading space, beyond int64 or an overflow of double).
 std::optional<int64_t> parse_int(const std::string& text);
 std::optional<double> parse_double(const std::string& text);
+
+// The text of v ("%.17g") that read_double reads back to the same bits: a
+// double written into checkpoint metadata keeps all of them.
+std::string exact_text(double v);
 
 }  // namespace ks

@@ -4,10 +4,10 @@
 
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/number_text.h"
 #include "nn/optim.h"
 #include "ops/elementwise.h"
 #include "ops/optim.h"
@@ -15,13 +15,6 @@
 namespace ks::nn {
 
 namespace {
-
-// Doubles in checkpoint metadata keep all their bits.
-std::string exact(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 const std::string* entry(const Metadata& m, const char* key) {
   auto it = m.find(key);
@@ -88,7 +81,7 @@ void LossScaler::update(bool found_non_finite) {
 }
 
 Metadata LossScaler::to_metadata() const {
-  return {{"keystone.loss_scale", exact(scale_)},
+  return {{"keystone.loss_scale", exact_text(scale_)},
           {"keystone.loss_scale_good_steps", std::to_string(good_steps_)},
           {"keystone.loss_scale_skipped_steps", std::to_string(skipped_steps_)}};
 }

@@ -3,7 +3,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 
 #include "core/error.h"
 #include "core/number_text.h"
@@ -11,13 +10,6 @@
 namespace ks::tools {
 
 namespace {
-
-// Doubles in checkpoint metadata keep all their bits.
-std::string exact(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 class Reader {
  public:
@@ -75,15 +67,15 @@ nn::Metadata TrainState::to_metadata() const {
       {"keystone.loader", loader},
       {"keystone.rng_seed", std::to_string(rng_seed)},
       {"keystone.rng_offset", std::to_string(rng_offset)},
-      {"keystone.best_loss", exact(best_loss)},
+      {"keystone.best_loss", exact_text(best_loss)},
       {"keystone.best_step", std::to_string(best_step)},
       {"keystone.evals_since_best", std::to_string(evals_since_best)},
-      {"keystone.interval_loss", exact(interval_loss)},
-      {"keystone.interval_grad_norm", exact(interval_grad_norm)},
+      {"keystone.interval_loss", exact_text(interval_loss)},
+      {"keystone.interval_grad_norm", exact_text(interval_grad_norm)},
       {"keystone.interval_steps", std::to_string(interval_steps)},
       {"keystone.interval_tokens", std::to_string(interval_tokens)},
       {"keystone.interval_skipped", std::to_string(interval_skipped)},
-      {"keystone.elapsed_s", exact(elapsed_s)},
+      {"keystone.elapsed_s", exact_text(elapsed_s)},
   };
 }
 
