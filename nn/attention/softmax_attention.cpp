@@ -81,14 +81,19 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
 
 namespace {
 
-// "softmax": no keys of its own; head_dim, when given, must be d_model / heads.
-struct SoftmaxOptions : AttentionOptions {
-  static SoftmaxOptions parse(const nlohmann::json&, const std::string&) { return {}; }
+// What "softmax" and "fixed" share: no keys of their own, and every shared
+// option (kv_heads, alibi, window) applies. Each family adds its head_dim rule.
+template <class Family> struct NoKeysOptions : AttentionOptions {
+  static Family parse(const nlohmann::json&, const std::string&) { return {}; }
   static std::vector<KeyDoc> option_keys() { return {}; }
   nlohmann::json to_json() const override { return nlohmann::json::object(); }
   bool takes_kv_groups() const override { return true; }
   bool takes_alibi() const override { return true; }
   bool takes_window() const override { return true; }
+};
+
+// "softmax": head_dim, when given, must be d_model / heads.
+struct SoftmaxOptions : NoKeysOptions<SoftmaxOptions> {
   void validate(const AttentionConfig& cfg) const override {
     if (cfg.head_dim > 0)
       KS_CHECK(cfg.head_dim * cfg.heads == cfg.d_model, "attention.head_dim: the \"softmax\" family uses ",
@@ -96,14 +101,8 @@ struct SoftmaxOptions : AttentionOptions {
   }
 };
 
-// "fixed": no keys of its own; the head size is the point, so it is explicit.
-struct FixedOptions : AttentionOptions {
-  static FixedOptions parse(const nlohmann::json&, const std::string&) { return {}; }
-  static std::vector<KeyDoc> option_keys() { return {}; }
-  nlohmann::json to_json() const override { return nlohmann::json::object(); }
-  bool takes_kv_groups() const override { return true; }
-  bool takes_alibi() const override { return true; }
-  bool takes_window() const override { return true; }
+// "fixed": the head size is the point, so it is explicit.
+struct FixedOptions : NoKeysOptions<FixedOptions> {
   void validate(const AttentionConfig& cfg) const override {
     KS_CHECK(cfg.head_dim > 0, "attention.head_dim: the \"fixed\" family needs an explicit head_dim");
   }
