@@ -1,7 +1,9 @@
 // tests/nn/attention_reference.h — what the attention module tests share:
 // plain-loop pieces (a Linear layer applied by explicit loops, the masks as
-// predicates, a masked softmax), the seeded typed build of a module, and its
-// random inputs and bool mask tensors. The references run in double on values
+// predicates, a masked softmax), the seeded typed build of a module, its
+// random inputs and bool mask tensors, and the checks every family passes
+// (cached self-attention step by step, a static cross-attention cache, the
+// weights return_weights records). The references run in double on values
 // read out of the module, so a reference never calls the ops it is checking.
 // Not here: the attention formulas themselves, which each test file writes
 // out from its paper.
@@ -73,6 +75,58 @@ inline Tensor bool_tensor(const std::vector<int>& values, const Shape& shape) {
   Tensor t = empty(shape, {.dtype = kBool});
   for (size_t i = 0; i < values.size(); ++i) t.data<bool>()[i] = values[i] != 0;
   return t;
+}
+
+// Causal self-attention over x (B, T, d) with key padding pad (B, T), decoded
+// from a cache — a two-token prefill, then single tokens — equals the full
+// forward; the cache then holds all T positions. Returned for the caller's
+// checks of what the family keeps.
+inline nn::AttentionCache check_cached_decoding(nn::Attention& m, const Tensor& x, const Tensor& pad) {
+  Tensor full = m.forward(x, {.causal = true, .key_padding = pad});
+  nn::AttentionCache cache;
+  std::vector<Tensor> steps;
+  steps.push_back(m.forward(narrow(x, 1, 0, 2), {.causal = true, .key_padding = narrow(pad, 1, 0, 2)}, &cache));
+  for (int64_t t = 2; t < x.size(1); ++t)
+    steps.push_back(m.forward(narrow(x, 1, t, 1), {.causal = true, .key_padding = narrow(pad, 1, t, 1)}, &cache));
+  check_close(cat(steps, 1), full, 1e-12, 1e-10);
+  CHECK(cache.length == x.size(1));
+  return cache;
+}
+
+// Cross-attention of q (B, T, d) over mem (B, S, kv) with key padding pad
+// (B, S) from a static cache: the first step projects the memory, later steps
+// read neither it nor its padding (they pass `other`), and the steps equal the
+// full forward. Returns the full output and the cache.
+struct StaticCacheRun {
+  Tensor full;
+  nn::AttentionCache cache;
+};
+inline StaticCacheRun check_static_cache(nn::Attention& m, const Tensor& q, const Tensor& mem, const Tensor& pad,
+                                         const Tensor& other) {
+  StaticCacheRun r{m.forward(q, mem, mem, {.key_padding = pad}), {}};
+  r.cache.is_static = true;
+  std::vector<Tensor> steps;
+  steps.push_back(m.forward(narrow(q, 1, 0, 1), mem, mem, {.key_padding = pad}, &r.cache));
+  CHECK(r.cache.length == mem.size(1));
+  for (int64_t t = 1; t < q.size(1); ++t) steps.push_back(m.forward(narrow(q, 1, t, 1), other, other, {}, &r.cache));
+  check_close(cat(steps, 1), r.full, 1e-12, 1e-10);
+  CHECK(r.cache.length == mem.size(1));
+  return r;
+}
+
+// With return_weights, a causal forward over x (B, T, d) with key padding pad
+// (B, T) records (B, h, T, T) probabilities, not tracked for gradients, each
+// row summing to 1. Returned for the caller's check against its reference.
+inline Tensor check_returned_weights(nn::Attention& m, const Tensor& x, const Tensor& pad) {
+  m.return_weights = true;
+  m.forward(x, {.causal = true, .key_padding = pad});
+  Tensor w = m.record().weights;
+  REQUIRE(w.defined());
+  const int64_t B = x.size(0), h = m.config.heads, T = x.size(1);
+  CHECK(w.sizes() == Shape{B, h, T, T});
+  CHECK_FALSE(w.requires_grad());
+  check_close(sum(w, {-1}), Vec(size_t(B * h * T), 1.0), 1e-12, 0);
+  return w;
 }
 
 // Normalises w (n) in place as softmax over the entries not masked, from

@@ -302,14 +302,7 @@ TEST_CASE("cached MGK decoding one token at a time equals full recomputation") {
     m->eval();
     Tensor x = input({2, 6, 8}, 51);
     Tensor pad = bool_tensor({0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 1, 0}, {2, 6});
-    Tensor full = m->forward(x, {.causal = true, .key_padding = pad});
-    nn::AttentionCache cache;
-    std::vector<Tensor> steps;
-    steps.push_back(m->forward(narrow(x, 1, 0, 2), {.causal = true, .key_padding = narrow(pad, 1, 0, 2)}, &cache));
-    for (int64_t t = 2; t < 6; ++t)
-      steps.push_back(m->forward(narrow(x, 1, t, 1), {.causal = true, .key_padding = narrow(pad, 1, t, 1)}, &cache));
-    check_close(cat(steps, 1), full, 1e-12, 1e-10);
-    CHECK(cache.length == 6);
+    const nn::AttentionCache cache = check_cached_decoding(*m, x, pad);
     CHECK(cache.k.sizes() == Shape{2, 2, 3, 6, 4});
     CHECK(cache.v.sizes() == Shape{2, 2, 6, 4});
   }
@@ -321,15 +314,7 @@ TEST_CASE("MGK cross-attention static cache projects the memory once and reuses 
     auto m = make(config({type}, 8, 2, 2, 0, 6));
     Tensor q = input({2, 4, 8}, 61), mem = input({2, 5, 6}, 62);
     Tensor pad = bool_tensor({0, 0, 0, 0, 1, 0, 1, 0, 0, 0}, {2, 5});
-    Tensor full = m->forward(q, mem, mem, {.key_padding = pad});
-    nn::AttentionCache cache;
-    cache.is_static = true;
-    std::vector<Tensor> steps;
-    steps.push_back(m->forward(narrow(q, 1, 0, 1), mem, mem, {.key_padding = pad}, &cache));
-    Tensor other = input({2, 5, 6}, 63);
-    for (int64_t t = 1; t < 4; ++t) steps.push_back(m->forward(narrow(q, 1, t, 1), other, other, {}, &cache));
-    check_close(cat(steps, 1), full, 1e-12, 1e-10);
-    CHECK(cache.length == 5);
+    const nn::AttentionCache cache = check_static_cache(*m, q, mem, pad, input({2, 5, 6}, 63)).cache;
     CHECK(cache.k.sizes() == Shape{2, 2, 2, 5, 4});
   }
 }
@@ -339,15 +324,9 @@ TEST_CASE("MGK return_weights stores (B, h, T, S) probabilities whose rows sum t
     CAPTURE(variant_name(var));
     auto m = make(config(var, 8, 2));
     m->eval();
-    m->return_weights = true;
     Tensor x = input({2, 5, 8}, 71);
     Tensor pad = bool_tensor({0, 0, 0, 0, 1, 0, 0, 0, 0, 0}, {2, 5});
-    m->forward(x, {.causal = true, .key_padding = pad});
-    Tensor w = m->record().weights;
-    REQUIRE(w.defined());
-    CHECK(w.sizes() == Shape{2, 2, 5, 5});
-    CHECK_FALSE(w.requires_grad());
-    check_close(sum(w, {-1}), Vec(20, 1.0), 1e-12, 0);
+    Tensor w = check_returned_weights(*m, x, pad);
     check_close(w, mgk_ref(*m, x, x, x, either(causal_mask(), padding_mask(pad))).weights, 1e-12, 1e-10);
   }
 }

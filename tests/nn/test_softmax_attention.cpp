@@ -1,14 +1,14 @@
 // tests/nn/test_softmax_attention.cpp — the "softmax" and "fixed" attention
-// families: a loop reference of softmax(QKᵀ/√p + mask)V per head then W_o,
-// float64 gradchecks of the whole module, causal and padding masks, cached
-// decoding against full recomputation (growing and static caches), returned
-// weights, sliding windows, q/k/v-only biases, "fixed" == "softmax" at
-// p = d/h, parameter counts, config errors.
+// families: a loop reference of softmax(QKᵀ/√p + mask)V per head then W_o
+// (tests/nn/softmax_reference.h), float64 gradchecks of the whole module,
+// causal and padding masks, cached decoding against full recomputation
+// (growing and static caches), returned weights, sliding windows, q/k/v-only
+// biases, "fixed" == "softmax" at p = d/h, parameter counts, config errors.
 #include <cmath>
 
 #include "nn/attention/mgk_attention.h"
 #include "nn/attention/softmax_attention.h"
-#include "nn/attention_reference.h"
+#include "nn/softmax_reference.h"  // tests/nn/
 
 using namespace ks;
 using namespace ks::testing;
@@ -19,50 +19,11 @@ using V = const std::vector<Tensor>&;
 const nn::AttentionMask kCausal{true, Tensor()};
 
 nn::AttentionConfig config(const std::string& type, int64_t d, int64_t h, int64_t p = 0, int64_t kv = 0) {
-  nn::AttentionConfig c;
-  c.type = type;
-  c.d_model = d;
-  c.heads = h;
-  c.head_dim = p;
-  c.kv_dim = kv;
-  return c;
+  return {.type = type, .d_model = d, .kv_dim = kv, .heads = h, .head_dim = p};
 }
 
 std::shared_ptr<nn::MultiHeadAttention> make(const nn::AttentionConfig& c, DType dt = kFloat64, uint64_t seed = 7) {
   return seeded_attention<nn::MultiHeadAttention>(c, dt, seed);
-}
-
-// softmax(Q_h K_hᵀ / √p + mask) V_h for every head h, concatenated, then W_o:
-// straight from Vaswani et al., by loops. Fills `weights` (B, h, T, S) if given.
-Vec mha_ref(const nn::MultiHeadAttention& m, const Tensor& query, const Tensor& key, const Tensor& value,
-            const MaskFn& masked, Vec* weights = nullptr) {
-  const int64_t B = query.size(0), T = query.size(1), S = key.size(1);
-  const int64_t h = m.config.heads, p = m.config.resolved_head_dim(), hp = h * p;
-  const Vec Q = linear_ref(query.to_vector<double>(), B * T, *m.q);
-  const Vec K = linear_ref(key.to_vector<double>(), B * S, *m.k);
-  const Vec Vv = linear_ref(value.to_vector<double>(), B * S, *m.v);
-  Vec heads(size_t(B * T * hp), 0.0);
-  if (weights) weights->assign(size_t(B * h * T * S), 0.0);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t hd = 0; hd < h; ++hd)
-      for (int64_t i = 0; i < T; ++i) {
-        Vec w(static_cast<size_t>(S));
-        std::vector<bool> mask(static_cast<size_t>(S));
-        for (int64_t j = 0; j < S; ++j) {
-          double dot = 0;
-          for (int64_t c = 0; c < p; ++c)
-            dot += Q[size_t((b * T + i) * hp + hd * p + c)] * K[size_t((b * S + j) * hp + hd * p + c)];
-          w[size_t(j)] = dot / std::sqrt(double(p));
-          mask[size_t(j)] = masked(b, i, j);
-        }
-        masked_softmax_ref(w, mask);
-        for (int64_t j = 0; j < S; ++j) {
-          if (weights) (*weights)[size_t(((b * h + hd) * T + i) * S + j)] = w[size_t(j)];
-          for (int64_t c = 0; c < p; ++c)
-            heads[size_t((b * T + i) * hp + hd * p + c)] += w[size_t(j)] * Vv[size_t((b * S + j) * hp + hd * p + c)];
-        }
-      }
-  return linear_ref(heads, B * T, *m.o);
 }
 
 }  // namespace
@@ -149,15 +110,7 @@ TEST_CASE("cached decoding one token at a time equals full recomputation") {
     auto m = make(config(type, 8, 2, std::string(type) == "fixed" ? 3 : 0));
     Tensor x = input({2, 6, 8}, 41);
     Tensor pad = bool_tensor({0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 1, 0}, {2, 6});
-    Tensor full = m->forward(x, {.causal = true, .key_padding = pad});
-    nn::AttentionCache cache;
-    std::vector<Tensor> steps;
-    // A two-token prefill, then single tokens.
-    steps.push_back(m->forward(narrow(x, 1, 0, 2), {.causal = true, .key_padding = narrow(pad, 1, 0, 2)}, &cache));
-    for (int64_t t = 2; t < 6; ++t)
-      steps.push_back(m->forward(narrow(x, 1, t, 1), {.causal = true, .key_padding = narrow(pad, 1, t, 1)}, &cache));
-    check_close(cat(steps, 1), full, 1e-12, 1e-10);
-    CHECK(cache.length == 6);
+    const nn::AttentionCache cache = check_cached_decoding(*m, x, pad);
     CHECK(cache.k.sizes() == Shape{2, 2, 6, m->config.resolved_head_dim()});
     CHECK(cache.v.sizes() == Shape{2, 2, 6, m->config.resolved_head_dim()});
     // Without masks after the first step, padding seen earlier still holds.
@@ -212,17 +165,8 @@ TEST_CASE("cross-attention static cache projects the memory once and reuses it")
   auto m = make(config("softmax", 8, 2, 0, 6));
   Tensor q = input({2, 4, 8}, 51), mem = input({2, 5, 6}, 52);
   Tensor pad = bool_tensor({0, 0, 0, 0, 1, 0, 1, 0, 0, 0}, {2, 5});
-  Tensor full = m->forward(q, mem, mem, {.key_padding = pad});
-  nn::AttentionCache cache;
-  cache.is_static = true;
-  std::vector<Tensor> steps;
-  steps.push_back(m->forward(narrow(q, 1, 0, 1), mem, mem, {.key_padding = pad}, &cache));
-  CHECK(cache.length == 5);
   // Later steps: the memory (even a different one) and its padding are not read again.
-  Tensor other = input({2, 5, 6}, 53);
-  for (int64_t t = 1; t < 4; ++t) steps.push_back(m->forward(narrow(q, 1, t, 1), other, other, {}, &cache));
-  check_close(cat(steps, 1), full, 1e-12, 1e-10);
-  CHECK(cache.length == 5);
+  auto [full, cache] = check_static_cache(*m, q, mem, pad, input({2, 5, 6}, 53));
   CHECK(cache.k.sizes() == Shape{2, 2, 5, 4});
   // Undefined key/value are fine once the cache holds the memory.
   check_close(m->forward(narrow(q, 1, 3, 1), Tensor(), Tensor(), {}, &cache), narrow(full, 1, 3, 1), 1e-12, 1e-10);
@@ -231,14 +175,8 @@ TEST_CASE("cross-attention static cache projects the memory once and reuses it")
 TEST_CASE("return_weights stores (B, h, T, S) probabilities whose rows sum to 1") {
   auto m = make(config("softmax", 8, 2));
   Tensor x = input({2, 5, 8}, 61);
-  m->return_weights = true;
   Tensor pad = bool_tensor({0, 0, 0, 0, 1, 0, 0, 0, 0, 0}, {2, 5});
-  m->forward(x, {.causal = true, .key_padding = pad});
-  Tensor w = m->record().weights;
-  REQUIRE(w.defined());
-  CHECK(w.sizes() == Shape{2, 2, 5, 5});
-  CHECK_FALSE(w.requires_grad());
-  check_close(sum(w, {-1}), Vec(2 * 2 * 5, 1.0), 1e-12, 0);
+  Tensor w = check_returned_weights(*m, x, pad);
   Vec ref;
   mha_ref(
       *m, x, x, x, [&](int64_t b, int64_t i, int64_t j) { return j > i || padding_mask(pad)(b, i, j); }, &ref);

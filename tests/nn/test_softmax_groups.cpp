@@ -1,16 +1,16 @@
 // tests/nn/test_softmax_groups.cpp — grouped-query / multi-query attention
 // (attention.kv_heads) and ALiBi (attention.alibi) in the "softmax" and
 // "fixed" families: a loop reference (head n reads key/value head
-// n / (h / kv_heads), scores get −m_n·|i − j| with the paper's slopes),
-// float64 gradchecks of the module, cached decoding against full
-// recomputation with the cache at (B, kv_heads, S, p), the return_weights
-// path against the fused one, kv_heads = heads identical to no kv_heads,
-// parameter and cache counts, and the config errors (other families named).
+// n / (h / kv_heads), scores get −m_n·|i − j| with the paper's slopes:
+// tests/nn/softmax_reference.h), float64 gradchecks of the module, cached
+// decoding against full recomputation with the cache at (B, kv_heads, S, p),
+// the return_weights path against the fused one, kv_heads = heads identical
+// to no kv_heads, parameter and cache counts, and the config errors (other
+// families named).
 // Not here: the op's own tests (tests/ops/test_attention_groups.cpp).
 #include <cmath>
 
-#include "nn/attention/softmax_attention.h"
-#include "nn/attention_reference.h"
+#include "nn/softmax_reference.h"  // tests/nn/
 
 using namespace ks;
 using namespace ks::testing;
@@ -20,64 +20,11 @@ namespace {
 using V = const std::vector<Tensor>&;
 
 nn::AttentionConfig config(const std::string& type, int64_t d, int64_t h, int64_t g, bool alibi, int64_t p = 0) {
-  nn::AttentionConfig c;
-  c.type = type;
-  c.d_model = d;
-  c.heads = h;
-  c.kv_heads = g;
-  c.alibi = alibi;
-  c.head_dim = p;
-  return c;
+  return {.type = type, .d_model = d, .heads = h, .head_dim = p, .kv_heads = g, .alibi = alibi};
 }
 
 std::shared_ptr<nn::MultiHeadAttention> make(const nn::AttentionConfig& c, DType dt = kFloat64, uint64_t seed = 7) {
   return seeded_attention<nn::MultiHeadAttention>(c, dt, seed);
-}
-
-// ALiBi's slope of head n of h (the paper's code: 2^(-8(n+1)/h) for a power
-// of two h; else the largest power of two c below h takes c's sequence and
-// the rest every other slope of 2c's), recomputed here.
-double slope(int64_t n, int64_t h) {
-  int64_t c = 1;
-  while (2 * c <= h) c *= 2;
-  return n < c ? std::pow(2.0, -8.0 * double(n + 1) / double(c))
-               : std::pow(2.0, -4.0 * double(2 * (n - c) + 1) / double(c));
-}
-
-// softmax(Q_n K_{n/(h/g)}ᵀ/√p − m_n|offset + i − j| + mask) V_{n/(h/g)} per
-// head n, concatenated, then W_o, by loops; `weights` (B, h, T, S) if given.
-Vec grouped_ref(const nn::MultiHeadAttention& m, const Tensor& x, const MaskFn& masked, int64_t offset = 0,
-                Vec* weights = nullptr) {
-  const int64_t B = x.size(0), T = x.size(1), S = x.size(1);
-  const int64_t h = m.config.heads, g = m.config.resolved_kv_heads(), p = m.config.resolved_head_dim();
-  const int64_t hp = h * p, gp = g * p;
-  const Vec Q = linear_ref(x.to_vector<double>(), B * T, *m.q);
-  const Vec K = linear_ref(x.to_vector<double>(), B * S, *m.k);
-  const Vec Vv = linear_ref(x.to_vector<double>(), B * S, *m.v);
-  Vec heads(size_t(B * T * hp), 0.0);
-  if (weights) weights->assign(size_t(B * h * T * S), 0.0);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t n = 0; n < h; ++n)
-      for (int64_t i = 0; i < T; ++i) {
-        const int64_t kh = n / (h / g);
-        Vec w(static_cast<size_t>(S));
-        std::vector<bool> mask(static_cast<size_t>(S));
-        for (int64_t j = 0; j < S; ++j) {
-          double dot = 0;
-          for (int64_t c = 0; c < p; ++c)
-            dot += Q[size_t((b * T + i) * hp + n * p + c)] * K[size_t((b * S + j) * gp + kh * p + c)];
-          w[size_t(j)] =
-              dot / std::sqrt(double(p)) - (m.config.alibi ? slope(n, h) * std::abs(double(offset + i - j)) : 0.0);
-          mask[size_t(j)] = masked(b, i, j);
-        }
-        masked_softmax_ref(w, mask);
-        for (int64_t j = 0; j < S; ++j) {
-          if (weights) (*weights)[size_t(((b * h + n) * T + i) * S + j)] = w[size_t(j)];
-          for (int64_t c = 0; c < p; ++c)
-            heads[size_t((b * T + i) * hp + n * p + c)] += w[size_t(j)] * Vv[size_t((b * S + j) * gp + kh * p + c)];
-        }
-      }
-  return linear_ref(heads, B * T, *m.o);
 }
 
 const nn::AttentionMask kCausal{true, Tensor()};
@@ -93,20 +40,20 @@ TEST_CASE("grouped-query attention and ALiBi match a loop reference, causal, pad
         CAPTURE(alibi);
         auto m = make(config(type, 8, 4, g, alibi, std::string(type) == "fixed" ? 3 : 0));
         Tensor x = input({2, 5, 8}, 1);
-        check_close(m->forward(x, kCausal), grouped_ref(*m, x, causal_mask()), 1e-12, 1e-10);
-        check_close(m->forward(x), grouped_ref(*m, x, no_mask()), 1e-12, 1e-10);
+        check_close(m->forward(x, kCausal), mha_ref(*m, x, x, x, causal_mask()), 1e-12, 1e-10);
+        check_close(m->forward(x), mha_ref(*m, x, x, x, no_mask()), 1e-12, 1e-10);
         Tensor pad = bool_tensor({0, 0, 0, 1, 1, 0, 1, 0, 0, 0}, {2, 5});
         check_close(m->forward(x, {.causal = true, .key_padding = pad}),
-                    grouped_ref(*m, x,
-                                [&](int64_t b, int64_t i, int64_t j) {
-                                  return causal_mask()(b, i, j) || padding_mask(pad)(b, i, j);
-                                }),
+                    mha_ref(*m, x, x, x,
+                            [&](int64_t b, int64_t i, int64_t j) {
+                              return causal_mask()(b, i, j) || padding_mask(pad)(b, i, j);
+                            }),
                     1e-12, 1e-10);
         CHECK(m->k->out_features == g * m->config.resolved_head_dim());
         // float32 against the same reference.
         auto m32 = make(m->config, kFloat32);
         Tensor x32 = input({2, 5, 8}, 5, kFloat32);
-        check_close(m32->forward(x32, kCausal), grouped_ref(*m32, x32, causal_mask()), 1e-5, 1e-4);
+        check_close(m32->forward(x32, kCausal), mha_ref(*m32, x32, x32, x32, causal_mask()), 1e-5, 1e-4);
       }
 }
 
@@ -147,7 +94,7 @@ TEST_CASE("grouped-query attention with ALiBi: cached decoding equals full recom
       m->return_weights = false;
       check_close(cat(composed, 1), m->forward(x, kCausal), 1e-12, 1e-10);
       Vec w;
-      grouped_ref(*m, x, causal_mask(), 0, &w);
+      mha_ref(*m, x, x, x, causal_mask(), &w);
       m->return_weights = true;
       m->forward(x, kCausal);
       check_close(m->record().weights, w, 1e-12, 1e-10);
