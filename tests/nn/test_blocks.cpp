@@ -8,6 +8,7 @@
 #include "nn/feed_forward.h"
 #include "nn/ff_gated.h"
 #include "nn/ff_mlp.h"
+#include "nn/layer_checks.h"  // tests/nn/
 #include "nn/norm.h"
 #include "nn/norm_layer.h"
 #include "nn/norm_rms.h"
@@ -106,13 +107,7 @@ TEST_CASE("Transformer layers of every norm and feed-forward: cached decoding eq
         for (auto& [name, _] : enc.named_parameters()) CHECK((bias || name.find("bias") == std::string::npos));
         Tensor memory = enc.forward(randn({2, 5, 8}));
         nn::DecoderLayer dec(cfg, true);
-        Tensor tgt = randn({2, 4, 8});
-        Tensor full = dec.forward(tgt, memory);
-        nn::DecoderLayerCache cache;
-        std::vector<Tensor> steps;
-        for (int64_t t = 0; t < 4; ++t)
-          steps.push_back(dec.forward(narrow(tgt, 1, t, 1), memory, Tensor(), Tensor(), &cache));
-        check_close(cat(steps, 1), full, 1e-5, 1e-4);
+        Tensor full = check_decoder_caching(dec, randn({2, 4, 8}), memory);
         backward(sum(full));
         for (const auto& named : dec.named_parameters()) {
           const std::string& name = named.first;  // not a structured binding: CAPTURE's lambda (clang 14)
