@@ -1,13 +1,15 @@
 // tests/ops/norm_checks.h — the checks every row normalisation op passes
 // (layer_norm, rms_norm): a float64 loop reference with and without weight and
-// bias over 1 and 2 normalised dims, gradchecks over layouts, and parameter
-// gradients that do not depend on the thread count. Each op's own test file
-// keeps what is particular to it (large offsets, second derivatives, errors).
+// bias over 1 and 2 normalised dims, gradchecks over layouts, parameter
+// gradients that do not depend on the thread count, and the shape and dtype
+// refusals. Each op's own test file keeps what is particular to it (large
+// offsets, second derivatives, its other errors).
 // Not a test file: it only declares helpers.
 #pragma once
 
 #include <cmath>
 #include <functional>
+#include <string>
 
 #include "support/testing.h"
 
@@ -119,6 +121,21 @@ inline void check_norm_param_grads_thread_independent(const NormOp& op, uint64_t
   set_num_threads(saved);
   CHECK(one == many);
   check_close(from_vector(one[2]), sum(g, {0}), 1e-4, 1e-5);
+}
+
+// The refusals every row norm words alike, each message led by the op's
+// `name`: a normalized_shape that is not the input's last dims, a weight of
+// another shape, a bias of another dtype, an integer input.
+inline void check_norm_errors(const NormOp& op, const std::string& name) {
+  const Tensor x = zeros({2, 3, 5});
+  const std::string shape = name + ": normalized_shape [4, 5] does not match the last dims of input float32 [2, 3, 5]";
+  const std::string weight = name + ": weight float32 [4] does not match normalized_shape [5]";
+  const std::string bias = name + ": bias float64 [5] has a different dtype from input float32 [2, 3, 5]";
+  const std::string integer = name + ": expected a floating tensor, got int64 [2, 3]";
+  CHECK_THROWS_WITH_AS(op(x, {4, 5}, Tensor(), Tensor(), 1e-5), shape.c_str(), Error);
+  CHECK_THROWS_WITH_AS(op(x, {5}, ones({4}), Tensor(), 1e-5), weight.c_str(), Error);
+  CHECK_THROWS_WITH_AS(op(x, {5}, ones({5}), ones({5}, {.dtype = kFloat64}), 1e-5), bias.c_str(), Error);
+  CHECK_THROWS_WITH_AS(op(zeros({2, 3}, {.dtype = kInt64}), {3}, Tensor(), Tensor(), 1e-5), integer.c_str(), Error);
 }
 
 }  // namespace ks::testing
