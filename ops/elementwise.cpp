@@ -130,83 +130,73 @@ template <class Op> Tensor scalar_forward(const char* name, double s, const Tens
 
 }  // namespace
 
-Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a_in, const Tensor& b_in) {
+namespace {
+// What each binary op's public function does: the operands promoted to one
+// dtype, op's kernel, and, when either input needs a gradient, the node
+// op.node with the backward that backward_for(a, b) returns: a closure over
+// only what that op's gradients read.
+template <class MakeBackward>
+Tensor binary_recorded(const BinaryInfo& op, const Tensor& a_in, const Tensor& b_in, MakeBackward backward_for) {
   const auto operands = promoted(op.name, a_in, b_in);
   const Tensor &a = operands.first, &b = operands.second;
   Tensor out = binary_forward(op, a, b);
-  if (needs_grad({a, b}))
-    record(
-        op.node, {a, b}, {out},
-        [op, sa = SavedTensor(a), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(), ga = a.requires_grad(),
-         gb = b.requires_grad()](const std::vector<Tensor>& g) {
-          Tensor a_ = sa.unpack(), b_ = sb.unpack();
-          // Only under create_graph (grad mode on in backward); a plain backward does not build the vector.
-          const bool differentiated = GradMode::is_enabled() && needs_grad({g[0], a_, b_});
-          auto grad_for = [&](int which, const Shape& shape_in) {
-            Tensor full = binary_grad_full(op, which, g[0], a_, b_);
-            if (differentiated) record_double_backward(op, which, full, g[0], a_, b_);
-            return sum_to(full, shape_in);
-          };
-          Tensor da, db;
-          if (ga) da = grad_for(0, shape_a);
-          if (gb) db = grad_for(1, shape_b);
-          return std::vector<Tensor>{da, db};
-        },
-        HigherOrder::Supported);
+  if (needs_grad({a, b})) record(op.node, {a, b}, {out}, backward_for(a, b), HigherOrder::Supported);
   return out;
+}
+}  // namespace
+
+Tensor binary_with_grads(const BinaryInfo& op, const Tensor& a_in, const Tensor& b_in) {
+  return binary_recorded(op, a_in, b_in, [&op](const Tensor& a, const Tensor& b) {
+    return [op, sa = SavedTensor(a), sb = SavedTensor(b), shape_a = a.sizes(), shape_b = b.sizes(),
+            ga = a.requires_grad(), gb = b.requires_grad()](const std::vector<Tensor>& g) {
+      Tensor a_ = sa.unpack(), b_ = sb.unpack();
+      // Only under create_graph (grad mode on in backward); a plain backward does not build the vector.
+      const bool differentiated = GradMode::is_enabled() && needs_grad({g[0], a_, b_});
+      auto grad_for = [&](int which, const Shape& shape_in) {
+        Tensor full = binary_grad_full(op, which, g[0], a_, b_);
+        if (differentiated) record_double_backward(op, which, full, g[0], a_, b_);
+        return sum_to(full, shape_in);
+      };
+      Tensor da, db;
+      if (ga) da = grad_for(0, shape_a);
+      if (gb) db = grad_for(1, shape_b);
+      return std::vector<Tensor>{da, db};
+    };
+  });
 }
 
 Tensor add(const Tensor& a_in, const Tensor& b_in) {
-  const auto operands = promoted("add", a_in, b_in);
-  const Tensor &a = operands.first, &b = operands.second;
-  Tensor out = binary_forward(binary_info<binary_ops::Add>(), a, b);
-  if (needs_grad({a, b}))
-    record(
-        "AddBackward", {a, b}, {out},
-        [sa = a.sizes(), sb = b.sizes()](const std::vector<Tensor>& g) {
-          return std::vector<Tensor>{sum_to(g[0], sa), sum_to(g[0], sb)};
-        },
-        HigherOrder::Supported);
-  return out;
+  return binary_recorded(binary_info<binary_ops::Add>(), a_in, b_in, [](const Tensor& a, const Tensor& b) {
+    return [sa = a.sizes(), sb = b.sizes()](const std::vector<Tensor>& g) {
+      return std::vector<Tensor>{sum_to(g[0], sa), sum_to(g[0], sb)};
+    };
+  });
 }
 
 Tensor sub(const Tensor& a_in, const Tensor& b_in) {
-  const auto operands = promoted("sub", a_in, b_in);
-  const Tensor &a = operands.first, &b = operands.second;
-  Tensor out = binary_forward(binary_info<binary_ops::Sub>(), a, b);
-  if (needs_grad({a, b}))
-    record(
-        "SubBackward", {a, b}, {out},
-        [sa = a.sizes(), sb = b.sizes(), gb = b.requires_grad()](const std::vector<Tensor>& g) {
-          // Reduce before negating: the reduced gradient may be much smaller.
-          return std::vector<Tensor>{sum_to(g[0], sa), gb ? negated(sum_to(g[0], sb)) : Tensor()};
-        },
-        HigherOrder::Supported);
-  return out;
+  return binary_recorded(binary_info<binary_ops::Sub>(), a_in, b_in, [](const Tensor& a, const Tensor& b) {
+    return [sa = a.sizes(), sb = b.sizes(), gb = b.requires_grad()](const std::vector<Tensor>& g) {
+      // Reduce before negating: the reduced gradient may be much smaller.
+      return std::vector<Tensor>{sum_to(g[0], sa), gb ? negated(sum_to(g[0], sb)) : Tensor()};
+    };
+  });
 }
 
 Tensor mul(const Tensor& a_in, const Tensor& b_in) {
-  const auto operands = promoted("mul", a_in, b_in);
-  const Tensor &a = operands.first, &b = operands.second;
-  Tensor out = binary_forward(binary_info<binary_ops::Mul>(), a, b);
-  if (needs_grad({a, b})) {
+  return binary_recorded(binary_info<binary_ops::Mul>(), a_in, b_in, [](const Tensor& a, const Tensor& b) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     // x · x (MGK's ‖k‖², a variance): both gradients are g · x, computed once
     // and handed to x twice, so x's gradient sums the same two terms as before.
     const bool square = a.is_same(b);
     // Save each input only if the other one's gradient needs it.
-    record(
-        "MulBackward", {a, b}, {out},
-        [sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(ga ? b : Tensor()), shape_a = a.sizes(),
-         shape_b = b.sizes(), square](const std::vector<Tensor>& g) {
-          Tensor da, db;
-          if (sb.defined()) da = sum_to(mul(g[0], sb.unpack()), shape_a);
-          if (sa.defined()) db = square && da.defined() ? da : sum_to(mul(g[0], sa.unpack()), shape_b);
-          return std::vector<Tensor>{da, db};
-        },
-        HigherOrder::Supported);
-  }
-  return out;
+    return [sa = SavedTensor(gb ? a : Tensor()), sb = SavedTensor(ga ? b : Tensor()), shape_a = a.sizes(),
+            shape_b = b.sizes(), square](const std::vector<Tensor>& g) {
+      Tensor da, db;
+      if (sb.defined()) da = sum_to(mul(g[0], sb.unpack()), shape_a);
+      if (sa.defined()) db = square && da.defined() ? da : sum_to(mul(g[0], sa.unpack()), shape_b);
+      return std::vector<Tensor>{da, db};
+    };
+  });
 }
 
 Tensor div(const Tensor& a_in, const Tensor& b_in) {
