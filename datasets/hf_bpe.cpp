@@ -44,6 +44,13 @@ std::string byte_level_text(std::string_view bytes) {
 }
 
 using detail::json;
+using hf::char_length;
+using hf::flag_or;
+using hf::is_null_or_absent;
+using hf::kMetaspace;
+using hf::plain_message;
+using hf::replaced;
+using hf::text_or;
 
 namespace {
 
@@ -78,97 +85,12 @@ std::optional<std::string> to_bytes(std::string_view token) {
 
 uint64_t key(int64_t a, int64_t b) { return uint64_t(a) << 32 | uint64_t(b); }
 
-const std::string kMetaspace = "\u2581";  // "▁", SentencePiece's space
-
-std::string replaced(std::string_view text, std::string_view from, std::string_view to) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    if (text.compare(i, from.size(), from) == 0) {
-      out += to;
-      i += from.size();
-    } else {
-      out += text[i++];
-    }
-  }
-  return out;
-}
-
-// The length of the UTF-8 character starting at s[i]: 1 for a byte that
-// starts none (it is then a character of its own, as byte fallback sees it).
-size_t char_length(std::string_view s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-  if (i + n > s.size()) return 1;
-  for (size_t k = 1; k < n; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 1;
-  return n;
-}
-
-bool is_null_or_absent(const json& j, const char* k) { return !j.contains(k) || j.at(k).is_null(); }
-
-// obj[key] (`obj` an object, `path` its place: "model.") when present and not
-// null, else `fallback`; a value of another type is an error naming the file
-// (`at`) and the key, never nlohmann's "type must be boolean, but is string".
-std::string text_or(const json& obj, const char* key, const std::string& fallback, const std::string& at,
-                    const std::string& path) {
-  if (is_null_or_absent(obj, key)) return fallback;
-  KS_CHECK(obj.at(key).is_string(), at, path, key, ": expected a string, got ", nn::json_excerpt(obj.at(key)));
-  return obj.at(key).get<std::string>();
-}
-bool flag_or(const json& obj, const char* key, bool fallback, const std::string& at, const std::string& path) {
-  if (is_null_or_absent(obj, key)) return fallback;
-  KS_CHECK(obj.at(key).is_boolean(), at, path, key, ": expected true or false, got ", nn::json_excerpt(obj.at(key)));
-  return obj.at(key).get<bool>();
-}
-
-// The boolean keys an added token may carry, kept as they were given (Added::flags).
-constexpr const char* kAddedFlags[] = {"single_word", "lstrip", "rstrip", "normalized", "special"};
-constexpr size_t kNumAddedFlags = std::size(kAddedFlags);
-
-bool added_flag(uint16_t flags, size_t k, bool fallback) {
-  return (flags >> (2 * k) & 1) ? bool(flags >> (2 * k + 1) & 1) : fallback;
-}
-
-// nlohmann's message without its "[json.exception.parse_error.101] parse error
-// at " prefix, and cut short (as nn::parse_json reports it).
-std::string plain_message(const char* what) {
-  std::string s = what;
-  if (size_t end = s.find("] "); s.rfind("[json.exception.", 0) == 0 && end != std::string::npos) s.erase(0, end + 2);
-  if (s.rfind("parse error at ", 0) == 0) s.erase(0, 15);
-  if (s.size() > 2 * nn::kExcerptChars) s = s.substr(0, 2 * nn::kExcerptChars) + "...";
-  return s;
-}
-
 }  // namespace
 
 // ---- loading -------------------------------------------------------------------
 
-HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id) : settings_(std::move(tj)) {
-  const std::string at = str("load_tokenizer: ", where, ": ");
-  read_settings(at);
-  // The three tables leave the tree as they are read, so it never holds them twice.
-  json& model = settings_.at("model");
-  json& vocab = model.at("vocab");
-  for (auto it = vocab.begin(); it != vocab.end(); it = vocab.erase(it)) add_vocab(it.key(), it.value(), at);
-  json& merges = model.at("merges");
-  for (size_t i = 0; i < merges.size(); ++i) {
-    add_merge(i, merges[i], at);
-    merges[i] = nullptr;
-  }
-  merges = json::array();
-  if (settings_.contains("added_tokens")) {
-    json& added = settings_.at("added_tokens");
-    for (size_t i = 0; i < added.size(); ++i) {
-      add_added(i, added[i], at);
-      added[i] = nullptr;
-    }
-    added = json::array();
-  }
-  finish(at, eos_id);
-}
-
-void HfBpeTokenizer::read_settings(const std::string& at) {
+json& HfBpeTokenizer::read_settings(json tokenizer, const std::string& at) {
+  settings_ = std::move(tokenizer);
   const json& tj = settings_;  // const: a lookup must not add a key that export would write back
   KS_CHECK(tj.is_object(), at, "a tokenizer.json must be a JSON object");
   KS_CHECK(tj.contains("model") && tj.at("model").is_object(), at, "missing the \"model\" object");
@@ -194,7 +116,10 @@ void HfBpeTokenizer::read_settings(const std::string& at) {
              ": a byte-level BPE takes no normalizer (GPT-2 and Llama-3 have none)");
     read_normalizers(n, "normalizer", at);
   }
-  if (sp_) return read_sp_settings(pre, at);
+  if (sp_) {
+    read_sp_settings(pre, at);
+    return settings_;
+  }
 
   // Pre-tokenizer: ByteLevel, or Sequence[Split(regex, Isolated), ByteLevel(use_regex false)].
   KS_CHECK(pre.is_object(), at, "missing the \"pre_tokenizer\" object (byte-level BPE needs ByteLevel)");
@@ -228,6 +153,7 @@ void HfBpeTokenizer::read_settings(const std::string& at) {
     KS_CHECK(tj.at("decoder").is_object() && text_or(tj.at("decoder"), "type", "", at, "decoder.") == "ByteLevel", at,
              "decoder ", nn::json_excerpt(tj.at("decoder")), ": expected ByteLevel");
   check_tables(at);
+  return settings_;
 }
 
 void HfBpeTokenizer::check_tables(const std::string& at) const {
@@ -265,20 +191,8 @@ void HfBpeTokenizer::read_normalizers(const json& n, const std::string& name, co
 // Sequence[Replace "▁" -> " ", ByteFallback, Fuse, Strip " " (start 1)].
 void HfBpeTokenizer::read_sp_settings(const json& pre, const std::string& at) {
   const json& tj = settings_;
-  auto read_metaspace = [&](const json& m, const std::string& name) {
-    KS_CHECK(text_or(m, "replacement", kMetaspace, at, name + ".") == kMetaspace, at, name,
-             ".replacement: only \"\u2581\" is supported");
-    const std::string scheme = text_or(m, "prepend_scheme", "", at, name + ".");
-    MetaPrepend p = flag_or(m, "add_prefix_space", true, at, name + ".") ? MetaPrepend::Always : MetaPrepend::Never;
-    if (!scheme.empty()) {
-      KS_CHECK(scheme == "always" || scheme == "first" || scheme == "never", at, name, ".prepend_scheme \"", scheme,
-               "\": expected always, first or never");
-      p = scheme == "always" ? MetaPrepend::Always : scheme == "first" ? MetaPrepend::First : MetaPrepend::Never;
-    }
-    return std::pair{p, flag_or(m, "split", true, at, name + ".")};
-  };
   if (pre.is_object() && text_or(pre, "type", "", at, "pre_tokenizer.") == "Metaspace") {
-    std::tie(meta_prepend_, meta_split_) = read_metaspace(pre, "pre_tokenizer");
+    meta_ = hf::read_metaspace(pre, "pre_tokenizer", at);
     metaspace_ = true;
   } else {
     KS_CHECK(pre.is_null(), at, "pre_tokenizer ", nn::json_excerpt(pre),
@@ -286,40 +200,9 @@ void HfBpeTokenizer::read_sp_settings(const json& pre, const std::string& at) {
              "pre-tokenizer or none");
   }
   if (!is_null_or_absent(tj, "decoder")) {
-    const json& d = tj.at("decoder");
-    const std::string type = d.is_object() ? text_or(d, "type", "", at, "decoder.") : "";
-    if (type == "Metaspace") {  // no ByteFallback step: a byte token decodes to its text ("<0x0A>")
-      strip_first_space_ = read_metaspace(d, "decoder").first != MetaPrepend::Never;
-    } else {
-      KS_CHECK(type == "Sequence" && d.contains("decoders") && d.at("decoders").is_array(), at, "decoder ",
-               nn::json_excerpt(d), ": expected Metaspace, or a Sequence of Replace, ByteFallback, Fuse and Strip");
-      for (size_t i = 0; i < d.at("decoders").size(); ++i) {
-        const json& e = d.at("decoders")[i];
-        const std::string name = str("decoder.decoders[", i, "]");
-        const std::string t = e.is_object() ? text_or(e, "type", "", at, name + ".") : "";
-        if (t == "Replace") {
-          const json pat = e.contains("pattern") && e.at("pattern").is_object() ? e.at("pattern") : json::object();
-          KS_CHECK(pat.contains("String") && pat.at("String") == kMetaspace &&
-                       text_or(e, "content", "", at, name + ".") == " ",
-                   at, name, ": only Replace \"\u2581\" -> \" \" is supported");
-        } else if (t == "Strip") {
-          auto count = [&](const char* k) {
-            if (is_null_or_absent(e, k)) return int64_t(0);
-            KS_CHECK(e.at(k).is_number_integer(), at, name, ".", k, ": expected an integer, got ",
-                     nn::json_excerpt(e.at(k)));
-            return e.at(k).get<int64_t>();
-          };
-          KS_CHECK(text_or(e, "content", " ", at, name + ".") == " " && count("stop") == 0 && count("start") >= 0 &&
-                       count("start") <= 1,
-                   at, name, " ", nn::json_excerpt(e), ": only Strip of one leading space is supported");
-          strip_first_space_ = count("start") == 1;
-        } else {
-          KS_CHECK(t == "ByteFallback" || t == "Fuse", at, name, " ", nn::json_excerpt(e),
-                   ": expected Replace, ByteFallback, Fuse or Strip");
-          decode_bytes_ |= t == "ByteFallback";
-        }
-      }
-    }
+    const hf::SpDecoder d = hf::read_sp_decoder(tj.at("decoder"), at);
+    strip_first_space_ = d.strip_first_space;
+    decode_bytes_ = d.decode_bytes;
   }
   check_tables(at);
 }
@@ -417,40 +300,10 @@ void HfBpeTokenizer::add_merge(size_t rank, const json& m, const std::string& at
   merge_is_pair_.push_back(pair);
 }
 
-// Added tokens: checked here, given their ids in finish().
-void HfBpeTokenizer::add_added(size_t index, const json& a, const std::string& at) {
-  auto what = [&] { return str("added_tokens[", index, "]"); };  // built for an error only
-  KS_CHECK(index < size_t(kMaxAddedTokens), at, "added_tokens holds more entries than the limit of ", kMaxAddedTokens);
-  KS_CHECK(a.is_object() && a.contains("id") && a.at("id").is_number_integer() && a.contains("content") &&
-               a.at("content").is_string() && !a.at("content").get_ref<const std::string&>().empty(),
-           at, what(), " needs an integer \"id\" and a non-empty \"content\", got ", nn::json_excerpt(a));
-  added_bytes_ += a.at("content").get_ref<const std::string&>().size();
-  KS_CHECK(added_bytes_ <= kMaxAddedTokenBytes, at, "added_tokens: their contents hold more than the limit of ",
-           kMaxAddedTokenBytes, " bytes in all");
-  Added e{a.at("content").get<std::string>(), a.at("id").get<int64_t>(), 0, nullptr};
-  for (auto it = a.begin(); it != a.end(); ++it) {
-    const std::string& k = it.key();  // not a structured binding: clang 14 cannot capture one
-    const json& v = it.value();
-    if (k == "id" || k == "content") continue;
-    const auto* flag =
-        std::find_if(std::begin(kAddedFlags), std::end(kAddedFlags), [&](const char* f) { return k == f; });
-    if (flag == std::end(kAddedFlags) || v.is_null()) {  // kept as given
-      if (e.more.is_null()) e.more = json::object();
-      e.more[k] = v;
-      continue;
-    }
-    KS_CHECK(v.is_boolean(), at, what(), ".", k, ": expected true or false, got ", nn::json_excerpt(v));
-    const size_t i = size_t(flag - std::begin(kAddedFlags));
-    KS_CHECK(i > 2 || !v.get<bool>(), at, what(), ".", k, ": stripping or whole-word added tokens are not supported");
-    e.flags |= uint16_t(1u << (2 * i) | unsigned(v.get<bool>()) << (2 * i + 1));
-  }
-  added_.push_back(std::move(e));
-}
-
 void HfBpeTokenizer::finish(const std::string& at, int64_t eos_id) {
   check_bytes(at);
-  for (size_t i = 0; i < added_.size(); ++i) {
-    const Added& a = added_[i];
+  for (size_t i = 0; i < added_.list().size(); ++i) {
+    const hf::AddedTokens::Added& a = added_.list()[i];
     const std::optional<std::string> bytes = key_of(a.content);
     const int64_t in_vocab = bytes ? vocab_find(*bytes) : -1;
     if (in_vocab >= 0)
@@ -459,20 +312,7 @@ void HfBpeTokenizer::finish(const std::string& at, int64_t eos_id) {
     else
       assign(a.id, a.content, at, [&] { return str("added_tokens[", i, "]"); });
   }
-  // The automata: "normalized" false (the default for a special token) first, then true.
-  std::vector<std::string_view> plain, normalized;
-  for (size_t i = 0; i < added_.size(); ++i) {
-    const bool special = added_flag(added_[i].flags, 4, false);
-    if (added_flag(added_[i].flags, 3, !special)) {
-      normalized.push_back(added_[i].content);
-      normalized_of_.push_back(int32_t(i));
-    } else {
-      plain.push_back(added_[i].content);
-      split_of_.push_back(int32_t(i));
-    }
-  }
-  split_ = AddedTokenMatcher(plain);
-  split_normalized_ = AddedTokenMatcher(normalized);
+  added_.build();
   KS_CHECK(!bytes_.empty(), at, "the vocabulary is empty");
   if (sp_) byte_of_id_.resize(bytes_.size(), -1);
   if (const std::string unk = text_or(settings_.at("model"), "unk_token", "", at, "model."); !unk.empty()) {
@@ -485,7 +325,7 @@ void HfBpeTokenizer::finish(const std::string& at, int64_t eos_id) {
              " is not a token of this tokenizer");
     eos_ = eos_id;
   } else {
-    for (const char* name : {"<|endoftext|>", "<|end_of_text|>", "</s>"})
+    for (const char* name : hf::kEosNames)
       if (int64_t id = id_of(name); id >= 0 && eos_ < 0) eos_ = id;
   }
 }
@@ -523,9 +363,7 @@ void HfBpeTokenizer::vocab_insert(int64_t id) {
 }
 
 int64_t HfBpeTokenizer::id_of(const std::string& text) const {
-  const int32_t p = split_.find_exact(text), q = split_normalized_.find_exact(text);
-  const int64_t a = p >= 0 ? split_of_[size_t(p)] : -1, b = q >= 0 ? normalized_of_[size_t(q)] : -1;
-  if (a >= 0 || b >= 0) return added_[size_t(a < 0 ? b : b < 0 ? a : std::min(a, b))].id;  // the first listed
+  if (const int64_t id = added_.id_of(text); id >= 0) return id;
   const std::optional<std::string> bytes = key_of(text);
   return bytes ? vocab_find(*bytes) : -1;
 }
@@ -540,172 +378,48 @@ std::string HfBpeTokenizer::text_of(int64_t id) const {
 
 // ---- the streaming reader --------------------------------------------------------
 
-// Builds the tree of a tokenizer.json (raw, or the saved form around one)
-// from nlohmann's SAX events, except model.vocab, model.merges and
-// added_tokens: those stay empty in the tree and their elements go to the
-// tokenizer one by one (an element that is an array or object is built
-// first, alone). The limits are nn::parse_json's: nesting depth, each key
-// once per object. An error in a table is kept and raised after the
-// settings' (the tree constructor's order), so a WordPiece file is named as
-// one rather than by its first vocabulary entry.
-class HfBpeReader : public nlohmann::json_sax<json> {
+// The BPE's side of reading a tokenizer.json (hf::load_stream, hf::load_tree):
+// model.vocab, model.merges and added_tokens entries go straight into the tables.
+class HfBpeReader : public hf::TableSink {
  public:
-  HfBpeReader(HfBpeTokenizer& tok, bool saved_form, const std::string& what)
-      : tok_(tok), saved_(saved_form), what_(what), at_(what + ": ") {}
+  explicit HfBpeReader(HfBpeTokenizer& tok) : tok_(tok) {}
 
-  static std::unique_ptr<Tokenizer> load(std::string_view text, detail::HfBpeForm form, const std::string& where);
-
-  json root;
-  std::string vocab_error, merges_error, added_error;  // the first of each table's errors
-  bool vocab_done = false;
-
-  bool null() override { return put(json(nullptr)); }
-  bool boolean(bool v) override { return put(json(v)); }
-  bool number_integer(number_integer_t v) override { return put(json(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return put(json(v)); }
-  bool number_float(number_float_t v, const string_t&) override { return put(json(v)); }
-  bool string(string_t& v) override { return put(json(std::move(v))); }
-  bool binary(binary_t&) override { return false; }  // JSON text has none
-  bool start_object(std::size_t) override { return open(json::object()); }
-  bool start_array(std::size_t) override { return open(json::array()); }
-  bool end_object() override { return close(); }
-  bool end_array() override { return close(); }
-  bool key(string_t& k) override {
-    Frame& f = frames_.back();
-    if (f.role != Role::Vocab && !f.keys.insert(k).second) throw Error(str(what_, ": key ", path(k), " appears twice"));
-    f.key = k;
-    return true;
+  static std::unique_ptr<Tokenizer> load(std::string_view text, bool saved, const std::string& where) {
+    std::unique_ptr<HfBpeTokenizer> tok(new HfBpeTokenizer());
+    HfBpeReader reader(*tok);
+    hf::load_stream(text, saved, reader, where);
+    return tok;
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    throw Error(str(what_, ": not valid JSON: ", plain_message(e.what())));
+  json& settings(json tokenizer, const std::string& at) override {
+    return tok_.read_settings(std::move(tokenizer), at);
   }
+  void vocab_entry(size_t, const std::string& key, const json& v, const std::string& at) override {
+    tok_.add_vocab(key, v,
+                   at);  // a list's element (key "") never comes: check_tables refuses a listed vocabulary first
+  }
+  void merge(size_t rank, const json& m, const std::string& at) override { tok_.add_merge(rank, m, at); }
+  void added(size_t index, const json& a, const std::string& at) override { tok_.added_.add(index, a, at); }
+  void finish(const std::string& at, int64_t eos_id) override { tok_.finish(at, eos_id); }
 
  private:
-  enum class Role { Plain, Top, Tokenizer, Model, Vocab, Merges, Added };
-  static bool is_table(Role r) { return r == Role::Vocab || r == Role::Merges || r == Role::Added; }
-  struct Frame {
-    Frame(json* v, Role r, std::string s) : value(v), role(r), step(std::move(s)) {}
-    json* value;  // where this array or object is built
-    Role role;
-    std::string step;                      // its step in the path ("model", "[3]")
-    std::string key;                       // an object's key being read
-    size_t index = 0;                      // the element being read
-    std::unordered_set<std::string> keys;  // an object's keys so far (not model.vocab's: add_vocab checks those)
-  };
-
-  std::string path(const std::string& last) const {
-    std::string p;
-    for (const Frame& f : frames_)
-      if (!f.step.empty()) p += (f.step[0] == '[' || p.empty() ? "" : ".") + f.step;
-    p += (p.empty() ? "" : ".") + last;
-    return p.size() <= 2 * nn::kExcerptChars ? p : "..." + p.substr(p.size() - 2 * nn::kExcerptChars);
-  }
-
-  json* insert(Frame& parent, json&& v) {
-    return parent.value->is_object() ? &((*parent.value)[parent.key] = std::move(v))
-                                     : &parent.value->emplace_back(std::move(v));
-  }
-
-  bool put(json&& v) {
-    if (frames_.empty()) {
-      root = std::move(v);
-      return true;
-    }
-    Frame& f = frames_.back();
-    if (is_table(f.role))
-      deliver(f, std::move(v));
-    else
-      insert(f, std::move(v));
-    ++f.index;
-    return true;
-  }
-
-  bool open(json&& container) {
-    if (frames_.size() >= size_t(nn::kMaxJsonDepth))
-      throw Error(str(what_, ": JSON nested deeper than ", nn::kMaxJsonDepth, " levels of arrays and objects"));
-    const bool object = container.is_object();
-    if (frames_.empty()) {
-      root = std::move(container);
-      frames_.emplace_back(&root, !object ? Role::Plain : saved_ ? Role::Top : Role::Tokenizer, "");
-      return true;
-    }
-    Frame& parent = frames_.back();
-    std::string step = parent.value->is_object() ? parent.key : str("[", parent.index, "]");
-    if (is_table(parent.role)) {  // an element of a table, built alone
-      capture_ = std::move(container);
-      frames_.emplace_back(&capture_, Role::Plain, std::move(step));
-      return true;
-    }
-    Role role = Role::Plain;
-    if (object && parent.role == Role::Top && parent.key == "tokenizer") role = Role::Tokenizer;
-    if (object && parent.role == Role::Tokenizer && parent.key == "model") role = Role::Model;
-    if (object && parent.role == Role::Model && parent.key == "vocab") role = Role::Vocab;
-    if (!object && parent.role == Role::Model && parent.key == "merges") role = Role::Merges;
-    if (!object && parent.role == Role::Tokenizer && parent.key == "added_tokens") role = Role::Added;
-    json* slot = insert(parent, std::move(container));
-    frames_.emplace_back(slot, role, std::move(step));
-    return true;
-  }
-
-  bool close() {
-    const Role role = frames_.back().role;
-    frames_.pop_back();
-    if (role == Role::Vocab) vocab_end();
-    if (frames_.empty()) return true;
-    Frame& parent = frames_.back();
-    if (is_table(parent.role)) deliver(parent, std::exchange(capture_, json()));
-    ++parent.index;
-    return true;
-  }
-
-  // Runs one table step unless that table has failed already; keeps its first error.
-  template <class F> void guard(std::string& error, F&& step) {
-    if (!error.empty()) return;
-    try {
-      step();
-    } catch (const Error& e) {
-      error = e.what();
-    }
-  }
-
-  void deliver(Frame& f, json&& v) {
-    if (f.role == Role::Vocab) {
-      guard(vocab_error, [&] { tok_.add_vocab(f.key, v, at_); });
-    } else if (f.role == Role::Merges) {
-      if (!vocab_done)
-        pending_merges_.push_back(std::move(v));  // merges before the vocabulary (a file saved with sorted keys)
-      else if (vocab_error.empty())
-        guard(merges_error, [&] { tok_.add_merge(f.index, v, at_); });
-    } else {
-      guard(added_error, [&] { tok_.add_added(f.index, v, at_); });
-    }
-  }
-
-  void vocab_end() {
-    vocab_done = true;
-    if (vocab_error.empty())
-      for (size_t i = 0; i < pending_merges_.size(); ++i)
-        guard(merges_error, [&] { tok_.add_merge(i, pending_merges_[i], at_); });
-    pending_merges_ = std::vector<json>();
-  }
-
   HfBpeTokenizer& tok_;
-  const bool saved_;
-  const std::string what_, at_;
-  std::vector<Frame> frames_;
-  json capture_;
-  std::vector<json> pending_merges_;
 };
+
+HfBpeTokenizer::HfBpeTokenizer(json tj, const std::string& where, int64_t eos_id) {
+  HfBpeReader reader(*this);
+  hf::load_tree(std::move(tj), reader, where, eos_id);
+}
 
 namespace detail {
 
 namespace {
 
-// Finds the top level's "type" (a string or not) and whether it has "model",
-// without building anything; stops at "type".
+// Finds the top level's "type" (a string or not), whether it has "model",
+// and model.type, without building anything; stops at the top level's "type".
 class FormPeek : public nlohmann::json_sax<json> {
  public:
-  bool object = false, has_type = false, type_hf = false, has_model = false, stopped = false;
+  bool object = false, has_type = false, has_model = false, stopped = false;
+  std::string type, model_type;  // the top level's "type" (a string), model.type (a string)
 
   bool null() override { return scalar(); }
   bool boolean(bool) override { return scalar(); }
@@ -713,7 +427,8 @@ class FormPeek : public nlohmann::json_sax<json> {
   bool number_unsigned(number_unsigned_t) override { return scalar(); }
   bool number_float(number_float_t, const string_t&) override { return scalar(); }
   bool string(string_t& v) override {
-    type_hf = depth_ == 1 && at_type_ && v == "hf_bpe";
+    if (depth_ == 1 && at_type_) type = v;
+    if (depth_ == 2 && at_model_type_) model_type = v;
     return scalar();
   }
   bool binary(binary_t&) override { return false; }
@@ -727,8 +442,10 @@ class FormPeek : public nlohmann::json_sax<json> {
   bool key(string_t& k) override {
     if (depth_ == 1) {
       at_type_ = k == "type";
+      top_key_ = k;
       has_model |= k == "model";
     }
+    at_model_type_ = depth_ == 2 && top_key_ == "model" && k == "type";
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
@@ -741,57 +458,46 @@ class FormPeek : public nlohmann::json_sax<json> {
     return true;
   }
   int depth_ = 0;
-  bool at_type_ = false;
+  bool at_type_ = false, at_model_type_ = false;
+  std::string top_key_;
 };
+
+// The peek of `text`, or nullopt when it is none of the forms (also for text
+// that is not JSON: parse_json reports it).
+std::optional<FormPeek> peek(std::string_view text) {
+  FormPeek p;
+  bool whole = false;
+  try {
+    whole = json::sax_parse(text.begin(), text.end(), &p);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if ((!whole && !p.stopped) || !p.object) return std::nullopt;
+  return p;
+}
 
 }  // namespace
 
+// Saved: hf_bpe's type or a registered model kind's (hf_json.h); raw: a "model" and no "type".
 HfBpeForm hf_bpe_form(std::string_view text) {
-  FormPeek peek;
-  bool whole = false;
-  try {
-    whole = json::sax_parse(text.begin(), text.end(), &peek);
-  } catch (const std::exception&) {
-    return HfBpeForm::None;  // parse_json reports it
-  }
-  if ((!whole && !peek.stopped) || !peek.object) return HfBpeForm::None;
-  if (peek.has_type) return peek.type_hf ? HfBpeForm::Saved : HfBpeForm::None;
-  return peek.has_model ? HfBpeForm::Raw : HfBpeForm::None;
+  const std::optional<FormPeek> p = peek(text);
+  if (!p) return HfBpeForm::None;
+  if (p->has_type) return p->type == "hf_bpe" || hf::hf_model_saved(p->type) ? HfBpeForm::Saved : HfBpeForm::None;
+  return p->has_model ? HfBpeForm::Raw : HfBpeForm::None;
 }
 
+// A model type registered to its own tokenizer (Unigram) is read by it; BPE,
+// and any other model type (refused naming it), by hf_bpe.
 std::unique_ptr<Tokenizer> hf_bpe_tokenizer_from_text(std::string_view text, HfBpeForm form, const std::string& where) {
-  return HfBpeReader::load(text, form, where);
+  const std::optional<FormPeek> p = peek(text);
+  const hf::HfModelKind* kind = !p                         ? nullptr
+                                : form == HfBpeForm::Saved ? hf::hf_model_saved(p->type)
+                                                           : hf::hf_model(p->model_type);
+  if (kind) return kind->from_text(text, form == HfBpeForm::Saved, where);
+  return HfBpeReader::load(text, form == HfBpeForm::Saved, where);
 }
 
 }  // namespace detail
-
-std::unique_ptr<Tokenizer> HfBpeReader::load(std::string_view text, detail::HfBpeForm form, const std::string& where) {
-  using detail::HfBpeForm;
-  const std::string what = str("load_tokenizer: ", where), at = what + ": ";
-  std::unique_ptr<HfBpeTokenizer> tok(new HfBpeTokenizer());
-  HfBpeReader reader(*tok, form == HfBpeForm::Saved, what);
-  try {
-    json::sax_parse(text.begin(), text.end(), &reader);
-  } catch (const std::bad_alloc&) {
-    throw Error(str(what, ": out of memory while reading ", text.size(), " bytes of JSON"));
-  } catch (const json::exception& e) {
-    throw Error(str(what, ": not valid JSON: ", plain_message(e.what())));
-  }
-  int64_t eos_id = -1;
-  if (form == HfBpeForm::Saved) {
-    KS_CHECK(reader.root.contains("tokenizer"), what, ": missing field \"tokenizer\"");
-    eos_id = detail::field<int64_t>(reader.root, "eos_id", where);
-    tok->settings_ = std::move(reader.root.at("tokenizer"));
-  } else {
-    tok->settings_ = std::move(reader.root);
-  }
-  tok->read_settings(at);
-  for (const std::string* error : {&reader.vocab_error, &reader.merges_error, &reader.added_error})
-    if (!error->empty()) throw Error(*error);
-  KS_ASSERT(reader.vocab_done);
-  tok->finish(at, eos_id);
-  return tok;
-}
 
 // ---- encoding and decoding -------------------------------------------------------
 
@@ -836,20 +542,7 @@ void HfBpeTokenizer::sp_pieces(std::string_view part, bool first, std::vector<st
     out.emplace_back(part);
     return;
   }
-  std::string s = replaced(part, " ", kMetaspace);
-  if ((meta_prepend_ == MetaPrepend::Always || (meta_prepend_ == MetaPrepend::First && first)) &&
-      s.compare(0, kMetaspace.size(), kMetaspace) != 0)
-    s.insert(0, kMetaspace);
-  if (!meta_split_) {
-    out.push_back(std::move(s));
-    return;
-  }
-  size_t start = 0;
-  for (size_t i = s.find(kMetaspace, 1); i != std::string::npos; i = s.find(kMetaspace, i + kMetaspace.size())) {
-    out.push_back(s.substr(start, i - start));  // "▁" goes with what follows it
-    start = i;
-  }
-  out.push_back(s.substr(start));
+  hf::metaspace_pieces(part, first, meta_, out);
 }
 
 void HfBpeTokenizer::encode_sp_piece(std::string_view piece, std::vector<int64_t>& out) const {
@@ -942,32 +635,16 @@ std::vector<int64_t> HfBpeTokenizer::encode(std::string_view text) const {
     if (!pattern_) return encode_piece(part, ids);
     for (std::string_view piece : split_by_pattern(part, *pattern_)) encode_piece(piece, ids);
   };
-  // The normalizers (SentencePiece-style), then the "normalized" added tokens,
-  // in what the first pass left between its matches; `first`: the text's first part.
-  auto normalized_pass = [&](std::string_view part) {
-    const bool first = part.data() == text.data();
-    std::string normalized;
-    if (!normalizers_.empty() && !part.empty()) {
-      normalized = part;
+  // The normalizers (SentencePiece-style) apply before the "normalized" added tokens are cut out.
+  std::function<std::string(std::string_view)> normalize;
+  if (!normalizers_.empty())
+    normalize = [&](std::string_view part) {
+      std::string normalized(part);
       for (const auto& [kind, with] : normalizers_)
         normalized = kind == 0 ? with + normalized : replaced(normalized, " ", with);
-      part = normalized;
-    }
-    size_t start = 0;
-    split_normalized_.find(part, [&](const AddedTokenMatcher::Match& m) {
-      plain(part.substr(start, m.start - start), first && start == 0);
-      ids.push_back(added_[size_t(normalized_of_[size_t(m.pattern)])].id);
-      start = m.start + m.length;
-    });
-    plain(part.substr(start), first && start == 0);
-  };
-  size_t start = 0;
-  split_.find(text, [&](const AddedTokenMatcher::Match& m) {
-    normalized_pass(text.substr(start, m.start - start));
-    ids.push_back(added_[size_t(split_of_[size_t(m.pattern)])].id);
-    start = m.start + m.length;
-  });
-  normalized_pass(text.substr(start));
+      return normalized;
+    };
+  added_.encode(text, normalize, plain, ids);
   return ids;
 }
 
@@ -988,23 +665,10 @@ std::string HfBpeTokenizer::token(int64_t id) const {
 
 // ---- writing back ----------------------------------------------------------------
 
-namespace {
-
-// An added token as its object: id, content, the flags it was given, its other keys.
-template <class Added> json added_json(const Added& a) {
-  json o = {{"id", a.id}, {"content", a.content}};
-  for (size_t k = 0; k < kNumAddedFlags; ++k)
-    if (a.flags >> (2 * k) & 1) o[kAddedFlags[k]] = bool(a.flags >> (2 * k + 1) & 1);
-  if (a.more.is_object()) o.update(a.more);
-  return o;
-}
-
-}  // namespace
-
 json HfBpeTokenizer::tokenizer_json() const {
   json t = settings_;
   if (t.contains("added_tokens"))
-    for (const Added& a : added_) t["added_tokens"].push_back(added_json(a));
+    for (size_t i = 0; i < added_.list().size(); ++i) t["added_tokens"].push_back(added_.to_json(i));
   json& model = t["model"];
   for (size_t id = 0; id < bytes_.size(); ++id)
     if (in_vocab_[id]) model["vocab"][text_of(int64_t(id))] = int64_t(id);
@@ -1046,7 +710,7 @@ void HfBpeTokenizer::write_tokenizer(std::string& out) const {
     out += json(k).dump() + ": ";
     if (k == "added_tokens") {
       out += "[";
-      for (size_t i = 0; i < added_.size(); ++i) out += (i ? ",\n" : "\n") + added_json(added_[i]).dump();
+      for (size_t i = 0; i < added_.list().size(); ++i) out += (i ? ",\n" : "\n") + added_.to_json(i).dump();
       out += "\n]";
     } else if (k == "model") {
       out += "{";

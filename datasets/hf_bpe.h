@@ -50,7 +50,8 @@
 // Memory: a tokenizer.json is read as a stream (nlohmann's SAX interface),
 // and its vocabulary, merges and added tokens go straight into the
 // tokenizer's own tables; only the rest (a few settings) becomes a JSON tree,
-// and the file is written back from the tables. Holding the whole file as a
+// and the file is written back from the tables (the reader, the added tokens
+// and Metaspace are datasets/hf_json.h's, shared with hf_unigram). Holding the whole file as a
 // tree (twice, while loading) took 1.44 GB for a 224 MB file of long tokens,
 // 24 times the file for short ones; now 0.45 GB. At most kMaxAddedTokens added
 // tokens of at most kMaxAddedTokenBytes in all (13 bytes a byte in their automaton).
@@ -65,14 +66,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "datasets/added_tokens.h"
+#include "datasets/hf_json.h"
 #include "datasets/pretokenize_regex.h"
 #include "datasets/tokenizer.h"
 
 namespace ks::data {
-
-inline constexpr int64_t kMaxAddedTokens = kMaxVocabSize;
-inline constexpr size_t kMaxAddedTokenBytes = size_t(16) << 20;
 
 // GPT-2's bytes_to_unicode: the character (UTF-8) each byte stands for in a
 // byte-level tokenizer.json; and bytes written as those characters.
@@ -115,13 +113,12 @@ class HfBpeTokenizer : public Tokenizer {
   // The steps of loading, in this order: settings (everything but the three
   // tables), vocabulary entries, merges (after the whole vocabulary), added
   // tokens, finish (ids of added tokens, bytes, automata, eos).
-  void read_settings(const std::string& at);
+  nlohmann::json& read_settings(nlohmann::json tokenizer, const std::string& at);  // keeps it, returns it
   void read_normalizers(const nlohmann::json& n, const std::string& name, const std::string& at);
   void read_sp_settings(const nlohmann::json& pre, const std::string& at);
   void check_tables(const std::string& at) const;  // model.vocab, model.merges, added_tokens: their types
   void add_vocab(const std::string& text, const nlohmann::json& id, const std::string& at);
   void add_merge(size_t rank, const nlohmann::json& merge, const std::string& at);
-  void add_added(size_t index, const nlohmann::json& token, const std::string& at);
   // After the settings: byte-level, every entry's text to its bytes and every byte
   // has its token; SentencePiece-style, the byte tokens "<0xAB>" and the unk token.
   void check_bytes(const std::string& at);
@@ -136,7 +133,9 @@ class HfBpeTokenizer : public Tokenizer {
   void encode_sp_piece(std::string_view piece, std::vector<int64_t>& out) const;  // SentencePiece-style
   void merge_by_rank(std::vector<int64_t>& sym) const;                            // O(n log n), leftmost first
   void sp_pieces(std::string_view part, bool first, std::vector<std::string>& out) const;
-  bool sp_prepends() const { return sp_ && (normalize_prepend_ || meta_prepend_ != MetaPrepend::Never); }
+  bool sp_prepends() const {
+    return sp_ && (normalize_prepend_ || (metaspace_ && meta_.prepend != hf::MetaPrepend::Never));
+  }
   // A token's text in the file (what the vocabulary's keys are) <-> bytes_.
   std::optional<std::string> key_of(std::string_view text) const;
   std::string text_of(int64_t id) const;
@@ -154,17 +153,8 @@ class HfBpeTokenizer : public Tokenizer {
   std::vector<uint64_t> merge_list_;            // model.merges in order, as (left << 32 | right)
   std::vector<bool> merge_is_pair_;             // [left, right] rather than "left right"
   int64_t byte_id_[256];                        // byte -> id of its one-character token
-  struct Added {
-    std::string content;
-    int64_t id;
-    uint16_t flags;       // per key of kAddedFlags: bit 2k present, bit 2k+1 true
-    nlohmann::json more;  // its other keys (an object), or null
-  };
-  std::vector<Added> added_;                       // added_tokens in order
-  size_t added_bytes_ = 0;                         // their contents' bytes
-  AddedTokenMatcher split_, split_normalized_;     // the "normalized": false ones, then the true ones
-  std::vector<int32_t> split_of_, normalized_of_;  // their pattern -> index into added_
-  std::optional<SplitPattern> pattern_;            // none: the text is one piece
+  hf::AddedTokens added_;                       // added_tokens in order
+  std::optional<SplitPattern> pattern_;         // none: the text is one piece
   bool prefix_space_ = false, ignore_merges_ = false;
   int64_t eos_ = -1;
   // SentencePiece-style: bytes_ holds each vocabulary entry's text as the file
@@ -173,9 +163,8 @@ class HfBpeTokenizer : public Tokenizer {
   bool texts_are_bytes_ = false;  // byte-level: bytes_ converted from the file's text (check_bytes)
   std::vector<std::pair<int, std::string>> normalizers_;  // in order: (0 Prepend | 1 Replace " "->content, text)
   bool normalize_prepend_ = false;
-  enum class MetaPrepend { Never, First, Always };
-  bool metaspace_ = false, meta_split_ = false;
-  MetaPrepend meta_prepend_ = MetaPrepend::Never;
+  bool metaspace_ = false;  // a Metaspace pre-tokenizer, with meta_'s settings
+  hf::Metaspace meta_;
   bool strip_first_space_ = false;  // the decoder drops the decoded text's first space
   bool decode_bytes_ = false;       // the decoder has ByteFallback: "<0xAB>" decodes to the byte
   int64_t unk_ = -1;
