@@ -48,12 +48,14 @@ fi
 
 # The test command also wants Debian's PyTorch (tests open our checkpoints in
 # it, and the benchmarks compare against it), Fashion-MNIST (the IDX
-# reader's test on the real files) and numpy (llm.c's shard writer,
-# reimplemented in tests/datasets/test_token_shards.cpp). Best effort: those
-# tests skip without them.
+# reader's test on the real files), numpy (llm.c's shard writer,
+# reimplemented in tests/datasets/test_token_shards.cpp) and SentencePiece
+# (python3-sentencepiece: tests/interop/test_unigram.py trains unigram models
+# with it and compares its ids with hf_unigram's). Best effort: those tests
+# skip without them.
 if [ "$mode" = test ] && [ "$(id -u)" -eq 0 ]; then
   optional=()
-  for p in python3-torch dataset-fashion-mnist python3-numpy; do
+  for p in python3-torch dataset-fashion-mnist python3-numpy python3-sentencepiece; do
     dpkg -s "$p" >/dev/null 2>&1 || optional+=("$p")
   done
   if ((${#optional[@]})); then
