@@ -143,6 +143,64 @@ for style in ("llama2", "mistral"):
 put("hf_tokenizer", "saved", json.dumps({"type": "hf_bpe", "eos_id": 263, "tokenizer": hf_tokenizer("gpt2")}).encode()
     + b"\0" + b"\xff\xfe<|endoftext|><|endoftext|>x")
 
+
+# A Unigram tokenizer.json (datasets/hf_unigram.h) as transformers' SpmConverter writes T5's: a
+# Precompiled normalizer whose charsmap (a darts-clone double array, then the replacements) is
+# built here for a few NFKC-style rules, Strip and Replace " {2,}", WhitespaceSplit + Metaspace.
+def charsmap(rules):
+    pool, value = b"", {}
+    for k, v in sorted(rules.items()):
+        value[k] = len(pool)
+        pool += v + b"\0"
+    units, used, bases = [0], {0}, set()
+    queue = [(b"", 0)]
+    for prefix, pos in queue:  # each node's children and leaf at the first free offset, one node per base
+        labels = sorted({k[len(prefix)] for k in rules if len(k) > len(prefix) and k.startswith(prefix)})
+        leaf = prefix != b"" and prefix in rules
+        off = 1
+        while (pos ^ off) in bases or (leaf and (pos ^ off) in used) or any((pos ^ off ^ c) in used for c in labels):
+            off += 1
+        base = pos ^ off
+        bases.add(base)
+        units += [0] * max(0, base + 257 - len(units))
+        units[pos] |= off << 10 | (1 << 8 if leaf else 0)
+        if leaf:
+            units[base] = 1 << 31 | value[prefix]
+            used.add(base)
+        for c in labels:
+            units[base ^ c] |= c
+            used.add(base ^ c)
+            queue.append((prefix + bytes([c]), base ^ c))
+    return struct.pack("<I", 4 * len(units)) + struct.pack(f"<{len(units)}I", *units) + pool
+
+
+def unigram_tokenizer():
+    import base64
+    sp = "\u2581"
+    rules = {"\uff21".encode(): b"A", "\ufb01".encode(): b"fi", b"\t": b" ", b"\x01": b"", "e\u0301".encode(): "\u00e9".encode()}
+    pieces = ["<pad>", "</s>", "<unk>", sp, "a", "b", "ab", sp + "a", sp + "ab", "fi", sp + "fi", "\u00e9", "A", "<0x41>"]
+    vocab = [[p, 0.0 if i < 3 else -1.0 - (i % 5) * 0.75] for i, p in enumerate(pieces)]
+    added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+              "special": True} for i, c in enumerate(pieces[:3])]
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+            "normalizer": {"type": "Sequence", "normalizers": [
+                {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(charsmap(rules)).decode()},
+                {"type": "Strip", "strip_left": False, "strip_right": True},
+                {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": sp}]},
+            "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+                {"type": "WhitespaceSplit"}, {"type": "Metaspace", "replacement": sp, "prepend_scheme": "always",
+                                              "split": True}]},
+            "post_processor": None, "decoder": {"type": "Metaspace", "replacement": sp, "prepend_scheme": "always",
+                                                "split": True},
+            "model": {"type": "Unigram", "unk_id": 2, "vocab": vocab, "byte_fallback": True}}
+
+
+file = json.dumps(unigram_tokenizer(), ensure_ascii=False)
+put("hf_tokenizer", "unigram", file.encode() + b"\0" + "\uff21b \ufb01 e\u0301\t\x01ab  </s>zz\xff".encode())
+put("tokenizer", "hf_unigram", file)
+put("hf_tokenizer", "saved_unigram",
+    json.dumps({"type": "hf_unigram", "eos_id": 1, "tokenizer": unigram_tokenizer()}).encode() + b"\0" + b"ab ab")
+
 # Hugging Face config.json files (tools/interop), for fuzz_hf_config.
 put("hf_config", "gpt2", json.dumps({
     "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": 300, "n_embd": 16, "n_layer": 2,
