@@ -277,7 +277,8 @@ put("token_shard", "u32_no_vocab", b"\0" + shard([1, 2**31 - 1, 2**32 - 1], u32=
 # GGUF v3 (nn/gguf.h, tools/interop/gguf_llama.h), for fuzz_gguf: a small llama
 # file as `keystone export --to gguf` writes it (metadata, byte-level tokenizer,
 # tensors at 32-byte alignment), one all F32 and one with F16, BF16 and Q8_0;
-# and a qwen2 one.
+# a qwen2 one; and a llama one with a SentencePiece vocabulary (model "llama":
+# scores, byte tokens; tools/interop/gguf_sentencepiece.h).
 def gguf(kv, tensors):
     def s(x):
         x = x.encode()
@@ -294,6 +295,8 @@ def gguf(kv, tensors):
             return struct.pack("<I", 8) + s(v)
         if all(isinstance(e, str) for e in v):
             return struct.pack("<IIQ", 9, 8, len(v)) + b"".join(s(e) for e in v)
+        if all(isinstance(e, float) for e in v):
+            return struct.pack("<IIQ", 9, 6, len(v)) + struct.pack("<%df" % len(v), *v)
         return struct.pack("<IIQ", 9, 5, len(v)) + struct.pack("<%di" % len(v), *v)
     out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv) + 1) + s("general.alignment") + value(32)
     for k, v in kv.items():
@@ -306,8 +309,8 @@ def gguf(kv, tensors):
     return out + b"\0" * (-len(out) % 32) + blob
 
 
-def llama_gguf(d, types, arch="llama"):
-    """arch "qwen2": its keys, q/k/v biases and Qwen2's pre-tokenizer."""
+def llama_gguf(d, types, arch="llama", sp=False):
+    """arch "qwen2": its keys, q/k/v biases and Qwen2's pre-tokenizer; sp: a SentencePiece vocabulary."""
     chars = byte_chars() + ["he", "ll"]  # the bytes, and the merges' results (the tokenizer loads whole)
     f, h, kv_heads, V = 2 * d, 2, 1, len(chars)
     a = arch + "."
@@ -319,6 +322,16 @@ def llama_gguf(d, types, arch="llama"):
           "tokenizer.ggml.pre": "qwen2" if arch == "qwen2" else "gpt-2",
           "tokenizer.ggml.tokens": chars, "tokenizer.ggml.token_type": [1] * V,
           "tokenizer.ggml.merges": ["h e", "l l"], "tokenizer.ggml.eos_token_id": 10}
+    if sp:  # the bytes as <0xAB>, a few characters, tokens made by merges: unique scores, the best first
+        pieces = ["\u2581", "h", "e", "l", "o", "he", "ll", "\u2581he", "llo"]
+        chars = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + pieces
+        V = len(chars)
+        kv |= {"tokenizer.ggml.model": "llama", "tokenizer.ggml.pre": "default", "tokenizer.ggml.tokens": chars,
+               "tokenizer.ggml.scores": [0.0] * 259 + [-100.0 - i for i in range(5)] + [-1.0, -2.0, -3.0, -4.0],
+               "tokenizer.ggml.token_type": [2, 3, 3] + [6] * 256 + [1] * len(pieces), a + "vocab_size": V,
+               "tokenizer.ggml.unknown_token_id": 0, "tokenizer.ggml.eos_token_id": 2,
+               "tokenizer.ggml.add_space_prefix": True}
+        del kv["tokenizer.ggml.merges"]
     p = d // h
     shapes = {"token_embd.weight": [V, d], "output_norm.weight": [d], "output.weight": [V, d],
               "blk.0.attn_norm.weight": [d], "blk.0.ffn_norm.weight": [d], "blk.0.attn_q.weight": [h * p, d],
@@ -350,3 +363,4 @@ def llama_gguf(d, types, arch="llama"):
 put("gguf", "llama_f32", llama_gguf(4, [0]))
 put("gguf", "llama_f16_bf16_q8_0", llama_gguf(32, [1, 30, 8]))
 put("gguf", "qwen2_f32", llama_gguf(4, [0], "qwen2"))
+put("gguf", "llama_sentencepiece_f32", llama_gguf(4, [0], sp=True))
