@@ -78,7 +78,10 @@ std::pair<std::string_view, size_t> SpCharsmap::longest(std::string_view text) c
   std::pair<std::string_view, size_t> best{std::string_view(), 0};
   const size_t n = units_.size();
   size_t id = offset(units_[0]);
-  for (size_t i = 0; i < text.size(); ++i) {
+  // A damaged trie can match every byte (a unit that leads back to itself), which would make a text's
+  // normalization quadratic; no real rule's key is near this long (nmt_nfkc's are a few characters).
+  constexpr size_t kMaxKeyBytes = 256;
+  for (size_t i = 0; i < std::min(text.size(), kMaxKeyBytes); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     id ^= c;
     if (id >= n || label(units_[id]) != c) break;

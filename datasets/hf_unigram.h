@@ -81,7 +81,8 @@ namespace ks::data {
 
 // SentencePiece's precompiled_charsmap (the bytes, after base64): errors
 // name `where`. Every trie step is bounds-checked, so a damaged trie gives
-// no match rather than a read outside it.
+// no match rather than a read outside it, and a key is at most 256 bytes
+// (a trie that matches forever would make normalizing a text quadratic).
 class SpCharsmap {
  public:
   SpCharsmap(std::string blob, const std::string& where);

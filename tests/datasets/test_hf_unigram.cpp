@@ -172,6 +172,18 @@ TEST_CASE("hf_unigram: the precompiled charsmap replaces the longest key, as sen
                       "A") ==
         "\xEF\xBF\xBD"
         "a");  // a malformed byte: U+FFFD, as sentencepiece
+  // A damaged trie whose units lead back to each other matches "a" forever: lookups stop at 256 bytes,
+  // so normalizing a long text stays linear, and a leaf value outside the pool is no match.
+  std::vector<uint32_t> loop(128, 0);
+  loop[0] = 1u << 10;                           // the root's offset: 1
+  loop[1] = 'a';                                // 1 ^ 'a' = 96, 96 ^ 'a' = 1: each labelled 'a', offset 0
+  loop[96] = 'a' | 1u << 8;                     // and a leaf whose value (itself) is past the pool
+  std::string blob = {char(0), char(2), 0, 0};  // 512 bytes of trie
+  for (uint32_t u : loop)
+    for (int k = 0; k < 4; ++k) blob += char(u >> (8 * k) & 0xFF);
+  const data::SpCharsmap looping(blob + "x" + '\0', "loop");
+  CHECK(looping.longest(std::string(100000, 'a')).second == 0);
+  CHECK(looping.normalize(std::string(100000, 'a')) == std::string(100000, 'a'));
   CHECK(data::decode_base64(base64("hello!")) == std::optional<std::string>("hello!"));
   CHECK(data::decode_base64(base64("hi")) == std::optional<std::string>("hi"));
   CHECK_FALSE(data::decode_base64("a$bc").has_value());
