@@ -15,7 +15,8 @@
 # The benchmark model is GPT-2-small sized: 12 layers, d_model 768, 12 heads
 # of 64, d_ff 3072, seq 1024, vocab 50257 (GPT-2's), batch 8, softmax
 # attention with learned positions and an untied output layer — the model of
-# tools/gpu/torch_lm_bench_cuda.py (a copy of shared/bench/torch_lm_bench.py),
+# tools/gpu/torch_lm_bench_cuda.py (shared/bench/torch_lm_bench.py's model, built
+# from tools/bench/torch_common.py),
 # once per precision in BENCH_PRECISIONS (default "float32 bf16"): float32
 # with TF32 off on both sides (Keystone's default GEMMs are full FP32), then
 # bfloat16 GEMMs with float32 weights (Keystone --precision bf16; torch

@@ -20,12 +20,14 @@ Keystone's config swaps it:
 
 The softmax family only (the blocks are what is timed). torch 1.13 has no
 scaled_dot_product_attention, so attention is the eager composition the
-reference uses. Prints one JSON line, as the reference does.
+reference uses. The LM around the blocks and the timing loop are
+torch_common.py's. Prints one JSON line, as the reference does.
 """
-import argparse, json, math, time
+import argparse, json, math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch_common import DecoderLM, PreNormBlock, time_steps
 
 p = argparse.ArgumentParser()
 p.add_argument("--d-model", type=int, default=256)
@@ -130,35 +132,11 @@ class FF(nn.Module):
         return s.down(s.act(s.gate(x)) * s.up(x) if s.gated else s.act(s.up(x)))
 
 
-class Block(nn.Module):
-    def __init__(s):
-        super().__init__()
-        s.n1, s.n2, s.att, s.ff = norm(a.d_model), norm(a.d_model), Attn(), FF()
-
-    def forward(s, x):
-        x = x + s.att(s.n1(x))
-        return x + s.ff(s.n2(x))
+def block():
+    return PreNormBlock(norm(a.d_model), norm(a.d_model), Attn(), FF())
 
 
-class LM(nn.Module):
-    def __init__(s):
-        super().__init__()
-        s.tok = nn.Embedding(a.vocab, a.d_model)
-        s.pos = nn.Embedding(a.seq, a.d_model) if a.positions == "learned" else None
-        s.blocks = nn.ModuleList(Block() for _ in range(a.layers))
-        s.n = norm(a.d_model)
-        s.head = nn.Linear(a.d_model, a.vocab, bias=False)
-
-    def forward(s, idx):
-        x = s.tok(idx)
-        if s.pos is not None:
-            x = x + s.pos(torch.arange(idx.shape[1]))
-        for b in s.blocks:
-            x = b(x)
-        return s.head(s.n(x))
-
-
-m = LM()
+m = DecoderLM(a, block, norm, learned_positions=a.positions == "learned")
 opt = torch.optim.AdamW(m.parameters(), lr=3e-4)
 x = torch.randint(0, a.vocab, (a.batch, a.seq))
 y = torch.randint(0, a.vocab, (a.batch, a.seq))
@@ -174,11 +152,7 @@ def step():
     return loss.item()
 
 
-step()
-t = time.perf_counter()
-for _ in range(a.steps):
-    loss = step()
-dt = (time.perf_counter() - t) / a.steps
+_, loss, dt = time_steps(step, a.steps)
 print(json.dumps({"framework": "pytorch-" + torch.__version__, "norm": a.norm, "positions": a.positions,
                   "ff": a.ff, "kv_heads": kvh, "bias": bias, "precision": a.precision,
                   "tokens_per_s": a.batch * a.seq / dt, "step_ms": dt * 1e3,
