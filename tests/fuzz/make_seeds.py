@@ -10,6 +10,11 @@ import os
 import struct
 import sys
 
+# The Hugging Face tokenizer.json layout is the interop tests' (tests/interop/test_tokenizer.py), found from
+# this file so that the script runs from any folder.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
+from test_tokenizer import tokenizer_json  # noqa: E402
+
 here = sys.argv[1]
 
 
@@ -81,24 +86,7 @@ def hf_tokenizer(style):
         vocab.setdefault(a + b, len(vocab))
     added = [("<|endoftext|>", len(vocab), True, False), ("<|endoftext|>x", len(vocab) + 1, True, False),
              ("<tool>", len(vocab) + 2, False, True), ("lo w", len(vocab) + 9, False, True)]  # ids with a gap
-    if style == "gpt2":
-        pre = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
-        merge_list = [f"{a} {b}" for a, b in merges]
-    else:  # Llama-3's Split regex, or Qwen2's (one digit a piece)
-        digits = "\\p{N}" if style == "qwen2" else "\\p{N}{1,3}"
-        regex = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|" + digits + "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-                 "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")
-        pre = {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False},
-            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
-        merge_list = [[a, b] for a, b in merges]
-    return {"version": "1.0", "truncation": None, "padding": None,
-            "added_tokens": [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
-                              "normalized": n, "special": s} for c, i, s, n in added],
-            "normalizer": None, "pre_tokenizer": pre, "post_processor": None, "decoder": {"type": "ByteLevel"},
-            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
-                      "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
-                      "ignore_merges": style == "llama3", "vocab": vocab, "merges": merge_list}}
+    return tokenizer_json(vocab, merges, style, added, add_prefix_space=True, decoder={"type": "ByteLevel"})
 
 
 hf_text = "hello world<|endoftext|>x<tool>lo w 12 caf\u00e9 \U0001F600 it's\r\n\n  x"

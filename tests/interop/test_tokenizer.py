@@ -25,9 +25,20 @@ TEXT = ("Hello world! It's a test: they'll've DON'T we'D I'M 'Re\n"
 CORPUS = [TEXT, "the quick brown fox jumps over the lazy dog " * 3, "  \n\n  12 34 567 8901 ", "Русский中文😀" * 2]
 
 
-def tokenizer_json(vocab, merges, style, added):
+BYTE_LEVEL_DECODER = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+
+
+def added_token(content, id, special=True, normalized=False):
+    return {"id": id, "content": content, "single_word": False, "lstrip": False, "rstrip": False,
+            "normalized": normalized, "special": special}
+
+
+def tokenizer_json(vocab, merges, style, added, add_prefix_space=False, decoder=BYTE_LEVEL_DECODER):
+    """A byte-level BPE tokenizer.json in `style` ("gpt2", "llama3" or "qwen2": their pre-tokenizers, merges
+    written as each writes them); `added` holds (content, id) special tokens, or (content, id, special,
+    normalized). Also what tests/fuzz/make_seeds.py writes its hf_tokenizer seeds with."""
     if style == "gpt2":
-        pre = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+        pre = {"type": "ByteLevel", "add_prefix_space": add_prefix_space, "trim_offsets": True, "use_regex": True}
         merge_list = [f"{a} {b}" for a, b in merges]
     else:  # Llama-3's Split, or Qwen2's (the same but for one digit a piece, and no ignore_merges)
         regex = ref.QWEN2_TEXT if style == "qwen2" else ref.LLAMA3_TEXT
@@ -36,10 +47,8 @@ def tokenizer_json(vocab, merges, style, added):
             {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
         merge_list = [[a, b] for a, b in merges]
     return {"version": "1.0", "truncation": None, "padding": None,
-            "added_tokens": [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
-                              "normalized": False, "special": True} for c, i in added],
-            "normalizer": None, "pre_tokenizer": pre, "post_processor": None,
-            "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+            "added_tokens": [added_token(*t) for t in added],
+            "normalizer": None, "pre_tokenizer": pre, "post_processor": None, "decoder": decoder,
             "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
                       "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
                       "ignore_merges": style == "llama3", "vocab": vocab, "merges": merge_list}}
