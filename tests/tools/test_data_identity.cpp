@@ -12,12 +12,9 @@
 #include "tools/cli/cli.h"
 #include "tools/cli/config_set.h"
 #include "tools/train/data_setup.h"
+#include "train/train_testing.h"  // tests/train/
 
-using namespace ks;
 using namespace ks::tools;
-using ks::testing::error_of;
-using json = nlohmann::json;
-namespace fs = std::filesystem;
 
 namespace {
 

@@ -18,14 +18,10 @@
 #include "tools/tiny_run.h"  // tests/tools/
 #include "tools/train/run_dir.h"
 #include "tools/train/trainer.h"
+#include "train/train_testing.h"  // tests/train/
 
-using namespace ks;
 using namespace ks::tools;
 using namespace ks::train;
-using ks::testing::error_of;
-using ks::testing::TempDir;
-using json = nlohmann::json;
-namespace fs = std::filesystem;
 
 namespace {
 

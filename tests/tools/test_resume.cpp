@@ -18,16 +18,12 @@
 #include "tools/tiny_run.h"  // tests/tools/
 #include "tools/train/distributed_run.h"
 #include "tools/train/trainer.h"
+#include "train/train_testing.h"  // tests/train/
 
-using namespace ks;
 using namespace ks::tools;
 using namespace ks::train;
-using ks::testing::error_of;
 using ks::testing::read_text;
-using ks::testing::TempDir;
 using ks::testing::write_text;
-using json = nlohmann::json;
-namespace fs = std::filesystem;
 
 namespace {
 

@@ -19,12 +19,9 @@
 #include "datasets/token_shards.h"
 #include "datasets/tokenizer.h"
 #include "tools/train/data_setup.h"
+#include "train/train_testing.h"  // tests/train/
 
-using namespace ks;
 using namespace ks::tools;
-using ks::testing::error_of;
-using json = nlohmann::json;
-namespace fs = std::filesystem;
 
 namespace {
 

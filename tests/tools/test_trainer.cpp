@@ -16,13 +16,10 @@
 #include "ops/view.h"
 #include "tools/figures/plot.h"
 #include "tools/train/trainer.h"
+#include "train/train_testing.h"  // tests/train/
 
-using namespace ks;
 using namespace ks::tools;
 using namespace ks::train;
-using ks::testing::error_of;
-using ks::testing::TempDir;
-using json = nlohmann::json;
 
 namespace {
 

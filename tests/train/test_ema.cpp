@@ -23,12 +23,7 @@
 #include "tools/tiny_run.h"  // tests/tools/
 #include "tools/train/run_dir.h"
 #include "tools/train/trainer.h"
-
-using namespace ks;
-using ks::testing::error_of;
-using ks::testing::TempDir;
-using json = nlohmann::json;
-namespace fs = std::filesystem;
+#include "train/train_testing.h"  // tests/train/
 
 namespace {
 

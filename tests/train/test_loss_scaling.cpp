@@ -31,12 +31,9 @@
 #include "ops/reduce.h"
 #include "tools/train/trainer.h"
 #include "train/majority_data.h"  // tests/train/
+#include "train/train_testing.h"  // tests/train/
 
-using namespace ks;
 using ks::testing::majority_splits;
-using ks::testing::TempDir;
-using json = nlohmann::json;
-namespace fs = std::filesystem;
 
 namespace {
 

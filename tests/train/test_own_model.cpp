@@ -19,14 +19,10 @@
 #include "tools/train/run_dir.h"
 #include "tools/train/trainer.h"
 #include "train/majority_data.h"  // tests/train/
+#include "train/train_testing.h"  // tests/train/
 
-using namespace ks;
-using ks::testing::error_of;
 using ks::testing::majority_splits;
 using ks::testing::MajorityClassifier;
-using ks::testing::TempDir;
-using json = nlohmann::json;
-namespace fs = std::filesystem;
 
 namespace {
 
