@@ -65,7 +65,7 @@
 
 // Bump at every change of a type below, and at every change of a public
 // class's virtual functions; then record the layouts anew (kRecordedLayouts).
-#define KS_PLUGIN_ABI_REVISION 7
+#define KS_PLUGIN_ABI_REVISION 8
 
 namespace ks::plugin_abi {
 
@@ -238,6 +238,7 @@ inline constexpr Revision kRevisions[] = {
     {5, 0xa95eef0ab23e98e8ull},  // issue 55: AttentionConfig's rope_scaling, out_bias, window; takes_window()
     {6, 0xa95eef0ab23e98e8ull},  // issues 54-55: cpu::Gemm's b_bf16 (installed ops/cpu/gemm/gemm.h, not hashed)
     {7, 0x5691ef63f19a4b85ull},  // issue 55: Q8_0 weights (nn::Module's quantized entries, Linear's and Embedding's q8)
+    {8, 0x97506645b06123f5ull},  // issue 54: nn::Optimizer's state dtype and parameter key (bf16 Adam moments)
 };
 inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::Device", 8, 4, 2, 0x0c35039535423be1ull},
@@ -271,7 +272,7 @@ inline constexpr TypeLayout kRecordedLayouts[] = {
     {"ks::nn::CachedKeys", 56, 8, 4, 0xc834997fb4a8ad65ull},
     {"ks::nn::MultiHeadAttention", 480, 8, 0, 0x0000000000000000ull},
     {"ks::nn::ParamGroup", 40, 8, 3, 0x0a4b69776c4d24fdull},
-    {"ks::nn::Optimizer", 160, 8, 0, 0x0000000000000000ull},
+    {"ks::nn::Optimizer", 176, 8, 0, 0x0000000000000000ull},
     {"ks::nn::OptimizerOptions", 8, 8, 0, 0x0000000000000000ull},
     {"ks::nn::OptimizerKind", 32, 8, 4, 0x4a1e0dfe63bcd9a5ull},
     {"ks::nn::OptimizerConfig", 64, 8, 4, 0x082ff0e502f1f21dull},

@@ -66,10 +66,12 @@ void Optimizer::step() {
       if (!grad.defined() || !owns(gi, pi)) continue;
       std::vector<Tensor>& state = state_[gi][pi];
       if (state.empty())
-        for (size_t s = 0; s < slots_.size(); ++s) state.push_back(zeros_like(p));
+        for (size_t s = 0; s < slots_.size(); ++s)
+          state.push_back(zeros(p.sizes(), {.dtype = state_dtype(p), .device = p.device()}));
       // The model was moved (Module::to) after earlier steps: the state follows its parameter.
       for (Tensor& slot : state)
         if (slot.device() != p.device()) slot = to_raw(slot, p.device(), slot.dtype());
+      param_key_ = (uint64_t(gi) << 32) | uint64_t(pi);
       update(p, grad.is_contiguous() ? grad : contiguous_raw(grad), state, group, ++param_steps_[gi][pi]);
     }
   }
@@ -134,9 +136,14 @@ void Optimizer::load_state_dict(const NamedTensors& state) {
         if (it == given.end()) break;
         KS_CHECK(it->second.sizes() == p.sizes(), "optimizer load_state_dict: '", it->first, "' has shape ",
                  it->second.sizes(), " but its parameter has ", p.sizes());
-        KS_CHECK(it->second.dtype() == p.dtype(), "optimizer load_state_dict: '", it->first, "' is ",
-                 name(it->second.dtype()), " but its parameter is ", name(p.dtype()));
-        Tensor slot = Tensor::empty(p.sizes(), p.dtype(), p.device());  // own copy, never shared
+        if (state_dtype(p) == p.dtype())
+          KS_CHECK(it->second.dtype() == p.dtype(), "optimizer load_state_dict: '", it->first, "' is ",
+                   name(it->second.dtype()), " but its parameter is ", name(p.dtype()));
+        else
+          KS_CHECK(it->second.dtype() == state_dtype(p), "optimizer load_state_dict: '", it->first, "' is ",
+                   name(it->second.dtype()), " but this optimizer keeps its state in ", name(state_dtype(p)),
+                   " (optimizer.state_dtype; the checkpoint was saved with another)");
+        Tensor slot = Tensor::empty(p.sizes(), state_dtype(p), p.device());  // own copy, never shared
         copy_(slot, it->second);
         slots.push_back(slot);
         ++used;
@@ -185,12 +192,17 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions opts, bool decoupled)
   KS_CHECK(opts.beta1 >= 0 && opts.beta1 < 1 && opts.beta2 >= 0 && opts.beta2 < 1,
            "Adam: betas must be in [0, 1), got (", opts.beta1, ", ", opts.beta2, ")");
   KS_CHECK(opts.eps >= 0, "Adam: eps must be >= 0, got ", opts.eps);
+  KS_CHECK(opts.state_dtype == kFloat32 || opts.state_dtype == kBFloat16, "Adam: state_dtype must be float32 or ",
+           "bf16, got ", name(opts.state_dtype));
+  if (opts.state_dtype == kBFloat16) set_float32_state_dtype(kBFloat16);
 }
 
 void Adam::update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group,
                   int64_t step) {
+  // The rounding seed of bfloat16 moments: this parameter at this update (ops/optim.h).
   adam_update_(p, grad, state[0], state[1],
-               {group.lr, opts_.beta1, opts_.beta2, opts_.eps, group.weight_decay, decoupled_, step});
+               {group.lr, opts_.beta1, opts_.beta2, opts_.eps, group.weight_decay, decoupled_, step,
+                param_key() * 0x9e3779b97f4a7c15ull + uint64_t(step)});
 }
 
 void scale_gradients(const std::vector<Tensor>& params, double factor) {

@@ -14,6 +14,7 @@
 // Not here: learning-rate schedules (nn/lr_schedule.h).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,11 @@ class Optimizer {
   // The per-parameter state slots, in the order of update()'s `state`
   // ("exp_avg", "exp_avg_sq" for Adam).
   const std::vector<std::string>& slot_names() const { return slots_; }
+  // The dtype of parameter p's state slots: p's own (as PyTorch's
+  // zeros_like), or the one an optimizer set (Adam's state_dtype).
+  DType state_dtype(const Tensor& p) const {
+    return state_dtype_ && p.dtype() == DType::Float32 ? *state_dtype_ : p.dtype();
+  }
 
   // ZeRO-1 (nn/zero.h): owned[group][index] marks the parameters this
   // optimizer updates and keeps state for; step() skips the others, whose
@@ -74,6 +80,11 @@ class Optimizer {
   // constructor; `step` is this update's number for this parameter (1: its first).
   virtual void update(const Tensor& p, const Tensor& grad, std::vector<Tensor>& state, const ParamGroup& group,
                       int64_t step) = 0;
+  // State slots in `dtype` for float32 parameters (set by a constructor).
+  void set_float32_state_dtype(DType dtype) { state_dtype_ = dtype; }
+  // During update(): which parameter it is, (group << 32) | index, the same
+  // after a resume (a seed for what an update draws, as Adam's rounding).
+  uint64_t param_key() const { return param_key_; }
 
  private:
   std::vector<ParamGroup> groups_;
@@ -83,6 +94,8 @@ class Optimizer {
   std::vector<std::vector<bool>> owned_;                 // set_owned; empty: every parameter
   std::vector<std::vector<int64_t>> param_steps_;        // [group][param]: its updates so far
   int64_t steps_ = 0;
+  std::optional<DType> state_dtype_;  // float32 parameters' state dtype; none: the parameter's
+  uint64_t param_key_ = 0;
 };
 
 struct SGDOptions {
@@ -110,6 +123,9 @@ struct AdamOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0;  // Adam: L2 added to the gradient; AdamW: decoupled (default 0.01 there)
+  // The moments' dtype for float32 parameters: float32 (as PyTorch), or
+  // bfloat16 (half the bytes; rounded stochastically, ops/optim.h).
+  DType state_dtype = DType::Float32;
 };
 
 class Adam : public Optimizer {

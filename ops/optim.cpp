@@ -11,9 +11,12 @@ constinit KernelTable<ScaleKernel> scale_kernel("scale_");
 constinit KernelTable<SumSquaresKernel> sum_squares_kernel("sum_of_squares");
 
 namespace {
-void check_state(const char* op, const Tensor& p, const Tensor& other, const char* what) {
-  KS_CHECK(other.sizes() == p.sizes() && other.dtype() == p.dtype() && other.device() == p.device(), op, ": ", what,
-           " ", describe(other), " does not match parameter ", describe(p));
+// `other` has p's shape and device, and p's dtype (or `dtype`, where given: bfloat16 moments).
+void check_state(const char* op, const Tensor& p, const Tensor& other, const char* what, DType dtype = DType::Float32,
+                 bool own_dtype = false) {
+  KS_CHECK(
+      other.sizes() == p.sizes() && other.dtype() == (own_dtype ? dtype : p.dtype()) && other.device() == p.device(),
+      op, ": ", what, " ", describe(other), " does not match parameter ", describe(p));
   KS_CHECK(other.is_contiguous(), op, ": ", what, " must be contiguous, got strides ", other.strides());
 }
 }  // namespace
@@ -22,8 +25,10 @@ void adam_update_(const Tensor& p, const Tensor& g, const Tensor& m, const Tenso
   KS_CHECK(is_floating(p.dtype()) && p.is_contiguous(),
            "adam_update_: parameter must be a contiguous float tensor, got ", describe(p));
   check_state("adam_update_", p, g, "gradient");
-  check_state("adam_update_", p, m, "exp_avg");
-  check_state("adam_update_", p, v, "exp_avg_sq");
+  // Moments in bfloat16 under float32 parameters (optimizer.state_dtype bf16), or in p's dtype.
+  const bool bf16_state = p.dtype() == kFloat32 && m.dtype() == kBFloat16;
+  check_state("adam_update_", p, m, "exp_avg", kBFloat16, bf16_state);
+  check_state("adam_update_", p, v, "exp_avg_sq", kBFloat16, bf16_state);
   KS_CHECK(h.step >= 1, "adam_update_: step must be >= 1, got ", h.step);
   adam_kernel(p.device(), p, g, m, v, h);
   p.bump_version();

@@ -15,8 +15,17 @@ struct AdamHyper {
   double lr, beta1, beta2, eps, weight_decay;
   bool decoupled;  // AdamW: decay the weights directly; Adam: add wd*p to the gradient
   int64_t step;    // 1-based, for bias correction
+  // Moments kept in bfloat16 under float32 parameters (optimizer.state_dtype
+  // bf16) are rounded stochastically, not to nearest: a moment's step is often
+  // below half a bfloat16 ulp of the moment (v moves by (1 - beta2) g², a
+  // 0.1% step at beta2 0.999 against bfloat16's 0.4% spacing), and rounding
+  // to nearest would drop it every time. The random bits are a hash of this
+  // seed and the element's index, so an update is the same on any number of
+  // threads, on the CPU and on CUDA, and after a resume.
+  uint64_t round_seed = 0;
 };
 // p, m (first moment) and v (second moment) are updated in place from g.
+// m and v have p's dtype, or are both bfloat16 under a float32 p.
 void adam_update_(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const AdamHyper& h);
 
 struct SgdHyper {

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/dtype.h"
 #include "core/host_device.h"
@@ -25,16 +26,42 @@
 
 namespace ks::optim_formulas {
 
+// x rounded to bfloat16 up or down in magnitude, up with probability equal to
+// the fraction of the way x lies between the two (what 16 random bits added
+// below the kept ones give), so that the rounding is unbiased. `bits`: the
+// random draw (its low 16 bits are used). A NaN or infinity rounds as
+// BFloat16's constructor rounds it.
+KS_HOST_DEVICE inline BFloat16 round_bf16_stochastic(float x, uint64_t bits) {
+  const uint32_t u = float_bits(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return BFloat16(x);
+  BFloat16 out;
+  out.bits = static_cast<uint16_t>((u + static_cast<uint32_t>(bits & 0xffffu)) >> 16);
+  return out;
+}
+
+// splitmix64's finaliser: a well-mixed 64-bit value of (seed, i), the same
+// on the host and on a GPU.
+KS_HOST_DEVICE inline uint64_t mix64(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + (i + 1) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 // Adam (decoupled = false: L2 added to the gradient) and AdamW (decoupled:
 // the weights decay directly), with bias correction folded into two scalars.
-template <class T> struct AdamStep {
+// S, the moments' type: T itself, or bfloat16 under float32 parameters
+// (optimizer.state_dtype bf16), rounded stochastically (AdamHyper::round_seed).
+template <class T, class S = T> struct AdamStep {
   using C = compute_t<T>;  // T itself, float for the 16-bit types
-  T *p, *m, *v;            // parameter, first and second moments: (n,) each
+  T* p;                    // parameter (n,)
+  S *m, *v;                // first and second moments (n,) each
   const T* g;
   C b1, b2, one_b1, one_b2, step_size, inv_sqrt_bc2, eps, decay, wd;
   bool decoupled;
+  uint64_t seed;
 
-  AdamStep(const AdamHyper& h, T* p_, const T* g_, T* m_, T* v_) : p(p_), m(m_), v(v_), g(g_) {
+  AdamStep(const AdamHyper& h, T* p_, const T* g_, S* m_, S* v_) : p(p_), m(m_), v(v_), g(g_), seed(h.round_seed) {
     const double bc1 = 1.0 - std::pow(h.beta1, double(h.step));
     const double bc2 = 1.0 - std::pow(h.beta2, double(h.step));
     b1 = C(h.beta1), b2 = C(h.beta2), one_b1 = C(1 - h.beta1), one_b2 = C(1 - h.beta2);
@@ -52,9 +79,17 @@ template <class T> struct AdamStep {
       grad += wd * param;
     const C mi = b1 * widen(m[i]) + one_b1 * grad;
     const C vi = b2 * widen(v[i]) + one_b2 * grad * grad;
-    m[i] = T(mi);
-    v[i] = T(vi);
+    m[i] = store(mi, 2 * uint64_t(i));
+    v[i] = store(vi, 2 * uint64_t(i) + 1);
+    // The update reads the moments as computed, not as stored: rounding them is the state's loss, not this step's.
     p[i] = T(param - step_size * mi / (kmath::sqrt(vi) * inv_sqrt_bc2 + eps));
+  }
+
+  KS_HOST_DEVICE S store(C x, uint64_t k) const {
+    if constexpr (std::is_same_v<S, T>)
+      return T(x);
+    else
+      return round_bf16_stochastic(x, mix64(seed, k));
   }
 };
 
@@ -99,6 +134,11 @@ template <class T> struct Scale {
 // for the backend whose loops are Loops.
 template <class Loops> struct optim_kernels {
   static void adam(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const AdamHyper& h) {
+    if (p.dtype() == kFloat32 && m.dtype() == kBFloat16) {  // optimizer.state_dtype bf16
+      const AdamStep<float, BFloat16> step(h, p.data<float>(), g.data<float>(), m.data<BFloat16>(), v.data<BFloat16>());
+      Loops::for_each_index(p.device(), p.numel(), kElementwiseGrain / 4, step);
+      return;
+    }
     dispatch_floating_on<Loops>(p.dtype(), "adam_update_", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const AdamStep<T> step(h, p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>());

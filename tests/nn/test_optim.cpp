@@ -164,6 +164,116 @@ TEST_CASE("Adam, AdamW and SGD update 16-bit parameters in float32, their state 
   }
 }
 
+TEST_CASE(
+    "AdamW with bf16 moments (state_dtype): float32 weights updated from the unrounded moments, each moment "
+    "stored as one of its two bf16 neighbours") {
+  // Ten steps on the quadratic, against the same formulas in double from the stored moments.
+  Tensor p = tensor({0.5, -1.0, 2.0, 0.1, 3.0, -0.25}, {6}, {.requires_grad = true});
+  const nn::AdamOptions ao{
+      .lr = 0.05, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01, .state_dtype = kBFloat16};
+  nn::AdamW opt({p}, ao);
+  for (int t = 1; t <= 10; ++t) {
+    CAPTURE(t);
+    const std::vector<double> p0 = p.to_vector<double>();
+    backward(quad_loss(p));
+    const std::vector<double> g = p.grad().to_vector<double>();
+    std::vector<double> m = t == 1 ? std::vector<double>(6, 0) : state_of(opt, "exp_avg");
+    std::vector<double> v = t == 1 ? std::vector<double>(6, 0) : state_of(opt, "exp_avg_sq");
+    std::vector<double> want = p0;
+    for (size_t i = 0; i < 6; ++i) {
+      want[i] *= 1 - ao.lr * ao.weight_decay;
+      m[i] = ao.beta1 * m[i] + (1 - ao.beta1) * g[i];
+      v[i] = ao.beta2 * v[i] + (1 - ao.beta2) * g[i] * g[i];
+      want[i] -= ao.lr * m[i] / (1 - std::pow(ao.beta1, t)) / (std::sqrt(v[i] / (1 - std::pow(ao.beta2, t))) + ao.eps);
+    }
+    opt.step();
+    opt.zero_grad();
+    check_close(p, want, 1e-5);
+    for (const char* slot : {"exp_avg", "exp_avg_sq"}) {
+      const nn::NamedTensors st = opt.state_dict();
+      const Tensor s =
+          std::find_if(st.begin(), st.end(), [&](const auto& e) { return e.first == str("0.0.", slot); })->second;
+      CHECK(s.dtype() == kBFloat16);
+      const std::vector<double> got = state_of(opt, slot), exact = std::string(slot) == "exp_avg" ? m : v;
+      for (size_t i = 0; i < 6; ++i) {
+        // The two bfloat16 values around the float32 result (truncation, and one ulp up in magnitude).
+        const float x = float(exact[i]);
+        BFloat16 down;
+        down.bits = uint16_t(float_bits(x) >> 16);
+        BFloat16 up = down;
+        up.bits = uint16_t(up.bits + ((float_bits(x) & 0xffffu) != 0 ? 1 : 0));
+        CHECK((got[i] == double(float(down)) || got[i] == double(float(up))));
+      }
+    }
+  }
+}
+
+TEST_CASE("bf16 moments round up in proportion: unbiased, and the same draws on a second run") {
+  // 4,096 equal gradients: after one step m = 0.1·g everywhere; the share stored rounded up (in magnitude)
+  // is the fraction of the way 0.1·g lies between its two bfloat16 neighbours.
+  const int64_t n = 4096;
+  auto run = [&] {
+    Tensor p = full({n}, 1.0f, {.requires_grad = true});
+    nn::AdamW opt({p}, {.lr = 1e-3, .weight_decay = 0, .state_dtype = kBFloat16});
+    p.set_grad(full({n}, 1.2345f));
+    opt.step();
+    return state_of(opt, "exp_avg");
+  };
+  const std::vector<double> m = run();
+  CHECK(m == run());                     // the draws depend on the parameter, its step and the element only
+  const float x = float(0.1) * 1.2345f;  // what the kernel computes: (1 - beta1)·g in float32
+  BFloat16 down;
+  down.bits = uint16_t(float_bits(x) >> 16);
+  const double lo = double(float(down)), frac = double(float_bits(x) & 0xffffu) / 65536.0;
+  int64_t ups = 0;
+  for (double e : m) {
+    REQUIRE((e == lo || e > lo));
+    ups += e > lo ? 1 : 0;
+  }
+  // Binomial(n, frac): within 5 standard deviations.
+  const double sd = std::sqrt(double(n) * frac * (1 - frac));
+  CHECK(std::abs(double(ups) - double(n) * frac) < 5 * sd);
+  CHECK(frac > 0.05);  // the test means something: x is far from both neighbours
+}
+
+TEST_CASE("bf16 moments: the state round trip resumes exactly, and a float32 state is refused by name") {
+  Tensor a = tensor({1, -2, 3}, {3}, {.requires_grad = true}), b = tensor({1, -2, 3}, {3}, {.requires_grad = true});
+  const nn::AdamOptions bf{.lr = 0.05, .state_dtype = kBFloat16};
+  nn::AdamW oa({a}, bf);
+  for (int i = 0; i < 3; ++i) {
+    backward(quad_loss(a));
+    oa.step();
+    oa.zero_grad();
+  }
+  {
+    NoGradGuard g;
+    copy_(b, a);
+  }
+  nn::AdamW ob({b}, bf);
+  ob.load_state_dict(oa.state_dict());
+  for (int i = 0; i < 3; ++i) {
+    backward(quad_loss(a));
+    oa.step();
+    oa.zero_grad();
+    backward(quad_loss(b));
+    ob.step();
+    ob.zero_grad();
+  }
+  CHECK(a.to_vector<float>() == b.to_vector<float>());
+  CHECK(state_of(oa, "exp_avg") == state_of(ob, "exp_avg"));
+  nn::AdamW f32({b}, {.lr = 0.05});
+  CHECK_THROWS_WITH_AS(f32.load_state_dict(oa.state_dict()),
+                       doctest::Contains("'0.0.exp_avg' is bfloat16 but its parameter is float32"), Error);
+  backward(quad_loss(b));
+  f32.step();
+  f32.zero_grad();
+  nn::AdamW other({b}, bf);
+  CHECK_THROWS_WITH_AS(other.load_state_dict(f32.state_dict()),
+                       doctest::Contains("is float32 but this optimizer keeps its state in bfloat16"), Error);
+  CHECK_THROWS_WITH_AS(nn::AdamW({b}, {.state_dtype = kFloat16}),
+                       doctest::Contains("state_dtype must be float32 or bf16"), Error);
+}
+
 TEST_CASE("clip_grad_norm on 16-bit gradients sums their squares in double") {
   for (DType dt : {kBFloat16, kFloat16}) {
     CAPTURE(name(dt));

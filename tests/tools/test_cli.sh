@@ -232,6 +232,20 @@ losses() { grep -v '"split":"test"' "$1/metrics.jsonl" | grep -o '"loss":[^,]*,'
 if ! diff <(losses "$tmp/whole") <(losses "$tmp/split") > /dev/null; then
   echo "FAIL: the resumed run's losses differ from the uninterrupted run's (exit $rc before resuming)"; fails=$((fails + 1))
 fi
+# optimizer.state_dtype bf16 (Adam's moments in bfloat16, rounded stochastically): the checkpoint holds
+# them in BF16, and Ctrl-C then --resume reproduces the uninterrupted run record for record; another
+# dtype is refused by name.
+sed 's/"schedule"/"optimizer": {"state_dtype": "bf16"}, "schedule"/' "$tmp/copy.json" > "$tmp/copy16.json"
+expect 0 "finished 200 steps" -- "$ks" train --config "$tmp/copy16.json" --out "$tmp/whole16"
+if ! head -c 200000 "$tmp/whole16/latest.safetensors" | grep -aq '"optimizer/0.0.exp_avg_sq":{"dtype":"BF16"'; then
+  echo "FAIL: optimizer.state_dtype bf16: the checkpoint's moments are not BF16"; fails=$((fails + 1))
+fi
+sigint_then_resume "$tmp/copy16.json" "$tmp/split16" 200
+if ! diff <(losses "$tmp/whole16") <(losses "$tmp/split16") > /dev/null; then
+  echo "FAIL: bf16 moments: the resumed run's losses differ from the uninterrupted run's"; fails=$((fails + 1))
+fi
+expect 1 'config: optimizer.state_dtype: expected float32 or bf16, got "fp16"' -- \
+  "$ks" train --config "$tmp/copy.json" --out "$tmp/sd16" --set optimizer.state_dtype=fp16
 
 # A longer run after the fact: resume says what the schedule does.
 expect 0 "note: train.steps 200 -> 240: the cosine schedule now ends at step 240" -- "$ks" train --out "$tmp/whole" --resume --set train.steps=240 --quiet
