@@ -64,6 +64,7 @@ constexpr char kUsage[] =
     "                      [--precision float32|tf32|bf16|fp16|auto]  (tf32: cuda only; fp16 on the CPU: an "
     "emulation,\n"
     "                      slower than float32)\n"
+    "                      [--state-dtype float32|bf16]\n"
     "                      [--dropout 0] [--attention-dropout 0] [--checkpoint-layers] [--fused-loss] [--plugin FILE "
     "...]\n"
     "                      [--forward-only] [--attention-only] [--bidirectional]\n"
@@ -94,6 +95,7 @@ constexpr char kUsage[] =
     "Brown LM configs train it (0.3 and 0.1), with its dropout masks drawn every step.\n"
     "--checkpoint-layers times it as train.checkpoint_layers trains it: each layer recomputed in backward.\n"
     "--fused-loss times it with model.fused_loss: the output layer and loss in chunks of rows.\n"
+    "--state-dtype bf16 keeps AdamW's moments in bf16 (optimizer.state_dtype): half the optimizer's bytes.\n"
     "--norm, --positions, --ff, --kv-heads and --no-bias swap the blocks as model.norm, model.positions,\n"
     "model.ff, attention.kv_heads and model.bias: false do (tools/bench/torch_blocks_bench.py is PyTorch's\n"
     "counterpart); --d-ff stays the hidden width of a gated feed-forward too.\n"
@@ -143,31 +145,11 @@ void print_profile(double step_s, int64_t steps) {
 
 int bench(const std::vector<std::string>& args) {
   if (cli::help_requested(args, kUsage)) return 0;
-  cli::Flags f(args,
-               {"preset",
-                "attention",
-                "d-model",
-                "layers",
-                "heads",
-                "head-dim",
-                "d-ff",
-                "seq",
-                "batch",
-                "vocab",
-                "steps",
-                "threads",
-                "keys",
-                "device",
-                "precision",
-                "dropout",
-                "attention-dropout",
-                "plugin",
-                "prompt",
-                "new-tokens",
-                "norm",
-                "positions",
-                "ff",
-                "kv-heads"},
+  cli::Flags f(args, {"preset",  "attention", "d-model",    "layers",      "heads",     "head-dim",
+                      "d-ff",    "seq",       "batch",      "vocab",       "steps",     "threads",
+                      "keys",    "device",    "precision",  "state-dtype", "dropout",   "attention-dropout",
+                      "plugin",  "prompt",    "new-tokens", "norm",        "positions", "ff",
+                      "kv-heads"},
                {"profile", "checkpoint-layers", "forward-only", "attention-only", "bidirectional", "fused-loss",
                 "decode", "no-bias"},
                {"plugin"});
@@ -198,6 +180,9 @@ int bench(const std::vector<std::string>& args) {
   }
   if (precision == MatmulPrecision::TF32 && device_name != "cuda")
     throw cli::UsageError("--precision tf32 needs --device cuda (the CPU has no TF32 unit; bf16 runs on both)");
+  const std::string state_dtype = f.get("state-dtype", "float32");
+  if (state_dtype != "float32" && state_dtype != "bf16")
+    throw cli::UsageError("--state-dtype: expected float32 or bf16, got '" + state_dtype + "'");
   const Device device = resolve_device(device_name, "--device");
   set_matmul_precision(precision);
   set_num_threads(int(threads));
@@ -277,7 +262,9 @@ int bench(const std::vector<std::string>& args) {
     model->to(device);
     model->set_activation_checkpointing(f.has("checkpoint-layers"));
     params = model->num_parameters();
-    opt = std::make_unique<nn::AdamW>(model->parameters(), nn::AdamOptions{.lr = 3e-4, .weight_decay = 0.01});
+    opt = std::make_unique<nn::AdamW>(
+        model->parameters(),
+        nn::AdamOptions{.lr = 3e-4, .weight_decay = 0.01, .state_dtype = state_dtype == "bf16" ? kBFloat16 : kFloat32});
     x = to(randint(0, vocab, {batch, seq}, {.dtype = kInt64}), device);
     y = to(randint(0, vocab, {batch, seq}, {.dtype = kInt64}), device);
     if (forward_only) model->eval();
@@ -334,6 +321,7 @@ int bench(const std::vector<std::string>& args) {
                         {"precision", precision_name},
                         {"checkpoint_layers", f.has("checkpoint-layers")},
                         {"fused_loss", f.has("fused-loss")},
+                        {"state_dtype", state_dtype},
                         {"blocks",
                          {{"norm", cfg["norm"]},
                           {"positions", cfg["positions"]},
