@@ -57,6 +57,8 @@ OPENBLAS_CORETYPE=Haswell expect 0 '"float32_gemm_kernels": "OpenBLAS Haswell"' 
 expect 0 '"cpu":"[^"]*","cpu_gemm":"(amx|avx512bf16|float32)"' -- "$ks" bench --steps 1 --layers 1 --seq 8 --batch 1 --vocab 16 --d-model 8 --heads 2 --d-ff 8
 tiny=(--layers 1 --seq 8 --batch 2 --vocab 16 --d-model 8 --heads 2 --d-ff 8)
 expect 0 '"mode":"model-forward"' -- "$ks" bench "${tiny[@]}" --steps 1 --forward-only
+expect 0 '"state_dtype":"bf16"' -- "$ks" bench "${tiny[@]}" --steps 1 --state-dtype bf16
+expect 2 "--state-dtype: expected float32 or bf16, got 'fp16'" -- "$ks" bench "${tiny[@]}" --state-dtype fp16
 expect 0 '"checksum":[-0-9.e]+,.*"mode":"attention-train"' -- "$ks" bench "${tiny[@]}" --steps 1 --attention-only
 expect 0 '"mode":"attention-forward"' -- "$ks" bench "${tiny[@]}" --steps 1 --attention-only --forward-only --bidirectional --attention mgk
 expect 2 "--bidirectional needs --attention-only" -- "$ks" bench "${tiny[@]}" --bidirectional
