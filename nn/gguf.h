@@ -38,22 +38,25 @@
 
 namespace ks::nn {
 
-// GGUF's metadata value types (gguf_metadata_value_type).
+// GGUF's metadata value types (gguf_metadata_value_type), numbered 0 to 12
+// in this order, as the file stores them.
 enum class GgufKind : uint32_t {
-  UInt8 = 0,
-  Int8 = 1,
-  UInt16 = 2,
-  Int16 = 3,
-  UInt32 = 4,
-  Int32 = 5,
-  Float32 = 6,
-  Bool = 7,
-  String = 8,
-  Array = 9,
-  UInt64 = 10,
-  Int64 = 11,
-  Float64 = 12,
+  UInt8,
+  Int8,
+  UInt16,
+  Int16,
+  UInt32,
+  Int32,
+  Float32,
+  Bool,
+  String,
+  Array,
+  UInt64,
+  Int64,
+  Float64
 };
+static_assert(uint32_t(GgufKind::Float32) == 6 && uint32_t(GgufKind::Array) == 9 && uint32_t(GgufKind::Float64) == 12,
+              "GgufKind must number its values as GGUF's spec does");
 const char* gguf_kind_name(GgufKind k);  // "u32", "string", "array", ...
 
 // ggml's tensor types (enum ggml_type) that Keystone writes or reads.
