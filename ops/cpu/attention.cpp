@@ -153,18 +153,9 @@ void forward_typed(const Tensor& out, const Tensor& lse, const Tensor& q_in, con
         }
         T* s = sbuf.data();
         score_tile(s, rows, cols, d.P, scale, Qi, q_ld, Kj, k_ld);  // (rows, cols)
-        for (int64_t r = 0; r < rows; ++r) {
-          T* sr = s + r * cols;
-          if (prm.alibi) add_alibi_row(sr, cols, slope, prm.causal_offset + i0 + r, j0);
-          online_softmax_row(sr, cols, visible_prefix(prm, i0 + r, j0, cols), pad_b ? pad_b + j0 : nullptr,
-                             m[size_t(r)], l[size_t(r)], acc.data() + r * d.E, d.E,
-                             window_hidden(prm, i0 + r, j0, cols));
-          if (prm.dropout) {
-            T* f = fbuf.data();
-            dropout_factors(f, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
-            for (int64_t c = 0; c < cols; ++c) sr[c] *= f[c];
-          }
-        }
+        for (int64_t r = 0; r < rows; ++r)
+          forward_score_row(s + r * cols, cols, prm, slope, pair, i0 + r, j0, d.T, d.S, pad_b, m[size_t(r)],
+                            l[size_t(r)], acc.data() + r * d.E, d.E, fbuf.data());
         if (d.T == 1)  // a decoding step
           add_weighted_values_row(acc.data(), d.E, cols, s, Vj, v_ld);
         else

@@ -134,15 +134,8 @@ void sdpa_forward_bf16(const Tensor& out, const Tensor& lse, const Tensor& q_in,
                 for (int64_t r = 0; r < rows; ++r) {
                   float* sr = s + r * cols;
                   for (int64_t c = 0; c < cols; ++c) sr[c] *= scale;
-                  if (prm.alibi) add_alibi_row(sr, cols, slope, prm.causal_offset + i0 + r, j0);
-                  online_softmax_row(sr, cols, visible_prefix(prm, i0 + r, j0, cols), pad_b ? pad_b + j0 : nullptr,
-                                     m[size_t(r)], l[size_t(r)], acc.data() + r * d.E, d.E,
-                                     window_hidden(prm, i0 + r, j0, cols));
-                  if (prm.dropout) {
-                    float* f = fbuf.data();
-                    dropout_factors(f, cols, weight_index(pair, d.T, d.S, i0 + r, j0), prm);
-                    for (int64_t c = 0; c < cols; ++c) sr[c] *= f[c];
-                  }
+                  forward_score_row(sr, cols, prm, slope, pair, i0 + r, j0, d.T, d.S, pad_b, m[size_t(r)], l[size_t(r)],
+                                    acc.data() + r * d.E, d.E, fbuf.data());
                 }
                 const PackedA p_a = pack_a(rows_of(s, cols), rows, cols, pa.data());
                 // acc += p v. Keys past `cols` in V's packed chunk of 32 are real

@@ -3,7 +3,8 @@
 // share beyond ops/attention_formulas.h: the operand view each (b, h) matrix
 // is read through, the parallel grain, a masked score row, ALiBi's biases on a score row,
 // the softmax kernels' row steps (online softmax, finishing, probabilities,
-// score gradients), and a row of dropout factors drawn in dropout()'s numbering.
+// score gradients), a row of dropout factors drawn in dropout()'s numbering,
+// and the forward's whole step on a score row (forward_score_row).
 // Not here: the tile loops (each kernel's own), the tile products
 // (cpu/attention_products.h, on cpu::gemm; the bf16 kernel's in its own file).
 #pragma once
@@ -162,6 +163,29 @@ template <class T> void dropout_factors(T* f, int64_t n, uint64_t idx0, const Sd
     const int64_t len = std::min(kChunk, n - c0);
     bernoulli_draws(kept, len, prm.seed, prm.first_block, idx0 + uint64_t(c0), prm.keep);
     for (int64_t c = 0; c < len; ++c) f[c0 + c] = kept_bytes[c] ? scale : T(0);
+  }
+}
+
+// Forward, what both softmax kernels (cpu/attention.cpp and
+// cpu/attention_bf16.cpp) do to one score row s after its tile product:
+// ALiBi's biases, the online softmax step (online_softmax_row) into the row's
+// m, l and acc (E values), then, with dropout, the probabilities times their
+// factors (f: cols values of scratch). The row is query i (i0 + r) of
+// (b, h) pair `pair`, its keys [j0, j0 + cols), of q_len queries and k_len
+// keys (dropout's numbering), pad the key padding of its b or null. Forced
+// inline, as the steps it takes, so that each kernel runs it in its own
+// instruction set with the same operations in the same order.
+template <class T>
+[[gnu::always_inline]] inline void forward_score_row(T* s, int64_t cols, const SdpaParams& prm, T slope, int64_t pair,
+                                                     int64_t i, int64_t j0, int64_t q_len, int64_t k_len,
+                                                     const bool* pad, T& m, T& l, T* acc, int64_t E, T* f) {
+  using namespace attention_formulas;
+  if (prm.alibi) add_alibi_row(s, cols, slope, prm.causal_offset + i, j0);
+  online_softmax_row(s, cols, visible_prefix(prm, i, j0, cols), pad ? pad + j0 : nullptr, m, l, acc, E,
+                     window_hidden(prm, i, j0, cols));
+  if (prm.dropout) {
+    dropout_factors(f, cols, weight_index(pair, q_len, k_len, i, j0), prm);
+    for (int64_t c = 0; c < cols; ++c) s[c] *= f[c];
   }
 }
 
