@@ -53,18 +53,61 @@ KS_Q8_AVX2 void scales_of_f16c(const Q8Matrix& w, int64_t j, int64_t rows, float
 // How many of W's rows ahead to prefetch: about 16 KiB (as gemv.cpp).
 int64_t prefetch_rows(int64_t k) { return std::max<int64_t>((16384 / std::max<int64_t>(k, 1) + 3) / 4 * 4, kRows); }
 
+// What a kernel reads and writes for a group of W's rows [j, j + R) against every row of a (as
+// q8_0_gemm.cpp's kernels get a Tile): the rows' int8 values from q (row stride k) and float32 scales
+// ds (row r's block b at ds[r·nb + b]), a's int16 blocks, the next group's weights to prefetch from pf
+// (null: none), and c (rows of n, plus bias) for the sums. Passed by value: the kernel's own copy,
+// which its stores to c cannot change, so its loops keep the fields in registers.
+struct Group {
+  const ActivationBlocks* a;
+  const int8_t* q;
+  const float* ds;
+  const int8_t* pf;
+  float* c;
+  const float* bias;
+  int64_t j, k, nb, n;
+
+  // The group from W's row j, whose scales the caller has converted into ds.
+  Group(const ActivationBlocks& x16, const Q8Matrix& w, float* c, const float* bias, int64_t j, const float* ds,
+        const int8_t* pf)
+      : a(&x16),
+        q(w.q.data() + j * w.cols),
+        ds(ds),
+        pf(pf),
+        c(c),
+        bias(bias),
+        j(j),
+        k(w.cols),
+        nb(k / kQ8Block),
+        n(w.rows) {}
+
+  // Row `row` of a: its k int16 values and its nb scales.
+  [[gnu::always_inline]] const int16_t* x(int64_t row) const { return a->q.data() + row * k; }
+  [[gnu::always_inline]] const float* sx(int64_t row) const { return a->s.data() + row * nb; }
+  // While the first row of a runs, on every other block b: block b of the next group's R rows toward L1.
+  template <int R> [[gnu::always_inline]] void prefetch(int64_t row, int64_t b) const {
+    if (pf && row == 0 && b % 2 == 0)
+      for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(pf + r * k + b * kQ8Block), _MM_HINT_T0);
+  }
+  // c's element (row, j + r): the sum of W's row j + r against a's row `row`, plus the bias.
+  [[gnu::always_inline]] void put(int64_t row, int r, float sum) const {
+    c[row * n + j + r] = sum + (bias ? bias[j + r] : 0.f);
+  }
+};
+
 // ---- portable: 16 lanes in an array ----
 
 void rows_portable(float* c, const ActivationBlocks& x16, const Q8Matrix& w, const float* bias, int64_t j0,
                    int64_t j1) {
-  const int64_t k = w.cols, nb = k / kQ8Block, n = w.rows;
+  const int64_t nb = w.cols / kQ8Block;
   std::vector<float> ds(static_cast<size_t>(nb));
   for (int64_t j = j0; j < j1; ++j) {
     scales_of(w, j, 1, ds.data());
-    const int8_t* q = w.q.data() + j * k;
+    const Group g(x16, w, c, bias, j, ds.data(), nullptr);
+    const int8_t* q = g.q;
     for (int64_t row = 0; row < x16.m; ++row) {
-      const int16_t* x = x16.q.data() + row * k;
-      const float* sx = x16.s.data() + row * nb;
+      const int16_t* x = g.x(row);
+      const float* sx = g.sx(row);
       float acc[16] = {};
       for (int64_t b = 0; b < nb; ++b) {
         const float scale = ds[size_t(b)] * sx[b];
@@ -74,7 +117,7 @@ void rows_portable(float* c, const ActivationBlocks& x16, const Q8Matrix& w, con
           acc[l] = std::fma(float(p), scale, acc[l]);
         }
       }
-      c[row * n + j] = lanes::add16(acc) + (bias ? bias[j] : 0.f);
+      g.put(row, 0, lanes::add16(acc));
     }
   }
 }
@@ -87,68 +130,57 @@ void rows_portable(float* c, const ActivationBlocks& x16, const Q8Matrix& w, con
   return _mm256_cvtepi32_ps(_mm256_madd_epi16(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))));
 }
 
-// R of W's rows from row j (R a constant, so the accumulators stay in registers) against every row of a.
-template <int R>
-KS_Q8_AVX2 void group_avx2(float* c, const ActivationBlocks& x16, const Q8Matrix& w, const float* bias, int64_t j,
-                           const float* ds, const int8_t* pf) {
-  const int64_t k = w.cols, nb = k / kQ8Block, n = w.rows;
-  const int8_t* q = w.q.data() + j * k;
-  for (int64_t row = 0; row < x16.m; ++row) {
-    const int16_t* x = x16.q.data() + row * k;
-    const float* sx = x16.s.data() + row * nb;
+// The group's R rows (R a constant, so the accumulators stay in registers) against every row of a.
+template <int R> KS_Q8_AVX2 void group_avx2(const Group g) {
+  for (int64_t row = 0; row < g.a->m; ++row) {
+    const int16_t* x = g.x(row);
+    const float* sx = g.sx(row);
     __m256 lo[R], hi[R];
     for (int r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
+    for (int64_t b = 0; b < g.nb; ++b) {
       const int64_t i = b * kQ8Block;
-      if (pf && row == 0 && b % 2 == 0)
-        for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(pf + r * k + i), _MM_HINT_T0);
+      g.prefetch<R>(row, b);
       for (int r = 0; r < R; ++r) {
-        const int8_t* qr = q + r * k + i;
-        const __m256 scale = _mm256_set1_ps(ds[r * nb + b] * sx[b]);
+        const int8_t* qr = g.q + r * g.k + i;
+        const __m256 scale = _mm256_set1_ps(g.ds[r * g.nb + b] * sx[b]);
         lo[r] = _mm256_fmadd_ps(pairs8(qr, x + i), scale, lo[r]);            // pairs of values 0–15
         hi[r] = _mm256_fmadd_ps(pairs8(qr + 16, x + i + 16), scale, hi[r]);  // pairs of values 16–31
       }
     }
-    for (int r = 0; r < R; ++r) c[row * n + j + r] = lanes::add16(lo[r], hi[r]) + (bias ? bias[j + r] : 0.f);
+    for (int r = 0; r < R; ++r) g.put(row, r, lanes::add16(lo[r], hi[r]));
   }
 }
 
 // ---- AVX-512: 16 lanes in one register ----
 
-template <int R>
-KS_Q8_AVX512 void group_avx512(float* c, const ActivationBlocks& x16, const Q8Matrix& w, const float* bias, int64_t j,
-                               const float* ds, const int8_t* pf) {
-  const int64_t k = w.cols, nb = k / kQ8Block, n = w.rows;
-  const int8_t* q = w.q.data() + j * k;
-  for (int64_t row = 0; row < x16.m; ++row) {
-    const int16_t* x = x16.q.data() + row * k;
-    const float* sx = x16.s.data() + row * nb;
+template <int R> KS_Q8_AVX512 void group_avx512(const Group g) {
+  for (int64_t row = 0; row < g.a->m; ++row) {
+    const int16_t* x = g.x(row);
+    const float* sx = g.sx(row);
     __m512 acc[R];
     for (auto& v : acc) v = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
+    for (int64_t b = 0; b < g.nb; ++b) {
       const int64_t i = b * kQ8Block;
-      if (pf && row == 0 && b % 2 == 0)
-        for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(pf + r * k + i), _MM_HINT_T0);
+      g.prefetch<R>(row, b);
       const __m512i xv = _mm512_loadu_si512(x + i);
       for (int r = 0; r < R; ++r) {
         // 32 int8 weights widened to int16, multiplied with the 32 activations: 16 sums of adjacent pairs.
-        const __m512i wq = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + r * k + i)));
+        const __m512i wq =
+            _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.q + r * g.k + i)));
         const __m512 p = _mm512_cvtepi32_ps(_mm512_madd_epi16(wq, xv));
-        acc[r] = _mm512_fmadd_ps(p, _mm512_set1_ps(ds[r * nb + b] * sx[b]), acc[r]);
+        acc[r] = _mm512_fmadd_ps(p, _mm512_set1_ps(g.ds[r * g.nb + b] * sx[b]), acc[r]);
       }
     }
     for (int r = 0; r < R; ++r)
-      c[row * n + j + r] =
-          lanes::add16(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)) + (bias ? bias[j + r] : 0.f);
+      g.put(row, r, lanes::add16(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
   }
 }
 
 // W's rows [j0, j1) against every row of a: four at a time on `four` while there are four, the last ones
 // singly on `one`; each group's scales converted first, the rows ahead prefetched while its first row runs.
-using Group = void (*)(float* c, const ActivationBlocks& x16, const Q8Matrix& w, const float* bias, int64_t j,
-                       const float* ds, const int8_t* pf);
-void rows_in_groups(Group four, Group one, float* c, const ActivationBlocks& x16, const Q8Matrix& w, const float* bias,
-                    int64_t j0, int64_t j1) {
+using GroupKernel = void (*)(Group);
+void rows_in_groups(GroupKernel four, GroupKernel one, float* c, const ActivationBlocks& x16, const Q8Matrix& w,
+                    const float* bias, int64_t j0, int64_t j1) {
   const int64_t k = w.cols, nb = k / kQ8Block, n = w.rows, ahead = prefetch_rows(k);
   std::vector<float> ds(static_cast<size_t>(kRows * nb));
   int64_t j = j0;
@@ -159,11 +191,11 @@ void rows_in_groups(Group four, Group one, float* c, const ActivationBlocks& x16
       for (int64_t byte = 0; byte < kRows * nb * 2; byte += 64)
         _mm_prefetch(reinterpret_cast<const char*>(w.d.data() + (j + ahead) * nb) + byte, _MM_HINT_T0);
     scales_of_f16c(w, j, kRows, ds.data());
-    four(c, x16, w, bias, j, ds.data(), w.q.data() + (j + ahead + kRows <= n ? j + ahead : j) * k);
+    four(Group(x16, w, c, bias, j, ds.data(), w.q.data() + (j + ahead + kRows <= n ? j + ahead : j) * k));
   }
   for (; j < j1; ++j) {
     scales_of_f16c(w, j, 1, ds.data());
-    one(c, x16, w, bias, j, ds.data(), nullptr);
+    one(Group(x16, w, c, bias, j, ds.data(), nullptr));
   }
 }
 
