@@ -4,6 +4,7 @@
 #include "support/testing.h"
 
 #include <cmath>
+#include <memory>
 #include <set>
 
 #include "nn/lr_schedule.h"
@@ -24,6 +25,41 @@ std::vector<double> quad_grad(const std::vector<double>& p) {
 Tensor quad_loss(const Tensor& p) {
   Tensor c = arange(1, double(p.numel()) + 1, 1, {.dtype = p.dtype()});
   return sum(mul(mul(p, p), c));
+}
+
+// `n` steps of opt on the quadratic loss of p.
+void quad_steps(const Tensor& p, nn::Optimizer& opt, int n) {
+  for (int i = 0; i < n; ++i) {
+    backward(quad_loss(p));
+    opt.step();
+    opt.zero_grad();
+  }
+}
+
+// A resume: an AdamW with options `o` takes three steps on a; b, a copy of a, gets a second AdamW that
+// loads the first's state; then both take three more. Their weights must agree bit for bit.
+// Returns the two optimizers, a and b.
+struct Resumed {
+  Tensor a, b;
+  std::unique_ptr<nn::AdamW> oa, ob;
+};
+Resumed resume_alongside(const nn::AdamOptions& o) {
+  Resumed r{tensor({1, -2, 3}, {3}, {.requires_grad = true}), tensor({1, -2, 3}, {3}, {.requires_grad = true})};
+  r.oa = std::make_unique<nn::AdamW>(std::vector<Tensor>{r.a}, o);
+  quad_steps(r.a, *r.oa, 3);
+  {
+    NoGradGuard g;
+    copy_(r.b, r.a);
+  }
+  r.ob = std::make_unique<nn::AdamW>(std::vector<Tensor>{r.b}, o);
+  r.ob->load_state_dict(r.oa->state_dict());
+  CHECK(r.ob->steps_taken() == 3);
+  for (int i = 0; i < 3; ++i) {
+    quad_steps(r.a, *r.oa, 1);
+    quad_steps(r.b, *r.ob, 1);
+  }
+  CHECK(r.a.to_vector<float>() == r.b.to_vector<float>());
+  return r;
 }
 
 }  // namespace
@@ -237,36 +273,15 @@ TEST_CASE("bf16 moments round up in proportion: unbiased, and the same draws on 
 }
 
 TEST_CASE("bf16 moments: the state round trip resumes exactly, and a float32 state is refused by name") {
-  Tensor a = tensor({1, -2, 3}, {3}, {.requires_grad = true}), b = tensor({1, -2, 3}, {3}, {.requires_grad = true});
   const nn::AdamOptions bf{.lr = 0.05, .state_dtype = kBFloat16};
-  nn::AdamW oa({a}, bf);
-  for (int i = 0; i < 3; ++i) {
-    backward(quad_loss(a));
-    oa.step();
-    oa.zero_grad();
-  }
-  {
-    NoGradGuard g;
-    copy_(b, a);
-  }
-  nn::AdamW ob({b}, bf);
-  ob.load_state_dict(oa.state_dict());
-  for (int i = 0; i < 3; ++i) {
-    backward(quad_loss(a));
-    oa.step();
-    oa.zero_grad();
-    backward(quad_loss(b));
-    ob.step();
-    ob.zero_grad();
-  }
-  CHECK(a.to_vector<float>() == b.to_vector<float>());
-  CHECK(state_of(oa, "exp_avg") == state_of(ob, "exp_avg"));
+  Resumed r = resume_alongside(bf);
+  CHECK(state_of(*r.oa, "exp_avg") == state_of(*r.ob, "exp_avg"));
+  Tensor b = r.b;
+  nn::AdamW& oa = *r.oa;
   nn::AdamW f32({b}, {.lr = 0.05});
   CHECK_THROWS_WITH_AS(f32.load_state_dict(oa.state_dict()),
                        doctest::Contains("'0.0.exp_avg' is bfloat16 but its parameter is float32"), Error);
-  backward(quad_loss(b));
-  f32.step();
-  f32.zero_grad();
+  quad_steps(b, f32, 1);
   nn::AdamW other({b}, bf);
   CHECK_THROWS_WITH_AS(other.load_state_dict(f32.state_dict()),
                        doctest::Contains("is float32 but this optimizer keeps its state in bfloat16"), Error);
@@ -287,33 +302,8 @@ TEST_CASE("clip_grad_norm on 16-bit gradients sums their squares in double") {
 }
 
 TEST_CASE("optimizer state round trip continues the same trajectory") {
-  auto make = [] {
-    Tensor p = tensor({1, -2, 3}, {3}, {.requires_grad = true});
-    return p;
-  };
-  Tensor a = make(), b = make();
-  nn::AdamW oa({a}, {.lr = 0.05});
-  for (int i = 0; i < 3; ++i) {
-    backward(quad_loss(a));
-    oa.step();
-    oa.zero_grad();
-  }
-  {
-    NoGradGuard g;
-    copy_(b, a);
-  }
-  nn::AdamW ob({b}, {.lr = 0.05});
-  ob.load_state_dict(oa.state_dict());
-  CHECK(ob.steps_taken() == 3);
-  for (int i = 0; i < 3; ++i) {
-    backward(quad_loss(a));
-    oa.step();
-    oa.zero_grad();
-    backward(quad_loss(b));
-    ob.step();
-    ob.zero_grad();
-  }
-  CHECK(a.to_vector<float>() == b.to_vector<float>());
+  Resumed r = resume_alongside({.lr = 0.05});
+  nn::AdamW &oa = *r.oa, &ob = *r.ob;
   nn::NamedTensors bad = oa.state_dict();
   bad.emplace_back("7.0.exp_avg", zeros({3}));
   CHECK_THROWS_WITH_AS(ob.load_state_dict(bad), doctest::Contains("do not belong"), Error);
