@@ -133,7 +133,7 @@ TEST_CASE("hf_unigram: Viterbi takes the best sum of scores, ties to the earlier
   CHECK_FALSE(tok.lossless());
 }
 
-TEST_CASE("hf_unigram: unknown characters are one fused <unk>, scored min_score - 10; byte fallback") {
+TEST_CASE("hf_unigram: unknown characters are one fused <unk>, scored min_score - 10, and byte fallback") {
   const data::HfUnigramTokenizer tok(small(), "t");
   CHECK(tok.viterbi(SP + "azzb") == std::vector<std::string>{SP + "a", "zz", "b"});
   CHECK(ids(tok, "azzb") == std::vector<int64_t>{5, 0, 3});
