@@ -183,10 +183,7 @@ void tokenizer_metadata(Kv& kv, const data::Tokenizer* tokenizer, int64_t vocab_
           a.value("special", false) ? kControl : kUserDefined);
   std::vector<std::string> merges;
   for (const json& m : model.at("merges")) {
-    const std::string left =
-        m.is_array() ? m[0].get<std::string>() : m.get<std::string>().substr(0, m.get<std::string>().find(' '));
-    const std::string right =
-        m.is_array() ? m[1].get<std::string>() : m.get<std::string>().substr(m.get<std::string>().find(' ') + 1);
+    const auto [left, right] = merge_halves(m);
     KS_CHECK(left.find(' ') == std::string::npos && right.find(' ') == std::string::npos, "gguf export: merge [\"",
              left, "\", \"", right, "\"] holds a space, which GGUF's \"left right\" merges cannot spell");
     merges.push_back(left + " " + right);

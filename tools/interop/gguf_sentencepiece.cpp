@@ -115,12 +115,7 @@ SpVocab sp_vocab_from_tokenizer_json(const json& tj, int64_t vocab_size, std::st
   }
 
   // 3. Byte fallback with every byte: llama.cpp spells any character that is no token in bytes.
-  int bytes = 0;
-  for (int b = 0; b < 256; ++b) {
-    char name[8];
-    std::snprintf(name, sizeof(name), "<0x%02X>", b);
-    bytes += in_model.count(name) ? 1 : 0;
-  }
+  const int bytes = byte_tokens_held([&](const std::string& t) { return in_model.count(t) > 0; });
   KS_CHECK(model.value("byte_fallback", false) && bytes == 256, "gguf export: the tokenizer ",
            model.value("byte_fallback", false) ? str("has ", bytes, " of the 256 byte tokens (\"<0x00>\".. \"<0xFF>\")")
                                                : std::string("has no byte_fallback"),
@@ -136,15 +131,7 @@ SpVocab sp_vocab_from_tokenizer_json(const json& tj, int64_t vocab_size, std::st
   const json& merges = model.at("merges");
   for (size_t r = 0; r < merges.size(); ++r) {
     const json& m = merges[r];
-    std::string l, rt;
-    if (m.is_array()) {
-      l = m[0].get<std::string>();
-      rt = m[1].get<std::string>();
-    } else {
-      const std::string s = m.get<std::string>();
-      l = s.substr(0, s.find(' '));
-      rt = s.substr(s.find(' ') + 1);
-    }
+    const auto [l, rt] = merge_halves(m);
     rank_of.emplace(pair_key(l, rt), int64_t(r));
     Made& t = made[l + rt];
     if (t.count == 0) t.first = int64_t(r);
@@ -188,6 +175,22 @@ SpVocab sp_vocab_from_tokenizer_json(const json& tj, int64_t vocab_size, std::st
                "\" holds \"\u2581\" after its start, which the Metaspace pre-tokenizer's split never lets the merges "
                "make but llama.cpp's SentencePiece tokenizer would");
   return v;
+}
+
+std::pair<std::string, std::string> merge_halves(const json& merge) {
+  if (merge.is_array()) return {merge[0].get<std::string>(), merge[1].get<std::string>()};
+  const std::string s = merge.get<std::string>();
+  return {s.substr(0, s.find(' ')), s.substr(s.find(' ') + 1)};
+}
+
+int byte_tokens_held(const std::function<bool(const std::string&)>& has) {
+  int held = 0;
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    held += has(name) ? 1 : 0;
+  }
+  return held;
 }
 
 json gguf_added_token(size_t id, const std::string& text, bool special) {
@@ -251,12 +254,7 @@ json sp_tokenizer_json(const SpVocab& v, const std::string& where) {
     std::sort(c.begin(), c.end());
     for (const auto& [l, r] : c) merges.push_back({v.tokens[size_t(l)], v.tokens[size_t(r)]});
   }
-  bool all_bytes = true;
-  for (int b = 0; b < 256 && all_bytes; ++b) {
-    char name[8];
-    std::snprintf(name, sizeof(name), "<0x%02X>", b);
-    all_bytes = id_of.count(name) > 0;
-  }
+  const bool all_bytes = byte_tokens_held([&](const std::string& t) { return id_of.count(t) > 0; }) == 256;
   json normalizer = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kMeta}};
   if (v.add_space_prefix)
     normalizer = {{"type", "Sequence"}, {"normalizers", {{{"type", "Prepend"}, {"prepend", kMeta}}, normalizer}}};

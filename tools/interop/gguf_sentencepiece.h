@@ -35,8 +35,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ks::interop {
@@ -64,6 +66,12 @@ struct SpVocab {
 // `vocab_size` ids. Throws naming what llama.cpp would tokenize otherwise;
 // `notes` gets what export should tell (a prepend_scheme "first").
 SpVocab sp_vocab_from_tokenizer_json(const nlohmann::json& tj, int64_t vocab_size, std::string& notes);
+
+// A tokenizer.json merge, ["left", "right"] or "left right", as its two halves.
+std::pair<std::string, std::string> merge_halves(const nlohmann::json& merge);
+
+// How many of the 256 byte tokens "<0x00>".."<0xFF>" `has` holds.
+int byte_tokens_held(const std::function<bool(const std::string&)>& has);
 
 // One entry of a tokenizer.json's added_tokens for a GGUF token matched in the
 // raw text (control and user-defined types, both vocabularies).
